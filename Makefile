@@ -1,0 +1,44 @@
+# mpmd-lab: two commands set everything up on a fresh machine.
+#   make lab    build the environment if missing or stale, then start JupyterLab on notebooks/
+#   make test   build the environment if needed, then run the whole test suite
+SHELL := /bin/bash
+export PYENV_VERSION ?= 3.12
+export UV_PYTHON_DOWNLOADS := never
+PYTHON ?= python3.12
+VENV := .venv
+STAMP := $(VENV)/.installed
+PORT ?= 8888
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+
+.PHONY: lab test bench lint format fuzz clean .venv
+
+$(STAMP): pyproject.toml uv.lock
+	@$(PYTHON) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null || $(PYTHON) -m pip install -q uv
+	$(UV) sync --locked --extra test
+	@touch $(STAMP)
+
+.venv: $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) \
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=notebooks
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(VENV)/bin/python -m bench
+
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(VENV)/bin/python -m pytest -q tests -m fuzz
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check toolkit widgets tests bench
+	$(VENV)/bin/ruff format --check toolkit widgets tests bench
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format toolkit widgets tests bench
+	$(VENV)/bin/ruff check --fix toolkit widgets tests bench
+
+clean:
+	rm -rf $(VENV) test-artifacts

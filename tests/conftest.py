@@ -1,0 +1,33 @@
+"""Shared fixtures: gallery scenarios, a temp dir, the CLI in-process and as a process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture
+def gallery_names() -> list[str]:
+    from toolkit import gallery
+
+    return gallery.names()
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The installed `mpmd-lab` command, as a user runs it."""
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,1 @@
+"""mpmd-lab: build, check, run and draw Pallas mpmd_map kernel calls."""

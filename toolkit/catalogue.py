@@ -1,0 +1,418 @@
+"""The catalogue of diagnostic codes: what JAX raises, its message, and the stage.
+
+One row per stable code (``shared/design/ERRORS.md``, checked against jax 0.12).
+``classify`` maps a raw JAX exception (also wrapped in a ``JaxRuntimeError``) back to
+its code. The knowledge base (``toolkit.knowledge``) adds the long explanations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    code: str
+    type: str  # the exception JAX raises ("" for mpmd-lab's own findings)
+    pattern: str  # a regex that finds the message in JAX's text
+    stage: str
+    title: str
+    severity: str = "error"
+
+
+def _e(
+    code: str, type_: str, pattern: str, stage: str, title: str, severity: str = "error"
+) -> Entry:
+    return Entry(code, type_, pattern, stage, title, severity)
+
+
+ENTRIES: list[Entry] = [
+    _e(
+        "MPMD_DUP_REF",
+        "NotImplementedError",
+        r"Cannot pass the same ref into a mpmd map multiple times",
+        "trace",
+        "The same Ref passed more than once",
+    ),
+    _e(
+        "MPMD_CLOSED_REF_ALIAS",
+        "NotImplementedError",
+        r"Closed-over ref aliases with a passed-in ref",
+        "trace",
+        "A captured Ref is also passed in",
+    ),
+    _e(
+        "MPMD_CAPTURED_ARRAY",
+        "ValueError",
+        r"captures non-scalar array constants",
+        "trace",
+        "The kernel captures an array",
+    ),
+    _e(
+        "MPMD_RETURNS_VALUE",
+        "ValueError",
+        r"should return None\. It returns",
+        "trace",
+        "The kernel returns a value",
+    ),
+    _e(
+        "MPMD_SCRATCH_CORE_TYPE",
+        "NotImplementedError",
+        r"requires scratch_type to have a `core_type`",
+        "trace",
+        "Scratch with several meshes",
+    ),
+    _e(
+        "MPMD_NO_PROGRAMS",
+        "ValueError",
+        r"At least one mesh/function pair is required",
+        "build",
+        "No programs",
+    ),
+    _e(
+        "MPMD_NOT_MANUAL",
+        "ValueError",
+        r"mpmd_map requires all mesh axes to be Manual",
+        "trace",
+        "Device-mesh axes are not Manual (no shard_map)",
+    ),
+    _e(
+        "MPMD_GPU_SCRATCH",
+        "NotImplementedError",
+        r"Scratch operands are not supported by the Mosaic GPU mpmd_map lowering",
+        "gpu-lower",
+        "Scratch through pl.kernel does not lower",
+    ),
+    _e(
+        "MESH_CLUSTER_RANK",
+        "ValueError",
+        r"cluster= must be at most 3D",
+        "build",
+        "Cluster of more than 3 axes",
+    ),
+    _e(
+        "MESH_THREADS_PAIR",
+        "ValueError",
+        r"num_threads and thread_name must be either both set",
+        "build",
+        "Thread count without a name",
+    ),
+    _e(
+        "MESH_TOO_MANY_THREADS",
+        "ValueError",
+        r"Requested too many CUDA threads per block",
+        "build",
+        "Too many threads per block",
+    ),
+    _e(
+        "GPU_TOO_MANY_BARRIERS",
+        "ValueError",
+        r"Too many CTA barriers requested",
+        "gpu-lower",
+        "Too many barriers",
+    ),
+    _e(
+        "REF_PEER_TO_MULTICAST",
+        "ValueError",
+        r"Can't make a peer reference into a multicast reference\.",
+        "trace",
+        "A multicast view of a peer view",
+    ),
+    _e(
+        "REF_MULTICAST_TO_PEER",
+        "ValueError",
+        r"Can't make a multicast reference into a peer reference\.",
+        "trace",
+        "A peer view of a multicast view",
+    ),
+    _e(
+        "COLLECTIVE_AXES_NOT_ALL",
+        "NotImplementedError",
+        r"Only collective_axes that include all JAX device mesh axes are supported",
+        "gpu-lower",
+        "Multicast over some device axes only",
+    ),
+    _e(
+        "MULTICAST_NO_DEVICE_MESH",
+        "ValueError",
+        r"JAX device mesh is required by multicast copies",
+        "gpu-lower",
+        "Multicast without a device mesh",
+    ),
+    _e(
+        "MULTICAST_PLAIN_STORE",
+        "NotImplementedError",
+        r"Multicast references are not allowed in the lowering of this primitive",
+        "gpu-lower",
+        "A plain store through a multicast view",
+    ),
+    _e(
+        "DEVICE_ID_UNKNOWN_AXIS",
+        "ValueError",
+        r"Unrecognized axes in device_id",
+        "gpu-lower",
+        "remote_ref names an axis the device mesh lacks",
+    ),
+    _e(
+        "CLUSTER_REF_UNKNOWN_AXIS",
+        "LookupError",
+        r"Unknown cluster axis",
+        "gpu-lower",
+        "cluster_ref names an axis the cluster lacks",
+    ),
+    _e(
+        "GPU_CLUSTER_SMEM_STORE",
+        "ValueError",
+        r"Unsupported memory space: #mosaic_gpu\.smem_cluster",
+        "gpu-lower",
+        "A plain store into another block's SMEM",
+    ),
+    _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
+    _e(
+        "AT_TOO_MANY_INDICES",
+        "ValueError",
+        r"`indices` must not be longer than `shape`",
+        "trace",
+        "More indices than dimensions",
+    ),
+    _e(
+        "BITCAST_1D_WIDTH_CHANGE",
+        "NotImplementedError",
+        r"Bitcast 1D ref with bitwidth change is not supported",
+        "trace",
+        "1-D bitcast that changes width",
+    ),
+    _e(
+        "BITCAST_SECOND_MINOR",
+        "ValueError",
+        r"Expected input and output shapes are the same after multiplying the second-minor dimension",
+        "trace",
+        "Bitcast shape mismatch",
+    ),
+    _e(
+        "SWAP_SHAPE_MISMATCH",
+        "ValueError",
+        r"Invalid shape for `swap`",
+        "trace",
+        "Store of the wrong shape",
+    ),
+    _e(
+        "GET_SHAPE_MISMATCH",
+        "ValueError",
+        r"Invalid shape for `get`",
+        "trace",
+        "Load of the wrong shape",
+    ),
+    _e(
+        "GPU_WG_TRANSFORMS",
+        "NotImplementedError",
+        r"Transforms are not yet implemented for warpgroup semantics",
+        "gpu-lower",
+        "Transforms under warpgroup semantics",
+    ),
+    _e(
+        "RESHAPE_MINUS_ONE",
+        "ValueError",
+        r"At most one dimension can be -1",
+        "trace",
+        "More than one -1 in a reshape",
+    ),
+    _e("RESHAPE_SIZE", "ValueError", r"cannot reshape", "trace", "Reshape to a different size"),
+    _e(
+        "TRANSPOSE_RANK",
+        "ValueError",
+        r"Permutation .* does not match the rank",
+        "trace",
+        "Permutation of the wrong rank",
+    ),
+    _e(
+        "TRANSPOSE_INVALID_PERM_GPU",
+        "RuntimeError",
+        r"Invalid permutation when attempting to create an AffineMap",
+        "gpu-lower",
+        "Invalid permutation",
+    ),
+    _e(
+        "TRANSPOSE_TMEM",
+        "ValueError",
+        r"Can't transpose a TMEM reference",
+        "trace",
+        "Transpose of a TMEM ref",
+    ),
+    _e(
+        "TRANSPOSE_REF_RAW_BUG",
+        "ValueError",
+        r"The 'memory_space' attribute is not available on traced array",
+        "trace",
+        "transpose_ref on a raw ref (a JAX bug)",
+    ),
+    _e(
+        "GPU_LAYOUT_INFERENCE",
+        "ValueError",
+        r"Failed to infer a possible set of layouts",
+        "gpu-lower",
+        "Layout inference failed",
+    ),
+    _e(
+        "SWIZZLE_VALUE",
+        "ValueError",
+        r"Swizzle \d+ is not supported",
+        "build",
+        "Unsupported swizzle",
+    ),
+    _e(
+        "SWIZZLE_TRAILING_DIM",
+        "ValueError",
+        r"Swizzle \d+ requires the trailing dimension",
+        "trace",
+        "Swizzle wider than the trailing dim",
+    ),
+    _e(
+        "TMEM_DTYPE_PACKED",
+        "ValueError",
+        r"dtypes narrower than 32-bit require",
+        "build",
+        "Narrow TMEM dtype without packed",
+    ),
+    _e(
+        "TMEM_ONLY_ARGS",
+        "ValueError",
+        r"packed, collective and layout arguments are only supported for TMEM",
+        "build",
+        "TMEM-only arguments on another memory space",
+    ),
+    _e(
+        "TMEM_NO_TRANSFORMS",
+        "ValueError",
+        r"transforms are not supported for TMEM",
+        "build",
+        "Transforms on TMEM scratch",
+    ),
+    _e(
+        "UNBOUND_AXIS",
+        "NameError",
+        r"Found an unbound axis name",
+        "interpret",
+        "Unbound axis name (HLO interpreter)",
+    ),
+    _e(
+        "HLO_INTERP_NO_DISCHARGE",
+        "NotImplementedError",
+        r"No state discharge rule",
+        "interpret",
+        "The HLO interpreter cannot run this transform",
+    ),
+    _e(
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "ValueError",
+        r"Unsupported transform: ",
+        "interpret",
+        "The GPU interpreter cannot run this transform",
+    ),
+    _e(
+        "GPU_INTERP_MULTICAST",
+        "AttributeError",
+        r"'MulticastRef' object has no attribute",
+        "interpret",
+        "The GPU interpreter cannot run multicast",
+    ),
+    _e(
+        "GPU_INTERP_NOT_A_REF",
+        "TypeError",
+        r"ref must be a reference, got",
+        "interpret",
+        "The GPU interpreter got a non-ref",
+    ),
+    _e("RACE_DETECTED", "RuntimeError", r"RACE DETECTED", "interpret", "A race between writers"),
+    _e("OOB_READ", "IndexError", r"Out-of-bounds read", "interpret", "Out-of-bounds read"),
+    _e(
+        "GPU_VERIFICATION",
+        "VerificationError",
+        r"verification error|failed to verify|VerificationError",
+        "gpu-lower",
+        "Mosaic GPU IR failed verification",
+    ),
+    # last: very generic messages
+    _e(
+        "TRANSPOSE_BAD_AXIS",
+        "IndexError",
+        r"^tuple index out of range$",
+        "trace",
+        "Permutation names an axis the ref lacks",
+    ),
+    _e(
+        "BITCAST_1D_SAME_WIDTH_BUG",
+        "IndexError",
+        r"^list index out of range$",
+        "trace",
+        "1-D same-width bitcast (a JAX bug)",
+    ),
+    _e(
+        "MPMD_GPU_MESH_NOT_COMBINABLE",
+        "NotImplementedError",
+        r"^$",
+        "trace",
+        "Two Mosaic GPU meshes in one call",
+    ),
+]
+
+BY_CODE: dict[str, Entry] = {e.code: e for e in ENTRIES}
+
+#: Codes mpmd-lab reports that JAX itself never raises (or raises only on a GPU).
+OWN = {
+    "SCHEMA": ("not a scenario", "schema"),
+    "XREF_UNKNOWN_BUFFER": ("an argument names a buffer that does not exist", "schema"),
+    "XREF_UNKNOWN_NAME": ("a statement names an unknown parameter or view", "schema"),
+    "XREF_DUPLICATE_NAME": ("a name is defined twice", "schema"),
+    "REMOTE_DEVICE_OOB": ("remote_ref names a device outside the mesh", "gpu-run"),
+    "AT_SLICE_CLAMPED": ("slice stop past the end is silently clamped", "trace"),
+    "PROGRAM_ID_GPU_INTERP": (
+        "pl.program_id is 0 in every block under the GPU interpreter",
+        "interpret",
+    ),
+    "RACE": ("writes from different blocks, threads or devices overlap", "gpu-run"),
+    "OOB_INDEX": ("an integer index is out of bounds", "interpret"),
+    "INTERP_LIMIT": ("the CPU interpreters cannot run this (a limit of this machine)", "interpret"),
+    "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
+    "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
+    "RUN_CRASHED": ("the child process running JAX died", "interpret"),
+    "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
+}
+
+
+_WRAPPER = re.compile(r"^(?:jax\.errors\.|jaxlib\.\S*\.)?JaxRuntimeError")
+
+
+def unwrap(type_name: str, message: str) -> tuple[str, str]:
+    """The inner exception of a ``JaxRuntimeError`` (``INTERNAL: ... ValueError: msg``)."""
+    if not (_WRAPPER.match(type_name) or type_name.endswith("JaxRuntimeError")):
+        return type_name, message
+    m = re.search(r"(\w+(?:Error|Exception)): (.*)", message, re.S)
+    if m:
+        return m.group(1), m.group(2).strip()
+    return type_name, message
+
+
+def classify(type_name: str, message: str) -> str | None:
+    """The code of a raw JAX exception (type name and message), or None if unknown."""
+    inner_type, inner_msg = unwrap(type_name, message)
+    for e in ENTRIES:
+        if e.pattern == r"^$":
+            if inner_type == e.type and not inner_msg.strip():
+                return e.code
+            continue
+        flags = re.M if e.pattern.startswith("^") else 0
+        if re.search(e.pattern, inner_msg, flags) or re.search(e.pattern, message, flags):
+            if e.pattern.startswith("^") and inner_type != e.type:
+                continue
+            return e.code
+    return None
+
+
+def classify_text(text: str) -> str | None:
+    """The code in a pasted message (``ValueError: ...`` or just the message)."""
+    m = re.match(r"\s*(?:[\w.]+\.)?(\w+): (.*)", text, re.S)
+    if m:
+        return classify(m.group(1), m.group(2))
+    return classify("", text.strip())

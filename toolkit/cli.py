@@ -1,0 +1,217 @@
+"""The ``mpmd-lab`` command line (its contract is in SCENARIO.md).
+
+Each subcommand loads a scenario (a file or a gallery name), calls the library and
+prints; exit 0 good, 1 problems found or JAX error reported, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolkit.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line, exit 2."""
+
+
+def _load(source: str) -> Scenario:
+    return load_scenario(source)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write a file atomically (no half-written file on a failure)."""
+    import tempfile
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_gallery(args: argparse.Namespace) -> int:
+    from toolkit import gallery
+
+    names = gallery.names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:<{width}}  {gallery.summary(name)}")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from toolkit import validate
+
+    scenario = _load(args.file)
+    if args.deep:
+        from toolkit import deep
+
+        diags = deep.deep_check(scenario, timeout=args.timeout)
+    else:
+        diags = validate.check(scenario)
+    if args.fix:
+        from toolkit import fixes
+
+        fixed, applied = fixes.apply_all(scenario, diags)
+        if args.output:
+            save_scenario(fixed, args.output)
+        else:
+            print(fixed.to_json())
+        for fix in applied:
+            print(f"fixed: {fix.description}", file=sys.stderr)
+        diags = validate.check(fixed)
+    valid = not any(d.is_error for d in diags)
+    if args.json:
+        print(json.dumps({"valid": valid, "diagnostics": [d.to_json() for d in diags]}, indent=2))
+    elif not args.fix or args.output:
+        from toolkit.report import format_diagnostics
+
+        print(format_diagnostics(scenario.name, diags))
+    return EXIT_OK if valid else EXIT_PROBLEMS
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from toolkit import runtime
+
+    scenario = _load(args.file)
+    result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.summary())
+    return EXIT_OK if result.status == "ok" else EXIT_PROBLEMS
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    scenario = _load(args.file)
+    if args.text:
+        from toolkit import graph
+
+        print(graph.to_text(graph.build_graph(scenario)))
+        return EXIT_OK
+    if not args.output:
+        raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
+    if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
+        raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
+    from toolkit import plot
+
+    plot.save_aliasing(scenario, args.output)
+    print(args.output)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from toolkit.codegen import CodegenError, generate
+
+    scenario = _load(args.file)
+    try:
+        source = generate(scenario)
+    except CodegenError as e:
+        print(f"{args.file}: {e.path or 'call'}: cannot export: {e}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if args.output:
+        _write_text(args.output, source)
+        print(args.output)
+    else:
+        sys.stdout.write(source)
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from toolkit import knowledge
+
+    card = knowledge.lookup(args.query)
+    if card is None:
+        print(f"no code or known JAX message matches {args.query!r}", file=sys.stderr)
+        print("codes: " + ", ".join(knowledge.codes()), file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(card.to_json() if args.json else card.render())
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mpmd-lab",
+        description="Build, check, run, draw and export Pallas mpmd_map kernel calls.",
+        epilog="FILE is a scenario .json file or a gallery name (see `mpmd-lab gallery`).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("gallery", help="list the built-in scenarios")
+    s.set_defaults(func=cmd_gallery)
+
+    s = sub.add_parser("check", help="validate a scenario (exit 0 valid, 1 problems, 2 bad input)")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
+    s.add_argument("--deep", action="store_true", help="also trace and lower for the GPU with JAX")
+    s.add_argument("--fix", action="store_true", help="apply every known fix")
+    s.add_argument(
+        "-o", "--output", metavar="FIXED.json", help="with --fix: write the fixed scenario"
+    )
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds for --deep (default 120)")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("run", help="run the call on a GPU or a CPU interpreter")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--backend", choices=["auto", "gpu", "interpret", "simulate"], default="auto")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds before a run is killed")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("graph", help="draw the aliasing graph")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("-o", "--output", metavar="OUT.png|OUT.svg")
+    s.add_argument("--text", action="store_true", help="print the graph as text")
+    s.set_defaults(func=cmd_graph)
+
+    s = sub.add_parser("export", help="write the call as a plain JAX script")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("-o", "--output", metavar="OUT.py")
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("explain", help="explain a diagnostic code or a raw JAX message")
+    s.add_argument("query", metavar="CODE-or-MESSAGE")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_explain)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mpmd-lab`` command."""
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as e:
+        for path, msg in e.problems:
+            print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UsageError as e:
+        print(f"mpmd-lab {args.command}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        print(f"mpmd-lab {args.command}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""mpmd-lab widgets."""
