@@ -72,7 +72,7 @@ class CallEditor(w.VBox):
         self.args = c.Section(s, lambda: _key(s, "call.args", "buffers", "call.entry"), self._args)
         self.outputs = c.Section(s, lambda: _key(s, "call.outputs"), self._outputs)
         self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
-        self.body = c.Section(s, lambda: _key(s, "call"), self._body)
+        self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
         self.children = [
             self.buffers,
             self.args,
@@ -93,40 +93,49 @@ class CallEditor(w.VBox):
         value = {"shape": [256], "dtype": "float32", "init": "iota", **spec}
         return self.state.edit(("add", f"buffers.{name}", value), label=f"add buffer {name}")
 
-    def _buffers(self) -> list[w.Widget]:
+    def _buffers(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         rows: list[w.Widget] = [
             _head("Buffers", "host values the call is given; Ref = jax.new_ref")
         ]
         for name, b in st.scenario.buffers.items():
-            p = f"buffers.{name}"
+            key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
+            rows.append(sec.memo(key, lambda name=name, b=b: self._buffer_row(name, b)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button("+ buffer", self.add_buffer, "add a buffer", css="mpl-add-buffer"),
+            )
+        )
+        return rows
+
+    def _buffer_row(self, name: str, b: Any) -> w.Widget:
+        st = self.state
+        p = f"buffers.{name}"
+        if True:
             init = b.init if isinstance(b.init, str) else "explicit"
-            init_dd = w.Dropdown(
+            init_dd = c.make(
+                w.Dropdown,
                 options=INITS + (("explicit",) if init == "explicit" else ()),
                 value=init,
-                layout=w.Layout(width="90px"),
+                layout=c.lay(width="90px"),
             )
-            ref_cb = w.Checkbox(value=b.as_ref, description="Ref", indent=False)
-            ref_cb.layout.width = "60px"
+            ref_cb = c.make(w.Checkbox, "60px", value=b.as_ref, description="Ref", indent=False)
             ref_cb.add_class("mpl-as-ref")
-            rows.append(
-                _row(
-                    c.field(c.text(name, "90px"), _rename(st, "buffers", name), css="mpl-name"),
-                    c.field(
-                        c.text(c.show_shape(b.shape), "90px"),
-                        _set(st, f"{p}.shape"),
-                        c.parse_shape,
-                        label="shape",
-                    ),
-                    c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-                    c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
-                    c.field(ref_cb, _set(st, f"{p}.as_ref")),
-                    c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
-                    c.badge_line(st.diagnostics_at(p)),
-                )
+            return _row(
+                c.field(c.text(name, "90px"), _rename(st, "buffers", name), css="mpl-name"),
+                c.field(
+                    c.text(c.show_shape(b.shape), "90px"),
+                    _set(st, f"{p}.shape"),
+                    c.parse_shape,
+                    label="shape",
+                ),
+                c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
+                c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
+                c.field(ref_cb, _set(st, f"{p}.as_ref")),
+                c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
+                c.badge_line(st.diagnostics_at(p)),
             )
-        rows.append(c.button("+ buffer", self.add_buffer, "add a buffer", css="mpl-add-buffer"))
-        return rows
 
     # ------------------------------------------------------------ arguments
 
@@ -142,11 +151,14 @@ class CallEditor(w.VBox):
             label=f"pass {buffer} as {param}",
         )
 
-    def _args(self) -> list[w.Widget]:
+    def _args(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         call = st.scenario.call
-        entry = w.Dropdown(
-            options=("pl.kernel", "plgpu.kernel"), value=call.entry, layout=w.Layout(width="130px")
+        entry = c.make(
+            w.Dropdown,
+            options=("pl.kernel", "plgpu.kernel"),
+            value=call.entry,
+            layout=c.lay(width="130px"),
         )
         rows: list[w.Widget] = [
             _head("Arguments", "positional, in order; the same Ref twice is a duplicate"),
@@ -154,7 +166,22 @@ class CallEditor(w.VBox):
         ]
         buffers = list(st.scenario.buffers)
         for i, a in enumerate(call.args):
-            p = f"call.args[{i}]"
+            key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
+            rows.append(sec.memo(key, lambda i=i, a=a: self._arg_row(i, a, buffers)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button(
+                    "+ argument", self.add_arg, "pass a buffer to the kernel", css="mpl-add-arg"
+                ),
+            )
+        )
+        return rows
+
+    def _arg_row(self, i: int, a: Any, buffers: list[str]) -> w.Widget:
+        st = self.state
+        p = f"call.args[{i}]"
+        if True:
             leaves = getattr(a, "tuple", None)
             if leaves:
                 src = c.field(
@@ -165,7 +192,7 @@ class CallEditor(w.VBox):
                 )
             else:
                 opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
-                dd = w.Dropdown(options=opts, value=a.buffer, layout=w.Layout(width="110px"))
+                dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="110px"))
                 dd.add_class("mpl-arg-buffer")
                 src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
             extra: list[w.Widget] = []
@@ -178,7 +205,7 @@ class CallEditor(w.VBox):
                     )
                 )
             row = _row(
-                w.HTML(f"<span class='mpl-hint'>{i}</span>"),
+                c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
                 src,
                 c.field(c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as"),
                 *extra,
@@ -187,11 +214,7 @@ class CallEditor(w.VBox):
                 c.badge_line(st.diagnostics_at(p)),
             )
             row.add_class(f"mpl-arg-{i}")
-            rows.append(row)
-        rows.append(
-            c.button("+ argument", self.add_arg, "pass a buffer to the kernel", css="mpl-add-arg")
-        )
-        return rows
+            return row
 
     # ------------------------------------------------------------ outputs, scratch
 
@@ -201,27 +224,38 @@ class CallEditor(w.VBox):
         value = {"shape": shape or [256], "dtype": dtype}
         return st.edit(("add", f"call.outputs.{name}", value), label=f"add output {name}")
 
-    def _outputs(self) -> list[w.Widget]:
+    def _outputs(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
         for name, o in st.scenario.call.outputs.items():
-            p = f"call.outputs.{name}"
-            rows.append(
-                _row(
-                    c.field(c.text(name, "90px"), _rename(st, "call.outputs", name)),
-                    c.field(
-                        c.text(c.show_shape(o.shape), "90px"),
-                        _set(st, f"{p}.shape"),
-                        c.parse_shape,
-                        label="shape",
-                    ),
-                    c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
-                    c.small("✕", lambda p=p: _remove(st, p), "remove output"),
-                    c.badge_line(st.diagnostics_at(p)),
-                )
+            key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
+            rows.append(sec.memo(key, lambda name=name, o=o: self._output_row(name, o)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button(
+                    "+ output", self.add_output, "add an output", css="mpl-add-output"
+                ),
             )
-        rows.append(c.button("+ output", self.add_output, "add an output", css="mpl-add-output"))
+        )
         return rows
+
+    def _output_row(self, name: str, o: Any) -> w.Widget:
+        st = self.state
+        p = f"call.outputs.{name}"
+        if True:
+            return _row(
+                c.field(c.text(name, "90px"), _rename(st, "call.outputs", name)),
+                c.field(
+                    c.text(c.show_shape(o.shape), "90px"),
+                    _set(st, f"{p}.shape"),
+                    c.parse_shape,
+                    label="shape",
+                ),
+                c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+                c.small("✕", lambda p=p: _remove(st, p), "remove output"),
+                c.badge_line(st.diagnostics_at(p)),
+            )
 
     def add_scratch(self, name: str | None = None):
         st = self.state
@@ -229,12 +263,24 @@ class CallEditor(w.VBox):
         value = {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}
         return st.edit(("add", f"call.scratch.{name}", value), label=f"add scratch {name}")
 
-    def _scratch(self) -> list[w.Widget]:
+    def _scratch(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
         for name, s in st.scenario.call.scratch.items():
-            p = f"call.scratch.{name}"
-            mem = w.Dropdown(options=MEMORY, value=s.memory_space, layout=w.Layout(width="80px"))
+            key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
+            rows.append(sec.memo(key, lambda name=name, s=s: self._scratch_row(name, s)))
+        rows.append(
+            sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
+        )
+        return rows
+
+    def _scratch_row(self, name: str, s: Any) -> w.Widget:
+        st = self.state
+        p = f"call.scratch.{name}"
+        if True:
+            mem = c.make(
+                w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px")
+            )
             extra = []
             if s.transforms:
                 extra.append(
@@ -244,24 +290,20 @@ class CallEditor(w.VBox):
                         "edit tiling/swizzle",
                     )
                 )
-            rows.append(
-                _row(
-                    c.field(c.text(name, "90px"), _rename(st, "call.scratch", name)),
-                    c.field(
-                        c.text(c.show_shape(s.shape), "90px"),
-                        _set(st, f"{p}.shape"),
-                        c.parse_shape,
-                        label="shape",
-                    ),
-                    c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
-                    c.field(mem, _set(st, f"{p}.memory_space")),
-                    *extra,
-                    c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
-                    c.badge_line(st.diagnostics_at(p)),
-                )
+            return _row(
+                c.field(c.text(name, "90px"), _rename(st, "call.scratch", name)),
+                c.field(
+                    c.text(c.show_shape(s.shape), "90px"),
+                    _set(st, f"{p}.shape"),
+                    c.parse_shape,
+                    label="shape",
+                ),
+                c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
+                c.field(mem, _set(st, f"{p}.memory_space")),
+                *extra,
+                c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+                c.badge_line(st.diagnostics_at(p)),
             )
-        rows.append(c.button("+ scratch", self.add_scratch, "add a scratch ref"))
-        return rows
 
     # ------------------------------------------------------------ programs, body
 
@@ -293,15 +335,16 @@ class CallEditor(w.VBox):
         stmt.update(fields)
         return stmt
 
-    def _body(self) -> list[w.Widget]:
+    def _body(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         call = st.scenario.call
         n = len(call.programs)
         rows: list[w.Widget] = [_head("Programs", "one (mesh, body) pair each")]
-        pick = w.Dropdown(
+        pick = c.make(
+            w.Dropdown,
             options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
             value=st.program if n else -1,
-            layout=w.Layout(width="130px"),
+            layout=c.lay(width="130px"),
         )
         pick.observe(lambda ch: self._select_program(ch["new"]), names="value")
         rows.append(
@@ -314,7 +357,7 @@ class CallEditor(w.VBox):
                     "remove the selected program",
                 )
                 if n
-                else w.HTML(""),
+                else c.make(w.HTML, value=""),
                 c.badge_line(st.diagnostics_at("call.programs", exact=True)),
             )
         )
@@ -324,8 +367,16 @@ class CallEditor(w.VBox):
         rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
         body = call.programs[st.program].body
         for i, s in enumerate(body):
-            rows.append(self._statement(pp, i, s))
-        kind = w.Dropdown(options=OPS, value="copy", layout=w.Layout(width="140px"))
+            key = (
+                "stmt",
+                pp,
+                i,
+                s.model_dump_json(),
+                tuple(ref_names(st, before=i)),
+                _dkey(st, f"{pp}.body[{i}]"),
+            )
+            rows.append(sec.memo(key, lambda i=i, s=s: self._statement(pp, i, s)))
+        kind = c.make(w.Dropdown, options=OPS, value="copy", layout=c.lay(width="140px"))
         kind.add_class("mpl-stmt-kind")
         add = c.button("+ statement", lambda: self.add_statement(kind.value), "append to the body")
         add.add_class("mpl-add-stmt")
@@ -340,16 +391,17 @@ class CallEditor(w.VBox):
         p = f"{pp}.body[{i}]"
         names = ref_names(st, before=i)
         kind_now = "let" if getattr(s, "let", None) else s.op
-        kind = w.Dropdown(options=OPS, value=kind_now, layout=w.Layout(width="120px"))
+        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="120px"))
         parts: list[w.Widget] = [
-            w.HTML(f"<span class='mpl-hint'>{i}</span>"),
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             c.field(kind, lambda v, i=i, s=s: self._change_kind(pp, i, s, v)),
         ]
         if kind_now == "let":
             parts.append(
-                w.HTML(
+                c.make(
+                    w.HTML,
                     f"<code>{c.esc(s.let)} = {c.esc(s.ref)}</code>"
-                    f" <span class='mpl-hint'>+ {len(s.transforms)} transform(s)</span>"
+                    f" <span class='mpl-hint'>+ {len(s.transforms)} transform(s)</span>",
                 )
             )
             parts.append(
@@ -357,12 +409,13 @@ class CallEditor(w.VBox):
             )
         else:
             for f in OP_FIELDS[s.op]:
-                box = w.Combobox(
+                box = c.make(
+                    w.Combobox,
                     value=getattr(s, f),
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=w.Layout(width="100px"),
+                    layout=c.lay(width="100px"),
                 )
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f))
             if s.op == "fill":
@@ -403,20 +456,26 @@ class CallEditor(w.VBox):
 # ---------------------------------------------------------------- helpers
 
 
+def _dkey(st: LabState, path: str) -> tuple:
+    """The diagnostics at a path, as a hashable key."""
+    return tuple((d.code, d.path, d.message) for d in st.diagnostics_at(path))
+
+
 def _head(title: str, hint: str = "") -> w.HTML:
-    return w.HTML(
-        f"<div class='mpl-h'>{c.esc(title)} <span class='mpl-hint'>{c.esc(hint)}</span></div>"
+    return c.make(
+        w.HTML,
+        f"<div class='mpl-h'>{c.esc(title)} <span class='mpl-hint'>{c.esc(hint)}</span></div>",
     )
 
 
 def _row(*kids: w.Widget) -> w.HBox:
-    row = w.HBox(list(kids), layout=w.Layout(align_items="center", flex_flow="row wrap"))
+    row = w.HBox(list(kids), layout=c.lay(align_items="center", flex_flow="row wrap"))
     row.add_class("mpl-row")
     return row
 
 
 def _dtype(value: str) -> w.Dropdown:
-    return w.Dropdown(options=DTYPES, value=value, layout=w.Layout(width="100px"))
+    return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="100px"))
 
 
 def _set(st: LabState, path: str) -> c.Commit:

@@ -53,6 +53,29 @@ CSS = """
 """
 
 
+_LAYOUTS: dict[tuple, w.Layout] = {}
+_STYLES: dict[type, w.Widget] = {}
+
+
+def lay(**kw: str) -> w.Layout:
+    """A shared, never-mutated Layout: creating one per widget is most of a row's cost."""
+    key = tuple(sorted(kw.items()))
+    if key not in _LAYOUTS:
+        _LAYOUTS[key] = w.Layout(**kw)
+    return _LAYOUTS[key]
+
+
+def make(cls: type, width: str | None = None, **kw: Any) -> Any:
+    """``cls(**kw)`` with a shared layout (of ``width``) and a shared default style."""
+    trait = cls.class_traits().get("style")
+    if trait is not None and "style" not in kw:
+        if cls not in _STYLES:
+            _STYLES[cls] = trait.klass()
+        kw["style"] = _STYLES[cls]
+    kw.setdefault("layout", lay(width=width) if width else lay())
+    return cls(**kw)
+
+
 def style() -> w.HTML:
     """The Lab's stylesheet as a widget (put it once in the composed UI)."""
     return w.HTML(CSS, layout=w.Layout(height="0px", margin="0"))
@@ -103,22 +126,20 @@ def field(
     css: str | None = None,
 ) -> w.Box:
     """``widget`` with an error line beside it; a committed value goes through ``commit``."""
-    error = w.HTML("", layout=w.Layout(margin="0 0 0 4px"))
+    error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
     error.add_class("mpl-error")
     _wire(widget, error, commit, parse)
     if css:
         widget.add_class(css)
     kids: list[w.Widget] = []
     if label:
-        kids.append(w.HTML(f"<span class='mpl-hint'>{esc(label)}</span>"))
+        kids.append(make(w.HTML, value=f"<span class='mpl-hint'>{esc(label)}</span>"))
     kids += [widget, error]
-    return w.HBox(kids, layout=w.Layout(align_items="center", flex_flow="row wrap"))
+    return w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
 
 
 def text(value: str, width: str = "120px", placeholder: str = "") -> w.Text:
-    return w.Text(
-        value=value, continuous_update=False, placeholder=placeholder, layout=w.Layout(width=width)
-    )
+    return make(w.Text, width, value=value, continuous_update=False, placeholder=placeholder)
 
 
 def int_box(value: int, width: str = "70px") -> w.Text:
@@ -170,9 +191,7 @@ def button(
     css: str | None = None,
     width: str | None = None,
 ) -> w.Button:
-    b = w.Button(description=description, tooltip=tooltip or description)
-    if width:
-        b.layout.width = width
+    b = make(w.Button, width, description=description, tooltip=tooltip or description)
     if css:
         b.add_class(css)
     b.on_click(lambda _b: on_click())
@@ -196,11 +215,12 @@ def badges(diags: list[Diagnostic]) -> str:
 
 def badge_line(diags: list[Diagnostic]) -> w.HTML:
     """A row's diagnostics as badges and messages (empty when it has none)."""
-    out = w.HTML(
-        "".join(
+    out = make(
+        w.HTML,
+        value="".join(
             f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>"
             for d in diags
-        )
+        ),
     )
     out.add_class("mpl-diag-line")
     return out
@@ -231,13 +251,28 @@ def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
 
 
 class Section(w.VBox):
-    """A box that re-renders from the state only when its key (what it shows) changed."""
+    """A box that re-renders from the state only when its key (what it shows) changed.
 
-    def __init__(self, state: LabState, key: Callable[[], Any], render: Callable[[], list]):
+    ``render(section)`` returns the children; it may wrap any child in
+    ``section.memo(key, build)`` so that a row whose key is unchanged is reused, not rebuilt
+    (rebuilding every widget on every edit is what makes a UI slow).
+    """
+
+    def __init__(self, state: LabState, key: Callable[[], Any], render: Callable[..., list]):
         super().__init__()
         self._state, self._key, self._render = state, key, render
         self._last: Any = object()
+        self._cache: dict[Any, w.Widget] = {}
+        self._used: dict[Any, w.Widget] = {}
         self.refresh()
+
+    def memo(self, key: Any, build: Callable[[], w.Widget]) -> w.Widget:
+        """The widget built for ``key`` last time, or a new one from ``build()``."""
+        widget = self._cache.get(key) or self._used.get(key)
+        if widget is None:
+            widget = build()
+        self._used[key] = widget
+        return widget
 
     def refresh(self, force: bool = False) -> None:
         try:
@@ -248,9 +283,14 @@ class Section(w.VBox):
             return
         self._last = key
         old = self.children
+        self._used = {}
         try:
-            self.children = self._render()
+            self.children = self._render(self)
         except Exception as e:  # a view bug shows in place; the scenario is untouched
+            self._used = {}
             self.children = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
-        for child in old:
-            close_tree(child)
+        kept = {id(x) for x in self._used.values()}
+        for child in {id(x): x for x in [*old, *self._cache.values()]}.values():
+            if id(child) not in kept:
+                close_tree(child)
+        self._cache, self._used = self._used, {}

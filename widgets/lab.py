@@ -76,7 +76,7 @@ class Lab(w.VBox):
         self.undo_button = c.button("↶ Undo", self.undo, "undo the last change", css="mpl-undo")
         self.redo_button = c.button("↷ Redo", self.redo, "redo", css="mpl-redo")
         for b in (self.load_button, self.save_button, self.undo_button, self.redo_button):
-            b.layout.width = "80px"
+            b.layout = w.Layout(width="80px")
         self.message = w.HTML()
         self.message.add_class("mpl-message")
         self.description = w.HTML()

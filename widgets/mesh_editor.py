@@ -177,15 +177,22 @@ class MeshEditor(w.VBox):
             return st.edit(("replace", "device_mesh", None), label="remove device mesh")
         return _remove(st, f"{where}.{name}")
 
-    def _kernel(self) -> list[w.Widget]:
+    def _kernel(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         if not st.scenario.call.programs:
-            return [_head("Kernel mesh"), w.HTML("<i>no programs: add one in the Call tab</i>")]
+            return [
+                _head("Kernel mesh"),
+                c.make(w.HTML, value="<i>no programs: add one in the Call tab</i>"),
+            ]
         mesh = st.scenario.call.programs[st.program].mesh
         mp = self._mesh_path()
         t = mesh.threads
-        on = w.Checkbox(
-            value=t is not None, description="threads", indent=False, layout=w.Layout(width="90px")
+        on = c.make(
+            w.Checkbox,
+            value=t is not None,
+            description="threads",
+            indent=False,
+            layout=c.lay(width="90px"),
         )
         on.observe(
             lambda ch: self.set_threads("wg" if ch["new"] else None, 2 if ch["new"] else None),
@@ -210,20 +217,20 @@ class MeshEditor(w.VBox):
         return [
             _head(f"Kernel mesh of program {st.program}", "plgpu.Mesh: grid × cluster, threads"),
             c.badge_line(st.diagnostics_at(mp, exact=True)),
-            w.HTML("<div class='mpl-hint'>grid</div>"),
+            c.make(w.HTML, value="<div class='mpl-hint'>grid</div>"),
             *self._axes(f"{mp}.grid", mesh.grid, "grid"),
-            w.HTML("<div class='mpl-hint'>cluster (at most 3 axes)</div>"),
+            c.make(w.HTML, value="<div class='mpl-hint'>cluster (at most 3 axes)</div>"),
             *self._axes(f"{mp}.cluster", mesh.cluster, "cluster"),
             _row(*thread_row),
-            w.HTML(blocks_svg(mesh.grid, mesh.cluster, t)),
+            c.make(w.HTML, value=blocks_svg(mesh.grid, mesh.cluster, t)),
         ]
 
-    def _devices(self) -> list[w.Widget]:
+    def _devices(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         mesh = st.scenario.device_mesh or {}
         return [
             _head("Device mesh", "jax.shard_map over these devices; shapes are per device"),
             *self._axes("device_mesh", mesh, "device"),
             c.badge_line(st.diagnostics_at("device_mesh")),
-            w.HTML(devices_svg(st.scenario.device_mesh)),
+            c.make(w.HTML, value=devices_svg(st.scenario.device_mesh)),
         ]

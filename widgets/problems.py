@@ -45,7 +45,7 @@ class ProblemsView(w.VBox):
         result = self.state.apply_fix(d.fix)
         self.error.value = "" if result.ok else c.problems_html(result.problems)
 
-    def _render(self) -> list[w.Widget]:
+    def _render(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         if st.check_error:
             return [
@@ -68,6 +68,11 @@ class ProblemsView(w.VBox):
         )
         rows: list[w.Widget] = [head]
         for d in st.diagnostics:
+            rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
+        return rows
+
+    def _card(self, d: Diagnostic) -> w.Widget:
+        if True:
             kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
             if d.fix is not None:
                 b = c.button(
@@ -76,13 +81,11 @@ class ProblemsView(w.VBox):
                     d.fix.description,
                     css="mpl-fix",
                 )
-                b.layout.width = "auto"
-                b.layout.max_width = "100%"
+                b.layout = c.lay(width="auto", max_width="100%")
                 kids.append(b)
             box = w.VBox(kids)
             box.add_class(f"mpl-diag-{d.code}")
-            rows.append(box)
-        return rows
+            return box
 
 
 class GraphView(w.VBox):

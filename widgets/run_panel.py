@@ -223,7 +223,7 @@ class RunPanel(w.VBox):
                 fix.description,
                 css="mpl-fix",
             )
-            b.layout.width = "auto"
+            b.layout = c.lay(width="auto", max_width="100%")
             kids.append(b)
         elif code:
             kids.append(

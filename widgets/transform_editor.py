@@ -135,7 +135,7 @@ class TransformStackEditor(w.VBox):
 
     # ------------------------------------------------------------ rendering
 
-    def _render(self) -> list[w.Widget]:
+    def _render(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         targets = self.targets()
         new = c.button(
@@ -143,8 +143,8 @@ class TransformStackEditor(w.VBox):
         )
         head = _head("Views", "a transform stack, applied first to last")
         if self.target is None:
-            return [head, w.HTML("<i>no views yet</i>"), new]
-        pick = w.Dropdown(options=targets, value=self.target, layout=w.Layout(width="260px"))
+            return [head, c.make(w.HTML, value="<i>no views yet</i>"), new]
+        pick = c.make(w.Dropdown, options=targets, value=self.target, layout=c.lay(width="260px"))
         pick.observe(lambda ch: self.select(ch["new"]), names="value")
         rows: list[w.Widget] = [head, _row(pick, new)]
         node = st.get(self.target)
@@ -157,10 +157,10 @@ class TransformStackEditor(w.VBox):
             step = steps[j + 1] if len(steps) > j + 1 else None
             rows.append(self._transform_row(j, t, step))
         if note:
-            rows.append(w.HTML(f"<div class='mpl-note'>shapes: {c.esc(note)}</div>"))
-        op = w.Dropdown(options=PALETTE, value="at", layout=w.Layout(width="140px"))
+            rows.append(c.make(w.HTML, value=f"<div class='mpl-note'>shapes: {c.esc(note)}</div>"))
+        op = c.make(w.Dropdown, options=PALETTE, value="at", layout=c.lay(width="140px"))
         op.add_class("mpl-palette")
-        hint = w.HTML(f"<span class='mpl-hint'>{c.esc(HELP['at'])}</span>")
+        hint = c.make(w.HTML, value=f"<span class='mpl-hint'>{c.esc(HELP['at'])}</span>")
         op.observe(
             lambda ch: setattr(
                 hint, "value", f"<span class='mpl-hint'>{c.esc(HELP[ch['new']])}</span>"
@@ -186,12 +186,13 @@ class TransformStackEditor(w.VBox):
                 lambda v: st.edit(("replace", f"{p}.let", v.strip()), label="rename view"),
                 label="view",
             )
-            base = w.Combobox(
+            base = c.make(
+                w.Combobox,
                 value=node["ref"],
                 options=ref_names(st, before=i),
                 ensure_option=False,
                 continuous_update=False,
-                layout=w.Layout(width="110px"),
+                layout=c.lay(width="110px"),
             )
             base.add_class("mpl-base-ref")
             return _row(
@@ -205,9 +206,12 @@ class TransformStackEditor(w.VBox):
             )
         if "buffer" in node:
             return _row(
-                w.HTML(f"<code>argument {c.esc(node['param'])} = {c.esc(node['buffer'])}</code>")
+                c.make(
+                    w.HTML,
+                    value=f"<code>argument {c.esc(node['param'])} = {c.esc(node['buffer'])}</code>",
+                )
             )
-        return _row(w.HTML(f"<code>scratch {c.esc(p.rsplit('.', 1)[1])}</code>"))
+        return _row(c.make(w.HTML, value=f"<code>scratch {c.esc(p.rsplit('.', 1)[1])}</code>"))
 
     def _steps(self) -> tuple[list[services.Step], str]:
         p = self.target or ""
@@ -221,9 +225,10 @@ class TransformStackEditor(w.VBox):
             return [], str(e)
 
     def _shape_line(self, label: str, step: services.Step) -> w.HTML:
-        return w.HTML(
+        return c.make(
+            w.HTML,
             f"<span class='mpl-hint'>{c.esc(label)} →</span> "
-            f"<code class='mpl-shape'>{c.esc(step.label())}</code>"
+            f"<code class='mpl-shape'>{c.esc(step.label())}</code>",
         )
 
     def _transform_row(self, j: int, t: dict[str, Any], step: services.Step | None) -> w.Widget:
@@ -231,9 +236,10 @@ class TransformStackEditor(w.VBox):
         p = f"{self.target}.transforms[{j}]"
         diags = st.diagnostics_at(p)
         parts: list[w.Widget] = [
-            w.HTML(
+            c.make(
+                w.HTML,
                 f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>",
-                layout=w.Layout(width="120px"),
+                layout=c.lay(width="120px"),
             )
         ]
         for name, value in t.items():
@@ -242,7 +248,9 @@ class TransformStackEditor(w.VBox):
             parts.append(self._field(p, t["op"], name, value))
         shape = step.label() if step else ""
         parts += [
-            w.HTML(f"→ <code class='mpl-shape'>{c.esc(shape)}</code>") if step else w.HTML(""),
+            c.make(w.HTML, value=f"→ <code class='mpl-shape'>{c.esc(shape)}</code>")
+            if step
+            else c.make(w.HTML, value=""),
             c.small("↑", lambda: _move(st, f"{self.target}.transforms", j, -1), "move up"),
             c.small("↓", lambda: _move(st, f"{self.target}.transforms", j, +1), "move down"),
             c.small("✕", lambda: _remove(st, p), "delete transform", css="mpl-del-transform"),
@@ -255,7 +263,7 @@ class TransformStackEditor(w.VBox):
         extra = [c.diagnostic_html(d) for d in diags]
         if step and step.error and not diags:
             extra.append(c.problems_html([("", step.error)]))
-        box = w.VBox([row, w.HTML("".join(extra))])
+        box = w.VBox([row, c.make(w.HTML, value="".join(extra))])
         box.add_class("mpl-step-bad")
         return box
 
@@ -263,11 +271,14 @@ class TransformStackEditor(w.VBox):
         st = self.state
         commit = lambda v: st.edit(("replace", f"{p}.{name}", v), label=f"set {op}.{name}")  # noqa: E731
         if name == "dtype":
-            dd = w.Dropdown(options=DTYPES, value=value, layout=w.Layout(width="100px"))
+            dd = c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="100px"))
             return c.field(dd, commit, label=name)
         if name == "via":
-            dd = w.Dropdown(
-                options=("method", "transpose_ref"), value=value, layout=w.Layout(width="120px")
+            dd = c.make(
+                w.Dropdown,
+                options=("method", "transpose_ref"),
+                value=value,
+                layout=c.lay(width="120px"),
             )
             return c.field(dd, commit, label=name)
         return c.field(c.text(c.show_json(value), "150px"), commit, c.parse_json, label=name)
