@@ -120,7 +120,9 @@ class CallEditor(w.VBox):
                 value=init,
                 layout=c.lay(width="90px"),
             )
-            ref_cb = c.make(w.Checkbox, "60px", value=b.as_ref, description="Ref", indent=False)
+            ref_cb = c.make(
+                w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False
+            )
             ref_cb.add_class("mpl-as-ref")
             return _row(
                 c.field(c.text(name, "90px"), _rename(st, "buffers", name), css="mpl-name"),
@@ -129,6 +131,7 @@ class CallEditor(w.VBox):
                     _set(st, f"{p}.shape"),
                     c.parse_shape,
                     label="shape",
+                    css="mpl-buffer-shape",
                 ),
                 c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
                 c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
@@ -207,7 +210,9 @@ class CallEditor(w.VBox):
             row = _row(
                 c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
                 src,
-                c.field(c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as"),
+                c.field(
+                    c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
+                ),
                 *extra,
                 c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
                 c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
@@ -251,6 +256,7 @@ class CallEditor(w.VBox):
                     _set(st, f"{p}.shape"),
                     c.parse_shape,
                     label="shape",
+                    css="mpl-output-shape",
                 ),
                 c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
                 c.small("✕", lambda p=p: _remove(st, p), "remove output"),
@@ -340,48 +346,53 @@ class CallEditor(w.VBox):
         call = st.scenario.call
         n = len(call.programs)
         rows: list[w.Widget] = [_head("Programs", "one (mesh, body) pair each")]
-        pick = c.make(
-            w.Dropdown,
-            options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
-            value=st.program if n else -1,
-            layout=c.lay(width="130px"),
-        )
-        pick.observe(lambda ch: self._select_program(ch["new"]), names="value")
-        rows.append(
-            _row(
-                pick,
-                c.button("+ program", lambda: _add_program(st), "add a (mesh, body) pair"),
-                c.button(
-                    "remove program",
-                    lambda: _remove(st, f"call.programs[{st.program}]"),
-                    "remove the selected program",
-                )
-                if n
-                else c.make(w.HTML, value=""),
-                c.badge_line(st.diagnostics_at("call.programs", exact=True)),
-            )
-        )
+        key = ("programs", n, st.program, _dkey(st, "call.programs"))
+        rows.append(sec.memo(key, lambda: self._programs_row(n)))
         if not n:
             return rows
         pp = f"call.programs[{st.program}]"
         rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
         body = call.programs[st.program].body
         for i, s in enumerate(body):
-            key = (
-                "stmt",
-                pp,
-                i,
-                s.model_dump_json(),
-                tuple(ref_names(st, before=i)),
-                _dkey(st, f"{pp}.body[{i}]"),
-            )
-            rows.append(sec.memo(key, lambda i=i, s=s: self._statement(pp, i, s)))
+            key = ("stmt", pp, i, s.model_dump_json(), _dkey(st, f"{pp}.body[{i}]"))
+            row = sec.memo(key, lambda i=i, s=s: self._statement(pp, i, s))
+            names = ref_names(st, before=i)
+            for box in getattr(row, "mpl_combos", ()):
+                if list(box.options) != names:
+                    box.options = names
+            rows.append(row)
+        rows.append(sec.memo("add-stmt", self._add_statement_row))
+        return rows
+
+    def _add_statement_row(self) -> w.Widget:
         kind = c.make(w.Dropdown, options=OPS, value="copy", layout=c.lay(width="140px"))
         kind.add_class("mpl-stmt-kind")
         add = c.button("+ statement", lambda: self.add_statement(kind.value), "append to the body")
         add.add_class("mpl-add-stmt")
-        rows.append(_row(kind, add))
-        return rows
+        return _row(kind, add)
+
+    def _programs_row(self, n: int) -> w.Widget:
+        st = self.state
+        if True:
+            pick = c.make(
+                w.Dropdown,
+                options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
+                value=st.program if n else -1,
+                layout=c.lay(width="130px"),
+            )
+        pick.observe(lambda ch: self._select_program(ch["new"]), names="value")
+        return _row(
+            pick,
+            c.button("+ program", lambda: _add_program(st), "add a (mesh, body) pair"),
+            c.button(
+                "remove program",
+                lambda: _remove(st, f"call.programs[{st.program}]"),
+                "remove the selected program",
+            )
+            if n
+            else c.make(w.HTML, value=""),
+            c.badge_line(st.diagnostics_at("call.programs", exact=True)),
+        )
 
     def _select_program(self, i: int) -> None:
         self.state.select_program(i)
@@ -391,6 +402,7 @@ class CallEditor(w.VBox):
         p = f"{pp}.body[{i}]"
         names = ref_names(st, before=i)
         kind_now = "let" if getattr(s, "let", None) else s.op
+        combos: list[w.Combobox] = []
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="120px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
@@ -400,7 +412,7 @@ class CallEditor(w.VBox):
             parts.append(
                 c.make(
                     w.HTML,
-                    f"<code>{c.esc(s.let)} = {c.esc(s.ref)}</code>"
+                    value=f"<code>{c.esc(s.let)} = {c.esc(s.ref)}</code>"
                     f" <span class='mpl-hint'>+ {len(s.transforms)} transform(s)</span>",
                 )
             )
@@ -417,7 +429,8 @@ class CallEditor(w.VBox):
                     continuous_update=False,
                     layout=c.lay(width="100px"),
                 )
-                parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f))
+                combos.append(box)
+                parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
             if s.op == "fill":
                 parts.append(
                     c.field(
@@ -441,7 +454,9 @@ class CallEditor(w.VBox):
             c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
             c.badge_line(st.diagnostics_at(p)),
         ]
-        return _row(*parts)
+        row = _row(*parts)
+        row.mpl_combos = combos  # their options follow the names in scope (set by _body)
+        return row
 
     def _change_kind(self, pp: str, i: int, old: Any, kind: str):
         carry = {f: getattr(old, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(old, f)}
@@ -462,10 +477,8 @@ def _dkey(st: LabState, path: str) -> tuple:
 
 
 def _head(title: str, hint: str = "") -> w.HTML:
-    return c.make(
-        w.HTML,
-        f"<div class='mpl-h'>{c.esc(title)} <span class='mpl-hint'>{c.esc(hint)}</span></div>",
-    )
+    hint = f" <span class='mpl-hint'>{c.esc(hint)}</span>" if hint else ""
+    return c.make(w.HTML, value=f"<div class='mpl-h'>{c.esc(title)}{hint}</div>")
 
 
 def _row(*kids: w.Widget) -> w.HBox:

@@ -65,7 +65,7 @@ def lay(**kw: str) -> w.Layout:
     return _LAYOUTS[key]
 
 
-def make(cls: type, width: str | None = None, **kw: Any) -> Any:
+def make(cls: type, *, width: str | None = None, **kw: Any) -> Any:
     """``cls(**kw)`` with a shared layout (of ``width``) and a shared default style."""
     trait = cls.class_traits().get("style")
     if trait is not None and "style" not in kw:
@@ -139,7 +139,7 @@ def field(
 
 
 def text(value: str, width: str = "120px", placeholder: str = "") -> w.Text:
-    return make(w.Text, width, value=value, continuous_update=False, placeholder=placeholder)
+    return make(w.Text, width=width, value=value, continuous_update=False, placeholder=placeholder)
 
 
 def int_box(value: int, width: str = "70px") -> w.Text:
@@ -191,7 +191,7 @@ def button(
     css: str | None = None,
     width: str | None = None,
 ) -> w.Button:
-    b = make(w.Button, width, description=description, tooltip=tooltip or description)
+    b = make(w.Button, width=width, description=description, tooltip=tooltip or description)
     if css:
         b.add_class(css)
     b.on_click(lambda _b: on_click())

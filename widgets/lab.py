@@ -34,8 +34,8 @@ class Lab(w.VBox):
         self.call = CallEditor(state, on_edit_view=self.edit_view)
         self.meshes = MeshEditor(state)
         self.problems = ProblemsView(state)
-        self.graph = GraphView(state, auto=graph)
         self.runner = RunPanel(state, background=background)
+        self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
         self.tabs = w.Tab(children=[self.call, self.meshes, self.transforms])
         for i, title in enumerate(TABS):
             self.tabs.set_title(i, title)

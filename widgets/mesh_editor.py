@@ -148,7 +148,12 @@ class MeshEditor(w.VBox):
         for name, size in sizes.items():
             rows.append(
                 _row(
-                    c.field(c.text(name, "80px"), _rename(st, where, name), label="axis"),
+                    c.field(
+                        c.text(name, "80px"),
+                        _rename(st, where, name),
+                        label="axis",
+                        css="mpl-axis-name",
+                    ),
                     c.field(
                         c.int_box(size),
                         lambda v, n=name: st.edit(
@@ -156,6 +161,7 @@ class MeshEditor(w.VBox):
                         ),
                         c.parse_int,
                         label="size",
+                        css="mpl-axis-size",
                     ),
                     c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
                     c.badge_line(st.diagnostics_at(f"{where}.{name}")),

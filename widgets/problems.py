@@ -3,6 +3,7 @@ away; GraphView: the aliasing graph (``toolkit.plot``), redrawn on every change.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import ipywidgets as w
@@ -89,18 +90,28 @@ class ProblemsView(w.VBox):
 
 
 class GraphView(w.VBox):
-    """The aliasing graph of the current scenario, as a PNG redrawn after each change."""
+    """The aliasing graph of the current scenario, as a PNG redrawn after each change.
 
-    def __init__(self, state: LabState, auto: bool = True):
+    Inside a kernel (``deferred``) the redraw runs on a timer thread just after the edit,
+    so the problems and badges (the feedback) never wait for matplotlib.
+    """
+
+    def __init__(
+        self, state: LabState, auto: bool = True, deferred: bool = False, delay: float = 0.05
+    ):
         super().__init__()
         self.state = state
+        self.deferred, self.delay = deferred, delay
         self.add_class("mpl-graph")
         self.image = w.Image(format="png", layout=w.Layout(max_width="100%"))
         self.image.add_class("mpl-graph-img")
         self.note = w.HTML("")
         self.auto = w.Checkbox(value=auto, description="redraw on every change", indent=False)
         self.draw_ms = 0.0
+        self.draws = 0
         self._drawn: str | None = None
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
         self.children = [
             w.HTML(
                 "<div class='mpl-h'>Aliasing graph <span class='mpl-hint'>buffers → params "
@@ -111,22 +122,36 @@ class GraphView(w.VBox):
             self.auto,
         ]
         self.auto.observe(lambda ch: ch["new"] and self.redraw(), names="value")
-        state.subscribe(lambda st, why: self.auto.value and self.redraw())
+        state.subscribe(lambda st, why: self.auto.value and self.schedule())
         self.redraw()
 
+    def schedule(self) -> None:
+        """Redraw now, or (deferred) shortly after the last of a burst of edits."""
+        if not self.deferred:
+            self.redraw()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(self.delay, self.redraw)
+        self._timer.daemon = True
+        self._timer.start()
+
     def redraw(self, force: bool = False) -> None:
-        key = self.state.scenario.model_dump_json()
-        if key == self._drawn and not force:
-            return
-        t0 = time.perf_counter()
-        try:
-            png = services.aliasing_png(self.state.scenario)
-        except services.Unavailable as e:
-            self.note.value = f"<div class='mpl-note'>{c.esc(e)}</div>"
-            self.image.layout.display = "none"
-            return
-        self._drawn = key
-        self.image.value = png
-        self.image.layout.display = None
-        self.note.value = ""
-        self.draw_ms = (time.perf_counter() - t0) * 1000
+        with self._lock:
+            scenario = self.state.scenario
+            key = scenario.model_dump_json()
+            if key == self._drawn and not force:
+                return
+            t0 = time.perf_counter()
+            try:
+                png = services.aliasing_png(scenario)
+            except services.Unavailable as e:
+                self.note.value = f"<div class='mpl-note'>{c.esc(e)}</div>"
+                self.image.layout.display = "none"
+                return
+            self._drawn = key
+            self.image.value = png
+            self.image.layout.display = None
+            self.note.value = ""
+            self.draws += 1
+            self.draw_ms = (time.perf_counter() - t0) * 1000

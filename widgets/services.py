@@ -119,10 +119,11 @@ def title_of(code: str) -> str:
     """The catalogue's one-line title for a code ("" when unknown)."""
     from toolkit import catalogue
 
-    for entry in getattr(catalogue, "ENTRIES", []) + list(getattr(catalogue, "OWN", [])):
+    for entry in getattr(catalogue, "ENTRIES", []):
         if getattr(entry, "code", None) == code:
             return entry.title
-    return ""
+    own = getattr(catalogue, "OWN", {}).get(code)
+    return own[0] if isinstance(own, tuple) else ""
 
 
 # ---------------------------------------------------------------- graph

@@ -8,6 +8,7 @@ diagnostic points at is highlighted with its explanation.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import ipywidgets as w
@@ -15,7 +16,7 @@ import ipywidgets as w
 from toolkit.scenario import DTYPES
 from widgets import common as c
 from widgets import services
-from widgets.call_editor import _head, _key, _move, _remove, _row, ref_names, unique
+from widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
 from widgets.state import LabState
 
 PALETTE = (
@@ -138,26 +139,49 @@ class TransformStackEditor(w.VBox):
     def _render(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         targets = self.targets()
-        new = c.button(
-            "+ new view", self.new_view, "let v = ref, with transforms", css="mpl-new-view"
-        )
-        head = _head("Views", "a transform stack, applied first to last")
+        head = sec.memo("head", lambda: _head("Views", "a transform stack, applied first to last"))
         if self.target is None:
-            return [head, c.make(w.HTML, value="<i>no views yet</i>"), new]
-        pick = c.make(w.Dropdown, options=targets, value=self.target, layout=c.lay(width="260px"))
-        pick.observe(lambda ch: self.select(ch["new"]), names="value")
-        rows: list[w.Widget] = [head, _row(pick, new)]
-        node = st.get(self.target)
-        rows.append(self._base(node))
-        rows.append(c.badge_line(st.diagnostics_at(self.target, exact=True)))
+            return [head, c.make(w.HTML, value="<i>no views yet</i>"), self._new_button()]
+        tgt = self.target
+        rows: list[w.Widget] = [
+            head,
+            sec.memo(("pick", tuple(targets), tgt), lambda: self._pick_row(targets)),
+        ]
+        node = st.get(tgt)
+        names = tuple(ref_names(st)) if "let" in node else ()
+        key = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
+        rows.append(sec.memo(key, lambda: self._base(node)))
+        rows.append(c.badge_line(st.diagnostics_at(tgt, exact=True)))
         steps, note = self._steps()
         if steps:
             rows.append(self._shape_line("base", steps[0]))
         for j, t in enumerate(node.get("transforms", [])):
             step = steps[j + 1] if len(steps) > j + 1 else None
-            rows.append(self._transform_row(j, t, step))
+            key = (
+                "t",
+                tgt,
+                j,
+                json.dumps(t),
+                step and (step.label(), step.error),
+                _dkey(st, f"{tgt}.transforms[{j}]"),
+            )
+            rows.append(sec.memo(key, lambda j=j, t=t, step=step: self._transform_row(j, t, step)))
         if note:
             rows.append(c.make(w.HTML, value=f"<div class='mpl-note'>shapes: {c.esc(note)}</div>"))
+        rows.append(sec.memo(("palette", tgt), self._palette_row))
+        return rows
+
+    def _new_button(self) -> w.Button:
+        return c.button(
+            "+ new view", self.new_view, "let v = ref, with transforms", css="mpl-new-view"
+        )
+
+    def _pick_row(self, targets: list[tuple[str, str]]) -> w.Widget:
+        pick = c.make(w.Dropdown, options=targets, value=self.target, layout=c.lay(width="260px"))
+        pick.observe(lambda ch: self.select(ch["new"]), names="value")
+        return _row(pick, self._new_button())
+
+    def _palette_row(self) -> w.Widget:
         op = c.make(w.Dropdown, options=PALETTE, value="at", layout=c.lay(width="140px"))
         op.add_class("mpl-palette")
         hint = c.make(w.HTML, value=f"<span class='mpl-hint'>{c.esc(HELP['at'])}</span>")
@@ -173,8 +197,7 @@ class TransformStackEditor(w.VBox):
             "append to the stack",
             css="mpl-add-transform",
         )
-        rows.append(_row(op, add, hint))
-        return rows
+        return _row(op, add, hint)
 
     def _base(self, node: dict[str, Any]) -> w.Widget:
         st = self.state
@@ -227,7 +250,7 @@ class TransformStackEditor(w.VBox):
     def _shape_line(self, label: str, step: services.Step) -> w.HTML:
         return c.make(
             w.HTML,
-            f"<span class='mpl-hint'>{c.esc(label)} →</span> "
+            value=f"<span class='mpl-hint'>{c.esc(label)} →</span> "
             f"<code class='mpl-shape'>{c.esc(step.label())}</code>",
         )
 
@@ -238,7 +261,7 @@ class TransformStackEditor(w.VBox):
         parts: list[w.Widget] = [
             c.make(
                 w.HTML,
-                f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>",
+                value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>",
                 layout=c.lay(width="120px"),
             )
         ]
@@ -281,4 +304,10 @@ class TransformStackEditor(w.VBox):
                 layout=c.lay(width="120px"),
             )
             return c.field(dd, commit, label=name)
-        return c.field(c.text(c.show_json(value), "150px"), commit, c.parse_json, label=name)
+        return c.field(
+            c.text(c.show_json(value), "150px"),
+            commit,
+            c.parse_json,
+            label=name,
+            css=f"mpl-tf-{name}",
+        )
