@@ -382,6 +382,7 @@ class _Builder:
                 transform_label(t),
                 tpath,
                 name=name if last else None,
+                let=name,
                 step=k,
                 steps=len(transforms),
                 op=t.op,
@@ -459,7 +460,7 @@ class _Builder:
                 dtype=None if is_tuple else dtype,
                 type="tuple" if is_tuple else type_label(shape, dtype),
             )
-            self.edge(arg, pid, "passed-as", "", apath)
+            self.edge(arg, pid, "passed-as", "", None)
             names.setdefault(a.param, (pid, None if is_tuple else shape, dtype))
             if is_tuple:
                 for j, bname in enumerate(leaves):
