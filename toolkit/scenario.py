@@ -386,12 +386,12 @@ RefName = Annotated[Name, Field()]
 
 
 class _Op(Model):
-    @model_validator(mode="after")
-    def _names(self) -> _Op:
-        for field in ("src", "dst", "lhs", "rhs"):
-            if field in type(self).model_fields:
-                _check_ref_name(getattr(self, field))
-        return self
+    @field_validator("*")
+    @classmethod
+    def _names(cls, v: Any, info: Any) -> Any:
+        if info.field_name in ("src", "dst", "lhs", "rhs"):
+            _check_ref_name(v)
+        return v
 
 
 class Copy(_Op):
@@ -556,11 +556,15 @@ def format_path(loc: tuple[Any, ...]) -> str:
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop pydantic's union/tag labels from a location, keep field names and indices."""
     keep: list[Any] = []
-    for part in loc:
-        if isinstance(part, str) and (
-            part in {"buffer", "tuple", "let", "op"} and keep and isinstance(keep[-1], int)
+    for i, part in enumerate(loc):
+        if (
+            part in {"buffer", "tuple", "let", "op"}
+            and i
+            and isinstance(loc[i - 1], int)
+            and keep
+            and isinstance(keep[-1], int)
         ):
-            # a tagged-union label right after a list index
+            # a tagged-union label right after a list index (not the field of that name)
             continue
         if isinstance(part, str) and (
             "[" in part
