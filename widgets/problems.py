@@ -121,9 +121,12 @@ class GraphView(w.VBox):
             self.note,
             self.auto,
         ]
-        self.auto.observe(lambda ch: ch["new"] and self.redraw(), names="value")
+        self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
         state.subscribe(lambda st, why: self.auto.value and self.schedule())
-        self.redraw()
+        if auto:
+            self.schedule()
+        else:
+            self.note.value = "<div class='mpl-note'>tick the box to draw the graph</div>"
 
     def schedule(self) -> None:
         """Redraw now, or (deferred) shortly after the last of a burst of edits."""
