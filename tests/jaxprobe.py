@@ -19,6 +19,7 @@ _CHILD = r'''
 import os, sys, json, traceback
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=16"
 import jax
+jax.devices()  # start the backend now, with 16 devices
 from toolkit import codegen
 from toolkit.scenario import load_scenario
 from toolkit.catalogue import classify

@@ -317,7 +317,9 @@ def _transforms_repr(info: RefInfo) -> str:
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:
     out = []
-    for x, y in zip(((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False):
+    for x, y in zip(
+        ((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False
+    ):
         if x != y and 1 not in (x, y):
             return None
         out.append(max(x, y) if 1 in (x, y) else x)
