@@ -182,6 +182,23 @@ def _access(
             return True
     if info.peer and _device_id(ctx, st, field, info):
         return True
+    for path, t in b.stack:
+        if t.op == "transpose":
+            if any(p < 0 for p in t.perm):
+                ctx.jax(
+                    "TRANSPOSE_NEGATIVE_PERM_GPU",
+                    f"{path}.perm",
+                    "get_permutation(): incompatible function arguments.",
+                    fix=_perm_fix(path, t.perm),
+                )
+                return True
+            if sorted(t.perm) != list(range(len(t.perm))):
+                ctx.jax(
+                    "TRANSPOSE_INVALID_PERM_GPU",
+                    f"{path}.perm",
+                    "Invalid permutation when attempting to create an AffineMap",
+                )
+                return True
     if "bitcast" in chain:
         k = chain.index("bitcast")
         if "at" in chain[k + 1 :]:
@@ -336,3 +353,14 @@ def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
         )
         return True
     return False
+
+
+def _perm_fix(path: str, perm: list[int]) -> Fix | None:
+    n = len(perm)
+    fixed = [p % n for p in perm]
+    if sorted(fixed) != list(range(n)):
+        return None
+    return Fix(
+        description=f"write the permutation with non-negative axes: {fixed}",
+        edits=[Edit(op="replace", path=f"{path}.perm", value=fixed)],
+    )

@@ -118,8 +118,18 @@ def _accesses(st: Stmt) -> list[tuple[str, str]]:
 
 def _races(ctx: Ctx) -> None:
     s = ctx.s
+    # on a GPU (pl.program_id differs per block) ...
+    if _find_races(ctx, pid_zero=False):
+        return
+    # ... and under the GPU interpreter's race detector, where pl.program_id is always 0
+    if s.run.detect_races and s.run.interpret == "gpu":
+        _find_races(ctx, pid_zero=True)
+
+
+def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
+    s = ctx.s
     mesh_dev = s.device_mesh or {}
-    interp_gpu = s.run.interpret == "gpu"
+    interp_gpu = pid_zero
     for prog in ctx.programs:
         mesh = s.call.programs[prog.index].mesh
         axes: dict[str, int] = {**mesh.grid, **mesh.cluster}
@@ -183,7 +193,7 @@ def _races(ctx: Ctx) -> None:
                 f"{who} access overlapping elements of the same buffer ({st2.path}.{f2} and "
                 f"{st.path}.{f}) with at least one write and nothing ordering them"
             )
-            if s.run.detect_races and interp_gpu and not cross_device:
+            if s.run.detect_races and s.run.interpret == "gpu" and not cross_device:
                 ctx.add(
                     "RACE_DETECTED",
                     f"{st.path}.{f}",
@@ -197,6 +207,8 @@ def _races(ctx: Ctx) -> None:
                 ctx.add("RACE", f"{st.path}.{f}", msg, severity="warning")
             else:
                 ctx.add("RACE", f"{st.path}.{f}", msg)
+            return True
+    return False
 
 
 def _who(e1: dict, e2: dict) -> str:
