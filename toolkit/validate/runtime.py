@@ -201,7 +201,11 @@ def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
                     jax_message="RACE DETECTED",
                     jax_type="RuntimeError",
                 )
-            elif st.refs[f].info.multicast or st2.refs[f2].info.multicast:
+            elif (
+                st.refs[f].info.multicast
+                or st2.refs[f2].info.multicast
+                or _threads_only(e1, e2, mesh)
+            ):
                 # every device broadcasting into one buffer: by design of a multicast,
                 # but the last writer wins
                 ctx.add("RACE", f"{st.path}.{f}", msg, severity="warning")
@@ -317,3 +321,10 @@ def _interp_limits(ctx: Ctx) -> None:
             for b in st.refs.values()
         ):
             return
+
+
+def _threads_only(e1: dict, e2: dict, mesh: Any) -> bool:
+    """Two warpgroups of one block (same values written by each is a common idiom)."""
+    t = mesh.threads.name if mesh.threads is not None else None
+    diff = [k for k in e1 if e1[k] != e2.get(k)]
+    return bool(t) and diff == [t]
