@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,7 +228,7 @@ def _writes_through_multicast() -> Requirement:
         return False
 
     return Requirement(
-        "out is written on every device by one multicast store "
+        "out is written on every device by a multicast store "
         "(through a multicast view, or multimem_store)",
         holds,
     )
@@ -405,45 +406,50 @@ def _exercises() -> list[Exercise]:
             backend="simulate",
         )
     )
-    ones = {"x": _buf([128], init="ones")}
+    mine = {"block": "dev", "size": 128}
     ex.append(
         Exercise(
             name="peer-then-multicast",
             notebook="04-peers-and-multicast",
-            title="Build a real multicast",
-            goal="Every device should store its `x` (all ones) into `out` on *all* devices "
-            "with one multicast store. The view `everyone` stacks a multicast step on a "
-            "peer step, which JAX refuses (REF_PEER_TO_MULTICAST). Make a multicast store "
-            "that JAX accepts, including when it lowers the kernel for the GPU.",
-            hint="Build the multicast view straight from `out`, with no peer step. A "
+            title="All-gather with one multicast",
+            goal="Each of 2 devices should write its `x` (128 elements) into its own slot of "
+            "`out` (slot d is elements d*128 .. d*128+127) on *every* device at once, so "
+            "that every device ends with all the `x`s: an all-gather. The view `slot` "
+            "stacks a multicast step on a peer step, which JAX refuses "
+            "(REF_PEER_TO_MULTICAST). Make a multicast store that JAX accepts, including "
+            "when it lowers the kernel for the GPU.",
+            hint="Build the multicast view from `out`'s own slot, with no peer step. A "
             "multicast view cannot be written by a plain copy: stage `x` in SMEM scratch "
             "and `tma_store` it (scratch needs `entry: plgpu.kernel`), or use "
-            "`multimem_store`.",
+            "`multimem_store` with `axes: ['dev']`.",
             start=_scenario(
                 "ex-peer-then-multicast",
                 "A multicast view built on a peer view.",
                 device_mesh={"dev": 2},
-                buffers=ones,
+                buffers=pair,
                 args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("everyone", "out", _peer(1), _multicast()), _copy("x_ref", "everyone")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("slot", "out", _at(mine), _peer(1), _multicast()),
+                    _copy("x_ref", "slot"),
+                ],
             ),
             solution=_scenario(
                 "ex-peer-then-multicast",
-                "x staged in SMEM and TMA-stored through a multicast view of out.",
+                "x staged in SMEM and TMA-stored through a multicast view of its slot.",
                 device_mesh={"dev": 2},
                 entry="plgpu.kernel",
-                buffers=ones,
+                buffers=pair,
                 args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
+                outputs={"out": _out([256])},
                 scratch={"smem": {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}},
                 body=[
                     _copy("x_ref", "smem"),
-                    _let("everyone", "out", _multicast()),
-                    {"op": "tma_store", "src": "smem", "dst": "everyone"},
+                    _let("slot", "out", _at(mine), _multicast()),
+                    {"op": "tma_store", "src": "smem", "dst": "slot"},
                 ],
             ),
-            expected=lambda i: {"out": np.ones_like(i["x"])},
+            expected=lambda i: {"out": np.concatenate([i["x"], i["x"]])},
             requirements=(_writes_through_multicast(),),
             backend="simulate",
         )
@@ -677,25 +683,63 @@ def inputs_of(scenario: Scenario) -> Arrays:
 
 
 def _execute(scenario: Scenario, backend: str) -> tuple[Arrays | None, str, str]:
-    """Outputs of the call: JAX's interpreter, or the simulator where no CPU interpreter can."""
-    from toolkit import runtime
-
+    """(outputs or None, who ran it, the error) of the call: JAX's CPU interpreter, or
+    the simulator where no CPU interpreter can run it (cross-device traffic)."""
     if backend == "interpret":
-        result = runtime.run(scenario, backend="interpret")
-        if result.status == "ok":
-            return dict(result.outputs), "JAX's CPU interpreter", ""
-        err = result.to_json().get("error") or {}
+        status, outputs, err = _interpret(scenario)
+        if status == "ok":
+            return outputs, "JAX's CPU interpreter", ""
         if err.get("code") not in INTERPRETER_LIMITS:
             return None, "JAX's CPU interpreter", _error_line(err)
-    result = runtime.run(scenario, backend="simulate")
-    if result.status == "ok":
-        return dict(result.outputs), "the simulator", ""
-    return None, "the simulator", _error_line(result.to_json().get("error") or {})
+    rejected = _deep_error(scenario)
+    if rejected:
+        return None, "JAX (trace and GPU lowering)", rejected
+    from toolkit.simulate import simulate
+
+    result = simulate(scenario)
+    if not result.ok:
+        return None, "the simulator", _error_line(result.error or {})
+    if result.races:
+        return None, "the simulator", f"RACE: {result.races[0].describe()}"
+    return dict(result.outputs), "the simulator", ""
+
+
+def _deep_error(scenario: Scenario) -> str:
+    """JAX's own verdict before running (trace, lower for the GPU): "" or the error."""
+    try:
+        from toolkit.deep import deep_check
+    except ImportError:  # the deep check lands later: its engine, the probe, is here
+        from toolkit import probe
+
+        r = probe.probe(scenario)
+        return "" if r.ok else _error_line(r.error() or {})
+    errors = [d for d in deep_check(scenario) if d.is_error]
+    if not errors:
+        return ""
+    d = errors[0]
+    return _error_line({"code": d.code, "message": d.jax.message if d.jax else d.message})
+
+
+def _interpret(scenario: Scenario) -> tuple[str, Arrays, dict[str, Any]]:
+    """The real call on JAX's CPU interpreter (after lowering it for the GPU)."""
+    try:
+        from toolkit import runtime
+    except ImportError:  # the runtime lands later: its engine, the probe, is here
+        from toolkit import probe
+
+        r = probe.probe(scenario, ("build", "trace", "gpu-lower", "interpret"))
+        return ("ok" if r.ok else "error"), dict(r.outputs or {}), r.error() or {}
+    result = runtime.run(scenario, backend="interpret")
+    return result.status, dict(result.outputs or {}), result.to_json().get("error") or {}
 
 
 def _error_line(err: dict[str, Any]) -> str:
+    """``CODE: the line of JAX's message that says what went wrong``."""
     code = err.get("code") or err.get("type") or "error"
-    return f"{code}: {err.get('message', '')}".strip()
+    lines = [ln.strip() for ln in str(err.get("message") or "").splitlines() if ln.strip()]
+    named = [ln for ln in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln)]
+    line = (named[-1] if named else lines[0]) if lines else ""
+    return f"{code}: {line[:240]}"
 
 
 def _compare(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
@@ -714,7 +758,7 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
     n, first = int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0])
     where = first[0] if len(first) == 1 else first
     msg = f"`{name}` differs at {n} of {want.size} elements (first at {where}: got "
-    msg += f"{got[first]!r}, expected {want[first]!r})"
+    msg += f"{got[first].item()!r}, expected {want[first].item()!r})"
     if got.dtype.kind == "f" and np.isnan(got[bad]).any():
         msg += f"; {int(np.isnan(got).sum())} were never written (NaN)"
     return msg
