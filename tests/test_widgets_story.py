@@ -127,7 +127,6 @@ def test_edit_feedback_is_fast_for_gallery_scenarios():
 
 
 def test_dup_ref_story_runs_after_the_fix_and_shows_outputs():
-    pytest.importorskip("toolkit.runtime")
     lab = Lab(background=False, graph=False)
     build_dup_ref(lab)
     lab.problems.fix_buttons()[0].click()
@@ -142,7 +141,6 @@ def test_dup_ref_story_runs_after_the_fix_and_shows_outputs():
 
 
 def test_running_the_broken_call_shows_the_error_card_with_its_fix():
-    pytest.importorskip("toolkit.runtime")
     lab = Lab(gallery.path_of("dup-ref"), background=False, graph=False)
     lab.runner.run_button.click()
     out = lab.runner.outcome
@@ -156,7 +154,6 @@ def test_running_the_broken_call_shows_the_error_card_with_its_fix():
 
 
 def test_peer_then_multicast_story_runs_after_the_fix():
-    pytest.importorskip("toolkit.runtime")
     lab = Lab(background=False, graph=False)
     build_peer_then_multicast(lab)
     lab.problems.fix_buttons()[0].click()

@@ -84,7 +84,7 @@ class RunPanel(w.VBox):
         self.background = _in_kernel() if background is None else background
         self.add_class("mpl-run-panel")
         self.backend = w.Dropdown(
-            options=services.BACKENDS,
+            options=services.backends(),
             value="auto",
             description="backend",
             layout=w.Layout(width="200px"),

@@ -154,7 +154,12 @@ class RunOutcome:
     error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
 
 
-BACKENDS = ("auto", "interpret", "gpu")
+def backends() -> tuple[str, ...]:
+    """The runtime's backends (``toolkit.runtime.BACKENDS``), ``auto`` first."""
+    try:
+        return tuple(_module("toolkit.runtime").BACKENDS)
+    except (Unavailable, AttributeError):
+        return ("auto", "interpret", "gpu")
 
 
 def run(
