@@ -65,7 +65,9 @@ class Step:
     error: str = ""  # "CODE: JAX's message" of the step that fails
 
     def label(self) -> str:
-        return self.text if self.text is not None else "—"
+        if self.text is not None:
+            return self.text
+        return "✘ fails here" if self.error else "—"
 
 
 def stack_steps(scenario: Scenario, program: int, statement: int) -> list[Step]:
