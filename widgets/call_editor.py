@@ -403,7 +403,7 @@ class CallEditor(w.VBox):
         names = ref_names(st, before=i)
         kind_now = "let" if getattr(s, "let", None) else s.op
         combos: list[w.Combobox] = []
-        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="120px"))
+        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             c.field(kind, lambda v, i=i, s=s: self._change_kind(pp, i, s, v)),
@@ -427,7 +427,7 @@ class CallEditor(w.VBox):
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=c.lay(width="80px"),
+                    layout=c.lay(width="74px"),
                 )
                 combos.append(box)
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))

@@ -103,7 +103,7 @@ class GraphView(w.VBox):
         self.state = state
         self.deferred, self.delay = deferred, delay
         self.add_class("mpl-graph")
-        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", display="none"))
+        self.image = w.Image(format="png", layout=w.Layout(max_width="860px", display="none"))
         self.image.add_class("mpl-graph-img")
         self.note = w.HTML("")
         self.auto = w.Checkbox(value=auto, description="redraw on every change", indent=False)
@@ -136,6 +136,9 @@ class GraphView(w.VBox):
             return
         if self._timer is not None:
             self._timer.cancel()
+        if self.image.value:  # the picture shows the previous scenario until redrawn
+            self.image.add_class("mpl-stale")
+            self.note.value = "<div class='mpl-hint'>updating…</div>"
         self._timer = threading.Timer(self.delay, self.redraw)
         self._timer.daemon = True
         self._timer.start()
@@ -145,6 +148,8 @@ class GraphView(w.VBox):
             scenario = self.state.scenario
             key = scenario.model_dump_json()
             if key == self._drawn and not force:
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
                 return
             t0 = time.perf_counter()
             try:
@@ -156,6 +161,8 @@ class GraphView(w.VBox):
             self._drawn = key
             self.image.value = png
             self.image.layout.display = None
-            self.note.value = ""
+            if self.state.scenario.model_dump_json() == key:  # else a newer redraw is due
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
             self.draws += 1
             self.draw_ms = (time.perf_counter() - t0) * 1000
