@@ -54,6 +54,8 @@ class RunResult:
     error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the backend's own result where it has more to say (``simulate``: its SimResult)
+    detail: Any = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +70,16 @@ class RunResult:
             "error": dict(self.error) if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
+            **self._extra(),
         }
+
+    def _extra(self) -> dict[str, Any]:
+        """Fields a backend adds to the contract (``simulate``: ``note``, ``races``)."""
+        to_json = getattr(self.detail, "to_json", None)
+        if to_json is None:
+            return {}
+        data = to_json()
+        return {k: v for k, v in data.items() if k in ("note", "races")}
 
     def diagnostic(self) -> Diagnostic | None:
         """The error as a Diagnostic (None when the run succeeded)."""
@@ -197,16 +208,16 @@ def _simulate(scenario: Scenario) -> RunResult:
         return out
     if isinstance(res, RunResult):
         return res
-    outputs = getattr(res, "outputs", None)
-    if outputs is None and isinstance(res, dict):
-        outputs = res.get("outputs", res)
+    error = getattr(res, "error", None)
     return RunResult(
         scenario=scenario.name,
-        status="ok",
+        status="ok" if getattr(res, "status", "ok") == "ok" else "error",
         backend="simulate",
-        devices=probe.devices_of(scenario),
-        outputs={k: np.asarray(v) for k, v in dict(outputs or {}).items()},
-        seconds=time.perf_counter() - t0,
+        devices=getattr(res, "devices", probe.devices_of(scenario)),
+        error={k: error.get(k) for k in ("code", "type", "message", "stage")} if error else None,
+        outputs={k: np.asarray(v) for k, v in dict(getattr(res, "outputs", {}) or {}).items()},
+        seconds=getattr(res, "seconds", time.perf_counter() - t0),
+        detail=res,
     )
 
 
