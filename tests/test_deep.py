@@ -112,3 +112,15 @@ def test_deep_check_with_the_static_rules():
     pytest.importorskip("toolkit.validate")
     out = deep.deep_check(gallery.load("dup-ref"))
     assert out[0].code == "MPMD_DUP_REF" and out[0].jax is not None
+
+
+def test_broken_scenario_is_not_a_disagreement():
+    import json
+
+    from toolkit.scenario import load_scenario
+
+    pytest.importorskip("toolkit.validate")
+    data = json.loads(gallery.path_of("two-block-copy").read_text())
+    data["call"]["programs"][0]["body"][2]["src"] = "nowhere"
+    out = deep.deep_check(load_scenario(data))
+    assert [d.code for d in out] == ["XREF_UNKNOWN_NAME"]

@@ -194,3 +194,13 @@ def test_exported_files_match_run(gallery_runs, tmp_path):
         expected = json.loads(json.dumps(gallery_runs[name].to_json()["outputs"]))
         assert list(exported) == list(expected), name
         assert exported == expected, name
+
+
+def test_broken_scenario_gets_the_rules_code_not_a_python_error():
+    pytest.importorskip("toolkit.validate")
+    data = json.loads(gallery.path_of("two-block-copy").read_text())
+    data["call"]["programs"][0]["body"][2]["src"] = "nowhere"  # a name never defined
+    r = runtime.run(load_scenario(data), "interpret")
+    assert r.status == "error"
+    assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
+    assert r.error["type"] == "NameError"  # what Python raised running the call

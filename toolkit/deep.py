@@ -80,6 +80,8 @@ def reconcile(static: list[Diagnostic] | None, r: probe.ProbeResult) -> list[Dia
     static = ordered(list(static or []))
     checkable = [d for d in static if d.is_error and d.stage in JAX_STAGES]
     predicted = checkable[0] if checkable else None
+    if probe.not_from_jax(r) and any(d.is_error and d.stage == "schema" for d in static):
+        return static  # the scenario itself is broken, as the rules said: JAX never saw it
     if r.code == probe.CODEGEN_CODE or r.timed_out or r.crashed:
         # JAX gave no verdict: the static findings stand
         return ordered([*static, _jax_diagnostic(r, static)])

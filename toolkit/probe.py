@@ -378,6 +378,19 @@ def _norm_stages(stages: Iterable[str]) -> tuple[str, ...]:
     return tuple(s for s in STAGES if s in wanted)
 
 
+#: Python errors of the generated code itself (a name the scenario never defines...).
+_SOURCE_ERRORS = frozenset({"SyntaxError", "NameError", "UnboundLocalError", "CodegenError"})
+
+
+def not_from_jax(r: ProbeResult) -> bool:
+    """Whether a failure is the scenario's own (codegen or Python), not JAX's verdict.
+
+    Then ``toolkit.validate``'s schema-stage rules (unknown names, duplicates) say
+    more than JAX could: the call never reached it.
+    """
+    return not r.ok and r.code in (CODEGEN_CODE, "JAX_UNKNOWN") and r.error_type in _SOURCE_ERRORS
+
+
 def _code(error_type: str, message: str) -> str:
     return classify(error_type, message) or "JAX_UNKNOWN"
 
@@ -526,6 +539,7 @@ __all__ = [
     "ProbeResult",
     "Worker",
     "devices_of",
+    "not_from_jax",
     "probe",
     "probe_many",
     "shutdown",

@@ -164,13 +164,35 @@ def choose_backend(backend: str) -> str:
 # ---------------------------------------------------------------- running
 
 
+def _schema_error(scenario: Scenario) -> Diagnostic | None:
+    """The first schema-stage error of the static rules (None if none, or no rules)."""
+    try:
+        from toolkit import validate
+
+        diags = validate.check(scenario)
+    except Exception:  # noqa: BLE001 - the rules are an optional refinement here
+        return None
+    return next((d for d in diags if d.is_error and d.stage == "schema"), None)
+
+
 def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult) -> RunResult:
+    error = r.error()
+    if probe.not_from_jax(r):
+        # the scenario itself is broken (an unknown name...): JAX never saw the call
+        d = _schema_error(scenario)
+        if d is not None:
+            error = {
+                "code": d.code,
+                "type": r.error_type,
+                "message": f"{d.path}: {d.message}" if d.path else d.message,
+                "stage": d.stage,
+            }
     return RunResult(
         scenario=scenario.name,
         status="ok" if r.ok else "error",
         backend=backend,
         devices=r.devices,
-        error=r.error(),
+        error=error,
         outputs=dict(r.outputs or {}),
         seconds=r.seconds,
     )
