@@ -299,7 +299,7 @@ ENTRIES: list[Entry] = [
     _e(
         "HLO_INTERP_NO_DISCHARGE",
         "NotImplementedError",
-        r"No state discharge rule",
+        r"No state discharge rule|^<class 'jax\._src\.[\w.]+'>$",
         "interpret",
         "The HLO interpreter cannot run this transform",
     ),
@@ -400,7 +400,7 @@ ENTRIES: list[Entry] = [
     _e(
         "ADD_SHAPES",
         "TypeError",
-        r"add got incompatible shapes for broadcasting",
+        r"add got incompatible shapes for broadcasting|Incompatible shapes for broadcasting: shapes=",
         "trace",
         "Adding arrays whose shapes do not broadcast",
     ),
@@ -438,6 +438,48 @@ ENTRIES: list[Entry] = [
         r"ValueSite\(operation=",
         "gpu-lower",
         "cluster_ref of a GMEM ref",
+    ),
+    _e(
+        "TMA_DTYPE_MISMATCH",
+        "ValueError",
+        r"Expected dtypes to match but src had type",
+        "trace",
+        "tma_store between refs of different dtypes",
+    ),
+    _e(
+        "TMA_SHAPE_MISMATCH",
+        "ValueError",
+        r"Expected shapes to match, but src has shape|^zip\(\) argument \d is (?:shorter|longer)",
+        "trace",
+        "tma_store between refs of different shapes",
+    ),
+    _e(
+        "MULTIMEM_DST_NOT_GMEM",
+        "ValueError",
+        r"^ref must be a GMEM reference, got",
+        "trace",
+        "multimem_store into a ref that is not in GMEM",
+    ),
+    _e(
+        "MULTIMEM_MISMATCH",
+        "ValueError",
+        r"^Value (?:dtype|shape) .* does not match ref (?:dtype|shape)",
+        "trace",
+        "multimem_store of a value of another dtype or shape",
+    ),
+    _e(
+        "GPU_RESHAPE_STRIDED",
+        "NotImplementedError",
+        r"by composing independent folds/unfolds|^strides=\[.*fold_rank=",
+        "gpu-lower",
+        "A reshape of a strided (sliced) view",
+    ),
+    _e(
+        "GPU_8BIT_ARITH",
+        "NotImplementedError",
+        r"Pointwise operations on 8-bit types are unsupported",
+        "gpu-lower",
+        "Arithmetic on 8-bit values",
     ),
     # last: very generic messages
     _e(
