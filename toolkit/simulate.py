@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from toolkit.accesslog import AccessLog, Actor, Location
-from toolkit.callsupport import encode_outputs, host_array
+from toolkit.callsupport import encode_outputs
 from toolkit.scenario import (
     Add,
     At,
@@ -204,6 +204,23 @@ def _fill_value(value: bool | int | float, shape: tuple[int, ...], dt: np.dtype)
         return np.full(shape, src.astype(dt), dt)
 
 
+def host_value(b: Any, num_devices: int) -> np.ndarray:
+    """``callsupport.host_array`` without importing JAX (the tests hold the two equal)."""
+    dt = np_dtype(b.dtype)
+    shape = tuple(b.shape)
+    gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    if b.init == "zeros":
+        return np.zeros(gshape, dt)
+    if b.init == "ones":
+        return np.ones(gshape, dt)
+    if b.init == "iota":
+        return np.arange(math.prod(gshape)).reshape(gshape).astype(dt)
+    if b.init == "random":
+        return np.random.default_rng(b.seed).standard_normal(gshape).astype(dt)
+    one = np.asarray(b.init).astype(dt).reshape(shape)
+    return np.concatenate([one] * num_devices, axis=0) if shape else one
+
+
 # ---------------------------------------------------------------- memory and views
 
 
@@ -287,9 +304,12 @@ def bitcast_offsets(offs: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarra
     Widening by r: element (i, j) joins elements (i*r + k, j), k = 0..r-1.
     """
     xs, ys = old.itemsize, new.itemsize
+    shape = offs.shape[:-1]
+    if len(shape) < 2 and xs == ys:
+        # JAX indexes the second-minor dim even when the width stays (BITCAST_1D_SAME_WIDTH_BUG)
+        raise IndexError("list index out of range")
     if xs == ys:
         return offs
-    shape = offs.shape[:-1]
     if len(shape) < 2:
         raise ValueError("Bitcast 1D ref with bitwidth change is not supported.")
     m, n = shape[-2], shape[-1]
@@ -362,7 +382,7 @@ class Simulator:
                 b = s.buffers[buf]
                 dt = np_dtype(b.dtype)
                 inputs[buf] = Base("input", buf, "GMEM", dt, tuple(b.shape))
-                g = np.asarray(host_array(b.init, b.shape, b.dtype, b.seed, self.ndev))
+                g = host_value(b, self.ndev)
                 n = b.shape[0] if b.shape else 0
                 for d in range(self.ndev):
                     local = g[d * n : (d + 1) * n] if b.shape else g
@@ -474,6 +494,8 @@ class Simulator:
             new = np_dtype(t.dtype)
             try:
                 offs = bitcast_offsets(view.offsets, view.dtype, new)
+            except IndexError as e:
+                raise SimError("BITCAST_1D_SAME_WIDTH_BUG", path, str(e)) from None
             except ValueError as e:
                 code = "BITCAST_1D_WIDTH_CHANGE" if "1D" in str(e) else "BITCAST_SECOND_MINOR"
                 raise SimError(code, path, str(e)) from None
