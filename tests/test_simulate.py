@@ -260,3 +260,13 @@ def test_runs_round_trip():
     e = np.array([0, 1, 2, 5, 7, 8])
     assert runs(e) == [[0, 3], [5, 6], [7, 9]]
     np.testing.assert_array_equal(from_runs(runs(e)), e)
+
+
+def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
+    pytest.importorskip("toolkit.validate")
+    r = simulate(gallery.load("dup-ref"))
+    assert r.status == "error" and r.error["code"] == "MPMD_DUP_REF"
+    assert r.error["stage"] == "trace" and "same ref" in r.error["message"]
+    # a call only the GPU lowering rejects is simulated, with a note saying so
+    r = simulate(gallery.load("cluster-exchange"))
+    assert r.ok and any("GPU_CLUSTER_SMEM_STORE" in n for n in r.notes)

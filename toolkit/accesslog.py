@@ -135,6 +135,8 @@ class Access:
         return {
             "id": self.id,
             "kind": self.kind,
+            "program": self.actor.program,
+            "device": self.actor.device,  # who; ``location.device`` is whose memory
             "actor": self.actor.to_dict(),
             "statement": self.statement,
             "op": self.op,

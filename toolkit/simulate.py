@@ -34,8 +34,9 @@ The model, in short:
   order). A race's surviving value is therefore the last writer in that order;
   the log reports the race either way.
 * **Errors** JAX would raise are the validator's: when ``toolkit.validate.check``
-  reports an error at the build, trace or GPU-lowering stage, the result is an
-  error carrying that diagnostic. What the simulator itself cannot make sense of
+  reports an error at the build or trace stage, the result is an error carrying
+  that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
+  interpreters still run the call). What the simulator itself cannot make sense of
   (an index out of bounds, a store of the wrong shape) is an error too, never a
   guess.
 """
@@ -725,20 +726,34 @@ class Simulator:
 # ---------------------------------------------------------------- entry point
 
 
-def _static_error(scenario: Scenario) -> Any | None:
-    """The first error ``toolkit.validate.check`` finds before the call would run, if any.
+#: Stages at which every way of running a call (GPU or CPU interpreter) fails.
+BLOCKING_STAGES = ("schema", "build", "trace")
 
-    Errors of the ``interpret`` and ``gpu-run`` stages are left out: they are the
-    CPU interpreters' limits and the races the simulator reports itself.
+
+def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
+    """(the first error that stops every run, notes) from ``toolkit.validate.check``.
+
+    Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
+    such a call, and the simulator matches them. Errors of the ``interpret`` and
+    ``gpu-run`` stages are the interpreters' limits and the races the simulator
+    reports itself.
     """
     try:
         from toolkit.validate import check
     except ImportError:
-        return None
+        return None, []
+    notes = []
     for d in check(scenario):
-        if d.is_error and d.stage not in ("interpret", "gpu-run"):
-            return d
-    return None
+        if not d.is_error:
+            continue
+        if d.stage in BLOCKING_STAGES:
+            return d, notes
+        if d.stage == "gpu-lower":
+            notes.append(
+                f"A GPU compile would reject this call ({d.code}: {d.message}); "
+                "simulated as JAX's CPU interpreter would run it."
+            )
+    return None, notes
 
 
 def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> SimResult:
@@ -752,8 +767,9 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
     start = time.perf_counter()
     s = load_scenario(scenario)
     ndev = s.num_devices
+    notes: list[str] = []
     if check:
-        diag = _static_error(s)
+        diag, notes = _static_findings(s)
         if diag is not None:
             return SimResult(
                 "error",
@@ -768,6 +784,7 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
                 seconds=time.perf_counter() - start,
             )
     sim = Simulator(s, program_id=program_id)
+    sim.notes.extend(notes)
     try:
         outputs = sim.run()
     except SimError as e:
