@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.accesslog import AccessLog, Actor, Location
+from toolkit.accesslog import AccessLog, Actor, Location, unique_sorted
 from toolkit.callsupport import encode_outputs
 from toolkit.scenario import (
     Add,
@@ -282,7 +282,10 @@ class View:
 
     def elements(self) -> np.ndarray:
         """The base buffer's flat element indices this view covers."""
-        return np.unique(self.offsets // self.base.dtype.itemsize)
+        bsz = self.base.dtype.itemsize
+        # a view element holds whole base elements (widening) or lies inside one
+        starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
+        return unique_sorted(starts // bsz)
 
     def with_(self, **kw: Any) -> View:
         return View(
@@ -359,6 +362,7 @@ class Simulator:
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self.notes: list[str] = []
         self.used_pid = False
+        self._whole: dict[Base, View] = {}
 
     # ------------------------------------------------------------ set-up
 
@@ -560,7 +564,9 @@ class Simulator:
             return env[name]
         if name in self.params:
             base, transforms, ppath = self.params[name]
-            view = self._stack(View.whole(base), transforms, ctx, ppath)
+            if base not in self._whole:  # offsets are never written: share them
+                self._whole[base] = View.whole(base)
+            view = self._stack(self._whole[base], transforms, ctx, ppath)
             env[name] = view
             return view
         raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
