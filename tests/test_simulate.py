@@ -270,3 +270,14 @@ def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     # a call only the GPU lowering rejects is simulated, with a note saying so
     r = simulate(gallery.load("cluster-exchange"))
     assert r.ok and any("GPU_CLUSTER_SMEM_STORE" in n for n in r.notes)
+
+
+def test_cli_run_backend_simulate(cli):
+    p = cli("run", "ring-shift", "--backend", "simulate", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["backend"] == "simulate" and j["status"] == "ok"
+    assert j["outputs"]["out"]["values"][:2] == [768.0, 769.0]  # device 0 holds device 3's x
+    p = cli("run", "dup-ref", "--backend", "simulate", "--json")
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["error"]["code"] == "MPMD_DUP_REF"

@@ -197,6 +197,15 @@ def _simulate(scenario: Scenario) -> RunResult:
         return out
     if isinstance(res, RunResult):
         return res
+    if getattr(res, "status", "ok") == "error":  # a SimResult that failed
+        return RunResult(
+            scenario=scenario.name,
+            status="error",
+            backend="simulate",
+            devices=probe.devices_of(scenario),
+            error=dict(res.error or {}),
+            seconds=time.perf_counter() - t0,
+        )
     outputs = getattr(res, "outputs", None)
     if outputs is None and isinstance(res, dict):
         outputs = res.get("outputs", res)
