@@ -1,15 +1,10 @@
-"""Test support for the simulator: run many scenarios through JAX in ONE child process,
+"""Test support for the simulator: run many scenarios through JAX in one warm worker,
 and hypothesis strategies for single-device scenarios JAX's CPU interpreters run.
 """
 
 from __future__ import annotations
 
 import math
-import pickle
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,53 +12,18 @@ from hypothesis import strategies as st
 
 from toolkit.scenario import Scenario
 
-ROOT = Path(__file__).resolve().parents[1]
 
-# The child: for each scenario, exec the generated source, build, run, pickle outputs
-# (or the error). GPU interpret mode is reset after an exception.
-_CHILD = r"""
-import pickle, sys, traceback
-import numpy as np
-sys.path.insert(0, sys.argv[2])
-from toolkit import codegen
-from toolkit.scenario import load_scenario
-from jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call import (
-    reset_gpu_interpret_mode_state,
-)
-import jax
+def run_in_jax(scenarios: list[Scenario], timeout: float = 120) -> list[dict[str, Any] | str]:
+    """Each scenario's outputs from JAX's CPU interpreter, or its error as text.
 
-texts = pickle.load(open(sys.argv[1], "rb"))
-results = []
-for text in texts:
-    try:
-        s = load_scenario(text)
-        ns = {"__name__": "generated"}
-        exec(compile(codegen.generate(s), "generated", "exec"), ns)
-        fn, mesh = ns["build"]()
-        out = fn(*ns["place"](ns["make_inputs"](), mesh))
-        results.append({k: np.asarray(jax.device_get(v)) for k, v in out.items()})
-    except Exception as e:
-        results.append(f"{type(e).__name__}: {str(e)[-2000:]}")
-        reset_gpu_interpret_mode_state()
-pickle.dump(results, open(sys.argv[1] + ".out", "wb"))
-"""
+    ``toolkit.probe.probe_many``: one warm worker process runs the whole batch.
+    """
+    from toolkit import probe
 
-
-def run_in_jax(scenarios: list[Scenario], timeout: float = 600) -> list[dict[str, Any] | str]:
-    """Each scenario's outputs from JAX's CPU interpreter (one child process), or its error."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "batch.pkl"
-        path.write_bytes(pickle.dumps([s.to_json() for s in scenarios]))
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path), str(ROOT)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        out = Path(str(path) + ".out")
-        if proc.returncode != 0 or not out.exists():
-            raise RuntimeError(f"JAX batch child failed:\n{proc.stderr[-4000:]}")
-        return pickle.loads(out.read_bytes())
+    results = probe.probe_many(scenarios, ("interpret",), timeout=timeout)
+    return [
+        dict(r.outputs or {}) if r.ok else f"{r.code} {r.error_type}: {r.message}" for r in results
+    ]
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

@@ -1,6 +1,6 @@
 """The simulator against JAX's CPU interpreters, bit for bit, wherever JAX runs.
 
-All JAX runs of a test happen in ONE child process (``simulate_support.run_in_jax``).
+All JAX runs happen in one warm child process (``toolkit.probe.probe_many``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _generated(n: int) -> list:
 
 
 def test_generated_single_device_scenarios_match_jax():
-    """Random single-device scenarios through one JAX child process: bit-identical outputs.
+    """Random single-device scenarios through one JAX worker: bit-identical outputs.
 
     Not shrunk (one child per batch); a failure prints the scenario's JSON.
     """
