@@ -398,6 +398,7 @@ class _Builder:
                 tpath,
                 name=name if last else None,
                 let=name,
+                base=base,
                 step=k,
                 steps=len(transforms),
                 op=t.op,

@@ -181,7 +181,14 @@ def _group_key(n: str, data: dict[str, Any], by_program: bool) -> tuple[Any, ...
     kind = data["kind"]
     prog = data.get("program") if by_program else None
     if kind == "view":
-        return ("view", prog if data.get("program") is not None else "args", data.get("op"))
+        root = data.get("base")
+        return (
+            "view",
+            prog if data.get("program") is not None else "args",
+            data.get("op"),
+            data.get("step"),
+            root.split(":")[0] if isinstance(root, str) else None,
+        )
     if kind == "statement":
         return ("statement", prog, data["label"])
     return (kind,)
@@ -191,7 +198,9 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
     """Collapse nodes per kind (and program, transform, op); problems stay visible."""
     items = [(n, d) for n, d in g.nodes(data=True) if d["kind"] not in ("device", "program")]
     red = [n for n, d in items if G.is_red(d)]
-    solo = set(red[:40])
+    red += [x for u, v, d in g.edges(data=True) if G.is_red(d) for x in (u, v)]
+    solo = set(dict.fromkeys(n for n in red if g.nodes[n]["kind"] not in ("device", "program")))
+    solo = set(list(solo)[:40])
     for by_program in (True, False):
         groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
         for n, d in items:
@@ -221,7 +230,10 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
             )
             what = first.get("op") if kind == "view" else first["label"]
             names = ", ".join(
-                _clip(str(g.nodes[m].get("name") or g.nodes[m]["label"]), 10) for m in members[:2]
+                _clip(
+                    str(g.nodes[m].get("name") or g.nodes[m].get("text") or g.nodes[m]["label"]), 12
+                )
+                for m in members[:2]
             )
             lines = [(f"{len(members)} {noun}", "title")]
             if kind in ("view", "statement"):
@@ -526,7 +538,8 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
     pos, shape = _device_positions(mesh)
     r = 0.2
     if shape == "ring" and n > 2:
-        r = min(0.24, max(0.08, 2.0 / n))
+        r = max(0.07, min(0.22, 0.22 * 2 * math.sin(math.pi / n)))
+    dfs = fs if r >= 0.15 else fs * max(0.6, r / 0.15)
     for (a, b, kind), t in traffic.items():
         if kind != "peer-of":
             continue
@@ -599,7 +612,7 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
         ax.add_patch(
             Circle((x, y), r, fc="#FFFFFF", ec=RED if i in reds else "#333333", lw=1.5, zorder=4)
         )
-        ax.text(x, y, f"d{i}", ha="center", va="center", fontsize=fs, family=FONT, zorder=5)
+        ax.text(x, y, f"d{i}", ha="center", va="center", fontsize=dfs, family=FONT, zorder=5)
     _device_caption(ax, g, fs)
     xs, ys = [p[0] for p in pos], [p[1] for p in pos]
     m = 0.55
@@ -624,24 +637,30 @@ def _toward(p: tuple[float, float], q: tuple[float, float], dist: float) -> tupl
 
 
 def _device_caption(ax: Any, g: Any, fs: float) -> None:
-    """Which view makes which traffic, under the device picture."""
-    views: dict[str, tuple[str, bool]] = {}
+    """Which views make which traffic, under the device picture (one line per transform)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for _, _, data in g.edges(data=True):
         if data["kind"] in ("peer-of", "multicast-to") and data.get("view") in g:
             v = g.nodes[data["view"]]
-            red = views.get(data["view"], ("", False))[1] or G.is_red(data)
-            views[data["view"]] = (data["kind"], red)
-    for k, (vid, (kind, red)) in enumerate(list(views.items())[:5]):
-        v = g.nodes[vid]
-        name = f"{v['let']}: " if v.get("let") else ""
-        if v.get("steps", 0) > 1:
-            name = f"{v.get('let') or 'arg'}[{v['step']}]: "
+            row = rows.setdefault((data["kind"], v["label"]), {"names": [], "red": False})
+            who = v.get("let") or "arg"
+            if who not in row["names"]:
+                row["names"].append(who)
+            row["red"] |= G.is_red(data)
+    for k, ((kind, label), row) in enumerate(list(rows.items())[:6]):
+        names = ", ".join(row["names"][:3]) + (", …" if len(row["names"]) > 3 else "")
         mark = "->" if kind == "peer-of" else "<>"
-        ax.text(
-            0.0, -0.04 - 0.09 * k, _clip(f"{mark} {name}{v['label']}", 34),
-            transform=ax.transAxes, fontsize=fs * 0.9, family=FONT, va="top",
-            color=RED if red else (PEER if kind == "peer-of" else MULTICAST),
-        )  # fmt: skip
+        ax.annotate(
+            _clip(f"{mark} {label}: {names}", 38),
+            xy=(0.0, 0.0),
+            xycoords="axes fraction",
+            xytext=(0, -6 - k * fs * 1.5),
+            textcoords="offset points",
+            fontsize=fs * 0.9,
+            family=FONT,
+            va="top",
+            color=RED if row["red"] else (PEER if kind == "peer-of" else MULTICAST),
+        )
 
 
 def _paint_matrix(ax: Any, traffic: dict[tuple[int, int, str], dict[str, Any]], n: int, fs: float):
@@ -658,8 +677,14 @@ def _paint_matrix(ax: Any, traffic: dict[tuple[int, int, str], dict[str, Any]], 
     ax.set_xlabel("to device", fontsize=fs)
     ax.set_ylabel("from device", fontsize=fs)
     ax.tick_params(labelsize=fs * 0.8)
-    ax.text(0.0, -0.18, f"{n} devices: traffic matrix", transform=ax.transAxes, fontsize=fs,
-            color=MUTED)  # fmt: skip
+    ax.set_title(
+        ax.get_title(loc="left") + "\nwho writes to whom",
+        fontsize=fs + 1,
+        family=FONT,
+        weight="bold",
+        color=INK,
+        loc="left",
+    )
 
 
 # ---------------------------------------------------------------- figure
@@ -872,3 +897,7 @@ def save_aliasing(
 
 
 __all__ = ["draw", "layout", "plot_aliasing", "save_aliasing"]
+
+
+def _member_name(data: dict[str, Any]) -> str:
+    return data.get("name") or data.get("let") or data.get("text") or data["label"]
