@@ -130,3 +130,10 @@ def test_any_loadable_scenario_draws(data):
     fig = plot.plot_aliasing(s)
     assert fig.mpmd_lab_mode in ("full", "summary")  # never the fallback picture
     fig.savefig(__import__("io").BytesIO(), format="png", dpi=40)
+
+
+def test_toolkit_exports_plot_aliasing_lazily():
+    import toolkit
+
+    fig = toolkit.plot_aliasing("ring-shift", diagnostics=[])
+    assert isinstance(fig, Figure) and fig.mpmd_lab_mode == "full"
