@@ -13,9 +13,13 @@ transform) collapse into one counted node, while nodes with problems stay visibl
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import textwrap
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ RED = "#D62728"
 WARN = "#B8860B"
 INK = "#222222"
 MUTED = "#555555"
+FIX = "#2E7D32"
 
 NODE_STYLE: dict[str, dict[str, str]] = {
     "buffer": {"fc": "#E6E6E6", "ec": "#4D4D4D", "name": "host buffer"},
@@ -162,8 +167,9 @@ def _full(g: Any) -> Drawing:
             continue
         red = G.is_red(data)
         shown = {d.code for d in g.nodes[v]["diagnostics"]}
-        codes = sorted({d.code for d in data["diagnostics"] if d.is_error} - shown)
-        edges.append(DEdge(u, v, data["kind"], red=red, label=" ".join(codes)))
+        codes = sorted({d.code for d in data["diagnostics"]} - shown)
+        label = " ".join(("" if red else "! ") + c for c in codes) if codes else ""
+        edges.append(DEdge(u, v, data["kind"], red=red, label=label))
     return Drawing(nodes, edges, _clusters(g))
 
 
@@ -229,12 +235,7 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
                 kind, f"{G_NOUN.get(kind, kind)}s"
             )
             what = first.get("op") if kind == "view" else first["label"]
-            names = ", ".join(
-                _clip(
-                    str(g.nodes[m].get("name") or g.nodes[m].get("text") or g.nodes[m]["label"]), 12
-                )
-                for m in members[:2]
-            )
+            names = ", ".join(_clip(str(_member_name(g.nodes[m])), 12) for m in members[:2])
             lines = [(f"{len(members)} {noun}", "title")]
             if kind in ("view", "statement"):
                 lines.append((_clip(str(what)), "body"))
@@ -286,6 +287,27 @@ def _pt(s: str) -> tuple[float, float]:
     return float(x), float(y)
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence C-level stderr (graphviz's fontconfig noise) for the duration."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            try:
+                yield
+            finally:
+                os.dup2(saved, fd)
+    finally:
+        os.close(saved)
+
+
 def layout(d: Drawing) -> Drawing:
     """Positions (points) from graphviz ``dot``: nodes, edge splines, cluster boxes."""
     import pygraphviz as pgv
@@ -331,7 +353,8 @@ def layout(d: Drawing) -> Drawing:
         a.add_subgraph(
             ns, name=f"cluster_p{p}", label=label, labeljust="l", fontname=FONT, fontsize="10"
         )
-    a.layout(prog="dot")
+    with _quiet_stderr():  # the bundled fontconfig warns about the system's config
+        a.layout(prog="dot")
     d.bb = tuple(float(v) for v in a.graph_attr["bb"].split(","))  # type: ignore[assignment]
     for n, node in d.nodes.items():
         node.x, node.y = _pt(a.get_node(n).attr["pos"])
@@ -444,8 +467,8 @@ def _paint_edge(ax: Any, e: DEdge, scale: float, fs: float, show_text: bool) -> 
             e.label,
             fontsize=fs * 0.9,
             family=FONT,
-            color=RED if e.red else MUTED,
-            weight="bold" if e.red else "normal",
+            color=RED if e.red else (WARN if e.label.startswith("! ") else MUTED),
+            weight="bold" if e.red or e.label.startswith("! ") else "normal",
             ha="center",
             va="center",
             zorder=5,
@@ -742,13 +765,16 @@ def _legend(ax: Any, handles: list[Any], fs: float) -> None:
 def _problem_lines(g: Any, width: int) -> list[tuple[str, str]]:
     diags = g.graph.get("diagnostics", [])
     out = []
-    for dg in diags[:6]:
+    diags = sorted(diags, key=lambda d: not d.is_error)  # errors first, stable
+    for dg in diags[:5]:
         where = dg.path or "scenario"
         sev = "x" if dg.is_error else "!"
         line = f"{sev} {dg.code}  {where}: {' '.join(dg.message.split())}"
         out.append((_clip(line, width), RED if dg.is_error else WARN))
-    if len(diags) > 6:
-        out.append((f"… and {len(diags) - 6} more", MUTED))
+        if dg.fix is not None and dg.is_error:
+            out.append((_clip(f"    fix: {dg.fix.description}", width), FIX))
+    if len(diags) > 5:
+        out.append((f"… and {len(diags) - 5} more", MUTED))
     if g.graph.get("validator_note"):
         out.append((f"({g.graph['validator_note']})", MUTED))
     return out
@@ -775,7 +801,7 @@ def draw(g: Any, ax: Any = None) -> Figure:
     mesh = g.graph.get("device_mesh")
     handles = _legend_handles(d, g)
     rows = math.ceil(len(handles) / LEGEND_COLS)
-    header_in, legend_in = 0.75, 0.22 * rows + 0.15
+    header_in, legend_in = (1.05 if d.summary else 0.9), 0.22 * rows + 0.15
     problems = _problem_lines(g, 200)
     footer_in = legend_in + 0.2 * len(problems) + 0.1
     panel_in = 3.4 if mesh else 0.0
@@ -809,8 +835,8 @@ def draw(g: Any, ax: Any = None) -> Figure:
               weight="bold", va="top", ha="right", color=vcolor)  # fmt: skip
     desc = g.graph.get("description") or ""
     sub = d.summary or ""
-    wrap = textwrap.wrap(" ".join(desc.split()), width=max(40, int(W * 13)))[:1]
-    sub_text = (wrap[0] + (" …" if len(desc) > len(wrap[0]) else "")) if wrap else ""
+    wrap = textwrap.wrap(" ".join(desc.split()), width=max(40, int(W * 13)))
+    sub_text = "\n".join(wrap[:2]) + (" …" if len(wrap) > 2 else "")
     if sub:
         sub_text = f"{sub_text}\n{sub}" if sub_text else sub
     if sub_text:
