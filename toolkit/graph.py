@@ -240,11 +240,12 @@ def multicast_groups(axes: str | list[str], mesh: dict[str, int]) -> list[list[i
     return list(groups.values())
 
 
-def device_label(d: int, mesh: dict[str, int]) -> str:
+def device_label(d: int, mesh: dict[str, int], coords: tuple[int, ...] | None = None) -> str:
     """``d3`` or, on several axes, ``d3 (x=1,y=1)``."""
     if len(mesh) <= 1:
         return f"d{d}"
-    coords = _device_coords(mesh)[d] if math.prod(mesh.values()) <= 4096 else ()
+    if coords is None:
+        coords = _device_coords(mesh)[d]
     return f"d{d} (" + ",".join(f"{a}={c}" for a, c in zip(mesh, coords, strict=False)) + ")"
 
 
@@ -371,8 +372,9 @@ class _Builder:
         g = self.g
         g.graph["device_mesh"] = dict(s.device_mesh) if s.device_mesh else None
         if s.device_mesh:
-            for d in range(s.num_devices):
-                self.node(f"device:{d}", "device", device_label(d, s.device_mesh), None, index=d)
+            for d, coords in enumerate(_device_coords(s.device_mesh)):
+                label = device_label(d, s.device_mesh, coords)
+                self.node(f"device:{d}", "device", label, None, index=d, coords=coords)
         names: dict[str, tuple[str, list[int] | None, str | None]] = {}
         param_buffer: dict[str, str] = {}  # param node -> buffer name (Refs only)
         param_order: list[str] = []

@@ -57,6 +57,7 @@ NODE_STYLE: dict[str, dict[str, str]] = {
     "view": {"fc": "#FFFFFF", "ec": "#0072B2", "name": "view (one transform step)"},
     "statement": {"fc": "#3B4A5A", "ec": "#3B4A5A", "name": "statement", "text": "#FFFFFF"},
     "unknown": {"fc": "#FFFFFF", "ec": "#999999", "name": "undefined name"},
+    "program": {"fc": "#F7F9FC", "ec": "#9AA8B8", "name": "program (no body drawn)"},
 }
 EDGE_STYLE: dict[str, dict[str, Any]] = {
     "passed-as": {"color": "#8A8A8A", "lw": 1.2, "ls": "-", "name": "passed as"},
@@ -170,6 +171,7 @@ def _full(g: Any) -> Drawing:
         codes = sorted({d.code for d in data["diagnostics"]} - shown)
         label = " ".join(("" if red else "! ") + c for c in codes) if codes else ""
         edges.append(DEdge(u, v, data["kind"], red=red, label=label))
+    nodes.update(_program_nodes(g, {n.cluster for n in nodes.values()}, only_red=False))
     return Drawing(nodes, edges, _clusters(g))
 
 
@@ -267,7 +269,24 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
             e.label = (f"×{e.count} " + e.label).strip()
     n_all = len(items)
     summary = f"summary: {n_all:,} nodes in {len(nodes)} groups; problems drawn one by one"
+    clustered = {n.cluster for n in nodes.values()}
+    nodes.update(_program_nodes(g, clustered, only_red=not by_program))
     return Drawing(nodes, list(agg.values()), _clusters(g), summary=summary)
+
+
+def _program_nodes(g: Any, clustered: set[Any], only_red: bool) -> dict[str, DNode]:
+    """Programs with nothing drawn inside them (an empty body, or summarised away)."""
+    out = {}
+    for n, data in g.nodes(data=True):
+        if data["kind"] != "program" or data["index"] in clustered:
+            continue
+        if only_red and not G.is_red(data):
+            continue
+        lines = [(data["label"], "title"), (_clip(data.get("mesh", "")), "body")]
+        out[n] = DNode(kind="program", lines=lines + _code_lines(data), red=G.is_red(data))
+        if len(out) >= 40:
+            break
+    return out
 
 
 G_NOUN = {"param": "parameter", "buffer": "buffer", "output": "output", "unknown": "unknown name"}
