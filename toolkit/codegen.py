@@ -76,6 +76,7 @@ RESERVED = frozenset(
         "SHARD_MAP",
         "BUFFERS",
         "ARG_ORDER",
+        "OUTPUT_NAMES",
     }
     | {n for n in dir(callsupport) if not n.startswith("__")}
 )
@@ -287,6 +288,13 @@ def _out_types(scenario: Scenario) -> str:
     return "(" + "".join(f"{x}, " for x in items) + ")"
 
 
+def output_names(scenario: Scenario) -> list[str]:
+    """Result keys in order: the outputs, then each as_ref buffer's final value."""
+    c = scenario.call
+    refs = [b for b in _input_names(scenario) if scenario.buffers[b].as_ref]
+    return list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
+
+
 def _input_names(scenario: Scenario) -> list[str]:
     """Buffers the call takes, in first-use order (arguments, then captures)."""
     seen: list[str] = []
@@ -358,6 +366,8 @@ def generate(
         f"SHARD_MAP = {use_shard_map!r}",
         f"INTERPRET = {interpret!r}  # 'gpu', 'hlo', or None to compile for a GPU",
         f"DETECT_RACES = {bool(detect_races)!r}",
+        "# outputs in declared order, then the final values of as_ref buffers",
+        f"OUTPUT_NAMES = {output_names(s)!r}",
         "",
         "",
         "def make_inputs():",
@@ -483,7 +493,7 @@ def generate(
         "    argv = sys.argv[1:] if argv is None else argv",
         '    fn, device_mesh = build(None if "--compile" in argv else INTERPRET)',
         "    outputs = fn(*place(make_inputs(), device_mesh))",
-        "    outputs = {k: jax.device_get(v) for k, v in outputs.items()}",
+        "    outputs = {k: jax.device_get(outputs[k]) for k in OUTPUT_NAMES}",
         '    if "--json" in argv:',
         "        print(json.dumps(encode_outputs(outputs)))",
         "    else:",
@@ -532,4 +542,12 @@ def global_shape(shape: list[int], num_devices: int) -> tuple[int, ...]:
     return (shape[0] * num_devices, *shape[1:]) if shape else ()
 
 
-__all__ = ["CodegenError", "generate", "global_shape", "params_of", "py", "math"]
+__all__ = [
+    "CodegenError",
+    "generate",
+    "global_shape",
+    "output_names",
+    "params_of",
+    "py",
+    "math",
+]
