@@ -31,10 +31,12 @@ BUILD_TEMPLATE = {
     "INTERPRET", "DETECT_RACES",
 }  # fmt: skip
 NUMBERED = re.compile(r"^(program|mesh)\d+$")
-#: identifiers of the module outside ``build`` (imports, constants, make_inputs, place, main)
+#: identifiers of the module outside ``build`` (imports, constants, make_inputs, place, main);
+#: a new template name in codegen.py belongs here (or in BUILD_TEMPLATE) after review
 MODULE_TEMPLATE = {
     "os", "json", "sys", "jax", "jnp", "lax", "pl", "plgpu", "NamedSharding", "P",
-    "NUM_DEVICES", "DEVICE_MESH", "SHARD_MAP", "INTERPRET", "DETECT_RACES", "make_inputs",
+    "NUM_DEVICES", "DEVICE_MESH", "SHARD_MAP", "INTERPRET", "DETECT_RACES", "OUTPUT_NAMES",
+    "make_inputs",
     "host_array", "build", "place", "inputs", "device_mesh", "axes", "v", "main", "argv",
     "fn", "outputs", "k", "encode_outputs", "name", "value", "print", "__name__",
 }  # fmt: skip
