@@ -15,10 +15,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_CHILD = r'''
+_CHILD = r"""
 import os, sys, json, traceback
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=16"
 import jax
+jax.devices()  # start the backend now, with 16 devices
 from toolkit import codegen
 from toolkit.scenario import load_scenario
 from toolkit.catalogue import classify
@@ -57,17 +58,26 @@ for item in req["scenarios"]:
     except Exception as e:
         res.append({"stage": "probe", "type": type(e).__name__, "message": str(e)})
 print("@@RESULT@@" + json.dumps(res))
-'''
+"""
 
 
 def probe_many(scenarios, stages=("build", "trace", "gpu-lower"), timeout=600):
     payload = json.dumps(
-        {"scenarios": [s.to_dict() if hasattr(s, "to_dict") else s for s in scenarios],
-         "stages": list(stages)}
+        {
+            "scenarios": [s.to_dict() if hasattr(s, "to_dict") else s for s in scenarios],
+            "stages": list(stages),
+        }
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    p = subprocess.run([sys.executable, "-c", _CHILD], input=payload, capture_output=True,
-                       text=True, timeout=timeout, env=env, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
     out = p.stdout
     if "@@RESULT@@" not in out:
         raise RuntimeError(f"probe child failed: {p.stderr[-3000:]}")

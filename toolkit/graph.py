@@ -181,24 +181,39 @@ def transform_label(t: Any) -> str:
 # ---------------------------------------------------------------- shapes
 
 
+def _shapes_rule() -> Any:
+    """``toolkit.shapes``' one-step rule when the validation helper's module exists."""
+    global _SHAPES_RULE
+    if _SHAPES_RULE is None:
+        try:
+            from toolkit import shapes  # type: ignore[attr-defined]
+
+            rule = getattr(shapes, "apply_transform", None) or getattr(shapes, "step", None)
+        except ImportError:
+            rule = None
+        _SHAPES_RULE = rule or False
+    return _SHAPES_RULE
+
+
+_SHAPES_RULE: Any = None
+
+
 def _step_type(
     shape: list[int] | None, dtype: str | None, t: Any
 ) -> tuple[list[int] | None, str | None]:
     """Shape and dtype after one transform (``toolkit.shapes`` when it exists)."""
-    try:
-        from toolkit import shapes  # type: ignore[attr-defined]
-
-        after = getattr(shapes, "apply_transform", None) or getattr(shapes, "step", None)
-        if after is not None and shape is not None and dtype is not None:
-            out = after(tuple(shape), dtype, t)
+    rule = _shapes_rule()
+    if rule and shape is not None and dtype is not None:
+        try:
+            out = rule(tuple(shape), dtype, t)
             out_shape = getattr(out, "shape", None)
             out_dtype = getattr(out, "dtype", None)
             if out_shape is None and isinstance(out, tuple) and len(out) == 2:
                 out_shape, out_dtype = out
             if out_shape is not None:
                 return [int(s) for s in out_shape], str(out_dtype or dtype)
-    except Exception:  # noqa: BLE001 - the shape module is optional and may disagree
-        pass
+        except Exception:  # noqa: BLE001 - fall back to the minimal rules below
+            pass
     return _own_step_type(shape, dtype, t)
 
 

@@ -389,13 +389,11 @@ def _apply_bitcast(ref: RefInfo, t: Bitcast) -> tuple[RefInfo | None, StepError 
     second_minor = shape[-2]
     if old_bits != new_bits:
         if (second_minor * old_bits) % new_bits:
-            new_sm = second_minor * old_bits // new_bits
             return None, _err(
                 "BITCAST_SECOND_MINOR",
                 "ValueError",
                 "Expected input and output shapes are the same after multiplying the "
-                f"second-minor dimension by the bitwidths. Got {shape!r} and "
-                f"{(*shape[:-2], new_sm, shape[-1])!r}",
+                "second-minor dimension by the bitwidths.",
             )
         new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
     else:
@@ -450,8 +448,6 @@ def _apply_reshape(ref: RefInfo, t: Reshape) -> tuple[RefInfo | None, StepError 
 def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepError | None]:
     perm = tuple(t.perm)
     if t.via == "transpose_ref":
-        if ref.memory_space == "TMEM":
-            return None, _err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.")
         if not ref.transformed:
             sh = ",".join(map(str, ref.shape))
             return None, _err(
@@ -461,6 +457,8 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
                 f"Ref<{ref.memory_space.lower()}>{{{_short(ref.dtype)}[{sh}]}}. Use "
                 "`jax.typeof(x).memory_space` instead.",
             )
+        if ref.memory_space == "TMEM":
+            return None, _err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.")
     if len(perm) != len(ref.shape):
         return None, _err(
             "TRANSPOSE_RANK",

@@ -49,7 +49,10 @@ def analyse(ctx: Ctx) -> None:
                 leaves.append((buf, None))
                 steps.append([])
                 continue
-            info = base_info(b.shape, b.dtype, "GMEM", buf)
+            shape = list(b.shape)
+            if s.device_mesh and s.run.shard_map is False and shape:
+                shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
+            info = base_info(shape, b.dtype, "GMEM", buf)
             st = ctx_steps(info, a.transforms)
             steps.append(st)
             final = info if not st else st[-1].after
@@ -58,12 +61,20 @@ def analyse(ctx: Ctx) -> None:
         ctx.args.append(ArgInfo(i, path, leaves, steps))
         if isinstance(a, BufferArg):
             buf, info = leaves[0]
-            define(a.param, path + ".param", Binding(a.param, info, "arg", path, (buf,)))
+            stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
+            define(
+                a.param, path + ".param", Binding(a.param, info, "arg", path, (buf,), stack=stack)
+            )
         else:
             define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
             for j, (buf, info) in enumerate(leaves):
                 ctx.params[leaf_name(a.param, j)] = Binding(
-                    leaf_name(a.param, j), info, "leaf", f"{path}.tuple[{j}]", (buf,)
+                    leaf_name(a.param, j),
+                    info,
+                    "leaf",
+                    f"{path}.tuple[{j}]",
+                    (buf,),
+                    stack=tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms)),
                 )
     for name, o in c.outputs.items():
         path = f"call.outputs.{name}"
@@ -144,6 +155,15 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
             if src is not None and src.info is not None:
                 stmt.steps = ctx_steps(src.info, st.transforms)
                 info = src.info if not stmt.steps else stmt.steps[-1].after
-            env[st.let] = Binding(st.let, info, "view", path, src.origin if src else (), stmt=j)
+            own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
+            env[st.let] = Binding(
+                st.let,
+                info,
+                "view",
+                path,
+                src.origin if src else (),
+                stmt=j,
+                stack=(src.stack if src else ()) + own,
+            )
         out.stmts.append(stmt)
     return out

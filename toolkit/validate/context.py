@@ -26,6 +26,8 @@ class Binding:
     path: str  # where it is defined
     origin: tuple[str, ...] = ()  # the buffers / outputs / scratch it aliases
     stmt: int = -1  # body index of a let
+    #: every transform from the untransformed ref to this view: (field path, transform)
+    stack: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -127,6 +129,37 @@ class Ctx:
         else:
             spec = self.s.buffers.get(o)
         return None if spec is None else tuple(spec.shape)
+
+    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...]:
+        return b.stack
+
+    def chain(self, b: Binding) -> list[str]:
+        """The transform ops from the root ref to this view, in order."""
+        return [t.op for _, t in b.stack]
+
+    def deferred_for(self, b: Binding) -> list[tuple[Any, str]]:
+        """Notes raised later than trace (e.g. a negative pl.ds start) along this view."""
+        paths = [p for p, _ in b.stack]
+        return [(n, q) for n, q in self.deferred if any(q.startswith(p) for p in paths)]
+
+    def net_perm(self, b: Binding) -> list[int] | None:
+        """Which root dim each view dim is, through at/transpose; None after a reshape."""
+        root = self.root_shape(b)
+        if root is None:
+            return None
+        perm = list(range(len(root)))
+        for _, t in b.stack:
+            if t.op == "at":
+                idx = list(t.index) + [None] * (len(perm) - len(t.index))
+                perm = [d for d, e in zip(perm, idx, strict=False) if not isinstance(e, int)]
+            elif t.op == "transpose":
+                try:
+                    perm = [perm[p] for p in t.perm]
+                except IndexError:
+                    return None
+            elif t.op in ("reshape", "bitcast"):
+                return None
+        return perm
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

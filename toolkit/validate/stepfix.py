@@ -22,7 +22,7 @@ def fix_step(s: Scenario, base: str, step: Any) -> Fix | None:
             description="build the peer view from the base ref (drop the multicast step before it)",
             edits=_drop_kind(s, base, step.index, "multicast_ref"),
         )
-    if code == "RESHAPE_MINUS_ONE" or code == "RESHAPE_SIZE" or code == "RESHAPE_NOT_DIVISIBLE":
+    if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
         n = step.before.size
         return Fix(
             description=f"reshape to a shape of {n} elements ([-1] flattens)",
@@ -31,8 +31,8 @@ def fix_step(s: Scenario, base: str, step: Any) -> Fix | None:
     if code in ("TRANSPOSE_RANK", "TRANSPOSE_BAD_AXIS"):
         r = len(step.before.shape)
         return Fix(
-            description=f"use a permutation of the {r} axes (reversed)",
-            edits=[Edit(op="replace", path=f"{path}.perm", value=list(range(r))[::-1])],
+            description=f"use a permutation of the ref's {r} axes (identity; reorder it as meant)",
+            edits=[Edit(op="replace", path=f"{path}.perm", value=list(range(r)))],
         )
     if code == "TRANSPOSE_REF_RAW_BUG":
         return Fix(

@@ -33,12 +33,18 @@ def check_trace(ctx: Ctx) -> None:
             b = s.buffers.get(buf)
             if b is not None and not b.as_ref and c.args[a.index].transforms:
                 # a plain array has no ref views: .at[...] is its update helper
-                ctx.add(
+                ctx.jax(
                     "ARG_TRANSFORM_ON_ARRAY",
                     f"{a.path}.transforms[0]",
-                    f"argument transforms make a view of a Ref, but buffer {buf!r} is a plain "
-                    "array (set `as_ref: true`, or move the view into the body)",
-                    stage="trace",
+                    f"Argument '_IndexUpdateRef(JitTracer({b.dtype}[{','.join(map(str, b.shape))}]), "
+                    "...)' of type '<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not "
+                    "a valid JAX type",
+                    explanation=f"Argument transforms make a view of a Ref, but buffer {buf!r} is "
+                    "a plain array: set `as_ref: true`, or make the view inside the body.",
+                    fix=Fix(
+                        description=f"pass {buf!r} as a Ref (as_ref: true)",
+                        edits=[Edit(op="replace", path=f"buffers.{buf}.as_ref", value=True)],
+                    ),
                 )
                 return _stop(ctx)
             if _report_steps(ctx, steps, f"{a.path}.transforms"):
@@ -256,7 +262,23 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         elif isinstance(node, Fill):
             if not infos["dst"].is_ref:
                 return _store_to_array(ctx, st)
-        elif isinstance(node, TmaStore | MultimemStore):
+        elif isinstance(node, TmaStore):
+            src, dst = infos["src"], infos["dst"]
+            if src.memory_space != "SMEM":
+                ctx.jax(
+                    "TMA_SRC_NOT_SMEM",
+                    f"{st.path}.src",
+                    f"src must be a SMEM reference, got {_ref_type(src)}",
+                )
+                return True
+            if dst.memory_space != "GMEM":
+                ctx.jax(
+                    "TMA_DST_NOT_GMEM",
+                    f"{st.path}.dst",
+                    f"dst must be a GMEM reference, got {_ref_type(dst)}",
+                )
+                return True
+        elif isinstance(node, MultimemStore):
             pass  # checked at GPU lowering
         elif isinstance(node, Return):
             ctx.jax(
@@ -274,12 +296,14 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
 
 
 def _store_to_array(ctx: Ctx, st: Stmt) -> bool:
-    ctx.add(
+    ctx.jax(
         "STORE_TO_ARRAY",
         f"{st.path}.dst",
-        "the destination is a captured plain array, which cannot be written (JAX arrays are "
-        "immutable); capture a Ref (`as_ref: true`) or write an output",
-        stage="trace",
+        "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+        "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
+        explanation="The destination is a captured plain array, which cannot be written; "
+        "capture a Ref (`as_ref: true`) or write an output.",
     )
     return True
 
@@ -317,7 +341,9 @@ def _transforms_repr(info: RefInfo) -> str:
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:
     out = []
-    for x, y in zip(((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False):
+    for x, y in zip(
+        ((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False
+    ):
         if x != y and 1 not in (x, y):
             return None
         out.append(max(x, y) if 1 in (x, y) else x)
@@ -353,3 +379,7 @@ def promote(a: str, b: str) -> str:
     sw, uw = (wa, wb) if sa else (wb, wa)
     w = max(sw, 2 * uw)
     return f"int{min(w, 32)}"
+
+
+def _ref_type(info: RefInfo) -> str:
+    return f"Ref<{info.memory_space.lower()}>{{{info.dtype}[{','.join(map(str, info.shape))}]}}"
