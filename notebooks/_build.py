@@ -158,7 +158,7 @@ print(format_diagnostics(s.name, diagnostics))
         """
 from toolkit import plot
 
-plot.plot_aliasing(s);
+plot.plot_aliasing(s)
 """
     ),
     md("What does `MPMD_DUP_REF` mean? The knowledge base has a card for every code."),
@@ -397,7 +397,7 @@ from toolkit import plot
 
 ring = load_scenario("ring-shift")
 print(outline(ring))
-plot.plot_aliasing(ring);
+plot.plot_aliasing(ring)
 """
     ),
     md(
@@ -615,6 +615,10 @@ add(acc, acc)
     ),
     md(
         """
+Read the traceback: JAX's whole check is the few lines shown from `mpmd_map`'s wrapper. It
+remembers `id(arg)` of every Ref argument and refuses one it has seen. It looks at
+**identity**, before it even traces the kernel body.
+
 The same **array** twice is fine: arrays are values, nobody can write them.
 """
     ),
@@ -749,7 +753,7 @@ for scenario in [load_scenario("dup-ref"), exercises.start("dup-view"), exercise
     ),
     code(
         """
-plot.plot_aliasing(exercises.start("dup-view"));
+plot.plot_aliasing(exercises.start("dup-view"))
 """
     ),
     md("The fix, as the toolkit makes it, and the real run of the result:"),
@@ -879,7 +883,7 @@ print(format_diagnostics(ptm.name, diagnostics))
     ),
     code(
         """
-plot.plot_aliasing(ptm);
+plot.plot_aliasing(ptm)
 """
     ),
     code(
@@ -922,7 +926,7 @@ stages `x` in SMEM scratch and uses `plgpu.kernel` (which allocates scratch itse
         """
 mc = load_scenario("multicast-2d")
 print(outline(mc))
-plot.plot_aliasing(mc);
+plot.plot_aliasing(mc)
 """
     ),
     code(
