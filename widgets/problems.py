@@ -124,7 +124,6 @@ class GraphView(w.VBox):
         self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
         state.subscribe(lambda st, why: self.auto.value and self.schedule())
         if auto:
-            self.note.value = "<div class='mpl-hint'>drawing…</div>"
             self.schedule()
         else:
             self.note.value = "<div class='mpl-note'>tick the box to draw the graph</div>"
@@ -136,9 +135,8 @@ class GraphView(w.VBox):
             return
         if self._timer is not None:
             self._timer.cancel()
-        if self.image.value:  # the picture shows the previous scenario until redrawn
-            self.image.add_class("mpl-stale")
-            self.note.value = "<div class='mpl-hint'>updating…</div>"
+        self.image.add_class("mpl-stale")  # the picture shows an older scenario until redrawn
+        self.note.value = "<div class='mpl-hint'>updating the graph…</div>"
         self._timer = threading.Timer(self.delay, self.redraw)
         self._timer.daemon = True
         self._timer.start()
@@ -161,8 +159,10 @@ class GraphView(w.VBox):
             self._drawn = key
             self.image.value = png
             self.image.layout.display = None
-            if self.state.scenario.model_dump_json() == key:  # else a newer redraw is due
+            if self.state.scenario.model_dump_json() == key:
                 self.image.remove_class("mpl-stale")
                 self.note.value = ""
+            else:  # edited while drawing: a newer redraw is already scheduled
+                self.image.add_class("mpl-stale")
             self.draws += 1
             self.draw_ms = (time.perf_counter() - t0) * 1000
