@@ -116,7 +116,7 @@ def test_mesh_axes_added_renamed_resized_removed_and_drawn():
 def test_block_and_device_drawings_count_what_they_draw():
     svg = blocks_svg({"x": 2, "y": 3}, {}, None)
     assert svg.count("<rect") == 6
-    assert "cluster of 4" in blocks_svg({"b": 2}, {"c": 4}, None)
+    assert "4 blocks per cluster" in blocks_svg({"b": 2}, {"c": 4}, None)
     big = blocks_svg({"b": 1000}, {}, None)
     assert "1000 blocks" in big and big.count("<rect") == 16
     dev = devices_svg({"x": 2, "y": 2})
