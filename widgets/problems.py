@@ -73,20 +73,19 @@ class ProblemsView(w.VBox):
         return rows
 
     def _card(self, d: Diagnostic) -> w.Widget:
-        if True:
-            kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
-            if d.fix is not None:
-                b = c.button(
-                    "✔ Apply fix",
-                    lambda d=d: self.apply(d),
-                    d.fix.description,
-                    css="mpl-fix",
-                )
-                b.layout = c.lay(width="140px")
-                kids.append(b)
-            box = w.VBox(kids)
-            box.add_class(f"mpl-diag-{d.code}")
-            return box
+        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
+        if d.fix is not None:
+            b = c.button(
+                "✔ Apply fix",
+                lambda d=d: self.apply(d),
+                d.fix.description,
+                css="mpl-fix",
+            )
+            b.layout = c.lay(width="140px")
+            kids.append(b)
+        box = w.VBox(kids)
+        box.add_class(f"mpl-diag-{d.code}")
+        return box
 
 
 class GraphView(w.VBox):

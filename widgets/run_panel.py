@@ -111,8 +111,8 @@ class RunPanel(w.VBox):
         self._thread: threading.Thread | None = None
         self.children = [
             w.HTML(
-                "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call: GPU, or "
-                "Pallas interpret mode on CPU</span></div>"
+                "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call (auto: the GPU "
+                "if there is one, else interpret mode on the CPU)</span></div>"
             ),
             w.HBox(
                 [self.backend, self.timeout, self.run_button, self.progress, self.status],

@@ -57,6 +57,11 @@ def test_dup_ref_story_by_clicks(lab_server, page, artifacts, run_notebook):
     print(f"ran: {time.monotonic() - t0:.1f} s")
     lab.screenshot(path=str(artifacts / "lab_run.png"))
 
+    # the Meshes tab draws the kernel mesh's blocks
+    page.locator(".mpl-tabs .lm-TabBar-tab", has_text="Meshes").click()
+    expect(page.locator(".mpl-mesh-editor")).to_contain_text("grid b=1 → 1 block")
+    expect(page.locator("svg.mpl-blocks rect")).to_have_count(1)
+
     # the second story from the gallery: a multicast view of a peer view, in the Views tab
     page.locator(".mpl-gallery select").select_option(label="peer-then-multicast")
     expect(page.locator(".mpl-titlebar")).to_contain_text("peer-then-multicast")
@@ -65,6 +70,10 @@ def test_dup_ref_story_by_clicks(lab_server, page, artifacts, run_notebook):
     expect(bad).to_contain_text("REF_PEER_TO_MULTICAST")
     expect(page.locator(".mpl-transform-editor")).to_contain_text("f32[128] GMEM peer")
     lab.screenshot(path=str(artifacts / "lab_views.png"))
+    page.locator(".mpl-tabs .lm-TabBar-tab", has_text="Meshes").click()
+    expect(page.locator(".mpl-mesh-editor")).to_contain_text("dev 1")
+    lab.screenshot(path=str(artifacts / "lab_meshes.png"))
+    page.locator(".mpl-tabs .lm-TabBar-tab", has_text="Views").click()
     page.locator(".mpl-problems button.mpl-fix").click()
     expect(problems).to_contain_text("no problems found")
     expect(page.locator(".mpl-transform-editor .mpl-step-bad")).to_have_count(0)
