@@ -20,7 +20,7 @@ CSS = """
 <style>
 .mpl-lab { font-family: var(--jp-ui-font-family, sans-serif); }
 .mpl-lab .mpl-title { font-size: 15px; font-weight: 600; }
-.mpl-lab .mpl-h { font-weight: 600; margin: 6px 0 2px 0; color: #234; }
+.mpl-lab .mpl-h { font-weight: 600; margin: 6px 0 2px 0; color: #234; line-height: 1.4; }
 .mpl-lab .mpl-hint { color: #667; font-size: 12px; }
 .mpl-field-error { color: #b00020; font-size: 12px; }
 .mpl-row { align-items: center; }
