@@ -233,3 +233,32 @@ def test_nothing_typed_crashes_or_loses_work(typed):
     while state.undo():
         pass
     assert state.scenario == original
+
+
+def test_run_options_edit_the_scenario_and_follow_undo():
+    lab = Lab("two-block-race", background=False, graph=False)
+    assert lab.state.scenario.run.detect_races and lab.runner.races.value
+    lab.runner.races.value = False
+    lab.runner.interpret.value = "hlo"
+    assert (lab.state.scenario.run.interpret, lab.state.scenario.run.detect_races) == ("hlo", False)
+    lab.undo()
+    lab.undo()
+    assert lab.runner.races.value and lab.runner.interpret.value == "gpu"
+    assert not lab.state.can_undo  # syncing the boxes back committed nothing
+
+
+def test_show_jax_code_is_the_generated_source_and_follows_edits():
+    from toolkit import codegen
+
+    lab = Lab("dup-ref-fixed", background=False, graph=False)
+    find(lab, "mpl-show-code", w.Button).click()
+    assert "def build(" in lab.runner.code.value
+    assert "acc_ref" not in lab.runner.code.value
+    find(lab, "mpl-add-arg", w.Button).click()
+    assert "acc_ref" in lab.runner.code.value
+    import html
+
+    shown = html.unescape(lab.runner.code.value.split(">", 1)[1].rsplit("</pre>", 1)[0])
+    assert shown == codegen.generate(lab.state.scenario)
+    find(lab, "mpl-show-code", w.Button).click()
+    assert lab.runner.code.value == ""
