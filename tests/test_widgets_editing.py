@@ -262,3 +262,14 @@ def test_show_jax_code_is_the_generated_source_and_follows_edits():
     assert shown == codegen.generate(lab.state.scenario)
     find(lab, "mpl-show-code", w.Button).click()
     assert lab.runner.code.value == ""
+
+
+def test_edit_view_in_the_body_opens_it_in_the_views_tab():
+    lab = Lab("multicast-then-peer", background=False, graph=False)
+    lab.tabs.selected_index = 0
+    buttons = find_all(lab.call, "mpl-edit-view", w.Button)
+    assert buttons, "the gallery scenario has a view in its body"
+    buttons[-1].click()
+    assert lab.tabs.selected_index == 2
+    lets = [i for i, s in enumerate(lab.state.scenario.call.programs[0].body) if hasattr(s, "let")]
+    assert lab.transforms.target == f"call.programs[0].body[{lets[-1]}]"

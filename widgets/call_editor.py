@@ -406,7 +406,12 @@ class CallEditor(w.VBox):
                 )
             )
             parts.append(
-                c.button("edit view", lambda p=p: self.on_edit_view(p), "open in the Views tab")
+                c.button(
+                    "edit view",
+                    lambda p=p: self.on_edit_view(p),
+                    "open in the Views tab",
+                    css="mpl-edit-view",
+                )
             )
         else:
             for f in OP_FIELDS[s.op]:
