@@ -151,10 +151,14 @@ class RunPanel(w.VBox):
                 "if there is one, else interpret mode on the CPU)</span></div>"
             ),
             w.HBox(
-                [self.backend, self.timeout, self.run_button, self.progress, self.status],
+                [self.backend, self.timeout],
                 layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
             self.run_options,
+            w.HBox(
+                [self.run_button, self.progress, self.status],
+                layout=w.Layout(align_items="center", flex_flow="row wrap"),
+            ),
             self.results,
             self.code_button,
             self.code,
