@@ -179,7 +179,7 @@ ENTRIES: list[Entry] = [
     _e(
         "AT_NEGATIVE_BOUNDS",
         "NotImplementedError",
-        r"along axis \d+ has negative bounds",
+        r"along axis \d+ has negative bounds|\): invalid memref size",
         "gpu-lower",
         "Slice with a negative start",
     ),
