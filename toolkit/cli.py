@@ -16,6 +16,7 @@ from pathlib import Path
 from toolkit.scenario import Scenario, ScenarioError, load_scenario, save_scenario
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
+MAX_PROBLEMS_SHOWN = 50
 
 
 class UsageError(Exception):
@@ -55,9 +56,9 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from toolkit import validate
 
-    scenario = _load(args.file)
     if args.deep:
         from toolkit import deep
 
@@ -86,9 +87,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from toolkit import runtime
 
-    scenario = _load(args.file)
     result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
     if args.json:
         print(json.dumps(result.to_json()))
@@ -200,8 +201,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except ScenarioError as e:
-        for path, msg in e.problems:
+        for path, msg in e.problems[:MAX_PROBLEMS_SHOWN]:
             print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
+        if len(e.problems) > MAX_PROBLEMS_SHOWN:
+            more = len(e.problems) - MAX_PROBLEMS_SHOWN
+            print(f"{e.source}: ... and {more} more problem(s)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except UsageError as e:
         print(f"mpmd-lab {args.command}: {e}", file=sys.stderr)

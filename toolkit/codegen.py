@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from typing import Any
 
 from toolkit import callsupport
@@ -75,6 +76,7 @@ RESERVED = frozenset(
         "SHARD_MAP",
         "BUFFERS",
         "ARG_ORDER",
+        "OUTPUT_NAMES",
     }
     | {n for n in dir(callsupport) if not n.startswith("__")}
 )
@@ -88,11 +90,20 @@ class CodegenError(ValueError):
         super().__init__(message)
 
 
+#: generated per-program names (``program0``, ``mesh1``): user names like them get a ``_``
+_NUMBERED = re.compile(r"^(program|mesh)[0-9]+$")
+
+
 def py(name: str) -> str:
-    """A user name as a safe Python identifier in generated code."""
+    """A user name as a safe Python identifier in generated code.
+
+    Names the template uses, and names that start or end with ``_``, get a ``_``
+    suffix; so ``jnp`` -> ``jnp_`` and ``jnp_`` -> ``jnp__`` never meet (injective).
+    """
     if not name.isidentifier() or not name.isascii():
         raise CodegenError("", f"{name!r} is not an identifier")
-    return f"{name}_" if name in RESERVED or name.startswith("_") else name
+    clash = name in RESERVED or name.startswith("_") or name.endswith("_")
+    return f"{name}_" if clash or _NUMBERED.match(name) else name
 
 
 def ref_expr(name: str) -> str:
@@ -240,13 +251,28 @@ def params_of(scenario: Scenario) -> list[str]:
     return [a.param for a in c.args] + list(c.outputs) + list(c.scratch)
 
 
+def _refs_of(s: Any) -> list[str]:
+    """The ref names a statement reads or writes (its ``let`` name excluded)."""
+    if isinstance(s, Let):
+        return [s.ref]
+    return [getattr(s, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(s, f)]
+
+
 def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     c = scenario.call
     params = ", ".join(py(n) for n in params_of(scenario))
     lines = [f"def program{i}({params}):"]
     for cap in c.captures:
         lines.append(f"    {py(cap.name)} = captured[{cap.name!r}]")
+    bound = set(params_of(scenario)) | {cap.name for cap in c.captures}
     for j, s in enumerate(p.body):
+        for name in _refs_of(s):
+            if name.partition("[")[0] not in bound:  # else a free name: a global of the file
+                raise CodegenError(
+                    f"call.programs[{i}].body[{j}]", f"no parameter or view named {name!r}"
+                )
+        if isinstance(s, Let):
+            bound.add(s.let)
         for line in _statement(s, scenario, f"call.programs[{i}].body[{j}]"):
             lines.append("    " + line)
     if len(lines) == 1 + len(c.captures):
@@ -260,6 +286,13 @@ def _out_types(scenario: Scenario) -> str:
         for o in scenario.call.outputs.values()
     ]
     return "(" + "".join(f"{x}, " for x in items) + ")"
+
+
+def output_names(scenario: Scenario) -> list[str]:
+    """Result keys in order: the outputs, then each as_ref buffer's final value."""
+    c = scenario.call
+    refs = [b for b in _input_names(scenario) if scenario.buffers[b].as_ref]
+    return list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
 
 
 def _input_names(scenario: Scenario) -> list[str]:
@@ -285,6 +318,10 @@ def generate(
         interpret = s.run.interpret
     if detect_races is None:
         detect_races = s.run.detect_races
+    names = params_of(s) + [cap.name for cap in c.captures]
+    for name in names:
+        if names.count(name) > 1:
+            raise CodegenError("call", f"two kernel parameters or captures named {name!r}")
     if c.entry == "plgpu.kernel" and len(c.programs) != 1:
         raise CodegenError("call.programs", "plgpu.kernel takes exactly one program (one mesh)")
     for i, a in enumerate(c.args):
@@ -329,6 +366,8 @@ def generate(
         f"SHARD_MAP = {use_shard_map!r}",
         f"INTERPRET = {interpret!r}  # 'gpu', 'hlo', or None to compile for a GPU",
         f"DETECT_RACES = {bool(detect_races)!r}",
+        "# outputs in declared order, then the final values of as_ref buffers",
+        f"OUTPUT_NAMES = {output_names(s)!r}",
         "",
         "",
         "def make_inputs():",
@@ -454,7 +493,7 @@ def generate(
         "    argv = sys.argv[1:] if argv is None else argv",
         '    fn, device_mesh = build(None if "--compile" in argv else INTERPRET)',
         "    outputs = fn(*place(make_inputs(), device_mesh))",
-        "    outputs = {k: jax.device_get(v) for k, v in outputs.items()}",
+        "    outputs = {k: jax.device_get(outputs[k]) for k in OUTPUT_NAMES}",
         '    if "--json" in argv:',
         "        print(json.dumps(encode_outputs(outputs)))",
         "    else:",
@@ -503,4 +542,12 @@ def global_shape(shape: list[int], num_devices: int) -> tuple[int, ...]:
     return (shape[0] * num_devices, *shape[1:]) if shape else ()
 
 
-__all__ = ["CodegenError", "generate", "global_shape", "params_of", "py", "math"]
+__all__ = [
+    "CodegenError",
+    "generate",
+    "global_shape",
+    "output_names",
+    "params_of",
+    "py",
+    "math",
+]

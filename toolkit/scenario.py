@@ -11,6 +11,8 @@ import json
 import keyword
 import math
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -59,6 +61,7 @@ MAX_DEVICES = 4096
 MAX_BLOCKS = 2**31 - 1
 MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_LEN = 128
+MAX_ITEMS = 10_000  # the longest list or mapping any field takes
 
 
 def _check_identifier(name: str) -> str:
@@ -253,6 +256,8 @@ def _nested_shape(value: Any, depth: int = 0) -> list[int]:
     if isinstance(value, bool | int | float) and not isinstance(value, str):
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("explicit init holds a non-finite number")
+        if isinstance(value, int) and not -(2**64) < value < 2**64:
+            raise ValueError("explicit init holds an integer wider than 64 bits")
         return []
     raise ValueError(f"explicit init holds {type(value).__name__}, not a number")
 
@@ -382,12 +387,12 @@ RefName = Annotated[Name, Field()]
 
 
 class _Op(Model):
-    @model_validator(mode="after")
-    def _names(self) -> _Op:
-        for field in ("src", "dst", "lhs", "rhs"):
-            if field in type(self).model_fields:
-                _check_ref_name(getattr(self, field))
-        return self
+    @field_validator("*")
+    @classmethod
+    def _names(cls, v: Any, info: Any) -> Any:
+        if info.field_name in ("src", "dst", "lhs", "rhs"):
+            _check_ref_name(v)
+        return v
 
 
 class Copy(_Op):
@@ -406,7 +411,7 @@ class Add(_Op):
 class Fill(_Op):
     op: Literal["fill"]
     dst: RefName
-    value: StrictInt | StrictFloat | StrictBool
+    value: Annotated[StrictInt, Field(gt=-(2**64), lt=2**64)] | StrictFloat | StrictBool
 
     @field_validator("value")
     @classmethod
@@ -542,23 +547,35 @@ def format_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not (str(part).isidentifier() and str(part).isascii()):
+            out += f"[{str(part)[:80]!r}]"  # a user's key, quoted: no raw control characters
         else:
             out += ("." if out else "") + str(part)
     return out
 
 
+#: pydantic's own location labels (``function-after[...]``, ``list[...]``), not user keys
+_PYDANTIC_LABEL = re.compile(
+    r"^(function-[a-z]+|list|dict|union|tagged-union|nullable|json-or-python|lax-or-strict"
+    r"|chain|model|default|literal|constrained-[a-z]+)\["
+)
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop pydantic's union/tag labels from a location, keep field names and indices."""
     keep: list[Any] = []
-    for part in loc:
-        if isinstance(part, str) and (
-            part in {"buffer", "tuple", "let", "op"} and keep and isinstance(keep[-1], int)
+    for i, part in enumerate(loc):
+        if (
+            part in {"buffer", "tuple", "let", "op"}
+            and i
+            and isinstance(loc[i - 1], int)
+            and keep
+            and isinstance(keep[-1], int)
         ):
-            # a tagged-union label right after a list index
+            # a tagged-union label right after a list index (not the field of that name)
             continue
         if isinstance(part, str) and (
-            "[" in part
-            or part.startswith("function-")
+            _PYDANTIC_LABEL.match(part)
             or part
             in {
                 "at",
@@ -635,12 +652,16 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
             raise ScenarioError(
                 label, [("", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}")]
             ) from None
+        except ValueError as e:  # e.g. an integer literal of more than 4300 digits
+            raise ScenarioError(label, [("", f"not JSON: {e}")]) from None
         except RecursionError:
             raise ScenarioError(label, [("", "not JSON: nested too deeply")]) from None
     if not isinstance(data, dict):
         raise ScenarioError(
             label, [("", f"a scenario is a JSON object, not {type(data).__name__}")]
         )
+    if too_long := _too_long(data):
+        raise ScenarioError(label, too_long)
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
@@ -649,23 +670,64 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
         raise ScenarioError(label, [("", "nested too deeply")]) from None
 
 
+def _too_long(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Lists and mappings longer than any field allows, found before pydantic looks.
+
+    Validating a million-step transform stack item by item takes seconds; this walk
+    rejects it at once. Explicit ``init`` values (bounded by the file size) are skipped.
+    """
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack and len(out) < 100:
+        loc, value = stack.pop()
+        if isinstance(value, dict | list):
+            if len(value) > MAX_ITEMS:
+                out.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((loc + (k,), v) for k, v in items if k != "init")
+    return sorted(out)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except (OSError, ValueError):  # missing, a name too long, a NUL byte, a symlink loop
+        return None
+
+
 def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
-    if isinstance(source, str) and source.lstrip().startswith(("{", "[")):
+    is_text = isinstance(source, str) and source.lstrip().startswith(("{", "["))
+    if is_text and (len(source) > 4096 or "\n" in source or _stat(Path(source)) is None):
         return source, "<json>"
     from toolkit import gallery
 
     path = Path(source)
-    if not path.exists() and isinstance(source, str) and gallery.has(source):
-        path = gallery.path_of(source)
     label = str(source)
-    if not path.is_file():
+    st = _stat(path)
+    if st is None and isinstance(source, str) and gallery.has(source):
+        path = gallery.path_of(source)
+        st = _stat(path)
+    if st is None:
         raise ScenarioError(label, [("", "no such file or gallery scenario")])
-    if path.stat().st_size > MAX_FILE_BYTES:
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ScenarioError(label, [("", f"{kind}: a scenario is a .json file")])
+    if st.st_size > MAX_FILE_BYTES:
         raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
     try:
-        return path.read_text(encoding="utf-8"), label
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(label, [("", f"cannot read: {e}")]) from None
+        with path.open("rb") as f:  # read at most the limit: the file may grow meanwhile
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(label, [("", f"cannot read: {e.strerror or e}")]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
+    try:
+        return raw.decode("utf-8-sig"), label
+    except UnicodeDecodeError as e:
+        raise ScenarioError(
+            label, [("", f"not UTF-8 text: byte {e.start} is {raw[e.start]:#04x}")]
+        ) from None
 
 
 def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> Path:

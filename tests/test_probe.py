@@ -1,0 +1,83 @@
+"""toolkit.probe against real JAX: stages, codes, outputs, and worker recovery."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from toolkit import gallery, probe
+from toolkit.scenario import load_scenario
+
+
+@pytest.fixture(scope="module")
+def gallery_results():
+    names = ["dup-ref", "peer-then-multicast", "two-block-copy", "dup-ref-fixed"]
+    scenarios = [gallery.load(n) for n in names]
+    results = probe.probe_many(
+        scenarios, ("build", "trace", "gpu-lower", "interpret"), timeout=120
+    )
+    return dict(zip(names, results, strict=True))
+
+
+def test_dup_ref_fails_at_trace(gallery_results):
+    r = gallery_results["dup-ref"]
+    assert not r.ok and r.stage == "trace"
+    assert r.code == "MPMD_DUP_REF"
+    assert r.error_type == "NotImplementedError"
+    assert r.message.startswith("Cannot pass the same ref into a mpmd map multiple times")
+    assert r.outputs is None
+
+
+def test_peer_then_multicast_fails_at_trace(gallery_results):
+    r = gallery_results["peer-then-multicast"]
+    assert (r.ok, r.stage, r.code) == (False, "trace", "REF_PEER_TO_MULTICAST")
+    assert r.message == "Can't make a peer reference into a multicast reference."
+    assert r.devices == 2
+
+
+def test_two_block_copy_outputs_equal_numpy(gallery_results):
+    r = gallery_results["two-block-copy"]
+    assert r.ok and r.stage is None and r.code is None
+    x = np.arange(256, dtype=np.float32)
+    assert list(r.outputs) == ["out"]
+    np.testing.assert_array_equal(r.outputs["out"], x)
+
+
+def test_as_ref_outputs_in_declared_order(gallery_results):
+    r = gallery_results["dup-ref-fixed"]
+    assert r.ok
+    acc = np.arange(256, dtype=np.float32)
+    assert list(r.outputs) == ["out", "acc"]  # outputs first, then the Ref's final value
+    np.testing.assert_array_equal(r.outputs["out"], 2 * acc)
+    np.testing.assert_array_equal(r.outputs["acc"], acc)
+
+
+def test_stage_selection_stops_early():
+    # peer-then-multicast fails at trace; a build-only probe passes
+    r = probe.probe(gallery.load("peer-then-multicast"), ("build",))
+    assert r.ok and r.outputs is None and r.stages == ("build",)
+    with pytest.raises(ValueError, match="unknown stages"):
+        probe.probe(gallery.load("dup-ref"), ("compile",))
+
+
+def test_codegen_failure_is_a_result_not_an_exception():
+    data = json.loads(gallery.path_of("two-block-copy").read_text())
+    body = data["call"]["programs"][0]["body"]
+    body[0]["transforms"].append({"op": "tiling", "tile": [8]})
+    s = load_scenario(data)
+    r = probe.probe(s)
+    assert not r.ok and r.code == probe.CODEGEN_CODE and r.error_type == "CodegenError"
+    assert "scratch-only" in r.message and r.path.startswith("call.programs[0].body[0]")
+
+
+def test_timeout_then_next_probe_works():
+    # a 2-device scenario cannot finish tracing+interpreting in 10 ms: killed, reported
+    s = gallery.load("peer-then-multicast-fixed")
+    r = probe.probe(s, ("build", "trace", "interpret"), timeout=0.01)
+    assert not r.ok and r.timed_out and r.code == "RUN_TIMEOUT"
+    assert r.stage in ("build", "trace", "interpret")
+    again = probe.probe(s, ("build", "trace", "interpret"), timeout=120)
+    assert again.ok, again.message
+    np.testing.assert_array_equal(again.outputs["out"], np.arange(256, dtype=np.float32))

@@ -1,0 +1,89 @@
+"""`mpmd-lab check`: exit 0 valid, 1 problems, 2 unusable input; check never raises."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolkit.cli import main
+from toolkit.scenario import load_scenario
+from toolkit.validate import check
+
+
+def test_exit_codes(tmp_path, capsys) -> None:
+    assert main(["check", "two-block-copy"]) == 0
+    assert main(["check", "dup-ref", "--json"]) == 1
+    capsys.readouterr()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "call": {"args": 3}}')
+    assert main(["check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json" in err and "call.args" in err and "Traceback" not in err
+
+
+def test_json_output(capsys) -> None:
+    assert main(["check", "peer-then-multicast", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] is False
+    d = data["diagnostics"][0]
+    assert d["code"] == "REF_PEER_TO_MULTICAST"
+    assert d["path"] == "call.programs[0].body[0].transforms[1]"
+    assert d["jax"]["message"] == "Can't make a peer reference into a multicast reference."
+
+
+def test_fix_writes_fixed_file(tmp_path) -> None:
+    out = tmp_path / "fixed.json"
+    assert main(["check", "dup-ref", "--fix", "-o", str(out)]) == 0
+    assert check(load_scenario(out)) == []
+
+
+T = st.sampled_from(
+    [
+        {"op": "at", "index": [[0, 4]]},
+        {"op": "at", "index": [1]},
+        {"op": "at", "index": [{"ds": [2, 3]}]},
+        {"op": "at", "index": [{"block": "b", "size": 2}]},
+        {"op": "bitcast", "dtype": "int16"},
+        {"op": "reshape", "shape": [-1]},
+        {"op": "transpose", "perm": [1, 0]},
+        {"op": "remote_ref", "device": {"dev": 1}},
+        {"op": "multicast_ref", "axes": "dev"},
+        {"op": "cluster_ref", "block": {"c": 0}},
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ts=st.lists(T, max_size=4),
+    shape=st.lists(st.integers(1, 8), min_size=1, max_size=3),
+    grid=st.integers(1, 3),
+    as_ref=st.booleans(),
+    twice=st.booleans(),
+)
+def test_check_never_raises(ts, shape, grid, as_ref, twice) -> None:
+    args = [{"buffer": "x", "param": "a"}] + ([{"buffer": "x", "param": "b"}] if twice else [])
+    s = load_scenario(
+        {
+            "name": "h",
+            "device_mesh": {"dev": 2},
+            "buffers": {"x": {"shape": shape, "dtype": "float32", "as_ref": as_ref}},
+            "call": {
+                "args": args,
+                "outputs": {"out": {"shape": shape, "dtype": "float32"}},
+                "programs": [
+                    {
+                        "mesh": {"grid": {"b": grid}},
+                        "body": [
+                            {"let": "v", "ref": "a", "transforms": ts},
+                            {"op": "copy", "src": "v", "dst": "out"},
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    diags = check(s)
+    assert all(d.code and d.stage for d in diags)

@@ -1,0 +1,104 @@
+"""Build-stage rules: what ``plgpu.Mesh``, the scratch types and ``pl.kernel`` reject.
+
+Order as the generated call evaluates it: every program's mesh, then the scratch
+types (their transforms first), then the kernel object itself.
+"""
+
+from __future__ import annotations
+
+from toolkit.scenario import KernelMesh
+from toolkit.validate.context import Ctx
+
+MAX_THREADS = 2048 // 128
+
+
+def mesh_repr(m: KernelMesh) -> str:
+    """``plgpu.Mesh``'s dataclass repr, as JAX puts it in its messages."""
+    t = m.threads
+    return (
+        f"Mesh(grid={tuple(m.grid.values())!r}, grid_names={tuple(m.grid)!r}, "
+        f"cluster={tuple(m.cluster.values())!r}, cluster_names={tuple(m.cluster)!r}, "
+        f"num_threads={None if t is None else t.count!r}, "
+        f"thread_name={None if t is None else t.name!r}, kernel_name=None)"
+    )
+
+
+def check_build(ctx: Ctx) -> None:
+    c = ctx.s.call
+    for i, p in enumerate(c.programs):
+        m = p.mesh
+        path = f"call.programs[{i}].mesh"
+        if len(m.cluster) > 3:
+            ctx.jax(
+                "MESH_CLUSTER_RANK",
+                path + ".cluster",
+                f"cluster= must be at most 3D, got {mesh_repr(m)}.",
+            )
+            continue
+        if m.threads is not None and m.threads.name is None:
+            ctx.jax(
+                "MESH_THREADS_PAIR",
+                path + ".threads.name",
+                "num_threads and thread_name must be either both set or both None, "
+                f"got {mesh_repr(m)}",
+            )
+            continue
+        if m.threads is not None and m.threads.count > MAX_THREADS:
+            ctx.jax(
+                "MESH_TOO_MANY_THREADS",
+                path + ".threads.count",
+                "Requested too many CUDA threads per block. Each Mosaic thread corresponds to "
+                f"128 CUDA threads. At most {MAX_THREADS} are supported, got {mesh_repr(m)}",
+            )
+            continue
+    for name, sc in c.scratch.items():
+        path = f"call.scratch.{name}"
+        bad = False
+        for k, t in enumerate(sc.transforms):
+            if t.op == "swizzle" and t.bytes not in (32, 64, 128):
+                ctx.jax(
+                    "SWIZZLE_VALUE",
+                    f"{path}.transforms[{k}].bytes",
+                    f"Swizzle {t.bytes} is not supported. Only 32, 64 and 128 are accepted.",
+                )
+                bad = True
+                break
+            if t.op not in ("swizzle", "tiling"):
+                ctx.add(
+                    "SCRATCH_TRANSFORM",
+                    f"{path}.transforms[{k}]",
+                    f"scratch transforms are tiling or swizzle, not {t.op}",
+                    stage="schema",
+                )
+                bad = True
+                break
+        if bad:
+            continue
+        if sc.memory_space == "TMEM":
+            if sc.transforms:
+                ctx.jax(
+                    "TMEM_NO_TRANSFORMS",
+                    path + ".transforms",
+                    "transforms are not supported for TMEM",
+                )
+            elif sc.packed is None and sc.dtype not in (
+                "float32",
+                "int32",
+                "uint32",
+                "float64",
+                "int64",
+            ):
+                ctx.jax(
+                    "TMEM_DTYPE_PACKED",
+                    path + ".dtype",
+                    "dtypes narrower than 32-bit require either the packed argument or an "
+                    "explicit TMEM layout",
+                )
+        elif sc.packed is not None or sc.collective is not None:
+            ctx.jax(
+                "TMEM_ONLY_ARGS",
+                path + (".packed" if sc.packed is not None else ".collective"),
+                "packed, collective and layout arguments are only supported for TMEM.",
+            )
+    if not c.programs:
+        ctx.jax("MPMD_NO_PROGRAMS", "call.programs", "At least one mesh/function pair is required")

@@ -1,0 +1,330 @@
+"""What only running reveals (JAX never raises these before a run), and interpreter limits.
+
+- REMOTE_DEVICE_OOB: a ``remote_ref`` device id outside the device mesh (error);
+- AT_SLICE_CLAMPED (reported with the view, a warning);
+- PROGRAM_ID_GPU_INTERP: ``pl.program_id`` under the GPU interpreter (warning);
+- OOB_INDEX / OOB_READ: integer indices out of bounds inside the kernel (error);
+- RACE / RACE_DETECTED: overlapping accesses from different blocks, threads or devices,
+  at least one a write (error; RACE_DETECTED when the GPU interpreter's race detector
+  is on and the race is within one device);
+- INTERP_LIMIT: a transform the CPU interpreter cannot run (warning about this machine).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from toolkit.scenario import Add, Copy, Fill, Let, MultimemStore, Offset, TmaStore
+from toolkit.validate.context import Binding, Ctx, Stmt
+
+MAX_EXECUTORS = 256
+
+
+def check_runtime(ctx: Ctx) -> None:
+    s = ctx.s
+    if ctx.build_failed:
+        return
+    _device_ids(ctx)
+    _oob(ctx)
+    interp = s.run.interpret
+    for prog in ctx.programs:
+        mesh = s.call.programs[prog.index].mesh
+        blocks = math.prod(mesh.grid.values()) * math.prod(mesh.cluster.values())
+        for st in prog.stmts:
+            if isinstance(st.node, Let):
+                for k, t in enumerate(st.node.transforms):
+                    if t.op == "at" and any(getattr(e, "pid", None) is not None for e in t.index):
+                        if interp == "gpu" and blocks > 1:
+                            ctx.add(
+                                "PROGRAM_ID_GPU_INTERP",
+                                f"{st.path}.transforms[{k}]",
+                                "pl.program_id is 0 in every block under the GPU interpreter: "
+                                f"all {blocks} blocks use the same slice here (on a GPU they "
+                                "differ); use a `block` index (lax.axis_index) instead",
+                                severity="warning",
+                            )
+    if not ctx.trace_failed:
+        _races(ctx)
+    _interp_limits(ctx)
+
+
+def _device_ids(ctx: Ctx) -> None:
+    mesh = ctx.s.device_mesh or {}
+    n = ctx.s.num_devices
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            if not isinstance(st.node, Let):
+                continue
+            for k, t in enumerate(st.node.transforms):
+                if t.op != "remote_ref":
+                    continue
+                path = f"{st.path}.transforms[{k}].device"
+                dev = t.device
+                if isinstance(dev, int):
+                    if mesh and len(mesh) == 1 and not 0 <= dev < n:
+                        ctx.add(
+                            "REMOTE_DEVICE_OOB",
+                            path,
+                            f"device id {dev} is outside the device mesh (devices 0..{n - 1}); "
+                            "JAX does not check it, and on a GPU it addresses no device",
+                        )
+                    continue
+                for axis, v in dev.items():
+                    if axis in mesh and not isinstance(v, Offset) and not 0 <= v < mesh[axis]:
+                        ctx.add(
+                            "REMOTE_DEVICE_OOB",
+                            f"{path}.{axis}",
+                            f"index {v} on device-mesh axis {axis!r} is outside 0..{mesh[axis] - 1}; "
+                            "JAX does not check it, and on a GPU it addresses no device",
+                        )
+
+
+def _oob(ctx: Ctx) -> None:
+    loads: set[str] = set()
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            for f, b in st.refs.items():
+                if f in ("src", "lhs", "rhs"):
+                    loads |= {p for p, _ in b.stack}
+    for n, path in ctx.deferred:
+        if n.code != "OOB_INDEX":
+            continue
+        read = any(path.startswith(p) for p in loads)
+        if read and ctx.s.run.interpret == "gpu":
+            ctx.add("OOB_READ", path, n.message, stage="interpret")
+        else:
+            ctx.add("OOB_INDEX", path, n.message)
+
+
+# ---------------------------------------------------------------- races
+
+
+def _accesses(st: Stmt) -> list[tuple[str, str]]:
+    node = st.node
+    if isinstance(node, Copy):
+        return [("src", "r"), ("dst", "w")]
+    if isinstance(node, Add):
+        return [("lhs", "r"), ("rhs", "r"), ("dst", "w")]
+    if isinstance(node, Fill):
+        return [("dst", "w")]
+    if isinstance(node, TmaStore):
+        return [("src", "r"), ("dst", "w")]
+    if isinstance(node, MultimemStore):
+        return [("src", "r"), ("dst", "w")]
+    return []
+
+
+def _races(ctx: Ctx) -> None:
+    s = ctx.s
+    # on a GPU (pl.program_id differs per block) ...
+    if _find_races(ctx, pid_zero=False):
+        return
+    # ... and under the GPU interpreter's race detector, where pl.program_id is always 0
+    if s.run.detect_races and s.run.interpret == "gpu":
+        _find_races(ctx, pid_zero=True)
+
+
+def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
+    s = ctx.s
+    mesh_dev = s.device_mesh or {}
+    interp_gpu = pid_zero
+    for prog in ctx.programs:
+        mesh = s.call.programs[prog.index].mesh
+        axes: dict[str, int] = {**mesh.grid, **mesh.cluster}
+        if mesh.threads is not None and mesh.threads.name:
+            axes[mesh.threads.name] = mesh.threads.count
+        dev_axes = dict(mesh_dev)
+        space = {**{f"dev:{a}": n for a, n in dev_axes.items()}, **axes}
+        total = math.prod(space.values()) if space else 1
+        if total <= 1 or total > MAX_EXECUTORS:
+            continue
+        names = list(space)
+        execs = [
+            dict(zip(names, vals, strict=True))
+            for vals in itertools.product(*(range(space[n]) for n in names))
+        ]
+        found = None
+        acc_list: list[tuple[Stmt, str, str, Binding]] = []
+        for st in prog.stmts:
+            if not st.ok:
+                break
+            for f, kind in _accesses(st):
+                b = st.refs.get(f)
+                if b is None or b.info is None or not b.info.is_ref or b.info.region is None:
+                    continue
+                acc_list.append((st, f, kind, b))
+        touched: dict[tuple, list[tuple[int, dict, str, Stmt, str]]] = {}
+        for st, f, kind, b in acc_list:
+            info = b.info
+            root = b.origin[0] if b.origin else b.name
+            private = root.startswith("scratch:") and info.memory_space in ("SMEM", "TMEM")
+            for ei, e in enumerate(execs):
+                box = _box(info.region, e, mesh, interp_gpu, list(mesh.grid))
+                if box is None:
+                    continue
+                for target in _targets(info, e, dev_axes):
+                    key_block = ()
+                    if private:
+                        blk = tuple(e.get(a, 0) for a in list(mesh.grid) + list(mesh.cluster))
+                        key_block = blk
+                        if info.cluster:
+                            key_block = ("cluster-peer",) + blk
+                    key = (root, target, key_block)
+                    for ej, e2, k2, st2, f2 in touched.get(key, []):
+                        if ej == ei or (kind == "r" and k2 == "r"):
+                            continue
+                        if _overlap(box, e2):
+                            found = (st, f, st2, f2, e, execs[ej])
+                            break
+                    if found:
+                        break
+                    touched.setdefault(key, []).append((ei, box, kind, st, f))
+                if found:
+                    break
+            if found:
+                break
+        if found:
+            st, f, st2, f2, e1, e2 = found
+            cross_device = any(e1.get(k) != e2.get(k) for k in e1 if k.startswith("dev:"))
+            who = _who(e1, e2)
+            msg = (
+                f"{who} access overlapping elements of the same buffer ({st2.path}.{f2} and "
+                f"{st.path}.{f}) with at least one write and nothing ordering them"
+            )
+            if s.run.detect_races and s.run.interpret == "gpu" and not cross_device:
+                ctx.add(
+                    "RACE_DETECTED",
+                    f"{st.path}.{f}",
+                    msg,
+                    jax_message="RACE DETECTED",
+                    jax_type="RuntimeError",
+                )
+            elif (
+                st.refs[f].info.multicast
+                or st2.refs[f2].info.multicast
+                or _threads_only(e1, e2, mesh)
+            ):
+                # every device broadcasting into one buffer: by design of a multicast,
+                # but the last writer wins
+                ctx.add("RACE", f"{st.path}.{f}", msg, severity="warning")
+            else:
+                ctx.add("RACE", f"{st.path}.{f}", msg)
+            return True
+    return False
+
+
+def _who(e1: dict, e2: dict) -> str:
+    diff = [k for k in e1 if e1[k] != e2.get(k)]
+    parts = []
+    for k in diff:
+        label = f"device {k[4:]}" if k.startswith("dev:") else f"{k}"
+        parts.append(f"{label}={e1[k]} and {label}={e2[k]}")
+    return "Executors " + ", ".join(parts) if parts else "Two executors"
+
+
+def _box(region: Any, e: dict, mesh: Any, interp_gpu: bool, grid_names: list[str]) -> list | None:
+    out = []
+    for d in region:
+        start = d.start
+        if d.axis is not None:
+            kind, name = d.axis
+            if kind == "block":
+                idx = e.get(name, 0)
+            else:  # pid: the grid dim's index; 0 under the GPU interpreter
+                idx = (
+                    0
+                    if interp_gpu
+                    else (e.get(grid_names[name], 0) if name < len(grid_names) else 0)
+                )
+            start += idx * d.stride
+        out.append((start, start + d.size * max(1, d.step)))
+    return out
+
+
+def _overlap(a: list, b: list) -> bool:
+    return all(x0 < y1 and y0 < x1 for (x0, x1), (y0, y1) in zip(a, b, strict=False)) and all(
+        x1 > x0 for x0, x1 in a
+    )
+
+
+def _targets(info: Any, e: dict, dev_axes: dict[str, int]) -> list[tuple]:
+    """Which device's copy of the buffer an access touches."""
+    own = tuple(e.get(f"dev:{a}", 0) for a in dev_axes)
+    if info.multicast:
+        return [tuple(v) for v in itertools.product(*(range(n) for n in dev_axes.values()))]
+    if info.peer:
+        dev = info.peer_device
+        if isinstance(dev, int):
+            if len(dev_axes) == 1:
+                return [(dev,)]
+            return [own]
+        out = list(own)
+        for i, a in enumerate(dev_axes):
+            if a in dev:
+                v = dev[a]
+                out[i] = (own[i] + v.offset) % dev_axes[a] if isinstance(v, Offset) else v
+        return [tuple(out)]
+    return [own]
+
+
+# ---------------------------------------------------------------- interpreter limits
+
+_GPU_INTERP_CANNOT = {
+    "remote_ref": "remote_ref (PeerMemRef)",
+    "multicast_ref": "multicast_ref",
+    "cluster_ref": "cluster_ref",
+    "reshape": "reshape",
+    "bitcast": "bitcast",
+}
+
+
+def _interp_limits(ctx: Ctx) -> None:
+    s = ctx.s
+    interp = s.run.interpret
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            for f, b in st.refs.items():
+                if isinstance(st.node, Let):
+                    continue
+                for path, t in b.stack:
+                    if interp == "gpu" and t.op in _GPU_INTERP_CANNOT:
+                        ctx.add(
+                            "INTERP_LIMIT",
+                            path,
+                            f"the GPU interpreter (Pallas interpret mode on this CPU) cannot run "
+                            f"{_GPU_INTERP_CANNOT[t.op]} views; this kernel needs a GPU to run "
+                            "(check, trace and GPU lowering still work here)",
+                            severity="warning",
+                        )
+                        return
+                    if (
+                        interp == "hlo"
+                        and t.op == "at"
+                        and any(getattr(e, "block", None) for e in t.index)
+                    ):
+                        ctx.add(
+                            "INTERP_LIMIT",
+                            path,
+                            "the HLO interpreter (interpret=True) cannot evaluate lax.axis_index "
+                            "of a kernel axis (NameError: unbound axis name); use the GPU "
+                            "interpreter (run.interpret: gpu)",
+                            severity="warning",
+                        )
+                        return
+    if s.device_mesh and s.num_devices > 1:
+        if any(
+            b.info is not None and (b.info.peer or b.info.multicast)
+            for p in ctx.programs
+            for st in p.stmts
+            for b in st.refs.values()
+        ):
+            return
+
+
+def _threads_only(e1: dict, e2: dict, mesh: Any) -> bool:
+    """Two warpgroups of one block (same values written by each is a common idiom)."""
+    t = mesh.threads.name if mesh.threads is not None else None
+    diff = [k for k in e1 if e1[k] != e2.get(k)]
+    return bool(t) and diff == [t]
