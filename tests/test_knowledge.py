@@ -16,7 +16,13 @@ from toolkit.scenario import load_scenario
 ALL_CODES = sorted({e.code for e in catalogue.ENTRIES} | set(catalogue.OWN))
 #: Codes with nothing to trigger: input that is not a scenario, or run-time events.
 NO_EXAMPLE = {"SCHEMA", "XREF_UNKNOWN_BUFFER", "RULES_DISAGREE", "RUN_TIMEOUT", "RUN_CRASHED"}
-NO_EXAMPLE |= {"JAX_UNKNOWN", "SCRATCH_TRANSFORM", "SCRATCH_ONLY_TRANSFORM"}
+NO_EXAMPLE |= {
+    "JAX_UNKNOWN",
+    "SCRATCH_TRANSFORM",
+    "SCRATCH_ONLY_TRANSFORM",
+    "XREF_DUPLICATE_NAME",
+    "XREF_UNKNOWN_NAME",
+}
 RECORDS = json.loads(knowledge.RECORDED.read_text())
 
 

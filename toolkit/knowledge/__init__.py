@@ -156,9 +156,10 @@ class Card:
         if self.related:
             lines += ["", "Related: " + ", ".join(self.related)]
         if self.example:
-            lines += ["", "Try it:", f"  mpmd-lab check {self.example.scenario} --deep"]
+            cmd = "run {}" if self.example.stage == "interpret" else "check {} --deep"
+            lines += ["", "Try it:", "  mpmd-lab " + cmd.format(self.example.scenario)]
             if self.example.fixed:
-                lines.append(f"  mpmd-lab check {self.example.fixed} --deep")
+                lines.append("  mpmd-lab " + cmd.format(self.example.fixed))
         return "\n".join(lines) + "\n"
 
     def to_html(self) -> str:
@@ -291,7 +292,7 @@ def load_card(path: Path) -> Card:
     kind, type_, stage, severity, title = _meta(code)
     return Card(
         code=code,
-        title=data.get("title", title[:1].upper() + title[1:]),
+        title=data.get("title", title),
         kind=kind,
         type=type_,
         stage=stage,
