@@ -152,22 +152,38 @@ def test_backends():
         assert r.status == "error" and r.error["code"] == "GPU_UNAVAILABLE"
     r = runtime.run(s, "simulate")
     assert r.backend == "simulate"
+    try:
+        import toolkit.simulate  # noqa: F401
+    except ImportError:
+        assert r.error["code"] == "SIMULATE_UNAVAILABLE"
+    else:
+        assert r.ok, r.error
+        np.testing.assert_array_equal(r.outputs["out"], IOTA256)
+        assert "note" in r.to_json()
 
 
-def test_cli_run_exit_codes_and_json(cli, tmp_path):
+def test_cli_run_json_as_a_user_runs_it(cli):
     ok = cli("run", "two-block-copy", "--json", "--backend", "interpret")
     assert ok.returncode == 0, ok.stderr
     j = json.loads(ok.stdout)
-    assert j["status"] == "ok" and j["backend"] == "interpret"
+    assert j["status"] == "ok" and j["backend"] == "interpret" and j["error"] is None
     assert j["outputs"]["out"]["values"] == [float(v) for v in IOTA256]
-    bad = cli("run", "dup-ref", "--json", "--backend", "interpret")
-    assert bad.returncode == 1
-    j = json.loads(bad.stdout)
+
+
+def test_cli_run_exit_codes(capsys, tmp_path):
+    from toolkit import cli as cli_main  # in-process: reuses this process's warm workers
+
+    assert cli_main.main(["run", "dup-ref", "--json", "--backend", "interpret"]) == 1
+    j = json.loads(capsys.readouterr().out)
     assert j["status"] == "error" and j["error"]["code"] == "MPMD_DUP_REF"
     assert j["error"]["stage"] == "trace" and j["outputs"] == {}
+    assert cli_main.main(["run", "dup-ref-fixed", "--backend", "interpret"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("dup-ref-fixed: ok (interpret, 1 device)") and "acc:" in text
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    assert cli("run", str(broken), "--json").returncode == 2
+    assert cli_main.main(["run", str(broken), "--json"]) == 2
+    assert cli_main.main(["run", str(tmp_path / "missing.json")]) == 2
 
 
 def test_exported_files_match_run(gallery_runs, tmp_path):
