@@ -15,9 +15,7 @@ from toolkit.scenario import load_scenario
 def gallery_results():
     names = ["dup-ref", "peer-then-multicast", "two-block-copy", "dup-ref-fixed"]
     scenarios = [gallery.load(n) for n in names]
-    results = probe.probe_many(
-        scenarios, ("build", "trace", "gpu-lower", "interpret"), timeout=120
-    )
+    results = probe.probe_many(scenarios, ("build", "trace", "gpu-lower", "interpret"), timeout=120)
     return dict(zip(names, results, strict=True))
 
 

@@ -214,7 +214,7 @@ ENTRIES: list[Entry] = [
     _e(
         "RESHAPE_MINUS_ONE",
         "ValueError",
-        r"At most one dimension can be -1",
+        r"At most one dimension can be -1|can only specify one unknown axis size",
         "trace",
         "More than one -1 in a reshape",
     ),
@@ -222,7 +222,7 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_RANK",
         "ValueError",
-        r"Permutation .* does not match the rank",
+        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
         "trace",
         "Permutation of the wrong rank",
     ),
@@ -481,11 +481,39 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "Arithmetic on 8-bit values",
     ),
+    _e(
+        "ARRAY_NO_METHOD",
+        "AttributeError",
+        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer) has no attribute",
+        "trace",
+        "A ref method applied to a plain array (or to array.at[...])",
+    ),
+    _e(
+        "ARG_VIEW_PLGPU",
+        "TransformedRefAvalError",
+        r"TransformedRefs cannot be abstractified",
+        "trace",
+        "A view of a Ref passed as an argument to plgpu.kernel",
+    ),
+    _e(
+        "SHARDED_REF_SLICE",
+        "ValueError",
+        r"sharded ref \(array reference\) can only be (?:sliced along unsharded axes|indexed by)",
+        "trace",
+        "Slicing a sharded input along its sharded axis (no shard_map)",
+    ),
+    _e(
+        "JAX_ASSERTION",
+        "AssertionError",
+        r"^$",
+        "trace",
+        "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
+    ),
     # last: very generic messages
     _e(
         "TRANSPOSE_BAD_AXIS",
         "IndexError",
-        r"^tuple index out of range$",
+        r"(?:^tuple index out of range$)|(?:^axis -?\d+ is out of bounds for array of dimension)",
         "trace",
         "Permutation names an axis the ref lacks",
     ),
@@ -526,6 +554,7 @@ OWN = {
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "RUN_CRASHED": ("the child process running JAX died", "interpret"),
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
+    "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
 }
 
 

@@ -59,19 +59,27 @@ def cases() -> Iterator[tuple[str, str, str | bytes]]:
     yield "deep-nesting-object", "<top>", '{"a":' * 100_000 + "1" + "}" * 100_000
     yield "deep-in-field", "description", edit(setp("description", [[[[[[[[[[[["x"]]]]]]]]]]]]))
     yield "bigint", "<top>", text.replace('"init": "iota"', '"init": "iota", "seed": ' + "9" * 5000)
-    yield "nan-fill", "call.programs[0].body[1].value", edit(
-        lambda d: body(d).__setitem__(1, {"op": "fill", "dst": "p", "value": 1.5})
-    ).replace("1.5", "NaN")
-    yield "infinity-init", "buffers.x", edit(setp("buffers.x.init", [0.5] * 256)).replace(
-        "0.5", "Infinity", 1
+    yield (
+        "nan-fill",
+        "call.programs[0].body[1].value",
+        edit(lambda d: body(d).__setitem__(1, {"op": "fill", "dst": "p", "value": 1.5})).replace(
+            "1.5", "NaN"
+        ),
+    )
+    yield (
+        "infinity-init",
+        "buffers.x",
+        edit(setp("buffers.x.init", [0.5] * 256)).replace("0.5", "Infinity", 1),
     )
     # --- missing, unknown, wrong schema
     yield "missing-call", "call", edit(lambda d: d.pop("call"))
     yield "missing-name", "name", edit(lambda d: d.pop("name"))
     yield "unknown-field", "colour", edit(setp("colour", "red"))
     yield "unknown-op", "call.programs[0].body[1]", edit(setp("call.programs.0.body.1.op", "jump"))
-    yield "unknown-transform", "call.programs[0].body[0].transforms[0]", edit(
-        setp("call.programs.0.body.0.transforms.0.op", "rotate")
+    yield (
+        "unknown-transform",
+        "call.programs[0].body[0].transforms[0]",
+        edit(setp("call.programs.0.body.0.transforms.0.op", "rotate")),
     )
     yield "schema-v2", "schema", edit(setp("schema", "mpmd-lab/scenario@2"))
     # --- wrong types
@@ -86,11 +94,15 @@ def cases() -> Iterator[tuple[str, str, str | bytes]]:
     yield "args-object", "call.args", edit(setp("call.args", {"buffer": "x"}))
     yield "body-string", "call.programs[0].body", edit(setp("call.programs.0.body", "copy"))
     yield "program-null", "call.programs[0]", edit(setp("call.programs.0", None))
-    yield "transform-list", "call.programs[0].body[0].transforms[0]", edit(
-        setp("call.programs.0.body.0.transforms.0", ["remote_ref", 1])
+    yield (
+        "transform-list",
+        "call.programs[0].body[0].transforms[0]",
+        edit(setp("call.programs.0.body.0.transforms.0", ["remote_ref", 1])),
     )
-    yield "device-string", "call.programs[0].body[0].transforms[0].device", edit(
-        setp("call.programs.0.body.0.transforms.0.device", "left")
+    yield (
+        "device-string",
+        "call.programs[0].body[0].transforms[0].device",
+        edit(setp("call.programs.0.body.0.transforms.0.device", "left")),
     )
     yield "interpret-bool", "run.interpret", edit(setp("run.interpret", True))
     yield "detect-races-string", "run.detect_races", edit(setp("run.detect_races", "yes"))
@@ -107,88 +119,140 @@ def cases() -> Iterator[tuple[str, str, str | bytes]]:
     yield "shape-huge-bytes", "buffers.x", edit(setp("buffers.x.shape", [65536, 65536, 16]))
     yield "shape-rank-9", "buffers.x.shape", edit(setp("buffers.x.shape", [1] * 9))
     yield "shape-2e100", "buffers.x.shape[0]", edit(setp("buffers.x.shape", [10**100]))
-    yield "output-negative", "call.outputs.out.shape[0]", edit(
-        setp("call.outputs.out.shape", [-1])
-    )
+    yield "output-negative", "call.outputs.out.shape[0]", edit(setp("call.outputs.out.shape", [-1]))
     yield "output-huge", "call.outputs.out", edit(setp("call.outputs.out.shape", [2**30, 2**30]))
     yield "device-mesh-zero", "device_mesh.dev", edit(setp("device_mesh", {"dev": 0}))
     yield "device-mesh-huge", "device_mesh.dev", edit(setp("device_mesh", {"dev": 10**6}))
-    yield "device-mesh-product", "device_mesh", edit(
-        setp("device_mesh", {"a": 4096, "b": 4096})
+    yield "device-mesh-product", "device_mesh", edit(setp("device_mesh", {"a": 4096, "b": 4096}))
+    yield (
+        "grid-zero",
+        "call.programs[0].mesh.grid.blocks",
+        edit(setp("call.programs.0.mesh.grid.blocks", 0)),
     )
-    yield "grid-zero", "call.programs[0].mesh.grid.blocks", edit(
-        setp("call.programs.0.mesh.grid.blocks", 0)
+    yield (
+        "threads-negative",
+        "call.programs[0].mesh.threads.count",
+        edit(setp("call.programs.0.mesh.threads", {"name": "wg", "count": -2})),
     )
-    yield "threads-negative", "call.programs[0].mesh.threads.count", edit(
-        setp("call.programs.0.mesh.threads", {"name": "wg", "count": -2})
+    yield (
+        "device-offset-huge",
+        "call.programs[0].body[0].transforms[0].device.dev",
+        edit(setp("call.programs.0.body.0.transforms.0.device.dev.offset", 2**40)),
     )
-    yield "device-offset-huge", "call.programs[0].body[0].transforms[0].device.dev", edit(
-        setp("call.programs.0.body.0.transforms.0.device.dev.offset", 2**40)
-    )
-    yield "swizzle-negative", "call.scratch.s.transforms[0].bytes", edit(
-        setp("call.scratch", {"s": {"shape": [8], "dtype": "float32",
-                                    "transforms": [{"op": "swizzle", "bytes": -128}]}})
+    yield (
+        "swizzle-negative",
+        "call.scratch.s.transforms[0].bytes",
+        edit(
+            setp(
+                "call.scratch",
+                {
+                    "s": {
+                        "shape": [8],
+                        "dtype": "float32",
+                        "transforms": [{"op": "swizzle", "bytes": -128}],
+                    }
+                },
+            )
+        ),
     )
     # --- unknown dtypes
     yield "dtype-float33", "buffers.x.dtype", edit(setp("buffers.x.dtype", "float33"))
     yield "dtype-complex", "buffers.x.dtype", edit(setp("buffers.x.dtype", "complex64"))
     yield "dtype-empty", "call.outputs.out.dtype", edit(setp("call.outputs.out.dtype", ""))
-    yield "bitcast-int4", "call.programs[0].body[0].transforms[0].dtype", edit(
-        setp("call.programs.0.body.0.transforms.0", {"op": "bitcast", "dtype": "int4"})
+    yield (
+        "bitcast-int4",
+        "call.programs[0].body[0].transforms[0].dtype",
+        edit(setp("call.programs.0.body.0.transforms.0", {"op": "bitcast", "dtype": "int4"})),
     )
     # --- too long
-    yield "stack-65", "call.programs[0].body[0].transforms", edit(
-        setp("call.programs.0.body.0.transforms", [{"op": "at", "index": []}] * 65)
+    yield (
+        "stack-65",
+        "call.programs[0].body[0].transforms",
+        edit(setp("call.programs.0.body.0.transforms", [{"op": "at", "index": []}] * 65)),
     )
-    yield "args-10001", "call.args", edit(setp("call.args", [{"buffer": "x", "param": "p"}] * 10_001))
+    yield (
+        "args-10001",
+        "call.args",
+        edit(setp("call.args", [{"buffer": "x", "param": "p"}] * 10_001)),
+    )
     # --- names: Unicode, keywords, code injection
     yield "name-unicode-param", "call.args[0].param", edit(setp("call.args.0.param", "x_réf"))
-    yield "name-unicode-buffer", "buffers", edit(
-        lambda d: d["buffers"].__setitem__("λ", d["buffers"]["x"])
+    yield (
+        "name-unicode-buffer",
+        "buffers",
+        edit(lambda d: d["buffers"].__setitem__("λ", d["buffers"]["x"])),
     )
-    yield "name-fullwidth", "call.programs[0].body[0].let", edit(
-        setp("call.programs.0.body.0.let", "\uff50")
+    yield (
+        "name-fullwidth",
+        "call.programs[0].body[0].let",
+        edit(setp("call.programs.0.body.0.let", "\uff50")),
     )
     yield "name-keyword-param", "call.args[0].param", edit(setp("call.args.0.param", "lambda"))
-    yield "name-keyword-let", "call.programs[0].body[0].let", edit(
-        setp("call.programs.0.body.0.let", "None")
+    yield (
+        "name-keyword-let",
+        "call.programs[0].body[0].let",
+        edit(setp("call.programs.0.body.0.let", "None")),
     )
-    yield "name-soft-keyword", "call.outputs", edit(
-        lambda d: d["call"].__setitem__("outputs", {"match": d["call"]["outputs"]["out"]})
+    yield (
+        "name-soft-keyword",
+        "call.outputs",
+        edit(lambda d: d["call"].__setitem__("outputs", {"match": d["call"]["outputs"]["out"]})),
     )
     yield "inject-param", "call.args[0].param", edit(setp("call.args.0.param", INJECT))
-    yield "inject-buffer", "buffers", edit(
-        lambda d: d["buffers"].__setitem__("__import__('os').system('id')", d["buffers"]["x"])
+    yield (
+        "inject-buffer",
+        "buffers",
+        edit(
+            lambda d: d["buffers"].__setitem__("__import__('os').system('id')", d["buffers"]["x"])
+        ),
     )
-    yield "inject-let", "call.programs[0].body[0].let", edit(
-        setp("call.programs.0.body.0.let", "p\nimport os\nos.system('id')")
+    yield (
+        "inject-let",
+        "call.programs[0].body[0].let",
+        edit(setp("call.programs.0.body.0.let", "p\nimport os\nos.system('id')")),
     )
-    yield "inject-copy-src", "call.programs[0].body[1].src", edit(
-        setp("call.programs.0.body.1.src", "x_ref[...]; import os #")
+    yield (
+        "inject-copy-src",
+        "call.programs[0].body[1].src",
+        edit(setp("call.programs.0.body.1.src", "x_ref[...]; import os #")),
     )
-    yield "inject-tuple-leaf", "call.programs[0].body[1].src", edit(
-        setp("call.programs.0.body.1.src", "x_ref[__import__('os').getpid()]")
+    yield (
+        "inject-tuple-leaf",
+        "call.programs[0].body[1].src",
+        edit(setp("call.programs.0.body.1.src", "x_ref[__import__('os').getpid()]")),
     )
-    yield "inject-axis", "device_mesh", edit(
-        setp("device_mesh", {"dev')+__import__('os').system('id')+('": 4})
+    yield (
+        "inject-axis",
+        "device_mesh",
+        edit(setp("device_mesh", {"dev')+__import__('os').system('id')+('": 4})),
     )
-    yield "inject-remote-axis", "call.programs[0].body[0].transforms[0].device", edit(
-        setp("call.programs.0.body.0.transforms.0.device", {"dev'] or os.system('id') #": 1})
+    yield (
+        "inject-remote-axis",
+        "call.programs[0].body[0].transforms[0].device",
+        edit(setp("call.programs.0.body.0.transforms.0.device", {"dev'] or os.system('id') #": 1})),
     )
-    yield "inject-multicast-axes", "call.programs[0].body[0].transforms[0].axes", edit(
-        setp("call.programs.0.body.0.transforms.0", {"op": "multicast_ref", "axes": ["a b"]})
+    yield (
+        "inject-multicast-axes",
+        "call.programs[0].body[0].transforms[0].axes",
+        edit(setp("call.programs.0.body.0.transforms.0", {"op": "multicast_ref", "axes": ["a b"]})),
     )
-    yield "inject-grid-axis", "call.programs[0].mesh.grid", edit(
-        setp("call.programs.0.mesh.grid", {"b;import os": 1})
+    yield (
+        "inject-grid-axis",
+        "call.programs[0].mesh.grid",
+        edit(setp("call.programs.0.mesh.grid", {"b;import os": 1})),
     )
     yield "inject-scenario-name", "name", edit(setp("name", 'x"""\nimport os\n"""'))
-    yield "inject-thread-name", "call.programs[0].mesh.threads.name", edit(
-        setp("call.programs.0.mesh.threads", {"name": "wg)\nimport os#", "count": 1})
+    yield (
+        "inject-thread-name",
+        "call.programs[0].mesh.threads.name",
+        edit(setp("call.programs.0.mesh.threads", {"name": "wg)\nimport os#", "count": 1})),
     )
     yield "name-too-long", "call.args[0].param", edit(setp("call.args.0.param", "a" * 200))
     yield "name-empty", "call.args[0].param", edit(setp("call.args.0.param", ""))
-    yield "name-escape-seq", "buffers", edit(
-        lambda d: d["buffers"].__setitem__("\u001b[2Jx", d["buffers"]["x"])
+    yield (
+        "name-escape-seq",
+        "buffers",
+        edit(lambda d: d["buffers"].__setitem__("\u001b[2Jx", d["buffers"]["x"])),
     )
 
 

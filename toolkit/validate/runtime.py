@@ -76,7 +76,8 @@ def _device_ids(ctx: Ctx) -> None:
                         ctx.add(
                             "REMOTE_DEVICE_OOB",
                             f"{path}.{axis}",
-                            f"index {v} on device-mesh axis {axis!r} is outside 0..{mesh[axis] - 1}; "
+                            f"index {v} on device-mesh axis {axis!r} is outside "
+                            f"0..{mesh[axis] - 1}; "
                             "JAX does not check it, and on a GPU it addresses no device",
                         )
 
@@ -285,7 +286,7 @@ def _interp_limits(ctx: Ctx) -> None:
     interp = s.run.interpret
     for prog in ctx.programs:
         for st in prog.stmts:
-            for f, b in st.refs.items():
+            for _f, b in st.refs.items():
                 if isinstance(st.node, Let):
                     continue
                 for path, t in b.stack:
