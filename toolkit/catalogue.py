@@ -509,6 +509,13 @@ ENTRIES: list[Entry] = [
         "trace",
         "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
     ),
+    _e(
+        "OOB_WRITE",
+        "ValueError",
+        r"Out-of-bounds swap",
+        "interpret",
+        "Out-of-bounds write (GPU interpreter)",
+    ),
     # last: very generic messages
     _e(
         "TRANSPOSE_BAD_AXIS",
