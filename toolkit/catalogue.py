@@ -229,7 +229,7 @@ ENTRIES: list[Entry] = [
     _e(
         "RESHAPE_MINUS_ONE",
         "ValueError",
-        r"At most one dimension can be -1",
+        r"At most one dimension can be -1|can only specify one unknown axis size",
         "trace",
         "More than one -1 in a reshape",
     ),
@@ -237,7 +237,7 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_RANK",
         "ValueError",
-        r"Permutation .* does not match the rank",
+        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
         "trace",
         "Permutation of the wrong rank",
     ),
@@ -485,11 +485,46 @@ ENTRIES: list[Entry] = [
         "trace",
         "multimem_store of a value that does not fit the ref",
     ),
+    _e(
+        "ARRAY_NO_METHOD",
+        "AttributeError",
+        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer) has no attribute",
+        "trace",
+        "A ref method applied to a plain array (or to array.at[...])",
+    ),
+    _e(
+        "ARG_VIEW_PLGPU",
+        "TransformedRefAvalError",
+        r"TransformedRefs cannot be abstractified",
+        "trace",
+        "A view of a Ref passed as an argument to plgpu.kernel",
+    ),
+    _e(
+        "SHARDED_REF_SLICE",
+        "ValueError",
+        r"sharded ref \(array reference\) can only be (?:sliced along unsharded axes|indexed by)",
+        "trace",
+        "Slicing a sharded input along its sharded axis (no shard_map)",
+    ),
+    _e(
+        "JAX_ASSERTION",
+        "AssertionError",
+        r"^$",
+        "trace",
+        "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
+    ),
+    _e(
+        "OOB_WRITE",
+        "ValueError",
+        r"Out-of-bounds swap",
+        "interpret",
+        "Out-of-bounds write (GPU interpreter)",
+    ),
     # last: very generic messages
     _e(
         "TRANSPOSE_BAD_AXIS",
         "IndexError",
-        r"^tuple index out of range$",
+        r"(?:^tuple index out of range$)|(?:^axis -?\d+ is out of bounds for array of dimension)",
         "trace",
         "Permutation names an axis the ref lacks",
     ),
@@ -532,6 +567,7 @@ OWN = {
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
     "SCRATCH_TRANSFORM": ("scratch transforms are tiling or swizzle only", "schema"),
     "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),
+    "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
 }
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
