@@ -281,3 +281,41 @@ def test_cli_run_backend_simulate(cli):
     p = cli("run", "dup-ref", "--backend", "simulate", "--json")
     assert p.returncode == 1
     assert json.loads(p.stdout)["error"]["code"] == "MPMD_DUP_REF"
+
+
+def test_rank0_tuple_args_refs_and_gmem_scratch_on_two_devices():
+    s = {
+        "name": "odds",
+        "device_mesh": {"d": 2},
+        "buffers": {
+            "a": {"shape": [], "dtype": "float32", "init": "ones"},
+            "b": {"shape": [4], "dtype": "int32", "init": "iota", "as_ref": True},
+            "c": {"shape": [4], "dtype": "int32", "init": [5, 6, 7, 8]},
+        },
+        "call": {
+            "args": [{"buffer": "a", "param": "a_ref"}, {"tuple": ["b", "c"], "param": "t"}],
+            "outputs": {
+                "o": {"shape": [], "dtype": "float32"},
+                "p": {"shape": [4], "dtype": "int32"},
+            },
+            "scratch": {"g": {"shape": [4], "dtype": "int32", "memory_space": "GMEM"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [
+                        {"op": "copy", "src": "a_ref", "dst": "o"},
+                        {"op": "add", "dst": "g", "lhs": "t[0]", "rhs": "t[1]"},
+                        {"op": "copy", "src": "g", "dst": "p"},
+                        {"op": "fill", "dst": "t[0]", "value": -1},
+                    ],
+                }
+            ],
+        },
+    }
+    r = simulate(load_scenario(s), check=False)
+    assert r.ok, r.error
+    assert r.outputs["o"].shape == () and r.outputs["o"] == 1.0  # replicated, not stacked
+    b = np.arange(8, dtype=np.int32)  # the global iota; device d holds b[4d : 4d + 4]
+    c = np.tile(np.array([5, 6, 7, 8], np.int32), 2)
+    np.testing.assert_array_equal(r.outputs["p"], b + c)
+    np.testing.assert_array_equal(r.outputs["b"], np.full(8, -1, np.int32))  # the Ref's final value

@@ -236,7 +236,7 @@ class Storage:
 
     @classmethod
     def of(cls, location: Location, value: np.ndarray) -> Storage:
-        value = np.ascontiguousarray(value)
+        value = np.array(value, order="C")  # (ascontiguousarray makes rank 0 rank 1)
         return cls(location, value.dtype, value.shape, value.reshape(-1).view(np.uint8).copy())
 
     @property
