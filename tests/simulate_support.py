@@ -157,8 +157,9 @@ def _fill_value(draw, dtype: str):
 
 
 @st.composite
-def single_device_scenarios(draw) -> dict[str, Any]:
-    """A single-device scenario JAX's CPU interpreter runs: copies, adds and fills
+def interpretable_scenarios(draw) -> dict[str, Any]:
+    """A scenario JAX's CPU interpreter runs (one device, or two that never touch each
+    other's memory): copies, adds and fills
     through ``at`` views (ints, slices, pl.ds, block and pid entries), transposes
     (GPU interpreter) or reshapes and bitcasts (HLO interpreter), over 1-4 blocks."""
     mode = draw(st.sampled_from(["gpu", "gpu", "gpu", "hlo"]))
@@ -170,7 +171,11 @@ def single_device_scenarios(draw) -> dict[str, Any]:
             cluster = {"c": 2}
         elif draw(st.booleans()):
             threads = {"name": "wg", "count": 2}
-    axes = dict(grid) if mode == "hlo" else {**grid, **cluster}
+    # JAX's GPU interpreter runs kernels under shard_map that touch only their own
+    # device: 2 devices (one warm worker), device axes usable in block-indexed views
+    devices = draw(st.sampled_from([None, None, {"dev": 2}, {"x": 1, "y": 2}]))
+    devices = devices if mode == "gpu" else None
+    axes = dict(grid) if mode == "hlo" else {**grid, **cluster, **(devices or {})}
     if threads:
         axes["wg"] = 2
     buffers: dict[str, Any] = {}
@@ -246,6 +251,7 @@ def single_device_scenarios(draw) -> dict[str, Any]:
     return {
         "schema": "mpmd-lab/scenario@1",
         "name": "generated",
+        "device_mesh": devices,
         "buffers": buffers,
         "call": {
             "entry": "plgpu.kernel" if scratch else "pl.kernel",
