@@ -319,3 +319,13 @@ def test_rank0_tuple_args_refs_and_gmem_scratch_on_two_devices():
     c = np.tile(np.array([5, 6, 7, 8], np.int32), 2)
     np.testing.assert_array_equal(r.outputs["p"], b + c)
     np.testing.assert_array_equal(r.outputs["b"], np.full(8, -1, np.int32))  # the Ref's final value
+
+
+def test_races_and_errors_as_diagnostics():
+    (d,) = simulate(gallery.load("two-block-race")).diagnostics()
+    assert (d.code, d.severity, d.path) == ("RACE", "warning", "call.programs[0].body[2]")
+    assert "block 0" in d.message and "block 1" in d.message
+    assert simulate(gallery.load("two-block-copy")).diagnostics() == []
+    (e,) = simulate(gallery.load("peer-then-multicast"), check=False).diagnostics()
+    assert e.code == "REF_PEER_TO_MULTICAST" and e.is_error
+    assert e.path == "call.programs[0].body[0].transforms[1]"

@@ -53,6 +53,7 @@ import numpy as np
 
 from toolkit.accesslog import AccessLog, Actor, Location, unique_sorted
 from toolkit.callsupport import encode_outputs
+from toolkit.diagnostics import STAGE_ORDER, Diagnostic, JaxError
 from toolkit.scenario import (
     Add,
     At,
@@ -148,6 +149,34 @@ class SimResult:
         }
         if log:
             out["log"] = self.log.to_dict()
+        return out
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """The error and each race as a Diagnostic (code ``RACE`` at the later statement)."""
+        out = []
+        if self.error:
+            e = self.error
+            out.append(
+                Diagnostic(
+                    code=e.get("code") or "SIM_UNSUPPORTED",
+                    stage=e["stage"] if e.get("stage") in STAGE_ORDER else "gpu-run",
+                    path=e.get("path") or "",
+                    message=str(e.get("message")),
+                    jax=JaxError(type=e["type"], message=str(e.get("message")))
+                    if e.get("type") and e.get("type") != "SimulationError"
+                    else None,
+                )
+            )
+        for r in self.races:
+            out.append(
+                Diagnostic(
+                    code="RACE",
+                    severity="warning",
+                    stage="gpu-run",
+                    path=f"call.programs[{r.second.actor.program}].body[{r.second.statement}]",
+                    message=f"{r.kind} race (simulated): {r.describe()}",
+                )
+            )
         return out
 
     def summary(self) -> str:
