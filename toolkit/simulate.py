@@ -477,6 +477,11 @@ class Simulator:
                     raise SimError("OOB_INDEX", where, f"index {e} out of bounds for size {size}")
                 idx.append(e % size)
             elif isinstance(e, list):
+                start = range(size)[slice(e[0], e[1])].start if size else 0
+                if start >= size:  # a Python slice: the stop clamps, a start past the end errors
+                    raise SimError(
+                        "AT_OOB_SLICE", where, f"Out of bound slice: start={start}, dim={size}."
+                    )
                 idx.append(slice(e[0], e[1]))
             else:
                 if isinstance(e, DsIndex):
