@@ -24,6 +24,14 @@ The model, in short:
   stay this device's; ``{"offset": k}`` wraps), ``multicast_ref`` all devices
   along the named axes (writes fan out), ``cluster_ref`` the SMEM of the named
   block of the same cluster.
+  A negative int index wraps, as the HLO interpreter does (JAX's GPU interpreter
+  fails writing through one: an AssertionError in its bounds check).
+* **Statements.** ``copy`` and ``tma_store`` (commit, copy, wait: it completes
+  before the next statement) store ``src`` into ``dst``; ``add`` stores
+  ``lhs + rhs`` (one dtype, numpy arithmetic, which XLA's CPU arithmetic matches
+  bit for bit); ``fill`` is ``jnp.full`` (a Python float becomes float32 first);
+  ``multimem_store`` stores into ``dst`` on every device along ``axes``. Reading
+  through a multicast view is an error.
 * **pl.program_id** follows the scenario's interpreter: 0 in every block under
   ``"gpu"`` (what JAX's GPU interpreter does), the block's grid coordinate under
   ``"hlo"``. Pass ``program_id="grid"`` or ``"zero"`` to choose.
@@ -32,7 +40,11 @@ The model, in short:
   point every statement runs for every device, cluster block and warpgroup before
   the next statement (lockstep, devices then blocks then threads, each in C
   order). A race's surviving value is therefore the last writer in that order;
-  the log reports the race either way.
+  the log reports the race either way (write-write and read-write conflicts
+  between different actors: ``toolkit.accesslog``).
+* **Scale.** Views hold 8 bytes of offset per byte of data: fine for the
+  megabytes of a teaching scenario (a 4-device ring shift of 1M float32 takes a
+  few seconds), not for production-sized tensors.
 * **Errors** JAX would raise are the validator's: when ``toolkit.validate.check``
   reports an error at the build or trace stage, the result is an error carrying
   that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
