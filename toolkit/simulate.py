@@ -102,6 +102,10 @@ NOTE = (
 )
 
 
+#: Most (thread, statement) steps one simulation runs: keeps a widget responsive.
+MAX_STEPS = 1 << 18
+
+
 class SimError(Exception):
     """The simulated call fails: a diagnostic code, a field path and a message."""
 
@@ -723,6 +727,14 @@ class Simulator:
         sizes = {**self.mesh, **grid, **self._cluster_sizes}
         if m.threads and m.threads.name:
             sizes[m.threads.name] = nthreads
+        actors_total = self.ndev * math.prod(grid_shape) * self._cluster_count * nthreads
+        if actors_total * max(1, len(prog.body)) > MAX_STEPS:
+            raise SimError(
+                "SIM_TOO_LARGE",
+                f"call.programs[{p}].mesh",
+                f"{actors_total} threads x {len(prog.body)} statements is more than the "
+                f"simulator's {MAX_STEPS} steps; shrink the grid or the device mesh",
+            )
         for gi, gcoords in enumerate(itertools.product(*(range(n) for n in grid_shape))):
             actors: list[tuple[Context, dict[str, View]]] = []
             for d in range(self.ndev):
