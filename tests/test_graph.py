@@ -336,3 +336,16 @@ def test_any_loadable_scenario_makes_a_graph(data):
     # every statement reads or writes something that exists in the graph
     for n in (n for n, k in g.nodes(data="kind") if k == "statement"):
         assert g.in_degree(n) + g.out_degree(n) >= 1
+
+
+def test_access_log_from_the_simulator():
+    simulate = pytest.importorskip("toolkit.simulate")
+    s = gallery.load("ring-shift")
+    result = simulate.simulate(s)
+    g = build_graph(s, diagnostics=[], access_log=result)
+    # every one of 4 devices reads all 256 elements of x_ref and writes 256 through p
+    assert g.nodes["param:args[0]"]["reads"] == 4 * 256
+    assert g.nodes["view:0.0.t0"]["writes"] == 4 * 256
+    assert [g.nodes[f"device:{d}"]["writes"] for d in range(4)] == [256] * 4
+    again = build_graph(s, diagnostics=[], access_log=result.log.to_json())
+    assert to_text(again) == to_text(g)

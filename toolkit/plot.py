@@ -120,7 +120,7 @@ def _code_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _counts_line(data: dict[str, Any]) -> list[tuple[str, str]]:
-    parts = [f"{k[0].upper()} {data[k]}" for k in ("reads", "writes") if data.get(k)]
+    parts = [f"{k} {data[k]:,}" for k in ("reads", "writes") if data.get(k)]
     return [(" · ".join(parts), "count")] if parts else []
 
 
@@ -518,8 +518,8 @@ def _paint_node(ax: Any, node: DNode, scale: float, fs: float, show_text: bool) 
         color = {"code": RED, "warn": WARN, "count": "#0B5394"}.get(style, text_color)
         if style == "body" and text_color == INK:
             color = "#333333"
-        if style == "code" and node.kind == "statement":
-            color = "#FF8A80"
+        if node.kind == "statement" and style in ("code", "count"):
+            color = {"code": "#FF8A80", "count": "#A8D8FF"}[style]
         ax.text(
             node.x,
             top - k * LINE_H,
