@@ -36,6 +36,7 @@ from toolkit.scenario import Scenario
 SUMMARY_NODES = 120
 #: Above this many devices the device panel is a traffic matrix.
 RING_DEVICES = 64
+DEVICE_IN = 3.0  # height of the device picture (inches)
 
 FONT = "DejaVu Sans Mono"
 BASE_PT = 10.0  # label size at layout scale (points)
@@ -661,6 +662,7 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
     ax.set_xlim(min(xs) - m, max(xs) + m)
     ax.set_ylim(min(ys) - m, max(ys) + m)
     ax.set_aspect("equal", adjustable="box")
+    ax.set_anchor("NW")
     if not traffic:
         ax.text(
             0.5, 0.02, "no peer or multicast traffic", transform=ax.transAxes,
@@ -676,6 +678,16 @@ def _toward(p: tuple[float, float], q: tuple[float, float], dist: float) -> tupl
     dx, dy = q[0] - p[0], q[1] - p[1]
     n = math.hypot(dx, dy) or 1.0
     return p[0] + dx / n * dist, p[1] + dy / n * dist
+
+
+def _caption_rows(g: Any) -> int:
+    return len(
+        {
+            (data["kind"], g.nodes[data["view"]]["label"])
+            for _, _, data in g.edges(data=True)
+            if data["kind"] in ("peer-of", "multicast-to") and data.get("view") in g
+        }
+    )
 
 
 def _device_caption(ax: Any, g: Any, fs: float) -> None:
@@ -824,10 +836,13 @@ def draw(g: Any, ax: Any = None) -> Figure:
     problems = _problem_lines(g, 200)
     footer_in = legend_in + 0.2 * len(problems) + 0.1
     panel_in = 3.4 if mesh else 0.0
+    caption_in = 0.2 * min(6, _caption_rows(g)) + 0.15 if mesh else 0.0
     if ax is None:
-        scale = min(1.0, 15.0 / (gw / 72), 10.0 / (gh / 72))
+        scale = min(1.0, 18.0 / (gw / 72), 15.0 / (gh / 72))
         W = max(8.0, gw / 72 * scale + panel_in + 0.4)
         H = max(3.6, gh / 72 * scale + header_in + footer_in + 0.2)
+        if mesh:  # room for the device picture and its caption
+            H = max(H, header_in + footer_in + DEVICE_IN + caption_in + 0.3)
         fig = Figure(figsize=(W, H), dpi=110)
         host = fig.add_axes((0, 0, 1, 1))
     else:
@@ -862,9 +877,9 @@ def draw(g: Any, ax: Any = None) -> Figure:
         host.text(0.15 / W, 1 - 0.42 / H, sub_text, transform=host.transAxes, fontsize=9,
                   va="top", color=MUTED)  # fmt: skip
     if mesh:
-        dev = host.inset_axes(
-            rect(W - panel_in - 0.05, footer_in + 0.1, panel_in - 0.1, min(3.4, main_h - 0.3))
-        )
+        ph = max(1.0, min(DEVICE_IN, main_h - caption_in - 0.1))
+        top = footer_in + main_h
+        dev = host.inset_axes(rect(W - panel_in - 0.05, top - ph, panel_in - 0.1, ph - 0.25))
         _paint_devices(dev, g, fs_ui)
     leg = host.inset_axes(rect(0.15, footer_in - legend_in, W - 0.3, legend_in))
     _legend(leg, handles, fs_ui)
