@@ -149,3 +149,11 @@ def test_access_counts_are_drawn():
     fig = plot.plot_aliasing(s, diagnostics=[], access_log=simulate.simulate(s))
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert "reads 256 · writes 256" in texts  # the copy: two blocks of 128 elements
+
+
+def test_the_figure_shows_itself_in_a_notebook():
+    from IPython.core.formatters import DisplayFormatter
+
+    fig = plot.plot_aliasing(gallery.load("ring-shift"), diagnostics=[])
+    data, _ = DisplayFormatter().format(fig)  # what IPython does with a cell's value
+    assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"

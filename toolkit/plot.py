@@ -14,6 +14,7 @@ transform) collapse into one counted node, while nodes with problems stay visibl
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import sys
@@ -70,6 +71,21 @@ EDGE_STYLE: dict[str, dict[str, Any]] = {
 }
 PEER = "#0072B2"
 MULTICAST = "#CC79A7"
+
+
+class AliasingFigure(Figure):
+    """A Figure that shows itself as PNG in a notebook even when pyplot was never imported.
+
+    (With pyplot's inline backend active, its formatter for ``Figure`` applies instead:
+    one picture either way.)
+    """
+
+    mpmd_lab_mode: str = "full"
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100, facecolor="white")
+        return buf.getvalue()
 
 
 # ---------------------------------------------------------------- drawable model
@@ -309,21 +325,20 @@ def _pt(s: str) -> tuple[float, float]:
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Silence C-level stderr (graphviz's fontconfig noise) for the duration."""
+    """Silence C-level stderr, fd 2 (graphviz's fontconfig noise), for the duration."""
     try:
-        fd = sys.stderr.fileno()
+        sys.stderr.flush()
+        saved = os.dup(2)
     except (AttributeError, OSError, ValueError):
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(fd)
     try:
         with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
+            os.dup2(null.fileno(), 2)
             try:
                 yield
             finally:
-                os.dup2(saved, fd)
+                os.dup2(saved, 2)
     finally:
         os.close(saved)
 
@@ -843,7 +858,7 @@ def draw(g: Any, ax: Any = None) -> Figure:
         H = max(3.6, gh / 72 * scale + header_in + footer_in + 0.2)
         if mesh:  # room for the device picture and its caption
             H = max(H, header_in + footer_in + DEVICE_IN + caption_in + 0.3)
-        fig = Figure(figsize=(W, H), dpi=110)
+        fig = AliasingFigure(figsize=(W, H), dpi=110)
         host = fig.add_axes((0, 0, 1, 1))
     else:
         host = ax
@@ -903,7 +918,7 @@ def draw(g: Any, ax: Any = None) -> Figure:
 def _fallback(g: Any, error: BaseException, ax: Any = None) -> Figure:
     """A picture even when drawing fails: the text form of the graph and the error."""
     if ax is None:
-        fig = Figure(figsize=(10, 6), dpi=100)
+        fig = AliasingFigure(figsize=(10, 6), dpi=100)
         ax = fig.add_axes((0, 0, 1, 1))
     else:
         fig = ax.figure
