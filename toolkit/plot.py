@@ -67,7 +67,7 @@ EDGE_STYLE: dict[str, dict[str, Any]] = {
     "derived-by": {"color": "#5F86AD", "lw": 1.4, "ls": "-", "name": "view of (transform)"},
     "reads": {"color": "#009E73", "lw": 1.6, "ls": "-", "name": "reads"},
     "writes": {"color": "#E69F00", "lw": 2.0, "ls": "-", "name": "writes"},
-    "aliases": {"color": "#CC79A7", "lw": 2.2, "ls": (0, (4, 2)), "name": "same Ref (alias)"},
+    "aliases": {"color": "#CC79A7", "lw": 2.2, "ls": (0, (1.6, 1.2)), "name": "same Ref (alias)"},
 }
 PEER = "#0072B2"
 MULTICAST = "#CC79A7"
