@@ -73,6 +73,9 @@ PEER = "#0072B2"
 MULTICAST = "#CC79A7"
 
 
+_FAST_PNG = {"compress_level": 1}
+
+
 class AliasingFigure(Figure):
     """A Figure that shows itself as PNG in a notebook even when pyplot was never imported.
 
@@ -84,7 +87,7 @@ class AliasingFigure(Figure):
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=100, facecolor="white")
+        self.savefig(buf, format="png", dpi=100, facecolor="white", pil_kwargs=_FAST_PNG)
         return buf.getvalue()
 
 
@@ -967,7 +970,10 @@ def save_aliasing(
     if fmt not in ("png", "svg", "pdf"):
         raise ValueError(f"{path}: the picture is written as .png, .svg or .pdf")
     fig = plot_aliasing(scenario, diagnostics=diagnostics, access_log=access_log)
-    fig.savefig(path, format=fmt, dpi=130 if fmt == "png" else None, facecolor="white")
+    if fmt == "png":  # fast zlib level: a third of the time, a slightly larger file
+        fig.savefig(path, format="png", dpi=130, facecolor="white", pil_kwargs=_FAST_PNG)
+    else:
+        fig.savefig(path, format=fmt, facecolor="white")
     return path
 
 
