@@ -202,6 +202,7 @@ def test_diagnostic_paths_map_to_nodes_and_edges():
         Diagnostic(code="D", path="call.programs[0].body[0].transforms[0].device.dev", message="m"),
         Diagnostic(code="E", path="run.interpret", message="m"),
         Diagnostic(code="F", path="call.outputs.out.shape[0]", message="m", severity="warning"),
+        Diagnostic(code="G", path="device_mesh.dev", message="m"),
     ]
     g = build_graph(gallery.load("ring-shift"), diagnostics=diags)
     (read,) = edges_of(g, "reads")
@@ -213,6 +214,7 @@ def test_diagnostic_paths_map_to_nodes_and_edges():
     assert [d.code for d in g.graph["unplaced"]] == ["E"]
     assert [d.code for d in g.nodes["output:out"]["diagnostics"]] == ["F"]
     assert not is_red(g.nodes["output:out"])  # a warning is not red
+    assert all([x.code for x in g.nodes[f"device:{i}"]["diagnostics"]] == ["G"] for i in range(4))
 
 
 def test_diagnostics_as_dicts_are_accepted():

@@ -669,6 +669,9 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
                 )
             )
     reds = {a for (a, b, _), t in traffic.items() if t["red"]}
+    reds |= {
+        d for n, d in g.nodes(data="index") if n.startswith("device:") and G.is_red(g.nodes[n])
+    }
     for i, (x, y) in enumerate(pos):
         ax.add_patch(
             Circle((x, y), r, fc="#FFFFFF", ec=RED if i in reds else "#333333", lw=1.5, zorder=4)
