@@ -9,6 +9,8 @@ from toolkit import exercises
 from toolkit.exercises import check_exercise
 
 NAMES = exercises.names()
+#: Grouped by device count, so the warm JAX workers (one per device count) are reused.
+BY_DEVICES = sorted(NAMES, key=lambda n: exercises.start(n).num_devices)
 
 
 def test_at_least_eight_exercises_each_taught_by_a_notebook():
@@ -19,19 +21,17 @@ def test_at_least_eight_exercises_each_taught_by_a_notebook():
         assert ex.notebook[:2] in {"01", "02", "03", "04", "05"}
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_solution_is_right(name):
-    verdict = check_exercise(name, exercises.solution(name))
-    assert verdict.right, str(verdict)
-    assert bool(verdict)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_starting_point_is_wrong_with_a_hint(name):
-    verdict = check_exercise(name, exercises.start(name))
-    assert not verdict.right, str(verdict)
-    assert verdict.hint == exercises.get(name).hint
-    assert "hint" in str(verdict) and "not yet" in verdict._repr_html_()
+@pytest.mark.parametrize("kind", ["solution", "start"])
+@pytest.mark.parametrize("name", BY_DEVICES)
+def test_solution_is_right_and_starting_point_wrong_with_a_hint(name, kind):
+    verdict = check_exercise(name, getattr(exercises, kind)(name))
+    if kind == "solution":
+        assert verdict.right, str(verdict)
+        assert bool(verdict) and "right" in verdict._repr_html_()
+    else:
+        assert not verdict.right, str(verdict)
+        assert verdict.hint == exercises.get(name).hint
+        assert "hint" in str(verdict) and "not yet" in verdict._repr_html_()
 
 
 def _edit(name: str, edit) -> dict:

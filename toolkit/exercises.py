@@ -83,7 +83,7 @@ class Exercise:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Verdict:
     """The judgement of an answer: right or wrong, why, and a hint when wrong."""
 
@@ -101,6 +101,8 @@ class Verdict:
         if self.hint and not self.right:
             extra.append(f"  hint: {self.hint}")
         return "\n".join([head, *extra])
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         colour, mark = ("#1b7f3b", "✔ right") if self.right else ("#b00020", "✘ not yet")
@@ -671,6 +673,48 @@ def solution(name: str) -> Scenario:
     return load_scenario(copy.deepcopy(get(name).solution))
 
 
+def outline(scenario: Any) -> str:
+    """A scenario in a few lines, with the field paths a learner edits.
+
+    ``call.programs[0].body[1]: copy x_ref -> p`` and the like: enough to see the
+    whole call at once and to know where to change it.
+    """
+    from toolkit.graph import transform_label
+
+    s = load_scenario(scenario)
+    c = s.call
+    lines = [f"{s.name}: {s.description}"]
+    if s.device_mesh:
+        lines.append(f"device_mesh: {dict(s.device_mesh)}  ({s.num_devices} devices)")
+    for name, b in s.buffers.items():
+        kind = "Ref" if b.as_ref else "array"
+        lines.append(f"buffers.{name}: {b.dtype}{list(b.shape)} {kind}, init={b.init!r}")
+    lines.append(f"call.entry: {c.entry}")
+    for i, a in enumerate(c.args):
+        src = getattr(a, "buffer", None) or f"tuple{list(getattr(a, 'tuple', []))}"
+        views = "".join("." + transform_label(t) for t in a.transforms)
+        lines.append(f"call.args[{i}]: {a.param} <- {src}{views}")
+    for cap in c.captures:
+        lines.append(f"call.captures: {cap.name} <- {cap.buffer} (closed over)")
+    for name, o in c.outputs.items():
+        lines.append(f"call.outputs.{name}: {o.dtype}{list(o.shape)}")
+    for name, sc in c.scratch.items():
+        lines.append(f"call.scratch.{name}: {sc.dtype}{list(sc.shape)} {sc.memory_space}")
+    for pi, p in enumerate(c.programs):
+        mesh = {"grid": dict(p.mesh.grid), "cluster": dict(p.mesh.cluster)}
+        lines.append(f"call.programs[{pi}].mesh: {mesh}")
+        for si, st in enumerate(p.body):
+            where = f"call.programs[{pi}].body[{si}]"
+            if isinstance(st, Let):
+                views = "".join("." + transform_label(t) for t in st.transforms)
+                lines.append(f"{where}: let {st.let} = {st.ref}{views}")
+            else:
+                fields = {k: v for k, v in st.model_dump().items() if k != "op"}
+                args = ", ".join(f"{k}={v}" for k, v in fields.items())
+                lines.append(f"{where}: {st.op}({args})")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- judging
 
 
@@ -793,7 +837,7 @@ def check_exercise(name: str, scenario: Any) -> Verdict:
         return Verdict(False, f"the call must return an output named `{missing[0]}`", ex.hint)
     got, source, error = _execute(s, ex.backend)
     if got is None:
-        return Verdict(False, f"the call failed when {source} ran it", ex.hint, [error])
+        return Verdict(False, f"the call failed when {source} ran it: {error}", ex.hint)
     for out_name, value in want.items():
         diff = _compare(out_name, got[out_name], value)
         if diff:
