@@ -299,10 +299,22 @@ def test_validator_marks_peer_then_multicast_step():
     assert "view:0.0.t0" not in red
 
 
-@pytest.mark.parametrize("name", ["dup-ref-fixed", "two-block-copy", "bitcast-view"])
-def test_valid_gallery_scenarios_have_no_red(name):
-    validator()
-    assert red_things(build_graph(gallery.load(name))) == []
+def test_validator_problems_are_drawn_where_they_are():
+    validate = validator()
+    for name in gallery.names():
+        s = gallery.load(name)
+        errors = [d for d in validate.check(s) if d.is_error]
+        g = build_graph(s)
+        if not errors:  # a valid scenario has no red
+            assert red_things(g) == [], name
+            continue
+        assert g.graph["unplaced"] == [], name  # every problem lands on a node or an edge
+        placed = {
+            d.code
+            for _, data in [*g.nodes(data=True), *((e[:2], e[2]) for e in g.edges(data=True))]
+            for d in data["diagnostics"]
+        }
+        assert {d.code for d in errors} <= placed, name
 
 
 def test_without_problems_nothing_is_red():

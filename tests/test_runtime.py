@@ -116,7 +116,7 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
     # a crash: the worker dies (SIGKILL, as a segfaulting JAX would) mid-run
     def kill_at_interpret(stage, fraction):
         if stage == "interpret":
-            os.kill(probe._POOL[(1, "cpu")].proc.pid, signal.SIGKILL)
+            os.kill(probe._POOL[(1, "cpu")].pid, signal.SIGKILL)
 
     stages = []
     crashed = runtime.run(
@@ -173,21 +173,34 @@ def test_cli_run_exit_codes_and_json(cli, tmp_path):
 def test_exported_files_match_run(gallery_runs, tmp_path):
     runnable = [n for n, r in gallery_runs.items() if r.ok]
     assert set(EXPECTED_OUTPUTS) <= set(runnable)
-    for name in runnable:
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    procs = {}
+    for name in runnable:  # one process per file, all at once
         path = tmp_path / f"{name.replace('-', '_')}.py"
         path.write_text(generate(load_scenario(gallery.path_of(name))))
-        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-        env["JAX_PLATFORMS"] = "cpu"
-        p = subprocess.run(
+        procs[name] = subprocess.Popen(
             [sys.executable, str(path), "--json"],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
             env=env,
             cwd=tmp_path,
         )
-        assert p.returncode == 0, (name, p.stderr[-2000:])
-        exported = json.loads(p.stdout.strip().splitlines()[-1])
+    for name, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, (name, err[-2000:])
+        exported = json.loads(out.strip().splitlines()[-1])
         expected = json.loads(json.dumps(gallery_runs[name].to_json()["outputs"]))
         assert list(exported) == list(expected), name
         assert exported == expected, name
+
+
+def test_broken_scenario_gets_the_rules_code_not_a_python_error():
+    pytest.importorskip("toolkit.validate")
+    data = json.loads(gallery.path_of("two-block-copy").read_text())
+    data["call"]["programs"][0]["body"][2]["src"] = "nowhere"  # a name never defined
+    r = runtime.run(load_scenario(data), "interpret")
+    assert r.status == "error"
+    assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
+    assert r.error["type"] == "NameError"  # what Python raised running the call

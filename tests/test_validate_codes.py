@@ -43,7 +43,6 @@ def test_every_catalogued_code_has_a_scenario() -> None:
         and c
         not in {
             "GET_SHAPE_MISMATCH",
-            "UNBOUND_AXIS",
             "HLO_INTERP_NO_DISCHARGE",
             "GPU_INTERP_UNSUPPORTED_TRANSFORM",
             "GPU_INTERP_MULTICAST",

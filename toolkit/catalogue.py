@@ -177,6 +177,13 @@ ENTRIES: list[Entry] = [
     ),
     _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
     _e(
+        "AT_NEGATIVE_BOUNDS",
+        "NotImplementedError",
+        r"along axis \d+ has negative bounds",
+        "gpu-lower",
+        "Slice with a negative start",
+    ),
+    _e(
         "AT_TOO_MANY_INDICES",
         "ValueError",
         r"`indices` must not be longer than `shape`",
@@ -509,6 +516,24 @@ OWN = {
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
 }
 
+#: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
+OWN_PATTERNS: list[Entry] = [
+    _e(
+        "XREF_UNKNOWN_NAME",
+        "NameError",
+        r"^name '\w+' is not defined$",
+        "schema",
+        "A statement names an unknown parameter or view",
+    ),
+    _e(
+        "XREF_DUPLICATE_NAME",
+        "SyntaxError",
+        r"^duplicate argument '\w+' in function definition",
+        "schema",
+        "A name is defined twice",
+    ),
+]
+
 
 _WRAPPER = re.compile(r"^(?:jax\.errors\.|jaxlib\.\S*\.)?JaxRuntimeError")
 #: ``SomeError: message`` lines (also ``pkg.mod.SomeError: message``) in pasted text.
@@ -574,7 +599,7 @@ def classify(type_name: str, message: str) -> str | None:
     message = message or ""
     candidates = [(type_name, message.strip()), unwrap(type_name, message)]
     candidates += exceptions_in(message)
-    for e in ENTRIES:
+    for e in (*ENTRIES, *OWN_PATTERNS):
         if e.pattern.startswith("^"):
             rx = re.compile(e.pattern)
             for t, m in candidates:

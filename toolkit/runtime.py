@@ -54,6 +54,8 @@ class RunResult:
     error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the backend's own result where it has more to say (``simulate``: its SimResult)
+    detail: Any = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +70,16 @@ class RunResult:
             "error": dict(self.error) if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
+            **self._extra(),
         }
+
+    def _extra(self) -> dict[str, Any]:
+        """Fields a backend adds to the contract (``simulate``: ``note``, ``races``)."""
+        to_json = getattr(self.detail, "to_json", None)
+        if to_json is None:
+            return {}
+        data = to_json()
+        return {k: v for k, v in data.items() if k in ("note", "races")}
 
     def diagnostic(self) -> Diagnostic | None:
         """The error as a Diagnostic (None when the run succeeded)."""
@@ -153,13 +164,35 @@ def choose_backend(backend: str) -> str:
 # ---------------------------------------------------------------- running
 
 
+def _schema_error(scenario: Scenario) -> Diagnostic | None:
+    """The first schema-stage error of the static rules (None if none, or no rules)."""
+    try:
+        from toolkit import validate
+
+        diags = validate.check(scenario)
+    except Exception:  # noqa: BLE001 - the rules are an optional refinement here
+        return None
+    return next((d for d in diags if d.is_error and d.stage == "schema"), None)
+
+
 def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult) -> RunResult:
+    error = r.error()
+    if probe.not_from_jax(r):
+        # the scenario itself is broken (an unknown name...): JAX never saw the call
+        d = _schema_error(scenario)
+        if d is not None:
+            error = {
+                "code": d.code,
+                "type": r.error_type,
+                "message": f"{d.path}: {d.message}" if d.path else d.message,
+                "stage": d.stage,
+            }
     return RunResult(
         scenario=scenario.name,
         status="ok" if r.ok else "error",
         backend=backend,
         devices=r.devices,
-        error=r.error(),
+        error=error,
         outputs=dict(r.outputs or {}),
         seconds=r.seconds,
     )
@@ -197,16 +230,16 @@ def _simulate(scenario: Scenario) -> RunResult:
         return out
     if isinstance(res, RunResult):
         return res
-    outputs = getattr(res, "outputs", None)
-    if outputs is None and isinstance(res, dict):
-        outputs = res.get("outputs", res)
+    error = getattr(res, "error", None)
     return RunResult(
         scenario=scenario.name,
-        status="ok",
+        status="ok" if getattr(res, "status", "ok") == "ok" else "error",
         backend="simulate",
-        devices=probe.devices_of(scenario),
-        outputs={k: np.asarray(v) for k, v in dict(outputs or {}).items()},
-        seconds=time.perf_counter() - t0,
+        devices=getattr(res, "devices", probe.devices_of(scenario)),
+        error={k: error.get(k) for k in ("code", "type", "message", "stage")} if error else None,
+        outputs={k: np.asarray(v) for k, v in dict(getattr(res, "outputs", {}) or {}).items()},
+        seconds=getattr(res, "seconds", time.perf_counter() - t0),
+        detail=res,
     )
 
 

@@ -104,6 +104,8 @@ class RefInfo:
     peer_device: Any = None
     multicast_axes: tuple[str, ...] = ()
     cluster_block: tuple[tuple[str, int], ...] = ()
+    #: a lazy error waiting for the ref's type to be computed (see StepError.lazy)
+    pending: StepError | None = None
 
     @property
     def is_ref(self) -> bool:
@@ -145,6 +147,10 @@ class StepError:
     stage: str = "trace"
     severity: str = "error"
     field: str = ""  # a sub-field of the transform (``index[1]``, ``perm``)
+    #: raised only when the ref's type is next computed (a later index, bitcast or reshape,
+    #: or a load / store through the view), not when the transform is applied
+    lazy: bool = False
+    path: str = ""  # the field path of the transform (set by ``propagate``)
 
 
 @dataclass(frozen=True)
@@ -384,8 +390,11 @@ def _apply_bitcast(ref: RefInfo, t: Bitcast) -> tuple[RefInfo | None, StepError 
                 "BITCAST_1D_WIDTH_CHANGE",
                 "NotImplementedError",
                 "Bitcast 1D ref with bitwidth change is not supported.",
+                lazy=True,
             )
-        return None, _err("BITCAST_1D_SAME_WIDTH_BUG", "IndexError", "list index out of range")
+        return None, _err(
+            "BITCAST_1D_SAME_WIDTH_BUG", "IndexError", "list index out of range", lazy=True
+        )
     second_minor = shape[-2]
     if old_bits != new_bits:
         if (second_minor * old_bits) % new_bits:
@@ -394,6 +403,7 @@ def _apply_bitcast(ref: RefInfo, t: Bitcast) -> tuple[RefInfo | None, StepError 
                 "ValueError",
                 "Expected input and output shapes are the same after multiplying the "
                 "second-minor dimension by the bitwidths.",
+                lazy=True,
             )
         new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
     else:
@@ -465,9 +475,12 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             "ValueError",
             f"Permutation {perm!r} does not match the rank of the type ({len(ref.shape)})",
             field="perm",
+            lazy=True,
         )
     if any(p >= len(ref.shape) or p < -len(ref.shape) for p in perm):
-        return None, _err("TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range")
+        return None, _err(
+            "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", field="perm", lazy=True
+        )
     new_shape = tuple(ref.shape[p] for p in perm)
     after = replace(
         ref,
@@ -492,12 +505,49 @@ def _not_a_ref(ref: RefInfo) -> StepError | None:
     return _err("REF_NOT_A_REF", "TypeError", "ref must be a reference")
 
 
-def apply(ref: RefInfo, t: Any, index: int = 0) -> Step:
-    """One transform step (``t`` a scenario transform) applied to ``ref``."""
+def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
+    """The first axis name a transform's index or device id evaluates with
+    ``lax.axis_index`` that is not bound where it runs (None: all bound, or unknown)."""
+    if bound is None:
+        return None
+    if isinstance(t, At):
+        for e in t.index:
+            if isinstance(e, BlockIndex) and e.block not in bound:
+                return e.block
+    if isinstance(t, RemoteRef) and isinstance(t.device, dict):
+        for axis, v in t.device.items():
+            if not isinstance(v, int) and axis not in bound:
+                return axis
+    return None
+
+
+def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
+    """One transform step (``t`` a scenario transform) applied to ``ref``.
+
+    ``bound``: the axis names ``lax.axis_index`` knows where the step runs (kernel
+    axes and shard_map axes), or None not to check.
+    """
     op = getattr(t, "op", "?")
+    axis = unbound_axis(t, bound)
+    if axis is not None:
+        err = _err(
+            "UNBOUND_AXIS",
+            "NameError",
+            f"Found an unbound axis name: {axis}. To fix this, please call axis_index under "
+            "`jax.shard_map`.",
+        )
+        return Step(index=index, op=op, before=ref, after=None, error=err)
     notes: list[StepError] = []
     after: RefInfo | None
     err: StepError | None = None
+    needs_type = isinstance(t, At | Bitcast | Reshape) or (
+        isinstance(t, Transpose) and t.via == "transpose_ref" and ref.transformed
+    )
+    if ref.pending is not None and needs_type:
+        # this step computes the ref's type: the waiting error is raised now
+        return Step(index=index, op=op, before=ref, after=None, error=ref.pending)
+    if isinstance(t, Transpose) and ref.pending is not None:
+        return Step(index=index, op=op, before=ref, after=replace(ref, transformed=True))
     if isinstance(t, At):
         after, err, notes = _apply_at(ref, t)
     elif isinstance(t, Bitcast):
@@ -542,6 +592,17 @@ def apply(ref: RefInfo, t: Any, index: int = 0) -> Step:
         )
     else:  # pragma: no cover
         raise TypeError(f"unknown transform {t!r}")
+    if err is not None and err.lazy:
+        # nothing raised yet: the view exists, its type cannot be computed
+        flags = {"bitcast": True} if isinstance(t, Bitcast) else {}
+        return Step(
+            index=index,
+            op=op,
+            before=ref,
+            after=replace(ref, transformed=True, pending=err, region=None, view_dims=None, **flags),
+            error=err,
+            notes=tuple(notes),
+        )
     if err is not None:
         after = None
     elif ref.memory_space == "VALUE" and not isinstance(t, RemoteRef | MulticastRef | ClusterRef):
@@ -550,12 +611,35 @@ def apply(ref: RefInfo, t: Any, index: int = 0) -> Step:
     return Step(index=index, op=op, before=ref, after=after, error=err, notes=tuple(notes))
 
 
-def propagate(ref: RefInfo, transforms: list[Any]) -> list[Step]:
-    """Every step of a transform stack, stopping after the first error (as JAX does)."""
+def propagate(
+    ref: RefInfo, transforms: list[Any], base_path: str = "", bound: Any = None
+) -> list[Step]:
+    """Every step of a transform stack, stopping after the first error JAX raises there.
+
+    A lazy error (``StepError.lazy``) does not stop the stack: it waits in
+    ``RefInfo.pending`` until a step (or a use of the view) computes the type.
+    ``base_path`` (``...transforms``) gives each error its field path.
+    """
     steps: list[Step] = []
     cur = ref
     for i, t in enumerate(transforms):
-        step = apply(cur, t, i)
+        step = apply(cur, t, i, bound)
+        if step.error is not None and not step.error.path:
+            e = step.error
+            step = replace(
+                step,
+                error=replace(e, path=f"{base_path}[{i}]" + (f".{e.field}" if e.field else "")),
+            )
+            if step.after is not None and step.after.pending is e:
+                step = replace(step, after=replace(step.after, pending=step.error))
+        if step.notes:
+            step = replace(
+                step,
+                notes=tuple(
+                    replace(n, path=f"{base_path}[{i}]" + (f".{n.field}" if n.field else ""))
+                    for n in step.notes
+                ),
+            )
         steps.append(step)
         if step.after is None:
             break

@@ -4,8 +4,11 @@ The child script (``CHILD``) needs only jax and numpy, so the same sources can b
 checked under another JAX install (``python=/tmp/jax0112/bin/python``). One child
 per device count (simulated CPU devices must be requested before jax starts); each
 item stops at its first failing stage: ``build``, ``trace``, then ``gpu-lower`` or
-``interpret`` or both, as asked. The knowledge base uses it to record what JAX says and to
-test each card's example; ``toolkit.probe`` is the runtime's fuller version.
+``interpret`` or both, as asked. After an interpreter error the child resets the GPU
+interpreter's global state (left poisoned otherwise); if a child dies, a fresh one
+takes the remaining items. The knowledge base uses this
+to record what JAX says and to test each card's example; ``toolkit.probe`` is the
+runtime's fuller version.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit import codegen
@@ -31,17 +34,12 @@ if ndev > 1:
         + f" --xla_force_host_platform_device_count={ndev}")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
-
-def reset():
-    try:
-        from jax._src.pallas.mosaic_gpu.interpret import interpret_pallas_call as m
-        m.reset_gpu_interpret_mode_state()
-    except Exception:
-        pass
+import numpy as np
 
 def one(item):
-    mod = types.ModuleType("scenario_" + item["id"].replace("-", "_"))
+    mod = types.ModuleType("scenario_" + item["id"].replace("-", "_").replace(".", "_"))
     stage = "build"
+    nan = {}
     try:
         exec(compile(item["source"], mod.__name__, "exec"), mod.__dict__)
         fn, mesh = mod.build(None)
@@ -54,11 +52,12 @@ def one(item):
         if "interpret" in item["stages"]:
             stage = "interpret"
             fn, mesh = mod.build(item["interpret"], item["detect_races"])
-            out = fn(*mod.place(mod.make_inputs(), mesh))
-            jax.block_until_ready(out)
-        return {"id": item["id"], "ok": True, "stage": None}
+            out = jax.device_get(fn(*mod.place(mod.make_inputs(), mesh)))
+            for k, v in out.items():
+                v = np.asarray(v)
+                nan[k] = int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0
+        return {"id": item["id"], "ok": True, "stage": None, "nan": nan}
     except BaseException as e:
-        reset()
         t = type(e)
         return {
             "id": item["id"], "ok": False, "stage": stage,
@@ -69,13 +68,20 @@ def one(item):
 
 items = json.load(sys.stdin)
 for item in items:
-    print(json.dumps(one(item)), flush=True)
+    r = one(item)
+    print(json.dumps(r), flush=True)
+    if r["stage"] == "interpret":  # the interpreter's global state is left poisoned
+        from jax._src.pallas.mosaic_gpu.interpret import interpret_pallas_call
+        interpret_pallas_call.reset_gpu_interpret_mode_state()
 """
 
 
 @dataclass
 class Outcome:
-    """What real JAX did with one scenario: ``ok``, or the first stage that raised."""
+    """What real JAX did with one scenario: ``ok``, or the first stage that raised.
+
+    ``nan``: NaN elements per output after an interpreter run (unwritten output).
+    """
 
     id: str
     ok: bool
@@ -84,8 +90,10 @@ class Outcome:
     qualname: str = ""
     message: str = ""
     traceback: str = ""
+    nan: dict[str, int] = field(default_factory=dict)
 
     def code(self) -> str | None:
+        """The catalogue code of the error (None when it ran or no code matches)."""
         from toolkit import catalogue
 
         return None if self.ok else catalogue.classify(self.type, self.message)
@@ -102,7 +110,7 @@ def run_many(
     build, trace, gpu-lower; build and trace always run)."""
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for key, s in scenarios.items():
-        groups[s.num_devices if s.device_mesh else 1].append(
+        groups[s.num_devices].append(
             {
                 "id": key,
                 "source": codegen.generate(s),
@@ -114,21 +122,25 @@ def run_many(
     out: dict[str, Outcome] = {}
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     for ndev, items in sorted(groups.items()):
-        proc = subprocess.run(
-            [python or sys.executable, "-c", CHILD, str(ndev)],
-            input=json.dumps(items),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-        )
-        for line in proc.stdout.splitlines():
-            if line.startswith("{"):
-                d = json.loads(line)
-                out[d["id"]] = Outcome(**d)
-        for item in items:
-            if item["id"] not in out:
-                out[item["id"]] = Outcome(
-                    item["id"], False, "crash", "RUN_CRASHED", "", proc.stderr[-2000:]
-                )
+        items.sort(key=lambda it: "interpret" in it["stages"])  # the riskiest runs last
+        while items:
+            proc = subprocess.run(
+                [python or sys.executable, "-c", CHILD, str(ndev)],
+                input=json.dumps(items),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+            )
+            done = 0
+            for line in proc.stdout.splitlines():
+                if line.startswith("{"):
+                    d = json.loads(line)
+                    out[d["id"]] = Outcome(**d)
+                    done += 1
+            if done == 0:  # the child died on the first item
+                first = items[0]["id"]
+                out[first] = Outcome(first, False, "crash", "RUN_CRASHED", "", proc.stderr[-2000:])
+                done = 1
+            items = items[done:]
     return out

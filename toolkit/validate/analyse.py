@@ -7,7 +7,7 @@ the steps.
 
 from __future__ import annotations
 
-from toolkit.scenario import BufferArg, Let
+from toolkit.scenario import BufferArg, Let, Return
 from toolkit.shapes import RefInfo, base_info
 from toolkit.validate.context import ArgInfo, Binding, Ctx, ProgramInfo, Stmt, leaf_name
 
@@ -53,7 +53,7 @@ def analyse(ctx: Ctx) -> None:
             if s.device_mesh and s.run.shard_map is False and shape:
                 shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
             info = base_info(shape, b.dtype, "GMEM", buf)
-            st = ctx_steps(info, a.transforms)
+            st = ctx_steps(info, a.transforms, f"{path}.transforms", ctx.bound_outside)
             steps.append(st)
             final = info if not st else st[-1].after
             leaves.append((buf, final))
@@ -111,10 +111,10 @@ def analyse(ctx: Ctx) -> None:
         ctx.programs.append(_program(ctx, p, prog, captures))
 
 
-def ctx_steps(info: RefInfo, transforms: list) -> list:
+def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
     from toolkit.shapes import propagate
 
-    return propagate(info, transforms)
+    return propagate(info, transforms, base_path, bound)
 
 
 def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInfo:
@@ -127,6 +127,8 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
         if isinstance(st, Let):
             later.setdefault(st.let, j)
     for j, st in enumerate(prog.body):
+        if out.stmts and isinstance(out.stmts[-1].node, Return):
+            break  # never executed: the body returned
         path = f"{ppath}.body[{j}]"
         stmt = Stmt(j, path, st)
         names = (
@@ -153,7 +155,9 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
             src = stmt.refs.get("ref")
             info = None
             if src is not None and src.info is not None:
-                stmt.steps = ctx_steps(src.info, st.transforms)
+                stmt.steps = ctx_steps(
+                    src.info, st.transforms, f"{path}.transforms", ctx.bound_in(p)
+                )
                 info = src.info if not stmt.steps else stmt.steps[-1].after
             own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
             env[st.let] = Binding(

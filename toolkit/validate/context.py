@@ -162,6 +162,22 @@ class Ctx:
         return perm
 
     @property
+    def bound_outside(self) -> frozenset[str]:
+        """Axis names lax.axis_index knows outside the kernel: shard_map's."""
+        s = self.s
+        if s.device_mesh and s.run.shard_map is not False:
+            return frozenset(s.device_mesh)
+        return frozenset()
+
+    def bound_in(self, p: int) -> frozenset[str]:
+        """... and inside program ``p``: also its grid, cluster and thread axes."""
+        m = self.s.call.programs[p].mesh
+        names = set(m.grid) | set(m.cluster)
+        if m.threads is not None and m.threads.name:
+            names.add(m.threads.name)
+        return self.bound_outside | names
+
+    @property
     def mesh_axes(self) -> tuple[str, ...]:
         return tuple(self.s.device_mesh or {})
 

@@ -130,8 +130,11 @@ def drop_capture(s: Scenario, i: int) -> Fix:
     )
 
 
-def step_fix(s: Scenario, base: str, step: Any) -> Fix | None:
-    """A fix for a failing transform step (``base`` is ``...transforms``)."""
+def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | None:
+    """A fix for a failing transform (``tpath`` is ``...transforms[k]``)."""
     from toolkit.validate.stepfix import fix_step
 
-    return fix_step(s, base, step)
+    try:
+        return fix_step(s, tpath, err, before)
+    except (LookupError, AttributeError, ValueError, TypeError):
+        return None

@@ -8,6 +8,7 @@ inference over the whole kernel; then IR verification (transposed GMEM access).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from toolkit.diagnostics import Edit, Fix
@@ -91,11 +92,23 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
             ctx, st, "dst", "store", mesh, layout, verify
         )
     if isinstance(node, Add):
-        return (
-            _access(ctx, st, "lhs", "load", mesh, layout, verify)
-            or _access(ctx, st, "rhs", "load", mesh, layout, verify)
-            or _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False)
-        )
+        if _access(ctx, st, "lhs", "load", mesh, layout, verify) or _access(
+            ctx, st, "rhs", "load", mesh, layout, verify
+        ):
+            return True
+        from toolkit.shapes import bits
+        from toolkit.validate.trace import promote
+
+        dtype = promote(infos["lhs"].dtype, infos["rhs"].dtype)
+        if dtype != "bool" and bits(dtype) == 8:
+            ctx.jax(
+                "GPU_8BIT_ARITH",
+                st.path,
+                "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                "operations). Upcast to a 16- or 32-bit type before performing the operation.",
+            )
+            return True
+        return _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False)
     if isinstance(node, Fill):
         dst = infos["dst"]
         if _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False):
@@ -145,24 +158,76 @@ def _access(
     assert info is not None
     if not info.is_ref:
         return False
-    chain = ctx.chain(b)
-    # notes deferred to lowering (negative pl.ds start), in stack order
-    for n, path in ctx.deferred_for(b):
-        if n.stage == "gpu-lower":
-            ctx.jax(n.code, path, n.message, jax_type=n.jax_type)
+    # pass 1 (warpgroup semantics, transposes not yet bubbled): every index, reshape,
+    # peer, multicast and cluster step must commute past the transposes and bitcasts
+    # before it; only an index commutes past a transpose
+    remaining: list[Any] = []
+    for path, t in b.stack:
+        if t.op in ("transpose", "bitcast"):
+            remaining.append(t)
+            continue
+        for r in reversed(remaining):
+            if r.op == "transpose" and t.op == "at":
+                continue
+            ctx.jax(
+                "GPU_TRANSFORMS_UNSUPPORTED",
+                path,
+                f"({_t_repr(r)}, {_t_repr(t)})",
+                explanation=f"The Mosaic GPU lowering cannot move a {t.op} step before an "
+                f"earlier {r.op}; reorder the stack so {t.op} comes first.",
+            )
             return True
-    if info.multicast:
-        ctx.jax(
-            "MULTICAST_PLAIN_STORE",
-            _where(st, field),
-            "Multicast references are not allowed in the lowering of this primitive.",
-            explanation="A multicast view can only be written by a TMA copy "
-            "(`tma_store` from SMEM); a plain load or store through it does not lower.",
-        )
-        return True
+    # pass 2: the steps in order
+    for path, t in b.stack:
+        if t.op == "at":
+            for k, e in enumerate(t.index):
+                if getattr(e, "ds", None) is not None and e.ds[0] < 0:
+                    start, size = e.ds
+                    ctx.jax(
+                        "AT_NEGATIVE_SLICE",
+                        f"{path}.index[{k}]",
+                        f"Slice slice({start}, {start + size}, 1) along axis {k} has negative "
+                        "bounds",
+                    )
+                    return True
+        elif t.op == "transpose":
+            if any(p < 0 for p in t.perm):
+                ctx.jax(
+                    "TRANSPOSE_NEGATIVE_PERM_GPU",
+                    f"{path}.perm",
+                    "get_permutation(): incompatible function arguments.",
+                    fix=_perm_fix(path, t.perm),
+                )
+                return True
+            if sorted(t.perm) != list(range(len(t.perm))):
+                ctx.jax(
+                    "TRANSPOSE_INVALID_PERM_GPU",
+                    f"{path}.perm",
+                    "Invalid permutation when attempting to create an AffineMap",
+                )
+                return True
+        elif t.op == "reshape":
+            msg = _strided_reshape(ctx, b, path)
+            if msg:
+                jt = "ValueError" if msg.startswith("strides=") else "NotImplementedError"
+                ctx.jax("GPU_RESHAPE_STRIDED", path, msg, jax_type=jt)
+                return True
+        elif t.op == "remote_ref":
+            if _device_id(ctx, st, field, info):
+                return True
+        elif t.op == "multicast_ref":
+            ctx.jax(
+                "MULTICAST_PLAIN_STORE",
+                _where(st, field),
+                "Multicast references are not allowed in the lowering of this primitive.",
+                explanation="A multicast view can only be written by a TMA copy "
+                "(`tma_store` from SMEM); a plain load or store through it does not lower.",
+            )
+            return True
+        elif t.op == "cluster_ref":
+            if _cluster(ctx, st, field, info, mesh):
+                return True
     if info.cluster:
-        if _cluster(ctx, st, field, info, mesh):
-            return True
         if info.memory_space == "GMEM":
             ctx.jax(
                 "GPU_CLUSTER_GMEM",
@@ -180,35 +245,7 @@ def _access(
                 "Unsupported memory space: #mosaic_gpu.smem_cluster",
             )
             return True
-    if info.peer and _device_id(ctx, st, field, info):
-        return True
-    for path, t in b.stack:
-        if t.op == "transpose":
-            if any(p < 0 for p in t.perm):
-                ctx.jax(
-                    "TRANSPOSE_NEGATIVE_PERM_GPU",
-                    f"{path}.perm",
-                    "get_permutation(): incompatible function arguments.",
-                    fix=_perm_fix(path, t.perm),
-                )
-                return True
-            if sorted(t.perm) != list(range(len(t.perm))):
-                ctx.jax(
-                    "TRANSPOSE_INVALID_PERM_GPU",
-                    f"{path}.perm",
-                    "Invalid permutation when attempting to create an AffineMap",
-                )
-                return True
-    if "bitcast" in chain:
-        k = chain.index("bitcast")
-        if "at" in chain[k + 1 :]:
-            ctx.jax(
-                "GPU_TRANSFORMS_UNSUPPORTED",
-                _where(st, field),
-                "(BitcastTransform(...), NDIndexer(...))",
-                explanation="An index after a bitcast cannot be folded into the GPU memref.",
-            )
-            return True
+    if remaining and any(r.op == "bitcast" for r in remaining):
         ctx.jax(
             "GPU_WG_TRANSFORMS",
             _where(st, field),
@@ -218,21 +255,88 @@ def _access(
             "(lax.bitcast_convert_type).",
         )
         return True
-    if "transpose" in chain:
-        k = chain.index("transpose")
-        if "reshape" in chain[k + 1 :]:
-            ctx.jax(
-                "GPU_TRANSFORMS_UNSUPPORTED",
-                _where(st, field),
-                "(TransposeTransform(...), ReshapeTransform(...))",
-                explanation="A reshape after a transpose cannot be folded into the GPU memref.",
-            )
-            return True
     if info.shape and check_layout and info.size % LANES:
         layout.append((_where(st, field), f"{kind} of {info.describe()} ({info.size} elements)"))
     if info.transposed and info.memory_space == "GMEM" and _minor_moved(ctx, b):
         verify.append(_where(st, field))
     return False
+
+
+def _t_repr(t: Any) -> str:
+    """A transform roughly as JAX prints it in the lowering's NotImplementedError."""
+    if t.op == "transpose":
+        return f"TransposeTransform(permutation={tuple(t.perm)!r})"
+    if t.op == "bitcast":
+        return f"BitcastTransform(dtype=dtype('{t.dtype}'))"
+    if t.op == "reshape":
+        return f"ReshapeTransform(shape={tuple(t.shape)!r})"
+    if t.op == "multicast_ref":
+        axes = (t.axes,) if isinstance(t.axes, str) else tuple(t.axes)
+        return f"MulticastRef(collective_axes={axes!r})"
+    if t.op == "cluster_ref":
+        return f"ClusterRefTransform(dims={tuple(t.block)!r}, idxs=(...))"
+    if t.op == "remote_ref":
+        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+    return "NDIndexer(...)"
+
+
+def _strided_reshape(ctx: Ctx, b: Binding, path: str) -> str | None:
+    """The lowering folds/unfolds contiguous dims only: a reshape of a sliced view fails."""
+    from toolkit.shapes import propagate
+
+    root_info = _root_info(ctx, b)
+    if root_info is None:
+        return None
+    steps = propagate(root_info, [t for _, t in b.stack])
+    for (p, t), st in zip(b.stack, steps, strict=False):
+        if p != path:
+            continue
+        before = st.before
+        if before.region is None or before.view_dims is None or st.after is None:
+            return None
+        if _contiguous(before, root_info.shape) or st.after.shape == before.shape:
+            return None
+        if len(st.after.shape) == 1 and len(before.shape) > 1:
+            strides = [math.prod(root_info.shape[k + 1 :]) for k in range(len(root_info.shape))]
+            kept = [strides[k] for k in before.view_dims]
+            return (
+                f"strides={kept}, ref_ty.shape={list(before.shape)}, dim=0, "
+                f"fold_rank={len(before.shape)}"
+            )
+        return (
+            f"Can't reshape {list(before.shape)} to {list(st.after.shape)} by composing "
+            "independent folds/unfolds."
+        )
+    return None
+
+
+def _contiguous(info: RefInfo, root: tuple[int, ...]) -> bool:
+    """A view whose elements are one contiguous run of its base."""
+    region = info.region
+    full = True  # every more-minor dim so far covers its base dim
+    for d, base in zip(reversed(region), reversed(root), strict=False):
+        if not full and d.size > 1:
+            return False
+        if d.start != 0 or d.size != base:
+            full = False
+    return True
+
+
+def _root_info(ctx: Ctx, b: Binding) -> RefInfo | None:
+    from toolkit.shapes import base_info
+
+    o = b.origin[0] if b.origin else ""
+    c = ctx.s.call
+    if o.startswith("out:"):
+        spec, space = c.outputs.get(o[4:]), "GMEM"
+    elif o.startswith("scratch:"):
+        spec = c.scratch.get(o[8:])
+        space = spec.memory_space if spec else "SMEM"
+    else:
+        spec, space = ctx.s.buffers.get(o), "GMEM"
+    if spec is None:
+        return None
+    return base_info(spec.shape, spec.dtype, space, o)
 
 
 def _minor_moved(ctx: Ctx, b: Binding) -> bool:

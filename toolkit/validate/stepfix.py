@@ -8,28 +8,32 @@ from toolkit.diagnostics import Edit, Fix
 from toolkit.scenario import Scenario
 
 
-def fix_step(s: Scenario, base: str, step: Any) -> Fix | None:
-    e = step.error
-    path = f"{base}[{step.index}]"
+def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
+    base, _, k = path.rpartition("[")
+    index = int(k.rstrip("]"))
+    t = _transform(s, base, index)
     code = e.code
     if code == "REF_PEER_TO_MULTICAST":
         return Fix(
             description="build the multicast view from the base ref (drop the peer step before it)",
-            edits=_drop_kind(s, base, step.index, "remote_ref"),
+            edits=_drop_kind(s, base, index, "remote_ref"),
         )
     if code == "REF_MULTICAST_TO_PEER":
         return Fix(
             description="build the peer view from the base ref (drop the multicast step before it)",
-            edits=_drop_kind(s, base, step.index, "multicast_ref"),
+            edits=_drop_kind(s, base, index, "multicast_ref"),
         )
     if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
-        n = step.before.size
+        n = before.size
         return Fix(
             description=f"reshape to a shape of {n} elements ([-1] flattens)",
             edits=[Edit(op="replace", path=f"{path}.shape", value=[n])],
         )
     if code in ("TRANSPOSE_RANK", "TRANSPOSE_BAD_AXIS"):
-        r = len(step.before.shape)
+        import re
+
+        m = re.search(r"rank of the type \((\d+)\)", e.message)
+        r = len(t.perm) if code == "TRANSPOSE_BAD_AXIS" else int(m.group(1)) if m else 0
         return Fix(
             description=f"use a permutation of the ref's {r} axes (identity; reorder it as meant)",
             edits=[Edit(op="replace", path=f"{path}.perm", value=list(range(r)))],
@@ -40,17 +44,15 @@ def fix_step(s: Scenario, base: str, step: Any) -> Fix | None:
             edits=[Edit(op="replace", path=f"{path}.via", value="method")],
         )
     if code == "AT_TOO_MANY_INDICES":
-        r = len(step.before.shape)
-        t = _transform(s, base, step.index)
+        r = len(before.shape)
         return Fix(
             description=f"keep only {r} index entries (one per dimension)",
             edits=[Edit(op="replace", path=f"{path}.index", value=_dump(t.index[:r]))],
         )
     if code == "AT_OOB_SLICE":
-        t = _transform(s, base, step.index)
         idx = _dump(t.index)
-        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0
-        d = step.before.shape[k]
+        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0  # noqa: F841
+        d = before.shape[k]
         entry = idx[k]
         if isinstance(entry, dict) and "ds" in entry:
             size = min(entry["ds"][1], d)

@@ -49,9 +49,10 @@ def check_trace(ctx: Ctx) -> None:
                 return _stop(ctx)
             if _report_steps(ctx, steps, f"{a.path}.transforms"):
                 return _stop(ctx)
-    # 2. the same Ref passed twice
+    # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
+    #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
     seen: dict[str, tuple[int, int | None]] = {}
-    for i, a in enumerate(c.args):
+    for i, a in enumerate(c.args if c.entry == "pl.kernel" else []):
         leaves = [a.buffer] if isinstance(a, BufferArg) else list(a.tuple)
         for j, buf in enumerate(leaves):
             b = s.buffers.get(buf)
@@ -142,7 +143,7 @@ def check_trace(ctx: Ctx) -> None:
     arg_bufs = {
         buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)
     }
-    for i, cap in enumerate(c.captures):
+    for i, cap in enumerate(c.captures if c.entry == "pl.kernel" else []):
         b = s.buffers.get(cap.buffer)
         if b is None or not b.as_ref or cap.buffer not in arg_bufs:
             continue
@@ -156,12 +157,12 @@ def check_trace(ctx: Ctx) -> None:
         )
         return _stop(ctx)
     if s.device_mesh is not None and s.run.shard_map is False:
-        axes = ", ".join("Explicit" for _ in s.device_mesh)
+        axes = ", ".join("Explicit" for _ in s.device_mesh) if c.entry == "pl.kernel" else ""
         ctx.jax(
             "MPMD_NOT_MANUAL",
             "run.shard_map",
             f"mpmd_map requires all mesh axes to be Manual, got ({axes},)"
-            if len(s.device_mesh) == 1
+            if len(s.device_mesh) == 1 and axes
             else f"mpmd_map requires all mesh axes to be Manual, got ({axes})",
             fix=Fix(
                 description="run the kernel under jax.shard_map (run.shard_map: true)",
@@ -199,34 +200,44 @@ def _gpu_memref_repr(sc: Any) -> str:
 
 
 def _report_steps(ctx: Ctx, steps: list[Step], base: str) -> bool:
-    """Report a stack's notes and its trace error; True when the error stops tracing."""
+    """Report a stack's notes and the error JAX raises while applying it.
+
+    True when that error stops tracing. A lazy error that no step has raised yet
+    waits in the view's ``pending`` (reported where the view is used).
+    """
     for st in steps:
         for n in st.notes:
             if n.stage == "trace" or n.severity == "warning":
-                ctx.add(
-                    n.code,
-                    f"{base}[{st.index}]" + (f".{n.field}" if n.field else ""),
-                    n.message,
-                    severity=n.severity,
-                    stage=n.stage,
-                )
+                ctx.add(n.code, n.path, n.message, severity=n.severity, stage=n.stage)
             else:
-                ctx.deferred.append((n, f"{base}[{st.index}]" + (f".{n.field}" if n.field else "")))
-        if st.error is not None:
-            e = st.error
-            path = f"{base}[{st.index}]" + (f".{e.field}" if e.field else "")
-            if e.jax_type:
-                ctx.jax(
-                    e.code,
-                    path,
-                    e.message,
-                    jax_type=e.jax_type,
-                    stage=e.stage,
-                    fix=fixes_for.step_fix(ctx.s, base, st),
-                )
-            else:
-                ctx.add(e.code, path, e.message, stage=e.stage)
-            return e.stage in ("trace", "build", "schema")
+                ctx.deferred.append((n, n.path))
+        if st.error is not None and st.after is None:
+            _raise(ctx, st.error, st)
+            return st.error.stage in ("trace", "build", "schema")
+    return False
+
+
+def _raise(ctx: Ctx, e: Any, st: Step | None = None) -> None:
+    """Report a step error (its own field path) with its fix."""
+    if e.jax_type:
+        tpath = e.path[: -len(e.field) - 1] if e.field else e.path
+        ctx.jax(
+            e.code,
+            e.path,
+            e.message,
+            jax_type=e.jax_type,
+            stage=e.stage,
+            fix=fixes_for.step_fix(ctx.s, tpath, e, st.before if st else None),
+        )
+    else:
+        ctx.add(e.code, e.path, e.message, stage=e.stage)
+
+
+def _use(ctx: Ctx, b: Binding) -> bool:
+    """A load or store computes the view's type: a waiting lazy error is raised."""
+    if b.info is not None and b.info.pending is not None:
+        _raise(ctx, b.info.pending)
+        return True
     return False
 
 
@@ -243,43 +254,55 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         infos = {f: b.info for f, b in st.refs.items()}
         if any(v is None for v in infos.values()):
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
+        refs = st.refs
         if isinstance(node, Copy):
+            # `dst[...] = src[...]`: the load first, then the store
+            if _use(ctx, refs["src"]) or _use(ctx, refs["dst"]):
+                return True
             if _store(ctx, st, "dst", infos["dst"], infos["src"].shape, infos["src"].dtype):
                 return True
         elif isinstance(node, Add):
+            if _use(ctx, refs["lhs"]) or _use(ctx, refs["rhs"]):
+                return True
             lhs, rhs = infos["lhs"], infos["rhs"]
             shape = _broadcast(lhs.shape, rhs.shape)
             if shape is None:
-                ctx.jax(
-                    "ADD_SHAPES",
-                    st.path,
-                    f"add got incompatible shapes for broadcasting: {lhs.shape!r}, {rhs.shape!r}.",
-                    jax_type="TypeError",
-                )
+                if len(lhs.shape) != len(rhs.shape):
+                    ctx.jax(
+                        "ADD_SHAPES",
+                        st.path,
+                        "Incompatible shapes for broadcasting: shapes="
+                        f"[{lhs.shape!r}, {rhs.shape!r}]",
+                        jax_type="ValueError",
+                    )
+                else:
+                    ctx.jax(
+                        "ADD_SHAPES",
+                        st.path,
+                        f"add got incompatible shapes for broadcasting: {lhs.shape!r}, "
+                        f"{rhs.shape!r}.",
+                        jax_type="TypeError",
+                    )
+                return True
+            if _use(ctx, refs["dst"]):
                 return True
             if _store(ctx, st, "dst", infos["dst"], shape, promote(lhs.dtype, rhs.dtype)):
                 return True
         elif isinstance(node, Fill):
             if not infos["dst"].is_ref:
                 return _store_to_array(ctx, st)
-        elif isinstance(node, TmaStore):
-            src, dst = infos["src"], infos["dst"]
-            if src.memory_space != "SMEM":
-                ctx.jax(
-                    "TMA_SRC_NOT_SMEM",
-                    f"{st.path}.src",
-                    f"src must be a SMEM reference, got {_ref_type(src)}",
-                )
+            if _use(ctx, refs["dst"]):
                 return True
-            if dst.memory_space != "GMEM":
-                ctx.jax(
-                    "TMA_DST_NOT_GMEM",
-                    f"{st.path}.dst",
-                    f"dst must be a GMEM reference, got {_ref_type(dst)}",
-                )
+        elif isinstance(node, TmaStore):
+            if _tma_trace(ctx, st, refs):
                 return True
         elif isinstance(node, MultimemStore):
-            pass  # checked at GPU lowering
+            if _use(ctx, refs["src"]):
+                return True
+            if _multimem_trace(ctx, st, refs):
+                return True
+        elif isinstance(node, Return) and ctx.s.call.entry != "pl.kernel":
+            break  # plgpu.kernel runs the body in run_scoped, which drops the value
         elif isinstance(node, Return):
             ctx.jax(
                 "MPMD_RETURNS_VALUE",
@@ -379,6 +402,104 @@ def promote(a: str, b: str) -> str:
     sw, uw = (wa, wb) if sa else (wb, wa)
     w = max(sw, 2 * uw)
     return f"int{min(w, 32)}"
+
+
+def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
+    """(memory space, shape, dtype) of the untransformed ref under a view."""
+    o = b.origin[0] if b.origin else ""
+    c = ctx.s.call
+    if o.startswith("out:") and o[4:] in c.outputs:
+        spec = c.outputs[o[4:]]
+        return "GMEM", tuple(spec.shape), spec.dtype
+    if o.startswith("scratch:") and o[8:] in c.scratch:
+        spec = c.scratch[o[8:]]
+        return spec.memory_space, tuple(spec.shape), spec.dtype
+    root = ctx.root_shape(b) or b.info.shape
+    return b.info.memory_space, tuple(root), b.info.dtype
+
+
+def _base_type(ctx: Ctx, b: Binding) -> str:
+    from toolkit.shapes import canonical_dtype
+
+    space, shape, dtype = _root(ctx, b)
+    return f"Ref<{space.lower()}>{{{canonical_dtype(dtype)}[{','.join(map(str, shape))}]}}"
+
+
+def _tma_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
+    """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
+    src, dst = refs["src"], refs["dst"]
+    if _root(ctx, src)[0] != "SMEM":
+        ctx.jax(
+            "TMA_SRC_NOT_SMEM",
+            f"{st.path}.src",
+            f"src must be a SMEM reference, got {_base_type(ctx, src)}",
+        )
+        return True
+    if _root(ctx, dst)[0] != "GMEM":
+        ctx.jax(
+            "TMA_DST_NOT_GMEM",
+            f"{st.path}.dst",
+            f"dst must be a GMEM reference, got {_base_type(ctx, dst)}",
+        )
+        return True
+    if _use(ctx, src) or _use(ctx, dst):
+        return True
+    s_, d_ = src.info, dst.info
+    if s_.dtype != d_.dtype:
+        ctx.jax(
+            "TMA_DTYPE_MISMATCH",
+            st.path,
+            f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
+        )
+        return True
+    if len(s_.shape) != len(d_.shape):
+        longer = 1 if len(s_.shape) > len(d_.shape) else 2
+        ctx.jax(
+            "TMA_SHAPE_MISMATCH",
+            st.path,
+            f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
+            f"than argument 1",
+            jax_type="ValueError",
+        )
+        return True
+    if s_.shape != d_.shape:
+        ctx.jax(
+            "TMA_SHAPE_MISMATCH",
+            st.path,
+            f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
+            f"{d_.shape!r}",
+        )
+        return True
+    return False
+
+
+def _multimem_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
+    """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
+    src, dst = refs["src"], refs["dst"]
+    if _root(ctx, dst)[0] != "GMEM":
+        ctx.jax(
+            "MULTIMEM_DST_NOT_GMEM",
+            f"{st.path}.dst",
+            f"ref must be a GMEM reference, got {_base_type(ctx, dst)}",
+        )
+        return True
+    if _use(ctx, dst):
+        return True
+    if src.info.dtype != dst.info.dtype:
+        ctx.jax(
+            "MULTIMEM_MISMATCH",
+            st.path,
+            f"Value dtype {src.info.dtype} does not match ref dtype {dst.info.dtype}",
+        )
+        return True
+    if src.info.shape != dst.info.shape:
+        ctx.jax(
+            "MULTIMEM_MISMATCH",
+            st.path,
+            f"Value shape {src.info.shape!r} does not match ref shape {dst.info.shape!r}",
+        )
+        return True
+    return False
 
 
 def _ref_type(info: RefInfo) -> str:
