@@ -150,6 +150,21 @@ def browser():
         b.close()
 
 
+#: jupyter_server 2.21 answers a kernel listing made while a kernel is still starting with
+#: a 500 (TraitError: 'last_activity' ... not the NoneType None); JupyterLab polls again.
+#: Seen only on a loaded machine. Exactly that request is tolerated; nothing else is.
+KERNEL_LIST_RACE = re.compile(r"/api/kernels\?\d+$")
+
+
+def _console(msg, errors: list[str]) -> None:
+    if msg.type != "error":
+        return
+    url = (msg.location or {}).get("url", "")
+    if "status of 500" in msg.text and KERNEL_LIST_RACE.search(url):
+        return
+    errors.append(f"console: {msg.text} ({url})")
+
+
 @pytest.fixture
 def page(browser):
     """A page that records every JavaScript error; the test fails on any."""
@@ -163,7 +178,7 @@ def page(browser):
     pg.set_default_timeout(60_000)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    pg.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+    pg.on("console", lambda m: _console(m, errors))
     pg.js_errors = errors
     yield pg
     ctx.close()
