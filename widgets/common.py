@@ -44,6 +44,7 @@ CSS = """
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #444; }
 .mpl-stale { opacity: 0.45; }
+.mpl-shape-line { margin-left: 22px; color: #2e5a88; }
 .mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
   border: 1px solid #dde; padding: 6px; line-height: 1.3; }
 .mpl-more summary { cursor: pointer; color: #1565c0; font-size: 12px; margin-top: 3px; }
