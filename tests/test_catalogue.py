@@ -119,10 +119,20 @@ def test_generic_messages_need_their_exception_type():
         "BITCAST_1D_SAME_WIDTH_BUG"
     )
     assert catalogue.classify("KeyError", "tuple index out of range") is None
+    # an array's transpose says it specifically, as a ValueError
+    assert catalogue.classify("ValueError", "axis 2 is out of bounds for array of dimension 2") == (
+        "TRANSPOSE_BAD_AXIS"
+    )
     assert catalogue.classify("NotImplementedError", "") == "MPMD_GPU_MESH_NOT_COMBINABLE"
     assert catalogue.classify("ValueError", "") is None
     assert catalogue.classify("", "") is None
     assert catalogue.classify_text("") is None
+
+
+def test_array_method_outside_jit():
+    """Outside jit an array is an ``ArrayImpl``, not a tracer: the same mistake."""
+    text = "AttributeError: 'jaxlib._jax.ArrayImpl' object has no attribute 'bitcast'"
+    assert catalogue.classify_text(text) == "ARRAY_NO_METHOD"
 
 
 def test_unknown_messages_are_unknown():
@@ -136,6 +146,9 @@ def test_every_code_is_unique_and_has_a_compiling_pattern():
     assert not set(codes) & set(catalogue.OWN)
     for e in (*catalogue.ENTRIES, *catalogue.OWN_PATTERNS):
         re.compile(e.pattern)
+        if e.loose:
+            re.compile(e.loose)
+            assert e.pattern.startswith("^"), e.code  # loose is for generic entries only
         assert e.stage in {"schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"}
     assert {e.code for e in catalogue.OWN_PATTERNS} <= set(catalogue.OWN)
 

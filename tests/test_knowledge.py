@@ -22,6 +22,7 @@ NO_EXAMPLE |= {
     "SCRATCH_ONLY_TRANSFORM",
     "XREF_DUPLICATE_NAME",
     "XREF_UNKNOWN_NAME",
+    "CODEGEN",
 }
 RECORDS = json.loads(knowledge.RECORDED.read_text())
 

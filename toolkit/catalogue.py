@@ -20,6 +20,9 @@ class Entry:
     title: str
     severity: str = "error"
     also: tuple[str, ...] = ()  # other stages JAX raises it at (``stage`` is the earliest)
+    #: for an entry whose ``pattern`` is generic (``^...$``, type-checked): a specific
+    #: message of the same code, searched anywhere whatever the exception type
+    loose: str = ""
 
 
 def _e(
@@ -30,8 +33,9 @@ def _e(
     title: str,
     severity: str = "error",
     also: tuple[str, ...] = (),
+    loose: str = "",
 ) -> Entry:
-    return Entry(code, type_, pattern, stage, title, severity, also)
+    return Entry(code, type_, pattern, stage, title, severity, also, loose)
 
 
 ENTRIES: list[Entry] = [
@@ -488,7 +492,7 @@ ENTRIES: list[Entry] = [
     _e(
         "ARRAY_NO_METHOD",
         "AttributeError",
-        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer) has no attribute",
+        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer|ArrayImpl'? object) has no attribute",
         "trace",
         "A ref method applied to a plain array (or to array.at[...])",
     ),
@@ -524,9 +528,10 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_BAD_AXIS",
         "IndexError",
-        r"(?:^tuple index out of range$)|(?:^axis -?\d+ is out of bounds for array of dimension)",
+        r"^tuple index out of range$",
         "trace",
         "Permutation names an axis the ref lacks",
+        loose=r"axis -?\d+ is out of bounds for array of dimension",  # an array's transpose
     ),
     _e(
         "BITCAST_1D_SAME_WIDTH_BUG",
@@ -659,6 +664,10 @@ def classify(type_name: str, message: str) -> str | None:
             for t, m in candidates:
                 if _short(t) in (e.type, "") and rx.match(m.strip()) and (t or m):
                     return e.code
+            if e.loose and any(
+                re.search(e.loose, m) for m in (message, *(m for _, m in candidates))
+            ):
+                return e.code
             continue
         if any(re.search(e.pattern, m) for m in (message, *(m for _, m in candidates))):
             return e.code
