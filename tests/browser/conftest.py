@@ -170,6 +170,12 @@ def page(browser):
     assert not errors, "JavaScript errors in the page:\n" + "\n".join(errors)
 
 
+@pytest.fixture
+def run_notebook():
+    """``run_notebook(page, base, name)``: open a notebook and run all its cells."""
+    return open_and_run_all
+
+
 def open_and_run_all(page, base: str, notebook: str) -> None:
     """Open a notebook, wait for an idle kernel, run every cell, wait until all ran."""
     page.goto(f"{base}/lab/tree/{notebook}?reset")
@@ -190,8 +196,8 @@ def open_and_run_all(page, base: str, notebook: str) -> None:
     page.wait_for_function(
         """() => { const w = window.jupyterapp.shell.currentWidget;
         const k = w.sessionContext.session.kernel;
-        return k.status === 'idle' &&
-               w.content.widgets.every(c => c.model.type !== 'code' || c.model.executionCount); }""",
+        return k.status === 'idle' && w.content.widgets.every(
+            c => c.model.type !== 'code' || c.model.executionCount); }""",
         timeout=120_000,
     )
 
