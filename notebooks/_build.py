@@ -418,7 +418,7 @@ sim = simulate.simulate(ring)
 print(sim.summary())
 per_device = sim.outputs["out"].reshape(4, 256)
 for d in range(4):
-    print(f"device {d}: out[0] = {per_device[d, 0]:6.0f}   (device {(d - 1) % 4}'s x starts at {((d - 1) % 4) * 256})")
+    print(f"device {d}: out[0] = {per_device[d, 0]:4.0f}, the first x of device {(d - 1) % 4}")
 """
     ),
     md(
