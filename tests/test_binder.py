@@ -55,7 +55,19 @@ def test_binder_environment_builds_and_runs_the_landing_notebook(tmp_path):
 
     sh(uv, "venv", "--python", python, str(venv))
     py = venv / "bin" / "python"
-    sh(uv, "pip", "install", "--python", str(py), "-r", str(BINDER / "requirements.txt"))
+    # --refresh-package: uv keys a local project's cached wheel on pyproject.toml alone;
+    # Binder always builds this checkout afresh, and so must the test.
+    sh(
+        uv,
+        "pip",
+        "install",
+        "--python",
+        str(py),
+        "--refresh-package",
+        "mpmd-lab",
+        "-r",
+        str(BINDER / "requirements.txt"),
+    )
 
     # The notebook runs from a copy, so only the installed package can be imported.
     work = tmp_path / "site" / "notebooks"

@@ -75,9 +75,9 @@ class Exercise:
     requirements: tuple[Requirement, ...] = ()
     backend: str = "interpret"  # "interpret" (real JAX) or "simulate" (cross-device)
 
-    def describe(self) -> str:
+    def describe(self, title: bool = True) -> str:
         """The exercise as Markdown: title, goal (no hint: that comes with a wrong answer)."""
-        lines = [f"### {self.title} (`{self.name}`)", "", self.goal]
+        lines = ([f"### {self.title} (`{self.name}`)", ""] if title else []) + [self.goal]
         if self.requirements:
             lines += ["", "Also:"] + [f"- {r.description}" for r in self.requirements]
         return "\n".join(lines)
@@ -651,8 +651,8 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in _exercises()}
 
 
 def names() -> list[str]:
-    """Every exercise's name, in curriculum order."""
-    return list(EXERCISES)
+    """Every exercise's name, in curriculum order (by the notebook that teaches it)."""
+    return sorted(EXERCISES, key=lambda n: EXERCISES[n].notebook[:2])
 
 
 def get(name: str) -> Exercise:
