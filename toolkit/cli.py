@@ -218,6 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"mpmd-lab {args.command}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader went away (`mpmd-lab explain X | head`): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except OSError as e:
         print(f"mpmd-lab {args.command}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return EXIT_BAD_INPUT
