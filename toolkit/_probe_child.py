@@ -1,9 +1,11 @@
-"""The warm worker behind ``toolkit.probe``: one JAX process, many scenarios.
+"""The warm workers behind ``toolkit.probe``: JAX imported once, many scenarios.
 
-Started by the parent as ``python _probe_child.py`` (by path, so it imports nothing
-from ``toolkit``) with ``XLA_FLAGS`` already set for its device count. It imports
-JAX once, then reads requests from stdin and answers on the original stdout; both
-directions are length-prefixed pickles. Anything the scenario prints goes to stderr.
+Started by the parent as ``python _probe_child.py FD`` (by path, so it imports
+nothing from ``toolkit``): a *zygote* that imports JAX and Pallas without starting
+a backend, then forks one worker per (device count) on request. A forked worker
+sets its CPU device count, starts JAX's backend (a fraction of a second, against
+many seconds for a fresh import) and serves requests on its own socket; both
+directions are length-prefixed pickles. Anything the scenario prints goes to a log.
 
 Request: ``{"source", "stages", "mode", "detect_races"}``. While it works the child
 sends ``{"progress": stage}``; at the end ``{"result": {...}}`` with ``ok``,
@@ -129,32 +131,115 @@ def _handle(req, out):
     return result
 
 
-def main() -> None:
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints (and JAX's) go to stderr
-    sys.stdout = sys.stderr
-    inp = sys.stdin.buffer
+#: Modules a worker needs, imported once in the zygote so forked workers start warm.
+_WARM = (
+    "jax",
+    "jax.export",
+    "jax.numpy",
+    "numpy",
+    "jax.experimental.pallas",
+    "jax.experimental.pallas.mosaic_gpu",
+    "jax._src.pallas.mosaic_gpu.lowering",
+    "jax._src.pallas.mosaic_gpu.pallas_call_registration",
+    "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
+    "jax._src.pallas.mosaic.interpret.interpret_pallas_call",
+    "jax.experimental.mosaic.gpu",
+)
+
+
+def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
+    """A forked worker: set the device count, start JAX's backend, serve requests."""
+    os.setsid()
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.dup2(fd, 1)  # stray prints (and JAX's) go to the log
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    stream = sock.makefile("rwb")
     t0 = time.perf_counter()
     import jax
-    import numpy  # noqa: F401
 
+    if devices > 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}"
+        try:
+            jax.config.update("jax_num_cpu_devices", devices)
+        except Exception:
+            pass
     info = {"platform": jax.default_backend(), "devices": jax.device_count()}
     try:
         info["compute_capability"] = getattr(jax.devices()[0], "compute_capability", None)
     except Exception:
         info["compute_capability"] = None
+    info["cpu_devices"] = len(jax.devices("cpu")) if info["platform"] != "cpu" else info["devices"]
     info["jax"] = jax.__version__
     info["startup"] = time.perf_counter() - t0
-    _send(out, {"ready": info})
+    _send(stream, {"ready": info})
     while True:
-        req = _recv(inp)
+        req = _recv(stream)
         if req is None:
             break
         t = time.perf_counter()
-        res = _handle(req, out)
+        res = _handle(req, stream)
         res["seconds"] = time.perf_counter() - t
-        _send(out, {"result": res})
+        _send(stream, {"result": res})
+
+
+def zygote(control_fd: int) -> None:
+    """Import JAX once (no backend), then fork a worker per ``spawn`` request.
+
+    Control messages (length-prefixed pickles on a Unix socket): ``{"spawn":
+    {"devices", "platform", "stderr"}}`` with the worker's socket passed as a file
+    descriptor, answered ``{"pid"}``; ``{"wait": pid}``, answered ``{"status"}``
+    (``os.waitpid``'s status, or None).
+    """
+    import socket
+
+    ctrl = socket.socket(fileno=control_fd)
+    for mod in _WARM:
+        try:
+            __import__(mod)
+        except Exception:
+            pass
+    stream = ctrl.makefile("rwb")
+    _send(stream, {"ready": {"pid": os.getpid()}})
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 4)
+        except OSError:
+            break
+        if not msg:
+            break
+        (n,) = struct.unpack("<Q", msg[:8])
+        body = msg[8:]
+        while len(body) < n:
+            more = ctrl.recv(n - len(body))
+            if not more:
+                return
+            body += more
+        req = pickle.loads(body)
+        if "spawn" in req:
+            spec = req["spawn"]
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ctrl.close()
+                    wsock = socket.socket(fileno=fds[0])
+                    _serve(wsock, spec["devices"], spec["platform"], spec["stderr"])
+                finally:
+                    os._exit(0)
+            for fd in fds:
+                os.close(fd)
+            _send(stream, {"pid": pid})
+        elif "wait" in req:
+            try:
+                _, status = os.waitpid(req["wait"], 0)
+            except ChildProcessError:
+                status = None
+            _send(stream, {"status": status})
 
 
 if __name__ == "__main__":
-    main()
+    zygote(int(sys.argv[1]))

@@ -26,6 +26,17 @@ import numpy as np
 Kind = Literal["read", "write"]
 
 
+def unique_sorted(elements: np.ndarray) -> np.ndarray:
+    """Sorted unique int64 indices (sort-based: numpy's hashing ``unique`` is far slower)."""
+    e = np.asarray(elements, dtype=np.int64).reshape(-1)
+    if e.size < 2 or bool(np.all(e[1:] > e[:-1])):
+        return e
+    e = np.sort(e)
+    if e.size:
+        e = e[np.concatenate([[True], e[1:] != e[:-1]])]
+    return e
+
+
 def runs(elements: np.ndarray) -> list[list[int]]:
     """Sorted unique indices as ``[start, stop)`` runs: ``[0,1,2,5]`` -> ``[[0,3],[5,6]]``."""
     e = np.asarray(elements, dtype=np.int64).reshape(-1)
@@ -135,6 +146,8 @@ class Access:
         return {
             "id": self.id,
             "kind": self.kind,
+            "program": self.actor.program,
+            "device": self.actor.device,  # who; ``location.device`` is whose memory
             "actor": self.actor.to_dict(),
             "statement": self.statement,
             "op": self.op,
@@ -209,7 +222,7 @@ class AccessLog:
         size: int,
     ) -> Access:
         """Log one access of ``elements`` (flat indices) of a buffer of ``size`` elements."""
-        elements = np.unique(np.asarray(elements, dtype=np.int64).reshape(-1))
+        elements = unique_sorted(elements)
         acc = Access(len(self.accesses), kind, actor, statement, op, ref, location, elements)
         self.accesses.append(acc)
         last_w = self._last_write.setdefault(location, np.full(size, -1, np.int64))

@@ -19,12 +19,19 @@ class Entry:
     stage: str
     title: str
     severity: str = "error"
+    also: tuple[str, ...] = ()  # other stages JAX raises it at (``stage`` is the earliest)
 
 
 def _e(
-    code: str, type_: str, pattern: str, stage: str, title: str, severity: str = "error"
+    code: str,
+    type_: str,
+    pattern: str,
+    stage: str,
+    title: str,
+    severity: str = "error",
+    also: tuple[str, ...] = (),
 ) -> Entry:
-    return Entry(code, type_, pattern, stage, title, severity)
+    return Entry(code, type_, pattern, stage, title, severity, also)
 
 
 ENTRIES: list[Entry] = [
@@ -170,6 +177,13 @@ ENTRIES: list[Entry] = [
     ),
     _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
     _e(
+        "AT_NEGATIVE_BOUNDS",
+        "NotImplementedError",
+        r"along axis \d+ has negative bounds",
+        "gpu-lower",
+        "Slice with a negative start",
+    ),
+    _e(
         "AT_TOO_MANY_INDICES",
         "ValueError",
         r"`indices` must not be longer than `shape`",
@@ -186,7 +200,8 @@ ENTRIES: list[Entry] = [
     _e(
         "BITCAST_SECOND_MINOR",
         "ValueError",
-        r"Expected input and output shapes are the same after multiplying the second-minor dimension",
+        r"Expected input and output shapes are the same after multiplying the second-minor"
+        r" dimension",
         "trace",
         "Bitcast shape mismatch",
     ),
@@ -198,11 +213,25 @@ ENTRIES: list[Entry] = [
         "Store of the wrong shape",
     ),
     _e(
-        "GET_SHAPE_MISMATCH",
+        "SWAP_DTYPE_MISMATCH",
         "ValueError",
-        r"Invalid shape for `get`",
+        r"Invalid dtype for `swap`",
         "trace",
-        "Load of the wrong shape",
+        "Store of the wrong dtype",
+    ),
+    _e(
+        "ADD_SHAPE_MISMATCH",
+        "TypeError",
+        r"add got incompatible shapes for broadcasting|Incompatible shapes for broadcasting: shapes=",
+        "trace",
+        "Adding values of different shapes",
+    ),
+    _e(
+        "TMA_SHAPE_MISMATCH",
+        "ValueError",
+        r"Expected shapes to match, but src has shape|^zip\(\) argument \d is (?:shorter|longer)",
+        "trace",
+        "TMA copy between refs of different shapes",
     ),
     _e(
         "GPU_WG_TRANSFORMS",
@@ -214,7 +243,7 @@ ENTRIES: list[Entry] = [
     _e(
         "RESHAPE_MINUS_ONE",
         "ValueError",
-        r"At most one dimension can be -1|can only specify one unknown axis size",
+        r"At most one dimension can be -1",
         "trace",
         "More than one -1 in a reshape",
     ),
@@ -222,7 +251,7 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_RANK",
         "ValueError",
-        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
+        r"Permutation .* does not match the rank",
         "trace",
         "Permutation of the wrong rank",
     ),
@@ -293,20 +322,21 @@ ENTRIES: list[Entry] = [
         "UNBOUND_AXIS",
         "NameError",
         r"Found an unbound axis name",
-        "interpret",
-        "Unbound axis name (HLO interpreter)",
+        "trace",
+        "An axis name no mesh binds",
+        also=("interpret",),
     ),
     _e(
         "HLO_INTERP_NO_DISCHARGE",
         "NotImplementedError",
-        r"No state discharge rule|^<class 'jax\._src\.[\w.]+'>$",
+        r"No state discharge rule|^<class '[\w.]+(?:Ref|Transform)'>$",
         "interpret",
         "The HLO interpreter cannot run this transform",
     ),
     _e(
         "GPU_INTERP_UNSUPPORTED_TRANSFORM",
         "ValueError",
-        r"Unsupported transform: ",
+        r"Unsupported transform: |'(?:PeerMemRef|ClusterRef\w*)' object has no attribute",
         "interpret",
         "The GPU interpreter cannot run this transform",
     ),
@@ -335,25 +365,11 @@ ENTRIES: list[Entry] = [
     ),
     # rows added by the validate helper (found by running jax 0.12)
     _e(
-        "SWAP_DTYPE_MISMATCH",
-        "ValueError",
-        r"Invalid dtype for `swap`",
-        "trace",
-        "Store of the wrong dtype",
-    ),
-    _e(
         "RESHAPE_NOT_DIVISIBLE",
         "ValueError",
         r"do not evenly divide the size of the ref",
         "trace",
         "Reshape with -1 that does not divide the size",
-    ),
-    _e(
-        "AT_NEGATIVE_SLICE",
-        "NotImplementedError",
-        r"has negative bounds",
-        "gpu-lower",
-        "pl.ds with a negative start",
     ),
     _e(
         "GPU_SPLAT_STORE",
@@ -398,13 +414,6 @@ ENTRIES: list[Entry] = [
         "A store into a captured array",
     ),
     _e(
-        "ADD_SHAPES",
-        "TypeError",
-        r"add got incompatible shapes for broadcasting|Incompatible shapes for broadcasting: shapes=",
-        "trace",
-        "Adding arrays whose shapes do not broadcast",
-    ),
-    _e(
         "ARG_TRANSFORM_ON_ARRAY",
         "TypeError",
         r"_IndexUpdateRef.* is not a valid JAX type",
@@ -439,19 +448,13 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "cluster_ref of a GMEM ref",
     ),
+    # rows found by the validate helper running jax 0.12
     _e(
         "TMA_DTYPE_MISMATCH",
         "ValueError",
         r"Expected dtypes to match but src had type",
         "trace",
         "tma_store between refs of different dtypes",
-    ),
-    _e(
-        "TMA_SHAPE_MISMATCH",
-        "ValueError",
-        r"Expected shapes to match, but src has shape|^zip\(\) argument \d is (?:shorter|longer)",
-        "trace",
-        "tma_store between refs of different shapes",
     ),
     _e(
         "MULTIMEM_DST_NOT_GMEM",
@@ -564,39 +567,113 @@ OWN = {
     "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
 }
 
+#: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
+OWN_PATTERNS: list[Entry] = [
+    _e(
+        "XREF_UNKNOWN_NAME",
+        "NameError",
+        r"^name '\w+' is not defined$",
+        "schema",
+        "A statement names an unknown parameter or view",
+    ),
+    _e(
+        "XREF_DUPLICATE_NAME",
+        "SyntaxError",
+        r"^duplicate argument '\w+' in function definition",
+        "schema",
+        "A name is defined twice",
+    ),
+]
+
 
 _WRAPPER = re.compile(r"^(?:jax\.errors\.|jaxlib\.\S*\.)?JaxRuntimeError")
+#: ``SomeError: message`` lines (also ``pkg.mod.SomeError: message``) in pasted text.
+_EXC_LINE = re.compile(
+    r"^\s*(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Warning))(?::[ \t]?(.*))?$", re.M
+)
+_TRACE_LINE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|File \"|[\^~]+$|-{5,}$|For simplicity, JAX has"
+    r"|The above exception|During handling of the above)"
+)
+
+
+def exceptions_in(text: str) -> list[tuple[str, str]]:
+    """Every ``(type, message)`` an exception text holds: a ``JaxRuntimeError``'s inner
+    errors, the chained errors of a pasted traceback, each once, outermost first.
+
+    A message runs from its ``Type: `` line to the next traceback line or blank line.
+    """
+    out: list[tuple[str, str]] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _EXC_LINE.match(line)
+        if not m:
+            continue
+        msg = [m.group(2) or ""]
+        for nxt in lines[i + 1 :]:
+            if not nxt.strip() or _TRACE_LINE.match(nxt) or _EXC_LINE.match(nxt):
+                break
+            msg.append(nxt)
+        item = (m.group(1), "\n".join(msg).strip())
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def unwrap(type_name: str, message: str) -> tuple[str, str]:
-    """The inner exception of a ``JaxRuntimeError`` (``INTERNAL: ... ValueError: msg``)."""
+    """The innermost real error of a ``JaxRuntimeError`` (``INTERNAL: ... ValueError: msg``);
+    other exceptions come back as they are."""
     if not (_WRAPPER.match(type_name) or type_name.endswith("JaxRuntimeError")):
         return type_name, message
-    m = re.search(r"(\w+(?:Error|Exception)): (.*)", message, re.S)
-    if m:
-        return m.group(1), m.group(2).strip()
-    return type_name, message
+    inner = [e for e in exceptions_in(message) if not e[0].endswith("JaxRuntimeError")]
+    # the last one is the error that failed the callback (RuntimeError("Computation
+    # failed ...") wraps it in some versions, so prefer a non-generic one)
+    for t, m in reversed(inner):
+        if not m.startswith("Computation failed on"):
+            return t, m
+    return inner[-1] if inner else (type_name, message)
+
+
+def _short(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
 
 
 def classify(type_name: str, message: str) -> str | None:
-    """The code of a raw JAX exception (type name and message), or None if unknown."""
-    inner_type, inner_msg = unwrap(type_name, message)
-    for e in ENTRIES:
-        if e.pattern == r"^$":
-            if inner_type == e.type and not inner_msg.strip():
-                return e.code
+    """The code of a raw JAX exception (type name and message), or None if unknown.
+
+    Robust to a ``JaxRuntimeError`` around the real error, to a whole traceback as the
+    message, and to ``module.Type`` names. Specific messages are searched anywhere in
+    the text; generic ones (``tuple index out of range``, an empty message) must be
+    the whole message of an exception of the catalogued type.
+    """
+    type_name = _short(type_name.strip())
+    message = message or ""
+    candidates = [(type_name, message.strip()), unwrap(type_name, message)]
+    candidates += exceptions_in(message)
+    for e in (*ENTRIES, *OWN_PATTERNS):
+        if e.pattern.startswith("^"):
+            rx = re.compile(e.pattern)
+            for t, m in candidates:
+                if _short(t) in (e.type, "") and rx.match(m.strip()) and (t or m):
+                    return e.code
             continue
-        flags = re.M if e.pattern.startswith("^") else 0
-        if re.search(e.pattern, inner_msg, flags) or re.search(e.pattern, message, flags):
-            if e.pattern.startswith("^") and inner_type != e.type:
-                continue
+        if any(re.search(e.pattern, m) for m in (message, *(m for _, m in candidates))):
             return e.code
     return None
 
 
+_PREFIX = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception)):?(?:[ \t]|$)")
+
+
 def classify_text(text: str) -> str | None:
-    """The code in a pasted message (``ValueError: ...`` or just the message)."""
-    m = re.match(r"\s*(?:[\w.]+\.)?(\w+): (.*)", text, re.S)
+    """The code in pasted text: ``ValueError: msg``, a whole traceback, a
+    ``JaxRuntimeError`` dump, or just the message."""
+    text = text.strip()
+    m = _PREFIX.match(text)
     if m:
-        return classify(m.group(1), m.group(2))
-    return classify("", text.strip())
+        return classify(m.group(1), text[m.end() :])
+    found = exceptions_in(text)
+    if found:
+        t, _ = found[-1]
+        return classify(t, text)
+    return classify("", text)

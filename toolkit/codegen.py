@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from typing import Any
 
 from toolkit import callsupport
@@ -89,11 +90,20 @@ class CodegenError(ValueError):
         super().__init__(message)
 
 
+#: generated per-program names (``program0``, ``mesh1``): user names like them get a ``_``
+_NUMBERED = re.compile(r"^(program|mesh)[0-9]+$")
+
+
 def py(name: str) -> str:
-    """A user name as a safe Python identifier in generated code."""
+    """A user name as a safe Python identifier in generated code.
+
+    Names the template uses, and names that start or end with ``_``, get a ``_``
+    suffix; so ``jnp`` -> ``jnp_`` and ``jnp_`` -> ``jnp__`` never meet (injective).
+    """
     if not name.isidentifier() or not name.isascii():
         raise CodegenError("", f"{name!r} is not an identifier")
-    return f"{name}_" if name in RESERVED or name.startswith("_") else name
+    clash = name in RESERVED or name.startswith("_") or name.endswith("_")
+    return f"{name}_" if clash or _NUMBERED.match(name) else name
 
 
 def ref_expr(name: str) -> str:
@@ -241,13 +251,28 @@ def params_of(scenario: Scenario) -> list[str]:
     return [a.param for a in c.args] + list(c.outputs) + list(c.scratch)
 
 
+def _refs_of(s: Any) -> list[str]:
+    """The ref names a statement reads or writes (its ``let`` name excluded)."""
+    if isinstance(s, Let):
+        return [s.ref]
+    return [getattr(s, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(s, f)]
+
+
 def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     c = scenario.call
     params = ", ".join(py(n) for n in params_of(scenario))
     lines = [f"def program{i}({params}):"]
     for cap in c.captures:
         lines.append(f"    {py(cap.name)} = captured[{cap.name!r}]")
+    bound = set(params_of(scenario)) | {cap.name for cap in c.captures}
     for j, s in enumerate(p.body):
+        for name in _refs_of(s):
+            if name.partition("[")[0] not in bound:  # else a free name: a global of the file
+                raise CodegenError(
+                    f"call.programs[{i}].body[{j}]", f"no parameter or view named {name!r}"
+                )
+        if isinstance(s, Let):
+            bound.add(s.let)
         for line in _statement(s, scenario, f"call.programs[{i}].body[{j}]"):
             lines.append("    " + line)
     if len(lines) == 1 + len(c.captures):
@@ -293,6 +318,10 @@ def generate(
         interpret = s.run.interpret
     if detect_races is None:
         detect_races = s.run.detect_races
+    names = params_of(s) + [cap.name for cap in c.captures]
+    for name in names:
+        if names.count(name) > 1:
+            raise CodegenError("call", f"two kernel parameters or captures named {name!r}")
     if c.entry == "plgpu.kernel" and len(c.programs) != 1:
         raise CodegenError("call.programs", "plgpu.kernel takes exactly one program (one mesh)")
     for i, a in enumerate(c.args):

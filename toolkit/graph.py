@@ -30,6 +30,7 @@ from typing import Any
 
 import networkx as nx
 
+from toolkit import shapes
 from toolkit.diagnostics import Diagnostic
 from toolkit.scenario import (
     At,
@@ -96,17 +97,6 @@ _SHORT_DTYPE = {
     "bool": "bool",
     "float8_e4m3fn": "f8e4m3",
     "float8_e5m2": "f8e5m2",
-}
-_BITS = {
-    "float64": 64,
-    "int64": 64,
-    "float32": 32,
-    "int32": 32,
-    "uint32": 32,
-    "float16": 16,
-    "bfloat16": 16,
-    "int16": 16,
-    "uint16": 16,
 }
 
 
@@ -181,77 +171,22 @@ def transform_label(t: Any) -> str:
 # ---------------------------------------------------------------- shapes
 
 
-def _step_type(
-    shape: list[int] | None, dtype: str | None, t: Any
-) -> tuple[list[int] | None, str | None]:
-    """Shape and dtype after one transform (``toolkit.shapes`` when it exists)."""
+def _info(shape: list[int] | None, dtype: str | None, memory_space: str = "GMEM") -> Any:
+    """A whole ref as ``toolkit.shapes`` sees it (None when unknown)."""
+    if shape is None or dtype is None:
+        return None
+    return shapes.base_info(shape, dtype, memory_space)
+
+
+def _step(info: Any, t: Any, k: int) -> tuple[Any, str | None]:
+    """The ref after one transform and the code of the error the step raises, if any."""
+    if info is None:
+        return None, None
     try:
-        from toolkit import shapes  # type: ignore[attr-defined]
-
-        after = getattr(shapes, "apply_transform", None) or getattr(shapes, "step", None)
-        if after is not None and shape is not None and dtype is not None:
-            out = after(tuple(shape), dtype, t)
-            out_shape = getattr(out, "shape", None)
-            out_dtype = getattr(out, "dtype", None)
-            if out_shape is None and isinstance(out, tuple) and len(out) == 2:
-                out_shape, out_dtype = out
-            if out_shape is not None:
-                return [int(s) for s in out_shape], str(out_dtype or dtype)
-    except Exception:  # noqa: BLE001 - the shape module is optional and may disagree
-        pass
-    return _own_step_type(shape, dtype, t)
-
-
-def _own_step_type(
-    shape: list[int] | None, dtype: str | None, t: Any
-) -> tuple[list[int] | None, str | None]:
-    """Minimal shape rules; ``None`` where JAX would reject the step or it can't be known."""
-    if shape is None:
-        return None, getattr(t, "dtype", dtype) if isinstance(t, Bitcast) else dtype
-    if isinstance(t, At):
-        if len(t.index) > len(shape):
-            return None, dtype
-        out: list[int] = []
-        for e, n in zip(t.index, shape, strict=False):
-            if e is None:
-                out.append(n)
-            elif isinstance(e, int) and not isinstance(e, bool):
-                continue
-            elif isinstance(e, list):
-                a, b = e
-                out.append(len(range(n)[slice(a, b)]))
-            elif isinstance(e, DsIndex):
-                out.append(e.ds[1])
-            elif isinstance(e, BlockIndex | PidIndex):
-                out.append(e.size)
-            else:
-                out.append(n)
-        return out + list(shape[len(t.index) :]), dtype
-    if isinstance(t, Bitcast):
-        old, new = _BITS.get(dtype or "", 8), _BITS.get(t.dtype, 8)
-        if old == new:
-            return list(shape), t.dtype
-        if len(shape) < 2 or (shape[-2] * old) % new:
-            return None, t.dtype
-        return [*shape[:-2], shape[-2] * old // new, shape[-1]], t.dtype
-    if isinstance(t, Reshape):
-        total = math.prod(shape)
-        dims = list(t.shape)
-        if dims.count(-1) > 1 or any(d == 0 for d in dims):
-            return None, dtype
-        if -1 in dims:
-            known = math.prod(d for d in dims if d != -1)
-            if known == 0 or total % known:
-                return None, dtype
-            dims[dims.index(-1)] = total // known
-        return (dims if math.prod(dims) == total else None), dtype
-    if isinstance(t, Transpose):
-        n = len(shape)
-        perm = [p % n if n else p for p in t.perm]
-        if len(perm) != n or sorted(perm) != list(range(n)):
-            return None, dtype
-        return [shape[p] for p in perm], dtype
-    return list(shape), dtype
+        step = shapes.apply(info, t, k)
+    except Exception:  # noqa: BLE001 - an odd stack shows as an unknown type, never a crash
+        return None, None
+    return step.after, (step.error.code if step.error else None)
 
 
 # ---------------------------------------------------------------- devices
@@ -305,11 +240,12 @@ def multicast_groups(axes: str | list[str], mesh: dict[str, int]) -> list[list[i
     return list(groups.values())
 
 
-def device_label(d: int, mesh: dict[str, int]) -> str:
+def device_label(d: int, mesh: dict[str, int], coords: tuple[int, ...] | None = None) -> str:
     """``d3`` or, on several axes, ``d3 (x=1,y=1)``."""
     if len(mesh) <= 1:
         return f"d{d}"
-    coords = _device_coords(mesh)[d] if math.prod(mesh.values()) <= 4096 else ()
+    if coords is None:
+        coords = _device_coords(mesh)[d]
     return f"d{d} (" + ",".join(f"{a}={c}" for a, c in zip(mesh, coords, strict=False)) + ")"
 
 
@@ -322,6 +258,7 @@ class _Builder:
         self.g = nx.MultiDiGraph(name=scenario.name, description=scenario.description)
         self.paths: dict[str, list[tuple[str, Any]]] = defaultdict(list)
         self.device_edges = 0
+        self.info: dict[str, Any] = {}  # node -> toolkit.shapes.RefInfo (None: unknown)
         self.g.graph["truncated"] = False
 
     # -- registry
@@ -347,6 +284,7 @@ class _Builder:
         if b is None:
             return self.node(nid, "buffer", name, None, missing=True, type="missing", shape=None)
         kind = "Ref" if b.as_ref else "array"
+        self.info[nid] = _info(list(b.shape), b.dtype)
         return self.node(
             nid,
             "buffer",
@@ -373,7 +311,11 @@ class _Builder:
         """One view node per transform step; returns the last node and its type."""
         cur = base
         for k, t in enumerate(transforms):
-            shape, dtype = _step_type(shape, dtype, t)
+            after, error = _step(self.info.get(cur), t, k)
+            if after is not None:
+                shape, dtype = list(after.shape), after.dtype
+            else:
+                shape, dtype = None, (t.dtype if isinstance(t, Bitcast) else dtype)
             tpath = f"{path}.transforms[{k}]"
             last = k == len(transforms) - 1
             nid = self.node(
@@ -383,15 +325,18 @@ class _Builder:
                 tpath,
                 name=name if last else None,
                 let=name,
+                base=base,
                 step=k,
                 steps=len(transforms),
                 op=t.op,
                 shape=shape,
                 dtype=dtype,
                 type=type_label(shape, dtype),
+                step_error=error,
                 transform=t,
                 **attrs,
             )
+            self.info[nid] = after
             self.edge(cur, nid, "derived-by", transform_label(t), tpath)
             self.device_traffic(nid, t, tpath)
             cur = nid
@@ -427,8 +372,9 @@ class _Builder:
         g = self.g
         g.graph["device_mesh"] = dict(s.device_mesh) if s.device_mesh else None
         if s.device_mesh:
-            for d in range(s.num_devices):
-                self.node(f"device:{d}", "device", device_label(d, s.device_mesh), None, index=d)
+            for d, coords in enumerate(_device_coords(s.device_mesh)):
+                label = device_label(d, s.device_mesh, coords)
+                self.node(f"device:{d}", "device", label, None, index=d, coords=coords)
         names: dict[str, tuple[str, list[int] | None, str | None]] = {}
         param_buffer: dict[str, str] = {}  # param node -> buffer name (Refs only)
         param_order: list[str] = []
@@ -461,6 +407,8 @@ class _Builder:
                 type="tuple" if is_tuple else type_label(shape, dtype),
             )
             self.edge(arg, pid, "passed-as", "", None)
+            if not is_tuple:
+                self.info[pid] = self.info.get(b)
             names.setdefault(a.param, (pid, None if is_tuple else shape, dtype))
             if is_tuple:
                 for j, bname in enumerate(leaves):
@@ -477,6 +425,7 @@ class _Builder:
                         type=type_label(lshape, ldtype),
                     )
                     self.edge(pid, leaf, "derived-by", f"[{j}]", None)
+                    self.info[leaf] = _info(lshape, ldtype)
                     names.setdefault(f"{a.param}[{j}]", (leaf, lshape, ldtype))
                     if bb is not None and bb.as_ref:
                         param_buffer[leaf] = bname
@@ -497,6 +446,7 @@ class _Builder:
                 type=type_label(o.shape, o.dtype),
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
+            self.info[nid] = _info(list(o.shape), o.dtype)
         for name, sc in c.scratch.items():
             layout = " ".join(transform_label(t) for t in sc.transforms)
             nid = self.node(
@@ -512,6 +462,7 @@ class _Builder:
                 + (f" {layout}" if layout else ""),
             )
             names.setdefault(name, (nid, list(sc.shape), sc.dtype))
+            self.info[nid] = _info(list(sc.shape), sc.dtype, sc.memory_space)
         for i, cap in enumerate(c.captures):
             cpath = f"call.captures[{i}]"
             b = self.buffer(cap.buffer, cpath)
@@ -529,6 +480,7 @@ class _Builder:
             )
             self.edge(b, nid, "captured-as", "", cpath)
             names.setdefault(cap.name, (nid, shape, dtype))
+            self.info[nid] = _info(shape, dtype, "GMEM" if bb and bb.as_ref else "VALUE")
             if bb is not None and bb.as_ref:
                 param_buffer[nid] = cap.buffer
                 param_order.append(nid)
@@ -598,6 +550,7 @@ class _Builder:
                         statement=j,
                     )
                     self.edge(base, last, "derived-by", "=", spath)
+                    self.info[last] = self.info.get(base)
                 names[st.let] = (last, shape, dtype)
                 continue
             label = _statement_label(st)
@@ -700,22 +653,25 @@ def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
 
 def _field(obj: Any, *names: str) -> Any:
     for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if not isinstance(obj, dict) and hasattr(obj, n):
+        if isinstance(obj, dict):
+            if n in obj:
+                return obj[n]
+        elif obj is not None and hasattr(obj, n):
             return getattr(obj, n)
     return None
 
 
-def _events(log: Any) -> list[Any]:
-    for meth in ("to_json", "to_dict", "model_dump"):
-        f = getattr(log, meth, None)
-        if callable(f) and not isinstance(log, dict | list):
-            try:
-                log = f()
-                break
-            except Exception:  # noqa: BLE001
-                pass
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _items(log: Any) -> list[Any]:
+    """The accesses of a log: ``SimResult``, ``AccessLog``, its JSON, or plain data."""
+    inner = getattr(log, "log", None)
+    if inner is not None and hasattr(inner, "accesses"):
+        log = inner
+    if not isinstance(log, dict | list | str) and hasattr(log, "accesses"):
+        return list(log.accesses)
     if isinstance(log, str):
         import json
 
@@ -724,73 +680,90 @@ def _events(log: Any) -> list[Any]:
         except ValueError:
             return []
     if isinstance(log, dict):
-        for key in ("events", "accesses", "log", "entries", "records"):
+        if isinstance(log.get("log"), dict):
+            log = log["log"]
+        for key in ("accesses", "events", "entries", "records"):
             if isinstance(log.get(key), list):
                 return log[key]
         out = []
         for name, v in log.items():  # {name: {"reads": n, "writes": m}}
             if isinstance(v, dict):
-                for kind in ("reads", "writes", "read", "write"):
+                for kind in ("reads", "writes"):
                     if isinstance(v.get(kind), int | float):
                         out.append({"ref": name, "kind": kind, "count": v[kind]})
         return out
     if isinstance(log, Iterable):
         return list(log)
-    evs = _field(log, "events", "accesses", "entries", "records")
-    return list(evs) if isinstance(evs, Iterable) else []
+    return []
 
 
 def _count(ev: Any) -> int:
     n = _field(ev, "count", "n")
-    if isinstance(n, int | float):
+    if isinstance(n, int | float) and not isinstance(n, bool):
         return int(n)
     el = _field(ev, "elements", "indices")
-    if isinstance(el, list | tuple):
+    size = getattr(el, "size", None)
+    if isinstance(size, int):
+        return size
+    if isinstance(el, list | tuple):  # runs [[start, stop), ...] or plain indices
+        if all(isinstance(r, list | tuple) and len(r) == 2 for r in el):
+            return sum(int(b) - int(a) for a, b in el)
         return len(el)
-    if isinstance(el, int):
-        return el
     return 1
 
 
 def _overlay(b: _Builder, log: Any) -> None:
+    """Add ``reads``/``writes`` counts to nodes, statements' edges and devices."""
     g = b.g
     by_name: dict[str, list[str]] = defaultdict(list)
     for n, data in g.nodes(data=True):
-        if data["kind"] in ("device", "program", "statement"):
+        if data["kind"] in ("device", "program", "statement", "argument"):
             continue
-        nm = data.get("name") or (data["label"] if data["kind"] in ("buffer", "unknown") else None)
-        if nm and (data["kind"] != "view" or data.get("name")):
-            by_name[nm].append(n)
-    totals = 0
-    for ev in _events(log):
-        kind = str(_field(ev, "kind", "access", "mode", "op", "type") or "").lower()
-        is_write = kind.startswith("w") or "write" in kind or "store" in kind
-        is_read = kind.startswith("r") or "read" in kind or "load" in kind
-        if not (is_write or is_read):
+        if data["kind"] == "view" and not data.get("name"):
             continue
-        attr = "writes" if is_write else "reads"
+        by_name[data.get("name") or data["label"]].append(n)
+    total = 0
+    for ev in _items(log):
+        kind = str(_field(ev, "kind", "access", "mode", "type") or "").lower()
+        if kind.startswith(("w", "store")):
+            attr = "writes"
+        elif kind.startswith(("r", "load")):
+            attr = "reads"
+        else:
+            continue
         n = _count(ev)
-        name = _field(ev, "ref", "view", "name", "target", "buffer", "param")
-        hits = list(by_name.get(str(name), [])) if name is not None else []
-        spath = _field(ev, "statement", "stmt", "path")
-        if isinstance(spath, int):
-            prog = _field(ev, "program")
-            spath = f"call.programs[{prog if isinstance(prog, int) else 0}].body[{spath}]"
-        if isinstance(spath, str):
-            for kind_, t in b.paths.get(spath, []):
-                if kind_ == "node" and g.nodes[t]["kind"] == "statement":
-                    hits.append(t)
-                    edges = g.out_edges(t, keys=True) if is_write else g.in_edges(t, keys=True)
-                    for e in edges:
-                        if g.edges[e]["kind"] == attr:
-                            g.edges[e]["count"] = g.edges[e].get("count", 0) + n
-        dev = _field(ev, "device")
-        for h in set(hits):
+        actor = _field(ev, "actor")
+        ref = _field(ev, "ref", "view", "name", "target", "param")
+        program = _first(_field(actor, "program"), _field(ev, "program"), 0)
+        device = _first(_field(actor, "device"), _field(ev, "device"))
+        stmt = _field(ev, "statement", "stmt", "path")
+        sid = None
+        if isinstance(stmt, int) and not isinstance(stmt, bool):
+            sid = f"stmt:{program}.{stmt}"
+        elif isinstance(stmt, str):
+            sid = next(
+                (t for k, t in b.paths.get(stmt, []) if k == "node" and t.startswith("stmt:")),
+                None,
+            )
+        hits: list[str] = []
+        if sid in g:
+            g.nodes[sid][attr] = g.nodes[sid].get(attr, 0) + n
+            edges = g.out_edges(sid, keys=True) if attr == "writes" else g.in_edges(sid, keys=True)
+            for e in edges:
+                other = e[1] if attr == "writes" else e[0]
+                named = g.nodes[other].get("name") or g.nodes[other]["label"]
+                if g.edges[e]["kind"] == attr and (ref is None or named == ref):
+                    g.edges[e]["count"] = g.edges[e].get("count", 0) + n
+                    hits.append(other)
+        if not hits and ref is not None:
+            hits = by_name.get(str(ref), [])
+        for h in dict.fromkeys(hits):
             g.nodes[h][attr] = g.nodes[h].get(attr, 0) + n
-        if isinstance(dev, int) and f"device:{dev}" in g:
-            g.nodes[f"device:{dev}"][attr] = g.nodes[f"device:{dev}"].get(attr, 0) + n
-        totals += n
-    g.graph["access_overlay"] = totals
+        if isinstance(device, int) and f"device:{device}" in g:
+            node = g.nodes[f"device:{device}"]
+            node[attr] = node.get(attr, 0) + n
+        total += n
+    g.graph["access_overlay"] = total
 
 
 # ---------------------------------------------------------------- public

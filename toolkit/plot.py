@@ -13,9 +13,13 @@ transform) collapse into one counted node, while nodes with problems stay visibl
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import textwrap
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ RED = "#D62728"
 WARN = "#B8860B"
 INK = "#222222"
 MUTED = "#555555"
+FIX = "#2E7D32"
 
 NODE_STYLE: dict[str, dict[str, str]] = {
     "buffer": {"fc": "#E6E6E6", "ec": "#4D4D4D", "name": "host buffer"},
@@ -52,6 +57,7 @@ NODE_STYLE: dict[str, dict[str, str]] = {
     "view": {"fc": "#FFFFFF", "ec": "#0072B2", "name": "view (one transform step)"},
     "statement": {"fc": "#3B4A5A", "ec": "#3B4A5A", "name": "statement", "text": "#FFFFFF"},
     "unknown": {"fc": "#FFFFFF", "ec": "#999999", "name": "undefined name"},
+    "program": {"fc": "#F7F9FC", "ec": "#9AA8B8", "name": "program (no body drawn)"},
 }
 EDGE_STYLE: dict[str, dict[str, Any]] = {
     "passed-as": {"color": "#8A8A8A", "lw": 1.2, "ls": "-", "name": "passed as"},
@@ -162,8 +168,10 @@ def _full(g: Any) -> Drawing:
             continue
         red = G.is_red(data)
         shown = {d.code for d in g.nodes[v]["diagnostics"]}
-        codes = sorted({d.code for d in data["diagnostics"] if d.is_error} - shown)
-        edges.append(DEdge(u, v, data["kind"], red=red, label=" ".join(codes)))
+        codes = sorted({d.code for d in data["diagnostics"]} - shown)
+        label = " ".join(("" if red else "! ") + c for c in codes) if codes else ""
+        edges.append(DEdge(u, v, data["kind"], red=red, label=label))
+    nodes.update(_program_nodes(g, {n.cluster for n in nodes.values()}, only_red=False))
     return Drawing(nodes, edges, _clusters(g))
 
 
@@ -181,7 +189,14 @@ def _group_key(n: str, data: dict[str, Any], by_program: bool) -> tuple[Any, ...
     kind = data["kind"]
     prog = data.get("program") if by_program else None
     if kind == "view":
-        return ("view", prog if data.get("program") is not None else "args", data.get("op"))
+        root = data.get("base")
+        return (
+            "view",
+            prog if data.get("program") is not None else "args",
+            data.get("op"),
+            data.get("step"),
+            root.split(":")[0] if isinstance(root, str) else None,
+        )
     if kind == "statement":
         return ("statement", prog, data["label"])
     return (kind,)
@@ -191,7 +206,9 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
     """Collapse nodes per kind (and program, transform, op); problems stay visible."""
     items = [(n, d) for n, d in g.nodes(data=True) if d["kind"] not in ("device", "program")]
     red = [n for n, d in items if G.is_red(d)]
-    solo = set(red[:40])
+    red += [x for u, v, d in g.edges(data=True) if G.is_red(d) for x in (u, v)]
+    solo = set(dict.fromkeys(n for n in red if g.nodes[n]["kind"] not in ("device", "program")))
+    solo = set(list(solo)[:40])
     for by_program in (True, False):
         groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
         for n, d in items:
@@ -220,9 +237,7 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
                 kind, f"{G_NOUN.get(kind, kind)}s"
             )
             what = first.get("op") if kind == "view" else first["label"]
-            names = ", ".join(
-                _clip(str(g.nodes[m].get("name") or g.nodes[m]["label"]), 10) for m in members[:2]
-            )
+            names = ", ".join(_clip(str(_member_name(g.nodes[m])), 12) for m in members[:2])
             lines = [(f"{len(members)} {noun}", "title")]
             if kind in ("view", "statement"):
                 lines.append((_clip(str(what)), "body"))
@@ -254,7 +269,24 @@ def _summarise(g: Any, budget: int = SUMMARY_NODES) -> Drawing:
             e.label = (f"×{e.count} " + e.label).strip()
     n_all = len(items)
     summary = f"summary: {n_all:,} nodes in {len(nodes)} groups; problems drawn one by one"
+    clustered = {n.cluster for n in nodes.values()}
+    nodes.update(_program_nodes(g, clustered, only_red=not by_program))
     return Drawing(nodes, list(agg.values()), _clusters(g), summary=summary)
+
+
+def _program_nodes(g: Any, clustered: set[Any], only_red: bool) -> dict[str, DNode]:
+    """Programs with nothing drawn inside them (an empty body, or summarised away)."""
+    out = {}
+    for n, data in g.nodes(data=True):
+        if data["kind"] != "program" or data["index"] in clustered:
+            continue
+        if only_red and not G.is_red(data):
+            continue
+        lines = [(data["label"], "title"), (_clip(data.get("mesh", "")), "body")]
+        out[n] = DNode(kind="program", lines=lines + _code_lines(data), red=G.is_red(data))
+        if len(out) >= 40:
+            break
+    return out
 
 
 G_NOUN = {"param": "parameter", "buffer": "buffer", "output": "output", "unknown": "unknown name"}
@@ -272,6 +304,27 @@ def _size(node: DNode) -> None:
 def _pt(s: str) -> tuple[float, float]:
     x, y = s.split(",")[:2]
     return float(x), float(y)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence C-level stderr (graphviz's fontconfig noise) for the duration."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            try:
+                yield
+            finally:
+                os.dup2(saved, fd)
+    finally:
+        os.close(saved)
 
 
 def layout(d: Drawing) -> Drawing:
@@ -319,7 +372,8 @@ def layout(d: Drawing) -> Drawing:
         a.add_subgraph(
             ns, name=f"cluster_p{p}", label=label, labeljust="l", fontname=FONT, fontsize="10"
         )
-    a.layout(prog="dot")
+    with _quiet_stderr():  # the bundled fontconfig warns about the system's config
+        a.layout(prog="dot")
     d.bb = tuple(float(v) for v in a.graph_attr["bb"].split(","))  # type: ignore[assignment]
     for n, node in d.nodes.items():
         node.x, node.y = _pt(a.get_node(n).attr["pos"])
@@ -432,8 +486,8 @@ def _paint_edge(ax: Any, e: DEdge, scale: float, fs: float, show_text: bool) -> 
             e.label,
             fontsize=fs * 0.9,
             family=FONT,
-            color=RED if e.red else MUTED,
-            weight="bold" if e.red else "normal",
+            color=RED if e.red else (WARN if e.label.startswith("! ") else MUTED),
+            weight="bold" if e.red or e.label.startswith("! ") else "normal",
             ha="center",
             va="center",
             zorder=5,
@@ -526,7 +580,8 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
     pos, shape = _device_positions(mesh)
     r = 0.2
     if shape == "ring" and n > 2:
-        r = min(0.24, max(0.08, 2.0 / n))
+        r = max(0.07, min(0.22, 0.22 * 2 * math.sin(math.pi / n)))
+    dfs = fs if r >= 0.15 else fs * max(0.6, r / 0.15)
     for (a, b, kind), t in traffic.items():
         if kind != "peer-of":
             continue
@@ -599,7 +654,7 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
         ax.add_patch(
             Circle((x, y), r, fc="#FFFFFF", ec=RED if i in reds else "#333333", lw=1.5, zorder=4)
         )
-        ax.text(x, y, f"d{i}", ha="center", va="center", fontsize=fs, family=FONT, zorder=5)
+        ax.text(x, y, f"d{i}", ha="center", va="center", fontsize=dfs, family=FONT, zorder=5)
     _device_caption(ax, g, fs)
     xs, ys = [p[0] for p in pos], [p[1] for p in pos]
     m = 0.55
@@ -624,24 +679,30 @@ def _toward(p: tuple[float, float], q: tuple[float, float], dist: float) -> tupl
 
 
 def _device_caption(ax: Any, g: Any, fs: float) -> None:
-    """Which view makes which traffic, under the device picture."""
-    views: dict[str, tuple[str, bool]] = {}
+    """Which views make which traffic, under the device picture (one line per transform)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for _, _, data in g.edges(data=True):
         if data["kind"] in ("peer-of", "multicast-to") and data.get("view") in g:
             v = g.nodes[data["view"]]
-            red = views.get(data["view"], ("", False))[1] or G.is_red(data)
-            views[data["view"]] = (data["kind"], red)
-    for k, (vid, (kind, red)) in enumerate(list(views.items())[:5]):
-        v = g.nodes[vid]
-        name = f"{v['let']}: " if v.get("let") else ""
-        if v.get("steps", 0) > 1:
-            name = f"{v.get('let') or 'arg'}[{v['step']}]: "
+            row = rows.setdefault((data["kind"], v["label"]), {"names": [], "red": False})
+            who = v.get("let") or "arg"
+            if who not in row["names"]:
+                row["names"].append(who)
+            row["red"] |= G.is_red(data)
+    for k, ((kind, label), row) in enumerate(list(rows.items())[:6]):
+        names = ", ".join(row["names"][:3]) + (", …" if len(row["names"]) > 3 else "")
         mark = "->" if kind == "peer-of" else "<>"
-        ax.text(
-            0.0, -0.04 - 0.09 * k, _clip(f"{mark} {name}{v['label']}", 34),
-            transform=ax.transAxes, fontsize=fs * 0.9, family=FONT, va="top",
-            color=RED if red else (PEER if kind == "peer-of" else MULTICAST),
-        )  # fmt: skip
+        ax.annotate(
+            _clip(f"{mark} {label}: {names}", 38),
+            xy=(0.0, 0.0),
+            xycoords="axes fraction",
+            xytext=(0, -6 - k * fs * 1.5),
+            textcoords="offset points",
+            fontsize=fs * 0.9,
+            family=FONT,
+            va="top",
+            color=RED if row["red"] else (PEER if kind == "peer-of" else MULTICAST),
+        )
 
 
 def _paint_matrix(ax: Any, traffic: dict[tuple[int, int, str], dict[str, Any]], n: int, fs: float):
@@ -658,8 +719,14 @@ def _paint_matrix(ax: Any, traffic: dict[tuple[int, int, str], dict[str, Any]], 
     ax.set_xlabel("to device", fontsize=fs)
     ax.set_ylabel("from device", fontsize=fs)
     ax.tick_params(labelsize=fs * 0.8)
-    ax.text(0.0, -0.18, f"{n} devices: traffic matrix", transform=ax.transAxes, fontsize=fs,
-            color=MUTED)  # fmt: skip
+    ax.set_title(
+        ax.get_title(loc="left") + "\nwho writes to whom",
+        fontsize=fs + 1,
+        family=FONT,
+        weight="bold",
+        color=INK,
+        loc="left",
+    )
 
 
 # ---------------------------------------------------------------- figure
@@ -717,13 +784,16 @@ def _legend(ax: Any, handles: list[Any], fs: float) -> None:
 def _problem_lines(g: Any, width: int) -> list[tuple[str, str]]:
     diags = g.graph.get("diagnostics", [])
     out = []
-    for dg in diags[:6]:
+    diags = sorted(diags, key=lambda d: not d.is_error)  # errors first, stable
+    for dg in diags[:5]:
         where = dg.path or "scenario"
         sev = "x" if dg.is_error else "!"
         line = f"{sev} {dg.code}  {where}: {' '.join(dg.message.split())}"
         out.append((_clip(line, width), RED if dg.is_error else WARN))
-    if len(diags) > 6:
-        out.append((f"… and {len(diags) - 6} more", MUTED))
+        if dg.fix is not None and dg.is_error:
+            out.append((_clip(f"    fix: {dg.fix.description}", width), FIX))
+    if len(diags) > 5:
+        out.append((f"… and {len(diags) - 5} more", MUTED))
     if g.graph.get("validator_note"):
         out.append((f"({g.graph['validator_note']})", MUTED))
     return out
@@ -750,7 +820,7 @@ def draw(g: Any, ax: Any = None) -> Figure:
     mesh = g.graph.get("device_mesh")
     handles = _legend_handles(d, g)
     rows = math.ceil(len(handles) / LEGEND_COLS)
-    header_in, legend_in = 0.75, 0.22 * rows + 0.15
+    header_in, legend_in = (1.05 if d.summary else 0.9), 0.22 * rows + 0.15
     problems = _problem_lines(g, 200)
     footer_in = legend_in + 0.2 * len(problems) + 0.1
     panel_in = 3.4 if mesh else 0.0
@@ -784,8 +854,8 @@ def draw(g: Any, ax: Any = None) -> Figure:
               weight="bold", va="top", ha="right", color=vcolor)  # fmt: skip
     desc = g.graph.get("description") or ""
     sub = d.summary or ""
-    wrap = textwrap.wrap(" ".join(desc.split()), width=max(40, int(W * 13)))[:1]
-    sub_text = (wrap[0] + (" …" if len(desc) > len(wrap[0]) else "")) if wrap else ""
+    wrap = textwrap.wrap(" ".join(desc.split()), width=max(40, int(W * 13)))
+    sub_text = "\n".join(wrap[:2]) + (" …" if len(wrap) > 2 else "")
     if sub:
         sub_text = f"{sub_text}\n{sub}" if sub_text else sub
     if sub_text:
@@ -872,3 +942,7 @@ def save_aliasing(
 
 
 __all__ = ["draw", "layout", "plot_aliasing", "save_aliasing"]
+
+
+def _member_name(data: dict[str, Any]) -> str:
+    return data.get("name") or data.get("let") or data.get("text") or data["label"]

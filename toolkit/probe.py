@@ -26,6 +26,7 @@ import pickle
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -48,8 +49,8 @@ DEFAULT_STAGES = ("build", "trace", "gpu-lower")
 CODEGEN_CODE = "CODEGEN"
 #: Seconds a fresh worker may take to import JAX (not counted in a probe's timeout).
 STARTUP_TIMEOUT = 180.0
-#: Workers kept warm at once (each holds a JAX process, ~300 MB).
-MAX_WORKERS = 2
+#: Workers kept warm at once (forked from the zygote: they share most memory).
+MAX_WORKERS = 3
 #: Requests one worker serves before it is replaced (bounds JAX's caches).
 MAX_REQUESTS = 200
 
@@ -92,12 +93,6 @@ class ProbeResult:
 # ---------------------------------------------------------------- wire format
 
 
-def _send(stream, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(struct.pack("<Q", len(data)) + data)
-    stream.flush()
-
-
 class _Timeout(Exception):
     pass
 
@@ -131,69 +126,165 @@ def _recv(fd: int, deadline: float) -> Any:
 # ---------------------------------------------------------------- workers
 
 
-def _xla_flags(ndev: int) -> str:
-    flags = re.sub(
-        r"--xla_force_host_platform_device_count=\S*", "", os.environ.get("XLA_FLAGS", "")
+def _env(platform: str) -> dict[str, str]:
+    env = dict(os.environ)
+    # the device count is set per worker; a count inherited from the caller would clash
+    env["XLA_FLAGS"] = re.sub(
+        r"--xla_force_host_platform_device_count=\S*", "", env.get("XLA_FLAGS", "")
     ).strip()
-    if ndev > 1:
-        flags = f"{flags} --xla_force_host_platform_device_count={ndev}".strip()
-    return flags
+    if platform == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class _Zygote:
+    """A child that has imported JAX (no backend) and forks workers on request."""
+
+    def __init__(self, platform: str):
+        self.platform = platform
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-zygote-", suffix=".log")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(_CHILD), str(theirs.fileno())],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            env=_env(platform),
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+        theirs.close()
+        self.sock = ours
+        try:
+            self._reply(time.monotonic() + STARTUP_TIMEOUT)
+        except (_Timeout, _Dead) as e:
+            self.close()
+            raise RuntimeError(f"the JAX worker did not start: {self.log_tail()}") from e
+
+    def _reply(self, deadline: float) -> dict[str, Any]:
+        return _recv(self.sock.fileno(), deadline)
+
+    def _ask(self, msg: dict[str, Any], fds: Sequence[int] = (), timeout: float = 60.0):
+        data = pickle.dumps(msg)
+        frame = struct.pack("<Q", len(data)) + data
+        try:
+            if fds:
+                socket.send_fds(self.sock, [frame], list(fds))
+            else:
+                self.sock.sendall(frame)
+            return self._reply(time.monotonic() + timeout)
+        except OSError as e:
+            raise _Dead from e
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, limit: int = 2000) -> str:
+        return _tail(self._log.name, limit)
+
+    def spawn(self, devices: int, log_path: str) -> tuple[int, socket.socket]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            spec = {"devices": devices, "platform": self.platform, "stderr": log_path}
+            reply = self._ask({"spawn": spec}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        return reply["pid"], ours
+
+    def wait(self, pid: int) -> int | None:
+        """Reap a worker (the zygote is its parent): its ``waitpid`` status."""
+        try:
+            return self._ask({"wait": pid}, timeout=30.0).get("status")
+        except (_Timeout, _Dead):
+            return None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            _kill_group(self.proc.pid)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.sock.close()
+        self._log.close()
+
+
+def _tail(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+_ZYGOTES: dict[str, _Zygote] = {}
+
+
+def _zygote(platform: str) -> _Zygote:
+    z = _ZYGOTES.get(platform)
+    if z is None or not z.alive():
+        if z is not None:
+            z.close()
+        z = _ZYGOTES[platform] = _Zygote(platform)
+    return z
 
 
 class Worker:
-    """One child JAX process for one (device count, platform)."""
+    """One JAX process (forked from the zygote) for one (device count, platform)."""
 
     def __init__(self, devices: int, platform: str = "cpu"):
         self.devices = devices
         self.platform = platform
         self.requests = 0
-        self.info: dict[str, Any] = {}
-        env = dict(os.environ)
-        env["XLA_FLAGS"] = _xla_flags(devices)
-        if platform == "cpu":
-            env["JAX_PLATFORMS"] = "cpu"
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, str(_CHILD)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            start_new_session=True,
-        )
+        self.last_stage: str | None = None
+        self.status: int | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
+        self.zygote = _zygote(platform)
         try:
-            msg = _recv(self.proc.stdout.fileno(), time.monotonic() + STARTUP_TIMEOUT)
-        except (_Timeout, _Dead, EOFError, pickle.UnpicklingError) as e:
+            self.pid, self.sock = self.zygote.spawn(devices, self._log.name)
+        except (_Timeout, _Dead) as e:
+            self.zygote.close()
+            raise RuntimeError(f"the JAX worker did not start: {self.zygote.log_tail()}") from e
+        self._dead = False
+        try:
+            msg = _recv(self.sock.fileno(), time.monotonic() + STARTUP_TIMEOUT)
+        except (_Timeout, _Dead) as e:
             tail = self.stderr_tail()
             self.close()
             raise RuntimeError(f"the JAX worker did not start: {tail or type(e).__name__}") from e
-        self.info = msg.get("ready", {})
+        self.info: dict[str, Any] = msg.get("ready", {})
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self._dead
 
     def stderr_tail(self, limit: int = 2000) -> str:
-        try:
-            self._stderr.flush()
-            self._stderr.seek(0, os.SEEK_END)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - limit))
-            return self._stderr.read().decode("utf-8", "replace").strip()
-        except (OSError, ValueError):
-            return ""
+        return _tail(self._log.name, limit)
 
     def request(
         self, req: dict[str, Any], timeout: float, on_stage: Callable[[str], None] | None = None
     ) -> dict[str, Any]:
         """Send one request; the child's result dict. Raises _Timeout or _Dead."""
         self.requests += 1
+        data = pickle.dumps(req, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            _send(self.proc.stdin, req)
-        except (BrokenPipeError, OSError) as e:
+            self.sock.sendall(struct.pack("<Q", len(data)) + data)
+        except OSError as e:
             raise _Dead from e
         deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
+        fd = self.sock.fileno()
         while True:
             try:
                 msg = _recv(fd, deadline)
@@ -206,28 +297,27 @@ class Worker:
                 continue
             return msg["result"]
 
-    last_stage: str | None = None
-
     def close(self) -> None:
-        """Kill the child (its whole process group) and wait for it."""
-        if self.proc.poll() is None:
+        """Kill the worker (its whole process group) and reap it."""
+        if not self._dead:
+            self._dead = True
+            _kill_group(self.pid)
+            self.status = self.zygote.wait(self.pid)
+        self.sock.close()
+        self._log.close()
+
+    def exit_reason(self) -> str:
+        """How a dead worker ended (after ``close``), e.g. ``signal SIGSEGV``."""
+        st = self.status
+        if st is None:
+            return "unknown cause"
+        if os.WIFSIGNALED(st):
+            sig = os.WTERMSIG(st)
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for s in (self.proc.stdin, self.proc.stdout):
-            try:
-                s.close()
-            except OSError:
-                pass
-        try:
-            self._stderr.close()
-        except OSError:
-            pass
+                return f"signal {signal.Signals(sig).name}"
+            except ValueError:
+                return f"signal {sig}"
+        return f"exit status {os.WEXITSTATUS(st)}"
 
 
 _LOCK = threading.RLock()
@@ -249,15 +339,18 @@ def _worker(devices: int, platform: str) -> Worker:
 
 
 def _discard(w: Worker) -> None:
-    _POOL.pop((w.devices, w.platform), None)
+    if _POOL.get((w.devices, w.platform)) is w:
+        del _POOL[(w.devices, w.platform)]
     w.close()
 
 
 def shutdown() -> None:
-    """Stop every warm worker."""
+    """Stop every warm worker and the zygotes."""
     with _LOCK:
         while _POOL:
             _POOL.popitem()[1].close()
+        while _ZYGOTES:
+            _ZYGOTES.popitem()[1].close()
 
 
 atexit.register(shutdown)
@@ -283,6 +376,19 @@ def _norm_stages(stages: Iterable[str]) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown stages {sorted(unknown)}; stages are {STAGES}")
     return tuple(s for s in STAGES if s in wanted)
+
+
+#: Python errors of the generated code itself (a name the scenario never defines...).
+_SOURCE_ERRORS = frozenset({"SyntaxError", "NameError", "UnboundLocalError", "CodegenError"})
+
+
+def not_from_jax(r: ProbeResult) -> bool:
+    """Whether a failure is the scenario's own (codegen or Python), not JAX's verdict.
+
+    Then ``toolkit.validate``'s schema-stage rules (unknown names, duplicates) say
+    more than JAX could: the call never reached it.
+    """
+    return not r.ok and r.code in (CODEGEN_CODE, "JAX_UNKNOWN") and r.error_type in _SOURCE_ERRORS
 
 
 def _code(error_type: str, message: str) -> str:
@@ -369,19 +475,9 @@ def probe(
             )
         except _Dead:
             stage = w.last_stage
-            w.proc.poll()
-            try:
-                w.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            rc = w.proc.returncode
-            how = (
-                f"signal {signal.Signals(-rc).name}"
-                if rc is not None and rc < 0 and -rc in signal.Signals._value2member_map_
-                else f"exit status {rc}"
-            )
             tail = w.stderr_tail(1500)
             _discard(w)
+            how = w.exit_reason()
             msg = f"the child process running JAX died ({how}) at stage {stage}"
             return ProbeResult(
                 ok=False,
@@ -443,6 +539,7 @@ __all__ = [
     "ProbeResult",
     "Worker",
     "devices_of",
+    "not_from_jax",
     "probe",
     "probe_many",
     "shutdown",

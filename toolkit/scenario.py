@@ -11,6 +11,7 @@ import json
 import keyword
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -553,6 +554,13 @@ def format_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+#: pydantic's own location labels (``function-after[...]``, ``list[...]``), not user keys
+_PYDANTIC_LABEL = re.compile(
+    r"^(function-[a-z]+|list|dict|union|tagged-union|nullable|json-or-python|lax-or-strict"
+    r"|chain|model|default|literal|constrained-[a-z]+)\["
+)
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop pydantic's union/tag labels from a location, keep field names and indices."""
     keep: list[Any] = []
@@ -567,8 +575,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
             # a tagged-union label right after a list index (not the field of that name)
             continue
         if isinstance(part, str) and (
-            "[" in part
-            or part.startswith("function-")
+            _PYDANTIC_LABEL.match(part)
             or part
             in {
                 "at",

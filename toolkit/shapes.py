@@ -348,7 +348,7 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
             if start < 0:
                 notes.append(
                     _err(
-                        "AT_NEGATIVE_SLICE",
+                        "AT_NEGATIVE_BOUNDS",
                         "NotImplementedError",
                         f"Slice slice({start}, {start + size}, 1) along axis {k} has negative "
                         "bounds",

@@ -34,8 +34,9 @@ The model, in short:
   order). A race's surviving value is therefore the last writer in that order;
   the log reports the race either way.
 * **Errors** JAX would raise are the validator's: when ``toolkit.validate.check``
-  reports an error at the build, trace or GPU-lowering stage, the result is an
-  error carrying that diagnostic. What the simulator itself cannot make sense of
+  reports an error at the build or trace stage, the result is an error carrying
+  that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
+  interpreters still run the call). What the simulator itself cannot make sense of
   (an index out of bounds, a store of the wrong shape) is an error too, never a
   guess.
 """
@@ -50,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.accesslog import AccessLog, Actor, Location
-from toolkit.callsupport import encode_outputs, host_array
+from toolkit.accesslog import AccessLog, Actor, Location, unique_sorted
+from toolkit.callsupport import encode_outputs
 from toolkit.scenario import (
     Add,
     At,
@@ -204,6 +205,23 @@ def _fill_value(value: bool | int | float, shape: tuple[int, ...], dt: np.dtype)
         return np.full(shape, src.astype(dt), dt)
 
 
+def host_value(b: Any, num_devices: int) -> np.ndarray:
+    """``callsupport.host_array`` without importing JAX (the tests hold the two equal)."""
+    dt = np_dtype(b.dtype)
+    shape = tuple(b.shape)
+    gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    if b.init == "zeros":
+        return np.zeros(gshape, dt)
+    if b.init == "ones":
+        return np.ones(gshape, dt)
+    if b.init == "iota":
+        return np.arange(math.prod(gshape)).reshape(gshape).astype(dt)
+    if b.init == "random":
+        return np.random.default_rng(b.seed).standard_normal(gshape).astype(dt)
+    one = np.asarray(b.init).astype(dt).reshape(shape)
+    return np.concatenate([one] * num_devices, axis=0) if shape else one
+
+
 # ---------------------------------------------------------------- memory and views
 
 
@@ -264,7 +282,10 @@ class View:
 
     def elements(self) -> np.ndarray:
         """The base buffer's flat element indices this view covers."""
-        return np.unique(self.offsets // self.base.dtype.itemsize)
+        bsz = self.base.dtype.itemsize
+        # a view element holds whole base elements (widening) or lies inside one
+        starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
+        return unique_sorted(starts // bsz)
 
     def with_(self, **kw: Any) -> View:
         return View(
@@ -287,9 +308,12 @@ def bitcast_offsets(offs: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarra
     Widening by r: element (i, j) joins elements (i*r + k, j), k = 0..r-1.
     """
     xs, ys = old.itemsize, new.itemsize
+    shape = offs.shape[:-1]
+    if len(shape) < 2 and xs == ys:
+        # JAX indexes the second-minor dim even when the width stays (BITCAST_1D_SAME_WIDTH_BUG)
+        raise IndexError("list index out of range")
     if xs == ys:
         return offs
-    shape = offs.shape[:-1]
     if len(shape) < 2:
         raise ValueError("Bitcast 1D ref with bitwidth change is not supported.")
     m, n = shape[-2], shape[-1]
@@ -338,6 +362,7 @@ class Simulator:
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self.notes: list[str] = []
         self.used_pid = False
+        self._whole: dict[Base, View] = {}
 
     # ------------------------------------------------------------ set-up
 
@@ -362,7 +387,7 @@ class Simulator:
                 b = s.buffers[buf]
                 dt = np_dtype(b.dtype)
                 inputs[buf] = Base("input", buf, "GMEM", dt, tuple(b.shape))
-                g = np.asarray(host_array(b.init, b.shape, b.dtype, b.seed, self.ndev))
+                g = host_value(b, self.ndev)
                 n = b.shape[0] if b.shape else 0
                 for d in range(self.ndev):
                     local = g[d * n : (d + 1) * n] if b.shape else g
@@ -474,6 +499,8 @@ class Simulator:
             new = np_dtype(t.dtype)
             try:
                 offs = bitcast_offsets(view.offsets, view.dtype, new)
+            except IndexError as e:
+                raise SimError("BITCAST_1D_SAME_WIDTH_BUG", path, str(e)) from None
             except ValueError as e:
                 code = "BITCAST_1D_WIDTH_CHANGE" if "1D" in str(e) else "BITCAST_SECOND_MINOR"
                 raise SimError(code, path, str(e)) from None
@@ -537,7 +564,9 @@ class Simulator:
             return env[name]
         if name in self.params:
             base, transforms, ppath = self.params[name]
-            view = self._stack(View.whole(base), transforms, ctx, ppath)
+            if base not in self._whole:  # offsets are never written: share them
+                self._whole[base] = View.whole(base)
+            view = self._stack(self._whole[base], transforms, ctx, ppath)
             env[name] = view
             return view
         raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
@@ -703,20 +732,34 @@ class Simulator:
 # ---------------------------------------------------------------- entry point
 
 
-def _static_error(scenario: Scenario) -> Any | None:
-    """The first error ``toolkit.validate.check`` finds before the call would run, if any.
+#: Stages at which every way of running a call (GPU or CPU interpreter) fails.
+BLOCKING_STAGES = ("schema", "build", "trace")
 
-    Errors of the ``interpret`` and ``gpu-run`` stages are left out: they are the
-    CPU interpreters' limits and the races the simulator reports itself.
+
+def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
+    """(the first error that stops every run, notes) from ``toolkit.validate.check``.
+
+    Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
+    such a call, and the simulator matches them. Errors of the ``interpret`` and
+    ``gpu-run`` stages are the interpreters' limits and the races the simulator
+    reports itself.
     """
     try:
         from toolkit.validate import check
     except ImportError:
-        return None
+        return None, []
+    notes = []
     for d in check(scenario):
-        if d.is_error and d.stage not in ("interpret", "gpu-run"):
-            return d
-    return None
+        if not d.is_error:
+            continue
+        if d.stage in BLOCKING_STAGES:
+            return d, notes
+        if d.stage == "gpu-lower":
+            notes.append(
+                f"A GPU compile would reject this call ({d.code}: {d.message}); "
+                "simulated as JAX's CPU interpreter would run it."
+            )
+    return None, notes
 
 
 def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> SimResult:
@@ -730,8 +773,9 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
     start = time.perf_counter()
     s = load_scenario(scenario)
     ndev = s.num_devices
+    notes: list[str] = []
     if check:
-        diag = _static_error(s)
+        diag, notes = _static_findings(s)
         if diag is not None:
             return SimResult(
                 "error",
@@ -746,6 +790,7 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
                 seconds=time.perf_counter() - start,
             )
     sim = Simulator(s, program_id=program_id)
+    sim.notes.extend(notes)
     try:
         outputs = sim.run()
     except SimError as e:

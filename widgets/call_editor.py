@@ -118,16 +118,16 @@ class CallEditor(w.VBox):
                 w.Dropdown,
                 options=INITS + (("explicit",) if init == "explicit" else ()),
                 value=init,
-                layout=c.lay(width="90px"),
+                layout=c.lay(width="76px"),
             )
             ref_cb = c.make(
                 w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False
             )
             ref_cb.add_class("mpl-as-ref")
             return _row(
-                c.field(c.text(name, "90px"), _rename(st, "buffers", name), css="mpl-name"),
+                c.field(c.text(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
                 c.field(
-                    c.text(c.show_shape(b.shape), "90px"),
+                    c.text(c.show_shape(b.shape), "70px"),
                     _set(st, f"{p}.shape"),
                     c.parse_shape,
                     label="shape",
@@ -195,7 +195,7 @@ class CallEditor(w.VBox):
                 )
             else:
                 opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
-                dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="110px"))
+                dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
                 dd.add_class("mpl-arg-buffer")
                 src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
             extra: list[w.Widget] = []
@@ -250,9 +250,9 @@ class CallEditor(w.VBox):
         p = f"call.outputs.{name}"
         if True:
             return _row(
-                c.field(c.text(name, "90px"), _rename(st, "call.outputs", name)),
+                c.field(c.text(name, "70px"), _rename(st, "call.outputs", name)),
                 c.field(
-                    c.text(c.show_shape(o.shape), "90px"),
+                    c.text(c.show_shape(o.shape), "70px"),
                     _set(st, f"{p}.shape"),
                     c.parse_shape,
                     label="shape",
@@ -297,9 +297,9 @@ class CallEditor(w.VBox):
                     )
                 )
             return _row(
-                c.field(c.text(name, "90px"), _rename(st, "call.scratch", name)),
+                c.field(c.text(name, "70px"), _rename(st, "call.scratch", name)),
                 c.field(
-                    c.text(c.show_shape(s.shape), "90px"),
+                    c.text(c.show_shape(s.shape), "70px"),
                     _set(st, f"{p}.shape"),
                     c.parse_shape,
                     label="shape",
@@ -427,7 +427,7 @@ class CallEditor(w.VBox):
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=c.lay(width="100px"),
+                    layout=c.lay(width="80px"),
                 )
                 combos.append(box)
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
@@ -488,7 +488,7 @@ def _row(*kids: w.Widget) -> w.HBox:
 
 
 def _dtype(value: str) -> w.Dropdown:
-    return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="100px"))
+    return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="92px"))
 
 
 def _set(st: LabState, path: str) -> c.Commit:

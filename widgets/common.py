@@ -28,6 +28,7 @@ CSS = """
   font-weight: 600; color: white; background: #b00020; margin-left: 4px; }
 .mpl-badge.warning { background: #b26a00; }
 .mpl-badge.info { background: #466; }
+.mpl-card, .mpl-note, .mpl-ok, .mpl-diag-line, .mpl-table { line-height: 1.35; }
 .mpl-card { border: 1px solid #e3b4b4; border-left: 5px solid #b00020; border-radius: 4px;
   padding: 6px 10px; margin: 4px 0; background: #fff7f7; }
 .mpl-card.warning { border-color: #f0d2a0; border-left-color: #b26a00; background: #fffaf0; }
@@ -42,6 +43,7 @@ CSS = """
   border-radius: 4px; }
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #444; }
+.mpl-stale { opacity: 0.45; }
 .mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
 .mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; }

@@ -43,7 +43,7 @@ class Lab(w.VBox):
         self._build_toolbar()
         left = w.VBox([self.tabs], layout=w.Layout(width="58%", min_width="420px"))
         right = w.VBox(
-            [self.problems, self.graph],
+            [self.problems, self.runner],
             layout=w.Layout(width="42%", min_width="320px", padding="0 0 0 10px"),
         )
         self.children = [
@@ -51,7 +51,7 @@ class Lab(w.VBox):
             self.toolbar,
             self.description,
             w.HBox([left, right], layout=w.Layout(flex_flow="row wrap", width="100%")),
-            self.runner,
+            self.graph,
         ]
         state.subscribe(lambda st, why: self._sync())
         self._sync()
@@ -61,15 +61,15 @@ class Lab(w.VBox):
     def _build_toolbar(self) -> None:
         st = self.state
         self.title = w.HTML()
-        self.title.add_class("mpl-title")
+        self.title.add_class("mpl-titlebar")
         self.gallery = w.Dropdown(
-            options=["(gallery)", *gallery.names()],
+            options=[("open from gallery…", "(gallery)"), *((n, n) for n in gallery.names())],
             value="(gallery)",
             layout=w.Layout(width="190px"),
         )
         self.gallery.add_class("mpl-gallery")
         self.gallery.observe(self._open_gallery, names="value")
-        self.path = c.text(str(st.path or ""), "220px", "file.json")
+        self.path = c.text(str(st.path or ""), "200px", "path/to/scenario.json")
         self.path.add_class("mpl-path")
         self.load_button = c.button("Load", self.load, "load the file named beside")
         self.save_button = c.button("Save", self.save, "save to the file named beside")
@@ -82,9 +82,9 @@ class Lab(w.VBox):
         self.description = w.HTML()
         self.toolbar = w.VBox(
             [
+                self.title,
                 w.HBox(
                     [
-                        self.title,
                         self.gallery,
                         self.path,
                         self.load_button,

@@ -77,12 +77,12 @@ class ProblemsView(w.VBox):
             kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
             if d.fix is not None:
                 b = c.button(
-                    f"Apply fix: {d.fix.description}",
+                    "✔ Apply fix",
                     lambda d=d: self.apply(d),
                     d.fix.description,
                     css="mpl-fix",
                 )
-                b.layout = c.lay(width="auto", max_width="100%")
+                b.layout = c.lay(width="140px")
                 kids.append(b)
             box = w.VBox(kids)
             box.add_class(f"mpl-diag-{d.code}")
@@ -103,7 +103,7 @@ class GraphView(w.VBox):
         self.state = state
         self.deferred, self.delay = deferred, delay
         self.add_class("mpl-graph")
-        self.image = w.Image(format="png", layout=w.Layout(max_width="100%"))
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", display="none"))
         self.image.add_class("mpl-graph-img")
         self.note = w.HTML("")
         self.auto = w.Checkbox(value=auto, description="redraw on every change", indent=False)
@@ -121,9 +121,13 @@ class GraphView(w.VBox):
             self.note,
             self.auto,
         ]
-        self.auto.observe(lambda ch: ch["new"] and self.redraw(), names="value")
+        self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
         state.subscribe(lambda st, why: self.auto.value and self.schedule())
-        self.redraw()
+        if auto:
+            self.note.value = "<div class='mpl-hint'>drawing…</div>"
+            self.schedule()
+        else:
+            self.note.value = "<div class='mpl-note'>tick the box to draw the graph</div>"
 
     def schedule(self) -> None:
         """Redraw now, or (deferred) shortly after the last of a burst of edits."""

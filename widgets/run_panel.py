@@ -29,12 +29,14 @@ def _in_kernel() -> bool:
         return False
 
 
-def table_html(name: str, a: np.ndarray | None) -> str:
+def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
     """An output as a small table: its shape and dtype, then the first rows and columns."""
     if a is None:
         return f"<div><b>{c.esc(name)}</b>: too large to show (sha256 only)</div>"
     a = np.asarray(a)
-    head = f"<b>{c.esc(name)}</b> <span class='mpl-hint'>{list(a.shape)} {a.dtype}</span>"
+    head = (
+        f"<b>{c.esc(name)}</b> <span class='mpl-hint'>{list(a.shape)} {a.dtype}{c.esc(note)}</span>"
+    )
     m = a.reshape(1, -1) if a.ndim <= 1 else a.reshape(-1, a.shape[-1])
     rows = []
     for r in m[:MAX_ROWS]:
@@ -84,7 +86,7 @@ class RunPanel(w.VBox):
         self.background = _in_kernel() if background is None else background
         self.add_class("mpl-run-panel")
         self.backend = w.Dropdown(
-            options=services.BACKENDS,
+            options=services.backends(),
             value="auto",
             description="backend",
             layout=w.Layout(width="200px"),
@@ -121,8 +123,21 @@ class RunPanel(w.VBox):
         state.subscribe(self._on_change)
 
     def _on_change(self, state: LabState, why: str) -> None:
-        if self.outcome is not None and why != "saved" and why != "program selected":
-            self.status.value = "<span class='mpl-hint'>scenario changed since this run</span>"
+        if self.outcome is None or why in ("saved", "program selected"):
+            return
+        if why.startswith("loaded"):  # another scenario: its old outputs would mislead
+            self.outcome = None
+            old, self.results.children = self.results.children, ()
+            for kid in old:
+                c.close_tree(kid)
+            self.progress.value, self.progress.bar_style = 0, ""
+            self.status.value = "<span class='mpl-hint'>not run yet</span>"
+            return
+        self.results.add_class("mpl-stale")
+        self.status.value = (
+            "<span class='mpl-hint'>the scenario changed since this run (outputs greyed): "
+            "run again</span>"
+        )
 
     # ------------------------------------------------------------ running
 
@@ -170,6 +185,7 @@ class RunPanel(w.VBox):
 
     def show(self, outcome: services.RunOutcome) -> None:
         self.outcome = outcome
+        self.results.remove_class("mpl-stale")
         self.progress.value = 1.0
         secs = f" in {outcome.seconds:.1f} s" if outcome.seconds else ""
         old = self.results.children
@@ -189,7 +205,8 @@ class RunPanel(w.VBox):
     def _outputs(self, outcome: services.RunOutcome) -> list[w.Widget]:
         cells: list[w.Widget] = []
         for name, a in outcome.outputs.items():
-            kids: list[w.Widget] = [w.HTML(table_html(name, a))]
+            note = " (the Ref after the call)" if name in self.state.scenario.buffers else ""
+            kids: list[w.Widget] = [w.HTML(table_html(name, a, note))]
             if a is not None and np.asarray(a).size > 1:
                 try:
                     kids.append(
@@ -199,7 +216,10 @@ class RunPanel(w.VBox):
                     )
                 except Exception as e:  # a plotting problem never hides the values
                     kids.append(w.HTML(c.problems_html([("", f"plot failed: {e}")])))
-            box = w.HBox(kids, layout=w.Layout(align_items="flex-start", margin="2px 0"))
+            box = w.HBox(
+                kids,
+                layout=w.Layout(align_items="flex-start", margin="2px 0", flex_flow="row wrap"),
+            )
             box.add_class(f"mpl-output-{name}")
             cells.append(box)
         return cells or [w.HTML("<i>the call has no outputs</i>")]
@@ -218,12 +238,12 @@ class RunPanel(w.VBox):
         fix = next((x.fix for x in self.state.diagnostics if x.code == code and x.fix), None)
         if fix is not None:
             b = c.button(
-                f"Apply fix: {fix.description}",
+                "✔ Apply fix",
                 lambda: self._apply(fix),
                 fix.description,
                 css="mpl-fix",
             )
-            b.layout = c.lay(width="auto", max_width="100%")
+            b.layout = c.lay(width="140px")
             kids.append(b)
         elif code:
             kids.append(

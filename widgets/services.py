@@ -59,47 +59,40 @@ def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
 
 @dataclass
 class Step:
-    """The view after one transform: its shape and dtype, or why it has none."""
+    """The view after one transform (``f32[8,128] GMEM peer``), or why it has none."""
 
-    shape: tuple[int, ...] | None
-    dtype: str | None
-    error: str = ""
+    text: str | None
+    error: str = ""  # "CODE: JAX's message" of the step that fails
 
     def label(self) -> str:
-        if self.error:
-            return "—"
-        return f"{list(self.shape) if self.shape is not None else '?'} {self.dtype or '?'}"
+        if self.text is not None:
+            return self.text
+        return "✘ fails here" if self.error else "—"
 
 
 def stack_steps(scenario: Scenario, program: int, statement: int) -> list[Step]:
-    """The base ref's shape/dtype, then one Step per transform of ``let`` statement
-    ``call.programs[program].body[statement]`` (``toolkit.shapes``)."""
-    shapes = _module("toolkit.shapes")
-    fn = getattr(shapes, "let_steps", None) or getattr(shapes, "stack_steps", None)
-    if fn is None:
-        raise Unavailable("toolkit.shapes has no let_steps(scenario, program, statement) yet")
+    """The base ref, then one Step per transform of the ``let`` at
+    ``call.programs[program].body[statement]``, as the validator resolved them
+    (``toolkit.shapes`` semantics); steps after the first failing one are absent."""
     try:
-        raw = fn(scenario, program, statement)
+        from toolkit.validate.analyse import analyse
+        from toolkit.validate.context import Ctx
+    except ImportError as e:
+        raise Unavailable(f"toolkit.validate is not available yet ({e})") from None
+    try:
+        ctx = Ctx(scenario)
+        analyse(ctx)
+        stmt = ctx.programs[program].stmts[statement]
     except Exception as e:
-        raise _fail("toolkit.shapes", e) from None
-    return [_as_step(r) for r in raw]
-
-
-def _as_step(r: Any) -> Step:
-    if isinstance(r, Step):
-        return r
-    if isinstance(r, BaseException):
-        return Step(None, None, str(r))
-    if isinstance(r, dict):
-        return Step(_tuple(r.get("shape")), r.get("dtype"), r.get("error") or "")
-    if isinstance(r, tuple) and len(r) == 2:
-        return Step(_tuple(r[0]), str(r[1]))
-    shape, dtype = getattr(r, "shape", None), getattr(r, "dtype", None)
-    return Step(_tuple(shape), None if dtype is None else str(dtype), getattr(r, "error", "") or "")
-
-
-def _tuple(shape: Any) -> tuple[int, ...] | None:
-    return None if shape is None else tuple(int(d) for d in shape)
+        raise _fail("toolkit.validate.analyse", e) from None
+    src = stmt.refs.get("ref")
+    if src is None or src.info is None:
+        return [Step(None, "the base ref is unknown or unusable")]
+    out = [Step(src.info.describe())]
+    for step in stmt.steps:
+        err = f"{step.error.code}: {step.error.message}" if step.error else ""
+        out.append(Step(step.after.describe() if step.after is not None else None, err))
+    return out
 
 
 # ---------------------------------------------------------------- knowledge
@@ -163,7 +156,12 @@ class RunOutcome:
     error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
 
 
-BACKENDS = ("auto", "interpret", "gpu")
+def backends() -> tuple[str, ...]:
+    """The runtime's backends (``toolkit.runtime.BACKENDS``), ``auto`` first."""
+    try:
+        return tuple(_module("toolkit.runtime").BACKENDS)
+    except (Unavailable, AttributeError):
+        return ("auto", "interpret", "gpu")
 
 
 def run(

@@ -11,7 +11,6 @@ tracing) and announced to every subscriber.
 from __future__ import annotations
 
 import copy
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolkit.diagnostics import Diagnostic, Edit, Fix
+from toolkit.fixes import apply_edit, parse_path
 from toolkit.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
 from widgets import services
+
+__all__ = ["BLANK", "EditResult", "LabState", "apply_edit", "parse_path", "rename_key"]
 
 Problems = list[tuple[str, str]]
 Listener = Callable[["LabState", str], None]
@@ -249,34 +251,6 @@ def _path_of(source: Any) -> Path | None:
     ):
         return Path(source)
     return None
-
-
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> list[str | int]:
-    """``call.args[1].param`` -> ``['call', 'args', 1, 'param']``."""
-    return [int(i) if i else k for k, i in _PART.findall(path)]
-
-
-def apply_edit(data: dict[str, Any], edit: Edit) -> None:
-    """Make one ``Edit`` on a scenario's JSON form in place (SCENARIO.md field paths)."""
-    parts = parse_path(edit.path)
-    if not parts:
-        raise ValueError("an edit needs a field path")
-    parent: Any = data
-    for part in parts[:-1]:
-        parent = parent[part]
-    last = parts[-1]
-    value = copy.deepcopy(edit.value)
-    if edit.op == "replace":
-        parent[last] = value
-    elif edit.op == "remove":
-        del parent[last]
-    elif isinstance(parent, list):
-        parent.insert(last if isinstance(last, int) else len(parent), value)
-    else:
-        parent[last] = value
 
 
 def rename_key(mapping: dict[str, Any], old: str, new: str) -> dict[str, Any]:

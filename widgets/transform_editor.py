@@ -262,7 +262,7 @@ class TransformStackEditor(w.VBox):
             c.make(
                 w.HTML,
                 value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>",
-                layout=c.lay(width="120px"),
+                layout=c.lay(width="110px"),
             )
         ]
         for name, value in t.items():
@@ -301,11 +301,11 @@ class TransformStackEditor(w.VBox):
                 w.Dropdown,
                 options=("method", "transpose_ref"),
                 value=value,
-                layout=c.lay(width="120px"),
+                layout=c.lay(width="110px"),
             )
             return c.field(dd, commit, label=name)
         return c.field(
-            c.text(c.show_json(value), "150px"),
+            c.text(c.show_json(value), "130px"),
             commit,
             c.parse_json,
             label=name,

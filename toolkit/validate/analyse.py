@@ -160,7 +160,7 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
         names = (
             [("ref", st.ref)]
             if isinstance(st, Let)
-            else [(f, getattr(st, f)) for f in _OP_FIELDS if hasattr(st, f)]
+            else [(f, getattr(st, f)) for f in _OP_FIELDS if f in type(st).model_fields]
         )
         for field, name in names:
             b = env.get(name)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import Add, Copy, Fill, Let, MultimemStore, TmaStore
+from toolkit.scenario import Add, Copy, DsIndex, Fill, Let, MultimemStore, TmaStore
 from toolkit.shapes import RefInfo
 from toolkit.validate.context import Binding, Ctx, Stmt
 
@@ -182,10 +182,10 @@ def _access(
     for path, t in b.stack:
         if t.op == "at":
             for k, e in enumerate(t.index):
-                if getattr(e, "ds", None) is not None and e.ds[0] < 0:
+                if isinstance(e, DsIndex) and e.ds[0] < 0:
                     start, size = e.ds
                     ctx.jax(
-                        "AT_NEGATIVE_SLICE",
+                        "AT_NEGATIVE_BOUNDS",
                         f"{path}.index[{k}]",
                         f"Slice slice({start}, {start + size}, 1) along axis {k} has negative "
                         "bounds",

@@ -1,0 +1,1355 @@
+"""Build the workshop notebooks from this file: ``python notebooks/_build.py``.
+
+The notebooks are written here as Python so that they can be reviewed as code; the
+committed ``.ipynb`` files are this script's output and carry no outputs.
+``--check`` exits 1 when a committed notebook differs from what this script builds.
+
+Cells that show an error on purpose carry the ``raises-exception`` tag.
+"""
+
+# ruff: noqa: E501  (notebook text: long Markdown table rows)
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+RAISES = "raises-exception"
+
+
+def md(text: str):
+    return new_markdown_cell(text.strip("\n"))
+
+
+def code(text: str, *tags: str):
+    cell = new_code_cell(text.strip("\n"))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+SETUP = code(
+    """
+# Run once: make the repository importable when the notebook is opened from notebooks/.
+import sys
+from pathlib import Path
+
+ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+MPMD_LAB = Path(sys.executable).with_name("mpmd-lab")  # the command line, for `!` cells
+"""
+)
+
+
+def devices_setup(n: int):
+    return code(
+        f"""
+# Simulated CPU devices: this must run before JAX is imported in this kernel.
+import os
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count={n}"
+"""
+    )
+
+
+# ====================================================================== 00 start here
+
+NB00 = [
+    md(
+        """
+# 00 · Start here: a tour of mpmd-lab
+
+*About 20 minutes.*
+
+mpmd-lab is a workbench for **Pallas MPMD kernels**: `pl.kernel` over a Mosaic GPU mesh of
+blocks, inside `jax.shard_map` over a mesh of devices, with views of Refs made by
+`ref.at[...]`, `reshape`, `bitcast`, `transpose`, `plgpu.remote_ref`, `plgpu.multicast_ref`…
+
+A call is described by a **scenario**: plain JSON data. mpmd-lab can
+
+| do | how |
+| --- | --- |
+| check it, before anything runs, with JAX's own codes and messages | `toolkit.validate.check` |
+| ask JAX itself (trace, and lower for the GPU, on this CPU) | `toolkit.deep.deep_check` |
+| draw who aliases what | `toolkit.plot.plot_aliasing` |
+| explain an error and fix it | `toolkit.knowledge.lookup`, `toolkit.fixes.apply_all` |
+| run the real call (GPU, or Pallas' CPU interpreter) | `toolkit.runtime.run` |
+| simulate cross-device traffic no CPU interpreter runs | `toolkit.simulate.simulate` |
+| write it out as a plain JAX script | `toolkit.codegen.generate`, `mpmd-lab export` |
+
+## The workshop (half a day)
+
+| notebook | what you learn | time |
+| --- | --- | --- |
+| 00 start here | the tour (this notebook) | 20 min |
+| 01 meshes | kernel meshes (blocks) vs device meshes (GPUs) | 25 min |
+| 02 refs and transforms | Refs, views, transform stacks, their shapes | 25 min |
+| 03 calls and aliasing | why JAX refuses the same Ref twice, and the fix | 30 min |
+| 04 peers and multicast | `remote_ref`, `multicast_ref`, a ring shift, an all-gather | 30 min |
+| 05 prototyping | build, check, run, export, run the export | 25 min |
+| 06 exercises | eleven scenarios to repair, each checked | 60 min |
+"""
+    ),
+    SETUP,
+    md(
+        """
+## 1. The gallery
+
+mpmd-lab ships a gallery of scenarios: good calls, and calls JAX rejects (to learn from).
+"""
+    ),
+    code(
+        """
+from toolkit import gallery
+
+for name in gallery.names():
+    print(f"{name:28} {gallery.summary(name)}")
+"""
+    ),
+    md(
+        """
+## 2. One scenario: the same Ref passed twice
+
+`dup-ref` passes one mutable buffer (a `jax.new_ref`) to the kernel as two parameters,
+`a_ref` and `b_ref`, and adds them. Here it is, in outline (the field paths on the left are
+where you would edit it) and then as the JAX code mpmd-lab generates from it.
+"""
+    ),
+    code(
+        """
+from toolkit.exercises import outline
+from toolkit.scenario import load_scenario
+
+s = load_scenario("dup-ref")
+print(outline(s))
+"""
+    ),
+    code(
+        """
+from toolkit import codegen
+
+source = codegen.generate(s)
+print(source[source.index("def build"):source.index("def place")])
+"""
+    ),
+    md(
+        """
+## 3. Check it before it runs
+
+The static check predicts what JAX would say, in microseconds, without tracing anything:
+a stable code, JAX's exact message, the field path, an explanation and a fix.
+"""
+    ),
+    code(
+        """
+from toolkit import validate
+from toolkit.report import format_diagnostics
+
+diagnostics = validate.check(s)
+print(format_diagnostics(s.name, diagnostics))
+"""
+    ),
+    md("The aliasing graph shows where the problem is: two parameters, one buffer."),
+    code(
+        """
+from toolkit import plot
+
+plot.plot_aliasing(s)
+"""
+    ),
+    md("What does `MPMD_DUP_REF` mean? The knowledge base has a card for every code."),
+    code(
+        """
+from toolkit import knowledge
+
+print(knowledge.lookup("MPMD_DUP_REF").render())
+"""
+    ),
+    md(
+        """
+## 4. The real thing
+
+The prediction is not the ground truth: JAX is. `runtime.run` builds the real call and runs
+it in a child process (on a GPU when there is one, else in Pallas' CPU interpreter). JAX's
+error comes back as data, not as a crash of this notebook.
+"""
+    ),
+    code(
+        """
+from toolkit import runtime
+
+result = runtime.run(s, backend="interpret")
+print(result.summary())
+"""
+    ),
+    md("## 5. Fix it, and run again"),
+    code(
+        """
+from toolkit import fixes
+
+fixed, applied = fixes.apply_all(s, diagnostics)
+for fix in applied:
+    print("applied:", fix.description)
+print(outline(fixed))
+print(format_diagnostics(fixed.name, validate.check(fixed)))
+"""
+    ),
+    code(
+        """
+import numpy as np
+
+result = runtime.run(fixed, backend="interpret")
+print(result.summary())
+out = result.outputs["out"]
+print(out[:8])
+assert np.array_equal(out, 2 * np.arange(256, dtype=np.float32))  # acc + acc
+"""
+    ),
+    md(
+        """
+## 6. The Lab
+
+Everything above, as a UI: edit the call, the meshes and the views; see problems and the
+graph update as you type; press Run. (Widgets need a live kernel: in a static page you see
+only their description.)
+"""
+    ),
+    code(
+        """
+from widgets import Lab
+
+lab = Lab("dup-ref")
+lab
+"""
+    ),
+    md(
+        """
+## 7. The command line
+
+The same operations from a terminal: `check` exits 0 (valid), 1 (problems) or 2 (not a
+scenario); `run`, `graph`, `export` and `explain` work on a file or a gallery name.
+"""
+    ),
+    code(
+        """
+!{MPMD_LAB} check dup-ref
+!{MPMD_LAB} check dup-ref-fixed
+!{MPMD_LAB} explain "Cannot pass the same ref into a mpmd map multiple times" | head -5
+"""
+    ),
+    md(
+        """
+**Next:** [01 · meshes](01-meshes.ipynb).
+"""
+    ),
+]
+
+# ====================================================================== 01 meshes
+
+NB01 = [
+    md(
+        """
+# 01 · Meshes: blocks of a kernel, devices of a machine
+
+*About 25 minutes.*
+
+Two meshes meet in an MPMD kernel, and they are easy to confuse:
+
+| | **kernel mesh** | **device mesh** |
+| --- | --- | --- |
+| made by | `plgpu.Mesh(grid=…, grid_names=…, cluster=…, num_threads=…, thread_name=…)` | `jax.make_mesh(shape, names)` |
+| its points are | blocks (CTAs) of one kernel launch on **one GPU**, and warpgroups in a block | **GPUs** (here: simulated CPU devices) |
+| used by | `pl.kernel(…, mesh=…)` | `jax.shard_map(…, mesh=…)` |
+| "who am I?" | `lax.axis_index("b")` for grid axis `b` | `lax.axis_index("dev")` for device axis `dev` |
+| memory | SMEM per block, GMEM per device | each device has its own GMEM |
+| scenario field | `call.programs[i].mesh` | `device_mesh` |
+
+A kernel runs on every point of the kernel mesh, **on every device** of the device mesh.
+"""
+    ),
+    devices_setup(4),
+    SETUP,
+    md("## 1. A device mesh, in plain JAX"),
+    code(
+        """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+print(jax.devices())
+device_mesh = jax.make_mesh((4,), ("dev",))
+print(device_mesh)
+"""
+    ),
+    md(
+        """
+Under `shard_map` every device runs the function on its shard; `lax.axis_index("dev")` is
+that device's position on the axis.
+"""
+    ),
+    code(
+        """
+def who_am_i(x):
+    return x * 0 + lax.axis_index("dev")
+
+f = jax.jit(jax.shard_map(who_am_i, mesh=device_mesh, in_specs=P("dev"), out_specs=P("dev")))
+x = jax.device_put(jnp.zeros(8), NamedSharding(device_mesh, P("dev")))
+print(f(x))  # two elements per device
+"""
+    ),
+    md(
+        """
+## 2. A kernel mesh, in plain JAX
+
+`plgpu.Mesh(grid=(2,), grid_names=("b",))` launches 2 blocks. Each block copies its own half:
+it finds itself with `lax.axis_index("b")`. We run it with Pallas' GPU interpreter on the CPU.
+"""
+    ),
+    code(
+        """
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+kernel_mesh = plgpu.Mesh(grid=(2,), grid_names=("b",))
+interpret = plgpu.InterpretGPUParams()
+
+def halves(x_ref, out):
+    b = lax.axis_index("b")
+    out.at[pl.ds(b * 128, 128)][...] = x_ref.at[pl.ds(b * 128, 128)][...]
+
+copy = pl.kernel(halves, out_type=jax.ShapeDtypeStruct((256,), jnp.float32),
+                 mesh=kernel_mesh, interpret=interpret)
+x = jnp.arange(256, dtype=jnp.float32)
+print(copy(x)[124:132])
+"""
+    ),
+    md(
+        """
+**A trap.** `pl.program_id(0)` looks like the same thing, but under the GPU interpreter it is
+0 in every block. Both blocks write the first half; the second half keeps the interpreter's
+NaN fill. Nothing raises.
+"""
+    ),
+    code(
+        """
+def halves_by_program_id(x_ref, out):
+    b = pl.program_id(0)
+    out.at[pl.ds(b * 128, 128)][...] = x_ref.at[pl.ds(b * 128, 128)][...]
+
+copy_pid = pl.kernel(halves_by_program_id, out_type=jax.ShapeDtypeStruct((256,), jnp.float32),
+                     mesh=kernel_mesh, interpret=interpret)
+print(copy_pid(x)[124:132])
+"""
+    ),
+    md("JAX checks a kernel mesh when you build it. A cluster has at most 3 dimensions:"),
+    code(
+        """
+plgpu.Mesh(grid=(1,), grid_names=("b",), cluster=(1, 1, 1, 1), cluster_names=("a", "c", "d", "e"))
+""",
+        RAISES,
+    ),
+    md(
+        """
+## 3. The same kernels as scenarios
+
+The gallery's `two-block-copy` is the kernel above. `two-block-race` makes both blocks write
+`out[0:128]`. The static check sees the overlap; the real run with `detect_races` agrees.
+"""
+    ),
+    code(
+        """
+from toolkit import runtime, validate
+from toolkit.exercises import outline
+from toolkit.report import format_diagnostics
+from toolkit.scenario import load_scenario
+
+race = load_scenario("two-block-race")
+print(outline(race))
+print()
+print(format_diagnostics(race.name, validate.check(race)))
+"""
+    ),
+    code(
+        """
+print(runtime.run(load_scenario("two-block-copy"), backend="interpret").summary())
+print(runtime.run(race, backend="interpret").summary())
+"""
+    ),
+    md(
+        """
+## 4. A device mesh in a scenario: the ring shift
+
+`ring-shift` has `device_mesh: {"dev": 4}`. Each device writes its `x` into `out` on its
+right-hand neighbour, through a **peer view** `plgpu.remote_ref(out, {"dev": (me + 1) % 4})`.
+The graph draws the devices as a ring.
+"""
+    ),
+    code(
+        """
+from toolkit import plot
+
+ring = load_scenario("ring-shift")
+print(outline(ring))
+plot.plot_aliasing(ring)
+"""
+    ),
+    md(
+        """
+JAX traces this call and lowers it for the GPU (deep check), but **no CPU interpreter runs
+cross-device traffic**: the run reports an interpreter limit. The simulator executes the
+scenario's semantics over the 4 devices instead, and says so.
+"""
+    ),
+    code(
+        """
+from toolkit import deep, simulate
+
+print("deep check:", [d.code for d in deep.deep_check(ring) if d.is_error] or "JAX accepts it")
+print(runtime.run(ring, backend="interpret").summary())
+sim = simulate.simulate(ring)
+print(sim.summary())
+per_device = sim.outputs["out"].reshape(4, 256)
+for d in range(4):
+    print(f"device {d}: out[0] = {per_device[d, 0]:6.0f}   (device {(d - 1) % 4}'s x starts at {((d - 1) % 4) * 256})")
+"""
+    ),
+    md(
+        """
+## Exercises for this notebook (in [06](06-exercises.ipynb))
+
+- **race**: two blocks, one half.
+- **program-id**: which block am I?
+- **ring-2d**: on a 2 x 2 device mesh, shift along the right axis.
+
+**Next:** [02 · refs and transforms](02-refs-and-transforms.ipynb).
+"""
+    ),
+]
+
+# ====================================================================== 02 refs and transforms
+
+NB02 = [
+    md(
+        """
+# 02 · Refs and transform stacks
+
+*About 25 minutes.*
+
+Inside a kernel every parameter is a **Ref**: a mutable buffer you read with `ref[...]` and
+write with `ref[...] = value`. A **view** is a Ref seen through a stack of transforms, applied
+first to last; each step has a shape and a dtype:
+
+| transform | JAX | shape rule |
+| --- | --- | --- |
+| `at` | `ref.at[0:128]`, `ref.at[pl.ds(start, size)]` | the slice (an out-of-range `pl.ds` is an error) |
+| `reshape` | `ref.reshape(16, 16)` | same number of elements |
+| `bitcast` | `ref.bitcast(jnp.int16)` | the second-minor dim scales with the width |
+| `transpose` | `ref.transpose((1, 0))` | permuted |
+| `remote_ref`, `multicast_ref` | `plgpu.remote_ref(ref, dev)` … | same shape, other devices (notebook 04) |
+"""
+    ),
+    SETUP,
+    md(
+        """
+## 1. Views in plain JAX
+
+While JAX traces a kernel, Python runs: a `print` inside the kernel shows each view's shape
+and dtype as JAX computes them.
+"""
+    ),
+    code(
+        """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+mesh = plgpu.Mesh(grid=(1,), grid_names=("b",))
+
+def show_views(x_ref, out):
+    print("x_ref                         ", x_ref.shape, x_ref.dtype)
+    print("x_ref.at[2:6]                 ", x_ref.at[2:6].shape)
+    print("x_ref.reshape(4, 256)         ", x_ref.reshape(4, 256).shape)
+    print("x_ref.bitcast(jnp.int16)      ", x_ref.bitcast(jnp.int16).shape, x_ref.bitcast(jnp.int16).dtype)
+    print("x_ref.transpose((1, 0))       ", x_ref.transpose((1, 0)).shape)
+    print("x_ref.at[0:4].reshape(512)    ", x_ref.at[0:4].reshape(512).shape)
+    out[...] = x_ref[...]
+
+kernel = pl.kernel(show_views, out_type=jax.ShapeDtypeStruct((8, 128), jnp.float32), mesh=mesh)
+jax.jit(kernel).trace(jnp.zeros((8, 128), jnp.float32));
+"""
+    ),
+    md("A view of the wrong size is refused while JAX traces the kernel:"),
+    code(
+        """
+def bad_reshape(x_ref, out):
+    out[...] = x_ref.reshape(128)[...]
+
+jax.jit(pl.kernel(bad_reshape, out_type=jax.ShapeDtypeStruct((128,), jnp.float32), mesh=mesh)).trace(
+    jnp.zeros((16, 16), jnp.float32))
+""",
+        RAISES,
+    ),
+    md(
+        """
+## 2. The same, without tracing
+
+The static check propagates shapes through every transform stack itself, so it can say the
+same thing while you type, with the field path of the failing step.
+"""
+    ),
+    code(
+        """
+from toolkit import exercises, validate
+from toolkit.exercises import outline
+from toolkit.report import format_diagnostics
+
+bad = exercises.start("reshape")
+print(outline(bad))
+print()
+print(format_diagnostics(bad.name, validate.check(bad)))
+"""
+    ),
+    md(
+        """
+## 3. Running views
+
+The gallery has one scenario per view. Not every CPU interpreter runs every view: the GPU
+interpreter (`run.interpret = "gpu"`) runs static `at` and `transpose` views, the older HLO
+interpreter (`"hlo"`) runs `reshape` and `bitcast`. A run first lowers the call for the GPU,
+so a run here also means "this compiles for a GPU".
+"""
+    ),
+    code(
+        """
+from toolkit import runtime
+from toolkit.scenario import load_scenario
+
+reshape_view = load_scenario("reshape-view")
+reshape_view.run.interpret = "hlo"
+result = runtime.run(reshape_view, backend="interpret")
+print(result.summary())
+assert np.array_equal(result.outputs["out"], np.arange(256, dtype=np.float32))
+"""
+    ),
+    md(
+        """
+## 4. The interpreter is not the GPU
+
+`transpose-view` writes `out` through `out.transpose((1, 0))`. The GPU interpreter runs it and
+the numbers are right, but JAX's Mosaic GPU lowering **rejects** a transposed view of GMEM.
+The deep check asks JAX itself, here on the CPU, and finds it.
+"""
+    ),
+    code(
+        """
+from toolkit import deep
+from toolkit.report import format_diagnostics
+
+transposed = load_scenario("transpose-view")
+print(format_diagnostics(transposed.name, deep.deep_check(transposed)))
+"""
+    ),
+    md(
+        """
+Lesson: a kernel that runs in the interpreter can still fail on the GPU. Check deep before
+you trust an interpreter run.
+
+## Exercises for this notebook (in [06](06-exercises.ipynb))
+
+- **reshape**: flatten a Ref.
+- **oob-slice**: stay in bounds.
+
+**Next:** [03 · calls and aliasing](03-calls-and-aliasing.ipynb).
+"""
+    ),
+]
+
+# ====================================================================== 03 calls and aliasing
+
+NB03 = [
+    md(
+        """
+# 03 · Calls and aliasing: the same Ref, twice
+
+*About 30 minutes.*
+
+`Cannot pass the same ref into a mpmd map multiple times` is the error this notebook takes
+apart: what JAX checks, why it must, and how to write the call instead.
+"""
+    ),
+    SETUP,
+    md("## 1. See it happen"),
+    code(
+        """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+mesh = plgpu.Mesh(grid=(1,), grid_names=("b",))
+interpret = plgpu.InterpretGPUParams()
+
+def add_two(a_ref, b_ref, out):
+    out[...] = a_ref[...] + b_ref[...]
+
+add = pl.kernel(add_two, out_type=jax.ShapeDtypeStruct((8,), jnp.float32), mesh=mesh,
+                interpret=interpret)
+acc = jax.new_ref(jnp.arange(8, dtype=jnp.float32))  # a mutable buffer
+"""
+    ),
+    code(
+        """
+add(acc, acc)
+""",
+        RAISES,
+    ),
+    md(
+        """
+Read the traceback: JAX's whole check is the few lines shown from `mpmd_map`'s wrapper. It
+remembers `id(arg)` of every Ref argument and refuses one it has seen. It looks at
+**identity**, before it even traces the kernel body.
+
+The same **array** twice is fine: arrays are values, nobody can write them.
+"""
+    ),
+    code(
+        """
+x = jnp.arange(8, dtype=jnp.float32)
+print(add(x, x))
+"""
+    ),
+    md(
+        """
+## 2. Why JAX forbids it
+
+JAX is functional underneath. Before a call with Refs is compiled, JAX **discharges** the
+state: every Ref the kernel writes becomes a plain value going in, and a new value coming
+out, with `input_output_aliases` telling the compiler that the new value may reuse the old
+buffer. Let us look at that with a kernel that writes its Ref (JAX's internal
+`discharge_state`, used here only to look):
+"""
+    ),
+    code(
+        """
+from jax._src.state.discharge import discharge_state  # internal: for looking only
+
+def bump(a_ref, out):
+    out[...] = a_ref[...]
+    a_ref[...] = a_ref[...] + 1
+
+bump_kernel = pl.kernel(bump, out_type=jax.ShapeDtypeStruct((8,), jnp.float32), mesh=mesh)
+
+def f(a):
+    r = jax.new_ref(a)
+    out = bump_kernel(r)
+    return out, r[...]
+
+closed = jax.make_jaxpr(f)(jnp.zeros(8, jnp.float32))
+discharged = discharge_state(closed)
+discharged = discharged[0] if isinstance(discharged, tuple) else getattr(discharged, "jaxpr", discharged)
+eqn = next(e for e in discharged.eqns if e.primitive.name == "mpmd_map")
+print("inputs :", [str(v.aval) for v in eqn.invars])
+print("outputs:", [str(v.aval) for v in eqn.outvars])
+print("input_output_aliases:", dict(eqn.params["input_output_aliases"]))
+"""
+    ),
+    md(
+        """
+One Ref in, two results out: `out`, and the Ref's **new value** (output 1), aliased to input 0.
+
+Now imagine `acc` passed as both `a_ref` and `b_ref`. After discharge there would be two
+inputs holding copies of `acc`, and two "new values of `acc`" coming out. A write through
+`a_ref` would not be seen through `b_ref`, though on a GPU they are the same memory; and which
+of the two new values is `acc` afterwards? There is no right answer, so JAX refuses before
+it traces the kernel: it compares the arguments' **identity** (`id(ref)`), not their contents
+or extents. In plain numpy terms:
+"""
+    ),
+    code(
+        """
+acc_np = np.arange(4.0)
+a, b = acc_np.copy(), acc_np.copy()  # what discharge would hand the kernel
+a[0] = 100.0                          # the kernel writes through a_ref...
+print("b_ref reads", b[0], "but on a GPU it would read", a[0])
+print("new acc from a_ref:", a, " new acc from b_ref:", b, " -> which one?")
+"""
+    ),
+    md(
+        """
+Two consequences worth knowing:
+
+- **Two views of one Ref are one Ref.** `acc.at[0:4]` and `acc.at[4:8]` don't overlap, but
+  both are `acc` with a transform attached; JAX flattens them to the same Ref.
+- **A captured Ref is a passed Ref too.** If the kernel closes over `acc` *and* takes it as
+  a parameter, JAX refuses with `Closed-over ref aliases with a passed-in ref`.
+"""
+    ),
+    code(
+        """
+add(acc.at[0:4], acc.at[4:8])
+""",
+        RAISES,
+    ),
+    code(
+        """
+def add_captured(a_ref, out):
+    out[...] = a_ref[...] + acc[...]  # acc closed over
+
+pl.kernel(add_captured, out_type=jax.ShapeDtypeStruct((8,), jnp.float32), mesh=mesh,
+          interpret=interpret)(acc)
+""",
+        RAISES,
+    ),
+    md(
+        """
+## 3. The fix
+
+Pass the Ref **once** and use it as often as you like inside the kernel; make views inside
+the kernel, not at the call.
+"""
+    ),
+    code(
+        """
+def add_self(a_ref, out):
+    out[...] = a_ref[...] + a_ref[...]
+
+print(pl.kernel(add_self, out_type=jax.ShapeDtypeStruct((8,), jnp.float32), mesh=mesh,
+                interpret=interpret)(acc))
+
+def add_halves(a_ref, out):
+    out[...] = a_ref.at[0:4][...] + a_ref.at[4:8][...]
+
+print(pl.kernel(add_halves, out_type=jax.ShapeDtypeStruct((4,), jnp.float32), mesh=mesh,
+                interpret=interpret)(acc))
+"""
+    ),
+    md(
+        """
+## 4. With the toolkit
+
+The static check finds the duplicate wherever it hides (a repeated argument, a tuple
+argument, two views, a capture) and points at the second use. The graph draws the alias.
+"""
+    ),
+    code(
+        """
+from toolkit import exercises, fixes, plot, runtime, validate
+from toolkit.report import format_diagnostics
+from toolkit.scenario import load_scenario
+
+for scenario in [load_scenario("dup-ref"), exercises.start("dup-view"), exercises.start("closed-ref")]:
+    print(format_diagnostics(scenario.name, validate.check(scenario)), end="\\n\\n")
+"""
+    ),
+    code(
+        """
+plot.plot_aliasing(exercises.start("dup-view"))
+"""
+    ),
+    md("The fix, as the toolkit makes it, and the real run of the result:"),
+    code(
+        """
+dup = load_scenario("dup-ref")
+fixed, applied = fixes.apply_all(dup, validate.check(dup))
+print([f.description for f in applied])
+result = runtime.run(fixed, backend="interpret")
+print(result.summary())
+"""
+    ),
+    md(
+        """
+## Exercises for this notebook (in [06](06-exercises.ipynb))
+
+- **dup-ref**: pass a Ref once.
+- **dup-view**: two views are still one Ref.
+- **closed-ref**: captured and passed.
+
+**Next:** [04 · peers and multicast](04-peers-and-multicast.ipynb).
+"""
+    ),
+]
+
+# ====================================================================== 04 peers and multicast
+
+NB04 = [
+    md(
+        """
+# 04 · Peers and multicast
+
+*About 30 minutes.*
+
+Two transforms reach other devices' memory:
+
+- `plgpu.remote_ref(ref, device_id)`: a **peer** view, the same buffer on **one** other device
+  (`device_id` an int or `{"dev": index}`, often `(lax.axis_index("dev") + 1) % n`);
+- `plgpu.multicast_ref(ref, axes)`: a **multicast** view, the same buffer on **every** device
+  along `axes`: one store writes them all.
+
+A view can be one or the other, never both: JAX refuses a multicast view built on a peer view
+(`REF_PEER_TO_MULTICAST`), and its twin, a peer view built on a multicast view
+(`REF_MULTICAST_TO_PEER`).
+"""
+    ),
+    devices_setup(4),
+    SETUP,
+    md("## 1. The rule in plain JAX"),
+    code(
+        """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+device_mesh = jax.make_mesh((4,), ("dev",))
+mesh = plgpu.Mesh(grid=(1,), grid_names=("b",))
+x = jax.device_put(jnp.arange(4 * 128, dtype=jnp.float32), NamedSharding(device_mesh, P("dev")))
+
+def on_devices(body):
+    kernel = pl.kernel(body, out_type=jax.ShapeDtypeStruct((128,), jnp.float32), mesh=mesh)
+    return jax.jit(jax.shard_map(kernel, mesh=device_mesh, in_specs=P("dev"),
+                                 out_specs=P("dev"), check_vma=False))
+
+def right(ref):
+    return plgpu.remote_ref(ref, {"dev": (lax.axis_index("dev") + 1) % 4})
+"""
+    ),
+    code(
+        """
+def peer_then_multicast(x_ref, out):
+    plgpu.multicast_ref(right(out), "dev")
+
+on_devices(peer_then_multicast).trace(x)
+""",
+        RAISES,
+    ),
+    code(
+        """
+def multicast_then_peer(x_ref, out):
+    plgpu.remote_ref(plgpu.multicast_ref(out, "dev"), {"dev": 0})
+
+on_devices(multicast_then_peer).trace(x)
+""",
+        RAISES,
+    ),
+    md(
+        """
+A peer view alone is fine. JAX traces the ring shift and lowers it for the GPU (the real
+Mosaic GPU lowering runs on this CPU machine):
+"""
+    ),
+    code(
+        """
+def ring_shift(x_ref, out):
+    right(out)[...] = x_ref[...]
+
+exported = jax.export.export(on_devices(ring_shift), platforms=["cuda"])(x)
+print("lowered for", exported.platforms, "-", len(exported.mlir_module()), "characters of MLIR")
+"""
+    ),
+    md(
+        """
+## 2. The twins in the toolkit
+
+The static check names the failing step of the stack by its field path; the fix rebuilds the
+view from the base Ref.
+"""
+    ),
+    code(
+        """
+from toolkit import deep, fixes, plot, runtime, simulate, validate
+from toolkit.exercises import outline
+from toolkit.report import format_diagnostics
+from toolkit.scenario import load_scenario
+
+ptm = load_scenario("peer-then-multicast")
+print(outline(ptm))
+diagnostics = validate.check(ptm)
+print(format_diagnostics(ptm.name, diagnostics))
+"""
+    ),
+    code(
+        """
+plot.plot_aliasing(ptm)
+"""
+    ),
+    code(
+        """
+fixed, applied = fixes.apply_all(ptm, diagnostics)
+print([f.description for f in applied])
+print(format_diagnostics(fixed.name, validate.check(fixed)))
+print(format_diagnostics("multicast-then-peer", validate.check(load_scenario("multicast-then-peer"))))
+"""
+    ),
+    md(
+        """
+## 3. A ring shift, simulated
+
+No CPU interpreter runs `remote_ref`. The simulator runs the scenario's semantics over every
+device and logs every access; with `x = iota`, device d's `out` must start at `(d-1)·256`.
+"""
+    ),
+    code(
+        """
+ring = load_scenario("ring-shift")
+sim = simulate.simulate(ring)
+print(sim.summary())
+x_host = np.arange(4 * 256, dtype=np.float32).reshape(4, 256)
+assert np.array_equal(sim.outputs["out"].reshape(4, 256), np.roll(x_host, 1, axis=0))
+print("device d's out == device d-1's x on every device")
+"""
+    ),
+    md(
+        """
+## 4. A multicast
+
+`multicast-2d`: every device of a 2 x 2 mesh stores its tile to `out` on all devices at
+once. A multicast view cannot be written by a plain store (`out[...] = …`): the GPU lowering
+refuses it. The store goes SMEM → GMEM with the TMA (`tma_store`), which is why the scenario
+stages `x` in SMEM scratch and uses `plgpu.kernel` (which allocates scratch itself).
+"""
+    ),
+    code(
+        """
+mc = load_scenario("multicast-2d")
+print(outline(mc))
+plot.plot_aliasing(mc)
+"""
+    ),
+    code(
+        """
+print("deep check:", [d.code for d in deep.deep_check(mc) if d.is_error] or "JAX accepts it")
+sim = simulate.simulate(mc)
+print(sim.summary())
+"""
+    ),
+    md("Now the same store as a plain copy: the deep check asks JAX to lower it for the GPU."),
+    code(
+        """
+plain = mc.to_dict()
+body = plain["call"]["programs"][0]["body"]
+body[2] = {"op": "copy", "src": "smem", "dst": "everyone"}
+plain = load_scenario(plain)
+print(format_diagnostics("multicast with a plain store", deep.deep_check(plain)))
+"""
+    ),
+    md(
+        """
+## Exercises for this notebook (in [06](06-exercises.ipynb))
+
+- **ring-left**: turn the ring around.
+- **multicast-then-peer**: a peer view, not a multicast one.
+- **peer-then-multicast**: an all-gather with one multicast.
+
+**Next:** [05 · prototyping](05-prototyping.ipynb).
+"""
+    ),
+]
+
+# ====================================================================== 05 prototyping
+
+NB05 = [
+    md(
+        """
+# 05 · Prototyping a kernel: build, check, run, export
+
+*About 25 minutes.*
+
+The loop a kernel author follows with mpmd-lab:
+
+1. **build** the call as a scenario (in code, in the Lab, or as a JSON file);
+2. **check** it statically (instant), then **deep** (JAX traces it and lowers it for the GPU);
+3. **run** it (GPU, or the CPU interpreter) and compare with numpy;
+4. **export** it as a plain JAX script, and run that script on its own.
+
+Our kernel: `out = x + y` over a grid of 4 blocks, each block adding its quarter.
+"""
+    ),
+    SETUP,
+    md("## 1. Build"),
+    code(
+        """
+from toolkit.exercises import outline
+from toolkit.scenario import load_scenario
+
+quarter = {"block": "b", "size": 64}
+data = {
+    "schema": "mpmd-lab/scenario@1",
+    "name": "quarter-add",
+    "description": "out = x + y, each of 4 blocks adding its quarter.",
+    "buffers": {
+        "x": {"shape": [256], "dtype": "float32", "init": "iota"},
+        "y": {"shape": [256], "dtype": "float32", "init": "random", "seed": 7},
+    },
+    "call": {
+        "entry": "pl.kernel",
+        "args": [{"buffer": "x", "param": "x_ref"}, {"buffer": "y", "param": "y_ref"}],
+        "outputs": {"out": {"shape": [256], "dtype": "float32"}},
+        "programs": [{
+            "mesh": {"grid": {"b": 4}, "cluster": {}, "threads": None},
+            "body": [
+                {"let": "xq", "ref": "x_ref", "transforms": [{"op": "at", "index": [quarter]}]},
+                {"let": "yq", "ref": "y_ref", "transforms": [{"op": "at", "index": [quarter]}]},
+                {"let": "oq", "ref": "out", "transforms": [{"op": "at", "index": [quarter]}]},
+                {"op": "add", "dst": "oq", "lhs": "xq", "rhs": "yq"},
+            ],
+        }],
+    },
+    "run": {"interpret": "gpu", "detect_races": True},
+}
+s = load_scenario(data)
+print(outline(s))
+"""
+    ),
+    md("## 2. Check, then check deep"),
+    code(
+        """
+from toolkit import deep, validate
+from toolkit.report import format_diagnostics
+
+print(format_diagnostics(s.name, validate.check(s)))
+print(format_diagnostics(s.name + " (deep)", deep.deep_check(s)))
+"""
+    ),
+    md("A mistake caught at once: quarters of 128 elements run past the end of the arrays."),
+    code(
+        """
+too_big = s.to_dict()
+for statement in too_big["call"]["programs"][0]["body"][:3]:
+    statement["transforms"][0]["index"][0]["size"] = 128
+print(format_diagnostics("quarters of 128", validate.check(load_scenario(too_big))))
+"""
+    ),
+    md("## 3. Run, and compare with numpy"),
+    code(
+        """
+import numpy as np
+
+from toolkit import runtime
+from toolkit.exercises import inputs_of
+
+result = runtime.run(s, backend="interpret")
+print(result.summary())
+inputs = inputs_of(s)  # the host values the call was given
+assert np.allclose(result.outputs["out"], inputs["x"] + inputs["y"])
+print("out == x + y")
+"""
+    ),
+    md(
+        """
+## 4. Export, and run the export as a script
+
+`codegen.generate` is the one way a scenario becomes JAX code: the runtime executes exactly
+this source. The file needs only jax and numpy; `--json` prints its outputs.
+"""
+    ),
+    code(
+        """
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from toolkit import codegen
+
+source = codegen.generate(s)
+print(source[source.index("def build"):source.index("def place")])
+script = Path(tempfile.mkdtemp()) / "quarter_add.py"
+script.write_text(source)
+"""
+    ),
+    code(
+        """
+done = subprocess.run([sys.executable, str(script), "--json"], capture_output=True, text=True,
+                      timeout=300)
+print("exit status", done.returncode)
+exported = json.loads(done.stdout)["out"]
+print(exported["shape"], exported["dtype"], exported["values"][:4])
+assert np.array_equal(np.array(exported["values"], np.float32), result.outputs["out"])
+print("the exported script gives the same out as the run")
+"""
+    ),
+    md("The command line does the same: `mpmd-lab export FILE -o OUT.py`."),
+    code(
+        """
+from toolkit.scenario import save_scenario
+
+path = save_scenario(s, script.with_name("quarter-add.json"))
+!{MPMD_LAB} check {path} --deep
+!{MPMD_LAB} export {path} -o {script.with_name("exported.py")}
+!{sys.executable} {script.with_name("exported.py")} | head -3
+"""
+    ),
+    md(
+        """
+## 5. Keep going in the Lab
+
+Open your scenario in the Lab to change it by clicks: add a block axis, change a view,
+press Run. `lab.state.scenario` is the edited scenario.
+"""
+    ),
+    code(
+        """
+from widgets import Lab
+
+lab = Lab(s)
+lab
+"""
+    ),
+    md("**Next:** [06 · exercises](06-exercises.ipynb)."),
+]
+
+# ====================================================================== 06 exercises
+
+
+def _exercise_cells(solutions: bool) -> list:
+    from toolkit import exercises
+
+    cells = [
+        md(
+            """
+# 06 · Exercises"""
+            + (" — solutions" if solutions else "")
+            + """
+
+*About 60 minutes.* Each exercise is a scenario to repair. `start(name)` gives you the
+starting scenario; edit it (in code, as below, or in the Lab with `Lab(s)` and then
+`s = lab.state.scenario`); `check_exercise(name, s)` judges it **the way JAX would**: the
+static check, a deep check or the real interpreter run, and the outputs against numpy. There
+is more than one right answer to most exercises: any that JAX accepts and that computes the
+right thing passes. A wrong answer comes with a hint.
+
+Edits in code: the scenario is a pydantic model, so `s.call.args = s.call.args[:1]` or
+`s.call.programs[0].body[0].rhs = "a_ref"` work, and a wrong value is refused at once.
+"""
+            + (
+                "\nThis notebook shows one solution to each (and a second one to some)."
+                if solutions
+                else "\nStuck? The solutions are in [06-exercises-solutions](06-exercises-solutions.ipynb)."
+            )
+        ),
+        SETUP,
+        code(
+            """
+from IPython.display import Markdown, display
+
+from toolkit import exercises
+from toolkit.exercises import check_exercise, outline, start
+
+print(len(exercises.names()), "exercises:", ", ".join(exercises.names()))
+"""
+        ),
+    ]
+    for i, name in enumerate(exercises.names(), 1):
+        ex = exercises.get(name)
+        cells.append(md(f"---\n## {i}. {ex.title}\n\n*From notebook {ex.notebook}.*"))
+        cells.append(
+            code(
+                f"""
+display(Markdown(exercises.get("{name}").describe()))
+s = start("{name}")
+print(outline(s))
+"""
+            )
+        )
+        if solutions:
+            cells.append(code(SOLUTIONS[name][0]))
+            cells.append(code(f'check_exercise("{name}", s)'))
+            for alt in SOLUTIONS[name][1:]:
+                cells.append(md("Another right answer:"))
+                cells.append(code(alt))
+                cells.append(code(f'check_exercise("{name}", s)'))
+        else:
+            cells.append(code(f'check_exercise("{name}", s)  # the starting point: not yet'))
+            cells.append(
+                code(
+                    f"""
+# Your turn: edit s here, then run the next cell.
+s = start("{name}")
+"""
+                )
+            )
+            cells.append(code(f'check_exercise("{name}", s)'))
+    cells.append(
+        md(
+            """
+---
+Done? Build your own: take any gallery scenario (`mpmd-lab gallery`), break it in a way you
+have seen at work, and ask your neighbour to repair it.
+"""
+        )
+    )
+    return cells
+
+
+#: One solution per exercise (and alternatives), as edits a learner would type.
+SOLUTIONS: dict[str, list[str]] = {
+    "dup-ref": [
+        """
+s.call.args = s.call.args[:1]             # pass acc once...
+s.call.programs[0].body[0].rhs = "a_ref"  # ...and read it twice
+print(outline(s))
+""",
+        """
+# acc as a plain array: arrays are values, the same one may be passed twice
+s = start("dup-ref")
+s.buffers["acc"].as_ref = False
+""",
+    ],
+    "dup-view": [
+        """
+body = s.call.programs[0].body
+s.call.args = [{"buffer": "acc", "param": "a_ref"}]
+s.call.programs[0].body = [
+    {"let": "lo", "ref": "a_ref", "transforms": [{"op": "at", "index": [[0, 128]]}]},
+    {"let": "hi", "ref": "a_ref", "transforms": [{"op": "at", "index": [[128, 256]]}]},
+    *body,
+]
+print(outline(s))
+""",
+    ],
+    "closed-ref": [
+        """
+s.call.captures = []
+s.call.programs[0].body[0].rhs = "a_ref"
+""",
+    ],
+    "ring-left": [
+        """
+s.call.programs[0].body[0].transforms[0].device = {"dev": {"offset": -1}}
+""",
+        """
+s = start("ring-left")
+s.call.programs[0].body[0].transforms[0].device = {"dev": {"offset": 3}}  # 3 right = 1 left
+""",
+    ],
+    "multicast-then-peer": [
+        """
+view = s.call.programs[0].body[0]
+view.transforms = [t for t in view.transforms if t.op != "multicast_ref"]
+print(outline(s))
+""",
+    ],
+    "peer-then-multicast": [
+        """
+s.call.entry = "plgpu.kernel"  # allocates SMEM scratch itself
+s.call.scratch = {"smem": {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}}
+slot = s.call.programs[0].body[0]
+slot.transforms = [t for t in slot.transforms if t.op != "remote_ref"]
+s.call.programs[0].body = [
+    {"op": "copy", "src": "x_ref", "dst": "smem"},
+    slot,
+    {"op": "tma_store", "src": "smem", "dst": "slot"},
+]
+print(outline(s))
+""",
+        """
+s = start("peer-then-multicast")
+slot = s.call.programs[0].body[0]
+slot.transforms = [slot.transforms[0]]  # just this device's slot of out
+s.call.programs[0].body = [
+    slot,
+    {"op": "multimem_store", "src": "x_ref", "dst": "slot", "axes": ["dev"]},
+]
+print(outline(s))
+""",
+    ],
+    "race": [
+        """
+s.call.programs[0].body[1].transforms = [{"op": "at", "index": [{"block": "b", "size": 128}]}]
+""",
+    ],
+    "ring-2d": [
+        """
+s.call.programs[0].body[0].transforms[0].device = {"y": {"offset": 1}}
+""",
+    ],
+    "program-id": [
+        """
+by_block = [{"op": "at", "index": [{"block": "b", "size": 128}]}]
+s.call.programs[0].body[0].transforms = by_block
+s.call.programs[0].body[1].transforms = by_block
+""",
+    ],
+    "reshape": [
+        """
+s.call.programs[0].body[0].transforms[0].shape = [256]
+""",
+        """
+s = start("reshape")
+s.call.programs[0].body[0].transforms[0].shape = [-1]
+""",
+    ],
+    "oob-slice": [
+        """
+s.call.programs[0].body[0].transforms[0].index = [{"ds": [128, 128]}]
+""",
+        """
+s = start("oob-slice")
+s.call.programs[0].body[0].transforms[0].index = [[128, 256]]  # a plain slice
+""",
+    ],
+}
+
+
+def notebooks() -> dict[str, list]:
+    return {
+        "00-start-here": NB00,
+        "01-meshes": NB01,
+        "02-refs-and-transforms": NB02,
+        "03-calls-and-aliasing": NB03,
+        "04-peers-and-multicast": NB04,
+        "05-prototyping": NB05,
+        "06-exercises": _exercise_cells(solutions=False),
+        "06-exercises-solutions": _exercise_cells(solutions=True),
+    }
+
+
+def build(name: str, cells: list) -> str:
+    """The notebook as the text committed to the repository."""
+    nb = new_notebook(cells=cells)
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name[:2]}-{i:02d}"  # stable ids: rebuilding changes nothing
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(HERE.parent))
+    check = "--check" in argv
+    stale = []
+    for name, cells in notebooks().items():
+        path = HERE / f"{name}.ipynb"
+        text = build(name, cells)
+        if check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(path)
+    if stale:
+        print("out of date (run python notebooks/_build.py):", ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

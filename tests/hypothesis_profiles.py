@@ -1,0 +1,27 @@
+"""Hypothesis profiles (a pytest plugin loaded by conftest.py) and the ``fuzz`` marker.
+
+``make test`` uses the short ``default`` profile; ``make fuzz`` sets
+``HYPOTHESIS_PROFILE=long`` and runs only ``-m fuzz`` tests, many more examples each.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "long",
+    max_examples=3000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fuzz: hypothesis fuzzing (long run: make fuzz)")

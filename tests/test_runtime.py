@@ -1,0 +1,206 @@
+"""toolkit.runtime against real JAX: the gallery, numpy references, recovery, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from toolkit import gallery, probe, runtime
+from toolkit.codegen import generate
+from toolkit.scenario import load_scenario
+
+IOTA256 = np.arange(256, dtype=np.float32)
+
+#: Gallery scenario -> the code JAX 0.12 fails with, and at which stage.
+EXPECTED_ERRORS = {
+    "bitcast-view": ("GPU_WG_TRANSFORMS", "gpu-lower"),
+    "cluster-exchange": ("GPU_CLUSTER_SMEM_STORE", "gpu-lower"),
+    "dup-ref": ("MPMD_DUP_REF", "trace"),
+    "multicast-2d": ("GPU_INTERP_MULTICAST", "interpret"),
+    "multicast-then-peer": ("REF_MULTICAST_TO_PEER", "trace"),
+    "peer-then-multicast": ("REF_PEER_TO_MULTICAST", "trace"),
+    "reshape-view": ("GPU_INTERP_UNSUPPORTED_TRANSFORM", "interpret"),
+    "ring-shift": ("GPU_INTERP_UNSUPPORTED_TRANSFORM", "interpret"),
+    "transpose-view": ("GPU_VERIFICATION", "gpu-lower"),
+    "two-block-race": ("RACE_DETECTED", "interpret"),
+}
+
+#: Gallery scenario -> its outputs, computed here with numpy.
+EXPECTED_OUTPUTS = {
+    "two-block-copy": {"out": IOTA256},
+    "dup-ref-fixed": {"out": 2 * IOTA256, "acc": IOTA256},
+    # two devices, 128 elements each: each device copies its own shard
+    "peer-then-multicast-fixed": {"out": IOTA256},
+}
+
+
+@pytest.fixture(scope="module")
+def gallery_runs():
+    return {n: runtime.run(gallery.load(n), "interpret", timeout=180) for n in gallery.names()}
+
+
+def test_gallery_errors_have_expected_codes(gallery_runs):
+    for name, (code, stage) in EXPECTED_ERRORS.items():
+        r = gallery_runs[name]
+        assert r.status == "error", name
+        assert (r.error["code"], r.error["stage"]) == (code, stage), (name, r.error)
+        assert r.outputs == {}
+        j = r.to_json()
+        assert j["error"]["type"] and j["error"]["message"] and j["outputs"] == {}
+
+
+def test_gallery_outputs_match_numpy(gallery_runs):
+    for name, expected in EXPECTED_OUTPUTS.items():
+        r = gallery_runs[name]
+        assert r.status == "ok", (name, r.error)
+        assert list(r.outputs) == list(expected), name  # declared order
+        for k, v in expected.items():
+            np.testing.assert_array_equal(r.outputs[k], v, err_msg=f"{name}.{k}")
+
+
+def test_every_gallery_scenario_gives_a_known_answer(gallery_runs):
+    for name, r in gallery_runs.items():
+        assert r.backend == "interpret"
+        assert r.devices == probe.devices_of(gallery.load(name))
+        if r.status == "error":
+            assert r.error["code"] not in ("JAX_UNKNOWN", "RUN_CRASHED", "RUN_TIMEOUT"), name
+            assert r.diagnostic().code == r.error["code"]
+        json.dumps(r.to_json())  # JSON-ready
+        assert name in r.summary()
+
+
+def test_contract_shape(gallery_runs):
+    j = gallery_runs["two-block-copy"].to_json()
+    assert set(j) == {"status", "backend", "devices", "error", "outputs", "seconds"}
+    assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
+    assert j["outputs"]["out"] == {
+        "shape": [256],
+        "dtype": "float32",
+        "values": [float(v) for v in IOTA256],
+    }
+
+
+def test_transpose_view_interprets_to_x_transposed():
+    # the GPU lowering rejects it (above), but the interpreter computes x.T
+    x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
+    r = probe.probe(gallery.load("transpose-view"), ("build", "trace", "interpret"))
+    assert r.ok, r.message
+    np.testing.assert_array_equal(r.outputs["out"], x.T)
+
+
+def test_race_without_detection_leaves_one_writer_and_nan_fill():
+    r = probe.probe(gallery.load("two-block-race"), ("build", "interpret"), detect_races=False)
+    assert r.ok, r.message
+    out = r.outputs["out"]
+    assert any(np.array_equal(out[:128], IOTA256[h : h + 128]) for h in (0, 128))
+    assert np.isnan(out[128:]).all()  # nobody wrote the second half
+
+
+def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
+    good = gallery.load("two-block-copy")
+    # a failure inside the GPU interpreter (its state is reset with a fresh worker)
+    bad = runtime.run(gallery.load("two-block-race"), "interpret")
+    assert bad.error["code"] == "RACE_DETECTED"
+    assert runtime.run(good, "interpret").ok
+    # a timeout
+    slow = runtime.run(good, "interpret", timeout=0.01)
+    assert slow.status == "error" and slow.error["code"] == "RUN_TIMEOUT"
+    assert runtime.run(good, "interpret").ok
+
+    # a crash: the worker dies (SIGKILL, as a segfaulting JAX would) mid-run
+    def kill_at_interpret(stage, fraction):
+        if stage == "interpret":
+            os.kill(probe._POOL[(1, "cpu")].pid, signal.SIGKILL)
+
+    stages = []
+    crashed = runtime.run(
+        good, "interpret", on_progress=lambda s, f: (stages.append((s, f)), kill_at_interpret(s, f))
+    )
+    assert crashed.status == "error" and crashed.error["code"] == "RUN_CRASHED"
+    assert "SIGKILL" in crashed.error["message"] and crashed.error["stage"] == "interpret"
+    assert [s for s, _ in stages][:2] == ["start", "build"]
+    again = runtime.run(good, "interpret")
+    assert again.ok
+    np.testing.assert_array_equal(again.outputs["out"], IOTA256)
+
+
+def test_progress_reaches_one():
+    seen = []
+    r = runtime.run(
+        gallery.load("two-block-copy"), "interpret", on_progress=lambda s, f: seen.append((s, f))
+    )
+    assert r.ok
+    fractions = [f for _, f in seen]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert [s for s, _ in seen] == ["start", "build", "trace", "gpu-lower", "interpret", "done"]
+
+
+def test_backends():
+    s = gallery.load("two-block-copy")
+    assert runtime.choose_backend("interpret") == "interpret"
+    with pytest.raises(ValueError):
+        runtime.choose_backend("tpu")
+    if not runtime.has_gpu():
+        assert runtime.choose_backend("auto") == "interpret"
+        r = runtime.run(s, "gpu")
+        assert r.status == "error" and r.error["code"] == "GPU_UNAVAILABLE"
+    r = runtime.run(s, "simulate")
+    assert r.backend == "simulate"
+
+
+def test_cli_run_exit_codes_and_json(cli, tmp_path):
+    ok = cli("run", "two-block-copy", "--json", "--backend", "interpret")
+    assert ok.returncode == 0, ok.stderr
+    j = json.loads(ok.stdout)
+    assert j["status"] == "ok" and j["backend"] == "interpret"
+    assert j["outputs"]["out"]["values"] == [float(v) for v in IOTA256]
+    bad = cli("run", "dup-ref", "--json", "--backend", "interpret")
+    assert bad.returncode == 1
+    j = json.loads(bad.stdout)
+    assert j["status"] == "error" and j["error"]["code"] == "MPMD_DUP_REF"
+    assert j["error"]["stage"] == "trace" and j["outputs"] == {}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert cli("run", str(broken), "--json").returncode == 2
+
+
+def test_exported_files_match_run(gallery_runs, tmp_path):
+    runnable = [n for n, r in gallery_runs.items() if r.ok]
+    assert set(EXPECTED_OUTPUTS) <= set(runnable)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    procs = {}
+    for name in runnable:  # one process per file, all at once
+        path = tmp_path / f"{name.replace('-', '_')}.py"
+        path.write_text(generate(load_scenario(gallery.path_of(name))))
+        procs[name] = subprocess.Popen(
+            [sys.executable, str(path), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+    for name, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, (name, err[-2000:])
+        exported = json.loads(out.strip().splitlines()[-1])
+        expected = json.loads(json.dumps(gallery_runs[name].to_json()["outputs"]))
+        assert list(exported) == list(expected), name
+        assert exported == expected, name
+
+
+def test_broken_scenario_gets_the_rules_code_not_a_python_error():
+    pytest.importorskip("toolkit.validate")
+    data = json.loads(gallery.path_of("two-block-copy").read_text())
+    data["call"]["programs"][0]["body"][2]["src"] = "nowhere"  # a name never defined
+    r = runtime.run(load_scenario(data), "interpret")
+    assert r.status == "error"
+    assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
+    assert r.error["type"] == "NameError"  # what Python raised running the call

@@ -1,0 +1,283 @@
+"""The simulator on cross-device and cluster scenarios no CPU interpreter runs: each
+expected value is worked out here with plain numpy, independently of the simulator."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from toolkit import gallery
+from toolkit.accesslog import from_runs, runs
+from toolkit.scenario import load_scenario
+from toolkit.simulate import bitcast_offsets, host_value, np_dtype, simulate
+
+
+def _iota(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.float32)
+
+
+# ---------------------------------------------------------------- cross-device
+
+
+def test_ring_shift_each_device_holds_its_left_neighbours_input():
+    r = simulate(gallery.load("ring-shift"))
+    assert r.ok and r.backend == "simulate" and r.devices == 4
+    x = _iota(4 * 256).reshape(4, 256)  # device d's input is row d
+    expected = np.stack([x[(d - 1) % 4] for d in range(4)]).reshape(-1)
+    np.testing.assert_array_equal(r.outputs["out"], expected)
+    assert r.races == []
+    writes = r.log.writes()
+    assert sorted((w.actor.device, w.location.device) for w in writes) == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 0),
+    ]
+
+
+def test_multicast_2d_reaches_every_device_and_reports_the_overlapping_writers():
+    r = simulate(gallery.load("multicast-2d"))
+    assert r.ok and r.devices == 4
+    np.testing.assert_array_equal(r.outputs["out"], np.ones(4 * 128, np.float32))
+    # all four devices write all 128 elements of out on every device
+    writes = [w for w in r.log.writes() if w.location.buffer == "out"]
+    assert sorted({(w.actor.device, w.location.device) for w in writes}) == [
+        (a, b) for a in range(4) for b in range(4)
+    ]
+    assert r.races and all(x.kind == "write-write" for x in r.races)
+    assert {x.location.device for x in r.races} == {0, 1, 2, 3}
+    for race in r.races:
+        assert race.first.actor.device != race.second.actor.device
+        assert runs(race.elements) == [[0, 128]]
+
+
+def _all_gather(axes, op: str) -> dict:
+    """Each device of a 2x2 mesh stores its x into its own slot of out, fanned out over
+    ``axes``: slot = 2 * x_coord + y_coord, 128 elements each."""
+    slot = [
+        {"op": "at", "index": [{"block": "x", "size": 256, "stride": 256}]},
+        {"op": "at", "index": [{"block": "y", "size": 128}]},
+    ]
+    if op == "tma_store":
+        body = [
+            {"op": "copy", "src": "x_ref", "dst": "smem"},
+            {"let": "mine", "ref": "out", "transforms": slot},
+            {
+                "let": "everyone",
+                "ref": "mine",
+                "transforms": [{"op": "multicast_ref", "axes": axes}],
+            },
+            {"op": "tma_store", "src": "smem", "dst": "everyone"},
+        ]
+    else:
+        body = [
+            {"let": "mine", "ref": "out", "transforms": slot},
+            {"op": "multimem_store", "src": "x_ref", "dst": "mine", "axes": axes},
+        ]
+    return {
+        "name": "all-gather",
+        "device_mesh": {"x": 2, "y": 2},
+        "buffers": {"x": {"shape": [128], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"out": {"shape": [512], "dtype": "float32"}},
+            "scratch": {"smem": {"shape": [128], "dtype": "float32"}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+    }
+
+
+@pytest.mark.parametrize("op", ["tma_store", "multimem_store"])
+def test_multicast_over_both_axes_is_an_all_gather(op):
+    r = simulate(load_scenario(_all_gather(["x", "y"], op)), check=False)
+    assert r.ok, r.error
+    x = _iota(512)  # the global input: device d holds x[128 d : 128 (d + 1)]
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(x, 4))
+    assert r.races == []
+
+
+@pytest.mark.parametrize("op", ["tma_store", "multimem_store"])
+def test_multicast_over_one_axis_reaches_only_that_axis(op):
+    r = simulate(load_scenario(_all_gather("y", op)), check=False)
+    assert r.ok, r.error
+    x = _iota(512).reshape(2, 2, 128)  # [x_coord, y_coord, element]
+    expected = np.full((2, 2, 4, 128), np.nan, np.float32)  # [device x, device y, slot, e]
+    for dx in range(2):
+        for dy in range(2):
+            for sy in range(2):  # every y along the same x row receives the store
+                expected[dx, dy, 2 * dx + sy] = x[dx, sy]
+    np.testing.assert_array_equal(r.outputs["out"], expected.reshape(-1))
+
+
+def test_cluster_exchange_writes_the_named_blocks_smem():
+    # a plain store into another block's SMEM does not lower for a GPU
+    # (GPU_CLUSTER_SMEM_STORE); the simulator shows what it would mean
+    r = simulate(gallery.load("cluster-exchange"), check=False)
+    assert r.ok, r.error
+    x = _iota(256)
+    # grid b=2 x cluster c=2: blocks 0,1 form cluster 0 and blocks 2,3 cluster 1; every
+    # block writes its half of x (by cluster index) into block c=1 of its cluster
+    for cluster in range(2):
+        lead, target = 2 * cluster, 2 * cluster + 1
+        np.testing.assert_array_equal(r.value("smem", block=target), x[128:])
+        with pytest.raises(KeyError):
+            r.value("smem", block=lead)  # nobody touched block c=0's SMEM
+    assert np.isnan(r.outputs["out"]).all()  # the kernel never writes out
+    # both blocks of a cluster write block c=1's SMEM: a race naming both
+    assert len(r.races) == 2
+    for race in r.races:
+        assert {race.first.actor.cluster, race.second.actor.cluster} == {(0,), (1,)}
+        assert race.location.memory == "SMEM"
+
+
+def test_cluster_ref_slots_are_race_free_and_land_in_one_block():
+    d = gallery.load("cluster-exchange").to_dict()
+    d["call"]["scratch"]["smem"]["shape"] = [256]
+    d["call"]["programs"][0]["body"][1]["transforms"].append(
+        {"op": "at", "index": [{"block": "c", "size": 128}]}
+    )
+    r = simulate(load_scenario(d), check=False)
+    assert r.ok and r.races == []
+    np.testing.assert_array_equal(r.value("smem", block=1), _iota(256))
+    np.testing.assert_array_equal(r.value("smem", block=3), _iota(256))
+
+
+# ---------------------------------------------------------------- races and the log
+
+
+def test_two_block_race_names_both_writers():
+    r = simulate(gallery.load("two-block-race"))
+    assert r.ok
+    (race,) = r.races
+    assert race.kind == "write-write"
+    assert (race.first.actor.block, race.second.actor.block) == (0, 1)
+    assert race.location.buffer == "out" and runs(race.elements) == [[0, 128]]
+    assert "block 0" in race.describe() and "block 1" in race.describe()
+
+
+def test_two_block_copy_has_no_race_and_a_precise_log():
+    r = simulate(gallery.load("two-block-copy"))
+    assert r.ok and r.races == []
+    np.testing.assert_array_equal(r.outputs["out"], _iota(256))
+    writes = {w.actor.block: runs(w.elements) for w in r.log.writes()}
+    reads = {a.actor.block: runs(a.elements) for a in r.log.reads()}
+    assert writes == reads == {0: [[0, 128]], 1: [[128, 256]]}
+    data = json.loads(r.log.to_json())
+    assert [a["kind"] for a in data["accesses"]] == ["read", "write", "read", "write"]
+    assert data["accesses"][3]["elements"] == [[128, 256]]
+    assert data["accesses"][3]["actor"]["block"] == 1
+
+
+def test_read_after_another_blocks_write_is_a_read_write_race():
+    d = gallery.load("two-block-copy").to_dict()
+    body = d["call"]["programs"][0]["body"]
+    body.append({"op": "copy", "src": "out", "dst": "out"})  # every block reads all of out
+    r = simulate(load_scenario(d))
+    kinds = {x.kind for x in r.races}
+    assert "read-write" in kinds
+    assert all(x.first.actor != x.second.actor for x in r.races)
+
+
+# ---------------------------------------------------------------- results
+
+
+def test_result_json_has_the_run_json_shape_and_says_where_it_comes_from():
+    r = simulate(gallery.load("two-block-race"))
+    j = json.loads(json.dumps(r.to_json()))
+    assert {"status", "backend", "devices", "error", "outputs", "seconds"} <= set(j)
+    assert j["backend"] == "simulate" and j["status"] == "ok" and j["error"] is None
+    assert "not a run of JAX" in j["note"]
+    out = j["outputs"]["out"]
+    assert out["shape"] == [256] and out["dtype"] == "float32"
+    assert out["values"][:2] == [128.0, 129.0] and out["values"][-1] == "nan"
+    assert j["races"][0]["first"]["actor"]["block"] == 0
+    assert "log" in r.to_json(log=True)
+
+
+def test_errors_are_data_with_a_code_and_a_path():
+    d = gallery.load("ring-shift").to_dict()
+    d["call"]["programs"][0]["body"][0]["transforms"][0]["device"] = 7
+    r = simulate(load_scenario(d), check=False)
+    assert r.status == "error" and not r.outputs
+    assert r.error["code"] == "REMOTE_DEVICE_OOB"
+    assert r.error["path"] == "call.programs[0].body[0].transforms[0]"
+    assert r.to_json()["error"]["code"] == "REMOTE_DEVICE_OOB"
+    r = simulate(gallery.load("peer-then-multicast"), check=False)
+    assert r.error["code"] == "REF_PEER_TO_MULTICAST"
+
+
+def test_program_id_follows_the_interpreter_and_says_so():
+    d = gallery.load("two-block-copy").to_dict()
+    for let in d["call"]["programs"][0]["body"][:2]:
+        let["transforms"][0]["index"] = [{"pid": 0, "size": 128}]
+    gpu = simulate(load_scenario(d))
+    assert np.isnan(gpu.outputs["out"][128:]).all()  # program_id is 0 in both blocks
+    assert any("program_id" in n for n in gpu.notes)
+    grid = simulate(load_scenario(d), program_id="grid")
+    np.testing.assert_array_equal(grid.outputs["out"], _iota(256))
+
+
+# ---------------------------------------------------------------- building blocks
+
+
+@pytest.mark.parametrize("init", ["zeros", "ones", "iota", "random", [[1, 2], [3, 4]]])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "bool"])
+def test_host_values_equal_the_generated_codes(init, dtype):
+    from toolkit.callsupport import host_array
+    from toolkit.scenario import Buffer
+
+    b = Buffer(shape=[2, 2], dtype=dtype, init=init, seed=3)
+    got = host_value(b, 3)
+    want = np.asarray(host_array(b.init, b.shape, b.dtype, b.seed, 3))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_bitcast_offsets_regroup_bytes_along_the_second_minor_dim():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) * 1.5
+    raw = x.reshape(-1).view(np.uint8)
+    base = (np.arange(12)[:, None] * 4 + np.arange(4)).reshape(4, 3, 4)
+
+    def read(offs, dt):
+        return np.ascontiguousarray(raw[offs]).view(dt).reshape(offs.shape[:-1])
+
+    # narrowing: element (2i + k, j) is 16-bit half k of x[i, j] (little-endian)
+    halves = read(bitcast_offsets(base, np.dtype(np.float32), np.dtype(np.int16)), np.int16)
+    expected = x.view(np.int16).reshape(4, 3, 2).transpose(0, 2, 1).reshape(8, 3)
+    np.testing.assert_array_equal(halves, expected)
+    # widening back joins them again
+    back = bitcast_offsets(
+        bitcast_offsets(base, np.dtype(np.float32), np.dtype(np.int16)),
+        np.dtype(np.int16),
+        np_dtype("float32"),
+    )
+    np.testing.assert_array_equal(read(back, np.float32), x)
+
+
+def test_runs_round_trip():
+    e = np.array([0, 1, 2, 5, 7, 8])
+    assert runs(e) == [[0, 3], [5, 6], [7, 9]]
+    np.testing.assert_array_equal(from_runs(runs(e)), e)
+
+
+def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
+    pytest.importorskip("toolkit.validate")
+    r = simulate(gallery.load("dup-ref"))
+    assert r.status == "error" and r.error["code"] == "MPMD_DUP_REF"
+    assert r.error["stage"] == "trace" and "same ref" in r.error["message"]
+    # a call only the GPU lowering rejects is simulated, with a note saying so
+    r = simulate(gallery.load("cluster-exchange"))
+    assert r.ok and any("GPU_CLUSTER_SMEM_STORE" in n for n in r.notes)
+
+
+def test_cli_run_backend_simulate(cli):
+    p = cli("run", "ring-shift", "--backend", "simulate", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["backend"] == "simulate" and j["status"] == "ok"
+    assert j["outputs"]["out"]["values"][:2] == [768.0, 769.0]  # device 0 holds device 3's x
+    p = cli("run", "dup-ref", "--backend", "simulate", "--json")
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["error"]["code"] == "MPMD_DUP_REF"
