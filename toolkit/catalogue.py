@@ -222,7 +222,8 @@ ENTRIES: list[Entry] = [
     _e(
         "ADD_SHAPE_MISMATCH",
         "TypeError",
-        r"add got incompatible shapes for broadcasting|Incompatible shapes for broadcasting: shapes=",
+        r"add got incompatible shapes for broadcasting"
+        r"|Incompatible shapes for broadcasting: shapes=",
         "trace",
         "Adding values of different shapes",
     ),

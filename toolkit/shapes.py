@@ -241,7 +241,14 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
             notes,
         )
     entries += [None] * (len(shape) - len(entries))
-    if ref.sharded and not ref.transformed and shape and isinstance(entries[0], int):
+    sharded0 = (
+        ref.sharded is not None
+        and bool(shape)
+        and bool(ref.view_dims)
+        and ref.view_dims[0] == 0
+        and not (ref.reshaped or ref.bitcast)
+    )
+    if sharded0 and isinstance(entries[0], int):
         return (
             None,
             _err(
@@ -252,7 +259,7 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
             ),
             notes,
         )
-    if ref.sharded and not ref.transformed and shape and not _full(entries[0], shape[0]):
+    if sharded0 and isinstance(entries[0], list) and not _full(entries[0], shape[0]):
         return (
             None,
             _err(

@@ -214,7 +214,7 @@ def _access(
                 ctx.jax("GPU_RESHAPE_STRIDED", path, msg, jax_type=jt)
                 return True
         elif t.op == "remote_ref":
-            if _device_id(ctx, st, field, info):
+            if _device_id(ctx, st, field, t.device):
                 return True
         elif t.op == "multicast_ref":
             ctx.jax(
@@ -391,8 +391,7 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
     return False
 
 
-def _device_id(ctx: Ctx, st: Stmt, field: str, info: RefInfo) -> bool:
-    dev = info.peer_device
+def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
     axes = ctx.mesh_axes
     if isinstance(dev, int):
         if len(axes) != 1:
@@ -436,7 +435,7 @@ def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
                 fix=_all_axes_fix(ctx, st.refs["dst"]),
             )
             return True
-    if dst.peer and _device_id(ctx, st, "dst", dst):
+    if dst.peer and _device_id(ctx, st, "dst", dst.peer_device):
         return True
     return False
 
