@@ -244,7 +244,7 @@ ENTRIES: list[Entry] = [
     _e(
         "RESHAPE_MINUS_ONE",
         "ValueError",
-        r"At most one dimension can be -1",
+        r"At most one dimension can be -1|can only specify one unknown axis size",
         "trace",
         "More than one -1 in a reshape",
     ),
@@ -252,7 +252,7 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_RANK",
         "ValueError",
-        r"Permutation .* does not match the rank",
+        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
         "trace",
         "Permutation of the wrong rank",
     ),
@@ -519,6 +519,13 @@ ENTRIES: list[Entry] = [
         r"Out-of-bounds swap",
         "interpret",
         "Out-of-bounds write (GPU interpreter)",
+    ),
+    _e(
+        "MULTIMEM_STORE_WIDTH",
+        "ValueError",
+        r"Only 32-, 64- and 128-bit stores are supported",
+        "gpu-lower",
+        "A multimem store of fewer than 32 bits per thread",
     ),
     # last: very generic messages
     _e(

@@ -128,7 +128,23 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
     if isinstance(node, MultimemStore):
         if _access(ctx, st, "src", "load", mesh, layout, verify):
             return True
-        return _collective(ctx, st, node.axes, "multimem_store")
+        if _collective(ctx, st, node.axes, "multimem_store"):
+            return True
+        from toolkit.shapes import bits
+
+        src = infos["src"]
+        if src.shape and src.size % LANES == 0 and src.size // LANES * bits(src.dtype) < 32:
+            verify["p3"].append(
+                (
+                    "MULTIMEM_STORE_WIDTH",
+                    st.path,
+                    "Only 32-, 64- and 128-bit stores are supported",
+                    f"Each of the {LANES} threads would store {src.size // LANES} "
+                    f"{src.dtype} value(s), fewer than 32 bits; multimem stores move 32, 64 or "
+                    "128 bits per thread.",
+                )
+            )
+        return False
     return False
 
 
