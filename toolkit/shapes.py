@@ -532,8 +532,6 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             )
         if ref.memory_space == "TMEM":
             return None, _err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.")
-    if ref.sharded:
-        return None, _sharded_error()
     if len(perm) != len(ref.shape):
         return None, _err(
             "TRANSPOSE_RANK",
@@ -546,6 +544,8 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
         return None, _err(
             "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", field="perm", lazy=True
         )
+    if ref.sharded:
+        return None, _sharded_error()
     new_shape = tuple(ref.shape[p] for p in perm)
     after = replace(
         ref,
