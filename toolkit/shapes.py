@@ -540,12 +540,12 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             field="perm",
             lazy=True,
         )
+    if ref.sharded:
+        return None, _sharded_error()
     if any(p >= len(ref.shape) or p < -len(ref.shape) for p in perm):
         return None, _err(
             "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", field="perm", lazy=True
         )
-    if ref.sharded:
-        return None, _sharded_error()
     new_shape = tuple(ref.shape[p] for p in perm)
     after = replace(
         ref,
