@@ -77,7 +77,7 @@ class Dim:
     stride: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RefInfo:
     """A ref (or view of one) as JAX types it."""
 
