@@ -217,9 +217,17 @@ ENTRIES: list[Entry] = [
         "Store of the wrong dtype",
     ),
     _e(
+        "ADD_SHAPE_MISMATCH",
+        "TypeError",
+        r"add got incompatible shapes for broadcasting"
+        r"|Incompatible shapes for broadcasting: shapes=",
+        "trace",
+        "Adding values of different shapes",
+    ),
+    _e(
         "TMA_SHAPE_MISMATCH",
         "ValueError",
-        r"Expected shapes to match, but src has shape",
+        r"Expected shapes to match, but src has shape|^zip\(\) argument \d is (?:shorter|longer)",
         "trace",
         "TMA copy between refs of different shapes",
     ),
@@ -411,13 +419,6 @@ ENTRIES: list[Entry] = [
         "A store into a captured array",
     ),
     _e(
-        "ADD_SHAPES",
-        "TypeError",
-        r"add got incompatible shapes for broadcasting",
-        "trace",
-        "Adding arrays whose shapes do not broadcast",
-    ),
-    _e(
         "ARG_TRANSFORM_ON_ARRAY",
         "TypeError",
         r"_IndexUpdateRef.* is not a valid JAX type",
@@ -453,41 +454,42 @@ ENTRIES: list[Entry] = [
         "cluster_ref of a GMEM ref",
     ),
     # rows added by the knowledge helper for codes the validate rules emit
-    _e(
-        "GPU_8BIT_ARITH",
-        "NotImplementedError",
-        r"Pointwise operations on 8-bit types are unsupported",
-        "gpu-lower",
-        "Arithmetic on 8-bit values",
-    ),
-    _e(
-        "GPU_RESHAPE_STRIDED",
-        "ValueError",
-        r"strides=\[[\d, ]*\], ref_ty\.shape=\[[\d, ]*\], dim="
-        r"|Can't reshape \[[\d, ]*\] to \[[\d, ]*\] by composing",
-        "gpu-lower",
-        "Reshape of a strided view",
-    ),
+    # rows found by the validate helper running jax 0.12
     _e(
         "TMA_DTYPE_MISMATCH",
         "ValueError",
         r"Expected dtypes to match but src had type",
         "trace",
-        "TMA copy between refs of different dtypes",
+        "tma_store between refs of different dtypes",
     ),
     _e(
         "MULTIMEM_DST_NOT_GMEM",
         "ValueError",
-        r"ref must be a GMEM reference, got",
+        r"^ref must be a GMEM reference, got",
         "trace",
         "multimem_store into a ref that is not in GMEM",
     ),
     _e(
         "MULTIMEM_MISMATCH",
         "ValueError",
-        r"Value (?:shape|dtype) .* does not match ref (?:shape|dtype)",
+        r"^Value (?:dtype|shape) .* does not match ref (?:dtype|shape)",
         "trace",
-        "multimem_store of a value that does not fit the ref",
+        "multimem_store of a value of another dtype or shape",
+    ),
+    _e(
+        "GPU_RESHAPE_STRIDED",
+        "NotImplementedError",
+        r"by composing independent folds/unfolds|^strides=\[.*fold_rank="
+        r"|strides=\[[\d, ]*\], ref_ty\.shape=\[[\d, ]*\], dim=",
+        "gpu-lower",
+        "A reshape of a strided (sliced) view",
+    ),
+    _e(
+        "GPU_8BIT_ARITH",
+        "NotImplementedError",
+        r"Pointwise operations on 8-bit types are unsupported",
+        "gpu-lower",
+        "Arithmetic on 8-bit values",
     ),
     _e(
         "ARRAY_NO_METHOD",
@@ -523,6 +525,13 @@ ENTRIES: list[Entry] = [
         r"Out-of-bounds swap",
         "interpret",
         "Out-of-bounds write (GPU interpreter)",
+    ),
+    _e(
+        "MULTIMEM_STORE_WIDTH",
+        "ValueError",
+        r"Only 32-, 64- and 128-bit stores are supported",
+        "gpu-lower",
+        "A multimem store of fewer than 32 bits per thread",
     ),
     # last: very generic messages
     _e(

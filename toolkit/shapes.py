@@ -77,7 +77,7 @@ class Dim:
     stride: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RefInfo:
     """A ref (or view of one) as JAX types it."""
 
@@ -241,18 +241,27 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
             notes,
         )
     entries += [None] * (len(shape) - len(entries))
-    if ref.sharded and not ref.transformed and shape and isinstance(entries[0], int):
+    # NDIndexer._validate_sharding (run when the type is next computed): a sharded input
+    # (no shard_map) takes slices only, and only whole ones along its sharded dim 0
+    sharded0 = (
+        ref.sharded is not None
+        and bool(shape)
+        and bool(ref.view_dims)
+        and ref.view_dims[0] == 0
+        and not (ref.reshaped or ref.bitcast)
+    )
+    if sharded0 and any(isinstance(e, int) for e in entries):
         return (
             None,
             _err(
                 "SHARDED_REF_SLICE",
                 "TypeError",
                 "sharded ref (array reference) can only be indexed by slices, not integers",
-                field="index[0]",
+                lazy=True,
             ),
             notes,
         )
-    if ref.sharded and not ref.transformed and shape and not _full(entries[0], shape[0]):
+    if sharded0 and not _full(entries[0], shape[0]):
         return (
             None,
             _err(
@@ -262,6 +271,7 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
                 f"of shape {tuple(shape)!r} was sliced on axis 0, which is sharded like "
                 f"{ref.sharded}",
                 field="index[0]",
+                lazy=True,
             ),
             notes,
         )
@@ -424,7 +434,14 @@ def _compose_region(
     return tuple(out), tuple(keep)
 
 
+def _sharded_error() -> StepError:
+    """Bitcast, reshape and transpose types reject a sharded array: a bare error."""
+    return _err("MPMD_GPU_MESH_NOT_COMBINABLE", "NotImplementedError", "", lazy=True)
+
+
 def _apply_bitcast(ref: RefInfo, t: Bitcast) -> tuple[RefInfo | None, StepError | None]:
+    if ref.sharded:
+        return None, _sharded_error()
     new = canonical_dtype(t.dtype)
     old_bits, new_bits = bits(ref.dtype), bits(new)
     shape = ref.shape
@@ -488,6 +505,8 @@ def _apply_reshape(ref: RefInfo, t: Reshape) -> tuple[RefInfo | None, StepError 
             "ValueError",
             f"cannot reshape shape {ref.shape!r} into shape {target!r}",
         )
+    if ref.sharded:
+        return None, _sharded_error()
     after = replace(
         ref,
         shape=target,
@@ -513,14 +532,6 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             )
         if ref.memory_space == "TMEM":
             return None, _err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.")
-    if ref.sharded:
-        # TransposeTransform.transform_type: a sharded array cannot be transposed
-        return None, _err(
-            "MPMD_GPU_MESH_NOT_COMBINABLE",
-            "NotImplementedError",
-            "",
-            lazy=True,
-        )
     if len(perm) != len(ref.shape):
         return None, _err(
             "TRANSPOSE_RANK",
@@ -529,6 +540,8 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             field="perm",
             lazy=True,
         )
+    if ref.sharded:
+        return None, _sharded_error()
     if any(p >= len(ref.shape) or p < -len(ref.shape) for p in perm):
         return None, _err(
             "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", field="perm", lazy=True

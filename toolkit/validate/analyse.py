@@ -12,6 +12,14 @@ from toolkit.shapes import RefInfo, base_info
 from toolkit.validate.context import ArgInfo, Binding, Ctx, ProgramInfo, Stmt, leaf_name
 
 _OP_FIELDS = ("src", "lhs", "rhs", "dst")
+_FIELDS_OF: dict[type, tuple[str, ...]] = {}
+
+
+def _op_fields(cls: type) -> tuple[str, ...]:
+    """The ref-naming fields of an op class, in evaluation order (cached)."""
+    if cls not in _FIELDS_OF:
+        _FIELDS_OF[cls] = tuple(f for f in _OP_FIELDS if f in cls.model_fields)
+    return _FIELDS_OF[cls]
 
 
 def analyse(ctx: Ctx) -> None:
@@ -148,6 +156,7 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
     out = ProgramInfo(p, ppath)
     env: dict[str, Binding] = dict(ctx.params)
     env.update(captures)
+    bound = ctx.bound_in(p)
     later: dict[str, int] = {}
     for j, st in enumerate(prog.body):
         if isinstance(st, Let):
@@ -160,7 +169,7 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
         names = (
             [("ref", st.ref)]
             if isinstance(st, Let)
-            else [(f, getattr(st, f)) for f in _OP_FIELDS if hasattr(st, f)]
+            else [(f, getattr(st, f)) for f in _op_fields(type(st))]
         )
         for field, name in names:
             b = env.get(name)
@@ -184,9 +193,7 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
             src = stmt.refs.get("ref")
             info = None
             if src is not None and src.info is not None:
-                stmt.steps = ctx_steps(
-                    src.info, st.transforms, f"{path}.transforms", ctx.bound_in(p)
-                )
+                stmt.steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
                 info = src.info if not stmt.steps else stmt.steps[-1].after
             own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
             env[st.let] = Binding(

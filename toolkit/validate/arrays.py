@@ -31,6 +31,20 @@ def apply_array(
     for k, t in enumerate(transforms):
         path = f"{base}[{k}]"
         op = t.op
+        if op == "remote_ref" and isinstance(t.device, dict):
+            # the device id expression (lax.axis_index) is evaluated before the call
+            axis = next(
+                (a for a, v in t.device.items() if not isinstance(v, int) and a not in bound), None
+            )
+            if axis is not None:
+                r.error = (
+                    "UNBOUND_AXIS",
+                    "NameError",
+                    f"Found an unbound axis name: {axis}. To fix this, please call axis_index "
+                    "under `jax.shard_map`.",
+                    path,
+                )
+                return r
         if r.updater:
             if op in ("at", "bitcast", "reshape") or (op == "transpose" and t.via == "method"):
                 name = {"at": "at", "bitcast": "bitcast", "reshape": "reshape"}.get(op, "transpose")

@@ -6,7 +6,9 @@ types (their transforms first), then the kernel object itself.
 
 from __future__ import annotations
 
+from toolkit.diagnostics import Edit, Fix
 from toolkit.scenario import KernelMesh
+from toolkit.shapes import bits
 from toolkit.validate.context import Ctx
 
 MAX_THREADS = 2048 // 128
@@ -29,10 +31,15 @@ def check_build(ctx: Ctx) -> None:
         m = p.mesh
         path = f"call.programs[{i}].mesh"
         if len(m.cluster) > 3:
+            keep = dict(list(m.cluster.items())[:3])
             ctx.jax(
                 "MESH_CLUSTER_RANK",
                 path + ".cluster",
                 f"cluster= must be at most 3D, got {mesh_repr(m)}.",
+                fix=Fix(
+                    description=f"keep the first three cluster axes {list(keep)}",
+                    edits=[Edit(op="replace", path=path + ".cluster", value=keep)],
+                ),
             )
             continue
         if m.threads is not None and m.threads.name is None:
@@ -41,6 +48,10 @@ def check_build(ctx: Ctx) -> None:
                 path + ".threads.name",
                 "num_threads and thread_name must be either both set or both None, "
                 f"got {mesh_repr(m)}",
+                fix=Fix(
+                    description="name the thread axis 'wg' (warpgroup)",
+                    edits=[Edit(op="replace", path=path + ".threads.name", value="wg")],
+                ),
             )
             continue
         if m.threads is not None and m.threads.count > MAX_THREADS:
@@ -49,6 +60,10 @@ def check_build(ctx: Ctx) -> None:
                 path + ".threads.count",
                 "Requested too many CUDA threads per block. Each Mosaic thread corresponds to "
                 f"128 CUDA threads. At most {MAX_THREADS} are supported, got {mesh_repr(m)}",
+                fix=Fix(
+                    description="use 15 threads (16 lowers to too many barriers)",
+                    edits=[Edit(op="replace", path=path + ".threads.count", value=15)],
+                ),
             )
             continue
     for name, sc in c.scratch.items():
@@ -56,10 +71,17 @@ def check_build(ctx: Ctx) -> None:
         bad = False
         for k, t in enumerate(sc.transforms):
             if t.op == "swizzle" and t.bytes not in (32, 64, 128):
+                fit = sc.shape[-1] * bits(sc.dtype) // 8 if sc.shape else 0
                 ctx.jax(
                     "SWIZZLE_VALUE",
                     f"{path}.transforms[{k}].bytes",
                     f"Swizzle {t.bytes} is not supported. Only 32, 64 and 128 are accepted.",
+                    fix=None
+                    if fit not in (32, 64, 128)
+                    else Fix(
+                        description=f"swizzle {fit} bytes (the trailing dimension's width)",
+                        edits=[Edit(op="replace", path=f"{path}.transforms[{k}].bytes", value=fit)],
+                    ),
                 )
                 bad = True
                 break
@@ -80,6 +102,10 @@ def check_build(ctx: Ctx) -> None:
                     "TMEM_NO_TRANSFORMS",
                     path + ".transforms",
                     "transforms are not supported for TMEM",
+                    fix=Fix(
+                        description="drop the TMEM scratch's transforms",
+                        edits=[Edit(op="replace", path=path + ".transforms", value=[])],
+                    ),
                 )
             elif sc.packed is None and sc.dtype not in (
                 "float32",
@@ -93,16 +119,25 @@ def check_build(ctx: Ctx) -> None:
                     path + ".dtype",
                     "dtypes narrower than 32-bit require either the packed argument or an "
                     "explicit TMEM layout",
+                    fix=Fix(
+                        description="pack the narrow dtype (packed: true)",
+                        edits=[Edit(op="replace", path=path + ".packed", value=True)],
+                    ),
                 )
         elif sc.packed is not None or sc.collective is not None:
             ctx.jax(
                 "TMEM_ONLY_ARGS",
                 path + (".packed" if sc.packed is not None else ".collective"),
                 "packed, collective and layout arguments are only supported for TMEM.",
+                fix=Fix(
+                    description="drop packed / collective (TMEM-only arguments)",
+                    edits=[
+                        Edit(op="replace", path=path + ".packed", value=None),
+                        Edit(op="replace", path=path + ".collective", value=None),
+                    ],
+                ),
             )
     if c.entry == "plgpu.kernel" and len(c.programs) != 1:
-        from toolkit.diagnostics import Edit, Fix
-
         ctx.add(
             "CODEGEN",
             "call.programs",

@@ -16,7 +16,7 @@ def _rename_in_body(s: Scenario, old: str, new: str) -> list[Edit]:
             path = f"call.programs[{p}].body[{j}]"
             fields = ("ref",) if isinstance(st, Let) else ("src", "dst", "lhs", "rhs")
             for f in fields:
-                v = getattr(st, f, None)
+                v = getattr(st, f) if f in type(st).model_fields else None
                 if v is None:
                     continue
                 if v == old:

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import Add, Copy, Fill, Let, MultimemStore, TmaStore
+from toolkit.scenario import Add, Copy, DsIndex, Fill, Let, MultimemStore, TmaStore
 from toolkit.shapes import RefInfo
 from toolkit.validate.context import Binding, Ctx, Stmt
 
@@ -128,7 +128,23 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
     if isinstance(node, MultimemStore):
         if _access(ctx, st, "src", "load", mesh, layout, verify):
             return True
-        return _collective(ctx, st, node.axes, "multimem_store")
+        if _collective(ctx, st, node.axes, "multimem_store"):
+            return True
+        from toolkit.shapes import bits
+
+        src = infos["src"]
+        if src.shape and src.size % LANES == 0 and src.size // LANES * bits(src.dtype) < 32:
+            verify["p3"].append(
+                (
+                    "MULTIMEM_STORE_WIDTH",
+                    st.path,
+                    "Only 32-, 64- and 128-bit stores are supported",
+                    f"Each of the {LANES} threads would store {src.size // LANES} "
+                    f"{src.dtype} value(s), fewer than 32 bits; multimem stores move 32, 64 or "
+                    "128 bits per thread.",
+                )
+            )
+        return False
     return False
 
 
@@ -182,7 +198,7 @@ def _access(
     for path, t in b.stack:
         if t.op == "at":
             for k, e in enumerate(t.index):
-                if getattr(e, "ds", None) is not None and e.ds[0] < 0:
+                if isinstance(e, DsIndex) and e.ds[0] < 0:
                     start, size = e.ds
                     ctx.jax(
                         "AT_NEGATIVE_SLICE",
@@ -214,7 +230,7 @@ def _access(
                 ctx.jax("GPU_RESHAPE_STRIDED", path, msg, jax_type=jt)
                 return True
         elif t.op == "remote_ref":
-            if _device_id(ctx, st, field, info):
+            if _device_id(ctx, st, field, t.device):
                 return True
         elif t.op == "multicast_ref":
             ctx.jax(
@@ -391,8 +407,7 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
     return False
 
 
-def _device_id(ctx: Ctx, st: Stmt, field: str, info: RefInfo) -> bool:
-    dev = info.peer_device
+def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
     axes = ctx.mesh_axes
     if isinstance(dev, int):
         if len(axes) != 1:
@@ -436,7 +451,7 @@ def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
                 fix=_all_axes_fix(ctx, st.refs["dst"]),
             )
             return True
-    if dst.peer and _device_id(ctx, st, "dst", dst):
+    if dst.peer and _device_id(ctx, st, "dst", dst.peer_device):
         return True
     return False
 

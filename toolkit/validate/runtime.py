@@ -16,7 +16,17 @@ import itertools
 import math
 from typing import Any
 
-from toolkit.scenario import Add, Copy, Fill, Let, MultimemStore, Offset, TmaStore
+from toolkit.scenario import (
+    Add,
+    BlockIndex,
+    Copy,
+    Fill,
+    Let,
+    MultimemStore,
+    Offset,
+    PidIndex,
+    TmaStore,
+)
 from toolkit.validate.context import Binding, Ctx, Stmt
 
 MAX_EXECUTORS = 256
@@ -35,7 +45,7 @@ def check_runtime(ctx: Ctx) -> None:
         for st in prog.stmts:
             if isinstance(st.node, Let):
                 for k, t in enumerate(st.node.transforms):
-                    if t.op == "at" and any(getattr(e, "pid", None) is not None for e in t.index):
+                    if t.op == "at" and any(isinstance(e, PidIndex) for e in t.index):
                         if interp == "gpu" and blocks > 1:
                             ctx.add(
                                 "PROGRAM_ID_GPU_INTERP",
@@ -323,7 +333,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         )
                         return
                     if interp == "hlo" and t.op == "at":
-                        axis = next((e.block for e in t.index if getattr(e, "block", None)), None)
+                        axis = next((e.block for e in t.index if isinstance(e, BlockIndex)), None)
                         if axis is not None:
                             msg = (
                                 f"Found an unbound axis name: {axis}. To fix this, please call "

@@ -367,7 +367,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             if shape is None:
                 if len(lhs.shape) != len(rhs.shape):
                     ctx.jax(
-                        "ADD_SHAPES",
+                        "ADD_SHAPE_MISMATCH",
                         st.path,
                         "Incompatible shapes for broadcasting: shapes="
                         f"[{lhs.shape!r}, {rhs.shape!r}]",
@@ -375,7 +375,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                     )
                 else:
                     ctx.jax(
-                        "ADD_SHAPES",
+                        "ADD_SHAPE_MISMATCH",
                         st.path,
                         f"add got incompatible shapes for broadcasting: {lhs.shape!r}, "
                         f"{rhs.shape!r}.",
