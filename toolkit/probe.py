@@ -530,6 +530,11 @@ def probe(
                 seconds=time.perf_counter() - t0,
                 **base,
             )
+        except BaseException:
+            # interrupted (Ctrl-C in a notebook, an on_progress that raised): the worker
+            # is mid-request and its answer would reach the next caller, so it goes
+            _discard(w)
+            raise
         if res.get("poisoned"):
             _discard(w)
     if on_progress is not None:
