@@ -58,6 +58,16 @@ def test_gallery_errors_have_expected_codes(gallery_runs):
         assert j["error"]["type"] and j["error"]["message"] and j["outputs"] == {}
 
 
+def test_summary_shows_the_error_inside_a_jax_runtime_error(gallery_runs):
+    r = gallery_runs["ring-shift"]
+    assert r.error["type"] == "JaxRuntimeError"  # the exact type and message are kept
+    assert "Traceback" in r.error["message"]
+    # the summary and the diagnostic show the error the interpreter raised inside it
+    assert "ValueError: Unsupported transform: PeerMemRef" in r.summary()
+    assert r.diagnostic().message.startswith("ValueError: Unsupported transform: PeerMemRef")
+    assert r.diagnostic().jax.message == r.error["message"]
+
+
 def test_gallery_outputs_match_numpy(gallery_runs):
     for name, expected in EXPECTED_OUTPUTS.items():
         r = gallery_runs[name]
