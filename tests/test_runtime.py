@@ -200,6 +200,8 @@ def test_cli_run_exit_codes(capsys, tmp_path):
 
 
 def test_exported_files_match_run(gallery_runs, tmp_path):
+    from toolkit import cli as cli_main
+
     runnable = [n for n, r in gallery_runs.items() if r.ok]
     assert set(EXPECTED_OUTPUTS) <= set(runnable)
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -207,7 +209,8 @@ def test_exported_files_match_run(gallery_runs, tmp_path):
     procs = {}
     for name in runnable:  # one process per file, all at once
         path = tmp_path / f"{name.replace('-', '_')}.py"
-        path.write_text(generate(load_scenario(gallery.path_of(name))))
+        assert cli_main.main(["export", name, "-o", str(path)]) == 0  # mpmd-lab export
+        assert path.read_text() == generate(load_scenario(gallery.path_of(name)))
         procs[name] = subprocess.Popen(
             [sys.executable, str(path), "--json"],
             stdout=subprocess.PIPE,
