@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from toolkit.scenario import Scenario, ScenarioError, load_scenario, save_scenario
@@ -27,19 +27,27 @@ def _load(source: str) -> Scenario:
     return load_scenario(source)
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write a file atomically (no half-written file on a failure)."""
+def _write_atomic(path: str, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` to a temp file beside ``path`` (same suffix), then rename it over
+    ``path``: a failure leaves the old file whole and no temp file behind."""
     import tempfile
 
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=target.parent or ".", prefix=f".{target.name}.", suffix=target.suffix or ".tmp"
+    )
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        write(Path(tmp))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write a text file atomically."""
+    _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 # ---------------------------------------------------------------- commands
@@ -111,7 +119,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
     from toolkit import plot
 
-    plot.save_aliasing(scenario, args.output)
+    _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
     print(args.output)
     return EXIT_OK
 

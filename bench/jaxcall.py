@@ -1,0 +1,40 @@
+"""A scenario's generated JAX call, built in this process (``toolkit.codegen`` source)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolkit.codegen import generate
+from toolkit.scenario import Scenario
+
+
+def module_of(scenario: Scenario, interpret: str | None = "gpu") -> dict[str, Any]:
+    """The generated module's namespace (``build``, ``make_inputs``, ``place``)."""
+    ns: dict[str, Any] = {"__name__": f"bench_{scenario.name.replace('-', '_')}"}
+    exec(compile(generate(scenario, interpret=interpret), ns["__name__"], "exec"), ns)
+    return ns
+
+
+def build_and_args(ns: dict[str, Any], interpret: str | None) -> tuple[Any, list[Any]]:
+    fn, mesh = ns["build"](interpret)
+    return fn, ns["place"](ns["make_inputs"](), mesh)
+
+
+def trace(ns: dict[str, Any]) -> None:
+    """Build (GPU compile mode) and trace, as ``check --deep`` asks JAX; JAX errors count."""
+    try:
+        fn, args = build_and_args(ns, None)
+        fn.trace(*args)
+    except Exception:
+        pass
+
+
+def trace_and_lower(ns: dict[str, Any]) -> None:
+    """Build, trace and run the real Mosaic GPU lowering (works on a CPU-only machine)."""
+    import jax
+
+    try:
+        fn, args = build_and_args(ns, None)
+        jax.export.export(fn, platforms=["cuda"])(*args)
+    except Exception:
+        pass

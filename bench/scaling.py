@@ -1,0 +1,96 @@
+"""How static check time grows with argument count and transform-stack depth (linear?)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bench.table import Row, verdict
+from bench.timing import fmt_s, per_call, slope
+
+ARGS = (10, 100, 250, 500, 1000)
+DEPTHS = (1, 8, 16, 32, 64)  # the loader's limit is 64 transforms per stack
+ARGS_TARGET_S = 50e-3
+
+
+def with_args(n: int) -> dict[str, Any]:
+    """n buffers, each passed as an argument, viewed and copied into one output slice."""
+    buffers = {f"b{i}": {"shape": [8, 128], "dtype": "float32"} for i in range(n)}
+    args = [{"buffer": f"b{i}", "param": f"x{i}"} for i in range(n)]
+    body: list[dict[str, Any]] = []
+    for i in range(n):
+        body.append({"let": f"v{i}", "ref": f"x{i}", "transforms": [{"op": "at", "index": [0]}]})
+    body.append({"op": "copy", "src": "v0", "dst": "out"})
+    return _scenario(f"args-{n}", buffers, args, body, [128])
+
+
+def with_depth(d: int) -> dict[str, Any]:
+    """One view through a d-step stack (reshape back and forth, slices that keep the shape)."""
+    steps = [
+        {"op": "reshape", "shape": [16, 64]} if i % 2 == 0 else {"op": "reshape", "shape": [1024]}
+        for i in range(d)
+    ]
+    if d % 2:
+        steps.append({"op": "reshape", "shape": [1024]})
+    buffers = {"b": {"shape": [1024], "dtype": "float32"}}
+    args = [{"buffer": "b", "param": "x"}]
+    body = [
+        {"let": "v", "ref": "x", "transforms": steps[:64]},
+        {"op": "copy", "src": "v", "dst": "out"},
+    ]
+    return _scenario(f"depth-{d}", buffers, args, body, [1024])
+
+
+def _scenario(name: str, buffers: dict, args: list, body: list, out: list[int]) -> dict[str, Any]:
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": name,
+        "buffers": buffers,
+        "call": {
+            "args": args,
+            "outputs": {"out": {"shape": out, "dtype": "float32"}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+    }
+
+
+def _series(label: str, unit: str, xs: tuple[int, ...], make) -> tuple[list[float], list[Row]]:
+    from toolkit import validate
+    from toolkit.scenario import load_scenario
+
+    ys = []
+    for x in xs:
+        s = load_scenario(make(x))
+        ys.append(per_call(lambda s=s: validate.check(s), min_seconds=0.1))
+    b, a = slope(xs, ys)
+    # t ~ n**k: k from a log-log fit over the larger sizes (where fixed costs fade); k ~ 1 is
+    # linear, k ~ 2 quadratic
+    k, _ = slope([math.log(x) for x in xs[1:]], [math.log(y) for y in ys[1:]])
+    series = ", ".join(f"{x}: {fmt_s(y)}" for x, y in zip(xs, ys, strict=True) if x in xs[::2])
+    return ys, [
+        Row("scaling", f"check vs {label}", series),
+        Row(
+            "scaling",
+            f"  fit: {fmt_s(max(a, 0))} + {fmt_s(b)} per {unit}; t ~ n^k",
+            f"k = {k:.2f}",
+            f"{ys[-1] / ys[0]:.0f}x time for {xs[-1] // xs[0]}x {unit}s",
+            target="linear (k < 1.2)",
+            verdict=verdict(k < 1.2),
+        ),
+    ]
+
+
+def rows() -> list[Row]:
+    ys, out = _series("argument count", "argument", ARGS, with_args)
+    t1000 = ys[ARGS.index(1000)]
+    out.append(
+        Row(
+            "scaling",
+            "check, 1,000 arguments",
+            fmt_s(t1000),
+            target=f"< {fmt_s(ARGS_TARGET_S)}",
+            verdict=verdict(t1000 < ARGS_TARGET_S),
+        )
+    )
+    out += _series("stack depth", "step", DEPTHS, with_depth)[1]
+    return out

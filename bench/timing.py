@@ -1,0 +1,51 @@
+"""Medians of repeated timings (these machines are noisy) and a least-squares slope."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = 7, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def per_call(fn: Callable[[], object], min_seconds: float = 0.05, repeats: int = 5) -> float:
+    """Median seconds per call of a fast ``fn``, batching calls to reach ``min_seconds``."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t0 >= min_seconds or n >= 1 << 20:
+            break
+        n *= 2
+    return median_seconds(lambda: [fn() for _ in range(n)], repeats=repeats, warmup=0) / n
+
+
+def slope(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares ``(slope, intercept)`` of ys against xs."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return b, my - b * mx
+
+
+def fmt_s(seconds: float | None) -> str:
+    """Seconds in the unit that reads best (µs, ms, s)."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"

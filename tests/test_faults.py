@@ -1,0 +1,266 @@
+"""Faults: a hung run is killed at its timeout, a crashed child is reported, the run
+after either works, the Lab keeps its scenario through all of them, and saving is
+atomic (a failed write leaves the old file whole and no temp file behind).
+
+Hangs and crashes are real: the JAX worker process is stopped (SIGSTOP: a deadlock as
+the OS sees it) or killed (SIGSEGV / SIGKILL) while it runs the kernel. Failed writes
+are real too: a child process with a file-size limit (RLIMIT_FSIZE) gets EFBIG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from toolkit import gallery, probe, runtime
+from toolkit.scenario import load_scenario, save_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = "two-block-copy"  # 1 device, interprets in well under a second once warm
+IOTA256 = np.arange(256, dtype=np.float32)
+
+
+def _signal_worker_at(sig: int, stage: str = "interpret"):
+    """An on_progress callback that sends ``sig`` to the worker when ``stage`` starts."""
+    sent: list[int] = []
+
+    def on_progress(s: str, fraction: float) -> None:
+        if s == stage and not sent:
+            pid = probe._POOL[(1, "cpu")].proc.pid
+            os.kill(pid, sig)
+            sent.append(pid)
+
+    return on_progress, sent
+
+
+def _gone(pid: int, within: float = 10) -> bool:
+    try:
+        p = psutil.Process(pid)
+        p.wait(timeout=within)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return p.status() == psutil.STATUS_ZOMBIE
+    return True
+
+
+def test_hang_is_killed_at_its_timeout_then_a_crash_is_reported_then_runs_work():
+    good = gallery.load(GOOD)
+    first = runtime.run(good, "interpret", timeout=300)  # warm: JAX imported in the worker
+    assert first.ok, first.summary()
+
+    # a hang: the worker stops answering mid-kernel; the run must end at its timeout
+    on_progress, stopped = _signal_worker_at(signal.SIGSTOP)
+    t0 = time.perf_counter()
+    hung = runtime.run(good, "interpret", timeout=3, on_progress=on_progress)
+    took = time.perf_counter() - t0
+    assert stopped, "the run never reached the interpret stage"
+    assert hung.status == "error" and hung.error["code"] == "RUN_TIMEOUT", hung.to_json()
+    assert 3 <= took < 3 + 20, f"killed after {took:.1f} s, the timeout was 3 s"
+    assert _gone(stopped[0]), "the hung worker is still alive"
+
+    after_hang = runtime.run(good, "interpret", timeout=300)
+    assert after_hang.ok, after_hang.summary()
+    np.testing.assert_array_equal(after_hang.outputs["out"], first.outputs["out"])
+
+    # a crash: the worker segfaults mid-kernel
+    on_progress, killed = _signal_worker_at(signal.SIGSEGV)
+    crashed = runtime.run(good, "interpret", timeout=300, on_progress=on_progress)
+    assert killed
+    assert crashed.status == "error" and crashed.error["code"] == "RUN_CRASHED"
+    assert "SIGSEGV" in crashed.error["message"], crashed.error
+    assert "Traceback" not in crashed.summary()
+    assert _gone(killed[0])
+
+    after_crash = runtime.run(good, "interpret", timeout=300)
+    assert after_crash.ok, after_crash.summary()
+    np.testing.assert_array_equal(after_crash.outputs["out"], first.outputs["out"])
+    np.testing.assert_array_equal(first.outputs["out"], IOTA256)
+
+
+def _descendants(proc: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def test_cli_run_reports_a_killed_worker_and_leaves_no_process(tmp_path):
+    """``mpmd-lab run`` as a user runs it; its JAX worker is killed from outside."""
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    proc = subprocess.Popen(
+        [str(exe), "run", GOOD, "--backend", "interpret", "--json", "--timeout", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids = [p for p in _descendants(proc) if "_probe_child" in " ".join(p.cmdline())]
+        if kids:
+            for k in kids:
+                seen.add(k.pid)
+                k.kill()
+            break
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=120)
+    assert seen, "the worker never started"
+    assert "Traceback" not in err, err
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    result = json.loads(out)
+    assert result["status"] == "error" and result["error"]["code"] == "RUN_CRASHED", result
+    assert all(_gone(pid) for pid in seen)
+
+
+# ---------------------------------------------------------------- atomic saves
+
+LIMITED_SAVE = r"""
+import resource, signal, sys, json
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not death
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+from toolkit import gallery
+from toolkit.scenario import save_scenario
+s = gallery.load("ring-shift")
+s = s.model_copy(update={"description": "x" * 100_000})
+try:
+    save_scenario(s, sys.argv[1])
+except OSError as e:
+    print(json.dumps({"raised": type(e).__name__, "errno": e.errno}))
+else:
+    print(json.dumps({"raised": None}))
+"""
+
+
+def _limit_file_size(limit: int):
+    def pre() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # inherited across exec
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return pre
+
+
+def _leftovers(directory: Path, keep: set[str]) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name not in keep)
+
+
+def test_save_scenario_that_fails_mid_write_keeps_the_old_file(tmp_path):
+    target = tmp_path / "s.json"
+    save_scenario(gallery.load("dup-ref"), target)
+    before = target.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-c", LIMITED_SAVE, str(target), "20000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["raised"] is not None, "the write did not fail"
+    assert target.read_bytes() == before
+    assert load_scenario(target).name == "dup-ref"
+    assert _leftovers(tmp_path, {"s.json"}) == []
+
+
+def test_save_scenario_that_cannot_serialise_keeps_the_old_file(tmp_path):
+    target = tmp_path / "s.json"
+    save_scenario(gallery.load("dup-ref"), target)
+    before = target.read_bytes()
+    broken = gallery.load("ring-shift").model_copy(update={"description": object()})
+    with pytest.raises(Exception):  # noqa: B017 - whatever pydantic raises for it
+        save_scenario(broken, target)
+    assert target.read_bytes() == before
+    assert _leftovers(tmp_path, {"s.json"}) == []
+
+
+@pytest.mark.parametrize(
+    "argv,name",
+    [
+        (["export", "ring-shift", "-o", "{out}"], "out.py"),
+        (["check", "dup-ref", "--fix", "-o", "{out}"], "out.json"),
+        (["graph", "ring-shift", "-o", "{out}"], "out.png"),
+    ],
+)
+def test_cli_writes_that_fail_keep_the_old_file(tmp_path, argv, name):
+    out = tmp_path / name
+    out.write_bytes(b"old contents\n")
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    proc = subprocess.run(
+        [str(exe), *[a.format(out=out) for a in argv]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        preexec_fn=_limit_file_size(600),  # any real output is bigger than this
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert str(out) in proc.stderr or "File too large" in proc.stderr, proc.stderr
+    assert out.read_bytes() == b"old contents\n"
+    assert _leftovers(tmp_path, {name}) == []
+
+
+# ---------------------------------------------------------------- the Lab
+
+
+def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_path):
+    widgets = pytest.importorskip("widgets")
+    lab = widgets.Lab(GOOD, background=True, graph=False)
+    lab.runner.backend.value = "interpret"
+    saved = tmp_path / "mine.json"
+    assert lab.state.save(saved).ok
+    assert lab.state.edit(("replace", "description", "my edits")).ok
+    mine = lab.state.scenario.to_dict()
+
+    def run_with(sig: int | None, timeout: int = 300) -> object:
+        lab.runner.timeout.value = timeout
+        w = probe._POOL.get((1, "cpu"))
+        n = w.requests if w is not None else 0
+        lab.runner.run()
+        if sig is not None:  # wait for the request to be in flight, then hit the worker
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                w = probe._POOL.get((1, "cpu"))
+                if w is not None and w.requests > n and w.last_stage == "interpret":
+                    os.kill(w.proc.pid, sig)
+                    break
+                time.sleep(0.01)
+        assert lab.runner.done.wait(300), "the run panel is stuck"
+        return lab.runner.outcome
+
+    hung = run_with(signal.SIGSTOP, timeout=5)
+    assert hung.status == "error" and hung.error["code"] == "RUN_TIMEOUT", hung
+    assert lab.state.scenario.to_dict() == mine
+    crashed = run_with(signal.SIGKILL)
+    assert crashed.status == "error" and crashed.error["code"] == "RUN_CRASHED", crashed
+    assert lab.state.scenario.to_dict() == mine
+
+    assert not lab.state.load(str(ROOT / "tests/corpus/bad/truncated.json")).ok
+    assert not lab.state.save(tmp_path / "no" / "such" / "dir.json").ok
+    assert not lab.state.save(tmp_path).ok  # a directory
+    assert lab.state.scenario.to_dict() == mine
+    assert load_scenario(saved).description != "my edits"  # the file is still the old one
+
+    ok = run_with(None)
+    assert ok.status == "ok", ok
+    np.testing.assert_array_equal(np.asarray(ok.outputs["out"]), IOTA256)
+    assert lab.state.can_undo and lab.state.undo()
+    assert lab.state.scenario.description != "my edits"
+
+
+def test_threads_left_behind_are_none():
+    """No run leaves a thread of ours running (the panel's worker threads end)."""
+    names = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon]
+    assert names == ["MainThread"], names
