@@ -110,3 +110,19 @@ def test_direct_workers_without_the_zygote(monkeypatch):
             w = probe._POOL.pop((1, "cpu"), None)
             if w is not None:
                 w.close()
+
+
+def test_interrupted_probe_does_not_leak_its_answer_to_the_next():
+    class Stop(Exception):
+        pass
+
+    def stop_at_trace(stage, fraction):
+        if stage == "trace":
+            raise Stop  # as a Ctrl-C in a notebook would, mid-request
+
+    with pytest.raises(Stop):
+        probe.probe(gallery.load("dup-ref"), on_progress=stop_at_trace)
+    # the next probe gets its own answer, not the interrupted one's MPMD_DUP_REF
+    r = probe.probe(gallery.load("two-block-copy"), ("build", "trace", "interpret"))
+    assert r.ok, r.message
+    np.testing.assert_array_equal(r.outputs["out"], np.arange(256, dtype=np.float32))

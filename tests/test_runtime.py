@@ -22,7 +22,8 @@ IOTA256 = np.arange(256, dtype=np.float32)
 #: Gallery scenario -> the code JAX 0.12 fails with, and at which stage.
 EXPECTED_ERRORS = {
     "bitcast-view": ("GPU_WG_TRANSFORMS", "gpu-lower"),
-    "cluster-exchange": ("GPU_CLUSTER_SMEM_STORE", "gpu-lower"),
+    # lowers for the GPU; the CPU interpreter cannot run a cluster view
+    "cluster-exchange": ("GPU_INTERP_UNSUPPORTED_TRANSFORM", "interpret"),
     "dup-ref": ("MPMD_DUP_REF", "trace"),
     "multicast-2d": ("GPU_INTERP_MULTICAST", "interpret"),
     "multicast-then-peer": ("REF_MULTICAST_TO_PEER", "trace"),
@@ -55,6 +56,16 @@ def test_gallery_errors_have_expected_codes(gallery_runs):
         assert r.outputs == {}
         j = r.to_json()
         assert j["error"]["type"] and j["error"]["message"] and j["outputs"] == {}
+
+
+def test_summary_shows_the_error_inside_a_jax_runtime_error(gallery_runs):
+    r = gallery_runs["ring-shift"]
+    assert r.error["type"] == "JaxRuntimeError"  # the exact type and message are kept
+    assert "Traceback" in r.error["message"]
+    # the summary and the diagnostic show the error the interpreter raised inside it
+    assert "ValueError: Unsupported transform: PeerMemRef" in r.summary()
+    assert r.diagnostic().message.startswith("ValueError: Unsupported transform: PeerMemRef")
+    assert r.diagnostic().jax.message == r.error["message"]
 
 
 def test_gallery_outputs_match_numpy(gallery_runs):
@@ -189,6 +200,8 @@ def test_cli_run_exit_codes(capsys, tmp_path):
 
 
 def test_exported_files_match_run(gallery_runs, tmp_path):
+    from toolkit import cli as cli_main
+
     runnable = [n for n, r in gallery_runs.items() if r.ok]
     assert set(EXPECTED_OUTPUTS) <= set(runnable)
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -196,7 +209,8 @@ def test_exported_files_match_run(gallery_runs, tmp_path):
     procs = {}
     for name in runnable:  # one process per file, all at once
         path = tmp_path / f"{name.replace('-', '_')}.py"
-        path.write_text(generate(load_scenario(gallery.path_of(name))))
+        assert cli_main.main(["export", name, "-o", str(path)]) == 0  # mpmd-lab export
+        assert path.read_text() == generate(load_scenario(gallery.path_of(name)))
         procs[name] = subprocess.Popen(
             [sys.executable, str(path), "--json"],
             stdout=subprocess.PIPE,
@@ -221,7 +235,8 @@ def test_broken_scenario_gets_the_rules_code_not_a_python_error():
     r = runtime.run(load_scenario(data), "interpret")
     assert r.status == "error"
     assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
-    assert r.error["type"] == "NameError"  # what Python raised running the call
+    # what refused it: the code generator, or Python running the call
+    assert r.error["type"] in ("CodegenError", "NameError")
 
 
 @st.composite

@@ -36,6 +36,14 @@ def _recv(inp):
     return pickle.loads(inp.read(n))
 
 
+def _text(e: BaseException) -> str:
+    """``str(e)``, or a stand-in when the exception cannot say what it is."""
+    try:
+        return str(e)
+    except Exception as inner:  # noqa: BLE001
+        return f"<str() of {type(e).__name__} failed: {type(inner).__name__}>"
+
+
 def _races_found() -> bool:
     """Races recorded by the GPU interpreter (jax 0.11.2 records, 0.12 raises too)."""
     for mod in (
@@ -122,7 +130,7 @@ def _handle(req, out):
             ok=False,
             stage=stage,
             error_type=type(e).__name__,
-            message=str(e),
+            message=_text(e),
             traceback="".join(traceback.format_exception(e))[-8000:],
             outputs=None,
         )

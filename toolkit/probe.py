@@ -244,8 +244,9 @@ def _zygote(platform: str) -> _Zygote:
 
 def _use_zygote(platform: str) -> bool:
     """Fork workers from a zygote (CPU), or start each as a process (a GPU platform,
-    or ``MPMD_LAB_FORK=0``): a process that may touch CUDA is never forked."""
-    return platform == "cpu" and os.environ.get("MPMD_LAB_FORK", "1") != "0"
+    or ``MPMD_LAB_FORK=0``, or not Linux): a process that may touch CUDA is never forked."""
+    fork_ok = sys.platform.startswith("linux") and os.environ.get("MPMD_LAB_FORK", "1") != "0"
+    return platform == "cpu" and fork_ok
 
 
 class Worker:
@@ -530,6 +531,11 @@ def probe(
                 seconds=time.perf_counter() - t0,
                 **base,
             )
+        except BaseException:
+            # interrupted (Ctrl-C in a notebook, an on_progress that raised): the worker
+            # is mid-request and its answer would reach the next caller, so it goes
+            _discard(w)
+            raise
         if res.get("poisoned"):
             _discard(w)
     if on_progress is not None:

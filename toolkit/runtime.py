@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -121,8 +122,15 @@ _STAGES = ("build", "trace", "gpu-lower", "interpret", "gpu-run")
 
 
 def _short(type_name: str | None, message: str | None) -> str:
-    """``Type: message`` with a JaxRuntimeError unwrapped to the error inside it."""
-    t, m = unwrap(type_name or "", message or "")
+    """``Type: message``; a JaxRuntimeError shows the innermost error it carries."""
+    t, m = type_name or "", message or ""
+    if t.endswith("JaxRuntimeError"):
+        heads = list(re.finditer(r"^\s*([\w.]*(?:Error|Exception)): ", m, re.M))
+        if heads:
+            last = heads[-1]
+            rest = m[last.end() :].strip()
+            return f"{last.group(1)}: {rest[:800]}"
+    t, m = unwrap(t, m)
     return f"{t}: {m}" if t else m
 
 
