@@ -7,8 +7,10 @@ The messages come from ``toolkit/knowledge/recorded.json``: what jax 0.12.0.1 an
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -176,3 +178,144 @@ def test_classify_ignores_surrounding_whitespace(item, pad):
     code, _version, r = item
     text = f"{r['type']}: {r['message']}" if r["message"] else r["type"]
     assert catalogue.classify_text(pad + text + pad) == expected(code)
+
+
+# ------------------------------------------------------- codes the sources emit
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where mpmd-lab emits diagnostic codes.
+SOURCES = sorted((*(ROOT / "toolkit").rglob("*.py"), *(ROOT / "widgets").rglob("*.py")))
+CODE_SHAPE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
+
+
+def _codes_in(node: ast.AST | None) -> set[str]:
+    """Code-shaped string literals anywhere in an expression (``x or "CODE"``, ``a if c
+    else b``)."""
+    if node is None:
+        return set()
+    return {
+        n.value
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and CODE_SHAPE.match(n.value)
+    }
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _code_params(trees: list[ast.Module]) -> dict[str, int]:
+    """Every function (class, for an ``__init__``) with a ``code`` parameter: the
+    position of that parameter in a call."""
+    out: dict[str, int] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            defs = []
+            if isinstance(node, ast.FunctionDef):
+                defs.append((node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                defs += [
+                    (node.name, d)
+                    for d in node.body
+                    if isinstance(d, ast.FunctionDef) and d.name == "__init__"
+                ]
+            for name, fn in defs:
+                args = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+                if args and args[0] in ("self", "cls"):
+                    args = args[1:]
+                if "code" in args:
+                    out[name] = args.index("code")
+    return out
+
+
+def emitted_codes(sources: dict[str, str]) -> dict[str, set[str]]:
+    """The diagnostic codes source files emit, each with where: literals passed as
+    ``code=``, as the ``code`` argument of a function that takes one (``SimError(CODE,
+    ...)``, ``ctx.add(CODE, ...)``), as the value of a ``"code"`` key, or assigned to
+    ``code`` / ``*_CODE``."""
+    trees = {name: ast.parse(text, name) for name, text in sources.items()}
+    params = _code_params(list(trees.values()))
+    found: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            hits: set[str] = set()
+            if isinstance(node, ast.Call):
+                hits |= {c for k in node.keywords if k.arg == "code" for c in _codes_in(k.value)}
+                i = params.get(_callee(node))
+                if i is not None and i < len(node.args):
+                    hits |= _codes_in(node.args[i])
+            elif isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values, strict=True):
+                    if isinstance(k, ast.Constant) and k.value == "code":
+                        hits |= _codes_in(v)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(
+                    isinstance(t, ast.Name) and (t.id == "code" or t.id.endswith("_CODE"))
+                    for t in targets
+                ):
+                    hits |= _codes_in(node.value)
+            for code in hits:
+                found.setdefault(code, set()).add(f"{name}:{node.lineno}")
+    return found
+
+
+#: Modules whose only upper-case string literals are codes (the rules keep codes in
+#: tuples and tables too, out of reach of the patterns above).
+RULE_MODULES = ("toolkit/validate/", "toolkit/shapes.py", "toolkit/simulate.py", "toolkit/fixes")
+
+
+def rule_module_codes(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Every ``WORD_WORD`` string literal of the rule modules, with where."""
+    found: dict[str, set[str]] = {}
+    for name, text in sources.items():
+        if name.startswith(RULE_MODULES):
+            for n in ast.walk(ast.parse(text, name)):
+                for code in _codes_in(n) if isinstance(n, ast.Constant) else ():
+                    if "_" in code:
+                        found.setdefault(code, set()).add(f"{name}:{n.lineno}")
+    return found
+
+
+_TEXTS = {str(p.relative_to(ROOT)): p.read_text() for p in SOURCES}
+EMITTED = emitted_codes(_TEXTS)
+for _code, _where in rule_module_codes(_TEXTS).items():
+    EMITTED.setdefault(_code, set()).update(_where)
+
+
+def test_the_scan_finds_codes_however_they_are_emitted():
+    src = """
+class Oops(Exception):
+    def __init__(self, code, path): ...
+def report(where, code): ...
+def f(e, ok):
+    Diagnostic(code=e.get("code") or "A_CODE", stage="trace")
+    raise Oops("B_CODE" if ok else "C", "path")
+    report("NOT_A_CODE_ARG", "D_CODE")
+    x = {"code": "E", "type": "ValueError", "stage": "TRACE_STAGE_IS_NOT_HERE"}
+    code = "F_CODE"
+    OTHER_CODE = "G"
+    os.environ["XLA_FLAGS"] = "lowercase"
+"""
+    assert set(emitted_codes({"x.py": src})) == {"A_CODE", "B_CODE", "C", "D_CODE", "E"} | {
+        "F_CODE",
+        "G",
+    }
+    # each way mpmd-lab's own sources emit a code is seen
+    for code in ("RUN_TIMEOUT", "SIM_TOO_LARGE", "GPU_UNAVAILABLE", "CODEGEN", "OOB_WRITE"):
+        assert code in EMITTED, code
+    # and the codes the validate rules keep in tuples for later
+    for code in ("MULTIMEM_STORE_WIDTH", "GPU_SPLAT_STORE"):
+        assert any("validate/" in w for w in EMITTED[code]), code
+    assert "RUN_ERROR" in EMITTED  # widgets/
+
+
+def test_every_emitted_code_has_a_catalogue_entry_and_a_card():
+    from toolkit import knowledge
+
+    known = set(catalogue.BY_CODE) | set(catalogue.OWN)
+    missing = {c: sorted(w) for c, w in EMITTED.items() if c not in known}
+    assert not missing, f"emitted but not in the catalogue (ENTRIES or OWN): {missing}"
+    no_card = sorted(set(EMITTED) - set(knowledge.codes()))
+    assert not no_card, f"emitted but without a card in toolkit/knowledge/cards: {no_card}"

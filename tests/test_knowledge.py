@@ -24,6 +24,10 @@ NO_EXAMPLE |= {
     "XREF_UNKNOWN_NAME",
     "CODEGEN",
 }
+#: Run-time events of mpmd-lab itself (no GPU, no simulator, a failed run) and the
+#: traffic simulator's own stops: JAX is never asked, so no example scenario.
+NO_EXAMPLE |= {"GPU_UNAVAILABLE", "SIMULATE_UNAVAILABLE", "RUN_ERROR"}
+NO_EXAMPLE |= {"SIM_DTYPE_MISMATCH", "SIM_SHAPE_MISMATCH", "SIM_TOO_LARGE", "SIM_UNSUPPORTED"}
 RECORDS = json.loads(knowledge.RECORDED.read_text())
 
 

@@ -582,6 +582,14 @@ OWN = {
     "SCRATCH_TRANSFORM": ("scratch transforms are tiling or swizzle only", "schema"),
     "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),
     "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
+    "GPU_UNAVAILABLE": ("the gpu backend was asked for but JAX sees no GPU", "gpu-run"),
+    "SIMULATE_UNAVAILABLE": ("the simulate backend cannot be imported", "interpret"),
+    "RUN_ERROR": ("the run failed before JAX reported an error (Run panel)", "gpu-run"),
+    # the traffic simulator (toolkit.simulate) stops at a statement it cannot model
+    "SIM_DTYPE_MISMATCH": ("simulated store or add of values of different dtypes", "gpu-run"),
+    "SIM_SHAPE_MISMATCH": ("simulated add of values of different shapes", "gpu-run"),
+    "SIM_TOO_LARGE": ("too many threads x statements for the simulator", "gpu-run"),
+    "SIM_UNSUPPORTED": ("something the traffic simulator does not model", "gpu-run"),
 }
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
