@@ -105,7 +105,8 @@ def test_static_check_reports_never_raises(data):
     diags = validate.check(s)
     assert all(isinstance(d, Diagnostic) for d in diags)
     for d in diags:
-        assert d.code and d.message and d.stage in STAGES, d
+        assert d.code and d.stage in STAGES, d
+        assert d.message or d.explanation, d  # JAX's own message may be empty
         json.dumps(d.to_json())
     again = validate.check(load_scenario(s.to_dict()))
     assert [d.to_json() for d in again] == [d.to_json() for d in diags]

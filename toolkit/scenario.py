@@ -561,10 +561,20 @@ _PYDANTIC_LABEL = re.compile(
 )
 
 
+#: mappings keyed by user names: the part after them in a location is a key
+_USER_KEYED = frozenset(
+    {"buffers", "outputs", "scratch", "device_mesh", "grid", "cluster", "block"}
+)
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop pydantic's union/tag labels from a location, keep field names and indices."""
     keep: list[Any] = []
     for i, part in enumerate(loc):
+        before = loc[i - 1] if i else None
+        if before in _USER_KEYED or (isinstance(before, str) and before.startswith("dict[")):
+            keep.append(part)  # a user's key (a buffer named ``int``), never a label
+            continue
         if (
             part in {"buffer", "tuple", "let", "op"}
             and i
