@@ -37,11 +37,17 @@ def _signal_worker_at(sig: int, stage: str = "interpret"):
 
     def on_progress(s: str, fraction: float) -> None:
         if s == stage and not sent:
-            pid = probe._POOL[(1, "cpu")].proc.pid
+            pid = _pid(probe._POOL[(1, "cpu")])
             os.kill(pid, sig)
             sent.append(pid)
 
     return on_progress, sent
+
+
+def _pid(worker: object) -> int:
+    """The JAX worker's process id (a forked worker has ``pid``; a spawned one ``proc``)."""
+    pid = getattr(worker, "pid", None)
+    return pid if isinstance(pid, int) else worker.proc.pid
 
 
 def _gone(pid: int, within: float = 10) -> bool:
@@ -234,7 +240,7 @@ def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_
             while time.monotonic() < deadline:
                 w = probe._POOL.get((1, "cpu"))
                 if w is not None and w.requests > n and w.last_stage == "interpret":
-                    os.kill(w.proc.pid, sig)
+                    os.kill(_pid(w), sig)
                     break
                 time.sleep(0.01)
         assert lab.runner.done.wait(300), "the run panel is stuck"
