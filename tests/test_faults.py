@@ -270,3 +270,28 @@ def test_threads_left_behind_are_none():
     """No run leaves a thread of ours running (the panel's worker threads end)."""
     names = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon]
     assert names == ["MainThread"], names
+
+
+def test_a_scenario_too_big_for_this_machine_is_refused_not_attempted(tmp_path):
+    """16 GiB a device on 8 devices is a scenario (a GPU holds it), but no CPU run may try
+    to build it: run and check --deep report INTERP_LIMIT at once, no memory blow-up."""
+    data = gallery.load("ring-shift").to_dict()
+    data["device_mesh"] = {"dev": 8}
+    data["buffers"]["x"]["shape"] = [2**31 - 1, 2]
+    data["call"]["outputs"]["out"]["shape"] = [2**31 - 1, 2]
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(data))
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    for argv in (["run", str(big), "--json"], ["check", str(big), "--deep", "--json"]):
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [str(exe), *argv], capture_output=True, text=True, timeout=300, cwd=ROOT
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == 1, (argv, proc.returncode, proc.stderr[-2000:])
+        assert "INTERP_LIMIT" in proc.stdout, proc.stdout[-2000:]
+        assert time.perf_counter() - t0 < 120
+    many = gallery.load("ring-shift").to_dict()
+    many["device_mesh"] = {"dev": 4096}
+    r = runtime.run(load_scenario(many), "interpret", timeout=60)
+    assert r.status == "error" and r.error["code"] == "INTERP_LIMIT", r.to_json()
