@@ -211,3 +211,14 @@ def test_a_bom_and_a_json_looking_file_name_still_load(tmp_path):
     assert load_scenario(tmp_path / "bom.json").name == "ring-shift"
     (tmp_path / "{x}.json").write_text(text)
     assert load_scenario(str(tmp_path / "{x}.json")).name == "ring-shift"
+
+
+def test_timeouts_that_would_hang_are_usage_errors(tmp_path):
+    argvs = [
+        [*cmd, "--timeout", t]
+        for cmd in (["check", "dup-ref", "--deep"], ["run", "dup-ref"])
+        for t in ("inf", "nan", "-1", "0", "soon")
+    ]
+    for argv, r in zip(argvs, drive(argvs), strict=True):
+        assert r["escaped"] is None, (argv, r["escaped"])
+        assert r["rc"] == 2 and "--timeout" in r["stderr"], (argv, r)
