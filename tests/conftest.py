@@ -32,5 +32,6 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 def cli():
     return run_cli
 
+
 # Hypothesis profiles (default / long) and the `fuzz` marker: tests/hypothesis_profiles.py
 pytest_plugins = ["hypothesis_profiles"]

@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _CHILD = r"""
 import os, sys, json, traceback
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=16"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=16"
+)
 import jax
 jax.devices()  # start the backend now, with 16 devices
 from toolkit import codegen

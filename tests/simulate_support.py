@@ -157,8 +157,9 @@ def _fill_value(draw, dtype: str):
 
 
 @st.composite
-def single_device_scenarios(draw) -> dict[str, Any]:
-    """A single-device scenario JAX's CPU interpreter runs: copies, adds and fills
+def interpretable_scenarios(draw) -> dict[str, Any]:
+    """A scenario JAX's CPU interpreter runs (one device, or two that never touch each
+    other's memory): copies, adds and fills
     through ``at`` views (ints, slices, pl.ds, block and pid entries), transposes
     (GPU interpreter) or reshapes and bitcasts (HLO interpreter), over 1-4 blocks."""
     mode = draw(st.sampled_from(["gpu", "gpu", "gpu", "hlo"]))
@@ -170,13 +171,18 @@ def single_device_scenarios(draw) -> dict[str, Any]:
             cluster = {"c": 2}
         elif draw(st.booleans()):
             threads = {"name": "wg", "count": 2}
-    axes = dict(grid) if mode == "hlo" else {**grid, **cluster}
+    # JAX's GPU interpreter runs kernels under shard_map that touch only their own
+    # device: 2 devices (one warm worker), device axes usable in block-indexed views
+    devices = draw(st.sampled_from([None, None, {"dev": 2}, {"x": 1, "y": 2}]))
+    devices = devices if mode == "gpu" else None
+    axes = dict(grid) if mode == "hlo" else {**grid, **cluster, **(devices or {})}
     if threads:
         axes["wg"] = 2
     buffers: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
     args: list[dict[str, Any]] = []
     body: list[dict[str, Any]] = []
+    scratch: dict[str, Any] = {}
 
     def new_input(shape: list[int], dtype: str, transforms: list[Any]) -> str:
         name = f"x{len(buffers)}"
@@ -193,6 +199,7 @@ def single_device_scenarios(draw) -> dict[str, Any]:
             oshape, dtype = outputs[out]["shape"], outputs[out]["dtype"]
             target = list(oshape)
             dst_name = out
+            dt = []
         else:
             oshape, _, dt = draw(
                 _view(target, "gpu" if mode == "gpu" else "none", axes, dtype, True)
@@ -212,7 +219,33 @@ def single_device_scenarios(draw) -> dict[str, Any]:
             name = f"s{k}_{j}"
             body.append({"let": name, "ref": param, "transforms": tr})
             srcs.append(name)
-        if op == "copy":
+        # JAX's GPU interpreter: "Transposed TMA destination not supported."
+        transposed = any(t["op"] == "transpose" for t in dt)
+        stagings = ["none", "none", "smem"] + ([] if transposed else ["tma"])
+        staging = draw(st.sampled_from(stagings)) if mode == "gpu" else "none"
+        if op == "copy" and staging != "none":
+            # through per-block SMEM scratch; part of it may stay unwritten (NaN fill)
+            sc = f"sc{len(scratch)}"
+            scratch[sc] = {"shape": list(target), "dtype": dtype, "memory_space": "SMEM"}
+            part = draw(st.integers(0, target[0] - 1)) if target[0] > 1 else 0
+            body.append(
+                {
+                    "let": f"{sc}_part",
+                    "ref": sc,
+                    "transforms": [{"op": "at", "index": [[part, None]]}],
+                }
+            )
+            body.append(
+                {
+                    "let": f"{srcs[0]}_part",
+                    "ref": srcs[0],
+                    "transforms": [{"op": "at", "index": [[part, None]]}],
+                }
+            )
+            body.append({"op": "copy", "src": f"{srcs[0]}_part", "dst": f"{sc}_part"})
+            final = "tma_store" if staging == "tma" else "copy"
+            body.append({"op": final, "src": sc, "dst": dst_name})
+        elif op == "copy":
             body.append({"op": "copy", "src": srcs[0], "dst": dst_name})
         else:
             body.append({"op": "add", "dst": dst_name, "lhs": srcs[0], "rhs": srcs[1]})
@@ -220,7 +253,14 @@ def single_device_scenarios(draw) -> dict[str, Any]:
     return {
         "schema": "mpmd-lab/scenario@1",
         "name": "generated",
+        "device_mesh": devices,
         "buffers": buffers,
-        "call": {"args": args, "outputs": outputs, "programs": [{"mesh": mesh, "body": body}]},
+        "call": {
+            "entry": "plgpu.kernel" if scratch else "pl.kernel",
+            "args": args,
+            "outputs": outputs,
+            "scratch": scratch,
+            "programs": [{"mesh": mesh, "body": body}],
+        },
         "run": {"interpret": mode, "detect_races": False},
     }

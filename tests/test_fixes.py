@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from toolkit import gallery
-from toolkit.fixes import apply_all, apply_edit, parse_path
 from toolkit.diagnostics import Edit
+from toolkit.fixes import apply_all, apply_edit, parse_path
 from toolkit.scenario import load_scenario
 from toolkit.validate import check, first_error
 

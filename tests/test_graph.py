@@ -202,6 +202,7 @@ def test_diagnostic_paths_map_to_nodes_and_edges():
         Diagnostic(code="D", path="call.programs[0].body[0].transforms[0].device.dev", message="m"),
         Diagnostic(code="E", path="run.interpret", message="m"),
         Diagnostic(code="F", path="call.outputs.out.shape[0]", message="m", severity="warning"),
+        Diagnostic(code="G", path="device_mesh.dev", message="m"),
     ]
     g = build_graph(gallery.load("ring-shift"), diagnostics=diags)
     (read,) = edges_of(g, "reads")
@@ -213,6 +214,7 @@ def test_diagnostic_paths_map_to_nodes_and_edges():
     assert [d.code for d in g.graph["unplaced"]] == ["E"]
     assert [d.code for d in g.nodes["output:out"]["diagnostics"]] == ["F"]
     assert not is_red(g.nodes["output:out"])  # a warning is not red
+    assert all([x.code for x in g.nodes[f"device:{i}"]["diagnostics"]] == ["G"] for i in range(4))
 
 
 def test_diagnostics_as_dicts_are_accepted():
@@ -336,3 +338,16 @@ def test_any_loadable_scenario_makes_a_graph(data):
     # every statement reads or writes something that exists in the graph
     for n in (n for n, k in g.nodes(data="kind") if k == "statement"):
         assert g.in_degree(n) + g.out_degree(n) >= 1
+
+
+def test_access_log_from_the_simulator():
+    simulate = pytest.importorskip("toolkit.simulate")
+    s = gallery.load("ring-shift")
+    result = simulate.simulate(s)
+    g = build_graph(s, diagnostics=[], access_log=result)
+    # every one of 4 devices reads all 256 elements of x_ref and writes 256 through p
+    assert g.nodes["param:args[0]"]["reads"] == 4 * 256
+    assert g.nodes["view:0.0.t0"]["writes"] == 4 * 256
+    assert [g.nodes[f"device:{d}"]["writes"] for d in range(4)] == [256] * 4
+    again = build_graph(s, diagnostics=[], access_log=result.log.to_json())
+    assert to_text(again) == to_text(g)

@@ -141,3 +141,19 @@ def test_toolkit_exports_plot_aliasing_lazily():
 
     fig = toolkit.plot_aliasing("ring-shift", diagnostics=[])
     assert isinstance(fig, Figure) and fig.mpmd_lab_mode == "full"
+
+
+def test_access_counts_are_drawn():
+    simulate = pytest.importorskip("toolkit.simulate")
+    s = gallery.load("two-block-race")
+    fig = plot.plot_aliasing(s, diagnostics=[], access_log=simulate.simulate(s))
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert "reads 256 · writes 256" in texts  # the copy: two blocks of 128 elements
+
+
+def test_the_figure_shows_itself_in_a_notebook():
+    from IPython.core.formatters import DisplayFormatter
+
+    fig = plot.plot_aliasing(gallery.load("ring-shift"), diagnostics=[])
+    data, _ = DisplayFormatter().format(fig)  # what IPython does with a cell's value
+    assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"

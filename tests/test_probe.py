@@ -15,9 +15,7 @@ from toolkit.scenario import load_scenario
 def gallery_results():
     names = ["dup-ref", "peer-then-multicast", "two-block-copy", "dup-ref-fixed"]
     scenarios = [gallery.load(n) for n in names]
-    results = probe.probe_many(
-        scenarios, ("build", "trace", "gpu-lower", "interpret"), timeout=120
-    )
+    results = probe.probe_many(scenarios, ("build", "trace", "gpu-lower", "interpret"), timeout=120)
     return dict(zip(names, results, strict=True))
 
 
@@ -81,3 +79,34 @@ def test_timeout_then_next_probe_works():
     again = probe.probe(s, ("build", "trace", "interpret"), timeout=120)
     assert again.ok, again.message
     np.testing.assert_array_equal(again.outputs["out"], np.arange(256, dtype=np.float32))
+
+
+def test_direct_workers_without_the_zygote(monkeypatch):
+    # the mode GPU workers use: each worker its own process, never forked
+    import os
+    import signal
+
+    monkeypatch.setenv("MPMD_LAB_FORK", "0")
+    with probe._LOCK:
+        old = probe._POOL.pop((1, "cpu"), None)
+        if old is not None:
+            old.close()
+    s = gallery.load("two-block-copy")
+    try:
+        r = probe.probe(s, ("build", "interpret"), timeout=120)
+        assert r.ok, r.message
+        w = probe._POOL[(1, "cpu")]
+        assert w.zygote is None and w.proc is not None
+        np.testing.assert_array_equal(r.outputs["out"], np.arange(256, dtype=np.float32))
+
+        def kill(stage, fraction):
+            if stage == "interpret":
+                os.kill(w.pid, signal.SIGKILL)
+
+        dead = probe.probe(s, ("build", "interpret"), on_progress=kill)
+        assert dead.crashed and dead.code == "RUN_CRASHED" and "SIGKILL" in dead.message
+    finally:
+        with probe._LOCK:
+            w = probe._POOL.pop((1, "cpu"), None)
+            if w is not None:
+                w.close()

@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolkit import gallery, probe, runtime
 from toolkit.codegen import generate
@@ -152,22 +154,38 @@ def test_backends():
         assert r.status == "error" and r.error["code"] == "GPU_UNAVAILABLE"
     r = runtime.run(s, "simulate")
     assert r.backend == "simulate"
+    try:
+        import toolkit.simulate  # noqa: F401
+    except ImportError:
+        assert r.error["code"] == "SIMULATE_UNAVAILABLE"
+    else:
+        assert r.ok, r.error
+        np.testing.assert_array_equal(r.outputs["out"], IOTA256)
+        assert "note" in r.to_json()
 
 
-def test_cli_run_exit_codes_and_json(cli, tmp_path):
+def test_cli_run_json_as_a_user_runs_it(cli):
     ok = cli("run", "two-block-copy", "--json", "--backend", "interpret")
     assert ok.returncode == 0, ok.stderr
     j = json.loads(ok.stdout)
-    assert j["status"] == "ok" and j["backend"] == "interpret"
+    assert j["status"] == "ok" and j["backend"] == "interpret" and j["error"] is None
     assert j["outputs"]["out"]["values"] == [float(v) for v in IOTA256]
-    bad = cli("run", "dup-ref", "--json", "--backend", "interpret")
-    assert bad.returncode == 1
-    j = json.loads(bad.stdout)
+
+
+def test_cli_run_exit_codes(capsys, tmp_path):
+    from toolkit import cli as cli_main  # in-process: reuses this process's warm workers
+
+    assert cli_main.main(["run", "dup-ref", "--json", "--backend", "interpret"]) == 1
+    j = json.loads(capsys.readouterr().out)
     assert j["status"] == "error" and j["error"]["code"] == "MPMD_DUP_REF"
     assert j["error"]["stage"] == "trace" and j["outputs"] == {}
+    assert cli_main.main(["run", "dup-ref-fixed", "--backend", "interpret"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("dup-ref-fixed: ok (interpret, 1 device)") and "acc:" in text
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    assert cli("run", str(broken), "--json").returncode == 2
+    assert cli_main.main(["run", str(broken), "--json"]) == 2
+    assert cli_main.main(["run", str(tmp_path / "missing.json")]) == 2
 
 
 def test_exported_files_match_run(gallery_runs, tmp_path):
@@ -204,3 +222,59 @@ def test_broken_scenario_gets_the_rules_code_not_a_python_error():
     assert r.status == "error"
     assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
     assert r.error["type"] == "NameError"  # what Python raised running the call
+
+
+@st.composite
+def block_kernels(draw):
+    """A grid kernel: each of k blocks reads its slice of x (and y), writes out's slice."""
+    k = draw(st.sampled_from([1, 2, 4]))
+    # per block a multiple of 128 elements: fewer fails the GPU layout inference
+    n = draw(st.sampled_from([128, 256]))
+    dtype = draw(st.sampled_from(["float32", "int32"]))
+    init = draw(st.sampled_from(["iota", "random", "ones"]))
+    op = draw(st.sampled_from(["copy", "add"]))
+    seed = draw(st.integers(0, 5))
+    view = {"op": "at", "index": [{"block": "b", "size": n}]}
+    body = [
+        {"let": "xs", "ref": "x_ref", "transforms": [view]},
+        {"let": "ys", "ref": "y_ref", "transforms": [view]},
+        {"let": "os", "ref": "out", "transforms": [view]},
+    ]
+    if op == "copy":
+        body.append({"op": "copy", "src": "xs", "dst": "os"})
+    else:
+        body.append({"op": "add", "dst": "os", "lhs": "xs", "rhs": "ys"})
+    data = {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "hyp",
+        "buffers": {
+            "x": {"shape": [n * k], "dtype": dtype, "init": init, "seed": seed},
+            "y": {"shape": [n * k], "dtype": dtype, "init": "iota"},
+        },
+        "call": {
+            "args": [{"buffer": "x", "param": "x_ref"}, {"buffer": "y", "param": "y_ref"}],
+            "outputs": {"out": {"shape": [n * k], "dtype": dtype}},
+            "programs": [
+                {"mesh": {"grid": {"b": k}, "cluster": {}, "threads": None}, "body": body}
+            ],
+        },
+    }
+    # the expected output, with numpy alone
+    size = n * k
+    if init == "iota":
+        x = np.arange(size).astype(dtype)
+    elif init == "ones":
+        x = np.ones(size, dtype)
+    else:
+        x = np.random.default_rng(seed).standard_normal(size).astype(dtype)
+    y = np.arange(size).astype(dtype)
+    return data, (x if op == "copy" else x + y)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block_kernels())
+def test_generated_block_kernels_match_numpy(case):
+    data, expected = case
+    r = runtime.run(load_scenario(data), "interpret", timeout=120)
+    assert r.ok, r.error
+    np.testing.assert_array_equal(r.outputs["out"], expected)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import graph_strategies
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 
 from toolkit import gallery
 from toolkit.accesslog import from_runs, runs
@@ -112,37 +114,56 @@ def test_multicast_over_one_axis_reaches_only_that_axis(op):
     np.testing.assert_array_equal(r.outputs["out"], expected.reshape(-1))
 
 
-def test_cluster_exchange_writes_the_named_blocks_smem():
-    # a plain store into another block's SMEM does not lower for a GPU
-    # (GPU_CLUSTER_SMEM_STORE); the simulator shows what it would mean
-    r = simulate(gallery.load("cluster-exchange"), check=False)
+def test_cluster_exchange_reads_the_named_blocks_smem():
+    r = simulate(gallery.load("cluster-exchange"))
     assert r.ok, r.error
     x = _iota(256)
-    # grid b=2 x cluster c=2: blocks 0,1 form cluster 0 and blocks 2,3 cluster 1; every
-    # block writes its half of x (by cluster index) into block c=1 of its cluster
-    for cluster in range(2):
-        lead, target = 2 * cluster, 2 * cluster + 1
-        np.testing.assert_array_equal(r.value("smem", block=target), x[128:])
-        with pytest.raises(KeyError):
-            r.value("smem", block=lead)  # nobody touched block c=0's SMEM
-    assert np.isnan(r.outputs["out"]).all()  # the kernel never writes out
-    # both blocks of a cluster write block c=1's SMEM: a race naming both
-    assert len(r.races) == 2
-    for race in r.races:
-        assert {race.first.actor.cluster, race.second.actor.cluster} == {(0,), (1,)}
-        assert race.location.memory == "SMEM"
+    # one cluster of two blocks; block c stages x[128c : 128(c + 1)] in its own SMEM
+    np.testing.assert_array_equal(r.value("smem", block=0), x[:128])
+    np.testing.assert_array_equal(r.value("smem", block=1), x[128:])
+    # both read through cluster_ref({"c": 1}), a constant: block 1's SMEM, into their half
+    np.testing.assert_array_equal(r.outputs["out"], np.concatenate([x[128:], x[128:]]))
+    # block 0 reads what block 1 wrote with no barrier between: a read-write race
+    (race,) = r.races
+    assert race.kind == "read-write" and race.location.block == 1
+    assert (race.first.kind, race.first.actor.block) == ("write", 1)
+    assert (race.second.kind, race.second.actor.block) == ("read", 0)
 
 
-def test_cluster_ref_slots_are_race_free_and_land_in_one_block():
-    d = gallery.load("cluster-exchange").to_dict()
-    d["call"]["scratch"]["smem"]["shape"] = [256]
-    d["call"]["programs"][0]["body"][1]["transforms"].append(
-        {"op": "at", "index": [{"block": "c", "size": 128}]}
-    )
-    r = simulate(load_scenario(d), check=False)
+def test_stores_into_cluster_ref_slots_land_in_one_block():
+    # a plain store into another block's SMEM does not lower for a GPU
+    # (GPU_CLUSTER_SMEM_STORE); the simulator shows what it would mean
+    s = {
+        "name": "gather-in-block-1",
+        "buffers": {"x": {"shape": [256], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"out": {"shape": [256], "dtype": "float32"}},
+            "scratch": {"smem": {"shape": [256], "dtype": "float32"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 2}, "cluster": {"c": 2}},
+                    "body": [
+                        {"let": "mine", "ref": "x_ref", "transforms": [
+                            {"op": "at", "index": [{"block": "c", "size": 128}]}]},
+                        {"let": "slot", "ref": "smem", "transforms": [
+                            {"op": "cluster_ref", "block": {"c": 1}},
+                            {"op": "at", "index": [{"block": "c", "size": 128}]}]},
+                        {"op": "copy", "src": "mine", "dst": "slot"},
+                    ],
+                }
+            ],
+        },
+    }  # fmt: skip
+    r = simulate(load_scenario(s), check=False)
     assert r.ok and r.races == []
-    np.testing.assert_array_equal(r.value("smem", block=1), _iota(256))
-    np.testing.assert_array_equal(r.value("smem", block=3), _iota(256))
+    # grid b=2 x cluster c=2: blocks 0, 1 are cluster 0 and blocks 2, 3 cluster 1
+    for cluster in range(2):
+        np.testing.assert_array_equal(r.value("smem", block=2 * cluster + 1), _iota(256))
+        with pytest.raises(KeyError):
+            r.value("smem", block=2 * cluster)  # nobody touched block c=0's SMEM
+    assert np.isnan(r.outputs["out"]).all()
 
 
 # ---------------------------------------------------------------- races and the log
@@ -268,8 +289,8 @@ def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     assert r.status == "error" and r.error["code"] == "MPMD_DUP_REF"
     assert r.error["stage"] == "trace" and "same ref" in r.error["message"]
     # a call only the GPU lowering rejects is simulated, with a note saying so
-    r = simulate(gallery.load("cluster-exchange"))
-    assert r.ok and any("GPU_CLUSTER_SMEM_STORE" in n for n in r.notes)
+    r = simulate(gallery.load("bitcast-view"))
+    assert r.ok and any("A GPU compile would reject" in n for n in r.notes)
 
 
 def test_cli_run_backend_simulate(cli):
@@ -281,3 +302,72 @@ def test_cli_run_backend_simulate(cli):
     p = cli("run", "dup-ref", "--backend", "simulate", "--json")
     assert p.returncode == 1
     assert json.loads(p.stdout)["error"]["code"] == "MPMD_DUP_REF"
+
+
+def test_rank0_tuple_args_refs_and_gmem_scratch_on_two_devices():
+    s = {
+        "name": "odds",
+        "device_mesh": {"d": 2},
+        "buffers": {
+            "a": {"shape": [], "dtype": "float32", "init": "ones"},
+            "b": {"shape": [4], "dtype": "int32", "init": "iota", "as_ref": True},
+            "c": {"shape": [4], "dtype": "int32", "init": [5, 6, 7, 8]},
+        },
+        "call": {
+            "args": [{"buffer": "a", "param": "a_ref"}, {"tuple": ["b", "c"], "param": "t"}],
+            "outputs": {
+                "o": {"shape": [], "dtype": "float32"},
+                "p": {"shape": [4], "dtype": "int32"},
+            },
+            "scratch": {"g": {"shape": [4], "dtype": "int32", "memory_space": "GMEM"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [
+                        {"op": "copy", "src": "a_ref", "dst": "o"},
+                        {"op": "add", "dst": "g", "lhs": "t[0]", "rhs": "t[1]"},
+                        {"op": "copy", "src": "g", "dst": "p"},
+                        {"op": "fill", "dst": "t[0]", "value": -1},
+                    ],
+                }
+            ],
+        },
+    }
+    r = simulate(load_scenario(s), check=False)
+    assert r.ok, r.error
+    assert r.outputs["o"].shape == () and r.outputs["o"] == 1.0  # replicated, not stacked
+    b = np.arange(8, dtype=np.int32)  # the global iota; device d holds b[4d : 4d + 4]
+    c = np.tile(np.array([5, 6, 7, 8], np.int32), 2)
+    np.testing.assert_array_equal(r.outputs["p"], b + c)
+    np.testing.assert_array_equal(r.outputs["b"], np.full(8, -1, np.int32))  # the Ref's final value
+
+
+def test_races_and_errors_as_diagnostics():
+    (d,) = simulate(gallery.load("two-block-race")).diagnostics()
+    assert (d.code, d.severity, d.path) == ("RACE", "warning", "call.programs[0].body[2]")
+    assert "block 0" in d.message and "block 1" in d.message
+    assert simulate(gallery.load("two-block-copy")).diagnostics() == []
+    (e,) = simulate(gallery.load("peer-then-multicast"), check=False).diagnostics()
+    assert e.code == "REF_PEER_TO_MULTICAST" and e.is_error
+    assert e.path == "call.programs[0].body[0].transforms[1]"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(graph_strategies.scenario_dicts)
+def test_any_scenario_simulates_or_fails_as_data(data):
+    """Whatever a user builds (unknown names, odd stacks, bad axes): a result, never a crash."""
+    s = graph_strategies.loadable(data)
+    assume(s is not None)
+    r = simulate(s, check=False)
+    assert r.status in ("ok", "error")
+    assert (r.error is None) == r.ok
+    json.dumps(r.to_json(log=True))
+    for d in r.diagnostics():
+        assert d.code
+
+
+def test_a_huge_launch_is_refused_not_attempted():
+    d = gallery.load("two-block-copy").to_dict()
+    d["call"]["programs"][0]["mesh"]["grid"] = {"b": 1 << 20}
+    r = simulate(load_scenario(d), check=False)
+    assert r.error["code"] == "SIM_TOO_LARGE" and r.seconds < 5

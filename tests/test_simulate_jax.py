@@ -6,7 +6,7 @@ All JAX runs happen in one warm child process (``toolkit.probe.probe_many``).
 from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, given, settings
-from simulate_support import run_in_jax, same_bits, single_device_scenarios
+from simulate_support import interpretable_scenarios, run_in_jax, same_bits
 
 from toolkit import gallery
 from toolkit.scenario import load_scenario
@@ -40,8 +40,8 @@ def _compare(scenarios, results, skip_errors: bool) -> list[str]:
                     f"{s.name}: {name} differs\nsimulate: {sim.outputs[name]!r}\n"
                     f"jax:      {value!r}\nscenario: {s.to_json(indent=None)}"
                 )
-    if not compared:
-        problems.append("nothing was compared")
+    if compared < max(1, len(scenarios) // 2):
+        problems.append(f"only {compared} of {len(scenarios)} scenarios were compared")
     return problems
 
 
@@ -84,7 +84,7 @@ def _generated(n: int) -> list:
         phases=(Phase.generate,),
         suppress_health_check=list(HealthCheck),
     )
-    @given(single_device_scenarios())
+    @given(interpretable_scenarios())
     def collect(d):
         batch.append(load_scenario({**d, "name": f"gen{len(batch)}"}))
 
@@ -92,8 +92,8 @@ def _generated(n: int) -> list:
     return batch[::4][:n]  # hypothesis's first examples are its simplest: spread out
 
 
-def test_generated_single_device_scenarios_match_jax():
-    """Random single-device scenarios through one JAX worker: bit-identical outputs.
+def test_generated_scenarios_match_jax():
+    """Random scenarios (one device, or two local ones) through JAX: bit-identical outputs.
 
     Not shrunk (one child per batch); a failure prints the scenario's JSON.
     """

@@ -21,7 +21,7 @@ FILES = sorted(CODES_DIR.glob("*.json"))
 #: codes JAX itself does not raise before a run (mpmd-lab's own findings)
 JAX_SILENT = {"REMOTE_DEVICE_OOB", "RACE", "OOB_INDEX"} | {c for c in OWN if c.startswith("XREF")}
 #: raised only by the interpreter
-INTERPRET = {"RACE_DETECTED", "OOB_READ"}
+INTERPRET = {"RACE_DETECTED", "OOB_READ", "OOB_WRITE"}
 #: not reproducible by the generated code (no scenario builds it), or a pl.kernel quirk
 UNPROBED = {"MPMD_NO_PROGRAMS"}
 
@@ -73,3 +73,20 @@ def test_jax_agrees(code: str, jax_results: dict[str, dict]) -> None:
     d = first_error(check(load_scenario(CODES_DIR / f"{code}.json")))
     assert d.stage == r["stage"]
     assert d.jax is not None and d.jax.type == r["type"]
+
+
+def test_interpreter_agrees() -> None:
+    """Interpret-stage codes (errors) and interpreter limits (warnings) against the
+    real GPU interpreter, single device, one child process."""
+    from toolkit import gallery
+
+    scenarios = [load_scenario(CODES_DIR / f"{c}.json") for c in sorted(INTERPRET)]
+    scenarios += [gallery.load("reshape-view"), gallery.load("two-block-copy")]
+    results = probe_many(scenarios, stages=("interpret",))
+    for s, r in zip(scenarios, results, strict=True):
+        diags = [d for d in check(s) if d.stage == "interpret"]
+        if r["stage"] is None:
+            assert not diags, (s.name, [d.one_line() for d in diags])
+            continue
+        assert diags, (s.name, r)
+        assert diags[0].code == r["code"], (s.name, r, diags[0].one_line())

@@ -116,7 +116,7 @@ def test_mesh_axes_added_renamed_resized_removed_and_drawn():
 def test_block_and_device_drawings_count_what_they_draw():
     svg = blocks_svg({"x": 2, "y": 3}, {}, None)
     assert svg.count("<rect") == 6
-    assert "cluster of 4" in blocks_svg({"b": 2}, {"c": 4}, None)
+    assert "4 blocks per cluster" in blocks_svg({"b": 2}, {"c": 4}, None)
     big = blocks_svg({"b": 1000}, {}, None)
     assert "1000 blocks" in big and big.count("<rect") == 16
     dev = devices_svg({"x": 2, "y": 2})
@@ -233,3 +233,43 @@ def test_nothing_typed_crashes_or_loses_work(typed):
     while state.undo():
         pass
     assert state.scenario == original
+
+
+def test_run_options_edit_the_scenario_and_follow_undo():
+    lab = Lab("two-block-race", background=False, graph=False)
+    assert lab.state.scenario.run.detect_races and lab.runner.races.value
+    lab.runner.races.value = False
+    lab.runner.interpret.value = "hlo"
+    assert (lab.state.scenario.run.interpret, lab.state.scenario.run.detect_races) == ("hlo", False)
+    lab.undo()
+    lab.undo()
+    assert lab.runner.races.value and lab.runner.interpret.value == "gpu"
+    assert not lab.state.can_undo  # syncing the boxes back committed nothing
+
+
+def test_show_jax_code_is_the_generated_source_and_follows_edits():
+    from toolkit import codegen
+
+    lab = Lab("dup-ref-fixed", background=False, graph=False)
+    find(lab, "mpl-show-code", w.Button).click()
+    assert "def build(" in lab.runner.code.value
+    assert "acc_ref" not in lab.runner.code.value
+    find(lab, "mpl-add-arg", w.Button).click()
+    assert "acc_ref" in lab.runner.code.value
+    import html
+
+    shown = html.unescape(lab.runner.code.value.split(">", 1)[1].rsplit("</pre>", 1)[0])
+    assert shown == codegen.generate(lab.state.scenario)
+    find(lab, "mpl-show-code", w.Button).click()
+    assert lab.runner.code.value == ""
+
+
+def test_edit_view_in_the_body_opens_it_in_the_views_tab():
+    lab = Lab("multicast-then-peer", background=False, graph=False)
+    lab.tabs.selected_index = 0
+    buttons = find_all(lab.call, "mpl-edit-view", w.Button)
+    assert buttons, "the gallery scenario has a view in its body"
+    buttons[-1].click()
+    assert lab.tabs.selected_index == 2
+    lets = [i for i, s in enumerate(lab.state.scenario.call.programs[0].body) if hasattr(s, "let")]
+    assert lab.transforms.target == f"call.programs[0].body[{lets[-1]}]"

@@ -113,6 +113,23 @@ def test_graph_is_redrawn_after_each_change():
     assert lab.graph.draws == 2 and lab.graph.image.value != first
 
 
+def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
+    import time
+
+    from widgets.problems import GraphView
+    from widgets.state import LabState
+
+    st = LabState("dup-ref-fixed")
+    graph = GraphView(st, deferred=True, delay=0.01)
+    st.edit(("add", "call.args[1]", {"buffer": "acc", "param": "b_ref"}))
+    assert "mpl-stale" in graph.image._dom_classes  # the feedback did not wait for it
+    deadline = time.monotonic() + 120
+    while "mpl-stale" in graph.image._dom_classes and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "mpl-stale" not in graph.image._dom_classes
+    assert graph._drawn == st.scenario.model_dump_json()
+
+
 def test_edit_feedback_is_fast_for_gallery_scenarios():
     from widgets.bench import feedback_ms
 
@@ -130,9 +147,14 @@ def test_dup_ref_story_runs_after_the_fix_and_shows_outputs():
     lab = Lab(background=False, graph=False)
     build_dup_ref(lab)
     lab.problems.fix_buttons()[0].click()
+    seen: list[str] = []
+    lab.runner.status.observe(lambda ch: seen.append(ch["new"]), names="value")
     lab.runner.run_button.click()
     out = lab.runner.outcome
     assert out is not None and out.status == "ok", out
+    # progress was shown while it ran: the runtime's stages, then the verdict
+    assert any("running" in s and "trace" in s for s in seen), seen
+    assert "✔ ran" in seen[-1] and lab.runner.progress.value == 1.0
     # acc + acc with acc = iota(256)
     np.testing.assert_allclose(np.asarray(out.outputs["out"]).ravel(), 2 * np.arange(256))
     shown = text_of(lab.runner)

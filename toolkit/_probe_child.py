@@ -149,7 +149,10 @@ _WARM = (
 
 def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
     """A forked worker: set the device count, start JAX's backend, serve requests."""
-    os.setsid()
+    try:
+        os.setsid()
+    except OSError:  # already a session leader (started directly)
+        pass
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 2)
     os.dup2(fd, 1)  # stray prints (and JAX's) go to the log
@@ -241,5 +244,16 @@ def zygote(control_fd: int) -> None:
             _send(stream, {"status": status})
 
 
+def direct(sock_fd: int, devices: int, platform: str, stderr_path: str) -> None:
+    """A worker started as its own process (no zygote): for GPU platforms, where a
+    CUDA process must never be forked."""
+    import socket
+
+    _serve(socket.socket(fileno=sock_fd), devices, platform, stderr_path)
+
+
 if __name__ == "__main__":
-    zygote(int(sys.argv[1]))
+    if sys.argv[1] == "--direct":
+        direct(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    else:
+        zygote(int(sys.argv[1]))

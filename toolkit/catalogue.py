@@ -177,13 +177,6 @@ ENTRIES: list[Entry] = [
     ),
     _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
     _e(
-        "AT_NEGATIVE_BOUNDS",
-        "NotImplementedError",
-        r"along axis \d+ has negative bounds",
-        "gpu-lower",
-        "Slice with a negative start",
-    ),
-    _e(
         "AT_TOO_MANY_INDICES",
         "ValueError",
         r"`indices` must not be longer than `shape`",
@@ -220,13 +213,6 @@ ENTRIES: list[Entry] = [
         "Store of the wrong dtype",
     ),
     _e(
-        "ADD_SHAPE_MISMATCH",
-        "TypeError",
-        r"add got incompatible shapes for broadcasting",
-        "trace",
-        "Adding values of different shapes",
-    ),
-    _e(
         "TMA_SHAPE_MISMATCH",
         "ValueError",
         r"Expected shapes to match, but src has shape",
@@ -243,7 +229,7 @@ ENTRIES: list[Entry] = [
     _e(
         "RESHAPE_MINUS_ONE",
         "ValueError",
-        r"At most one dimension can be -1",
+        r"At most one dimension can be -1|can only specify one unknown axis size",
         "trace",
         "More than one -1 in a reshape",
     ),
@@ -251,7 +237,7 @@ ENTRIES: list[Entry] = [
     _e(
         "TRANSPOSE_RANK",
         "ValueError",
-        r"Permutation .* does not match the rank",
+        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
         "trace",
         "Permutation of the wrong rank",
     ),
@@ -365,13 +351,6 @@ ENTRIES: list[Entry] = [
     ),
     # rows added by the validate helper (found by running jax 0.12)
     _e(
-        "SWAP_DTYPE_MISMATCH",
-        "ValueError",
-        r"Invalid dtype for `swap`",
-        "trace",
-        "Store of the wrong dtype",
-    ),
-    _e(
         "RESHAPE_NOT_DIVISIBLE",
         "ValueError",
         r"do not evenly divide the size of the ref",
@@ -381,7 +360,7 @@ ENTRIES: list[Entry] = [
     _e(
         "AT_NEGATIVE_SLICE",
         "NotImplementedError",
-        r"has negative bounds",
+        r"has negative bounds|\): invalid memref size",
         "gpu-lower",
         "pl.ds with a negative start",
     ),
@@ -469,11 +448,83 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "cluster_ref of a GMEM ref",
     ),
+    # rows added by the knowledge helper for codes the validate rules emit
+    _e(
+        "GPU_8BIT_ARITH",
+        "NotImplementedError",
+        r"Pointwise operations on 8-bit types are unsupported",
+        "gpu-lower",
+        "Arithmetic on 8-bit values",
+    ),
+    _e(
+        "GPU_RESHAPE_STRIDED",
+        "ValueError",
+        r"strides=\[[\d, ]*\], ref_ty\.shape=\[[\d, ]*\], dim="
+        r"|Can't reshape \[[\d, ]*\] to \[[\d, ]*\] by composing",
+        "gpu-lower",
+        "Reshape of a strided view",
+    ),
+    _e(
+        "TMA_DTYPE_MISMATCH",
+        "ValueError",
+        r"Expected dtypes to match but src had type",
+        "trace",
+        "TMA copy between refs of different dtypes",
+    ),
+    _e(
+        "MULTIMEM_DST_NOT_GMEM",
+        "ValueError",
+        r"ref must be a GMEM reference, got",
+        "trace",
+        "multimem_store into a ref that is not in GMEM",
+    ),
+    _e(
+        "MULTIMEM_MISMATCH",
+        "ValueError",
+        r"Value (?:shape|dtype) .* does not match ref (?:shape|dtype)",
+        "trace",
+        "multimem_store of a value that does not fit the ref",
+    ),
+    _e(
+        "ARRAY_NO_METHOD",
+        "AttributeError",
+        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer) has no attribute",
+        "trace",
+        "A ref method applied to a plain array (or to array.at[...])",
+    ),
+    _e(
+        "ARG_VIEW_PLGPU",
+        "TransformedRefAvalError",
+        r"TransformedRefs cannot be abstractified",
+        "trace",
+        "A view of a Ref passed as an argument to plgpu.kernel",
+    ),
+    _e(
+        "SHARDED_REF_SLICE",
+        "ValueError",
+        r"sharded ref \(array reference\) can only be (?:sliced along unsharded axes|indexed by)",
+        "trace",
+        "Slicing a sharded input along its sharded axis (no shard_map)",
+    ),
+    _e(
+        "JAX_ASSERTION",
+        "AssertionError",
+        r"^$",
+        "trace",
+        "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
+    ),
+    _e(
+        "OOB_WRITE",
+        "ValueError",
+        r"Out-of-bounds swap",
+        "interpret",
+        "Out-of-bounds write (GPU interpreter)",
+    ),
     # last: very generic messages
     _e(
         "TRANSPOSE_BAD_AXIS",
         "IndexError",
-        r"^tuple index out of range$",
+        r"(?:^tuple index out of range$)|(?:^axis -?\d+ is out of bounds for array of dimension)",
         "trace",
         "Permutation names an axis the ref lacks",
     ),
@@ -514,6 +565,9 @@ OWN = {
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "RUN_CRASHED": ("the child process running JAX died", "interpret"),
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
+    "SCRATCH_TRANSFORM": ("scratch transforms are tiling or swizzle only", "schema"),
+    "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),
+    "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
 }
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).

@@ -638,6 +638,8 @@ def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
                 params.update(v for _, v, kd in g.out_edges(n, data="kind") if kd == "passed-as")
             near = [e for e in alias_edges if e[0] in params or e[1] in params]
             targets = targets + [("edge", e) for e in (near or ([] if targets else alias_edges))]
+        if not targets and path.startswith("device_mesh"):
+            targets = [("node", n) for n, k in g.nodes(data="kind") if k == "device"]
         if not targets:
             unplaced.append(d)
             continue

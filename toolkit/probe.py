@@ -242,8 +242,15 @@ def _zygote(platform: str) -> _Zygote:
     return z
 
 
+def _use_zygote(platform: str) -> bool:
+    """Fork workers from a zygote (CPU), or start each as a process (a GPU platform,
+    or ``MPMD_LAB_FORK=0``): a process that may touch CUDA is never forked."""
+    return platform == "cpu" and os.environ.get("MPMD_LAB_FORK", "1") != "0"
+
+
 class Worker:
-    """One JAX process (forked from the zygote) for one (device count, platform)."""
+    """One JAX process for one (device count, platform): forked from the zygote on
+    the CPU, a process of its own otherwise."""
 
     def __init__(self, devices: int, platform: str = "cpu"):
         self.devices = devices
@@ -252,12 +259,37 @@ class Worker:
         self.last_stage: str | None = None
         self.status: int | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
-        self.zygote = _zygote(platform)
-        try:
-            self.pid, self.sock = self.zygote.spawn(devices, self._log.name)
-        except (_Timeout, _Dead) as e:
-            self.zygote.close()
-            raise RuntimeError(f"the JAX worker did not start: {self.zygote.log_tail()}") from e
+        self.zygote: _Zygote | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        if _use_zygote(platform):
+            self.zygote = _zygote(platform)
+            try:
+                self.pid, self.sock = self.zygote.spawn(devices, self._log.name)
+            except (_Timeout, _Dead) as e:
+                self.zygote.close()
+                raise RuntimeError(f"the JAX worker did not start: {self.zygote.log_tail()}") from e
+        else:
+            self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            fd = theirs.fileno()
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(_CHILD),
+                    "--direct",
+                    str(fd),
+                    str(devices),
+                    platform,
+                    self._log.name,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=_env(platform),
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+            theirs.close()
+            self.pid = self.proc.pid
         self._dead = False
         try:
             msg = _recv(self.sock.fileno(), time.monotonic() + STARTUP_TIMEOUT)
@@ -302,7 +334,16 @@ class Worker:
         if not self._dead:
             self._dead = True
             _kill_group(self.pid)
-            self.status = self.zygote.wait(self.pid)
+            if self.zygote is not None:
+                self.status = self.zygote.wait(self.pid)
+            elif self.proc is not None:
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+                rc = self.proc.returncode
+                # a Popen return code as a waitpid status, for exit_reason
+                self.status = None if rc is None else (-rc if rc < 0 else rc << 8)
         self.sock.close()
         self._log.close()
 

@@ -106,6 +106,8 @@ class RefInfo:
     cluster_block: tuple[tuple[str, int], ...] = ()
     #: a lazy error waiting for the ref's type to be computed (see StepError.lazy)
     pending: StepError | None = None
+    #: dim 0 is sharded over these device axes (an input without shard_map)
+    sharded: str | None = None
 
     @property
     def is_ref(self) -> bool:
@@ -170,10 +172,16 @@ def base_info(
     dtype: str,
     memory_space: str = "GMEM",
     base: str = "",
+    sharded: str | None = None,
 ) -> RefInfo:
-    """A whole, untransformed ref (or a plain array with ``memory_space="VALUE"``)."""
+    """A whole, untransformed ref (or a plain array with ``memory_space="VALUE"``).
+
+    ``sharded``: the device-mesh axes dim 0 is sharded over (an input seen without
+    shard_map), as JAX prints them.
+    """
     shape = tuple(shape)
     return RefInfo(
+        sharded=sharded,
         shape=shape,
         dtype=canonical_dtype(dtype),
         memory_space=memory_space,
@@ -233,6 +241,30 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
             notes,
         )
     entries += [None] * (len(shape) - len(entries))
+    if ref.sharded and not ref.transformed and shape and isinstance(entries[0], int):
+        return (
+            None,
+            _err(
+                "SHARDED_REF_SLICE",
+                "TypeError",
+                "sharded ref (array reference) can only be indexed by slices, not integers",
+                field="index[0]",
+            ),
+            notes,
+        )
+    if ref.sharded and not ref.transformed and shape and not _full(entries[0], shape[0]):
+        return (
+            None,
+            _err(
+                "SHARDED_REF_SLICE",
+                "ValueError",
+                "sharded ref (array reference) can only be sliced along unsharded axes, but ref "
+                f"of shape {tuple(shape)!r} was sliced on axis 0, which is sharded like "
+                f"{ref.sharded}",
+                field="index[0]",
+            ),
+            notes,
+        )
     new_shape: list[int] = []
     sels: list[tuple[Any, ...]] = []
     ints: list[tuple[int, int]] = []
@@ -347,6 +379,18 @@ def _apply_at(ref: RefInfo, t: At) -> tuple[RefInfo | None, StepError | None, li
         int_indices=ref.int_indices + tuple(ints),
     )
     return after, None, notes
+
+
+def _full(e: Any, d: int) -> bool:
+    """An index entry that selects the whole dimension."""
+    if e is None:
+        return True
+    if isinstance(e, list):
+        a, b = e
+        return (a in (None, 0) or a <= -d) and (b is None or b >= d)
+    if isinstance(e, DsIndex):
+        return e.ds[0] == 0 and e.ds[1] == d
+    return False
 
 
 def _compose_region(
@@ -469,6 +513,14 @@ def _apply_transpose(ref: RefInfo, t: Transpose) -> tuple[RefInfo | None, StepEr
             )
         if ref.memory_space == "TMEM":
             return None, _err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.")
+    if ref.sharded:
+        # TransposeTransform.transform_type: a sharded array cannot be transposed
+        return None, _err(
+            "MPMD_GPU_MESH_NOT_COMBINABLE",
+            "NotImplementedError",
+            "",
+            lazy=True,
+        )
     if len(perm) != len(ref.shape):
         return None, _err(
             "TRANSPOSE_RANK",
@@ -514,6 +566,8 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
         for e in t.index:
             if isinstance(e, BlockIndex) and e.block not in bound:
                 return e.block
+            if isinstance(e, PidIndex) and "<outside the kernel>" in bound:
+                return "<pid>"
     if isinstance(t, RemoteRef) and isinstance(t.device, dict):
         for axis, v in t.device.items():
             if not isinstance(v, int) and axis not in bound:
@@ -529,6 +583,9 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
     """
     op = getattr(t, "op", "?")
     axis = unbound_axis(t, bound)
+    if axis == "<pid>":  # pl.program_id outside a kernel: an internal assertion fails
+        err = _err("JAX_ASSERTION", "AssertionError", "")
+        return Step(index=index, op=op, before=ref, after=None, error=err)
     if axis is not None:
         err = _err(
             "UNBOUND_AXIS",

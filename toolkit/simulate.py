@@ -24,6 +24,14 @@ The model, in short:
   stay this device's; ``{"offset": k}`` wraps), ``multicast_ref`` all devices
   along the named axes (writes fan out), ``cluster_ref`` the SMEM of the named
   block of the same cluster.
+  A negative int index wraps, as the HLO interpreter does (JAX's GPU interpreter
+  fails writing through one: an AssertionError in its bounds check).
+* **Statements.** ``copy`` and ``tma_store`` (commit, copy, wait: it completes
+  before the next statement) store ``src`` into ``dst``; ``add`` stores
+  ``lhs + rhs`` (one dtype, numpy arithmetic, which XLA's CPU arithmetic matches
+  bit for bit); ``fill`` is ``jnp.full`` (a Python float becomes float32 first);
+  ``multimem_store`` stores into ``dst`` on every device along ``axes``. Reading
+  through a multicast view is an error.
 * **pl.program_id** follows the scenario's interpreter: 0 in every block under
   ``"gpu"`` (what JAX's GPU interpreter does), the block's grid coordinate under
   ``"hlo"``. Pass ``program_id="grid"`` or ``"zero"`` to choose.
@@ -32,7 +40,11 @@ The model, in short:
   point every statement runs for every device, cluster block and warpgroup before
   the next statement (lockstep, devices then blocks then threads, each in C
   order). A race's surviving value is therefore the last writer in that order;
-  the log reports the race either way.
+  the log reports the race either way (write-write and read-write conflicts
+  between different actors: ``toolkit.accesslog``).
+* **Scale.** Views hold 8 bytes of offset per byte of data: fine for the
+  megabytes of a teaching scenario (a 4-device ring shift of 1M float32 takes a
+  few seconds), not for production-sized tensors.
 * **Errors** JAX would raise are the validator's: when ``toolkit.validate.check``
   reports an error at the build or trace stage, the result is an error carrying
   that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
@@ -53,6 +65,7 @@ import numpy as np
 
 from toolkit.accesslog import AccessLog, Actor, Location, unique_sorted
 from toolkit.callsupport import encode_outputs
+from toolkit.diagnostics import STAGE_ORDER, Diagnostic, JaxError
 from toolkit.scenario import (
     Add,
     At,
@@ -87,6 +100,10 @@ NOTE = (
     "simulator matches it bit for bit; cross-device and cluster traffic no CPU "
     "interpreter runs are the simulator's model alone."
 )
+
+
+#: Most (thread, statement) steps one simulation runs: keeps a widget responsive.
+MAX_STEPS = 1 << 18
 
 
 class SimError(Exception):
@@ -148,6 +165,34 @@ class SimResult:
         }
         if log:
             out["log"] = self.log.to_dict()
+        return out
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """The error and each race as a Diagnostic (code ``RACE`` at the later statement)."""
+        out = []
+        if self.error:
+            e = self.error
+            out.append(
+                Diagnostic(
+                    code=e.get("code") or "SIM_UNSUPPORTED",
+                    stage=e["stage"] if e.get("stage") in STAGE_ORDER else "gpu-run",
+                    path=e.get("path") or "",
+                    message=str(e.get("message")),
+                    jax=JaxError(type=e["type"], message=str(e.get("message")))
+                    if e.get("type") and e.get("type") != "SimulationError"
+                    else None,
+                )
+            )
+        for r in self.races:
+            out.append(
+                Diagnostic(
+                    code="RACE",
+                    severity="warning",
+                    stage="gpu-run",
+                    path=f"call.programs[{r.second.actor.program}].body[{r.second.statement}]",
+                    message=f"{r.kind} race (simulated): {r.describe()}",
+                )
+            )
         return out
 
     def summary(self) -> str:
@@ -236,7 +281,7 @@ class Storage:
 
     @classmethod
     def of(cls, location: Location, value: np.ndarray) -> Storage:
-        value = np.ascontiguousarray(value)
+        value = np.array(value, order="C")  # (ascontiguousarray makes rank 0 rank 1)
         return cls(location, value.dtype, value.shape, value.reshape(-1).view(np.uint8).copy())
 
     @property
@@ -448,6 +493,11 @@ class Simulator:
                     raise SimError("OOB_INDEX", where, f"index {e} out of bounds for size {size}")
                 idx.append(e % size)
             elif isinstance(e, list):
+                start = range(size)[slice(e[0], e[1])].start if size else 0
+                if start >= size:  # a Python slice: the stop clamps, a start past the end errors
+                    raise SimError(
+                        "AT_OOB_SLICE", where, f"Out of bound slice: start={start}, dim={size}."
+                    )
                 idx.append(slice(e[0], e[1]))
             else:
                 if isinstance(e, DsIndex):
@@ -677,6 +727,14 @@ class Simulator:
         sizes = {**self.mesh, **grid, **self._cluster_sizes}
         if m.threads and m.threads.name:
             sizes[m.threads.name] = nthreads
+        actors_total = self.ndev * math.prod(grid_shape) * self._cluster_count * nthreads
+        if actors_total * max(1, len(prog.body)) > MAX_STEPS:
+            raise SimError(
+                "SIM_TOO_LARGE",
+                f"call.programs[{p}].mesh",
+                f"{actors_total} threads x {len(prog.body)} statements is more than the "
+                f"simulator's {MAX_STEPS} steps; shrink the grid or the device mesh",
+            )
         for gi, gcoords in enumerate(itertools.product(*(range(n) for n in grid_shape))):
             actors: list[tuple[Context, dict[str, View]]] = []
             for d in range(self.ndev):

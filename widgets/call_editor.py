@@ -112,33 +112,30 @@ class CallEditor(w.VBox):
     def _buffer_row(self, name: str, b: Any) -> w.Widget:
         st = self.state
         p = f"buffers.{name}"
-        if True:
-            init = b.init if isinstance(b.init, str) else "explicit"
-            init_dd = c.make(
-                w.Dropdown,
-                options=INITS + (("explicit",) if init == "explicit" else ()),
-                value=init,
-                layout=c.lay(width="76px"),
-            )
-            ref_cb = c.make(
-                w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False
-            )
-            ref_cb.add_class("mpl-as-ref")
-            return _row(
-                c.field(c.text(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
-                c.field(
-                    c.text(c.show_shape(b.shape), "70px"),
-                    _set(st, f"{p}.shape"),
-                    c.parse_shape,
-                    label="shape",
-                    css="mpl-buffer-shape",
-                ),
-                c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-                c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
-                c.field(ref_cb, _set(st, f"{p}.as_ref")),
-                c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
-                c.badge_line(st.diagnostics_at(p)),
-            )
+        init = b.init if isinstance(b.init, str) else "explicit"
+        init_dd = c.make(
+            w.Dropdown,
+            options=INITS + (("explicit",) if init == "explicit" else ()),
+            value=init,
+            layout=c.lay(width="76px"),
+        )
+        ref_cb = c.make(w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False)
+        ref_cb.add_class("mpl-as-ref")
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
+            c.field(
+                c.text(c.show_shape(b.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+                css="mpl-buffer-shape",
+            ),
+            c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
+            c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
+            c.field(ref_cb, _set(st, f"{p}.as_ref")),
+            c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
 
     # ------------------------------------------------------------ arguments
 
@@ -184,42 +181,39 @@ class CallEditor(w.VBox):
     def _arg_row(self, i: int, a: Any, buffers: list[str]) -> w.Widget:
         st = self.state
         p = f"call.args[{i}]"
-        if True:
-            leaves = getattr(a, "tuple", None)
-            if leaves:
-                src = c.field(
-                    c.text(", ".join(leaves), "150px"),
-                    _set(st, f"{p}.tuple"),
-                    lambda s: [x.strip() for x in s.split(",") if x.strip()],
-                    label="tuple",
-                )
-            else:
-                opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
-                dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
-                dd.add_class("mpl-arg-buffer")
-                src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
-            extra: list[w.Widget] = []
-            if a.transforms:
-                extra.append(
-                    c.button(
-                        f"view ({len(a.transforms)})",
-                        lambda p=p: self.on_edit_view(p),
-                        "edit this argument's transforms",
-                    )
-                )
-            row = _row(
-                c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
-                src,
-                c.field(
-                    c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
-                ),
-                *extra,
-                c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
-                c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
-                c.badge_line(st.diagnostics_at(p)),
+        leaves = getattr(a, "tuple", None)
+        if leaves:
+            src = c.field(
+                c.text(", ".join(leaves), "150px"),
+                _set(st, f"{p}.tuple"),
+                lambda s: [x.strip() for x in s.split(",") if x.strip()],
+                label="tuple",
             )
-            row.add_class(f"mpl-arg-{i}")
-            return row
+        else:
+            opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
+            dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
+            dd.add_class("mpl-arg-buffer")
+            src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
+        extra: list[w.Widget] = []
+        if a.transforms:
+            extra.append(
+                c.button(
+                    f"view ({len(a.transforms)})",
+                    lambda p=p: self.on_edit_view(p),
+                    "edit this argument's transforms",
+                )
+            )
+        row = _row(
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
+            src,
+            c.field(c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"),
+            *extra,
+            c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
+            c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
+        row.add_class(f"mpl-arg-{i}")
+        return row
 
     # ------------------------------------------------------------ outputs, scratch
 
@@ -248,20 +242,19 @@ class CallEditor(w.VBox):
     def _output_row(self, name: str, o: Any) -> w.Widget:
         st = self.state
         p = f"call.outputs.{name}"
-        if True:
-            return _row(
-                c.field(c.text(name, "70px"), _rename(st, "call.outputs", name)),
-                c.field(
-                    c.text(c.show_shape(o.shape), "70px"),
-                    _set(st, f"{p}.shape"),
-                    c.parse_shape,
-                    label="shape",
-                    css="mpl-output-shape",
-                ),
-                c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
-                c.small("✕", lambda p=p: _remove(st, p), "remove output"),
-                c.badge_line(st.diagnostics_at(p)),
-            )
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "call.outputs", name)),
+            c.field(
+                c.text(c.show_shape(o.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+                css="mpl-output-shape",
+            ),
+            c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+            c.small("✕", lambda p=p: _remove(st, p), "remove output"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
 
     def add_scratch(self, name: str | None = None):
         st = self.state
@@ -283,33 +276,30 @@ class CallEditor(w.VBox):
     def _scratch_row(self, name: str, s: Any) -> w.Widget:
         st = self.state
         p = f"call.scratch.{name}"
-        if True:
-            mem = c.make(
-                w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px")
-            )
-            extra = []
-            if s.transforms:
-                extra.append(
-                    c.button(
-                        f"view ({len(s.transforms)})",
-                        lambda p=p: self.on_edit_view(p),
-                        "edit tiling/swizzle",
-                    )
+        mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
+        extra = []
+        if s.transforms:
+            extra.append(
+                c.button(
+                    f"view ({len(s.transforms)})",
+                    lambda p=p: self.on_edit_view(p),
+                    "edit tiling/swizzle",
                 )
-            return _row(
-                c.field(c.text(name, "70px"), _rename(st, "call.scratch", name)),
-                c.field(
-                    c.text(c.show_shape(s.shape), "70px"),
-                    _set(st, f"{p}.shape"),
-                    c.parse_shape,
-                    label="shape",
-                ),
-                c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
-                c.field(mem, _set(st, f"{p}.memory_space")),
-                *extra,
-                c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
-                c.badge_line(st.diagnostics_at(p)),
             )
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "call.scratch", name)),
+            c.field(
+                c.text(c.show_shape(s.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+            ),
+            c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
+            c.field(mem, _set(st, f"{p}.memory_space")),
+            *extra,
+            c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
 
     # ------------------------------------------------------------ programs, body
 
@@ -373,13 +363,12 @@ class CallEditor(w.VBox):
 
     def _programs_row(self, n: int) -> w.Widget:
         st = self.state
-        if True:
-            pick = c.make(
-                w.Dropdown,
-                options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
-                value=st.program if n else -1,
-                layout=c.lay(width="130px"),
-            )
+        pick = c.make(
+            w.Dropdown,
+            options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
+            value=st.program if n else -1,
+            layout=c.lay(width="130px"),
+        )
         pick.observe(lambda ch: self._select_program(ch["new"]), names="value")
         return _row(
             pick,
@@ -403,7 +392,7 @@ class CallEditor(w.VBox):
         names = ref_names(st, before=i)
         kind_now = "let" if getattr(s, "let", None) else s.op
         combos: list[w.Combobox] = []
-        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="120px"))
+        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             c.field(kind, lambda v, i=i, s=s: self._change_kind(pp, i, s, v)),
@@ -417,7 +406,12 @@ class CallEditor(w.VBox):
                 )
             )
             parts.append(
-                c.button("edit view", lambda p=p: self.on_edit_view(p), "open in the Views tab")
+                c.button(
+                    "edit view",
+                    lambda p=p: self.on_edit_view(p),
+                    "open in the Views tab",
+                    css="mpl-edit-view",
+                )
             )
         else:
             for f in OP_FIELDS[s.op]:
@@ -427,7 +421,7 @@ class CallEditor(w.VBox):
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=c.lay(width="80px"),
+                    layout=c.lay(width="74px"),
                 )
                 combos.append(box)
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))

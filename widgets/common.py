@@ -20,7 +20,7 @@ CSS = """
 <style>
 .mpl-lab { font-family: var(--jp-ui-font-family, sans-serif); }
 .mpl-lab .mpl-title { font-size: 15px; font-weight: 600; }
-.mpl-lab .mpl-h { font-weight: 600; margin: 6px 0 2px 0; color: #234; }
+.mpl-lab .mpl-h { font-weight: 600; margin: 6px 0 2px 0; color: #234; line-height: 1.4; }
 .mpl-lab .mpl-hint { color: #667; font-size: 12px; }
 .mpl-field-error { color: #b00020; font-size: 12px; }
 .mpl-row { align-items: center; }
@@ -44,6 +44,14 @@ CSS = """
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #444; }
 .mpl-stale { opacity: 0.45; }
+.mpl-shape-line { margin-left: 22px; color: #2e5a88; }
+.mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
+  border: 1px solid #dde; padding: 6px; line-height: 1.3; }
+.mpl-more summary { cursor: pointer; color: #1565c0; font-size: 12px; margin-top: 3px; }
+.mpl-more h3 { font-size: 14px; margin: 6px 0 2px 0; }
+.mpl-more h4 { font-size: 13px; margin: 6px 0 2px 0; }
+.mpl-more p, .mpl-more li { font-size: 12px; margin: 2px 0; }
+.mpl-more pre { font-size: 11px; background: #f3f3f3; padding: 4px; white-space: pre-wrap; }
 .mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
 .mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; }
@@ -241,11 +249,14 @@ def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
     ]
     if d.jax is not None:
         parts.append(f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>")
+    if d.explanation:
+        parts.append(f"<div class='mpl-why'>{esc(d.explanation)}</div>")
     card = services.card_html(d.code) if with_card else None
     if card:
-        parts.append(f"<details><summary>Explanation</summary>{card}</details>")
-    elif d.explanation:
-        parts.append(f"<div class='mpl-why'>{esc(d.explanation)}</div>")
+        parts.append(
+            "<details class='mpl-more'><summary>More: what it means, how to fix it, an example"
+            f"</summary>{card}</details>"
+        )
     if d.fix is not None:
         parts.append(f"<div class='mpl-hint'>Fix: {esc(d.fix.description)}</div>")
     parts.append("</div>")

@@ -110,7 +110,15 @@ class Lab(w.VBox):
         self.title.value = (
             f"<span class='mpl-title'>mpmd-lab · {c.esc(st.scenario.name)}</span> {verdict} &nbsp;"
         )
-        self.description.value = (
+        empty = not st.scenario.buffers and not st.scenario.call.outputs
+        start = (
+            "<div class='mpl-note'>Start here: <b>+ buffer</b>, <b>+ output</b>, pass the buffer "
+            "with <b>+ argument</b>, then add a statement to the body (Call tab); or open a "
+            "scenario from the gallery.</div>"
+            if empty
+            else ""
+        )
+        self.description.value = start + (
             f"<div class='mpl-hint'>{c.esc(st.scenario.description)}</div>"
             if st.scenario.description
             else ""

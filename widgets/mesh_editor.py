@@ -30,20 +30,29 @@ def _coords(names: list[str], sizes: list[int], limit: int) -> list[dict[str, in
     return out
 
 
+def _axes_text(sizes: dict[str, int]) -> str:
+    return " × ".join(f"{k}={v}" for k, v in sizes.items()) or "none"
+
+
 def blocks_svg(grid: dict[str, int], cluster: dict[str, int], threads: Any) -> str:
-    """The kernel mesh as boxes: one per grid block, its cluster blocks inside."""
-    rows, cols = _grid_dims(list(grid.values()))
+    """The kernel mesh as boxes, one per grid block (coordinates in the tooltip), the
+    cluster drawn inside each, and a caption that says what is drawn."""
+    names, sizes = list(grid), list(grid.values())
+    rows, cols = _grid_dims(sizes)
     shown_r, shown_c = min(rows, MAX_ROWS), min(cols, MAX_COLS)
     ncl = math.prod(cluster.values()) if cluster else 1
     sub = min(ncl, 4)
-    w_, h_ = shown_c * (CELL + 6) + 60, shown_r * (CELL + 6) + 26
+    coords = _coords(names, sizes, rows * cols) if names else [{}]
+    w_, h_ = shown_c * (CELL + 6) + 4, shown_r * (CELL + 6) + 4
     parts = [f"<svg class='mpl-blocks' width='{w_}' height='{h_}' font-size='9'>"]
     for r in range(shown_r):
         for col in range(shown_c):
+            i = r * cols + col
             x, y = col * (CELL + 6) + 2, r * (CELL + 6) + 2
+            where = ", ".join(f"{k}={v}" for k, v in coords[i].items()) or "the only block"
             parts.append(
-                f"<rect x='{x}' y='{y}' width='{CELL}' height='{CELL}' rx='3' "
-                f"fill='#dbe8f6' stroke='#3a6ea5'/>"
+                f"<g><title>block {i}: {c.esc(where)}</title><rect x='{x}' y='{y}' "
+                f"width='{CELL}' height='{CELL}' rx='3' fill='#dbe8f6' stroke='#3a6ea5'/>"
             )
             if ncl > 1:
                 step = (CELL - 4) / sub
@@ -52,19 +61,20 @@ def blocks_svg(grid: dict[str, int], cluster: dict[str, int], threads: Any) -> s
                         f"<rect x='{x + 2 + k * step:.1f}' y='{y + CELL - 12}' "
                         f"width='{step - 1:.1f}' height='9' fill='#f2c14e'/>"
                     )
-            parts.append(f"<text x='{x + 3}' y='{y + 11}' fill='#123'>{r * cols + col}</text>")
-    more = []
-    if cols > shown_c or rows > shown_r:
-        more.append(f"{rows * cols} blocks, {shown_r * shown_c} drawn")
-    if threads is not None:
-        more.append(f"× {threads.count} threads ({threads.name or 'no name'}) each")
-    if ncl > 1:
-        more.append(f"cluster of {ncl} (yellow)")
-    parts.append(
-        f"<text x='2' y='{h_ - 6}' fill='#445' font-size='11'>{c.esc('; '.join(more))}</text>"
-    )
+            parts.append(f"<text x='{x + 3}' y='{y + 11}' fill='#123'>{i}</text></g>")
     parts.append("</svg>")
-    return "".join(parts)
+    total = rows * cols
+    lines = [f"grid {_axes_text(grid)} → {total} block{'s' if total != 1 else ''}"]
+    if len(names) >= 2:
+        lines.append(f"rows: {', '.join(names[:-1])}; columns: {names[-1]}")
+    if total > shown_r * shown_c:
+        lines.append(f"{shown_r * shown_c} drawn")
+    if ncl > 1:
+        lines.append(f"cluster {_axes_text(cluster)}: {ncl} blocks per cluster (yellow)")
+    if threads is not None:
+        lines.append(f"{threads.count} threads per block (axis {threads.name or 'unnamed'})")
+    caption = "<br>".join(c.esc(x) for x in lines)
+    return f"<div>{''.join(parts)}<div class='mpl-hint'>{caption}</div></div>"
 
 
 def devices_svg(mesh: dict[str, int] | None) -> str:

@@ -73,20 +73,19 @@ class ProblemsView(w.VBox):
         return rows
 
     def _card(self, d: Diagnostic) -> w.Widget:
-        if True:
-            kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
-            if d.fix is not None:
-                b = c.button(
-                    "✔ Apply fix",
-                    lambda d=d: self.apply(d),
-                    d.fix.description,
-                    css="mpl-fix",
-                )
-                b.layout = c.lay(width="140px")
-                kids.append(b)
-            box = w.VBox(kids)
-            box.add_class(f"mpl-diag-{d.code}")
-            return box
+        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
+        if d.fix is not None:
+            b = c.button(
+                "✔ Apply fix",
+                lambda d=d: self.apply(d),
+                d.fix.description,
+                css="mpl-fix",
+            )
+            b.layout = c.lay(width="140px")
+            kids.append(b)
+        box = w.VBox(kids)
+        box.add_class(f"mpl-diag-{d.code}")
+        return box
 
 
 class GraphView(w.VBox):
@@ -103,7 +102,7 @@ class GraphView(w.VBox):
         self.state = state
         self.deferred, self.delay = deferred, delay
         self.add_class("mpl-graph")
-        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", display="none"))
+        self.image = w.Image(format="png", layout=w.Layout(max_width="860px", display="none"))
         self.image.add_class("mpl-graph-img")
         self.note = w.HTML("")
         self.auto = w.Checkbox(value=auto, description="redraw on every change", indent=False)
@@ -124,7 +123,6 @@ class GraphView(w.VBox):
         self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
         state.subscribe(lambda st, why: self.auto.value and self.schedule())
         if auto:
-            self.note.value = "<div class='mpl-hint'>drawing…</div>"
             self.schedule()
         else:
             self.note.value = "<div class='mpl-note'>tick the box to draw the graph</div>"
@@ -136,6 +134,8 @@ class GraphView(w.VBox):
             return
         if self._timer is not None:
             self._timer.cancel()
+        self.image.add_class("mpl-stale")  # the picture shows an older scenario until redrawn
+        self.note.value = "<div class='mpl-hint'>updating the graph…</div>"
         self._timer = threading.Timer(self.delay, self.redraw)
         self._timer.daemon = True
         self._timer.start()
@@ -145,6 +145,8 @@ class GraphView(w.VBox):
             scenario = self.state.scenario
             key = scenario.model_dump_json()
             if key == self._drawn and not force:
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
                 return
             t0 = time.perf_counter()
             try:
@@ -156,6 +158,10 @@ class GraphView(w.VBox):
             self._drawn = key
             self.image.value = png
             self.image.layout.display = None
-            self.note.value = ""
+            if self.state.scenario.model_dump_json() == key:
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
+            else:  # edited while drawing: a newer redraw is already scheduled
+                self.image.add_class("mpl-stale")
             self.draws += 1
             self.draw_ms = (time.perf_counter() - t0) * 1000

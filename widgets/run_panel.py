@@ -109,20 +109,85 @@ class RunPanel(w.VBox):
         self.outcome: services.RunOutcome | None = None
         self.done = threading.Event()
         self._thread: threading.Thread | None = None
+        run = state.scenario.run
+        self.interpret = w.Dropdown(
+            options=[("GPU interpreter", "gpu"), ("HLO interpreter", "hlo")],
+            value=run.interpret,
+            description="on CPU",
+            layout=w.Layout(width="220px"),
+        )
+        self.interpret.add_class("mpl-interpret")
+        self.races = w.Checkbox(
+            value=run.detect_races,
+            description="detect races",
+            indent=False,
+            layout=w.Layout(width="120px"),
+        )
+        self.races.add_class("mpl-detect-races")
+        self.run_options = w.HBox(
+            [
+                c.field(
+                    self.interpret,
+                    lambda v: state.edit(("replace", "run.interpret", v), label="interpreter"),
+                ),
+                c.field(
+                    self.races,
+                    lambda v: state.edit(("replace", "run.detect_races", v), label="detect races"),
+                ),
+            ],
+            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+        )
+        self.code_button = c.button(
+            "Show JAX code",
+            self.toggle_code,
+            "the plain JAX program this scenario stands for",
+            css="mpl-show-code",
+        )
+        self.code = w.HTML()
+        self.code.add_class("mpl-code-view")
         self.children = [
             w.HTML(
-                "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call: GPU, or "
-                "Pallas interpret mode on CPU</span></div>"
+                "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call (auto: the GPU "
+                "if there is one, else interpret mode on the CPU)</span></div>"
             ),
             w.HBox(
-                [self.backend, self.timeout, self.run_button, self.progress, self.status],
+                [self.backend, self.timeout],
+                layout=w.Layout(align_items="center", flex_flow="row wrap"),
+            ),
+            self.run_options,
+            w.HBox(
+                [self.run_button, self.progress, self.status],
                 layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
             self.results,
+            self.code_button,
+            self.code,
         ]
         state.subscribe(self._on_change)
 
+    # ------------------------------------------------------------ export
+
+    def toggle_code(self) -> None:
+        """Show (or hide) the generated JAX source of the current scenario."""
+        if self.code.value:
+            self.code.value, self.code_button.description = "", "Show JAX code"
+            return
+        self._show_code()
+
+    def _show_code(self) -> None:
+        try:
+            src = services.jax_source(self.state.scenario)
+            self.code.value = f"<pre class='mpl-source'>{c.esc(src)}</pre>"
+        except services.Unavailable as e:
+            self.code.value = c.problems_html([("", str(e))])
+        self.code_button.description = "Hide JAX code"
+
     def _on_change(self, state: LabState, why: str) -> None:
+        run = state.scenario.run
+        if (self.interpret.value, self.races.value) != (run.interpret, run.detect_races):
+            self._sync_options(run)
+        if self.code.value:
+            self._show_code()
         if self.outcome is None or why in ("saved", "program selected"):
             return
         if why.startswith("loaded"):  # another scenario: its old outputs would mislead
@@ -138,6 +203,11 @@ class RunPanel(w.VBox):
             "<span class='mpl-hint'>the scenario changed since this run (outputs greyed): "
             "run again</span>"
         )
+
+    def _sync_options(self, run: Any) -> None:
+        """Show the scenario's run options (after undo, load, a fix); setting them back
+        commits nothing (an edit to the same value is not a change)."""
+        self.interpret.value, self.races.value = run.interpret, run.detect_races
 
     # ------------------------------------------------------------ running
 

@@ -142,6 +142,21 @@ def aliasing_png(scenario: Scenario, dpi: int = 80) -> bytes:
         plt.close(fig)
 
 
+# ---------------------------------------------------------------- export
+
+
+def jax_source(scenario: Scenario) -> str:
+    """``toolkit.codegen.generate``: the plain JAX program this scenario stands for."""
+    from toolkit import codegen
+
+    try:
+        return codegen.generate(scenario)
+    except codegen.CodegenError as e:
+        raise Unavailable(f"cannot write this call as JAX: {e.path or 'call'}: {e}") from None
+    except Exception as e:
+        raise _fail("toolkit.codegen.generate", e) from None
+
+
 # ---------------------------------------------------------------- runtime
 
 

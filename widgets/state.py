@@ -75,7 +75,10 @@ class LabState:
 
     def _notify(self, reason: str) -> None:
         for listener in list(self._listeners):
-            listener(self, reason)
+            try:
+                listener(self, reason)
+            except Exception as e:  # one broken view must not stop the others
+                self.message = f"a view failed to update: {type(e).__name__}: {e}"
 
     def select_program(self, index: int) -> None:
         """Show program ``index`` in the editors (a UI selection; not undoable)."""

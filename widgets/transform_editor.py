@@ -248,46 +248,44 @@ class TransformStackEditor(w.VBox):
             return [], str(e)
 
     def _shape_line(self, label: str, step: services.Step) -> w.HTML:
+        """``→ f32[128] GMEM peer``: the view after a step (``label``: what it is)."""
+        head = f"<span class='mpl-hint'>{c.esc(label)}</span> " if label else ""
         return c.make(
             w.HTML,
-            value=f"<span class='mpl-hint'>{c.esc(label)} →</span> "
-            f"<code class='mpl-shape'>{c.esc(step.label())}</code>",
+            value=f"<div class='mpl-shape-line'>{head}→ "
+            f"<code class='mpl-shape'>{c.esc(step.label())}</code></div>",
         )
 
     def _transform_row(self, j: int, t: dict[str, Any], step: services.Step | None) -> w.Widget:
+        """Line 1: the transform, its fields and buttons; line 2: the view it makes."""
         st = self.state
         p = f"{self.target}.transforms[{j}]"
         diags = st.diagnostics_at(p)
         parts: list[w.Widget] = [
-            c.make(
-                w.HTML,
-                value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>",
-                layout=c.lay(width="110px"),
-            )
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>")
         ]
         for name, value in t.items():
-            if name == "op":
-                continue
-            parts.append(self._field(p, t["op"], name, value))
-        shape = step.label() if step else ""
+            if name != "op":
+                parts.append(self._field(p, t["op"], name, value))
         parts += [
-            c.make(w.HTML, value=f"→ <code class='mpl-shape'>{c.esc(shape)}</code>")
-            if step
-            else c.make(w.HTML, value=""),
             c.small("↑", lambda: _move(st, f"{self.target}.transforms", j, -1), "move up"),
             c.small("↓", lambda: _move(st, f"{self.target}.transforms", j, +1), "move down"),
             c.small("✕", lambda: _remove(st, p), "delete transform", css="mpl-del-transform"),
         ]
         row = _row(*parts)
         row.add_class(f"mpl-step-{j}")
-        if not diags and not (step and step.error):
-            return row
-        row.add_class("mpl-step-bad")
-        extra = [c.diagnostic_html(d) for d in diags]
-        if step and step.error and not diags:
-            extra.append(c.problems_html([("", step.error)]))
-        box = w.VBox([row, c.make(w.HTML, value="".join(extra))])
-        box.add_class("mpl-step-bad")
+        kids: list[w.Widget] = [row]
+        if step is not None:
+            kids.append(self._shape_line("", step))
+        bad = bool(diags) or bool(step and step.error)
+        if bad:
+            extra = [c.diagnostic_html(d) for d in diags]
+            if step and step.error and not diags:
+                extra.append(c.problems_html([("", step.error)]))
+            kids.append(c.make(w.HTML, value="".join(extra)))
+        box = w.VBox(kids, layout=c.lay(margin="2px 0 4px 0"))
+        if bad:
+            box.add_class("mpl-step-bad")
         return box
 
     def _field(self, p: str, op: str, name: str, value: Any) -> w.Widget:
@@ -305,7 +303,7 @@ class TransformStackEditor(w.VBox):
             )
             return c.field(dd, commit, label=name)
         return c.field(
-            c.text(c.show_json(value), "130px"),
+            c.text(c.show_json(value), "150px"),
             commit,
             c.parse_json,
             label=name,

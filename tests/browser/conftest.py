@@ -150,6 +150,21 @@ def browser():
         b.close()
 
 
+#: jupyter_server 2.21 answers a kernel listing made while a kernel is still starting with
+#: a 500 (TraitError: 'last_activity' ... not the NoneType None); JupyterLab polls again.
+#: Seen only on a loaded machine. Exactly that request is tolerated; nothing else is.
+KERNEL_LIST_RACE = re.compile(r"/api/kernels\?\d+$")
+
+
+def _console(msg, errors: list[str]) -> None:
+    if msg.type != "error":
+        return
+    url = (msg.location or {}).get("url", "")
+    if "status of 500" in msg.text and KERNEL_LIST_RACE.search(url):
+        return
+    errors.append(f"console: {msg.text} ({url})")
+
+
 @pytest.fixture
 def page(browser):
     """A page that records every JavaScript error; the test fails on any."""
@@ -163,11 +178,17 @@ def page(browser):
     pg.set_default_timeout(60_000)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    pg.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+    pg.on("console", lambda m: _console(m, errors))
     pg.js_errors = errors
     yield pg
     ctx.close()
     assert not errors, "JavaScript errors in the page:\n" + "\n".join(errors)
+
+
+@pytest.fixture
+def run_notebook():
+    """``run_notebook(page, base, name)``: open a notebook and run all its cells."""
+    return open_and_run_all
 
 
 def open_and_run_all(page, base: str, notebook: str) -> None:
@@ -190,8 +211,8 @@ def open_and_run_all(page, base: str, notebook: str) -> None:
     page.wait_for_function(
         """() => { const w = window.jupyterapp.shell.currentWidget;
         const k = w.sessionContext.session.kernel;
-        return k.status === 'idle' &&
-               w.content.widgets.every(c => c.model.type !== 'code' || c.model.executionCount); }""",
+        return k.status === 'idle' && w.content.widgets.every(
+            c => c.model.type !== 'code' || c.model.executionCount); }""",
         timeout=120_000,
     )
 

@@ -91,6 +91,21 @@ class Card:
     example: Example | None = None
     recorded: dict[str, Any] = field(default_factory=dict)
 
+    def checked(self) -> list[str]:
+        """One line per JAX version the example was run with: what JAX did."""
+        out = []
+        for version, r in sorted(self.recorded.items()):
+            if r is None:
+                out.append(f"jax {version}: runs the example without an error")
+                continue
+            wrapped = f" (inside {r['wrapped_in']})" if r.get("wrapped_in") else ""
+            first = r["message"].strip().splitlines()[0] if r["message"].strip() else ""
+            if len(first) > 120:
+                first = first[:117] + "..."
+            said = f": {first}" if first else " (no message)"
+            out.append(f"jax {version}: {r['type']}{wrapped} at {r['stage']}{said}")
+        return out
+
     # ---------------------------------------------------------------- renderings
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,13 +150,16 @@ class Card:
         if self.fix_note:
             lines.extend(_wrap(self.fix_note, width, "  "))
         section("How to prevent it", self.prevention)
-        section("JAX versions", self.version_notes)
+        section(
+            "JAX versions", [*self.checked(), *([self.version_notes] if self.version_notes else [])]
+        )
         if self.related:
             lines += ["", "Related: " + ", ".join(self.related)]
         if self.example:
-            lines += ["", "Try it:", f"  mpmd-lab check {self.example.scenario} --deep"]
+            cmd = "run {}" if self.example.stage == "interpret" else "check {} --deep"
+            lines += ["", "Try it:", "  mpmd-lab " + cmd.format(self.example.scenario)]
             if self.example.fixed:
-                lines.append(f"  mpmd-lab check {self.example.fixed} --deep")
+                lines.append("  mpmd-lab " + cmd.format(self.example.fixed))
         return "\n".join(lines) + "\n"
 
     def to_html(self) -> str:
@@ -188,8 +206,8 @@ class Card:
         if self.fix_note:
             parts.append(para(self.fix_note))
         parts += ["<h4>How to prevent it</h4>", para(self.prevention)]
-        if self.version_notes:
-            parts += ["<h4>JAX versions</h4>", para(self.version_notes)]
+        if self.version_notes or self.recorded:
+            parts += ["<h4>JAX versions</h4>", items(self.checked()), para(self.version_notes)]
         if self.related:
             rel = ", ".join(f"<code>{e(r)}</code>" for r in self.related)
             parts.append(f"<p>Related: {rel}</p>")
@@ -212,6 +230,8 @@ def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[st
                 width,
                 initial_indent=lead,
                 subsequent_indent=rest if rest is not None else first,
+                break_on_hyphens=False,
+                break_long_words=False,
             )
         )
     return out
@@ -272,7 +292,7 @@ def load_card(path: Path) -> Card:
     kind, type_, stage, severity, title = _meta(code)
     return Card(
         code=code,
-        title=data.get("title", title[:1].upper() + title[1:]),
+        title=data.get("title", title),
         kind=kind,
         type=type_,
         stage=stage,

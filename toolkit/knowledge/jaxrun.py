@@ -109,17 +109,22 @@ def run_many(
     """Each scenario (by id) through the stages named for it in ``stages`` (default:
     build, trace, gpu-lower; build and trace always run)."""
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    out: dict[str, Outcome] = {}
     for key, s in scenarios.items():
+        try:
+            source = codegen.generate(s)
+        except codegen.CodegenError as e:  # no JAX call can be written
+            out[key] = Outcome(key, False, "codegen", "CodegenError", "", str(e))
+            continue
         groups[s.num_devices].append(
             {
                 "id": key,
-                "source": codegen.generate(s),
+                "source": source,
                 "stages": list((stages or {}).get(key, STAGES[:3])),
                 "interpret": s.run.interpret,
                 "detect_races": s.run.detect_races,
             }
         )
-    out: dict[str, Outcome] = {}
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     for ndev, items in sorted(groups.items()):
         items.sort(key=lambda it: "interpret" in it["stages"])  # the riskiest runs last

@@ -52,13 +52,36 @@ def analyse(ctx: Ctx) -> None:
             shape = list(b.shape)
             if s.device_mesh and s.run.shard_map is False and shape:
                 shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
-            info = base_info(shape, b.dtype, "GMEM", buf)
+            if not b.as_ref and a.transforms:
+                # a plain array: the transforms are array methods (see arrays.py)
+                from toolkit.shapes import canonical_dtype
+                from toolkit.validate.arrays import apply_array
+
+                r = apply_array(
+                    tuple(shape),
+                    canonical_dtype(b.dtype),
+                    a.transforms,
+                    f"{path}.transforms",
+                    ctx.bound_outside,
+                )
+                ctx.array_errors[(i, j)] = r
+                steps.append([])
+                ok = r.error is None and not r.updater
+                leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
+                continue
+            sharded = None
+            if s.device_mesh and s.run.shard_map is False and shape:
+                axes = tuple(s.device_mesh)
+                sharded = axes[0] if len(axes) == 1 else repr(axes)
+            info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
             st = ctx_steps(info, a.transforms, f"{path}.transforms", ctx.bound_outside)
             steps.append(st)
             final = info if not st else st[-1].after
             leaves.append((buf, final))
             del bpath
         ctx.args.append(ArgInfo(i, path, leaves, steps))
+        if len(leaves) != len(steps):  # pragma: no cover - defensive
+            raise AssertionError("arg leaves and steps out of step")
         if isinstance(a, BufferArg):
             buf, info = leaves[0]
             stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
@@ -103,8 +126,11 @@ def analyse(ctx: Ctx) -> None:
             captures[cap.name] = Binding(cap.name, None, "capture", path, (cap.buffer,))
             continue
         space = "GMEM" if b.as_ref else "VALUE"
+        shape = list(b.shape)
+        if s.device_mesh and s.run.shard_map is False and shape:
+            shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
         captures[cap.name] = Binding(
-            cap.name, base_info(b.shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
+            cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
         )
 
     for p, prog in enumerate(c.programs):
@@ -147,7 +173,10 @@ def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInf
                         f"(body[{where}]); a statement can only use names defined before it"
                     )
                 else:
-                    msg = f"{field} names {name!r}: no parameter, capture or earlier view has that name"
+                    msg = (
+                        f"{field} names {name!r}: no parameter, capture or earlier view has "
+                        "that name"
+                    )
                 ctx.add("XREF_UNKNOWN_NAME", f"{path}.{field}", msg)
                 continue
             stmt.refs[field] = b

@@ -100,5 +100,24 @@ def check_build(ctx: Ctx) -> None:
                 path + (".packed" if sc.packed is not None else ".collective"),
                 "packed, collective and layout arguments are only supported for TMEM.",
             )
+    if c.entry == "plgpu.kernel" and len(c.programs) != 1:
+        from toolkit.diagnostics import Edit, Fix
+
+        ctx.add(
+            "CODEGEN",
+            "call.programs",
+            f"plgpu.kernel takes exactly one program (one mesh), not {len(c.programs)}",
+            stage="schema",
+            fix=None
+            if not c.programs
+            else Fix(
+                description="keep only the first program",
+                edits=[
+                    Edit(op="remove", path=f"call.programs[{k}]")
+                    for k in range(len(c.programs) - 1, 0, -1)
+                ],
+            ),
+        )
+        return
     if not c.programs:
         ctx.jax("MPMD_NO_PROGRAMS", "call.programs", "At least one mesh/function pair is required")

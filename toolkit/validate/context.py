@@ -58,6 +58,10 @@ class ArgInfo:
     steps: list[list[Step]]  # per leaf
 
 
+#: marks the axis names bound outside the kernel (pl.program_id is not available there)
+OUTSIDE = "<outside the kernel>"
+
+
 class Ctx:
     """The scenario under check, the resolved names, and the diagnostics so far."""
 
@@ -69,6 +73,8 @@ class Ctx:
         self.programs: list[ProgramInfo] = []
         self.trace_failed = False
         self.build_failed = False
+        #: (argument, leaf) -> what the transforms did to a plain-array argument
+        self.array_errors: dict[tuple[int, int], Any] = {}
         #: notes JAX raises later (gpu-lower, interpret), with their field paths
         self.deferred: list[tuple[Any, str]] = []
 
@@ -166,8 +172,8 @@ class Ctx:
         """Axis names lax.axis_index knows outside the kernel: shard_map's."""
         s = self.s
         if s.device_mesh and s.run.shard_map is not False:
-            return frozenset(s.device_mesh)
-        return frozenset()
+            return frozenset(s.device_mesh) | {OUTSIDE}
+        return frozenset({OUTSIDE})
 
     def bound_in(self, p: int) -> frozenset[str]:
         """... and inside program ``p``: also its grid, cluster and thread axes."""
@@ -175,7 +181,7 @@ class Ctx:
         names = set(m.grid) | set(m.cluster)
         if m.threads is not None and m.threads.name:
             names.add(m.threads.name)
-        return self.bound_outside | names
+        return (self.bound_outside - {OUTSIDE}) | names
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

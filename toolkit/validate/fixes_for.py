@@ -101,7 +101,8 @@ def capture_to_arg(s: Scenario, i: int) -> Fix:
     """Pass a captured array as an argument instead."""
     cap = s.call.captures[i]
     return Fix(
-        description=f"pass {cap.buffer!r} as an argument named {cap.name!r} instead of capturing it",
+        description=f"pass {cap.buffer!r} as an argument named {cap.name!r} "
+        "instead of capturing it",
         edits=[
             Edit(
                 op="add",

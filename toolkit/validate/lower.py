@@ -36,8 +36,10 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    layout: list[tuple[str, str]] = []
-    verify: list[str] = []
+    # errors of later lowering phases, in statement order: layout inference (p2), the
+    # Mosaic GPU dialect lowering (p3), IR verification (p4)
+    layout: list[tuple[str, str, str, str]] = []
+    verify: dict[str, list[tuple[str, str, str, str]]] = {"p3": [], "p4": []}
     for prog in ctx.programs:
         mesh = c.programs[prog.index].mesh
         if mesh.threads is not None and mesh.threads.count >= 16:
@@ -55,29 +57,23 @@ def check_lower(ctx: Ctx) -> None:
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    if layout:
-        path, what = layout[0]
-        ctx.jax(
-            "GPU_LAYOUT_INFERENCE",
-            path,
-            "Failed to infer a possible set of layouts. This should only happen if "
-            "user-provided layout casts are unsatisfiable. To dump the constraint system for "
-            "debugging, use `MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1`.",
-            explanation=f"{what}: the Mosaic GPU lowering holds a loaded array in the registers "
-            f"of one warpgroup ({LANES} threads), so its size must be a multiple of {LANES}.",
-        )
-        return
-    if verify:
-        ctx.jax(
-            "GPU_VERIFICATION",
-            verify[0],
-            "Pallas encountered an internal verification error. Please file a bug at "
-            "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'vector.load' op most "
-            "minor memref dim must have unit stride",
-            explanation="A transposed GMEM view moves the minor dimension, so a plain load or "
-            "store would need a strided minor dimension, which the GPU vector ops cannot do. "
-            "Transpose in registers or through SMEM instead.",
-        )
+    for phase in (layout, verify["p3"], verify["p4"]):
+        if phase:
+            code, path, msg, why = phase[0]
+            ctx.jax(code, path, msg, explanation=why)
+            return
+
+
+LAYOUT_MSG = (
+    "Failed to infer a possible set of layouts. This should only happen if user-provided "
+    "layout casts are unsatisfiable. To dump the constraint system for debugging, use "
+    "`MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1`."
+)
+VERIFY_MSG = (
+    "Pallas encountered an internal verification error. Please file a bug at "
+    "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'vector.load' op most "
+    "minor memref dim must have unit stride"
+)
 
 
 def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
@@ -101,26 +97,31 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
 
         dtype = promote(infos["lhs"].dtype, infos["rhs"].dtype)
         if dtype != "bool" and bits(dtype) == 8:
-            ctx.jax(
-                "GPU_8BIT_ARITH",
-                st.path,
-                "Pointwise operations on 8-bit types are unsupported (except bitwise "
-                "operations). Upcast to a 16- or 32-bit type before performing the operation.",
+            verify["p3"].append(
+                (
+                    "GPU_8BIT_ARITH",
+                    st.path,
+                    "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                    "operations). Upcast to a 16- or 32-bit type before performing the "
+                    "operation.",
+                    "",
+                )
             )
-            return True
         return _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False)
     if isinstance(node, Fill):
         dst = infos["dst"]
         if _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False):
             return True
         if dst.shape and dst.size != 1 and dst.size % LANES:
-            ctx.jax(
-                "GPU_SPLAT_STORE",
-                st.path,
-                "Arrays with the splat layout can only be stored when they have a single element "
-                "or a multiple of 128 elements",
+            verify["p3"].append(
+                (
+                    "GPU_SPLAT_STORE",
+                    st.path,
+                    "Arrays with the splat layout can only be stored when they have a single "
+                    "element or a multiple of 128 elements",
+                    "",
+                )
             )
-            return True
         return False
     if isinstance(node, TmaStore):
         return _tma(ctx, st, infos["src"], infos["dst"], mesh)
@@ -229,22 +230,26 @@ def _access(
                 return True
     if info.cluster:
         if info.memory_space == "GMEM":
-            ctx.jax(
-                "GPU_CLUSTER_GMEM",
-                _where(st, field),
-                "ValueSite(operation=<UnrealizedConversionCastOp>, type=<VariableType.RESULT: 1>, "
-                "index=0, region_index=None)",
-                explanation="cluster_ref addresses another block's shared memory; a GMEM ref "
-                "has no cluster-peer form, and the lowering fails with an internal KeyError.",
+            layout.append(
+                (
+                    "GPU_CLUSTER_GMEM",
+                    _where(st, field),
+                    "ValueSite(operation=<UnrealizedConversionCastOp>, "
+                    "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
+                    "cluster_ref addresses another block's shared memory; a GMEM ref has no "
+                    "cluster-peer form, and layout inference fails with an internal KeyError.",
+                )
             )
-            return True
-        if kind == "store" and info.memory_space == "SMEM":
-            ctx.jax(
-                "GPU_CLUSTER_SMEM_STORE",
-                _where(st, field),
-                "Unsupported memory space: #mosaic_gpu.smem_cluster",
+        elif kind == "store" and info.memory_space == "SMEM":
+            verify["p3"].append(
+                (
+                    "GPU_CLUSTER_SMEM_STORE",
+                    _where(st, field),
+                    "Unsupported memory space: #mosaic_gpu.smem_cluster",
+                    "A plain store into another block's SMEM (cluster_ref) does not lower; "
+                    "copy with TMA or have the owning block write it.",
+                )
             )
-            return True
     if remaining and any(r.op == "bitcast" for r in remaining):
         ctx.jax(
             "GPU_WG_TRANSFORMS",
@@ -256,9 +261,27 @@ def _access(
         )
         return True
     if info.shape and check_layout and info.size % LANES:
-        layout.append((_where(st, field), f"{kind} of {info.describe()} ({info.size} elements)"))
+        layout.append(
+            (
+                "GPU_LAYOUT_INFERENCE",
+                _where(st, field),
+                LAYOUT_MSG,
+                f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
+                f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
+                f"its size must be a multiple of {LANES}.",
+            )
+        )
     if info.transposed and info.memory_space == "GMEM" and _minor_moved(ctx, b):
-        verify.append(_where(st, field))
+        verify["p4"].append(
+            (
+                "GPU_VERIFICATION",
+                _where(st, field),
+                VERIFY_MSG,
+                "A transposed GMEM view moves the minor dimension, so a plain load or store "
+                "would need a strided minor dimension, which the GPU vector ops cannot do. "
+                "Transpose in registers or through SMEM instead.",
+            )
+        )
     return False
 
 
@@ -288,7 +311,7 @@ def _strided_reshape(ctx: Ctx, b: Binding, path: str) -> str | None:
     if root_info is None:
         return None
     steps = propagate(root_info, [t for _, t in b.stack])
-    for (p, t), st in zip(b.stack, steps, strict=False):
+    for (p, _t), st in zip(b.stack, steps, strict=False):
         if p != path:
             continue
         before = st.before
@@ -421,7 +444,7 @@ def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
     from toolkit.scenario import MulticastRef
 
-    for k, t in enumerate(ctx.stack(b)):
+    for _k, t in enumerate(ctx.stack(b)):
         if isinstance(t[1], MulticastRef):
             return Fix(
                 description="multicast over every device-mesh axis",

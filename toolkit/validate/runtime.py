@@ -76,7 +76,8 @@ def _device_ids(ctx: Ctx) -> None:
                         ctx.add(
                             "REMOTE_DEVICE_OOB",
                             f"{path}.{axis}",
-                            f"index {v} on device-mesh axis {axis!r} is outside 0..{mesh[axis] - 1}; "
+                            f"index {v} on device-mesh axis {axis!r} is outside "
+                            f"0..{mesh[axis] - 1}; "
                             "JAX does not check it, and on a GPU it addresses no device",
                         )
 
@@ -92,8 +93,9 @@ def _oob(ctx: Ctx) -> None:
         if n.code != "OOB_INDEX":
             continue
         read = any(path.startswith(p) for p in loads)
-        if read and ctx.s.run.interpret == "gpu":
-            ctx.add("OOB_READ", path, n.message, stage="interpret")
+        if ctx.s.run.interpret == "gpu":
+            # the GPU interpreter checks every access: a read or a write (swap) fails
+            ctx.add("OOB_READ" if read else "OOB_WRITE", path, n.message, stage="interpret")
         else:
             ctx.add("OOB_INDEX", path, n.message)
 
@@ -271,60 +273,90 @@ def _targets(info: Any, e: dict, dev_axes: dict[str, int]) -> list[tuple]:
 
 # ---------------------------------------------------------------- interpreter limits
 
-_GPU_INTERP_CANNOT = {
-    "remote_ref": "remote_ref (PeerMemRef)",
-    "multicast_ref": "multicast_ref",
-    "cluster_ref": "cluster_ref",
-    "reshape": "reshape",
-    "bitcast": "bitcast",
+_GPU_INTERP_REPR = {
+    "remote_ref": "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)",
+    "reshape": "ReshapeTransform(shape=...)",
+    "bitcast": "BitcastTransform(dtype=...)",
+    "cluster_ref": "ClusterRefTransform(dims=..., idxs=...)",
 }
+_HLO_CANNOT = {
+    "transpose": "jax._src.state.types.TransposeTransform",
+    "remote_ref": "jax._src.pallas.mosaic_gpu.core.PeerMemRef",
+    "multicast_ref": "jax._src.pallas.mosaic_gpu.core.MulticastRef",
+    "cluster_ref": "jax._src.pallas.mosaic_gpu.core.ClusterRefTransform",
+}
+_LIMIT = (
+    " This is a limit of the CPU interpreter on this machine, not an error of the kernel: "
+    "check, trace and GPU lowering still work here, and a GPU runs it."
+)
 
 
 def _interp_limits(ctx: Ctx) -> None:
-    s = ctx.s
-    interp = s.run.interpret
+    """The first statement the chosen CPU interpreter cannot run (a warning)."""
+    interp = ctx.s.run.interpret
     for prog in ctx.programs:
         for st in prog.stmts:
-            for f, b in st.refs.items():
-                if isinstance(st.node, Let):
-                    continue
+            if isinstance(st.node, Let):
+                continue
+            for b in st.refs.values():
                 for path, t in b.stack:
-                    if interp == "gpu" and t.op in _GPU_INTERP_CANNOT:
+                    if interp == "gpu" and t.op == "multicast_ref":
                         ctx.add(
-                            "INTERP_LIMIT",
+                            "GPU_INTERP_MULTICAST",
                             path,
-                            f"the GPU interpreter (Pallas interpret mode on this CPU) cannot run "
-                            f"{_GPU_INTERP_CANNOT[t.op]} views; this kernel needs a GPU to run "
-                            "(check, trace and GPU lowering still work here)",
+                            "'MulticastRef' object has no attribute 'indices'",
+                            jax_message="'MulticastRef' object has no attribute 'indices'",
                             severity="warning",
+                            explanation="The GPU interpreter cannot run multicast views." + _LIMIT,
                         )
                         return
-                    if (
-                        interp == "hlo"
-                        and t.op == "at"
-                        and any(getattr(e, "block", None) for e in t.index)
-                    ):
+                    if interp == "gpu" and t.op in _GPU_INTERP_REPR:
+                        msg = f"Unsupported transform: {_GPU_INTERP_REPR[t.op]}"
                         ctx.add(
-                            "INTERP_LIMIT",
+                            "GPU_INTERP_UNSUPPORTED_TRANSFORM",
                             path,
-                            "the HLO interpreter (interpret=True) cannot evaluate lax.axis_index "
-                            "of a kernel axis (NameError: unbound axis name); use the GPU "
-                            "interpreter (run.interpret: gpu)",
+                            msg,
+                            jax_message=msg,
                             severity="warning",
+                            explanation=f"The GPU interpreter runs only index and transpose "
+                            f"views, not {t.op}." + _LIMIT,
                         )
                         return
-    if s.device_mesh and s.num_devices > 1:
-        if any(
-            b.info is not None and (b.info.peer or b.info.multicast)
-            for p in ctx.programs
-            for st in p.stmts
-            for b in st.refs.values()
-        ):
-            return
+                    if interp == "hlo" and t.op == "at":
+                        axis = next((e.block for e in t.index if getattr(e, "block", None)), None)
+                        if axis is not None:
+                            msg = (
+                                f"Found an unbound axis name: {axis}. To fix this, please call "
+                                "axis_index under `jax.shard_map`."
+                            )
+                            ctx.add(
+                                "UNBOUND_AXIS",
+                                path,
+                                msg,
+                                jax_message=msg,
+                                severity="warning",
+                                stage="interpret",
+                                explanation="The HLO interpreter (interpret=True) cannot "
+                                "evaluate lax.axis_index of a kernel axis; the GPU interpreter "
+                                "(run.interpret: gpu) can." + _LIMIT,
+                            )
+                            return
+                    if interp == "hlo" and t.op in _HLO_CANNOT:
+                        msg = f"<class '{_HLO_CANNOT[t.op]}'>"
+                        ctx.add(
+                            "HLO_INTERP_NO_DISCHARGE",
+                            path,
+                            msg,
+                            jax_message=msg,
+                            severity="warning",
+                            explanation=f"The HLO interpreter has no discharge rule for {t.op} "
+                            "views." + _LIMIT,
+                        )
+                        return
 
 
 def _threads_only(e1: dict, e2: dict, mesh: Any) -> bool:
-    """Two warpgroups of one block (same values written by each is a common idiom)."""
+    """Two warpgroups of one block (the same values written by each is a common idiom)."""
     t = mesh.threads.name if mesh.threads is not None else None
     diff = [k for k in e1 if e1[k] != e2.get(k)]
     return bool(t) and diff == [t]

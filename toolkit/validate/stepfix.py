@@ -40,7 +40,8 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
         )
     if code == "TRANSPOSE_REF_RAW_BUG":
         return Fix(
-            description="use the transpose method (plgpu.transpose_ref fails on an untransformed ref)",
+            description="use the transpose method "
+            "(plgpu.transpose_ref fails on an untransformed ref)",
             edits=[Edit(op="replace", path=f"{path}.via", value="method")],
         )
     if code == "AT_TOO_MANY_INDICES":
@@ -65,7 +66,8 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
         )
     if code == "BITCAST_1D_SAME_WIDTH_BUG":
         return Fix(
-            description="drop the same-width 1-D bitcast (jax 0.12 fails on it); bitcast a 2-D view",
+            description="drop the same-width 1-D bitcast (jax 0.12 fails on it); "
+            "bitcast a 2-D view",
             edits=[Edit(op="remove", path=path)],
         )
     return None

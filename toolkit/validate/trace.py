@@ -24,31 +24,25 @@ def check_trace(ctx: Ctx) -> None:
     c = s.call
     if ctx.build_failed:
         return
-    # 1. argument transforms
+    # 1. argument transforms, argument by argument, leaf by leaf
+    updaters: list[tuple[int, int, str]] = []
     for a in ctx.args:
         for j, steps in enumerate(a.steps):
-            leaf = "" if len(a.leaves) == 1 and isinstance(c.args[a.index], BufferArg) else ""
-            del leaf
-            buf = a.leaves[j][0]
-            b = s.buffers.get(buf)
-            if b is not None and not b.as_ref and c.args[a.index].transforms:
-                # a plain array has no ref views: .at[...] is its update helper
-                ctx.jax(
-                    "ARG_TRANSFORM_ON_ARRAY",
-                    f"{a.path}.transforms[0]",
-                    f"Argument '_IndexUpdateRef(JitTracer({b.dtype}[{','.join(map(str, b.shape))}]), "
-                    "...)' of type '<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not "
-                    "a valid JAX type",
-                    explanation=f"Argument transforms make a view of a Ref, but buffer {buf!r} is "
-                    "a plain array: set `as_ref: true`, or make the view inside the body.",
-                    fix=Fix(
-                        description=f"pass {buf!r} as a Ref (as_ref: true)",
-                        edits=[Edit(op="replace", path=f"buffers.{buf}.as_ref", value=True)],
-                    ),
-                )
-                return _stop(ctx)
+            r = ctx.array_errors.get((a.index, j))
+            if r is not None:
+                if r.error is not None:
+                    code, jtype, msg, path = r.error
+                    ctx.jax(code, path, msg, jax_type=jtype, stage="trace")
+                    return _stop(ctx)
+                if r.updater:
+                    updaters.append((a.index, j, a.leaves[j][0]))
+                continue
             if _report_steps(ctx, steps, f"{a.path}.transforms"):
                 return _stop(ctx)
+    if c.entry == "plgpu.kernel":
+        # plgpu.kernel's custom_vmap wrapper abstractifies every operand first
+        if _bad_operands(ctx, updaters, plgpu=True):
+            return _stop(ctx)
     # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
     #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
     seen: dict[str, tuple[int, int | None]] = {}
@@ -69,7 +63,8 @@ def check_trace(ctx: Ctx) -> None:
                     path,
                     "Cannot pass the same ref into a mpmd map multiple times",
                     explanation=(
-                        f"Buffer {buf!r} is a Ref (as_ref) and reaches the kernel twice: at {where} "
+                        f"Buffer {buf!r} is a Ref (as_ref) and reaches the kernel twice: "
+                        f"at {where} "
                         f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
                         "two views of one Ref count as the same Ref even when they do not overlap."
                     ),
@@ -77,6 +72,8 @@ def check_trace(ctx: Ctx) -> None:
                 )
                 return _stop(ctx)
             seen[buf] = (i, None if isinstance(a, BufferArg) else j)
+    if c.entry == "pl.kernel" and _bad_operands(ctx, updaters, plgpu=False):
+        return _stop(ctx)
     # 3. several programs
     if len(c.programs) > 1:
         if c.scratch:
@@ -105,21 +102,10 @@ def check_trace(ctx: Ctx) -> None:
             ),
         )
         return _stop(ctx)
-    # scratch types are typed when the kernel's arguments are made
-    for name, sc in c.scratch.items():
-        for k, t in enumerate(sc.transforms):
-            if t.op == "swizzle" and t.bytes in (32, 64, 128) and sc.memory_space != "TMEM":
-                from toolkit.shapes import bits
-
-                elems = t.bytes * 8 // bits(sc.dtype)
-                if not sc.shape or elems != sc.shape[-1]:
-                    ctx.jax(
-                        "SWIZZLE_TRAILING_DIM",
-                        f"call.scratch.{name}.transforms[{k}]",
-                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
-                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
-                    )
-                    return _stop(ctx)
+    # scratch types are typed when the kernel's arguments are made (pl.kernel), or
+    # allocated by run_scoped at the start of the body (plgpu.kernel)
+    if _scratch_types(ctx):
+        return _stop(ctx)
     # 4. bodies
     for prog in ctx.programs:
         if _body(ctx, prog.stmts):
@@ -134,8 +120,10 @@ def check_trace(ctx: Ctx) -> None:
                 "MPMD_CAPTURED_ARRAY",
                 f"call.captures[{i}]",
                 f"The kernel function in mpmd_map program{prog.index} at <scenario> captures "
-                f"non-scalar array constants [{_short(b.dtype)}[{','.join(map(str, b.shape))}]]. "
-                "You can only close over scalars and Refs; arrays must be passed as explicit inputs.",
+                "non-scalar array constants "
+                f"[{_short(b.dtype)}[{','.join(map(str, b.shape))}]]. "
+                "You can only close over scalars and Refs; arrays must be passed as explicit "
+                "inputs.",
                 fix=fixes_for.capture_to_arg(s, i),
             )
             return _stop(ctx)
@@ -172,6 +160,109 @@ def check_trace(ctx: Ctx) -> None:
         return _stop(ctx)
 
 
+def _scratch_types(ctx: Ctx) -> bool:
+    from toolkit.shapes import bits
+
+    c = ctx.s.call
+    for name, sc in c.scratch.items():
+        path = f"call.scratch.{name}"
+        if sc.memory_space == "TMEM":
+            continue
+        for k, t in enumerate(sc.transforms if c.entry == "pl.kernel" else []):
+            if t.op == "swizzle" and t.bytes in (32, 64, 128):
+                elems = t.bytes * 8 // bits(sc.dtype)
+                if not sc.shape or elems != sc.shape[-1]:
+                    ctx.jax(
+                        "SWIZZLE_TRAILING_DIM",
+                        f"{path}.transforms[{k}]",
+                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
+                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
+                    )
+                    return True
+        for k, t in enumerate(sc.transforms):
+            tpath = f"{path}.transforms[{k}]"
+            if c.entry == "pl.kernel":
+                ctx.jax(
+                    "JAX_ASSERTION",
+                    tpath,
+                    "",
+                    explanation="pl.kernel (mpmd_map) cannot take scratch with tiling or "
+                    "swizzle transforms: their refs are TransformedRefs, which mpmd_map does "
+                    "not support, and an internal assertion fails. Use plgpu.kernel.",
+                    fix=Fix(
+                        description="use plgpu.kernel, which allocates transformed scratch",
+                        edits=[Edit(op="replace", path="call.entry", value="plgpu.kernel")],
+                    ),
+                )
+                return True
+            if t.op == "tiling":
+                pairs = list(zip(reversed(sc.shape), reversed(t.tile), strict=False))
+                if any(d % tl for d, tl in pairs):
+                    ctx.jax(
+                        "JAX_ASSERTION",
+                        tpath,
+                        "",
+                        explanation=f"The tile {t.tile} does not divide the scratch shape "
+                        f"{sc.shape} (its trailing dims), and an assertion in the tiling "
+                        "transform fails.",
+                    )
+                    return True
+            if t.op == "swizzle" and t.bytes in (32, 64, 128):
+                elems = t.bytes * 8 // bits(sc.dtype)
+                if not sc.shape or elems != sc.shape[-1]:
+                    ctx.jax(
+                        "SWIZZLE_TRAILING_DIM",
+                        tpath,
+                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
+                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
+                    )
+                    return True
+    return False
+
+
+def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -> bool:
+    """Operands that are not arrays or Refs: ``x.at[...]`` of an array, and (for
+    plgpu.kernel) any view of a Ref."""
+    s = ctx.s
+    c = s.call
+    items: list[tuple[int, int, str, str]] = [(i, j, b, "updater") for i, j, b in updaters]
+    if plgpu:
+        for a in ctx.args:
+            if c.args[a.index].transforms:
+                for j, (buf, _) in enumerate(a.leaves):
+                    b = s.buffers.get(buf)
+                    if b is not None and b.as_ref:
+                        items.append((a.index, j, buf, "view"))
+    if not items:
+        return False
+    i, j, buf, kind = min(items)
+    b = s.buffers[buf]
+    path = f"call.args[{i}].transforms"
+    if kind == "view":
+        ctx.jax(
+            "ARG_VIEW_PLGPU",
+            path,
+            "TransformedRefs cannot be abstractified.",
+            explanation="plgpu.kernel passes its operands through jax.custom_vmap, which "
+            "accepts arrays and Refs but not views of Refs: make the view inside the body.",
+        )
+        return True
+    shape = ",".join(map(str, b.shape))
+    ctx.jax(
+        "ARG_TRANSFORM_ON_ARRAY",
+        path,
+        f"Argument '_IndexUpdateRef(JitTracer({b.dtype}[{shape}]), ...)' of type "
+        "'<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not a valid JAX type",
+        explanation=f"`.at[...]` of buffer {buf!r}, a plain array, is the array's update "
+        "helper, not a view: set `as_ref: true`, or make the view inside the body.",
+        fix=Fix(
+            description=f"pass {buf!r} as a Ref (as_ref: true)",
+            edits=[Edit(op="replace", path=f"buffers.{buf}.as_ref", value=True)],
+        ),
+    )
+    return True
+
+
 def _capture_used(stmts: list[Stmt], name: str) -> bool:
     return any(b.kind == "capture" and b.name == name for st in stmts for b in st.refs.values())
 
@@ -196,7 +287,14 @@ def _short(dtype: str) -> str:
 
 
 def _gpu_memref_repr(sc: Any) -> str:
-    return f"GPUMemoryRef(shape={tuple(sc.shape)!r}, dtype={sc.dtype}, memory_space={sc.memory_space.lower()})"
+    """A scratch type as JAX prints it (``GPUMemoryRef(inner_aval=...)``)."""
+    shape = ",".join(map(str, sc.shape))
+    space = sc.memory_space
+    return (
+        f"GPUMemoryRef(inner_aval=ShapedArray({sc.dtype}[{shape}]), "
+        f"memory_space=<MemorySpace.{space}: '{space.lower()}'>, transforms=(), layout=None, "
+        "collective=None)"
+    )
 
 
 def _report_steps(ctx: Ctx, steps: list[Step], base: str) -> bool:
@@ -338,11 +436,13 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
         ctx.jax(
             "SWAP_SHAPE_MISMATCH",
             st.path,
-            f"Invalid shape for `swap`. Ref shape: {_base_shape(ctx, st, field)!r}. Expected shape: "
+            f"Invalid shape for `swap`. Ref shape: {_base_shape(ctx, st, field)!r}. "
+            "Expected shape: "
             f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
         )
         return True
-    if dtype != dst.dtype:
+    if dtype != dst.dtype and not (_is_int(dtype) and _is_int(dst.dtype)):
+        # (ref_swap casts any integer value to an integer ref implicitly)
         ctx.jax(
             "SWAP_DTYPE_MISMATCH",
             st.path,
@@ -350,6 +450,10 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
         )
         return True
     return False
+
+
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
 
 
 def _base_shape(ctx: Ctx, st: Stmt, field: str) -> tuple:
