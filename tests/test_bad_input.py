@@ -145,6 +145,11 @@ def generated(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     (d / "many-problems.json").write_text(json.dumps(wide))
     cases["thousands-of-problems"] = (d / "many-problems.json", "call.args[0].transforms[0]")
 
+    init = json.loads(json.dumps(BASE))
+    init["buffers"]["x"].update(shape=[4_000_000], init=[0] * 4_000_000)
+    (d / "init.json").write_text(json.dumps(init, separators=(",", ":")))
+    cases["explicit-init-of-4M-values"] = (d / "init.json", "buffers.x.init")
+
     (d / "a-directory.json").mkdir()
     cases["directory"] = (d / "a-directory.json", "<top>")
     cases["missing"] = (d / "no-such-file.json", "<top>")
