@@ -15,7 +15,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=3000,
+    max_examples=1000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
@@ -25,3 +25,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fuzz: hypothesis fuzzing (long run: make fuzz)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under the long profile a fuzz test may run past pytest-timeout's default."""
+    import pytest
+
+    if os.environ.get("HYPOTHESIS_PROFILE") == "long":
+        for item in items:
+            if item.get_closest_marker("fuzz"):
+                item.add_marker(pytest.mark.timeout(3600))

@@ -145,6 +145,11 @@ def generated(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     (d / "many-problems.json").write_text(json.dumps(wide))
     cases["thousands-of-problems"] = (d / "many-problems.json", "call.args[0].transforms[0]")
 
+    init = json.loads(json.dumps(BASE))
+    init["buffers"]["x"].update(shape=[4_000_000], init=[0] * 4_000_000)
+    (d / "init.json").write_text(json.dumps(init, separators=(",", ":")))
+    cases["explicit-init-of-4M-values"] = (d / "init.json", "buffers.x.init")
+
     (d / "a-directory.json").mkdir()
     cases["directory"] = (d / "a-directory.json", "<top>")
     cases["missing"] = (d / "no-such-file.json", "<top>")
@@ -211,3 +216,14 @@ def test_a_bom_and_a_json_looking_file_name_still_load(tmp_path):
     assert load_scenario(tmp_path / "bom.json").name == "ring-shift"
     (tmp_path / "{x}.json").write_text(text)
     assert load_scenario(str(tmp_path / "{x}.json")).name == "ring-shift"
+
+
+def test_timeouts_that_would_hang_are_usage_errors(tmp_path):
+    argvs = [
+        [*cmd, "--timeout", t]
+        for cmd in (["check", "dup-ref", "--deep"], ["run", "dup-ref"])
+        for t in ("inf", "nan", "-1", "0", "soon")
+    ]
+    for argv, r in zip(argvs, drive(argvs), strict=True):
+        assert r["escaped"] is None, (argv, r["escaped"])
+        assert r["rc"] == 2 and "--timeout" in r["stderr"], (argv, r)

@@ -37,11 +37,17 @@ def _signal_worker_at(sig: int, stage: str = "interpret"):
 
     def on_progress(s: str, fraction: float) -> None:
         if s == stage and not sent:
-            pid = probe._POOL[(1, "cpu")].proc.pid
+            pid = _pid(probe._POOL[(1, "cpu")])
             os.kill(pid, sig)
             sent.append(pid)
 
     return on_progress, sent
+
+
+def _pid(worker: object) -> int:
+    """The JAX worker's process id (a forked worker has ``pid``; a spawned one ``proc``)."""
+    pid = getattr(worker, "pid", None)
+    return pid if isinstance(pid, int) else worker.proc.pid
 
 
 def _gone(pid: int, within: float = 10) -> bool:
@@ -234,7 +240,7 @@ def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_
             while time.monotonic() < deadline:
                 w = probe._POOL.get((1, "cpu"))
                 if w is not None and w.requests > n and w.last_stage == "interpret":
-                    os.kill(w.proc.pid, sig)
+                    os.kill(_pid(w), sig)
                     break
                 time.sleep(0.01)
         assert lab.runner.done.wait(300), "the run panel is stuck"
@@ -264,3 +270,28 @@ def test_threads_left_behind_are_none():
     """No run leaves a thread of ours running (the panel's worker threads end)."""
     names = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon]
     assert names == ["MainThread"], names
+
+
+def test_a_scenario_too_big_for_this_machine_is_refused_not_attempted(tmp_path):
+    """16 GiB a device on 8 devices is a scenario (a GPU holds it), but no CPU run may try
+    to build it: run and check --deep report INTERP_LIMIT at once, no memory blow-up."""
+    data = gallery.load("ring-shift").to_dict()
+    data["device_mesh"] = {"dev": 8}
+    data["buffers"]["x"]["shape"] = [2**31 - 1, 2]
+    data["call"]["outputs"]["out"]["shape"] = [2**31 - 1, 2]
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(data))
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    for argv in (["run", str(big), "--json"], ["check", str(big), "--deep", "--json"]):
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [str(exe), *argv], capture_output=True, text=True, timeout=300, cwd=ROOT
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == 1, (argv, proc.returncode, proc.stderr[-2000:])
+        assert "INTERP_LIMIT" in proc.stdout, proc.stdout[-2000:]
+        assert time.perf_counter() - t0 < 120
+    many = gallery.load("ring-shift").to_dict()
+    many["device_mesh"] = {"dev": 4096}
+    r = runtime.run(load_scenario(many), "interpret", timeout=60)
+    assert r.status == "error" and r.error["code"] == "INTERP_LIMIT", r.to_json()

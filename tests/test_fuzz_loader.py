@@ -105,7 +105,17 @@ def test_static_check_reports_never_raises(data):
     diags = validate.check(s)
     assert all(isinstance(d, Diagnostic) for d in diags)
     for d in diags:
-        assert d.code and d.message and d.stage in STAGES, d
+        assert d.code and d.stage in STAGES, d
+        assert d.message or d.explanation, d  # JAX's own message may be empty
         json.dumps(d.to_json())
     again = validate.check(load_scenario(s.to_dict()))
     assert [d.to_json() for d in again] == [d.to_json() for d in diags]
+
+
+@given(scenarios(max_statements=8))
+def test_graph_model_and_text_never_raise(data):
+    from toolkit import graph
+
+    s = load_scenario(data)
+    g = graph.build_graph(s, diagnostics=validate.check(s))
+    assert isinstance(graph.to_text(g), str)

@@ -156,6 +156,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _seconds(text: str) -> float:
+    """A ``--timeout``: a positive, finite number of seconds (``inf`` or ``nan`` would hang)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= 86_400):
+        raise argparse.ArgumentTypeError(f"{text!r}: give between 0 and 86400 seconds")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mpmd-lab",
@@ -175,14 +188,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "-o", "--output", metavar="FIXED.json", help="with --fix: write the fixed scenario"
     )
-    s.add_argument("--timeout", type=float, default=120.0, help="seconds for --deep (default 120)")
+    s.add_argument(
+        "--timeout", type=_seconds, default=120.0, help="seconds for --deep (default 120)"
+    )
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("run", help="run the call on a GPU or a CPU interpreter")
     s.add_argument("file", metavar="FILE")
     s.add_argument("--backend", choices=["auto", "gpu", "interpret", "simulate"], default="auto")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
-    s.add_argument("--timeout", type=float, default=120.0, help="seconds before a run is killed")
+    s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a run is killed")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("graph", help="draw the aliasing graph")

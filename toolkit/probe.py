@@ -437,6 +437,47 @@ def _code(error_type: str, message: str) -> str:
     return classify(error_type, message) or "JAX_UNKNOWN"
 
 
+#: Simulated CPU devices a worker may start with (each holds its own copy of the data).
+MAX_SIMULATED_DEVICES = 64
+
+
+def host_bytes(scenario: Scenario) -> int:
+    """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
+    from toolkit.scenario import nbytes
+
+    ndev = devices_of(scenario)
+    inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())
+    outputs = sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
+    return ndev * (2 * inputs + outputs)
+
+
+def beyond_this_machine(scenario: Scenario, platform: str = "cpu") -> str | None:
+    """Why a worker must not even try this scenario here (memory, simulated devices), or None.
+
+    A buffer of a few GiB is a scenario (a GPU holds it), but building its inputs on a
+    host without the memory would take the machine down instead of failing.
+    """
+    ndev = devices_of(scenario)
+    if platform == "cpu" and ndev > MAX_SIMULATED_DEVICES:
+        return (
+            f"{ndev} devices: more than the {MAX_SIMULATED_DEVICES} this machine can simulate "
+            "on its CPU"
+        )
+    need = host_bytes(scenario)
+    try:
+        import psutil
+
+        free = psutil.virtual_memory().available
+    except Exception:  # noqa: BLE001 - no psutil: assume a small machine
+        free = 8 * 2**30
+    if need > free // 2:
+        return (
+            f"the call's inputs and outputs need about {need / 2**30:.1f} GiB of host memory; "
+            f"this machine has {free / 2**30:.1f} GiB free"
+        )
+    return None
+
+
 def probe(
     scenario: Scenario,
     stages: Sequence[str] = DEFAULT_STAGES,
@@ -471,6 +512,17 @@ def probe(
             message=str(e),
             code=CODEGEN_CODE,
             path=e.path,
+            seconds=time.perf_counter() - t0,
+            **base,
+        )
+    too_big = beyond_this_machine(scenario, platform)
+    if too_big:
+        return ProbeResult(
+            ok=False,
+            stage=stages[0],
+            error_type="MemoryError",
+            message=too_big,
+            code="INTERP_LIMIT",
             seconds=time.perf_counter() - t0,
             **base,
         )

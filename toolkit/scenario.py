@@ -62,6 +62,7 @@ MAX_BLOCKS = 2**31 - 1
 MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_LEN = 128
 MAX_ITEMS = 10_000  # the longest list or mapping any field takes
+MAX_INIT_VALUES = 2**18  # an explicit init is typed by hand: 512 x 512 at most
 
 
 def _check_identifier(name: str) -> str:
@@ -561,10 +562,20 @@ _PYDANTIC_LABEL = re.compile(
 )
 
 
+#: mappings keyed by user names: the part after them in a location is a key
+_USER_KEYED = frozenset(
+    {"buffers", "outputs", "scratch", "device_mesh", "grid", "cluster", "block"}
+)
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop pydantic's union/tag labels from a location, keep field names and indices."""
     keep: list[Any] = []
     for i, part in enumerate(loc):
+        before = loc[i - 1] if i else None
+        if before in _USER_KEYED or (isinstance(before, str) and before.startswith("dict[")):
+            keep.append(part)  # a user's key (a buffer named ``int``), never a label
+            continue
         if (
             part in {"buffer", "tuple", "let", "op"}
             and i
@@ -674,19 +685,41 @@ def _too_long(data: dict[str, Any]) -> list[tuple[str, str]]:
     """Lists and mappings longer than any field allows, found before pydantic looks.
 
     Validating a million-step transform stack item by item takes seconds; this walk
-    rejects it at once. Explicit ``init`` values (bounded by the file size) are skipped.
+    rejects it at once. An explicit ``init`` may hold up to MAX_INIT_VALUES numbers.
     """
     out: list[tuple[str, str]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
     while stack and len(out) < 100:
         loc, value = stack.pop()
+        if len(loc) == 3 and loc[0] == "buffers" and loc[2] == "init":
+            if isinstance(value, list) and _more_values_than(value, MAX_INIT_VALUES):
+                out.append(
+                    (
+                        format_path(loc),
+                        f"an explicit init holds at most {MAX_INIT_VALUES} values; "
+                        "use iota, random, zeros or ones for large buffers",
+                    )
+                )
+            continue
         if isinstance(value, dict | list):
             if len(value) > MAX_ITEMS:
                 out.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
                 continue
             items = value.items() if isinstance(value, dict) else enumerate(value)
-            stack.extend((loc + (k,), v) for k, v in items if k != "init")
+            stack.extend((loc + (k,), v) for k, v in items)
     return sorted(out)
+
+
+def _more_values_than(value: list[Any], limit: int) -> bool:
+    """Whether a nested list holds more than ``limit`` entries (stops counting past it)."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += len(item) if isinstance(item, list) else 0
+        if count > limit:
+            return True
+        stack.extend(v for v in item if isinstance(v, list))
+    return False
 
 
 def _stat(path: Path) -> os.stat_result | None:
