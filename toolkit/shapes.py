@@ -14,7 +14,10 @@ The rules were read off jax 0.12 (``jax._src.state.indexing``, ``state.types``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+import dataclasses
+import functools
+import operator
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.scenario import (
@@ -61,7 +64,7 @@ def bits(dtype: str) -> int:
     return _BITS[canonical_dtype(dtype)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dim:
     """Where one dimension of a view sits in its base (for races and bounds).
 
@@ -167,6 +170,26 @@ class Step:
     notes: tuple[StepError, ...] = field(default=())
 
 
+_REF_FIELDS = tuple(f.name for f in dataclasses.fields(RefInfo))
+_ref_values = operator.attrgetter(*_REF_FIELDS)
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    """``dataclasses.replace``, with a fast path for RefInfo (built once per step)."""
+    if type(obj) is not RefInfo:
+        return dataclasses.replace(obj, **changes)
+    new = RefInfo(*_ref_values(obj))
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
+
+
+@functools.lru_cache(maxsize=1024)
+def _whole(d: int) -> Dim:
+    """A whole base dimension (Dim is frozen: one shared instance per size)."""
+    return Dim(0, d)
+
+
 def base_info(
     shape: list[int] | tuple[int, ...],
     dtype: str,
@@ -186,7 +209,7 @@ def base_info(
         dtype=canonical_dtype(dtype),
         memory_space=memory_space,
         base=base,
-        region=tuple(Dim(0, d) for d in shape),
+        region=tuple(_whole(d) for d in shape),
         view_dims=tuple(range(len(shape))),
     )
 
@@ -423,6 +446,9 @@ def _compose_region(
         _, start, size, axis, stride = sel
         if axis is not None and r.axis is not None:
             return None, None
+        if start == 0 and axis is None and size == r.size:
+            keep.append(bd)  # the whole dim: unchanged
+            continue
         out[bd] = Dim(
             r.start + start * r.step,
             size,

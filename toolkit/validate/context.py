@@ -77,6 +77,8 @@ class Ctx:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: notes JAX raises later (gpu-lower, interpret), with their field paths
         self.deferred: list[tuple[Any, str]] = []
+        #: (base, stack step paths) -> (root info, propagated steps, step index by path)
+        self.stack_cache: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     # ------------------------------------------------------------ reporting
 

@@ -323,13 +323,20 @@ def _strided_reshape(ctx: Ctx, b: Binding, path: str) -> str | None:
     """The lowering folds/unfolds contiguous dims only: a reshape of a sliced view fails."""
     from toolkit.shapes import propagate
 
-    root_info = _root_info(ctx, b)
+    key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
+    cached = ctx.stack_cache.get(key)
+    if cached is None:
+        # one propagation per (base, stack), reused for every reshape step in it
+        root_info = _root_info(ctx, b)
+        steps = [] if root_info is None else propagate(root_info, [t for _, t in b.stack])
+        at = {p: k for k, (p, _t) in enumerate(b.stack)}
+        cached = ctx.stack_cache[key] = (root_info, steps, at)
+    root_info, steps, at = cached
     if root_info is None:
         return None
-    steps = propagate(root_info, [t for _, t in b.stack])
-    for (p, _t), st in zip(b.stack, steps, strict=False):
-        if p != path:
-            continue
+    i = at.get(path)
+    if i is not None and i < len(steps):
+        st = steps[i]
         before = st.before
         if before.region is None or before.view_dims is None or st.after is None:
             return None
