@@ -13,9 +13,9 @@ The rules were read off jax 0.12 (``jax._src.state.indexing``, ``state.types``,
 
 from __future__ import annotations
 
-import math
 import dataclasses
 import functools
+import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any
