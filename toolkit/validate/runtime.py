@@ -3,7 +3,8 @@
 - REMOTE_DEVICE_OOB: a ``remote_ref`` device id outside the device mesh (error);
 - AT_SLICE_CLAMPED (reported with the view, a warning);
 - PROGRAM_ID_GPU_INTERP: ``pl.program_id`` under the GPU interpreter (warning);
-- OOB_INDEX / OOB_READ: integer indices out of bounds inside the kernel (error);
+- OOB_INDEX / OOB_READ / OOB_WRITE: integer indices, and block-indexed (``block`` / ``pid``)
+  slices, out of bounds inside the kernel (error; the GPU interpreter's codes under it);
 - RACE / RACE_DETECTED: overlapping accesses from different blocks, threads or devices,
   at least one a write (error; RACE_DETECTED when the GPU interpreter's race detector
   is on and the race is within one device);
@@ -16,6 +17,7 @@ import itertools
 import math
 from typing import Any
 
+from toolkit.diagnostics import Edit, Fix
 from toolkit.scenario import (
     Add,
     BlockIndex,
@@ -94,20 +96,184 @@ def _device_ids(ctx: Ctx) -> None:
 
 def _oob(ctx: Ctx) -> None:
     loads: set[str] = set()
+    views: dict[str, Binding] = {}  # stack step path -> a view accessed through it
     for prog in ctx.programs:
         for st in prog.stmts:
             for f, b in st.refs.items():
                 if f in ("src", "lhs", "rhs"):
                     loads |= {p for p, _ in b.stack}
+                for p, _ in b.stack:
+                    views.setdefault(p, b)
     for n, path in ctx.deferred:
         if n.code != "OOB_INDEX":
             continue
         read = any(path.startswith(p) for p in loads)
         if ctx.s.run.interpret == "gpu":
             # the GPU interpreter checks every access: a read or a write (swap) fails
-            ctx.add("OOB_READ" if read else "OOB_WRITE", path, n.message, stage="interpret")
+            b = next((v for p, v in views.items() if path.startswith(p + ".")), None)
+            jax_msg = _int_oob_message(ctx, b, "r" if read else "w")
+            ctx.add(
+                "OOB_READ" if read else "OOB_WRITE",
+                path,
+                n.message,
+                jax_message=jax_msg,
+                stage="interpret",
+            )
         else:
             ctx.add("OOB_INDEX", path, n.message)
+    _block_oob(ctx)
+
+
+def _block_oob(ctx: Ctx) -> None:
+    """A block-indexed view (``block`` / ``pid`` entries) that some block places past the
+    end of its ref. JAX never checks it at trace; the GPU interpreter raises OOB_READ /
+    OOB_WRITE in the first block that goes out (``pl.program_id`` is 0 there)."""
+    s = ctx.s
+    interp_gpu = s.run.interpret == "gpu"
+    for prog in ctx.programs:
+        mesh = s.call.programs[prog.index].mesh
+        axes: dict[str, int] = {**mesh.grid, **mesh.cluster}
+        if mesh.threads is not None and mesh.threads.name:
+            axes[mesh.threads.name] = mesh.threads.count
+        if math.prod(axes.values()) > MAX_EXECUTORS * 16:
+            continue
+        execs = [
+            dict(zip(axes, vals, strict=True))
+            for vals in itertools.product(*(range(n) for n in axes.values()))
+        ]
+        for st in prog.stmts:
+            if not st.ok:
+                break
+            # a copy reads its source before it writes (swaps) its destination
+            for f, kind in sorted(_accesses(st), key=lambda a: a[1] != "r"):
+                b = st.refs.get(f)
+                if b is None or b.info is None or not b.info.is_ref or b.info.region is None:
+                    continue
+                hit = _first_oob(ctx, b, execs, mesh, interp_gpu)
+                if hit is None:
+                    continue
+                _report_block_oob(ctx, st, f, kind, b, hit, interp_gpu, mesh)
+                if interp_gpu:
+                    return  # the interpreter stops at the first failing access
+
+
+def _first_oob(ctx: Ctx, b: Binding, execs: list[dict], mesh: Any, interp_gpu: bool) -> Any:
+    """(executor, base dim, access range per base dim, base shape) of the first block whose
+    view of ``b`` leaves the base ref along a block-indexed dim; None if none does."""
+    region = b.info.region
+    dyn = [k for k, d in enumerate(region) if d.axis is not None]
+    if not dyn:
+        return None
+    root = ctx.root_shape(b)
+    if root is None or len(root) != len(region):
+        return None
+    root = list(root)
+    o = b.origin[0] if b.origin else ""
+    if (
+        ctx.s.device_mesh
+        and ctx.s.run.shard_map is False
+        and not o.startswith(("out:", "scratch:"))
+    ):
+        root[0] *= ctx.s.num_devices  # no shard_map: the kernel sees the global array
+    for e in execs:
+        box = _box(region, e, mesh, interp_gpu, list(mesh.grid))
+        for k in dyn:
+            lo, hi = box[k]
+            if lo < 0 or hi > root[k]:
+                return e, k, box, tuple(root)
+    return None
+
+
+def _report_block_oob(
+    ctx: Ctx, st: Stmt, f: str, kind: str, b: Binding, hit: Any, interp_gpu: bool, mesh: Any
+) -> None:
+    e, k, box, root = hit
+    d = b.info.region[k]
+    where = ", ".join(f"{a}={v}" for a, v in e.items()) or "the only block"
+    what = "reads" if kind == "r" else "writes"
+    msg = (
+        f"in block {where} this view {what} elements [{box[k][0]}, {box[k][1]}) of dimension "
+        f"{k} of its ref, which has only {root[k]}; JAX does not check block-indexed slices "
+        "inside a kernel"
+    )
+    path = _block_entry_path(b, d.axis) or f"{st.path}.{f}"
+    fix = _grid_fix(ctx, st, d, root[k], mesh)
+    if not interp_gpu:
+        ctx.add("OOB_INDEX", path, msg, stage="interpret", fix=fix)
+        return
+    jax_msg = _interp_message(kind, box, b.info, root)
+    ctx.add(
+        "OOB_READ" if kind == "r" else "OOB_WRITE",
+        path,
+        msg,
+        jax_message=jax_msg,
+        stage="interpret",
+        fix=fix,
+    )
+
+
+def _interp_message(kind: str, box: list, info: Any, root: tuple[int, ...]) -> str:
+    """The GPU interpreter's out-of-bounds message (its allocation key elided): the access
+    range per base dim (an integer-indexed dim as its index), and the buffer's shape."""
+    shown = set(info.view_dims) if info.view_dims is not None else set(range(len(box)))
+    parts = [
+        f"slice({lo}, {hi}, {max(1, r.step)})" if k in shown else str(lo)
+        for k, ((lo, hi), r) in enumerate(zip(box, info.region, strict=True))
+    ]
+    rng = ", ".join(parts) + ("," if len(parts) == 1 else "")
+    access = f"[Access(range=({rng}), permutation=None)]"
+    if kind == "r":
+        return (
+            f"Out-of-bounds read of HostAllocationKey(...): reading {access} but buffer has "
+            f"shape {root!r}."
+        )
+    return (
+        f"Out-of-bounds swap of HostAllocationKey(...): swapping {access} but buffer has "
+        f"shape {root!r} ."
+    )
+
+
+def _int_oob_message(ctx: Ctx, b: Binding | None, kind: str) -> str | None:
+    """The interpreter's message for an integer index out of bounds (block 0), or None
+    when the view's region is not known."""
+    if b is None or b.info is None or b.info.region is None:
+        return None
+    root = ctx.root_shape(b)
+    if root is None or len(root) != len(b.info.region):
+        return None
+    box = _box(b.info.region, {}, None, True, [])  # block 0; pl.program_id is 0
+    return _interp_message(kind, box, b.info, tuple(root))
+
+
+def _block_entry_path(b: Binding, axis: Any) -> str | None:
+    """The field path of the index entry that made a dim block-indexed."""
+    kind, name = axis
+    for p, t in b.stack:
+        if t.op != "at":
+            continue
+        for i, e in enumerate(t.index):
+            if kind == "block" and isinstance(e, BlockIndex) and e.block == name:
+                return f"{p}.index[{i}]"
+            if kind == "pid" and isinstance(e, PidIndex) and e.pid == name:
+                return f"{p}.index[{i}]"
+    return None
+
+
+def _grid_fix(ctx: Ctx, st: Stmt, d: Any, extent: int, mesh: Any) -> Fix | None:
+    """Size the grid axis to the data: as many blocks as fit in the dimension."""
+    kind, name = d.axis
+    if kind != "block" or name not in mesh.grid or d.start != 0 or d.step != 1 or not d.stride:
+        return None
+    if d.stride < d.size:
+        return None
+    n = (extent - d.size) // d.stride + 1
+    if n < 1 or n == mesh.grid[name]:
+        return None
+    prog = st.path.split(".body[")[0]
+    return Fix(
+        description=f"run {n} blocks along {name!r} (as many as fit in {extent} elements)",
+        edits=[Edit(op="replace", path=f"{prog}.mesh.grid.{name}", value=n)],
+    )
 
 
 # ---------------------------------------------------------------- races
