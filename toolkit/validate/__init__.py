@@ -14,6 +14,8 @@ first error is the one JAX shows first. Rule modules, each one job:
 
 from __future__ import annotations
 
+import gc
+
 from toolkit.diagnostics import Diagnostic, ordered
 from toolkit.scenario import Scenario, load_scenario
 from toolkit.validate.context import Ctx
@@ -29,12 +31,20 @@ def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
 
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
     ctx = Ctx(s)
-    analyse(ctx)
-    check_build(ctx)
-    ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
-    check_trace(ctx)
-    check_lower(ctx)
-    check_runtime(ctx)
+    # the check allocates many small acyclic objects: collecting cycles meanwhile only
+    # costs time (it grows with the heap); the collector resumes at the end
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        analyse(ctx)
+        check_build(ctx)
+        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
+        check_trace(ctx)
+        check_lower(ctx)
+        check_runtime(ctx)
+    finally:
+        if collecting:
+            gc.enable()
     return ordered(ctx.diags)
 
 

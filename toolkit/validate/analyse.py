@@ -8,7 +8,7 @@ the steps.
 from __future__ import annotations
 
 from toolkit.scenario import BufferArg, Let, Return
-from toolkit.shapes import RefInfo, base_info
+from toolkit.shapes import RefInfo, base_info, propagate
 from toolkit.validate.context import ArgInfo, Binding, Ctx, ProgramInfo, Stmt, leaf_name
 
 _OP_FIELDS = ("src", "lhs", "rhs", "dst")
@@ -146,9 +146,7 @@ def analyse(ctx: Ctx) -> None:
 
 
 def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
-    from toolkit.shapes import propagate
-
-    return propagate(info, transforms, base_path, bound)
+    return propagate(info, transforms, base_path, bound) if transforms else []
 
 
 def _program(ctx: Ctx, p: int, prog, captures: dict[str, Binding]) -> ProgramInfo:
