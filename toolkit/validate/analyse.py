@@ -39,6 +39,7 @@ def analyse(ctx: Ctx) -> None:
         seen_params[name] = path
         ctx.params[name] = b
 
+    outside = ctx.bound_outside
     # arguments (the call evaluates each argument's transforms first)
     for i, a in enumerate(c.args):
         path = f"call.args[{i}]"
@@ -70,7 +71,7 @@ def analyse(ctx: Ctx) -> None:
                     canonical_dtype(b.dtype),
                     a.transforms,
                     f"{path}.transforms",
-                    ctx.bound_outside,
+                    outside,
                 )
                 ctx.array_errors[(i, j)] = r
                 steps.append([])
@@ -82,7 +83,7 @@ def analyse(ctx: Ctx) -> None:
                 axes = tuple(s.device_mesh)
                 sharded = axes[0] if len(axes) == 1 else repr(axes)
             info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
-            st = ctx_steps(info, a.transforms, f"{path}.transforms", ctx.bound_outside)
+            st = ctx_steps(info, a.transforms, f"{path}.transforms", outside)
             steps.append(st)
             final = info if not st else st[-1].after
             leaves.append((buf, final))
