@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
-.PHONY: lab test bench lint format fuzz clean .venv
+.PHONY: lab test bench lint format fuzz clean .venv system-deps
 
 $(STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null || $(PYTHON) -m pip install -q uv
@@ -23,7 +23,15 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=notebooks
 
-test: $(STAMP)
+# Chromium (and fonts) for the real-browser test, from Debian's packages.
+system-deps:
+	@if [ -x /usr/bin/chromium ] && fc-list 2>/dev/null | grep -qi dejavu; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
+	else echo "the browser test needs: sudo apt-get install chromium fonts-dejavu-core" >&2; fi
+
+test: $(STAMP) system-deps
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -85,10 +85,11 @@ def check_trace(ctx: Ctx) -> None:
                 f"specified, but scratch_type={_gpu_memref_repr(sc)} is missing it.",
             )
             return _stop(ctx)
-        ctx.jax(
+        ctx.add(
             "MPMD_GPU_MESH_NOT_COMBINABLE",
             "call.programs[1]",
-            "",
+            "NotImplementedError() with no message: two Mosaic GPU meshes in one call",
+            jax_message="",
             explanation=(
                 "jax 0.11/0.12 cannot combine two Mosaic GPU meshes in one mpmd_map: it raises a "
                 "bare NotImplementedError() while checking the meshes are compatible."
