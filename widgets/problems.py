@@ -137,6 +137,7 @@ class GraphView(w.VBox):
         self.image.add_class("mpl-stale")  # the picture shows an older scenario until redrawn
         self.note.value = "<div class='mpl-hint'>updating the graph…</div>"
         self._timer = threading.Timer(self.delay, self.redraw)
+        self._timer.name = "mpmd-lab-redraw"
         self._timer.daemon = True
         self._timer.start()
 

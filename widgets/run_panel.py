@@ -223,7 +223,10 @@ class RunPanel(w.VBox):
         scenario, backend, timeout = self.state.scenario, self.backend.value, self.timeout.value
         if self.background:
             self._thread = threading.Thread(
-                target=self._work, args=(scenario, backend, timeout), daemon=True
+                target=self._work,
+                args=(scenario, backend, timeout),
+                daemon=True,
+                name="mpmd-lab-run",
             )
             self._thread.start()
         else:
