@@ -213,7 +213,8 @@ def _statement(s: Any, scenario: Scenario, path: str) -> list[str]:
     raise CodegenError(path, f"unknown statement {s!r}")
 
 
-def _mesh_expr(p: Program) -> str:
+def _mesh_kwargs(p: Program) -> list[str]:
+    """The Mosaic GPU mesh of a program as keyword arguments (``plgpu.Mesh`` / ``plgpu.kernel``)."""
     m = p.mesh
     kw = [
         f"grid={tuple(m.grid.values())!r}",
@@ -223,7 +224,11 @@ def _mesh_expr(p: Program) -> str:
     ]
     if m.threads is not None:
         kw += [f"num_threads={m.threads.count!r}", f"thread_name={m.threads.name!r}"]
-    return "plgpu.Mesh(" + ", ".join(kw) + ")"
+    return kw
+
+
+def _mesh_expr(p: Program) -> str:
+    return "plgpu.Mesh(" + ", ".join(_mesh_kwargs(p)) + ")"
 
 
 def _scratch_expr(s: Any) -> str:
@@ -396,15 +401,7 @@ def generate(
         L += ["", *("    " + line for line in _program_fn(i, p, s))]
     L.append("")
     if c.entry == "plgpu.kernel":
-        m = c.programs[0].mesh
-        kw = [
-            f"grid={tuple(m.grid.values())!r}",
-            f"grid_names={tuple(m.grid)!r}",
-            f"cluster={tuple(m.cluster.values())!r}",
-            f"cluster_names={tuple(m.cluster)!r}",
-        ]
-        if m.threads is not None:
-            kw += [f"num_threads={m.threads.count!r}", f"thread_name={m.threads.name!r}"]
+        kw = _mesh_kwargs(c.programs[0])
         L += [
             "    kernel = plgpu.kernel(",
             "        program0,",
