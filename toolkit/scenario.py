@@ -15,7 +15,7 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -459,6 +459,15 @@ Statement = Annotated[
 ]
 
 
+#: The ``op`` of every transform and every body statement, in the order of SCENARIO.md.
+TRANSFORM_OPS: tuple[str, ...] = tuple(
+    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(Transform)[0])
+)
+STATEMENT_OPS: tuple[str, ...] = tuple(
+    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(OpStatement)[0])
+)
+
+
 class Program(Model):
     mesh: KernelMesh = KernelMesh()
     body: Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)] = []
@@ -589,21 +598,8 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
             _PYDANTIC_LABEL.match(part)
             or part
             in {
-                "at",
-                "bitcast",
-                "reshape",
-                "transpose",
-                "remote_ref",
-                "multicast_ref",
-                "cluster_ref",
-                "tiling",
-                "swizzle",
-                "copy",
-                "add",
-                "fill",
-                "tma_store",
-                "multimem_store",
-                "return",
+                *TRANSFORM_OPS,
+                *STATEMENT_OPS,
                 "int",
                 "str",
                 "list",

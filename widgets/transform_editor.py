@@ -13,23 +13,13 @@ from typing import Any
 
 import ipywidgets as w
 
-from toolkit.scenario import DTYPES
+from toolkit.scenario import DTYPES, TRANSFORM_OPS
 from widgets import common as c
 from widgets import services
 from widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
 from widgets.state import LabState
 
-PALETTE = (
-    "at",
-    "bitcast",
-    "reshape",
-    "transpose",
-    "remote_ref",
-    "multicast_ref",
-    "cluster_ref",
-    "tiling",
-    "swizzle",
-)
+PALETTE = TRANSFORM_OPS
 HELP = {
     "at": "ref.at[...]: one entry per leading dim: null, int, [start, stop], "
     '{"ds": [start, size]}, {"block": axis, "size": k}',
