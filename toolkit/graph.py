@@ -82,27 +82,10 @@ EDGE_KINDS = (
 
 # ---------------------------------------------------------------- labels
 
-_SHORT_DTYPE = {
-    "float32": "f32",
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "float64": "f64",
-    "int32": "i32",
-    "int16": "i16",
-    "int8": "i8",
-    "int64": "i64",
-    "uint32": "u32",
-    "uint16": "u16",
-    "uint8": "u8",
-    "bool": "bool",
-    "float8_e4m3fn": "f8e4m3",
-    "float8_e5m2": "f8e5m2",
-}
-
 
 def type_label(shape: list[int] | tuple[int, ...] | None, dtype: str | None) -> str:
     """``f32[8,128]``; ``?`` for what cannot be known."""
-    d = _SHORT_DTYPE.get(dtype or "", dtype or "?")
+    d = shapes.short_dtype(dtype) if dtype else "?"
     if shape is None:
         return f"{d}[?]"
     return f"{d}[{','.join(map(str, shape))}]"
@@ -149,7 +132,7 @@ def transform_label(t: Any) -> str:
     if isinstance(t, At):
         return f"at[{','.join(_index_label(e) for e in t.index) or '...'}]"
     if isinstance(t, Bitcast):
-        return f"bitcast({_SHORT_DTYPE.get(t.dtype, t.dtype)})"
+        return f"bitcast({shapes.short_dtype(t.dtype)})"
     if isinstance(t, Reshape):
         return f"reshape({','.join(map(str, t.shape))})"
     if isinstance(t, Transpose):

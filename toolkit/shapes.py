@@ -64,6 +64,30 @@ def bits(dtype: str) -> int:
     return _BITS[canonical_dtype(dtype)]
 
 
+#: dtype names as JAX prints them in types (``f32[8,128]``).
+SHORT_DTYPE = {
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float64": "f64",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "int64": "i64",
+    "uint32": "u32",
+    "uint16": "u16",
+    "uint8": "u8",
+    "bool": "bool",
+    "float8_e4m3fn": "f8_e4m3fn",
+    "float8_e5m2": "f8_e5m2",
+}
+
+
+def short_dtype(dtype: str) -> str:
+    """``float32`` -> ``f32``, as JAX writes a dtype in a type."""
+    return SHORT_DTYPE.get(dtype, dtype)
+
+
 @dataclass(frozen=True, slots=True)
 class Dim:
     """Where one dimension of a view sits in its base (for races and bounds).
@@ -126,17 +150,7 @@ class RefInfo:
 
     def describe(self) -> str:
         """``f32[8,128] GMEM peer`` as shown by the widgets and the graph."""
-        dt = {
-            "float32": "f32",
-            "float16": "f16",
-            "bfloat16": "bf16",
-            "int32": "i32",
-            "int16": "i16",
-            "int8": "i8",
-            "uint32": "u32",
-            "uint16": "u16",
-            "uint8": "u8",
-        }.get(self.dtype, self.dtype)
+        dt = short_dtype(self.dtype)
         flags = [f for f in ("peer", "multicast", "cluster") if getattr(self, f)]
         text = f"{dt}[{','.join(map(str, self.shape))}] {self.memory_space}"
         return text + ("" if not flags else " " + " ".join(flags))

@@ -14,7 +14,7 @@ from typing import Any
 
 from toolkit.diagnostics import Edit, Fix
 from toolkit.scenario import Add, BufferArg, Copy, Fill, Let, MultimemStore, Return, TmaStore
-from toolkit.shapes import RefInfo, Step
+from toolkit.shapes import RefInfo, Step, short_dtype
 from toolkit.validate import fixes_for
 from toolkit.validate.context import Binding, Ctx, Stmt
 
@@ -122,7 +122,7 @@ def check_trace(ctx: Ctx) -> None:
                 f"call.captures[{i}]",
                 f"The kernel function in mpmd_map program{prog.index} at <scenario> captures "
                 "non-scalar array constants "
-                f"[{_short(b.dtype)}[{','.join(map(str, b.shape))}]]. "
+                f"[{short_dtype(b.dtype)}[{','.join(map(str, b.shape))}]]. "
                 "You can only close over scalars and Refs; arrays must be passed as explicit "
                 "inputs.",
                 fix=fixes_for.capture_to_arg(s, i),
@@ -270,21 +270,6 @@ def _capture_used(stmts: list[Stmt], name: str) -> bool:
 
 def _stop(ctx: Ctx) -> None:
     ctx.trace_failed = True
-
-
-def _short(dtype: str) -> str:
-    return {
-        "float32": "f32",
-        "float16": "f16",
-        "bfloat16": "bf16",
-        "int32": "i32",
-        "int16": "i16",
-        "int8": "i8",
-        "uint32": "u32",
-        "uint16": "u16",
-        "uint8": "u8",
-        "bool": "bool",
-    }.get(dtype, dtype)
 
 
 def _gpu_memref_repr(sc: Any) -> str:
