@@ -18,9 +18,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from toolkit import gallery  # noqa: E402
-from toolkit.scenario import Scenario, load_scenario  # noqa: E402
-from toolkit.validate import check  # noqa: E402
+from mpmd_lab import gallery  # noqa: E402
+from mpmd_lab.scenario import Scenario, load_scenario  # noqa: E402
+from mpmd_lab.validate import check  # noqa: E402
 
 
 def timed(fn: Any, repeat: int) -> float:
@@ -58,7 +58,7 @@ def synthetic(n_args: int, depth: int = 1) -> Scenario:
 
 
 def main() -> None:
-    from toolkit.probe import probe
+    from mpmd_lab.probe import probe
 
     print(f"{'scenario':<28} {'static check':>14} {'JAX trace+lower':>16}")
     for name in gallery.names():

@@ -59,8 +59,8 @@ def synthetic(n_nodes: int, devices: int = 4, programs: int = 2) -> dict[str, An
 
 def bench_graph(sizes: tuple[int, ...] = SIZES) -> list[dict[str, Any]]:
     """Per size: nodes, edges, seconds to build the model, lay out, paint and save PNG."""
-    from toolkit import graph, plot
-    from toolkit.scenario import load_scenario
+    from mpmd_lab import graph, plot
+    from mpmd_lab.scenario import load_scenario
 
     rows = []
     for n in sizes:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toolkit import gallery  # noqa: E402
-from widgets.bench import feedback_ms  # noqa: E402
+from mpmd_lab import gallery  # noqa: E402
+from mpmd_lab.widgets.bench import feedback_ms  # noqa: E402
 
 
 def main() -> None:

@@ -1,11 +1,11 @@
-"""A scenario's generated JAX call, built in this process (``toolkit.codegen`` source)."""
+"""A scenario's generated JAX call, built in this process (``mpmd_lab.codegen`` source)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from toolkit.codegen import generate
-from toolkit.scenario import Scenario
+from mpmd_lab.codegen import generate
+from mpmd_lab.scenario import Scenario
 
 
 def module_of(scenario: Scenario, interpret: str | None = "gpu") -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """``run`` overhead: the generated call against a hand-written ``pl.kernel`` call.
 
 Both run in this process on the same input, steady state (jitted, warmed up): on a GPU
-compiled, else in the Pallas GPU interpreter on the CPU. ``toolkit.runtime.run`` with a
+compiled, else in the Pallas GPU interpreter on the CPU. ``mpmd_lab.runtime.run`` with a
 warm worker (a child process: generate, build, run, send outputs back) is shown too.
 """
 
@@ -45,7 +45,7 @@ def rows(repeats: int = 9) -> list[Row]:
     import numpy as np
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     on_gpu = any(d.platform == "gpu" for d in jax.devices())
     mode = None if on_gpu else "gpu"
@@ -82,7 +82,7 @@ def rows(repeats: int = 9) -> list[Row]:
         )
     ]
     try:
-        from toolkit import runtime
+        from mpmd_lab import runtime
     except ImportError:
         out.append(Row("run overhead", "runtime.run (warm worker)", "n/a (module missing)"))
         return out

@@ -55,8 +55,8 @@ def _scenario(name: str, buffers: dict, args: list, body: list, out: list[int]) 
 
 
 def _series(label: str, unit: str, xs: tuple[int, ...], make) -> tuple[list[float], list[Row]]:
-    from toolkit import validate
-    from toolkit.scenario import load_scenario
+    from mpmd_lab import validate
+    from mpmd_lab.scenario import load_scenario
 
     ys = []
     for x in xs:

@@ -12,7 +12,7 @@ TYPICAL_TARGET_S = 1e-3
 
 
 def rows(repeats: int = 3) -> list[Row]:
-    from toolkit import gallery, validate
+    from mpmd_lab import gallery, validate
 
     out: list[Row] = []
     checks = []

@@ -12,7 +12,7 @@ TARGET_S = 0.1  # feels instant
 
 
 def rows(edits: int = 15) -> list[Row]:
-    from widgets import Lab
+    from mpmd_lab.widgets import Lab
 
     out = []
     for graph in (False, True):

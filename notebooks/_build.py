@@ -74,13 +74,13 @@ A call is described by a **scenario**: plain JSON data. mpmd-lab can
 
 | do | how |
 | --- | --- |
-| check it, before anything runs, with JAX's own codes and messages | `toolkit.validate.check` |
-| ask JAX itself (trace, and lower for the GPU, on this CPU) | `toolkit.deep.deep_check` |
-| draw who aliases what | `toolkit.plot.plot_aliasing` |
-| explain an error and fix it | `toolkit.knowledge.lookup`, `toolkit.fixes.apply_all` |
-| run the real call (GPU, or Pallas' CPU interpreter) | `toolkit.runtime.run` |
-| simulate cross-device traffic no CPU interpreter runs | `toolkit.simulate.simulate` |
-| write it out as a plain JAX script | `toolkit.codegen.generate`, `mpmd-lab export` |
+| check it, before anything runs, with JAX's own codes and messages | `mpmd_lab.validate.check` |
+| ask JAX itself (trace, and lower for the GPU, on this CPU) | `mpmd_lab.deep.deep_check` |
+| draw who aliases what | `mpmd_lab.plot.plot_aliasing` |
+| explain an error and fix it | `mpmd_lab.knowledge.lookup`, `mpmd_lab.fixes.apply_all` |
+| run the real call (GPU, or Pallas' CPU interpreter) | `mpmd_lab.runtime.run` |
+| simulate cross-device traffic no CPU interpreter runs | `mpmd_lab.simulate.simulate` |
+| write it out as a plain JAX script | `mpmd_lab.codegen.generate`, `mpmd-lab export` |
 
 ## The workshop (half a day)
 
@@ -105,7 +105,7 @@ mpmd-lab ships a gallery of scenarios: good calls, and calls JAX rejects (to lea
     ),
     code(
         """
-from toolkit import gallery
+from mpmd_lab import gallery
 
 for name in gallery.names():
     print(f"{name:28} {gallery.summary(name)}")
@@ -122,8 +122,8 @@ where you would edit it) and then as the JAX code mpmd-lab generates from it.
     ),
     code(
         """
-from toolkit.exercises import outline
-from toolkit.scenario import load_scenario
+from mpmd_lab.exercises import outline
+from mpmd_lab.scenario import load_scenario
 
 s = load_scenario("dup-ref")
 print(outline(s))
@@ -131,7 +131,7 @@ print(outline(s))
     ),
     code(
         """
-from toolkit import codegen
+from mpmd_lab import codegen
 
 source = codegen.generate(s)
 print(source[source.index("def build"):source.index("def place")])
@@ -147,8 +147,8 @@ a stable code, JAX's exact message, the field path, an explanation and a fix.
     ),
     code(
         """
-from toolkit import validate
-from toolkit.report import format_diagnostics
+from mpmd_lab import validate
+from mpmd_lab.report import format_diagnostics
 
 diagnostics = validate.check(s)
 print(format_diagnostics(s.name, diagnostics))
@@ -157,7 +157,7 @@ print(format_diagnostics(s.name, diagnostics))
     md("The aliasing graph shows where the problem is: two parameters, one buffer."),
     code(
         """
-from toolkit import plot
+from mpmd_lab import plot
 
 plot.plot_aliasing(s)
 """
@@ -165,7 +165,7 @@ plot.plot_aliasing(s)
     md("What does `MPMD_DUP_REF` mean? The knowledge base has a card for every code."),
     code(
         """
-from toolkit import knowledge
+from mpmd_lab import knowledge
 
 print(knowledge.lookup("MPMD_DUP_REF").render())
 """
@@ -181,7 +181,7 @@ error comes back as data, not as a crash of this notebook.
     ),
     code(
         """
-from toolkit import runtime
+from mpmd_lab import runtime
 
 result = runtime.run(s, backend="interpret")
 print(result.summary())
@@ -190,7 +190,7 @@ print(result.summary())
     md("## 5. Fix it, and run again"),
     code(
         """
-from toolkit import fixes
+from mpmd_lab import fixes
 
 fixed, applied = fixes.apply_all(s, diagnostics)
 for fix in applied:
@@ -221,7 +221,7 @@ only their description.)
     ),
     code(
         """
-from widgets import Lab
+from mpmd_lab.widgets import Lab
 
 lab = Lab("dup-ref")
 lab
@@ -366,10 +366,10 @@ The gallery's `two-block-copy` is the kernel above. `two-block-race` makes both 
     ),
     code(
         """
-from toolkit import runtime, validate
-from toolkit.exercises import outline
-from toolkit.report import format_diagnostics
-from toolkit.scenario import load_scenario
+from mpmd_lab import runtime, validate
+from mpmd_lab.exercises import outline
+from mpmd_lab.report import format_diagnostics
+from mpmd_lab.scenario import load_scenario
 
 race = load_scenario("two-block-race")
 print(outline(race))
@@ -394,7 +394,7 @@ The graph draws the devices as a ring.
     ),
     code(
         """
-from toolkit import plot
+from mpmd_lab import plot
 
 ring = load_scenario("ring-shift")
 print(outline(ring))
@@ -410,7 +410,7 @@ scenario's semantics over the 4 devices instead, and says so.
     ),
     code(
         """
-from toolkit import deep, simulate
+from mpmd_lab import deep, simulate
 
 print("deep check:", [d.code for d in deep.deep_check(ring) if d.is_error] or "JAX accepts it")
 print(runtime.run(ring, backend="interpret").summary())
@@ -509,9 +509,9 @@ same thing while you type, with the field path of the failing step.
     ),
     code(
         """
-from toolkit import exercises, validate
-from toolkit.exercises import outline
-from toolkit.report import format_diagnostics
+from mpmd_lab import exercises, validate
+from mpmd_lab.exercises import outline
+from mpmd_lab.report import format_diagnostics
 
 bad = exercises.start("reshape")
 print(outline(bad))
@@ -531,8 +531,8 @@ so a run here also means "this compiles for a GPU".
     ),
     code(
         """
-from toolkit import runtime
-from toolkit.scenario import load_scenario
+from mpmd_lab import runtime
+from mpmd_lab.scenario import load_scenario
 
 reshape_view = load_scenario("reshape-view")
 reshape_view.run.interpret = "hlo"
@@ -558,7 +558,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from toolkit import codegen
+from mpmd_lab import codegen
 
 transposed = load_scenario("transpose-view")
 script = Path(tempfile.mkdtemp()) / "transpose_view.py"
@@ -578,8 +578,8 @@ itself (here on the CPU) and finds it.
     ),
     code(
         """
-from toolkit import deep
-from toolkit.report import format_diagnostics
+from mpmd_lab import deep
+from mpmd_lab.report import format_diagnostics
 
 print(format_diagnostics(transposed.name, deep.deep_check(transposed)))
 """
@@ -769,9 +769,9 @@ argument, two views, a capture) and points at the second use. The graph draws th
     ),
     code(
         """
-from toolkit import exercises, fixes, plot, runtime, validate
-from toolkit.report import format_diagnostics
-from toolkit.scenario import load_scenario
+from mpmd_lab import exercises, fixes, plot, runtime, validate
+from mpmd_lab.report import format_diagnostics
+from mpmd_lab.scenario import load_scenario
 
 for scenario in [load_scenario("dup-ref"), exercises.start("dup-view"), exercises.start("closed-ref")]:
     print(format_diagnostics(scenario.name, validate.check(scenario)), end="\\n\\n")
@@ -896,10 +896,10 @@ view from the base Ref.
     ),
     code(
         """
-from toolkit import deep, fixes, plot, runtime, simulate, validate
-from toolkit.exercises import outline
-from toolkit.report import format_diagnostics
-from toolkit.scenario import load_scenario
+from mpmd_lab import deep, fixes, plot, runtime, simulate, validate
+from mpmd_lab.exercises import outline
+from mpmd_lab.report import format_diagnostics
+from mpmd_lab.scenario import load_scenario
 
 ptm = load_scenario("peer-then-multicast")
 print(outline(ptm))
@@ -1016,8 +1016,8 @@ Our kernel: `out = x + y` over a grid of 4 blocks, each block adding its quarter
     md("## 1. Build"),
     code(
         """
-from toolkit.exercises import outline
-from toolkit.scenario import load_scenario
+from mpmd_lab.exercises import outline
+from mpmd_lab.scenario import load_scenario
 
 
 def quarter_add(n: int) -> dict:
@@ -1056,8 +1056,8 @@ print(outline(s))
     md("## 2. Check, then check deep"),
     code(
         """
-from toolkit import deep, validate
-from toolkit.report import format_diagnostics
+from mpmd_lab import deep, validate
+from mpmd_lab.report import format_diagnostics
 
 print(format_diagnostics(s.name, validate.check(s)))
 """
@@ -1087,8 +1087,8 @@ print(format_diagnostics(s.name + " (deep)", deep.deep_check(s)))
         """
 import numpy as np
 
-from toolkit import runtime
-from toolkit.exercises import inputs_of
+from mpmd_lab import runtime
+from mpmd_lab.exercises import inputs_of
 
 result = runtime.run(s, backend="interpret")
 print(result.summary())
@@ -1113,7 +1113,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from toolkit import codegen
+from mpmd_lab import codegen
 
 source = codegen.generate(s)
 print(source[source.index("def build"):source.index("def place")])
@@ -1136,7 +1136,7 @@ print("the exported script gives the same out as the run")
     md("The command line does the same: `mpmd-lab export FILE -o OUT.py`."),
     code(
         """
-from toolkit.scenario import save_scenario
+from mpmd_lab.scenario import save_scenario
 
 path = save_scenario(s, script.with_name("quarter-add.json"))
 !{MPMD_LAB} check {path}
@@ -1154,7 +1154,7 @@ press Run. `lab.state.scenario` is the edited scenario.
     ),
     code(
         """
-from widgets import Lab
+from mpmd_lab.widgets import Lab
 
 lab = Lab(s)
 lab
@@ -1167,7 +1167,7 @@ lab
 
 
 def _exercise_cells(solutions: bool) -> list:
-    from toolkit import exercises
+    from mpmd_lab import exercises
 
     cells = [
         md(
@@ -1197,8 +1197,8 @@ Edits in code: the scenario is a pydantic model, so `s.call.args = s.call.args[:
             """
 from IPython.display import Markdown, display
 
-from toolkit import exercises
-from toolkit.exercises import check_exercise, outline, start
+from mpmd_lab import exercises
+from mpmd_lab.exercises import check_exercise, outline, start
 
 print(len(exercises.names()), "exercises:", ", ".join(exercises.names()))
 """

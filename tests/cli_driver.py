@@ -1,6 +1,6 @@
 """Run many ``mpmd-lab`` command lines in one process (a test helper, run as a child).
 
-Reads a JSON list of argv lists on stdin; for each, calls ``toolkit.cli.main`` with
+Reads a JSON list of argv lists on stdin; for each, calls ``mpmd_lab.cli.main`` with
 stdout/stderr captured, a per-case alarm and an address-space cap, and prints one JSON
 line per case: ``{"argv", "rc", "stderr", "stdout_head", "escaped", "seconds"}`` where
 ``escaped`` is the traceback of any exception that got out of ``main`` (what a user
@@ -31,7 +31,7 @@ def _alarm(signum, frame):
 
 
 def run_case(argv: list[str]) -> dict:
-    from toolkit import cli
+    from mpmd_lab import cli
 
     out, err = io.StringIO(), io.StringIO()
     escaped = None

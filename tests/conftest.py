@@ -15,7 +15,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 @pytest.fixture
 def gallery_names() -> list[str]:
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     return gallery.names()
 

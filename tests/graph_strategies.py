@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from toolkit.scenario import ScenarioError, load_scenario
+from mpmd_lab.scenario import ScenarioError, load_scenario
 
 NAMES = ["a", "b", "x_ref", "out", "smem", "v0", "v1", "ghost", "acc"]
 AXES = ["dev", "x", "y", "b", "c", "zz"]

@@ -22,9 +22,9 @@ os.environ["XLA_FLAGS"] = (
 )
 import jax
 jax.devices()  # start the backend now, with 16 devices
-from toolkit import codegen
-from toolkit.scenario import load_scenario
-from toolkit.catalogue import classify
+from mpmd_lab import codegen
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.catalogue import classify
 
 def one(sc, stages):
     src = codegen.generate(sc, interpret="gpu")

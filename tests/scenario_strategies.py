@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from toolkit.scenario import DTYPES
+from mpmd_lab.scenario import DTYPES
 
 #: identifiers the exporter's own code uses, and near misses of them
 TRICKY_NAMES = [

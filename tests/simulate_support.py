@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from toolkit.scenario import Scenario
+from mpmd_lab.scenario import Scenario
 
 
 def run_in_jax(scenarios: list[Scenario], timeout: float = 120) -> list[dict[str, Any] | str]:
     """Each scenario's outputs from JAX's CPU interpreter, or its error as text.
 
-    ``toolkit.probe.probe_many``: one warm worker process runs the whole batch.
+    ``mpmd_lab.probe.probe_many``: one warm worker process runs the whole batch.
     """
-    from toolkit import probe
+    from mpmd_lab import probe
 
     results = probe.probe_many(scenarios, ("interpret",), timeout=timeout)
     return [

@@ -3,7 +3,7 @@
 Never a traceback, a hang or a memory blow-up. The corpus is ``tests/corpus/bad``
 (regenerate with ``tests/corpus/make_bad.py``); generated cases (a million-step
 transform stack, a file past the size limit, a directory, a FIFO, a missing file)
-are made here. The whole corpus runs through ``toolkit.cli.main`` in one child
+are made here. The whole corpus runs through ``mpmd_lab.cli.main`` in one child
 process per command (``tests/cli_driver.py``); the file-system cases also run
 through the installed ``mpmd-lab`` executable.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
+from mpmd_lab.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "bad"
@@ -57,7 +57,7 @@ def assert_bad_input(rc: object, stderr: str, file: str | Path, field: str | Non
 
 
 def drive(argvs: list[list[str]], timeout: float = 240) -> list[dict]:
-    """Run command lines through ``toolkit.cli.main`` in one child process."""
+    """Run command lines through ``mpmd_lab.cli.main`` in one child process."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "cli_driver.py")],
         input=json.dumps(argvs),

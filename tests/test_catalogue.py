@@ -1,7 +1,7 @@
 """The catalogue classifies what JAX really prints, however it reaches us.
 
 The messages come from ``toolkit/knowledge/recorded.json``: what jax 0.12.0.1 and
-0.11.2 printed for each card's example (``python -m toolkit.knowledge.verify --record``);
+0.11.2 printed for each card's example (``python -m mpmd_lab.knowledge.verify --record``);
 ``tests/test_knowledge.py`` checks the examples against the installed JAX live.
 """
 
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolkit import catalogue
-from toolkit.knowledge import RECORDED
+from mpmd_lab import catalogue
+from mpmd_lab.knowledge import RECORDED
 
 RECORDS = json.loads(RECORDED.read_text())
 #: (code, version, record) for every message JAX raised for an example.
@@ -312,7 +312,7 @@ def f(e, ok):
 
 
 def test_every_emitted_code_has_a_catalogue_entry_and_a_card():
-    from toolkit import knowledge
+    from mpmd_lab import knowledge
 
     known = set(catalogue.BY_CODE) | set(catalogue.OWN)
     missing = {c: sorted(w) for c, w in EMITTED.items() if c not in known}

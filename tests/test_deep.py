@@ -1,11 +1,11 @@
-"""toolkit.deep: real JAX held against static findings; JAX wins, gaps are reported."""
+"""mpmd_lab.deep: real JAX held against static findings; JAX wins, gaps are reported."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolkit import deep, gallery, probe
-from toolkit.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab import deep, gallery, probe
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,6 @@ def test_no_verdict_from_jax_keeps_the_static_findings():
 
 
 def test_deep_check_with_the_static_rules():
-    pytest.importorskip("toolkit.validate")
     out = deep.deep_check(gallery.load("dup-ref"))
     assert out[0].code == "MPMD_DUP_REF" and out[0].jax is not None
 
@@ -117,9 +116,8 @@ def test_deep_check_with_the_static_rules():
 def test_broken_scenario_is_not_a_disagreement():
     import json
 
-    from toolkit.scenario import load_scenario
+    from mpmd_lab.scenario import load_scenario
 
-    pytest.importorskip("toolkit.validate")
     data = json.loads(gallery.path_of("two-block-copy").read_text())
     data["call"]["programs"][0]["body"][2]["src"] = "nowhere"
     out = deep.deep_check(load_scenario(data))

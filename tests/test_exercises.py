@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolkit import exercises
-from toolkit.exercises import check_exercise
+from mpmd_lab import exercises
+from mpmd_lab.exercises import check_exercise
 
 NAMES = exercises.names()
 #: Grouped by device count, so the warm JAX workers (one per device count) are reused.

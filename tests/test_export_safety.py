@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from scenario_strategies import scenarios
 
-from toolkit import callsupport, codegen, gallery
-from toolkit.scenario import DTYPES, Scenario, load_scenario
+from mpmd_lab import callsupport, codegen, gallery
+from mpmd_lab.scenario import DTYPES, Scenario, load_scenario
 
 #: identifiers codegen's template uses inside ``build`` (program0, mesh0, ... by pattern)
 BUILD_TEMPLATE = {

@@ -23,8 +23,8 @@ import numpy as np
 import psutil
 import pytest
 
-from toolkit import gallery, probe, runtime
-from toolkit.scenario import load_scenario, save_scenario
+from mpmd_lab import gallery, probe, runtime
+from mpmd_lab.scenario import load_scenario, save_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = "two-block-copy"  # 1 device, interprets in well under a second once warm
@@ -137,8 +137,8 @@ LIMITED_SAVE = r"""
 import resource, signal, sys, json
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not death
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
-from toolkit import gallery
-from toolkit.scenario import save_scenario
+from mpmd_lab import gallery
+from mpmd_lab.scenario import save_scenario
 s = gallery.load("ring-shift")
 s = s.model_copy(update={"description": "x" * 100_000})
 try:
@@ -222,7 +222,8 @@ def test_cli_writes_that_fail_keep_the_old_file(tmp_path, argv, name):
 
 
 def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_path):
-    widgets = pytest.importorskip("widgets")
+    from mpmd_lab import widgets
+
     lab = widgets.Lab(GOOD, background=True, graph=False)
     lab.runner.backend.value = "interpret"
     saved = tmp_path / "mine.json"

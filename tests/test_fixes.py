@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from toolkit import gallery
-from toolkit.diagnostics import Edit
-from toolkit.fixes import apply_all, apply_edit, parse_path
-from toolkit.scenario import load_scenario
-from toolkit.validate import check, first_error
+from mpmd_lab import gallery
+from mpmd_lab.diagnostics import Edit
+from mpmd_lab.fixes import apply_all, apply_edit, parse_path
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402

@@ -19,9 +19,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from scenario_strategies import json_values, paths_of, scenarios
 
-from toolkit import validate
-from toolkit.diagnostics import Diagnostic
-from toolkit.scenario import Scenario, ScenarioError, format_path, load_scenario
+from mpmd_lab import validate
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.scenario import Scenario, ScenarioError, format_path, load_scenario
 
 pytestmark = pytest.mark.fuzz
 STAGES = {"schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"}
@@ -114,7 +114,7 @@ def test_static_check_reports_never_raises(data):
 
 @given(scenarios(max_statements=8))
 def test_graph_model_and_text_never_raise(data):
-    from toolkit import graph
+    from mpmd_lab import graph
 
     s = load_scenario(data)
     g = graph.build_graph(s, diagnostics=validate.check(s))

@@ -1,4 +1,4 @@
-"""toolkit.gpucheck's CPU-side logic: verdicts, table, and its behaviour without a GPU."""
+"""mpmd_lab.gpucheck's CPU-side logic: verdicts, table, and its behaviour without a GPU."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from toolkit import gallery, gpucheck, probe, runtime
+from mpmd_lab import gallery, gpucheck, probe, runtime
 
 X = np.arange(256, dtype=np.float32)
 
@@ -112,6 +112,6 @@ def test_without_a_gpu_exits_2():
         pytest.skip("a GPU is present")
     assert gpucheck.main([]) == 2
     p = subprocess.run(
-        [sys.executable, "-m", "toolkit.gpucheck", "--help"], capture_output=True, text=True
+        [sys.executable, "-m", "mpmd_lab.gpucheck", "--help"], capture_output=True, text=True
     )
     assert p.returncode == 0 and "gpucheck" in p.stdout

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolkit import catalogue, knowledge
-from toolkit.knowledge import verify
-from toolkit.scenario import load_scenario
+from mpmd_lab import catalogue, knowledge
+from mpmd_lab.knowledge import verify
+from mpmd_lab.scenario import load_scenario
 
 ALL_CODES = sorted({e.code for e in catalogue.ENTRIES} | set(catalogue.OWN))
 #: Codes with nothing to trigger: input that is not a scenario, or run-time events.

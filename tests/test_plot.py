@@ -14,9 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from toolkit import gallery, plot
-from toolkit.diagnostics import Diagnostic
-from toolkit.scenario import load_scenario
+from mpmd_lab import gallery, plot
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.scenario import load_scenario
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +120,7 @@ def test_cli_graph_writes_a_picture_and_text(cli, tmp_path, capsys):
     r = cli("graph", "ring-shift", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "<svg" in out.read_text()
-    from toolkit.cli import main
+    from mpmd_lab.cli import main
 
     assert main(["graph", "ring-shift", "--text"]) == 0
     assert "peer-of via call.programs[0].body[0].transforms[0]" in capsys.readouterr().out
@@ -137,14 +137,15 @@ def test_any_loadable_scenario_draws(data):
 
 
 def test_toolkit_exports_plot_aliasing_lazily():
-    import toolkit
+    import mpmd_lab
 
-    fig = toolkit.plot_aliasing("ring-shift", diagnostics=[])
+    fig = mpmd_lab.plot_aliasing("ring-shift", diagnostics=[])
     assert isinstance(fig, Figure) and fig.mpmd_lab_mode == "full"
 
 
 def test_access_counts_are_drawn():
-    simulate = pytest.importorskip("toolkit.simulate")
+    from mpmd_lab import simulate
+
     s = gallery.load("two-block-race")
     fig = plot.plot_aliasing(s, diagnostics=[], access_log=simulate.simulate(s))
     texts = [t.get_text() for t in fig.findobj(Text)]

@@ -1,4 +1,4 @@
-"""toolkit.probe against real JAX: stages, codes, outputs, and worker recovery."""
+"""mpmd_lab.probe against real JAX: stages, codes, outputs, and worker recovery."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from toolkit import gallery, probe
-from toolkit.scenario import load_scenario
+from mpmd_lab import gallery, probe
+from mpmd_lab.scenario import load_scenario
 
 
 @pytest.fixture(scope="module")

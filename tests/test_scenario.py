@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from toolkit import gallery
-from toolkit.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+from mpmd_lab import gallery
+from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
 
 
 @pytest.mark.parametrize("name", gallery.names())

@@ -1,4 +1,4 @@
-"""toolkit.shapes: shape, dtype and flags after every transform step, checked against
+"""mpmd_lab.shapes: shape, dtype and flags after every transform step, checked against
 real JAX (one child process traces every stack inside a pl.kernel body)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.scenario import Scenario, load_scenario
-from toolkit.shapes import base_info, propagate
+from mpmd_lab.scenario import Scenario, load_scenario
+from mpmd_lab.shapes import base_info, propagate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,8 +90,8 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 from jax.sharding import PartitionSpec as P
-from toolkit.codegen import transform_expr
-from toolkit.scenario import load_scenario
+from mpmd_lab.codegen import transform_expr
+from mpmd_lab.scenario import load_scenario
 out = []
 mesh = jax.make_mesh((2,), ("dev",))
 for item in json.loads(sys.stdin.read()):
@@ -169,7 +169,7 @@ def test_flags_and_regions() -> None:
     ref = base_info([4, 256], "float32", "GMEM", "x")
     s = _scenario([4, 256], "float32", [])
     del s
-    from toolkit.scenario import At, MulticastRef, RemoteRef
+    from mpmd_lab.scenario import At, MulticastRef, RemoteRef
 
     steps = propagate(
         ref,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from toolkit import gallery
-from toolkit.accesslog import from_runs, runs
-from toolkit.scenario import load_scenario
-from toolkit.simulate import bitcast_offsets, host_value, np_dtype, simulate
+from mpmd_lab import gallery
+from mpmd_lab.accesslog import from_runs, runs
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.simulate import bitcast_offsets, host_value, np_dtype, simulate
 
 
 def _iota(n: int) -> np.ndarray:
@@ -247,8 +247,8 @@ def test_program_id_follows_the_interpreter_and_says_so():
 @pytest.mark.parametrize("init", ["zeros", "ones", "iota", "random", [[1, 2], [3, 4]]])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "bool"])
 def test_host_values_equal_the_generated_codes(init, dtype):
-    from toolkit.callsupport import host_array
-    from toolkit.scenario import Buffer
+    from mpmd_lab.callsupport import host_array
+    from mpmd_lab.scenario import Buffer
 
     b = Buffer(shape=[2, 2], dtype=dtype, init=init, seed=3)
     got = host_value(b, 3)
@@ -284,7 +284,6 @@ def test_runs_round_trip():
 
 
 def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
-    pytest.importorskip("toolkit.validate")
     r = simulate(gallery.load("dup-ref"))
     assert r.status == "error" and r.error["code"] == "MPMD_DUP_REF"
     assert r.error["stage"] == "trace" and "same ref" in r.error["message"]

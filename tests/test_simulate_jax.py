@@ -1,6 +1,6 @@
 """The simulator against JAX's CPU interpreters, bit for bit, wherever JAX runs.
 
-All JAX runs happen in one warm child process (``toolkit.probe.probe_many``).
+All JAX runs happen in one warm child process (``mpmd_lab.probe.probe_many``).
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 from simulate_support import interpretable_scenarios, run_in_jax, same_bits
 
-from toolkit import gallery
-from toolkit.scenario import load_scenario
-from toolkit.simulate import simulate
+from mpmd_lab import gallery
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.simulate import simulate
 
 
 def _compare(scenarios, results, skip_errors: bool) -> list[str]:

@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit.catalogue import BY_CODE
-from toolkit.scenario import ScenarioError, load_scenario
-from toolkit.validate import check
+from mpmd_lab.catalogue import BY_CODE
+from mpmd_lab.scenario import ScenarioError, load_scenario
+from mpmd_lab.validate import check
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from toolkit.fixes import apply_fix
-from toolkit.scenario import load_scenario
-from toolkit.validate import check, first_error
+from mpmd_lab.fixes import apply_fix
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402

@@ -7,9 +7,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit.cli import main
-from toolkit.scenario import load_scenario
-from toolkit.validate import check
+from mpmd_lab.cli import main
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check
 
 
 def test_exit_codes(tmp_path, capsys) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.catalogue import BY_CODE, OWN
-from toolkit.scenario import load_scenario
-from toolkit.validate import check, first_error
+from mpmd_lab.catalogue import BY_CODE, OWN
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402
@@ -78,7 +78,7 @@ def test_jax_agrees(code: str, jax_results: dict[str, dict]) -> None:
 def test_interpreter_agrees() -> None:
     """Interpret-stage codes (errors) and interpreter limits (warnings) against the
     real GPU interpreter, single device, one child process."""
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     scenarios = [load_scenario(CODES_DIR / f"{c}.json") for c in sorted(INTERPRET)]
     scenarios += [gallery.load("reshape-view"), gallery.load("two-block-copy")]

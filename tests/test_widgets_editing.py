@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit import gallery
-from toolkit.scenario import load_scenario
-from widgets import Lab
-from widgets.mesh_editor import blocks_svg, devices_svg
-from widgets.state import LabState, parse_path
-from widgets.testing import find, find_all, text_of, type_into
+from mpmd_lab import gallery
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.widgets import Lab
+from mpmd_lab.widgets.mesh_editor import blocks_svg, devices_svg
+from mpmd_lab.widgets.state import LabState, parse_path
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
 
 
 @pytest.fixture
@@ -215,10 +215,10 @@ def test_parse_path():
 def test_nothing_typed_crashes_or_loses_work(typed):
     """Any text in any field: a scenario is committed or nothing changes, and undo gets
     back to where the user started."""
-    from widgets.call_editor import CallEditor
-    from widgets.mesh_editor import MeshEditor
-    from widgets.testing import walk
-    from widgets.transform_editor import TransformStackEditor
+    from mpmd_lab.widgets.call_editor import CallEditor
+    from mpmd_lab.widgets.mesh_editor import MeshEditor
+    from mpmd_lab.widgets.testing import walk
+    from mpmd_lab.widgets.transform_editor import TransformStackEditor
 
     state = LabState("peer-then-multicast-fixed")
     original = state.scenario
@@ -248,7 +248,7 @@ def test_run_options_edit_the_scenario_and_follow_undo():
 
 
 def test_show_jax_code_is_the_generated_source_and_follows_edits():
-    from toolkit import codegen
+    from mpmd_lab import codegen
 
     lab = Lab("dup-ref-fixed", background=False, graph=False)
     find(lab, "mpl-show-code", w.Button).click()

@@ -4,8 +4,8 @@
    the argument row and as a card, apply the fix, run it, read the outputs;
 2. the same for a multicast view built on a peer view (REF_PEER_TO_MULTICAST).
 
-The checks are the real ones (``toolkit.validate``, ``toolkit.fixes``) and the run is
-the real JAX call (``toolkit.runtime``, Pallas interpret mode on this CPU).
+The checks are the real ones (``mpmd_lab.validate``, ``mpmd_lab.fixes``) and the run is
+the real JAX call (``mpmd_lab.runtime``, Pallas interpret mode on this CPU).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import ipywidgets as w
 import numpy as np
 import pytest
 
-from toolkit import gallery
-from widgets import Lab
-from widgets.testing import find, find_all, text_of, type_into
+from mpmd_lab import gallery
+from mpmd_lab.widgets import Lab
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
 
 
 def build_dup_ref(lab: Lab) -> None:
@@ -105,7 +105,7 @@ def test_peer_then_multicast_built_by_edits_is_flagged_on_its_step_and_fixed():
 
 def test_graph_is_redrawn_after_each_change():
     lab = Lab("dup-ref", background=False, graph=True)
-    if lab.graph.note.value:  # toolkit.plot missing: the message is shown instead
+    if lab.graph.note.value:  # mpmd_lab.plot missing: the message is shown instead
         pytest.fail(lab.graph.note.value)
     first = lab.graph.image.value
     assert first[:4] == b"\x89PNG" and lab.graph.draws == 1
@@ -116,8 +116,8 @@ def test_graph_is_redrawn_after_each_change():
 def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
     import time
 
-    from widgets.problems import GraphView
-    from widgets.state import LabState
+    from mpmd_lab.widgets.problems import GraphView
+    from mpmd_lab.widgets.state import LabState
 
     st = LabState("dup-ref-fixed")
     graph = GraphView(st, deferred=True, delay=0.01)
@@ -131,7 +131,7 @@ def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
 
 
 def test_edit_feedback_is_fast_for_gallery_scenarios():
-    from widgets.bench import feedback_ms
+    from mpmd_lab.widgets.bench import feedback_ms
 
     # every edit re-validates (static) and re-renders what changed; the target is 100 ms
     # median on an idle machine; the bound here leaves room for a busy CI box

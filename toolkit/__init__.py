@@ -2,9 +2,9 @@
 
 
 def __getattr__(name: str):
-    """``toolkit.plot_aliasing`` without importing matplotlib until it is used."""
+    """``mpmd_lab.plot_aliasing`` without importing matplotlib until it is used."""
     if name == "plot_aliasing":
-        from toolkit.plot import plot_aliasing
+        from mpmd_lab.plot import plot_aliasing
 
         return plot_aliasing
     raise AttributeError(f"module 'toolkit' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The warm workers behind ``toolkit.probe``: JAX imported once, many scenarios.
+"""The warm workers behind ``mpmd_lab.probe``: JAX imported once, many scenarios.
 
 Started by the parent as ``python _probe_child.py FD`` (by path, so it imports
 nothing from ``toolkit``): a *zygote* that imports JAX and Pallas without starting

@@ -1,6 +1,6 @@
 """Support code shared by the runtime and every exported file.
 
-This module depends on numpy and jax alone: ``toolkit.codegen`` copies its source
+This module depends on numpy and jax alone: ``mpmd_lab.codegen`` copies its source
 verbatim into exported files, so an exported call and ``mpmd-lab run`` encode
 inputs and outputs with the very same code.
 """

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from toolkit.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 MAX_PROBLEMS_SHOWN = 50
@@ -54,7 +54,7 @@ def _write_text(path: str, text: str) -> None:
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     names = gallery.names()
     width = max(map(len, names))
@@ -65,16 +65,16 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
-    from toolkit import validate
+    from mpmd_lab import validate
 
     if args.deep:
-        from toolkit import deep
+        from mpmd_lab import deep
 
         diags = deep.deep_check(scenario, timeout=args.timeout)
     else:
         diags = validate.check(scenario)
     if args.fix:
-        from toolkit import fixes
+        from mpmd_lab import fixes
 
         fixed, applied = fixes.apply_all(scenario, diags)
         if args.output:
@@ -88,7 +88,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"valid": valid, "diagnostics": [d.to_json() for d in diags]}, indent=2))
     elif not args.fix or args.output:
-        from toolkit.report import format_diagnostics
+        from mpmd_lab.report import format_diagnostics
 
         print(format_diagnostics(scenario.name, diags))
     return EXIT_OK if valid else EXIT_PROBLEMS
@@ -96,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
-    from toolkit import runtime
+    from mpmd_lab import runtime
 
     result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
     if args.json:
@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     scenario = _load(args.file)
     if args.text:
-        from toolkit import graph
+        from mpmd_lab import graph
 
         print(graph.to_text(graph.build_graph(scenario)))
         return EXIT_OK
@@ -117,7 +117,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
     if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
         raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
-    from toolkit import plot
+    from mpmd_lab import plot
 
     _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
     print(args.output)
@@ -125,7 +125,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from toolkit.codegen import CodegenError, generate
+    from mpmd_lab.codegen import CodegenError, generate
 
     scenario = _load(args.file)
     try:
@@ -142,7 +142,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from toolkit import knowledge
+    from mpmd_lab import knowledge
 
     card = knowledge.lookup(args.query)
     if card is None:

@@ -15,8 +15,8 @@ import math
 import re
 from typing import Any
 
-from toolkit import callsupport
-from toolkit.scenario import (
+from mpmd_lab import callsupport
+from mpmd_lab.scenario import (
     Add,
     At,
     Bitcast,

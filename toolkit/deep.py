@@ -1,7 +1,7 @@
 """Deep check: the static rules, then real JAX, and where they disagree JAX wins.
 
-``deep_check(scenario)`` runs ``toolkit.validate.check`` (no tracing) and asks JAX
-itself in a child process (``toolkit.probe``): build the call, trace it, lower it
+``deep_check(scenario)`` runs ``mpmd_lab.validate.check`` (no tracing) and asks JAX
+itself in a child process (``mpmd_lab.probe``): build the call, trace it, lower it
 for the GPU (``jax.export`` for ``cuda``, which runs on a CPU-only machine). JAX's
 failure becomes a diagnostic with JAX's exact type, message and stage. Where the
 static rules predicted something else, or an error JAX does not raise, the JAX
@@ -11,10 +11,10 @@ every gap in the rules is visible.
 
 from __future__ import annotations
 
-from toolkit import probe
-from toolkit.catalogue import BY_CODE, OWN
-from toolkit.diagnostics import STAGE_ORDER, Diagnostic, JaxError, ordered
-from toolkit.scenario import Scenario
+from mpmd_lab import probe
+from mpmd_lab.catalogue import BY_CODE, OWN
+from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, JaxError, ordered
+from mpmd_lab.scenario import Scenario
 
 #: Stages at which JAX can be asked on any machine (what a deep check runs).
 JAX_STAGES = ("build", "trace", "gpu-lower")
@@ -29,9 +29,9 @@ def _title(code: str) -> str:
 
 
 def static_check(scenario: Scenario) -> list[Diagnostic] | None:
-    """``toolkit.validate.check``, or None where the static rules are not installed."""
+    """``mpmd_lab.validate.check``, or None where the static rules are not installed."""
     try:
-        from toolkit import validate
+        from mpmd_lab import validate
     except ImportError:
         return None
     return list(validate.check(scenario))

@@ -7,7 +7,7 @@ the exercise's requirements (e.g. "two blocks"), run (JAX's CPU interpreter, or 
 simulator for cross-device traffic no CPU interpreter runs), and give the expected
 outputs. Nothing compares JSON text, so every correct answer passes.
 
-    >>> from toolkit import exercises
+    >>> from mpmd_lab import exercises
     >>> s = exercises.start("dup-ref")
     >>> exercises.check_exercise("dup-ref", s).right
     False
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.callsupport import host_array
-from toolkit.scenario import (
+from mpmd_lab.callsupport import host_array
+from mpmd_lab.scenario import (
     Let,
     MulticastRef,
     MultimemStore,
@@ -679,7 +679,7 @@ def outline(scenario: Any) -> str:
     ``call.programs[0].body[1]: copy x_ref -> p`` and the like: enough to see the
     whole call at once and to know where to change it.
     """
-    from toolkit.graph import transform_label
+    from mpmd_lab.graph import transform_label
 
     s = load_scenario(scenario)
     c = s.call
@@ -738,7 +738,7 @@ def _execute(scenario: Scenario, backend: str) -> tuple[Arrays | None, str, str]
     rejected = _deep_error(scenario)
     if rejected:
         return None, "JAX (trace and GPU lowering)", rejected
-    from toolkit.simulate import simulate
+    from mpmd_lab.simulate import simulate
 
     result = simulate(scenario)
     if not result.ok:
@@ -751,9 +751,9 @@ def _execute(scenario: Scenario, backend: str) -> tuple[Arrays | None, str, str]
 def _deep_error(scenario: Scenario) -> str:
     """JAX's own verdict before running (trace, lower for the GPU): "" or the error."""
     try:
-        from toolkit.deep import deep_check
+        from mpmd_lab.deep import deep_check
     except ImportError:  # the deep check lands later: its engine, the probe, is here
-        from toolkit import probe
+        from mpmd_lab import probe
 
         r = probe.probe(scenario)
         return "" if r.ok else _error_line(r.error() or {})
@@ -767,9 +767,9 @@ def _deep_error(scenario: Scenario) -> str:
 def _interpret(scenario: Scenario) -> tuple[str, Arrays, dict[str, Any]]:
     """The real call on JAX's CPU interpreter (after lowering it for the GPU)."""
     try:
-        from toolkit import runtime
+        from mpmd_lab import runtime
     except ImportError:  # the runtime lands later: its engine, the probe, is here
-        from toolkit import probe
+        from mpmd_lab import probe
 
         r = probe.probe(scenario, ("build", "trace", "gpu-lower", "interpret"))
         return ("ok" if r.ok else "error"), dict(r.outputs or {}), r.error() or {}
@@ -817,8 +817,8 @@ def check_exercise(name: str, scenario: Any) -> Verdict:
         problems = [f"{p or '<top>'}: {m}" for p, m in e.problems]
         return Verdict(False, "this is not a scenario yet", ex.hint, problems)
 
-    from toolkit import validate
-    from toolkit.diagnostics import ordered
+    from mpmd_lab import validate
+    from mpmd_lab.diagnostics import ordered
 
     errors = [d for d in ordered(validate.check(s)) if d.is_error]
     if errors:

@@ -1,4 +1,4 @@
-"""Apply fixes: a :class:`~toolkit.diagnostics.Fix` is a list of edits of the JSON form.
+"""Apply fixes: a :class:`~mpmd_lab.diagnostics.Fix` is a list of edits of the JSON form.
 
 ``apply_fix(scenario, fix)`` returns a new, validated scenario; ``apply_all`` applies
 the first fixable error's fix, checks again, and repeats until nothing is left to fix.
@@ -10,8 +10,8 @@ import copy
 import re
 from typing import Any
 
-from toolkit.diagnostics import Diagnostic, Edit, Fix
-from toolkit.scenario import Scenario
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.scenario import Scenario
 
 _PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
@@ -75,7 +75,7 @@ def apply_all(
     scenario: Scenario, diags: list[Diagnostic] | None = None, max_rounds: int = 20
 ) -> tuple[Scenario, list[Fix]]:
     """Apply fixes one at a time (re-checking after each) until none is left."""
-    from toolkit.validate import check
+    from mpmd_lab.validate import check
 
     applied: list[Fix] = []
     current = scenario

@@ -1,6 +1,6 @@
 """Run the gallery on a real GPU and compare with the CPU interpreter.
 
-    python -m toolkit.gpucheck [NAME ...] [--timeout S] [--json]
+    python -m mpmd_lab.gpucheck [NAME ...] [--timeout S] [--json]
 
 Single-device scenarios compile and run on the GPU (``gpu-run``); cross-device ones
 are lowered for the GPU (``jax.export`` for ``cuda``) and run only where the machine
@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from toolkit import gallery, probe, runtime
-from toolkit.scenario import Scenario
+from mpmd_lab import gallery, probe, runtime
+from mpmd_lab.scenario import Scenario
 
 #: CPU interpreter errors that a GPU does not raise: its limits, and what only it checks.
 INTERPRETER_ONLY = frozenset(
@@ -145,7 +145,7 @@ def format_table(rows: Sequence[Row]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m toolkit.gpucheck", description=__doc__.split("\n")[0]
+        prog="python -m mpmd_lab.gpucheck", description=__doc__.split("\n")[0]
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="gallery scenarios (default: all)")
     p.add_argument("--timeout", type=float, default=180.0)

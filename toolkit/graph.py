@@ -30,9 +30,9 @@ from typing import Any
 
 import networkx as nx
 
-from toolkit import shapes
-from toolkit.diagnostics import Diagnostic
-from toolkit.scenario import (
+from mpmd_lab import shapes
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.scenario import (
     At,
     Bitcast,
     BlockIndex,
@@ -155,7 +155,7 @@ def transform_label(t: Any) -> str:
 
 
 def _info(shape: list[int] | None, dtype: str | None, memory_space: str = "GMEM") -> Any:
-    """A whole ref as ``toolkit.shapes`` sees it (None when unknown)."""
+    """A whole ref as ``mpmd_lab.shapes`` sees it (None when unknown)."""
     if shape is None or dtype is None:
         return None
     return shapes.base_info(shape, dtype, memory_space)
@@ -241,7 +241,7 @@ class _Builder:
         self.g = nx.MultiDiGraph(name=scenario.name, description=scenario.description)
         self.paths: dict[str, list[tuple[str, Any]]] = defaultdict(list)
         self.device_edges = 0
-        self.info: dict[str, Any] = {}  # node -> toolkit.shapes.RefInfo (None: unknown)
+        self.info: dict[str, Any] = {}  # node -> mpmd_lab.shapes.RefInfo (None: unknown)
         self.g.graph["truncated"] = False
 
     # -- registry
@@ -589,7 +589,7 @@ def _as_diagnostic(d: Any) -> Diagnostic | None:
 
 def _run_validator(scenario: Scenario) -> tuple[list[Diagnostic], str | None]:
     try:
-        from toolkit import validate  # noqa: PLC0415 - written by another helper
+        from mpmd_lab import validate  # noqa: PLC0415 - written by another helper
     except ImportError:
         return [], "validator not available"
     try:
@@ -761,11 +761,11 @@ def build_graph(
 ) -> nx.MultiDiGraph:
     """The aliasing graph of a scenario, with diagnostics attached where they are.
 
-    ``diagnostics=None`` asks ``toolkit.validate.check``; an ``access_log`` (from the
+    ``diagnostics=None`` asks ``mpmd_lab.validate.check``; an ``access_log`` (from the
     simulator, or ``{ref: {"reads": n, "writes": m}}``) adds ``reads``/``writes`` counts.
     """
     if not isinstance(scenario, Scenario):
-        from toolkit.scenario import load_scenario
+        from mpmd_lab.scenario import load_scenario
 
         scenario = load_scenario(scenario)
     b = _Builder(scenario)

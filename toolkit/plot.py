@@ -30,8 +30,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Patch, PathPatch, Polygon
 from matplotlib.path import Path as MPath
 
-from toolkit import graph as G
-from toolkit.scenario import Scenario
+from mpmd_lab import graph as G
+from mpmd_lab.scenario import Scenario
 
 #: Above this many drawable nodes the graph is summarised per kind.
 SUMMARY_NODES = 120
@@ -844,7 +844,7 @@ def _verdict(g: Any) -> tuple[str, str]:
 
 
 def draw(g: Any, ax: Any = None) -> Figure:
-    """Paint a graph from ``toolkit.graph.build_graph`` onto ``ax`` (or a new Figure)."""
+    """Paint a graph from ``mpmd_lab.graph.build_graph`` onto ``ax`` (or a new Figure)."""
     n_draw = sum(1 for _, k in g.nodes(data="kind") if k not in ("device", "program"))
     d = _summarise(g) if n_draw > SUMMARY_NODES else _full(g)
     layout(d)

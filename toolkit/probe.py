@@ -1,6 +1,6 @@
 """Ask real JAX about a scenario, stage by stage, in a child process.
 
-``probe(scenario)`` runs the scenario's generated code (``toolkit.codegen.generate``,
+``probe(scenario)`` runs the scenario's generated code (``mpmd_lab.codegen.generate``,
 the same source ``mpmd-lab export`` writes) in a warm worker process and goes
 through the stages in JAX's order:
 
@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.catalogue import classify
-from toolkit.scenario import Scenario
+from mpmd_lab.catalogue import classify
+from mpmd_lab.scenario import Scenario
 
 STAGES = ("build", "trace", "gpu-lower", "interpret", "gpu-run")
 DEFAULT_STAGES = ("build", "trace", "gpu-lower")
@@ -427,7 +427,7 @@ _SOURCE_ERRORS = frozenset({"SyntaxError", "NameError", "UnboundLocalError", "Co
 def not_from_jax(r: ProbeResult) -> bool:
     """Whether a failure is the scenario's own (codegen or Python), not JAX's verdict.
 
-    Then ``toolkit.validate``'s schema-stage rules (unknown names, duplicates) say
+    Then ``mpmd_lab.validate``'s schema-stage rules (unknown names, duplicates) say
     more than JAX could: the call never reached it.
     """
     return not r.ok and r.code in (CODEGEN_CODE, "JAX_UNKNOWN") and r.error_type in _SOURCE_ERRORS
@@ -443,7 +443,7 @@ MAX_SIMULATED_DEVICES = 64
 
 def host_bytes(scenario: Scenario) -> int:
     """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
-    from toolkit.scenario import nbytes
+    from mpmd_lab.scenario import nbytes
 
     ndev = devices_of(scenario)
     inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())
@@ -494,7 +494,7 @@ def probe(
     interpret stage; ``platform="default"`` lets the child use a GPU (for ``gpu-run``).
     Never raises for anything JAX or the child does.
     """
-    from toolkit.codegen import CodegenError, generate
+    from mpmd_lab.codegen import CodegenError, generate
 
     stages = _norm_stages(stages)
     mode = interpret if interpret is not None else scenario.run.interpret

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolkit.diagnostics import Diagnostic, ordered
+from mpmd_lab.diagnostics import Diagnostic, ordered
 
 
 def format_diagnostic(d: Diagnostic) -> str:

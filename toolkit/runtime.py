@@ -1,7 +1,7 @@
 """Run a scenario on the real Pallas runtime: a GPU, or a CPU interpreter.
 
-``run(scenario, backend)`` builds the scenario's call (``toolkit.codegen``) and runs
-it in a warm child process (``toolkit.probe``), so a different device count, a hang
+``run(scenario, backend)`` builds the scenario's call (``mpmd_lab.codegen``) and runs
+it in a warm child process (``mpmd_lab.probe``), so a different device count, a hang
 or a crash never touches the caller's JAX. Backends:
 
 - ``gpu``: compile and run on a CUDA GPU;
@@ -10,7 +10,7 @@ or a crash never touches the caller's JAX. Backends:
   (``run.interpret``, ``run.detect_races``);
 - ``auto``: ``gpu`` when a CUDA GPU of compute capability 9.0 or more is present,
   else ``interpret``;
-- ``simulate``: ``toolkit.simulate.simulate(scenario)`` (cross-device traffic model).
+- ``simulate``: ``mpmd_lab.simulate.simulate(scenario)`` (cross-device traffic model).
 
 The result is data (``RunResult``), in the ``run --json`` form of SCENARIO.md.
 """
@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from toolkit import probe
-from toolkit.callsupport import encode_outputs
-from toolkit.catalogue import classify, unwrap
-from toolkit.diagnostics import Diagnostic, JaxError
-from toolkit.scenario import Scenario
+from mpmd_lab import probe
+from mpmd_lab.callsupport import encode_outputs
+from mpmd_lab.catalogue import classify, unwrap
+from mpmd_lab.diagnostics import Diagnostic, JaxError
+from mpmd_lab.scenario import Scenario
 
 Backend = Literal["auto", "gpu", "interpret", "simulate"]
 BACKENDS = ("auto", "gpu", "interpret", "simulate")
@@ -175,7 +175,7 @@ def choose_backend(backend: str) -> str:
 def _schema_error(scenario: Scenario) -> Diagnostic | None:
     """The first schema-stage error of the static rules (None if none, or no rules)."""
     try:
-        from toolkit import validate
+        from mpmd_lab import validate
 
         diags = validate.check(scenario)
     except Exception:  # noqa: BLE001 - the rules are an optional refinement here
@@ -219,7 +219,7 @@ def _error(scenario: Scenario, backend: str, code: str, type_: str, msg: str, st
 def _simulate(scenario: Scenario) -> RunResult:
     t0 = time.perf_counter()
     try:
-        from toolkit import simulate as sim
+        from mpmd_lab import simulate as sim
     except ImportError as e:
         return _error(
             scenario,

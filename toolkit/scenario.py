@@ -729,7 +729,7 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
     is_text = isinstance(source, str) and source.lstrip().startswith(("{", "["))
     if is_text and (len(source) > 4096 or "\n" in source or _stat(Path(source)) is None):
         return source, "<json>"
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     path = Path(source)
     label = str(source)

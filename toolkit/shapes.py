@@ -20,7 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.scenario import (
+from mpmd_lab.scenario import (
     At,
     Bitcast,
     BlockIndex,

@@ -3,7 +3,7 @@
 No CPU interpreter of JAX runs ``remote_ref``, ``multicast_ref`` or ``cluster_ref``
 (RECIPES.md). This module runs the scenario's semantics itself, over every device
 of the device mesh, every block (grid point x cluster) and every warpgroup, and
-logs every access (``toolkit.accesslog``). Where JAX's CPU interpreter does run a
+logs every access (``mpmd_lab.accesslog``). Where JAX's CPU interpreter does run a
 scenario, the tests hold the two to bit-identical outputs.
 
 The model, in short:
@@ -41,11 +41,11 @@ The model, in short:
   the next statement (lockstep, devices then blocks then threads, each in C
   order). A race's surviving value is therefore the last writer in that order;
   the log reports the race either way (write-write and read-write conflicts
-  between different actors: ``toolkit.accesslog``).
+  between different actors: ``mpmd_lab.accesslog``).
 * **Scale.** Views hold 8 bytes of offset per byte of data: fine for the
   megabytes of a teaching scenario (a 4-device ring shift of 1M float32 takes a
   few seconds), not for production-sized tensors.
-* **Errors** JAX would raise are the validator's: when ``toolkit.validate.check``
+* **Errors** JAX would raise are the validator's: when ``mpmd_lab.validate.check``
   reports an error at the build or trace stage, the result is an error carrying
   that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
   interpreters still run the call). What the simulator itself cannot make sense of
@@ -63,10 +63,10 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.accesslog import AccessLog, Actor, Location, unique_sorted
-from toolkit.callsupport import encode_outputs
-from toolkit.diagnostics import STAGE_ORDER, Diagnostic, JaxError
-from toolkit.scenario import (
+from mpmd_lab.accesslog import AccessLog, Actor, Location, unique_sorted
+from mpmd_lab.callsupport import encode_outputs
+from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, JaxError
+from mpmd_lab.scenario import (
     Add,
     At,
     Bitcast,
@@ -95,7 +95,7 @@ from toolkit.scenario import (
 
 BACKEND = "simulate"
 NOTE = (
-    "Simulated by mpmd-lab (toolkit.simulate): numpy over every device, block and "
+    "Simulated by mpmd-lab (mpmd_lab.simulate): numpy over every device, block and "
     "warpgroup, not a run of JAX. Where JAX's CPU interpreter runs a scenario the "
     "simulator matches it bit for bit; cross-device and cluster traffic no CPU "
     "interpreter runs are the simulator's model alone."
@@ -795,7 +795,7 @@ BLOCKING_STAGES = ("schema", "build", "trace")
 
 
 def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
-    """(the first error that stops every run, notes) from ``toolkit.validate.check``.
+    """(the first error that stops every run, notes) from ``mpmd_lab.validate.check``.
 
     Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
     such a call, and the simulator matches them. Errors of the ``interpret`` and
@@ -803,7 +803,7 @@ def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
     reports itself.
     """
     try:
-        from toolkit.validate import check
+        from mpmd_lab.validate import check
     except ImportError:
         return None, []
     notes = []
@@ -824,7 +824,7 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
     """Simulate a scenario's call (see the module docstring for the model).
 
     ``scenario``: a Scenario or anything ``load_scenario`` takes. ``check``: first
-    ask ``toolkit.validate.check`` (when present) whether JAX would reject the
+    ask ``mpmd_lab.validate.check`` (when present) whether JAX would reject the
     call. ``program_id``: ``"auto"`` (as the scenario's interpreter), ``"zero"``
     or ``"grid"``.
     """

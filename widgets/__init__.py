@@ -3,7 +3,7 @@
 ``Lab()`` / ``Lab("gallery name")`` / ``Lab(path)`` is the whole UI.
 """
 
-from widgets.lab import Lab
-from widgets.state import LabState
+from mpmd_lab.widgets.lab import Lab
+from mpmd_lab.widgets.state import LabState
 
 __all__ = ["Lab", "LabState"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from widgets.lab import Lab
+from mpmd_lab.widgets.lab import Lab
 
 
 def feedback_ms(
@@ -60,7 +60,7 @@ def feedback_ms(
 
 
 if __name__ == "__main__":
-    from toolkit import gallery
+    from mpmd_lab import gallery
 
     for name in gallery.names():
         r = feedback_ms(name, repeats=3, with_graph=True)

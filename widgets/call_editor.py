@@ -10,9 +10,9 @@ from typing import Any
 
 import ipywidgets as w
 
-from toolkit.scenario import DTYPES
-from widgets import common as c
-from widgets.state import LabState, parse_path, rename_key
+from mpmd_lab.scenario import DTYPES
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.state import LabState, parse_path, rename_key
 
 INITS = ("zeros", "ones", "iota", "random")
 MEMORY = ("SMEM", "GMEM", "TMEM")

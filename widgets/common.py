@@ -10,9 +10,9 @@ from typing import Any
 
 import ipywidgets as w
 
-from toolkit.diagnostics import Diagnostic
-from widgets import services
-from widgets.state import EditResult, LabState
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.state import EditResult, LabState
 
 Commit = Callable[[Any], EditResult]
 

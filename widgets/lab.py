@@ -11,14 +11,14 @@ from typing import Any
 
 import ipywidgets as w
 
-from toolkit import gallery
-from widgets import common as c
-from widgets.call_editor import CallEditor
-from widgets.mesh_editor import MeshEditor
-from widgets.problems import GraphView, ProblemsView
-from widgets.run_panel import RunPanel
-from widgets.state import LabState
-from widgets.transform_editor import TransformStackEditor
+from mpmd_lab import gallery
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.call_editor import CallEditor
+from mpmd_lab.widgets.mesh_editor import MeshEditor
+from mpmd_lab.widgets.problems import GraphView, ProblemsView
+from mpmd_lab.widgets.run_panel import RunPanel
+from mpmd_lab.widgets.state import LabState
+from mpmd_lab.widgets.transform_editor import TransformStackEditor
 
 TABS = ("Call", "Meshes", "Views")
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import ipywidgets as w
 
-from widgets import common as c
-from widgets.call_editor import _head, _key, _remove, _rename, _row, unique
-from widgets.state import LabState
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
+from mpmd_lab.widgets.state import LabState
 
 CELL, MAX_COLS, MAX_ROWS = 34, 16, 8
 

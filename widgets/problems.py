@@ -1,5 +1,5 @@
 """ProblemsView: the static check's diagnostics as explanation cards, each fix one click
-away; GraphView: the aliasing graph (``toolkit.plot``), redrawn on every change."""
+away; GraphView: the aliasing graph (``mpmd_lab.plot``), redrawn on every change."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import time
 
 import ipywidgets as w
 
-from toolkit.diagnostics import Diagnostic
-from widgets import common as c
-from widgets import services
-from widgets.state import LabState
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.state import LabState
 
 
 class ProblemsView(w.VBox):

@@ -1,4 +1,4 @@
-"""RunPanel: choose a backend, Run (``toolkit.runtime.run``), watch progress, then see the
+"""RunPanel: choose a backend, Run (``mpmd_lab.runtime.run``), watch progress, then see the
 outputs as tables and small plots, or the JAX error as an explanation card with its fix."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
-from toolkit.diagnostics import Diagnostic
-from widgets import common as c
-from widgets import services
-from widgets.state import LabState
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.state import LabState
 
 MAX_ROWS, MAX_COLS = 8, 16
 

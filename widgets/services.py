@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.diagnostics import Diagnostic, Fix, ordered
-from toolkit.scenario import Scenario
+from mpmd_lab.diagnostics import Diagnostic, Fix, ordered
+from mpmd_lab.scenario import Scenario
 
 
 class Unavailable(Exception):
@@ -37,21 +37,21 @@ def _fail(what: str, e: BaseException) -> Unavailable:
 
 
 def check(scenario: Scenario) -> list[Diagnostic]:
-    """``toolkit.validate.check``: static, no tracing; ordered as JAX would raise them."""
-    validate = _module("toolkit.validate")
+    """``mpmd_lab.validate.check``: static, no tracing; ordered as JAX would raise them."""
+    validate = _module("mpmd_lab.validate")
     try:
         return ordered(list(validate.check(scenario)))
     except Exception as e:  # a validator bug must not take the UI down
-        raise _fail("toolkit.validate.check", e) from None
+        raise _fail("mpmd_lab.validate.check", e) from None
 
 
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
-    """``toolkit.fixes.apply_fix``: the scenario with the fix's edits made."""
-    fixes = _module("toolkit.fixes")
+    """``mpmd_lab.fixes.apply_fix``: the scenario with the fix's edits made."""
+    fixes = _module("mpmd_lab.fixes")
     try:
         return fixes.apply_fix(scenario, fix)
     except Exception as e:
-        raise _fail("toolkit.fixes.apply_fix", e) from None
+        raise _fail("mpmd_lab.fixes.apply_fix", e) from None
 
 
 # ---------------------------------------------------------------- shapes
@@ -73,18 +73,18 @@ class Step:
 def stack_steps(scenario: Scenario, program: int, statement: int) -> list[Step]:
     """The base ref, then one Step per transform of the ``let`` at
     ``call.programs[program].body[statement]``, as the validator resolved them
-    (``toolkit.shapes`` semantics); steps after the first failing one are absent."""
+    (``mpmd_lab.shapes`` semantics); steps after the first failing one are absent."""
     try:
-        from toolkit.validate.analyse import analyse
-        from toolkit.validate.context import Ctx
+        from mpmd_lab.validate.analyse import analyse
+        from mpmd_lab.validate.context import Ctx
     except ImportError as e:
-        raise Unavailable(f"toolkit.validate is not available yet ({e})") from None
+        raise Unavailable(f"mpmd_lab.validate is not available yet ({e})") from None
     try:
         ctx = Ctx(scenario)
         analyse(ctx)
         stmt = ctx.programs[program].stmts[statement]
     except Exception as e:
-        raise _fail("toolkit.validate.analyse", e) from None
+        raise _fail("mpmd_lab.validate.analyse", e) from None
     src = stmt.refs.get("ref")
     if src is None or src.info is None:
         return [Step(None, "the base ref is unknown or unusable")]
@@ -101,7 +101,7 @@ def stack_steps(scenario: Scenario, program: int, statement: int) -> list[Step]:
 def card_html(code: str) -> str | None:
     """The knowledge base's card for a code as HTML, or None when there is none."""
     try:
-        knowledge = _module("toolkit.knowledge")
+        knowledge = _module("mpmd_lab.knowledge")
         card = knowledge.card(code)
         return None if card is None else card.to_html()
     except Exception:
@@ -110,7 +110,7 @@ def card_html(code: str) -> str | None:
 
 def title_of(code: str) -> str:
     """The catalogue's one-line title for a code ("" when unknown)."""
-    from toolkit import catalogue
+    from mpmd_lab import catalogue
 
     for entry in getattr(catalogue, "ENTRIES", []):
         if getattr(entry, "code", None) == code:
@@ -123,8 +123,8 @@ def title_of(code: str) -> str:
 
 
 def aliasing_png(scenario: Scenario, dpi: int = 80) -> bytes:
-    """``toolkit.plot.plot_aliasing`` as PNG bytes."""
-    plot = _module("toolkit.plot")
+    """``mpmd_lab.plot.plot_aliasing`` as PNG bytes."""
+    plot = _module("mpmd_lab.plot")
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -133,7 +133,7 @@ def aliasing_png(scenario: Scenario, dpi: int = 80) -> bytes:
     try:
         fig = plot.plot_aliasing(scenario)
     except Exception as e:
-        raise _fail("toolkit.plot.plot_aliasing", e) from None
+        raise _fail("mpmd_lab.plot.plot_aliasing", e) from None
     try:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
@@ -146,15 +146,15 @@ def aliasing_png(scenario: Scenario, dpi: int = 80) -> bytes:
 
 
 def jax_source(scenario: Scenario) -> str:
-    """``toolkit.codegen.generate``: the plain JAX program this scenario stands for."""
-    from toolkit import codegen
+    """``mpmd_lab.codegen.generate``: the plain JAX program this scenario stands for."""
+    from mpmd_lab import codegen
 
     try:
         return codegen.generate(scenario)
     except codegen.CodegenError as e:
         raise Unavailable(f"cannot write this call as JAX: {e.path or 'call'}: {e}") from None
     except Exception as e:
-        raise _fail("toolkit.codegen.generate", e) from None
+        raise _fail("mpmd_lab.codegen.generate", e) from None
 
 
 # ---------------------------------------------------------------- runtime
@@ -172,9 +172,9 @@ class RunOutcome:
 
 
 def backends() -> tuple[str, ...]:
-    """The runtime's backends (``toolkit.runtime.BACKENDS``), ``auto`` first."""
+    """The runtime's backends (``mpmd_lab.runtime.BACKENDS``), ``auto`` first."""
     try:
-        return tuple(_module("toolkit.runtime").BACKENDS)
+        return tuple(_module("mpmd_lab.runtime").BACKENDS)
     except (Unavailable, AttributeError):
         return ("auto", "interpret", "gpu")
 
@@ -185,9 +185,9 @@ def run(
     timeout: float = 120.0,
     on_progress: Callable[[str, float], None] | None = None,
 ) -> RunOutcome:
-    """``toolkit.runtime.run``; a missing runtime or a crash comes back as an error outcome."""
+    """``mpmd_lab.runtime.run``; a missing runtime or a crash comes back as an error outcome."""
     try:
-        runtime = _module("toolkit.runtime")
+        runtime = _module("mpmd_lab.runtime")
     except Unavailable as e:
         return RunOutcome("error", backend, error={"code": None, "type": "", "message": str(e)})
     kwargs: dict[str, Any] = {"backend": backend, "timeout": timeout}
@@ -203,7 +203,7 @@ def run(
             result = runtime.run(scenario, **kwargs)
         data = result.to_json()
     except Exception as e:
-        err = _fail("toolkit.runtime.run", e)
+        err = _fail("mpmd_lab.runtime.run", e)
         return RunOutcome("error", backend, error={"code": None, "type": "", "message": str(err)})
     outputs = getattr(result, "outputs", None) or {}
     if not outputs and data.get("outputs"):

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolkit.diagnostics import Diagnostic, Edit, Fix
-from toolkit.fixes import apply_edit, parse_path
-from toolkit.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
-from widgets import services
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.fixes import apply_edit, parse_path
+from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
+from mpmd_lab.widgets import services
 
 __all__ = ["BLANK", "EditResult", "LabState", "apply_edit", "parse_path", "rename_key"]
 
@@ -206,7 +206,7 @@ class LabState:
     # ------------------------------------------------------------ fixes, files
 
     def apply_fix(self, fix: Fix) -> EditResult:
-        """Apply a diagnostic's fix (``toolkit.fixes``) as one undoable step."""
+        """Apply a diagnostic's fix (``mpmd_lab.fixes``) as one undoable step."""
         try:
             fixed = services.apply_fix(self.scenario, fix)
         except services.Unavailable as e:

@@ -2,7 +2,7 @@
 
 Pick a view (a ``let`` of the selected program, or an argument / scratch with
 transforms), pick its base ref, add transforms from the palette, edit their fields,
-reorder, delete. After every step the shape and dtype (``toolkit.shapes``); the step a
+reorder, delete. After every step the shape and dtype (``mpmd_lab.shapes``); the step a
 diagnostic points at is highlighted with its explanation.
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import ipywidgets as w
 
-from toolkit.scenario import DTYPES, TRANSFORM_OPS
-from widgets import common as c
-from widgets import services
-from widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
-from widgets.state import LabState
+from mpmd_lab.scenario import DTYPES, TRANSFORM_OPS
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
+from mpmd_lab.widgets.state import LabState
 
 PALETTE = TRANSFORM_OPS
 HELP = {

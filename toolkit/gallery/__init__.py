@@ -35,6 +35,6 @@ def summary(name: str) -> str:
 
 def load(name: str):  # -> Scenario (import kept lazy to avoid a cycle)
     """A gallery scenario as a Scenario."""
-    from toolkit.scenario import load_scenario
+    from mpmd_lab.scenario import load_scenario
 
     return load_scenario(path_of(name))

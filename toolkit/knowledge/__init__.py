@@ -8,7 +8,7 @@ related codes. Each card with a trigger has an example scenario under ``examples
 through real JAX. ``recorded.json`` holds what JAX actually printed for each example,
 per JAX version.
 
-    >>> from toolkit import knowledge
+    >>> from mpmd_lab import knowledge
     >>> print(knowledge.lookup("mpmd_dup_ref").render())
     >>> knowledge.lookup("ValueError: Out of bound slice: start=200, size=100").code
     'AT_OOB_SLICE'
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit import catalogue
+from mpmd_lab import catalogue
 
 HERE = Path(__file__).resolve().parent
 CARDS = HERE / "cards"

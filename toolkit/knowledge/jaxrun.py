@@ -7,7 +7,7 @@ item stops at its first failing stage: ``build``, ``trace``, then ``gpu-lower`` 
 ``interpret`` or both, as asked. After an interpreter error the child resets the GPU
 interpreter's global state (left poisoned otherwise); if a child dies, a fresh one
 takes the remaining items. The knowledge base uses this
-to record what JAX says and to test each card's example; ``toolkit.probe`` is the
+to record what JAX says and to test each card's example; ``mpmd_lab.probe`` is the
 runtime's fuller version.
 """
 
@@ -21,8 +21,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit import codegen
-from toolkit.scenario import Scenario
+from mpmd_lab import codegen
+from mpmd_lab.scenario import Scenario
 
 STAGES = ("build", "trace", "gpu-lower", "interpret")
 
@@ -94,7 +94,7 @@ class Outcome:
 
     def code(self) -> str | None:
         """The catalogue code of the error (None when it ran or no code matches)."""
-        from toolkit import catalogue
+        from mpmd_lab import catalogue
 
         return None if self.ok else catalogue.classify(self.type, self.message)
 

@@ -2,7 +2,7 @@
 
 ``run_examples()`` runs each ``examples/<CODE>.json`` (and ``.fixed.json``) through the
 stages its card names, in a few child processes; ``problems()`` lists where JAX does not
-do what the card says. ``python -m toolkit.knowledge.verify [--record PY ...]`` prints
+do what the card says. ``python -m mpmd_lab.knowledge.verify [--record PY ...]`` prints
 the problems, and with ``--record`` rewrites ``recorded.json`` from each interpreter
 given (``--record .venv/bin/python /tmp/jax0112/bin/python``).
 """
@@ -15,10 +15,10 @@ import re
 import subprocess
 import sys
 
-from toolkit import catalogue
-from toolkit.knowledge import RECORDED, card, codes
-from toolkit.knowledge.jaxrun import Outcome, run_many
-from toolkit.scenario import Scenario, load_scenario
+from mpmd_lab import catalogue
+from mpmd_lab.knowledge import RECORDED, card, codes
+from mpmd_lab.knowledge.jaxrun import Outcome, run_many
+from mpmd_lab.scenario import Scenario, load_scenario
 
 BUILD_TRACE_LOWER = ("build", "trace", "gpu-lower")
 BUILD_TRACE_INTERPRET = ("build", "trace", "interpret")
@@ -41,7 +41,7 @@ def example_scenarios() -> tuple[dict[str, Scenario], dict[str, tuple[str, ...]]
 
 
 def _root():
-    from toolkit.knowledge import HERE
+    from mpmd_lab.knowledge import HERE
 
     return HERE.parents[1]
 

@@ -4,7 +4,7 @@ No tracing, no jax import: microseconds to milliseconds per scenario. Diagnostic
 back in the order JAX would meet them (build, trace, gpu-lower, interpret), so the
 first error is the one JAX shows first. Rule modules, each one job:
 
-- ``analyse``: names resolved, views propagated (``toolkit.shapes``), XREF_* codes;
+- ``analyse``: names resolved, views propagated (``mpmd_lab.shapes``), XREF_* codes;
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import gc
 
-from toolkit.diagnostics import Diagnostic, ordered
-from toolkit.scenario import Scenario, load_scenario
-from toolkit.validate.context import Ctx
+from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.scenario import Scenario, load_scenario
+from mpmd_lab.validate.context import Ctx
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
     """Every problem JAX would raise (and what it would not), in JAX's order."""
-    from toolkit.validate.analyse import analyse
-    from toolkit.validate.build import check_build
-    from toolkit.validate.lower import check_lower
-    from toolkit.validate.runtime import check_runtime
-    from toolkit.validate.trace import check_trace
+    from mpmd_lab.validate.analyse import analyse
+    from mpmd_lab.validate.build import check_build
+    from mpmd_lab.validate.lower import check_lower
+    from mpmd_lab.validate.runtime import check_runtime
+    from mpmd_lab.validate.trace import check_trace
 
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
     ctx = Ctx(s)

@@ -7,9 +7,9 @@ the steps.
 
 from __future__ import annotations
 
-from toolkit.scenario import BufferArg, Let, Return
-from toolkit.shapes import RefInfo, base_info, propagate
-from toolkit.validate.context import ArgInfo, Binding, Ctx, ProgramInfo, Stmt, leaf_name
+from mpmd_lab.scenario import BufferArg, Let, Return
+from mpmd_lab.shapes import RefInfo, base_info, propagate
+from mpmd_lab.validate.context import ArgInfo, Binding, Ctx, ProgramInfo, Stmt, leaf_name
 
 _OP_FIELDS = ("src", "lhs", "rhs", "dst")
 _FIELDS_OF: dict[type, tuple[str, ...]] = {}
@@ -63,8 +63,8 @@ def analyse(ctx: Ctx) -> None:
                 shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
             if not b.as_ref and a.transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
-                from toolkit.shapes import canonical_dtype
-                from toolkit.validate.arrays import apply_array
+                from mpmd_lab.shapes import canonical_dtype
+                from mpmd_lab.validate.arrays import apply_array
 
                 r = apply_array(
                     tuple(shape),

@@ -2,7 +2,7 @@
 
 One pass (``analyse``) walks the call in the order JAX evaluates it and records, for
 each program, every statement with the refs it names (``RefInfo`` from
-``toolkit.shapes``); the rule modules then only read this.
+``mpmd_lab.shapes``); the rule modules then only read this.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.catalogue import BY_CODE, OWN
-from toolkit.diagnostics import Diagnostic, Fix, JaxError
-from toolkit.scenario import BufferArg, Let, Scenario, TupleArg
-from toolkit.shapes import RefInfo, Step, base_info, propagate
+from mpmd_lab.catalogue import BY_CODE, OWN
+from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
+from mpmd_lab.scenario import BufferArg, Let, Scenario, TupleArg
+from mpmd_lab.shapes import RefInfo, Step, base_info, propagate
 
 
 @dataclass
@@ -197,7 +197,7 @@ class Ctx:
 
 
 def _explanation(code: str) -> str:
-    from toolkit.validate.explain import EXPLANATIONS
+    from mpmd_lab.validate.explain import EXPLANATIONS
 
     if code in EXPLANATIONS:
         return EXPLANATIONS[code]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import BufferArg, Let, Scenario
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import BufferArg, Let, Scenario
 
 
 def _rename_in_body(s: Scenario, old: str, new: str) -> list[Edit]:
@@ -133,7 +133,7 @@ def drop_capture(s: Scenario, i: int) -> Fix:
 
 def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | None:
     """A fix for a failing transform (``tpath`` is ``...transforms[k]``)."""
-    from toolkit.validate.stepfix import fix_step
+    from mpmd_lab.validate.stepfix import fix_step
 
     try:
         return fix_step(s, tpath, err, before)

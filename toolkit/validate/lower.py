@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import Add, Copy, DsIndex, Fill, Let, MultimemStore, TmaStore
-from toolkit.shapes import RefInfo
-from toolkit.validate.context import Binding, Ctx, Stmt
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import Add, Copy, DsIndex, Fill, Let, MultimemStore, TmaStore
+from mpmd_lab.shapes import RefInfo
+from mpmd_lab.validate.context import Binding, Ctx, Stmt
 
 LANES = 128  # one warpgroup: a register array's size must be a multiple of this
 
@@ -92,8 +92,8 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
             ctx, st, "rhs", "load", mesh, layout, verify
         ):
             return True
-        from toolkit.shapes import bits
-        from toolkit.validate.trace import promote
+        from mpmd_lab.shapes import bits
+        from mpmd_lab.validate.trace import promote
 
         dtype = promote(infos["lhs"].dtype, infos["rhs"].dtype)
         if dtype != "bool" and bits(dtype) == 8:
@@ -130,7 +130,7 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
             return True
         if _collective(ctx, st, node.axes, "multimem_store"):
             return True
-        from toolkit.shapes import bits
+        from mpmd_lab.shapes import bits
 
         src = infos["src"]
         if src.shape and src.size % LANES == 0 and src.size // LANES * bits(src.dtype) < 32:
@@ -321,7 +321,7 @@ def _t_repr(t: Any) -> str:
 
 def _strided_reshape(ctx: Ctx, b: Binding, path: str) -> str | None:
     """The lowering folds/unfolds contiguous dims only: a reshape of a sliced view fails."""
-    from toolkit.shapes import propagate
+    from mpmd_lab.shapes import propagate
 
     key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
     cached = ctx.stack_cache.get(key)
@@ -369,7 +369,7 @@ def _contiguous(info: RefInfo, root: tuple[int, ...]) -> bool:
 
 
 def _root_info(ctx: Ctx, b: Binding) -> RefInfo | None:
-    from toolkit.shapes import base_info
+    from mpmd_lab.shapes import base_info
 
     o = b.origin[0] if b.origin else ""
     c = ctx.s.call
@@ -464,7 +464,7 @@ def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
-    from toolkit.scenario import MulticastRef
+    from mpmd_lab.scenario import MulticastRef
 
     for _k, t in enumerate(ctx.stack(b)):
         if isinstance(t[1], MulticastRef):

@@ -17,8 +17,8 @@ import itertools
 import math
 from typing import Any
 
-from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import (
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import (
     Add,
     BlockIndex,
     Copy,
@@ -29,7 +29,7 @@ from toolkit.scenario import (
     PidIndex,
     TmaStore,
 )
-from toolkit.validate.context import Binding, Ctx, Stmt
+from mpmd_lab.validate.context import Binding, Ctx, Stmt
 
 MAX_EXECUTORS = 256
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import Scenario
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import Scenario
 
 
 def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
@@ -82,13 +82,13 @@ def _dump(x: Any) -> Any:
 
 
 def _transform(s: Scenario, base: str, k: int) -> Any:
-    from toolkit.fixes import get_path
+    from mpmd_lab.fixes import get_path
 
     return get_path(s, f"{base}[{k}]")
 
 
 def _drop_kind(s: Scenario, base: str, upto: int, op: str) -> list[Edit]:
-    from toolkit.fixes import get_path
+    from mpmd_lab.fixes import get_path
 
     ts = get_path(s, base)
     return [

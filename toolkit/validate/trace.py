@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.diagnostics import Edit, Fix
-from toolkit.scenario import Add, BufferArg, Copy, Fill, Let, MultimemStore, Return, TmaStore
-from toolkit.shapes import RefInfo, Step, short_dtype
-from toolkit.validate import fixes_for
-from toolkit.validate.context import Binding, Ctx, Stmt
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import Add, BufferArg, Copy, Fill, Let, MultimemStore, Return, TmaStore
+from mpmd_lab.shapes import RefInfo, Step, short_dtype
+from mpmd_lab.validate import fixes_for
+from mpmd_lab.validate.context import Binding, Ctx, Stmt
 
 
 def check_trace(ctx: Ctx) -> None:
@@ -162,7 +162,7 @@ def check_trace(ctx: Ctx) -> None:
 
 
 def _scratch_types(ctx: Ctx) -> bool:
-    from toolkit.shapes import bits
+    from mpmd_lab.shapes import bits
 
     c = ctx.s.call
     for name, sc in c.scratch.items():
@@ -509,7 +509,7 @@ def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
 
 
 def _base_type(ctx: Ctx, b: Binding) -> str:
-    from toolkit.shapes import canonical_dtype
+    from mpmd_lab.shapes import canonical_dtype
 
     space, shape, dtype = _root(ctx, b)
     return f"Ref<{space.lower()}>{{{canonical_dtype(dtype)}[{','.join(map(str, shape))}]}}"

@@ -1,0 +1,708 @@
+"""The catalogue of diagnostic codes: what JAX raises, its message, and the stage.
+
+One row per stable code (``shared/design/ERRORS.md``, checked against jax 0.12).
+``classify`` maps a raw JAX exception (also wrapped in a ``JaxRuntimeError``) back to
+its code. The knowledge base (``mpmd_lab.knowledge``) adds the long explanations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    code: str
+    type: str  # the exception JAX raises ("" for mpmd-lab's own findings)
+    pattern: str  # a regex that finds the message in JAX's text
+    stage: str
+    title: str
+    severity: str = "error"
+    also: tuple[str, ...] = ()  # other stages JAX raises it at (``stage`` is the earliest)
+    #: for an entry whose ``pattern`` is generic (``^...$``, type-checked): a specific
+    #: message of the same code, searched anywhere whatever the exception type
+    loose: str = ""
+
+
+def _e(
+    code: str,
+    type_: str,
+    pattern: str,
+    stage: str,
+    title: str,
+    severity: str = "error",
+    also: tuple[str, ...] = (),
+    loose: str = "",
+) -> Entry:
+    return Entry(code, type_, pattern, stage, title, severity, also, loose)
+
+
+ENTRIES: list[Entry] = [
+    _e(
+        "MPMD_DUP_REF",
+        "NotImplementedError",
+        r"Cannot pass the same ref into a mpmd map multiple times",
+        "trace",
+        "The same Ref passed more than once",
+    ),
+    _e(
+        "MPMD_CLOSED_REF_ALIAS",
+        "NotImplementedError",
+        r"Closed-over ref aliases with a passed-in ref",
+        "trace",
+        "A captured Ref is also passed in",
+    ),
+    _e(
+        "MPMD_CAPTURED_ARRAY",
+        "ValueError",
+        r"captures non-scalar array constants",
+        "trace",
+        "The kernel captures an array",
+    ),
+    _e(
+        "MPMD_RETURNS_VALUE",
+        "ValueError",
+        r"should return None\. It returns",
+        "trace",
+        "The kernel returns a value",
+    ),
+    _e(
+        "MPMD_SCRATCH_CORE_TYPE",
+        "NotImplementedError",
+        r"requires scratch_type to have a `core_type`",
+        "trace",
+        "Scratch with several meshes",
+    ),
+    _e(
+        "MPMD_NO_PROGRAMS",
+        "ValueError",
+        r"At least one mesh/function pair is required",
+        "build",
+        "No programs",
+    ),
+    _e(
+        "MPMD_NOT_MANUAL",
+        "ValueError",
+        r"mpmd_map requires all mesh axes to be Manual",
+        "trace",
+        "Device-mesh axes are not Manual (no shard_map)",
+    ),
+    _e(
+        "MPMD_GPU_SCRATCH",
+        "NotImplementedError",
+        r"Scratch operands are not supported by the Mosaic GPU mpmd_map lowering",
+        "gpu-lower",
+        "Scratch through pl.kernel does not lower",
+    ),
+    _e(
+        "MESH_CLUSTER_RANK",
+        "ValueError",
+        r"cluster= must be at most 3D",
+        "build",
+        "Cluster of more than 3 axes",
+    ),
+    _e(
+        "MESH_THREADS_PAIR",
+        "ValueError",
+        r"num_threads and thread_name must be either both set",
+        "build",
+        "Thread count without a name",
+    ),
+    _e(
+        "MESH_TOO_MANY_THREADS",
+        "ValueError",
+        r"Requested too many CUDA threads per block",
+        "build",
+        "Too many threads per block",
+    ),
+    _e(
+        "GPU_TOO_MANY_BARRIERS",
+        "ValueError",
+        r"Too many CTA barriers requested",
+        "gpu-lower",
+        "Too many barriers",
+    ),
+    _e(
+        "REF_PEER_TO_MULTICAST",
+        "ValueError",
+        r"Can't make a peer reference into a multicast reference\.",
+        "trace",
+        "A multicast view of a peer view",
+    ),
+    _e(
+        "REF_MULTICAST_TO_PEER",
+        "ValueError",
+        r"Can't make a multicast reference into a peer reference\.",
+        "trace",
+        "A peer view of a multicast view",
+    ),
+    _e(
+        "COLLECTIVE_AXES_NOT_ALL",
+        "NotImplementedError",
+        r"Only collective_axes that include all JAX device mesh",
+        "gpu-lower",
+        "Multicast over some device axes only",
+    ),
+    _e(
+        "MULTICAST_NO_DEVICE_MESH",
+        "ValueError",
+        r"JAX device mesh is required by (?:multicast copies|multimem_store)",
+        "gpu-lower",
+        "Multicast without a device mesh",
+    ),
+    _e(
+        "MULTICAST_PLAIN_STORE",
+        "NotImplementedError",
+        r"Multicast references are not allowed in the lowering of this primitive",
+        "gpu-lower",
+        "A plain store through a multicast view",
+    ),
+    _e(
+        "DEVICE_ID_UNKNOWN_AXIS",
+        "ValueError",
+        r"Unrecognized axes in device_id",
+        "gpu-lower",
+        "remote_ref names an axis the device mesh lacks",
+    ),
+    _e(
+        "CLUSTER_REF_UNKNOWN_AXIS",
+        "LookupError",
+        r"Unknown cluster axis",
+        "gpu-lower",
+        "cluster_ref names an axis the cluster lacks",
+    ),
+    _e(
+        "GPU_CLUSTER_SMEM_STORE",
+        "ValueError",
+        r"Unsupported memory space: #mosaic_gpu\.smem_cluster",
+        "gpu-lower",
+        "A plain store into another block's SMEM",
+    ),
+    _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
+    _e(
+        "AT_TOO_MANY_INDICES",
+        "ValueError",
+        r"`indices` must not be longer than `shape`",
+        "trace",
+        "More indices than dimensions",
+    ),
+    _e(
+        "BITCAST_1D_WIDTH_CHANGE",
+        "NotImplementedError",
+        r"Bitcast 1D ref with bitwidth change is not supported",
+        "trace",
+        "1-D bitcast that changes width",
+    ),
+    _e(
+        "BITCAST_SECOND_MINOR",
+        "ValueError",
+        r"Expected input and output shapes are the same after multiplying the second-minor"
+        r" dimension",
+        "trace",
+        "Bitcast shape mismatch",
+    ),
+    _e(
+        "SWAP_SHAPE_MISMATCH",
+        "ValueError",
+        r"Invalid shape for `swap`",
+        "trace",
+        "Store of the wrong shape",
+    ),
+    _e(
+        "SWAP_DTYPE_MISMATCH",
+        "ValueError",
+        r"Invalid dtype for `swap`",
+        "trace",
+        "Store of the wrong dtype",
+    ),
+    _e(
+        "ADD_SHAPE_MISMATCH",
+        "TypeError",
+        r"add got incompatible shapes for broadcasting"
+        r"|Incompatible shapes for broadcasting: shapes=",
+        "trace",
+        "Adding values of different shapes",
+    ),
+    _e(
+        "TMA_SHAPE_MISMATCH",
+        "ValueError",
+        r"Expected shapes to match, but src has shape|^zip\(\) argument \d is (?:shorter|longer)",
+        "trace",
+        "TMA copy between refs of different shapes",
+    ),
+    _e(
+        "GPU_WG_TRANSFORMS",
+        "NotImplementedError",
+        r"Transforms are not yet implemented for warpgroup semantics",
+        "gpu-lower",
+        "Transforms under warpgroup semantics",
+    ),
+    _e(
+        "RESHAPE_MINUS_ONE",
+        "ValueError",
+        r"At most one dimension can be -1|can only specify one unknown axis size",
+        "trace",
+        "More than one -1 in a reshape",
+    ),
+    _e("RESHAPE_SIZE", "ValueError", r"cannot reshape", "trace", "Reshape to a different size"),
+    _e(
+        "TRANSPOSE_RANK",
+        "ValueError",
+        r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
+        "trace",
+        "Permutation of the wrong rank",
+    ),
+    _e(
+        "TRANSPOSE_INVALID_PERM_GPU",
+        "RuntimeError",
+        r"Invalid permutation when attempting to create an AffineMap",
+        "gpu-lower",
+        "Invalid permutation",
+    ),
+    _e(
+        "TRANSPOSE_TMEM",
+        "ValueError",
+        r"Can't transpose a TMEM reference",
+        "trace",
+        "Transpose of a TMEM ref",
+    ),
+    _e(
+        "TRANSPOSE_REF_RAW_BUG",
+        "ValueError",
+        r"The 'memory_space' attribute is not available on traced array",
+        "trace",
+        "transpose_ref on a raw ref (a JAX bug)",
+    ),
+    _e(
+        "GPU_LAYOUT_INFERENCE",
+        "ValueError",
+        r"Failed to infer a possible set of layouts",
+        "gpu-lower",
+        "Layout inference failed",
+    ),
+    _e(
+        "SWIZZLE_VALUE",
+        "ValueError",
+        r"Swizzle \d+ is not supported",
+        "build",
+        "Unsupported swizzle",
+    ),
+    _e(
+        "SWIZZLE_TRAILING_DIM",
+        "ValueError",
+        r"Swizzle \d+ requires the trailing dimension",
+        "trace",
+        "Swizzle wider than the trailing dim",
+    ),
+    _e(
+        "TMEM_DTYPE_PACKED",
+        "ValueError",
+        r"dtypes narrower than 32-bit require",
+        "build",
+        "Narrow TMEM dtype without packed",
+    ),
+    _e(
+        "TMEM_ONLY_ARGS",
+        "ValueError",
+        r"packed, collective and layout arguments are only supported for TMEM",
+        "build",
+        "TMEM-only arguments on another memory space",
+    ),
+    _e(
+        "TMEM_NO_TRANSFORMS",
+        "ValueError",
+        r"transforms are not supported for TMEM",
+        "build",
+        "Transforms on TMEM scratch",
+    ),
+    _e(
+        "UNBOUND_AXIS",
+        "NameError",
+        r"Found an unbound axis name",
+        "trace",
+        "An axis name no mesh binds",
+        also=("interpret",),
+    ),
+    _e(
+        "HLO_INTERP_NO_DISCHARGE",
+        "NotImplementedError",
+        r"No state discharge rule|^<class '[\w.]+(?:Ref|Transform)'>$",
+        "interpret",
+        "The HLO interpreter cannot run this transform",
+    ),
+    _e(
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "ValueError",
+        r"Unsupported transform: |'(?:PeerMemRef|ClusterRef\w*)' object has no attribute",
+        "interpret",
+        "The GPU interpreter cannot run this transform",
+    ),
+    _e(
+        "GPU_INTERP_MULTICAST",
+        "AttributeError",
+        r"'MulticastRef' object has no attribute",
+        "interpret",
+        "The GPU interpreter cannot run multicast",
+    ),
+    _e(
+        "GPU_INTERP_NOT_A_REF",
+        "TypeError",
+        r"ref must be a reference, got",
+        "interpret",
+        "The GPU interpreter got a non-ref",
+    ),
+    _e("RACE_DETECTED", "RuntimeError", r"RACE DETECTED", "interpret", "A race between writers"),
+    _e("OOB_READ", "IndexError", r"Out-of-bounds read", "interpret", "Out-of-bounds read"),
+    _e(
+        "GPU_VERIFICATION",
+        "VerificationError",
+        r"verification error|failed to verify|VerificationError",
+        "gpu-lower",
+        "Mosaic GPU IR failed verification",
+    ),
+    # rows added by the validate helper (found by running jax 0.12)
+    _e(
+        "RESHAPE_NOT_DIVISIBLE",
+        "ValueError",
+        r"do not evenly divide the size of the ref",
+        "trace",
+        "Reshape with -1 that does not divide the size",
+    ),
+    _e(
+        "AT_NEGATIVE_SLICE",
+        "NotImplementedError",
+        r"has negative bounds|\): invalid memref size",
+        "gpu-lower",
+        "pl.ds with a negative start",
+    ),
+    _e(
+        "GPU_SPLAT_STORE",
+        "NotImplementedError",
+        r"Arrays with the splat layout can only be stored",
+        "gpu-lower",
+        "Fill of a size that is not a multiple of 128",
+    ),
+    _e(
+        "DEVICE_ID_RANK",
+        "ValueError",
+        r"Number of device ids must match the number of mesh axes",
+        "gpu-lower",
+        "An integer device id with no (or a multi-axis) device mesh",
+    ),
+    _e(
+        "TMA_SRC_NOT_SMEM",
+        "ValueError",
+        r"src must be a SMEM reference",
+        "trace",
+        "tma_store from a ref that is not in SMEM",
+    ),
+    _e(
+        "TMA_DST_NOT_GMEM",
+        "ValueError",
+        r"dst must be a GMEM reference",
+        "trace",
+        "tma_store into a ref that is not in GMEM",
+    ),
+    _e(
+        "CLUSTER_REF_MULTI_AXIS",
+        "NotImplementedError",
+        r"Only overriding a single cluster axis is supported",
+        "gpu-lower",
+        "cluster_ref over more than one axis",
+    ),
+    _e(
+        "STORE_TO_ARRAY",
+        "TypeError",
+        r"JAX arrays are immutable and do not support in-place item assignment",
+        "trace",
+        "A store into a captured array",
+    ),
+    _e(
+        "ARG_TRANSFORM_ON_ARRAY",
+        "TypeError",
+        r"_IndexUpdateRef.* is not a valid JAX type",
+        "trace",
+        "A view of a plain array passed as an argument",
+    ),
+    _e(
+        "REF_NOT_A_REF",
+        "TypeError",
+        r"^ref must be a reference$",
+        "trace",
+        "remote/multicast/cluster view of a plain array",
+    ),
+    _e(
+        "GPU_TRANSFORMS_UNSUPPORTED",
+        "NotImplementedError",
+        r"^\((?:\w+Transform|NDIndexer)\(",
+        "gpu-lower",
+        "A transform sequence the Mosaic GPU lowering cannot handle",
+    ),
+    _e(
+        "TRANSPOSE_NEGATIVE_PERM_GPU",
+        "TypeError",
+        r"get_permutation\(\): incompatible function arguments",
+        "gpu-lower",
+        "A transpose with negative axes",
+    ),
+    _e(
+        "GPU_CLUSTER_GMEM",
+        "KeyError",
+        r"ValueSite\(operation=",
+        "gpu-lower",
+        "cluster_ref of a GMEM ref",
+    ),
+    # rows added by the knowledge helper for codes the validate rules emit
+    # rows found by the validate helper running jax 0.12
+    _e(
+        "TMA_DTYPE_MISMATCH",
+        "ValueError",
+        r"Expected dtypes to match but src had type",
+        "trace",
+        "tma_store between refs of different dtypes",
+    ),
+    _e(
+        "MULTIMEM_DST_NOT_GMEM",
+        "ValueError",
+        r"^ref must be a GMEM reference, got",
+        "trace",
+        "multimem_store into a ref that is not in GMEM",
+    ),
+    _e(
+        "MULTIMEM_MISMATCH",
+        "ValueError",
+        r"^Value (?:dtype|shape) .* does not match ref (?:dtype|shape)",
+        "trace",
+        "multimem_store of a value of another dtype or shape",
+    ),
+    _e(
+        "GPU_RESHAPE_STRIDED",
+        "NotImplementedError",
+        r"by composing independent folds/unfolds|^strides=\[.*fold_rank="
+        r"|strides=\[[\d, ]*\], ref_ty\.shape=\[[\d, ]*\], dim=",
+        "gpu-lower",
+        "A reshape of a strided (sliced) view",
+    ),
+    _e(
+        "GPU_8BIT_ARITH",
+        "NotImplementedError",
+        r"Pointwise operations on 8-bit types are unsupported",
+        "gpu-lower",
+        "Arithmetic on 8-bit values",
+    ),
+    _e(
+        "ARRAY_NO_METHOD",
+        "AttributeError",
+        r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer|ArrayImpl'? object) has no attribute",
+        "trace",
+        "A ref method applied to a plain array (or to array.at[...])",
+    ),
+    _e(
+        "ARG_VIEW_PLGPU",
+        "TransformedRefAvalError",
+        r"TransformedRefs cannot be abstractified",
+        "trace",
+        "A view of a Ref passed as an argument to plgpu.kernel",
+    ),
+    _e(
+        "SHARDED_REF_SLICE",
+        "ValueError",
+        r"sharded ref \(array reference\) can only be (?:sliced along unsharded axes|indexed by)",
+        "trace",
+        "Slicing a sharded input along its sharded axis (no shard_map)",
+    ),
+    _e(
+        "JAX_ASSERTION",
+        "AssertionError",
+        r"^$",
+        "trace",
+        "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
+    ),
+    _e(
+        "OOB_WRITE",
+        "ValueError",
+        r"Out-of-bounds swap",
+        "interpret",
+        "Out-of-bounds write (GPU interpreter)",
+    ),
+    _e(
+        "MULTIMEM_STORE_WIDTH",
+        "ValueError",
+        r"Only 32-, 64- and 128-bit stores are supported",
+        "gpu-lower",
+        "A multimem store of fewer than 32 bits per thread",
+    ),
+    # last: very generic messages
+    _e(
+        "TRANSPOSE_BAD_AXIS",
+        "IndexError",
+        r"^tuple index out of range$",
+        "trace",
+        "Permutation names an axis the ref lacks",
+        loose=r"axis -?\d+ is out of bounds for array of dimension",  # an array's transpose
+    ),
+    _e(
+        "BITCAST_1D_SAME_WIDTH_BUG",
+        "IndexError",
+        r"^list index out of range$",
+        "trace",
+        "1-D same-width bitcast (a JAX bug)",
+    ),
+    _e(
+        "MPMD_GPU_MESH_NOT_COMBINABLE",
+        "NotImplementedError",
+        r"^$",
+        "trace",
+        "Two Mosaic GPU meshes in one call",
+    ),
+]
+
+BY_CODE: dict[str, Entry] = {e.code: e for e in ENTRIES}
+
+#: Codes mpmd-lab reports that JAX itself never raises (or raises only on a GPU).
+OWN = {
+    "SCHEMA": ("not a scenario", "schema"),
+    "XREF_UNKNOWN_BUFFER": ("an argument names a buffer that does not exist", "schema"),
+    "XREF_UNKNOWN_NAME": ("a statement names an unknown parameter or view", "schema"),
+    "XREF_DUPLICATE_NAME": ("a name is defined twice", "schema"),
+    "REMOTE_DEVICE_OOB": ("remote_ref names a device outside the mesh", "gpu-run"),
+    "AT_SLICE_CLAMPED": ("slice stop past the end is silently clamped", "trace"),
+    "PROGRAM_ID_GPU_INTERP": (
+        "pl.program_id is 0 in every block under the GPU interpreter",
+        "interpret",
+    ),
+    "RACE": ("writes from different blocks, threads or devices overlap", "gpu-run"),
+    "OOB_INDEX": ("an integer index is out of bounds", "interpret"),
+    "INTERP_LIMIT": ("the CPU interpreters cannot run this (a limit of this machine)", "interpret"),
+    "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
+    "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
+    "RUN_CRASHED": ("the child process running JAX died", "interpret"),
+    "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
+    "SCRATCH_TRANSFORM": ("scratch transforms are tiling or swizzle only", "schema"),
+    "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),
+    "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
+    "GPU_UNAVAILABLE": ("the gpu backend was asked for but JAX sees no GPU", "gpu-run"),
+    "SIMULATE_UNAVAILABLE": ("the simulate backend cannot be imported", "interpret"),
+    "RUN_ERROR": ("the run failed before JAX reported an error (Run panel)", "gpu-run"),
+    # the traffic simulator (mpmd_lab.simulate) stops at a statement it cannot model
+    "SIM_DTYPE_MISMATCH": ("simulated store or add of values of different dtypes", "gpu-run"),
+    "SIM_SHAPE_MISMATCH": ("simulated add of values of different shapes", "gpu-run"),
+    "SIM_TOO_LARGE": ("too many threads x statements for the simulator", "gpu-run"),
+    "SIM_UNSUPPORTED": ("something the traffic simulator does not model", "gpu-run"),
+}
+
+#: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
+OWN_PATTERNS: list[Entry] = [
+    _e(
+        "XREF_UNKNOWN_NAME",
+        "NameError",
+        r"^name '\w+' is not defined$",
+        "schema",
+        "A statement names an unknown parameter or view",
+    ),
+    _e(
+        "XREF_DUPLICATE_NAME",
+        "SyntaxError",
+        r"^duplicate argument '\w+' in function definition",
+        "schema",
+        "A name is defined twice",
+    ),
+]
+
+
+_WRAPPER = re.compile(r"^(?:jax\.errors\.|jaxlib\.\S*\.)?JaxRuntimeError")
+#: ``SomeError: message`` lines (also ``pkg.mod.SomeError: message``) in pasted text.
+_EXC_LINE = re.compile(
+    r"^\s*(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Warning))(?::[ \t]?(.*))?$", re.M
+)
+_TRACE_LINE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|File \"|[\^~]+$|-{5,}$|For simplicity, JAX has"
+    r"|The above exception|During handling of the above)"
+)
+
+
+def exceptions_in(text: str) -> list[tuple[str, str]]:
+    """Every ``(type, message)`` an exception text holds: a ``JaxRuntimeError``'s inner
+    errors, the chained errors of a pasted traceback, each once, outermost first.
+
+    A message runs from its ``Type: `` line to the next traceback line or blank line.
+    """
+    out: list[tuple[str, str]] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _EXC_LINE.match(line)
+        if not m:
+            continue
+        msg = [m.group(2) or ""]
+        for nxt in lines[i + 1 :]:
+            if not nxt.strip() or _TRACE_LINE.match(nxt) or _EXC_LINE.match(nxt):
+                break
+            msg.append(nxt)
+        item = (m.group(1), "\n".join(msg).strip())
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def unwrap(type_name: str, message: str) -> tuple[str, str]:
+    """The innermost real error of a ``JaxRuntimeError`` (``INTERNAL: ... ValueError: msg``);
+    other exceptions come back as they are."""
+    if not (_WRAPPER.match(type_name) or type_name.endswith("JaxRuntimeError")):
+        return type_name, message
+    inner = [e for e in exceptions_in(message) if not e[0].endswith("JaxRuntimeError")]
+    # the last one is the error that failed the callback (RuntimeError("Computation
+    # failed ...") wraps it in some versions, so prefer a non-generic one)
+    for t, m in reversed(inner):
+        if not m.startswith("Computation failed on"):
+            return t, m
+    return inner[-1] if inner else (type_name, message)
+
+
+def _short(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
+
+
+def classify(type_name: str, message: str) -> str | None:
+    """The code of a raw JAX exception (type name and message), or None if unknown.
+
+    Robust to a ``JaxRuntimeError`` around the real error, to a whole traceback as the
+    message, and to ``module.Type`` names. Specific messages are searched anywhere in
+    the text; generic ones (``tuple index out of range``, an empty message) must be
+    the whole message of an exception of the catalogued type.
+    """
+    type_name = _short(type_name.strip())
+    message = message or ""
+    candidates = [(type_name, message.strip()), unwrap(type_name, message)]
+    candidates += exceptions_in(message)
+    for e in (*ENTRIES, *OWN_PATTERNS):
+        if e.pattern.startswith("^"):
+            rx = re.compile(e.pattern)
+            for t, m in candidates:
+                if _short(t) in (e.type, "") and rx.match(m.strip()) and (t or m):
+                    return e.code
+            if e.loose and any(
+                re.search(e.loose, m) for m in (message, *(m for _, m in candidates))
+            ):
+                return e.code
+            continue
+        if any(re.search(e.pattern, m) for m in (message, *(m for _, m in candidates))):
+            return e.code
+    return None
+
+
+_PREFIX = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception)):?(?:[ \t]|$)")
+
+
+def classify_text(text: str) -> str | None:
+    """The code in pasted text: ``ValueError: msg``, a whole traceback, a
+    ``JaxRuntimeError`` dump, or just the message."""
+    text = text.strip()
+    m = _PREFIX.match(text)
+    if m:
+        return classify(m.group(1), text[m.end() :])
+    found = exceptions_in(text)
+    if found:
+        t, _ = found[-1]
+        return classify(t, text)
+    return classify("", text)

@@ -1,0 +1,550 @@
+"""Scenario -> plain JAX source code.
+
+The one way a scenario becomes a real call: ``mpmd-lab export`` writes this source
+to a file, and the runtime executes the very same source in a child process, so
+an exported file always reproduces what ``run`` did.
+
+Only validated names (ASCII identifiers, never keywords) and numbers reach the
+source, each through ``repr``; nothing a scenario holds is evaluated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from typing import Any
+
+from mpmd_lab import callsupport
+from mpmd_lab.scenario import (
+    Add,
+    At,
+    Bitcast,
+    BlockIndex,
+    ClusterRef,
+    Copy,
+    DsIndex,
+    Fill,
+    Let,
+    MulticastRef,
+    MultimemStore,
+    Offset,
+    PidIndex,
+    Program,
+    RemoteRef,
+    Reshape,
+    Return,
+    Scenario,
+    Swizzle,
+    Tiling,
+    TmaStore,
+    Transpose,
+)
+
+#: Names the generated module uses itself; user names equal to one get a ``_`` suffix.
+RESERVED = frozenset(
+    {
+        "np",
+        "jnp",
+        "jax",
+        "lax",
+        "pl",
+        "plgpu",
+        "P",
+        "NamedSharding",
+        "json",
+        "sys",
+        "math",
+        "hashlib",
+        "kernel",
+        "call",
+        "build",
+        "main",
+        "make_inputs",
+        "place",
+        "interp",
+        "captured",
+        "device_mesh",
+        "inputs",
+        "outs",
+        "result",
+        "fn",
+        "INTERPRET",
+        "DETECT_RACES",
+        "NUM_DEVICES",
+        "DEVICE_MESH",
+        "SHARD_MAP",
+        "BUFFERS",
+        "ARG_ORDER",
+        "OUTPUT_NAMES",
+    }
+    | {n for n in dir(callsupport) if not n.startswith("__")}
+)
+
+
+class CodegenError(ValueError):
+    """The scenario cannot be written as a JAX call (``path``: where)."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+#: generated per-program names (``program0``, ``mesh1``): user names like them get a ``_``
+_NUMBERED = re.compile(r"^(program|mesh)[0-9]+$")
+
+
+def py(name: str) -> str:
+    """A user name as a safe Python identifier in generated code.
+
+    Names the template uses, and names that start or end with ``_``, get a ``_``
+    suffix; so ``jnp`` -> ``jnp_`` and ``jnp_`` -> ``jnp__`` never meet (injective).
+    """
+    if not name.isidentifier() or not name.isascii():
+        raise CodegenError("", f"{name!r} is not an identifier")
+    clash = name in RESERVED or name.startswith("_") or name.endswith("_")
+    return f"{name}_" if clash or _NUMBERED.match(name) else name
+
+
+def ref_expr(name: str) -> str:
+    """A body ref name (``param`` or tuple leaf ``param[i]``) as an expression."""
+    if name.endswith("]") and "[" in name:
+        head, _, idx = name[:-1].partition("[")
+        return f"{py(head)}[{int(idx)}]"
+    return py(name)
+
+
+def dtype_expr(dtype: str) -> str:
+    return f"jnp.{dtype}" if dtype != "bool" else "jnp.bool_"
+
+
+def _index_entry(e: Any, scenario: Scenario) -> str:
+    if e is None:
+        return ":"
+    if isinstance(e, int):
+        return repr(e)
+    if isinstance(e, list):
+        a, b = e
+        return f"{'' if a is None else a}:{'' if b is None else b}"
+    if isinstance(e, DsIndex):
+        return f"pl.ds({e.ds[0]!r}, {e.ds[1]!r})"
+    if isinstance(e, BlockIndex):
+        stride = e.size if e.stride is None else e.stride
+        return f"pl.ds(lax.axis_index({e.block!r}) * {stride!r}, {e.size!r})"
+    if isinstance(e, PidIndex):
+        return f"pl.ds(pl.program_id({e.pid!r}) * {e.size!r}, {e.size!r})"
+    raise CodegenError("", f"unknown index entry {e!r}")
+
+
+def _device_expr(device: Any, scenario: Scenario) -> str:
+    if isinstance(device, int):
+        return repr(device)
+    parts = []
+    for axis, v in device.items():
+        if isinstance(v, Offset):
+            size = (scenario.device_mesh or {}).get(axis)
+            size_expr = repr(size) if size else f"lax.axis_size({axis!r})"
+            parts.append(f"{axis!r}: (lax.axis_index({axis!r}) + {v.offset!r}) % {size_expr}")
+        else:
+            parts.append(f"{axis!r}: {v!r}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _axes_expr(axes: str | list[str]) -> str:
+    return repr(axes) if isinstance(axes, str) else repr(tuple(axes))
+
+
+def transform_expr(base: str, t: Any, scenario: Scenario, path: str) -> str:
+    """``base`` with one transform applied, as an expression."""
+    if isinstance(t, At):
+        inner = ", ".join(_index_entry(e, scenario) for e in t.index)
+        return f"{base}.at[{inner or '...'}]"
+    if isinstance(t, Bitcast):
+        return f"{base}.bitcast({dtype_expr(t.dtype)})"
+    if isinstance(t, Reshape):
+        return f"{base}.reshape({', '.join(map(repr, t.shape))})"
+    if isinstance(t, Transpose):
+        perm = repr(tuple(t.perm))
+        if t.via == "transpose_ref":
+            return f"plgpu.transpose_ref({base}, {perm})"
+        return f"{base}.transpose({perm})"
+    if isinstance(t, RemoteRef):
+        return f"plgpu.remote_ref({base}, {_device_expr(t.device, scenario)})"
+    if isinstance(t, MulticastRef):
+        return f"plgpu.multicast_ref({base}, {_axes_expr(t.axes)})"
+    if isinstance(t, ClusterRef):
+        return f"plgpu.cluster_ref({base}, {dict(t.block)!r})"
+    if isinstance(t, Tiling | Swizzle):
+        raise CodegenError(
+            path, f"{t.op} is a scratch-only transform: no JAX call applies it to a ref"
+        )
+    raise CodegenError(path, f"unknown transform {t!r}")
+
+
+def stack_expr(base: str, transforms: list[Any], scenario: Scenario, path: str) -> str:
+    out = base
+    for i, t in enumerate(transforms):
+        out = transform_expr(out, t, scenario, f"{path}.transforms[{i}]")
+    return out
+
+
+def _statement(s: Any, scenario: Scenario, path: str) -> list[str]:
+    if isinstance(s, Let):
+        return [f"{py(s.let)} = {stack_expr(ref_expr(s.ref), s.transforms, scenario, path)}"]
+    if isinstance(s, Copy):
+        return [f"{ref_expr(s.dst)}[...] = {ref_expr(s.src)}[...]"]
+    if isinstance(s, Add):
+        return [f"{ref_expr(s.dst)}[...] = {ref_expr(s.lhs)}[...] + {ref_expr(s.rhs)}[...]"]
+    if isinstance(s, Fill):
+        d = ref_expr(s.dst)
+        return [f"{d}[...] = jnp.full({d}.shape, {s.value!r}, {d}.dtype)"]
+    if isinstance(s, TmaStore):
+        return [
+            "plgpu.commit_smem()",
+            f"plgpu.copy_smem_to_gmem({ref_expr(s.src)}, {ref_expr(s.dst)})",
+            "plgpu.wait_smem_to_gmem(0)",
+        ]
+    if isinstance(s, MultimemStore):
+        return [
+            f"plgpu.multimem_store({ref_expr(s.src)}[...], {ref_expr(s.dst)}, {_axes_expr(s.axes)})"
+        ]
+    if isinstance(s, Return):
+        return [f"return {ref_expr(s.src)}[...]"]
+    raise CodegenError(path, f"unknown statement {s!r}")
+
+
+def _mesh_kwargs(p: Program) -> list[str]:
+    """The Mosaic GPU mesh of a program as keyword arguments (``plgpu.Mesh`` / ``plgpu.kernel``)."""
+    m = p.mesh
+    kw = [
+        f"grid={tuple(m.grid.values())!r}",
+        f"grid_names={tuple(m.grid)!r}",
+        f"cluster={tuple(m.cluster.values())!r}",
+        f"cluster_names={tuple(m.cluster)!r}",
+    ]
+    if m.threads is not None:
+        kw += [f"num_threads={m.threads.count!r}", f"thread_name={m.threads.name!r}"]
+    return kw
+
+
+def _mesh_expr(p: Program) -> str:
+    return "plgpu.Mesh(" + ", ".join(_mesh_kwargs(p)) + ")"
+
+
+def _scratch_expr(s: Any) -> str:
+    args = [repr(tuple(s.shape)), dtype_expr(s.dtype)]
+    ts = []
+    for t in s.transforms:
+        if t.op == "tiling":
+            ts.append(f"plgpu.TilingTransform({tuple(t.tile)!r})")
+        elif t.op == "swizzle":
+            ts.append(f"plgpu.SwizzleTransform({t.bytes!r})")
+        else:
+            raise CodegenError("", f"scratch transforms are tiling or swizzle, not {t.op}")
+    if ts:
+        args.append(f"transforms=({', '.join(ts)},)")
+    if s.packed is not None:
+        args.append(f"packed={s.packed!r}")
+    if s.collective is not None:
+        args.append(f"collective={s.collective!r}")
+    return f"plgpu.{s.memory_space}({', '.join(args)})"
+
+
+def params_of(scenario: Scenario) -> list[str]:
+    """Kernel parameter names in order: arguments, outputs, scratch."""
+    c = scenario.call
+    return [a.param for a in c.args] + list(c.outputs) + list(c.scratch)
+
+
+def _refs_of(s: Any) -> list[str]:
+    """The ref names a statement reads or writes (its ``let`` name excluded)."""
+    if isinstance(s, Let):
+        return [s.ref]
+    return [getattr(s, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(s, f)]
+
+
+def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
+    c = scenario.call
+    params = ", ".join(py(n) for n in params_of(scenario))
+    lines = [f"def program{i}({params}):"]
+    for cap in c.captures:
+        lines.append(f"    {py(cap.name)} = captured[{cap.name!r}]")
+    bound = set(params_of(scenario)) | {cap.name for cap in c.captures}
+    for j, s in enumerate(p.body):
+        for name in _refs_of(s):
+            if name.partition("[")[0] not in bound:  # else a free name: a global of the file
+                raise CodegenError(
+                    f"call.programs[{i}].body[{j}]", f"no parameter or view named {name!r}"
+                )
+        if isinstance(s, Let):
+            bound.add(s.let)
+        for line in _statement(s, scenario, f"call.programs[{i}].body[{j}]"):
+            lines.append("    " + line)
+    if len(lines) == 1 + len(c.captures):
+        lines.append("    pass")
+    return lines
+
+
+def _out_types(scenario: Scenario) -> str:
+    items = [
+        f"jax.ShapeDtypeStruct({tuple(o.shape)!r}, {dtype_expr(o.dtype)})"
+        for o in scenario.call.outputs.values()
+    ]
+    return "(" + "".join(f"{x}, " for x in items) + ")"
+
+
+def output_names(scenario: Scenario) -> list[str]:
+    """Result keys in order: the outputs, then each as_ref buffer's final value."""
+    c = scenario.call
+    refs = [b for b in _input_names(scenario) if scenario.buffers[b].as_ref]
+    return list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
+
+
+def _input_names(scenario: Scenario) -> list[str]:
+    """Buffers the call takes, in first-use order (arguments, then captures)."""
+    seen: list[str] = []
+    for a in scenario.call.args:
+        for b in [a.buffer] if hasattr(a, "buffer") else a.tuple:
+            if b not in seen:
+                seen.append(b)
+    for cap in scenario.call.captures:
+        if cap.buffer not in seen:
+            seen.append(cap.buffer)
+    return [b for b in seen if b in scenario.buffers]
+
+
+def generate(
+    scenario: Scenario, *, interpret: str | None = None, detect_races: bool | None = None
+) -> str:
+    """Self-contained JAX source for the scenario's call (see module docstring)."""
+    s = scenario
+    c = s.call
+    if interpret is None:
+        interpret = s.run.interpret
+    if detect_races is None:
+        detect_races = s.run.detect_races
+    names = params_of(s) + [cap.name for cap in c.captures]
+    for name in names:
+        if names.count(name) > 1:
+            raise CodegenError("call", f"two kernel parameters or captures named {name!r}")
+    if c.entry == "plgpu.kernel" and len(c.programs) != 1:
+        raise CodegenError("call.programs", "plgpu.kernel takes exactly one program (one mesh)")
+    for i, a in enumerate(c.args):
+        for b in [a.buffer] if hasattr(a, "buffer") else a.tuple:
+            if b not in s.buffers:
+                raise CodegenError(f"call.args[{i}]", f"no buffer {b!r}")
+    for i, cap in enumerate(c.captures):
+        if cap.buffer not in s.buffers:
+            raise CodegenError(f"call.captures[{i}]", f"no buffer {cap.buffer!r}")
+
+    inputs = _input_names(s)
+    ndev = s.num_devices
+    use_shard_map = s.device_mesh is not None and s.run.shard_map is not False
+    axes = tuple(s.device_mesh or {})
+    refs = [b for b in inputs if s.buffers[b].as_ref]
+
+    L: list[str] = []
+    L += [
+        f'"""{_safe_doc(s.name)}: a Pallas mpmd call exported by mpmd-lab.',
+        "",
+        "Runs alone with jax and numpy: python this_file.py [--json] [--compile]",
+        "(--compile runs on a GPU instead of the Pallas CPU interpreter).",
+        '"""',
+        "",
+        _device_count_preamble(ndev, s.device_mesh is not None),
+        "import json",
+        "import sys",
+        "",
+        "import jax",
+        "import jax.numpy as jnp",
+        "from jax import lax",
+        "from jax.experimental import pallas as pl",
+        "from jax.experimental.pallas import mosaic_gpu as plgpu",
+        "from jax.sharding import NamedSharding",
+        "from jax.sharding import PartitionSpec as P",
+        "",
+        "# ---- support code (toolkit/callsupport.py) ----",
+        _support_source(),
+        "# ---- the scenario ----",
+        f"NUM_DEVICES = {ndev!r}",
+        f"DEVICE_MESH = {dict(s.device_mesh or {})!r}",
+        f"SHARD_MAP = {use_shard_map!r}",
+        f"INTERPRET = {interpret!r}  # 'gpu', 'hlo', or None to compile for a GPU",
+        f"DETECT_RACES = {bool(detect_races)!r}",
+        "# outputs in declared order, then the final values of as_ref buffers",
+        f"OUTPUT_NAMES = {output_names(s)!r}",
+        "",
+        "",
+        "def make_inputs():",
+        '    """Host values of the buffers the call takes (global shapes), in call order."""',
+        "    return {",
+    ]
+    for b in inputs:
+        buf = s.buffers[b]
+        init = buf.init if isinstance(buf.init, str) else buf.init
+        L.append(
+            f"        {b!r}: host_array({init!r}, {tuple(buf.shape)!r}, {buf.dtype!r}, "
+            f"{buf.seed!r}, NUM_DEVICES),"
+        )
+    L += ["    }", "", ""]
+
+    L += [
+        "def build(interpret=INTERPRET, detect_races=DETECT_RACES):",
+        '    """(function, device mesh): the jitted call and the jax mesh it runs on (or None)."""',
+        "    interp = interpret_params(interpret, detect_races)",
+        "    captured = {}",
+    ]
+    for i, p in enumerate(c.programs):
+        L.append(f"    mesh{i} = {_mesh_expr(p)}")
+    scratch = "[" + ", ".join(_scratch_expr(x) for x in c.scratch.values()) + "]"
+    for i, p in enumerate(c.programs):
+        L += ["", *("    " + line for line in _program_fn(i, p, s))]
+    L.append("")
+    if c.entry == "plgpu.kernel":
+        kw = _mesh_kwargs(c.programs[0])
+        L += [
+            "    kernel = plgpu.kernel(",
+            "        program0,",
+            f"        out_type={_out_types(s)},",
+            f"        scratch_types={scratch},",
+            f"        {', '.join(kw)},",
+            "        interpret=interp,",
+            "    )",
+        ]
+    else:
+        n = len(c.programs)
+        bodies = "program0" if n == 1 else "[" + ", ".join(f"program{i}" for i in range(n)) + "]"
+        meshes = "mesh0" if n == 1 else "[" + ", ".join(f"mesh{i}" for i in range(n)) + "]"
+        L += [
+            "    kernel = pl.kernel(",
+            f"        {bodies},",
+            f"        out_type={_out_types(s)},",
+            f"        mesh={meshes},",
+        ]
+        if c.scratch:
+            L.append(f"        scratch_types={scratch},")
+        L += ["        interpret=interp,", "    )"]
+
+    # the traced function: inputs -> outputs (and final values of Refs)
+    L += ["", f"    def call({', '.join(py(b) for b in inputs)}):"]
+    for b in refs:
+        L.append(f"        {py(b)} = jax.new_ref({py(b)})")
+    for cap in c.captures:
+        L.append(f"        captured[{cap.name!r}] = {py(cap.buffer)}")
+    call_args = []
+    for a in c.args:
+        if hasattr(a, "buffer"):
+            call_args.append(stack_expr(py(a.buffer), a.transforms, s, "call.args"))
+        else:
+            leaves = [stack_expr(py(b), a.transforms, s, "call.args") for b in a.tuple]
+            call_args.append("(" + "".join(f"{x}, " for x in leaves) + ")")
+    L.append(f"        outs = kernel({', '.join(call_args)})")
+    L.append("        result = {}")
+    for j, name in enumerate(c.outputs):
+        L.append(f"        result[{name!r}] = outs[{j}]")
+    for b in refs:
+        key = b if b not in c.outputs else f"{b}_ref"
+        L.append(f"        result[{key!r}] = {py(b)}[...]")
+    L.append("        return result")
+    L.append("")
+    if s.device_mesh is not None:
+        L += [
+            f"    device_mesh = jax.make_mesh({tuple(s.device_mesh.values())!r}, {axes!r})",
+        ]
+        if use_shard_map:
+            in_specs = "(" + "".join(f"{_spec(s.buffers[b].shape, axes)}, " for b in inputs) + ")"
+            out_names = list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
+            shapes = {**{k: o.shape for k, o in c.outputs.items()}}
+            for b in refs:
+                shapes[b if b not in c.outputs else f"{b}_ref"] = s.buffers[b].shape
+            out_specs = "{" + ", ".join(f"{k!r}: {_spec(shapes[k], axes)}" for k in out_names) + "}"
+            L += [
+                "    fn = jax.shard_map(",
+                "        call,",
+                "        mesh=device_mesh,",
+                f"        in_specs={in_specs},",
+                f"        out_specs={out_specs},",
+                "        check_vma=False,",
+                "    )",
+                "    return jax.jit(fn), device_mesh",
+            ]
+        else:
+            L.append("    return jax.jit(call), device_mesh")
+    else:
+        L.append("    return jax.jit(call), None")
+    L += [
+        "",
+        "",
+        "def place(inputs, device_mesh):",
+        '    """Inputs as jax arrays, sharded on dim 0 over every device-mesh axis."""',
+        "    if device_mesh is None:",
+        "        return [jnp.asarray(v) for v in inputs.values()]",
+        "    axes = tuple(device_mesh.axis_names)",
+        "    return [",
+        "        jax.device_put(v, NamedSharding(device_mesh, P(axes) if v.ndim else P()))",
+        "        for v in inputs.values()",
+        "    ]",
+        "",
+        "",
+        "def main(argv=None):",
+        "    argv = sys.argv[1:] if argv is None else argv",
+        '    fn, device_mesh = build(None if "--compile" in argv else INTERPRET)',
+        "    outputs = fn(*place(make_inputs(), device_mesh))",
+        "    outputs = {k: jax.device_get(outputs[k]) for k in OUTPUT_NAMES}",
+        '    if "--json" in argv:',
+        "        print(json.dumps(encode_outputs(outputs)))",
+        "    else:",
+        "        for name, value in outputs.items():",
+        '            print(f"{name}: shape={value.shape} dtype={value.dtype}")',
+        "            print(value)",
+        "",
+        "",
+        'if __name__ == "__main__":',
+        "    main()",
+        "",
+    ]
+    return "\n".join(L)
+
+
+def _spec(shape: list[int], axes: tuple[str, ...]) -> str:
+    return f"P({axes!r})" if shape else "P()"
+
+
+def _safe_doc(name: str) -> str:
+    return "".join(ch for ch in name if ch.isalnum() or ch in "-_")
+
+
+def _support_source() -> str:
+    src = inspect.getsource(callsupport)
+    body = src.split('"""', 2)[2]  # drop the module docstring
+    return body.strip() + "\n\n"
+
+
+def _device_count_preamble(ndev: int, has_mesh: bool) -> str:
+    """Simulated CPU devices must be requested before jax is imported."""
+    if not has_mesh or ndev <= 1:
+        return ""
+    return (
+        "import os\n\n"
+        "# Simulated CPU devices for the device mesh: must be set before jax starts.\n"
+        'os.environ["XLA_FLAGS"] = (\n'
+        '    os.environ.get("XLA_FLAGS", "")\n'
+        f'    + " --xla_force_host_platform_device_count={int(ndev)}"\n'
+        ")\n"
+    )
+
+
+def global_shape(shape: list[int], num_devices: int) -> tuple[int, ...]:
+    """A per-device shape's global shape: dim 0 times the device count."""
+    return (shape[0] * num_devices, *shape[1:]) if shape else ()
+
+
+__all__ = [
+    "CodegenError",
+    "generate",
+    "global_shape",
+    "output_names",
+    "params_of",
+    "py",
+    "math",
+]

@@ -1,0 +1,84 @@
+"""Errors as data: a diagnostic has a stable code, the exact JAX message, a field path,
+an explanation and, where one is known, a fix that edits the scenario.
+
+The CLI, the widgets and the graph all show these same objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Severity = Literal["error", "warning", "info"]
+#: Where JAX raises it, in the order JAX gets there.
+Stage = Literal["schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"]
+STAGE_ORDER: dict[str, int] = {
+    s: i for i, s in enumerate(["schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"])
+}
+
+
+class JaxError(BaseModel):
+    """What JAX raises: the exception type's name and its exact message."""
+
+    model_config = ConfigDict(frozen=True)
+    type: str
+    message: str
+
+
+class Edit(BaseModel):
+    """One change to a scenario's JSON form, at a field path (``call.args[1]``).
+
+    ``op``: ``replace`` sets the value, ``remove`` deletes a list item or mapping
+    key, ``add`` inserts into a list at the index (or sets a mapping key).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    op: Literal["replace", "remove", "add"]
+    path: str
+    value: Any = None
+
+
+class Fix(BaseModel):
+    """A remedy: a one-line description and the edits that make it."""
+
+    model_config = ConfigDict(frozen=True)
+    description: str
+    edits: list[Edit]
+
+
+class Diagnostic(BaseModel):
+    """One problem (or warning) found in a scenario."""
+
+    model_config = ConfigDict(frozen=True)
+    code: str
+    severity: Severity = "error"
+    stage: Stage = "trace"
+    path: str = ""
+    message: str
+    jax: JaxError | None = None
+    explanation: str = ""
+    fix: Fix | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``check --json`` form of SCENARIO.md."""
+        return self.model_dump(mode="json")
+
+    def one_line(self) -> str:
+        """``path: severity CODE: message`` for terminals."""
+        where = self.path or "<scenario>"
+        return f"{where}: {self.severity} {self.code} [{self.stage}]: {self.message}"
+
+
+def sort_key(d: Diagnostic) -> tuple[int, int]:
+    """Errors before warnings, then by the stage at which JAX would raise them."""
+    return (0 if d.is_error else 1, STAGE_ORDER.get(d.stage, 99))
+
+
+def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics in the order JAX would show them (stable within a stage)."""
+    return sorted(diags, key=sort_key)

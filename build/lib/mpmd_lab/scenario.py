@@ -1,0 +1,776 @@
+"""The scenario: one Pallas MPMD kernel call as plain, JSON-serialisable data.
+
+The field names and meanings are the contract of ``shared/design/SCENARIO.md``
+(``"schema": "mpmd-lab/scenario@1"``). This module only says what *is* a
+scenario (exit 2 when not); what JAX would reject is the validator's business.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+SCHEMA = "mpmd-lab/scenario@1"
+
+#: dtype names a scenario may use (numpy / jax.numpy spellings).
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int32",
+    "int16",
+    "int8",
+    "int64",
+    "uint32",
+    "uint16",
+    "uint8",
+    "bool",
+    "float8_e4m3fn",
+    "float8_e5m2",
+)
+Dtype = Literal[DTYPES]  # type: ignore[valid-type]
+
+#: Limits that keep a scenario within what any machine (and the UI) can hold.
+MAX_RANK = 8
+MAX_DIM = 2**31 - 1
+MAX_BYTES_PER_ARRAY = 2**34  # 16 GiB per device
+MAX_TRANSFORMS = 64
+MAX_STATEMENTS = 10_000
+MAX_ARGS = 10_000
+MAX_DEVICES = 4096
+MAX_BLOCKS = 2**31 - 1
+MAX_FILE_BYTES = 64 * 2**20
+MAX_NAME_LEN = 128
+MAX_ITEMS = 10_000  # the longest list or mapping any field takes
+MAX_INIT_VALUES = 2**18  # an explicit init is typed by hand: 512 x 512 at most
+
+
+def _check_identifier(name: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"{name!r} is not an ASCII Python identifier")
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        raise ValueError(f"{name!r} is a Python keyword")
+    if len(name) > MAX_NAME_LEN:
+        raise ValueError(f"name longer than {MAX_NAME_LEN} characters")
+    return name
+
+
+def _check_ref_name(name: str) -> str:
+    """A body name: an identifier, or a tuple leaf ``param[i]``."""
+    if isinstance(name, str) and name.endswith("]") and "[" in name:
+        head, _, idx = name[:-1].partition("[")
+        _check_identifier(head)
+        if not idx.isdigit() or not idx.isascii() or len(idx) > 6:
+            raise ValueError(f"{name!r}: a tuple leaf is written param[index]")
+        return name
+    return _check_identifier(name)
+
+
+def _check_mapping_names(value: dict[str, Any]) -> dict[str, Any]:
+    for key in value:
+        _check_identifier(key)
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LEN)]
+Size = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
+Shape = Annotated[list[Size], Field(max_length=MAX_RANK)]
+SmallInt = Annotated[StrictInt, Field(ge=-MAX_DIM, le=MAX_DIM)]
+
+
+class Model(BaseModel):
+    """Base: unknown fields are an error, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# ---------------------------------------------------------------- transforms
+
+
+class DsIndex(Model):
+    ds: Annotated[list[SmallInt], Field(min_length=2, max_length=2)]
+
+
+class BlockIndex(Model):
+    block: Name
+    size: Size
+    stride: Size | None = None
+
+    _v = field_validator("block")(classmethod(lambda cls, v: _check_identifier(v)))
+
+
+class PidIndex(Model):
+    pid: Annotated[StrictInt, Field(ge=0, le=2)]
+    size: Size
+
+
+IndexEntry = (
+    None
+    | SmallInt
+    | Annotated[list[SmallInt | None], Field(min_length=2, max_length=2)]
+    | DsIndex
+    | BlockIndex
+    | PidIndex
+)
+
+
+class At(Model):
+    op: Literal["at"]
+    index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)]
+
+
+class Bitcast(Model):
+    op: Literal["bitcast"]
+    dtype: Dtype
+
+
+class Reshape(Model):
+    op: Literal["reshape"]
+    shape: Annotated[
+        list[Annotated[StrictInt, Field(ge=-1, le=MAX_DIM)]], Field(max_length=MAX_RANK)
+    ]
+
+
+class Transpose(Model):
+    op: Literal["transpose"]
+    perm: Annotated[
+        list[Annotated[StrictInt, Field(ge=-MAX_RANK, le=MAX_RANK)]], Field(max_length=MAX_RANK)
+    ]
+    via: Literal["method", "transpose_ref"] = "method"
+
+
+class Offset(Model):
+    offset: SmallInt
+
+
+DeviceId = (
+    Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)]
+    | dict[str, Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)] | Offset]
+)
+
+
+class RemoteRef(Model):
+    op: Literal["remote_ref"]
+    device: DeviceId
+
+    @field_validator("device")
+    @classmethod
+    def _axes(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            if not v:
+                raise ValueError("a device id names at least one axis")
+            _check_mapping_names(v)
+        return v
+
+
+AxisNames = Annotated[str, Field(min_length=1)] | Annotated[list[str], Field(max_length=8)]
+
+
+def _check_axes(v: str | list[str]) -> str | list[str]:
+    for name in [v] if isinstance(v, str) else v:
+        _check_identifier(name)
+    return v
+
+
+class MulticastRef(Model):
+    op: Literal["multicast_ref"]
+    axes: AxisNames
+
+    _v = field_validator("axes")(classmethod(lambda cls, v: _check_axes(v)))
+
+
+class ClusterRef(Model):
+    op: Literal["cluster_ref"]
+    block: dict[str, Annotated[StrictInt, Field(ge=-64, le=64)]]
+
+    _v = field_validator("block")(classmethod(lambda cls, v: _check_mapping_names(v)))
+
+
+class Tiling(Model):
+    op: Literal["tiling"]
+    tile: Annotated[list[Size], Field(min_length=1, max_length=MAX_RANK)]
+
+
+class Swizzle(Model):
+    op: Literal["swizzle"]
+    bytes: Annotated[StrictInt, Field(ge=0, le=2**20)]
+
+
+Transform = Annotated[
+    At | Bitcast | Reshape | Transpose | RemoteRef | MulticastRef | ClusterRef | Tiling | Swizzle,
+    Field(discriminator="op"),
+]
+Transforms = Annotated[list[Transform], Field(max_length=MAX_TRANSFORMS)]
+
+# ---------------------------------------------------------------- buffers
+
+Scalar = StrictInt | StrictFloat | StrictBool
+Init = Literal["zeros", "ones", "iota", "random"] | list[Any]
+
+
+def nbytes(shape: list[int], dtype: str) -> int:
+    """Bytes of an array of this shape and dtype (no numpy needed)."""
+    width = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "uint32": 4}.get(dtype)
+    if width is None:
+        width = 2 if "16" in dtype else 1
+    return math.prod(shape) * width
+
+
+def _check_size(shape: list[int], dtype: str) -> None:
+    if nbytes(shape, dtype) > MAX_BYTES_PER_ARRAY:
+        raise ValueError(
+            f"shape {shape} of {dtype} needs {nbytes(shape, dtype) / 2**30:.0f} GiB, "
+            f"more than the {MAX_BYTES_PER_ARRAY // 2**30} GiB any one device holds"
+        )
+
+
+def _nested_shape(value: Any, depth: int = 0) -> list[int]:
+    if isinstance(value, list):
+        if depth > MAX_RANK:
+            raise ValueError("explicit init nested deeper than the maximum rank")
+        if not value:
+            return [0]
+        inner = [_nested_shape(v, depth + 1) for v in value]
+        if any(s != inner[0] for s in inner):
+            raise ValueError("explicit init is ragged: rows of different lengths")
+        return [len(value), *inner[0]]
+    if isinstance(value, bool | int | float) and not isinstance(value, str):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("explicit init holds a non-finite number")
+        if isinstance(value, int) and not -(2**64) < value < 2**64:
+            raise ValueError("explicit init holds an integer wider than 64 bits")
+        return []
+    raise ValueError(f"explicit init holds {type(value).__name__}, not a number")
+
+
+class Buffer(Model):
+    shape: Shape
+    dtype: Dtype
+    init: Init = "zeros"
+    seed: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)] = 0
+    as_ref: StrictBool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Buffer:
+        _check_size(self.shape, self.dtype)
+        if isinstance(self.init, list):
+            got = _nested_shape(self.init)
+            if got != list(self.shape):
+                raise ValueError(f"explicit init has shape {got}, the buffer {list(self.shape)}")
+        return self
+
+
+class OutputSpec(Model):
+    shape: Shape
+    dtype: Dtype
+
+    @model_validator(mode="after")
+    def _size(self) -> OutputSpec:
+        _check_size(self.shape, self.dtype)
+        return self
+
+
+class Scratch(Model):
+    shape: Shape
+    dtype: Dtype
+    memory_space: Literal["SMEM", "GMEM", "TMEM"] = "SMEM"
+    transforms: Transforms = []
+    packed: StrictBool | None = None
+    collective: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _size(self) -> Scratch:
+        _check_size(self.shape, self.dtype)
+        return self
+
+
+# ---------------------------------------------------------------- call
+
+
+class BufferArg(Model):
+    buffer: Name
+    param: Name
+    transforms: Transforms = []
+
+    _p = field_validator("param")(classmethod(lambda cls, v: _check_identifier(v)))
+    _b = field_validator("buffer")(classmethod(lambda cls, v: _check_identifier(v)))
+
+
+class TupleArg(Model):
+    tuple: Annotated[list[Name], Field(min_length=1, max_length=64)]
+    param: Name
+    transforms: Transforms = []
+
+    _p = field_validator("param")(classmethod(lambda cls, v: _check_identifier(v)))
+
+    @field_validator("tuple")
+    @classmethod
+    def _leaves(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _check_identifier(name)
+        return v
+
+
+def _arg_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return "tuple" if "tuple" in v else "buffer"
+    return "tuple" if isinstance(v, TupleArg) else "buffer"
+
+
+from pydantic import Discriminator, Tag  # noqa: E402
+
+Arg = Annotated[
+    Annotated[BufferArg, Tag("buffer")] | Annotated[TupleArg, Tag("tuple")],
+    Discriminator(_arg_kind),
+]
+
+
+class Capture(Model):
+    name: Name
+    buffer: Name
+
+    _n = field_validator("name", "buffer")(classmethod(lambda cls, v: _check_identifier(v)))
+
+
+class Threads(Model):
+    name: Name | None
+    count: Annotated[StrictInt, Field(ge=1, le=4096)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str | None) -> str | None:
+        return None if v is None else _check_identifier(v)
+
+
+AxisSizes = Annotated[
+    dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_BLOCKS)]], Field(max_length=8)
+]
+
+
+class KernelMesh(Model):
+    grid: AxisSizes = {}
+    cluster: AxisSizes = {}
+    threads: Threads | None = None
+
+    _v = field_validator("grid", "cluster")(classmethod(lambda cls, v: _check_mapping_names(v)))
+
+
+class Let(Model):
+    let: Name
+    ref: Name
+    transforms: Transforms = []
+
+    _l = field_validator("let")(classmethod(lambda cls, v: _check_identifier(v)))
+    _r = field_validator("ref")(classmethod(lambda cls, v: _check_ref_name(v)))
+
+
+RefName = Annotated[Name, Field()]
+
+
+class _Op(Model):
+    @field_validator("*")
+    @classmethod
+    def _names(cls, v: Any, info: Any) -> Any:
+        if info.field_name in ("src", "dst", "lhs", "rhs"):
+            _check_ref_name(v)
+        return v
+
+
+class Copy(_Op):
+    op: Literal["copy"]
+    src: RefName
+    dst: RefName
+
+
+class Add(_Op):
+    op: Literal["add"]
+    dst: RefName
+    lhs: RefName
+    rhs: RefName
+
+
+class Fill(_Op):
+    op: Literal["fill"]
+    dst: RefName
+    value: Annotated[StrictInt, Field(gt=-(2**64), lt=2**64)] | StrictFloat | StrictBool
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("fill value must be finite")
+        return v
+
+
+class TmaStore(_Op):
+    op: Literal["tma_store"]
+    src: RefName
+    dst: RefName
+
+
+class MultimemStore(_Op):
+    op: Literal["multimem_store"]
+    src: RefName
+    dst: RefName
+    axes: AxisNames
+
+    _v = field_validator("axes")(classmethod(lambda cls, v: _check_axes(v)))
+
+
+class Return(_Op):
+    op: Literal["return"]
+    src: RefName
+
+
+OpStatement = Annotated[
+    Copy | Add | Fill | TmaStore | MultimemStore | Return, Field(discriminator="op")
+]
+
+
+def _stmt_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return "let" if "let" in v else "op"
+    return "let" if isinstance(v, Let) else "op"
+
+
+Statement = Annotated[
+    Annotated[Let, Tag("let")] | Annotated[OpStatement, Tag("op")],
+    Discriminator(_stmt_kind),
+]
+
+
+#: The ``op`` of every transform and every body statement, in the order of SCENARIO.md.
+TRANSFORM_OPS: tuple[str, ...] = tuple(
+    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(Transform)[0])
+)
+STATEMENT_OPS: tuple[str, ...] = tuple(
+    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(OpStatement)[0])
+)
+
+
+class Program(Model):
+    mesh: KernelMesh = KernelMesh()
+    body: Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)] = []
+
+
+class Call(Model):
+    entry: Literal["pl.kernel", "plgpu.kernel"] = "pl.kernel"
+    args: Annotated[list[Arg], Field(max_length=MAX_ARGS)] = []
+    captures: Annotated[list[Capture], Field(max_length=MAX_ARGS)] = []
+    outputs: Annotated[dict[str, OutputSpec], Field(max_length=MAX_ARGS)] = {}
+    scratch: Annotated[dict[str, Scratch], Field(max_length=MAX_ARGS)] = {}
+    programs: Annotated[list[Program], Field(max_length=64)] = []
+
+    _v = field_validator("outputs", "scratch")(classmethod(lambda cls, v: _check_mapping_names(v)))
+
+
+class RunOptions(Model):
+    interpret: Literal["gpu", "hlo"] = "gpu"
+    detect_races: StrictBool = False
+    shard_map: StrictBool | None = None
+
+
+class Scenario(Model):
+    """One Pallas MPMD kernel call (SCENARIO.md)."""
+
+    schema_: Literal["mpmd-lab/scenario@1"] = Field(SCHEMA, alias="schema")
+    name: Annotated[
+        str, Field(min_length=1, max_length=MAX_NAME_LEN, pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    ]
+    description: Annotated[str, Field(max_length=100_000)] = ""
+    device_mesh: (
+        Annotated[dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES)]], Field(max_length=8)]
+        | None
+    ) = None
+    buffers: Annotated[dict[str, Buffer], Field(max_length=MAX_ARGS)] = {}
+    call: Call
+    run: RunOptions = RunOptions()
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+
+    _v = field_validator("buffers")(classmethod(lambda cls, v: _check_mapping_names(v)))
+
+    @field_validator("device_mesh")
+    @classmethod
+    def _mesh(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        if v is not None:
+            _check_mapping_names(v)
+            if math.prod(v.values()) > MAX_DEVICES:
+                raise ValueError(f"more than {MAX_DEVICES} devices")
+        return v
+
+    # ------------------------------------------------------------ helpers
+
+    @property
+    def num_devices(self) -> int:
+        """Devices the call runs on: the device mesh's size, else 1."""
+        return math.prod(self.device_mesh.values()) if self.device_mesh else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: every field, ``schema`` first."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=False)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def copy_with(self, data: dict[str, Any]) -> Scenario:
+        return Scenario.model_validate(data)
+
+
+# ---------------------------------------------------------------- loading
+
+
+class ScenarioError(ValueError):
+    """Input that is not a scenario; ``problems`` lists ``(path, message)``."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source = source
+        self.problems = problems
+        lines = [f"{source}: not a scenario ({len(problems)} problem(s))"]
+        lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
+        super().__init__("\n".join(lines))
+
+
+def format_path(loc: tuple[Any, ...]) -> str:
+    """``('call', 'programs', 0, 'body')`` -> ``call.programs[0].body``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not (str(part).isidentifier() and str(part).isascii()):
+            out += f"[{str(part)[:80]!r}]"  # a user's key, quoted: no raw control characters
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+#: pydantic's own location labels (``function-after[...]``, ``list[...]``), not user keys
+_PYDANTIC_LABEL = re.compile(
+    r"^(function-[a-z]+|list|dict|union|tagged-union|nullable|json-or-python|lax-or-strict"
+    r"|chain|model|default|literal|constrained-[a-z]+)\["
+)
+
+
+#: mappings keyed by user names: the part after them in a location is a key
+_USER_KEYED = frozenset(
+    {"buffers", "outputs", "scratch", "device_mesh", "grid", "cluster", "block"}
+)
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop pydantic's union/tag labels from a location, keep field names and indices."""
+    keep: list[Any] = []
+    for i, part in enumerate(loc):
+        before = loc[i - 1] if i else None
+        if before in _USER_KEYED or (isinstance(before, str) and before.startswith("dict[")):
+            keep.append(part)  # a user's key (a buffer named ``int``), never a label
+            continue
+        if (
+            part in {"buffer", "tuple", "let", "op"}
+            and i
+            and isinstance(loc[i - 1], int)
+            and keep
+            and isinstance(keep[-1], int)
+        ):
+            # a tagged-union label right after a list index (not the field of that name)
+            continue
+        if isinstance(part, str) and (
+            _PYDANTIC_LABEL.match(part)
+            or part
+            in {
+                *TRANSFORM_OPS,
+                *STATEMENT_OPS,
+                "int",
+                "str",
+                "list",
+                "dict",
+                "none",
+                "DsIndex",
+                "BlockIndex",
+                "PidIndex",
+                "Offset",
+                "literal['zeros','ones','iota','random']",
+                "constrained-int",
+                "constrained-str",
+                "float",
+                "bool",
+            }
+        ):
+            continue
+        keep.append(part)
+    return tuple(keep)
+
+
+def problems_of(err: ValidationError) -> list[tuple[str, str]]:
+    """Every problem of a pydantic error as ``(field path, message)``, deduplicated."""
+    seen: dict[str, list[str]] = {}
+    for e in err.errors(include_url=False):
+        path = format_path(_clean_loc(tuple(e["loc"])))
+        if path.startswith("schema_"):
+            path = "schema" + path[len("schema_") :]
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        seen.setdefault(path, [])
+        if msg not in seen[path]:
+            seen[path].append(msg)
+    out = []
+    for path, msgs in seen.items():
+        out.append((path, msgs[0] if len(msgs) == 1 else " | ".join(msgs[:3])))
+    return out
+
+
+def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) -> Scenario:
+    """A scenario from a dict, a JSON string, a path, or a gallery name.
+
+    Raises ScenarioError (every problem, each with its field path) when the
+    input is not a scenario.
+    """
+    if isinstance(source, Scenario):
+        return source
+    label = "<dict>"
+    if isinstance(source, dict):
+        data: Any = source
+    else:
+        text, label = _read_text(source)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(
+                label, [("", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}")]
+            ) from None
+        except ValueError as e:  # e.g. an integer literal of more than 4300 digits
+            raise ScenarioError(label, [("", f"not JSON: {e}")]) from None
+        except RecursionError:
+            raise ScenarioError(label, [("", "not JSON: nested too deeply")]) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            label, [("", f"a scenario is a JSON object, not {type(data).__name__}")]
+        )
+    if too_long := _too_long(data):
+        raise ScenarioError(label, too_long)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(label, problems_of(e)) from None
+    except RecursionError:
+        raise ScenarioError(label, [("", "nested too deeply")]) from None
+
+
+def _too_long(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Lists and mappings longer than any field allows, found before pydantic looks.
+
+    Validating a million-step transform stack item by item takes seconds; this walk
+    rejects it at once. An explicit ``init`` may hold up to MAX_INIT_VALUES numbers.
+    """
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack and len(out) < 100:
+        loc, value = stack.pop()
+        if len(loc) == 3 and loc[0] == "buffers" and loc[2] == "init":
+            if isinstance(value, list) and _more_values_than(value, MAX_INIT_VALUES):
+                out.append(
+                    (
+                        format_path(loc),
+                        f"an explicit init holds at most {MAX_INIT_VALUES} values; "
+                        "use iota, random, zeros or ones for large buffers",
+                    )
+                )
+            continue
+        if isinstance(value, dict | list):
+            if len(value) > MAX_ITEMS:
+                out.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((loc + (k,), v) for k, v in items)
+    return sorted(out)
+
+
+def _more_values_than(value: list[Any], limit: int) -> bool:
+    """Whether a nested list holds more than ``limit`` entries (stops counting past it)."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += len(item) if isinstance(item, list) else 0
+        if count > limit:
+            return True
+        stack.extend(v for v in item if isinstance(v, list))
+    return False
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except (OSError, ValueError):  # missing, a name too long, a NUL byte, a symlink loop
+        return None
+
+
+def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
+    is_text = isinstance(source, str) and source.lstrip().startswith(("{", "["))
+    if is_text and (len(source) > 4096 or "\n" in source or _stat(Path(source)) is None):
+        return source, "<json>"
+    from mpmd_lab import gallery
+
+    path = Path(source)
+    label = str(source)
+    st = _stat(path)
+    if st is None and isinstance(source, str) and gallery.has(source):
+        path = gallery.path_of(source)
+        st = _stat(path)
+    if st is None:
+        raise ScenarioError(label, [("", "no such file or gallery scenario")])
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ScenarioError(label, [("", f"{kind}: a scenario is a .json file")])
+    if st.st_size > MAX_FILE_BYTES:
+        raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
+    try:
+        with path.open("rb") as f:  # read at most the limit: the file may grow meanwhile
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(label, [("", f"cannot read: {e.strerror or e}")]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
+    try:
+        return raw.decode("utf-8-sig"), label
+    except UnicodeDecodeError as e:
+        raise ScenarioError(
+            label, [("", f"not UTF-8 text: byte {e.start} is {raw[e.start]:#04x}")]
+        ) from None
+
+
+def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> Path:
+    """Write the scenario as JSON atomically (a temp file renamed over the target)."""
+    path = Path(path)
+    text = scenario.to_json() + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

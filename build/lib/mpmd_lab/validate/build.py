@@ -1,0 +1,158 @@
+"""Build-stage rules: what ``plgpu.Mesh``, the scratch types and ``pl.kernel`` reject.
+
+Order as the generated call evaluates it: every program's mesh, then the scratch
+types (their transforms first), then the kernel object itself.
+"""
+
+from __future__ import annotations
+
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import KernelMesh
+from mpmd_lab.shapes import bits
+from mpmd_lab.validate.context import Ctx
+
+MAX_THREADS = 2048 // 128
+
+
+def mesh_repr(m: KernelMesh) -> str:
+    """``plgpu.Mesh``'s dataclass repr, as JAX puts it in its messages."""
+    t = m.threads
+    return (
+        f"Mesh(grid={tuple(m.grid.values())!r}, grid_names={tuple(m.grid)!r}, "
+        f"cluster={tuple(m.cluster.values())!r}, cluster_names={tuple(m.cluster)!r}, "
+        f"num_threads={None if t is None else t.count!r}, "
+        f"thread_name={None if t is None else t.name!r}, kernel_name=None)"
+    )
+
+
+def check_build(ctx: Ctx) -> None:
+    c = ctx.s.call
+    for i, p in enumerate(c.programs):
+        m = p.mesh
+        path = f"call.programs[{i}].mesh"
+        if len(m.cluster) > 3:
+            keep = dict(list(m.cluster.items())[:3])
+            ctx.jax(
+                "MESH_CLUSTER_RANK",
+                path + ".cluster",
+                f"cluster= must be at most 3D, got {mesh_repr(m)}.",
+                fix=Fix(
+                    description=f"keep the first three cluster axes {list(keep)}",
+                    edits=[Edit(op="replace", path=path + ".cluster", value=keep)],
+                ),
+            )
+            continue
+        if m.threads is not None and m.threads.name is None:
+            ctx.jax(
+                "MESH_THREADS_PAIR",
+                path + ".threads.name",
+                "num_threads and thread_name must be either both set or both None, "
+                f"got {mesh_repr(m)}",
+                fix=Fix(
+                    description="name the thread axis 'wg' (warpgroup)",
+                    edits=[Edit(op="replace", path=path + ".threads.name", value="wg")],
+                ),
+            )
+            continue
+        if m.threads is not None and m.threads.count > MAX_THREADS:
+            ctx.jax(
+                "MESH_TOO_MANY_THREADS",
+                path + ".threads.count",
+                "Requested too many CUDA threads per block. Each Mosaic thread corresponds to "
+                f"128 CUDA threads. At most {MAX_THREADS} are supported, got {mesh_repr(m)}",
+                fix=Fix(
+                    description="use 15 threads (16 lowers to too many barriers)",
+                    edits=[Edit(op="replace", path=path + ".threads.count", value=15)],
+                ),
+            )
+            continue
+    for name, sc in c.scratch.items():
+        path = f"call.scratch.{name}"
+        bad = False
+        for k, t in enumerate(sc.transforms):
+            if t.op == "swizzle" and t.bytes not in (32, 64, 128):
+                fit = sc.shape[-1] * bits(sc.dtype) // 8 if sc.shape else 0
+                ctx.jax(
+                    "SWIZZLE_VALUE",
+                    f"{path}.transforms[{k}].bytes",
+                    f"Swizzle {t.bytes} is not supported. Only 32, 64 and 128 are accepted.",
+                    fix=None
+                    if fit not in (32, 64, 128)
+                    else Fix(
+                        description=f"swizzle {fit} bytes (the trailing dimension's width)",
+                        edits=[Edit(op="replace", path=f"{path}.transforms[{k}].bytes", value=fit)],
+                    ),
+                )
+                bad = True
+                break
+            if t.op not in ("swizzle", "tiling"):
+                ctx.add(
+                    "SCRATCH_TRANSFORM",
+                    f"{path}.transforms[{k}]",
+                    f"scratch transforms are tiling or swizzle, not {t.op}",
+                    stage="schema",
+                )
+                bad = True
+                break
+        if bad:
+            continue
+        if sc.memory_space == "TMEM":
+            if sc.transforms:
+                ctx.jax(
+                    "TMEM_NO_TRANSFORMS",
+                    path + ".transforms",
+                    "transforms are not supported for TMEM",
+                    fix=Fix(
+                        description="drop the TMEM scratch's transforms",
+                        edits=[Edit(op="replace", path=path + ".transforms", value=[])],
+                    ),
+                )
+            elif sc.packed is None and sc.dtype not in (
+                "float32",
+                "int32",
+                "uint32",
+                "float64",
+                "int64",
+            ):
+                ctx.jax(
+                    "TMEM_DTYPE_PACKED",
+                    path + ".dtype",
+                    "dtypes narrower than 32-bit require either the packed argument or an "
+                    "explicit TMEM layout",
+                    fix=Fix(
+                        description="pack the narrow dtype (packed: true)",
+                        edits=[Edit(op="replace", path=path + ".packed", value=True)],
+                    ),
+                )
+        elif sc.packed is not None or sc.collective is not None:
+            ctx.jax(
+                "TMEM_ONLY_ARGS",
+                path + (".packed" if sc.packed is not None else ".collective"),
+                "packed, collective and layout arguments are only supported for TMEM.",
+                fix=Fix(
+                    description="drop packed / collective (TMEM-only arguments)",
+                    edits=[
+                        Edit(op="replace", path=path + ".packed", value=None),
+                        Edit(op="replace", path=path + ".collective", value=None),
+                    ],
+                ),
+            )
+    if c.entry == "plgpu.kernel" and len(c.programs) != 1:
+        ctx.add(
+            "CODEGEN",
+            "call.programs",
+            f"plgpu.kernel takes exactly one program (one mesh), not {len(c.programs)}",
+            stage="schema",
+            fix=None
+            if not c.programs
+            else Fix(
+                description="keep only the first program",
+                edits=[
+                    Edit(op="remove", path=f"call.programs[{k}]")
+                    for k in range(len(c.programs) - 1, 0, -1)
+                ],
+            ),
+        )
+        return
+    if not c.programs:
+        ctx.jax("MPMD_NO_PROGRAMS", "call.programs", "At least one mesh/function pair is required")

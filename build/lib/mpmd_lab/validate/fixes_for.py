@@ -1,0 +1,141 @@
+"""Fix constructors: each returns a :class:`Fix` (edits of the scenario's JSON form)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import BufferArg, Let, Scenario
+
+
+def _rename_in_body(s: Scenario, old: str, new: str) -> list[Edit]:
+    """Edits that make every body statement naming ``old`` name ``new`` instead."""
+    edits: list[Edit] = []
+    for p, prog in enumerate(s.call.programs):
+        for j, st in enumerate(prog.body):
+            path = f"call.programs[{p}].body[{j}]"
+            fields = ("ref",) if isinstance(st, Let) else ("src", "dst", "lhs", "rhs")
+            for f in fields:
+                v = getattr(st, f) if f in type(st).model_fields else None
+                if v is None:
+                    continue
+                if v == old:
+                    edits.append(Edit(op="replace", path=f"{path}.{f}", value=new))
+                elif old.endswith("]") is False and v.startswith(old + "["):
+                    pass
+            if isinstance(st, Let) and st.let == old:
+                return edits  # shadowed from here on
+    return edits
+
+
+def dup_ref(s: Scenario, i: int, j: int | None, first: tuple[int, int | None]) -> Fix:
+    """Drop the duplicate argument and rebind its parameter to the first one."""
+    a = s.call.args[i]
+    fi, fj = first
+    fa = s.call.args[fi]
+    target = fa.param if fj is None else f"{fa.param}[{fj}]"
+    if j is None:
+        # a plain argument: remove it, body uses of its param name the first one
+        edits = _rename_in_body(s, a.param, target)
+        if fa.transforms or a.transforms:
+            # two views of one Ref: pass the Ref once, make each view in the body
+            return _views_into_body(s, i, first)
+        edits.append(Edit(op="remove", path=f"call.args[{i}]"))
+        return Fix(
+            description=f"drop argument {i} (a second {a.buffer!r} Ref) and use "
+            f"{target!r} for its parameter {a.param!r}",
+            edits=edits,
+        )
+    # a tuple leaf: remove the leaf, rename later leaves
+    leaves = list(a.tuple)
+    edits = _rename_in_body(s, f"{a.param}[{j}]", target)
+    for k in range(j + 1, len(leaves)):
+        edits += _rename_in_body(s, f"{a.param}[{k}]", f"{a.param}[{k - 1}]")
+    new_leaves = leaves[:j] + leaves[j + 1 :]
+    if new_leaves:
+        edits.append(Edit(op="replace", path=f"call.args[{i}].tuple", value=new_leaves))
+    else:
+        edits.append(Edit(op="remove", path=f"call.args[{i}]"))
+    return Fix(
+        description=f"drop {a.param}[{j}] (a second {leaves[j]!r} Ref) and use {target!r} instead",
+        edits=edits,
+    )
+
+
+def _views_into_body(s: Scenario, i: int, first: tuple[int, int | None]) -> Fix:
+    """Two views of one Ref passed as arguments: pass the Ref once, build views in the body."""
+    fi, _ = first
+    fa, a = s.call.args[fi], s.call.args[i]
+    base = f"{fa.param}_base" if fa.transforms else fa.param
+    edits: list[Edit] = []
+    lets = []
+    if fa.transforms:
+        lets.append(
+            {
+                "let": fa.param,
+                "ref": base,
+                "transforms": [t.model_dump(mode="json") for t in fa.transforms],
+            }
+        )
+        edits.append(
+            Edit(op="replace", path=f"call.args[{fi}]", value={"buffer": fa.buffer, "param": base})
+        )
+    lets.append(
+        {
+            "let": a.param,
+            "ref": base,
+            "transforms": [t.model_dump(mode="json") for t in a.transforms],
+        }
+    )
+    for p in range(len(s.call.programs)):
+        for k, let in enumerate(lets):
+            edits.append(Edit(op="add", path=f"call.programs[{p}].body[{k}]", value=let))
+    edits.append(Edit(op="remove", path=f"call.args[{i}]"))
+    return Fix(
+        description=f"pass Ref {a.buffer!r} once and make both views inside the kernel body",
+        edits=edits,
+    )
+
+
+def capture_to_arg(s: Scenario, i: int) -> Fix:
+    """Pass a captured array as an argument instead."""
+    cap = s.call.captures[i]
+    return Fix(
+        description=f"pass {cap.buffer!r} as an argument named {cap.name!r} "
+        "instead of capturing it",
+        edits=[
+            Edit(
+                op="add",
+                path=f"call.args[{len(s.call.args)}]",
+                value={"buffer": cap.buffer, "param": cap.name},
+            ),
+            Edit(op="remove", path=f"call.captures[{i}]"),
+        ],
+    )
+
+
+def drop_capture(s: Scenario, i: int) -> Fix:
+    """A captured Ref that is also an argument: use the argument's parameter."""
+    cap = s.call.captures[i]
+    param = None
+    for a in s.call.args:
+        if isinstance(a, BufferArg) and a.buffer == cap.buffer and not a.transforms:
+            param = a.param
+            break
+    if param is None:
+        return None  # type: ignore[return-value]
+    edits = _rename_in_body(s, cap.name, param)
+    edits.append(Edit(op="remove", path=f"call.captures[{i}]"))
+    return Fix(
+        description=f"use argument {param!r} instead of capturing {cap.buffer!r}", edits=edits
+    )
+
+
+def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | None:
+    """A fix for a failing transform (``tpath`` is ``...transforms[k]``)."""
+    from mpmd_lab.validate.stepfix import fix_step
+
+    try:
+        return fix_step(s, tpath, err, before)
+    except (LookupError, AttributeError, ValueError, TypeError):
+        return None

@@ -1,0 +1,96 @@
+"""One-edit remedies for failing transform steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import Scenario
+
+
+def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
+    base, _, k = path.rpartition("[")
+    index = int(k.rstrip("]"))
+    t = _transform(s, base, index)
+    code = e.code
+    if code == "REF_PEER_TO_MULTICAST":
+        return Fix(
+            description="build the multicast view from the base ref (drop the peer step before it)",
+            edits=_drop_kind(s, base, index, "remote_ref"),
+        )
+    if code == "REF_MULTICAST_TO_PEER":
+        return Fix(
+            description="build the peer view from the base ref (drop the multicast step before it)",
+            edits=_drop_kind(s, base, index, "multicast_ref"),
+        )
+    if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
+        n = before.size
+        return Fix(
+            description=f"reshape to a shape of {n} elements ([-1] flattens)",
+            edits=[Edit(op="replace", path=f"{path}.shape", value=[n])],
+        )
+    if code in ("TRANSPOSE_RANK", "TRANSPOSE_BAD_AXIS"):
+        import re
+
+        m = re.search(r"rank of the type \((\d+)\)", e.message)
+        r = len(t.perm) if code == "TRANSPOSE_BAD_AXIS" else int(m.group(1)) if m else 0
+        return Fix(
+            description=f"use a permutation of the ref's {r} axes (identity; reorder it as meant)",
+            edits=[Edit(op="replace", path=f"{path}.perm", value=list(range(r)))],
+        )
+    if code == "TRANSPOSE_REF_RAW_BUG":
+        return Fix(
+            description="use the transpose method "
+            "(plgpu.transpose_ref fails on an untransformed ref)",
+            edits=[Edit(op="replace", path=f"{path}.via", value="method")],
+        )
+    if code == "AT_TOO_MANY_INDICES":
+        r = len(before.shape)
+        return Fix(
+            description=f"keep only {r} index entries (one per dimension)",
+            edits=[Edit(op="replace", path=f"{path}.index", value=_dump(t.index[:r]))],
+        )
+    if code == "AT_OOB_SLICE":
+        idx = _dump(t.index)
+        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0  # noqa: F841
+        d = before.shape[k]
+        entry = idx[k]
+        if isinstance(entry, dict) and "ds" in entry:
+            size = min(entry["ds"][1], d)
+            idx[k] = {"ds": [d - size, size]}
+        else:
+            idx[k] = [0, d]
+        return Fix(
+            description=f"keep the slice inside the dimension of size {d}",
+            edits=[Edit(op="replace", path=f"{path}.index", value=idx)],
+        )
+    if code == "BITCAST_1D_SAME_WIDTH_BUG":
+        return Fix(
+            description="drop the same-width 1-D bitcast (jax 0.12 fails on it); "
+            "bitcast a 2-D view",
+            edits=[Edit(op="remove", path=path)],
+        )
+    return None
+
+
+def _dump(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_dump(v) for v in x]
+    if hasattr(x, "model_dump"):
+        return x.model_dump(mode="json", exclude_none=True)
+    return x
+
+
+def _transform(s: Scenario, base: str, k: int) -> Any:
+    from mpmd_lab.fixes import get_path
+
+    return get_path(s, f"{base}[{k}]")
+
+
+def _drop_kind(s: Scenario, base: str, upto: int, op: str) -> list[Edit]:
+    from mpmd_lab.fixes import get_path
+
+    ts = get_path(s, base)
+    return [
+        Edit(op="remove", path=f"{base}[{k}]") for k in range(upto - 1, -1, -1) if ts[k].op == op
+    ]

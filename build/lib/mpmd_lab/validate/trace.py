@@ -1,0 +1,596 @@
+"""Trace-stage rules, walked in the order ``jax.jit(f).trace`` meets them.
+
+1. each argument's transforms (evaluated by the caller before the kernel call);
+2. ``mpmd_map``'s argument check: the same Ref passed twice (MPMD_DUP_REF);
+3. several programs: scratch without a core type, Mosaic GPU meshes that cannot combine;
+4. each program's body, statement by statement (view transforms, loads and stores),
+   then its return value and captured arrays;
+5. closed-over Refs that alias an argument; device-mesh axes that are not Manual.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.scenario import Add, BufferArg, Copy, Fill, Let, MultimemStore, Return, TmaStore
+from mpmd_lab.shapes import RefInfo, Step, short_dtype
+from mpmd_lab.validate import fixes_for
+from mpmd_lab.validate.context import Binding, Ctx, Stmt
+
+
+def check_trace(ctx: Ctx) -> None:
+    s = ctx.s
+    c = s.call
+    if ctx.build_failed:
+        return
+    # 1. argument transforms, argument by argument, leaf by leaf
+    updaters: list[tuple[int, int, str]] = []
+    for a in ctx.args:
+        for j, steps in enumerate(a.steps):
+            r = ctx.array_errors.get((a.index, j))
+            if r is not None:
+                if r.error is not None:
+                    code, jtype, msg, path = r.error
+                    ctx.jax(code, path, msg, jax_type=jtype, stage="trace")
+                    return _stop(ctx)
+                if r.updater:
+                    updaters.append((a.index, j, a.leaves[j][0]))
+                continue
+            if _report_steps(ctx, steps, f"{a.path}.transforms"):
+                return _stop(ctx)
+    if c.entry == "plgpu.kernel":
+        # plgpu.kernel's custom_vmap wrapper abstractifies every operand first
+        if _bad_operands(ctx, updaters, plgpu=True):
+            return _stop(ctx)
+    # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
+    #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
+    seen: dict[str, tuple[int, int | None]] = {}
+    for i, a in enumerate(c.args if c.entry == "pl.kernel" else []):
+        leaves = [a.buffer] if isinstance(a, BufferArg) else list(a.tuple)
+        for j, buf in enumerate(leaves):
+            b = s.buffers.get(buf)
+            if b is None or not b.as_ref:
+                continue
+            if buf in seen:
+                first = seen[buf]
+                where = f"call.args[{first[0]}]" + (
+                    "" if first[1] is None else f".tuple[{first[1]}]"
+                )
+                path = f"call.args[{i}]" + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
+                ctx.jax(
+                    "MPMD_DUP_REF",
+                    path,
+                    "Cannot pass the same ref into a mpmd map multiple times",
+                    explanation=(
+                        f"Buffer {buf!r} is a Ref (as_ref) and reaches the kernel twice: "
+                        f"at {where} "
+                        f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
+                        "two views of one Ref count as the same Ref even when they do not overlap."
+                    ),
+                    fix=fixes_for.dup_ref(s, i, j if not isinstance(a, BufferArg) else None, first),
+                )
+                return _stop(ctx)
+            seen[buf] = (i, None if isinstance(a, BufferArg) else j)
+    if c.entry == "pl.kernel" and _bad_operands(ctx, updaters, plgpu=False):
+        return _stop(ctx)
+    # 3. several programs
+    if len(c.programs) > 1:
+        if c.scratch:
+            name, sc = next(iter(c.scratch.items()))
+            ctx.jax(
+                "MPMD_SCRATCH_CORE_TYPE",
+                f"call.scratch.{name}",
+                "MPMD map with more than one mesh requires scratch_type to have a `core_type` "
+                f"specified, but scratch_type={_gpu_memref_repr(sc)} is missing it.",
+            )
+            return _stop(ctx)
+        ctx.add(
+            "MPMD_GPU_MESH_NOT_COMBINABLE",
+            "call.programs[1]",
+            "NotImplementedError() with no message: two Mosaic GPU meshes in one call",
+            jax_message="",
+            explanation=(
+                "jax 0.11/0.12 cannot combine two Mosaic GPU meshes in one mpmd_map: it raises a "
+                "bare NotImplementedError() while checking the meshes are compatible."
+            ),
+            fix=Fix(
+                description="keep only the first program",
+                edits=[
+                    Edit(op="remove", path=f"call.programs[{k}]")
+                    for k in range(len(c.programs) - 1, 0, -1)
+                ],
+            ),
+        )
+        return _stop(ctx)
+    # scratch types are typed when the kernel's arguments are made (pl.kernel), or
+    # allocated by run_scoped at the start of the body (plgpu.kernel)
+    if _scratch_types(ctx):
+        return _stop(ctx)
+    # 4. bodies
+    for prog in ctx.programs:
+        if _body(ctx, prog.stmts):
+            return _stop(ctx)
+        used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
+        used |= {n for st in prog.stmts for b in st.refs.values() if b.kind == "view" for n in ()}
+        for i, cap in enumerate(c.captures):
+            b = s.buffers.get(cap.buffer)
+            if b is None or b.as_ref or not b.shape or not _capture_used(prog.stmts, cap.name):
+                continue
+            ctx.jax(
+                "MPMD_CAPTURED_ARRAY",
+                f"call.captures[{i}]",
+                f"The kernel function in mpmd_map program{prog.index} at <scenario> captures "
+                "non-scalar array constants "
+                f"[{short_dtype(b.dtype)}[{','.join(map(str, b.shape))}]]. "
+                "You can only close over scalars and Refs; arrays must be passed as explicit "
+                "inputs.",
+                fix=fixes_for.capture_to_arg(s, i),
+            )
+            return _stop(ctx)
+    # 5. closed-over Refs aliasing an argument
+    arg_bufs = {
+        buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)
+    }
+    for i, cap in enumerate(c.captures if c.entry == "pl.kernel" else []):
+        b = s.buffers.get(cap.buffer)
+        if b is None or not b.as_ref or cap.buffer not in arg_bufs:
+            continue
+        if not any(_capture_used(p.stmts, cap.name) for p in ctx.programs):
+            continue
+        ctx.jax(
+            "MPMD_CLOSED_REF_ALIAS",
+            f"call.captures[{i}]",
+            "Closed-over ref aliases with a passed-in ref is not supported.",
+            fix=fixes_for.drop_capture(s, i),
+        )
+        return _stop(ctx)
+    if s.device_mesh is not None and s.run.shard_map is False:
+        axes = ", ".join("Explicit" for _ in s.device_mesh) if c.entry == "pl.kernel" else ""
+        ctx.jax(
+            "MPMD_NOT_MANUAL",
+            "run.shard_map",
+            f"mpmd_map requires all mesh axes to be Manual, got ({axes},)"
+            if len(s.device_mesh) == 1 and axes
+            else f"mpmd_map requires all mesh axes to be Manual, got ({axes})",
+            fix=Fix(
+                description="run the kernel under jax.shard_map (run.shard_map: true)",
+                edits=[Edit(op="replace", path="run.shard_map", value=True)],
+            ),
+        )
+        return _stop(ctx)
+
+
+def _scratch_types(ctx: Ctx) -> bool:
+    from mpmd_lab.shapes import bits
+
+    c = ctx.s.call
+    for name, sc in c.scratch.items():
+        path = f"call.scratch.{name}"
+        if sc.memory_space == "TMEM":
+            continue
+        for k, t in enumerate(sc.transforms if c.entry == "pl.kernel" else []):
+            if t.op == "swizzle" and t.bytes in (32, 64, 128):
+                elems = t.bytes * 8 // bits(sc.dtype)
+                if not sc.shape or elems != sc.shape[-1]:
+                    ctx.jax(
+                        "SWIZZLE_TRAILING_DIM",
+                        f"{path}.transforms[{k}]",
+                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
+                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
+                    )
+                    return True
+        for k, t in enumerate(sc.transforms):
+            tpath = f"{path}.transforms[{k}]"
+            if c.entry == "pl.kernel":
+                ctx.jax(
+                    "JAX_ASSERTION",
+                    tpath,
+                    "",
+                    explanation="pl.kernel (mpmd_map) cannot take scratch with tiling or "
+                    "swizzle transforms: their refs are TransformedRefs, which mpmd_map does "
+                    "not support, and an internal assertion fails. Use plgpu.kernel.",
+                    fix=Fix(
+                        description="use plgpu.kernel, which allocates transformed scratch",
+                        edits=[Edit(op="replace", path="call.entry", value="plgpu.kernel")],
+                    ),
+                )
+                return True
+            if t.op == "tiling":
+                pairs = list(zip(reversed(sc.shape), reversed(t.tile), strict=False))
+                if any(d % tl for d, tl in pairs):
+                    ctx.jax(
+                        "JAX_ASSERTION",
+                        tpath,
+                        "",
+                        explanation=f"The tile {t.tile} does not divide the scratch shape "
+                        f"{sc.shape} (its trailing dims), and an assertion in the tiling "
+                        "transform fails.",
+                    )
+                    return True
+            if t.op == "swizzle" and t.bytes in (32, 64, 128):
+                elems = t.bytes * 8 // bits(sc.dtype)
+                if not sc.shape or elems != sc.shape[-1]:
+                    ctx.jax(
+                        "SWIZZLE_TRAILING_DIM",
+                        tpath,
+                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
+                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
+                    )
+                    return True
+    return False
+
+
+def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -> bool:
+    """Operands that are not arrays or Refs: ``x.at[...]`` of an array, and (for
+    plgpu.kernel) any view of a Ref."""
+    s = ctx.s
+    c = s.call
+    items: list[tuple[int, int, str, str]] = [(i, j, b, "updater") for i, j, b in updaters]
+    if plgpu:
+        for a in ctx.args:
+            if c.args[a.index].transforms:
+                for j, (buf, _) in enumerate(a.leaves):
+                    b = s.buffers.get(buf)
+                    if b is not None and b.as_ref:
+                        items.append((a.index, j, buf, "view"))
+    if not items:
+        return False
+    i, j, buf, kind = min(items)
+    b = s.buffers[buf]
+    path = f"call.args[{i}].transforms"
+    if kind == "view":
+        ctx.jax(
+            "ARG_VIEW_PLGPU",
+            path,
+            "TransformedRefs cannot be abstractified.",
+            explanation="plgpu.kernel passes its operands through jax.custom_vmap, which "
+            "accepts arrays and Refs but not views of Refs: make the view inside the body.",
+        )
+        return True
+    shape = ",".join(map(str, b.shape))
+    ctx.jax(
+        "ARG_TRANSFORM_ON_ARRAY",
+        path,
+        f"Argument '_IndexUpdateRef(JitTracer({b.dtype}[{shape}]), ...)' of type "
+        "'<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not a valid JAX type",
+        explanation=f"`.at[...]` of buffer {buf!r}, a plain array, is the array's update "
+        "helper, not a view: set `as_ref: true`, or make the view inside the body.",
+        fix=Fix(
+            description=f"pass {buf!r} as a Ref (as_ref: true)",
+            edits=[Edit(op="replace", path=f"buffers.{buf}.as_ref", value=True)],
+        ),
+    )
+    return True
+
+
+def _capture_used(stmts: list[Stmt], name: str) -> bool:
+    return any(b.kind == "capture" and b.name == name for st in stmts for b in st.refs.values())
+
+
+def _stop(ctx: Ctx) -> None:
+    ctx.trace_failed = True
+
+
+def _gpu_memref_repr(sc: Any) -> str:
+    """A scratch type as JAX prints it (``GPUMemoryRef(inner_aval=...)``)."""
+    shape = ",".join(map(str, sc.shape))
+    space = sc.memory_space
+    return (
+        f"GPUMemoryRef(inner_aval=ShapedArray({sc.dtype}[{shape}]), "
+        f"memory_space=<MemorySpace.{space}: '{space.lower()}'>, transforms=(), layout=None, "
+        "collective=None)"
+    )
+
+
+def _report_steps(ctx: Ctx, steps: list[Step], base: str) -> bool:
+    """Report a stack's notes and the error JAX raises while applying it.
+
+    True when that error stops tracing. A lazy error that no step has raised yet
+    waits in the view's ``pending`` (reported where the view is used).
+    """
+    for st in steps:
+        for n in st.notes:
+            if n.stage == "trace" or n.severity == "warning":
+                ctx.add(n.code, n.path, n.message, severity=n.severity, stage=n.stage)
+            else:
+                ctx.deferred.append((n, n.path))
+        if st.error is not None and st.after is None:
+            _raise(ctx, st.error, st)
+            return st.error.stage in ("trace", "build", "schema")
+    return False
+
+
+def _raise(ctx: Ctx, e: Any, st: Step | None = None) -> None:
+    """Report a step error (its own field path) with its fix."""
+    if e.jax_type:
+        tpath = e.path[: -len(e.field) - 1] if e.field else e.path
+        ctx.jax(
+            e.code,
+            e.path,
+            e.message,
+            jax_type=e.jax_type,
+            stage=e.stage,
+            fix=fixes_for.step_fix(ctx.s, tpath, e, st.before if st else None),
+        )
+    else:
+        ctx.add(e.code, e.path, e.message, stage=e.stage)
+
+
+def _use(ctx: Ctx, b: Binding) -> bool:
+    """A load or store computes the view's type: a waiting lazy error is raised."""
+    if b.info is not None and b.info.pending is not None:
+        _raise(ctx, b.info.pending)
+        return True
+    return False
+
+
+def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
+    """One program's statements in order; True when tracing stops."""
+    for st in stmts:
+        if not st.ok:
+            return True  # a NameError in the generated code
+        node = st.node
+        if isinstance(node, Let):
+            if _report_steps(ctx, st.steps, f"{st.path}.transforms"):
+                return True
+            continue
+        infos = {f: b.info for f, b in st.refs.items()}
+        if any(v is None for v in infos.values()):
+            continue  # a tuple used as a ref, or a failed view: reported elsewhere
+        refs = st.refs
+        if isinstance(node, Copy):
+            # `dst[...] = src[...]`: the load first, then the store
+            if _use(ctx, refs["src"]) or _use(ctx, refs["dst"]):
+                return True
+            if _store(ctx, st, "dst", infos["dst"], infos["src"].shape, infos["src"].dtype):
+                return True
+        elif isinstance(node, Add):
+            if _use(ctx, refs["lhs"]) or _use(ctx, refs["rhs"]):
+                return True
+            lhs, rhs = infos["lhs"], infos["rhs"]
+            shape = _broadcast(lhs.shape, rhs.shape)
+            if shape is None:
+                if len(lhs.shape) != len(rhs.shape):
+                    ctx.jax(
+                        "ADD_SHAPE_MISMATCH",
+                        st.path,
+                        "Incompatible shapes for broadcasting: shapes="
+                        f"[{lhs.shape!r}, {rhs.shape!r}]",
+                        jax_type="ValueError",
+                    )
+                else:
+                    ctx.jax(
+                        "ADD_SHAPE_MISMATCH",
+                        st.path,
+                        f"add got incompatible shapes for broadcasting: {lhs.shape!r}, "
+                        f"{rhs.shape!r}.",
+                        jax_type="TypeError",
+                    )
+                return True
+            if _use(ctx, refs["dst"]):
+                return True
+            if _store(ctx, st, "dst", infos["dst"], shape, promote(lhs.dtype, rhs.dtype)):
+                return True
+        elif isinstance(node, Fill):
+            if not infos["dst"].is_ref:
+                return _store_to_array(ctx, st)
+            if _use(ctx, refs["dst"]):
+                return True
+        elif isinstance(node, TmaStore):
+            if _tma_trace(ctx, st, refs):
+                return True
+        elif isinstance(node, MultimemStore):
+            if _use(ctx, refs["src"]):
+                return True
+            if _multimem_trace(ctx, st, refs):
+                return True
+        elif isinstance(node, Return) and ctx.s.call.entry != "pl.kernel":
+            break  # plgpu.kernel runs the body in run_scoped, which drops the value
+        elif isinstance(node, Return):
+            ctx.jax(
+                "MPMD_RETURNS_VALUE",
+                st.path,
+                f"The kernel function in mpmd_map program{st.path.split('[')[1].split(']')[0]} "
+                "at <scenario> should return None. It returns a PyTree: PyTreeDef(*).",
+                fix=Fix(
+                    description="drop the return statement (write into an output instead)",
+                    edits=[Edit(op="remove", path=st.path)],
+                ),
+            )
+            return True
+    return False
+
+
+def _store_to_array(ctx: Ctx, st: Stmt) -> bool:
+    ctx.jax(
+        "STORE_TO_ARRAY",
+        f"{st.path}.dst",
+        "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+        "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
+        explanation="The destination is a captured plain array, which cannot be written; "
+        "capture a Ref (`as_ref: true`) or write an output.",
+    )
+    return True
+
+
+def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: str) -> bool:
+    if not dst.is_ref:
+        return _store_to_array(ctx, st)
+    if tuple(shape) != dst.shape:
+        ctx.jax(
+            "SWAP_SHAPE_MISMATCH",
+            st.path,
+            f"Invalid shape for `swap`. Ref shape: {_base_shape(ctx, st, field)!r}. "
+            "Expected shape: "
+            f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
+        )
+        return True
+    if dtype != dst.dtype and not (_is_int(dtype) and _is_int(dst.dtype)):
+        # (ref_swap casts any integer value to an integer ref implicitly)
+        ctx.jax(
+            "SWAP_DTYPE_MISMATCH",
+            st.path,
+            f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {dtype}. ",
+        )
+        return True
+    return False
+
+
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
+
+
+def _base_shape(ctx: Ctx, st: Stmt, field: str) -> tuple:
+    b: Binding = st.refs[field]
+    root = ctx.root_shape(b)
+    return root if root is not None else b.info.shape
+
+
+def _transforms_repr(info: RefInfo) -> str:
+    return "()" if not info.transformed else "(...)"
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple | None:
+    out = []
+    for x, y in zip(
+        ((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False
+    ):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y) if 1 in (x, y) else x)
+    return tuple(out)
+
+
+_FLOAT_RANK = {"float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16, "float32": 32}
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "uint8": 8, "uint16": 16, "uint32": 32}
+
+
+def promote(a: str, b: str) -> str:
+    """JAX's type promotion of two (canonical) dtypes, without x64."""
+    if a == b:
+        return a
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    fa, fb = a in _FLOAT_RANK, b in _FLOAT_RANK
+    if fa and not fb:
+        return a
+    if fb and not fa:
+        return b
+    if fa and fb:
+        wa, wb = _FLOAT_RANK[a], _FLOAT_RANK[b]
+        if wa == wb:
+            return "float32" if wa == 16 else "float16" if wa == 8 else a
+        return a if wa > wb else b
+    sa, sb = a.startswith("int"), b.startswith("int")
+    wa, wb = _INT_BITS[a], _INT_BITS[b]
+    if sa == sb:
+        return a if wa > wb else b
+    sw, uw = (wa, wb) if sa else (wb, wa)
+    w = max(sw, 2 * uw)
+    return f"int{min(w, 32)}"
+
+
+def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
+    """(memory space, shape, dtype) of the untransformed ref under a view."""
+    o = b.origin[0] if b.origin else ""
+    c = ctx.s.call
+    if o.startswith("out:") and o[4:] in c.outputs:
+        spec = c.outputs[o[4:]]
+        return "GMEM", tuple(spec.shape), spec.dtype
+    if o.startswith("scratch:") and o[8:] in c.scratch:
+        spec = c.scratch[o[8:]]
+        return spec.memory_space, tuple(spec.shape), spec.dtype
+    root = ctx.root_shape(b) or b.info.shape
+    return b.info.memory_space, tuple(root), b.info.dtype
+
+
+def _base_type(ctx: Ctx, b: Binding) -> str:
+    from mpmd_lab.shapes import canonical_dtype
+
+    space, shape, dtype = _root(ctx, b)
+    return f"Ref<{space.lower()}>{{{canonical_dtype(dtype)}[{','.join(map(str, shape))}]}}"
+
+
+def _tma_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
+    """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
+    src, dst = refs["src"], refs["dst"]
+    if _root(ctx, src)[0] != "SMEM":
+        ctx.jax(
+            "TMA_SRC_NOT_SMEM",
+            f"{st.path}.src",
+            f"src must be a SMEM reference, got {_base_type(ctx, src)}",
+        )
+        return True
+    if _root(ctx, dst)[0] != "GMEM":
+        ctx.jax(
+            "TMA_DST_NOT_GMEM",
+            f"{st.path}.dst",
+            f"dst must be a GMEM reference, got {_base_type(ctx, dst)}",
+        )
+        return True
+    if _use(ctx, src) or _use(ctx, dst):
+        return True
+    s_, d_ = src.info, dst.info
+    if s_.dtype != d_.dtype:
+        ctx.jax(
+            "TMA_DTYPE_MISMATCH",
+            st.path,
+            f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
+        )
+        return True
+    if len(s_.shape) != len(d_.shape):
+        longer = 1 if len(s_.shape) > len(d_.shape) else 2
+        ctx.jax(
+            "TMA_SHAPE_MISMATCH",
+            st.path,
+            f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
+            f"than argument 1",
+            jax_type="ValueError",
+        )
+        return True
+    if s_.shape != d_.shape:
+        ctx.jax(
+            "TMA_SHAPE_MISMATCH",
+            st.path,
+            f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
+            f"{d_.shape!r}",
+        )
+        return True
+    return False
+
+
+def _multimem_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
+    """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
+    src, dst = refs["src"], refs["dst"]
+    if _root(ctx, dst)[0] != "GMEM":
+        ctx.jax(
+            "MULTIMEM_DST_NOT_GMEM",
+            f"{st.path}.dst",
+            f"ref must be a GMEM reference, got {_base_type(ctx, dst)}",
+        )
+        return True
+    if _use(ctx, dst):
+        return True
+    if src.info.dtype != dst.info.dtype:
+        ctx.jax(
+            "MULTIMEM_MISMATCH",
+            st.path,
+            f"Value dtype {src.info.dtype} does not match ref dtype {dst.info.dtype}",
+        )
+        return True
+    if src.info.shape != dst.info.shape:
+        ctx.jax(
+            "MULTIMEM_MISMATCH",
+            st.path,
+            f"Value shape {src.info.shape!r} does not match ref shape {dst.info.shape!r}",
+        )
+        return True
+    return False
+
+
+def _ref_type(info: RefInfo) -> str:
+    return f"Ref<{info.memory_space.lower()}>{{{info.dtype}[{','.join(map(str, info.shape))}]}}"

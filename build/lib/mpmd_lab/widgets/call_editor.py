@@ -1,0 +1,533 @@
+"""CallEditor: the call's buffers (arrays or Refs), arguments, outputs, scratch, programs
+and the selected program's body. Every row shows the diagnostics found at its path, so a
+duplicate Ref is flagged on the argument row the moment it is added."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+
+from mpmd_lab.scenario import DTYPES
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.state import LabState, parse_path, rename_key
+
+INITS = ("zeros", "ones", "iota", "random")
+MEMORY = ("SMEM", "GMEM", "TMEM")
+OPS = ("copy", "add", "fill", "tma_store", "multimem_store", "return", "let")
+OP_FIELDS = {
+    "copy": ("src", "dst"),
+    "add": ("dst", "lhs", "rhs"),
+    "fill": ("dst",),
+    "tma_store": ("src", "dst"),
+    "multimem_store": ("src", "dst"),
+    "return": ("src",),
+}
+
+
+def unique(base: str, taken: set[str] | list[str]) -> str:
+    """``base``, or ``base2``, ``base3``… whichever is not taken."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    return name
+
+
+def ref_names(state: LabState, before: int | None = None) -> list[str]:
+    """Names a body statement can use: parameters, tuple leaves, outputs, scratch, views."""
+    call = state.scenario.call
+    names: list[str] = []
+    for a in call.args:
+        leaves = getattr(a, "tuple", None)
+        names += [f"{a.param}[{i}]" for i in range(len(leaves))] if leaves else [a.param]
+    names += list(call.outputs) + list(call.scratch)
+    if call.programs and state.program < len(call.programs):
+        body = call.programs[state.program].body
+        for s in body[: len(body) if before is None else before]:
+            if getattr(s, "let", None):
+                names.append(s.let)
+    return names
+
+
+def _key(state: LabState, *paths: str) -> str:
+    """What a section shows: its slice of the scenario and the diagnostics inside it."""
+    parts = [state.get(p) for p in paths]
+    diags = [(d.code, d.path, d.message) for p in paths for d in state.diagnostics_at(p)]
+    return json.dumps([parts, diags, state.program], default=str)
+
+
+class CallEditor(w.VBox):
+    """Edit ``buffers`` and ``call`` of the state's scenario."""
+
+    def __init__(self, state: LabState, on_edit_view: Callable[[str], None] | None = None):
+        super().__init__()
+        self.state = state
+        self.on_edit_view = on_edit_view or (lambda path: None)
+        self.add_class("mpl-call-editor")
+        s = state
+        self.buffers = c.Section(s, lambda: _key(s, "buffers"), self._buffers)
+        self.args = c.Section(s, lambda: _key(s, "call.args", "buffers", "call.entry"), self._args)
+        self.outputs = c.Section(s, lambda: _key(s, "call.outputs"), self._outputs)
+        self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
+        self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
+        self.children = [
+            self.buffers,
+            self.args,
+            self.outputs,
+            self.scratch,
+            self.body,
+        ]
+        state.subscribe(lambda st, why: self.refresh())
+
+    def refresh(self) -> None:
+        for section in self.children:
+            section.refresh()
+
+    # ------------------------------------------------------------ buffers
+
+    def add_buffer(self, name: str | None = None, **spec: Any):
+        name = name or unique("x", self.state.scenario.buffers)
+        value = {"shape": [256], "dtype": "float32", "init": "iota", **spec}
+        return self.state.edit(("add", f"buffers.{name}", value), label=f"add buffer {name}")
+
+    def _buffers(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        rows: list[w.Widget] = [
+            _head("Buffers", "host values the call is given; Ref = jax.new_ref")
+        ]
+        for name, b in st.scenario.buffers.items():
+            key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
+            rows.append(sec.memo(key, lambda name=name, b=b: self._buffer_row(name, b)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button("+ buffer", self.add_buffer, "add a buffer", css="mpl-add-buffer"),
+            )
+        )
+        return rows
+
+    def _buffer_row(self, name: str, b: Any) -> w.Widget:
+        st = self.state
+        p = f"buffers.{name}"
+        init = b.init if isinstance(b.init, str) else "explicit"
+        init_dd = c.make(
+            w.Dropdown,
+            options=INITS + (("explicit",) if init == "explicit" else ()),
+            value=init,
+            layout=c.lay(width="76px"),
+        )
+        ref_cb = c.make(w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False)
+        ref_cb.add_class("mpl-as-ref")
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
+            c.field(
+                c.text(c.show_shape(b.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+                css="mpl-buffer-shape",
+            ),
+            c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
+            c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
+            c.field(ref_cb, _set(st, f"{p}.as_ref")),
+            c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
+
+    # ------------------------------------------------------------ arguments
+
+    def add_arg(self, buffer: str | None = None, param: str | None = None):
+        """Pass a buffer (default: the first) as the next positional argument."""
+        st = self.state
+        names = list(st.scenario.buffers)
+        buffer = buffer or (names[0] if names else "x")
+        param = param or unique(f"{buffer}_ref", ref_names(st))
+        n = len(st.scenario.call.args)
+        return st.edit(
+            ("add", f"call.args[{n}]", {"buffer": buffer, "param": param}),
+            label=f"pass {buffer} as {param}",
+        )
+
+    def _args(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        call = st.scenario.call
+        entry = c.make(
+            w.Dropdown,
+            options=("pl.kernel", "plgpu.kernel"),
+            value=call.entry,
+            layout=c.lay(width="130px"),
+        )
+        rows: list[w.Widget] = [
+            _head("Arguments", "positional, in order; the same Ref twice is a duplicate"),
+            c.field(entry, _set(st, "call.entry"), label="entry"),
+        ]
+        buffers = list(st.scenario.buffers)
+        for i, a in enumerate(call.args):
+            key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
+            rows.append(sec.memo(key, lambda i=i, a=a: self._arg_row(i, a, buffers)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button(
+                    "+ argument", self.add_arg, "pass a buffer to the kernel", css="mpl-add-arg"
+                ),
+            )
+        )
+        return rows
+
+    def _arg_row(self, i: int, a: Any, buffers: list[str]) -> w.Widget:
+        st = self.state
+        p = f"call.args[{i}]"
+        leaves = getattr(a, "tuple", None)
+        if leaves:
+            src = c.field(
+                c.text(", ".join(leaves), "150px"),
+                _set(st, f"{p}.tuple"),
+                lambda s: [x.strip() for x in s.split(",") if x.strip()],
+                label="tuple",
+            )
+        else:
+            opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
+            dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
+            dd.add_class("mpl-arg-buffer")
+            src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
+        extra: list[w.Widget] = []
+        if a.transforms:
+            extra.append(
+                c.button(
+                    f"view ({len(a.transforms)})",
+                    lambda p=p: self.on_edit_view(p),
+                    "edit this argument's transforms",
+                )
+            )
+        row = _row(
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
+            src,
+            c.field(c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"),
+            *extra,
+            c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
+            c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
+        row.add_class(f"mpl-arg-{i}")
+        return row
+
+    # ------------------------------------------------------------ outputs, scratch
+
+    def add_output(self, name: str | None = None, shape: list[int] | None = None, dtype="float32"):
+        st = self.state
+        name = name or unique("out", ref_names(st))
+        value = {"shape": shape or [256], "dtype": dtype}
+        return st.edit(("add", f"call.outputs.{name}", value), label=f"add output {name}")
+
+    def _outputs(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
+        for name, o in st.scenario.call.outputs.items():
+            key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
+            rows.append(sec.memo(key, lambda name=name, o=o: self._output_row(name, o)))
+        rows.append(
+            sec.memo(
+                "add",
+                lambda: c.button(
+                    "+ output", self.add_output, "add an output", css="mpl-add-output"
+                ),
+            )
+        )
+        return rows
+
+    def _output_row(self, name: str, o: Any) -> w.Widget:
+        st = self.state
+        p = f"call.outputs.{name}"
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "call.outputs", name)),
+            c.field(
+                c.text(c.show_shape(o.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+                css="mpl-output-shape",
+            ),
+            c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+            c.small("✕", lambda p=p: _remove(st, p), "remove output"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
+
+    def add_scratch(self, name: str | None = None):
+        st = self.state
+        name = name or unique("s", ref_names(st))
+        value = {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}
+        return st.edit(("add", f"call.scratch.{name}", value), label=f"add scratch {name}")
+
+    def _scratch(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
+        for name, s in st.scenario.call.scratch.items():
+            key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
+            rows.append(sec.memo(key, lambda name=name, s=s: self._scratch_row(name, s)))
+        rows.append(
+            sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
+        )
+        return rows
+
+    def _scratch_row(self, name: str, s: Any) -> w.Widget:
+        st = self.state
+        p = f"call.scratch.{name}"
+        mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
+        extra = []
+        if s.transforms:
+            extra.append(
+                c.button(
+                    f"view ({len(s.transforms)})",
+                    lambda p=p: self.on_edit_view(p),
+                    "edit tiling/swizzle",
+                )
+            )
+        return _row(
+            c.field(c.text(name, "70px"), _rename(st, "call.scratch", name)),
+            c.field(
+                c.text(c.show_shape(s.shape), "70px"),
+                _set(st, f"{p}.shape"),
+                c.parse_shape,
+                label="shape",
+            ),
+            c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
+            c.field(mem, _set(st, f"{p}.memory_space")),
+            *extra,
+            c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+            c.badge_line(st.diagnostics_at(p)),
+        )
+
+    # ------------------------------------------------------------ programs, body
+
+    def add_statement(self, kind: str = "copy", **fields: Any):
+        """Append a statement of ``kind`` to the selected program's body."""
+        st = self.state
+        if not st.scenario.call.programs:
+            st.edit(("add", "call.programs[0]", {}), label="add program")
+        stmt = self.default_statement(kind, **fields)
+        body = st.scenario.call.programs[st.program].body
+        path = f"call.programs[{st.program}].body[{len(body)}]"
+        return st.edit(("add", path, stmt), label=f"add {kind}")
+
+    def default_statement(self, kind: str, **fields: Any) -> dict[str, Any]:
+        st = self.state
+        names = ref_names(st) or ["x_ref"]
+        outs = list(st.scenario.call.outputs) or names
+        if kind == "let":
+            taken = ref_names(st)
+            return {"let": unique("v", taken), "ref": outs[0], "transforms": [], **fields}
+        stmt: dict[str, Any] = {"op": kind}
+        defaults = {"src": names[0], "dst": outs[0], "lhs": names[0], "rhs": names[-1]}
+        for f in OP_FIELDS[kind]:
+            stmt[f] = defaults[f]
+        if kind == "fill":
+            stmt["value"] = 0.0
+        if kind == "multimem_store":
+            stmt["axes"] = list(st.scenario.device_mesh or {"dev": 1})
+        stmt.update(fields)
+        return stmt
+
+    def _body(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        call = st.scenario.call
+        n = len(call.programs)
+        rows: list[w.Widget] = [_head("Programs", "one (mesh, body) pair each")]
+        key = ("programs", n, st.program, _dkey(st, "call.programs"))
+        rows.append(sec.memo(key, lambda: self._programs_row(n)))
+        if not n:
+            return rows
+        pp = f"call.programs[{st.program}]"
+        rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
+        body = call.programs[st.program].body
+        for i, s in enumerate(body):
+            key = ("stmt", pp, i, s.model_dump_json(), _dkey(st, f"{pp}.body[{i}]"))
+            row = sec.memo(key, lambda i=i, s=s: self._statement(pp, i, s))
+            names = ref_names(st, before=i)
+            for box in getattr(row, "mpl_combos", ()):
+                if list(box.options) != names:
+                    box.options = names
+            rows.append(row)
+        rows.append(sec.memo("add-stmt", self._add_statement_row))
+        return rows
+
+    def _add_statement_row(self) -> w.Widget:
+        kind = c.make(w.Dropdown, options=OPS, value="copy", layout=c.lay(width="140px"))
+        kind.add_class("mpl-stmt-kind")
+        add = c.button("+ statement", lambda: self.add_statement(kind.value), "append to the body")
+        add.add_class("mpl-add-stmt")
+        return _row(kind, add)
+
+    def _programs_row(self, n: int) -> w.Widget:
+        st = self.state
+        pick = c.make(
+            w.Dropdown,
+            options=[(f"program {i}", i) for i in range(n)] or [("no programs", -1)],
+            value=st.program if n else -1,
+            layout=c.lay(width="130px"),
+        )
+        pick.observe(lambda ch: self._select_program(ch["new"]), names="value")
+        return _row(
+            pick,
+            c.button("+ program", lambda: _add_program(st), "add a (mesh, body) pair"),
+            c.button(
+                "remove program",
+                lambda: _remove(st, f"call.programs[{st.program}]"),
+                "remove the selected program",
+            )
+            if n
+            else c.make(w.HTML, value=""),
+            c.badge_line(st.diagnostics_at("call.programs", exact=True)),
+        )
+
+    def _select_program(self, i: int) -> None:
+        self.state.select_program(i)
+
+    def _statement(self, pp: str, i: int, s: Any) -> w.Widget:
+        st = self.state
+        p = f"{pp}.body[{i}]"
+        names = ref_names(st, before=i)
+        kind_now = "let" if getattr(s, "let", None) else s.op
+        combos: list[w.Combobox] = []
+        kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
+        parts: list[w.Widget] = [
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
+            c.field(kind, lambda v, i=i, s=s: self._change_kind(pp, i, s, v)),
+        ]
+        if kind_now == "let":
+            parts.append(
+                c.make(
+                    w.HTML,
+                    value=f"<code>{c.esc(s.let)} = {c.esc(s.ref)}</code>"
+                    f" <span class='mpl-hint'>+ {len(s.transforms)} transform(s)</span>",
+                )
+            )
+            parts.append(
+                c.button(
+                    "edit view",
+                    lambda p=p: self.on_edit_view(p),
+                    "open in the Views tab",
+                    css="mpl-edit-view",
+                )
+            )
+        else:
+            for f in OP_FIELDS[s.op]:
+                box = c.make(
+                    w.Combobox,
+                    value=getattr(s, f),
+                    options=names,
+                    ensure_option=False,
+                    continuous_update=False,
+                    layout=c.lay(width="74px"),
+                )
+                combos.append(box)
+                parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
+            if s.op == "fill":
+                parts.append(
+                    c.field(
+                        c.text(c.show_json(s.value), "70px"),
+                        _set(st, f"{p}.value"),
+                        c.parse_json,
+                        label="value",
+                    )
+                )
+            if s.op == "multimem_store":
+                parts.append(
+                    c.field(
+                        c.text(c.show_json(s.axes), "110px"),
+                        _set(st, f"{p}.axes"),
+                        c.parse_json,
+                        label="axes",
+                    )
+                )
+        parts += [
+            c.small("↑", lambda i=i: _move(st, f"{pp}.body", i, -1), "move up"),
+            c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
+            c.badge_line(st.diagnostics_at(p)),
+        ]
+        row = _row(*parts)
+        row.mpl_combos = combos  # their options follow the names in scope (set by _body)
+        return row
+
+    def _change_kind(self, pp: str, i: int, old: Any, kind: str):
+        carry = {f: getattr(old, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(old, f)}
+        if kind != "let":
+            carry = {k: v for k, v in carry.items() if k in OP_FIELDS[kind]}
+        else:
+            carry = {}
+        stmt = self.default_statement(kind, **carry)
+        return self.state.edit(("replace", f"{pp}.body[{i}]", stmt), label=f"make body[{i}] {kind}")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _dkey(st: LabState, path: str) -> tuple:
+    """The diagnostics at a path, as a hashable key."""
+    return tuple((d.code, d.path, d.message) for d in st.diagnostics_at(path))
+
+
+def _head(title: str, hint: str = "") -> w.HTML:
+    hint = f" <span class='mpl-hint'>{c.esc(hint)}</span>" if hint else ""
+    return c.make(w.HTML, value=f"<div class='mpl-h'>{c.esc(title)}{hint}</div>")
+
+
+def _row(*kids: w.Widget) -> w.HBox:
+    row = w.HBox(list(kids), layout=c.lay(align_items="center", flex_flow="row wrap"))
+    row.add_class("mpl-row")
+    return row
+
+
+def _dtype(value: str) -> w.Dropdown:
+    return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="92px"))
+
+
+def _set(st: LabState, path: str) -> c.Commit:
+    return lambda v: st.edit(("replace", path, v), label=f"set {path}")
+
+
+def _set_init(st: LabState, p: str, v: str):
+    if v == "explicit":
+        return c.EditResult(True)
+    return st.edit(("replace", f"{p}.init", v), label=f"set {p}.init")
+
+
+def _rename(st: LabState, where: str, old: str) -> c.Commit:
+    """Rename key ``old`` of the mapping at ``where``, keeping its place."""
+    parts = parse_path(where)
+
+    def run(data: dict[str, Any], new: str) -> None:
+        parent: Any = data
+        for part in parts[:-1]:
+            parent = parent[part]
+        parent[parts[-1]] = rename_key(parent[parts[-1]], old, new)
+
+    return lambda new: st.change(lambda d: run(d, new.strip()), label=f"rename {old} to {new}")
+
+
+def _remove(st: LabState, path: str):
+    return st.edit(("remove", path, None), label=f"remove {path}")
+
+
+def _move(st: LabState, path: str, i: int, delta: int):
+    def run(data: dict[str, Any]) -> None:
+        node: Any = data
+        for part in parse_path(path):
+            node = node[part]
+        j = i + delta
+        if 0 <= j < len(node):
+            node[i], node[j] = node[j], node[i]
+
+    return st.change(run, label=f"move {path}[{i}]")
+
+
+def _add_program(st: LabState):
+    n = len(st.scenario.call.programs)
+    mesh = {"grid": {"b": 1}, "cluster": {}, "threads": None}
+    r = st.edit(("add", f"call.programs[{n}]", {"mesh": mesh, "body": []}), label="add program")
+    if r.ok:
+        st.select_program(n)
+    return r

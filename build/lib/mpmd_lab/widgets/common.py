@@ -1,0 +1,309 @@
+"""Small building blocks the views share: fields that show their own errors, diagnostic
+badges and cards, the Lab's stylesheet, and a re-render-only-when-changed section."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.state import EditResult, LabState
+
+Commit = Callable[[Any], EditResult]
+
+CSS = """
+<style>
+.mpl-lab { font-family: var(--jp-ui-font-family, sans-serif); }
+.mpl-lab .mpl-title { font-size: 15px; font-weight: 600; }
+.mpl-lab .mpl-h { font-weight: 600; margin: 6px 0 2px 0; color: #234; line-height: 1.4; }
+.mpl-lab .mpl-hint { color: #667; font-size: 12px; }
+.mpl-field-error { color: #b00020; font-size: 12px; }
+.mpl-row { align-items: center; }
+.mpl-badge { display: inline-block; padding: 1px 6px; border-radius: 8px; font-size: 11px;
+  font-weight: 600; color: white; background: #b00020; margin-left: 4px; }
+.mpl-badge.warning { background: #b26a00; }
+.mpl-badge.info { background: #466; }
+.mpl-card, .mpl-note, .mpl-ok, .mpl-diag-line, .mpl-table { line-height: 1.35; }
+.mpl-card { border: 1px solid #e3b4b4; border-left: 5px solid #b00020; border-radius: 4px;
+  padding: 6px 10px; margin: 4px 0; background: #fff7f7; }
+.mpl-card.warning { border-color: #f0d2a0; border-left-color: #b26a00; background: #fffaf0; }
+.mpl-card.info { border-color: #cdd; border-left-color: #466; background: #f6fafa; }
+.mpl-card .mpl-code { font-family: var(--jp-code-font-family, monospace); font-weight: 700; }
+.mpl-card .mpl-path { font-family: var(--jp-code-font-family, monospace); color: #555;
+  font-size: 12px; }
+.mpl-card .mpl-jax { font-family: var(--jp-code-font-family, monospace); font-size: 12px;
+  background: #f3f3f3; padding: 2px 4px; margin: 3px 0; white-space: pre-wrap; }
+.mpl-card .mpl-why { font-size: 13px; margin-top: 3px; }
+.mpl-ok { border-left: 5px solid #2e7d32; background: #f3fbf3; padding: 6px 10px;
+  border-radius: 4px; }
+.mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
+  border-radius: 4px; font-size: 12px; color: #444; }
+.mpl-stale { opacity: 0.45; }
+.mpl-shape-line { margin-left: 22px; color: #2e5a88; }
+.mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
+  border: 1px solid #dde; padding: 6px; line-height: 1.3; }
+.mpl-more summary { cursor: pointer; color: #1565c0; font-size: 12px; margin-top: 3px; }
+.mpl-more h3 { font-size: 14px; margin: 6px 0 2px 0; }
+.mpl-more h4 { font-size: 13px; margin: 6px 0 2px 0; }
+.mpl-more p, .mpl-more li { font-size: 12px; margin: 2px 0; }
+.mpl-more pre { font-size: 11px; background: #f3f3f3; padding: 4px; white-space: pre-wrap; }
+.mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
+.mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
+  font-size: 12px; }
+.mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
+.mpl-table th { background: #eef; }
+.mpl-lab .widget-button.mpl-fix { background: #2e7d32; color: white; }
+.mpl-lab .widget-button.mpl-run { background: #1565c0; color: white; font-weight: 600; }
+</style>
+"""
+
+
+_LAYOUTS: dict[tuple, w.Layout] = {}
+_STYLES: dict[type, w.Widget] = {}
+
+
+def lay(**kw: str) -> w.Layout:
+    """A shared, never-mutated Layout: creating one per widget is most of a row's cost."""
+    key = tuple(sorted(kw.items()))
+    if key not in _LAYOUTS:
+        _LAYOUTS[key] = w.Layout(**kw)
+    return _LAYOUTS[key]
+
+
+def make(cls: type, *, width: str | None = None, **kw: Any) -> Any:
+    """``cls(**kw)`` with a shared layout (of ``width``) and a shared default style."""
+    trait = cls.class_traits().get("style")
+    if trait is not None and "style" not in kw:
+        if cls not in _STYLES:
+            _STYLES[cls] = trait.klass()
+        kw["style"] = _STYLES[cls]
+    kw.setdefault("layout", lay(width=width) if width else lay())
+    return cls(**kw)
+
+
+def style() -> w.HTML:
+    """The Lab's stylesheet as a widget (put it once in the composed UI)."""
+    return w.HTML(CSS, layout=w.Layout(height="0px", margin="0"))
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def close_tree(widget: w.Widget) -> None:
+    """Close a widget and everything inside it (frees the front-end models)."""
+    for child in getattr(widget, "children", ()) or ():
+        close_tree(child)
+    widget.close()
+
+
+def problems_html(problems: list[tuple[str, str]]) -> str:
+    return "<br>".join(
+        f"<span class='mpl-field-error'>⚠ {esc(p + ': ' if p else '')}{esc(m)}</span>"
+        for p, m in problems
+    )
+
+
+# ---------------------------------------------------------------- fields
+
+
+def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable | None) -> None:
+    def on_change(change: dict[str, Any]) -> None:
+        try:
+            value = parse(change["new"]) if parse else change["new"]
+        except (ValueError, TypeError) as e:
+            error.value = problems_html([("", str(e))])
+            return
+        try:
+            result = commit(value)
+        except Exception as e:  # never let a typed value take the UI down
+            result = EditResult(False, [("", f"{type(e).__name__}: {e}")])
+        error.value = "" if result.ok else problems_html(result.problems)
+
+    widget.observe(on_change, names="value")
+
+
+def field(
+    widget: w.ValueWidget,
+    commit: Commit,
+    parse: Callable | None = None,
+    label: str | None = None,
+    css: str | None = None,
+) -> w.Box:
+    """``widget`` with an error line beside it; a committed value goes through ``commit``."""
+    error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
+    error.add_class("mpl-error")
+    _wire(widget, error, commit, parse)
+    if css:
+        widget.add_class(css)
+    kids: list[w.Widget] = []
+    if label:
+        kids.append(make(w.HTML, value=f"<span class='mpl-hint'>{esc(label)}</span>"))
+    kids += [widget, error]
+    return w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
+
+
+def text(value: str, width: str = "120px", placeholder: str = "") -> w.Text:
+    return make(w.Text, width=width, value=value, continuous_update=False, placeholder=placeholder)
+
+
+def int_box(value: int, width: str = "70px") -> w.Text:
+    """An integer as text: any typing is accepted, a non-integer shows beside it."""
+    return text(str(value), width)
+
+
+def parse_int(s: str) -> int:
+    try:
+        return int(s.strip())
+    except ValueError:
+        raise ValueError(f"{s!r} is not a whole number") from None
+
+
+def parse_shape(s: str) -> list[int]:
+    """``"256, 4"`` or ``[256, 4]`` -> ``[256, 4]``; ``""`` -> ``[]`` (a scalar)."""
+    s = s.strip().strip("[]()").strip()
+    if not s:
+        return []
+    try:
+        return [int(p) for p in s.replace(" ", ",").split(",") if p]
+    except ValueError:
+        raise ValueError(f"{s!r}: a shape is whole numbers separated by commas") from None
+
+
+def show_shape(shape: list[int]) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+def parse_json(s: str) -> Any:
+    """A JSON value; a bare word is taken as a string (``dev`` -> ``"dev"``)."""
+    s = s.strip()
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError as e:
+        if s.isidentifier():
+            return s
+        raise ValueError(f"not JSON: {e.msg} (column {e.colno})") from None
+
+
+def show_json(value: Any) -> str:
+    return json.dumps(value)
+
+
+def button(
+    description: str,
+    on_click: Callable[[], Any],
+    tooltip: str = "",
+    css: str | None = None,
+    width: str | None = None,
+) -> w.Button:
+    b = make(w.Button, width=width, description=description, tooltip=tooltip or description)
+    if css:
+        b.add_class(css)
+    b.on_click(lambda _b: on_click())
+    return b
+
+
+def small(description: str, on_click: Callable[[], Any], tooltip: str, css: str | None = None):
+    return button(description, on_click, tooltip, css, width="32px")
+
+
+# ---------------------------------------------------------------- diagnostics
+
+
+def badges(diags: list[Diagnostic]) -> str:
+    """Inline code badges for the diagnostics of one row."""
+    return "".join(
+        f"<span class='mpl-badge {d.severity}' title='{esc(d.message)}'>{esc(d.code)}</span>"
+        for d in diags
+    )
+
+
+def badge_line(diags: list[Diagnostic]) -> w.HTML:
+    """A row's diagnostics as badges and messages (empty when it has none)."""
+    out = make(
+        w.HTML,
+        value="".join(
+            f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>"
+            for d in diags
+        ),
+    )
+    out.add_class("mpl-diag-line")
+    return out
+
+
+def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
+    """A diagnostic as an explanation card: code, where, what JAX says, why."""
+    title = services.title_of(d.code)
+    parts = [
+        f"<div class='mpl-card {d.severity}' data-code='{esc(d.code)}'>",
+        f"<span class='mpl-code'>{esc(d.code)}</span>",
+        f" <b>{esc(title)}</b>" if title else "",
+        f" <span class='mpl-hint'>({esc(d.severity)}; JAX raises it at {esc(d.stage)})</span>",
+        f"<div class='mpl-path'>at {esc(d.path or 'the call')}</div>",
+        f"<div>{esc(d.message)}</div>",
+    ]
+    if d.jax is not None:
+        parts.append(f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>")
+    if d.explanation:
+        parts.append(f"<div class='mpl-why'>{esc(d.explanation)}</div>")
+    card = services.card_html(d.code) if with_card else None
+    if card:
+        parts.append(
+            "<details class='mpl-more'><summary>More: what it means, how to fix it, an example"
+            f"</summary>{card}</details>"
+        )
+    if d.fix is not None:
+        parts.append(f"<div class='mpl-hint'>Fix: {esc(d.fix.description)}</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+class Section(w.VBox):
+    """A box that re-renders from the state only when its key (what it shows) changed.
+
+    ``render(section)`` returns the children; it may wrap any child in
+    ``section.memo(key, build)`` so that a row whose key is unchanged is reused, not rebuilt
+    (rebuilding every widget on every edit is what makes a UI slow).
+    """
+
+    def __init__(self, state: LabState, key: Callable[[], Any], render: Callable[..., list]):
+        super().__init__()
+        self._state, self._key, self._render = state, key, render
+        self._last: Any = object()
+        self._cache: dict[Any, w.Widget] = {}
+        self._used: dict[Any, w.Widget] = {}
+        self.refresh()
+
+    def memo(self, key: Any, build: Callable[[], w.Widget]) -> w.Widget:
+        """The widget built for ``key`` last time, or a new one from ``build()``."""
+        widget = self._cache.get(key) or self._used.get(key)
+        if widget is None:
+            widget = build()
+        self._used[key] = widget
+        return widget
+
+    def refresh(self, force: bool = False) -> None:
+        try:
+            key = self._key()
+        except Exception:
+            key = object()
+        if not force and key == self._last:
+            return
+        self._last = key
+        old = self.children
+        self._used = {}
+        try:
+            self.children = self._render(self)
+        except Exception as e:  # a view bug shows in place; the scenario is untouched
+            self._used = {}
+            self.children = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
+        kept = {id(x) for x in self._used.values()}
+        for child in {id(x): x for x in [*old, *self._cache.values()]}.values():
+            if id(child) not in kept:
+                close_tree(child)
+        self._cache, self._used = self._used, {}

@@ -1,0 +1,168 @@
+"""Lab: the editors, the problems, the graph and the run panel over one scenario.
+
+``Lab()`` starts blank, ``Lab("ring-shift")`` opens a gallery scenario, ``Lab(path)`` a
+file. Load, save, undo and redo in the toolbar; everything else is in the views.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from mpmd_lab import gallery
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.call_editor import CallEditor
+from mpmd_lab.widgets.mesh_editor import MeshEditor
+from mpmd_lab.widgets.problems import GraphView, ProblemsView
+from mpmd_lab.widgets.run_panel import RunPanel
+from mpmd_lab.widgets.state import LabState
+from mpmd_lab.widgets.transform_editor import TransformStackEditor
+
+TABS = ("Call", "Meshes", "Views")
+
+
+class Lab(w.VBox):
+    """The whole mpmd-lab UI over one scenario (``self.state``)."""
+
+    def __init__(self, source: Any = None, background: bool | None = None, graph: bool = True):
+        super().__init__()
+        self.add_class("mpl-lab")
+        self.state = state = LabState(source)
+        self.transforms = TransformStackEditor(state)
+        self.call = CallEditor(state, on_edit_view=self.edit_view)
+        self.meshes = MeshEditor(state)
+        self.problems = ProblemsView(state)
+        self.runner = RunPanel(state, background=background)
+        self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
+        self.tabs = w.Tab(children=[self.call, self.meshes, self.transforms])
+        for i, title in enumerate(TABS):
+            self.tabs.set_title(i, title)
+        self.tabs.add_class("mpl-tabs")
+        self._build_toolbar()
+        left = w.VBox([self.tabs], layout=w.Layout(width="58%", min_width="420px"))
+        right = w.VBox(
+            [self.problems, self.runner],
+            layout=w.Layout(width="42%", min_width="320px", padding="0 0 0 10px"),
+        )
+        self.children = [
+            c.style(),
+            self.toolbar,
+            self.description,
+            w.HBox([left, right], layout=w.Layout(flex_flow="row wrap", width="100%")),
+            self.graph,
+        ]
+        state.subscribe(lambda st, why: self._sync())
+        self._sync()
+
+    # ------------------------------------------------------------ toolbar
+
+    def _build_toolbar(self) -> None:
+        st = self.state
+        self.title = w.HTML()
+        self.title.add_class("mpl-titlebar")
+        self.gallery = w.Dropdown(
+            options=[("open from gallery…", "(gallery)"), *((n, n) for n in gallery.names())],
+            value="(gallery)",
+            layout=w.Layout(width="190px"),
+        )
+        self.gallery.add_class("mpl-gallery")
+        self.gallery.observe(self._open_gallery, names="value")
+        self.path = c.text(str(st.path or ""), "200px", "path/to/scenario.json")
+        self.path.add_class("mpl-path")
+        self.load_button = c.button("Load", self.load, "load the file named beside")
+        self.save_button = c.button("Save", self.save, "save to the file named beside")
+        self.undo_button = c.button("↶ Undo", self.undo, "undo the last change", css="mpl-undo")
+        self.redo_button = c.button("↷ Redo", self.redo, "redo", css="mpl-redo")
+        for b in (self.load_button, self.save_button, self.undo_button, self.redo_button):
+            b.layout = w.Layout(width="80px")
+        self.message = w.HTML()
+        self.message.add_class("mpl-message")
+        self.description = w.HTML()
+        self.toolbar = w.VBox(
+            [
+                self.title,
+                w.HBox(
+                    [
+                        self.gallery,
+                        self.path,
+                        self.load_button,
+                        self.save_button,
+                        self.undo_button,
+                        self.redo_button,
+                    ],
+                    layout=w.Layout(align_items="center", flex_flow="row wrap"),
+                ),
+                self.message,
+            ]
+        )
+
+    def _sync(self) -> None:
+        st = self.state
+        verdict = (
+            "<span style='color:#2e7d32'>✔ valid</span>"
+            if st.valid
+            else "<span style='color:#b00020'>✘ JAX would reject this</span>"
+        )
+        if st.check_error:
+            verdict = "<span class='mpl-hint'>(not validated)</span>"
+        self.title.value = (
+            f"<span class='mpl-title'>mpmd-lab · {c.esc(st.scenario.name)}</span> {verdict} &nbsp;"
+        )
+        empty = not st.scenario.buffers and not st.scenario.call.outputs
+        start = (
+            "<div class='mpl-note'>Start here: <b>+ buffer</b>, <b>+ output</b>, pass the buffer "
+            "with <b>+ argument</b>, then add a statement to the body (Call tab); or open a "
+            "scenario from the gallery.</div>"
+            if empty
+            else ""
+        )
+        self.description.value = start + (
+            f"<div class='mpl-hint'>{c.esc(st.scenario.description)}</div>"
+            if st.scenario.description
+            else ""
+        )
+        self.undo_button.disabled = not st.can_undo
+        self.redo_button.disabled = not st.can_redo
+        self.message.value = (
+            f"<span class='mpl-hint'>{c.esc(st.message)} · checked in {st.check_ms:.0f} ms</span>"
+            if st.message
+            else ""
+        )
+
+    def _say(self, result: Any) -> None:
+        if not result.ok:
+            self.message.value = c.problems_html(result.problems)
+
+    # ------------------------------------------------------------ actions
+
+    def load(self, source: Any = None) -> None:
+        """Load ``source`` (or the path in the toolbar): a file, gallery name or JSON."""
+        source = source or self.path.value.strip()
+        if not source:
+            self.message.value = c.problems_html([("", "type a file path or pick a gallery one")])
+            return
+        self._say(self.state.load(source))
+        if self.state.path:
+            self.path.value = str(self.state.path)
+
+    def save(self, path: str | Path | None = None) -> None:
+        """Save to ``path`` (or the path in the toolbar)."""
+        self._say(self.state.save(path or self.path.value.strip() or None))
+
+    def undo(self) -> None:
+        self.state.undo()
+
+    def redo(self) -> None:
+        self.state.redo()
+
+    def _open_gallery(self, change: dict[str, Any]) -> None:
+        if change["new"] and change["new"] != "(gallery)":
+            self._say(self.state.load(change["new"]))
+            self.gallery.value = "(gallery)"
+
+    def edit_view(self, path: str) -> None:
+        """Show the transform stack at ``path`` in the Views tab."""
+        self.transforms.select(path)
+        self.tabs.selected_index = TABS.index("Views")

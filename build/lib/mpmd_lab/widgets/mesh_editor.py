@@ -1,0 +1,252 @@
+"""MeshEditor: the selected program's kernel mesh (grid, cluster and thread axes) with its
+blocks drawn, and the outer device mesh with its devices drawn."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import ipywidgets as w
+
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
+from mpmd_lab.widgets.state import LabState
+
+CELL, MAX_COLS, MAX_ROWS = 34, 16, 8
+
+
+def _grid_dims(sizes: list[int]) -> tuple[int, int]:
+    """Rows and columns a list of axis sizes is drawn as (the last axis across)."""
+    if not sizes:
+        return 1, 1
+    return math.prod(sizes[:-1]), sizes[-1]
+
+
+def _coords(names: list[str], sizes: list[int], limit: int) -> list[dict[str, int]]:
+    out = []
+    for idx in itertools.islice(itertools.product(*(range(s) for s in sizes)), limit):
+        out.append(dict(zip(names, idx, strict=True)))
+    return out
+
+
+def _axes_text(sizes: dict[str, int]) -> str:
+    return " × ".join(f"{k}={v}" for k, v in sizes.items()) or "none"
+
+
+def blocks_svg(grid: dict[str, int], cluster: dict[str, int], threads: Any) -> str:
+    """The kernel mesh as boxes, one per grid block (coordinates in the tooltip), the
+    cluster drawn inside each, and a caption that says what is drawn."""
+    names, sizes = list(grid), list(grid.values())
+    rows, cols = _grid_dims(sizes)
+    shown_r, shown_c = min(rows, MAX_ROWS), min(cols, MAX_COLS)
+    ncl = math.prod(cluster.values()) if cluster else 1
+    sub = min(ncl, 4)
+    coords = _coords(names, sizes, rows * cols) if names else [{}]
+    w_, h_ = shown_c * (CELL + 6) + 4, shown_r * (CELL + 6) + 4
+    parts = [f"<svg class='mpl-blocks' width='{w_}' height='{h_}' font-size='9'>"]
+    for r in range(shown_r):
+        for col in range(shown_c):
+            i = r * cols + col
+            x, y = col * (CELL + 6) + 2, r * (CELL + 6) + 2
+            where = ", ".join(f"{k}={v}" for k, v in coords[i].items()) or "the only block"
+            parts.append(
+                f"<g><title>block {i}: {c.esc(where)}</title><rect x='{x}' y='{y}' "
+                f"width='{CELL}' height='{CELL}' rx='3' fill='#dbe8f6' stroke='#3a6ea5'/>"
+            )
+            if ncl > 1:
+                step = (CELL - 4) / sub
+                for k in range(sub):
+                    parts.append(
+                        f"<rect x='{x + 2 + k * step:.1f}' y='{y + CELL - 12}' "
+                        f"width='{step - 1:.1f}' height='9' fill='#f2c14e'/>"
+                    )
+            parts.append(f"<text x='{x + 3}' y='{y + 11}' fill='#123'>{i}</text></g>")
+    parts.append("</svg>")
+    total = rows * cols
+    lines = [f"grid {_axes_text(grid)} → {total} block{'s' if total != 1 else ''}"]
+    if len(names) >= 2:
+        lines.append(f"rows: {', '.join(names[:-1])}; columns: {names[-1]}")
+    if total > shown_r * shown_c:
+        lines.append(f"{shown_r * shown_c} drawn")
+    if ncl > 1:
+        lines.append(f"cluster {_axes_text(cluster)}: {ncl} blocks per cluster (yellow)")
+    if threads is not None:
+        lines.append(f"{threads.count} threads per block (axis {threads.name or 'unnamed'})")
+    caption = "<br>".join(c.esc(x) for x in lines)
+    return f"<div>{''.join(parts)}<div class='mpl-hint'>{caption}</div></div>"
+
+
+def devices_svg(mesh: dict[str, int] | None) -> str:
+    """The device mesh as boxes, each labelled with its axis coordinates."""
+    if not mesh:
+        return "<div class='mpl-hint'>no device mesh: the kernel runs on one device</div>"
+    names, sizes = list(mesh), list(mesh.values())
+    rows, cols = _grid_dims(sizes)
+    shown_r, shown_c = min(rows, MAX_ROWS), min(cols, MAX_COLS)
+    cw, ch = 62, 30
+    coords = _coords(names, sizes, rows * cols)
+    parts = [
+        f"<svg class='mpl-devices' width='{shown_c * (cw + 6) + 4}' "
+        f"height='{shown_r * (ch + 6) + 20}' font-size='10'>"
+    ]
+    for r in range(shown_r):
+        for col in range(shown_c):
+            i = r * cols + col
+            x, y = col * (cw + 6) + 2, r * (ch + 6) + 2
+            label = ",".join(f"{k}={v}" for k, v in coords[i].items())
+            parts.append(
+                f"<rect x='{x}' y='{y}' width='{cw}' height='{ch}' rx='4' fill='#e3f1e3' "
+                f"stroke='#2e7d32'/><text x='{x + 4}' y='{y + 12}'>dev {i}</text>"
+                f"<text x='{x + 4}' y='{y + 25}' fill='#355'>{c.esc(label)}</text>"
+            )
+    total = rows * cols
+    note = f"{total} devices" + (
+        f", {shown_r * shown_c} drawn" if total > shown_r * shown_c else ""
+    )
+    parts.append(f"<text x='2' y='{shown_r * (ch + 6) + 14}' font-size='11'>{note}</text></svg>")
+    return "".join(parts)
+
+
+class MeshEditor(w.VBox):
+    """Edit the selected program's kernel mesh and the device mesh."""
+
+    def __init__(self, state: LabState):
+        super().__init__()
+        self.state = state
+        self.add_class("mpl-mesh-editor")
+        mp = lambda: f"call.programs[{state.program}].mesh"  # noqa: E731
+        self.kernel = c.Section(state, lambda: _key(state, mp()), self._kernel)
+        self.devices = c.Section(state, lambda: _key(state, "device_mesh"), self._devices)
+        self.children = [self.kernel, self.devices]
+        state.subscribe(lambda st, why: self.refresh())
+
+    def refresh(self) -> None:
+        self.kernel.refresh()
+        self.devices.refresh()
+
+    def _mesh_path(self) -> str:
+        return f"call.programs[{self.state.program}].mesh"
+
+    # ------------------------------------------------------------ edits (also used by tests)
+
+    def add_axis(self, kind: str, name: str | None = None, size: int = 2):
+        """Add a ``grid``/``cluster`` axis to the kernel mesh, or a ``device`` axis."""
+        st = self.state
+        if kind == "device":
+            taken = list(st.scenario.device_mesh or {})
+            name = name or unique("dev", taken)
+            if st.scenario.device_mesh is None:
+                return st.edit(("replace", "device_mesh", {name: size}), label="add device axis")
+            return st.edit(("add", f"device_mesh.{name}", size), label=f"add device axis {name}")
+        mesh = st.scenario.call.programs[st.program].mesh
+        taken = list(mesh.grid) + list(mesh.cluster)
+        name = name or unique({"grid": "b", "cluster": "c"}[kind], taken)
+        path = f"{self._mesh_path()}.{kind}.{name}"
+        return st.edit(("add", path, size), label=f"add {kind} axis {name}")
+
+    def set_threads(self, name: str | None, count: int | None):
+        """Thread axis ``name`` × ``count``; ``count=None`` removes it."""
+        value = None if count is None else {"name": name, "count": count}
+        return self.state.edit(("replace", f"{self._mesh_path()}.threads", value), label="threads")
+
+    # ------------------------------------------------------------ views
+
+    def _axes(self, where: str, sizes: dict[str, int], kind: str) -> list[w.Widget]:
+        st = self.state
+        rows = []
+        for name, size in sizes.items():
+            rows.append(
+                _row(
+                    c.field(
+                        c.text(name, "80px"),
+                        _rename(st, where, name),
+                        label="axis",
+                        css="mpl-axis-name",
+                    ),
+                    c.field(
+                        c.int_box(size),
+                        lambda v, n=name: st.edit(
+                            ("replace", f"{where}.{n}", v), label=f"resize {n}"
+                        ),
+                        c.parse_int,
+                        label="size",
+                        css="mpl-axis-size",
+                    ),
+                    c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
+                    c.badge_line(st.diagnostics_at(f"{where}.{name}")),
+                )
+            )
+        rows.append(
+            c.button(
+                f"+ {kind} axis",
+                lambda: self.add_axis(kind),
+                f"add a {kind} axis",
+                css=f"mpl-add-{kind}",
+            )
+        )
+        return rows
+
+    def _remove_axis(self, where: str, name: str):
+        st = self.state
+        if where == "device_mesh" and len(st.scenario.device_mesh or {}) == 1:
+            return st.edit(("replace", "device_mesh", None), label="remove device mesh")
+        return _remove(st, f"{where}.{name}")
+
+    def _kernel(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        if not st.scenario.call.programs:
+            return [
+                _head("Kernel mesh"),
+                c.make(w.HTML, value="<i>no programs: add one in the Call tab</i>"),
+            ]
+        mesh = st.scenario.call.programs[st.program].mesh
+        mp = self._mesh_path()
+        t = mesh.threads
+        on = c.make(
+            w.Checkbox,
+            value=t is not None,
+            description="threads",
+            indent=False,
+            layout=c.lay(width="90px"),
+        )
+        on.observe(
+            lambda ch: self.set_threads("wg" if ch["new"] else None, 2 if ch["new"] else None),
+            names="value",
+        )
+        thread_row: list[w.Widget] = [on]
+        if t is not None:
+            thread_row += [
+                c.field(
+                    c.text(t.name or "", "70px", "name"),
+                    lambda v: self.set_threads(v.strip() or None, t.count),
+                    label="axis",
+                ),
+                c.field(
+                    c.int_box(t.count),
+                    lambda v: self.set_threads(t.name, v),
+                    c.parse_int,
+                    label="count",
+                ),
+            ]
+        thread_row.append(c.badge_line(st.diagnostics_at(f"{mp}.threads")))
+        return [
+            _head(f"Kernel mesh of program {st.program}", "plgpu.Mesh: grid × cluster, threads"),
+            c.badge_line(st.diagnostics_at(mp, exact=True)),
+            c.make(w.HTML, value="<div class='mpl-hint'>grid</div>"),
+            *self._axes(f"{mp}.grid", mesh.grid, "grid"),
+            c.make(w.HTML, value="<div class='mpl-hint'>cluster (at most 3 axes)</div>"),
+            *self._axes(f"{mp}.cluster", mesh.cluster, "cluster"),
+            _row(*thread_row),
+            c.make(w.HTML, value=blocks_svg(mesh.grid, mesh.cluster, t)),
+        ]
+
+    def _devices(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        mesh = st.scenario.device_mesh or {}
+        return [
+            _head("Device mesh", "jax.shard_map over these devices; shapes are per device"),
+            *self._axes("device_mesh", mesh, "device"),
+            c.badge_line(st.diagnostics_at("device_mesh")),
+            c.make(w.HTML, value=devices_svg(st.scenario.device_mesh)),
+        ]

@@ -1,0 +1,168 @@
+"""ProblemsView: the static check's diagnostics as explanation cards, each fix one click
+away; GraphView: the aliasing graph (``mpmd_lab.plot``), redrawn on every change."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import ipywidgets as w
+
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.state import LabState
+
+
+class ProblemsView(w.VBox):
+    """Every diagnostic of the current scenario, in the order JAX would raise them."""
+
+    def __init__(self, state: LabState):
+        super().__init__()
+        self.state = state
+        self.add_class("mpl-problems")
+        self.error = w.HTML("")
+        self.section = c.Section(state, self._key, self._render)
+        self.children = [self.section, self.error]
+        state.subscribe(lambda st, why: self.refresh())
+
+    def _key(self):
+        st = self.state
+        return (st.check_error, [d.model_dump_json() for d in st.diagnostics])
+
+    def refresh(self) -> None:
+        self.section.refresh()
+
+    def fix_buttons(self) -> list[w.Button]:
+        """The "Apply fix" buttons shown now, in diagnostic order."""
+        out = []
+        for box in self.section.children:
+            for kid in getattr(box, "children", ()):
+                if isinstance(kid, w.Button) and "mpl-fix" in kid._dom_classes:
+                    out.append(kid)
+        return out
+
+    def apply(self, d: Diagnostic) -> None:
+        result = self.state.apply_fix(d.fix)
+        self.error.value = "" if result.ok else c.problems_html(result.problems)
+
+    def _render(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        if st.check_error:
+            return [
+                w.HTML(
+                    f"<div class='mpl-note'>Validation unavailable: {c.esc(st.check_error)}</div>"
+                )
+            ]
+        if not st.diagnostics:
+            return [
+                w.HTML(
+                    f"<div class='mpl-ok'>✔ <b>{c.esc(st.scenario.name)}</b>: no problems "
+                    f"found. JAX should accept this call.</div>"
+                )
+            ]
+        errors = sum(d.is_error for d in st.diagnostics)
+        warns = len(st.diagnostics) - errors
+        head = w.HTML(
+            f"<div class='mpl-h'>{errors} error(s), {warns} warning(s) "
+            f"<span class='mpl-hint'>found before running anything</span></div>"
+        )
+        rows: list[w.Widget] = [head]
+        for d in st.diagnostics:
+            rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
+        return rows
+
+    def _card(self, d: Diagnostic) -> w.Widget:
+        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
+        if d.fix is not None:
+            b = c.button(
+                "✔ Apply fix",
+                lambda d=d: self.apply(d),
+                d.fix.description,
+                css="mpl-fix",
+            )
+            b.layout = c.lay(width="140px")
+            kids.append(b)
+        box = w.VBox(kids)
+        box.add_class(f"mpl-diag-{d.code}")
+        return box
+
+
+class GraphView(w.VBox):
+    """The aliasing graph of the current scenario, as a PNG redrawn after each change.
+
+    Inside a kernel (``deferred``) the redraw runs on a timer thread just after the edit,
+    so the problems and badges (the feedback) never wait for matplotlib.
+    """
+
+    def __init__(
+        self, state: LabState, auto: bool = True, deferred: bool = False, delay: float = 0.05
+    ):
+        super().__init__()
+        self.state = state
+        self.deferred, self.delay = deferred, delay
+        self.add_class("mpl-graph")
+        self.image = w.Image(format="png", layout=w.Layout(max_width="860px", display="none"))
+        self.image.add_class("mpl-graph-img")
+        self.note = w.HTML("")
+        self.auto = w.Checkbox(value=auto, description="redraw on every change", indent=False)
+        self.draw_ms = 0.0
+        self.draws = 0
+        self._drawn: str | None = None
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self.children = [
+            w.HTML(
+                "<div class='mpl-h'>Aliasing graph <span class='mpl-hint'>buffers → params "
+                "→ views → programs/devices</span></div>"
+            ),
+            self.image,
+            self.note,
+            self.auto,
+        ]
+        self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
+        state.subscribe(lambda st, why: self.auto.value and self.schedule())
+        if auto:
+            self.schedule()
+        else:
+            self.note.value = "<div class='mpl-note'>tick the box to draw the graph</div>"
+
+    def schedule(self) -> None:
+        """Redraw now, or (deferred) shortly after the last of a burst of edits."""
+        if not self.deferred:
+            self.redraw()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self.image.add_class("mpl-stale")  # the picture shows an older scenario until redrawn
+        self.note.value = "<div class='mpl-hint'>updating the graph…</div>"
+        self._timer = threading.Timer(self.delay, self.redraw)
+        self._timer.name = "mpmd-lab-redraw"
+        self._timer.daemon = True
+        self._timer.start()
+
+    def redraw(self, force: bool = False) -> None:
+        with self._lock:
+            scenario = self.state.scenario
+            key = scenario.model_dump_json()
+            if key == self._drawn and not force:
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
+                return
+            t0 = time.perf_counter()
+            try:
+                png = services.aliasing_png(scenario)
+            except services.Unavailable as e:
+                self.note.value = f"<div class='mpl-note'>{c.esc(e)}</div>"
+                self.image.layout.display = "none"
+                return
+            self._drawn = key
+            self.image.value = png
+            self.image.layout.display = None
+            if self.state.scenario.model_dump_json() == key:
+                self.image.remove_class("mpl-stale")
+                self.note.value = ""
+            else:  # edited while drawing: a newer redraw is already scheduled
+                self.image.add_class("mpl-stale")
+            self.draws += 1
+            self.draw_ms = (time.perf_counter() - t0) * 1000

@@ -1,0 +1,301 @@
+"""TransformStackEditor: a view's transform stack, step by step.
+
+Pick a view (a ``let`` of the selected program, or an argument / scratch with
+transforms), pick its base ref, add transforms from the palette, edit their fields,
+reorder, delete. After every step the shape and dtype (``mpmd_lab.shapes``); the step a
+diagnostic points at is highlighted with its explanation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ipywidgets as w
+
+from mpmd_lab.scenario import DTYPES, TRANSFORM_OPS
+from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
+from mpmd_lab.widgets.state import LabState
+
+PALETTE = TRANSFORM_OPS
+HELP = {
+    "at": "ref.at[...]: one entry per leading dim: null, int, [start, stop], "
+    '{"ds": [start, size]}, {"block": axis, "size": k}',
+    "bitcast": "ref.bitcast(dtype)",
+    "reshape": "ref.reshape(*shape); one -1 allowed",
+    "transpose": "ref.transpose(perm)",
+    "remote_ref": 'plgpu.remote_ref: device = int, {"axis": i} or {"axis": {"offset": k}}',
+    "multicast_ref": "plgpu.multicast_ref: an axis name or a list (all device axes)",
+    "cluster_ref": 'plgpu.cluster_ref: block = {"cluster_axis": index}',
+    "tiling": "plgpu.TilingTransform (scratch only)",
+    "swizzle": "plgpu.SwizzleTransform (scratch only)",
+}
+
+
+def default_transform(state: LabState, op: str) -> dict[str, Any]:
+    """A transform of kind ``op`` with values that fit the scenario where possible."""
+    dev = list(state.scenario.device_mesh or {})
+    prog = state.scenario.call.programs[state.program] if state.scenario.call.programs else None
+    cluster = list(prog.mesh.cluster) if prog else []
+    return {
+        "at": {"op": "at", "index": [None]},
+        "bitcast": {"op": "bitcast", "dtype": "int32"},
+        "reshape": {"op": "reshape", "shape": [-1]},
+        "transpose": {"op": "transpose", "perm": [1, 0]},
+        "remote_ref": {"op": "remote_ref", "device": {dev[0]: {"offset": 1}} if dev else 0},
+        "multicast_ref": {"op": "multicast_ref", "axes": dev[0] if len(dev) == 1 else dev or "dev"},
+        "cluster_ref": {"op": "cluster_ref", "block": {cluster[0]: 0} if cluster else {}},
+        "tiling": {"op": "tiling", "tile": [8, 32]},
+        "swizzle": {"op": "swizzle", "bytes": 128},
+    }[op]
+
+
+class TransformStackEditor(w.VBox):
+    """Edit one transform stack; ``target`` is the field path of what holds it."""
+
+    def __init__(self, state: LabState):
+        super().__init__()
+        self.state = state
+        self.target: str | None = None
+        self.add_class("mpl-transform-editor")
+        self.section = c.Section(state, self._key, self._render)
+        self.children = [self.section]
+        state.subscribe(lambda st, why: self.refresh())
+
+    def refresh(self) -> None:
+        self.section.refresh()
+
+    def _key(self) -> str:
+        self._fix_target()
+        return _key(self.state, "call", "device_mesh") + str(self.target)
+
+    # ------------------------------------------------------------ targets
+
+    def targets(self) -> list[tuple[str, str]]:
+        """(label, path) of every view that can be edited here."""
+        st = self.state
+        call = st.scenario.call
+        out = []
+        if call.programs:
+            for i, s in enumerate(call.programs[st.program].body):
+                if getattr(s, "let", None):
+                    out.append(
+                        (f"view {s.let} (body[{i}])", f"call.programs[{st.program}].body[{i}]")
+                    )
+        for i, a in enumerate(call.args):
+            if a.transforms:
+                out.append((f"argument {a.param}", f"call.args[{i}]"))
+        for name, s in call.scratch.items():
+            if s.transforms:
+                out.append((f"scratch {name}", f"call.scratch.{name}"))
+        return out
+
+    def select(self, path: str) -> None:
+        self.target = path
+        self.refresh()
+
+    def _fix_target(self) -> None:
+        paths = [p for _, p in self.targets()]
+        if self.target not in paths:
+            self.target = paths[0] if paths else None
+
+    def new_view(self, ref: str | None = None, name: str | None = None):
+        """Append ``let NAME = REF`` (no transforms yet) to the program and select it."""
+        st = self.state
+        if not st.scenario.call.programs:
+            return st.edit(("add", "call.programs[0]", {}), label="add program")
+        names = ref_names(st)
+        outs = list(st.scenario.call.outputs) or names or ["out"]
+        body = st.scenario.call.programs[st.program].body
+        path = f"call.programs[{st.program}].body[{len(body)}]"
+        stmt = {"let": name or unique("v", names), "ref": ref or outs[0], "transforms": []}
+        self.target = path
+        return st.edit(("add", path, stmt), label=f"new view {stmt['let']}")
+
+    def add_transform(self, op: str, **fields: Any):
+        """Append a transform of kind ``op`` (defaults, overridden by ``fields``)."""
+        if self.target is None:
+            r = self.new_view()
+            if not r.ok:
+                return r
+        n = len(self.state.get(f"{self.target}.transforms", []))
+        t = {**default_transform(self.state, op), **fields}
+        return self.state.edit(("add", f"{self.target}.transforms[{n}]", t), label=f"add {op}")
+
+    # ------------------------------------------------------------ rendering
+
+    def _render(self, sec: c.Section) -> list[w.Widget]:
+        st = self.state
+        targets = self.targets()
+        head = sec.memo("head", lambda: _head("Views", "a transform stack, applied first to last"))
+        if self.target is None:
+            return [head, c.make(w.HTML, value="<i>no views yet</i>"), self._new_button()]
+        tgt = self.target
+        rows: list[w.Widget] = [
+            head,
+            sec.memo(("pick", tuple(targets), tgt), lambda: self._pick_row(targets)),
+        ]
+        node = st.get(tgt)
+        names = tuple(ref_names(st)) if "let" in node else ()
+        key = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
+        rows.append(sec.memo(key, lambda: self._base(node)))
+        rows.append(c.badge_line(st.diagnostics_at(tgt, exact=True)))
+        steps, note = self._steps()
+        if steps:
+            rows.append(self._shape_line("base", steps[0]))
+        for j, t in enumerate(node.get("transforms", [])):
+            step = steps[j + 1] if len(steps) > j + 1 else None
+            key = (
+                "t",
+                tgt,
+                j,
+                json.dumps(t),
+                step and (step.label(), step.error),
+                _dkey(st, f"{tgt}.transforms[{j}]"),
+            )
+            rows.append(sec.memo(key, lambda j=j, t=t, step=step: self._transform_row(j, t, step)))
+        if note:
+            rows.append(c.make(w.HTML, value=f"<div class='mpl-note'>shapes: {c.esc(note)}</div>"))
+        rows.append(sec.memo(("palette", tgt), self._palette_row))
+        return rows
+
+    def _new_button(self) -> w.Button:
+        return c.button(
+            "+ new view", self.new_view, "let v = ref, with transforms", css="mpl-new-view"
+        )
+
+    def _pick_row(self, targets: list[tuple[str, str]]) -> w.Widget:
+        pick = c.make(w.Dropdown, options=targets, value=self.target, layout=c.lay(width="260px"))
+        pick.observe(lambda ch: self.select(ch["new"]), names="value")
+        return _row(pick, self._new_button())
+
+    def _palette_row(self) -> w.Widget:
+        op = c.make(w.Dropdown, options=PALETTE, value="at", layout=c.lay(width="140px"))
+        op.add_class("mpl-palette")
+        hint = c.make(w.HTML, value=f"<span class='mpl-hint'>{c.esc(HELP['at'])}</span>")
+        op.observe(
+            lambda ch: setattr(
+                hint, "value", f"<span class='mpl-hint'>{c.esc(HELP[ch['new']])}</span>"
+            ),
+            names="value",
+        )
+        add = c.button(
+            "+ transform",
+            lambda: self.add_transform(op.value),
+            "append to the stack",
+            css="mpl-add-transform",
+        )
+        return _row(op, add, hint)
+
+    def _base(self, node: dict[str, Any]) -> w.Widget:
+        st = self.state
+        p = self.target
+        if "let" in node:
+            i = int(p.rsplit("[", 1)[1].rstrip("]"))
+            name = c.field(
+                c.text(node["let"], "90px"),
+                lambda v: st.edit(("replace", f"{p}.let", v.strip()), label="rename view"),
+                label="view",
+            )
+            base = c.make(
+                w.Combobox,
+                value=node["ref"],
+                options=ref_names(st, before=i),
+                ensure_option=False,
+                continuous_update=False,
+                layout=c.lay(width="110px"),
+            )
+            base.add_class("mpl-base-ref")
+            return _row(
+                name,
+                c.field(
+                    base,
+                    lambda v: st.edit(("replace", f"{p}.ref", v.strip()), label="set base ref"),
+                    label="= base",
+                ),
+                c.small("✕", lambda: _remove(st, p), "delete this view"),
+            )
+        if "buffer" in node:
+            return _row(
+                c.make(
+                    w.HTML,
+                    value=f"<code>argument {c.esc(node['param'])} = {c.esc(node['buffer'])}</code>",
+                )
+            )
+        return _row(c.make(w.HTML, value=f"<code>scratch {c.esc(p.rsplit('.', 1)[1])}</code>"))
+
+    def _steps(self) -> tuple[list[services.Step], str]:
+        p = self.target or ""
+        if ".body[" not in p:
+            return [], "shown for views in a body"
+        prog = self.state.program
+        i = int(p.rsplit("[", 1)[1].rstrip("]"))
+        try:
+            return services.stack_steps(self.state.scenario, prog, i), ""
+        except services.Unavailable as e:
+            return [], str(e)
+
+    def _shape_line(self, label: str, step: services.Step) -> w.HTML:
+        """``→ f32[128] GMEM peer``: the view after a step (``label``: what it is)."""
+        head = f"<span class='mpl-hint'>{c.esc(label)}</span> " if label else ""
+        return c.make(
+            w.HTML,
+            value=f"<div class='mpl-shape-line'>{head}→ "
+            f"<code class='mpl-shape'>{c.esc(step.label())}</code></div>",
+        )
+
+    def _transform_row(self, j: int, t: dict[str, Any], step: services.Step | None) -> w.Widget:
+        """Line 1: the transform, its fields and buttons; line 2: the view it makes."""
+        st = self.state
+        p = f"{self.target}.transforms[{j}]"
+        diags = st.diagnostics_at(p)
+        parts: list[w.Widget] = [
+            c.make(w.HTML, value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>")
+        ]
+        for name, value in t.items():
+            if name != "op":
+                parts.append(self._field(p, t["op"], name, value))
+        parts += [
+            c.small("↑", lambda: _move(st, f"{self.target}.transforms", j, -1), "move up"),
+            c.small("↓", lambda: _move(st, f"{self.target}.transforms", j, +1), "move down"),
+            c.small("✕", lambda: _remove(st, p), "delete transform", css="mpl-del-transform"),
+        ]
+        row = _row(*parts)
+        row.add_class(f"mpl-step-{j}")
+        kids: list[w.Widget] = [row]
+        if step is not None:
+            kids.append(self._shape_line("", step))
+        bad = bool(diags) or bool(step and step.error)
+        if bad:
+            extra = [c.diagnostic_html(d) for d in diags]
+            if step and step.error and not diags:
+                extra.append(c.problems_html([("", step.error)]))
+            kids.append(c.make(w.HTML, value="".join(extra)))
+        box = w.VBox(kids, layout=c.lay(margin="2px 0 4px 0"))
+        if bad:
+            box.add_class("mpl-step-bad")
+        return box
+
+    def _field(self, p: str, op: str, name: str, value: Any) -> w.Widget:
+        st = self.state
+        commit = lambda v: st.edit(("replace", f"{p}.{name}", v), label=f"set {op}.{name}")  # noqa: E731
+        if name == "dtype":
+            dd = c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="100px"))
+            return c.field(dd, commit, label=name)
+        if name == "via":
+            dd = c.make(
+                w.Dropdown,
+                options=("method", "transpose_ref"),
+                value=value,
+                layout=c.lay(width="110px"),
+            )
+            return c.field(dd, commit, label=name)
+        return c.field(
+            c.text(c.show_json(value), "150px"),
+            commit,
+            c.parse_json,
+            label=name,
+            css=f"mpl-tf-{name}",
+        )
