@@ -17,11 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from jaxprobe import probe_many  # noqa: E402
-from scenario_gen import gen  # noqa: E402
-
 from mpmd_lab.catalogue import BY_CODE  # noqa: E402
 from mpmd_lab.scenario import ScenarioError, load_scenario  # noqa: E402
 from mpmd_lab.validate import check  # noqa: E402
+from scenario_gen import gen  # noqa: E402
 
 
 def main(seed: int = 0, n: int = 200) -> int:

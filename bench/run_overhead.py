@@ -44,7 +44,6 @@ def rows(repeats: int = 9) -> list[Row]:
     import jax
     import numpy as np
     from jax.experimental.pallas import mosaic_gpu as plgpu
-
     from mpmd_lab import gallery
 
     on_gpu = any(d.platform == "gpu" for d in jax.devices())

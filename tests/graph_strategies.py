@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-
 from mpmd_lab.scenario import ScenarioError, load_scenario
 
 NAMES = ["a", "b", "x_ref", "out", "smem", "v0", "v1", "ghost", "acc"]

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
-
 from mpmd_lab.scenario import Scenario
 
 

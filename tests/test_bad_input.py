@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from mpmd_lab.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from mpmd_lab import catalogue
 from mpmd_lab.knowledge import RECORDED
 

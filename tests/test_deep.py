@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpmd_lab import deep, gallery, probe
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 

@@ -4,7 +4,6 @@ and rejects the unsolved starting point, judged by the static check and real run
 from __future__ import annotations
 
 import pytest
-
 from mpmd_lab import exercises
 from mpmd_lab.exercises import check_exercise
 

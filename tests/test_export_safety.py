@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from scenario_strategies import scenarios
-
 from mpmd_lab import callsupport, codegen, gallery
 from mpmd_lab.scenario import DTYPES, Scenario, load_scenario
+from scenario_strategies import scenarios
 
 #: identifiers codegen's template uses inside ``build`` (program0, mesh0, ... by pattern)
 BUILD_TEMPLATE = {

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-
 from mpmd_lab import gallery, probe, runtime
 from mpmd_lab.scenario import load_scenario, save_scenario
 

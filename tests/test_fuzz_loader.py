@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from scenario_strategies import json_values, paths_of, scenarios
-
 from mpmd_lab import validate
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import Scenario, ScenarioError, format_path, load_scenario
+from scenario_strategies import json_values, paths_of, scenarios
 
 pytestmark = pytest.mark.fuzz
 STAGES = {"schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"}

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from mpmd_lab import gallery, gpucheck, probe, runtime
 
 X = np.arange(256, dtype=np.float32)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 from graph_strategies import loadable, scenario_dicts
 from hypothesis import HealthCheck, assume, given, settings
-
 from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.graph import build_graph, is_red, peer_targets, to_text

@@ -8,7 +8,6 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from mpmd_lab import catalogue, knowledge
 from mpmd_lab.knowledge import verify
 from mpmd_lab.scenario import load_scenario

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
-
 from mpmd_lab import gallery, plot
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import load_scenario

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from mpmd_lab import gallery, probe
 from mpmd_lab.scenario import load_scenario
 

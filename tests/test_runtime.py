@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mpmd_lab import gallery, probe, runtime
 from mpmd_lab.codegen import generate
 from mpmd_lab.scenario import load_scenario

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from mpmd_lab import gallery
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.shapes import base_info, propagate
 

@@ -9,7 +9,6 @@ import graph_strategies
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-
 from mpmd_lab import gallery
 from mpmd_lab.accesslog import from_runs, runs
 from mpmd_lab.scenario import load_scenario

@@ -6,11 +6,10 @@ All JAX runs happen in one warm child process (``mpmd_lab.probe.probe_many``).
 from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, given, settings
-from simulate_support import interpretable_scenarios, run_in_jax, same_bits
-
 from mpmd_lab import gallery
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulate import simulate
+from simulate_support import interpretable_scenarios, run_in_jax, same_bits
 
 
 def _compare(scenarios, results, skip_errors: bool) -> list[str]:

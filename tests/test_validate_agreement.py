@@ -9,7 +9,6 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mpmd_lab.catalogue import BY_CODE
 from mpmd_lab.scenario import ScenarioError, load_scenario
 from mpmd_lab.validate import check

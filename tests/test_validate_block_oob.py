@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mpmd_lab.fixes import apply_fix
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error

@@ -6,7 +6,6 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mpmd_lab.cli import main
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error

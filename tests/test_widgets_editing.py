@@ -9,7 +9,6 @@ import ipywidgets as w
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mpmd_lab import gallery
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.widgets import Lab

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipywidgets as w
 import numpy as np
 import pytest
-
 from mpmd_lab import gallery
 from mpmd_lab.widgets import Lab
 from mpmd_lab.widgets.testing import find, find_all, text_of, type_into

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from mpmd_lab.callsupport import host_array
 from mpmd_lab.scenario import (
     Let,

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-
 from mpmd_lab import gallery, probe, runtime
 from mpmd_lab.scenario import Scenario
 

@@ -29,7 +29,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
-
 from mpmd_lab import shapes
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import (

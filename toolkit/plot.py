@@ -29,7 +29,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Patch, PathPatch, Polygon
 from matplotlib.path import Path as MPath
-
 from mpmd_lab import graph as G
 from mpmd_lab.scenario import Scenario
 

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from mpmd_lab.catalogue import classify
 from mpmd_lab.scenario import Scenario
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-
 from mpmd_lab import probe
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.catalogue import classify, unwrap

@@ -62,7 +62,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from mpmd_lab.accesslog import AccessLog, Actor, Location, unique_sorted
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, JaxError

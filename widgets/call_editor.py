@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
-
 from mpmd_lab.scenario import DTYPES
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets.state import LabState, parse_path, rename_key

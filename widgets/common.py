@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
-
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.widgets import services
 from mpmd_lab.widgets.state import EditResult, LabState

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
-
 from mpmd_lab import gallery
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets.call_editor import CallEditor

@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import ipywidgets as w
-
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
 from mpmd_lab.widgets.state import LabState

@@ -7,7 +7,6 @@ import threading
 import time
 
 import ipywidgets as w
-
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services

@@ -10,7 +10,6 @@ from typing import Any
 
 import ipywidgets as w
 import numpy as np
-
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services

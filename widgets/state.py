@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fixes import apply_edit, parse_path
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
 from mpmd_lab.widgets import services
+from pydantic import ValidationError
 
 __all__ = ["BLANK", "EditResult", "LabState", "apply_edit", "parse_path", "rename_key"]
 

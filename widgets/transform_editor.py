@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import ipywidgets as w
-
 from mpmd_lab.scenario import DTYPES, TRANSFORM_OPS
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
