@@ -67,12 +67,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from mpmd_lab import validate
 
+    diags = validate.check(scenario)
     if args.deep:
         from mpmd_lab import deep
 
-        diags = deep.deep_check(scenario, timeout=args.timeout)
-    else:
-        diags = validate.check(scenario)
+        diags = deep.deep_check(scenario, timeout=args.timeout, static=diags)
     if args.fix:
         from mpmd_lab import fixes
 
@@ -117,7 +116,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
     if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
         raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
-    from mpmd_lab import plot
+    from mpmd_lab import draw as plot
 
     _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
     print(args.output)

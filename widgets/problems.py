@@ -1,5 +1,5 @@
 """ProblemsView: the static check's diagnostics as explanation cards, each fix one click
-away; GraphView: the aliasing graph (``mpmd_lab.plot``), redrawn on every change."""
+away; GraphView: the aliasing graph (``mpmd_lab.draw``), redrawn on every change."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import time
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
-from mpmd_lab.widgets.state import LabState
 
 
 class ProblemsView(w.VBox):
     """Every diagnostic of the current scenario, in the order JAX would raise them."""
 
-    def __init__(self, state: LabState):
+    def __init__(self, state: Session):
         super().__init__()
         self.state = state
         self.add_class("mpl-problems")
@@ -95,7 +95,7 @@ class GraphView(w.VBox):
     """
 
     def __init__(
-        self, state: LabState, auto: bool = True, deferred: bool = False, delay: float = 0.05
+        self, state: Session, auto: bool = True, deferred: bool = False, delay: float = 0.05
     ):
         super().__init__()
         self.state = state
@@ -150,7 +150,7 @@ class GraphView(w.VBox):
                 return
             t0 = time.perf_counter()
             try:
-                png = services.aliasing_png(scenario)
+                png = services.aliasing_png(self.state)
             except services.Unavailable as e:
                 self.note.value = f"<div class='mpl-note'>{c.esc(e)}</div>"
                 self.image.layout.display = "none"

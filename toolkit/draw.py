@@ -947,13 +947,16 @@ def plot_aliasing(
     ax: Any = None,
     diagnostics: list[Any] | None = None,
     access_log: Any = None,
+    *,
+    analysis: Any = None,
 ) -> Figure:
     """The aliasing graph of a scenario as a matplotlib Figure (inline in notebooks).
 
-    ``diagnostics=None`` runs the static validator; problems are drawn in red where
-    they are. ``ax``: draw into this Axes (its figure is returned).
+    Problems are drawn in red where they are: the scenario's ``analysis`` (or the
+    given ``diagnostics``; else it is checked once). ``ax``: draw into this Axes (its
+    figure is returned).
     """
-    g = G.build_graph(scenario, diagnostics=diagnostics, access_log=access_log)
+    g = G.build_graph(scenario, diagnostics=diagnostics, access_log=access_log, analysis=analysis)
     try:
         return draw(g, ax)
     except Exception as e:  # noqa: BLE001 - a picture must come out for any scenario

@@ -62,39 +62,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from mpmd_lab.accesslog import AccessLog, Actor, Location, unique_sorted
+from mpmd_lab import expr as E
+from mpmd_lab.accesslog import AccessLog, Actor, Location
 from mpmd_lab.callsupport import encode_outputs
-from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, JaxError
-from mpmd_lab.scenario import (
-    Add,
-    At,
-    Bitcast,
-    BlockIndex,
-    BufferArg,
-    ClusterRef,
-    Copy,
-    DsIndex,
-    Fill,
-    Let,
-    MulticastRef,
-    MultimemStore,
-    Offset,
-    PidIndex,
-    Program,
-    RemoteRef,
-    Reshape,
-    Return,
-    Scenario,
-    Swizzle,
-    Tiling,
-    TmaStore,
-    Transpose,
-    load_scenario,
-)
+from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.dtypes import np_dtype
+from mpmd_lab.memory import Base, Storage, View, host_value, uninitialized
+from mpmd_lab.ops import Let
+from mpmd_lab.scenario import BufferArg, Program, Scenario, load_scenario
 
 BACKEND = "simulate"
 NOTE = (
-    "Simulated by mpmd-lab (mpmd_lab.simulate): numpy over every device, block and "
+    "Simulated by mpmd-lab (mpmd_lab.simulator): numpy over every device, block and "
     "warpgroup, not a run of JAX. Where JAX's CPU interpreter runs a scenario the "
     "simulator matches it bit for bit; cross-device and cluster traffic no CPU "
     "interpreter runs are the simulator's model alone."
@@ -125,7 +104,7 @@ class SimResult:
     devices: int
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     log: AccessLog = field(default_factory=AccessLog)
-    error: dict[str, Any] | None = None
+    error: Diagnostic | None = None
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     backend: str = BACKEND
@@ -156,7 +135,7 @@ class SimResult:
             "status": self.status,
             "backend": self.backend,
             "devices": self.devices,
-            "error": self.error,
+            "error": self.error.error_json() if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 6),
             "note": self.note,
@@ -168,20 +147,7 @@ class SimResult:
 
     def diagnostics(self) -> list[Diagnostic]:
         """The error and each race as a Diagnostic (code ``RACE`` at the later statement)."""
-        out = []
-        if self.error:
-            e = self.error
-            out.append(
-                Diagnostic(
-                    code=e.get("code") or "SIM_UNSUPPORTED",
-                    stage=e["stage"] if e.get("stage") in STAGE_ORDER else "gpu-run",
-                    path=e.get("path") or "",
-                    message=str(e.get("message")),
-                    jax=JaxError(type=e["type"], message=str(e.get("message")))
-                    if e.get("type") and e.get("type") != "SimulationError"
-                    else None,
-                )
-            )
+        out = [self.error] if self.error else []
         for r in self.races:
             out.append(
                 Diagnostic(
@@ -195,185 +161,15 @@ class SimResult:
         return out
 
     def summary(self) -> str:
-        if not self.ok:
-            e = self.error or {}
-            return f"simulate: error {e.get('code')} at {e.get('path') or '<scenario>'}: " + str(
-                e.get("message")
-            )
+        if self.error is not None:
+            e = self.error
+            return f"simulate: error {e.code} at {e.path or '<scenario>'}: {e.message}"
         lines = [f"simulate: ok on {self.devices} device(s), {len(self.log.accesses)} accesses"]
         for name, value in self.outputs.items():
             lines.append(f"  {name}: shape={list(value.shape)} dtype={value.dtype}")
         lines += [f"  race: {r.describe()}" for r in self.races[:10]]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- dtypes and fills
-
-
-def np_dtype(name: str) -> np.dtype:
-    """A scenario dtype as a numpy dtype (bfloat16 and float8 through ml_dtypes)."""
-    if name == "bool":
-        return np.dtype(np.bool_)
-    try:
-        return np.dtype(name)
-    except TypeError:
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, name))
-
-
-def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt.name.startswith(("bfloat", "float8"))
-
-
-def uninitialized(shape: tuple[int, ...], dt: np.dtype, mode: str) -> np.ndarray:
-    """JAX's interpreter fill for memory nobody wrote (``mode``: "gpu" or "hlo")."""
-    if _is_float(dt):
-        return np.full(shape, np.nan, dt)
-    if dt.kind == "b":
-        return np.full(shape, mode == "gpu", dt)
-    info = np.iinfo(dt)
-    return np.full(shape, info.max if mode == "gpu" else info.min, dt)
-
-
-def _fill_value(value: bool | int | float, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
-    """``jnp.full(shape, value, dtype)``: a Python float is float32 first (x64 off)."""
-    if isinstance(value, bool):
-        src = np.asarray(value)
-    elif isinstance(value, int):
-        src = np.asarray(value, np.int32 if -(2**31) <= value < 2**31 else np.int64)
-    else:
-        src = np.asarray(value, np.float32)
-    with np.errstate(all="ignore"):
-        return np.full(shape, src.astype(dt), dt)
-
-
-def host_value(b: Any, num_devices: int) -> np.ndarray:
-    """``callsupport.host_array`` without importing JAX (the tests hold the two equal)."""
-    dt = np_dtype(b.dtype)
-    shape = tuple(b.shape)
-    gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
-    if b.init == "zeros":
-        return np.zeros(gshape, dt)
-    if b.init == "ones":
-        return np.ones(gshape, dt)
-    if b.init == "iota":
-        return np.arange(math.prod(gshape)).reshape(gshape).astype(dt)
-    if b.init == "random":
-        return np.random.default_rng(b.seed).standard_normal(gshape).astype(dt)
-    one = np.asarray(b.init).astype(dt).reshape(shape)
-    return np.concatenate([one] * num_devices, axis=0) if shape else one
-
-
-# ---------------------------------------------------------------- memory and views
-
-
-@dataclass
-class Storage:
-    """One buffer's bytes in one place."""
-
-    location: Location
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    data: np.ndarray  # uint8, flat
-
-    @classmethod
-    def of(cls, location: Location, value: np.ndarray) -> Storage:
-        value = np.array(value, order="C")  # (ascontiguousarray makes rank 0 rank 1)
-        return cls(location, value.dtype, value.shape, value.reshape(-1).view(np.uint8).copy())
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    def value(self) -> np.ndarray:
-        return self.data.view(self.dtype).reshape(self.shape).copy()
-
-
-@dataclass(frozen=True)
-class Base:
-    """What a kernel parameter names: a buffer of some memory space."""
-
-    kind: str  # "input", "output", "scratch"
-    name: str  # the buffer / output / scratch name
-    memory: str  # "GMEM", "SMEM", "TMEM"
-    dtype: np.dtype
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class View:
-    """A ref as seen by one actor: byte offsets into a base buffer, and where it lives."""
-
-    base: Base
-    dtype: np.dtype
-    offsets: np.ndarray  # int64, shape = view shape + (itemsize,)
-    device: int | None = None  # a peer device (remote_ref)
-    multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
-    cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.offsets.shape[:-1]
-
-    @classmethod
-    def whole(cls, base: Base) -> View:
-        isz = base.dtype.itemsize
-        n = math.prod(base.shape)
-        offs = (np.arange(n, dtype=np.int64) * isz)[:, None] + np.arange(isz, dtype=np.int64)
-        return cls(base, base.dtype, offs.reshape(*base.shape, isz))
-
-    def elements(self) -> np.ndarray:
-        """The base buffer's flat element indices this view covers."""
-        bsz = self.base.dtype.itemsize
-        # a view element holds whole base elements (widening) or lies inside one
-        starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
-        return unique_sorted(starts // bsz)
-
-    def with_(self, **kw: Any) -> View:
-        return View(
-            **{
-                "base": self.base,
-                "dtype": self.dtype,
-                "offsets": self.offsets,
-                "device": self.device,
-                "multicast": self.multicast,
-                "cluster": self.cluster,
-                **kw,
-            }
-        )
-
-
-def bitcast_offsets(offs: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarray:
-    """``jax._src.state.utils.bitcast`` on byte offsets (little-endian parts).
-
-    Narrowing by r: element (i*r + k, j) is part k of element (i, j).
-    Widening by r: element (i, j) joins elements (i*r + k, j), k = 0..r-1.
-    """
-    xs, ys = old.itemsize, new.itemsize
-    shape = offs.shape[:-1]
-    if len(shape) < 2 and xs == ys:
-        # JAX indexes the second-minor dim even when the width stays (BITCAST_1D_SAME_WIDTH_BUG)
-        raise IndexError("list index out of range")
-    if xs == ys:
-        return offs
-    if len(shape) < 2:
-        raise ValueError("Bitcast 1D ref with bitwidth change is not supported.")
-    m, n = shape[-2], shape[-1]
-    lead = shape[:-2]
-    if m * xs % ys:
-        raise ValueError(
-            "Expected input and output shapes are the same after multiplying the "
-            "second-minor dimension by the bitwidths."
-        )
-    if xs > ys:
-        r = xs // ys
-        parts = offs.reshape(*lead, m, n, r, ys)
-        return np.swapaxes(parts, -2, -3).reshape(*lead, m * r, n, ys)
-    r = ys // xs
-    parts = offs.reshape(*lead, m // r, r, n, xs)
-    return np.swapaxes(parts, -2, -3).reshape(*lead, m // r, n, ys)
 
 
 # ---------------------------------------------------------------- the simulation
@@ -388,6 +184,17 @@ class Context:
     axis_sizes: dict[str, int]
     pids: tuple[int, ...]
     grid_point: int
+    npids: tuple[int, ...] = ()
+
+    @property
+    def cluster(self) -> tuple[int, ...]:
+        return self.actor.cluster
+
+    def describe(self) -> str:
+        return self.actor.describe()
+
+    def env(self) -> E.Env:
+        return E.Env(self.axes, self.axis_sizes, self.pids, self.npids)
 
 
 class Simulator:
@@ -473,135 +280,41 @@ class Simulator:
 
     # ------------------------------------------------------------ views
 
-    def _axis(self, ctx: Context, name: str, path: str) -> int:
-        if name not in ctx.axes:
-            raise SimError("XREF_UNKNOWN_NAME", path, f"no axis named {name!r} for lax.axis_index")
-        return ctx.axes[name]
+    # ------------------------------------------------------------ what the ops ask
 
-    def _index(self, t: At, view: View, ctx: Context, path: str) -> View:
-        shape = view.shape
-        if len(t.index) > len(shape):
-            raise SimError("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
-        idx: list[Any] = []
-        for dim, (e, size) in enumerate(zip(t.index, shape, strict=False)):
-            where = f"{path}.index[{dim}]"
-            if e is None:
-                idx.append(slice(None))
-            elif isinstance(e, int):
-                if not -size <= e < size:
-                    raise SimError("OOB_INDEX", where, f"index {e} out of bounds for size {size}")
-                idx.append(e % size)
-            elif isinstance(e, list):
-                start = range(size)[slice(e[0], e[1])].start if size else 0
-                if start >= size:  # a Python slice: the stop clamps, a start past the end errors
-                    raise SimError(
-                        "AT_OOB_SLICE", where, f"Out of bound slice: start={start}, dim={size}."
-                    )
-                idx.append(slice(e[0], e[1]))
-            else:
-                if isinstance(e, DsIndex):
-                    start, n = e.ds
-                elif isinstance(e, BlockIndex):
-                    stride = e.size if e.stride is None else e.stride
-                    start, n = self._axis(ctx, e.block, where) * stride, e.size
-                elif isinstance(e, PidIndex):
-                    self.used_pid = True
-                    pid = ctx.pids[e.pid] if e.pid < len(ctx.pids) else 0
-                    start, n = pid * e.size, e.size
-                else:  # pragma: no cover - the model has no other entries
-                    raise SimError("SIM_UNSUPPORTED", where, f"unknown index entry {e!r}")
-                if start < 0 or n < 0 or start + n > size:
-                    raise SimError(
-                        "OOB_INDEX",
-                        where,
-                        f"slice [{start}, {start + n}) out of bounds for size {size} "
-                        f"({ctx.actor.describe()})",
-                    )
-                idx.append(slice(start, start + n))
-        return view.with_(offsets=view.offsets[tuple(idx)])
+    def fail(self, code: str, path: str, message: str) -> None:
+        """Stop the simulation: the call fails at ``path``."""
+        raise SimError(code, path, message)
 
-    def _device_id(self, t: RemoteRef, ctx: Context, path: str) -> int:
-        dev = t.device
-        if isinstance(dev, int):
-            if not 0 <= dev < self.ndev:
-                raise SimError("REMOTE_DEVICE_OOB", path, f"device {dev} outside the mesh")
-            return dev
-        coords = dict(zip(self.mesh, ctx.actor.device_coords, strict=True))
-        for axis, v in dev.items():
-            if axis not in self.mesh:
-                raise SimError(
-                    "DEVICE_ID_UNKNOWN_AXIS", path, f"Unrecognized axes in device_id: {axis!r}"
-                )
-            size = self.mesh[axis]
-            if isinstance(v, Offset):
-                coords[axis] = (coords[axis] + v.offset) % size
-            elif not 0 <= v < size:
-                raise SimError("REMOTE_DEVICE_OOB", path, f"{axis}={v} outside the mesh")
-            else:
-                coords[axis] = v
-        return self._device_of(coords)
+    def eval(self, e: E.Expr, ctx: Context, path: str) -> int:
+        """An index expression's value for one actor."""
+        if "program_id" in e.calls():
+            self.used_pid = True
+        try:
+            return e.eval(ctx.env())
+        except E.ExprError as ex:
+            raise SimError("XREF_UNKNOWN_NAME", path, str(ex)) from None
+
+    @property
+    def cluster_sizes(self) -> dict[str, int]:
+        return self._cluster_sizes
+
+    def peer(self, dref: Any, ctx: Context, path: str) -> int:
+        """The device a resolved device id names, seen from this actor."""
+        own = dict(zip(self.mesh, ctx.actor.device_coords, strict=True))
+        if "program_id" in frozenset().union(*(e.calls() for _, e in dref.exprs())):
+            self.used_pid = True
+        try:
+            return dref.target(own, self.mesh, ctx.env())
+        except IndexError as e:  # (before LookupError, its base)
+            raise SimError("REMOTE_DEVICE_OOB", path, str(e)) from None
+        except LookupError as e:
+            raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, str(e)) from None
+        except E.ExprError as e:
+            raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
 
     def _apply(self, view: View, t: Any, ctx: Context, path: str) -> View:
-        if isinstance(t, At):
-            return self._index(t, view, ctx, path)
-        if isinstance(t, Bitcast):
-            new = np_dtype(t.dtype)
-            try:
-                offs = bitcast_offsets(view.offsets, view.dtype, new)
-            except IndexError as e:
-                raise SimError("BITCAST_1D_SAME_WIDTH_BUG", path, str(e)) from None
-            except ValueError as e:
-                code = "BITCAST_1D_WIDTH_CHANGE" if "1D" in str(e) else "BITCAST_SECOND_MINOR"
-                raise SimError(code, path, str(e)) from None
-            return view.with_(dtype=new, offsets=offs)
-        if isinstance(t, Reshape):
-            try:
-                return view.with_(offsets=view.offsets.reshape(*t.shape, view.dtype.itemsize))
-            except ValueError:
-                raise SimError(
-                    "RESHAPE_SIZE",
-                    path,
-                    f"cannot reshape ref of shape {view.shape} into shape {tuple(t.shape)}",
-                ) from None
-        if isinstance(t, Transpose):
-            rank = len(view.shape)
-            perm = [p % rank if rank else p for p in t.perm]
-            if sorted(perm) != list(range(rank)):
-                raise SimError("TRANSPOSE_RANK", path, f"{t.perm} is not a permutation")
-            return view.with_(offsets=view.offsets.transpose(*perm, rank))
-        if isinstance(t, RemoteRef):
-            if view.multicast is not None:
-                raise SimError(
-                    "REF_MULTICAST_TO_PEER",
-                    path,
-                    "Can't make a multicast reference into a peer reference.",
-                )
-            return view.with_(device=self._device_id(t, ctx, path))
-        if isinstance(t, MulticastRef):
-            if view.device is not None:
-                raise SimError(
-                    "REF_PEER_TO_MULTICAST",
-                    path,
-                    "Can't make a peer reference into a multicast reference.",
-                )
-            axes = (t.axes,) if isinstance(t.axes, str) else tuple(t.axes)
-            for a in axes:
-                if a not in self.mesh:
-                    raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, f"no device axis {a!r}")
-            return view.with_(multicast=axes)
-        if isinstance(t, ClusterRef):
-            coords = list(ctx.actor.cluster)
-            names = list(self._cluster_sizes)
-            for axis, i in t.block.items():
-                if axis not in self._cluster_sizes:
-                    raise SimError("CLUSTER_REF_UNKNOWN_AXIS", path, f"Unknown cluster axis {axis}")
-                if not 0 <= i < self._cluster_sizes[axis]:
-                    raise SimError("OOB_INDEX", path, f"cluster {axis}={i} outside the cluster")
-                coords[names.index(axis)] = i
-            return view.with_(cluster=tuple(coords))
-        if isinstance(t, Tiling | Swizzle):
-            raise SimError("SIM_UNSUPPORTED", path, f"{t.op} applies to scratch types only")
-        raise SimError("SIM_UNSUPPORTED", path, f"unknown transform {t!r}")
+        return t.view(view, self, ctx, path)
 
     def _stack(self, view: View, transforms: list[Any], ctx: Context, path: str) -> View:
         for i, t in enumerate(transforms):
@@ -682,38 +395,12 @@ class Simulator:
     # ------------------------------------------------------------ statements
 
     def _exec(self, stmt: Any, k: int, env: dict[str, View], ctx: Context, path: str) -> None:
-        look = lambda n: self._lookup(env, n, ctx, path)  # noqa: E731
         if isinstance(stmt, Let):
-            env[stmt.let] = self._stack(look(stmt.ref), stmt.transforms, ctx, path)
-        elif isinstance(stmt, Copy | TmaStore):
-            value = self._read(look(stmt.src), ctx, k, stmt.op, stmt.src, path)
-            self._write(look(stmt.dst), value, ctx, k, stmt.op, stmt.dst, path)
-        elif isinstance(stmt, Add):
-            lhs = self._read(look(stmt.lhs), ctx, k, "add", stmt.lhs, path)
-            rhs = self._read(look(stmt.rhs), ctx, k, "add", stmt.rhs, path)
-            if lhs.dtype != rhs.dtype:
-                raise SimError("SIM_DTYPE_MISMATCH", path, f"adding {lhs.dtype} and {rhs.dtype}")
-            if lhs.shape != rhs.shape:
-                raise SimError("SIM_SHAPE_MISMATCH", path, f"adding {lhs.shape} and {rhs.shape}")
-            with np.errstate(all="ignore"):
-                total = np.add(lhs, rhs, dtype=lhs.dtype)
-            self._write(look(stmt.dst), total, ctx, k, "add", stmt.dst, path)
-        elif isinstance(stmt, Fill):
-            dst = look(stmt.dst)
-            self._write(
-                dst, _fill_value(stmt.value, dst.shape, dst.dtype), ctx, k, "fill", stmt.dst, path
+            env[stmt.let] = self._stack(
+                self._lookup(env, stmt.ref, ctx, path), stmt.transforms, ctx, path
             )
-        elif isinstance(stmt, MultimemStore):
-            value = self._read(look(stmt.src), ctx, k, stmt.op, stmt.src, path)
-            axes = (stmt.axes,) if isinstance(stmt.axes, str) else tuple(stmt.axes)
-            for a in axes:
-                if a not in self.mesh:
-                    raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, f"no device axis {a!r}")
-            self._write(look(stmt.dst), value, ctx, k, stmt.op, stmt.dst, path, fan_out=axes)
-        elif isinstance(stmt, Return):
-            raise SimError("MPMD_RETURNS_VALUE", path, "the kernel returns a value")
-        else:  # pragma: no cover
-            raise SimError("SIM_UNSUPPORTED", path, f"unknown statement {stmt!r}")
+            return
+        stmt.execute(_StmtCtx(self, stmt, k, env, ctx, path))
 
     def _run_program(self, p: int, prog: Program) -> None:
         m = prog.mesh
@@ -755,7 +442,8 @@ class Simulator:
                             if self.pid_mode == "grid"
                             else (0,) * (len(gcoords) + len(ccoords) + 1)
                         )
-                        actors.append((Context(actor, axes, sizes, pids, gi), {}))
+                        ctx = Context(actor, axes, sizes, pids, gi, grid_shape)
+                        actors.append((ctx, {}))
             for k, stmt in enumerate(prog.body):
                 path = f"call.programs[{p}].body[{k}]"
                 for ctx, env in actors:
@@ -786,6 +474,37 @@ class Simulator:
         return out
 
 
+class _StmtCtx:
+    """What a statement op sees while it is simulated for one actor."""
+
+    __slots__ = ("sim", "stmt", "k", "env", "ctx", "path")
+
+    def __init__(
+        self, sim: Simulator, stmt: Any, k: int, env: dict[str, View], ctx: Context, path: str
+    ):
+        self.sim, self.stmt, self.k, self.env, self.ctx, self.path = sim, stmt, k, env, ctx, path
+
+    @property
+    def mesh(self) -> dict[str, int]:
+        return self.sim.mesh
+
+    def view(self, field: str) -> View:
+        return self.sim._lookup(self.env, getattr(self.stmt, field), self.ctx, self.path)
+
+    def read(self, field: str) -> np.ndarray:
+        name = getattr(self.stmt, field)
+        return self.sim._read(self.view(field), self.ctx, self.k, self.stmt.op, name, self.path)
+
+    def write(self, field: str, value: np.ndarray, fan_out: tuple[str, ...] | None = None) -> None:
+        name = getattr(self.stmt, field)
+        self.sim._write(
+            self.view(field), value, self.ctx, self.k, self.stmt.op, name, self.path, fan_out
+        )
+
+    def fail(self, code: str, message: str) -> None:
+        raise SimError(code, self.path, message)
+
+
 # ---------------------------------------------------------------- entry point
 
 
@@ -793,20 +512,16 @@ class Simulator:
 BLOCKING_STAGES = ("schema", "build", "trace")
 
 
-def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
-    """(the first error that stops every run, notes) from ``mpmd_lab.validate.check``.
+def _static_findings(diags: Any) -> tuple[Diagnostic | None, list[str]]:
+    """(the first error that stops every run, notes) of the scenario's diagnostics.
 
     Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
     such a call, and the simulator matches them. Errors of the ``interpret`` and
     ``gpu-run`` stages are the interpreters' limits and the races the simulator
     reports itself.
     """
-    try:
-        from mpmd_lab.validate import check
-    except ImportError:
-        return None, []
     notes = []
-    for d in check(scenario):
+    for d in diags:
         if not d.is_error:
             continue
         if d.stage in BLOCKING_STAGES:
@@ -819,49 +534,43 @@ def _static_findings(scenario: Scenario) -> tuple[Any | None, list[str]]:
     return None, notes
 
 
-def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> SimResult:
+def simulate(
+    scenario: Any,
+    *,
+    check: bool = True,
+    diagnostics: Any = None,
+    program_id: str = "auto",
+) -> SimResult:
     """Simulate a scenario's call (see the module docstring for the model).
 
     ``scenario``: a Scenario or anything ``load_scenario`` takes. ``check``: first
-    ask ``mpmd_lab.validate.check`` (when present) whether JAX would reject the
-    call. ``program_id``: ``"auto"`` (as the scenario's interpreter), ``"zero"``
-    or ``"grid"``.
+    see whether JAX would reject the call, from ``diagnostics`` (the scenario's, when
+    the caller has them) or by checking it once. ``program_id``: ``"auto"`` (as the
+    scenario's interpreter), ``"zero"`` or ``"grid"``.
     """
     start = time.perf_counter()
     s = load_scenario(scenario)
     ndev = s.num_devices
     notes: list[str] = []
     if check:
-        diag, notes = _static_findings(s)
+        if diagnostics is None:
+            from mpmd_lab.validate import check as static_check
+
+            diagnostics = static_check(s)
+        diag, notes = _static_findings(diagnostics)
         if diag is not None:
-            return SimResult(
-                "error",
-                ndev,
-                error={
-                    "code": diag.code,
-                    "type": diag.jax.type if diag.jax else "",
-                    "message": diag.jax.message if diag.jax else diag.message,
-                    "stage": diag.stage,
-                    "path": diag.path,
-                },
-                seconds=time.perf_counter() - start,
-            )
+            return SimResult("error", ndev, error=diag, seconds=time.perf_counter() - start)
     sim = Simulator(s, program_id=program_id)
     sim.notes.extend(notes)
     try:
         outputs = sim.run()
     except SimError as e:
+        error = Diagnostic(code=e.code, stage="simulate", path=e.path, message=str(e))
         return SimResult(
             "error",
             ndev,
             log=sim.log,
-            error={
-                "code": e.code,
-                "type": "SimulationError",
-                "message": str(e),
-                "stage": "simulate",
-                "path": e.path,
-            },
+            error=error,
             seconds=time.perf_counter() - start,
             notes=sim.notes,
         )
@@ -876,4 +585,4 @@ def simulate(scenario: Any, *, check: bool = True, program_id: str = "auto") -> 
     )
 
 
-__all__ = ["NOTE", "SimError", "SimResult", "Simulator", "simulate", "uninitialized"]
+__all__ = ["NOTE", "SimError", "SimResult", "Simulator", "simulate"]
