@@ -89,7 +89,7 @@ def test_every_gallery_scenario_gives_a_known_answer(gallery_runs):
 
 def test_contract_shape(gallery_runs):
     j = gallery_runs["two-block-copy"].to_json()
-    assert set(j) == {"status", "backend", "devices", "error", "outputs", "seconds"}
+    assert set(j) == {"status", "backend", "reason", "devices", "error", "outputs", "seconds"}
     assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
     assert j["outputs"]["out"] == {
         "shape": [256],
@@ -155,11 +155,11 @@ def test_progress_reaches_one():
 
 def test_backends():
     s = gallery.load("two-block-copy")
-    assert runtime.choose_backend("interpret") == "interpret"
+    assert runtime.choose_backend("interpret") == ("interpret", "")
     with pytest.raises(ValueError):
         runtime.choose_backend("tpu")
     if not runtime.has_gpu():
-        assert runtime.choose_backend("auto") == "interpret"
+        assert runtime.choose_backend("auto")[0] == "interpret"
         r = runtime.run(s, "gpu")
         assert r.status == "error" and r.error.code == "GPU_UNAVAILABLE"
     r = runtime.run(s, "simulate")

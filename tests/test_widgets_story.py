@@ -165,7 +165,7 @@ def test_running_the_broken_call_shows_the_error_card_with_its_fix():
     lab = Lab(gallery.path_of("dup-ref"), background=False, graph=False)
     lab.runner.run_button.click()
     out = lab.runner.outcome
-    assert out.status == "error" and out.error["code"] == "MPMD_DUP_REF", out
+    assert out.status == "error" and out.error.code == "MPMD_DUP_REF", out
     assert "MPMD_DUP_REF" in text_of(lab.runner)
     fix = find(lab.runner, "mpl-fix", w.Button)
     fix.click()

@@ -68,6 +68,8 @@ class Diagnostic(BaseModel):
     jax: JaxError | None = None
     explanation: str = ""
     fix: Fix | None = None
+    #: ``"FILE:LINE"`` of the user's source line that caused it (an imported kernel), or None
+    source: str | None = None
 
     @property
     def is_error(self) -> bool:

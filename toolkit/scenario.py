@@ -35,6 +35,7 @@ from mpmd_lab.fields import (
 from mpmd_lab.fields import check_identifier as _check_identifier
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops import STATEMENT_OPS, TRANSFORM_OPS, Scratch, Statement, Transforms
+from mpmd_lab.ops.scratch import SCRATCH_KINDS
 from pydantic import (
     ConfigDict,
     Discriminator,
@@ -295,6 +296,8 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     keep: list[Any] = []
     for i, part in enumerate(loc):
         before = loc[i - 1] if i else None
+        if i >= 2 and loc[i - 2] == "scratch" and part in SCRATCH_KINDS:
+            continue  # the scratch kind's tagged-union label, after the user's key
         if before in _USER_KEYED or (isinstance(before, str) and before.startswith("dict[")):
             keep.append(part)  # a user's key (a buffer named ``int``), never a label
             continue

@@ -82,6 +82,36 @@ NOTE = (
 
 #: Most (thread, statement) steps one simulation runs: keeps a widget responsive.
 MAX_STEPS = 1 << 18
+#: Most memory one simulation may take (bytes): the smaller of this and half of what is free.
+MAX_BYTES = 8 * 2**30
+
+
+def memory_estimate(s: Scenario) -> int:
+    """Bytes a simulation of ``s`` needs, roughly: every buffer's bytes on every device,
+    the host's global copy of each input, and 8 bytes of offset per viewed byte."""
+    from mpmd_lab.dtypes import nbytes
+
+    n = s.num_devices
+    total = 0
+    for b in s.buffers.values():
+        total += nbytes(b.shape, b.dtype) * (2 * n + 8)
+    for o in s.call.outputs.values():
+        total += nbytes(o.shape, o.dtype) * (n + 8)
+    for sc in s.call.scratch.values():
+        if sc.KIND == "array":
+            total += nbytes(sc.shape, sc.dtype) * (n + 8)
+    return total
+
+
+def memory_limit() -> int:
+    """The memory a simulation may use here: MAX_BYTES, or half of what is available."""
+    try:
+        import os
+
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return MAX_BYTES
+    return min(MAX_BYTES, avail // 2)
 
 
 class SimError(Exception):
@@ -560,6 +590,17 @@ def simulate(
         diag, notes = _static_findings(diagnostics)
         if diag is not None:
             return SimResult("error", ndev, error=diag, seconds=time.perf_counter() - start)
+    need, limit = memory_estimate(s), memory_limit()
+    if need > limit:
+        error = Diagnostic(
+            code="SIM_TOO_LARGE",
+            stage="simulate",
+            path="buffers",
+            message=f"simulating this call needs about {need / 2**30:.1f} GiB, more than the "
+            f"{limit / 2**30:.1f} GiB the simulator may use here; shrink the buffers or the "
+            "device mesh",
+        )
+        return SimResult("error", ndev, error=error, seconds=time.perf_counter() - start)
     sim = Simulator(s, program_id=program_id)
     sim.notes.extend(notes)
     try:

@@ -248,7 +248,7 @@ class RunPanel(w.VBox):
             outcome = services.run(self.state, backend, timeout, self._on_progress)
             self.show(outcome)
         except Exception as e:  # never leave the panel stuck in "running"
-            self.show(services.RunOutcome("error", backend, error={"message": repr(e)}))
+            self.show(services.RunOutcome("error", backend, error=services.run_error(e)))
         finally:
             self.run_button.disabled = False
             self.done.set()
@@ -297,15 +297,10 @@ class RunPanel(w.VBox):
         return cells or [w.HTML("<i>the call has no outputs</i>")]
 
     def _error(self, outcome: services.RunOutcome) -> list[w.Widget]:
-        err = outcome.error or {}
-        code = err.get("code")
-        d = Diagnostic(
-            code=code or "RUN_ERROR",
-            stage=err.get("stage") or "trace",
-            path="",
-            message=err.get("message") or "the run failed",
-            jax=None if not err.get("type") else {"type": err["type"], "message": err["message"]},
+        d = outcome.error or Diagnostic(
+            code="RUN_ERROR", stage="interpret", message="the run failed"
         )
+        code = d.code
         kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
         fix = next((x.fix for x in self.state.diagnostics if x.code == code and x.fix), None)
         if fix is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpmd_lab import catalogue, codegen, knowledge, runtime
+from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.session import Session
 
 
@@ -122,7 +123,7 @@ class RunOutcome:
     backend: str = ""
     seconds: float | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
-    error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
+    error: Diagnostic | None = None
     reason: str = ""  # why this backend ran (``auto``)
     version: int = -1  # the session version it ran
 
@@ -143,17 +144,18 @@ def run(
     try:
         result = session.run(backend, timeout=timeout, on_progress=on_progress)
     except Exception as e:  # errors are data: the panel shows it
-        err = _fail("run", e)
-        return RunOutcome(
-            "error", backend, error={"code": None, "type": "", "message": str(err)}, version=version
-        )
-    data = result.to_json()
+        return RunOutcome("error", backend, error=run_error(e), version=version)
     return RunOutcome(
-        status=data["status"],
-        backend=data["backend"],
-        seconds=data.get("seconds"),
+        status=result.status,
+        backend=result.backend,
+        seconds=result.seconds,
         outputs=dict(result.outputs),
-        error=data.get("error"),
-        reason=data.get("reason", ""),
+        error=result.diagnostic(),
+        reason=result.reason,
         version=version,
     )
+
+
+def run_error(e: BaseException) -> Diagnostic:
+    """A crash of the run machinery itself, as the diagnostic the panel shows."""
+    return Diagnostic(code="RUN_ERROR", stage="interpret", message=str(_fail("run", e)))
