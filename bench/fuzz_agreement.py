@@ -76,6 +76,20 @@ def stacks(seed: int = 0, n: int = 500) -> int:
     for i in range(0, len(scenarios), 100):
         A.compare(scenarios[i : i + 100], tally)
     print(tally.summary())
+    rules = sum(A.same(A.rules_verdict(d), j) for d, _m, j in tally.rows)
+    verdicts = sum((A.rules_verdict(d).code is None) == (j.code is None) for d, _m, j in tally.rows)
+    print(
+        f"with mpmd_lab.layout_rules on top (an estimate): verdict {verdicts}/{tally.total} "
+        f"({100 * verdicts / max(tally.total, 1):.1f} %), first code {rules}/{tally.total} "
+        f"({100 * rules / max(tally.total, 1):.1f} %)"
+    )
+    left: dict = {}
+    for d, _m, j in tally.rows:
+        r = A.rules_verdict(d)
+        if not A.same(r, j):
+            left.setdefault((r.code, j.code, (j.message or "")[:60]), []).append(d)
+    for (mine, theirs, msg), ds in sorted(left.items(), key=lambda kv: -len(kv[1]))[:25]:
+        print(f"   left {len(ds):4d}  rules {mine}  JAX {theirs}: {msg!r}")
     examples = {}
     for d, mine, jax in tally.misses:
         examples.setdefault((mine.code, jax.code), (d, jax))

@@ -117,11 +117,10 @@ def _view_shape(shape: list[int] | None, dtype: str, t: dict[str, Any]):
                 if not -d <= e < d:
                     return None, dtype
             elif isinstance(e, list):
-                a, b = e
-                b = d if b is None else min(b, d)
-                if a >= d or b <= a:
+                a, b, _ = slice(e[0], e[1]).indices(d)
+                if a >= d:
                     return None, dtype
-                out.append(b - a)
+                out.append(max(0, b - a))
             elif "ds" in e:
                 start, size = e["ds"]
                 if start < 0 or start + size > d:
@@ -335,9 +334,11 @@ class Tally:
     verdict: int = 0
     code: int = 0
     misses: list[tuple[dict[str, Any], Verdict, Verdict]] = field(default_factory=list)
+    rows: list[tuple[dict[str, Any], Verdict, Verdict]] = field(default_factory=list)
 
     def add(self, scenario: dict[str, Any], mine: Verdict, jax: Verdict) -> None:
         self.total += 1
+        self.rows.append((scenario, mine, jax))
         same_verdict = (mine.code is None) == (jax.code is None)
         self.verdict += same_verdict
         self.code += mine.code == jax.code
@@ -401,3 +402,127 @@ def draw_batch(n: int, seed: int = 0) -> list[dict[str, Any]]:
 
     collect()
     return out
+
+
+# ---------------------------------------------------------------- the rules on top
+
+
+def rules_verdict(d: dict[str, Any]) -> Verdict:
+    """What the check would say with ``mpmd_lab.layout_rules`` in it (an estimate for
+    issue 18, on ``stack_scenarios`` only): the rules first where they speak, in JAX's
+    stage order; today's check where they do not (minus its scratch-type rules, which
+    ``tiling_swizzle_error`` replaces)."""
+    from mpmd_lab import layout_rules as L
+    from mpmd_lab.validate import check
+
+    c = d["call"]
+    entry = c["entry"]
+    sc = c["scratch"].get("s")
+    body = c["programs"][0]["body"]
+    let = body[0] if body and "let" in body[0] else None
+    use = body[-1]
+    steps = let["transforms"] if let else []
+    root = let["ref"] if let else None
+
+    def v(e: Any) -> Verdict:
+        return Verdict(e.code, e.stage, e.jax_type, e.message)
+
+    replaced = {"SWIZZLE_TRAILING_DIM", "JAX_ASSERTION", "SWIZZLE_VALUE", "TMEM_NO_TRANSFORMS"}
+    replaced |= {"GPU_WG_TRANSFORMS", "GPU_TRANSFORMS_UNSUPPORTED", "TRANSPOSE_REF_RAW_BUG"}
+    static = [
+        x for x in check(d) if x.is_error and x.stage in STATIC_STAGES and x.code not in replaced
+    ]
+
+    def static_at(stages: tuple[str, ...]) -> Verdict | None:
+        for x in static:
+            if x.stage in stages:
+                code = "CODEGEN" if x.code in _CODEGEN_LIKE else x.code
+                return Verdict(code, x.stage, x.jax.type if x.jax else None, x.message)
+        return None
+
+    if (first := static_at(("schema", "build"))) is not None:
+        return first
+    if sc is not None:
+        bits = L.dtype_bits(sc["dtype"])
+        e = L.tiling_swizzle_error(
+            sc["shape"], bits, sc["memory_space"], sc["transforms"], entry=entry,
+            packed=sc.get("packed"), collective=sc.get("collective"),
+        )  # fmt: skip
+        if e is not None:
+            return v(e)
+    # the view, at trace
+    if let is not None:
+        base = _root_spec(d, root)
+        cur: list[int] | None = list(base[0]) if base else None
+        dt = base[1] if base else "float32"
+        for i, t in enumerate(steps):
+            if cur is None:
+                break
+            if t["op"] == "at" and (e := L.index_bounds_error(cur, t["index"])) is not None:
+                return v(e)
+            if t["op"] == "transpose" and t.get("via") == "transpose_ref" and base:
+                transformed = i > 0 or bool(sc and root == "s" and sc["transforms"])
+                if not transformed:
+                    return Verdict("TRANSPOSE_REF_RAW_BUG", "trace", "ValueError", "")
+                if base[2] == "TMEM":
+                    return v(L.tmem_transpose_ref_error(True, cur, dt))
+            cur, dt = _view_shape(cur, dt, t)
+    if (first := static_at(("trace",))) is not None:
+        return first
+    # the lowering
+    if entry == "pl.kernel" and c["scratch"]:
+        return Verdict("MPMD_GPU_SCRATCH", "gpu-lower")
+    if sc is not None:
+        e = L.gmem_scratch_error(entry, [(sc["memory_space"], sc["dtype"])])
+        if e is None and sc["memory_space"] == "SMEM":
+            e = L.smem_capacity_error([(sc["shape"], L.dtype_bits(sc["dtype"]), sc["transforms"])])
+        if e is not None:
+            return v(e)
+    accessed = use.get("src") if use["op"] in ("copy", "tma_store") else use.get("dst")
+    refs = [(use.get("src"), "load"), (use.get("dst"), "store")]
+    if use["op"] == "tma_store":
+        refs = [(use.get("src"), "tma")]
+    for ref, access in refs:
+        if ref is None:
+            continue
+        name, stack = (root, steps) if ref == "v" else (ref, [])
+        spec = _root_spec(d, name)
+        if spec is None:
+            continue
+        shape, dtype, space, sstack = spec
+        if space == "TMEM" and access != "tma":
+            return v(L.tmem_access_error(shape, stack, dtype))
+        e = L.view_lowering_error(shape, dtype, sstack, stack, access)
+        if e is not None:
+            return v(e)
+    del accessed
+    return static_at(("gpu-lower",)) or Verdict(None)
+
+
+def _root_spec(d: dict[str, Any], name: str | None):
+    """(shape, dtype, memory space, scratch stack) of a kernel parameter."""
+    c = d["call"]
+    if name in c["scratch"]:
+        s = c["scratch"][name]
+        return s["shape"], s["dtype"], s["memory_space"], s["transforms"]
+    if name in c["outputs"]:
+        o = c["outputs"][name]
+        return o["shape"], o["dtype"], "GMEM", []
+    for a in c["args"]:
+        if a.get("param") == name:
+            b = d["buffers"][a["buffer"]]
+            return b["shape"], b["dtype"], "GMEM", []
+    return None
+
+
+def same(mine: Verdict, jax: Verdict) -> bool:
+    """Agreement on the first code; for errors the catalogue cannot name yet
+    (``JAX_UNKNOWN``), on the type and the message's start too."""
+    if mine.code != jax.code:
+        return False
+    if mine.code != "JAX_UNKNOWN":
+        return True
+    from mpmd_lab.catalogue import unwrap
+
+    t, m = unwrap(jax.type or "", jax.message or "")
+    return mine.type == t and bool(mine.message) and m.startswith(mine.message[:40])

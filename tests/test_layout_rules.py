@@ -127,6 +127,7 @@ def _view_cases() -> list[Case]:
         [rs(2, 64, 128)], [rs(-1)], [rs(1, 128, 128)], [rs(128, 128, 1)], [rs(64, 256)],
         [tr(1, 0)], [tr(1, 0), at(ds(0, 64))], [tr(1, 0), rs(-1)], [bc("float32")],
         [bc("float32"), at(ds(0, 64))], [bc("float32"), tr(1, 0)], [at(0), rs(2, 64)],
+        [at(None, {"block": "b", "size": 32})],
     ]  # fmt: skip
     bases = [
         ([128, 128], "int32", [T(8, 32), S(128)]),

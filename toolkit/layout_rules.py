@@ -367,7 +367,9 @@ def _trivial_index(entries: Sequence[Any], shape: Sequence[int]) -> bool:
     return True
 
 
-def tmem_access_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError | None:
+def tmem_access_error(
+    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
+) -> JaxError | None:
     """A plain load or store (``ref[...]``, ``ref[...] = v``) through a TMEM ref, or
     a view of it made with the method forms (``.at``, ``.transpose``, ``.reshape``,
     ``.bitcast``), under ``plgpu.kernel`` (warpgroup lowering semantics), GPU lowering:
@@ -385,9 +387,14 @@ def tmem_access_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError | N
       ref operands (1). op=`` and the op's IR.
 
     TMEM is read and written with ``plgpu.async_load_tmem`` / ``async_store_tmem``;
-    there is no plain access that lowers. (Stage order among these: the bitcast is
-    met while lowering the statement, the others in layout inference after it.)
+    there is no plain access that lowers. Before all of these, the view's steps must
+    commute as for any ref (``view_lowering_error``: a reshape after a transpose does
+    not). (Stage order: the commute and bitcast errors are met while lowering the
+    statement, the others in layout inference after the whole kernel is lowered.)
     """
+    e = view_lowering_error(shape, dtype, [], view, "store")
+    if e is not None and e.code != "GPU_WG_TRANSFORMS":
+        return e
     cur: list[int] | None = list(shape)
     kinds: set[str] = set()
     for t in view:

@@ -491,6 +491,79 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], bool | None, str, str]] 
         "jax",
         "int8 copied from GMEM into tiled SMEM: the register layout moves 2 bytes a thread",
     ),
+    "empty-slice-reindexed": (
+        kernel(
+            [view("out", at([1, 1]), at(None, None)), FILL_V],
+            entry="pl.kernel",
+            outputs=out([8, 128], "float32"),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "an empty slice, then the view indexed again: even a whole slice of a 0-size dim fails",
+    ),
+    "swizzled-dynamic-minor": (
+        kernel(
+            [view("s", at(None, {"block": "b", "size": 32})), FILL_V],
+            scratch=smem([128, 32], I32, S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a block-indexed window of the swizzled dim: the commute rule tests a traced start",
+    ),
+    "smem-capacity": (
+        kernel([FILL_S], scratch=smem([256, 256], "float32")),
+        LOWER,
+        None,
+        "jax",
+        "256 KiB of SMEM scratch: more than the target's 227 KiB",
+    ),
+    "smem-capacity-tiling-inflates": (
+        kernel([], scratch=smem([64, 64], I32, T(8, 16, 64))),
+        LOWER,
+        None,
+        "jax",
+        "16 KiB of scratch, but a 3-D tile on a 2-D ref makes its physical shape 1 MiB",
+    ),
+    "tma-tiled-unswizzled-3d-tile": (
+        kernel([tma()], scratch=smem([128, 64], I32, T(64, 8, 1)), outputs=out([128, 64], I32)),
+        LOWER,
+        None,
+        "jax",
+        "a TMA copy from SMEM tiled without swizzle by a tile of rank 3",
+    ),
+    "f16-tiled-gmem-copy": (
+        kernel(
+            [{"op": "copy", "src": "x_ref", "dst": "s"}],
+            buffers=_x([128, 128], "float16"),
+            args=X_ARG,
+            scratch=smem([128, 128], "float16", T(8, 64), S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "float16 copied from GMEM into tiled SMEM: the transfer misses whole 32-byte sectors",
+    ),
+    "transposed-unit-minor-gmem": (
+        kernel(
+            [
+                view(
+                    "x_ref",
+                    at({"block": "b", "size": 128}, [64, 65]),
+                    {"op": "transpose", "perm": [1, 0], "via": "transpose_ref"},
+                ),
+                {"op": "copy", "src": "v", "dst": "out"},
+            ],
+            buffers=_x([128, 128], "float32"),
+            args=X_ARG,
+            outputs=out([1, 128], "float32"),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a transposed GMEM view whose moved dim has size 1: the load lowers",
+    ),
     # --- TMEM (issue 18, point 2)
     "tmem-transpose-method-store": (
         _tmem([{"op": "transpose", "perm": [1, 0]}], "fill"),
@@ -526,6 +599,13 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], bool | None, str, str]] 
         None,
         "jax",
         "a plain load from TMEM",
+    ),
+    "tmem-transpose-then-reshape": (
+        _tmem([{"op": "transpose", "perm": [1, 0]}, {"op": "reshape", "shape": [-1]}], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "a TMEM view transposed then reshaped: the reshape does not commute past the transpose",
     ),
     "tmem-reshape": (
         _tmem([{"op": "reshape", "shape": [-1]}], "fill"),
