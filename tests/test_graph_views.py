@@ -1,5 +1,3 @@
-
-
 def test_inline_figures_are_readable_at_a_notebook_column():
     """Shown inline (100 dpi) in a 1,000 px column, node text is at least 11 px: past
     the column's width the device panel goes under the graph instead of beside it."""

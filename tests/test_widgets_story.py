@@ -183,3 +183,25 @@ def test_peer_then_multicast_story_runs_after_the_fix():
     assert out.status == "ok", out
     # x = iota over the global array (2 devices x 128), copied to out on each device
     np.testing.assert_allclose(np.asarray(out.outputs["out"]).ravel(), np.arange(256))
+
+
+def test_one_edit_checks_once_and_every_panel_reads_that_analysis():
+    """Opening the Lab checks once; an edit checks once more: the problems list, the
+    graph, the editors and the run panel all read the session's one analysis."""
+    from mpmd_lab import validate
+
+    before = validate.RUNS
+    lab = Lab("dup-ref", background=False, graph=True)
+    lab.graph.redraw(force=True)
+    assert validate.RUNS - before == 1
+    before = validate.RUNS
+    analysis = lab.state.analysis
+    assert lab.state.edit(("replace", "description", "one edit")).ok
+    lab.graph.redraw(force=True)
+    assert validate.RUNS - before == 1
+    assert lab.state.analysis is not analysis and lab.state.version >= 1
+    # undo is an edit too: one more check, back to the old problems
+    before = validate.RUNS
+    assert lab.state.undo()
+    assert validate.RUNS - before == 1
+    assert [d.code for d in lab.state.diagnostics] == ["MPMD_DUP_REF"]

@@ -30,6 +30,7 @@ from typing import Any
 from mpmd_lab import validate
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
+from mpmd_lab.ops.base import Fit
 from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
 from pydantic import ValidationError
@@ -180,6 +181,30 @@ class Session:
             ):
                 out.append(d)
         return out
+
+    def fit(self) -> Fit:
+        """The names a new op should fit (the Lab's add buttons use ``Op.example(fit)``)."""
+        s = self.scenario
+        c = s.call
+        refs: list[str] = []
+        for a in c.args:
+            leaves = getattr(a, "tuple", None)
+            refs += [f"{a.param}[{i}]" for i in range(len(leaves))] if leaves else [a.param]
+        refs += list(c.outputs) + [n for n, sc in c.scratch.items() if sc.KIND == "array"]
+        prog = c.programs[self.program] if c.programs else None
+        if prog is not None:
+            refs += [st.let for st in prog.body if getattr(st, "let", None)]
+        return Fit(
+            refs=refs,
+            outputs=list(c.outputs),
+            device_axes=list(s.device_mesh or {}),
+            cluster_axes=list(prog.mesh.cluster) if prog else [],
+            semaphores=[n for n, sc in c.scratch.items() if sc.KIND == "semaphore"],
+            barriers=[n for n, sc in c.scratch.items() if "barrier" in sc.KIND],
+            smem=[
+                n for n, sc in c.scratch.items() if sc.KIND == "array" and sc.memory_space == "SMEM"
+            ],
+        )
 
     @property
     def valid(self) -> bool:

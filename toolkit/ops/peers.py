@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import TransformOp
+from mpmd_lab.ops.base import Fit, TransformOp
 from mpmd_lab.shapes import RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, field_validator
 
@@ -142,6 +142,11 @@ def _not_a_ref(ref: RefInfo) -> StepError | None:
 class RemoteRef(TransformOp):
     """``plgpu.remote_ref(ref, device_id)``: the same ref on another device."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "remote_ref", "device": {dev[0]: {"offset": 1}} if dev else 0}
+
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
 
@@ -197,6 +202,11 @@ class RemoteRef(TransformOp):
 class MulticastRef(TransformOp):
     """``plgpu.multicast_ref(ref, axes)``: every device along ``axes`` (writes fan out)."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "multicast_ref", "axes": dev[0] if len(dev) == 1 else dev or "dev"}
+
     HELP: ClassVar[str] = "every device along axes: plgpu.multicast_ref(ref, axes)"
     FAMILY: ClassVar[str] = "devices"
 
@@ -246,6 +256,11 @@ class MulticastRef(TransformOp):
 
 class ClusterRef(TransformOp):
     """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        c = fit.cluster_axes
+        return {"op": "cluster_ref", "block": {c[0]: 0} if c else {}}
 
     HELP: ClassVar[str] = "another block's SMEM: plgpu.cluster_ref(ref, block)"
     FAMILY: ClassVar[str] = "devices"
