@@ -13,7 +13,7 @@ import math
 import os
 import re
 import stat
-import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -540,12 +540,20 @@ class Scenario(Model):
 # ---------------------------------------------------------------- loading
 
 
+#: Characters of a path or a label quoted in a message (twice that for a message).
+MAX_QUOTE = 200
+
+
 class ScenarioError(ValueError):
     """Input that is not a scenario; ``problems`` lists ``(path, message)``."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]):
-        self.source = source
-        self.problems = problems
+        from mpmd_lab.safetext import clip
+
+        # user input (a 5 MB key, a 100 KB path) is quoted cut: no message is unbounded
+        self.source = clip(source, MAX_QUOTE)
+        self.problems = [(clip(p, MAX_QUOTE), clip(m, 2 * MAX_QUOTE)) for p, m in problems]
+        problems = self.problems
         lines = [f"{source}: not a scenario ({len(problems)} problem(s))"]
         lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
         super().__init__("\n".join(lines))
@@ -759,18 +767,13 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
         ) from None
 
 
-def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> Path:
-    """Write the scenario as JSON atomically (a temp file renamed over the target)."""
-    path = Path(path)
+def save_scenario(
+    scenario: Scenario, path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> Path:
+    """Write the scenario as JSON, whole or not at all (``mpmd_lab.files``: never over a
+    device, a FIFO or a directory; a symlink's target; an existing file keeps its mode;
+    a path among ``inputs`` is refused). Returns the file written."""
+    from mpmd_lab import files
+
     text = scenario.to_json() + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return files.write_text(path, text, inputs)
