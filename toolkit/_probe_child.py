@@ -65,7 +65,8 @@ def watch_parent(sock) -> None:
 
 def _send(out, obj) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack("<Q", len(data)) + data)
+    out.write(struct.pack("<Q", len(data)))  # apart: no second copy of a large result
+    out.write(data)
     out.flush()
 
 
@@ -153,7 +154,9 @@ def _handle(req, out):
         run_stage = next((s for s in ("interpret", "gpu-run") if s in stages), None)
         if run_stage:
             if run_stage == "interpret":
-                # build for the interpreter (a build error shows at the build stage)
+                # build for the interpreter (a build error shows at the build stage);
+                # the traced stages' inputs go first, not held while the new ones are made
+                fn = args = None
                 fn, mesh = ns["build"](req["mode"], bool(req["detect_races"]))
                 args = ns["place"](ns["make_inputs"](), mesh)
             enter(run_stage)

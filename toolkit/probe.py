@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import math
 import os
 import pickle
 import queue
@@ -108,21 +109,24 @@ class _Dead(Exception):
     pass
 
 
-def _read_exact(fd: int, n: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    while n:
+def _read_exact(fd: int, n: int, deadline: float) -> bytearray:
+    """``n`` bytes from ``fd`` into one buffer (a large result is held once, not twice)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    poller = select.poll()  # not select(): a notebook may hold more than 1024 fds
+    poller.register(fd, select.POLLIN)
+    while got < n:
         left = deadline - time.monotonic()
         if left <= 0:
             raise _Timeout
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-        if not ready:
+        if not poller.poll(min(left, 1.0) * 1000):
             continue
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
+        k = os.readv(fd, [view[got : got + (1 << 24)]])
+        if not k:
             raise _Dead
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    return buf
 
 
 def _recv(fd: int, deadline: float) -> Any:
@@ -496,14 +500,47 @@ def _code(error_type: str, message: str) -> str:
 MAX_SIMULATED_DEVICES = 64
 
 
+#: Host bytes a run holds per byte of input / output, at its peak (measured with JAX's
+#: GPU interpreter on the CPU, jax 0.12: tests/test_memory_estimate.py checks it against
+#: a real run): the host value, the placed copy and the interpreter's own copy of each
+#: input; for each output the interpreter's buffer and its initial value, the result,
+#: its fetched copy and its pickle for the parent.
+INPUT_FACTOR = 3
+OUTPUT_FACTOR = 5
+#: ... and in the process that asked: the received message and the unpickled arrays.
+PARENT_OUTPUT_FACTOR = 2
+
+
+def _init_temp_bytes(shape: list[int], dtype: str, init: Any, ndev: int) -> int:
+    """Host bytes ``callsupport.host_array`` holds at once while it makes one buffer:
+    ``iota`` is an int64 ``arange`` then its cast, ``random`` a float64 draw then its
+    cast (8 + itemsize bytes an element, 3x a float32 buffer); zeros/ones just the array."""
+    from mpmd_lab.scenario import nbytes
+
+    size = nbytes(shape, dtype) * ndev
+    if init in ("iota", "random"):
+        return 8 * math.prod(shape) * ndev + size
+    if isinstance(init, list):
+        return 2 * size  # the nested list as an array, then each device's copy
+    return size
+
+
 def host_bytes(scenario: Scenario) -> int:
-    """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
+    """Host memory a run of the scenario needs at its peak, roughly (every device's copy):
+    inputs and outputs times what the interpreter holds of each, or, while the inputs
+    are made, the numpy temporaries of the largest ``iota``/``random`` buffer on top of
+    the inputs made so far, whichever is more; plus the outputs in the caller."""
     from mpmd_lab.scenario import nbytes
 
     ndev = devices_of(scenario)
-    inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())
-    outputs = sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
-    return ndev * (2 * inputs + outputs)
+    ins = list(scenario.buffers.values())
+    inputs = ndev * sum(nbytes(b.shape, b.dtype) for b in ins)
+    outputs = ndev * sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
+    outputs += ndev * sum(nbytes(b.shape, b.dtype) for b in ins if b.as_ref)  # final values
+    running = INPUT_FACTOR * inputs + OUTPUT_FACTOR * outputs
+    temp = max((_init_temp_bytes(b.shape, b.dtype, b.init, ndev) for b in ins), default=0)
+    making = inputs + temp
+    return max(running, making) + PARENT_OUTPUT_FACTOR * outputs
 
 
 def beyond_this_machine(scenario: Scenario, platform: str = "cpu") -> str | None:
