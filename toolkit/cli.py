@@ -83,7 +83,7 @@ def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
     if os.path.lexists(args.output) and not args.force:
         raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it")
     written = save_scenario(scenario, args.output, inputs=_inputs(args.name))
-    _say(f"wrote {clip(str(written), QUOTE)}: gallery scenario {args.name}")
+    _say(f"wrote {written}: gallery scenario {args.name}")  # a real path: bounded
     return EXIT_OK
 
 
@@ -106,7 +106,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         elif args.output:
             written = save_scenario(fixed, args.output, inputs=_inputs(args.file))
             n = len(applied)
-            _say(f"wrote {clip(str(written), QUOTE)}: {n} fix{'es' if n != 1 else ''} applied")
+            _say(f"wrote {written}: {n} fix{'es' if n != 1 else ''} applied")
         else:
             print(fixed.to_json())
             if not applied:
@@ -155,7 +155,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
     data = plot.render_aliasing(scenario, fmt)
     files.write_bytes(args.output, data, _inputs(args.file))
-    print(clip(args.output, QUOTE))
+    print(args.output)  # written: a real path, so bounded
     return EXIT_OK
 
 
@@ -171,7 +171,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     if args.output:
         files.write_text(args.output, source, _inputs(args.file))
-        print(clip(args.output, QUOTE))
+        print(args.output)
     else:
         sys.stdout.write(source)
     return EXIT_OK
