@@ -266,3 +266,22 @@ def test_check_fix_o_says_what_it_wrote_and_writes_nothing_without_a_fix(tmp_pat
     assert cli.main(["check", str(out), "--fix", "-o", str(again)]) == 0
     assert "no fix applies: nothing written" in capsys.readouterr().err
     assert not again.exists()
+
+
+def test_the_labs_save_refuses_what_is_not_a_file_and_keeps_modes(tmp_path):
+    from mpmd_lab.widgets.state import LabState
+
+    state = LabState(gallery.load("dup-ref"))
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    result = state.save(fifo)
+    assert not result.ok and "FIFO" in result.message(), result.problems
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not state.save("/dev/null").ok and os.path.getsize("/dev/null") == 0
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}")
+    mine.chmod(0o640)
+    assert state.save(mine).ok
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o640
+    assert load_scenario(mine).name == "dup-ref"
+    assert _names(tmp_path) == ["mine.json", "pipe.json"]

@@ -51,12 +51,13 @@ def _workers(root: psutil.Process) -> list[psutil.Process]:
 
 
 def _worker_cpu(procs: list[psutil.Process]) -> float:
-    """CPU seconds of the forked workers (children of the zygote) among ``procs``."""
+    """CPU seconds of the workers among ``procs``: forked ones (children of the zygote)
+    and ones started as their own process (``--direct``, as on a GPU)."""
     pids = {p.pid for p in procs}
     total = 0.0
     for p in procs:
         try:
-            if p.ppid() in pids:
+            if p.ppid() in pids or "--direct" in p.cmdline():
                 total += sum(p.cpu_times()[:2])
         except psutil.NoSuchProcess:
             pass
@@ -70,7 +71,7 @@ def _wait_for_busy_worker(
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         procs = _workers(root)
-        if len(procs) >= 2 and _worker_cpu(procs) > more_than:
+        if procs and _worker_cpu(procs) > more_than:
             return procs
         time.sleep(0.1)
     raise AssertionError("the JAX worker never got going")
@@ -93,19 +94,24 @@ def _all_gone(procs: list[psutil.Process], within: float = 5.0) -> list[int]:
     return [p.pid for p in alive]
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
     tmp.mkdir()
-    return {**os.environ, "TMPDIR": str(tmp), "MPLBACKEND": "Agg"}
+    return {**os.environ, "TMPDIR": str(tmp), "MPLBACKEND": "Agg", **extra}
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_a_killed_cli_run_leaves_no_worker_and_no_temp_file(tmp_path, sig):
+@pytest.mark.parametrize(
+    "sig,fork",
+    [(signal.SIGKILL, "1"), (signal.SIGTERM, "1"), (signal.SIGKILL, "0")],
+    ids=["SIGKILL", "SIGTERM", "SIGKILL-own-process-worker"],
+)
+def test_a_killed_cli_run_leaves_no_worker_and_no_temp_file(tmp_path, sig, fork):
+    """``fork="0"``: the worker is a process of its own, started the way a GPU worker is."""
     tmp = tmp_path / "tmp"
     proc = subprocess.Popen(
         [str(EXE), "run", str(_long_copy(tmp_path)), "--backend", "interpret", "--timeout", "600"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=_env(tmp),
+        env=_env(tmp, MPMD_LAB_FORK=fork),
         cwd=ROOT,
     )
     try:
