@@ -77,9 +77,10 @@ def target_of(
 
     Raises RefusedWrite for anything that must not be replaced.
     """
-    given = Path(path)
-    if not os.fspath(given):
-        raise RefusedWrite(errno.ENOENT, "an empty file name", given)
+    raw = os.fspath(path)
+    if not raw or "\0" in raw:
+        raise RefusedWrite(errno.EINVAL, "not a usable file name", raw.replace("\0", "\\0"))
+    given = Path(raw)
     real = Path(os.path.realpath(given))  # a symlink: write its target, keep the link
     try:
         st: os.stat_result | None = os.stat(real)
