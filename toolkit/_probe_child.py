@@ -5,7 +5,13 @@ nothing from ``toolkit``): a *zygote* that imports JAX and Pallas without starti
 a backend, then forks one worker per (device count) on request. A forked worker
 sets its CPU device count, starts JAX's backend (a fraction of a second, against
 many seconds for a fresh import) and serves requests on its own socket; both
-directions are length-prefixed pickles. Anything the scenario prints goes to a log.
+directions are length-prefixed pickles. Anything the scenario prints goes to a log
+(an unnamed temp file the parent passes as a file descriptor: nothing to leave behind).
+
+Every process here dies with its parent: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` on
+Linux (the zygote's parent is the caller, a worker's the zygote), and a watchdog on
+the parent's socket (a hang-up means the parent is gone) in each worker, so a killed
+CLI or notebook kernel never leaves a worker running a kernel with ppid 1.
 
 Request: ``{"source", "stages", "mode", "detect_races"}``. While it works the child
 sends ``{"progress": stage}``; at the end ``{"result": {...}}`` with ``ok``,
@@ -16,15 +22,51 @@ unusable: the parent restarts this worker).
 
 import os
 import pickle
+import select
+import signal
 import struct
 import sys
+import threading
 import time
 import traceback
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Get SIGKILL when the parent ends (Linux); end now if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(0)
+
+
+def watch_parent(sock) -> None:
+    """A daemon thread that ends this process when the parent's end of ``sock`` hangs
+    up (the parent exited or was killed), even while a kernel keeps the main thread busy."""
+    mask = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(sock.fileno(), mask & ~(select.POLLHUP | select.POLLERR))
+        while True:
+            for _, events in poller.poll():
+                if events & mask:
+                    os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def _send(out, obj) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack("<Q", len(data)) + data)
+    out.write(struct.pack("<Q", len(data)))  # apart: no second copy of a large result
+    out.write(data)
     out.flush()
 
 
@@ -112,7 +154,9 @@ def _handle(req, out):
         run_stage = next((s for s in ("interpret", "gpu-run") if s in stages), None)
         if run_stage:
             if run_stage == "interpret":
-                # build for the interpreter (a build error shows at the build stage)
+                # build for the interpreter (a build error shows at the build stage);
+                # the traced stages' inputs go first, not held while the new ones are made
+                fn = args = None
                 fn, mesh = ns["build"](req["mode"], bool(req["detect_races"]))
                 args = ns["place"](ns["make_inputs"](), mesh)
             enter(run_stage)
@@ -155,19 +199,20 @@ _WARM = (
 )
 
 
-def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
-    """A forked worker: set the device count, start JAX's backend, serve requests."""
+def _serve(sock, devices: int, platform: str, log_fd: int) -> None:
+    """A worker: set the device count, start JAX's backend, serve requests until the
+    parent closes the socket (or goes: ``watch_parent``)."""
     try:
         os.setsid()
     except OSError:  # already a session leader (started directly)
         pass
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    os.dup2(fd, 1)  # stray prints (and JAX's) go to the log
-    os.close(fd)
+    os.dup2(log_fd, 2)
+    os.dup2(log_fd, 1)  # stray prints (and JAX's) go to the log
+    os.close(log_fd)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    watch_parent(sock)
     stream = sock.makefile("rwb")
     t0 = time.perf_counter()
     import jax
@@ -198,16 +243,19 @@ def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
         _send(stream, {"result": res})
 
 
-def zygote(control_fd: int) -> None:
-    """Import JAX once (no backend), then fork a worker per ``spawn`` request.
+def zygote(control_fd: int, parent: int) -> None:
+    """Import JAX once (no backend), then fork a worker per ``spawn`` request; end when
+    the parent closes the control socket (or dies: the death signal).
 
     Control messages (length-prefixed pickles on a Unix socket): ``{"spawn":
-    {"devices", "platform", "stderr"}}`` with the worker's socket passed as a file
-    descriptor, answered ``{"pid"}``; ``{"wait": pid}``, answered ``{"status"}``
+    {"devices", "platform"}}`` with the worker's socket and its log passed as file
+    descriptors, answered ``{"pid"}``; ``{"wait": pid}``, answered ``{"status"}``
     (``os.waitpid``'s status, or None).
     """
     import socket
 
+    die_with_parent(parent)
+    me = os.getpid()
     ctrl = socket.socket(fileno=control_fd)
     for mod in _WARM:
         try:
@@ -236,9 +284,10 @@ def zygote(control_fd: int) -> None:
             pid = os.fork()
             if pid == 0:
                 try:
+                    die_with_parent(me)
                     ctrl.close()
                     wsock = socket.socket(fileno=fds[0])
-                    _serve(wsock, spec["devices"], spec["platform"], spec["stderr"])
+                    _serve(wsock, spec["devices"], spec["platform"], fds[1])
                 finally:
                     os._exit(0)
             for fd in fds:
@@ -252,16 +301,26 @@ def zygote(control_fd: int) -> None:
             _send(stream, {"status": status})
 
 
-def direct(sock_fd: int, devices: int, platform: str, stderr_path: str) -> None:
+def direct(sock_fd: int, devices: int, platform: str, log_fd: int, parent: int) -> None:
     """A worker started as its own process (no zygote): for GPU platforms, where a
     CUDA process must never be forked."""
     import socket
 
-    _serve(socket.socket(fileno=sock_fd), devices, platform, stderr_path)
+    die_with_parent(parent)
+    _serve(socket.socket(fileno=sock_fd), devices, platform, log_fd)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--direct":
-        direct(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
-    else:
-        zygote(int(sys.argv[1]))
+    # python _probe_child.py CONTROL_FD PARENT_PID
+    # python _probe_child.py --direct SOCK_FD DEVICES PLATFORM LOG_FD PARENT_PID
+    argv = sys.argv[1:]
+    try:
+        if argv[0] == "--direct":
+            direct(int(argv[1]), int(argv[2]), argv[3], int(argv[4]), int(argv[5]))
+        else:
+            zygote(int(argv[0]), int(argv[1]))
+    except BaseException:  # noqa: BLE001 - into the log, for the parent's message
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)  # no interpreter shutdown (JAX's atexit hooks) once the parent is gone

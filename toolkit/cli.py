@@ -10,13 +10,17 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from mpmd_lab import files
+from mpmd_lab.safetext import clip, safe_streams
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 MAX_PROBLEMS_SHOWN = 50
+#: Characters of user input (a path, a query) quoted in a message.
+QUOTE = 200
 
 
 class UsageError(Exception):
@@ -27,27 +31,20 @@ def _load(source: str) -> Scenario:
     return load_scenario(source)
 
 
-def _write_atomic(path: str, write: Callable[[Path], object]) -> None:
-    """``write(tmp)`` to a temp file beside ``path`` (same suffix), then rename it over
-    ``path``: a failure leaves the old file whole and no temp file behind."""
-    import tempfile
+def _inputs(source: str) -> list[str]:
+    """The files a command reads ``source`` from (a path, or a gallery scenario's file):
+    an ``-o`` that names one of them is refused."""
+    from mpmd_lab import gallery
 
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        dir=target.parent or ".", prefix=f".{target.name}.", suffix=target.suffix or ".tmp"
-    )
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    paths = [source]
+    if gallery.has(source):
+        paths.append(str(gallery.path_of(source)))
+    return paths
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write a text file atomically."""
-    _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+def _say(text: str) -> None:
+    """A note about what was written (stderr: stdout may be JSON or a scenario)."""
+    print(text, file=sys.stderr)
 
 
 # ---------------------------------------------------------------- commands
@@ -57,9 +54,36 @@ def cmd_gallery(args: argparse.Namespace) -> int:
     from mpmd_lab import gallery
 
     names = gallery.names()
+    if args.name is not None:
+        return _gallery_one(args, names)
+    if args.output:
+        raise UsageError("-o needs a scenario's NAME: mpmd-lab gallery NAME -o FILE")
     width = max(map(len, names))
     for name in names:
         print(f"{name:<{width}}  {gallery.summary(name)}")
+    return EXIT_OK
+
+
+def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
+    """``gallery NAME [-o FILE]``: a built-in scenario as a file to start from."""
+    import difflib
+
+    from mpmd_lab import gallery
+
+    if args.name not in names:
+        near = difflib.get_close_matches(args.name, names, n=3)
+        hint = (
+            f"; did you mean {' or '.join(near)}?" if near else f"; the names: {', '.join(names)}"
+        )
+        raise UsageError(f"no gallery scenario {clip(args.name, QUOTE)!r}{hint}")
+    scenario = gallery.load(args.name)
+    if not args.output:
+        print(scenario.to_json())
+        return EXIT_OK
+    if os.path.lexists(args.output) and not args.force:
+        raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it")
+    written = save_scenario(scenario, args.output, inputs=_inputs(args.name))
+    _say(f"wrote {written}: gallery scenario {args.name}")  # a real path: bounded
     return EXIT_OK
 
 
@@ -76,12 +100,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         from mpmd_lab import fixes
 
         fixed, applied = fixes.apply_all(scenario, diags)
-        if args.output:
-            save_scenario(fixed, args.output)
+        if args.output and not applied:
+            _say(f"no fix applies: nothing written to {clip(args.output, QUOTE)}")
+        elif args.output:
+            written = save_scenario(fixed, args.output, inputs=_inputs(args.file))
+            n = len(applied)
+            _say(f"wrote {written}: {n} fix{'es' if n != 1 else ''} applied")
         else:
             print(fixed.to_json())
+            if not applied:
+                _say("no fix applies: the scenario above is unchanged")
         for fix in applied:
-            print(f"fixed: {fix.description}", file=sys.stderr)
+            _say(f"fixed: {fix.description}")
         diags = validate.check(fixed)
     valid = not any(d.is_error for d in diags)
     if args.json:
@@ -114,12 +144,17 @@ def cmd_graph(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.output:
         raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
-    if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
-        raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
+    fmt = Path(args.output).suffix.lower().lstrip(".")
+    if fmt not in {"png", "svg", "pdf"}:
+        raise UsageError(
+            f"{clip(args.output, QUOTE)}: the picture is written as .png, .svg or .pdf"
+        )
+    files.target_of(args.output, _inputs(args.file))  # refuse before the drawing's seconds
     from mpmd_lab import draw as plot
 
-    _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
-    print(args.output)
+    data = plot.render_aliasing(scenario, fmt)
+    files.write_bytes(args.output, data, _inputs(args.file))
+    print(args.output)  # written: a real path, so bounded
     return EXIT_OK
 
 
@@ -130,10 +165,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         source = generate(scenario)
     except CodegenError as e:
-        print(f"{args.file}: {e.path or 'call'}: cannot export: {e}", file=sys.stderr)
+        where = f"{clip(args.file, QUOTE)}: {e.path or 'call'}"
+        print(f"{where}: cannot export: {clip(str(e), 2 * QUOTE)}", file=sys.stderr)
         return EXIT_PROBLEMS
     if args.output:
-        _write_text(args.output, source)
+        files.write_text(args.output, source, _inputs(args.file))
         print(args.output)
     else:
         sys.stdout.write(source)
@@ -145,7 +181,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     card = knowledge.lookup(args.query)
     if card is None:
-        print(f"no code or known JAX message matches {args.query!r}", file=sys.stderr)
+        print(f"no code or known JAX message matches {clip(args.query, QUOTE)!r}", file=sys.stderr)
         print("codes: " + ", ".join(knowledge.codes()), file=sys.stderr)
         return EXIT_PROBLEMS
     print(card.to_json() if args.json else card.render())
@@ -176,7 +212,12 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("gallery", help="list the built-in scenarios")
+    s = sub.add_parser(
+        "gallery", help="list the built-in scenarios, or write one as a file to start from"
+    )
+    s.add_argument("name", metavar="NAME", nargs="?", help="a scenario: print it (or -o FILE)")
+    s.add_argument("-o", "--output", metavar="FILE.json", help="write scenario NAME to FILE")
+    s.add_argument("--force", action="store_true", help="with -o: replace an existing FILE")
     s.set_defaults(func=cmd_gallery)
 
     s = sub.add_parser("check", help="validate a scenario (exit 0 valid, 1 problems, 2 bad input)")
@@ -219,10 +260,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mpmd-lab`` command."""
+    safe_streams()  # PYTHONIOENCODING=ascii, a C locale: escapes, never a crash
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except ScenarioError as e:
+    except ScenarioError as e:  # its source, paths and messages are clipped already
         for path, msg in e.problems[:MAX_PROBLEMS_SHOWN]:
             print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
         if len(e.problems) > MAX_PROBLEMS_SHOWN:
@@ -238,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except OSError as e:
-        print(f"mpmd-lab {args.command}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = clip(str(e.filename), QUOTE) if e.filename else ""
+        print(f"mpmd-lab {args.command}: {where}: {e.strerror or e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

@@ -29,7 +29,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Patch, PathPatch, Polygon
 from matplotlib.path import Path as MPath
+from mpmd_lab import files
 from mpmd_lab import graph as G
+from mpmd_lab.safetext import clip, printable
 from mpmd_lab.scenario import Scenario
 
 #: Above this many drawable nodes the graph is summarised per kind.
@@ -934,11 +936,26 @@ def _fallback(g: Any, error: BaseException, ax: Any = None) -> Figure:
     except Exception as e:  # noqa: BLE001
         text = f"(no text form: {e})"
     lines = text.splitlines()[:60]
-    ax.text(0.01, 0.99, f"drawing failed: {type(error).__name__}: {error}"[:150],
+    ax.text(0.01, 0.99, clip(f"drawing failed: {type(error).__name__}: {error}", 150),
             color=RED, va="top", fontsize=9, family=FONT, transform=ax.transAxes)  # fmt: skip
     ax.text(0.01, 0.94, "\n".join(_clip(x, 140) for x in lines), va="top", fontsize=7,
             family=FONT, transform=ax.transAxes)  # fmt: skip
     fig.mpmd_lab_mode = "fallback"  # type: ignore[attr-defined]
+    return fig
+
+
+def safe_texts(fig: Figure) -> Figure:
+    """Every text of ``fig`` as plain text: no mathtext (a ``$\\undefinedcmd$`` in a
+    description would raise at draw time) and no control characters (they make an SVG
+    ill-formed XML)."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        t.set_parse_math(False)
+        text = t.get_text()
+        clean = printable(text)
+        if clean != text:
+            t.set_text(clean)
     return fig
 
 
@@ -958,9 +975,39 @@ def plot_aliasing(
     """
     g = G.build_graph(scenario, diagnostics=diagnostics, access_log=access_log, analysis=analysis)
     try:
-        return draw(g, ax)
+        fig = draw(g, ax)
     except Exception as e:  # noqa: BLE001 - a picture must come out for any scenario
-        return _fallback(g, e, ax)
+        fig = _fallback(g, e, ax)
+    fig.mpmd_lab_graph = g  # type: ignore[attr-defined] - for render_aliasing's fallback
+    return safe_texts(fig)
+
+
+def _savefig(fig: Figure, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "png":  # fast zlib level: a third of the time, a slightly larger file
+        fig.savefig(buf, format="png", dpi=130, facecolor="white", pil_kwargs=_FAST_PNG)
+    else:
+        fig.savefig(buf, format=fmt, facecolor="white")
+    return buf.getvalue()
+
+
+def render_aliasing(
+    scenario: Scenario | Any,
+    fmt: str = "png",
+    diagnostics: list[Any] | None = None,
+    access_log: Any = None,
+) -> bytes:
+    """The aliasing graph as PNG, SVG or PDF bytes; a failure while rendering gives the
+    fallback picture (the graph as text and the error), never an exception."""
+    if fmt not in ("png", "svg", "pdf"):
+        raise ValueError(f"{fmt!r}: the picture is written as png, svg or pdf")
+    fig = plot_aliasing(scenario, diagnostics=diagnostics, access_log=access_log)
+    try:
+        return _savefig(fig, fmt)
+    except (MemoryError, OSError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        return _savefig(safe_texts(_fallback(fig.mpmd_lab_graph, e)), fmt)
 
 
 def save_aliasing(
@@ -969,20 +1016,18 @@ def save_aliasing(
     diagnostics: list[Any] | None = None,
     access_log: Any = None,
 ) -> Path:
-    """Write the aliasing graph as PNG, SVG or PDF (by the file's suffix)."""
+    """Write the aliasing graph as PNG, SVG or PDF (by the file's suffix), the way every
+    user file is written (``mpmd_lab.files``). Returns the file written."""
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".") or "png"
     if fmt not in ("png", "svg", "pdf"):
-        raise ValueError(f"{path}: the picture is written as .png, .svg or .pdf")
-    fig = plot_aliasing(scenario, diagnostics=diagnostics, access_log=access_log)
-    if fmt == "png":  # fast zlib level: a third of the time, a slightly larger file
-        fig.savefig(path, format="png", dpi=130, facecolor="white", pil_kwargs=_FAST_PNG)
-    else:
-        fig.savefig(path, format=fmt, facecolor="white")
-    return path
+        raise ValueError(f"{clip(str(path), 200)}: the picture is written as .png, .svg or .pdf")
+    files.target_of(path)  # refuse a device or a directory before drawing
+    data = render_aliasing(scenario, fmt, diagnostics=diagnostics, access_log=access_log)
+    return files.write_bytes(path, data)
 
 
-__all__ = ["draw", "layout", "plot_aliasing", "save_aliasing"]
+__all__ = ["draw", "layout", "plot_aliasing", "render_aliasing", "safe_texts", "save_aliasing"]
 
 
 def _member_name(data: dict[str, Any]) -> str:

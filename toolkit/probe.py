@@ -16,13 +16,22 @@ exception's type name, its exact message and its code (``catalogue.classify``).
 A hang is killed at the timeout (``RUN_TIMEOUT``), a dead child is ``RUN_CRASHED``;
 either way the next probe gets a fresh worker. Workers are kept warm, one per
 (device count, platform), so JAX is imported once per worker, not once per probe.
+
+Workers never outlive the process that started them: each child arms a parent-death
+signal (Linux ``prctl``) and watches its socket for the parent's hang-up; children are
+started from one long-lived thread (``_spawn``), because Linux sends the death signal
+when the *thread* that forked a child ends, and a notebook runs probes from short-lived
+threads. Their logs are unnamed temp files: nothing is left in the temp folder.
 """
 
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
+import math
 import os
 import pickle
+import queue
 import re
 import select
 import signal
@@ -100,21 +109,24 @@ class _Dead(Exception):
     pass
 
 
-def _read_exact(fd: int, n: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    while n:
+def _read_exact(fd: int, n: int, deadline: float) -> bytearray:
+    """``n`` bytes from ``fd`` into one buffer (a large result is held once, not twice)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    poller = select.poll()  # not select(): a notebook may hold more than 1024 fds
+    poller.register(fd, select.POLLIN)
+    while got < n:
         left = deadline - time.monotonic()
         if left <= 0:
             raise _Timeout
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-        if not ready:
+        if not poller.poll(min(left, 1.0) * 1000):
             continue
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
+        k = os.readv(fd, [view[got : got + (1 << 24)]])
+        if not k:
             raise _Dead
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    return buf
 
 
 def _recv(fd: int, deadline: float) -> Any:
@@ -137,6 +149,48 @@ def _env(platform: str) -> dict[str, str]:
     return env
 
 
+_SPAWN_QUEUE: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = (
+    queue.SimpleQueue()
+)
+_SPAWNER: threading.Thread | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner_loop() -> None:
+    while True:
+        fn, fut = _SPAWN_QUEUE.get()
+        if fut.set_running_or_notify_cancel():
+            try:
+                fut.set_result(fn())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                fut.set_exception(e)
+
+
+def _spawn(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` from a thread that lives as long as this process (the main
+    thread, or a daemon spawner): a child's parent-death signal then means what it says."""
+    global _SPAWNER
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(*args, **kwargs)
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None or not _SPAWNER.is_alive():
+            _SPAWNER = threading.Thread(target=_spawner_loop, name="probe-spawner", daemon=True)
+            _SPAWNER.start()
+    fut: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+    _SPAWN_QUEUE.put((lambda: subprocess.Popen(*args, **kwargs), fut))
+    return fut.result()
+
+
+def _peer_gone(sock: socket.socket) -> bool:
+    """Whether the other end of ``sock`` hung up (the worker died), without reading."""
+    poller = select.poll()
+    poller.register(sock.fileno(), getattr(select, "POLLRDHUP", 0))
+    try:
+        return any(ev & (select.POLLHUP | select.POLLERR) for _, ev in poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -153,9 +207,9 @@ class _Zygote:
     def __init__(self, platform: str):
         self.platform = platform
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-zygote-", suffix=".log")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(_CHILD), str(theirs.fileno())],
+        self._log = tempfile.TemporaryFile(prefix="mpmd-lab-zygote-", suffix=".log")
+        self.proc = _spawn(
+            [sys.executable, str(_CHILD), str(theirs.fileno()), str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=self._log,
@@ -168,8 +222,9 @@ class _Zygote:
         try:
             self._reply(time.monotonic() + STARTUP_TIMEOUT)
         except (_Timeout, _Dead) as e:
+            tail = self.log_tail()
             self.close()
-            raise RuntimeError(f"the JAX worker did not start: {self.log_tail()}") from e
+            raise RuntimeError(f"the JAX worker did not start: {tail or type(e).__name__}") from e
 
     def _reply(self, deadline: float) -> dict[str, Any]:
         return _recv(self.sock.fileno(), deadline)
@@ -190,13 +245,13 @@ class _Zygote:
         return self.proc.poll() is None
 
     def log_tail(self, limit: int = 2000) -> str:
-        return _tail(self._log.name, limit)
+        return _tail(self._log, limit)
 
-    def spawn(self, devices: int, log_path: str) -> tuple[int, socket.socket]:
+    def spawn(self, devices: int, log_fd: int) -> tuple[int, socket.socket]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            spec = {"devices": devices, "platform": self.platform, "stderr": log_path}
-            reply = self._ask({"spawn": spec}, [theirs.fileno()])
+            spec = {"devices": devices, "platform": self.platform}
+            reply = self._ask({"spawn": spec}, [theirs.fileno(), log_fd])
         finally:
             theirs.close()
         return reply["pid"], ours
@@ -219,13 +274,13 @@ class _Zygote:
         self._log.close()
 
 
-def _tail(path: str, limit: int) -> str:
+def _tail(log: Any, limit: int) -> str:
+    """The last ``limit`` bytes of a log (an unnamed temp file) as text ("" once closed)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            return f.read().decode("utf-8", "replace").strip()
-    except OSError:
+        fd = log.fileno()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace").strip()
+    except (OSError, ValueError):
         return ""
 
 
@@ -258,20 +313,23 @@ class Worker:
         self.requests = 0
         self.last_stage: str | None = None
         self.status: int | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
+        self._log = tempfile.TemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
         self.zygote: _Zygote | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         if _use_zygote(platform):
             self.zygote = _zygote(platform)
             try:
-                self.pid, self.sock = self.zygote.spawn(devices, self._log.name)
+                self.pid, self.sock = self.zygote.spawn(devices, self._log.fileno())
             except (_Timeout, _Dead) as e:
+                tail = self.zygote.log_tail()
                 self.zygote.close()
-                raise RuntimeError(f"the JAX worker did not start: {self.zygote.log_tail()}") from e
+                raise RuntimeError(
+                    f"the JAX worker did not start: {tail or type(e).__name__}"
+                ) from e
         else:
             self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            fd = theirs.fileno()
-            self.proc = subprocess.Popen(
+            fd, log_fd = theirs.fileno(), self._log.fileno()
+            self.proc = _spawn(
                 [
                     sys.executable,
                     str(_CHILD),
@@ -279,13 +337,14 @@ class Worker:
                     str(fd),
                     str(devices),
                     platform,
-                    self._log.name,
+                    str(log_fd),
+                    str(os.getpid()),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=_env(platform),
-                pass_fds=(fd,),
+                pass_fds=(fd, log_fd),
                 start_new_session=True,
             )
             theirs.close()
@@ -300,10 +359,11 @@ class Worker:
         self.info: dict[str, Any] = msg.get("ready", {})
 
     def alive(self) -> bool:
-        return not self._dead
+        """Not closed, and its socket not hung up (a worker killed while idle)."""
+        return not self._dead and not _peer_gone(self.sock)
 
     def stderr_tail(self, limit: int = 2000) -> str:
-        return _tail(self._log.name, limit)
+        return _tail(self._log, limit)
 
     def request(
         self, req: dict[str, Any], timeout: float, on_stage: Callable[[str], None] | None = None
@@ -440,14 +500,47 @@ def _code(error_type: str, message: str) -> str:
 MAX_SIMULATED_DEVICES = 64
 
 
+#: Host bytes a run holds per byte of input / output, at its peak (measured with JAX's
+#: GPU interpreter on the CPU, jax 0.12: tests/test_memory_estimate.py checks it against
+#: a real run): the host value, the placed copy and the interpreter's own copy of each
+#: input; for each output the interpreter's buffer and its initial value, the result,
+#: its fetched copy and its pickle for the parent.
+INPUT_FACTOR = 3
+OUTPUT_FACTOR = 5
+#: ... and in the process that asked: the received message and the unpickled arrays.
+PARENT_OUTPUT_FACTOR = 2
+
+
+def _init_temp_bytes(shape: list[int], dtype: str, init: Any, ndev: int) -> int:
+    """Host bytes ``callsupport.host_array`` holds at once while it makes one buffer:
+    ``iota`` is an int64 ``arange`` then its cast, ``random`` a float64 draw then its
+    cast (8 + itemsize bytes an element, 3x a float32 buffer); zeros/ones just the array."""
+    from mpmd_lab.dtypes import nbytes
+
+    size = nbytes(shape, dtype) * ndev
+    if init in ("iota", "random"):
+        return 8 * math.prod(shape) * ndev + size
+    if isinstance(init, list):
+        return 2 * size  # the nested list as an array, then each device's copy
+    return size
+
+
 def host_bytes(scenario: Scenario) -> int:
-    """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
+    """Host memory a run of the scenario needs at its peak, roughly (every device's copy):
+    inputs and outputs times what the interpreter holds of each, or, while the inputs
+    are made, the numpy temporaries of the largest ``iota``/``random`` buffer on top of
+    the inputs made so far, whichever is more; plus the outputs in the caller."""
     from mpmd_lab.dtypes import nbytes
 
     ndev = devices_of(scenario)
-    inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())
-    outputs = sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
-    return ndev * (2 * inputs + outputs)
+    ins = list(scenario.buffers.values())
+    inputs = ndev * sum(nbytes(b.shape, b.dtype) for b in ins)
+    outputs = ndev * sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
+    outputs += ndev * sum(nbytes(b.shape, b.dtype) for b in ins if b.as_ref)  # final values
+    running = INPUT_FACTOR * inputs + OUTPUT_FACTOR * outputs
+    temp = max((_init_temp_bytes(b.shape, b.dtype, b.init, ndev) for b in ins), default=0)
+    making = inputs + temp
+    return max(running, making) + PARENT_OUTPUT_FACTOR * outputs
 
 
 def beyond_this_machine(scenario: Scenario, platform: str = "cpu") -> str | None:
