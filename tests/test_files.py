@@ -281,7 +281,8 @@ def test_the_labs_save_refuses_what_is_not_a_file_and_keeps_modes(tmp_path):
     mine = tmp_path / "mine.json"
     mine.write_text("{}")
     mine.chmod(0o640)
-    assert state.save(mine).ok
+    assert not state.save(mine).ok  # a file the session did not load: only when confirmed
+    assert state.save(mine, overwrite=True).ok
     assert stat.S_IMODE(mine.stat().st_mode) == 0o640
     assert load_scenario(mine).name == "dup-ref"
     assert _names(tmp_path) == ["mine.json", "pipe.json"]

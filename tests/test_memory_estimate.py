@@ -92,5 +92,5 @@ def test_the_guard_refuses_with_its_estimate():
     huge["call"]["outputs"]["out"]["shape"] = [2**31 - 1]
     big = load_scenario(huge)
     r = runtime.run(big, "interpret", timeout=60)
-    assert r.error["code"] == "INTERP_LIMIT", r.to_json()
-    assert f"{probe.host_bytes(big) / 2**30:.1f} GiB" in r.error["message"]
+    assert r.error.code == "INTERP_LIMIT", r.to_json()
+    assert f"{probe.host_bytes(big) / 2**30:.1f} GiB" in r.error.error_json()["message"]

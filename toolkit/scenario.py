@@ -140,15 +140,21 @@ class TupleArg(Model):
         return v
 
 
-def _arg_kind(v: Any) -> str:
+def _arg_kind(v: Any) -> str | None:
     if isinstance(v, dict):
-        return "tuple" if "tuple" in v else "buffer"
+        if "tuple" in v:
+            return "tuple"
+        return "buffer" if "buffer" in v or "tuple" not in v and "param" not in v else None
     return "tuple" if isinstance(v, TupleArg) else "buffer"
 
 
 Arg = Annotated[
     Annotated[BufferArg, Tag("buffer")] | Annotated[TupleArg, Tag("tuple")],
-    Discriminator(_arg_kind),
+    Discriminator(
+        _arg_kind,
+        custom_error_type="argument_kind",
+        custom_error_message="an argument names a buffer (`buffer`) or a pytree of them (`tuple`)",
+    ),
 ]
 
 
