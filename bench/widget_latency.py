@@ -36,6 +36,9 @@ def rows(edits: int = 15) -> list[Row]:
                 f"{wall / statistics.median(checks):.1f}",
                 f"< {fmt_s(TARGET_S)}" if not graph else "",
                 verdict(wall < TARGET_S) if not graph else "",
+                value=wall,
+                unit="s",
+                base=statistics.median(checks),
             )
         )
     return out
