@@ -140,11 +140,14 @@ function render({ model, el }) {
     markSelected();
     void view.offsetHeight; // lay the new SVG out now, inside the timed part
     const seq = model.get("seq");
-    requestAnimationFrame(() => {
-      model.set("render_ms", performance.now() - t0);
-      model.set("painted_seq", seq);
-      model.save_changes();
-    });
+    // the next frame is drawn between this callback and the timeout: time up to there
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        model.set("render_ms", performance.now() - t0);
+        model.set("painted_seq", seq);
+        model.save_changes();
+      }, 0),
+    );
   }
 
   // pan by dragging; a click (no drag) selects the node under the pointer
