@@ -55,6 +55,9 @@ from mpmd_lab.palette import (  # noqa: F401 - re-exported: plot.RED and friends
 from mpmd_lab.scenario import Scenario
 
 DEVICE_IN = 3.0  # height of the device picture (inches)
+#: A figure wider than this (inches; 1,000 px at the inline 100 dpi, a notebook column)
+#: puts the device panel under the graph instead of beside it, so text stays readable.
+INLINE_IN = 10.0
 
 _FAST_PNG = {"compress_level": 1}
 
@@ -366,6 +369,15 @@ def _paint_matrix(ax: Any, pic: L.DevicePicture, fs: float, rec: dict[str, Any])
 # ---------------------------------------------------------------- figure
 
 
+def _device_height(pic: L.DevicePicture, width: float = 3.3) -> float:
+    """Inches the device picture needs at ``width`` inches (a row of devices is flat)."""
+    if pic.shape == "matrix" or not pic.pos:
+        return DEVICE_IN - 0.25
+    xs, ys = [p[0] for p in pic.pos], [p[1] for p in pic.pos]
+    aspect = (max(ys) - min(ys) + 1.1) / (max(xs) - min(xs) + 1.1)
+    return max(1.0, min(DEVICE_IN - 0.25, width * aspect))
+
+
 def _legend_handles(d: Drawing, g: Any) -> list[Any]:
     """Legend entries for what this picture shows, nothing else (``layout.legend``)."""
     handles: list[Any] = []
@@ -454,18 +466,21 @@ def draw(g: Any, ax: Any = None) -> Figure:
     header_in, legend_in = (1.05 if d.summary else 0.9), 0.22 * rows + 0.15
     panel_in = 3.4 if pic else 0.0
     caption_in = 0.2 * min(CAPTION_ROWS, len(pic.caption)) + 0.15 if pic else 0.0
+    below_in = 0.0  # the device panel under the graph, when beside it is too wide
     if ax is None:
         scale = min(1.0, 18.0 / (gw / 72), 15.0 / (gh / 72))
+        if pic and gw / 72 * scale + panel_in + 0.4 > INLINE_IN:
+            panel_in, below_in = 0.0, _device_height(pic) + 0.25 + caption_in + 0.1
         W = max(8.0, gw / 72 * scale + panel_in + 0.4)
     else:
         bbox = ax.get_position()
         W = bbox.width * ax.figure.get_size_inches()[0]
-    width = int((W - 0.3) * 72 / (0.61 * 9))  # characters of 9 pt mono across the footer
+    width = int((W - 0.3) * 72 / (0.66 * 9))  # 9 pt mono across the footer (hinted wider)
     problems = _problem_lines(g, width, rec)
     footer_in = legend_in + 0.2 * len(problems) + 0.1
     if ax is None:
-        H = max(3.6, gh / 72 * scale + header_in + footer_in + 0.2)
-        if pic:  # room for the device picture and its caption
+        H = max(3.6, gh / 72 * scale + header_in + footer_in + below_in + 0.2)
+        if pic and not below_in:  # room for the device picture and its caption
             H = max(H, header_in + footer_in + DEVICE_IN + caption_in + 0.3)
         fig = AliasingFigure(figsize=(W, H), dpi=110)
         host = fig.add_axes((0, 0, 1, 1))
@@ -477,14 +492,14 @@ def draw(g: Any, ax: Any = None) -> Figure:
     fw, fh = fig.get_size_inches()
     W, H = bbox.width * fw, bbox.height * fh
     main_w = max(W - panel_in - 0.3, W * 0.5)
-    main_h = max(H - header_in - footer_in - 0.1, H * 0.4)
+    main_h = max(H - header_in - footer_in - below_in - 0.1, H * 0.4)
     scale = min(main_w * 72 / gw, main_h * 72 / gh)
     fs_ui = max(7.0, min(10.0, 9.0 * max(scale, 0.8)))
 
     def rect(x: float, y: float, w: float, h: float) -> list[float]:
         return [x / W, y / H, w / W, h / H]
 
-    main = host.inset_axes(rect(0.15, footer_in, main_w, main_h))
+    main = host.inset_axes(rect(0.15, footer_in + below_in, main_w, main_h))
     _paint_graph(main, d, scale, rec)
     verdict, vcolor = _verdict(g)
     host.text(0.15 / W, 1 - 0.1 / H, g.graph.get("name", ""), transform=host.transAxes,
@@ -500,7 +515,11 @@ def draw(g: Any, ax: Any = None) -> Figure:
     if sub_text:
         host.text(0.15 / W, 1 - 0.42 / H, sub_text, transform=host.transAxes, fontsize=9,
                   va="top", color=MUTED)  # fmt: skip
-    if pic:
+    if pic and below_in:
+        y = footer_in + caption_in + 0.05
+        dev = host.inset_axes(rect(0.15, y, min(3.3, W - 0.3), _device_height(pic)))
+        _paint_devices(dev, pic, fs_ui, rec)
+    elif pic:
         ph = max(1.0, min(DEVICE_IN, main_h - caption_in - 0.1))
         top = footer_in + main_h
         dev = host.inset_axes(rect(W - panel_in - 0.05, top - ph, panel_in - 0.1, ph - 0.25))
