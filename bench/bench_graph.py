@@ -59,7 +59,8 @@ def synthetic(n_nodes: int, devices: int = 4, programs: int = 2) -> dict[str, An
 
 def bench_graph(sizes: tuple[int, ...] = SIZES) -> list[dict[str, Any]]:
     """Per size: nodes, edges, seconds to build the model, lay out, paint and save PNG."""
-    from mpmd_lab import graph, plot
+    from mpmd_lab import draw as plot
+    from mpmd_lab import graph
     from mpmd_lab.scenario import load_scenario
 
     rows = []

@@ -4,6 +4,11 @@ Run ``python bench/fuzz_agreement.py [SEED] [N]`` (default 0, 200). Prints each
 disagreement (the static first JAX-visible code, JAX's code, JAX's message and the
 scenario) and the agreement count. Slow (about a second per 2-3 scenarios on a CPU),
 so it lives outside the test suite; ``tests/test_validate_agreement.py`` runs a sample.
+
+``python -m bench.fuzz_agreement --stacks [SEED] [N]`` (default 0, 500) draws transform
+stacks instead (``tests/agreement_stacks.py``: SMEM / TMEM / GMEM scratch, tiling and
+swizzle, views in any order) and prints the verdict and first-code agreement rates and
+the disagreement classes (static code, JAX code) with a count and one example each.
 """
 
 from __future__ import annotations
@@ -62,6 +67,43 @@ def main(seed: int = 0, n: int = 200) -> int:
     return 0 if agree == n else 1
 
 
+def stacks(seed: int = 0, n: int = 500) -> int:
+    """The transform-stack property (issue 18) on ``n`` drawn scenarios: rates and classes."""
+    import agreement_stacks as A
+
+    scenarios = A.draw_batch(n, seed)
+    tally = A.Tally()
+    for i in range(0, len(scenarios), 100):
+        A.compare(scenarios[i : i + 100], tally)
+    print(tally.summary())
+    rules = sum(A.same(A.rules_verdict(d), j) for d, _m, j in tally.rows)
+    verdicts = sum((A.rules_verdict(d).code is None) == (j.code is None) for d, _m, j in tally.rows)
+    print(
+        f"with mpmd_lab.layout_rules on top (an estimate): verdict {verdicts}/{tally.total} "
+        f"({100 * verdicts / max(tally.total, 1):.1f} %), first code {rules}/{tally.total} "
+        f"({100 * rules / max(tally.total, 1):.1f} %)"
+    )
+    left: dict = {}
+    for d, _m, j in tally.rows:
+        r = A.rules_verdict(d)
+        if not A.same(r, j):
+            left.setdefault((r.code, j.code, (j.message or "")[:60]), []).append(d)
+    for (mine, theirs, msg), ds in sorted(left.items(), key=lambda kv: -len(kv[1]))[:25]:
+        print(f"   left {len(ds):4d}  rules {mine}  JAX {theirs}: {msg!r}")
+    examples = {}
+    for d, mine, jax in tally.misses:
+        examples.setdefault((mine.code, jax.code), (d, jax))
+    for key, count in tally.classes().items():
+        d, jax = examples[key]
+        said = (jax.message or "")[:110]
+        print(f"{count:5d}  check {key[0]}  JAX {key[1]} at {jax.stage}: {said!r}")
+        body = d["call"]["programs"][0]["body"]
+        print(f"         scratch {json.dumps(d['call']['scratch'])} body {json.dumps(body)}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--stacks"]:
+        sys.exit(stacks(*[int(a) for a in sys.argv[2:4]]))
     args = [int(a) for a in sys.argv[1:3]]
     sys.exit(main(*args))

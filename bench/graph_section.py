@@ -51,7 +51,7 @@ def _png_path(g: Any) -> float:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
-    from mpmd_lab import plot
+    from mpmd_lab import draw as plot
 
     t0 = time.perf_counter()
     fig = plot.draw(g)

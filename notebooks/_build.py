@@ -76,10 +76,10 @@ A call is described by a **scenario**: plain JSON data. mpmd-lab can
 | --- | --- |
 | check it, before anything runs, with JAX's own codes and messages | `mpmd_lab.validate.check` |
 | ask JAX itself (trace, and lower for the GPU, on this CPU) | `mpmd_lab.deep.deep_check` |
-| draw who aliases what | `mpmd_lab.plot.plot_aliasing` |
+| draw who aliases what | `mpmd_lab.plot` |
 | explain an error and fix it | `mpmd_lab.knowledge.lookup`, `mpmd_lab.fixes.apply_all` |
 | run the real call (GPU, or Pallas' CPU interpreter) | `mpmd_lab.runtime.run` |
-| simulate cross-device traffic no CPU interpreter runs | `mpmd_lab.simulate.simulate` |
+| simulate cross-device traffic no CPU interpreter runs | `mpmd_lab.simulate` |
 | write it out as a plain JAX script | `mpmd_lab.codegen.generate`, `mpmd-lab export` |
 
 ## The workshop (half a day)
@@ -157,9 +157,9 @@ print(format_diagnostics(s.name, diagnostics))
     md("The aliasing graph shows where the problem is: two parameters, one buffer."),
     code(
         """
-from mpmd_lab import plot
+import mpmd_lab
 
-plot.plot_aliasing(s)
+mpmd_lab.plot(s)
 """
     ),
     md("What does `MPMD_DUP_REF` mean? The knowledge base has a card for every code."),
@@ -394,11 +394,11 @@ The graph draws the devices as a ring.
     ),
     code(
         """
-from mpmd_lab import plot
+import mpmd_lab
 
 ring = load_scenario("ring-shift")
 print(outline(ring))
-plot.plot_aliasing(ring)
+mpmd_lab.plot(ring)
 """
     ),
     md(
@@ -410,11 +410,12 @@ scenario's semantics over the 4 devices instead, and says so.
     ),
     code(
         """
-from mpmd_lab import deep, simulate
+import mpmd_lab
+from mpmd_lab import deep
 
 print("deep check:", [d.code for d in deep.deep_check(ring) if d.is_error] or "JAX accepts it")
 print(runtime.run(ring, backend="interpret").summary())
-sim = simulate.simulate(ring)
+sim = mpmd_lab.simulate(ring)
 print(sim.summary())
 per_device = sim.outputs["out"].reshape(4, 256)
 for d in range(4):
@@ -769,7 +770,8 @@ argument, two views, a capture) and points at the second use. The graph draws th
     ),
     code(
         """
-from mpmd_lab import exercises, fixes, plot, runtime, validate
+import mpmd_lab
+from mpmd_lab import exercises, fixes, runtime, validate
 from mpmd_lab.report import format_diagnostics
 from mpmd_lab.scenario import load_scenario
 
@@ -779,7 +781,7 @@ for scenario in [load_scenario("dup-ref"), exercises.start("dup-view"), exercise
     ),
     code(
         """
-plot.plot_aliasing(exercises.start("dup-view"))
+mpmd_lab.plot(exercises.start("dup-view"))
 """
     ),
     md("The fix, as the toolkit makes it, and the real run of the result:"),
@@ -896,7 +898,8 @@ view from the base Ref.
     ),
     code(
         """
-from mpmd_lab import deep, fixes, plot, runtime, simulate, validate
+import mpmd_lab
+from mpmd_lab import deep, fixes, runtime, validate
 from mpmd_lab.exercises import outline
 from mpmd_lab.report import format_diagnostics
 from mpmd_lab.scenario import load_scenario
@@ -909,7 +912,7 @@ print(format_diagnostics(ptm.name, diagnostics))
     ),
     code(
         """
-plot.plot_aliasing(ptm)
+mpmd_lab.plot(ptm)
 """
     ),
     code(
@@ -931,7 +934,7 @@ device and logs every access; with `x = iota`, device d's `out` must start at `(
     code(
         """
 ring = load_scenario("ring-shift")
-sim = simulate.simulate(ring)
+sim = mpmd_lab.simulate(ring)
 print(sim.summary())
 x_host = np.arange(4 * 256, dtype=np.float32).reshape(4, 256)
 assert np.array_equal(sim.outputs["out"].reshape(4, 256), np.roll(x_host, 1, axis=0))
@@ -952,13 +955,13 @@ stages `x` in SMEM scratch and uses `plgpu.kernel` (which allocates scratch itse
         """
 mc = load_scenario("multicast-2d")
 print(outline(mc))
-plot.plot_aliasing(mc)
+mpmd_lab.plot(mc)
 """
     ),
     code(
         """
 print("deep check:", [d.code for d in deep.deep_check(mc) if d.is_error] or "JAX accepts it")
-sim = simulate.simulate(mc)
+sim = mpmd_lab.simulate(mc)
 print(sim.summary())
 """
     ),

@@ -35,3 +35,10 @@ def cli():
 
 # Hypothesis profiles (default / long) and the `fuzz` marker: tests/hypothesis_profiles.py
 pytest_plugins = ["hypothesis_profiles"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The agreement rates the transform-stack property measured (tests/agreement_stacks.py)."""
+    mod = sys.modules.get("agreement_stacks")
+    for line in getattr(mod, "SUMMARY", []):
+        terminalreporter.write_line(line)

@@ -11,7 +11,7 @@ import keyword
 from typing import Any
 
 from hypothesis import strategies as st
-from mpmd_lab.scenario import DTYPES
+from mpmd_lab.dtypes import DTYPES
 
 #: identifiers the exporter's own code uses, and near misses of them
 TRICKY_NAMES = [

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from mpmd_lab import callsupport, codegen, gallery
-from mpmd_lab.scenario import DTYPES, Scenario, load_scenario
+from mpmd_lab.dtypes import DTYPES
+from mpmd_lab.scenario import Scenario, load_scenario
 from scenario_strategies import scenarios
 
 #: identifiers codegen's template uses inside ``build`` (program0, mesh0, ... by pattern)

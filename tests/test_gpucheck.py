@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from mpmd_lab import gallery, gpucheck, probe, runtime
+from mpmd_lab.diagnostics import Diagnostic
 
 X = np.arange(256, dtype=np.float32)
 
@@ -55,7 +56,7 @@ def test_interpreter_nan_fill_is_partial():
 
 def test_same_error_code_matches(cpu_runs):
     cpu = cpu_runs["dup-ref"]
-    assert cpu.error["code"] == "MPMD_DUP_REF"
+    assert cpu.error.code == "MPMD_DUP_REF"
     assert (
         gpucheck.compare("d", cpu, gpu_result(False, code="MPMD_DUP_REF", stage="trace")).verdict
         == "match"
@@ -67,12 +68,7 @@ def test_same_error_code_matches(cpu_runs):
 
 
 def test_interpreter_limits_are_gpu_only():
-    err = {
-        "code": "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "type": "JaxRuntimeError",
-        "message": "m",
-        "stage": "interpret",
-    }
+    err = Diagnostic(code="GPU_INTERP_UNSUPPORTED_TRANSFORM", stage="interpret", message="m")
     cpu = runtime.RunResult("r", "error", "interpret", 1, error=err)
     row = gpucheck.compare("r", cpu, gpu_result(outputs={"out": X}))
     assert row.verdict == "gpu-only"
@@ -80,12 +76,7 @@ def test_interpreter_limits_are_gpu_only():
 
 def test_cross_device_lowering(cpu_runs):
     lowered = gpu_result(stages=("build", "trace", "gpu-lower"))
-    err = {
-        "code": "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "type": "T",
-        "message": "m",
-        "stage": "interpret",
-    }
+    err = Diagnostic(code="GPU_INTERP_UNSUPPORTED_TRANSFORM", stage="interpret", message="m")
     cpu = runtime.RunResult("ring", "error", "interpret", 4, error=err)
     row = gpucheck.compare("ring", cpu, lowered)
     assert (row.gpu, row.verdict) == ("lowered", "lowered")

@@ -1,5 +1,5 @@
 """The fast view (``mpmd_lab.scene``, painted as SVG for the browser) and the matplotlib
-figure (``mpmd_lab.plot``) show the same graph model: the same nodes, edges and problem
+figure (``mpmd_lab.draw``) show the same graph model: the same nodes, edges and problem
 marks, the same device traffic, the same problems listed; and the layout cache returns
 the same positions a fresh layout would."""
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import matplotlib
 from graph_strategies import loadable, scenario_dicts
 from hypothesis import HealthCheck, assume, given, settings
-from mpmd_lab import gallery, graph, layout, plot, scene
+from mpmd_lab import draw as plot
+from mpmd_lab import gallery, graph, layout, scene
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import load_scenario
 

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
-from mpmd_lab import gallery, plot
+from mpmd_lab import draw as plot
+from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import load_scenario
 
@@ -143,7 +144,7 @@ def test_toolkit_exports_plot_aliasing_lazily():
 
 
 def test_access_counts_are_drawn():
-    from mpmd_lab import simulate
+    from mpmd_lab import simulator as simulate
 
     s = gallery.load("two-block-race")
     fig = plot.plot_aliasing(s, diagnostics=[], access_log=simulate.simulate(s))

@@ -51,7 +51,7 @@ def test_gallery_errors_have_expected_codes(gallery_runs):
     for name, (code, stage) in EXPECTED_ERRORS.items():
         r = gallery_runs[name]
         assert r.status == "error", name
-        assert (r.error["code"], r.error["stage"]) == (code, stage), (name, r.error)
+        assert (r.error.code, r.error.stage) == (code, stage), (name, r.error)
         assert r.outputs == {}
         j = r.to_json()
         assert j["error"]["type"] and j["error"]["message"] and j["outputs"] == {}
@@ -59,12 +59,12 @@ def test_gallery_errors_have_expected_codes(gallery_runs):
 
 def test_summary_shows_the_error_inside_a_jax_runtime_error(gallery_runs):
     r = gallery_runs["ring-shift"]
-    assert r.error["type"] == "JaxRuntimeError"  # the exact type and message are kept
-    assert "Traceback" in r.error["message"]
+    assert r.error.error_json()["type"] == "JaxRuntimeError"  # the exact type and message are kept
+    assert "Traceback" in r.error.error_json()["message"]
     # the summary and the diagnostic show the error the interpreter raised inside it
     assert "ValueError: Unsupported transform: PeerMemRef" in r.summary()
     assert r.diagnostic().message.startswith("ValueError: Unsupported transform: PeerMemRef")
-    assert r.diagnostic().jax.message == r.error["message"]
+    assert r.diagnostic().jax.message == r.error.error_json()["message"]
 
 
 def test_gallery_outputs_match_numpy(gallery_runs):
@@ -81,15 +81,15 @@ def test_every_gallery_scenario_gives_a_known_answer(gallery_runs):
         assert r.backend == "interpret"
         assert r.devices == probe.devices_of(gallery.load(name))
         if r.status == "error":
-            assert r.error["code"] not in ("JAX_UNKNOWN", "RUN_CRASHED", "RUN_TIMEOUT"), name
-            assert r.diagnostic().code == r.error["code"]
+            assert r.error.code not in ("JAX_UNKNOWN", "RUN_CRASHED", "RUN_TIMEOUT"), name
+            assert r.diagnostic().code == r.error.code
         json.dumps(r.to_json())  # JSON-ready
         assert name in r.summary()
 
 
 def test_contract_shape(gallery_runs):
     j = gallery_runs["two-block-copy"].to_json()
-    assert set(j) == {"status", "backend", "devices", "error", "outputs", "seconds"}
+    assert set(j) == {"status", "backend", "reason", "devices", "error", "outputs", "seconds"}
     assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
     assert j["outputs"]["out"] == {
         "shape": [256],
@@ -118,11 +118,11 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
     good = gallery.load("two-block-copy")
     # a failure inside the GPU interpreter (its state is reset with a fresh worker)
     bad = runtime.run(gallery.load("two-block-race"), "interpret")
-    assert bad.error["code"] == "RACE_DETECTED"
+    assert bad.error.code == "RACE_DETECTED"
     assert runtime.run(good, "interpret").ok
     # a timeout
     slow = runtime.run(good, "interpret", timeout=0.01)
-    assert slow.status == "error" and slow.error["code"] == "RUN_TIMEOUT"
+    assert slow.status == "error" and slow.error.code == "RUN_TIMEOUT"
     assert runtime.run(good, "interpret").ok
 
     # a crash: the worker dies (SIGKILL, as a segfaulting JAX would) mid-run
@@ -134,8 +134,8 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
     crashed = runtime.run(
         good, "interpret", on_progress=lambda s, f: (stages.append((s, f)), kill_at_interpret(s, f))
     )
-    assert crashed.status == "error" and crashed.error["code"] == "RUN_CRASHED"
-    assert "SIGKILL" in crashed.error["message"] and crashed.error["stage"] == "interpret"
+    assert crashed.status == "error" and crashed.error.code == "RUN_CRASHED"
+    assert "SIGKILL" in crashed.error.error_json()["message"] and crashed.error.stage == "interpret"
     assert [s for s, _ in stages][:2] == ["start", "build"]
     again = runtime.run(good, "interpret")
     assert again.ok
@@ -155,13 +155,13 @@ def test_progress_reaches_one():
 
 def test_backends():
     s = gallery.load("two-block-copy")
-    assert runtime.choose_backend("interpret") == "interpret"
+    assert runtime.choose_backend("interpret") == ("interpret", "")
     with pytest.raises(ValueError):
         runtime.choose_backend("tpu")
     if not runtime.has_gpu():
-        assert runtime.choose_backend("auto") == "interpret"
+        assert runtime.choose_backend("auto")[0] == "interpret"
         r = runtime.run(s, "gpu")
-        assert r.status == "error" and r.error["code"] == "GPU_UNAVAILABLE"
+        assert r.status == "error" and r.error.code == "GPU_UNAVAILABLE"
     r = runtime.run(s, "simulate")
     assert r.backend == "simulate"
     assert r.ok, r.error
@@ -227,9 +227,9 @@ def test_broken_scenario_gets_the_rules_code_not_a_python_error():
     data["call"]["programs"][0]["body"][2]["src"] = "nowhere"  # a name never defined
     r = runtime.run(load_scenario(data), "interpret")
     assert r.status == "error"
-    assert r.error["code"] == "XREF_UNKNOWN_NAME" and r.error["stage"] == "schema"
+    assert r.error.code == "XREF_UNKNOWN_NAME" and r.error.stage == "schema"
     # what refused it: the code generator, or Python running the call
-    assert r.error["type"] in ("CodegenError", "NameError")
+    assert r.error.error_json()["type"] in ("CodegenError", "NameError")
 
 
 @st.composite

@@ -28,7 +28,9 @@ def test_unknown_fields_and_bad_values_are_all_listed():
     data["colour"] = "red"
     data["buffers"]["x"]["shape"] = [0]
     data["buffers"]["x"]["dtype"] = "float33"
-    data["call"]["programs"][0]["body"][0]["transforms"][0]["device"] = "left"
+    data["call"]["programs"][0]["body"][0]["transforms"][0]["device"] = (
+        "left +"  # not an expression
+    )
     with pytest.raises(ScenarioError) as info:
         load_scenario(data)
     paths = {p for p, _ in info.value.problems}

@@ -168,7 +168,7 @@ def test_flags_and_regions() -> None:
     ref = base_info([4, 256], "float32", "GMEM", "x")
     s = _scenario([4, 256], "float32", [])
     del s
-    from mpmd_lab.scenario import At, MulticastRef, RemoteRef
+    from mpmd_lab.ops import At, MulticastRef, RemoteRef
 
     steps = propagate(
         ref,

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from mpmd_lab import gallery
 from mpmd_lab.accesslog import from_runs, runs
+from mpmd_lab.dtypes import np_dtype
+from mpmd_lab.memory import bitcast_offsets, host_value
 from mpmd_lab.scenario import load_scenario
-from mpmd_lab.simulate import bitcast_offsets, host_value, np_dtype, simulate
+from mpmd_lab.simulator import simulate
 
 
 def _iota(n: int) -> np.ndarray:
@@ -222,11 +224,11 @@ def test_errors_are_data_with_a_code_and_a_path():
     d["call"]["programs"][0]["body"][0]["transforms"][0]["device"] = 7
     r = simulate(load_scenario(d), check=False)
     assert r.status == "error" and not r.outputs
-    assert r.error["code"] == "REMOTE_DEVICE_OOB"
-    assert r.error["path"] == "call.programs[0].body[0].transforms[0]"
+    assert r.error.code == "REMOTE_DEVICE_OOB"
+    assert r.error.path == "call.programs[0].body[0].transforms[0]"
     assert r.to_json()["error"]["code"] == "REMOTE_DEVICE_OOB"
     r = simulate(gallery.load("peer-then-multicast"), check=False)
-    assert r.error["code"] == "REF_PEER_TO_MULTICAST"
+    assert r.error.code == "REF_PEER_TO_MULTICAST"
 
 
 def test_program_id_follows_the_interpreter_and_says_so():
@@ -284,8 +286,8 @@ def test_runs_round_trip():
 
 def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     r = simulate(gallery.load("dup-ref"))
-    assert r.status == "error" and r.error["code"] == "MPMD_DUP_REF"
-    assert r.error["stage"] == "trace" and "same ref" in r.error["message"]
+    assert r.status == "error" and r.error.code == "MPMD_DUP_REF"
+    assert r.error.stage == "trace" and "same ref" in r.error.error_json()["message"]
     # a call only the GPU lowering rejects is simulated, with a note saying so
     r = simulate(gallery.load("bitcast-view"))
     assert r.ok and any("A GPU compile would reject" in n for n in r.notes)
@@ -368,4 +370,4 @@ def test_a_huge_launch_is_refused_not_attempted():
     d = gallery.load("two-block-copy").to_dict()
     d["call"]["programs"][0]["mesh"]["grid"] = {"b": 1 << 20}
     r = simulate(load_scenario(d), check=False)
-    assert r.error["code"] == "SIM_TOO_LARGE" and r.seconds < 5
+    assert r.error.code == "SIM_TOO_LARGE" and r.seconds < 5

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 from mpmd_lab import gallery
 from mpmd_lab.scenario import load_scenario
-from mpmd_lab.simulate import simulate
+from mpmd_lab.simulator import simulate
 from simulate_support import interpretable_scenarios, run_in_jax, same_bits
 
 

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mpmd_lab import gallery
+from mpmd_lab.fixes import parse_path
 from mpmd_lab.scenario import load_scenario
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import Lab
 from mpmd_lab.widgets.mesh_editor import blocks_svg, devices_svg
-from mpmd_lab.widgets.state import LabState, parse_path
 from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
 
 
@@ -219,7 +220,7 @@ def test_nothing_typed_crashes_or_loses_work(typed):
     from mpmd_lab.widgets.testing import walk
     from mpmd_lab.widgets.transform_editor import TransformStackEditor
 
-    state = LabState("peer-then-multicast-fixed")
+    state = Session("peer-then-multicast-fixed")
     original = state.scenario
     views = [CallEditor(state), MeshEditor(state), TransformStackEditor(state)]
     for view in views:

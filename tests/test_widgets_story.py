@@ -104,7 +104,7 @@ def test_peer_then_multicast_built_by_edits_is_flagged_on_its_step_and_fixed():
 
 def test_graph_is_redrawn_after_each_change():
     lab = Lab("dup-ref", background=False, graph=True)
-    if lab.graph.note.value:  # the graph view failed: the message is shown instead
+    if lab.graph.note.value:  # the drawing failed: the message is shown instead
         pytest.fail(lab.graph.note.value)
     first = lab.graph.view.svg
     assert first.startswith("<svg") and lab.graph.draws == 1
@@ -115,10 +115,10 @@ def test_graph_is_redrawn_after_each_change():
 
 
 def test_the_png_graph_is_still_there_and_redrawn():
+    from mpmd_lab.session import Session
     from mpmd_lab.widgets.problems import GraphView
-    from mpmd_lab.widgets.state import LabState
 
-    st = LabState("dup-ref")
+    st = Session("dup-ref")
     graph = GraphView(st, fast=False)
     first = graph.image.value
     assert first[:4] == b"\x89PNG" and graph.draws == 1 and graph.picture is graph.image
@@ -129,10 +129,10 @@ def test_the_png_graph_is_still_there_and_redrawn():
 def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
     import time
 
+    from mpmd_lab.session import Session
     from mpmd_lab.widgets.problems import GraphView
-    from mpmd_lab.widgets.state import LabState
 
-    st = LabState("dup-ref-fixed")
+    st = Session("dup-ref-fixed")
     graph = GraphView(st, deferred=True, delay=0.01)
     st.edit(("add", "call.args[1]", {"buffer": "acc", "param": "b_ref"}))
     assert "mpl-stale" in graph.picture._dom_classes  # the feedback did not wait for it
@@ -189,7 +189,7 @@ def test_running_the_broken_call_shows_the_error_card_with_its_fix():
     lab = Lab(gallery.path_of("dup-ref"), background=False, graph=False)
     lab.runner.run_button.click()
     out = lab.runner.outcome
-    assert out.status == "error" and out.error["code"] == "MPMD_DUP_REF", out
+    assert out.status == "error" and out.error.code == "MPMD_DUP_REF", out
     assert "MPMD_DUP_REF" in text_of(lab.runner)
     fix = find(lab.runner, "mpl-fix", w.Button)
     fix.click()

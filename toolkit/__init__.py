@@ -1,10 +1,56 @@
-"""mpmd-lab: build, check, run and draw Pallas mpmd_map kernel calls."""
+"""mpmd-lab: build, check, run and draw Pallas mpmd_map kernel calls.
+
+The public API (each name is imported on first use, so ``import mpmd_lab`` is quick)::
+
+    import mpmd_lab
+
+    s = mpmd_lab.load("ring-shift")         # a path, a dict, JSON text or a gallery name
+    mpmd_lab.check(s)                        # [Diagnostic]: what JAX would say, statically
+    mpmd_lab.simulate(s).outputs             # numpy: what the kernel computes on a GPU
+    mpmd_lab.run(s, "auto")                  # the real runtime (GPU, interpreter, simulator)
+    print(mpmd_lab.export(s))                # a self-contained JAX script
+    mpmd_lab.plot(s)                         # the aliasing graph as a matplotlib Figure
+    session = mpmd_lab.Session(s)            # edit, undo, save, run: what the Lab views
+
+and ``from mpmd_lab.widgets import Lab`` in a notebook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: public name -> (module, attribute)
+_API = {
+    "load": ("mpmd_lab.scenario", "load_scenario"),
+    "save": ("mpmd_lab.scenario", "save_scenario"),
+    "Scenario": ("mpmd_lab.scenario", "Scenario"),
+    "ScenarioError": ("mpmd_lab.scenario", "ScenarioError"),
+    "check": ("mpmd_lab.validate", "check"),
+    "analyze": ("mpmd_lab.validate", "analyze"),
+    "resolve": ("mpmd_lab.resolve", "resolve"),
+    "simulate": ("mpmd_lab.simulator", "simulate"),
+    "run": ("mpmd_lab.runtime", "run"),
+    "export": ("mpmd_lab.codegen", "generate"),
+    "plot": ("mpmd_lab.draw", "plot_aliasing"),
+    "plot_aliasing": ("mpmd_lab.draw", "plot_aliasing"),
+    "Session": ("mpmd_lab.session", "Session"),
+    "Diagnostic": ("mpmd_lab.diagnostics", "Diagnostic"),
+    "explain": ("mpmd_lab.knowledge", "lookup"),
+}
+
+__all__ = sorted(_API)
 
 
-def __getattr__(name: str):
-    """``mpmd_lab.plot_aliasing`` without importing matplotlib until it is used."""
-    if name == "plot_aliasing":
-        from mpmd_lab.plot import plot_aliasing
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import importlib
 
-        return plot_aliasing
-    raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+        module, attr = _API[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mpmd_lab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

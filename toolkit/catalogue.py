@@ -585,7 +585,7 @@ OWN = {
     "GPU_UNAVAILABLE": ("the gpu backend was asked for but JAX sees no GPU", "gpu-run"),
     "SIMULATE_UNAVAILABLE": ("the simulate backend cannot be imported", "interpret"),
     "RUN_ERROR": ("the run failed before JAX reported an error (Run panel)", "gpu-run"),
-    # the traffic simulator (mpmd_lab.simulate) stops at a statement it cannot model
+    # the traffic simulator (mpmd_lab.simulator) stops at a statement it cannot model
     "SIM_DTYPE_MISMATCH": ("simulated store or add of values of different dtypes", "gpu-run"),
     "SIM_SHAPE_MISMATCH": ("simulated add of values of different shapes", "gpu-run"),
     "SIM_TOO_LARGE": ("too many threads x statements for the simulator", "gpu-run"),

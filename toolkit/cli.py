@@ -103,12 +103,11 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
     scenario = _load(source)  # before importing JAX: bad input fails fast
     from mpmd_lab import validate
 
+    diags = validate.check(scenario)
     if args.deep:
         from mpmd_lab import deep
 
-        diags = deep.deep_check(scenario, timeout=args.timeout)
-    else:
-        diags = validate.check(scenario)
+        diags = deep.deep_check(scenario, timeout=args.timeout, static=diags)
     if args.fix:
         from mpmd_lab import fixes
 
@@ -158,12 +157,11 @@ def _check_many(args: argparse.Namespace, sources: list[str]) -> int:
             worst = EXIT_BAD_INPUT
             counts["unusable"] += 1
             continue
+        diags = validate.check(scenario)
         if args.deep:
             from mpmd_lab import deep
 
-            diags = deep.deep_check(scenario, timeout=args.timeout)
-        else:
-            diags = validate.check(scenario)
+            diags = deep.deep_check(scenario, timeout=args.timeout, static=diags)
         valid = not any(d.is_error for d in diags)
         counts["valid" if valid else "invalid"] += 1
         if not valid:
@@ -207,7 +205,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
     if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
         raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
-    from mpmd_lab import plot
+    from mpmd_lab import draw as plot
 
     _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
     print(args.output)

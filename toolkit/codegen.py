@@ -16,30 +16,10 @@ import re
 from typing import Any
 
 from mpmd_lab import callsupport
-from mpmd_lab.scenario import (
-    Add,
-    At,
-    Bitcast,
-    BlockIndex,
-    ClusterRef,
-    Copy,
-    DsIndex,
-    Fill,
-    Let,
-    MulticastRef,
-    MultimemStore,
-    Offset,
-    PidIndex,
-    Program,
-    RemoteRef,
-    Reshape,
-    Return,
-    Scenario,
-    Swizzle,
-    Tiling,
-    TmaStore,
-    Transpose,
-)
+from mpmd_lab import expr as E
+from mpmd_lab.dtypes import jnp_expr as dtype_expr
+from mpmd_lab.ops import Let
+from mpmd_lab.scenario import Program, Scenario
 
 #: Names the generated module uses itself; user names equal to one get a ``_`` suffix.
 RESERVED = frozenset(
@@ -114,103 +94,91 @@ def ref_expr(name: str) -> str:
     return py(name)
 
 
-def dtype_expr(dtype: str) -> str:
-    return f"jnp.{dtype}" if dtype != "bool" else "jnp.bool_"
+class Source(E.Writer):
+    """What an op's ``source`` method writes with: names, expressions, bodies.
 
+    Axis names become ``lax.axis_index(name)``, loop variables their Python names,
+    ``axis_size`` of a device-mesh axis its literal size. ``body`` writes a nested body
+    (a loop's, a condition's) in its own scope; ``fresh`` makes a new local name.
+    """
 
-def _index_entry(e: Any, scenario: Scenario) -> str:
-    if e is None:
-        return ":"
-    if isinstance(e, int):
-        return repr(e)
-    if isinstance(e, list):
-        a, b = e
-        return f"{'' if a is None else a}:{'' if b is None else b}"
-    if isinstance(e, DsIndex):
-        return f"pl.ds({e.ds[0]!r}, {e.ds[1]!r})"
-    if isinstance(e, BlockIndex):
-        stride = e.size if e.stride is None else e.stride
-        return f"pl.ds(lax.axis_index({e.block!r}) * {stride!r}, {e.size!r})"
-    if isinstance(e, PidIndex):
-        return f"pl.ds(pl.program_id({e.pid!r}) * {e.size!r}, {e.size!r})"
-    raise CodegenError("", f"unknown index entry {e!r}")
+    def __init__(self, scenario: Scenario, path: str = "", bound: set[str] | None = None):
+        self.scenario = scenario
+        self.path = path
+        self.loop_vars: set[str] = set()
+        self.bound: set[str] = set() if bound is None else set(bound)
+        self._fresh = 0
 
+    # names and expressions
+    def name(self, n: str) -> str:
+        return py(n) if n in self.loop_vars else f"lax.axis_index({n!r})"
 
-def _device_expr(device: Any, scenario: Scenario) -> str:
-    if isinstance(device, int):
-        return repr(device)
-    parts = []
-    for axis, v in device.items():
-        if isinstance(v, Offset):
-            size = (scenario.device_mesh or {}).get(axis)
-            size_expr = repr(size) if size else f"lax.axis_size({axis!r})"
-            parts.append(f"{axis!r}: (lax.axis_index({axis!r}) + {v.offset!r}) % {size_expr}")
-        else:
-            parts.append(f"{axis!r}: {v!r}")
-    return "{" + ", ".join(parts) + "}"
+    def name_of(self, var: str) -> str:
+        return py(var)
 
+    def axis_size(self, n: str) -> str:
+        size = (self.scenario.device_mesh or {}).get(n)
+        return repr(size) if size else f"lax.axis_size({n!r})"
 
-def _axes_expr(axes: str | list[str]) -> str:
-    return repr(axes) if isinstance(axes, str) else repr(tuple(axes))
+    def expr(self, e: E.Expr) -> str:
+        return e.source(self)
 
+    def ref(self, name: str) -> str:
+        return ref_expr(name)
 
-def transform_expr(base: str, t: Any, scenario: Scenario, path: str) -> str:
-    """``base`` with one transform applied, as an expression."""
-    if isinstance(t, At):
-        inner = ", ".join(_index_entry(e, scenario) for e in t.index)
-        return f"{base}.at[{inner or '...'}]"
-    if isinstance(t, Bitcast):
-        return f"{base}.bitcast({dtype_expr(t.dtype)})"
-    if isinstance(t, Reshape):
-        return f"{base}.reshape({', '.join(map(repr, t.shape))})"
-    if isinstance(t, Transpose):
-        perm = repr(tuple(t.perm))
-        if t.via == "transpose_ref":
-            return f"plgpu.transpose_ref({base}, {perm})"
-        return f"{base}.transpose({perm})"
-    if isinstance(t, RemoteRef):
-        return f"plgpu.remote_ref({base}, {_device_expr(t.device, scenario)})"
-    if isinstance(t, MulticastRef):
-        return f"plgpu.multicast_ref({base}, {_axes_expr(t.axes)})"
-    if isinstance(t, ClusterRef):
-        return f"plgpu.cluster_ref({base}, {dict(t.block)!r})"
-    if isinstance(t, Tiling | Swizzle):
-        raise CodegenError(
-            path, f"{t.op} is a scratch-only transform: no JAX call applies it to a ref"
-        )
-    raise CodegenError(path, f"unknown transform {t!r}")
+    def axes(self, axes: str | list[str]) -> str:
+        return repr(axes) if isinstance(axes, str) else repr(tuple(axes))
+
+    def fresh(self, prefix: str) -> str:
+        self._fresh += 1
+        return f"_{prefix}{self._fresh}"
+
+    def fail(self, message: str) -> None:
+        raise CodegenError(self.path, message)
+
+    def statements(self, body: list[Any], base: str) -> list[str]:
+        """A body's lines; its lets are names of this body only."""
+        outer_bound, outer_path = set(self.bound), self.path
+        lines: list[str] = []
+        try:
+            for j, st in enumerate(body):
+                self.path = f"{base}[{j}]"
+                for _f, name, _a in st.ref_fields():
+                    if name.partition("[")[0] not in self.bound:
+                        raise CodegenError(self.path, f"no parameter or view named {name!r}")
+                if isinstance(st, Let):
+                    line = f"{py(st.let)} = {self.stack(ref_expr(st.ref), st.transforms)}"
+                    lines.append(line)
+                    self.bound.add(st.let)
+                else:
+                    lines += st.source(self)
+        finally:
+            self.bound, self.path = outer_bound, outer_path
+        return lines
+
+    def body(self, body: list[Any], loop_var: str | None = None) -> list[str]:
+        """A nested body (a loop's or a condition's) written by its op's ``source``."""
+        had = loop_var in self.loop_vars if loop_var else True
+        if loop_var:
+            self.loop_vars.add(loop_var)
+        try:
+            return self.statements(body, f"{self.path}.body")
+        finally:
+            if loop_var and not had:
+                self.loop_vars.discard(loop_var)
+
+    def stack(self, base: str, transforms: list[Any]) -> str:
+        out, path = base, self.path
+        for i, t in enumerate(transforms):
+            self.path = f"{path}.transforms[{i}]"
+            out = t.source(out, self)
+        self.path = path
+        return out
 
 
 def stack_expr(base: str, transforms: list[Any], scenario: Scenario, path: str) -> str:
-    out = base
-    for i, t in enumerate(transforms):
-        out = transform_expr(out, t, scenario, f"{path}.transforms[{i}]")
-    return out
-
-
-def _statement(s: Any, scenario: Scenario, path: str) -> list[str]:
-    if isinstance(s, Let):
-        return [f"{py(s.let)} = {stack_expr(ref_expr(s.ref), s.transforms, scenario, path)}"]
-    if isinstance(s, Copy):
-        return [f"{ref_expr(s.dst)}[...] = {ref_expr(s.src)}[...]"]
-    if isinstance(s, Add):
-        return [f"{ref_expr(s.dst)}[...] = {ref_expr(s.lhs)}[...] + {ref_expr(s.rhs)}[...]"]
-    if isinstance(s, Fill):
-        d = ref_expr(s.dst)
-        return [f"{d}[...] = jnp.full({d}.shape, {s.value!r}, {d}.dtype)"]
-    if isinstance(s, TmaStore):
-        return [
-            "plgpu.commit_smem()",
-            f"plgpu.copy_smem_to_gmem({ref_expr(s.src)}, {ref_expr(s.dst)})",
-            "plgpu.wait_smem_to_gmem(0)",
-        ]
-    if isinstance(s, MultimemStore):
-        return [
-            f"plgpu.multimem_store({ref_expr(s.src)}[...], {ref_expr(s.dst)}, {_axes_expr(s.axes)})"
-        ]
-    if isinstance(s, Return):
-        return [f"return {ref_expr(s.src)}[...]"]
-    raise CodegenError(path, f"unknown statement {s!r}")
+    """``base`` with a transform stack applied, as an expression."""
+    return Source(scenario, path).stack(base, transforms)
 
 
 def _mesh_kwargs(p: Program) -> list[str]:
@@ -232,22 +200,10 @@ def _mesh_expr(p: Program) -> str:
 
 
 def _scratch_expr(s: Any) -> str:
-    args = [repr(tuple(s.shape)), dtype_expr(s.dtype)]
-    ts = []
     for t in s.transforms:
-        if t.op == "tiling":
-            ts.append(f"plgpu.TilingTransform({tuple(t.tile)!r})")
-        elif t.op == "swizzle":
-            ts.append(f"plgpu.SwizzleTransform({t.bytes!r})")
-        else:
+        if not t.SCRATCH_ONLY:
             raise CodegenError("", f"scratch transforms are tiling or swizzle, not {t.op}")
-    if ts:
-        args.append(f"transforms=({', '.join(ts)},)")
-    if s.packed is not None:
-        args.append(f"packed={s.packed!r}")
-    if s.collective is not None:
-        args.append(f"collective={s.collective!r}")
-    return f"plgpu.{s.memory_space}({', '.join(args)})"
+    return s.source()
 
 
 def params_of(scenario: Scenario) -> list[str]:
@@ -256,11 +212,9 @@ def params_of(scenario: Scenario) -> list[str]:
     return [a.param for a in c.args] + list(c.outputs) + list(c.scratch)
 
 
-def _refs_of(s: Any) -> list[str]:
-    """The ref names a statement reads or writes (its ``let`` name excluded)."""
-    if isinstance(s, Let):
-        return [s.ref]
-    return [getattr(s, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(s, f)]
+def transform_expr(base: str, t: Any, scenario: Scenario, path: str = "") -> str:
+    """``base`` with one transform applied, as an expression."""
+    return t.source(base, Source(scenario, path))
 
 
 def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
@@ -270,16 +224,11 @@ def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     for cap in c.captures:
         lines.append(f"    {py(cap.name)} = captured[{cap.name!r}]")
     bound = set(params_of(scenario)) | {cap.name for cap in c.captures}
-    for j, s in enumerate(p.body):
-        for name in _refs_of(s):
-            if name.partition("[")[0] not in bound:  # else a free name: a global of the file
-                raise CodegenError(
-                    f"call.programs[{i}].body[{j}]", f"no parameter or view named {name!r}"
-                )
-        if isinstance(s, Let):
-            bound.add(s.let)
-        for line in _statement(s, scenario, f"call.programs[{i}].body[{j}]"):
-            lines.append("    " + line)
+    writer = Source(scenario, bound=bound)
+    lines += [
+        "    " + line if line else ""
+        for line in writer.statements(p.body, f"call.programs[{i}].body")
+    ]
     if len(lines) == 1 + len(c.captures):
         lines.append("    pass")
     return lines

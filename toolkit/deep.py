@@ -28,13 +28,11 @@ def _title(code: str) -> str:
     return ""
 
 
-def static_check(scenario: Scenario) -> list[Diagnostic] | None:
-    """``mpmd_lab.validate.check``, or None where the static rules are not installed."""
-    try:
-        from mpmd_lab import validate
-    except ImportError:
-        return None
-    return list(validate.check(scenario))
+def static_check(scenario: Scenario) -> list[Diagnostic]:
+    """The static rules' findings (``validate.check``)."""
+    from mpmd_lab import validate
+
+    return validate.check(scenario)
 
 
 def _jax_diagnostic(r: probe.ProbeResult, static: list[Diagnostic]) -> Diagnostic:

@@ -11,11 +11,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 Severity = Literal["error", "warning", "info"]
-#: Where JAX raises it, in the order JAX gets there.
-Stage = Literal["schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"]
-STAGE_ORDER: dict[str, int] = {
-    s: i for i, s in enumerate(["schema", "build", "trace", "gpu-lower", "interpret", "gpu-run"])
-}
+#: The one list of stages: where a problem shows, in the order a call gets there.
+#: ``schema`` is the scenario file itself; ``build`` … ``gpu-run`` are where JAX raises
+#: it; ``simulate`` is mpmd-lab's own simulator.
+STAGES: tuple[str, ...] = (
+    "schema",
+    "build",
+    "trace",
+    "gpu-lower",
+    "interpret",
+    "simulate",
+    "gpu-run",
+)
+Stage = Literal[STAGES]  # type: ignore[valid-type]
+STAGE_ORDER: dict[str, int] = {s: i for i, s in enumerate(STAGES)}
 
 
 class JaxError(BaseModel):
@@ -59,6 +68,8 @@ class Diagnostic(BaseModel):
     jax: JaxError | None = None
     explanation: str = ""
     fix: Fix | None = None
+    #: ``"FILE:LINE"`` of the user's source line that caused it (an imported kernel), or None
+    source: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -67,6 +78,18 @@ class Diagnostic(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The ``check --json`` form of SCENARIO.md."""
         return self.model_dump(mode="json")
+
+    def error_json(self) -> dict[str, Any]:
+        """The ``error`` object of ``run --json``: ``{code, type, message, stage, path}``
+        (JAX's exception type and message where JAX raised it)."""
+        own = "SimulationError" if self.stage == "simulate" else ""
+        return {
+            "code": self.code,
+            "type": self.jax.type if self.jax else own,
+            "message": self.jax.message if self.jax else self.message,
+            "stage": self.stage,
+            "path": self.path,
+        }
 
     def one_line(self) -> str:
         """``path: severity CODE: message`` for terminals."""

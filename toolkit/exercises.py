@@ -24,14 +24,8 @@ from typing import Any
 
 import numpy as np
 from mpmd_lab.callsupport import host_array
-from mpmd_lab.scenario import (
-    Let,
-    MulticastRef,
-    MultimemStore,
-    Scenario,
-    ScenarioError,
-    load_scenario,
-)
+from mpmd_lab.ops import Let, MulticastRef, MultimemStore
+from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario
 
 Arrays = dict[str, np.ndarray]
 
@@ -737,7 +731,7 @@ def _execute(scenario: Scenario, backend: str) -> tuple[Arrays | None, str, str]
     rejected = _deep_error(scenario)
     if rejected:
         return None, "JAX (trace and GPU lowering)", rejected
-    from mpmd_lab.simulate import simulate
+    from mpmd_lab.simulator import simulate
 
     result = simulate(scenario)
     if not result.ok:

@@ -74,12 +74,12 @@ def _outputs_agree(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> tu
 
 def compare(name: str, cpu: runtime.RunResult, gpu: probe.ProbeResult) -> Row:
     """One table row: the CPU interpreter's run against what the GPU did."""
-    err = cpu.error or {}
-    cpu_s = _status(cpu.ok, err.get("code"), err.get("stage"))
+    err = cpu.error
+    code, cpu_stage = (err.code, err.stage) if err is not None else (None, None)
+    cpu_s = _status(cpu.ok, code, cpu_stage)
     lowered_only = gpu.ok and "gpu-run" not in gpu.stages
     gpu_s = "lowered" if lowered_only else _status(gpu.ok, gpu.code, gpu.stage)
     row = Row(name, cpu.devices, cpu_s, gpu_s, "MISMATCH")
-    cpu_stage = err.get("stage")
     if gpu.timed_out or gpu.crashed:
         row.note = f"the GPU side did not finish: {gpu.message}"
         return row
@@ -91,7 +91,7 @@ def compare(name: str, cpu: runtime.RunResult, gpu: probe.ProbeResult) -> Row:
             row.note = "the GPU lowered what failed on the CPU before the interpreter"
         return row
     if not gpu.ok:
-        if not cpu.ok and err.get("code") == gpu.code:
+        if not cpu.ok and code == gpu.code:
             row.verdict = "match"
         elif not gpu.ok and gpu.stage != "gpu-run" and cpu.ok:
             row.note = "the CPU ran what the GPU could not build or trace"
@@ -99,11 +99,11 @@ def compare(name: str, cpu: runtime.RunResult, gpu: probe.ProbeResult) -> Row:
             row.note = f"GPU: {gpu.error_type}: {(gpu.message or '')[:200]}"
         return row
     if not cpu.ok:
-        if cpu_stage == "interpret" and err.get("code") in INTERPRETER_ONLY:
+        if cpu_stage == "interpret" and code in INTERPRETER_ONLY:
             row.verdict = "gpu-only"
-            row.note = f"the CPU interpreter stopped with {err.get('code')}"
+            row.note = f"the CPU interpreter stopped with {code}"
         else:
-            row.note = f"the GPU ran what the CPU rejected with {err.get('code')}"
+            row.note = f"the GPU ran what the CPU rejected with {code}"
         return row
     equal, partial = _outputs_agree(cpu.outputs, gpu.outputs or {})
     if equal:

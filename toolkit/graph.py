@@ -22,32 +22,21 @@ missing buffers ``buffer`` nodes with ``missing=True``, unresolvable device ids 
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
-from mpmd_lab import shapes
+from mpmd_lab import dtypes, shapes
+from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
-from mpmd_lab.scenario import (
-    At,
-    Bitcast,
-    BlockIndex,
-    ClusterRef,
-    DsIndex,
-    Let,
-    MulticastRef,
-    Offset,
-    PidIndex,
-    RemoteRef,
-    Reshape,
-    Scenario,
-    Swizzle,
-    Tiling,
-    Transpose,
-)
+from mpmd_lab.fields import axes_tuple
+from mpmd_lab.ops import WRITE, Bitcast, Let, MulticastRef, RemoteRef
+from mpmd_lab.ops.peers import device_targets
+from mpmd_lab.resolve import Resolved, resolve
+from mpmd_lab.scenario import Scenario, load_scenario
+from mpmd_lab.validate import Analysis, analyze
 
 #: At most this many device-to-device edges (peer + multicast) in one graph.
 DEVICE_EDGE_CAP = 20_000
@@ -84,70 +73,15 @@ EDGE_KINDS = (
 
 def type_label(shape: list[int] | tuple[int, ...] | None, dtype: str | None) -> str:
     """``f32[8,128]``; ``?`` for what cannot be known."""
-    d = shapes.short_dtype(dtype) if dtype else "?"
+    d = dtypes.short(dtype) if dtype else "?"
     if shape is None:
         return f"{d}[?]"
     return f"{d}[{','.join(map(str, shape))}]"
 
 
-def _index_label(e: Any) -> str:
-    if e is None:
-        return ":"
-    if isinstance(e, bool):
-        return str(e)
-    if isinstance(e, int):
-        return str(e)
-    if isinstance(e, list):
-        a, b = (e + [None, None])[:2]
-        return f"{'' if a is None else a}:{'' if b is None else b}"
-    if isinstance(e, DsIndex):
-        return f"ds({e.ds[0]},{e.ds[1]})"
-    if isinstance(e, BlockIndex):
-        stride = e.size if e.stride is None else e.stride
-        return f"ds({e.block}*{stride},{e.size})"
-    if isinstance(e, PidIndex):
-        return f"ds(pid{e.pid}*{e.size},{e.size})"
-    return "?"
-
-
-def _device_label(device: Any) -> str:
-    if isinstance(device, int):
-        return str(device)
-    parts = []
-    for axis, v in device.items():
-        if isinstance(v, Offset):
-            parts.append(f"{axis}{v.offset:+d}")
-        else:
-            parts.append(f"{axis}={v}")
-    return ",".join(parts)
-
-
-def _axes_list(axes: str | list[str]) -> list[str]:
-    return [axes] if isinstance(axes, str) else list(axes)
-
-
 def transform_label(t: Any) -> str:
     """A transform as a short call: ``remote_ref(dev+1)``, ``at[0:128]``, ``bitcast(i32)``."""
-    if isinstance(t, At):
-        return f"at[{','.join(_index_label(e) for e in t.index) or '...'}]"
-    if isinstance(t, Bitcast):
-        return f"bitcast({shapes.short_dtype(t.dtype)})"
-    if isinstance(t, Reshape):
-        return f"reshape({','.join(map(str, t.shape))})"
-    if isinstance(t, Transpose):
-        name = "transpose_ref" if t.via == "transpose_ref" else "transpose"
-        return f"{name}({','.join(map(str, t.perm))})"
-    if isinstance(t, RemoteRef):
-        return f"remote_ref({_device_label(t.device)})"
-    if isinstance(t, MulticastRef):
-        return f"multicast_ref({','.join(_axes_list(t.axes))})"
-    if isinstance(t, ClusterRef):
-        return f"cluster_ref({','.join(f'{k}={v}' for k, v in t.block.items())})"
-    if isinstance(t, Tiling):
-        return f"tiling({','.join(map(str, t.tile))})"
-    if isinstance(t, Swizzle):
-        return f"swizzle({t.bytes})"
-    return str(getattr(t, "op", "?"))
+    return t.label()
 
 
 # ---------------------------------------------------------------- shapes
@@ -158,17 +92,6 @@ def _info(shape: list[int] | None, dtype: str | None, memory_space: str = "GMEM"
     if shape is None or dtype is None:
         return None
     return shapes.base_info(shape, dtype, memory_space)
-
-
-def _step(info: Any, t: Any, k: int) -> tuple[Any, str | None]:
-    """The ref after one transform and the code of the error the step raises, if any."""
-    if info is None:
-        return None, None
-    try:
-        step = shapes.apply(info, t, k)
-    except Exception:  # noqa: BLE001 - an odd stack shows as an unknown type, never a crash
-        return None, None
-    return step.after, (step.error.code if step.error else None)
 
 
 # ---------------------------------------------------------------- devices
@@ -187,32 +110,13 @@ def _flat(coords: tuple[int, ...], sizes: list[int]) -> int:
 
 def peer_targets(device: Any, mesh: dict[str, int]) -> list[int] | None:
     """For each device (flat, row-major), the device a ``remote_ref`` names; ``None``
-    when it names an axis the mesh lacks. Out-of-range ids map to ``-1``."""
-    axes, sizes = list(mesh), list(mesh.values())
-    n = math.prod(sizes)
-    if isinstance(device, int):
-        return [device if 0 <= device < n else -1] * n
-    if any(a not in mesh for a in device):
-        return None
-    out = []
-    for coords in _device_coords(mesh):
-        target = list(coords)
-        bad = False
-        for axis, v in device.items():
-            i = axes.index(axis)
-            if isinstance(v, Offset):
-                target[i] = (coords[i] + v.offset) % sizes[i]
-            elif 0 <= v < sizes[i]:
-                target[i] = v
-            else:
-                bad = True
-        out.append(-1 if bad else _flat(tuple(target), sizes))
-    return out
+    when it cannot be known from the device alone. Out-of-range ids map to ``-1``."""
+    return device_targets(device, mesh)
 
 
 def multicast_groups(axes: str | list[str], mesh: dict[str, int]) -> list[list[int]] | None:
     """The device groups a ``multicast_ref`` over ``axes`` reaches; ``None`` for unknown axes."""
-    names = _axes_list(axes)
+    names = axes_tuple(axes)
     if any(a not in mesh for a in names):
         return None
     keep = [i for i, a in enumerate(mesh) if a not in names]
@@ -235,8 +139,10 @@ def device_label(d: int, mesh: dict[str, int], coords: tuple[int, ...] | None = 
 
 
 class _Builder:
-    def __init__(self, scenario: Scenario):
-        self.s = scenario
+    def __init__(self, resolved: Resolved):
+        self.r = resolved
+        self.s = scenario = resolved.scenario
+        self.node_of: dict[int, str] = {}  # id(binding) -> its node
         self.g = nx.MultiDiGraph(name=scenario.name, description=scenario.description)
         self.paths: dict[str, list[tuple[str, Any]]] = defaultdict(list)
         self.device_edges = 0
@@ -285,15 +191,19 @@ class _Builder:
         shape: list[int] | None,
         dtype: str | None,
         transforms: list[Any],
+        steps: list[Any],
         prefix: str,
         path: str,
         name: str | None,
         **attrs: Any,
     ) -> tuple[str, list[int] | None, str | None]:
-        """One view node per transform step; returns the last node and its type."""
+        """One view node per transform step (types from the resolved steps); returns the
+        last node and its type."""
         cur = base
         for k, t in enumerate(transforms):
-            after, error = _step(self.info.get(cur), t, k)
+            step = steps[k] if k < len(steps) else None
+            after = step.after if step is not None else None
+            error = step.error.code if step is not None and step.error is not None else None
             if after is not None:
                 shape, dtype = list(after.shape), after.dtype
             else:
@@ -374,7 +284,15 @@ class _Builder:
                 lpath = f"{apath}.tuple[{j}]" if is_tuple else f"{apath}.buffer"
                 if a.transforms and not is_tuple:
                     b, shape, dtype = self.stack(
-                        b, shape, dtype, a.transforms, f"argview:{i}", apath, None, arg=i
+                        b,
+                        shape,
+                        dtype,
+                        a.transforms,
+                        self.r.args[i].steps[j],
+                        f"argview:{i}",
+                        apath,
+                        None,
+                        arg=i,
                     )
                 self.edge(b, arg, "passed-as", f"[{j}]" if is_tuple else "", lpath)
             pid = self.node(
@@ -389,6 +307,8 @@ class _Builder:
                 type="tuple" if is_tuple else type_label(shape, dtype),
             )
             self.edge(arg, pid, "passed-as", "", None)
+            if a.param in self.r.params and self.r.params[a.param].path == apath:
+                self.node_of[id(self.r.params[a.param])] = pid
             if not is_tuple:
                 self.info[pid] = self.info.get(b)
             names.setdefault(a.param, (pid, None if is_tuple else shape, dtype))
@@ -408,6 +328,9 @@ class _Builder:
                     )
                     self.edge(pid, leaf, "derived-by", f"[{j}]", None)
                     self.info[leaf] = _info(lshape, ldtype)
+                    lb = self.r.params.get(f"{a.param}[{j}]")
+                    if lb is not None and lb.path == f"{apath}.tuple[{j}]":
+                        self.node_of[id(lb)] = leaf
                     names.setdefault(f"{a.param}[{j}]", (leaf, lshape, ldtype))
                     if bb is not None and bb.as_ref:
                         param_buffer[leaf] = bname
@@ -429,6 +352,7 @@ class _Builder:
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
             self.info[nid] = _info(list(o.shape), o.dtype)
+            self._own(name, f"call.outputs.{name}", nid)
         for name, sc in c.scratch.items():
             layout = " ".join(transform_label(t) for t in sc.transforms)
             nid = self.node(
@@ -445,6 +369,7 @@ class _Builder:
             )
             names.setdefault(name, (nid, list(sc.shape), sc.dtype))
             self.info[nid] = _info(list(sc.shape), sc.dtype, sc.memory_space)
+            self._own(name, f"call.scratch.{name}", nid)
         for i, cap in enumerate(c.captures):
             cpath = f"call.captures[{i}]"
             b = self.buffer(cap.buffer, cpath)
@@ -462,6 +387,9 @@ class _Builder:
             )
             self.edge(b, nid, "captured-as", "", cpath)
             names.setdefault(cap.name, (nid, shape, dtype))
+            cb = self.r.captures.get(cap.name)
+            if cb is not None and cb.path == cpath:
+                self.node_of[id(cb)] = nid
             self.info[nid] = _info(shape, dtype, "GMEM" if bb and bb.as_ref else "VALUE")
             if bb is not None and bb.as_ref:
                 param_buffer[nid] = cap.buffer
@@ -480,6 +408,11 @@ class _Builder:
             self.program(i, prog, names)
         return g
 
+    def _own(self, name: str, path: str, nid: str) -> None:
+        b = self.r.params.get(name)
+        if b is not None and b.path == path:
+            self.node_of[id(b)] = nid
+
     def program(self, i: int, prog: Any, global_names: dict[str, Any]) -> None:
         m = prog.mesh
         parts = []
@@ -497,17 +430,17 @@ class _Builder:
             index=i,
             mesh=" · ".join(parts) or "no axes",
         )
-        names = dict(global_names)
-        for j, st in enumerate(prog.body):
-            spath = f"call.programs[{i}].body[{j}]"
+        for rst in self.r.programs[i].stmts:
+            st, j, spath = rst.node, rst.index, rst.path
             if isinstance(st, Let):
-                base, shape, dtype = self.resolve(st.ref, names, i)
+                base, shape, dtype = self.ref_node(rst, "ref", st.ref)
                 if st.transforms:
                     last, shape, dtype = self.stack(
                         base,
                         shape,
                         dtype,
                         st.transforms,
+                        rst.steps,
                         f"view:{i}.{j}",
                         spath,
                         st.let,
@@ -533,68 +466,38 @@ class _Builder:
                     )
                     self.edge(base, last, "derived-by", "=", spath)
                     self.info[last] = self.info.get(base)
-                names[st.let] = (last, shape, dtype)
+                if rst.defines is not None:
+                    self.node_of[id(rst.defines)] = last
                 continue
-            label = _statement_label(st)
             sid = self.node(
-                f"stmt:{i}.{j}", "statement", st.op, spath, program=i, statement=j, text=label
+                f"stmt:{i}.{j}", "statement", st.op, spath, program=i, statement=j, text=st.label()
             )
             self.edge(pid, sid, "runs", "", None)
-            for field in ("src", "lhs", "rhs"):
-                if hasattr(st, field):
-                    ref = self.resolve(getattr(st, field), names, i)[0]
-                    self.edge(ref, sid, "reads", field, f"{spath}.{field}", statement=sid)
-            if hasattr(st, "dst"):
-                ref = self.resolve(st.dst, names, i)[0]
-                self.edge(sid, ref, "writes", "dst", f"{spath}.dst", statement=sid)
+            for fname, name, access in st.ref_fields():
+                ref = self.ref_node(rst, fname, name)[0]
+                if access == WRITE:
+                    self.edge(sid, ref, "writes", fname, f"{spath}.{fname}", statement=sid)
+                else:
+                    self.edge(ref, sid, "reads", fname, f"{spath}.{fname}", statement=sid)
 
-    def resolve(self, name: str, names: dict[str, Any], program: int) -> tuple[str, Any, Any]:
-        if name in names:
-            return names[name]
-        nid = self.node(f"unknown:{name}", "unknown", name, None, name=name, type="undefined")
-        return nid, None, None
+    def ref_node(self, rst: Any, fname: str, name: str) -> tuple[str, Any, Any]:
+        """The node of the ref a statement's field names (as resolved), and its type."""
+        b = rst.refs.get(fname)
+        nid = self.node_of.get(id(b)) if b is not None else None
+        if nid is None:
+            nid = self.node(f"unknown:{name}", "unknown", name, None, name=name, type="undefined")
+            return nid, None, None
+        d = self.g.nodes[nid]
+        return nid, d.get("shape"), d.get("dtype")
 
 
 def _statement_label(st: Any) -> str:
-    op = st.op
-    if op == "copy" or op == "tma_store":
-        return f"{st.dst} <- {st.src}"
-    if op == "add":
-        return f"{st.dst} <- {st.lhs} + {st.rhs}"
-    if op == "fill":
-        return f"{st.dst} <- {st.value!r}"
-    if op == "multimem_store":
-        return f"{st.dst} <- {st.src} over {','.join(_axes_list(st.axes))}"
-    if op == "return":
-        return f"return {st.src}"
-    return op
+    return st.label()
 
 
 # ---------------------------------------------------------------- diagnostics
 
 _TAIL = re.compile(r"(\.[^.\[\]]+|\[[^\]]*\])$")
-
-
-def _as_diagnostic(d: Any) -> Diagnostic | None:
-    if isinstance(d, Diagnostic):
-        return d
-    try:
-        if isinstance(d, dict):
-            return Diagnostic.model_validate(d)
-        return Diagnostic.model_validate(d, from_attributes=True)
-    except Exception:  # noqa: BLE001 - a malformed diagnostic is skipped, never fatal
-        return None
-
-
-def _run_validator(scenario: Scenario) -> tuple[list[Diagnostic], str | None]:
-    try:
-        from mpmd_lab import validate  # noqa: PLC0415 - written by another helper
-    except ImportError:
-        return [], "validator not available"
-    try:
-        return list(validate.check(scenario)), None
-    except Exception as e:  # noqa: BLE001 - a validator bug must not hide the graph
-        return [], f"validator failed: {type(e).__name__}: {e}"
 
 
 def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
@@ -635,116 +538,35 @@ def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
 # ---------------------------------------------------------------- access log
 
 
-def _field(obj: Any, *names: str) -> Any:
-    for n in names:
-        if isinstance(obj, dict):
-            if n in obj:
-                return obj[n]
-        elif obj is not None and hasattr(obj, n):
-            return getattr(obj, n)
-    return None
-
-
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
-
-
-def _items(log: Any) -> list[Any]:
-    """The accesses of a log: ``SimResult``, ``AccessLog``, its JSON, or plain data."""
-    inner = getattr(log, "log", None)
-    if inner is not None and hasattr(inner, "accesses"):
-        log = inner
-    if not isinstance(log, dict | list | str) and hasattr(log, "accesses"):
-        return list(log.accesses)
-    if isinstance(log, str):
-        import json
-
-        try:
-            log = json.loads(log)
-        except ValueError:
-            return []
-    if isinstance(log, dict):
-        if isinstance(log.get("log"), dict):
-            log = log["log"]
-        for key in ("accesses", "events", "entries", "records"):
-            if isinstance(log.get(key), list):
-                return log[key]
-        out = []
-        for name, v in log.items():  # {name: {"reads": n, "writes": m}}
-            if isinstance(v, dict):
-                for kind in ("reads", "writes"):
-                    if isinstance(v.get(kind), int | float):
-                        out.append({"ref": name, "kind": kind, "count": v[kind]})
-        return out
-    if isinstance(log, Iterable):
-        return list(log)
-    return []
-
-
-def _count(ev: Any) -> int:
-    n = _field(ev, "count", "n")
-    if isinstance(n, int | float) and not isinstance(n, bool):
-        return int(n)
-    el = _field(ev, "elements", "indices")
-    size = getattr(el, "size", None)
-    if isinstance(size, int):
-        return size
-    if isinstance(el, list | tuple):  # runs [[start, stop), ...] or plain indices
-        if all(isinstance(r, list | tuple) and len(r) == 2 for r in el):
-            return sum(int(b) - int(a) for a, b in el)
-        return len(el)
-    return 1
+def _accesses(log: Any) -> list[Access]:
+    """The accesses of the simulator's log (an ``AccessLog``, or a result holding one)."""
+    inner = getattr(log, "log", log)
+    if not isinstance(inner, AccessLog):
+        raise TypeError(
+            f"access_log is the simulator's AccessLog (or its result), not {type(log).__name__}"
+        )
+    return inner.accesses
 
 
 def _overlay(b: _Builder, log: Any) -> None:
     """Add ``reads``/``writes`` counts to nodes, statements' edges and devices."""
     g = b.g
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for n, data in g.nodes(data=True):
-        if data["kind"] in ("device", "program", "statement", "argument"):
-            continue
-        if data["kind"] == "view" and not data.get("name"):
-            continue
-        by_name[data.get("name") or data["label"]].append(n)
     total = 0
-    for ev in _items(log):
-        kind = str(_field(ev, "kind", "access", "mode", "type") or "").lower()
-        if kind.startswith(("w", "store")):
-            attr = "writes"
-        elif kind.startswith(("r", "load")):
-            attr = "reads"
-        else:
-            continue
-        n = _count(ev)
-        actor = _field(ev, "actor")
-        ref = _field(ev, "ref", "view", "name", "target", "param")
-        program = _first(_field(actor, "program"), _field(ev, "program"), 0)
-        device = _first(_field(actor, "device"), _field(ev, "device"))
-        stmt = _field(ev, "statement", "stmt", "path")
-        sid = None
-        if isinstance(stmt, int) and not isinstance(stmt, bool):
-            sid = f"stmt:{program}.{stmt}"
-        elif isinstance(stmt, str):
-            sid = next(
-                (t for k, t in b.paths.get(stmt, []) if k == "node" and t.startswith("stmt:")),
-                None,
-            )
-        hits: list[str] = []
+    for ev in _accesses(log):
+        attr = "writes" if ev.kind == "write" else "reads"
+        n = int(ev.elements.size)
+        sid = f"stmt:{ev.actor.program}.{ev.statement}"
         if sid in g:
             g.nodes[sid][attr] = g.nodes[sid].get(attr, 0) + n
             edges = g.out_edges(sid, keys=True) if attr == "writes" else g.in_edges(sid, keys=True)
             for e in edges:
                 other = e[1] if attr == "writes" else e[0]
                 named = g.nodes[other].get("name") or g.nodes[other]["label"]
-                if g.edges[e]["kind"] == attr and (ref is None or named == ref):
+                if g.edges[e]["kind"] == attr and named == ev.ref:
                     g.edges[e]["count"] = g.edges[e].get("count", 0) + n
-                    hits.append(other)
-        if not hits and ref is not None:
-            hits = by_name.get(str(ref), [])
-        for h in dict.fromkeys(hits):
-            g.nodes[h][attr] = g.nodes[h].get(attr, 0) + n
-        if isinstance(device, int) and f"device:{device}" in g:
-            node = g.nodes[f"device:{device}"]
+                    g.nodes[other][attr] = g.nodes[other].get(attr, 0) + n
+        node = g.nodes.get(f"device:{ev.actor.device}")
+        if node is not None:
             node[attr] = node.get(attr, 0) + n
         total += n
     g.graph["access_overlay"] = total
@@ -757,31 +579,33 @@ def build_graph(
     scenario: Scenario | Any,
     diagnostics: list[Diagnostic] | None = None,
     access_log: Any = None,
+    *,
+    analysis: Analysis | None = None,
 ) -> nx.MultiDiGraph:
     """The aliasing graph of a scenario, with diagnostics attached where they are.
 
-    ``diagnostics=None`` asks ``mpmd_lab.validate.check``; an ``access_log`` (from the
-    simulator, or ``{ref: {"reads": n, "writes": m}}``) adds ``reads``/``writes`` counts.
+    Pass the scenario's ``analysis`` (``validate.analyze``) when you have it: the graph
+    reads its resolved form and diagnostics. Else ``diagnostics=None`` analyses the
+    scenario once; given ``diagnostics`` are drawn as they are. An ``access_log`` (the
+    simulator's result or its ``AccessLog``) adds ``reads``/``writes`` counts.
     """
-    if not isinstance(scenario, Scenario):
-        from mpmd_lab.scenario import load_scenario
-
-        scenario = load_scenario(scenario)
-    b = _Builder(scenario)
+    if analysis is None:
+        s = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        if diagnostics is None:
+            analysis = analyze(s)
+            resolved, diags = analysis.resolved, list(analysis.diagnostics)
+        else:
+            resolved, diags = resolve(s), list(diagnostics)
+    else:
+        resolved = analysis.resolved
+        diags = list(analysis.diagnostics if diagnostics is None else diagnostics)
+    b = _Builder(resolved)
     b.build()
-    note = None
-    if diagnostics is None:
-        diagnostics, note = _run_validator(scenario)
-    diags = [x for x in (_as_diagnostic(d) for d in diagnostics) if x is not None]
     b.g.graph["diagnostics"] = diags
-    b.g.graph["validator_note"] = note
     _attach(b, diags)
     b.g.graph["paths"] = dict(b.paths)
     if access_log is not None:
-        try:
-            _overlay(b, access_log)
-        except Exception as e:  # noqa: BLE001 - an odd log must not break the graph
-            b.g.graph["access_overlay_error"] = f"{type(e).__name__}: {e}"
+        _overlay(b, access_log)
     return b.g
 
 

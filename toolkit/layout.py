@@ -9,7 +9,7 @@ so a change of labels or problem marks that keeps the structure costs no new lay
 ``device_picture(g)`` is the device panel's model: devices on a ring or grid and the peer
 and multicast traffic between them.
 
-Every painter (``mpmd_lab.plot`` with matplotlib, ``mpmd_lab.scene`` for the browser)
+Every painter (``mpmd_lab.draw`` with matplotlib, ``mpmd_lab.scene`` for the browser)
 draws from these, so the pictures show the same model.
 """
 

@@ -442,7 +442,7 @@ MAX_SIMULATED_DEVICES = 64
 
 def host_bytes(scenario: Scenario) -> int:
     """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
-    from mpmd_lab.scenario import nbytes
+    from mpmd_lab.dtypes import nbytes
 
     ndev = devices_of(scenario)
     inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())

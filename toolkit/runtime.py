@@ -8,11 +8,14 @@ or a crash never touches the caller's JAX. Backends:
 - ``interpret``: first lower for the GPU (what runs here also compiles for one; a
   lowering error stops the run), then run the scenario's CPU interpreter
   (``run.interpret``, ``run.detect_races``);
-- ``auto``: ``gpu`` when a CUDA GPU of compute capability 9.0 or more is present,
-  else ``interpret``;
-- ``simulate``: ``mpmd_lab.simulate.simulate(scenario)`` (cross-device traffic model).
+- ``auto``: ``gpu`` when a CUDA GPU of compute capability 9.0 or more is present;
+  else ``interpret`` where JAX's CPU interpreter can run the call; else ``simulate``
+  (the static check knows what the interpreters cannot run: remote and multicast
+  refs, several devices' traffic). The result says which ran and why (``reason``);
+- ``simulate``: ``mpmd_lab.simulator.simulate(scenario)`` (cross-device traffic model).
 
-The result is data (``RunResult``), in the ``run --json`` form of SCENARIO.md.
+The result is data (``RunResult``), in the ``run --json`` form of docs/SCENARIO.md; its
+error is a :class:`~mpmd_lab.diagnostics.Diagnostic`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import functools
 import glob
 import re
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,8 +31,8 @@ from typing import Any, Literal
 import numpy as np
 from mpmd_lab import probe
 from mpmd_lab.callsupport import encode_outputs
-from mpmd_lab.catalogue import classify, unwrap
-from mpmd_lab.diagnostics import Diagnostic, JaxError
+from mpmd_lab.catalogue import unwrap
+from mpmd_lab.diagnostics import STAGES, Diagnostic, JaxError
 from mpmd_lab.scenario import Scenario
 
 Backend = Literal["auto", "gpu", "interpret", "simulate"]
@@ -51,73 +53,66 @@ class RunResult:
     status: Literal["ok", "error"]
     backend: str
     devices: int
-    error: dict[str, Any] | None = None  # {"code", "type", "message", "stage"}
+    error: Diagnostic | None = None
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
     #: the backend's own result where it has more to say (``simulate``: its SimResult)
     detail: Any = field(default=None, repr=False)
+    #: why this backend ran (``auto`` chose it), "" when asked for by name
+    reason: str = ""
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def to_json(self) -> dict[str, Any]:
-        """The ``run --json`` object of SCENARIO.md (a JSON-ready dict)."""
-        return {
+        """The ``run --json`` object of docs/SCENARIO.md (a JSON-ready dict)."""
+        out = {
             "status": self.status,
             "backend": self.backend,
+            "reason": self.reason,
             "devices": self.devices,
-            "error": dict(self.error) if self.error else None,
+            "error": self.error.error_json() if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
-            **self._extra(),
         }
-
-    def _extra(self) -> dict[str, Any]:
-        """Fields a backend adds to the contract (``simulate``: ``note``, ``races``)."""
         to_json = getattr(self.detail, "to_json", None)
-        if to_json is None:
-            return {}
-        data = to_json()
-        return {k: v for k, v in data.items() if k in ("note", "races")}
+        if to_json is not None:  # simulate adds ``note`` and ``races``
+            out.update({k: v for k, v in to_json().items() if k in ("note", "races")})
+        return out
 
     def diagnostic(self) -> Diagnostic | None:
-        """The error as a Diagnostic (None when the run succeeded)."""
-        if not self.error:
+        """The error as a Diagnostic whose message is ``Type: message`` (None when ok)."""
+        if self.error is None:
             return None
         e = self.error
-        stage = e.get("stage") or "interpret"
-        return Diagnostic(
-            code=e.get("code") or "JAX_UNKNOWN",
-            severity="error",
-            stage=stage if stage in _STAGES else "interpret",
-            message=_short(e.get("type"), e.get("message")),
-            jax=JaxError(type=e.get("type") or "", message=e.get("message") or ""),
-        )
+        if e.jax is None:
+            return e
+        return e.model_copy(update={"message": _short(e.jax.type, e.jax.message)})
 
     def summary(self) -> str:
         """A few lines for a terminal or a notebook."""
         where = f"{self.backend}, {self.devices} device{'s' if self.devices != 1 else ''}"
         if self.ok:
             lines = [f"{self.scenario}: ok ({where}) in {self.seconds:.2f} s"]
+            if self.reason:
+                lines.append(f"  ({self.reason})")
             with np.printoptions(threshold=8, edgeitems=3, precision=4):
                 for name, value in self.outputs.items():
                     lines.append(f"  {name}: shape={value.shape} dtype={value.dtype}")
                     lines.append("    " + np.array2string(value).replace("\n", "\n    "))
             return "\n".join(lines)
-        e = self.error or {}
-        return "\n".join(
-            [
-                f"{self.scenario}: error {e.get('code')} at stage {e.get('stage')} ({where})",
-                "  " + _short(e.get("type"), e.get("message")).replace("\n", "\n  "),
-            ]
-        )
+        e = self.error
+        assert e is not None
+        head = _short(e.jax.type, e.jax.message) if e.jax else e.message
+        lines = [f"{self.scenario}: error {e.code} at stage {e.stage} ({where})"]
+        if self.reason:
+            lines.append(f"  ({self.reason})")
+        lines.append("  " + head.replace("\n", "\n  "))
+        return "\n".join(lines)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
         p.text(self.summary())
-
-
-_STAGES = ("build", "trace", "gpu-lower", "interpret", "gpu-run")
 
 
 def _short(type_name: str | None, message: str | None) -> str:
@@ -159,41 +154,71 @@ def has_gpu(min_cc: float = MIN_COMPUTE_CAPABILITY) -> bool:
         return False
 
 
-def choose_backend(backend: str) -> str:
-    """``auto`` resolved to ``gpu`` or ``interpret``; others unchanged."""
+#: codes that say a CPU interpreter cannot run the call (a limit of this machine)
+INTERP_CANNOT = frozenset(
+    {
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "GPU_INTERP_MULTICAST",
+        "GPU_INTERP_NOT_A_REF",
+        "HLO_INTERP_NO_DISCHARGE",
+        "UNBOUND_AXIS",
+        "INTERP_LIMIT",
+    }
+)
+
+
+def choose_backend(backend: str, analysis: Any = None) -> tuple[str, str]:
+    """The backend to run and why: ``auto`` becomes ``gpu`` where there is one, else
+    ``interpret`` where JAX's CPU interpreter can run the call, else ``simulate``."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; backends are {', '.join(BACKENDS)}")
-    if backend == "auto":
-        return "gpu" if has_gpu() else "interpret"
-    return backend
+    if backend != "auto":
+        return backend, ""
+    if has_gpu():
+        return "gpu", "auto: a CUDA GPU is present"
+    cannot = next(
+        (d for d in (analysis.diagnostics if analysis else ()) if d.code in INTERP_CANNOT),
+        None,
+    )
+    if cannot is not None:
+        return "simulate", (
+            f"auto: no GPU here, and JAX's CPU interpreter cannot run this call "
+            f"({cannot.code} at {cannot.path}); mpmd-lab's simulator can"
+        )
+    return "interpret", "auto: no GPU here; JAX's CPU interpreter runs this call"
 
 
 # ---------------------------------------------------------------- running
 
 
-def _schema_error(scenario: Scenario) -> Diagnostic | None:
-    """The first schema-stage error of the static rules (None if none, or no rules)."""
-    try:
-        from mpmd_lab import validate
+def _error(scenario: Scenario, backend: str, code: str, type_: str, msg: str, stage: str):
+    return RunResult(
+        scenario=scenario.name,
+        status="error",
+        backend=backend,
+        devices=probe.devices_of(scenario),
+        error=Diagnostic(
+            code=code, stage=stage, message=msg, jax=JaxError(type=type_, message=msg)
+        ),  # type: ignore[arg-type]
+    )
 
-        diags = validate.check(scenario)
-    except Exception:  # noqa: BLE001 - the rules are an optional refinement here
-        return None
-    return next((d for d in diags if d.is_error and d.stage == "schema"), None)
 
-
-def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult) -> RunResult:
-    error = r.error()
-    if probe.not_from_jax(r):
-        # the scenario itself is broken (an unknown name...): JAX never saw the call
-        d = _schema_error(scenario)
-        if d is not None:
-            error = {
-                "code": d.code,
-                "type": r.error_type,
-                "message": f"{d.path}: {d.message}" if d.path else d.message,
-                "stage": d.stage,
-            }
+def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis: Any) -> RunResult:
+    error = None
+    if not r.ok:
+        e = r.error() or {}
+        stage = e.get("stage") if e.get("stage") in STAGES else "interpret"
+        error = Diagnostic(
+            code=e.get("code") or "JAX_UNKNOWN",
+            stage=stage,  # type: ignore[arg-type]
+            message=_short(e.get("type"), e.get("message")),
+            jax=JaxError(type=e.get("type") or "", message=e.get("message") or ""),
+        )
+        if probe.not_from_jax(r):
+            # the scenario itself is broken (an unknown name...): JAX never saw the call
+            d = next((d for d in analysis.diagnostics if d.is_error and d.stage == "schema"), None)
+            if d is not None:
+                error = d.model_copy(update={"jax": JaxError(type=r.error_type, message=d.message)})
     return RunResult(
         scenario=scenario.name,
         status="ok" if r.ok else "error",
@@ -205,47 +230,18 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult) -> RunRe
     )
 
 
-def _error(scenario: Scenario, backend: str, code: str, type_: str, msg: str, stage: str):
+def _simulate(scenario: Scenario, analysis: Any) -> RunResult:
+    from mpmd_lab import simulator as sim
+
+    res = sim.simulate(scenario, diagnostics=analysis.diagnostics)
     return RunResult(
         scenario=scenario.name,
-        status="error",
-        backend=backend,
-        devices=probe.devices_of(scenario),
-        error={"code": code, "type": type_, "message": msg, "stage": stage},
-    )
-
-
-def _simulate(scenario: Scenario) -> RunResult:
-    t0 = time.perf_counter()
-    try:
-        from mpmd_lab import simulate as sim
-    except ImportError as e:
-        return _error(
-            scenario,
-            "simulate",
-            "SIMULATE_UNAVAILABLE",
-            "ImportError",
-            f"the simulate backend is not available: {e}",
-            "interpret",
-        )
-    try:
-        res = sim.simulate(scenario)
-    except Exception as e:  # noqa: BLE001 - errors are data
-        code = classify(type(e).__name__, str(e)) or "JAX_UNKNOWN"
-        out = _error(scenario, "simulate", code, type(e).__name__, str(e), "interpret")
-        out.seconds = time.perf_counter() - t0
-        return out
-    if isinstance(res, RunResult):
-        return res
-    error = getattr(res, "error", None)
-    return RunResult(
-        scenario=scenario.name,
-        status="ok" if getattr(res, "status", "ok") == "ok" else "error",
+        status="ok" if res.ok else "error",
         backend="simulate",
-        devices=getattr(res, "devices", probe.devices_of(scenario)),
-        error={k: error.get(k) for k in ("code", "type", "message", "stage")} if error else None,
-        outputs={k: np.asarray(v) for k, v in dict(getattr(res, "outputs", {}) or {}).items()},
-        seconds=getattr(res, "seconds", time.perf_counter() - t0),
+        devices=res.devices,
+        error=res.error,
+        outputs={k: np.asarray(v) for k, v in res.outputs.items()},
+        seconds=res.seconds,
         detail=res,
     )
 
@@ -255,22 +251,27 @@ def run(
     backend: Backend | str = "auto",
     timeout: float = 120.0,
     on_progress: ProgressFn | None = None,
+    analysis: Any = None,
 ) -> RunResult:
     """Run the scenario's call on ``backend``; every JAX failure comes back as data.
 
     ``timeout`` seconds bound the run (not the one-off start of a JAX worker); a hang
     is stopped and reported as ``RUN_TIMEOUT``, a dead child as ``RUN_CRASHED``.
     ``on_progress(stage, fraction)`` is called as the run goes through its stages.
+    ``analysis``: the scenario's ``validate.analyze`` result when the caller has it.
     """
-    chosen = choose_backend(backend)
+    if analysis is None:
+        from mpmd_lab.validate import analyze
+
+        analysis = analyze(scenario)
+    chosen, reason = choose_backend(backend, analysis)
     if chosen == "simulate":
         if on_progress:
             on_progress("simulate", 0.0)
-        res = _simulate(scenario)
+        res = _simulate(scenario, analysis)
         if on_progress:
             on_progress("done", 1.0)
-        return res
-    if chosen == "gpu":
+    elif chosen == "gpu":
         if not has_gpu(0.0):
             return _error(
                 scenario,
@@ -283,9 +284,12 @@ def run(
         r = probe.probe(
             scenario, GPU_STAGES, timeout=timeout, platform="default", on_progress=on_progress
         )
-        return _from_probe(scenario, "gpu", r)
-    r = probe.probe(scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress)
-    return _from_probe(scenario, "interpret", r)
+        res = _from_probe(scenario, "gpu", r, analysis)
+    else:
+        r = probe.probe(scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress)
+        res = _from_probe(scenario, "interpret", r, analysis)
+    res.reason = reason
+    return res
 
 
 __all__ = ["BACKENDS", "RunResult", "choose_backend", "gpu_info", "has_gpu", "run"]

@@ -8,22 +8,42 @@ scenario (exit 2 when not); what JAX would reject is the validator's business.
 from __future__ import annotations
 
 import json
-import keyword
 import math
 import os
 import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
+from mpmd_lab.dtypes import DTYPES, nbytes
+from mpmd_lab.fields import (
+    MAX_ARGS,
+    MAX_BLOCKS,
+    MAX_BYTES_PER_ARRAY,
+    MAX_DEVICES,
+    MAX_FILE_BYTES,
+    MAX_INIT_VALUES,
+    MAX_ITEMS,
+    MAX_NAME_LEN,
+    MAX_RANK,
+    MAX_STATEMENTS,
+    Model,
+    Name,
+    Shape,
+)
+from mpmd_lab.fields import check_identifier as _check_identifier
+from mpmd_lab.fields import check_mapping_names as _check_mapping_names
+from mpmd_lab.ops import STATEMENT_OPS, TRANSFORM_OPS, Scratch, Statement, Transforms
+from mpmd_lab.ops.scratch import SCRATCH_KINDS
 from pydantic import (
-    BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StrictBool,
     StrictFloat,
     StrictInt,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -31,209 +51,12 @@ from pydantic import (
 
 SCHEMA = "mpmd-lab/scenario@1"
 
-#: dtype names a scenario may use (numpy / jax.numpy spellings).
-DTYPES = (
-    "float32",
-    "float16",
-    "bfloat16",
-    "float64",
-    "int32",
-    "int16",
-    "int8",
-    "int64",
-    "uint32",
-    "uint16",
-    "uint8",
-    "bool",
-    "float8_e4m3fn",
-    "float8_e5m2",
-)
 Dtype = Literal[DTYPES]  # type: ignore[valid-type]
-
-#: Limits that keep a scenario within what any machine (and the UI) can hold.
-MAX_RANK = 8
-MAX_DIM = 2**31 - 1
-MAX_BYTES_PER_ARRAY = 2**34  # 16 GiB per device
-MAX_TRANSFORMS = 64
-MAX_STATEMENTS = 10_000
-MAX_ARGS = 10_000
-MAX_DEVICES = 4096
-MAX_BLOCKS = 2**31 - 1
-MAX_FILE_BYTES = 64 * 2**20
-MAX_NAME_LEN = 128
-MAX_ITEMS = 10_000  # the longest list or mapping any field takes
-MAX_INIT_VALUES = 2**18  # an explicit init is typed by hand: 512 x 512 at most
-
-
-def _check_identifier(name: str) -> str:
-    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
-        raise ValueError(f"{name!r} is not an ASCII Python identifier")
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        raise ValueError(f"{name!r} is a Python keyword")
-    if len(name) > MAX_NAME_LEN:
-        raise ValueError(f"name longer than {MAX_NAME_LEN} characters")
-    return name
-
-
-def _check_ref_name(name: str) -> str:
-    """A body name: an identifier, or a tuple leaf ``param[i]``."""
-    if isinstance(name, str) and name.endswith("]") and "[" in name:
-        head, _, idx = name[:-1].partition("[")
-        _check_identifier(head)
-        if not idx.isdigit() or not idx.isascii() or len(idx) > 6:
-            raise ValueError(f"{name!r}: a tuple leaf is written param[index]")
-        return name
-    return _check_identifier(name)
-
-
-def _check_mapping_names(value: dict[str, Any]) -> dict[str, Any]:
-    for key in value:
-        _check_identifier(key)
-    return value
-
-
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LEN)]
-Size = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
-Shape = Annotated[list[Size], Field(max_length=MAX_RANK)]
-SmallInt = Annotated[StrictInt, Field(ge=-MAX_DIM, le=MAX_DIM)]
-
-
-class Model(BaseModel):
-    """Base: unknown fields are an error, values are validated on assignment."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-# ---------------------------------------------------------------- transforms
-
-
-class DsIndex(Model):
-    ds: Annotated[list[SmallInt], Field(min_length=2, max_length=2)]
-
-
-class BlockIndex(Model):
-    block: Name
-    size: Size
-    stride: Size | None = None
-
-    _v = field_validator("block")(classmethod(lambda cls, v: _check_identifier(v)))
-
-
-class PidIndex(Model):
-    pid: Annotated[StrictInt, Field(ge=0, le=2)]
-    size: Size
-
-
-IndexEntry = (
-    None
-    | SmallInt
-    | Annotated[list[SmallInt | None], Field(min_length=2, max_length=2)]
-    | DsIndex
-    | BlockIndex
-    | PidIndex
-)
-
-
-class At(Model):
-    op: Literal["at"]
-    index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)]
-
-
-class Bitcast(Model):
-    op: Literal["bitcast"]
-    dtype: Dtype
-
-
-class Reshape(Model):
-    op: Literal["reshape"]
-    shape: Annotated[
-        list[Annotated[StrictInt, Field(ge=-1, le=MAX_DIM)]], Field(max_length=MAX_RANK)
-    ]
-
-
-class Transpose(Model):
-    op: Literal["transpose"]
-    perm: Annotated[
-        list[Annotated[StrictInt, Field(ge=-MAX_RANK, le=MAX_RANK)]], Field(max_length=MAX_RANK)
-    ]
-    via: Literal["method", "transpose_ref"] = "method"
-
-
-class Offset(Model):
-    offset: SmallInt
-
-
-DeviceId = (
-    Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)]
-    | dict[str, Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)] | Offset]
-)
-
-
-class RemoteRef(Model):
-    op: Literal["remote_ref"]
-    device: DeviceId
-
-    @field_validator("device")
-    @classmethod
-    def _axes(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            if not v:
-                raise ValueError("a device id names at least one axis")
-            _check_mapping_names(v)
-        return v
-
-
-AxisNames = Annotated[str, Field(min_length=1)] | Annotated[list[str], Field(max_length=8)]
-
-
-def _check_axes(v: str | list[str]) -> str | list[str]:
-    for name in [v] if isinstance(v, str) else v:
-        _check_identifier(name)
-    return v
-
-
-class MulticastRef(Model):
-    op: Literal["multicast_ref"]
-    axes: AxisNames
-
-    _v = field_validator("axes")(classmethod(lambda cls, v: _check_axes(v)))
-
-
-class ClusterRef(Model):
-    op: Literal["cluster_ref"]
-    block: dict[str, Annotated[StrictInt, Field(ge=-64, le=64)]]
-
-    _v = field_validator("block")(classmethod(lambda cls, v: _check_mapping_names(v)))
-
-
-class Tiling(Model):
-    op: Literal["tiling"]
-    tile: Annotated[list[Size], Field(min_length=1, max_length=MAX_RANK)]
-
-
-class Swizzle(Model):
-    op: Literal["swizzle"]
-    bytes: Annotated[StrictInt, Field(ge=0, le=2**20)]
-
-
-Transform = Annotated[
-    At | Bitcast | Reshape | Transpose | RemoteRef | MulticastRef | ClusterRef | Tiling | Swizzle,
-    Field(discriminator="op"),
-]
-Transforms = Annotated[list[Transform], Field(max_length=MAX_TRANSFORMS)]
 
 # ---------------------------------------------------------------- buffers
 
 Scalar = StrictInt | StrictFloat | StrictBool
 Init = Literal["zeros", "ones", "iota", "random"] | list[Any]
-
-
-def nbytes(shape: list[int], dtype: str) -> int:
-    """Bytes of an array of this shape and dtype (no numpy needed)."""
-    width = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "uint32": 4}.get(dtype)
-    if width is None:
-        width = 2 if "16" in dtype else 1
-    return math.prod(shape) * width
 
 
 def _check_size(shape: list[int], dtype: str) -> None:
@@ -290,20 +113,6 @@ class OutputSpec(Model):
         return self
 
 
-class Scratch(Model):
-    shape: Shape
-    dtype: Dtype
-    memory_space: Literal["SMEM", "GMEM", "TMEM"] = "SMEM"
-    transforms: Transforms = []
-    packed: StrictBool | None = None
-    collective: StrictBool | None = None
-
-    @model_validator(mode="after")
-    def _size(self) -> Scratch:
-        _check_size(self.shape, self.dtype)
-        return self
-
-
 # ---------------------------------------------------------------- call
 
 
@@ -336,8 +145,6 @@ def _arg_kind(v: Any) -> str:
         return "tuple" if "tuple" in v else "buffer"
     return "tuple" if isinstance(v, TupleArg) else "buffer"
 
-
-from pydantic import Discriminator, Tag  # noqa: E402
 
 Arg = Annotated[
     Annotated[BufferArg, Tag("buffer")] | Annotated[TupleArg, Tag("tuple")],
@@ -373,99 +180,6 @@ class KernelMesh(Model):
     threads: Threads | None = None
 
     _v = field_validator("grid", "cluster")(classmethod(lambda cls, v: _check_mapping_names(v)))
-
-
-class Let(Model):
-    let: Name
-    ref: Name
-    transforms: Transforms = []
-
-    _l = field_validator("let")(classmethod(lambda cls, v: _check_identifier(v)))
-    _r = field_validator("ref")(classmethod(lambda cls, v: _check_ref_name(v)))
-
-
-RefName = Annotated[Name, Field()]
-
-
-class _Op(Model):
-    @field_validator("*")
-    @classmethod
-    def _names(cls, v: Any, info: Any) -> Any:
-        if info.field_name in ("src", "dst", "lhs", "rhs"):
-            _check_ref_name(v)
-        return v
-
-
-class Copy(_Op):
-    op: Literal["copy"]
-    src: RefName
-    dst: RefName
-
-
-class Add(_Op):
-    op: Literal["add"]
-    dst: RefName
-    lhs: RefName
-    rhs: RefName
-
-
-class Fill(_Op):
-    op: Literal["fill"]
-    dst: RefName
-    value: Annotated[StrictInt, Field(gt=-(2**64), lt=2**64)] | StrictFloat | StrictBool
-
-    @field_validator("value")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError("fill value must be finite")
-        return v
-
-
-class TmaStore(_Op):
-    op: Literal["tma_store"]
-    src: RefName
-    dst: RefName
-
-
-class MultimemStore(_Op):
-    op: Literal["multimem_store"]
-    src: RefName
-    dst: RefName
-    axes: AxisNames
-
-    _v = field_validator("axes")(classmethod(lambda cls, v: _check_axes(v)))
-
-
-class Return(_Op):
-    op: Literal["return"]
-    src: RefName
-
-
-OpStatement = Annotated[
-    Copy | Add | Fill | TmaStore | MultimemStore | Return, Field(discriminator="op")
-]
-
-
-def _stmt_kind(v: Any) -> str:
-    if isinstance(v, dict):
-        return "let" if "let" in v else "op"
-    return "let" if isinstance(v, Let) else "op"
-
-
-Statement = Annotated[
-    Annotated[Let, Tag("let")] | Annotated[OpStatement, Tag("op")],
-    Discriminator(_stmt_kind),
-]
-
-
-#: The ``op`` of every transform and every body statement, in the order of SCENARIO.md.
-TRANSFORM_OPS: tuple[str, ...] = tuple(
-    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(Transform)[0])
-)
-STATEMENT_OPS: tuple[str, ...] = tuple(
-    get_args(t.model_fields["op"].annotation)[0] for t in get_args(get_args(OpStatement)[0])
-)
 
 
 class Program(Model):
@@ -582,6 +296,8 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     keep: list[Any] = []
     for i, part in enumerate(loc):
         before = loc[i - 1] if i else None
+        if i >= 2 and loc[i - 2] == "scratch" and part in SCRATCH_KINDS:
+            continue  # the scratch kind's tagged-union label, after the user's key
         if before in _USER_KEYED or (isinstance(before, str) and before.startswith("dict[")):
             keep.append(part)  # a user's key (a buffer named ``int``), never a label
             continue

@@ -5,7 +5,7 @@ lists and numbers only: the boxes of ``mpmd_lab.layout`` in SVG coordinates (poi
 y down), each with its lines of text and colours, edge paths, program clusters, the
 device panel, the legend and every problem in full. The browser view
 (``mpmd_lab.widgets.graph_view.GraphSVG``) is a dumb painter of it; colours and
-geometry are decided here, from the same layout and palette as ``mpmd_lab.plot``, so
+geometry are decided here, from the same layout and palette as ``mpmd_lab.draw``, so
 both pictures show the same model. ``to_svg(scene)`` paints it server-side (a file, a
 screenshot, a test), the same way the browser does.
 

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
-from mpmd_lab.scenario import DTYPES
+from mpmd_lab.dtypes import DTYPES
+from mpmd_lab.fixes import parse_path
+from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
-from mpmd_lab.widgets.state import LabState, parse_path, rename_key
 
 INITS = ("zeros", "ones", "iota", "random")
 MEMORY = ("SMEM", "GMEM", "TMEM")
@@ -35,7 +36,7 @@ def unique(base: str, taken: set[str] | list[str]) -> str:
     return name
 
 
-def ref_names(state: LabState, before: int | None = None) -> list[str]:
+def ref_names(state: Session, before: int | None = None) -> list[str]:
     """Names a body statement can use: parameters, tuple leaves, outputs, scratch, views."""
     call = state.scenario.call
     names: list[str] = []
@@ -51,7 +52,7 @@ def ref_names(state: LabState, before: int | None = None) -> list[str]:
     return names
 
 
-def _key(state: LabState, *paths: str) -> str:
+def _key(state: Session, *paths: str) -> str:
     """What a section shows: its slice of the scenario and the diagnostics inside it."""
     parts = [state.get(p) for p in paths]
     diags = [(d.code, d.path, d.message) for p in paths for d in state.diagnostics_at(p)]
@@ -61,7 +62,7 @@ def _key(state: LabState, *paths: str) -> str:
 class CallEditor(w.VBox):
     """Edit ``buffers`` and ``call`` of the state's scenario."""
 
-    def __init__(self, state: LabState, on_edit_view: Callable[[str], None] | None = None):
+    def __init__(self, state: Session, on_edit_view: Callable[[str], None] | None = None):
         super().__init__()
         self.state = state
         self.on_edit_view = on_edit_view or (lambda path: None)
@@ -464,7 +465,7 @@ class CallEditor(w.VBox):
 # ---------------------------------------------------------------- helpers
 
 
-def _dkey(st: LabState, path: str) -> tuple:
+def _dkey(st: Session, path: str) -> tuple:
     """The diagnostics at a path, as a hashable key."""
     return tuple((d.code, d.path, d.message) for d in st.diagnostics_at(path))
 
@@ -484,17 +485,17 @@ def _dtype(value: str) -> w.Dropdown:
     return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="92px"))
 
 
-def _set(st: LabState, path: str) -> c.Commit:
+def _set(st: Session, path: str) -> c.Commit:
     return lambda v: st.edit(("replace", path, v), label=f"set {path}")
 
 
-def _set_init(st: LabState, p: str, v: str):
+def _set_init(st: Session, p: str, v: str):
     if v == "explicit":
         return c.EditResult(True)
     return st.edit(("replace", f"{p}.init", v), label=f"set {p}.init")
 
 
-def _rename(st: LabState, where: str, old: str) -> c.Commit:
+def _rename(st: Session, where: str, old: str) -> c.Commit:
     """Rename key ``old`` of the mapping at ``where``, keeping its place."""
     parts = parse_path(where)
 
@@ -507,11 +508,11 @@ def _rename(st: LabState, where: str, old: str) -> c.Commit:
     return lambda new: st.change(lambda d: run(d, new.strip()), label=f"rename {old} to {new}")
 
 
-def _remove(st: LabState, path: str):
+def _remove(st: Session, path: str):
     return st.edit(("remove", path, None), label=f"remove {path}")
 
 
-def _move(st: LabState, path: str, i: int, delta: int):
+def _move(st: Session, path: str, i: int, delta: int):
     def run(data: dict[str, Any]) -> None:
         node: Any = data
         for part in parse_path(path):
@@ -523,7 +524,7 @@ def _move(st: LabState, path: str, i: int, delta: int):
     return st.change(run, label=f"move {path}[{i}]")
 
 
-def _add_program(st: LabState):
+def _add_program(st: Session):
     n = len(st.scenario.call.programs)
     mesh = {"grid": {"b": 1}, "cluster": {}, "threads": None}
     r = st.edit(("add", f"call.programs[{n}]", {"mesh": mesh, "body": []}), label="add program")

@@ -10,8 +10,8 @@ from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.session import EditResult, Session
 from mpmd_lab.widgets import services
-from mpmd_lab.widgets.state import EditResult, LabState
 
 Commit = Callable[[Any], EditResult]
 
@@ -270,7 +270,7 @@ class Section(w.VBox):
     (rebuilding every widget on every edit is what makes a UI slow).
     """
 
-    def __init__(self, state: LabState, key: Callable[[], Any], render: Callable[..., list]):
+    def __init__(self, state: Session, key: Callable[[], Any], render: Callable[..., list]):
         super().__init__()
         self._state, self._key, self._render = state, key, render
         self._last: Any = object()

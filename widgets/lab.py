@@ -11,12 +11,12 @@ from typing import Any
 
 import ipywidgets as w
 from mpmd_lab import gallery
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets.call_editor import CallEditor
 from mpmd_lab.widgets.mesh_editor import MeshEditor
 from mpmd_lab.widgets.problems import GraphView, ProblemsView
 from mpmd_lab.widgets.run_panel import RunPanel
-from mpmd_lab.widgets.state import LabState
 from mpmd_lab.widgets.transform_editor import TransformStackEditor
 
 TABS = ("Call", "Meshes", "Views")
@@ -28,7 +28,7 @@ class Lab(w.VBox):
     def __init__(self, source: Any = None, background: bool | None = None, graph: bool = True):
         super().__init__()
         self.add_class("mpl-lab")
-        self.state = state = LabState(source)
+        self.state = state = Session(source)
         self.transforms = TransformStackEditor(state)
         self.call = CallEditor(state, on_edit_view=self.edit_view)
         self.meshes = MeshEditor(state)

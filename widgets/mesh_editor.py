@@ -8,9 +8,9 @@ import math
 from typing import Any
 
 import ipywidgets as w
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
-from mpmd_lab.widgets.state import LabState
 
 CELL, MAX_COLS, MAX_ROWS = 34, 16, 8
 
@@ -110,7 +110,7 @@ def devices_svg(mesh: dict[str, int] | None) -> str:
 class MeshEditor(w.VBox):
     """Edit the selected program's kernel mesh and the device mesh."""
 
-    def __init__(self, state: LabState):
+    def __init__(self, state: Session):
         super().__init__()
         self.state = state
         self.add_class("mpl-mesh-editor")

@@ -1,5 +1,5 @@
 """ProblemsView: the static check's diagnostics as explanation cards, each fix one click
-away; GraphView: the aliasing graph (SVG in the browser, or ``mpmd_lab.plot``'s PNG),
+away; GraphView: the aliasing graph (SVG in the browser, or ``mpmd_lab.draw``'s PNG),
 redrawn on every change."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import time
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
-from mpmd_lab.widgets.state import LabState
 
 
 class ProblemsView(w.VBox):
     """Every diagnostic of the current scenario, in the order JAX would raise them."""
 
-    def __init__(self, state: LabState):
+    def __init__(self, state: Session):
         super().__init__()
         self.state = state
         self.add_class("mpl-problems")
@@ -94,7 +94,7 @@ class GraphView(w.VBox):
     ``fast=True`` (the default): SVG in the browser (``GraphSVG``) from the graph model
     and the problems the state already has, with a cached layout: tens of milliseconds
     per edit, crisp at any zoom, hover for details, click to select a node's field path
-    (``selected``). ``fast=False``: the matplotlib PNG (``mpmd_lab.plot``), as files are.
+    (``selected``). ``fast=False``: the matplotlib PNG (``mpmd_lab.draw``), as files are.
 
     Inside a kernel (``deferred``) the redraw runs on a timer thread just after the edit,
     so the problems and badges (the feedback) never wait for the picture.
@@ -102,7 +102,7 @@ class GraphView(w.VBox):
 
     def __init__(
         self,
-        state: LabState,
+        state: Session,
         auto: bool = True,
         deferred: bool = False,
         delay: float = 0.05,
@@ -177,19 +177,20 @@ class GraphView(w.VBox):
         self._timer.daemon = True
         self._timer.start()
 
-    def _render(self, scenario) -> None:
-        """Put the picture of ``scenario`` on screen (raises ``services.Unavailable``)."""
+    def _show(self) -> None:
+        """Put the picture of the session's version on screen (or ``services.Unavailable``).
+
+        The fast view draws the session's own graph model (its analysis: no second check)."""
         if self.view is None:
-            self.image.value = services.aliasing_png(scenario)
+            self.image.value = services.aliasing_png(self.state)
             return
         try:
             from mpmd_lab import graph, scene
         except ImportError as e:
             raise services.Unavailable(f"the graph view is not available ({e})") from None
         st = self.state
-        diagnostics = None if st.check_error else list(st.diagnostics)
         try:
-            g = graph.build_graph(scenario, diagnostics=diagnostics)
+            g = graph.build_graph(st.scenario, diagnostics=[]) if st.check_error else st.graph()
             self.view.show(scene.scene(g, cache=self.cache))
         except Exception as e:  # a drawing bug must not take the Lab down
             msg = f"drawing the graph failed: {type(e).__name__}: {e}"
@@ -206,7 +207,7 @@ class GraphView(w.VBox):
                 return
             t0 = time.perf_counter()
             try:
-                self._render(scenario)
+                self._show()
             except services.Unavailable as e:
                 self.note.value = f"<div class='mpl-note'>{c.esc(e)}</div>"
                 self.picture.layout.display = "none"

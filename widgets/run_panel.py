@@ -11,9 +11,9 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
-from mpmd_lab.widgets.state import LabState
 
 MAX_ROWS, MAX_COLS = 8, 16
 
@@ -79,7 +79,7 @@ def plot_png(name: str, a: np.ndarray) -> bytes:
 class RunPanel(w.VBox):
     """Run the scenario on a backend; show outputs, or the error and its fix."""
 
-    def __init__(self, state: LabState, background: bool | None = None, timeout: float = 180):
+    def __init__(self, state: Session, background: bool | None = None, timeout: float = 180):
         super().__init__()
         self.state = state
         self.background = _in_kernel() if background is None else background
@@ -175,13 +175,13 @@ class RunPanel(w.VBox):
 
     def _show_code(self) -> None:
         try:
-            src = services.jax_source(self.state.scenario)
+            src = services.jax_source(self.state)
             self.code.value = f"<pre class='mpl-source'>{c.esc(src)}</pre>"
         except services.Unavailable as e:
             self.code.value = c.problems_html([("", str(e))])
         self.code_button.description = "Hide JAX code"
 
-    def _on_change(self, state: LabState, why: str) -> None:
+    def _on_change(self, state: Session, why: str) -> None:
         run = state.scenario.run
         if (self.interpret.value, self.races.value) != (run.interpret, run.detect_races):
             self._sync_options(run)
@@ -219,17 +219,17 @@ class RunPanel(w.VBox):
         self.progress.value, self.progress.bar_style = 0.05, "info"
         self.status.value = "running…"
         self._started = time.perf_counter()
-        scenario, backend, timeout = self.state.scenario, self.backend.value, self.timeout.value
+        backend, timeout = self.backend.value, self.timeout.value
         if self.background:
             self._thread = threading.Thread(
                 target=self._work,
-                args=(scenario, backend, timeout),
+                args=(backend, timeout),
                 daemon=True,
                 name="mpmd-lab-run",
             )
             self._thread.start()
         else:
-            self._work(scenario, backend, timeout)
+            self._work(backend, timeout)
 
     def _on_progress(self, *args: Any, **kwargs: Any) -> None:
         fracs = [a for a in args if isinstance(a, float) and 0 <= a <= 1]
@@ -243,12 +243,12 @@ class RunPanel(w.VBox):
         secs = time.perf_counter() - self._started
         self.status.value = f"running… {c.esc(' '.join(words))} ({secs:.1f} s)"
 
-    def _work(self, scenario: Any, backend: str, timeout: float) -> None:
+    def _work(self, backend: str, timeout: float) -> None:
         try:
-            outcome = services.run(scenario, backend, timeout, self._on_progress)
+            outcome = services.run(self.state, backend, timeout, self._on_progress)
             self.show(outcome)
         except Exception as e:  # never leave the panel stuck in "running"
-            self.show(services.RunOutcome("error", backend, error={"message": repr(e)}))
+            self.show(services.RunOutcome("error", backend, error=services.run_error(e)))
         finally:
             self.run_button.disabled = False
             self.done.set()
@@ -297,15 +297,10 @@ class RunPanel(w.VBox):
         return cells or [w.HTML("<i>the call has no outputs</i>")]
 
     def _error(self, outcome: services.RunOutcome) -> list[w.Widget]:
-        err = outcome.error or {}
-        code = err.get("code")
-        d = Diagnostic(
-            code=code or "RUN_ERROR",
-            stage=err.get("stage") or "trace",
-            path="",
-            message=err.get("message") or "the run failed",
-            jax=None if not err.get("type") else {"type": err["type"], "message": err["message"]},
+        d = outcome.error or Diagnostic(
+            code="RUN_ERROR", stage="interpret", message="the run failed"
         )
+        code = d.code
         kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
         fix = next((x.fix for x in self.state.diagnostics if x.code == code and x.fix), None)
         if fix is not None:

@@ -12,11 +12,12 @@ import json
 from typing import Any
 
 import ipywidgets as w
-from mpmd_lab.scenario import DTYPES, TRANSFORM_OPS
+from mpmd_lab.dtypes import DTYPES
+from mpmd_lab.ops import TRANSFORM_OPS
+from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
 from mpmd_lab.widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
-from mpmd_lab.widgets.state import LabState
 
 PALETTE = TRANSFORM_OPS
 HELP = {
@@ -33,7 +34,7 @@ HELP = {
 }
 
 
-def default_transform(state: LabState, op: str) -> dict[str, Any]:
+def default_transform(state: Session, op: str) -> dict[str, Any]:
     """A transform of kind ``op`` with values that fit the scenario where possible."""
     dev = list(state.scenario.device_mesh or {})
     prog = state.scenario.call.programs[state.program] if state.scenario.call.programs else None
@@ -54,7 +55,7 @@ def default_transform(state: LabState, op: str) -> dict[str, Any]:
 class TransformStackEditor(w.VBox):
     """Edit one transform stack; ``target`` is the field path of what holds it."""
 
-    def __init__(self, state: LabState):
+    def __init__(self, state: Session):
         super().__init__()
         self.state = state
         self.target: str | None = None
@@ -231,10 +232,7 @@ class TransformStackEditor(w.VBox):
             return [], "shown for views in a body"
         prog = self.state.program
         i = int(p.rsplit("[", 1)[1].rstrip("]"))
-        try:
-            return services.stack_steps(self.state.scenario, prog, i), ""
-        except services.Unavailable as e:
-            return [], str(e)
+        return services.stack_steps(self.state, prog, i), ""
 
     def _shape_line(self, label: str, step: services.Step) -> w.HTML:
         """``→ f32[128] GMEM peer``: the view after a step (``label``: what it is)."""

@@ -102,7 +102,7 @@ def cases() -> Iterator[tuple[str, str, str | bytes]]:
     yield (
         "device-string",
         "call.programs[0].body[0].transforms[0].device",
-        edit(setp("call.programs.0.body.0.transforms.0.device", "left")),
+        edit(setp("call.programs.0.body.0.transforms.0.device", "left +")),  # no expression
     )
     yield "interpret-bool", "run.interpret", edit(setp("run.interpret", True))
     yield "detect-races-string", "run.detect_races", edit(setp("run.detect_races", "yes"))

@@ -2,41 +2,67 @@
 
 No tracing, no jax import: microseconds to milliseconds per scenario. Diagnostics come
 back in the order JAX would meet them (build, trace, gpu-lower, interpret), so the
-first error is the one JAX shows first. Rule modules, each one job:
+first error is the one JAX shows first. The scenario is resolved once
+(:mod:`mpmd_lab.resolve`: names bound, views propagated, XREF_* problems); each rule
+module then reads that result and has one job:
 
-- ``analyse``: names resolved, views propagated (``mpmd_lab.shapes``), XREF_* codes;
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
 - ``runtime``: what only runs reveal (races, out-of-bounds indices, device ids,
   interpreter limits).
+
+``analyze(scenario)`` returns the resolved form with its diagnostics (an
+:class:`Analysis`): compute it once per scenario version and pass it along.
 """
 
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate.context import Ctx
 
+#: how many times the rules have run in this process (the Lab's tests count them)
+RUNS = 0
 
-def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
-    """Every problem JAX would raise (and what it would not), in JAX's order."""
-    from mpmd_lab.validate.analyse import analyse
+
+@dataclass(frozen=True)
+class Analysis:
+    """One scenario version, resolved and checked: what every view reads."""
+
+    scenario: Scenario
+    resolved: Resolved
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def first_error(self) -> Diagnostic | None:
+        return first_error(list(self.diagnostics))
+
+
+def analyze(scenario: Scenario | dict | str) -> Analysis:
+    """Resolve the scenario and run every rule once: the :class:`Analysis` views share."""
     from mpmd_lab.validate.build import check_build
     from mpmd_lab.validate.lower import check_lower
     from mpmd_lab.validate.runtime import check_runtime
     from mpmd_lab.validate.trace import check_trace
 
+    global RUNS
+    RUNS += 1
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    ctx = Ctx(s)
     # the check allocates many small acyclic objects: collecting cycles meanwhile only
     # costs time (it grows with the heap); the collector resumes at the end
     collecting = gc.isenabled()
     gc.disable()
     try:
-        analyse(ctx)
+        ctx = Ctx(s, resolve(s))
         check_build(ctx)
         ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
         check_trace(ctx)
@@ -45,7 +71,12 @@ def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
     finally:
         if collecting:
             gc.enable()
-    return ordered(ctx.diags)
+    return Analysis(s, ctx.r, tuple(ordered(ctx.diags)))
+
+
+def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
+    """Every problem JAX would raise (and what it would not), in JAX's order."""
+    return list(analyze(scenario).diagnostics)
 
 
 def first_error(diags: list[Diagnostic]) -> Diagnostic | None:
@@ -53,4 +84,4 @@ def first_error(diags: list[Diagnostic]) -> Diagnostic | None:
     return next((d for d in diags if d.is_error), None)
 
 
-__all__ = ["check", "first_error"]
+__all__ = ["Analysis", "analyze", "check", "first_error"]

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mpmd_lab.scenario import BlockIndex, PidIndex
+from mpmd_lab.ops import BlockIndex, PidIndex
 
 
 @dataclass

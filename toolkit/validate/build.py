@@ -7,8 +7,8 @@ types (their transforms first), then the kernel object itself.
 from __future__ import annotations
 
 from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.dtypes import bits
 from mpmd_lab.scenario import KernelMesh
-from mpmd_lab.shapes import bits
 from mpmd_lab.validate.context import Ctx
 
 MAX_THREADS = 2048 // 128

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.scenario import BufferArg, Let, Scenario
+from mpmd_lab.ops import Let
+from mpmd_lab.scenario import BufferArg, Scenario
 
 
 def _rename_in_body(s: Scenario, old: str, new: str) -> list[Edit]:

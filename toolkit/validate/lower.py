@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.scenario import Add, Copy, DsIndex, Fill, Let, MultimemStore, TmaStore
+from mpmd_lab.ops import Let
+from mpmd_lab.ops.statements import LANES
+from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.shapes import RefInfo
-from mpmd_lab.validate.context import Binding, Ctx, Stmt
-
-LANES = 128  # one warpgroup: a register array's size must be a multiple of this
+from mpmd_lab.validate.context import Ctx
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -76,76 +77,47 @@ VERIFY_MSG = (
 )
 
 
-def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: list) -> bool:
+class LowerCtx:
+    """What a statement op's ``lower`` rule sees: its refs, and the lowering's checks."""
+
+    __slots__ = ("ctx", "st", "mesh", "layout", "verify")
+
+    def __init__(self, ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict):
+        self.ctx, self.st, self.mesh, self.layout, self.verify = ctx, st, mesh, layout, verify
+
+    @property
+    def path(self) -> str:
+        return self.st.path
+
+    def info(self, field: str) -> RefInfo:
+        info = self.st.refs[field].info
+        assert info is not None
+        return info
+
+    def access(self, field: str, kind: str, check_layout: bool = True) -> bool:
+        """A plain load or store through the ref (``ref[...]``)."""
+        return _access(
+            self.ctx, self.st, field, kind, self.mesh, self.layout, self.verify, check_layout
+        )
+
+    def tma(self, src: str, dst: str) -> bool:
+        return _tma(self.ctx, self.st, self.info(src), self.info(dst), self.mesh)
+
+    def collective(self, axes: Any, what: str) -> bool:
+        return _collective(self.ctx, self.st, axes, what)
+
+    def later(self, phase: str, code: str, path: str, message: str, why: str = "") -> None:
+        """An error of a later lowering phase (``p3``: dialect lowering, ``p4``: verify)."""
+        self.verify[phase].append((code, path, message, why))
+
+
+def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
     if isinstance(node, Let) or not st.ok:
         return False
-    infos: dict[str, RefInfo | None] = {f: b.info for f, b in st.refs.items()}
-    if any(v is None for v in infos.values()):
+    if any(b.info is None for b in st.refs.values()):
         return False
-    if isinstance(node, Copy):
-        return _access(ctx, st, "src", "load", mesh, layout, verify) or _access(
-            ctx, st, "dst", "store", mesh, layout, verify
-        )
-    if isinstance(node, Add):
-        if _access(ctx, st, "lhs", "load", mesh, layout, verify) or _access(
-            ctx, st, "rhs", "load", mesh, layout, verify
-        ):
-            return True
-        from mpmd_lab.shapes import bits
-        from mpmd_lab.validate.trace import promote
-
-        dtype = promote(infos["lhs"].dtype, infos["rhs"].dtype)
-        if dtype != "bool" and bits(dtype) == 8:
-            verify["p3"].append(
-                (
-                    "GPU_8BIT_ARITH",
-                    st.path,
-                    "Pointwise operations on 8-bit types are unsupported (except bitwise "
-                    "operations). Upcast to a 16- or 32-bit type before performing the "
-                    "operation.",
-                    "",
-                )
-            )
-        return _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False)
-    if isinstance(node, Fill):
-        dst = infos["dst"]
-        if _access(ctx, st, "dst", "store", mesh, layout, verify, check_layout=False):
-            return True
-        if dst.shape and dst.size != 1 and dst.size % LANES:
-            verify["p3"].append(
-                (
-                    "GPU_SPLAT_STORE",
-                    st.path,
-                    "Arrays with the splat layout can only be stored when they have a single "
-                    "element or a multiple of 128 elements",
-                    "",
-                )
-            )
-        return False
-    if isinstance(node, TmaStore):
-        return _tma(ctx, st, infos["src"], infos["dst"], mesh)
-    if isinstance(node, MultimemStore):
-        if _access(ctx, st, "src", "load", mesh, layout, verify):
-            return True
-        if _collective(ctx, st, node.axes, "multimem_store"):
-            return True
-        from mpmd_lab.shapes import bits
-
-        src = infos["src"]
-        if src.shape and src.size % LANES == 0 and src.size // LANES * bits(src.dtype) < 32:
-            verify["p3"].append(
-                (
-                    "MULTIMEM_STORE_WIDTH",
-                    st.path,
-                    "Only 32-, 64- and 128-bit stores are supported",
-                    f"Each of the {LANES} threads would store {src.size // LANES} "
-                    f"{src.dtype} value(s), fewer than 32 bits; multimem stores move 32, 64 or "
-                    "128 bits per thread.",
-                )
-            )
-        return False
-    return False
+    return node.lower(LowerCtx(ctx, st, mesh, layout, verify))
 
 
 def _where(st: Stmt, field: str) -> str:
@@ -197,9 +169,9 @@ def _access(
     # pass 2: the steps in order
     for path, t in b.stack:
         if t.op == "at":
-            for k, e in enumerate(t.index):
-                if isinstance(e, DsIndex) and e.ds[0] < 0:
-                    start, size = e.ds
+            for k, ix in enumerate(t.entries()):
+                if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
+                    start, size = ix.start.value, ix.size
                     ctx.jax(
                         "AT_NEGATIVE_SLICE",
                         f"{path}.index[{k}]",
@@ -464,7 +436,7 @@ def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
-    from mpmd_lab.scenario import MulticastRef
+    from mpmd_lab.ops import MulticastRef
 
     for _k, t in enumerate(ctx.stack(b)):
         if isinstance(t[1], MulticastRef):

@@ -18,18 +18,9 @@ import math
 from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.scenario import (
-    Add,
-    BlockIndex,
-    Copy,
-    Fill,
-    Let,
-    MultimemStore,
-    Offset,
-    PidIndex,
-    TmaStore,
-)
-from mpmd_lab.validate.context import Binding, Ctx, Stmt
+from mpmd_lab.ops import READ, BlockIndex, Let, Offset, PidIndex
+from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.validate.context import Ctx
 
 MAX_EXECUTORS = 256
 
@@ -280,18 +271,10 @@ def _grid_fix(ctx: Ctx, st: Stmt, d: Any, extent: int, mesh: Any) -> Fix | None:
 
 
 def _accesses(st: Stmt) -> list[tuple[str, str]]:
-    node = st.node
-    if isinstance(node, Copy):
-        return [("src", "r"), ("dst", "w")]
-    if isinstance(node, Add):
-        return [("lhs", "r"), ("rhs", "r"), ("dst", "w")]
-    if isinstance(node, Fill):
-        return [("dst", "w")]
-    if isinstance(node, TmaStore):
-        return [("src", "r"), ("dst", "w")]
-    if isinstance(node, MultimemStore):
-        return [("src", "r"), ("dst", "w")]
-    return []
+    """``(field, "r" | "w")`` for every ref the statement reads or writes."""
+    if isinstance(st.node, Let):
+        return []
+    return [(f, "r" if a == READ else "w") for f, _n, a in st.node.ref_fields() if a != "sync"]
 
 
 def _races(ctx: Ctx) -> None:

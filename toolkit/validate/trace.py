@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.scenario import Add, BufferArg, Copy, Fill, Let, MultimemStore, Return, TmaStore
-from mpmd_lab.shapes import RefInfo, Step, short_dtype
+from mpmd_lab.dtypes import canonical, is_int, short
+from mpmd_lab.ops import Let
+from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.scenario import BufferArg
+from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
-from mpmd_lab.validate.context import Binding, Ctx, Stmt
+from mpmd_lab.validate.context import Ctx
 
 
 def check_trace(ctx: Ctx) -> None:
@@ -122,7 +125,7 @@ def check_trace(ctx: Ctx) -> None:
                 f"call.captures[{i}]",
                 f"The kernel function in mpmd_map program{prog.index} at <scenario> captures "
                 "non-scalar array constants "
-                f"[{short_dtype(b.dtype)}[{','.join(map(str, b.shape))}]]. "
+                f"[{short(b.dtype)}[{','.join(map(str, b.shape))}]]. "
                 "You can only close over scalars and Refs; arrays must be passed as explicit "
                 "inputs.",
                 fix=fixes_for.capture_to_arg(s, i),
@@ -162,7 +165,7 @@ def check_trace(ctx: Ctx) -> None:
 
 
 def _scratch_types(ctx: Ctx) -> bool:
-    from mpmd_lab.shapes import bits
+    from mpmd_lab.dtypes import bits
 
     c = ctx.s.call
     for name, sc in c.scratch.items():
@@ -325,6 +328,52 @@ def _use(ctx: Ctx, b: Binding) -> bool:
     return False
 
 
+class TraceCtx:
+    """What a statement op's ``trace`` rule sees: its refs, resolved, and how to report."""
+
+    __slots__ = ("ctx", "st", "ended")
+
+    def __init__(self, ctx: Ctx, st: Stmt):
+        self.ctx, self.st, self.ended = ctx, st, False
+
+    @property
+    def path(self) -> str:
+        return self.st.path
+
+    @property
+    def entry(self) -> str:
+        return self.ctx.s.call.entry
+
+    def info(self, field: str) -> RefInfo:
+        info = self.st.refs[field].info
+        assert info is not None
+        return info
+
+    def use(self, field: str) -> bool:
+        """A load or store computes the view's type: a waiting lazy error is raised."""
+        return _use(self.ctx, self.st.refs[field])
+
+    def store(self, field: str, shape: tuple[int, ...], dtype: str) -> bool:
+        return _store(self.ctx, self.st, field, self.info(field), shape, dtype)
+
+    def store_to_array(self) -> bool:
+        return _store_to_array(self.ctx, self.st)
+
+    def root_space(self, field: str) -> str:
+        return _root(self.ctx, self.st.refs[field])[0]
+
+    def base_type(self, field: str) -> str:
+        return _base_type(self.ctx, self.st.refs[field])
+
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+        self.ctx.jax(code, path, message, **kw)
+
+    def end_body(self) -> bool:
+        """The rest of the body is never traced (not an error)."""
+        self.ended = True
+        return False
+
+
 def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     """One program's statements in order; True when tracing stops."""
     for st in stmts:
@@ -335,70 +384,22 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             if _report_steps(ctx, st.steps, f"{st.path}.transforms"):
                 return True
             continue
-        infos = {f: b.info for f, b in st.refs.items()}
-        if any(v is None for v in infos.values()):
-            continue  # a tuple used as a ref, or a failed view: reported elsewhere
-        refs = st.refs
-        if isinstance(node, Copy):
-            # `dst[...] = src[...]`: the load first, then the store
-            if _use(ctx, refs["src"]) or _use(ctx, refs["dst"]):
-                return True
-            if _store(ctx, st, "dst", infos["dst"], infos["src"].shape, infos["src"].dtype):
-                return True
-        elif isinstance(node, Add):
-            if _use(ctx, refs["lhs"]) or _use(ctx, refs["rhs"]):
-                return True
-            lhs, rhs = infos["lhs"], infos["rhs"]
-            shape = _broadcast(lhs.shape, rhs.shape)
-            if shape is None:
-                if len(lhs.shape) != len(rhs.shape):
-                    ctx.jax(
-                        "ADD_SHAPE_MISMATCH",
-                        st.path,
-                        "Incompatible shapes for broadcasting: shapes="
-                        f"[{lhs.shape!r}, {rhs.shape!r}]",
-                        jax_type="ValueError",
-                    )
-                else:
-                    ctx.jax(
-                        "ADD_SHAPE_MISMATCH",
-                        st.path,
-                        f"add got incompatible shapes for broadcasting: {lhs.shape!r}, "
-                        f"{rhs.shape!r}.",
-                        jax_type="TypeError",
-                    )
-                return True
-            if _use(ctx, refs["dst"]):
-                return True
-            if _store(ctx, st, "dst", infos["dst"], shape, promote(lhs.dtype, rhs.dtype)):
-                return True
-        elif isinstance(node, Fill):
-            if not infos["dst"].is_ref:
-                return _store_to_array(ctx, st)
-            if _use(ctx, refs["dst"]):
-                return True
-        elif isinstance(node, TmaStore):
-            if _tma_trace(ctx, st, refs):
-                return True
-        elif isinstance(node, MultimemStore):
-            if _use(ctx, refs["src"]):
-                return True
-            if _multimem_trace(ctx, st, refs):
-                return True
-        elif isinstance(node, Return) and ctx.s.call.entry != "pl.kernel":
-            break  # plgpu.kernel runs the body in run_scoped, which drops the value
-        elif isinstance(node, Return):
+        if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
+            sub, name = st.unbound
             ctx.jax(
-                "MPMD_RETURNS_VALUE",
-                st.path,
-                f"The kernel function in mpmd_map program{st.path.split('[')[1].split(']')[0]} "
-                "at <scenario> should return None. It returns a PyTree: PyTreeDef(*).",
-                fix=Fix(
-                    description="drop the return statement (write into an output instead)",
-                    edits=[Edit(op="remove", path=st.path)],
-                ),
+                "UNBOUND_AXIS",
+                f"{st.path}.{sub}",
+                f"Found an unbound axis name: {name}. To fix this, please call axis_index "
+                "under `jax.shard_map`.",
             )
             return True
+        if any(b.info is None for b in st.refs.values()):
+            continue  # a tuple used as a ref, or a failed view: reported elsewhere
+        t = TraceCtx(ctx, st)
+        if node.trace(t):
+            return True
+        if t.ended:
+            break
     return False
 
 
@@ -427,7 +428,7 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
             f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
         )
         return True
-    if dtype != dst.dtype and not (_is_int(dtype) and _is_int(dst.dtype)):
+    if dtype != dst.dtype and not (is_int(dtype) and is_int(dst.dtype)):
         # (ref_swap casts any integer value to an integer ref implicitly)
         ctx.jax(
             "SWAP_DTYPE_MISMATCH",
@@ -438,10 +439,6 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
     return False
 
 
-def _is_int(dtype: str) -> bool:
-    return dtype.startswith(("int", "uint"))
-
-
 def _base_shape(ctx: Ctx, st: Stmt, field: str) -> tuple:
     b: Binding = st.refs[field]
     root = ctx.root_shape(b)
@@ -450,48 +447,6 @@ def _base_shape(ctx: Ctx, st: Stmt, field: str) -> tuple:
 
 def _transforms_repr(info: RefInfo) -> str:
     return "()" if not info.transformed else "(...)"
-
-
-def _broadcast(a: tuple, b: tuple) -> tuple | None:
-    out = []
-    for x, y in zip(
-        ((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False
-    ):
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(max(x, y) if 1 in (x, y) else x)
-    return tuple(out)
-
-
-_FLOAT_RANK = {"float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16, "float32": 32}
-_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "uint8": 8, "uint16": 16, "uint32": 32}
-
-
-def promote(a: str, b: str) -> str:
-    """JAX's type promotion of two (canonical) dtypes, without x64."""
-    if a == b:
-        return a
-    if a == "bool":
-        return b
-    if b == "bool":
-        return a
-    fa, fb = a in _FLOAT_RANK, b in _FLOAT_RANK
-    if fa and not fb:
-        return a
-    if fb and not fa:
-        return b
-    if fa and fb:
-        wa, wb = _FLOAT_RANK[a], _FLOAT_RANK[b]
-        if wa == wb:
-            return "float32" if wa == 16 else "float16" if wa == 8 else a
-        return a if wa > wb else b
-    sa, sb = a.startswith("int"), b.startswith("int")
-    wa, wb = _INT_BITS[a], _INT_BITS[b]
-    if sa == sb:
-        return a if wa > wb else b
-    sw, uw = (wa, wb) if sa else (wb, wa)
-    w = max(sw, 2 * uw)
-    return f"int{min(w, 32)}"
 
 
 def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
@@ -509,87 +464,8 @@ def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
 
 
 def _base_type(ctx: Ctx, b: Binding) -> str:
-    from mpmd_lab.shapes import canonical_dtype
-
     space, shape, dtype = _root(ctx, b)
-    return f"Ref<{space.lower()}>{{{canonical_dtype(dtype)}[{','.join(map(str, shape))}]}}"
-
-
-def _tma_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
-    """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
-    src, dst = refs["src"], refs["dst"]
-    if _root(ctx, src)[0] != "SMEM":
-        ctx.jax(
-            "TMA_SRC_NOT_SMEM",
-            f"{st.path}.src",
-            f"src must be a SMEM reference, got {_base_type(ctx, src)}",
-        )
-        return True
-    if _root(ctx, dst)[0] != "GMEM":
-        ctx.jax(
-            "TMA_DST_NOT_GMEM",
-            f"{st.path}.dst",
-            f"dst must be a GMEM reference, got {_base_type(ctx, dst)}",
-        )
-        return True
-    if _use(ctx, src) or _use(ctx, dst):
-        return True
-    s_, d_ = src.info, dst.info
-    if s_.dtype != d_.dtype:
-        ctx.jax(
-            "TMA_DTYPE_MISMATCH",
-            st.path,
-            f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
-        )
-        return True
-    if len(s_.shape) != len(d_.shape):
-        longer = 1 if len(s_.shape) > len(d_.shape) else 2
-        ctx.jax(
-            "TMA_SHAPE_MISMATCH",
-            st.path,
-            f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
-            f"than argument 1",
-            jax_type="ValueError",
-        )
-        return True
-    if s_.shape != d_.shape:
-        ctx.jax(
-            "TMA_SHAPE_MISMATCH",
-            st.path,
-            f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
-            f"{d_.shape!r}",
-        )
-        return True
-    return False
-
-
-def _multimem_trace(ctx: Ctx, st: Stmt, refs: dict[str, Binding]) -> bool:
-    """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
-    src, dst = refs["src"], refs["dst"]
-    if _root(ctx, dst)[0] != "GMEM":
-        ctx.jax(
-            "MULTIMEM_DST_NOT_GMEM",
-            f"{st.path}.dst",
-            f"ref must be a GMEM reference, got {_base_type(ctx, dst)}",
-        )
-        return True
-    if _use(ctx, dst):
-        return True
-    if src.info.dtype != dst.info.dtype:
-        ctx.jax(
-            "MULTIMEM_MISMATCH",
-            st.path,
-            f"Value dtype {src.info.dtype} does not match ref dtype {dst.info.dtype}",
-        )
-        return True
-    if src.info.shape != dst.info.shape:
-        ctx.jax(
-            "MULTIMEM_MISMATCH",
-            st.path,
-            f"Value shape {src.info.shape!r} does not match ref shape {dst.info.shape!r}",
-        )
-        return True
-    return False
+    return f"Ref<{space.lower()}>{{{canonical(dtype)}[{','.join(map(str, shape))}]}}"
 
 
 def _ref_type(info: RefInfo) -> str:

@@ -1,0 +1,742 @@
+"""Regression cases of issue 18: small scenarios and what the static check must say.
+
+``CASES`` defines each case (its scenario, the stages JAX is asked, what to hold the
+check to); ``python tests/agreement/capture.py`` runs real JAX on them and writes
+``cases/NAME.json`` with JAX's outcome recorded next to the scenario (stage, exception
+type, exact message, code): nothing in ``jax`` is typed by hand.
+``tests/test_agreement_cases.py`` holds the check to those records (and re-runs JAX to
+show they still hold).
+
+``expect``:
+
+- ``"jax"``: the check's verdict is JAX's. JAX passed every stage: no error at those
+  stages; JAX failed at a stage up to ``gpu-lower``: the check's first error is at that
+  stage with JAX's code, type and message; JAX failed in the interpreter: no error
+  before it, and a diagnostic at ``interpret`` with JAX's type and message.
+- ``"race"``: the kernel races on a GPU (whatever the interpreter can show): the check
+  reports it as an error (``RACE`` or ``RACE_DETECTED``), ``run.detect_races`` on or off.
+- ``"schema"``: not a scenario (the loader refuses it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+GALLERY = ROOT / "toolkit" / "gallery"
+LOWER = ("build", "trace", "gpu-lower")
+ALL = ("build", "trace", "gpu-lower", "interpret")
+
+
+def _gallery(name: str) -> dict[str, Any]:
+    d = json.loads((GALLERY / f"{name}.json").read_text())
+    d.pop("description", None)
+    return d
+
+
+def kernel(
+    body: list[dict[str, Any]],
+    *,
+    entry: str = "plgpu.kernel",
+    buffers: dict[str, Any] | None = None,
+    args: list[dict[str, Any]] | None = None,
+    outputs: dict[str, Any] | None = None,
+    scratch: dict[str, Any] | None = None,
+    mesh: dict[str, Any] | None = None,
+    device_mesh: dict[str, int] | None = None,
+    detect_races: bool = False,
+    captures: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "case",
+        "buffers": buffers or {},
+        "call": {
+            "entry": entry,
+            "args": args or [],
+            "outputs": outputs or {"out": {"shape": [128], "dtype": "float32"}},
+            "scratch": scratch or {},
+            "programs": [
+                {"mesh": mesh or {"grid": {"b": 1}, "cluster": {}, "threads": None}, "body": body}
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": detect_races},
+    }
+    if captures:
+        d["call"]["captures"] = captures
+    if device_mesh:
+        d["device_mesh"] = device_mesh
+    return d
+
+
+def smem(shape, dtype, *transforms):
+    return {
+        "s": {
+            "shape": shape,
+            "dtype": dtype,
+            "memory_space": "SMEM",
+            "transforms": list(transforms),
+        }
+    }
+
+
+def T(*tile):
+    return {"op": "tiling", "tile": list(tile)}
+
+
+def S(nbytes):
+    return {"op": "swizzle", "bytes": nbytes}
+
+
+def view(ref, *transforms, name="v"):
+    return {"let": name, "ref": ref, "transforms": list(transforms)}
+
+
+def at(*index):
+    return {"op": "at", "index": list(index)}
+
+
+def ds(start, size):
+    return {"ds": [start, size]}
+
+
+FILL_S = {"op": "fill", "dst": "s", "value": 1}
+FILL_V = {"op": "fill", "dst": "v", "value": 1}
+
+
+def tma(src="s", dst="out"):
+    return {"op": "tma_store", "src": src, "dst": dst}
+
+
+def out(shape, dtype):
+    return {"out": {"shape": shape, "dtype": dtype}}
+
+
+def _x(shape, dtype, init="iota"):
+    return {"x": {"shape": shape, "dtype": dtype, "init": init}}
+
+
+X_ARG = [{"buffer": "x", "param": "x_ref"}]
+
+
+def _transpose_view(kind: str) -> dict[str, Any]:
+    d = _gallery("transpose-view")
+    body = d["call"]["programs"][0]["body"]
+    if kind == "load":
+        d["buffers"]["x"]["shape"] = [64, 32]
+        d["call"]["outputs"]["out"]["shape"] = [32, 64]
+        body[:] = [view("x_ref", {"op": "transpose", "perm": [1, 0]}, name="xt")]
+        body.append({"op": "copy", "src": "xt", "dst": "out"})
+    elif kind == "both":
+        d["call"]["outputs"]["out"]["shape"] = [32, 64]
+        body[:] = [
+            view("x_ref", {"op": "transpose", "perm": [1, 0]}, name="xt"),
+            view("out", {"op": "transpose", "perm": [1, 0]}, name="ot"),
+            {"op": "copy", "src": "xt", "dst": "ot"},
+        ]
+    elif kind == "fill":
+        body[1] = {"op": "fill", "dst": "out_t", "value": 1.0}
+    return d
+
+
+def _tmem(view_steps, use, dtype="float32", shape=(128, 128)):
+    body = []
+    ref = "t"
+    if view_steps:
+        body.append(view("t", *view_steps))
+        ref = "v"
+    if use == "fill":
+        body.append({"op": "fill", "dst": ref, "value": 1})
+        outs = None
+    else:
+        body.append({"op": "copy", "src": ref, "dst": "out"})
+        outs = out(list(shape), dtype)
+    spec = {"shape": list(shape), "dtype": dtype, "memory_space": "TMEM"}
+    return kernel(body, scratch={"t": spec}, outputs=outs)
+
+
+def _rank0(kind: str, init: Any) -> dict[str, Any]:
+    bufs = {
+        "x": {"shape": [128], "dtype": "float32", "init": "iota"},
+        "c": {"shape": [], "dtype": "float32", "init": init},
+    }
+    if kind == "arg":
+        return kernel(
+            [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "c_ref"}],
+            entry="pl.kernel",
+            buffers=bufs,
+            args=[*X_ARG, {"buffer": "c", "param": "c_ref"}],
+        )
+    return kernel(
+        [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "cv"}],
+        entry="pl.kernel",
+        buffers=bufs,
+        args=X_ARG,
+        captures=[{"name": "cv", "buffer": "c"}],
+    )
+
+
+_RACE_MESH1 = {"grid": {"b": 1}, "cluster": {}, "threads": None}
+
+
+def _threads_race() -> dict[str, Any]:
+    return kernel(
+        [{"op": "copy", "src": "x_ref", "dst": "out"}],
+        entry="pl.kernel",
+        buffers=_x([256], "float32"),
+        args=X_ARG,
+        outputs=out([256], "float32"),
+        mesh={"grid": {"b": 1}, "cluster": {}, "threads": {"name": "wg", "count": 2}},
+    )
+
+
+def _multimem() -> dict[str, Any]:
+    return kernel(
+        [{"op": "multimem_store", "src": "x_ref", "dst": "out", "axes": ["dev"]}],
+        entry="pl.kernel",
+        buffers=_x([128], "float32"),
+        args=X_ARG,
+        outputs=out([128], "float32"),
+        device_mesh={"dev": 2},
+    )
+
+
+def _multicast() -> dict[str, Any]:
+    return kernel(
+        [
+            {"op": "copy", "src": "x_ref", "dst": "s"},
+            view("out", {"op": "multicast_ref", "axes": ["dev"]}, name="m"),
+            tma("s", "m"),
+        ],
+        buffers=_x([256], "float32"),
+        args=X_ARG,
+        outputs=out([256], "float32"),
+        scratch={"s": {"shape": [256], "dtype": "float32", "memory_space": "SMEM"}},
+        device_mesh={"dev": 2},
+    )
+
+
+def _remote_race() -> dict[str, Any]:
+    return kernel(
+        [
+            view("out", {"op": "remote_ref", "device": {"dev": 0}}, name="p"),
+            {"op": "copy", "src": "x_ref", "dst": "p"},
+        ],
+        entry="pl.kernel",
+        buffers=_x([256], "float32"),
+        args=X_ARG,
+        outputs=out([256], "float32"),
+        device_mesh={"dev": 2},
+    )
+
+
+def _two_block_race(detect: bool) -> dict[str, Any]:
+    d = _gallery("two-block-race")
+    d["run"]["detect_races"] = detect
+    return d
+
+
+TS128 = (T(8, 32), S(128))
+I32 = "int32"
+
+#: name -> (scenario, stages JAX is asked, detect_races for the record, expect, note)
+CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], bool | None, str, str]] = {
+    # --- swizzle after tiling: the order stacked (issue 18, point 1)
+    "swizzle-after-tiling-ok": (
+        kernel(
+            [FILL_S, tma()], scratch=smem([128, 128], I32, *TS128), outputs=out([128, 128], I32)
+        ),
+        LOWER,
+        None,
+        "jax",
+        "int32[128, 128] tiled (8, 32) then swizzled 128 (JAX's distributed tests): valid",
+    ),
+    "swizzle-after-tiling-load": (
+        kernel(
+            [FILL_S, {"op": "copy", "src": "s", "dst": "out"}],
+            scratch=smem([128, 128], I32, *TS128),
+            outputs=out([128, 128], I32),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "the same scratch, a plain load into GMEM: valid",
+    ),
+    "swizzle-after-small-tile": (
+        kernel([FILL_S], scratch=smem([128, 128], I32, T(8, 8), S(128))),
+        LOWER,
+        None,
+        "jax",
+        "tile (8, 8) leaves a trailing dim of 8: the swizzle sees (16, 16, 8, 8)",
+    ),
+    "swizzle-passes-raw-shape": (
+        kernel([FILL_S], scratch=smem([128, 32], I32, T(8, 8), S(128))),
+        LOWER,
+        None,
+        "jax",
+        "the raw trailing dim (32) fits swizzle 128, the tiled one (8) does not",
+    ),
+    "swizzle-64-after-tiling": (
+        kernel([FILL_S], scratch=smem([128, 128], I32, T(8, 32), S(64))),
+        LOWER,
+        None,
+        "jax",
+        "swizzle 64 wants 16 elements; after tiling (8, 32) the trailing dim is 32",
+    ),
+    "swizzle-then-tiling": (
+        kernel(
+            [FILL_S, tma()],
+            scratch=smem([128, 32], I32, S(128), T(8, 32)),
+            outputs=out([128, 32], I32),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "swizzle first (on the raw shape, fits), then tiling: TMA wants the swizzle last",
+    ),
+    "swizzle-rank0": (
+        kernel([], scratch=smem([], I32, S(128))),
+        LOWER,
+        None,
+        "jax",
+        "a rank-0 swizzled scratch: the swizzle indexes a trailing dim that is not there",
+    ),
+    "tile-longer-than-rank": (
+        kernel([FILL_S], scratch=smem([256], "int16", T(16, 64), S(128))),
+        LOWER,
+        None,
+        "jax",
+        "a 2-D tile on a 1-D scratch: JAX pairs the tile's first entry with the dim",
+    ),
+    "tiled-scratch-pl-kernel": (
+        kernel([FILL_S], entry="pl.kernel", scratch=smem([128, 128], I32, *TS128)),
+        LOWER,
+        None,
+        "jax",
+        "pl.kernel (mpmd_map) does not take a transformed scratch ref",
+    ),
+    "tiling-without-swizzle": (
+        kernel([FILL_S], scratch=smem([128, 128], I32, T(8, 32))),
+        LOWER,
+        None,
+        "jax",
+        "a plain store into a tiled, unswizzled SMEM ref: no register layout fits",
+    ),
+    "gmem-scratch": (
+        kernel([], scratch={"g": {"shape": [128, 128], "dtype": I32, "memory_space": "GMEM"}}),
+        LOWER,
+        None,
+        "jax",
+        "plgpu.kernel with GMEM scratch, unused: the lowering's resource estimate fails",
+    ),
+    # --- views of tiled / swizzled SMEM (the harness's misses)
+    "tiled-slice-unaligned": (
+        kernel([view("s", at(ds(4, 64))), FILL_V], scratch=smem([128, 128], I32, *TS128)),
+        LOWER,
+        None,
+        "jax",
+        "a slice of a tiled dim that does not start on a tile boundary",
+    ),
+    "tiled-int-index": (
+        kernel([view("s", at(0)), FILL_V], scratch=smem([128, 128], I32, *TS128)),
+        LOWER,
+        None,
+        "jax",
+        "an integer index into a tiled dim",
+    ),
+    "swizzled-int-index": (
+        kernel([view("s", at(None, 0)), FILL_V], scratch=smem([128, 32], I32, S(128))),
+        LOWER,
+        None,
+        "jax",
+        "an integer index into the minor dim of a swizzled ref",
+    ),
+    "swizzled-slice": (
+        kernel([view("s", at(None, ds(0, 16))), FILL_V], scratch=smem([128, 32], I32, S(128))),
+        LOWER,
+        None,
+        "jax",
+        "a slice of the swizzled dim",
+    ),
+    "tiled-reshape-unfold": (
+        kernel(
+            [view("s", {"op": "reshape", "shape": [2, 64, 128]}), FILL_V],
+            scratch=smem([128, 128], I32, *TS128),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a reshape that splits a tiled dim",
+    ),
+    "tiled-reshape-flatten": (
+        kernel(
+            [view("s", {"op": "reshape", "shape": [-1]}), FILL_V],
+            scratch=smem([128, 128], I32, *TS128),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "flattening a ref tiled in both dims",
+    ),
+    "tiled-reshape-fold": (
+        kernel(
+            [view("s", {"op": "reshape", "shape": [-1]}), FILL_V],
+            scratch=smem([128, 64], "float32", T(8), S(32)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a 1-D tile: flattening folds the tiled dim into an untiled one",
+    ),
+    "tiled-reshape-trailing-one": (
+        kernel(
+            [view("s", {"op": "reshape", "shape": [128, 128, 1]}), FILL_V],
+            scratch=smem([128, 128], I32, *TS128),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "adding a trailing unit dim to a tiled ref: an assertion in the commute rule",
+    ),
+    "tiled-bitcast-tma": (
+        kernel(
+            [view("s", {"op": "bitcast", "dtype": "float32"}), tma("v")],
+            scratch=smem([128, 128], I32, *TS128),
+            outputs=out([128, 128], "float32"),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a TMA copy from a bitcast view of SMEM",
+    ),
+    "bitcast-then-reshape-tma": (
+        kernel(
+            [
+                view("s", {"op": "bitcast", "dtype": I32}, {"op": "reshape", "shape": [-1]}),
+                tma("v"),
+            ],
+            scratch=smem(
+                [8, 128],
+                "float16",
+            ),
+            outputs=out([512], I32),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a reshape after a bitcast does not commute past it",
+    ),
+    "bitcast-then-transpose": (
+        kernel(
+            [
+                view(
+                    "o",
+                    {"op": "bitcast", "dtype": "float32"},
+                    {"op": "transpose", "perm": [2, 0, 1]},
+                ),
+                FILL_V,
+            ],
+            entry="pl.kernel",
+            outputs={"o": {"shape": [2, 64, 64], "dtype": "float16"}},
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a transpose after a bitcast: the second bubbling pass cannot commute it",
+    ),
+    "transpose-ref-of-tiled": (
+        kernel(
+            [view("s", {"op": "transpose", "perm": [1, 0], "via": "transpose_ref"}), FILL_V],
+            scratch=smem([128, 32], I32, S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "transpose_ref of a swizzled scratch: already a TransformedRef (no raw-ref bug)",
+    ),
+    "tma-transposed-smem": (
+        kernel(
+            [view("s", {"op": "transpose", "perm": [1, 0]}), tma("v")],
+            scratch=smem([128, 128], I32, *TS128),
+            outputs=out([128, 128], I32),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a TMA copy from a transposed tiled SMEM view",
+    ),
+    "tma-strided-smem": (
+        kernel(
+            [view("s", at(None, ds(0, 32))), tma("v")],
+            scratch=smem([128, 128], I32, *TS128),
+            outputs=out([128, 32], I32),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a TMA copy from a column window of a tiled ref: not contiguous",
+    ),
+    "int8-tiled-gmem-copy": (
+        kernel(
+            [{"op": "copy", "src": "x_ref", "dst": "s"}],
+            buffers=_x([128, 128], "int8"),
+            args=X_ARG,
+            scratch=smem([128, 128], "int8", T(8, 128), S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "int8 copied from GMEM into tiled SMEM: the register layout moves 2 bytes a thread",
+    ),
+    "empty-slice-reindexed": (
+        kernel(
+            [view("out", at([1, 1]), at(None, None)), FILL_V],
+            entry="pl.kernel",
+            outputs=out([8, 128], "float32"),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "an empty slice, then the view indexed again: even a whole slice of a 0-size dim fails",
+    ),
+    "swizzled-dynamic-minor": (
+        kernel(
+            [view("s", at(None, {"block": "b", "size": 32})), FILL_V],
+            scratch=smem([128, 32], I32, S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a block-indexed window of the swizzled dim: the commute rule tests a traced start",
+    ),
+    "smem-capacity": (
+        kernel([FILL_S], scratch=smem([256, 256], "float32")),
+        LOWER,
+        None,
+        "jax",
+        "256 KiB of SMEM scratch: more than the target's 227 KiB",
+    ),
+    "smem-capacity-tiling-inflates": (
+        kernel([], scratch=smem([64, 64], I32, T(8, 16, 64))),
+        LOWER,
+        None,
+        "jax",
+        "16 KiB of scratch, but a 3-D tile on a 2-D ref makes its physical shape 1 MiB",
+    ),
+    "tma-tiled-unswizzled-3d-tile": (
+        kernel([tma()], scratch=smem([128, 64], I32, T(64, 8, 1)), outputs=out([128, 64], I32)),
+        LOWER,
+        None,
+        "jax",
+        "a TMA copy from SMEM tiled without swizzle by a tile of rank 3",
+    ),
+    "f16-tiled-gmem-copy": (
+        kernel(
+            [{"op": "copy", "src": "x_ref", "dst": "s"}],
+            buffers=_x([128, 128], "float16"),
+            args=X_ARG,
+            scratch=smem([128, 128], "float16", T(8, 64), S(128)),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "float16 copied from GMEM into tiled SMEM: the transfer misses whole 32-byte sectors",
+    ),
+    "transposed-unit-minor-gmem": (
+        kernel(
+            [
+                view(
+                    "x_ref",
+                    at({"block": "b", "size": 128}, [64, 65]),
+                    {"op": "transpose", "perm": [1, 0], "via": "transpose_ref"},
+                ),
+                {"op": "copy", "src": "v", "dst": "out"},
+            ],
+            buffers=_x([128, 128], "float32"),
+            args=X_ARG,
+            outputs=out([1, 128], "float32"),
+        ),
+        LOWER,
+        None,
+        "jax",
+        "a transposed GMEM view whose moved dim has size 1: the load lowers",
+    ),
+    # --- TMEM (issue 18, point 2)
+    "tmem-transpose-method-store": (
+        _tmem([{"op": "transpose", "perm": [1, 0]}], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "a TMEM ref transposed with ref.transpose, then stored to",
+    ),
+    "tmem-transpose-method-load": (
+        _tmem([{"op": "transpose", "perm": [1, 0]}], "load"),
+        LOWER,
+        None,
+        "jax",
+        "a TMEM ref transposed with ref.transpose, then loaded",
+    ),
+    "tmem-transpose-ref": (
+        _tmem([{"op": "transpose", "perm": [1, 0], "via": "transpose_ref"}], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "plgpu.transpose_ref of a raw TMEM ref",
+    ),
+    "tmem-plain-store": (
+        _tmem([], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "a plain store into TMEM",
+    ),
+    "tmem-plain-load": (
+        _tmem([], "load"),
+        LOWER,
+        None,
+        "jax",
+        "a plain load from TMEM",
+    ),
+    "tmem-transpose-then-reshape": (
+        _tmem([{"op": "transpose", "perm": [1, 0]}, {"op": "reshape", "shape": [-1]}], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "a TMEM view transposed then reshaped: the reshape does not commute past the transpose",
+    ),
+    "tmem-reshape": (
+        _tmem([{"op": "reshape", "shape": [-1]}], "fill"),
+        LOWER,
+        None,
+        "jax",
+        "a reshaped TMEM view",
+    ),
+    # --- transposed GMEM views: which op the verifier names (point 8)
+    "transpose-view-store": (
+        _transpose_view("store"),
+        LOWER,
+        None,
+        "jax",
+        "the gallery's transpose-view: the store goes through the transposed view",
+    ),
+    "transpose-view-load": (
+        _transpose_view("load"),
+        LOWER,
+        None,
+        "jax",
+        "the load goes through it",
+    ),
+    "transpose-view-both": (
+        _transpose_view("both"),
+        LOWER,
+        None,
+        "jax",
+        "both sides transposed: the load comes first",
+    ),
+    "transpose-view-fill": (
+        _transpose_view("fill"),
+        LOWER,
+        None,
+        "jax",
+        "a fill through a transposed view",
+    ),
+    # --- races (point 3) and the interpreter (point 4)
+    "race-threads-detect-off": (
+        _threads_race(),
+        ALL,
+        True,
+        "race",
+        "two warpgroups store the same output; detect_races off",
+    ),
+    "race-blocks-detect-off": (
+        _two_block_race(False),
+        ALL,
+        True,
+        "race",
+        "the gallery's two-block-race with detect_races off",
+    ),
+    "race-multimem": (
+        _multimem(),
+        ALL,
+        True,
+        "race",
+        "two devices multimem_store into the same output",
+    ),
+    "multimem-interpret": (
+        _multimem(),
+        ALL,
+        False,
+        "jax",
+        "multimem_store under the GPU interpreter",
+    ),
+    "race-multicast": (
+        _multicast(),
+        ALL,
+        True,
+        "race",
+        "two devices TMA-store through a multicast view of the same output",
+    ),
+    "race-remote": (
+        _remote_race(),
+        ALL,
+        True,
+        "race",
+        "two devices store into device 0's output through remote_ref",
+    ),
+    "race-cluster-read": (
+        _gallery("cluster-exchange"),
+        ALL,
+        True,
+        "race",
+        "the gallery's cluster-exchange: block 0 reads block 1's SMEM unordered",
+    ),
+    "cluster-ref-interpret": (
+        _gallery("cluster-exchange"),
+        ALL,
+        False,
+        "jax",
+        "a load through plgpu.cluster_ref under the GPU interpreter",
+    ),
+    "remote-ref-interpret": (
+        _gallery("ring-shift"),
+        ALL,
+        False,
+        "jax",
+        "a store through plgpu.remote_ref under the GPU interpreter",
+    ),
+    # --- rank-0 buffers (point 6)
+    "rank0-scalar-init-arg": (
+        _rank0("arg", 3.0),
+        ALL,
+        False,
+        "jax",
+        "a rank-0 buffer with init 3.0, passed as an argument",
+    ),
+    "rank0-list-init": (
+        _rank0("arg", [3.0]),
+        (),
+        None,
+        "schema",
+        "[3.0] is a rank-1 value: still not a rank-0 buffer's init",
+    ),
+    "rank0-capture": (
+        _rank0("capture", "ones"),
+        ALL,
+        False,
+        "jax",
+        "a rank-0 buffer closed over by the kernel (a traced scalar)",
+    ),
+}
+
+
+def case_scenarios() -> dict[str, dict[str, Any]]:
+    """Each case's scenario dict, named after the case."""
+    out = {}
+    for name, (d, *_rest) in CASES.items():
+        d = copy.deepcopy(d)
+        d["name"] = name
+        out[name] = d
+    return out

@@ -1,0 +1,450 @@
+"""Index expressions: the integers and conditions a kernel computes from where it runs.
+
+A scenario writes them as short strings wherever an index, a device id, a cluster block,
+a loop bound or a condition is taken::
+
+    "(dev + i) % 4"      "1 - dev"      "program_id(0) * 128"      "wg == 0 and i < 3"
+
+The grammar is a small subset of Python, parsed with :mod:`ast` (nothing is evaluated
+by Python): integers, names, ``+ - * // %``, unary ``-``, comparisons, ``and``/``or``/
+``not``, and the calls ``program_id(d)``, ``num_programs(d)`` and ``axis_size(name)``.
+A name is a loop variable (innermost first) or a mesh axis, whose value is
+``lax.axis_index(name)``: a grid, cluster or thread axis of the program, or a
+device-mesh axis. Names are bound by :mod:`mpmd_lab.resolve`; here an expression only
+knows how to evaluate, print as JAX source and print as a label.
+
+Python semantics throughout: ``//`` and ``%`` floor, as jax.numpy's operators do on traced
+integers, so the exported source writes them as they are.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Longest expression text accepted (they are typed by hand).
+MAX_TEXT = 200
+MAX_DEPTH = 32
+
+FUNCTIONS = ("program_id", "num_programs", "axis_size")
+
+
+class ExprError(ValueError):
+    """Not an expression of the grammar above (the message says what)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """What an expression evaluates against: one actor's coordinates at one moment.
+
+    ``values``: name -> int for axis indices and loop variables; ``sizes``: axis name ->
+    size; ``pids`` / ``npids``: ``pl.program_id`` and ``pl.num_programs`` per grid dim.
+    """
+
+    values: Mapping[str, int]
+    sizes: Mapping[str, int]
+    pids: tuple[int, ...] = ()
+    npids: tuple[int, ...] = ()
+
+
+class Writer:
+    """How :meth:`Expr.source` writes names and sizes (the default: as JAX source)."""
+
+    def name(self, n: str) -> str:
+        """A free name: an axis index (``lax.axis_index('dev')``) or a loop variable."""
+        return f"lax.axis_index({n!r})"
+
+    def axis_size(self, n: str) -> str:
+        return f"lax.axis_size({n!r})"
+
+
+class _LabelWriter(Writer):
+    def name(self, n: str) -> str:
+        return n
+
+    def axis_size(self, n: str) -> str:
+        return f"axis_size({n})"
+
+
+LABEL = _LabelWriter()
+
+
+class Expr:
+    """A parsed expression (immutable, hashable)."""
+
+    __slots__ = ()
+
+    def eval(self, env: Env) -> int:
+        raise NotImplementedError
+
+    def source(self, w: Writer) -> str:
+        """JAX source, names and sizes written by ``w``."""
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """Compact text for labels (the expression as a user writes it)."""
+        return self.source(LABEL)
+
+    def names(self) -> frozenset[str]:
+        """The free names (axes and loop variables) the expression reads."""
+        return frozenset()
+
+    def calls(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def is_const(self) -> bool:
+        return not self.names() and not self.calls()
+
+    @property
+    def is_bool(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    value: int
+
+    def eval(self, env: Env) -> int:
+        return self.value
+
+    def source(self, w: Writer) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Name(Expr):
+    id: str
+
+    def eval(self, env: Env) -> int:
+        try:
+            return env.values[self.id]
+        except KeyError:
+            raise ExprError(f"{self.id!r} has no value here") from None
+
+    def source(self, w: Writer) -> str:
+        return w.name(self.id)
+
+    def names(self) -> frozenset[str]:
+        return frozenset((self.id,))
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    fn: str  # program_id | num_programs | axis_size
+    arg: int | str
+
+    def eval(self, env: Env) -> int:
+        if self.fn == "axis_size":
+            try:
+                return env.sizes[str(self.arg)]
+            except KeyError:
+                raise ExprError(f"no axis named {self.arg!r}") from None
+        seq = env.pids if self.fn == "program_id" else env.npids
+        d = int(self.arg)
+        return seq[d] if d < len(seq) else (0 if self.fn == "program_id" else 1)
+
+    def source(self, w: Writer) -> str:
+        if self.fn == "axis_size":
+            return w.axis_size(str(self.arg))
+        if w is LABEL:
+            return f"{self.fn}({self.arg})"
+        return f"pl.{self.fn}({self.arg!r})"
+
+    def calls(self) -> frozenset[str]:
+        return frozenset((self.fn,))
+
+    def names(self) -> frozenset[str]:
+        return frozenset((str(self.arg),)) if self.fn == "axis_size" else frozenset()
+
+
+_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7}
+_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _wrap(e: Expr, text: str, prec: int) -> str:
+    return f"({text})" if _prec(e) < prec else text
+
+
+def _prec(e: Expr) -> int:
+    if isinstance(e, BinOp):
+        return _PREC[e.op]
+    if isinstance(e, Neg):
+        return _PREC["neg"]
+    if isinstance(e, Compare):
+        return _PREC["cmp"]
+    if isinstance(e, BoolOp):
+        return _PREC[e.op]
+    if isinstance(e, Not):
+        return _PREC["not"]
+    return 99
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    def eval(self, env: Env) -> int:
+        x, y = self.a.eval(env), self.b.eval(env)
+        if self.op == "+":
+            return x + y
+        if self.op == "-":
+            return x - y
+        if self.op == "*":
+            return x * y
+        if y == 0:
+            raise ExprError(f"division by zero in {self.label()}")
+        return x // y if self.op == "//" else x % y
+
+    def _text(self, f: Callable[[Expr], str]) -> str:
+        p = _PREC[self.op]
+        left = _wrap(self.a, f(self.a), p)
+        right = _wrap(self.b, f(self.b), p + 1)  # left-associative
+        return f"{left} {self.op} {right}"
+
+    def source(self, w: Writer) -> str:
+        return self._text(lambda e: e.source(w))
+
+    def names(self) -> frozenset[str]:
+        return self.a.names() | self.b.names()
+
+    def calls(self) -> frozenset[str]:
+        return self.a.calls() | self.b.calls()
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Expr):
+    a: Expr
+
+    def eval(self, env: Env) -> int:
+        return -self.a.eval(env)
+
+    def source(self, w: Writer) -> str:
+        return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
+
+    def names(self) -> frozenset[str]:
+        return self.a.names()
+
+    def calls(self) -> frozenset[str]:
+        return self.a.calls()
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    def eval(self, env: Env) -> int:
+        x, y = self.a.eval(env), self.b.eval(env)
+        return int(
+            {
+                "==": x == y,
+                "!=": x != y,
+                "<": x < y,
+                "<=": x <= y,
+                ">": x > y,
+                ">=": x >= y,
+            }[self.op]
+        )
+
+    def _text(self, f: Callable[[Expr], str]) -> str:
+        p = _PREC["cmp"] + 1
+        return f"{_wrap(self.a, f(self.a), p)} {self.op} {_wrap(self.b, f(self.b), p)}"
+
+    def source(self, w: Writer) -> str:
+        return self._text(lambda e: e.source(w))
+
+    def names(self) -> frozenset[str]:
+        return self.a.names() | self.b.names()
+
+    def calls(self) -> frozenset[str]:
+        return self.a.calls() | self.b.calls()
+
+    @property
+    def is_bool(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class BoolOp(Expr):
+    op: str  # and | or
+    items: tuple[Expr, ...]
+
+    def eval(self, env: Env) -> int:
+        if self.op == "and":
+            return int(all(e.eval(env) for e in self.items))
+        return int(any(e.eval(env) for e in self.items))
+
+    def _text(self, f: Callable[[Expr], str], jax: bool) -> str:
+        p = _PREC[self.op] + 1
+        parts = [_wrap(e, f(e), p) for e in self.items]
+        if jax:  # traced booleans combine with & and |, not Python's and/or
+            sym = " & " if self.op == "and" else " | "
+            return sym.join(f"({x})" if not x.startswith("(") else x for x in parts)
+        return f" {self.op} ".join(parts)
+
+    def source(self, w: Writer) -> str:
+        return self._text(lambda e: e.source(w), jax=w is not LABEL)
+
+    def names(self) -> frozenset[str]:
+        return frozenset().union(*(e.names() for e in self.items))
+
+    def calls(self) -> frozenset[str]:
+        return frozenset().union(*(e.calls() for e in self.items))
+
+    @property
+    def is_bool(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    a: Expr
+
+    def eval(self, env: Env) -> int:
+        return int(not self.a.eval(env))
+
+    def source(self, w: Writer) -> str:
+        if w is LABEL:
+            return "not " + _wrap(self.a, self.a.source(w), _PREC["not"])
+        return f"jnp.logical_not({self.a.source(w)})"
+
+    def names(self) -> frozenset[str]:
+        return self.a.names()
+
+    def calls(self) -> frozenset[str]:
+        return self.a.calls()
+
+    @property
+    def is_bool(self) -> bool:
+        return True
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse(text: str | int | Expr) -> Expr:
+    """An expression from its text (or an int, or an Expr); ExprError when it is none."""
+    if isinstance(text, Expr):
+        return text
+    if isinstance(text, bool):
+        raise ExprError("a boolean is not an index expression")
+    if isinstance(text, int):
+        return Const(text)
+    return _parse_text(text)
+
+
+def _parse_text(text: str) -> Expr:
+    if not isinstance(text, str):
+        raise ExprError(f"an expression is a string or an integer, not {type(text).__name__}")
+    if len(text) > MAX_TEXT:
+        raise ExprError(f"an expression is at most {MAX_TEXT} characters")
+    if not text.strip():
+        raise ExprError("an empty expression")
+    if not text.isascii() or any(not ch.isprintable() for ch in text):
+        raise ExprError("an expression is printable ASCII")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ExprError(f"not an expression: {e.msg} at column {e.offset}") from None
+    return _node(tree.body, 0)
+
+
+def _node(n: ast.AST, depth: int) -> Expr:
+    if depth > MAX_DEPTH:
+        raise ExprError("expression nested too deeply")
+    d = depth + 1
+    if isinstance(n, ast.Constant):
+        if isinstance(n.value, bool) or not isinstance(n.value, int):
+            raise ExprError(f"{n.value!r} is not an integer")
+        if not -(2**31) <= n.value < 2**31:
+            raise ExprError(f"{n.value} does not fit an int32")
+        return Const(n.value)
+    if isinstance(n, ast.Name):
+        _identifier(n.id)
+        return Name(n.id)
+    if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
+        return BinOp(_BIN[type(n.op)], _node(n.left, d), _node(n.right, d))
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        inner = _node(n.operand, d)
+        return Const(-inner.value) if isinstance(inner, Const) else Neg(inner)
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.UAdd):
+        return _node(n.operand, d)
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+        return Not(_node(n.operand, d))
+    if isinstance(n, ast.Compare):
+        if len(n.ops) != 1 or type(n.ops[0]) not in _CMP:
+            raise ExprError("a comparison compares two values with ==, !=, <, <=, > or >=")
+        return Compare(_CMP[type(n.ops[0])], _node(n.left, d), _node(n.comparators[0], d))
+    if isinstance(n, ast.BoolOp):
+        op = "and" if isinstance(n.op, ast.And) else "or"
+        return BoolOp(op, tuple(_node(v, d) for v in n.values))
+    if isinstance(n, ast.Call):
+        return _call(n)
+    what = type(n).__name__
+    if isinstance(n, ast.BinOp):
+        what = f"the operator {type(n.op).__name__}"
+    raise ExprError(
+        f"{what} is not part of an index expression (integers, names, + - * // %, "
+        "comparisons, and/or/not, program_id(d), num_programs(d), axis_size(name))"
+    )
+
+
+def _call(n: ast.Call) -> Expr:
+    fn = n.func.id if isinstance(n.func, ast.Name) else None
+    if fn not in FUNCTIONS:
+        raise ExprError(f"unknown function {fn or '?'}(...): use one of {', '.join(FUNCTIONS)}")
+    if len(n.args) != 1 or n.keywords:
+        raise ExprError(f"{fn}() takes one argument")
+    a = n.args[0]
+    if fn == "axis_size":
+        if isinstance(a, ast.Name):
+            return Call(fn, _identifier(a.id))
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            return Call(fn, _identifier(a.value))
+        raise ExprError("axis_size() takes an axis name")
+    if isinstance(a, ast.Constant) and type(a.value) is int and 0 <= a.value <= 2:
+        return Call(fn, a.value)
+    raise ExprError(f"{fn}() takes a grid dimension 0, 1 or 2")
+
+
+def _identifier(name: str) -> str:
+    import keyword
+
+    if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+        raise ExprError(f"{name!r} is not a name")
+    if name in FUNCTIONS:
+        raise ExprError(f"{name} is a function: write {name}(...)")
+    return name
+
+
+def check_text(value: Any) -> Any:
+    """A pydantic validator: the value parses (ints pass through), else ValueError."""
+    if isinstance(value, str):
+        parse(value)
+    return value
+
+
+__all__ = [
+    "BinOp",
+    "BoolOp",
+    "Call",
+    "Compare",
+    "Const",
+    "Env",
+    "Expr",
+    "ExprError",
+    "Name",
+    "Neg",
+    "Not",
+    "Writer",
+    "LABEL",
+    "check_text",
+    "parse",
+]

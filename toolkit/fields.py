@@ -1,0 +1,105 @@
+"""The building blocks every schema class uses: the base model, names, sizes, limits.
+
+The op classes (:mod:`mpmd_lab.ops`) and the scenario's containers
+(:mod:`mpmd_lab.scenario`) are both made of these, so a name or a size means the
+same wherever it appears.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Annotated, Any
+
+from mpmd_lab import expr as _expr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
+
+#: Limits that keep a scenario within what any machine (and the UI) can hold.
+MAX_RANK = 8
+MAX_DIM = 2**31 - 1
+MAX_BYTES_PER_ARRAY = 2**34  # 16 GiB per device
+MAX_TRANSFORMS = 64
+MAX_STATEMENTS = 10_000
+MAX_ARGS = 10_000
+MAX_DEVICES = 4096
+MAX_BLOCKS = 2**31 - 1
+MAX_FILE_BYTES = 64 * 2**20
+MAX_NAME_LEN = 128
+MAX_ITEMS = 10_000  # the longest list or mapping any field takes
+MAX_INIT_VALUES = 2**18  # an explicit init is typed by hand: 512 x 512 at most
+MAX_NESTING = 16  # loops and conditions inside each other
+
+
+def check_identifier(name: str) -> str:
+    """An ASCII Python identifier that is no keyword (a kernel parameter must be one)."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"{name!r} is not an ASCII Python identifier")
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        raise ValueError(f"{name!r} is a Python keyword")
+    if len(name) > MAX_NAME_LEN:
+        raise ValueError(f"name longer than {MAX_NAME_LEN} characters")
+    return name
+
+
+def check_ref_name(name: str) -> str:
+    """A body name: an identifier, or a tuple leaf ``param[i]``."""
+    if isinstance(name, str) and name.endswith("]") and "[" in name:
+        head, _, idx = name[:-1].partition("[")
+        check_identifier(head)
+        if not idx.isdigit() or not idx.isascii() or len(idx) > 6:
+            raise ValueError(f"{name!r}: a tuple leaf is written param[index]")
+        return name
+    return check_identifier(name)
+
+
+def check_mapping_names(value: dict[str, Any]) -> dict[str, Any]:
+    for key in value:
+        check_identifier(key)
+    return value
+
+
+def check_axes(v: str | list[str]) -> str | list[str]:
+    for name in [v] if isinstance(v, str) else v:
+        check_identifier(name)
+    return v
+
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LEN)]
+Ident = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_LEN), AfterValidator(check_identifier)
+]
+RefName = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_LEN), AfterValidator(check_ref_name)
+]
+Size = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
+Shape = Annotated[list[Size], Field(max_length=MAX_RANK)]
+SmallInt = Annotated[StrictInt, Field(ge=-MAX_DIM, le=MAX_DIM)]
+#: an index expression: an int, or a string of :mod:`mpmd_lab.expr`
+IntExpr = SmallInt | Annotated[str, Field(min_length=1, max_length=_expr.MAX_TEXT)]
+AxisNames = Annotated[
+    Annotated[str, Field(min_length=1)] | Annotated[list[str], Field(max_length=8)],
+    AfterValidator(check_axes),
+]
+
+
+def check_expr(value: Any) -> Any:
+    """A field validator: a string must parse as an index expression."""
+    if isinstance(value, str):
+        try:
+            _expr.parse(value)
+        except _expr.ExprError as e:
+            raise ValueError(f"{value!r}: {e}") from None
+    return value
+
+
+Expr = Annotated[IntExpr, AfterValidator(check_expr)]
+
+
+class Model(BaseModel):
+    """Base: unknown fields are an error, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def axes_tuple(axes: str | list[str]) -> tuple[str, ...]:
+    """An ``axes`` field (a name or a list) as a tuple of names."""
+    return (axes,) if isinstance(axes, str) else tuple(axes)

@@ -1,0 +1,1088 @@
+"""JAX's own rules for Mosaic GPU ref layouts, as pure functions (no JAX import).
+
+Each function reproduces what jax 0.12 (``jax._src.pallas.mosaic_gpu``, ``jax._src.state``,
+``jax.experimental.mosaic.gpu``) raises for one family of scenarios: the exception
+type, its exact message (or the part before an IR dump, ``exact=False``), the stage
+(``build``, ``trace``, ``gpu-lower``, ``interpret``) and the mpmd-lab code
+``mpmd_lab.catalogue.classify`` gives that error (``JAX_UNKNOWN`` where the catalogue has
+no entry yet; ``PROPOSED`` names the entries it needs). Every function is held against
+real JAX in ``tests/test_layout_rules.py``; ``research/agree/FINDINGS.md`` says where in
+JAX's source each rule comes from.
+
+Transforms are scenario transforms: pydantic models (``mpmd_lab.scenario``) or their
+JSON dicts (``{"op": "tiling", "tile": [8, 32]}``) alike. Dtype widths are in bits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+SWIZZLES = (32, 64, 128)
+
+
+class JaxError(NamedTuple):
+    """What JAX raises: code, exception type, message, stage.
+
+    ``exact``: the message is JAX's whole ``str(exception)``; False: JAX's message
+    starts with it (an MLIR dump or a run-specific detail follows).
+    """
+
+    code: str
+    jax_type: str
+    message: str
+    stage: str
+    exact: bool = True
+
+    def matches(self, jax_type: str, message: str) -> bool:
+        """Whether a real JAX error (type name and ``str(e)``) is this one."""
+        if jax_type.rsplit(".", 1)[-1] != self.jax_type:
+            return False
+        return message == self.message if self.exact else message.startswith(self.message)
+
+
+#: Catalogue entries these rules need (code, type, message regex, stage, title): the
+#: errors JAX raises here that ``mpmd_lab.catalogue`` does not classify yet.
+PROPOSED: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "GPU_GMEM_SCRATCH",
+        "NotImplementedError",
+        r"^Unsupported memory space: gmem$",
+        "gpu-lower",
+        "GMEM scratch in plgpu.kernel",
+    ),
+    (
+        "SMEM_CAPACITY",
+        "ValueError",
+        r"Mosaic GPU kernel exceeds available shared memory",
+        "gpu-lower",
+        "More SMEM scratch than the GPU has",
+    ),
+    (
+        "TMEM_PLAIN_ACCESS",
+        "ValueError",
+        r"Expected the same number of in_tmem_layouts \(0\) as TMEM ref operands",
+        "gpu-lower",
+        "A plain load or store of a TMEM ref",
+    ),
+    (
+        "TMEM_RESHAPE",
+        "NotImplementedError",
+        r"CollapseShape is only implemented for variables in SMEM",
+        "gpu-lower",
+        "A reshaped TMEM view",
+    ),
+    (
+        "TILED_SLICE_ALIGN",
+        "ValueError",
+        r"Expected slice start \(.*\) and slice size \(.*\) to be divisible by the tile size",
+        "gpu-lower",
+        "A slice of a tiled ref that does not fall on tile boundaries",
+    ),
+    (
+        "TILED_INDEX_TYPE",
+        "TypeError",
+        r"^Unsupported index type: ",
+        "gpu-lower",
+        "An integer index into a tiled dimension",
+    ),
+    (
+        "SWIZZLED_SLICE",
+        "ValueError",
+        r"^Swizzled dims cannot be sliced$",
+        "gpu-lower",
+        "A slice of the swizzled (minor) dimension",
+    ),
+    (
+        "SWIZZLED_INDEX",
+        "NotImplementedError",
+        r"^Non-slice indices are not supported in 2 minormost dims",
+        "gpu-lower",
+        "An integer index in the two minor dims of a swizzled ref",
+    ),
+    (
+        "TILED_RESHAPE",
+        "NotImplementedError|ValueError",
+        r"Unfolding dimensions is not supported when commuting|Folding tiled dimensions "
+        r"into untiled|Cannot commute `UntilingTransform` with `ReshapeTransform`",
+        "gpu-lower",
+        "A reshape a tiled ref's tiling cannot follow",
+    ),
+    (
+        "SWIZZLED_RESHAPE",
+        "ValueError",
+        r"^Reshape shape .* is not divisible by swizzle elements",
+        "gpu-lower",
+        "A reshape of a swizzled ref that changes its minor dimension",
+    ),
+)
+
+
+def _op(t: Any) -> str:
+    return t["op"] if isinstance(t, dict) else t.op
+
+
+def _get(t: Any, name: str, default: Any = None) -> Any:
+    if isinstance(t, dict):
+        return t.get(name, default)
+    return getattr(t, name, default)
+
+
+def _tuple(shape: Sequence[int]) -> str:
+    """A shape as Python prints a tuple: ``(8, 128)``, ``(256,)``, ``()``."""
+    return repr(tuple(int(d) for d in shape))
+
+
+# ---------------------------------------------------------------- scratch types
+
+
+def swizzle_elems(swizzle: int, dtype_bits: int) -> int:
+    """Elements of one swizzle row: ``swizzle * 8 // bits`` (SwizzleTransform)."""
+    return swizzle * 8 // dtype_bits
+
+
+def tile_shape(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...] | None:
+    """``TilingTransform(tile).transform_type``: ``(*leading, *num_tiles, *tile)``, or
+    None where its ``assert all(d % t == 0 ...)`` fails.
+
+    JAX pairs the trailing ``len(tile)`` dims with the tile by ``zip``: a tile longer
+    than the rank pairs the whole shape with the tile's first entries.
+    """
+    shape = tuple(shape)
+    n = len(tile)
+    leading = shape[:-n]
+    tiled = shape[-n:]
+    pairs = list(zip(tiled, tile, strict=False))
+    if any(d % t for d, t in pairs):
+        return None
+    return (*leading, *(d // t for d, t in pairs), *tile)
+
+
+def physical_shape(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> tuple[tuple[int, ...] | None, JaxError | None]:
+    """The scratch ref's physical shape after its tiling / swizzle stack, in the order
+    stacked (``state_types.transform_type(transforms, aval)`` in
+    ``GPUMemoryRef.get_ref_aval``), or the first error that raises at trace.
+
+    - tiling: ``TilingTransform.transform_type`` (an ``AssertionError`` with an empty
+      message where the tile does not divide the trailing dims);
+    - swizzle: ``SwizzleTransform.transform_type``: the *current* trailing dim (after
+      any tiling before it) must be ``swizzle * 8 // bits`` elements, else
+      ``ValueError: Swizzle S requires the trailing dimension to be of size E, but got
+      shape: (...)``; a rank-0 shape has no trailing dim (``IndexError: tuple index out of
+      range``).
+    """
+    cur = tuple(shape)
+    for t in stack:
+        op = _op(t)
+        if op == "tiling":
+            nxt = tile_shape(cur, _get(t, "tile"))
+            if nxt is None:
+                return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace")
+            cur = nxt
+        elif op == "swizzle":
+            s = _get(t, "bytes")
+            if not cur:
+                return None, JaxError(
+                    "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", "trace"
+                )
+            e = swizzle_elems(s, dtype_bits)
+            if e != cur[-1]:
+                return None, JaxError(
+                    "SWIZZLE_TRAILING_DIM",
+                    "ValueError",
+                    f"Swizzle {s} requires the trailing dimension to be of size {e}, but got "
+                    f"shape: {_tuple(cur)}",
+                    "trace",
+                )
+    return cur, None
+
+
+def scratch_build_error(
+    dtype_bits: int,
+    memory_space: str,
+    stack: Sequence[Any],
+    packed: bool | None = None,
+    collective: bool | None = None,
+) -> JaxError | None:
+    """What building one scratch type raises (``plgpu.SMEM/GMEM/TMEM(shape, dtype,
+    transforms=..., packed=..., collective=...)``), in the order Python evaluates it:
+
+    1. ``SwizzleTransform.__post_init__``: a swizzle other than 32, 64, 128;
+    2. ``MemorySpace.__call__``: TMEM takes no transforms; a TMEM dtype narrower than
+       32 bits needs ``packed``; ``packed`` / ``collective`` on SMEM or GMEM.
+    """
+    for t in stack:
+        if _op(t) == "swizzle" and _get(t, "bytes") not in SWIZZLES:
+            return JaxError(
+                "SWIZZLE_VALUE",
+                "ValueError",
+                f"Swizzle {_get(t, 'bytes')} is not supported. Only 32, 64 and 128 are accepted.",
+                "build",
+            )
+    if memory_space == "TMEM":
+        if stack:
+            return JaxError(
+                "TMEM_NO_TRANSFORMS", "ValueError", "transforms are not supported for TMEM", "build"
+            )
+        if packed is None and dtype_bits != 32:
+            return JaxError(
+                "TMEM_DTYPE_PACKED",
+                "ValueError",
+                "dtypes narrower than 32-bit require either the packed argument or an explicit "
+                "TMEM layout",
+                "build",
+            )
+        return None
+    if packed is not None or collective is not None:
+        return JaxError(
+            "TMEM_ONLY_ARGS",
+            "ValueError",
+            "packed, collective and layout arguments are only supported for TMEM.",
+            "build",
+        )
+    return None
+
+
+def tiling_swizzle_error(
+    shape: Sequence[int],
+    dtype_bits: int,
+    memory_space: str,
+    stack: Sequence[Any],
+    *,
+    entry: str = "plgpu.kernel",
+    packed: bool | None = None,
+    collective: bool | None = None,
+) -> JaxError | None:
+    """The first error JAX raises for one scratch buffer's type (build, then trace).
+
+    After the build rules (``scratch_build_error``) and the physical type
+    (``physical_shape``, both entries), ``pl.kernel`` (``mpmd_map``) meets scratch
+    with any tiling or swizzle as a ``TransformedRef``, which it does not take: an
+    ``AssertionError`` with an empty message, at trace.
+    """
+    err = scratch_build_error(dtype_bits, memory_space, stack, packed, collective)
+    if err is not None:
+        return err
+    _, err = physical_shape(shape, dtype_bits, stack)
+    if err is not None:
+        return err
+    if entry == "pl.kernel" and stack:
+        return JaxError("JAX_ASSERTION", "AssertionError", "", "trace")
+    return None
+
+
+def gmem_scratch_error(entry: str, scratch: Sequence[tuple[str, str]]) -> JaxError | None:
+    """``plgpu.kernel`` with GMEM scratch (``scratch``: ``(memory_space, dtype)`` pairs in
+    order): the Mosaic GPU lowering's resource estimate (``_estimate_resources`` for
+    ``run_scoped``) knows SMEM, TMEM, registers and GMEM semaphores only, so any GMEM
+    array fails the lowering before a statement is lowered, used or not."""
+    if entry != "plgpu.kernel":
+        return None
+    for space, _dtype in scratch:
+        if space == "GMEM":
+            return JaxError(
+                "JAX_UNKNOWN", "NotImplementedError", "Unsupported memory space: gmem", "gpu-lower"
+            )
+    return None
+
+
+#: shared memory a Mosaic GPU kernel may use on the lowering's target (sm_90a: 227 KiB)
+MAX_SMEM_BYTES = 232448
+
+
+def smem_bytes(scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]]) -> int:
+    """Bytes of SMEM scratch as the lowering allocates it: each buffer's *physical*
+    shape (after its tiling, which a tile longer than the rank inflates) times its width.
+    ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
+    total = 0
+    for shape, bits, stack in scratch:
+        phys, err = physical_shape(shape, bits, stack)
+        if err is None and phys is not None:
+            total += math.prod(phys) * bits // 8
+    return total
+
+
+def smem_capacity_error(
+    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]],
+) -> JaxError | None:
+    """``plgpu.kernel`` whose SMEM scratch is larger than the target's shared memory:
+    ``ValueError: Mosaic GPU kernel exceeds available shared memory: smem_bytes=N >
+    max_smem_bytes=232448`` when lowering (checked for one buffer; several are summed,
+    their alignment padding not verified)."""
+    n = smem_bytes(scratch)
+    if n <= MAX_SMEM_BYTES:
+        return None
+    return JaxError(
+        "JAX_UNKNOWN",
+        "ValueError",
+        f"Mosaic GPU kernel exceeds available shared memory: smem_bytes={n} > "
+        f"max_smem_bytes={MAX_SMEM_BYTES}",
+        "gpu-lower",
+    )
+
+
+# ---------------------------------------------------------------- TMEM
+
+
+TMEM_PLAIN_ACCESS = (
+    "Expected the same number of in_tmem_layouts (0) as TMEM ref operands (1). op=\n  "
+)
+
+
+def tmem_transpose_ref_error(transformed: bool, shape: Sequence[int], dtype: str) -> JaxError:
+    """``plgpu.transpose_ref`` of a TMEM ref: of the raw ref, ``ref.memory_space`` is
+    not an attribute of a traced ``Ref`` (a JAX bug: ``assert hasattr(ref,
+    "memory_space")`` passes through ``__getattr__`` to the aval, which raises); of a
+    transformed one, ``ValueError: Can't transpose a TMEM reference.``"""
+    if not transformed:
+        sh = ",".join(str(d) for d in shape)
+        return JaxError(
+            "TRANSPOSE_REF_RAW_BUG",
+            "ValueError",
+            "The 'memory_space' attribute is not available on traced array with shape "
+            f"Ref<tmem>{{{dtype}[{sh}]}}. Use `jax.typeof(x).memory_space` instead.",
+            "trace",
+        )
+    return JaxError("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.", "trace")
+
+
+def _trivial_index(entries: Sequence[Any], shape: Sequence[int]) -> bool:
+    """An ``at`` that selects the whole ref (``is_trivial_index``: every entry a full slice)."""
+    for k, d in enumerate(shape):
+        e = entries[k] if k < len(entries) else None
+        if e is None:
+            continue
+        if isinstance(e, list):
+            a, b = e
+            if (a in (None, 0) or a <= -d) and (b is None or b >= d):
+                continue
+            return False
+        ds = _get(e, "ds") if isinstance(e, dict) or hasattr(e, "ds") else None
+        if ds is not None and ds[0] == 0 and ds[1] == d:
+            continue
+        return False
+    return True
+
+
+def tmem_access_error(
+    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
+) -> JaxError | None:
+    """A plain load or store (``ref[...]``, ``ref[...] = v``) through a TMEM ref, or
+    a view of it made with the method forms (``.at``, ``.transpose``, ``.reshape``,
+    ``.bitcast``), under ``plgpu.kernel`` (warpgroup lowering semantics), GPU lowering:
+
+    - a bitcast anywhere: the warpgroup lowering has no rule for it
+      (``Transforms are not yet implemented for warpgroup semantics``);
+    - a reshape: layout inference's ``CollapseShape`` rule is SMEM-only
+      (``NotImplementedError: CollapseShape is only implemented for variables in SMEM``);
+    - a transpose (``ref.transpose``, any permutation, the identity too) or an ``at`` that
+      is not the whole ref: layout inference finds no TMEM layout for the
+      ``vector_load`` / ``vector_store`` of a transposed or strided TMEM memref
+      (``Failed to infer a possible set of layouts...``);
+    - otherwise (the whole ref): the ``vector_load`` / ``vector_store`` carries no TMEM
+      layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
+      ref operands (1). op=`` and the op's IR.
+
+    TMEM is read and written with ``plgpu.async_load_tmem`` / ``async_store_tmem``;
+    there is no plain access that lowers. Before all of these, the view's steps must
+    commute as for any ref (``view_lowering_error``: a reshape after a transpose does
+    not). (Stage order: the commute and bitcast errors are met while lowering the
+    statement, the others in layout inference after the whole kernel is lowered.)
+    """
+    e = view_lowering_error(shape, dtype, [], view, "store")
+    if e is not None and e.code != "GPU_WG_TRANSFORMS":
+        return e
+    cur: list[int] | None = list(shape)
+    kinds: set[str] = set()
+    for t in view:
+        op = _op(t)
+        if op == "bitcast":
+            return JaxError(
+                "GPU_WG_TRANSFORMS",
+                "NotImplementedError",
+                "Transforms are not yet implemented for warpgroup semantics",
+                "gpu-lower",
+            )
+        if op == "reshape":
+            kinds.add("reshape")
+        elif op == "transpose":
+            perm = list(_get(t, "perm"))
+            kinds.add("strided")  # even the identity: a memref_transpose is emitted
+            if cur is not None and sorted(perm) == list(range(len(cur))):
+                cur = [cur[p] for p in perm]
+        elif op == "at":
+            idx = list(_get(t, "index"))
+            if cur is None or not _trivial_index(idx, cur):
+                kinds.add("strided")
+            cur = None if cur is None or not _trivial_index(idx, cur) else cur
+    if "reshape" in kinds:
+        return JaxError(
+            "JAX_UNKNOWN",
+            "NotImplementedError",
+            "CollapseShape is only implemented for variables in SMEM",
+            "gpu-lower",
+        )
+    if "strided" in kinds:
+        return layout_inference_error()
+    return JaxError("JAX_UNKNOWN", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
+
+
+def layout_inference_error() -> JaxError:
+    """``layout_inference.infer_layout`` when the constraint system has no solution."""
+    return JaxError(
+        "GPU_LAYOUT_INFERENCE",
+        "ValueError",
+        "Failed to infer a possible set of layouts. This should only happen if user-provided "
+        "layout casts are unsatisfiable. To dump the constraint system for debugging, use "
+        "`MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1`.",
+        "gpu-lower",
+    )
+
+
+# ---------------------------------------------------------------- GMEM views
+
+
+VERIFY_PREFIX = (
+    "Pallas encountered an internal verification error. Please file a bug at "
+    "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+)
+
+
+def transpose_view_error(first_access: str) -> JaxError:
+    """A plain load or store through a transposed GMEM view whose minor dim moved:
+    the lowering emits a ``vector.load`` (load) or ``vector.store`` (store) on a memref
+    whose minor stride is not 1, and MLIR's verifier rejects the *first such op of the
+    kernel in program order*; JAX wraps it as a ``VerificationError``.
+
+    ``first_access``: ``"load"`` or ``"store"``, the kind of that first access. In
+    ``dst[...] = src[...]`` the load of ``src`` comes before the store into ``dst``, so
+    a copy whose source is such a view says ``vector.load`` even when its destination
+    is one too; a ``fill`` or a copy from a plain ref into such a view says
+    ``vector.store``. The op's IR follows (``\\n see current operation: ...``).
+    """
+    op = "vector.load" if first_access == "load" else "vector.store"
+    return JaxError(
+        "GPU_VERIFICATION",
+        "VerificationError",
+        VERIFY_PREFIX + f"'{op}' op most minor memref dim must have unit stride",
+        "gpu-lower",
+        exact=False,
+    )
+
+
+# ---------------------------------------------------------------- the GPU interpreter
+
+
+MULTIMEM_INTERPRET = "ref must be a reference, got int32[6]"
+
+
+def multimem_interpret_error() -> JaxError:
+    """``plgpu.multimem_store`` under the GPU interpreter (``InterpretGPUParams``), with
+    or without race detection: the interpreter has no rule for ``multimem_store_p``,
+    so it binds the primitive again on its own representation of a ref, an ``int32[6]``
+    allocation key, and the primitive's abstract eval (``_check_ref``) rejects it."""
+    return JaxError("GPU_INTERP_NOT_A_REF", "TypeError", MULTIMEM_INTERPRET, "interpret")
+
+
+def interpret_transform_error(transform_repr: str) -> JaxError:
+    """A plain load or store through a view the GPU interpreter cannot follow.
+
+    ``gpu_callbacks._validate_transforms`` takes static ``NDIndexer`` and
+    ``TransposeTransform`` only; any other transform on a ``get`` / ``swap``
+    (``ClusterRefTransform``, ``BitcastTransform``, ``ReshapeTransform``, ``PeerMemRef``,
+    ``MulticastRef``) raises ``ValueError(f"Unsupported transform: {transform}")`` with
+    the transform's dataclass repr, e.g. ``ClusterRefTransform(dims=('c',),
+    idxs=(Array(1, dtype=int32),))``. It is raised in a host callback, so JAX reports a
+    ``JaxRuntimeError`` whose innermost error is this one.
+    """
+    return JaxError(
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "ValueError",
+        f"Unsupported transform: {transform_repr}",
+        "interpret",
+    )
+
+
+def cluster_ref_repr(block: dict[str, int]) -> str:
+    """``ClusterRefTransform``'s repr for ``plgpu.cluster_ref(ref, block)``: the ids are
+    concrete ``int32`` arrays inside the interpreter."""
+    dims = tuple(block)
+    idxs = ", ".join(f"Array({int(v)}, dtype=int32)" for v in block.values())
+    return f"ClusterRefTransform(dims={dims!r}, idxs=({idxs},))"
+
+
+RACE_PREFIX = "RACE DETECTED\n  "
+
+
+def race_report(source: str, detect_races: bool) -> JaxError | None:
+    """What the GPU interpreter reports for a race whose writes come from ``source``:
+
+    - ``"store"`` (a plain store, ``copy`` / ``fill`` / ``add``) or ``"tma"``
+      (``copy_smem_to_gmem``): with ``detect_races=True`` the race detector
+      (``race_detection_state.check_write`` / ``check_read``, ``on_race="raise"``)
+      raises ``RuntimeError("RACE DETECTED\\n  write of <buffer>[<range>] from
+      <thread>, <frame>\\n  clock: ...")`` in a host callback; with it off nothing is
+      reported and the run returns one of the racing results. The race is a property
+      of the kernel either way: a GPU runs it with no detector.
+    - ``"multimem"``: the interpreter cannot run ``multimem_store`` at all
+      (``multimem_interpret_error``), so its races are never reported by JAX.
+    - ``"cluster_ref"``: a plain access through ``plgpu.cluster_ref`` fails first
+      (``interpret_transform_error``), so neither is that race.
+
+    Returns the error JAX's interpreter raises (None: none).
+    """
+    if source == "multimem":
+        return multimem_interpret_error()
+    if source == "cluster_ref":
+        return None  # interpret_transform_error(...) needs the block: see cluster_ref_repr
+    if detect_races:
+        return JaxError("RACE_DETECTED", "RuntimeError", RACE_PREFIX, "interpret", exact=False)
+    return None
+
+
+# ---------------------------------------------------------------- buffers
+
+
+def init_shape(init: Any) -> tuple[int, ...] | None:
+    """The shape of an explicit ``init`` as numpy reads it (``np.asarray(init).shape``):
+    a bare number is rank 0, ``[3.0]`` is ``(1,)``; None when ragged or not numbers."""
+    if isinstance(init, bool | int | float):
+        return ()
+    if not isinstance(init, list):
+        return None
+    if not init:
+        return (0,)
+    inner = [init_shape(v) for v in init]
+    if any(s is None or s != inner[0] for s in inner):
+        return None
+    return (len(init), *inner[0])
+
+
+def init_fits(shape: Sequence[int], init: Any) -> bool:
+    """Whether an explicit ``init`` is one device's value of a buffer of ``shape``.
+
+    ``callsupport.host_array`` does ``np.asarray(init).astype(dtype).reshape(shape)``:
+    JAX is handed whatever numpy makes of it. The nested list of a rank-0 array is a
+    scalar (``np.zeros(()).tolist() == 0.0``), so a rank-0 buffer's explicit ``init`` is
+    a bare number; ``[3.0]`` has shape ``(1,)`` (numpy would reshape it, but it is not
+    the nested list of a rank-0 array). A rank-0 buffer so made is passed to
+    ``pl.kernel`` as a rank-0 GMEM ref: it traces, lowers and interprets.
+    """
+    got = init_shape(init)
+    return got is not None and got == tuple(shape)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def dtype_bits(dtype: str) -> int:
+    """Bit width of a scenario dtype as JAX sees it (64-bit types are 32-bit without x64)."""
+    if dtype in ("float64", "int64", "uint64", "float32", "int32", "uint32"):
+        return 32
+    if dtype in ("float16", "bfloat16", "int16", "uint16"):
+        return 16
+    return 8
+
+
+def nbytes(shape: Sequence[int], dtype: str) -> int:
+    return math.prod(shape) * dtype_bits(dtype) // 8
+
+
+# ---------------------------------------------------------------- indexing, at trace
+
+
+def index_bounds_error(shape: Sequence[int], entries: Sequence[Any]) -> JaxError | None:
+    """``NDIndexer.__post_init__`` (``validate=True``) for ``ref.at[entries]`` on a view
+    of ``shape``: entries are padded with whole slices, Python slices made ``Slice``s
+    (``slice.indices``: clamped), then for each slice in dim order, with a static start::
+
+        start >= dim                   -> Out of bound slice: start=S, dim=D.
+        size and start + size-1 >= dim -> Out of bound slice: start=S, size=N, stride=1, dim=D.
+
+    So even a whole slice (``None``, ``[None, None]``) of a dim of size 0 fails
+    (``start=0, dim=0``): a view an empty slice made cannot be indexed again. Too many
+    entries: ``ValueError: `indices` must not be longer than `shape```.
+    """
+    entries = list(entries)
+    if len(entries) > len(shape):
+        return None  # AT_TOO_MANY_INDICES: its message needs JAX's reprs of the entries
+    for k, d in enumerate(shape):
+        e = entries[k] if k < len(entries) else None
+        if isinstance(e, bool) or isinstance(e, int):
+            continue
+        if e is None:
+            start, size = 0, d
+        elif isinstance(e, list):
+            start, stop, _ = slice(e[0], e[1]).indices(d)
+            size = max(0, stop - start)
+        elif _get(e, "ds") is not None:
+            start, size = _get(e, "ds")
+        else:
+            continue  # a dynamic start: not checked at trace
+        if start >= d:
+            return JaxError(
+                "AT_OOB_SLICE",
+                "ValueError",
+                f"Out of bound slice: start={start}, dim={d}.",
+                "trace",
+            )
+        if size and start + size - 1 >= d:
+            return JaxError(
+                "AT_OOB_SLICE",
+                "ValueError",
+                f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
+                "trace",
+            )
+    return None
+
+
+# ---------------------------------------------------------------- views of refs, lowered
+#
+# ``lowering._handle_transforms`` under warpgroup semantics (the default of
+# ``plgpu.kernel`` and ``pl.kernel`` on Mosaic GPU), for a plain load / store and for
+# the SMEM side of a TMA copy: the ref's transforms are, in order, the undo of its
+# scratch stack (``UnswizzleRef`` / ``UntilingTransform``, reversed), then the view's
+# steps. *Pass 1* (``_bubble_up_transforms_for_lowering(handle_transposes=False)``)
+# moves every index, reshape, peer, multicast and cluster step to the front, commuting
+# it past each earlier transpose, bitcast, untiling and unswizzle (``_commute_transform``);
+# *pass 2* moves the transposes too, past the bitcasts left. A pair with no commute rule
+# raises ``NotImplementedError((t1, t2))``; the untiling and unswizzle rules raise their
+# own errors (``UntilingTransform.commute_ndindexer`` / ``commute_reshape``,
+# ``UnswizzleRef.commute_ndindexer`` / ``commute_reshape``). A bitcast left over fails
+# the access itself.
+
+
+class _Ix(NamedTuple):
+    """One index of an NDIndexer: an int (``kind="int"``) or a slice (start may be
+    dynamic: ``start=None``)."""
+
+    kind: str
+    start: int | None = 0
+    size: int = 1
+    stride: int = 1
+    dyn: str = ""  # the repr of a dynamic start
+
+    def repr(self) -> str:
+        if self.kind == "int":
+            return "JitTracer(~int32[])"
+        start = self.dyn if self.start is None else str(self.start)
+        return f"Slice(start={start}, size={self.size}, stride={self.stride})"
+
+
+class _T(NamedTuple):
+    """One JAX transform: kind in ``untile``, ``unswizzle``, ``index``, ``reshape``,
+    ``transpose``, ``bitcast``, ``other`` (peer, multicast, cluster)."""
+
+    kind: str
+    value: Any = None  # tile, swizzle bytes, (indices, shape), shape, perm, dtype
+    name: str = ""
+
+    def repr(self) -> str:
+        if self.kind == "index":
+            idx, shape = self.value
+            inner = ", ".join(i.repr() for i in idx)
+            if len(idx) == 1:
+                inner += ","
+            return (
+                f"NDIndexer(indices=({inner}), shape={_tuple(shape)}, int_indexer_shape=(), "
+                "validate=False)"
+            )
+        if self.kind == "reshape":
+            return f"ReshapeTransform(shape={_tuple(self.value)})"
+        if self.kind == "transpose":
+            return f"TransposeTransform(permutation={_tuple(self.value)})"
+        if self.kind == "bitcast":
+            return f"BitcastTransform(dtype={_dtype_repr(self.value)})"
+        if self.kind == "untile":
+            return f"UntilingTransform(tiling={_tuple(self.value)})"
+        if self.kind == "unswizzle":
+            return f"UnswizzleRef(swizzle={self.value})"
+        return self.name
+
+
+#: dtypes numpy itself defines print as ``dtype('float32')``; ml_dtypes' as ``dtype(bfloat16)``
+_NUMPY_DTYPES = {
+    "float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool"
+}  # fmt: skip
+
+
+def _dtype_repr(dtype: str) -> str:
+    dtype = {"float64": "float32", "int64": "int32", "uint64": "uint32"}.get(dtype, dtype)
+    return f"dtype('{dtype}')" if dtype in _NUMPY_DTYPES else f"dtype({dtype})"
+
+
+def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
+    """An ``at``'s entries as ``NDIndexer.from_indices_shape`` makes them (padded with
+    whole slices; Python slices clamped as ``slice.indices`` does), or None when the
+    index is not one the trace accepts."""
+    if len(entries) > len(shape):
+        return None
+    out: list[_Ix] = []
+    for k, d in enumerate(shape):
+        e = entries[k] if k < len(entries) else None
+        if e is None:
+            out.append(_Ix("slice", 0, d))
+        elif isinstance(e, bool):
+            return None
+        elif isinstance(e, int):
+            out.append(_Ix("int"))
+        elif isinstance(e, list):
+            start, stop, _ = slice(e[0], e[1]).indices(d)
+            if start >= d:
+                return None
+            out.append(_Ix("slice", start, max(0, stop - start)))
+        else:
+            ds = _get(e, "ds")
+            if ds is not None:
+                if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
+                    return None  # NDIndexer's own bounds check fails at trace
+                out.append(_Ix("slice", ds[0], ds[1]))
+            else:
+                out.append(_Ix("slice", None, _get(e, "size"), dyn="JitTracer(int32[])"))
+    return out
+
+
+def _resolve_reshape(target: Sequence[int], size: int) -> tuple[int, ...] | None:
+    target = list(target)
+    if target.count(-1) > 1:
+        return None
+    if -1 in target:
+        rest = math.prod(d for d in target if d != -1)
+        if rest == 0 or size % rest:
+            return None
+        target = [size // rest if d == -1 else d for d in target]
+    return tuple(target) if math.prod(target) == size else None
+
+
+def jax_transforms(
+    shape: Sequence[int], dtype: str, scratch_stack: Sequence[Any], view: Sequence[Any]
+) -> list[_T] | None:
+    """The ``TransformedRef.transforms`` JAX builds for ``view`` of a ref of ``shape``
+    with ``scratch_stack``; None when the trace itself fails (the trace rules say why)."""
+    out: list[_T] = []
+    for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
+        if _op(t) == "tiling":
+            out.append(_T("untile", tuple(_get(t, "tile"))))
+        elif _op(t) == "swizzle":
+            out.append(_T("unswizzle", _get(t, "bytes")))
+    cur = tuple(shape)
+    bits = dtype_bits(dtype)
+    for t in view:
+        op = _op(t)
+        if op == "at":
+            idx = _index_entries(list(_get(t, "index")), cur)
+            if idx is None:
+                return None
+            out.append(_T("index", (tuple(idx), cur)))
+            cur = tuple(i.size for i in idx if i.kind != "int")
+        elif op == "reshape":
+            new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
+            if new is None:
+                return None
+            out.append(_T("reshape", new))
+            cur = new
+        elif op == "transpose":
+            perm = tuple(_get(t, "perm"))
+            if sorted(perm) != list(range(len(cur))):
+                return None
+            out.append(_T("transpose", perm))
+            cur = tuple(cur[p] for p in perm)
+        elif op == "bitcast":
+            new = _get(t, "dtype")
+            nb = dtype_bits(new)
+            if len(cur) < 2 or (cur[-2] * bits) % nb:
+                return None
+            out.append(_T("bitcast", new))
+            cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
+            bits = nb
+        else:
+            out.append(_T("other", None, op))
+    return out
+
+
+def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
+    """``UntilingTransform.commute_ndindexer``."""
+    tile = t1.value
+    idx, shape = t2.value
+    n = len(tile)
+    untiled, tiled = idx[:-n], idx[-n:]
+    leading, untiled_shape = shape[:-n], shape[-n:]
+    after: list[_Ix] = []
+    for ix, tl in zip(tiled, tile, strict=False):
+        if ix.kind == "int":
+            return t2, JaxError(
+                "JAX_UNKNOWN",
+                "TypeError",
+                "Unsupported index type: <class 'jax._src.interpreters.partial_eval."
+                "DynamicJaxprTracer'>",
+                "gpu-lower",
+            )
+        if (ix.start is not None and ix.start % tl) or ix.size % tl:
+            start = ix.dyn if ix.start is None else ix.start
+            return t2, JaxError(
+                "JAX_UNKNOWN",
+                "ValueError",
+                f"Expected slice start ({start}) and slice size ({ix.size}) to be divisible by "
+                f"the tile size ({tl})",
+                "gpu-lower",
+            )
+        start = None if ix.start is None else -(-ix.start // tl)
+        after.append(_Ix("slice", start, -(-ix.size // tl), dyn=ix.dyn))
+    tiled_shape = (*(a // b for a, b in zip(untiled_shape, tile, strict=False)), *tile)
+    new_shape = (*leading, *tiled_shape)
+    new_idx = (*untiled, *after)
+    new_idx += tuple(_Ix("slice", 0, d) for d in new_shape[len(new_idx) :])
+    return _T("index", (new_idx, new_shape)), None
+
+
+def _commute_indexer_unswizzle(t1: _T, t2: _T, bits: int) -> JaxError | None:
+    """``UnswizzleRef.commute_ndindexer``: the two minor indices must be slices, the
+    minor one the whole swizzled row."""
+    idx, _shape = t2.value
+    if not idx:
+        return None
+    if any(i.kind == "int" for i in idx[-2:]):
+        inner = ", ".join(i.repr() for i in idx)
+        return JaxError(
+            "JAX_UNKNOWN",
+            "NotImplementedError",
+            f"Non-slice indices are not supported in 2 minormost dims: ({inner})",
+            "gpu-lower",
+        )
+    last = idx[-1]
+    if last.start is None:
+        # ``last_idx.start != 0`` on a traced start: a bool of a tracer
+        return JaxError(
+            "JAX_UNKNOWN",
+            "TracerBoolConversionError",
+            "Attempted boolean conversion of traced array with shape bool[].",
+            "gpu-lower",
+            exact=False,
+        )
+    if last.start != 0 or last.size != swizzle_elems(t1.value, bits):
+        return JaxError("JAX_UNKNOWN", "ValueError", "Swizzled dims cannot be sliced", "gpu-lower")
+    return None
+
+
+def _commute_transpose_indexer(t1: _T, t2: _T) -> tuple[_T, _T]:
+    """``commute_transpose_indexer``: the index moves before the transpose."""
+    perm = t1.value
+    idx, shape = t2.value
+    removed = [i for i, ix in enumerate(idx) if ix.kind == "int"]
+    new_perm = tuple(p - sum(d < p for d in removed) for p in perm if p not in removed)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    new_shape = tuple(shape[i] for i in inv)
+    new_idx = tuple(idx[i] for i in inv)
+    return _T("index", (new_idx, new_shape)), _T("transpose", new_perm)
+
+
+def untile_reshape(
+    tiling: tuple[int, ...], physical: tuple[int, ...], target: tuple[int, ...]
+) -> tuple[tuple[int, ...] | None, JaxError | None]:
+    """``UntilingTransform.commute_reshape``: the new tiling, or the error. Only folds of
+    consecutive dims are supported, and a fold of tiled dims must have unit tiling in
+    every dim but the minor one."""
+
+    def err(t: str, m: str) -> tuple[None, JaxError]:
+        return None, JaxError("JAX_UNKNOWN", t, m, "gpu-lower")
+
+    if not target:
+        return err(
+            "NotImplementedError",
+            "Commuting a `UntilingTransform` with a `ReshapeTransform` is not supported when "
+            "the target shape has 0 dimensions",
+        )
+    n = len(tiling)
+    untiled = physical[:-n]
+    untiled = (*untiled[:-n], *(b * t for b, t in zip(untiled[-n:], tiling, strict=False)))
+    components: list[list[int]] = [[]]
+    for d in untiled:
+        if len(components) - 1 >= len(target):
+            return None, JaxError("JAX_ASSERTION", "AssertionError", "", "gpu-lower")
+        want = target[len(components) - 1]
+        components[-1].append(d)
+        size = math.prod(components[-1])
+        if size == want:
+            components.append([])
+        elif size > want:
+            return err(
+                "NotImplementedError",
+                "Unfolding dimensions is not supported when commuting an  `UntilingTransform` "
+                "with a `ReshapeTransform`",
+            )
+    if components[-1]:
+        return None, JaxError("JAX_ASSERTION", "AssertionError", "", "gpu-lower")
+    components.pop()
+    if len(components) != len(target):
+        return None, JaxError("JAX_ASSERTION", "AssertionError", "", "gpu-lower")
+    rev_tiling = list(tiling)[::-1]
+    rev_shape = list(untiled[-n:])[::-1]
+    new_tiling: list[int] = []
+    new_dims: list[int] = []
+    for comp in components[::-1]:
+        k = len(comp)
+        if len(rev_tiling) < k:
+            return err(
+                "NotImplementedError",
+                "Folding tiled dimensions into untiled dimensions is not supported",
+            )
+        ts, ss = rev_tiling[:k], rev_shape[:k]
+        tile_dim = math.prod(ts)
+        elems = math.prod(ss)
+        tiled_dim = elems // tile_dim
+        if any(t != 1 for t in ts[1:]):
+            before = (*[s // t for s, t in zip(ss, ts, strict=False)], *ts)
+            return err(
+                "ValueError",
+                "Cannot commute `UntilingTransform` with `ReshapeTransform` when any of the "
+                "dimensions being collapsed other than the minormost one has non-unit tiling. "
+                f"Attempted to reshape tiled slice of shape {_tuple(before)} into shape "
+                f"{_tuple((tiled_dim, tile_dim))}",
+            )
+        new_tiling.append(tile_dim)
+        new_dims.append(tiled_dim)
+        rev_tiling, rev_shape = rev_tiling[k:], rev_shape[k:]
+        if not rev_tiling:
+            break
+    return tuple(new_tiling[::-1]), None
+
+
+def _apply_physical(shape: tuple[int, ...], t: _T) -> tuple[int, ...]:
+    """A bubbled transform applied to the (physical) shape."""
+    if t.kind == "index":
+        idx, _ = t.value
+        return tuple(i.size for i in idx if i.kind != "int")
+    if t.kind == "reshape":
+        return tuple(t.value)
+    return shape
+
+
+def _not_commutable(t1: _T, t2: _T) -> JaxError:
+    return JaxError(
+        "GPU_TRANSFORMS_UNSUPPORTED",
+        "NotImplementedError",
+        f"({t1.repr()}, {t2.repr()})",
+        "gpu-lower",
+        exact=t2.kind != "other",
+    )
+
+
+def view_lowering_error(
+    shape: Sequence[int],
+    dtype: str,
+    scratch_stack: Sequence[Any],
+    view: Sequence[Any],
+    access: str = "load",
+) -> JaxError | None:
+    """What the warpgroup lowering raises for a load / store (``access="load"`` or
+    ``"store"``) or the SMEM source of a TMA copy (``access="tma"``) through ``view`` of
+    a ref of logical ``shape`` (after its scratch ``tiling`` / ``swizzle`` stack), in
+    the order the lowering meets it; None when the transforms are handled (the access
+    may still fail later: layout inference, the TMA rules, IR verification).
+
+    Pass 1 (every commute the lowering tries, transposes left in place):
+
+    - an index past a ``tiling``: an int index in one of the ``len(tile)`` minor dims
+      fails (``TypeError: Unsupported index type: <class '...DynamicJaxprTracer'>``: the
+      index is traced); a slice there must start and stop on tile boundaries
+      (``ValueError: Expected slice start (S) and slice size (N) to be divisible by the
+      tile size (T)``; a dynamic start prints as ``JitTracer(int32[])``, only its size is
+      checked);
+    - an index past a ``swizzle``: the two minor indices must be slices
+      (``NotImplementedError: Non-slice indices are not supported in 2 minormost dims:
+      (...)``), the minor one the whole swizzled row (``ValueError: Swizzled dims cannot
+      be sliced``). After a tiling this always holds (the tile's dims are whole);
+    - a reshape past a ``tiling``: ``untile_reshape``; past a ``swizzle``: the ref's
+      minor dim must still be the swizzle row;
+    - an index or reshape past a transpose: an index commutes (the transpose loses the
+      int-indexed dims), a reshape does not;
+    - anything past a bitcast: nothing commutes.
+
+    Pass 2: a transpose past a bitcast does not commute. A bitcast left over:
+    ``Transforms are not yet implemented for warpgroup semantics`` for a plain
+    access, ``<class 'jax._src.state.types.BitcastTransform'>`` for a TMA copy.
+    """
+    ts = jax_transforms(shape, dtype, scratch_stack, view)
+    if ts is None:
+        return None
+    bits = dtype_bits(dtype)
+    phys, err = physical_shape(shape, bits, scratch_stack)
+    if err is not None or phys is None:
+        return None
+    remaining: list[_T] = []
+    cur = phys
+    for t in ts:
+        if t.kind not in ("index", "reshape", "other"):
+            remaining.append(t)
+            continue
+        new_rem: list[_T] = []
+        for r in reversed(remaining):
+            if r.kind == "untile" and t.kind == "index":
+                t, e = _commute_indexer_untile(r, t)
+                if e:
+                    return e
+                new_rem.append(r)
+            elif r.kind == "unswizzle" and t.kind == "index":
+                e = _commute_indexer_unswizzle(r, t, bits)
+                if e:
+                    return e
+                new_rem.append(r)
+            elif r.kind == "transpose" and t.kind == "index":
+                t, r2 = _commute_transpose_indexer(r, t)
+                new_rem.append(r2)
+            elif r.kind == "unswizzle" and t.kind == "reshape":
+                e_ = swizzle_elems(r.value, bits)
+                if not cur or cur[-1] != e_:
+                    return JaxError(
+                        "JAX_UNKNOWN",
+                        "ValueError",
+                        f"Reshape shape {_tuple(cur)} is not divisible by swizzle elements {e_}",
+                        "gpu-lower",
+                    )
+                new_rem.append(r)
+            elif r.kind == "untile" and t.kind == "reshape":
+                new_tiling, e = untile_reshape(r.value, cur, t.value)
+                if e:
+                    return e
+                assert new_tiling is not None
+                lead = len(t.value) - len(new_tiling)
+                sizes = [d // tl for d, tl in zip(t.value[lead:], new_tiling, strict=False)]
+                t = _T("reshape", (*t.value[:lead], *sizes, *new_tiling))
+                new_rem.append(_T("untile", new_tiling))
+            elif r.kind in ("untile", "unswizzle") and t.kind == "other":
+                new_rem.append(r)
+            else:
+                return _not_commutable(r, t)
+        remaining = new_rem[::-1]
+        cur = _apply_physical(cur, t)
+    # pass 2: the view's own steps (the scratch undo is handed to the dialect)
+    left: list[_T] = []
+    for t in ts:
+        if t.kind in ("untile", "unswizzle"):
+            continue
+        if t.kind == "bitcast":
+            left.append(t)
+            continue
+        for r in reversed(left):
+            return _not_commutable(r, t)
+    if left:
+        if access == "tma":
+            # (the catalogue's HLO_INTERP_NO_DISCHARGE pattern classifies this message)
+            return JaxError(
+                "HLO_INTERP_NO_DISCHARGE",
+                "NotImplementedError",
+                "<class 'jax._src.state.types.BitcastTransform'>",
+                "gpu-lower",
+            )
+        return JaxError(
+            "GPU_WG_TRANSFORMS",
+            "NotImplementedError",
+            "Transforms are not yet implemented for warpgroup semantics",
+            "gpu-lower",
+        )
+    return None

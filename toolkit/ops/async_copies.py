@@ -1,0 +1,260 @@
+"""Copies the GPU's copy engines and multimem units make.
+
+- ``copy_gmem_to_smem {src, dst, barrier}``: a TMA load, GMEM (here or a peer's) into
+  SMEM; it completes on ``barrier`` (``barrier_wait`` before reading ``dst``);
+- ``copy_smem_to_gmem {src, dst}``: a TMA store, SMEM into GMEM (a peer's, or every
+  device's through a multicast view), in the current commit group;
+  ``wait_smem_to_gmem {n}`` waits until at most ``n`` groups are in flight;
+  ``commit_smem {}`` makes this thread's SMEM writes visible to the copy engine first;
+- ``tma_store {src, dst}``: the three together (commit, copy, wait);
+- ``multimem_store {src, dst, axes}``: a store to the same address on every device along
+  ``axes``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from mpmd_lab import dtypes
+from mpmd_lab.fields import AxisNames, RefName, axes_tuple
+from mpmd_lab.ops.base import READ, SYNC, WRITE, StatementOp
+from mpmd_lab.ops.statements import LANES
+from pydantic import Field, StrictBool, StrictInt
+
+
+class TmaStore(StatementOp):
+    """``commit_smem(); copy_smem_to_gmem(src, dst); wait_smem_to_gmem(0)``."""
+
+    HELP: ClassVar[str] = "SMEM -> GMEM by TMA, committed and waited"
+    FAMILY: ClassVar[str] = "async"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
+
+    op: Literal["tma_store"]
+    src: RefName = Field(description="an SMEM ref (or view)")
+    dst: RefName = Field(description="a GMEM ref (or a peer or multicast view of one)")
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.src}"
+
+    def source(self, g: Any) -> list[str]:
+        return [
+            "plgpu.commit_smem()",
+            f"plgpu.copy_smem_to_gmem({g.ref(self.src)}, {g.ref(self.dst)})",
+            "plgpu.wait_smem_to_gmem(0)",
+        ]
+
+    def trace(self, t: Any) -> bool:
+        """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
+        if t.root_space("src") != "SMEM":
+            t.jax(
+                "TMA_SRC_NOT_SMEM",
+                f"{t.path}.src",
+                f"src must be a SMEM reference, got {t.base_type('src')}",
+            )
+            return True
+        if t.root_space("dst") != "GMEM":
+            t.jax(
+                "TMA_DST_NOT_GMEM",
+                f"{t.path}.dst",
+                f"dst must be a GMEM reference, got {t.base_type('dst')}",
+            )
+            return True
+        if t.use("src") or t.use("dst"):
+            return True
+        s_, d_ = t.info("src"), t.info("dst")
+        if s_.dtype != d_.dtype:
+            t.jax(
+                "TMA_DTYPE_MISMATCH",
+                t.path,
+                f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
+            )
+            return True
+        if len(s_.shape) != len(d_.shape):
+            longer = 1 if len(s_.shape) > len(d_.shape) else 2
+            t.jax(
+                "TMA_SHAPE_MISMATCH",
+                t.path,
+                f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
+                "than argument 1",
+                jax_type="ValueError",
+            )
+            return True
+        if s_.shape != d_.shape:
+            t.jax(
+                "TMA_SHAPE_MISMATCH",
+                t.path,
+                f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
+                f"{d_.shape!r}",
+            )
+            return True
+        return False
+
+    def lower(self, low: Any) -> bool:
+        return low.tma("src", "dst")
+
+    def execute(self, x: Any) -> None:
+        x.write("dst", x.read("src"))
+
+
+class MultimemStore(StatementOp):
+    """``plgpu.multimem_store(src[...], dst, axes)``: ``dst`` on every device along ``axes``."""
+
+    HELP: ClassVar[str] = "store to dst on every device along axes (multimem)"
+    FAMILY: ClassVar[str] = "async"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
+
+    op: Literal["multimem_store"]
+    src: RefName = Field(description="the ref whose value is stored")
+    dst: RefName = Field(description="a GMEM ref, written on every device along axes")
+    axes: AxisNames = Field(description="device-mesh axes (JAX wants all of them, as a tuple)")
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.src} over {','.join(axes_tuple(self.axes))}"
+
+    def source(self, g: Any) -> list[str]:
+        return [
+            f"plgpu.multimem_store({g.ref(self.src)}[...], {g.ref(self.dst)}, {g.axes(self.axes)})"
+        ]
+
+    def trace(self, t: Any) -> bool:
+        """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
+        if t.use("src"):
+            return True
+        if t.root_space("dst") != "GMEM":
+            t.jax(
+                "MULTIMEM_DST_NOT_GMEM",
+                f"{t.path}.dst",
+                f"ref must be a GMEM reference, got {t.base_type('dst')}",
+            )
+            return True
+        if t.use("dst"):
+            return True
+        src, dst = t.info("src"), t.info("dst")
+        if src.dtype != dst.dtype:
+            t.jax(
+                "MULTIMEM_MISMATCH",
+                t.path,
+                f"Value dtype {src.dtype} does not match ref dtype {dst.dtype}",
+            )
+            return True
+        if src.shape != dst.shape:
+            t.jax(
+                "MULTIMEM_MISMATCH",
+                t.path,
+                f"Value shape {src.shape!r} does not match ref shape {dst.shape!r}",
+            )
+            return True
+        return False
+
+    def lower(self, low: Any) -> bool:
+        if low.access("src", "load"):
+            return True
+        if low.collective(self.axes, "multimem_store"):
+            return True
+        src = low.info("src")
+        if src.shape and src.size % LANES == 0 and src.size // LANES * dtypes.bits(src.dtype) < 32:
+            low.later(
+                "p3",
+                "MULTIMEM_STORE_WIDTH",
+                low.path,
+                "Only 32-, 64- and 128-bit stores are supported",
+                f"Each of the {LANES} threads would store {src.size // LANES} {src.dtype} "
+                "value(s), fewer than 32 bits; multimem stores move 32, 64 or 128 bits per thread.",
+            )
+        return False
+
+    def execute(self, x: Any) -> None:
+        value = x.read("src")
+        axes = axes_tuple(self.axes)
+        for a in axes:
+            if a not in x.mesh:
+                x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
+        x.write("dst", value, fan_out=axes)
+
+
+class CopyGmemToSmem(StatementOp):
+    """``plgpu.copy_gmem_to_smem(src, dst, barrier)``: completes on ``barrier``."""
+
+    HELP: ClassVar[str] = "GMEM -> SMEM by TMA; completes on a barrier"
+    FAMILY: ClassVar[str] = "async"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("src", READ),
+        ("dst", WRITE),
+        ("barrier", SYNC),
+    )
+
+    op: Literal["copy_gmem_to_smem"]
+    src: RefName = Field(description="a GMEM ref (or a peer's view of one)")
+    dst: RefName = Field(description="an SMEM ref")
+    barrier: RefName = Field(description="the barrier the copy completes on")
+
+    def label(self) -> str:
+        return f"{self.dst} <~ {self.src} (on {self.barrier})"
+
+    def source(self, g: Any) -> list[str]:
+        return [
+            f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}, {g.ref(self.barrier)})"
+        ]
+
+
+class CopySmemToGmem(StatementOp):
+    """``plgpu.copy_smem_to_gmem(src, dst)``: an async TMA store in a commit group."""
+
+    HELP: ClassVar[str] = "SMEM -> GMEM by TMA, async (wait_smem_to_gmem completes it)"
+    FAMILY: ClassVar[str] = "async"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
+
+    op: Literal["copy_smem_to_gmem"]
+    src: RefName = Field(description="an SMEM ref")
+    dst: RefName = Field(description="a GMEM ref (or a peer or multicast view of one)")
+    commit_group: StrictBool = Field(True, description="close a commit group after it")
+
+    def label(self) -> str:
+        return f"{self.dst} <~ {self.src}"
+
+    def source(self, g: Any) -> list[str]:
+        extra = "" if self.commit_group else ", commit_group=False"
+        return [f"plgpu.copy_smem_to_gmem({g.ref(self.src)}, {g.ref(self.dst)}{extra})"]
+
+
+class CommitSmem(StatementOp):
+    """``plgpu.commit_smem()``: SMEM writes so far are visible to the copy engine."""
+
+    HELP: ClassVar[str] = "make SMEM writes visible to TMA copies"
+    FAMILY: ClassVar[str] = "async"
+
+    op: Literal["commit_smem"]
+
+    def label(self) -> str:
+        return "commit SMEM"
+
+    def source(self, g: Any) -> list[str]:
+        return ["plgpu.commit_smem()"]
+
+
+class WaitSmemToGmem(StatementOp):
+    """``plgpu.wait_smem_to_gmem(n)``: at most ``n`` commit groups still in flight."""
+
+    HELP: ClassVar[str] = "wait until at most n SMEM -> GMEM copy groups are in flight"
+    FAMILY: ClassVar[str] = "async"
+
+    op: Literal["wait_smem_to_gmem"]
+    n: Annotated[StrictInt, Field(ge=0, le=64)] = Field(
+        0, description="groups allowed to stay in flight (0: all done)"
+    )
+
+    def label(self) -> str:
+        return f"wait copies (<= {self.n} in flight)"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"plgpu.wait_smem_to_gmem({self.n!r})"]
+
+
+__all__ = [
+    "CommitSmem",
+    "CopyGmemToSmem",
+    "CopySmemToGmem",
+    "MultimemStore",
+    "TmaStore",
+    "WaitSmemToGmem",
+]

@@ -1,0 +1,125 @@
+"""What an op is: a schema class that also carries the op's meaning.
+
+Every transform and every body statement is one class here (like JAX's own
+``Transform`` classes: a small object that knows its type rule and its printing).
+The class holds, in one place:
+
+- its fields, with help text and defaults (the Lab's editors read them from here);
+- ``label()``: the short text the graph and the editors show;
+- ``exprs()``: the index expressions it evaluates, for name binding;
+- its JAX meaning for each view of the project, as one method per room:
+
+  ========== ====================================== ==========================
+  method     what                                   called by
+  ========== ====================================== ==========================
+  typed      JAX's type rule (shape, dtype, errors) ``shapes.propagate``
+  source     the JAX source it exports              ``codegen``
+  view       the simulator's view of it (numpy)     ``simulate``
+  trace      trace-time rules of a statement        ``validate.trace``
+  lower      GPU-lowering rules                     ``validate.lower``
+  execute    what a statement does when simulated   ``simulate``
+  ========== ====================================== ==========================
+
+The rooms provide the machinery (a trace context, a source writer, the simulator);
+the op says what it means in their terms. Adding an op is adding a class to a module
+of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from mpmd_lab import expr as E
+from mpmd_lab.fields import Model
+
+#: How a statement's ref field is used (the graph's edges and the race check's accesses).
+READ, WRITE, SYNC = "read", "write", "sync"
+
+
+class Op(Model):
+    """Base of every transform and statement op."""
+
+    #: a one-line description shown in the Lab's palette
+    HELP: ClassVar[str] = ""
+    #: the family the palette groups it under
+    FAMILY: ClassVar[str] = ""
+
+    @property
+    def kind(self) -> str:
+        return str(getattr(self, "op", "?"))
+
+    def label(self) -> str:
+        return self.kind
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        """``(sub-path, expression)`` for every index expression the op evaluates."""
+        return iter(())
+
+    @classmethod
+    def op_name(cls) -> str:
+        from typing import get_args
+
+        return get_args(cls.model_fields["op"].annotation)[0]
+
+    @classmethod
+    def field_help(cls) -> dict[str, str]:
+        """Field name -> its help text (the schema's descriptions)."""
+        return {k: f.description or "" for k, f in cls.model_fields.items() if k != "op"}
+
+
+class TransformOp(Op):
+    """A ref transform: a view of a ref (``ref.at[...]``, ``plgpu.remote_ref(ref, ...)``)."""
+
+    #: only in a scratch type's ``transforms`` (tiling, swizzle), never applied to a ref
+    SCRATCH_ONLY: ClassVar[bool] = False
+    #: the type of the ref must be computed to apply it (a lazy error is raised here)
+    NEEDS_TYPE: ClassVar[bool] = False
+
+    def typed(self, ref: Any) -> tuple[Any, Any, list[Any]]:
+        """JAX's type rule: ``(ref after | None, StepError | None, notes)``."""
+        raise NotImplementedError
+
+    def source(self, base: str, g: Any) -> str:
+        """``base`` with this transform applied, as JAX source."""
+        raise NotImplementedError
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        """The simulator's view after this transform (``mpmd_lab.memory.View``)."""
+        raise NotImplementedError
+
+
+class StatementOp(Op):
+    """A body statement (``copy``, ``add``, ``semaphore_wait``, ...)."""
+
+    #: ``(field, READ | WRITE | SYNC)`` for every field that names a ref, in the order
+    #: JAX evaluates them
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def ref_fields(self) -> Iterator[tuple[str, str, str]]:
+        """``(field, name, access)`` for every ref this statement names."""
+        for f, access in self.REFS:
+            name = getattr(self, f, None)
+            if isinstance(name, str):
+                yield f, name, access
+
+    def trace(self, t: Any) -> bool:
+        """Trace-time rules (``t``: the trace context); True when tracing stops."""
+        return False
+
+    def lower(self, low: Any) -> bool:
+        """GPU-lowering rules (``low``: the lowering context); True when lowering stops."""
+        return False
+
+    def execute(self, x: Any) -> None:
+        """Simulate the statement for one actor (``x``: the statement's sim context)."""
+        raise NotImplementedError
+
+    def source(self, g: Any) -> list[str]:
+        """The statement as lines of JAX source."""
+        raise NotImplementedError
+
+
+def parse_expr(value: int | str) -> E.Expr:
+    """A field's expression (validated by the schema, so it parses)."""
+    return E.parse(value)

@@ -1,0 +1,307 @@
+"""Views of memory elsewhere: ``remote_ref`` (a peer device), ``multicast_ref``
+(every device along some axes) and ``cluster_ref`` (another block of the cluster).
+
+The device-id forms a scenario may write, and what they mean (resolved once here,
+evaluated per device by the simulator, the graph and the rules):
+
+- an int or an expression: the device's index (on a 1-D mesh, along its one axis;
+  JAX's ``DeviceIdType.MESH`` with one id);
+- ``{axis: int | expression}``: those coordinates; the axes not named keep this
+  device's own coordinate;
+- ``{axis: {"offset": k}}``: this device's coordinate plus ``k``, wrapped around.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from mpmd_lab import expr as E
+from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
+from mpmd_lab.fields import check_mapping_names as _check_mapping_names
+from mpmd_lab.ops.base import TransformOp
+from mpmd_lab.shapes import RefInfo, StepError, err, replace
+from pydantic import Field, StrictInt, field_validator
+
+
+class Offset(Model):
+    """This device's coordinate plus ``offset``, wrapped around the axis."""
+
+    offset: SmallInt = Field(description="how far along the axis (negative: backwards)")
+
+
+DeviceCoord = Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)] | Expr | Offset
+DeviceId = (
+    Annotated[StrictInt, Field(ge=-MAX_DEVICES, le=MAX_DEVICES)] | Expr | dict[str, DeviceCoord]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRef:
+    """A device id, resolved: ``linear`` (one expression) or ``coords`` (per named axis)."""
+
+    linear: E.Expr | None
+    coords: tuple[tuple[str, E.Expr], ...] = ()
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        if self.linear is not None:
+            yield "device", self.linear
+        for axis, e in self.coords:
+            yield f"device.{axis}", e
+
+    def target(self, own: Mapping[str, int], mesh: Mapping[str, int], env: E.Env) -> int:
+        """The flat device index this id names from a device at ``own`` (coordinates).
+
+        Raises LookupError (an axis the mesh lacks) or IndexError (outside the mesh)."""
+        axes, sizes = list(mesh), list(mesh.values())
+        if self.linear is not None:
+            d = self.linear.eval(env)
+            n = 1
+            for s in sizes:
+                n *= s
+            if not 0 <= d < n:
+                raise IndexError(f"device {d} outside the mesh (devices 0..{n - 1})")
+            return d
+        coords = dict(own)
+        for axis, e in self.coords:
+            if axis not in mesh:
+                raise LookupError(f"Unrecognized axes in device_id: {axis!r}")
+            v = e.eval(env)
+            if not 0 <= v < mesh[axis]:
+                raise IndexError(f"{axis}={v} outside the mesh (0..{mesh[axis] - 1})")
+            coords[axis] = v
+        flat = 0
+        for a, s in zip(axes, sizes, strict=True):
+            flat = flat * s + coords[a]
+        return flat
+
+
+def resolve_device(device: Any) -> DeviceRef:
+    """The one meaning of a ``device`` field (see the module docstring)."""
+    if isinstance(device, dict):
+        coords = []
+        for axis, v in device.items():
+            if isinstance(v, Offset):
+                wrapped = E.BinOp(
+                    "%", E.BinOp("+", E.Name(axis), E.Const(v.offset)), E.Call("axis_size", axis)
+                )
+                coords.append((axis, wrapped))
+            else:
+                coords.append((axis, E.parse(v)))
+        return DeviceRef(None, tuple(coords))
+    return DeviceRef(E.parse(device))
+
+
+def device_label(device: Any) -> str:
+    """``dev+1``, ``x=0,y=dev``, ``3``: a device id as the graph shows it."""
+    if not isinstance(device, dict):
+        return E.parse(device).label()
+    parts = []
+    for axis, v in device.items():
+        if isinstance(v, Offset):
+            parts.append(f"{axis}{v.offset:+d}")
+        else:
+            parts.append(f"{axis}={E.parse(v).label()}")
+    return ",".join(parts)
+
+
+def device_source(device: Any, g: Any) -> str:
+    dref = resolve_device(device)
+    if dref.linear is not None:
+        return g.expr(dref.linear)
+    return "{" + ", ".join(f"{axis!r}: {g.expr(e)}" for axis, e in dref.coords) + "}"
+
+
+def device_targets(device: Any, mesh: Mapping[str, int]) -> list[int] | None:
+    """For each device (flat, row-major), the device a ``remote_ref`` names; ``None``
+    when that needs more than the device's coordinates (a loop variable, a block axis)
+    or names an axis the mesh lacks. Out-of-range ids map to ``-1``."""
+    dref = resolve_device(device)
+    names = frozenset().union(*(e.names() for _, e in dref.exprs()))
+    if names - set(mesh) or any(a not in mesh for a, _ in dref.coords):
+        return None
+    out = []
+    for coords in itertools.product(*(range(n) for n in mesh.values())):
+        own = dict(zip(mesh, coords, strict=True))
+        env = E.Env(own, dict(mesh))
+        try:
+            out.append(dref.target(own, mesh, env))
+        except (IndexError, E.ExprError):
+            out.append(-1)
+    return out
+
+
+def _not_a_ref(ref: RefInfo) -> StepError | None:
+    if ref.is_ref:
+        return None
+    return err("REF_NOT_A_REF", "TypeError", "ref must be a reference")
+
+
+class RemoteRef(TransformOp):
+    """``plgpu.remote_ref(ref, device_id)``: the same ref on another device."""
+
+    HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
+    FAMILY: ClassVar[str] = "devices"
+
+    op: Literal["remote_ref"]
+    device: DeviceId = Field(
+        description='the peer: an int or expression ("(dev + 1) % 4"), {axis: index}, or '
+        '{axis: {"offset": k}} (own index + k, wrapped)'
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _axes(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            if not v:
+                raise ValueError("a device id names at least one axis")
+            _check_mapping_names(v)
+        return v
+
+    def device_ref(self) -> DeviceRef:
+        return resolve_device(self.device)
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        return self.device_ref().exprs()
+
+    def label(self) -> str:
+        return f"remote_ref({device_label(self.device)})"
+
+    def source(self, base: str, g: Any) -> str:
+        return f"plgpu.remote_ref({base}, {device_source(self.device, g)})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        e = _not_a_ref(ref)
+        if e is None and ref.multicast:
+            e = err(
+                "REF_MULTICAST_TO_PEER",
+                "ValueError",
+                "Can't make a multicast reference into a peer reference.",
+            )
+        if e is not None:
+            return None, e, []
+        return replace(ref, peer=True, transformed=True, peer_device=self.device), None, []
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        if v.multicast is not None:
+            sim.fail(
+                "REF_MULTICAST_TO_PEER",
+                path,
+                "Can't make a multicast reference into a peer reference.",
+            )
+        return v.with_(device=sim.peer(self.device_ref(), actor, path))
+
+
+class MulticastRef(TransformOp):
+    """``plgpu.multicast_ref(ref, axes)``: every device along ``axes`` (writes fan out)."""
+
+    HELP: ClassVar[str] = "every device along axes: plgpu.multicast_ref(ref, axes)"
+    FAMILY: ClassVar[str] = "devices"
+
+    op: Literal["multicast_ref"]
+    axes: AxisNames = Field(
+        description="a device-mesh axis name or a list of them (the lowering wants all)"
+    )
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return axes_tuple(self.axes)
+
+    def label(self) -> str:
+        return f"multicast_ref({','.join(self.axis_names)})"
+
+    def source(self, base: str, g: Any) -> str:
+        return f"plgpu.multicast_ref({base}, {g.axes(self.axes)})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        e = _not_a_ref(ref)
+        if e is None and ref.peer:
+            e = err(
+                "REF_PEER_TO_MULTICAST",
+                "ValueError",
+                "Can't make a peer reference into a multicast reference.",
+            )
+        if e is not None:
+            return None, e, []
+        return (
+            replace(ref, multicast=True, transformed=True, multicast_axes=self.axis_names),
+            None,
+            [],
+        )
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        if v.device is not None:
+            sim.fail(
+                "REF_PEER_TO_MULTICAST",
+                path,
+                "Can't make a peer reference into a multicast reference.",
+            )
+        for a in self.axis_names:
+            if a not in sim.mesh:
+                sim.fail("DEVICE_ID_UNKNOWN_AXIS", path, f"no device axis {a!r}")
+        return v.with_(multicast=self.axis_names)
+
+
+class ClusterRef(TransformOp):
+    """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
+
+    HELP: ClassVar[str] = "another block's SMEM: plgpu.cluster_ref(ref, block)"
+    FAMILY: ClassVar[str] = "devices"
+
+    op: Literal["cluster_ref"]
+    block: dict[str, Annotated[StrictInt, Field(ge=-64, le=64)] | Expr] = Field(
+        description="{cluster axis: index or expression}"
+    )
+
+    _v = field_validator("block")(classmethod(lambda cls, v: _check_mapping_names(v)))
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        for axis, v in self.block.items():
+            yield f"block.{axis}", E.parse(v)
+
+    def label(self) -> str:
+        return (
+            f"cluster_ref({','.join(f'{k}={E.parse(v).label()}' for k, v in self.block.items())})"
+        )
+
+    def source(self, base: str, g: Any) -> str:
+        inner = ", ".join(f"{k!r}: {g.expr(E.parse(v))}" for k, v in self.block.items())
+        return f"plgpu.cluster_ref({base}, {{{inner}}})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        e = _not_a_ref(ref)
+        if e is not None:
+            return None, e, []
+        return (
+            replace(ref, cluster=True, transformed=True, cluster_block=tuple(self.block.items())),
+            None,
+            [],
+        )
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        sizes = sim.cluster_sizes
+        coords = list(actor.cluster)
+        names = list(sizes)
+        for axis, raw in self.block.items():
+            if axis not in sizes:
+                sim.fail("CLUSTER_REF_UNKNOWN_AXIS", path, f"Unknown cluster axis {axis}")
+            i = sim.eval(E.parse(raw), actor, path)
+            if not 0 <= i < sizes[axis]:
+                sim.fail("OOB_INDEX", path, f"cluster {axis}={i} outside the cluster")
+            coords[names.index(axis)] = i
+        return v.with_(cluster=tuple(coords))
+
+
+__all__ = [
+    "ClusterRef",
+    "DeviceId",
+    "DeviceRef",
+    "MulticastRef",
+    "Offset",
+    "RemoteRef",
+    "device_label",
+    "device_targets",
+    "resolve_device",
+]

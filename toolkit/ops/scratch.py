@@ -1,0 +1,219 @@
+"""Scratch kinds: what a kernel allocates besides its arguments and outputs.
+
+- an array (``kind`` absent or ``"array"``): ``plgpu.SMEM`` / ``GMEM`` / ``TMEM`` with
+  optional ``tiling`` / ``swizzle`` layout transforms;
+- ``"semaphore"``: ``plgpu.SemaphoreType.REGULAR`` (a scalar) or ``REGULAR((n,))``
+  (an array of semaphores, indexed with ``at``);
+- ``"barrier"``: ``plgpu.Barrier(num_arrivals, num_barriers)`` (completes async copies);
+- ``"cluster_barrier"``: ``plgpu.ClusterBarrier(collective_axes, num_barriers)`` (the
+  blocks of a cluster meet at it).
+
+Each class says how JAX types the ref it gives the kernel (``ref_info``) and how the
+exported source allocates it (``source``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from mpmd_lab import dtypes
+from mpmd_lab.fields import (
+    MAX_BYTES_PER_ARRAY,
+    AxisNames,
+    Model,
+    Shape,
+    axes_tuple,
+)
+from pydantic import Field, StrictBool, StrictInt, model_validator
+
+if TYPE_CHECKING:
+    from mpmd_lab.ops import Transforms
+
+#: the dtypes JAX gives semaphore and barrier refs (as the rules and the graph print them)
+SEMAPHORE_DTYPE = "semaphore"
+BARRIER_DTYPE = "barrier"
+
+
+def check_size(shape: list[int], dtype: str) -> None:
+    if dtypes.nbytes(shape, dtype) > MAX_BYTES_PER_ARRAY:
+        raise ValueError(
+            f"shape {shape} of {dtype} needs {dtypes.nbytes(shape, dtype) / 2**30:.0f} GiB, "
+            f"more than the {MAX_BYTES_PER_ARRAY // 2**30} GiB any one device holds"
+        )
+
+
+class ArrayScratch(Model):
+    """An array in SMEM, GMEM or TMEM (``plgpu.SMEM((8, 128), jnp.float32)``)."""
+
+    KIND: ClassVar[str] = "array"
+
+    kind: Literal["array"] | None = Field(None, exclude=True, description="array (the default)")
+    shape: Shape = Field(description="the array's shape")
+    dtype: Literal[dtypes.DTYPES] = Field(description="its dtype")  # type: ignore[valid-type]
+    memory_space: Literal["SMEM", "GMEM", "TMEM"] = Field(
+        "SMEM", description="where it lives: SMEM (per block), GMEM, TMEM"
+    )
+    transforms: Transforms = Field([], description="layout transforms: tiling, swizzle")
+    packed: StrictBool | None = Field(None, description="TMEM only")
+    collective: StrictBool | None = Field(None, description="TMEM only")
+
+    @model_validator(mode="after")
+    def _size(self) -> ArrayScratch:
+        check_size(self.shape, self.dtype)
+        return self
+
+    def ref_info(self, name: str) -> Any:
+        from mpmd_lab.shapes import base_info
+
+        return base_info(self.shape, self.dtype, self.memory_space, name)
+
+    def label(self) -> str:
+        layout = " ".join(t.label() for t in self.transforms)
+        shape = ",".join(map(str, self.shape))
+        return f"{dtypes.short(self.dtype)}[{shape}] {self.memory_space}" + (
+            f" {layout}" if layout else ""
+        )
+
+    def source(self) -> str:
+        args = [repr(tuple(self.shape)), dtypes.jnp_expr(self.dtype)]
+        ts = [t.scratch_source() for t in self.transforms]
+        if ts:
+            args.append(f"transforms=({', '.join(ts)},)")
+        if self.packed is not None:
+            args.append(f"packed={self.packed!r}")
+        if self.collective is not None:
+            args.append(f"collective={self.collective!r}")
+        return f"plgpu.{self.memory_space}({', '.join(args)})"
+
+
+class _Special(Model):
+    """A scratch kind that is no array: no layout transforms, no TMEM options."""
+
+    @property
+    def transforms(self) -> list[Any]:
+        return []
+
+    @property
+    def packed(self) -> None:
+        return None
+
+    @property
+    def collective(self) -> None:
+        return None
+
+
+class SemaphoreScratch(_Special):
+    """``plgpu.SemaphoreType.REGULAR``: a counter other devices and blocks can signal."""
+
+    KIND: ClassVar[str] = "semaphore"
+
+    kind: Literal["semaphore"]
+    shape: Shape = Field([], description="[] for one semaphore, [n] for an array of them")
+
+    @property
+    def dtype(self) -> str:
+        return SEMAPHORE_DTYPE
+
+    @property
+    def memory_space(self) -> str:
+        return "GMEM"
+
+    def ref_info(self, name: str) -> Any:
+        from mpmd_lab.shapes import base_info
+
+        return base_info(self.shape, SEMAPHORE_DTYPE, "GMEM", name)
+
+    def label(self) -> str:
+        return "semaphore" + (f"[{','.join(map(str, self.shape))}]" if self.shape else "")
+
+    def source(self) -> str:
+        if self.shape:
+            return f"plgpu.SemaphoreType.REGULAR({tuple(self.shape)!r})"
+        return "plgpu.SemaphoreType.REGULAR"
+
+
+class BarrierScratch(_Special):
+    """``plgpu.Barrier``: completes async copies (``copy_gmem_to_smem``) and arrivals."""
+
+    KIND: ClassVar[str] = "barrier"
+
+    kind: Literal["barrier"]
+    num_arrivals: Annotated[StrictInt, Field(ge=1, le=4096)] = Field(
+        1, description="arrivals that complete one phase"
+    )
+    num_barriers: Annotated[StrictInt, Field(ge=1, le=64)] = Field(
+        1, description="how many barriers (more than 1: index them with at)"
+    )
+
+    @property
+    def shape(self) -> list[int]:
+        return [self.num_barriers] if self.num_barriers > 1 else []
+
+    @property
+    def dtype(self) -> str:
+        return BARRIER_DTYPE
+
+    @property
+    def memory_space(self) -> str:
+        return "SMEM"
+
+    def ref_info(self, name: str) -> Any:
+        from mpmd_lab.shapes import base_info
+
+        return base_info(self.shape, BARRIER_DTYPE, "SMEM", name)
+
+    def label(self) -> str:
+        n = f" x{self.num_barriers}" if self.num_barriers > 1 else ""
+        return f"barrier{n} (arrivals {self.num_arrivals})"
+
+    def source(self) -> str:
+        kw = []
+        if self.num_arrivals != 1:
+            kw.append(f"num_arrivals={self.num_arrivals!r}")
+        if self.num_barriers != 1:
+            kw.append(f"num_barriers={self.num_barriers!r}")
+        return f"plgpu.Barrier({', '.join(kw)})"
+
+
+class ClusterBarrierScratch(BarrierScratch):
+    """``plgpu.ClusterBarrier``: the blocks of a cluster along ``collective_axes`` meet."""
+
+    KIND: ClassVar[str] = "cluster_barrier"
+
+    kind: Literal["cluster_barrier"]  # type: ignore[assignment]
+    collective_axes: AxisNames = Field(description="cluster axes whose blocks meet at it")
+
+    def label(self) -> str:
+        n = f" x{self.num_barriers}" if self.num_barriers > 1 else ""
+        return f"cluster barrier{n} over {','.join(axes_tuple(self.collective_axes))}"
+
+    def source(self) -> str:
+        kw = [f"collective_axes={axes_tuple(self.collective_axes)!r}"]
+        if self.num_arrivals != 1:
+            kw.append(f"num_arrivals={self.num_arrivals!r}")
+        if self.num_barriers != 1:
+            kw.append(f"num_barriers={self.num_barriers!r}")
+        return f"plgpu.ClusterBarrier({', '.join(kw)})"
+
+
+SCRATCH_CLASSES = (ArrayScratch, SemaphoreScratch, BarrierScratch, ClusterBarrierScratch)
+SCRATCH_KINDS = tuple(c.KIND for c in SCRATCH_CLASSES)
+
+
+def scratch_kind(v: Any) -> str:
+    """The discriminator: ``kind`` (absent: an array)."""
+    kind = v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
+    return kind if kind in SCRATCH_KINDS else "array"
+
+
+__all__ = [
+    "BARRIER_DTYPE",
+    "SCRATCH_CLASSES",
+    "SCRATCH_KINDS",
+    "SEMAPHORE_DTYPE",
+    "ArrayScratch",
+    "BarrierScratch",
+    "ClusterBarrierScratch",
+    "SemaphoreScratch",
+    "scratch_kind",
+]

@@ -1,0 +1,224 @@
+"""Plain body statements: ``copy``, ``add``, ``fill``, ``return``.
+
+Each class says, in one place, what the statement reads and writes, its trace-time
+rules (JAX's messages), its GPU-lowering rules, what the simulator does and the JAX
+source it exports.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+from mpmd_lab import dtypes
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.fields import RefName
+from mpmd_lab.ops.base import READ, WRITE, StatementOp
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
+
+#: one warpgroup: a register array's size must be a multiple of this to lower
+LANES = 128
+
+
+class Copy(StatementOp):
+    """``dst[...] = src[...]``."""
+
+    HELP: ClassVar[str] = "dst[...] = src[...]"
+    FAMILY: ClassVar[str] = "memory"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
+
+    op: Literal["copy"]
+    src: RefName = Field(description="the ref read")
+    dst: RefName = Field(description="the ref written")
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.src}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"{g.ref(self.dst)}[...] = {g.ref(self.src)}[...]"]
+
+    def trace(self, t: Any) -> bool:
+        # the load first, then the store
+        if t.use("src") or t.use("dst"):
+            return True
+        src = t.info("src")
+        return t.store("dst", src.shape, src.dtype)
+
+    def lower(self, low: Any) -> bool:
+        return low.access("src", "load") or low.access("dst", "store")
+
+    def execute(self, x: Any) -> None:
+        x.write("dst", x.read("src"))
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    out = []
+    for p, q in zip(
+        ((1,) * (len(b) - len(a)) + tuple(a)), ((1,) * (len(a) - len(b)) + tuple(b)), strict=False
+    ):
+        if p != q and 1 not in (p, q):
+            return None
+        out.append(max(p, q) if 1 in (p, q) else p)
+    return tuple(out)
+
+
+class Add(StatementOp):
+    """``dst[...] = lhs[...] + rhs[...]`` (``dst`` may be ``lhs``: an accumulation)."""
+
+    HELP: ClassVar[str] = "dst[...] = lhs[...] + rhs[...]"
+    FAMILY: ClassVar[str] = "compute"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("lhs", READ), ("rhs", READ), ("dst", WRITE))
+
+    op: Literal["add"]
+    dst: RefName = Field(description="the ref written")
+    lhs: RefName = Field(description="the first addend")
+    rhs: RefName = Field(description="the second addend")
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.lhs} + {self.rhs}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"{g.ref(self.dst)}[...] = {g.ref(self.lhs)}[...] + {g.ref(self.rhs)}[...]"]
+
+    def trace(self, t: Any) -> bool:
+        if t.use("lhs") or t.use("rhs"):
+            return True
+        lhs, rhs = t.info("lhs"), t.info("rhs")
+        shape = _broadcast(lhs.shape, rhs.shape)
+        if shape is None:
+            if len(lhs.shape) != len(rhs.shape):
+                t.jax(
+                    "ADD_SHAPE_MISMATCH",
+                    t.path,
+                    f"Incompatible shapes for broadcasting: shapes=[{lhs.shape!r}, {rhs.shape!r}]",
+                    jax_type="ValueError",
+                )
+            else:
+                t.jax(
+                    "ADD_SHAPE_MISMATCH",
+                    t.path,
+                    f"add got incompatible shapes for broadcasting: {lhs.shape!r}, {rhs.shape!r}.",
+                    jax_type="TypeError",
+                )
+            return True
+        if t.use("dst"):
+            return True
+        return t.store("dst", shape, dtypes.promote(lhs.dtype, rhs.dtype))
+
+    def lower(self, low: Any) -> bool:
+        if low.access("lhs", "load") or low.access("rhs", "load"):
+            return True
+        dtype = dtypes.promote(low.info("lhs").dtype, low.info("rhs").dtype)
+        if dtype != "bool" and dtypes.bits(dtype) == 8:
+            low.later(
+                "p3",
+                "GPU_8BIT_ARITH",
+                low.path,
+                "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                "operations). Upcast to a 16- or 32-bit type before performing the operation.",
+            )
+        return low.access("dst", "store", check_layout=False)
+
+    def execute(self, x: Any) -> None:
+        import numpy as np
+
+        lhs, rhs = x.read("lhs"), x.read("rhs")
+        if lhs.dtype != rhs.dtype:
+            x.fail("SIM_DTYPE_MISMATCH", f"adding {lhs.dtype} and {rhs.dtype}")
+        if lhs.shape != rhs.shape:
+            x.fail("SIM_SHAPE_MISMATCH", f"adding {lhs.shape} and {rhs.shape}")
+        with np.errstate(all="ignore"):
+            total = np.add(lhs, rhs, dtype=lhs.dtype)
+        x.write("dst", total)
+
+
+class Fill(StatementOp):
+    """``dst[...] = jnp.full(dst.shape, value, dst.dtype)``."""
+
+    HELP: ClassVar[str] = "dst[...] = a constant"
+    FAMILY: ClassVar[str] = "memory"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("dst", WRITE),)
+
+    op: Literal["fill"]
+    dst: RefName = Field(description="the ref written")
+    value: Annotated[StrictInt, Field(gt=-(2**64), lt=2**64)] | StrictFloat | StrictBool = Field(
+        description="the constant (a Python float is float32 first)"
+    )
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("fill value must be finite")
+        return v
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.value!r}"
+
+    def source(self, g: Any) -> list[str]:
+        d = g.ref(self.dst)
+        return [f"{d}[...] = jnp.full({d}.shape, {self.value!r}, {d}.dtype)"]
+
+    def trace(self, t: Any) -> bool:
+        if not t.info("dst").is_ref:
+            return t.store_to_array()
+        return t.use("dst")
+
+    def lower(self, low: Any) -> bool:
+        dst = low.info("dst")
+        if low.access("dst", "store", check_layout=False):
+            return True
+        if dst.shape and dst.size != 1 and dst.size % LANES:
+            low.later(
+                "p3",
+                "GPU_SPLAT_STORE",
+                low.path,
+                "Arrays with the splat layout can only be stored when they have a single "
+                "element or a multiple of 128 elements",
+            )
+        return False
+
+    def execute(self, x: Any) -> None:
+        from mpmd_lab.memory import fill_value
+
+        dst = x.view("dst")
+        x.write("dst", fill_value(self.value, dst.shape, dst.dtype))
+
+
+class Return(StatementOp):
+    """``return src[...]``: a kernel that returns a value (JAX rejects it)."""
+
+    HELP: ClassVar[str] = "return a value (JAX rejects it: write an output instead)"
+    FAMILY: ClassVar[str] = "memory"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ),)
+
+    op: Literal["return"]
+    src: RefName = Field(description="the ref whose value is returned")
+
+    def label(self) -> str:
+        return f"return {self.src}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"return {g.ref(self.src)}[...]"]
+
+    def trace(self, t: Any) -> bool:
+        if t.entry != "pl.kernel":
+            return t.end_body()  # plgpu.kernel runs the body in run_scoped: the value is dropped
+        program = t.path.split("[")[1].split("]")[0]
+        t.jax(
+            "MPMD_RETURNS_VALUE",
+            t.path,
+            f"The kernel function in mpmd_map program{program} at <scenario> should return "
+            "None. It returns a PyTree: PyTreeDef(*).",
+            fix=Fix(
+                description="drop the return statement (write into an output instead)",
+                edits=[Edit(op="remove", path=t.path)],
+            ),
+        )
+        return True
+
+    def execute(self, x: Any) -> None:
+        x.fail("MPMD_RETURNS_VALUE", "the kernel returns a value")
+
+
+__all__ = ["LANES", "Add", "Copy", "Fill", "Return"]

@@ -1,0 +1,174 @@
+"""Synchronisation: semaphores (across devices and blocks) and barriers (async copies,
+cluster blocks).
+
+- ``semaphore_signal {sem, inc, device}``: ``pl.semaphore_signal(sem, inc,
+  device_id=...)``: add ``inc`` to ``sem`` on this device, or on the peer ``device``
+  names (the device-id forms of ``remote_ref``);
+- ``semaphore_signal_multicast {sem, inc, axes}``: ``plgpu.semaphore_signal_multicast``:
+  the same on every device along ``axes``;
+- ``semaphore_wait {sem, value, decrement}``: ``pl.semaphore_wait(sem, value)``: block
+  until ``sem`` reaches ``value``, then take it off (unless ``decrement`` is false);
+- ``barrier_wait {barrier}``: ``plgpu.barrier_wait``: block until the barrier's phase
+  completes (its async copies landed, its arrivals came);
+- ``barrier_arrive {barrier}``: ``plgpu.barrier_arrive``: arrive at a (cluster) barrier.
+
+A signal happens before the wait it satisfies; a copy's completion happens before the
+``barrier_wait`` on its barrier: that is how kernels order their traffic, and how the
+race check and the simulator judge it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar, Literal
+
+from mpmd_lab import expr as E
+from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple
+from mpmd_lab.fields import check_mapping_names as _check_mapping_names
+from mpmd_lab.ops.base import SYNC, StatementOp
+from mpmd_lab.ops.peers import DeviceId, device_label, device_source, resolve_device
+from pydantic import Field, StrictBool, field_validator
+
+
+class SemaphoreSignal(StatementOp):
+    """``pl.semaphore_signal(sem, inc, device_id=device)``."""
+
+    HELP: ClassVar[str] = "add inc to a semaphore, here or on a peer device"
+    FAMILY: ClassVar[str] = "sync"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
+
+    op: Literal["semaphore_signal"]
+    sem: RefName = Field(description="a semaphore (or an element of a semaphore array)")
+    inc: Expr = Field(1, description="how much to add (an int or an expression)")
+    device: DeviceId | None = Field(
+        None,
+        description="the device whose semaphore is signalled (null: this one); the forms "
+        "of remote_ref's device",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _axes(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            if not v:
+                raise ValueError("a device id names at least one axis")
+            _check_mapping_names(v)
+        return v
+
+    def device_ref(self) -> Any:
+        return None if self.device is None else resolve_device(self.device)
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        yield "inc", E.parse(self.inc)
+        if self.device is not None:
+            yield from self.device_ref().exprs()
+
+    def label(self) -> str:
+        inc = "" if self.inc == 1 else f" +{E.parse(self.inc).label()}"
+        to = "" if self.device is None else f" -> {device_label(self.device)}"
+        return f"signal {self.sem}{inc}{to}"
+
+    def source(self, g: Any) -> list[str]:
+        args = [g.ref(self.sem)]
+        if self.inc != 1:
+            args.append(g.expr(E.parse(self.inc)))
+        if self.device is not None:
+            args.append(f"device_id={device_source(self.device, g)}")
+        return [f"pl.semaphore_signal({', '.join(args)})"]
+
+
+class SemaphoreSignalMulticast(StatementOp):
+    """``plgpu.semaphore_signal_multicast(sem, inc, collective_axes=axes)``."""
+
+    HELP: ClassVar[str] = "add inc to a semaphore on every device along axes"
+    FAMILY: ClassVar[str] = "sync"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
+
+    op: Literal["semaphore_signal_multicast"]
+    sem: RefName = Field(description="a semaphore")
+    inc: Expr = Field(1, description="how much to add")
+    axes: AxisNames = Field(description="device-mesh axes: every device along them is signalled")
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        yield "inc", E.parse(self.inc)
+
+    def label(self) -> str:
+        return f"signal {self.sem} on all of {','.join(axes_tuple(self.axes))}"
+
+    def source(self, g: Any) -> list[str]:
+        args = [g.ref(self.sem)]
+        if self.inc != 1:
+            args.append(g.expr(E.parse(self.inc)))
+        args.append(f"collective_axes={g.axes(self.axes)}")
+        return [f"plgpu.semaphore_signal_multicast({', '.join(args)})"]
+
+
+class SemaphoreWait(StatementOp):
+    """``pl.semaphore_wait(sem, value, decrement=...)``."""
+
+    HELP: ClassVar[str] = "wait until a semaphore reaches value (then take it off)"
+    FAMILY: ClassVar[str] = "sync"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
+
+    op: Literal["semaphore_wait"]
+    sem: RefName = Field(description="a semaphore (or an element of a semaphore array)")
+    value: Expr = Field(1, description="the value to wait for (an int or an expression)")
+    decrement: StrictBool = Field(True, description="take the value off after the wait")
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        yield "value", E.parse(self.value)
+
+    def label(self) -> str:
+        v = "" if self.value == 1 else f" >= {E.parse(self.value).label()}"
+        return f"wait {self.sem}{v}" + ("" if self.decrement else " (keep)")
+
+    def source(self, g: Any) -> list[str]:
+        args = [g.ref(self.sem)]
+        if self.value != 1 or not self.decrement:
+            args.append(g.expr(E.parse(self.value)))
+        if not self.decrement:
+            args.append("decrement=False")
+        return [f"pl.semaphore_wait({', '.join(args)})"]
+
+
+class BarrierWait(StatementOp):
+    """``plgpu.barrier_wait(barrier)``."""
+
+    HELP: ClassVar[str] = "wait for a barrier's phase (its copies landed, arrivals came)"
+    FAMILY: ClassVar[str] = "sync"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
+
+    op: Literal["barrier_wait"]
+    barrier: RefName = Field(description="a barrier (or one of a barrier array)")
+
+    def label(self) -> str:
+        return f"wait {self.barrier}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"plgpu.barrier_wait({g.ref(self.barrier)})"]
+
+
+class BarrierArrive(StatementOp):
+    """``plgpu.barrier_arrive(barrier)``."""
+
+    HELP: ClassVar[str] = "arrive at a (cluster) barrier"
+    FAMILY: ClassVar[str] = "sync"
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
+
+    op: Literal["barrier_arrive"]
+    barrier: RefName = Field(description="a barrier (or one of a barrier array)")
+
+    def label(self) -> str:
+        return f"arrive {self.barrier}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"plgpu.barrier_arrive({g.ref(self.barrier)})"]
+
+
+__all__ = [
+    "BarrierArrive",
+    "BarrierWait",
+    "SemaphoreSignal",
+    "SemaphoreSignalMulticast",
+    "SemaphoreWait",
+]

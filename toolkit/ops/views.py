@@ -1,0 +1,786 @@
+"""Shape-changing views of a ref: ``at`` (indexing), ``bitcast``, ``reshape``,
+``transpose``, and the scratch-only layout transforms ``tiling`` and ``swizzle``.
+
+Each class is the op's one meaning: its fields, JAX's type rule and exact messages
+(read off jax 0.12 ``jax._src.state.indexing``, ``state.types``,
+``pallas.mosaic_gpu.core`` and checked by tracing real kernels), its JAX source,
+its label and what the simulator does with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from mpmd_lab import dtypes
+from mpmd_lab import expr as E
+from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
+from mpmd_lab.ops.base import TransformOp
+from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
+from pydantic import Field, StrictInt, model_validator
+
+# ---------------------------------------------------------------- index entries
+
+
+class DsIndex(Model):
+    """``pl.ds(start, size)``: ``size`` elements from ``start`` (an expression)."""
+
+    ds: Annotated[list[Expr], Field(min_length=2, max_length=2)] = Field(
+        description="[start, size]: start an int or an expression, size a static int"
+    )
+
+    @model_validator(mode="after")
+    def _static_size(self) -> DsIndex:
+        if not isinstance(self.ds[1], int):
+            raise ValueError("the size of pl.ds is a static int")
+        return self
+
+
+class BlockIndex(Model):
+    """A slice at the kernel axis index times the stride (``lax.axis_index``)."""
+
+    block: Ident = Field(description="the grid, cluster or thread axis whose index picks it")
+    size: Size = Field(description="elements per block")
+    stride: Size | None = Field(None, description="elements between blocks (default: size)")
+
+
+class PidIndex(Model):
+    """A slice at ``pl.program_id(pid)`` times the size."""
+
+    pid: Annotated[StrictInt, Field(ge=0, le=2)] = Field(description="the grid dimension")
+    size: Size = Field(description="elements per program")
+
+
+#: an ``at`` entry: whole dim, an int or expression (drops the dim), a Python slice
+#: ``[start, stop]``, ``{"ds": [start, size]}``, ``{"block": ...}``, ``{"pid": ...}``
+IndexEntry = (
+    None
+    | Expr
+    | Annotated[list[SmallInt | None], Field(min_length=2, max_length=2)]
+    | DsIndex
+    | BlockIndex
+    | PidIndex
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ix:
+    """One ``at`` entry, resolved: ``all``, ``int`` (``start``), ``slice`` (``lo:hi``,
+    Python's, static) or ``ds`` (``start``, ``size``). ``legacy`` keeps where a dynamic
+    start came from for the block rules (``("block", axis)`` / ``("pid", dim)``)."""
+
+    kind: str
+    start: E.Expr | None = None
+    size: int | None = None
+    lo: int | None = None
+    hi: int | None = None
+    stride: int = 0
+    legacy: tuple[str, Any] | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        return self.start is not None and not self.start.is_const
+
+
+def resolve_entry(e: Any) -> Ix:
+    """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
+    if e is None:
+        return Ix("all")
+    if isinstance(e, bool):  # pragma: no cover - the schema refuses it
+        raise TypeError("a boolean index")
+    if isinstance(e, int | str):
+        return Ix("int", start=E.parse(e))
+    if isinstance(e, list):
+        return Ix("slice", lo=e[0], hi=e[1])
+    if isinstance(e, DsIndex):
+        return Ix("ds", start=E.parse(e.ds[0]), size=int(e.ds[1]))
+    if isinstance(e, BlockIndex):
+        stride = e.size if e.stride is None else e.stride
+        start = E.BinOp("*", E.Name(e.block), E.Const(stride))
+        return Ix("ds", start=start, size=e.size, stride=stride, legacy=("block", e.block))
+    if isinstance(e, PidIndex):
+        start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
+        return Ix("ds", start=start, size=e.size, stride=e.size, legacy=("pid", e.pid))
+    raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
+
+
+def _entry_repr(e: Any) -> str:
+    """An index entry as JAX prints it inside ``indices=(...)``."""
+    ix = resolve_entry(e)
+    traced = "Traced<int32[]>with<DynamicJaxprTrace>"
+    if ix.kind == "all":
+        return "slice(None, None, None)"
+    if ix.kind == "int":
+        return repr(ix.start.value) if isinstance(ix.start, E.Const) else traced
+    if ix.kind == "slice":
+        return f"slice({ix.lo!r}, {ix.hi!r}, None)"
+    start = repr(ix.start.value) if isinstance(ix.start, E.Const) else traced
+    return f"Slice(start={start}, size={ix.size}, stride=1)"
+
+
+def _indices_repr(entries: list[Any]) -> str:
+    inner = ", ".join(_entry_repr(e) for e in entries)
+    if len(entries) == 1:
+        inner += ","
+    return f"({inner})"
+
+
+def _entry_label(e: Any) -> str:
+    ix = resolve_entry(e)
+    if ix.kind == "all":
+        return ":"
+    if ix.kind == "int":
+        return ix.start.label()  # type: ignore[union-attr]
+    if ix.kind == "slice":
+        return f"{'' if ix.lo is None else ix.lo}:{'' if ix.hi is None else ix.hi}"
+    if ix.legacy and ix.legacy[0] == "block":
+        return f"ds({ix.legacy[1]}*{ix.stride},{ix.size})"
+    if ix.legacy and ix.legacy[0] == "pid":
+        return f"ds(pid{ix.legacy[1]}*{ix.size},{ix.size})"
+    return f"ds({ix.start.label()},{ix.size})"  # type: ignore[union-attr]
+
+
+def _entry_source(e: Any, g: Any) -> str:
+    ix = resolve_entry(e)
+    if ix.kind == "all":
+        return ":"
+    if ix.kind == "int":
+        return g.expr(ix.start)
+    if ix.kind == "slice":
+        return f"{'' if ix.lo is None else ix.lo}:{'' if ix.hi is None else ix.hi}"
+    return f"pl.ds({g.expr(ix.start)}, {ix.size!r})"
+
+
+def full_entry(e: Any, d: int) -> bool:
+    """An index entry that selects the whole dimension."""
+    ix = resolve_entry(e)
+    if ix.kind == "all":
+        return True
+    if ix.kind == "slice":
+        a, b = ix.lo, ix.hi
+        return (a in (None, 0) or (a is not None and a <= -d)) and (b is None or b >= d)
+    if ix.kind == "ds":
+        return isinstance(ix.start, E.Const) and ix.start.value == 0 and ix.size == d
+    return False
+
+
+# ---------------------------------------------------------------- at
+
+
+class At(TransformOp):
+    """``ref.at[...]``: one entry per leading dimension."""
+
+    HELP: ClassVar[str] = "index or slice: ref.at[...]"
+    FAMILY: ClassVar[str] = "views"
+    NEEDS_TYPE: ClassVar[bool] = True
+
+    op: Literal["at"]
+    index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)] = Field(
+        description="one entry per leading dim: null (all), an int or expression (drops "
+        'the dim), [start, stop], {"ds": [start, size]}, {"block": axis, "size": k}, '
+        '{"pid": d, "size": k}'
+    )
+
+    def entries(self) -> list[Ix]:
+        return [resolve_entry(e) for e in self.index]
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        for k, ix in enumerate(self.entries()):
+            if ix.start is not None:
+                yield f"index[{k}]", ix.start
+
+    def label(self) -> str:
+        return f"at[{','.join(_entry_label(e) for e in self.index) or '...'}]"
+
+    def source(self, base: str, g: Any) -> str:
+        inner = ", ".join(_entry_source(e, g) for e in self.index)
+        return f"{base}.at[{inner or '...'}]"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        notes: list[StepError] = []
+        shape = ref.shape
+        entries = list(self.index)
+        if len(entries) > len(shape):
+            return (
+                None,
+                err(
+                    "AT_TOO_MANY_INDICES",
+                    "ValueError",
+                    "`indices` must not be longer than `shape`: "
+                    f"indices={_indices_repr(entries)}, shape={tuple(shape)!r}",
+                    field="index",
+                ),
+                notes,
+            )
+        entries += [None] * (len(shape) - len(entries))
+        ixs = [resolve_entry(e) for e in entries]
+        # NDIndexer._validate_sharding (run when the type is next computed): a sharded
+        # input (no shard_map) takes slices only, and only whole ones along dim 0
+        sharded0 = (
+            ref.sharded is not None
+            and bool(shape)
+            and bool(ref.view_dims)
+            and ref.view_dims[0] == 0
+            and not (ref.reshaped or ref.bitcast)
+        )
+        if sharded0 and any(ix.kind == "int" for ix in ixs):
+            return (
+                None,
+                err(
+                    "SHARDED_REF_SLICE",
+                    "TypeError",
+                    "sharded ref (array reference) can only be indexed by slices, not integers",
+                    lazy=True,
+                ),
+                notes,
+            )
+        if sharded0 and not full_entry(entries[0], shape[0]):
+            return (
+                None,
+                err(
+                    "SHARDED_REF_SLICE",
+                    "ValueError",
+                    "sharded ref (array reference) can only be sliced along unsharded axes, "
+                    f"but ref of shape {tuple(shape)!r} was sliced on axis 0, which is sharded "
+                    f"like {ref.sharded}",
+                    field="index[0]",
+                    lazy=True,
+                ),
+                notes,
+            )
+        new_shape: list[int] = []
+        sels: list[tuple[Any, ...]] = []
+        ints: list[tuple[int, int]] = []
+        has_int = False
+        dynamic = ref.dynamic
+        for k, (ix, d) in enumerate(zip(ixs, shape, strict=False)):
+            f = f"index[{k}]"
+            if ix.kind == "all":
+                new_shape.append(d)
+                sels.append(("slice", 0, d, None, 0))
+            elif ix.kind == "int" and isinstance(ix.start, E.Const):
+                i = ix.start.value
+                has_int = True
+                ints.append((i, d))
+                if not -d <= i < d:
+                    notes.append(
+                        err(
+                            "OOB_INDEX",
+                            "",
+                            f"integer index {i} is out of bounds for a dimension of size {d}; "
+                            "JAX does not check integer indices inside a kernel, so it reads "
+                            "or writes outside the ref",
+                            stage="interpret",
+                            field=f,
+                        )
+                    )
+                sels.append(("int", i))
+            elif ix.kind == "int":  # a traced integer index: the dim is dropped
+                has_int = True
+                dynamic = True
+                sels.append(("dynint", ix.start))
+            elif ix.kind == "slice":
+                a, b = ix.lo, ix.hi
+                start = 0 if a is None else (min(d, a) if a >= 0 else max(0, d + a))
+                stop = d if b is None else (min(d, b) if b >= 0 else max(0, d + b))
+                size = max(0, stop - start)
+                if start >= d:
+                    return (
+                        None,
+                        err(
+                            "AT_OOB_SLICE",
+                            "ValueError",
+                            f"Out of bound slice: start={start}, dim={d}.",
+                            field=f,
+                        ),
+                        notes,
+                    )
+                if b is not None and b > d:
+                    notes.append(
+                        err(
+                            "AT_SLICE_CLAMPED",
+                            "",
+                            f"slice [{a}, {b}] stops past the end of a dimension of size {d}; "
+                            f"Python slicing silently clamps it to [{start}, {stop}] "
+                            f"({size} elements, not {b - (a or 0)})",
+                            severity="warning",
+                            field=f,
+                        )
+                    )
+                new_shape.append(size)
+                sels.append(("slice", start, size, None, 0))
+            elif isinstance(ix.start, E.Const):  # pl.ds with a static start
+                start, size = ix.start.value, ix.size or 0
+                if start >= d:
+                    return (
+                        None,
+                        err(
+                            "AT_OOB_SLICE",
+                            "ValueError",
+                            f"Out of bound slice: start={start}, dim={d}.",
+                            field=f,
+                        ),
+                        notes,
+                    )
+                if size and start + size - 1 >= d:
+                    return (
+                        None,
+                        err(
+                            "AT_OOB_SLICE",
+                            "ValueError",
+                            f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
+                            field=f,
+                        ),
+                        notes,
+                    )
+                if start < 0:
+                    notes.append(
+                        err(
+                            "AT_NEGATIVE_SLICE",
+                            "NotImplementedError",
+                            f"Slice slice({start}, {start + size}, 1) along axis {k} has "
+                            "negative bounds",
+                            stage="gpu-lower",
+                            field=f,
+                        )
+                    )
+                new_shape.append(max(0, size))
+                sels.append(("slice", start, max(0, size), None, 0))
+            else:  # pl.ds with a traced start
+                dynamic = True
+                size = ix.size or 0
+                axis = ix.legacy if ix.legacy is not None else ("expr", ix.start)
+                new_shape.append(size)
+                sels.append(("slice", 0, size, axis, ix.stride or 1))
+        region, view_dims = _compose_region(ref, sels)
+        after = replace(
+            ref,
+            shape=tuple(new_shape),
+            transformed=True,
+            sliced=True,
+            int_indexed=ref.int_indexed or has_int,
+            dynamic=dynamic,
+            region=region,
+            view_dims=view_dims,
+            int_indices=ref.int_indices + tuple(ints),
+        )
+        return after, None, notes
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        shape = v.shape
+        if len(self.index) > len(shape):
+            sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
+        idx: list[Any] = []
+        for dim, (e, size) in enumerate(zip(self.index, shape, strict=False)):
+            where = f"{path}.index[{dim}]"
+            ix = resolve_entry(e)
+            if ix.kind == "all":
+                idx.append(slice(None))
+            elif ix.kind == "int":
+                i = sim.eval(ix.start, actor, where)
+                if not -size <= i < size:
+                    sim.fail("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
+                idx.append(i % size)
+            elif ix.kind == "slice":
+                start = range(size)[slice(ix.lo, ix.hi)].start if size else 0
+                if start >= size:  # a Python slice: the stop clamps, a start past the end errors
+                    sim.fail(
+                        "AT_OOB_SLICE", where, f"Out of bound slice: start={start}, dim={size}."
+                    )
+                idx.append(slice(ix.lo, ix.hi))
+            else:
+                start, n = sim.eval(ix.start, actor, where), ix.size or 0
+                if start < 0 or n < 0 or start + n > size:
+                    sim.fail(
+                        "OOB_INDEX",
+                        where,
+                        f"slice [{start}, {start + n}) out of bounds for size {size} "
+                        f"({actor.describe()})",
+                    )
+                idx.append(slice(start, start + n))
+        return v.with_(offsets=v.offsets[tuple(idx)])
+
+
+def _compose_region(
+    ref: RefInfo, sels: list[tuple[Any, ...]]
+) -> tuple[tuple[Dim, ...] | None, tuple[int, ...] | None]:
+    """The base region of ``ref`` narrowed by one selection per view dim.
+
+    A selection is ``("int", i)``, ``("dynint", expr)`` or
+    ``("slice", start, size, axis, stride)``. Returns the new region and which base
+    dims the view still shows (None once unknowable).
+    """
+    if ref.region is None or ref.view_dims is None or len(ref.view_dims) != len(sels):
+        return None, None
+    out = list(ref.region)
+    keep: list[int] = []
+    for bd, sel in zip(ref.view_dims, sels, strict=False):
+        r = out[bd]
+        if sel[0] == "int":
+            out[bd] = Dim(r.start + sel[1] * r.step, 1, r.step, r.axis, r.stride)
+            continue
+        if sel[0] == "dynint":
+            if r.axis is not None:
+                return None, None
+            out[bd] = Dim(r.start, 1, r.step, ("expr", sel[1]), r.step)
+            continue
+        _, start, size, axis, stride = sel
+        if axis is not None and r.axis is not None:
+            return None, None
+        if start == 0 and axis is None and size == r.size:
+            keep.append(bd)  # the whole dim: unchanged
+            continue
+        out[bd] = Dim(
+            r.start + start * r.step,
+            size,
+            r.step,
+            axis if axis is not None else r.axis,
+            stride * r.step if axis is not None else r.stride,
+        )
+        keep.append(bd)
+    return tuple(out), tuple(keep)
+
+
+# ---------------------------------------------------------------- bitcast, reshape, transpose
+
+
+def sharded_error() -> StepError:
+    """Bitcast, reshape and transpose types reject a sharded array: a bare error."""
+    return err("MPMD_GPU_MESH_NOT_COMBINABLE", "NotImplementedError", "", lazy=True)
+
+
+class Bitcast(TransformOp):
+    """``ref.bitcast(dtype)``: a width change scales the second-minor dimension."""
+
+    HELP: ClassVar[str] = "reinterpret the bits: ref.bitcast(dtype)"
+    FAMILY: ClassVar[str] = "views"
+    NEEDS_TYPE: ClassVar[bool] = True
+
+    op: Literal["bitcast"]
+    dtype: Literal[dtypes.DTYPES] = Field(  # type: ignore[valid-type]
+        description="the new dtype (1-D refs cannot change width)"
+    )
+
+    def label(self) -> str:
+        return f"bitcast({dtypes.short(self.dtype)})"
+
+    def source(self, base: str, g: Any) -> str:
+        return f"{base}.bitcast({dtypes.jnp_expr(self.dtype)})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        if ref.sharded:
+            return None, sharded_error(), []
+        new = dtypes.canonical(self.dtype)
+        old_bits, new_bits = dtypes.bits(ref.dtype), dtypes.bits(new)
+        shape = ref.shape
+        if len(shape) <= 1:
+            if old_bits != new_bits:
+                return (
+                    None,
+                    err(
+                        "BITCAST_1D_WIDTH_CHANGE",
+                        "NotImplementedError",
+                        "Bitcast 1D ref with bitwidth change is not supported.",
+                        lazy=True,
+                    ),
+                    [],
+                )
+            return (
+                None,
+                err(
+                    "BITCAST_1D_SAME_WIDTH_BUG", "IndexError", "list index out of range", lazy=True
+                ),
+                [],
+            )
+        second_minor = shape[-2]
+        if old_bits != new_bits:
+            if (second_minor * old_bits) % new_bits:
+                return (
+                    None,
+                    err(
+                        "BITCAST_SECOND_MINOR",
+                        "ValueError",
+                        "Expected input and output shapes are the same after multiplying the "
+                        "second-minor dimension by the bitwidths.",
+                        lazy=True,
+                    ),
+                    [],
+                )
+            new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
+        else:
+            new_shape = shape
+        after = replace(
+            ref,
+            shape=new_shape,
+            dtype=new,
+            transformed=True,
+            bitcast=True,
+            region=None if old_bits != new_bits else ref.region,
+            view_dims=None if old_bits != new_bits else ref.view_dims,
+        )
+        return after, None, []
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        from mpmd_lab.memory import bitcast_offsets
+
+        new = dtypes.np_dtype(self.dtype)
+        try:
+            offs = bitcast_offsets(v.offsets, v.dtype, new)
+        except IndexError as e:
+            sim.fail("BITCAST_1D_SAME_WIDTH_BUG", path, str(e))
+        except ValueError as e:
+            code = "BITCAST_1D_WIDTH_CHANGE" if "1D" in str(e) else "BITCAST_SECOND_MINOR"
+            sim.fail(code, path, str(e))
+        return v.with_(dtype=new, offsets=offs)
+
+
+class Reshape(TransformOp):
+    """``ref.reshape(*shape)`` (one ``-1`` allowed)."""
+
+    HELP: ClassVar[str] = "a new shape of the same size: ref.reshape(...)"
+    FAMILY: ClassVar[str] = "views"
+    NEEDS_TYPE: ClassVar[bool] = True
+
+    op: Literal["reshape"]
+    shape: Annotated[
+        list[Annotated[StrictInt, Field(ge=-1, le=MAX_DIM)]], Field(max_length=MAX_RANK)
+    ] = Field(description="the new shape; one -1 is inferred")
+
+    def label(self) -> str:
+        return f"reshape({','.join(map(str, self.shape))})"
+
+    def source(self, base: str, g: Any) -> str:
+        return f"{base}.reshape({', '.join(map(repr, self.shape))})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        target = tuple(self.shape)
+        if target.count(-1) > 1:
+            return (
+                None,
+                err(
+                    "RESHAPE_MINUS_ONE",
+                    "ValueError",
+                    f"At most one dimension can be -1, but got {target!r}",
+                ),
+                [],
+            )
+        size = ref.size
+        if -1 in target:
+            rest = math.prod(d for d in target if d != -1)
+            if rest == 0 or size % rest:
+                return (
+                    None,
+                    err(
+                        "RESHAPE_NOT_DIVISIBLE",
+                        "ValueError",
+                        f"Specified dims {target!r} do not evenly divide the size of the ref "
+                        f"({size}).",
+                    ),
+                    [],
+                )
+            target = tuple(size // rest if d == -1 else d for d in target)
+        if math.prod(target) != size:
+            return (
+                None,
+                err(
+                    "RESHAPE_SIZE",
+                    "ValueError",
+                    f"cannot reshape shape {ref.shape!r} into shape {target!r}",
+                ),
+                [],
+            )
+        if ref.sharded:
+            return None, sharded_error(), []
+        after = replace(
+            ref,
+            shape=target,
+            transformed=True,
+            reshaped=True,
+            region=ref.region if target == ref.shape else None,
+            view_dims=ref.view_dims if target == ref.shape else None,
+        )
+        return after, None, []
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        try:
+            return v.with_(offsets=v.offsets.reshape(*self.shape, v.dtype.itemsize))
+        except ValueError:
+            sim.fail(
+                "RESHAPE_SIZE",
+                path,
+                f"cannot reshape ref of shape {v.shape} into shape {tuple(self.shape)}",
+            )
+
+
+class Transpose(TransformOp):
+    """``ref.transpose(perm)`` or ``plgpu.transpose_ref(ref, perm)``."""
+
+    HELP: ClassVar[str] = "permute the dims: ref.transpose(perm)"
+    FAMILY: ClassVar[str] = "views"
+
+    op: Literal["transpose"]
+    perm: Annotated[
+        list[Annotated[StrictInt, Field(ge=-MAX_RANK, le=MAX_RANK)]], Field(max_length=MAX_RANK)
+    ] = Field(description="a permutation of the dims")
+    via: Literal["method", "transpose_ref"] = Field(
+        "method", description="ref.transpose (method) or plgpu.transpose_ref"
+    )
+
+    def needs_type(self, ref: RefInfo) -> bool:
+        return self.via == "transpose_ref" and ref.transformed
+
+    def label(self) -> str:
+        name = "transpose_ref" if self.via == "transpose_ref" else "transpose"
+        return f"{name}({','.join(map(str, self.perm))})"
+
+    def source(self, base: str, g: Any) -> str:
+        perm = repr(tuple(self.perm))
+        if self.via == "transpose_ref":
+            return f"plgpu.transpose_ref({base}, {perm})"
+        return f"{base}.transpose({perm})"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        perm = tuple(self.perm)
+        if self.via == "transpose_ref":
+            if not ref.transformed:
+                sh = ",".join(map(str, ref.shape))
+                return (
+                    None,
+                    err(
+                        "TRANSPOSE_REF_RAW_BUG",
+                        "ValueError",
+                        "The 'memory_space' attribute is not available on traced array with "
+                        f"shape Ref<{ref.memory_space.lower()}>{{{ref.dtype}[{sh}]}}. Use "
+                        "`jax.typeof(x).memory_space` instead.",
+                    ),
+                    [],
+                )
+            if ref.memory_space == "TMEM":
+                return (
+                    None,
+                    err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference."),
+                    [],
+                )
+        if len(perm) != len(ref.shape):
+            return (
+                None,
+                err(
+                    "TRANSPOSE_RANK",
+                    "ValueError",
+                    f"Permutation {perm!r} does not match the rank of the type ({len(ref.shape)})",
+                    field="perm",
+                    lazy=True,
+                ),
+                [],
+            )
+        if ref.sharded:
+            return None, sharded_error(), []
+        if any(p >= len(ref.shape) or p < -len(ref.shape) for p in perm):
+            return (
+                None,
+                err(
+                    "TRANSPOSE_BAD_AXIS",
+                    "IndexError",
+                    "tuple index out of range",
+                    field="perm",
+                    lazy=True,
+                ),
+                [],
+            )
+        new_shape = tuple(ref.shape[p] for p in perm)
+        after = replace(
+            ref,
+            shape=new_shape,
+            transformed=True,
+            transposed=True if perm != tuple(range(len(perm))) else ref.transposed,
+            region=ref.region,
+            view_dims=None if ref.view_dims is None else tuple(ref.view_dims[p] for p in perm),
+        )
+        return after, None, []
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        rank = len(v.shape)
+        perm = [p % rank if rank else p for p in self.perm]
+        if sorted(perm) != list(range(rank)):
+            sim.fail("TRANSPOSE_RANK", path, f"{self.perm} is not a permutation")
+        return v.with_(offsets=v.offsets.transpose(*perm, rank))
+
+
+# ---------------------------------------------------------------- scratch layout
+
+
+class _ScratchOnly(TransformOp):
+    SCRATCH_ONLY: ClassVar[bool] = True
+    FAMILY: ClassVar[str] = "layout"
+
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+        return (
+            None,
+            err(
+                "SCRATCH_ONLY_TRANSFORM",
+                "",
+                f"{self.op_name()} is a scratch-only transform: no JAX call applies it to a ref",
+                stage="build",
+            ),
+            [],
+        )
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        sim.fail("SIM_UNSUPPORTED", path, f"{self.op_name()} applies to scratch types only")
+
+    def source(self, base: str, g: Any) -> str:
+        g.fail(f"{self.op_name()} is a scratch-only transform: no JAX call applies it to a ref")
+        return base  # pragma: no cover
+
+
+class Tiling(_ScratchOnly):
+    """``plgpu.TilingTransform(tile)`` on a scratch type."""
+
+    HELP: ClassVar[str] = "tile the layout in memory (scratch only)"
+
+    op: Literal["tiling"]
+    tile: Annotated[list[Size], Field(min_length=1, max_length=MAX_RANK)] = Field(
+        description="the tile shape (trailing dims)"
+    )
+
+    def label(self) -> str:
+        return f"tiling({','.join(map(str, self.tile))})"
+
+    def scratch_source(self) -> str:
+        return f"plgpu.TilingTransform({tuple(self.tile)!r})"
+
+
+class Swizzle(_ScratchOnly):
+    """``plgpu.SwizzleTransform(bytes)`` on a scratch type."""
+
+    HELP: ClassVar[str] = "swizzle the layout in memory (scratch only)"
+
+    op: Literal["swizzle"]
+    bytes: Annotated[StrictInt, Field(ge=0, le=2**20)] = Field(
+        description="the swizzle in bytes: 32, 64 or 128"
+    )
+
+    def label(self) -> str:
+        return f"swizzle({self.bytes})"
+
+    def scratch_source(self) -> str:
+        return f"plgpu.SwizzleTransform({self.bytes!r})"
+
+
+__all__ = [
+    "At",
+    "Bitcast",
+    "BlockIndex",
+    "DsIndex",
+    "IndexEntry",
+    "Ix",
+    "PidIndex",
+    "Reshape",
+    "Swizzle",
+    "Tiling",
+    "Transpose",
+    "full_entry",
+    "resolve_entry",
+]

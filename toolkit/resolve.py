@@ -1,0 +1,381 @@
+"""Resolve once: every name of the call bound, every view propagated, in JAX's order.
+
+``resolve(scenario)`` walks the call as JAX evaluates it and records, for each
+argument and each program, every statement with the refs it names (a
+:class:`Binding`: the ref's type after its transforms, from
+:mod:`mpmd_lab.shapes`, and the whole transform stack from the untransformed ref).
+Names that do not resolve are ``problems`` (XREF_* codes). The rules, the graph,
+the simulator, codegen and the Lab read this one result; none of them binds a name
+or propagates a view again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpmd_lab import dtypes
+from mpmd_lab.ops import Let, Return
+from mpmd_lab.scenario import BufferArg, Scenario
+from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
+
+
+@dataclass
+class Binding:
+    """A name the kernel body can use."""
+
+    name: str
+    info: RefInfo | None  # None: unusable (a failed view, or a tuple param itself)
+    kind: str  # arg, leaf, tuple, output, scratch, capture, view
+    path: str  # where it is defined
+    origin: tuple[str, ...] = ()  # the buffers / outputs / scratch it aliases
+    stmt: int = -1  # body index of a let
+    #: every transform from the untransformed ref to this view: (field path, transform)
+    stack: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass
+class Stmt:
+    """One body statement, resolved."""
+
+    index: int
+    path: str
+    node: Any
+    refs: dict[str, Binding] = field(default_factory=dict)  # field -> binding (ops)
+    steps: list[Step] = field(default_factory=list)  # a let's transform steps
+    ok: bool = True  # False once a name could not be resolved
+    defines: Binding | None = None  # the view a let names
+    #: the control statements (loops, conditions) it is inside, outermost first
+    scope: tuple[Stmt, ...] = ()
+    #: the names its expressions may use: mesh axes, device axes, enclosing loop variables
+    bound: frozenset[str] = frozenset()
+    #: ``(field, name)`` of the first expression name that is not bound, if any
+    unbound: tuple[str, str] | None = None
+
+    @property
+    def loop_vars(self) -> tuple[str, ...]:
+        return tuple(s.node.var for s in self.scope if s.node.kind == "loop")
+
+
+@dataclass
+class ProgramInfo:
+    index: int
+    path: str
+    stmts: list[Stmt] = field(default_factory=list)
+    trace_failed: bool = False  # a trace-time error stops this body
+
+
+@dataclass
+class ArgInfo:
+    index: int
+    path: str
+    leaves: list[tuple[str, RefInfo | None]]  # (buffer, info after the arg's transforms)
+    steps: list[list[Step]]  # per leaf
+
+
+class Resolved:
+    """A scenario with its names bound and views propagated (see the module docstring)."""
+
+    def __init__(self, scenario: Scenario):
+        self.s = scenario
+        self.args: list[ArgInfo] = []
+        self.params: dict[str, Binding] = {}
+        self.captures: dict[str, Binding] = {}
+        self.programs: list[ProgramInfo] = []
+        #: (argument, leaf) -> what the transforms did to a plain-array argument
+        self.array_errors: dict[tuple[int, int], Any] = {}
+        #: names that do not resolve: (code, field path, message)
+        self.problems: list[tuple[str, str, str]] = []
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.s
+
+    def problem(self, code: str, path: str, message: str) -> None:
+        self.problems.append((code, path, message))
+
+    def root_shape(self, b: Binding) -> tuple[int, ...] | None:
+        """The shape of the untransformed ref a binding is a view of."""
+        if not b.origin:
+            return None
+        o = b.origin[0]
+        if o.startswith("out:"):
+            spec = self.s.call.outputs.get(o[4:])
+        elif o.startswith("scratch:"):
+            spec = self.s.call.scratch.get(o[8:])
+        else:
+            spec = self.s.buffers.get(o)
+        return None if spec is None else tuple(spec.shape)
+
+    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...]:
+        return b.stack
+
+    def chain(self, b: Binding) -> list[str]:
+        """The transform ops from the root ref to this view, in order."""
+        return [t.op for _, t in b.stack]
+
+    def net_perm(self, b: Binding) -> list[int] | None:
+        """Which root dim each view dim is, through at/transpose; None after a reshape."""
+        root = self.root_shape(b)
+        if root is None:
+            return None
+        perm = list(range(len(root)))
+        for _, t in b.stack:
+            if t.op == "at":
+                idx = list(t.index) + [None] * (len(perm) - len(t.index))
+                perm = [d for d, e in zip(perm, idx, strict=False) if not isinstance(e, int)]
+            elif t.op == "transpose":
+                try:
+                    perm = [perm[p] for p in t.perm]
+                except IndexError:
+                    return None
+            elif t.op in ("reshape", "bitcast"):
+                return None
+        return perm
+
+    @property
+    def bound_outside(self) -> frozenset[str]:
+        """Axis names lax.axis_index knows outside the kernel: shard_map's."""
+        s = self.s
+        if s.device_mesh and s.run.shard_map is not False:
+            return frozenset(s.device_mesh) | {OUTSIDE}
+        return frozenset({OUTSIDE})
+
+    def bound_in(self, p: int) -> frozenset[str]:
+        """... and inside program ``p``: also its grid, cluster and thread axes."""
+        m = self.s.call.programs[p].mesh
+        names = set(m.grid) | set(m.cluster)
+        if m.threads is not None and m.threads.name:
+            names.add(m.threads.name)
+        return (self.bound_outside - {OUTSIDE}) | names
+
+    @property
+    def mesh_axes(self) -> tuple[str, ...]:
+        return tuple(self.s.device_mesh or {})
+
+    def buffer_info(self, name: str, base: str) -> RefInfo | None:
+        b = self.s.buffers.get(name)
+        if b is None:
+            return None
+        return base_info(b.shape, b.dtype, "GMEM", base)
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """The scenario's names bound and views propagated (computed once per call)."""
+    r = Resolved(scenario)
+    _resolve_into(r)
+    return r
+
+
+def leaf_name(param: str, i: int) -> str:
+    return f"{param}[{i}]"
+
+
+def _resolve_into(ctx: Resolved) -> None:
+    s = ctx.s
+    c = s.call
+    seen_params: dict[str, str] = {}
+
+    def define(name: str, path: str, b: Binding) -> None:
+        if name in seen_params:
+            ctx.problem(
+                "XREF_DUPLICATE_NAME",
+                path,
+                f"kernel parameter {name!r} is already defined at {seen_params[name]}; "
+                "Python rejects a function with two parameters of one name",
+            )
+            return
+        seen_params[name] = path
+        ctx.params[name] = b
+
+    outside = ctx.bound_outside
+    # arguments (the call evaluates each argument's transforms first)
+    for i, a in enumerate(c.args):
+        path = f"call.args[{i}]"
+        leaves: list[tuple[str, RefInfo | None]] = []
+        steps = []
+        for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
+            bpath = path + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
+            b = s.buffers.get(buf)
+            if b is None:
+                ctx.problem(
+                    "XREF_UNKNOWN_BUFFER",
+                    path + (".buffer" if isinstance(a, BufferArg) else f".tuple[{j}]"),
+                    f"argument names buffer {buf!r}, which is not in `buffers`"
+                    + (f" (there: {', '.join(sorted(s.buffers))})" if s.buffers else ""),
+                )
+                leaves.append((buf, None))
+                steps.append([])
+                continue
+            shape = list(b.shape)
+            if s.device_mesh and s.run.shard_map is False and shape:
+                shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
+            if not b.as_ref and a.transforms:
+                # a plain array: the transforms are array methods (see arrays.py)
+                from mpmd_lab.validate.arrays import apply_array
+
+                r = apply_array(
+                    tuple(shape),
+                    dtypes.canonical(b.dtype),
+                    a.transforms,
+                    f"{path}.transforms",
+                    outside,
+                )
+                ctx.array_errors[(i, j)] = r
+                steps.append([])
+                ok = r.error is None and not r.updater
+                leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
+                continue
+            sharded = None
+            if s.device_mesh and s.run.shard_map is False and shape:
+                axes = tuple(s.device_mesh)
+                sharded = axes[0] if len(axes) == 1 else repr(axes)
+            info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
+            st = ctx_steps(info, a.transforms, f"{path}.transforms", outside)
+            steps.append(st)
+            final = info if not st else st[-1].after
+            leaves.append((buf, final))
+            del bpath
+        ctx.args.append(ArgInfo(i, path, leaves, steps))
+        if len(leaves) != len(steps):  # pragma: no cover - defensive
+            raise AssertionError("arg leaves and steps out of step")
+        if isinstance(a, BufferArg):
+            buf, info = leaves[0]
+            stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
+            define(
+                a.param, path + ".param", Binding(a.param, info, "arg", path, (buf,), stack=stack)
+            )
+        else:
+            define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
+            for j, (buf, info) in enumerate(leaves):
+                ctx.params[leaf_name(a.param, j)] = Binding(
+                    leaf_name(a.param, j),
+                    info,
+                    "leaf",
+                    f"{path}.tuple[{j}]",
+                    (buf,),
+                    stack=tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms)),
+                )
+    for name, o in c.outputs.items():
+        path = f"call.outputs.{name}"
+        define(
+            name,
+            path,
+            Binding(
+                name, base_info(o.shape, o.dtype, "GMEM", name), "output", path, (f"out:{name}",)
+            ),
+        )
+    for name, sc in c.scratch.items():
+        path = f"call.scratch.{name}"
+        info = sc.ref_info(name)
+        define(name, path, Binding(name, info, "scratch", path, (f"scratch:{name}",)))
+
+    captures = ctx.captures
+    for i, cap in enumerate(c.captures):
+        path = f"call.captures[{i}]"
+        b = s.buffers.get(cap.buffer)
+        if b is None:
+            ctx.problem(
+                "XREF_UNKNOWN_BUFFER",
+                path + ".buffer",
+                f"capture {cap.name!r} names buffer {cap.buffer!r}, which is not in `buffers`",
+            )
+            captures[cap.name] = Binding(cap.name, None, "capture", path, (cap.buffer,))
+            continue
+        space = "GMEM" if b.as_ref else "VALUE"
+        shape = list(b.shape)
+        if s.device_mesh and s.run.shard_map is False and shape:
+            shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
+        captures[cap.name] = Binding(
+            cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
+        )
+
+    for p, prog in enumerate(c.programs):
+        ctx.programs.append(_program(ctx, p, prog, captures))
+
+
+def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
+    return propagate(info, transforms, base_path, bound) if transforms else []
+
+
+def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> ProgramInfo:
+    out = ProgramInfo(p, f"call.programs[{p}]")
+    env: dict[str, Binding] = dict(ctx.params)
+    env.update(captures)
+    _body(ctx, out, prog.body, f"{out.path}.body", env, ctx.bound_in(p), ())
+    return out
+
+
+def _body(
+    ctx: Resolved,
+    out: ProgramInfo,
+    body: list[Any],
+    base: str,
+    env: dict[str, Binding],
+    bound: frozenset[str],
+    scope: tuple[Stmt, ...],
+) -> bool:
+    """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
+    order; a ``let`` binds its name for the rest of this body only. False once a
+    ``return`` ends it."""
+    env = dict(env)
+    later: dict[str, int] = {}
+    for j, st in enumerate(body):
+        if isinstance(st, Let):
+            later.setdefault(st.let, j)
+    for j, st in enumerate(body):
+        path = f"{base}[{j}]"
+        stmt = Stmt(len(out.stmts), path, st, scope=scope, bound=bound)
+        for fname, name, _access in st.ref_fields():
+            b = env.get(name)
+            if b is None:
+                stmt.ok = False
+                where = later.get(name)
+                if where is not None and where >= j:
+                    msg = (
+                        f"{fname} names view {name!r}, which is defined later "
+                        f"(body[{where}]); a statement can only use names defined before it"
+                    )
+                else:
+                    msg = (
+                        f"{fname} names {name!r}: no parameter, capture or earlier view has "
+                        "that name"
+                    )
+                ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
+                continue
+            stmt.refs[fname] = b
+        if isinstance(st, Let):
+            src = stmt.refs.get("ref")
+            info = None
+            if src is not None and src.info is not None:
+                stmt.steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
+                info = src.info if not stmt.steps else stmt.steps[-1].after
+            own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
+            env[st.let] = stmt.defines = Binding(
+                st.let,
+                info,
+                "view",
+                path,
+                src.origin if src else (),
+                stmt=stmt.index,
+                stack=(src.stack if src else ()) + own,
+            )
+        else:
+            stmt.unbound = _unbound(st, bound)
+        out.stmts.append(stmt)
+        if isinstance(st, Return):
+            return False  # never executed past here: the body returned
+        if getattr(st, "BODY", False):
+            inner = bound | {st.var} if st.kind == "loop" else bound
+            if not _body(ctx, out, st.body, f"{path}.body", env, inner, (*scope, stmt)):
+                return False
+    return True
+
+
+def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
+    """The first name an op's expressions use that is not bound where it runs."""
+    for sub, e in st.exprs():
+        for name in sorted(e.names()):
+            if name not in bound:
+                return sub, name
+    return None

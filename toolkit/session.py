@@ -1,0 +1,389 @@
+"""A headless editing session: one scenario, its analysis, history, file and runs.
+
+The Lab's widgets are thin views of a :class:`Session`; a script or a test drives the
+same object without ipywidgets::
+
+    s = Session("dup-ref")
+    s.diagnostics[0].code                 # 'MPMD_DUP_REF'
+    s.apply_fix(s.diagnostics[0].fix)     # one undoable step
+    s.valid                               # True
+    s.save("mine.json")                   # a new file: written
+    s.run("simulate").outputs["out"]
+
+Every committed change makes a new *version*: the scenario is resolved and checked
+once (``validate.analyze``) and every view reads that :class:`~mpmd_lab.validate.
+Analysis`. A change that is not a scenario is refused with its problems, and nothing
+is lost. Saving goes where the user meant: a session that loaded a file saves back to
+it; one started from a gallery name or a dict has no file until ``save(path)``; and a
+file the session did not load or create is never replaced unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpmd_lab import validate
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
+from mpmd_lab.resolve import resolve
+from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
+from pydantic import ValidationError
+
+__all__ = ["BLANK", "EditResult", "Session", "rename_key"]
+
+Problems = list[tuple[str, str]]
+Listener = Callable[["Session", str], None]
+
+BLANK: dict[str, Any] = {
+    "schema": "mpmd-lab/scenario@1",
+    "name": "untitled",
+    "description": "",
+    "buffers": {},
+    "call": {"entry": "pl.kernel", "args": [], "outputs": {}, "programs": [{}]},
+}
+
+#: undo history bounds: this many steps, and this many bytes of JSON in all
+HISTORY_STEPS = 200
+HISTORY_BYTES = 64 * 2**20
+
+
+@dataclass
+class EditResult:
+    """``ok``: committed (or done). Otherwise ``problems`` as (field path, message)."""
+
+    ok: bool
+    problems: Problems = field(default_factory=list)
+
+    def message(self) -> str:
+        return "; ".join(f"{p or 'scenario'}: {m}" for p, m in self.problems)
+
+
+@dataclass
+class RunRecord:
+    """A run and the scenario version it ran (stale once the session moves on)."""
+
+    version: int
+    backend: str
+    result: Any
+
+
+class _History:
+    """Undo or redo steps as compact JSON, bounded by count and by total size."""
+
+    def __init__(self, steps: int, nbytes: int):
+        self.steps, self.nbytes = steps, nbytes
+        self.items: list[tuple[str, str]] = []
+        self.size = 0
+
+    def push(self, scenario: Scenario, label: str) -> None:
+        text = scenario.model_dump_json(by_alias=True)
+        self.items.append((text, label))
+        self.size += len(text)
+        while self.items and (len(self.items) > self.steps or self.size > self.nbytes):
+            old, _ = self.items.pop(0)
+            self.size -= len(old)
+
+    def pop(self) -> tuple[Scenario, str]:
+        text, label = self.items.pop()
+        self.size -= len(text)
+        return Scenario.model_validate_json(text), label
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+class Session:
+    """One scenario under edit; views subscribe and re-render from it."""
+
+    def __init__(
+        self,
+        source: Any = None,
+        *,
+        history_steps: int = HISTORY_STEPS,
+        history_bytes: int = HISTORY_BYTES,
+    ):
+        self.scenario: Scenario = _load(source)
+        self.path: Path | None = _path_of(source)
+        self.version = 0
+        self.dirty = False
+        self.program: int = 0  # the program the editors show (UI selection, not data)
+        self.message: str = ""  # the last status line ("saved to …", "undone: …")
+        self.check_error: str = ""  # why the check could not run ("" when it ran)
+        self.check_ms = 0.0
+        self.feedback_ms = 0.0
+        self.last_run: RunRecord | None = None
+        self._undo = _History(history_steps, history_bytes)
+        self._redo = _History(history_steps, history_bytes)
+        self._listeners: list[Listener] = []
+        self._analyse()
+
+    # ------------------------------------------------------------ observers
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener(session, reason)`` after every change."""
+        self._listeners.append(listener)
+
+    def _notify(self, reason: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(self, reason)
+            except Exception as e:  # one broken view must not stop the others
+                self.message = f"a view failed to update: {type(e).__name__}: {e}"
+
+    def select_program(self, index: int) -> None:
+        """Show program ``index`` in the editors (a UI selection; not undoable)."""
+        if 0 <= index < len(self.scenario.call.programs) and index != self.program:
+            self.program = index
+            self._notify("program selected")
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """This version's diagnostics, in the order JAX would raise them."""
+        return list(self.analysis.diagnostics)
+
+    @property
+    def resolved(self) -> Any:
+        return self.analysis.resolved
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """A fresh JSON copy of the scenario (safe to mutate)."""
+        return self.scenario.to_dict()
+
+    def get(self, path: str, default: Any = None) -> Any:
+        """The JSON value at a field path (``call.args[1].param``), or ``default``."""
+        try:
+            node: Any = self.scenario.to_dict()
+            for part in parse_path(path):
+                node = node[part]
+            return node
+        except (KeyError, IndexError, TypeError):
+            return default
+
+    def diagnostics_at(self, path: str, exact: bool = False) -> list[Diagnostic]:
+        """Diagnostics whose path is ``path`` or (unless exact) lies inside it."""
+        out = []
+        for d in self.analysis.diagnostics:
+            if d.path == path or (
+                not exact and path and d.path.startswith(path) and d.path[len(path)] in ".["
+            ):
+                out.append(d)
+        return out
+
+    @property
+    def valid(self) -> bool:
+        return not self.check_error and self.analysis.valid
+
+    @property
+    def run_is_current(self) -> bool:
+        """Whether the last run ran this very version of the scenario."""
+        return self.last_run is not None and self.last_run.version == self.version
+
+    # ------------------------------------------------------------ changing
+
+    def edit(self, *edits: Edit | tuple[str, str, Any], label: str = "") -> EditResult:
+        """Make field-path edits (``Edit`` or ``(op, path, value)``) as one undoable step."""
+        es = [e if isinstance(e, Edit) else Edit(op=e[0], path=e[1], value=e[2]) for e in edits]
+
+        def run(data: dict[str, Any]) -> None:
+            for e in es:
+                apply_edit(data, e)
+
+        return self.change(run, label or ", ".join(f"{e.op} {e.path}" for e in es))
+
+    def change(self, fn: Callable[[dict[str, Any]], Any], label: str = "edit") -> EditResult:
+        """Apply ``fn`` to a JSON copy; commit it if it is still a scenario."""
+        t0 = time.perf_counter()
+        data = self.data
+        try:
+            fn(data)
+        except Exception as e:  # whatever the edit trips on, the scenario stays as it was
+            return EditResult(False, [("", f"cannot {label}: {e}")])
+        try:
+            new = Scenario.model_validate(data)
+        except ValidationError as e:
+            return EditResult(False, problems_of(e))
+        except RecursionError:
+            return EditResult(False, [("", "nested too deeply")])
+        self._commit(new, label, t0)
+        return EditResult(True)
+
+    def replace(self, scenario: Scenario, label: str) -> None:
+        """Commit a whole new scenario (a fix, a load) as one undoable step."""
+        self._commit(scenario, label, time.perf_counter())
+
+    def _commit(self, new: Scenario, label: str, t0: float, dirty: bool = True) -> None:
+        if new == self.scenario:
+            return
+        self._undo.push(self.scenario, label)
+        self._redo.clear()
+        self._set(new, label, t0, dirty)
+
+    def _set(self, new: Scenario, reason: str, t0: float, dirty: bool = True) -> None:
+        self.scenario = new
+        self.version += 1
+        self.dirty = dirty
+        self.program = min(self.program, max(len(new.call.programs) - 1, 0))
+        self.message = reason
+        self._analyse()
+        self._notify(reason)
+        self.feedback_ms = (time.perf_counter() - t0) * 1000
+
+    def _analyse(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.analysis = validate.analyze(self.scenario)
+            self.check_error = ""
+        except Exception as e:  # a rule's bug must not take the session down
+            self.analysis = validate.Analysis(self.scenario, resolve(self.scenario), ())
+            self.check_error = f"the check failed: {type(e).__name__}: {e}"
+        self.check_ms = (time.perf_counter() - t0) * 1000
+
+    # ------------------------------------------------------------ history
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._redo)
+
+    def undo(self) -> bool:
+        """Step back one change; False when there is none."""
+        if not self._undo:
+            return False
+        old, label = self._undo.pop()
+        self._redo.push(self.scenario, label)
+        self._set(old, f"undone: {label}", time.perf_counter())
+        return True
+
+    def redo(self) -> bool:
+        """Redo the last undone change; False when there is none."""
+        if not self._redo:
+            return False
+        new, label = self._redo.pop()
+        self._undo.push(self.scenario, label)
+        self._set(new, f"redone: {label}", time.perf_counter())
+        return True
+
+    # ------------------------------------------------------------ fixes, files
+
+    def apply_fix(self, fix: Fix) -> EditResult:
+        """Apply a diagnostic's fix as one undoable step."""
+        try:
+            fixed = apply_fix(self.scenario, fix)
+        except Exception as e:  # a fix that no longer applies is refused, not raised
+            return EditResult(False, [("", f"cannot apply the fix: {e}")])
+        self.replace(fixed, f"fix: {fix.description}")
+        return EditResult(True)
+
+    def load(self, source: Any) -> EditResult:
+        """Replace the scenario by a file, gallery name, JSON text or dict (undoable).
+
+        The session then saves to that file, or (a gallery name, text, a dict) to no
+        file until ``save(path)`` names one."""
+        try:
+            new = _load(source)
+        except ScenarioError as e:
+            return EditResult(False, e.problems)
+        self.path = _path_of(source)
+        self._undo.push(self.scenario, f"load {new.name}")
+        self._redo.clear()
+        self._set(new, f"loaded {new.name}", time.perf_counter(), dirty=False)
+        return EditResult(True)
+
+    def save(self, path: str | Path | None = None, *, overwrite: bool = False) -> EditResult:
+        """Write the scenario as JSON; afterwards the session saves to that file.
+
+        With no ``path``, the session's own file (an error when it has none: "save as").
+        A ``path`` other than the session's own that already exists is replaced only
+        with ``overwrite=True`` (the caller asked the user)."""
+        target = Path(path) if path else self.path
+        if target is None:
+            return EditResult(False, [("", "this scenario has no file yet: save it as a file")])
+        own = self.path is not None and _same_file(target, self.path)
+        if target.exists() and not own and not overwrite:
+            return EditResult(
+                False,
+                [("", f"{target} exists and is not this session's file: confirm to replace it")],
+            )
+        try:
+            save_scenario(self.scenario, target)
+        except (OSError, ValueError) as e:
+            msg = getattr(e, "strerror", None) or str(e)
+            return EditResult(False, [("", f"cannot save to {target}: {msg}")])
+        self.path = target
+        self.dirty = False
+        self.message = f"saved to {target}"
+        self._notify("saved")
+        return EditResult(True)
+
+    # ------------------------------------------------------------ running, exporting
+
+    def run(self, backend: str = "auto", **kwargs: Any) -> Any:
+        """Run this version (``runtime.run``); the result is kept as ``last_run``."""
+        from mpmd_lab import runtime
+
+        version = self.version
+        result = runtime.run(self.scenario, backend, analysis=self.analysis, **kwargs)
+        self.last_run = RunRecord(version, result.backend, result)
+        self._notify("ran")
+        return result
+
+    def export(self) -> str:
+        """The plain JAX program of this version (``codegen.generate``)."""
+        from mpmd_lab import codegen
+
+        return codegen.generate(self.scenario)
+
+    def graph(self, access_log: Any = None) -> Any:
+        """The aliasing graph model of this version (``graph.build_graph``)."""
+        from mpmd_lab.graph import build_graph
+
+        return build_graph(self.scenario, access_log=access_log, analysis=self.analysis)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _load(source: Any) -> Scenario:
+    if source is None:
+        return Scenario.model_validate(copy.deepcopy(BLANK))
+    return load_scenario(source)
+
+
+def _path_of(source: Any) -> Path | None:
+    if isinstance(source, Path) or (
+        isinstance(source, str)
+        and not source.lstrip().startswith("{")
+        and source.endswith(".json")
+        and Path(source).is_file()
+    ):
+        return Path(source)
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def rename_key(mapping: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """The mapping with key ``old`` renamed to ``new``, order kept."""
+    if new in mapping and new != old:
+        raise ValueError(f"{new!r} is already used")
+    return {(new if k == old else k): v for k, v in mapping.items()}
