@@ -76,17 +76,12 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 def _check_sources(items: list[str]) -> list[str]:
     """FILE arguments of ``check``: files and gallery names as given; a folder stands
-    for every ``*.json`` under it (sorted)."""
+    for every ``*.json`` under it (sorted), or, holding none, for itself."""
     out: list[str] = []
     for item in items:
         p = Path(item)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*.json") if f.is_file())
-            if not found:
-                raise UsageError(f"{item}: no .json scenario files in this folder")
-            out += found
-        else:
-            out.append(item)
+        found = sorted(str(f) for f in p.rglob("*.json") if f.is_file()) if p.is_dir() else []
+        out += found or [item]  # a folder without scenarios fails to load like any file
     return out
 
 
