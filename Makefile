@@ -1,4 +1,7 @@
 # mpmd-lab: two commands set everything up on a fresh machine.
+# (Packages are compiled to bytecode once, at install: without it every Python process,
+# each CLI call, test child, JAX worker and kernel, compiles them anew: +0.3 s for
+# `mpmd-lab check`, +3 s for `import jax`. See bench/README.md, "startup".)
 #   make lab    build the environment if missing or stale, then start JupyterLab on notebooks/
 #   make test   build the environment if needed, then run the whole test suite
 SHELL := /bin/bash
@@ -14,7 +17,8 @@ UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
 $(STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null || $(PYTHON) -m pip install -q uv
-	$(UV) sync --locked --extra test
+	$(UV) sync --locked --extra test --compile-bytecode
+	@$(VENV)/bin/python -m compileall -q toolkit widgets >/dev/null || true
 	@touch $(STAMP)
 
 .venv: $(STAMP)

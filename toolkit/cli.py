@@ -2,20 +2,30 @@
 
 Each subcommand loads a scenario (a file or a gallery name), calls the library and
 prints; exit 0 good, 1 problems found or JAX error reported, 2 unusable input.
+
+Start-up is part of the job (``check`` runs in pre-commit hooks and CI): each command
+imports only what it needs, inside its function, and the process skips pydantic's
+plugin discovery, a scan of every installed package's metadata (set
+``PYDANTIC_DISABLE_PLUGINS`` yourself to choose otherwise). See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mpmd_lab import files
 from mpmd_lab.safetext import clip, safe_streams
-from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+
+# before pydantic builds the first model: ~30 ms of entry-point scanning per process
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+if TYPE_CHECKING:
+    from mpmd_lab.scenario import Scenario
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 MAX_PROBLEMS_SHOWN = 50
@@ -28,6 +38,8 @@ class UsageError(Exception):
 
 
 def _load(source: str) -> Scenario:
+    from mpmd_lab.scenario import load_scenario
+
     return load_scenario(source)
 
 
@@ -76,6 +88,8 @@ def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
             f"; did you mean {' or '.join(near)}?" if near else f"; the names: {', '.join(names)}"
         )
         raise UsageError(f"no gallery scenario {clip(args.name, QUOTE)!r}{hint}")
+    from mpmd_lab.scenario import save_scenario
+
     scenario = gallery.load(args.name)
     if not args.output:
         print(scenario.to_json())
@@ -87,8 +101,28 @@ def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
     return EXIT_OK
 
 
+def _check_sources(items: list[str]) -> list[str]:
+    """FILE arguments of ``check``: files and gallery names as given; a folder stands
+    for every ``*.json`` under it (sorted), or, holding none, for itself."""
+    out: list[str] = []
+    for item in items:
+        p = Path(item)
+        found = sorted(str(f) for f in p.rglob("*.json") if f.is_file()) if p.is_dir() else []
+        out += found or [item]  # a folder without scenarios fails to load like any file
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    scenario = _load(args.file)  # before importing JAX: bad input fails fast
+    sources = _check_sources(args.file)
+    if len(sources) == 1:
+        return _check_one(args, sources[0])
+    if args.fix or args.output:
+        raise UsageError("--fix and -o take one FILE")
+    return _check_many(args, sources)
+
+
+def _check_one(args: argparse.Namespace, source: str) -> int:
+    scenario = _load(source)  # before importing JAX: bad input fails fast
     from mpmd_lab import validate
 
     diags = validate.check(scenario)
@@ -103,6 +137,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.output and not applied:
             _say(f"no fix applies: nothing written to {clip(args.output, QUOTE)}")
         elif args.output:
+            from mpmd_lab.scenario import save_scenario
+
             written = save_scenario(fixed, args.output, inputs=_inputs(args.file))
             n = len(applied)
             _say(f"wrote {written}: {n} fix{'es' if n != 1 else ''} applied")
@@ -115,6 +151,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         diags = validate.check(fixed)
     valid = not any(d.is_error for d in diags)
     if args.json:
+        import json
+
         print(json.dumps({"valid": valid, "diagnostics": [d.to_json() for d in diags]}, indent=2))
     elif not args.fix or args.output:
         from mpmd_lab.report import format_diagnostics
@@ -123,12 +161,61 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if valid else EXIT_PROBLEMS
 
 
+def _check_many(args: argparse.Namespace, sources: list[str]) -> int:
+    """Several scenarios in one process (pre-commit, CI): each reported in turn; exit 2
+    if any is unusable, else 1 if any has problems, else 0."""
+    import json
+
+    from mpmd_lab import validate
+    from mpmd_lab.report import format_diagnostics
+    from mpmd_lab.scenario import ScenarioError
+
+    worst, results = EXIT_OK, []
+    counts = {"valid": 0, "invalid": 0, "unusable": 0}
+    for source in sources:
+        try:
+            scenario = _load(source)
+        except (ScenarioError, OSError) as e:
+            problems = getattr(e, "problems", None) or [("", str(e))]
+            results.append({"file": source, "valid": False, "unusable": [
+                {"path": path, "message": msg} for path, msg in problems]})  # fmt: skip
+            if not args.json:
+                for path, msg in problems[:MAX_PROBLEMS_SHOWN]:
+                    print(f"{source}: {path or '<top>'}: {msg}", file=sys.stderr)
+            worst = EXIT_BAD_INPUT
+            counts["unusable"] += 1
+            continue
+        diags = validate.check(scenario)
+        if args.deep:
+            from mpmd_lab import deep
+
+            diags = deep.deep_check(scenario, timeout=args.timeout, static=diags)
+        valid = not any(d.is_error for d in diags)
+        counts["valid" if valid else "invalid"] += 1
+        if not valid:
+            worst = max(worst, EXIT_PROBLEMS)
+        if args.json:
+            results.append({"file": source, "valid": valid,
+                            "diagnostics": [d.to_json() for d in diags]})  # fmt: skip
+        else:
+            print(f"== {source}")
+            print(format_diagnostics(scenario.name, diags))
+    if args.json:
+        print(json.dumps({"valid": worst == EXIT_OK, "files": results}, indent=2))
+    else:
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+        print(f"checked {len(sources)} scenario file(s): {summary}")
+    return worst
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from mpmd_lab import runtime
 
     result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
     if args.json:
+        import json
+
         print(json.dumps(result.to_json()))
     else:
         print(result.summary())
@@ -220,8 +307,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="with -o: replace an existing FILE")
     s.set_defaults(func=cmd_gallery)
 
-    s = sub.add_parser("check", help="validate a scenario (exit 0 valid, 1 problems, 2 bad input)")
-    s.add_argument("file", metavar="FILE")
+    s = sub.add_parser("check", help="validate scenarios (exit 0 valid, 1 problems, 2 bad input)")
+    s.add_argument(
+        "file", metavar="FILE", nargs="+", help="scenario files, folders of them, gallery names"
+    )
     s.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
     s.add_argument("--deep", action="store_true", help="also trace and lower for the GPU with JAX")
     s.add_argument("--fix", action="store_true", help="apply every known fix")
@@ -258,13 +347,45 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _NeverRaised(Exception):
+    pass
+
+
+def _scenario_error() -> type[BaseException]:
+    """``ScenarioError``, without importing pydantic for commands that never load one."""
+    mod = sys.modules.get("mpmd_lab.scenario")
+    return mod.ScenarioError if mod is not None else _NeverRaised
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mpmd-lab`` command."""
+    """Run one ``mpmd-lab`` command line; the exit status."""
+    return _run(parser().parse_args(argv))
+
+
+#: Commands that start no other process: the console script may skip the interpreter's
+#: tear-down after them (freeing every module of pydantic and co. costs tens of ms).
+QUICK_EXIT = ("gallery", "check", "explain", "export")
+
+
+def entry() -> None:
+    """The ``mpmd-lab`` console script."""
+    args = parser().parse_args()
+    code = _run(args)
+    if args.command in QUICK_EXIT and not getattr(args, "deep", False):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
     safe_streams()  # PYTHONIOENCODING=ascii, a C locale: escapes, never a crash
-    args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except ScenarioError as e:  # its source, paths and messages are clipped already
+    except _scenario_error() as e:
         for path, msg in e.problems[:MAX_PROBLEMS_SHOWN]:
             print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
         if len(e.problems) > MAX_PROBLEMS_SHOWN:
@@ -288,4 +409,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
