@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import psutil
 import pytest
-from mpmd_lab import gallery, probe, runtime
+from mpmd_lab import gallery, probe, runtime, workers
 from mpmd_lab.dtypes import nbytes
 from mpmd_lab.scenario import load_scenario
 
@@ -54,10 +54,10 @@ def _reset_peak(pid: int | str) -> int:
 
 def _measured_peak(scenario) -> tuple[int, runtime.RunResult]:
     key = (probe.devices_of(scenario), "cpu")
-    if key in probe._POOL:
-        probe._discard(probe._POOL[key])  # a fresh worker: no arena left by earlier runs
+    if key in workers._POOL:
+        workers._discard(workers._POOL[key])  # a fresh worker: no arena left by earlier runs
     assert runtime.run(gallery.load("two-block-copy"), "interpret", timeout=300).ok
-    worker = probe._POOL[key]
+    worker = workers._POOL[key]
     assert psutil.Process(worker.pid).is_running()
     w0, me0 = _reset_peak(worker.pid), _reset_peak("self")
     result = runtime.run(scenario, "interpret", timeout=600)

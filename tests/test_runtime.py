@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mpmd_lab import gallery, probe, runtime
+from mpmd_lab import gallery, probe, runtime, workers
 from mpmd_lab.codegen import generate
 from mpmd_lab.scenario import load_scenario
 
@@ -128,7 +128,7 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
     # a crash: the worker dies (SIGKILL, as a segfaulting JAX would) mid-run
     def kill_at_interpret(stage, fraction):
         if stage == "interpret":
-            os.kill(probe._POOL[(1, "cpu")].pid, signal.SIGKILL)
+            os.kill(workers._POOL[(1, "cpu")].pid, signal.SIGKILL)
 
     stages = []
     crashed = runtime.run(

@@ -78,109 +78,29 @@ def _recv(inp):
     return pickle.loads(inp.read(n))
 
 
-def _text(e: BaseException) -> str:
-    """``str(e)``, or a stand-in when the exception cannot say what it is."""
-    try:
-        return str(e)
-    except Exception as inner:  # noqa: BLE001
-        return f"<str() of {type(e).__name__} failed: {type(inner).__name__}>"
+def _ladder():
+    """``mpmd_lab.ladder``, loaded by path (this child imports nothing of the package)."""
+    mod = sys.modules.get("mpmd_lab_ladder")
+    if mod is None:
+        import importlib.util
 
-
-def _races_found() -> bool:
-    """Races recorded by the GPU interpreter (jax 0.11.2 records, 0.12 raises too)."""
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["get_races"])
-            races = m.get_races()
-        except Exception:
-            continue
-        return bool(getattr(races, "races_found", False))
-    return False
-
-
-def _reset_interpret_state() -> None:
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["reset_gpu_interpret_mode_state"])
-            m.reset_gpu_interpret_mode_state()
-            return
-        except Exception:
-            continue
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ladder.py")
+        spec = importlib.util.spec_from_file_location("mpmd_lab_ladder", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["mpmd_lab_ladder"] = mod
+        spec.loader.exec_module(mod)
+    return mod
 
 
 def _handle(req, out):
-    import jax
-    import numpy as np
-
-    stages = list(req["stages"])
-    ns = {"__name__": "mpmd_lab_scenario", "__builtins__": __builtins__}
-    result = {"ok": True, "stage": None, "error_type": None, "message": None, "outputs": None}
-    result["poisoned"] = False
-    stage = "build"
-
-    def enter(s):
-        nonlocal stage
-        stage = s
-        _send(out, {"progress": s})
-
-    saved_flags = os.environ.get("XLA_FLAGS")
-    try:
-        enter("build")
-        try:
-            exec(compile(req["source"], "<mpmd-lab scenario>", "exec"), ns)
-        finally:
-            if saved_flags is None:
-                os.environ.pop("XLA_FLAGS", None)
-            else:
-                os.environ["XLA_FLAGS"] = saved_flags
-        names = ns.get("OUTPUT_NAMES")
-        args = None
-        fn = None
-        if {"build", "trace", "gpu-lower", "gpu-run"} & set(stages):
-            fn, mesh = ns["build"](None)
-            args = ns["place"](ns["make_inputs"](), mesh)
-        if "trace" in stages:
-            enter("trace")
-            fn.trace(*args)
-        if "gpu-lower" in stages:
-            enter("gpu-lower")
-            jax.export.export(fn, platforms=["cuda"])(*args)
-        run_stage = next((s for s in ("interpret", "gpu-run") if s in stages), None)
-        if run_stage:
-            if run_stage == "interpret":
-                # build for the interpreter (a build error shows at the build stage);
-                # the traced stages' inputs go first, not held while the new ones are made
-                fn = args = None
-                fn, mesh = ns["build"](req["mode"], bool(req["detect_races"]))
-                args = ns["place"](ns["make_inputs"](), mesh)
-            enter(run_stage)
-            result["poisoned"] = run_stage == "interpret"
-            outs = fn(*args)
-            keys = names if names is not None else list(outs)
-            result["outputs"] = {k: np.asarray(jax.device_get(outs[k])) for k in keys}
-            if run_stage == "interpret" and req["detect_races"] and _races_found():
-                raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
-            result["poisoned"] = False
-    except BaseException as e:  # noqa: BLE001 - every failure is data
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        result.update(
-            ok=False,
-            stage=stage,
-            error_type=type(e).__name__,
-            message=_text(e),
-            traceback="".join(traceback.format_exception(e))[-8000:],
-            outputs=None,
-        )
-        if stage == "interpret":
-            _reset_interpret_state()
-    return result
+    """One request up the ladder; progress is sent as each stage starts."""
+    return _ladder().climb(
+        req["source"],
+        list(req["stages"]),
+        mode=req["mode"],
+        detect_races=bool(req["detect_races"]),
+        on_stage=lambda s: _send(out, {"progress": s}),
+    )
 
 
 #: Modules a worker needs, imported once in the zygote so forked workers start warm.

@@ -139,7 +139,7 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
         elif args.output:
             from mpmd_lab.scenario import save_scenario
 
-            written = save_scenario(fixed, args.output, inputs=_inputs(args.file))
+            written = save_scenario(fixed, args.output, inputs=_inputs(source))
             n = len(applied)
             _say(f"wrote {written}: {n} fix{'es' if n != 1 else ''} applied")
         else:
