@@ -94,6 +94,15 @@ def resolve_device(device: Any) -> DeviceRef:
     return DeviceRef(E.parse(device))
 
 
+def check_device(v: Any) -> Any:
+    """A field validator for device ids: a mapping names at least one axis, by its name."""
+    if isinstance(v, dict):
+        if not v:
+            raise ValueError("a device id names at least one axis")
+        _check_mapping_names(v)
+    return v
+
+
 def device_label(device: Any) -> str:
     """``dev+1``, ``x=0,y=dev``, ``3``: a device id as the graph shows it."""
     if not isinstance(device, dict):
@@ -156,14 +165,7 @@ class RemoteRef(TransformOp):
         '{axis: {"offset": k}} (own index + k, wrapped)'
     )
 
-    @field_validator("device")
-    @classmethod
-    def _axes(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            if not v:
-                raise ValueError("a device id names at least one axis")
-            _check_mapping_names(v)
-        return v
+    _axes = field_validator("device")(classmethod(lambda cls, v: check_device(v)))
 
     def device_ref(self) -> DeviceRef:
         return resolve_device(self.device)
