@@ -100,6 +100,7 @@ def _handle(req, out):
         mode=req["mode"],
         detect_races=bool(req["detect_races"]),
         on_stage=lambda s: _send(out, {"progress": s}),
+        reuse=bool(req.get("reuse")),
     )
 
 

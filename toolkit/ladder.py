@@ -79,6 +79,14 @@ def reset_interpreter() -> None:
             continue
 
 
+#: calls already built and run, by (source, stages, mode, races): their jitted function and
+#: placed inputs, so running an unchanged scenario again costs what the jitted call costs
+_CALLS: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+MAX_CACHED_CALLS = 4
+#: inputs larger than this (bytes) are not kept for reuse
+MAX_CACHED_BYTES = 256 * 2**20
+
+
 def climb(
     source: str,
     stages: list[str] | tuple[str, ...],
@@ -87,18 +95,24 @@ def climb(
     detect_races: bool = False,
     on_stage: Callable[[str], None] | None = None,
     name: str = "mpmd_lab_scenario",
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Take the call of ``source`` up ``stages`` (``build`` always runs first).
 
     ``mode``: the interpreter of the ``interpret`` stage (``"gpu"``, ``"hlo"``);
-    ``on_stage(stage)`` is called as each stage starts. Returns ``{"ok", "stage" (where
-    it failed, else None), "error_type", "qualname", "message", "traceback", "outputs"
-    (numpy, after a run stage), "nan" (unwritten floats per output), "poisoned"}``.
+    ``on_stage(stage)`` is called as each stage starts. ``reuse``: a call that climbed
+    the same stages before without an error is run again as it was built (``cached``
+    is then True). Returns ``{"ok", "stage" (where it failed, else None),
+    "error_type", "qualname", "message", "traceback", "outputs" (numpy, after a run
+    stage), "nan" (unwritten floats per output), "poisoned", "cached"}``.
     """
     import jax
-    import numpy as np
 
     wanted = set(stages)
+    key = (source, tuple(sorted(wanted)), mode, bool(detect_races))
+    hit = _CALLS.get(key) if reuse else None
+    if hit is not None:
+        return _run_again(hit, wanted, detect_races, on_stage)
     result: dict[str, Any] = {
         "ok": True,
         "stage": None,
@@ -141,17 +155,16 @@ def climb(
                 args = ns["place"](ns["make_inputs"](), mesh)
             enter(run_stage)
             result["poisoned"] = run_stage == "interpret"
-            outs = fn(*args)
-            names = ns.get("OUTPUT_NAMES")
-            keys = names if names is not None else list(outs)
-            outputs = {k: np.asarray(jax.device_get(outs[k])) for k in keys}
+            outputs = _outputs(fn(*args), ns.get("OUTPUT_NAMES"))
             result["outputs"] = outputs
-            result["nan"] = {
-                k: int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0 for k, v in outputs.items()
-            }
+            result["nan"] = _nan(outputs)
             if run_stage == "interpret" and detect_races and races_found():
                 raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
             result["poisoned"] = False
+            if reuse and _nbytes(args) <= MAX_CACHED_BYTES:
+                _CALLS[key] = (fn, args, ns.get("OUTPUT_NAMES"))
+                while len(_CALLS) > MAX_CACHED_CALLS:
+                    _CALLS.pop(next(iter(_CALLS)))
     except BaseException as e:  # noqa: BLE001 - every failure is data
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -166,6 +179,70 @@ def climb(
             outputs=None,
         )
         if stage == "interpret":
+            reset_interpreter()
+    result["cached"] = False
+    return result
+
+
+def _outputs(outs: Any, names: Any) -> dict[str, Any]:
+    import jax
+    import numpy as np
+
+    keys = names if names is not None else list(outs)
+    return {k: np.asarray(jax.device_get(outs[k])) for k in keys}
+
+
+def _nan(outputs: dict[str, Any]) -> dict[str, int]:
+    import numpy as np
+
+    return {k: int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0 for k, v in outputs.items()}
+
+
+def _nbytes(args: Any) -> int:
+    import jax
+
+    return sum(int(getattr(a, "nbytes", 0)) for a in jax.tree_util.tree_leaves(args))
+
+
+def _run_again(hit: Any, wanted: set[str], detect_races: bool, on_stage: Any) -> dict[str, Any]:
+    """An unchanged call run again as it was built (its earlier stages passed before)."""
+    fn, args, names = hit
+    run_stage = next((s for s in RUN_STAGES if s in wanted), None)
+    result: dict[str, Any] = {
+        "ok": True,
+        "stage": None,
+        "error_type": None,
+        "qualname": None,
+        "message": None,
+        "traceback": None,
+        "outputs": None,
+        "nan": {},
+        "poisoned": False,
+        "cached": True,
+    }
+    if run_stage is None:
+        return result
+    if on_stage is not None:
+        on_stage(run_stage)
+    try:
+        result["poisoned"] = run_stage == "interpret"
+        outputs = _outputs(fn(*args), names)
+        if run_stage == "interpret" and detect_races and races_found():
+            raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
+        result.update(outputs=outputs, nan=_nan(outputs), poisoned=False)
+    except BaseException as e:  # noqa: BLE001 - every failure is data
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        t = type(e)
+        result.update(
+            ok=False,
+            stage=run_stage,
+            error_type=t.__name__,
+            qualname=f"{t.__module__}.{t.__qualname__}",
+            message=text_of(e),
+            traceback="".join(traceback.format_exception(e))[-8000:],
+        )
+        if run_stage == "interpret":
             reset_interpreter()
     return result
 

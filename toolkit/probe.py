@@ -69,6 +69,7 @@ class ProbeResult:
     platform: str = "cpu"
     path: str = ""  # a field path, for codegen failures
     traceback: str | None = field(default=None, repr=False)
+    cached: bool = False  # the worker ran the call it had built for this source before
 
     def error(self) -> dict[str, Any] | None:
         """``{"code", "type", "message", "stage"}`` (the ``run --json`` error) or None."""
@@ -198,11 +199,14 @@ def probe(
     detect_races: bool | None = None,
     platform: str = "cpu",
     on_progress: ProgressFn | None = None,
+    reuse: bool = False,
 ) -> ProbeResult:
     """Run the scenario through ``stages`` with real JAX in a warm child process.
 
     ``interpret`` / ``detect_races`` override the scenario's ``run`` settings for the
     interpret stage; ``platform="default"`` lets the child use a GPU (for ``gpu-run``).
+    ``reuse``: the worker may run a call it built for the same source before (a second
+    Run of an unchanged scenario costs about what the jitted call costs).
     Never raises for anything JAX or the child does.
     """
     from mpmd_lab.codegen import CodegenError, generate
@@ -237,7 +241,13 @@ def probe(
             seconds=time.perf_counter() - t0,
             **base,
         )
-    req = {"source": source, "stages": stages, "mode": mode, "detect_races": bool(races)}
+    req = {
+        "source": source,
+        "stages": stages,
+        "mode": mode,
+        "detect_races": bool(races),
+        "reuse": reuse,
+    }
     steps = len(stages) + 1
 
     def on_stage(stage: str) -> None:
@@ -304,7 +314,13 @@ def probe(
     if on_progress is not None:
         on_progress("done", 1.0)
     if res["ok"]:
-        return ProbeResult(ok=True, outputs=res["outputs"], seconds=res["seconds"], **base)
+        return ProbeResult(
+            ok=True,
+            outputs=res["outputs"],
+            seconds=res["seconds"],
+            cached=bool(res.get("cached")),
+            **base,
+        )
     return ProbeResult(
         ok=False,
         stage=res["stage"],
