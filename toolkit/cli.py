@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mpmd_lab import files
 from mpmd_lab.safetext import clip, safe_streams
@@ -385,7 +385,8 @@ def _run(args: argparse.Namespace) -> int:
     safe_streams()  # PYTHONIOENCODING=ascii, a C locale: escapes, never a crash
     try:
         return args.func(args)
-    except _scenario_error() as e:
+    except _scenario_error() as err:
+        e: Any = err  # a ScenarioError
         for path, msg in e.problems[:MAX_PROBLEMS_SHOWN]:
             print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
         if len(e.problems) > MAX_PROBLEMS_SHOWN:

@@ -173,7 +173,7 @@ def _paint_edge(
         )
     label = e.label if e.label and e.lp is not None and show_text else ""
     rec["edges"].append((e.u, e.v, e.kind, color == RED, label))
-    if label:
+    if label and e.lp is not None:
         ax.text(
             *e.lp,
             e.label,
@@ -498,8 +498,8 @@ def draw(g: Any, ax: Any = None) -> Figure:
     scale = min(main_w * 72 / gw, main_h * 72 / gh)
     fs_ui = max(7.0, min(10.0, 9.0 * max(scale, 0.8)))
 
-    def rect(x: float, y: float, w: float, h: float) -> list[float]:
-        return [x / W, y / H, w / W, h / H]
+    def rect(x: float, y: float, w: float, h: float) -> tuple[float, float, float, float]:
+        return (x / W, y / H, w / W, h / H)
 
     main = host.inset_axes(rect(0.15, footer_in + below_in, main_w, main_h))
     _paint_graph(main, d, scale, rec)
@@ -540,8 +540,8 @@ def draw(g: Any, ax: Any = None) -> Figure:
             va="top",
             weight="bold" if k == 0 and color == RED else "normal",
         )
-    fig.mpmd_lab_mode = "summary" if d.summary else "full"  # type: ignore[attr-defined]
-    fig.mpmd_lab_painted = rec  # type: ignore[attr-defined]
+    fig.mpmd_lab_mode = "summary" if d.summary else "full"
+    fig.mpmd_lab_painted = rec
     return fig
 
 
@@ -563,7 +563,7 @@ def _fallback(g: Any, error: BaseException, ax: Any = None) -> Figure:
             color=RED, va="top", fontsize=9, family=FONT, transform=ax.transAxes)  # fmt: skip
     ax.text(0.01, 0.94, "\n".join(_clip(x, 140) for x in lines), va="top", fontsize=7,
             family=FONT, transform=ax.transAxes)  # fmt: skip
-    fig.mpmd_lab_mode = "fallback"  # type: ignore[attr-defined]
+    fig.mpmd_lab_mode = "fallback"
     return fig
 
 
@@ -601,7 +601,7 @@ def plot_aliasing(
         fig = draw(g, ax)
     except Exception as e:  # noqa: BLE001 - a picture must come out for any scenario
         fig = _fallback(g, e, ax)
-    fig.mpmd_lab_graph = g  # type: ignore[attr-defined] - for render_aliasing's fallback
+    fig.mpmd_lab_graph = g
     return safe_texts(fig)
 
 

@@ -35,7 +35,7 @@ from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import WRITE, Bitcast, Let, MulticastRef, RemoteRef
 from mpmd_lab.ops.peers import device_targets
 from mpmd_lab.resolve import Resolved, resolve
-from mpmd_lab.scenario import Scenario, load_scenario
+from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
 from mpmd_lab.validate import Analysis, analyze
 
 #: At most this many device-to-device edges (peer + multicast) in one graph.
@@ -335,7 +335,11 @@ class _Builder:
                     if bb is not None and bb.as_ref:
                         param_buffer[leaf] = bname
                         param_order.append(leaf)
-            elif (bb := s.buffers.get(a.buffer)) is not None and bb.as_ref:
+            elif (
+                isinstance(a, BufferArg)
+                and (bb := s.buffers.get(a.buffer)) is not None
+                and bb.as_ref
+            ):
                 param_buffer[pid] = a.buffer
                 param_order.append(pid)
 

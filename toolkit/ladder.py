@@ -135,7 +135,8 @@ def climb(
     try:
         enter("build")
         ns = load(source, name)
-        fn = args = None
+        fn: Any = None
+        args: Any = None
         if wanted & {"build", "trace", "gpu-lower", "gpu-run"}:
             fn, mesh = ns["build"](None)
             args = ns["place"](ns["make_inputs"](), mesh)

@@ -411,8 +411,8 @@ def _copy_positions(src: Drawing, dst: Drawing) -> None:
     dst.bb = src.bb
     for a, b in zip(src.nodes.values(), dst.nodes.values(), strict=True):
         b.x, b.y = a.x, a.y
-    for a, b in zip(src.edges, dst.edges, strict=True):
-        b.pts, b.head, b.lp = list(a.pts), a.head, a.lp
+    for ea, eb in zip(src.edges, dst.edges, strict=True):
+        eb.pts, eb.head, eb.lp = list(ea.pts), ea.head, ea.lp
     for p, info in src.clusters.items():
         if "bb" in info and p in dst.clusters:
             dst.clusters[p]["bb"] = info["bb"]

@@ -215,7 +215,7 @@ def probe(
     mode = interpret if interpret is not None else scenario.run.interpret
     races = scenario.run.detect_races if detect_races is None else detect_races
     ndev = devices_of(scenario)
-    base = {"stages": stages, "devices": ndev, "platform": platform}
+    base: dict[str, Any] = {"stages": stages, "devices": ndev, "platform": platform}
     t0 = time.perf_counter()
     try:
         source = generate(scenario, interpret=mode, detect_races=races)

@@ -202,7 +202,7 @@ def _error(scenario: Scenario, backend: str, code: str, type_: str, msg: str, st
         devices=probe.devices_of(scenario),
         error=Diagnostic(
             code=code, stage=stage, message=msg, jax=JaxError(type=type_, message=msg)
-        ),  # type: ignore[arg-type]
+        ),
     )
 
 
@@ -213,7 +213,7 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
         stage = e.get("stage") if e.get("stage") in STAGES else "interpret"
         error = Diagnostic(
             code=e.get("code") or "JAX_UNKNOWN",
-            stage=stage,  # type: ignore[arg-type]
+            stage=stage,
             message=_short(e.get("type"), e.get("message")),
             jax=JaxError(type=e.get("type") or "", message=e.get("message") or ""),
         )

@@ -252,7 +252,7 @@ def scene(g: Any, cache: L.LayoutCache | None = L.CACHE) -> dict[str, Any]:
             continue
         st = EDGE_STYLE[e.kind]
         color = RED if e.red else st["color"]
-        lw = st["lw"] + (1.0 if e.red else 0.0) + 0.8 * math.log10(max(e.count, 1))
+        lw = float(st["lw"]) + (1.0 if e.red else 0.0) + 0.8 * math.log10(max(e.count, 1))
         item: dict[str, Any] = {
             "id": i,
             "u": e.u,

@@ -30,6 +30,7 @@ from typing import Any
 from mpmd_lab import files, validate
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
+from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import Fit
 from mpmd_lab.resolve import resolve
 from mpmd_lab.safetext import clip
@@ -194,7 +195,7 @@ class Session:
         refs += list(c.outputs) + [n for n, sc in c.scratch.items() if sc.KIND == "array"]
         prog = c.programs[self.program] if c.programs else None
         if prog is not None:
-            refs += [st.let for st in prog.body if getattr(st, "let", None)]
+            refs += [st.let for st in prog.body if isinstance(st, Let)]
         return Fit(
             refs=refs,
             outputs=list(c.outputs),

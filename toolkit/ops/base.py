@@ -120,6 +120,10 @@ class TransformOp(Op):
         """The simulator's view after this transform (``mpmd_lab.memory.View``)."""
         raise NotImplementedError
 
+    def scratch_source(self) -> str:
+        """The layout transform a scratch type is allocated with (tiling, swizzle only)."""
+        raise ValueError(f"{self.op_name()} is not a scratch layout transform")
+
 
 class StatementOp(Op):
     """A body statement (``copy``, ``add``, ``semaphore_wait``, ...)."""

@@ -81,7 +81,7 @@ class DeviceRef:
 def resolve_device(device: Any) -> DeviceRef:
     """The one meaning of a ``device`` field (see the module docstring)."""
     if isinstance(device, dict):
-        coords = []
+        coords: list[tuple[str, E.Expr]] = []
         for axis, v in device.items():
             if isinstance(v, Offset):
                 wrapped = E.BinOp(
