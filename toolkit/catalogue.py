@@ -797,6 +797,14 @@ OWN = {
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
 OWN_PATTERNS: list[Entry] = [
     _e(
+        "INTERP_LIMIT",
+        "",
+        r"nan \+ (?:semaphore|barrier)\b|Barrier remains allocated at key"
+        r"|Remote signal not implemented",
+        "interpret",
+        "The CPU interpreters cannot run this (a limit of this machine)",
+    ),
+    _e(
         "XREF_UNKNOWN_NAME",
         "NameError",
         r"^name '\w+' is not defined$",
