@@ -68,17 +68,18 @@ class Loop(StatementOp):
         if self.via == "pl.loop":
             step = "" if self.step == 1 else f", step={self.step}"
             return [f"@pl.loop({start}, {stop}{step})", f"def {fn}({var}):", *_indent(inner)]
+        carry = g.fresh("carry")  # a fresh name: no user name can be it
         if self.step == 1:
-            head = [f"def {fn}({var}, carry):"]
+            head = [f"def {fn}({var}, {carry}):"]
             trips = f"{start}, {stop}"
         else:  # lax.fori_loop has no step: count trips, compute the index
             k = g.fresh("k")
-            head = [f"def {fn}({k}, carry):", f"    {var} = {start} + {k} * {self.step}"]
+            head = [f"def {fn}({k}, {carry}):", f"    {var} = {start} + {k} * {self.step}"]
             trips = f"0, ({stop} - {start} + {self.step - 1}) // {self.step}"
         return [
             *head,
             *_indent(inner),
-            "    return carry",
+            f"    return {carry}",
             "",
             f"lax.fori_loop({trips}, {fn}, None)",
         ]
