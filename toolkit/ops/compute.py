@@ -272,8 +272,8 @@ class Dot(StatementOp):
                     )
                 return False
         for field, info in (("lhs", lhs), ("rhs", rhs)):
-            if low.binding(field).kind == "scratch" and _scratch_transforms(low, field):
-                continue  # the user's own tiling and swizzle
+            if _scratch_transforms(low, field):
+                continue  # the user's own tiling and swizzle (of the scratch under the view)
             bits = dtypes.bits(info.dtype)
             candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
             if not any(
