@@ -485,3 +485,212 @@ CASES: dict[str, dict[str, Any]] = {
     ),  # fmt: skip
 }
 CASES["semaphore_through_pl_kernel"]["call"]["entry"] = "pl.kernel"
+
+# ---------------------------------------------------------------- JAX's own kernels
+# (tests/../research corpus: the patterns of JAX's distributed Mosaic GPU tests and ops,
+# written in the scenario language; all of them trace and lower)
+OTHER = "1 - dev"
+X8 = {"x": {"shape": [8, 128], "dtype": "float32", "init": "iota"}}
+O8 = {"out": {"shape": [8, 128], "dtype": "float32"}}
+KERNELS: dict[str, dict[str, Any]] = {
+    "ring_shift": sc(
+        [
+            signal("ready", device="(dev + 3) % 4"),
+            wait("ready"),
+            view("p", "out", {"op": "remote_ref", "device": RING}),
+            {"op": "copy", "src": "x_ref", "dst": "p"},
+            signal("recv", device=RING),
+            wait("recv"),
+        ],
+        {"ready": SEM, "recv": SEM},
+    ),  # fmt: skip
+    "exchange_two_devices": sc(
+        [
+            signal("ready", device=OTHER),
+            wait("ready"),
+            view("p", "out", {"op": "remote_ref", "device": OTHER}),
+            {"op": "copy", "src": "x_ref", "dst": "p"},
+            signal("recv", device=OTHER),
+            wait("recv"),
+        ],
+        {"ready": SEM, "recv": SEM},
+        X8,
+        O8,
+        device_mesh={"dev": 2},
+    ),  # fmt: skip
+    "exchange_by_tma_load": sc(
+        [
+            signal("ready", device=OTHER),
+            wait("ready"),
+            view("rx", "x_ref", {"op": "remote_ref", "device": OTHER}),
+            *load("rx", "smem"),
+            *store("smem", "out"),
+            signal("done", device=OTHER),
+            wait("done"),
+        ],
+        {"smem": smem([8, 128], "float32"), "bar": BAR, "ready": SEM, "done": SEM},
+        X8,
+        O8,
+        device_mesh={"dev": 2},
+    ),  # fmt: skip
+    "device_barrier": sc(
+        [
+            loop([signal(device="(dev + k) % 4")], start=1, stop=4, via="python", var="k"),
+            wait(value=3),
+            COPY,
+        ],
+        {"s": SEM},
+    ),  # fmt: skip
+    "per_block_semaphores": sc(
+        [
+            signal("ready", device=OTHER),
+            wait("ready"),
+            view(
+                "p",
+                "out",
+                {"op": "remote_ref", "device": OTHER},
+                {"op": "at", "index": [{"block": "b", "size": 128}]},
+            ),
+            at("mine", "x_ref", {"block": "b", "size": 128}),
+            {"op": "copy", "src": "mine", "dst": "p"},
+            signal("recv", device=OTHER),
+            wait("recv"),
+        ],
+        {"ready": SEM, "recv": SEM},
+        mesh={"grid": {"b": 2}, "cluster": {}, "threads": None},
+        device_mesh={"dev": 2},
+    ),  # fmt: skip
+    "remote_atomic_add": sc(
+        [
+            {"op": "fill", "dst": "out", "value": 0.0},
+            when("dev == 0", [loop([signal("ready", device="d")], stop=4, via="python", var="d")]),
+            wait("ready"),
+            view("p", "out", {"op": "remote_ref", "device": 0}),
+            {"op": "atomic_add", "dst": "p", "src": "x_ref"},
+            signal("done", device=0),
+            when("dev == 0", [wait("done", value=4)]),
+        ],
+        {"ready": SEM, "done": SEM},
+    ),  # fmt: skip
+    "multimem_all_gather": sc(
+        [
+            at("mine", "out", {"ds": ["dev * 256", 256]}),
+            {"op": "multimem_store", "src": "x_ref", "dst": "mine", "axes": ["dev"]},
+            {"op": "semaphore_signal_multicast", "sem": "s", "axes": "dev"},
+            wait(value=4, decrement=False),
+        ],
+        {"s": SEM},
+        outputs={"out": {"shape": [1024], "dtype": "float32"}},
+    ),  # fmt: skip
+    "multimem_all_reduce": reduce(),
+    "signal_multicast_barrier": sc(
+        [
+            at("s0", "s", 0),
+            {"op": "semaphore_signal_multicast", "sem": "s0", "axes": "dev"},
+            wait("s0", value=4),
+            COPY,
+        ],
+        {"s": {"kind": "semaphore", "shape": [2]}},
+    ),  # fmt: skip
+    "wait_value_no_decrement": sc(
+        [
+            signal(inc=2, device=OTHER),
+            wait(decrement=False),
+            wait(value=2, decrement=False),
+            wait(value=2),
+            COPY,
+        ],
+        {"s": SEM},
+        X8,
+        O8,
+        device_mesh={"dev": 2},
+    ),  # fmt: skip
+    "remote_dma_in_loop": sc(
+        [
+            view("nb", "out", {"op": "remote_ref", "device": OTHER}),
+            loop(
+                [
+                    at("yi", "out", 0, "i"),
+                    at("xi", "x_ref", 0, "i"),
+                    {"op": "copy", "src": "xi", "dst": "yi"},
+                    signal("ready", device=OTHER),
+                    wait("ready"),
+                    {"let": "ni", "ref": "nb", "transforms": [{"op": "at", "index": [0, "i"]}]},
+                    {"op": "copy", "src": "xi", "dst": "ni"},
+                    signal("recv", device=OTHER),
+                    wait("recv"),
+                ],
+                stop=128,
+            ),
+        ],
+        {"ready": SEM, "recv": SEM},
+        X8,
+        O8,
+        device_mesh={"dev": 2},
+    ),  # fmt: skip
+    "cluster_exchange": sc(
+        [
+            at("mine", "x_ref", {"block": "c", "size": 128}),
+            *load("mine", "smem"),
+            at("b0", "cb", 0),
+            {"op": "barrier_arrive", "barrier": "b0"},
+            {"op": "barrier_wait", "barrier": "b0"},
+            view("partner", "smem", {"op": "cluster_ref", "block": {"c": "1 - c"}}),
+            at("dst", "out", {"block": "c", "size": 128}),
+            {"op": "copy", "src": "partner", "dst": "dst"},
+            at("b1", "cb", 1),
+            {"op": "barrier_arrive", "barrier": "b1"},
+            {"op": "barrier_wait", "barrier": "b1"},
+        ],
+        {
+            "smem": smem([128], "float32"),
+            "bar": BAR,
+            "cb": {"kind": "cluster_barrier", "collective_axes": ["c"], "num_barriers": 2},
+        },
+        mesh=CLUSTER,
+        no_mesh=True,
+    ),  # fmt: skip
+    "warpgroups": sc(
+        [
+            when(
+                "wg == 0",
+                [
+                    at("o0", "out", [0, 128]),
+                    at("x0", "x_ref", [0, 128]),
+                    {"op": "copy", "src": "x0", "dst": "o0"},
+                ],
+            ),
+            when(
+                "wg == 1",
+                [
+                    at("o1", "out", [128, 256]),
+                    at("x1", "x_ref", [128, 256]),
+                    {"op": "copy", "src": "x1", "dst": "o1"},
+                ],
+            ),
+        ],
+        mesh=THREADS,
+        no_mesh=True,
+    ),  # fmt: skip
+    "dot_double_buffered": sc(
+        [
+            at("a1", "a_s", 1),
+            at("b1", "bars", 1),
+            *load("a_ref", "a1", "b1"),
+            at("b0", "bars", 0),
+            *load("b_ref", "b_s", "b0"),
+            {"op": "dot", "dst": "out", "lhs": "a1", "rhs": "b_s"},
+        ],
+        {
+            "a_s": smem([2, 64, 64]),
+            "b_s": smem([64, 128]),
+            "bars": {"kind": "barrier", "num_barriers": 2},
+        },
+        {
+            "a": {"shape": [64, 64], "dtype": "float16", "init": "iota"},
+            "b": {"shape": [64, 128], "dtype": "float16", "init": "iota"},
+        },
+        {"out": {"shape": [64, 128], "dtype": "float32"}},
+        [{"buffer": "a", "param": "a_ref"}, {"buffer": "b", "param": "b_ref"}],
+    ),  # fmt: skip
+}

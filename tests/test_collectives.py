@@ -20,7 +20,7 @@ from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
-from collectives_cases import CASES  # noqa: E402
+from collectives_cases import CASES, KERNELS  # noqa: E402
 from jaxprobe import probe_many  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,12 +33,14 @@ ENGINE = pytest.mark.xfail(
 
 # ---------------------------------------------------------------- the rules against JAX
 
+ALL = {**CASES, **{f"kernel:{k}": v for k, v in KERNELS.items()}}
+
 
 @pytest.fixture(scope="module")
 def jax_outcomes() -> dict[str, dict]:
     """Every case through real JAX (build, trace, gpu-lower) in one child process."""
-    names = list(CASES)
-    res = probe_many([CASES[n] for n in names], stages=("build", "trace", "gpu-lower"))
+    names = list(ALL)
+    res = probe_many([ALL[n] for n in names], stages=("build", "trace", "gpu-lower"))
     return dict(zip(names, res, strict=True))
 
 
@@ -49,14 +51,14 @@ def _ours(case: dict) -> tuple[str | None, str | None]:
     return d.code, d.stage
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(ALL))
 def test_rules_agree_with_jax(name, jax_outcomes):
     r = jax_outcomes[name]
     assert r["stage"] != "probe", r  # the case itself exports
-    code, stage = _ours(CASES[name])
+    code, stage = _ours(ALL[name])
     assert (code, stage) == (r.get("code"), r["stage"]), (r.get("type"), r.get("message"))
     if code is not None:
-        d = first_error(check(load_scenario(CASES[name])))
+        d = first_error(check(load_scenario(ALL[name])))
         assert d.jax is not None and d.jax.type == r["type"], (d.jax, r["type"])
         assert d.path, "every diagnostic names a field path"
 
@@ -88,6 +90,17 @@ def test_the_cases_cover_valid_and_broken_forms_of_every_construct(jax_outcomes)
         "atomic_add",
     ):
         assert op in ops, op
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(k, marks=ENGINE) if k == "remote_atomic_add" else k for k in KERNELS],
+)
+def test_kernels_written_as_jax_writes_them_check_valid(name, jax_outcomes):
+    """The patterns of JAX's own distributed kernels: JAX accepts them, and the check
+    finds nothing wrong (the atomic many-to-one add needs the engine's ordering)."""
+    assert jax_outcomes[f"kernel:{name}"]["stage"] is None
+    assert not [d.one_line() for d in check(load_scenario(KERNELS[name])) if d.is_error]
 
 
 def _statements(body: list[dict]) -> list[dict]:
