@@ -67,9 +67,29 @@ EDGE_STYLE: dict[str, dict[str, Any]] = {
     "reads": {"color": "#009E73", "lw": 1.6, "ls": "-", "name": "reads"},
     "writes": {"color": "#E69F00", "lw": 2.0, "ls": "-", "name": "writes"},
     "aliases": {"color": "#CC79A7", "lw": 2.2, "ls": (0, (1.6, 1.2)), "name": "same Ref (alias)"},
+    "sync": {
+        "color": "#7B61A8",
+        "lw": 1.2,
+        "ls": ":",
+        "name": "signals / waits on (semaphore, barrier)",
+    },
+    "signals": {
+        "color": "#D55E00",
+        "lw": 1.8,
+        "ls": "--",
+        "name": "signal -> the wait it satisfies",
+    },
+    "completes": {
+        "color": "#56B4E9",
+        "lw": 1.6,
+        "ls": "--",
+        "name": "copy completes -> barrier wait",
+    },
+    "arrives": {"color": "#56B4E9", "lw": 1.4, "ls": "-.", "name": "arrival -> barrier wait"},
 }
 PEER = "#0072B2"
 MULTICAST = "#CC79A7"
+SIGNAL = "#D55E00"
 
 
 _FAST_PNG = {"compress_level": 1}
@@ -581,7 +601,7 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
     hubs: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
     for u, v, data in g.edges(data=True):
         kind = data["kind"]
-        if kind not in ("peer-of", "multicast-to"):
+        if kind not in ("peer-of", "multicast-to", "signals") or g.nodes[u]["kind"] != "device":
             continue
         a, b = g.nodes[u]["index"], g.nodes[v]["index"]
         t = traffic.setdefault((a, b, kind), {"red": False, "n": 0})
@@ -601,9 +621,10 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
         r = max(0.07, min(0.22, 0.22 * 2 * math.sin(math.pi / n)))
     dfs = fs if r >= 0.15 else fs * max(0.6, r / 0.15)
     for (a, b, kind), t in traffic.items():
-        if kind != "peer-of":
+        if kind not in ("peer-of", "signals"):
             continue
-        color = RED if t["red"] else PEER
+        signal = kind == "signals"
+        color = RED if t["red"] else (SIGNAL if signal else PEER)
         if a == b:
             x, y = pos[a]
             ax.add_patch(
@@ -611,7 +632,7 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
             )
             continue
         (ax_, ay), (bx, by) = pos[a], pos[b]
-        rad = 0.18
+        rad = 0.34 if signal else 0.18  # signals bow wider than the data they guard
         cx = (ax_ + bx) / 2 + rad * (by - ay)
         cy = (ay + by) / 2 - rad * (bx - ax_)
         start, end = _toward((ax_, ay), (cx, cy), r * 1.08), _toward((bx, by), (cx, cy), r * 1.08)
@@ -622,7 +643,8 @@ def _paint_devices(ax: Any, g: Any, fs: float) -> None:
                 arrowstyle="-|>,head_length=7,head_width=4",
                 connectionstyle=f"arc3,rad={rad}",
                 color=color,
-                lw=2.2 if t["red"] else 1.8,
+                lw=2.2 if t["red"] else (1.4 if signal else 1.8),
+                ls="--" if signal else "-",
                 shrinkA=0,
                 shrinkB=0,
                 zorder=2,
@@ -742,7 +764,11 @@ def _paint_matrix(ax: Any, traffic: dict[tuple[int, int, str], dict[str, Any]], 
 
     bins = min(n, 128)
     img = np.ones((bins, bins, 3))
-    colours = {"peer-of": (0.0, 0.45, 0.70), "multicast-to": (0.80, 0.47, 0.65)}
+    colours = {
+        "peer-of": (0.0, 0.45, 0.70),
+        "multicast-to": (0.80, 0.47, 0.65),
+        "signals": (0.84, 0.37, 0.0),
+    }
     for (a, b, kind), t in traffic.items():
         i, j = a * bins // n, b * bins // n
         img[i, j] = (0.84, 0.15, 0.16) if t["red"] else colours[kind]
@@ -790,6 +816,10 @@ def _legend_handles(d: Drawing, g: Any) -> list[Any]:
         handles.append(
             Line2D([], [], color=MULTICAST, lw=2, marker="D", label="multicast (multicast_ref)")
         )
+    if any(d_.get("kind") == "device" for _, d_ in g.nodes(data=True)) and any(
+        e["kind"] == "signals" and g.nodes[u]["kind"] == "device" for u, _, e in g.edges(data=True)
+    ):
+        handles.append(Line2D([], [], color=SIGNAL, lw=2, ls="--", label="semaphore signal"))
     if any(n.red for n in d.nodes.values()) or any(e.red for e in d.edges):
         handles.append(Patch(fc="white", ec=RED, lw=2.5, label="problem (code inside)"))
     return handles
