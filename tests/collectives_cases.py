@@ -208,6 +208,9 @@ CASES: dict[str, dict[str, Any]] = {
     # barriers and TMA loads
     "load": sc([*load(), {"op": "copy", "src": "smem", "dst": "out"}], {"smem": SM, "bar": BAR}),
     "load_store": sc([*load(), *store()], {"smem": SM, "bar": BAR}),
+    "load_without_barrier": sc(
+        [{"op": "copy_gmem_to_smem", "src": "x_ref", "dst": "smem"}], {"smem": SM}
+    ),  # fmt: skip
     "load_from_smem": sc(load(src="smem2"), {"smem": SM, "smem2": SM, "bar": BAR}),
     "load_into_gmem": sc(load(dst="out"), {"bar": BAR}),
     "load_on_semaphore": sc(load(bar="s"), {"smem": SM, "s": SEM}),

@@ -624,6 +624,13 @@ ENTRIES: list[Entry] = [
         "A barrier view through a transform other than an index",
     ),
     _e(
+        "TMA_LOAD_NO_BARRIER",
+        "ValueError",
+        r"copy_gmem_to_smem without a barrier is only supported on pre-Hopper GPUs",
+        "gpu-lower",
+        "A TMA load without a barrier",
+    ),
+    _e(
         "MULTICAST_TMA_LOAD",
         "ValueError",
         r"Multicast refs are not supported by this primitive",
@@ -800,7 +807,7 @@ OWN_PATTERNS: list[Entry] = [
         "INTERP_LIMIT",
         "",
         r"nan \+ (?:semaphore|barrier)\b|Barrier remains allocated at key"
-        r"|Remote signal not implemented",
+        r"|Remote signal not implemented|Interpret mode does not support copy_gmem_to_smem",
         "interpret",
         "The CPU interpreters cannot run this (a limit of this machine)",
     ),

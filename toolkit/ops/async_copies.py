@@ -236,7 +236,7 @@ def trace_load(t: Any) -> bool:
                 f"{field} must be a {space} reference, got {t.base_type(field)}",
             )
             return True
-    if check_barrier(t, "barrier"):
+    if t.st.node.barrier is not None and check_barrier(t, "barrier"):
         return True
     if t.use("src") or t.use("dst"):
         return True
@@ -261,6 +261,17 @@ def trace_load(t: Any) -> bool:
 def lower_load(low: Any) -> bool:
     """copy_gmem_to_smem's lowering: the barrier, the GMEM side's transforms, the SMEM
     side (no other block's), then (dialect lowering) the copy's width."""
+    if low.st.node.barrier is None:
+        low.jax(
+            "TMA_LOAD_NO_BARRIER",
+            low.path,
+            "copy_gmem_to_smem without a barrier is only supported on pre-Hopper GPUs, which "
+            "use the cp.async implementation",
+            explanation="On Hopper and newer GPUs (what the lowering targets) a TMA load "
+            "completes on a barrier: allocate one (scratch `kind: barrier`), pass it as "
+            "`barrier` and `barrier_wait` on it before reading the destination.",
+        )
+        return True
     if low.barrier("barrier", "as_barrier_memref"):
         return True
     if low.gmem_transforms("src", multicast_ok=False):
@@ -293,15 +304,19 @@ class CopyGmemToSmem(StatementOp):
     op: Literal["copy_gmem_to_smem"]
     src: RefName = Field(description="a GMEM ref (or a peer's view of one)")
     dst: RefName = Field(description="an SMEM ref")
-    barrier: RefName = Field(description="the barrier the copy completes on")
+    barrier: RefName | None = Field(
+        None,
+        description="the barrier the copy completes on (null: none, which only pre-Hopper "
+        "GPUs take)",
+    )
 
     def label(self) -> str:
-        return f"{self.dst} <~ {self.src} (on {self.barrier})"
+        on = "no barrier" if self.barrier is None else f"on {self.barrier}"
+        return f"{self.dst} <~ {self.src} ({on})"
 
     def source(self, g: Any) -> list[str]:
-        return [
-            f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}, {g.ref(self.barrier)})"
-        ]
+        bar = "" if self.barrier is None else f", {g.ref(self.barrier)}"
+        return [f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}{bar})"]
 
     def trace(self, t: Any) -> bool:
         return trace_load(t)
