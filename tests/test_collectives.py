@@ -350,3 +350,50 @@ def test_barriers_connect_copies_and_arrivals_to_their_waits():
     assert g.nodes[when]["repeats"] == 3
     arr = load_scenario(CASES["arrive_wait"])
     assert len(_edges(graph.build_graph(arr), "arrives")) == 1
+
+
+# ---------------------------------------------------------------- values on one device
+
+#: one device: the GPU interpreter runs TMA loads and stores, barriers, WGMMA, loops and
+#: conditions (not semaphores, remote refs, multimem or atomics: INTERP_LIMIT)
+ONE_DEVICE = {
+    "tma_roundtrip": lambda: _one(
+        {**CASES["load_store"]},
+        lambda x: {"out": x},
+    ),
+    "dot": lambda: _one(
+        {**CASES["dot"]},
+        lambda a, b: {"out": a.astype(np.float32) @ b.astype(np.float32)},
+    ),
+    "loop_and_when": lambda: _one(
+        {**CASES["loop_index_view"]},
+        lambda x: {"out": np.concatenate([x[:256], np.full(256, np.nan, np.float32)])},
+        shapes=(512,),
+    ),
+}
+
+
+def _one(case: dict, expected, shapes: tuple[int, ...] | None = None):
+    d = json.loads(json.dumps(case))
+    d.pop("device_mesh", None)
+    if shapes is not None:  # a larger buffer and output than the loop writes
+        for b in d["buffers"].values():
+            b["shape"] = list(shapes)
+        for o in d["call"]["outputs"].values():
+            o["shape"] = list(shapes)
+    return load_scenario(d), expected
+
+
+@pytest.mark.parametrize("name", list(ONE_DEVICE))
+def test_one_device_collectives_interpret_to_numpy(name):
+    """The exported TMA copies, barriers, dot, loops and views compute what numpy does,
+    in JAX's GPU interpreter (auto picks it: no INTERP_LIMIT on one device)."""
+    from mpmd_lab import probe, runtime
+
+    s, expected = ONE_DEVICE[name]()
+    assert not [d for d in check(s) if d.code in runtime.INTERP_CANNOT]
+    r = probe.probe(s, ("build", "trace", "interpret"), timeout=300, detect_races=False)
+    assert r.ok, r.message
+    inputs = [_iota(tuple(b.shape), b.dtype) for b in s.buffers.values()]
+    for k, v in expected(*inputs).items():
+        np.testing.assert_allclose(r.outputs[k], v, rtol=1e-3, equal_nan=True, err_msg=k)

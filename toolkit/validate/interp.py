@@ -22,8 +22,6 @@ _WHY = (
 
 #: statement op -> what the GPU interpreter does with it
 _GPU = {
-    "copy_gmem_to_smem": "The GPU interpreter leaves a TMA load's barrier allocated and fails "
-    "at the end of the kernel (AssertionError: Barrier remains allocated).",
     "atomic_add": "The GPU interpreter misreads plgpu.atomic_add (it fails with a swap of the "
     "wrong shape).",
     "multimem_load_reduce": "The GPU interpreter cannot run multimem_load_reduce (TypeError: "
@@ -37,6 +35,17 @@ _HLO = {
     "tma_store": "The HLO interpreter has no rule for TMA copies (copy_smem_to_gmem).",
     "multimem_load_reduce": "The HLO interpreter has no rule for multimem_load_reduce.",
     "multimem_store": "The HLO interpreter has no rule for multimem_store.",
+    "barrier_wait": "The HLO interpreter has no rule for barriers.",
+    "barrier_arrive": "The HLO interpreter has no rule for barriers.",
+    "atomic_add": "The HLO interpreter misreads plgpu.atomic_add (it fails unpacking its "
+    "operands).",
+}
+#: on several devices the GPU interpreter also fails TMA loads on a barrier (falsely, and
+#: not every time: jax 0.12 and 0.11.2); on one device it runs them
+_GPU_MULTI = {
+    "copy_gmem_to_smem": "On several devices the GPU interpreter leaves a TMA load's barrier "
+    "allocated and fails at the end of the kernel (AssertionError: Barrier remains allocated), "
+    "not every time; on one device it runs it.",
 }
 
 
@@ -55,7 +64,9 @@ def check_interpret(ctx: Ctx) -> None:
                     "(NotImplementedError: nan + semaphore).",
                 )
                 return
-    table = _GPU if interp == "gpu" else _HLO
+    table = _HLO
+    if interp == "gpu":
+        table = {**_GPU, **(_GPU_MULTI if ctx.s.num_devices > 1 else {})}
     for prog in ctx.programs:
         for st in prog.stmts:
             kind = getattr(st.node, "kind", "")
