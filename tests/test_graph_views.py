@@ -45,6 +45,7 @@ def painted(fig) -> dict:
             **rec["devices"],
             "red": sorted(rec["devices"]["red"]),
             "peers": sorted(rec["devices"]["peers"]),
+            "signals": sorted(rec["devices"]["signals"]),
             "hubs": sorted(rec["devices"]["hubs"]),
         },
     }

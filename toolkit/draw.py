@@ -50,6 +50,7 @@ from mpmd_lab.palette import (  # noqa: F401 - re-exported: plot.RED and friends
     NODE_STYLE,
     PEER,
     RED,
+    SIGNAL,
     WARN,
     text_color,
 )
@@ -230,15 +231,24 @@ def _paint_node(
 def _paint_devices(ax: Any, pic: L.DevicePicture, fs: float, rec: dict[str, Any]) -> None:
     ax.set_axis_off()
     ax.set_title(pic.title, fontsize=fs + 1, family=FONT, weight="bold", color=INK, loc="left")
-    rec["devices"] = {"n": pic.n, "shape": pic.shape, "red": [], "peers": [], "hubs": []}
+    rec["devices"] = {
+        "n": pic.n,
+        "shape": pic.shape,
+        "red": [],
+        "peers": [],
+        "signals": [],
+        "hubs": [],
+    }
     if pic.shape == "matrix":
         _paint_matrix(ax, pic, fs, rec)
         return
     pos, r = pic.pos, pic.r
     dfs = fs if r >= 0.15 else fs * max(0.6, r / 0.15)
-    for (a, b), red in pic.peers.items():
-        color = RED if red else PEER
-        rec["devices"]["peers"].append((a, b, color == RED))
+    arrows = [(a, b, red, False) for (a, b), red in pic.peers.items()]
+    arrows += [(a, b, red, True) for (a, b), red in pic.signals.items()]
+    for a, b, red, signal in arrows:
+        color = RED if red else (SIGNAL if signal else PEER)
+        rec["devices"]["signals" if signal else "peers"].append((a, b, color == RED))
         if a == b:
             x, y = pos[a]
             ax.add_patch(
@@ -246,7 +256,7 @@ def _paint_devices(ax: Any, pic: L.DevicePicture, fs: float, rec: dict[str, Any]
             )
             continue
         (ax_, ay), (bx, by) = pos[a], pos[b]
-        rad = 0.18
+        rad = 0.34 if signal else 0.18  # signals bow wider than the data they guard
         cx = (ax_ + bx) / 2 + rad * (by - ay)
         cy = (ay + by) / 2 - rad * (bx - ax_)
         start, end = _toward((ax_, ay), (cx, cy), r * 1.08), _toward((bx, by), (cx, cy), r * 1.08)
@@ -257,7 +267,8 @@ def _paint_devices(ax: Any, pic: L.DevicePicture, fs: float, rec: dict[str, Any]
                 arrowstyle="-|>,head_length=7,head_width=4",
                 connectionstyle=f"arc3,rad={rad}",
                 color=color,
-                lw=2.2 if red else 1.8,
+                lw=2.2 if red else (1.4 if signal else 1.8),
+                ls="--" if signal else "-",
                 shrinkA=0,
                 shrinkB=0,
                 zorder=2,
@@ -348,7 +359,11 @@ def _paint_matrix(ax: Any, pic: L.DevicePicture, fs: float, rec: dict[str, Any])
 
     n, bins = pic.n, pic.bins
     img = np.ones((bins, bins, 3))
-    colours = {"peer-of": (0.0, 0.45, 0.70), "multicast-to": (0.80, 0.47, 0.65)}
+    colours = {
+        "peer-of": (0.0, 0.45, 0.70),
+        "multicast-to": (0.80, 0.47, 0.65),
+        "signals": (0.84, 0.37, 0.0),
+    }
     for (i, j, kind), red in sorted(pic.cells.items(), key=lambda kv: kv[1]):  # red on top
         img[i, j] = (0.84, 0.15, 0.16) if red else colours[kind]
         if red:
@@ -396,6 +411,8 @@ def _legend_handles(d: Drawing, g: Any) -> list[Any]:
             handles.append(
                 Line2D([], [], color=MULTICAST, lw=2, marker="D", label="multicast (multicast_ref)")
             )
+        elif mark == "signal":
+            handles.append(Line2D([], [], color=SIGNAL, lw=2, ls="--", label="semaphore signal"))
         else:
             handles.append(Patch(fc="white", ec=RED, lw=2.5, label="problem (code inside)"))
     return handles

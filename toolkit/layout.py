@@ -476,6 +476,7 @@ class DevicePicture:
     pos: list[tuple[float, float]] = field(default_factory=list)
     r: float = 0.2
     peers: dict[tuple[int, int], bool] = field(default_factory=dict)  # (from, to) -> red
+    signals: dict[tuple[int, int], bool] = field(default_factory=dict)  # semaphore signals
     hubs: list[dict[str, Any]] = field(default_factory=list)  # members, centre, red, path
     red_devices: set[int] = field(default_factory=set)
     cells: dict[tuple[int, int, str], bool] = field(default_factory=dict)  # matrix bins
@@ -496,7 +497,7 @@ def device_picture(g: Any) -> DevicePicture | None:
     caption: dict[tuple[str, str], dict[str, Any]] = {}
     for u, v, data in g.edges(data=True):
         kind = data["kind"]
-        if kind not in ("peer-of", "multicast-to"):
+        if kind not in ("peer-of", "multicast-to", "signals") or g.nodes[u]["kind"] != "device":
             continue
         a, b = g.nodes[u]["index"], g.nodes[v]["index"]
         red = G.is_red(data)
@@ -528,6 +529,7 @@ def device_picture(g: Any) -> DevicePicture | None:
     if pic.shape == "ring" and n > 2:
         pic.r = max(0.07, min(0.22, 0.22 * 2 * math.sin(math.pi / n)))
     pic.peers = {(a, b): red for (a, b, kind), red in traffic.items() if kind == "peer-of"}
+    pic.signals = {(a, b): red for (a, b, kind), red in traffic.items() if kind == "signals"}
     for path, h in hubs.items():
         seen: set[frozenset[int]] = set()
         for _src, dsts in h["groups"].items():
@@ -623,6 +625,11 @@ def legend(d: Drawing, g: Any) -> list[tuple[str, str]]:
         out.append(("peer", "peer-of"))
     if "multicast-to" in kinds_dev:
         out.append(("multicast", "multicast-to"))
+    if any(
+        data["kind"] == "signals" and g.nodes[u]["kind"] == "device"
+        for u, _, data in g.edges(data=True)
+    ):
+        out.append(("signal", "signals"))
     if any(n.red for n in d.nodes.values()) or any(e.red for e in d.edges):
         out.append(("problem", "problem"))
     return out

@@ -16,6 +16,7 @@ FIX = "#2E7D32"
 OK = "#2E7D32"
 PEER = "#0072B2"
 MULTICAST = "#CC79A7"
+SIGNAL = "#D55E00"  # a semaphore signal between devices
 COUNT = "#0B5394"
 
 NODE_STYLE: dict[str, dict[str, str]] = {
@@ -37,6 +38,25 @@ EDGE_STYLE: dict[str, dict[str, Any]] = {
     "reads": {"color": "#009E73", "lw": 1.6, "ls": "-", "name": "reads"},
     "writes": {"color": "#E69F00", "lw": 2.0, "ls": "-", "name": "writes"},
     "aliases": {"color": "#CC79A7", "lw": 2.2, "ls": (0, (1.6, 1.2)), "name": "same Ref (alias)"},
+    "sync": {
+        "color": "#7B61A8",
+        "lw": 1.2,
+        "ls": ":",
+        "name": "signals / waits on (semaphore, barrier)",
+    },
+    "signals": {
+        "color": "#D55E00",
+        "lw": 1.8,
+        "ls": "--",
+        "name": "signal -> the wait it satisfies",
+    },
+    "completes": {
+        "color": "#56B4E9",
+        "lw": 1.6,
+        "ls": "--",
+        "name": "copy completes -> barrier wait",
+    },
+    "arrives": {"color": "#56B4E9", "lw": 1.4, "ls": "-.", "name": "arrival -> barrier wait"},
 }
 CLUSTER = {"fc": "#F7F9FC", "ec": "#9AA8B8"}
 

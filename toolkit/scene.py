@@ -31,6 +31,7 @@ from mpmd_lab.palette import (
     OK,
     PEER,
     RED,
+    SIGNAL,
     WARN,
     text_color,
 )
@@ -150,25 +151,31 @@ def _devices(pic: L.DevicePicture) -> dict[str, Any]:
         {"i": i, "x": _r(fx(*p)[0]), "y": _r(fx(*p)[1]), "red": i in pic.red_devices}
         for i, p in enumerate(pic.pos)
     ]
-    peers = []
-    for (a, b), red in pic.peers.items():
-        color = RED if red else PEER
-        pa, pb = fx(*pic.pos[a]), fx(*pic.pos[b])
-        if a == b:
-            peers.append({"a": a, "b": b, "red": red, "color": color, "loop": [_r(pa[0] + r * 0.9),
-                          _r(pa[1] - r * 0.9), _r(r * 0.55)]})  # fmt: skip
-            continue
-        rad = 0.18  # the arc of matplotlib's arc3: control point off the chord's middle
-        cx = (pa[0] + pb[0]) / 2 - rad * (pb[1] - pa[1])
-        cy = (pa[1] + pb[1]) / 2 + rad * (pb[0] - pa[0])
-        start = _toward(pa, (cx, cy), r * 1.08)
-        end = _toward(pb, (cx, cy), r * 1.08)
-        base = _toward(end, (cx, cy), 9.0)
-        d = f"M{_r(start[0])} {_r(start[1])}Q{_r(cx)} {_r(cy)} {_r(base[0])} {_r(base[1])}"
-        peers.append(
-            {"a": a, "b": b, "red": red, "color": color, "d": d, "head": _arrow(base, end, 4.0)}
-        )
-    out["peers"] = peers
+
+    def arrows(pairs: dict[tuple[int, int], bool], signal: bool) -> list[dict[str, Any]]:
+        """Peer writes, or (``signal``) semaphore signals: wider, dashed arcs."""
+        got = []
+        for (a, b), red in pairs.items():
+            color = RED if red else (SIGNAL if signal else PEER)
+            pa, pb = fx(*pic.pos[a]), fx(*pic.pos[b])
+            if a == b:
+                got.append({"a": a, "b": b, "red": red, "color": color, "signal": signal,
+                            "loop": [_r(pa[0] + r * 0.9), _r(pa[1] - r * 0.9),
+                                     _r(r * 0.55)]})  # fmt: skip
+                continue
+            rad = 0.34 if signal else 0.18  # matplotlib's arc3: control point off the chord
+            cx = (pa[0] + pb[0]) / 2 - rad * (pb[1] - pa[1])
+            cy = (pa[1] + pb[1]) / 2 + rad * (pb[0] - pa[0])
+            start = _toward(pa, (cx, cy), r * 1.08)
+            end = _toward(pb, (cx, cy), r * 1.08)
+            base = _toward(end, (cx, cy), 9.0)
+            d = f"M{_r(start[0])} {_r(start[1])}Q{_r(cx)} {_r(cy)} {_r(base[0])} {_r(base[1])}"
+            got.append({"a": a, "b": b, "red": red, "color": color, "signal": signal, "d": d,
+                        "head": _arrow(base, end, 4.0)})  # fmt: skip
+        return got
+
+    out["peers"] = arrows(pic.peers, False)
+    out["signals"] = arrows(pic.signals, True)
     hubs = []
     for hub in pic.hubs:
         c = fx(*hub["at"])
@@ -207,6 +214,9 @@ def _legend(d: L.Drawing, g: Any) -> list[dict[str, Any]]:
         elif mark == "multicast":
             out.append({"mark": mark, "key": key, "name": "multicast (multicast_ref)",
                         "color": MULTICAST, "dash": ""})  # fmt: skip
+        elif mark == "signal":
+            out.append({"mark": mark, "key": key, "name": "semaphore signal",
+                        "color": SIGNAL, "dash": "6 4"})  # fmt: skip
         else:
             out.append({"mark": mark, "key": key, "name": "problem (code inside)",
                         "fc": "#FFFFFF", "ec": RED})  # fmt: skip
@@ -347,12 +357,13 @@ def _device_marks(dv: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     if dv["shape"] == "matrix":
         red = sorted((c["i"], c["j"]) for c in dv["cells"] if c["red"])
-        return {"n": dv["n"], "shape": "matrix", "red": red, "peers": [], "hubs": []}
+        return {"n": dv["n"], "shape": "matrix", "red": red, "peers": [], "signals": [], "hubs": []}
     return {
         "n": dv["n"],
         "shape": dv["shape"],
         "red": sorted(d["i"] for d in dv["devices"] if d["red"]),
         "peers": sorted((p["a"], p["b"], p["red"]) for p in dv["peers"]),
+        "signals": sorted((p["a"], p["b"], p["red"]) for p in dv.get("signals", [])),
         "hubs": sorted((tuple(h["members"]), h["red"]) for h in dv["hubs"]),
     }
 
@@ -459,8 +470,9 @@ def devices_svg(s: dict[str, Any]) -> str:
         f'height="{dv["h"]}" viewBox="0 0 {dv["w"]} {dv["h"]}" '
         f'font-family="\'DejaVu Sans Mono\', monospace" font-size="{fs}">'
     ]
-    for p in dv["peers"]:
-        cls = f"peer{' red' if p['red'] else ''}"
+    for p in [*dv["peers"], *dv.get("signals", [])]:
+        cls = f"{'signal' if p['signal'] else 'peer'}{' red' if p['red'] else ''}"
+        dash = ' stroke-dasharray="6 4"' if p["signal"] else ""
         if "loop" in p:
             x, y, rr = p["loop"]
             parts.append(
@@ -469,10 +481,10 @@ def devices_svg(s: dict[str, Any]) -> str:
             )
             continue
         pts = " ".join(f"{x},{y}" for x, y in p["head"])
-        width = 2.2 if p["red"] else 1.8
+        width = 2.2 if p["red"] else (1.4 if p["signal"] else 1.8)
         parts.append(
             f'<g class="{cls}" data-a="{p["a"]}" data-b="{p["b"]}"><path d="{p["d"]}" '
-            f'fill="none" stroke="{p["color"]}" stroke-width="{width}"/>'
+            f'fill="none" stroke="{p["color"]}" stroke-width="{width}"{dash}/>'
             f'<polygon points="{pts}" fill="{p["color"]}"/></g>'
         )
     for h in dv["hubs"]:
