@@ -225,21 +225,24 @@ def test_errors_are_data_with_a_code_and_a_path():
     r = simulate(load_scenario(d), check=False)
     assert r.status == "error" and not r.outputs
     assert r.error.code == "REMOTE_DEVICE_OOB"
-    assert r.error.path == "call.programs[0].body[0].transforms[0]"
+    assert r.error.path == "call.programs[0].body[0].transforms[0].device"
+    assert "device id 7 is outside the device mesh (devices 0..3)" in r.error.message
     assert r.to_json()["error"]["code"] == "REMOTE_DEVICE_OOB"
     r = simulate(gallery.load("peer-then-multicast"), check=False)
     assert r.error.code == "REF_PEER_TO_MULTICAST"
 
 
-def test_program_id_follows_the_interpreter_and_says_so():
+def test_program_id_is_each_blocks_index_as_on_a_gpu_and_says_so():
+    """JAX's GPU interpreter gives pl.program_id 0 in every block (half the output stays
+    NaN there); the simulator gives the GPU's answer, and says the interpreter differs."""
     d = gallery.load("two-block-copy").to_dict()
     for let in d["call"]["programs"][0]["body"][:2]:
         let["transforms"][0]["index"] = [{"pid": 0, "size": 128}]
     gpu = simulate(load_scenario(d))
-    assert np.isnan(gpu.outputs["out"][128:]).all()  # program_id is 0 in both blocks
-    assert any("program_id" in n for n in gpu.notes)
-    grid = simulate(load_scenario(d), program_id="grid")
-    np.testing.assert_array_equal(grid.outputs["out"], _iota(256))
+    np.testing.assert_array_equal(gpu.outputs["out"], _iota(256))
+    assert any("PROGRAM_ID_GPU_INTERP" in n for n in gpu.notes)
+    zero = simulate(load_scenario(d), program_id="zero")  # the interpreter's answer, on request
+    assert np.isnan(zero.outputs["out"][128:]).all()
 
 
 # ---------------------------------------------------------------- building blocks
@@ -344,7 +347,7 @@ def test_rank0_tuple_args_refs_and_gmem_scratch_on_two_devices():
 
 def test_races_and_errors_as_diagnostics():
     (d,) = simulate(gallery.load("two-block-race")).diagnostics()
-    assert (d.code, d.severity, d.path) == ("RACE", "warning", "call.programs[0].body[2]")
+    assert (d.code, d.severity, d.path) == ("RACE", "error", "call.programs[0].body[2]")
     assert "block 0" in d.message and "block 1" in d.message
     assert simulate(gallery.load("two-block-copy")).diagnostics() == []
     (e,) = simulate(gallery.load("peer-then-multicast"), check=False).diagnostics()
