@@ -180,6 +180,7 @@ class Access:
     location: Location
     spans: np.ndarray = field(repr=False)  # (n, 2) [start, stop) runs of flat indices
     path: str = ""  # the statement's field path
+    field: str = ""  # the statement's field that named the ref (``src``, ``dst``)
 
     @property
     def elements(self) -> np.ndarray:
@@ -211,6 +212,7 @@ class Access:
             "actor": self.actor.to_dict(),
             "statement": self.statement,
             "path": self.path,
+            "field": self.field,
             "op": self.op,
             "ref": self.ref,
             "location": self.location.to_dict(),

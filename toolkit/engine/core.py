@@ -102,6 +102,7 @@ class Blocked:
     path: str
     kind: str  # "semaphore" | "barrier"
     what: str  # the wait's description
+    sem: str = ""  # the semaphore scratch it waits on
 
 
 @dataclass
@@ -120,6 +121,8 @@ class Outcome:
     stopped: str = ""  # why a data-free run stopped early ("" when it ran to the end)
     memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
     used_pid: bool = False
+    #: semaphore scratch name -> paths of the statements that signalled it
+    signals: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,7 @@ class Engine:
         self._parsed: dict[Any, E.Expr] = {}
         self._pid_use: dict[int, tuple[E.Expr, bool]] = {}
         self.semaphores: dict[tuple, Semaphore] = {}
-        self._signal_paths: dict[str, set[str]] = {}
+        self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
         self.compact = not data and not _uses_bitcast(scenario)
         self._dev_coords = (
@@ -577,7 +580,7 @@ class Engine:
         (dev,) = self._targets(view, x.run, None)
         loc = self.location(view.base, dev, self._block_of(view, x.run))
         a = x.run.a + (self.n_actors if agent else 0)
-        self._log("read", a, x, name, loc, view)
+        self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
         st = self._storage(loc, view.base)
@@ -595,7 +598,7 @@ class Engine:
         out = []
         for dev in self._targets(view.with_(multicast=None), x.run, axes):
             loc = self.location(view.base, dev, self._block_of(view, x.run))
-            self._log("read", x.run.a, x, name, loc, view)
+            self._log("read", x.run.a, x, name, loc, view, fld)
             if self.data:
                 raw = self._storage(loc, view.base).data[view.offsets]
                 out.append(np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape))
@@ -639,7 +642,7 @@ class Engine:
         block = self._block_of(view, x.run)
         for dev in self._targets(view, x.run, fan_out):
             loc = self.location(view.base, dev, block)
-            self._log(kind, a, x, name, loc, view)
+            self._log(kind, a, x, name, loc, view, fld)
             if raw is not None:
                 self._storage(loc, view.base).data[view.offsets] = raw
 
@@ -660,7 +663,7 @@ class Engine:
             )
         (dev,) = self._targets(view, x.run, None)
         loc = self.location(view.base, dev, self._block_of(view, x.run))
-        self._log("atomic", x.run.a, x, name, loc, view)
+        self._log("atomic", x.run.a, x, name, loc, view, fld)
         if not self.data:
             return
         st = self._storage(loc, view.base)
@@ -677,7 +680,9 @@ class Engine:
                 "SIM_UNSUPPORTED", path, f"{name!r} is a {view.base.kind}: it holds no data"
             )
 
-    def _log(self, kind: str, a: int, x: StmtCtx, name: str, loc: Location, view: View) -> None:
+    def _log(
+        self, kind: str, a: int, x: StmtCtx, name: str, loc: Location, view: View, fld: str
+    ) -> None:
         actor = x.run.actor
         if a >= self.n_actors:
             actor = Actor(
@@ -690,7 +695,7 @@ class Engine:
                 actor.device_coords,
                 agent=True,
             )
-        stmt = (x.node.index, x.stmt.op, name, x.path)
+        stmt = (x.node.index, x.stmt.op, name, x.path, fld)
         spans, pyspans = self.spans(view)
         self.shadow.access(kind, a, actor, stmt, loc, math.prod(view.base.shape), spans, pyspans)
 
@@ -804,7 +809,7 @@ class Engine:
         self.clocks.join(g, self.clocks.snapshot(run.a))
         value = self.read(x, src, agent=True)
         self.write(x, dst, value, agent=True)
-        bar.arrive(self.clocks.snapshot(g))
+        bar.arrive(self.clocks.snapshot(g), copy=True)
         self.clocks.tick(g)
         self.clocks.tick(run.a)
 
@@ -941,7 +946,13 @@ class Engine:
                 active = still
                 if not progressed and active and not admit():
                     out.deadlock = [
-                        Blocked(r.actor, r.blocked.path, r.blocked.kind, self._why(r.blocked))
+                        Blocked(
+                            r.actor,
+                            r.blocked.path,
+                            r.blocked.kind,
+                            self._why(r.blocked),
+                            r.blocked.sem.key[0] if isinstance(r.blocked, SemaphoreWait) else "",
+                        )
                         for r in active
                         if r.blocked is not None
                     ]

@@ -103,7 +103,7 @@ class Shadow:
         self._actor: list[int] = []
         self._time: list[int] = []
         #: per access: (kind, Actor, statement info, Location)
-        self._info: list[tuple[str, Any, tuple[int, str, str, str], Location]] = []
+        self._info: list[tuple[str, Any, tuple[int, str, str, str, str], Location]] = []
         self._kept: dict[int, Access] = {}
         self.locs: dict[Location, _Loc] = {}
         self._seen: set[tuple] = set()
@@ -116,15 +116,15 @@ class Shadow:
         acc = self._kept.get(i)
         if acc is not None:
             return acc
-        kind, actor, (stmt, op, ref, path), loc = self._info[i]
-        return Access(i, kind, actor, stmt, op, ref, loc, spans, path)  # type: ignore[arg-type]
+        kind, actor, (stmt, op, ref, path, fld), loc = self._info[i]
+        return Access(i, kind, actor, stmt, op, ref, loc, spans, path, fld)  # type: ignore[arg-type]
 
     def access(
         self,
         kind: str,
         a: int,
         actor: Any,
-        stmt: tuple[int, str, str, str],
+        stmt: tuple[int, str, str, str, str],
         loc: Location,
         size: int,
         spans: np.ndarray,
@@ -139,7 +139,7 @@ class Shadow:
         self._info.append((kind, actor, stmt, loc))
         log = self.log
         if log.limit is None or len(log.accesses) < log.limit:
-            acc = Access(i, kind, actor, stmt[0], stmt[1], stmt[2], loc, spans, stmt[3])  # type: ignore[arg-type]
+            acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
             self._kept[i] = acc
             log.add(acc)
         else:

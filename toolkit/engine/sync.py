@@ -79,27 +79,47 @@ class Semaphore:
 
 @dataclass
 class Barrier:
-    """One barrier (a block's, or a cluster's shared one)."""
+    """One barrier (a block's, or a cluster's shared one).
+
+    ``barrier_arrive`` arrivals complete a phase as soon as there are ``target`` of
+    them. An async copy arrives too (``arrive_expect_tx``), but its phase completes only
+    once its bytes land: the copies a thread issues back to back land together, so a
+    phase they reach completes when a waiter looks (``settle``), with every copy issued
+    into it by then (two copies on one ``Barrier(num_arrivals=1)`` and one wait: the
+    bytes add up, as JAX's kernels rely on).
+    """
 
     label: str
     target: int  # arrivals per phase
     arrivals: int = 0
     phase: int = 0  # phases completed
     pending: list[np.ndarray] = field(default_factory=list)  # this phase's clocks
+    copies: int = 0  # copies in flight in this phase
     done: dict[int, np.ndarray | None] = field(default_factory=dict)
 
-    def arrive(self, vc: np.ndarray | None) -> None:
+    def arrive(self, vc: np.ndarray | None, copy: bool = False) -> None:
         self.arrivals += 1
         if vc is not None:
             self.pending.append(vc)
-        if self.arrivals >= self.target:
-            from mpmd_lab.engine.clocks import join_all
+        if copy:
+            self.copies += 1
+        elif self.arrivals >= self.target and not self.copies:
+            self._complete()
 
-            self.done[self.phase] = join_all(self.pending)
-            self.done.pop(self.phase - KEEP_PHASES, None)
-            self.phase += 1
-            self.arrivals = 0
-            self.pending = []
+    def settle(self) -> None:
+        """Copies in flight have landed: complete the phase if it has its arrivals."""
+        if self.copies and self.arrivals >= self.target:
+            self._complete()
+
+    def _complete(self) -> None:
+        from mpmd_lab.engine.clocks import join_all
+
+        self.done[self.phase] = join_all(self.pending)
+        self.done.pop(self.phase - KEEP_PHASES, None)
+        self.phase += 1
+        self.arrivals = 0
+        self.copies = 0
+        self.pending = []
 
 
 class Wait:
@@ -154,6 +174,8 @@ class BarrierWait(Wait):
         self.engine, self.a, self.bar, self.phase, self.path = engine, a, bar, phase, path
 
     def ready(self) -> bool:
+        if self.bar.phase <= self.phase:
+            self.bar.settle()
         return self.bar.phase > self.phase
 
     def complete(self) -> None:
