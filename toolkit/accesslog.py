@@ -289,18 +289,17 @@ class AccessLog:
             access.statement,
             access.location.buffer,
             access.kind,
-            access.spans,
+            access.count,
         )
         if self.limit is None or len(self.accesses) < self.limit:
             self.accesses.append(access)
 
-    def count(self, program: int, statement: int, buffer: str, kind: str, spans: Any) -> None:
-        """Count one access without keeping it."""
+    def count(self, program: int, statement: int, buffer: str, kind: str, elements: int) -> None:
+        """Count one access (of ``elements`` elements) without keeping it."""
         self.total += 1
         key = (program, statement, buffer, kind)
         self.counts[key] += 1
-        if len(spans):
-            self.elements_touched[key] += int((spans[:, 1] - spans[:, 0]).sum())
+        self.elements_touched[key] += elements
 
     def add_race(self, race: Race) -> None:
         self.race_count += 1

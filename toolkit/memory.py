@@ -138,7 +138,7 @@ class View:
 
     base: Base
     dtype: np.dtype
-    offsets: np.ndarray  # int64 (int32 compact), shape = view shape + (itemsize or 1,)
+    offsets: np.ndarray  # int32 (int64 past 2 GiB), shape = view shape + (itemsize or 1,)
     device: int | None = None  # a peer device (remote_ref)
     multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
     cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
@@ -156,7 +156,8 @@ class View:
             small = n * isz < 2**31
             offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
             return cls(base, base.dtype, offs.reshape(*base.shape, 1))
-        offs = (np.arange(n, dtype=np.int64) * isz)[:, None] + np.arange(isz, dtype=np.int64)
+        it = np.int32 if n * isz < 2**31 else np.int64
+        offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
         return cls(base, base.dtype, offs.reshape(*base.shape, isz))
 
     def elements(self) -> np.ndarray:

@@ -76,6 +76,8 @@ class Limits:
     max_steps: int = MAX_STEPS
     max_seconds: float | None = None
     max_actors: int = MAX_ACTORS
+    #: view offsets indexed the slow way (a strided or copied view), None: no bound
+    max_work: int | None = None
 
 
 @dataclass
@@ -121,8 +123,9 @@ class Outcome:
     stopped: str = ""  # why a data-free run stopped early ("" when it ran to the end)
     memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
     used_pid: bool = False
-    #: semaphore scratch name -> paths of the statements that signalled it
+    #: semaphore scratch name -> paths of the statements that signalled it / waited on it
     signals: dict[str, set[str]] = field(default_factory=dict)
+    waits: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,10 @@ class Engine:
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}
         self._owners: dict[int, np.ndarray] = {}
-        self._spans: dict[tuple, np.ndarray] = {}
+        self._origin: dict[int, int] = {}  # owner -> its data address
+        self._locs: dict[tuple, Location] = {}
+        self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
+        self.work = 0
         self._memo: dict[tuple[int, str], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
         self._pid_use: dict[int, tuple[E.Expr, bool]] = {}
@@ -512,6 +518,7 @@ class Engine:
                 whole = self._whole[base] = View.whole(base, compact=self.compact)
                 owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
                 self._owners[id(owner)] = owner
+                self._origin[id(owner)] = owner.__array_interface__["data"][0]
             view = self._stack(whole, transforms, run, ppath)
             env[name] = view
             return view
@@ -519,19 +526,36 @@ class Engine:
 
     # ------------------------------------------------------------ memory access
 
-    def spans(self, view: View) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    def spans(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
         """The base elements a view covers, as runs (numpy, and as a list of pairs;
         cached for views of a shared base)."""
         o = view.offsets
         owner = o.base
         key = None
+        ptr = 0
         if owner is not None and id(owner) in self._owners:
-            key = (id(owner), o.__array_interface__["data"][0], o.shape, o.strides, view.dtype)
+            ptr = o.__array_interface__["data"][0]
+            key = (id(owner), ptr, o.shape, o.strides, view.dtype)
             hit = self._spans.get(key)
             if hit is not None:
                 return hit
-        r = runs_of(view.elements())
-        both = (r, [tuple(x) for x in r.tolist()])
+        pairs = (
+            _affine_spans(view, ptr - self._origin[id(owner)], self._whole[view.base])
+            if key is not None
+            else None
+        )
+        if pairs is not None:
+            both = (None, pairs)  # (the array is made only if an access is kept)
+        else:
+            self.work += o.size
+            if self.limits.max_work is not None and self.work > self.limits.max_work:
+                raise _Stop(
+                    f"stopped after indexing {self.work} view offsets (the bound is "
+                    f"{self.limits.max_work})",
+                    "SIM_TOO_LARGE",
+                )
+            r = runs_of(view.elements())
+            both = (r, [tuple(x) for x in r.tolist()])
         if key is not None:
             if len(self._spans) > 65536:
                 self._spans.clear()
@@ -559,7 +583,11 @@ class Engine:
 
     def location(self, base: Base, device: int, block: int) -> Location:
         per_block = base.kind == "scratch" and base.memory != "GMEM"
-        return Location(base.memory, base.name, device, block if per_block else None, base.kind)
+        key = (base.name, base.kind, device, block if per_block else None)
+        loc = self._locs.get(key)
+        if loc is None:
+            loc = self._locs[key] = Location(base.memory, base.name, device, key[3], base.kind)
+        return loc
 
     def _storage(self, loc: Location, base: Base) -> Storage:
         st = self.memory.get(loc)
@@ -754,6 +782,7 @@ class Engine:
         e = self._one(view, name, "semaphore", x.path)
         dev = x.run.actor.device if view.device is None else view.device
         sem = self.semaphore(view.base, e, dev, x.run.actor.block)
+        self.out.waits.setdefault(view.base.name, set()).add(x.path)
         if self.sample is not None:
             return None  # a sampled run: the signallers may not run at all
         return SemaphoreWait(self, x.run.a, sem, value, decrement, x.path)
@@ -936,12 +965,16 @@ class Engine:
                         progressed = True
                         steps += 1
                         if steps >= max_steps:
-                            raise _Stop(f"stopped after {steps} steps (the simulator's limit)")
+                            raise _Stop(
+                                f"stopped after {steps} steps (the simulator's limit)",
+                                "SIM_TOO_LARGE",
+                            )
                         if deadline is not None and not steps & 1023:
                             if time.perf_counter() > deadline:
                                 raise _Stop(
-                                    f"stopped after {self.limits.max_seconds:g} s "
-                                    f"({steps} steps): the simulator's time bound"
+                                    f"did not finish in {self.limits.max_seconds:g} s "
+                                    f"({steps} steps run): the simulator's time bound",
+                                    "RUN_TIMEOUT",
                                 )
                 active = still
                 if not progressed and active and not admit():
@@ -960,13 +993,13 @@ class Engine:
         except _Stop as e:
             out.stopped = str(e)
             if self.data:
-                out.error = SimError("SIM_TOO_LARGE", "call.programs", str(e))
+                out.error = SimError(e.code, "call.programs", str(e))
         except SimError as e:
             out.error = e
         out.steps = steps
         if out.error is None and not out.deadlock and not out.stopped:
-            for sem in self.semaphores.values():
-                if sem.value:
+            for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
+                if sem.value and not sem.kept:
                     last = sem.tokens[-1].path if sem.tokens else ""
                     out.leftover.append((sem.label, sem.value, last))
             if self.data:
@@ -1009,7 +1042,9 @@ class Engine:
 
 
 class _Stop(Exception):
-    pass
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
 
 
 class StmtCtx:
@@ -1084,6 +1119,47 @@ class StmtCtx:
 
     def fail(self, code: str, message: str) -> None:
         raise SimError(code, self.path, message)
+
+
+def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, int]] | None:
+    """The runs of a view sliced from its base's whole offsets (``byte_offset``: where
+    its data starts in the flat array they are a view of), from the slicing's origin and
+    strides alone; None when that does not say it (a bitcast, many runs...)."""
+    o = view.offsets
+    if view.dtype != whole.dtype or o.size == 0:
+        return None
+    last = whole.offsets.shape[-1]
+    isz = o.itemsize
+    off, rem = divmod(byte_offset, isz)
+    if rem or off % last or o.shape[-1] != last or (last > 1 and o.strides[-1] != isz):
+        return None
+    dims = []
+    for n, st in zip(o.shape[:-1], o.strides[:-1], strict=True):
+        if n == 1:
+            continue
+        q, r = divmod(st, isz * last)
+        if r or q <= 0:
+            return None
+        dims.append((q, n))
+    dims.sort()
+    length = 1
+    while dims and dims[0][0] == length:
+        length *= dims.pop(0)[1]
+    origin = off // last
+    if not dims:
+        return [(origin, origin + length)]
+    count = 1
+    for _, n in dims:
+        count *= n
+    if count > 4096:
+        return None
+    starts = np.full(1, origin, np.int64)
+    for q, n in dims:
+        starts = (starts[:, None] + np.arange(n, dtype=np.int64) * q).reshape(-1)
+    starts.sort()
+    if length == 1 or np.any(np.diff(starts) < length):
+        return None  # runs that touch or overlap: the generic path merges them
+    return [(int(a), int(a) + length) for a in starts.tolist()]
 
 
 def _uses_bitcast(s: Scenario) -> bool:

@@ -127,7 +127,7 @@ class Shadow:
         stmt: tuple[int, str, str, str, str],
         loc: Location,
         size: int,
-        spans: np.ndarray,
+        spans: np.ndarray | None,
         pyspans: list[tuple[int, int]],
     ) -> None:
         """Log one access by actor index ``a`` and check it against what came before."""
@@ -139,11 +139,13 @@ class Shadow:
         self._info.append((kind, actor, stmt, loc))
         log = self.log
         if log.limit is None or len(log.accesses) < log.limit:
+            if spans is None:
+                spans = np.asarray(pyspans, np.int64).reshape(-1, 2)
             acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
             self._kept[i] = acc
             log.add(acc)
         else:
-            log.count(actor.program, stmt[0], loc.buffer, kind, spans)
+            log.count(actor.program, stmt[0], loc.buffer, kind, sum(b - a for a, b in pyspans))
         sh = self.locs.get(loc)
         if sh is None:
             sh = self.locs[loc] = _Loc(size)

@@ -44,6 +44,7 @@ class Semaphore:
     value: int = 0
     tokens: deque[Token] = field(default_factory=deque)
     received: int = 0  # signals so far
+    kept: bool = False  # a wait left its value on purpose (decrement=False)
     senders: list[str] = field(default_factory=list)  # the first few signallers
 
     def signal(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
@@ -58,6 +59,7 @@ class Semaphore:
         out: list[np.ndarray] = []
         need = value
         if not decrement:
+            self.kept = True
             for t in self.tokens:
                 if need <= 0:
                     break
