@@ -4,6 +4,7 @@ expected value is worked out here with plain numpy, independently of the simulat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import graph_strategies
 import numpy as np
@@ -15,6 +16,8 @@ from mpmd_lab.dtypes import np_dtype
 from mpmd_lab.memory import bitcast_offsets, host_value
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
+
+SYNC = Path(__file__).parent / "scenarios" / "sync"
 
 
 def _iota(n: int) -> np.ndarray:
@@ -374,3 +377,37 @@ def test_a_huge_launch_is_refused_not_attempted():
     d["call"]["programs"][0]["mesh"]["grid"] = {"b": 1 << 20}
     r = simulate(load_scenario(d), check=False)
     assert r.error.code == "SIM_TOO_LARGE" and r.seconds < 5
+
+
+def _endless() -> dict:
+    """A loop whose bound only the devices know (no estimate sees it): it runs for long."""
+    d = json.loads((SYNC / "ring_all_gather.json").read_text())
+    loop = d["call"]["programs"][0]["body"][3]
+    loop["stop"] = "10000000 + dev"
+    loop["body"] = [st for st in loop["body"] if "semaphore" not in st.get("op", "")]
+    return d
+
+
+def test_the_simulate_backend_runs_in_a_bounded_child_process():
+    """Issue 16: run(..., "simulate") runs where a run belongs: a child process, with the
+    timeout of the JAX backends, a bounded address space, and nothing left behind."""
+    import os
+    import time
+
+    from mpmd_lab import runtime
+    from mpmd_lab.engine import child
+
+    r = runtime.run(gallery.load("ring-shift"), "simulate", timeout=60)
+    assert r.ok and r.backend == "simulate" and r.outputs["out"][0] == 768.0
+    worker = child._WORKER
+    assert worker is not None and worker.proc.pid != os.getpid()
+    limits = open(f"/proc/{worker.proc.pid}/limits").read()
+    line = next(x for x in limits.splitlines() if x.startswith("Max address space"))
+    assert "unlimited" not in line.split()[3]  # the soft limit is set
+    t = time.perf_counter()
+    slow = runtime.run(load_scenario(_endless()), "simulate", timeout=2)
+    assert slow.error.code == "RUN_TIMEOUT" and time.perf_counter() - t < 20
+    again = runtime.run(load_scenario((SYNC / "ring_deadlock.json").read_text()), "simulate")
+    assert again.error.code == "DEADLOCK_SEMAPHORE" and again.to_json()["status"] == "error"
+    child.shutdown()
+    assert worker.proc.poll() is not None

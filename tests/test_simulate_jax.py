@@ -114,3 +114,48 @@ def test_generated_scenarios_match_jax():
     # the generator only builds calls JAX runs: a JAX error is a generator bug
     assert not failed, failed[:3]
     assert _compare(scenarios, results, skip_errors=False) == []
+
+
+def _fills_and_same_names() -> list:
+    """Issue 16's wrong answers: fill values past int32 (2**64 - 1, 2**63, 2**40, -2**31 - 1)
+    into every dtype width, and an input buffer named like the output it is copied to."""
+    out = []
+    for value in (2**64 - 1, 2**63, 2**40, -(2**31) - 1, 2**32 + 7):
+        outputs = {
+            f"o_{dt}": {"shape": [128], "dtype": dt}
+            for dt in ("int32", "uint32", "float32", "int8", "uint8", "int16", "bool", "float16")
+        }
+        body = [{"op": "fill", "dst": name, "value": value} for name in outputs]
+        out.append(
+            load_scenario(
+                {
+                    "name": f"fill-{value}",
+                    "buffers": {},
+                    "call": {"outputs": outputs, "programs": [{"mesh": {}, "body": body}]},
+                    "run": {"interpret": "gpu", "detect_races": False},
+                }
+            )
+        )
+    out.append(
+        load_scenario(
+            {
+                "name": "same-name",
+                "buffers": {"out": {"shape": [256], "dtype": "float32", "init": "iota"}},
+                "call": {
+                    "args": [{"buffer": "out", "param": "x_ref"}],
+                    "outputs": {"out": {"shape": [256], "dtype": "float32"}},
+                    "programs": [
+                        {"mesh": {}, "body": [{"op": "copy", "src": "x_ref", "dst": "out"}]}
+                    ],
+                },
+                "run": {"interpret": "gpu", "detect_races": False},
+            }
+        )
+    )
+    return out
+
+
+def test_issue_16_wrong_answers_now_match_jax():
+    scenarios = _fills_and_same_names()
+    results = run_in_jax(scenarios)
+    assert _compare(scenarios, results, skip_errors=False) == []
