@@ -268,8 +268,9 @@ class AccessLog:
     ``races`` holds the first ``MAX_RACES`` distinct races; ``race_count`` counts all.
     """
 
-    def __init__(self, limit: int | None = DEFAULT_LIMIT) -> None:
+    def __init__(self, limit: int | None = DEFAULT_LIMIT, max_races: int = MAX_RACES) -> None:
         self.limit = limit
+        self.max_races = max_races
         self.accesses: list[Access] = []
         self.races: list[Race] = []
         self.total = 0
@@ -303,8 +304,13 @@ class AccessLog:
 
     def add_race(self, race: Race) -> None:
         self.race_count += 1
-        if len(self.races) < MAX_RACES:
+        if len(self.races) < self.max_races:
             self.races.append(race)
+
+    @property
+    def races_full(self) -> bool:
+        """No more races are kept (they are only counted)."""
+        return len(self.races) >= self.max_races
 
     # ------------------------------------------------------------ queries
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 from mpmd_lab import expr as E
-from mpmd_lab.accesslog import DEFAULT_LIMIT, AccessLog, Actor, Location, runs_of
+from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Location, runs_of
 from mpmd_lab.dtypes import np_dtype
 from mpmd_lab.engine.clocks import Clocks
 from mpmd_lab.engine.shadow import Shadow
@@ -207,6 +207,7 @@ class Engine:
         program_id: str = "grid",
         limits: Limits | None = None,
         log_limit: int | None = DEFAULT_LIMIT,
+        max_races: int = MAX_RACES,
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
     ):
@@ -219,7 +220,7 @@ class Engine:
         self.ndev = scenario.num_devices
         self.sample = sample
         self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
-        self.out = Outcome(log=AccessLog(log_limit))
+        self.out = Outcome(log=AccessLog(log_limit, max_races))
         self.memory = self.out.memory
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}
@@ -920,6 +921,20 @@ class Engine:
         yield from self._body(run, info["nodes"], {})
 
     def run(self) -> Outcome:
+        """Run every actor to the end (or a deadlock, an error, a bound)."""
+        import gc
+
+        # a run allocates many small acyclic objects (accesses, views, clocks): the
+        # cyclic collector's passes only cost time, growing with the heap
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self) -> Outcome:
         out = self.out
         start = time.perf_counter()
         deadline = None if self.limits.max_seconds is None else start + self.limits.max_seconds

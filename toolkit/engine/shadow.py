@@ -198,6 +198,9 @@ class Shadow:
             if key in self._seen:
                 continue
             self._seen.add(key)
+            if self.log.races_full:
+                self.log.race_count += 1
+                continue
             overlap = np.asarray(segs, np.int64).reshape(-1, 2)
             first = self._access(prev, overlap)
             second = self._access(i, overlap)
