@@ -446,3 +446,23 @@ def test_256_device_ring_all_gather_in_under_a_minute():
     r = run(ring(256))
     assert r.ok and r.races == [] and time.perf_counter() - t < 60
     np.testing.assert_array_equal(r.outputs["out"], np.tile(iota(256 * 128), 256))
+
+
+@pytest.mark.parametrize("reduction", ["add", "min", "max", "and", "or", "xor"])
+def test_multimem_load_reduce_reduces_over_every_device(reduction):
+    d = fixture("multimem_load_reduce")
+    d["buffers"]["x"]["dtype"] = d["call"]["outputs"]["out"]["dtype"] = "int32"
+    d["call"]["programs"][0]["body"][0]["reduction"] = reduction
+    r = run(d)
+    assert r.ok, r.error
+    x = np.arange(4 * 64 * 32, dtype=np.int32).reshape(4, 64, 32)
+    fn = {
+        "add": np.add,
+        "min": np.minimum,
+        "max": np.maximum,
+        "and": np.bitwise_and,
+        "or": np.bitwise_or,
+        "xor": np.bitwise_xor,
+    }[reduction]
+    want = fn.reduce(x, axis=0).astype(np.int32)
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(want, (4, 1)))

@@ -294,9 +294,14 @@ def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     r = simulate(gallery.load("dup-ref"))
     assert r.status == "error" and r.error.code == "MPMD_DUP_REF"
     assert r.error.stage == "trace" and "same ref" in r.error.error_json()["message"]
-    # a call only the GPU lowering rejects is simulated, with a note saying so
+    # a call the GPU lowering rejects: what JAX says (run --backend interpret lowers
+    # first and stops there too), not a simulation of what no GPU runs (issue 18)
     r = simulate(gallery.load("bitcast-view"))
-    assert r.ok and any("A GPU compile would reject" in n for n in r.notes)
+    assert r.status == "error" and (r.error.code, r.error.stage) == (
+        "GPU_WG_TRANSFORMS",
+        "gpu-lower",
+    )
+    assert simulate(gallery.load("bitcast-view"), check=False).ok  # asked to, it runs it
 
 
 def test_cli_run_backend_simulate(cli):

@@ -37,9 +37,9 @@ The model, in short:
   runs it in a child process (:mod:`mpmd_lab.engine.child`) with the JAX backends'
   timeout and cancel.
 * **Errors** JAX would raise are the validator's: when ``mpmd_lab.validate.check``
-  reports an error at the build or trace stage, the result is an error carrying that
-  diagnostic; one at the GPU-lowering stage becomes a note (the CPU interpreters still
-  run the call). What the simulator itself cannot make sense of is an error too.
+  reports an error at the build, trace or GPU-lowering stage, the result is an error
+  carrying that diagnostic (what a GPU compile, and ``run --backend interpret``, say).
+  What the simulator itself cannot make sense of is an error too.
 """
 
 from __future__ import annotations
@@ -279,29 +279,22 @@ class SimResult:
 # ---------------------------------------------------------------- entry point
 
 
-#: Stages at which every way of running a call (GPU or CPU interpreter) fails.
-BLOCKING_STAGES = ("schema", "build", "trace")
+#: Stages at which JAX stops a run of the call: a GPU compile, and ``run --backend
+#: interpret``, which lowers for the GPU first (issue 18: simulate says what JAX says).
+BLOCKING_STAGES = ("schema", "build", "trace", "gpu-lower")
 
 
 def _static_findings(diags: Any) -> tuple[Diagnostic | None, list[str]]:
     """(the first error that stops every run, notes) of the scenario's diagnostics.
 
-    Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
-    such a call, and the simulator matches them. Errors of the ``interpret`` and
-    ``gpu-run`` stages are the interpreters' limits and what the simulator finds itself.
+    Errors at the build, trace or GPU-lowering stage stop the run, as JAX stops it.
+    Errors of the ``interpret`` and ``gpu-run`` stages are what running shows (the
+    interpreters' limits, races, deadlocks): the simulator runs the call and shows them.
     """
-    notes = []
     for d in diags:
-        if not d.is_error:
-            continue
-        if d.stage in BLOCKING_STAGES:
-            return d, notes
-        if d.stage == "gpu-lower":
-            notes.append(
-                f"A GPU compile would reject this call ({d.code}: {d.message}); "
-                "simulated as JAX's CPU interpreter would run it."
-            )
-    return None, notes
+        if d.is_error and d.stage in BLOCKING_STAGES:
+            return d, []
+    return None, []
 
 
 def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:
