@@ -733,14 +733,13 @@ class Engine:
     def _one(self, view: View, name: str, what: str, path: str) -> int:
         if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
-        el = view.elements()
-        if el.size != 1 or view.shape:
+        pairs = self.spans(view)[1]
+        count = sum(b - a for a, b in pairs)
+        if count != 1 or view.shape:
             raise SimError(
-                "SIM_UNSUPPORTED",
-                path,
-                f"{name!r} is {int(el.size)} {what}s: index one with at",
+                "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
             )
-        return int(el[0])
+        return pairs[0][0]
 
     def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
         name = base.name
