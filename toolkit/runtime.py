@@ -61,6 +61,8 @@ class RunResult:
     detail: Any = field(default=None, repr=False)
     #: why this backend ran (``auto`` chose it), "" when asked for by name
     reason: str = ""
+    #: the warm worker ran the call it had built for this very scenario before
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -76,6 +78,7 @@ class RunResult:
             "error": self.error.error_json() if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
+            "cached": self.cached,
         }
         to_json = getattr(self.detail, "to_json", None)
         if to_json is not None:  # simulate adds ``note`` and ``races``
@@ -228,6 +231,7 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
         error=error,
         outputs=dict(r.outputs or {}),
         seconds=r.seconds,
+        cached=r.cached,
     )
 
 
@@ -285,11 +289,18 @@ def run(
                 "gpu-run",
             )
         r = probe.probe(
-            scenario, GPU_STAGES, timeout=timeout, platform="default", on_progress=on_progress
+            scenario,
+            GPU_STAGES,
+            timeout=timeout,
+            platform="default",
+            on_progress=on_progress,
+            reuse=True,
         )
         res = _from_probe(scenario, "gpu", r, analysis)
     else:
-        r = probe.probe(scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress)
+        r = probe.probe(
+            scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress, reuse=True
+        )
         res = _from_probe(scenario, "interpret", r, analysis)
     res.reason = reason
     return res

@@ -11,7 +11,9 @@ the simulator's memory limit), so a run that outgrows its estimate ends as
 (a parent-death signal and a watch on the parent's socket): a killed notebook kernel or
 CLI leaves nothing running.
 
-The wire format is probe's: length-prefixed pickles on a Unix socket.
+The wire format and the process lifecycle are the JAX workers' (:mod:`mpmd_lab.workers`,
+:mod:`mpmd_lab._probe_child`): length-prefixed pickles on a Unix socket, a child started
+from a long-lived thread, killed with its process group.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import signal
 import socket
 import struct
 import subprocess
@@ -39,12 +40,12 @@ _WORKER: _Worker | None = None
 
 class _Worker:
     def __init__(self) -> None:
-        from mpmd_lab import probe
+        from mpmd_lab import workers
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
         env = dict(os.environ)
-        self.proc = subprocess.Popen(
+        self.proc = workers._spawn(
             [sys.executable, "-m", "mpmd_lab.engine.child", str(fd), str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -56,8 +57,8 @@ class _Worker:
         theirs.close()
         self.runs = 0
         try:
-            probe._recv(self.sock.fileno(), time.monotonic() + STARTUP_TIMEOUT)
-        except (probe._Timeout, probe._Dead) as e:
+            workers._recv(self.sock.fileno(), time.monotonic() + STARTUP_TIMEOUT)
+        except (workers._Timeout, workers._Dead) as e:
             self.close()
             raise RuntimeError("the simulate worker did not start") from e
 
@@ -65,21 +66,21 @@ class _Worker:
         return self.proc.poll() is None
 
     def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
-        from mpmd_lab import probe
+        from mpmd_lab import workers
 
         self.runs += 1
         data = pickle.dumps(req, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.sock.sendall(struct.pack("<Q", len(data)) + data)
         except OSError as e:
-            raise probe._Dead from e
-        return probe._recv(self.sock.fileno(), time.monotonic() + timeout)
+            raise workers._Dead from e
+        return workers._recv(self.sock.fileno(), time.monotonic() + timeout)
 
     def close(self) -> None:
-        from mpmd_lab import probe
+        from mpmd_lab import workers
 
         if self.proc.poll() is None:
-            probe._kill_group(self.proc.pid)
+            workers._kill_group(self.proc.pid)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -117,7 +118,7 @@ def simulate_in_child(
     """``mpmd_lab.simulator.simulate`` in a warm child process, bounded by ``timeout``
     seconds (``RUN_TIMEOUT``) and the simulator's memory limit; a dead child is
     ``RUN_CRASHED``. Never raises for what the run does; an interrupt kills the child."""
-    from mpmd_lab import probe
+    from mpmd_lab import workers
 
     global _WORKER
     start = time.perf_counter()
@@ -139,7 +140,7 @@ def simulate_in_child(
             return _error(scenario, "RUN_CRASHED", str(e), time.perf_counter() - start)
         try:
             reply = w.request(req, timeout + 5.0)
-        except probe._Timeout:
+        except workers._Timeout:
             w.close()
             _WORKER = None
             return _error(
@@ -148,7 +149,7 @@ def simulate_in_child(
                 f"the simulation did not finish in {timeout:g} s; the child process was stopped",
                 time.perf_counter() - start,
             )
-        except (probe._Dead, EOFError, pickle.UnpicklingError, struct.error):
+        except (workers._Dead, EOFError, pickle.UnpicklingError, struct.error):
             rc = w.proc.poll()
             w.close()
             _WORKER = None
@@ -171,35 +172,6 @@ def simulate_in_child(
 
 
 # ---------------------------------------------------------------- the child
-
-
-def _die_with_parent(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(0)
-
-
-def _watch_parent(sock: socket.socket) -> None:
-    import select
-
-    mask = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(sock.fileno(), mask & ~(select.POLLHUP | select.POLLERR))
-        while True:
-            for _, events in poller.poll():
-                if events & mask:
-                    os._exit(0)
-
-    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def _vm_size() -> int:
@@ -249,9 +221,11 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
 
 def serve(fd: int, parent: int) -> None:
     """The worker: import the simulator once, then run each request it is sent."""
-    _die_with_parent(parent)
+    from mpmd_lab._probe_child import die_with_parent, watch_parent
+
+    die_with_parent(parent)
     sock = socket.socket(fileno=fd)
-    _watch_parent(sock)
+    watch_parent(sock)
     from mpmd_lab.diagnostics import Diagnostic
     from mpmd_lab.scenario import load_scenario
     from mpmd_lab.simulator import simulate

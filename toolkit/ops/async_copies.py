@@ -17,13 +17,21 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, SYNC, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, SYNC, WRITE, Fit, StatementOp
 from mpmd_lab.ops.statements import LANES
 from pydantic import Field, StrictBool, StrictInt
 
 
 class TmaStore(StatementOp):
     """``commit_smem(); copy_smem_to_gmem(src, dst); wait_smem_to_gmem(0)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "tma_store",
+            "src": fit.first(fit.smem, "smem"),
+            "dst": fit.first(fit.outputs, "out"),
+        }
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, committed and waited"
     FAMILY: ClassVar[str] = "async"
@@ -175,6 +183,15 @@ class MultimemStore(StatementOp):
 class CopyGmemToSmem(StatementOp):
     """``plgpu.copy_gmem_to_smem(src, dst, barrier)``: completes on ``barrier``."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "copy_gmem_to_smem",
+            "src": fit.first(fit.refs, "x_ref"),
+            "dst": fit.first(fit.smem, "smem"),
+            "barrier": fit.first(fit.barriers, "barrier"),
+        }
+
     HELP: ClassVar[str] = "GMEM -> SMEM by TMA; completes on a barrier"
     FAMILY: ClassVar[str] = "async"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -199,6 +216,14 @@ class CopyGmemToSmem(StatementOp):
 
 class CopySmemToGmem(StatementOp):
     """``plgpu.copy_smem_to_gmem(src, dst)``: an async TMA store in a commit group."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "copy_smem_to_gmem",
+            "src": fit.first(fit.smem, "smem"),
+            "dst": fit.first(fit.outputs, "out"),
+        }
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, async (wait_smem_to_gmem completes it)"
     FAMILY: ClassVar[str] = "async"

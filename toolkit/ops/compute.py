@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
 from pydantic import Field
 
 REDUCTIONS = ("add", "min", "max", "and", "or", "xor")
@@ -69,6 +69,15 @@ class MultimemLoadReduce(StatementOp):
 
 class Dot(StatementOp):
     """``dst[...] = lhs @ rhs`` (float32 accumulation; WGMMA on SMEM operands)."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "dot",
+            "dst": fit.first(fit.outputs, "out"),
+            "lhs": fit.first(fit.smem, "a_smem"),
+            "rhs": fit.first(fit.smem[1:], "b_smem"),
+        }
 
     HELP: ClassVar[str] = "dst = lhs @ rhs (WGMMA on SMEM operands, f32 accumulator)"
     FAMILY: ClassVar[str] = "compute"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr
-from mpmd_lab.ops.base import StatementOp
+from mpmd_lab.ops.base import Fit, StatementOp
 from pydantic import AfterValidator, Field, StrictInt
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 class Loop(StatementOp):
     """``lax.fori_loop(start, stop, body, None)`` / ``@pl.loop(start, stop, step)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": []}
 
     HELP: ClassVar[str] = "repeat the body for var in range(start, stop, step)"
     FAMILY: ClassVar[str] = "control"
@@ -85,6 +89,11 @@ class Loop(StatementOp):
 
 class When(StatementOp):
     """``@pl.when(cond)``: the body where the condition holds."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "when", "cond": f"{dev[0]} == 0" if dev else "program_id(0) == 0", "body": []}
 
     HELP: ClassVar[str] = "run the body where a condition holds (pl.when)"
     FAMILY: ClassVar[str] = "control"

@@ -24,14 +24,25 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple
-from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import SYNC, StatementOp
-from mpmd_lab.ops.peers import DeviceId, device_label, device_source, resolve_device
+from mpmd_lab.ops.base import SYNC, Fit, StatementOp
+from mpmd_lab.ops.peers import (
+    DeviceId,
+    check_device,
+    device_label,
+    device_source,
+    resolve_device,
+)
 from pydantic import Field, StrictBool, field_validator
 
 
 class SemaphoreSignal(StatementOp):
     """``pl.semaphore_signal(sem, inc, device_id=device)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        out = {"op": "semaphore_signal", "sem": fit.first(fit.semaphores, "sem")}
+        return {**out, "device": {dev[0]: {"offset": 1}}} if dev else out
 
     HELP: ClassVar[str] = "add inc to a semaphore, here or on a peer device"
     FAMILY: ClassVar[str] = "sync"
@@ -46,14 +57,7 @@ class SemaphoreSignal(StatementOp):
         "of remote_ref's device",
     )
 
-    @field_validator("device")
-    @classmethod
-    def _axes(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            if not v:
-                raise ValueError("a device id names at least one axis")
-            _check_mapping_names(v)
-        return v
+    _axes = field_validator("device")(classmethod(lambda cls, v: check_device(v)))
 
     def device_ref(self) -> Any:
         return None if self.device is None else resolve_device(self.device)
