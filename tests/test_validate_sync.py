@@ -72,21 +72,34 @@ def test_a_correctly_synchronised_kernel_is_valid(name):
 
 
 def test_the_ring_without_its_wait_is_a_race_with_a_fix():
+    """A race whatever detect_races says (issue 18), and RACE_DETECTED (issue 13's
+    contract): the race a happens-before detector finds in a kernel that synchronises."""
     d = fixture("ring_no_wait")
-    (race, leftover) = sync_diags(d)
-    assert (race.code, race.severity, race.stage) == ("RACE", "error", "gpu-run")
-    assert "device 3 and device 0" in race.message and "out (output) on device 0" in race.message
-    assert leftover.code == "SEMAPHORE_IMBALANCE" and leftover.severity == "warning"
-    fixed = apply_fix(load_scenario(d), race.fix)
-    assert sync_diags(fixed.to_dict()) == []
-    # asked to look (detect_races), JAX's GPU interpreter is the one that says it
-    d["run"]["detect_races"] = True
-    first = sync_diags(d)[0]
-    assert (first.code, first.stage, first.jax.message) == (
-        "RACE_DETECTED",
-        "interpret",
-        "RACE DETECTED",
-    )
+    for detect in (False, True):
+        d["run"]["detect_races"] = detect
+        (race, leftover) = sync_diags(d)
+        assert (race.code, race.severity, race.stage) == ("RACE_DETECTED", "error", "gpu-run")
+        # no CPU interpreter runs this call's remote refs and semaphores: JAX says nothing
+        assert race.jax is None
+        assert "device 3 and device 0" in race.message
+        assert "out (output) on device 0" in race.message
+        assert leftover.code == "SEMAPHORE_IMBALANCE" and leftover.severity == "warning"
+        fixed = apply_fix(load_scenario(d), race.fix)
+        assert sync_diags(fixed.to_dict()) == []
+
+
+def test_a_race_in_a_kernel_that_orders_nothing_is_race():
+    from test_validate_block_oob import blocks
+
+    d = blocks(256, 256, 2)
+    d["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [[0, 128]]
+    for detect in (False, True):
+        d["run"]["detect_races"] = detect
+        (race,) = [x for x in sync_diags(d) if x.code.startswith("RACE")]
+        # JAX's GPU interpreter runs it: asked to look, it raises RACE DETECTED
+        want = ("RACE_DETECTED", "interpret") if detect else ("RACE", "gpu-run")
+        assert (race.code, race.stage) == want
+        assert (race.jax is not None) == detect
 
 
 def test_the_deadlocking_ring_names_who_waits_and_where_the_signals_went():
@@ -340,7 +353,6 @@ def test_the_gallery_contract_for_sync_codes():
     RACE_DETECTED (run.detect_races as the gallery has it), the deadlocking ring a
     DEADLOCK code; a single-device gallery item stays what it was."""
     d = copy.deepcopy(fixture("ring_no_wait"))
-    d["run"]["detect_races"] = True
     assert first_error(sync_diags(d)).code == "RACE_DETECTED"
     assert first_error(sync_diags(fixture("ring_deadlock"))).code.startswith("DEADLOCK")
     assert sync_diags(fixture("ring_all_gather")) == []

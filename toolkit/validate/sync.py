@@ -7,9 +7,12 @@ copies and their waits) orders them. What it reports:
 
 - RACE / RACE_DETECTED: two accesses to overlapping elements, at least one a write,
   that nothing orders (every source: plain stores and loads, TMA copies, multimem,
-  multicast, cluster_ref, atomics against plain accesses). RACE_DETECTED when the
-  scenario asks JAX's GPU interpreter to look (``detect_races``): its first race, with
-  ``pl.program_id`` 0 as the interpreter has it;
+  multicast, cluster_ref, atomics against plain accesses), errors whatever
+  ``detect_races`` says. RACE_DETECTED in a kernel that synchronises (the race a
+  detector over happens-before finds: a missing wait) or when the scenario asks JAX's
+  GPU interpreter to look (``detect_races``: its first race, with ``pl.program_id`` 0 as
+  the interpreter has it, and JAX's message where it runs the call); RACE in a kernel
+  that orders nothing;
 - DEADLOCK_SEMAPHORE / DEADLOCK_BARRIER: every thread left is blocked and no signal
   or arrival can come (who waits for what, where the signals went);
 - SEMAPHORE_IMBALANCE (warning): a semaphore not zero when the kernel ends;
@@ -336,7 +339,7 @@ def _who(a: Any, b: Any, ctx: Ctx) -> str:
     return "Executors " + ", ".join(parts) if parts else "Two executors"
 
 
-def _race_diag(ctx: Ctx, race: Any, detected: bool, fix: Fix | None) -> None:
+def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None) -> None:
     first, second = race.first, race.second
     p1 = f"{first.path}.{first.field}" if first.field else first.path
     p2 = f"{second.path}.{second.field}" if second.field else second.path
@@ -345,29 +348,44 @@ def _race_diag(ctx: Ctx, race: Any, detected: bool, fix: Fix | None) -> None:
         f"buffer ({p1} and {p2}) with at least one write and nothing ordering them: "
         f"{race.describe()}"
     )
-    if detected:
-        ctx.add(
-            "RACE_DETECTED",
-            p2,
-            msg,
-            jax_message="RACE DETECTED",
-            jax_type="RuntimeError",
-            fix=fix,
-        )
+    if interpreter:  # JAX's GPU interpreter runs the call with detect_races: it says so
+        ctx.add(code, p2, msg, jax_message="RACE DETECTED", jax_type="RuntimeError", fix=fix)
     else:
-        ctx.add("RACE", p2, msg, fix=fix)
+        ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
+
+
+#: the interpreter-limit codes (a warning each): JAX's GPU interpreter cannot run the call
+_INTERP_CANNOT = frozenset(
+    {
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "GPU_INTERP_MULTICAST",
+        "GPU_INTERP_NOT_A_REF",
+        "HLO_INTERP_NO_DISCHARGE",
+        "INTERP_LIMIT",
+    }
+)
 
 
 def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
+    """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
+
+    RACE_DETECTED: what a race detector over happens-before finds in a kernel that
+    synchronises (semaphores, barriers, async copies and their waits), or whenever the
+    scenario asks JAX's GPU interpreter to look (``detect_races``: the interpreter's first
+    race, with pl.program_id 0 as it has it; JAX's own message where it runs the call).
+    RACE: overlapping accesses in a kernel that orders nothing at all."""
+    from mpmd_lab.simulator import _synchronises
+
     s = ctx.s
     fix = _wait_fix(ctx, gpu)
+    code = "RACE_DETECTED" if _synchronises(s) else "RACE"
     done: set[tuple[str, str]] = set()
     if s.run.detect_races and s.run.interpret == "gpu" and interp.log.races:
-        # the GPU interpreter's detector (vector clocks over devices, blocks and
-        # warpgroups) raises at the first race it meets; pl.program_id is 0 there
         r = interp.log.races[0]
-        _race_diag(ctx, r, True, fix)
+        runs = not any(d.code in _INTERP_CANNOT for d in ctx.diags)
+        _race_diag(ctx, r, "RACE_DETECTED", runs, fix)
         done.add((r.first.path, r.second.path))
+        code = "RACE_DETECTED"
     for r in gpu.log.races:
         key = (r.first.path, r.second.path)
         if key in done or (key[1], key[0]) in done:
@@ -375,7 +393,7 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
         if len(done) >= MAX_RACES:
             break
         done.add(key)
-        _race_diag(ctx, r, False, fix)
+        _race_diag(ctx, r, code, False, fix)
 
 
 def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
