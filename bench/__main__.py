@@ -3,7 +3,8 @@
 Sections: static (check vs JAX trace + GPU lowering), scaling (check vs argument count
 and stack depth), run (generated call vs hand-written pl.kernel), widgets (edit-to-
 feedback latency), graph (the matplotlib picture, and the Lab's fast view in Chromium,
-at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process).
+at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process), simulate
+(the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices).
 
 ``--json``: one JSON document instead of the table: the machine (``header``) and
 ``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
@@ -38,6 +39,7 @@ SECTIONS = {
     "widgets": "bench.widget_latency",
     "graph": "bench.graph_section",
     "startup": "bench.startup",
+    "simulate": "bench.simulate_scaling",
 }
 QUICK = {
     "static": {"repeats": 1},
@@ -45,6 +47,7 @@ QUICK = {
     "widgets": {"edits": 5},
     "graph": {"repeats": 1},
     "startup": {"repeats": 3},
+    "simulate": {"quick": True},
 }
 
 

@@ -87,6 +87,10 @@ SLOW_TESTS = (
     "test_dup_ref_story_runs",
     "test_running_the_broken_call",
     "test_peer_then_multicast_story_runs",
+    "test_corpus_kernels_lower",
+    "test_races_agree_with_the_gpu_interpreters_detector",
+    "test_out_of_bounds_of_every_expression_form_as_the_interpreter_says_it",
+    "test_the_simulate_backend_runs_in_a_bounded_child_process",
 )
 
 

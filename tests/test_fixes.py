@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402
 
 CODES = Path(__file__).parent / "scenarios" / "codes"
+JAX_STAGES = ("build", "trace", "gpu-lower")
 FIXABLE = [
     gallery.load("dup-ref"),
     gallery.load("peer-then-multicast"),
@@ -74,7 +75,9 @@ def test_fixes_make_check_pass_and_jax_agree() -> None:
     assert valid >= len(fixed) // 2
     results = probe_many(fixed, stages=("build", "trace", "gpu-lower"))
     for s, r in zip(fixed, results, strict=True):
-        mine = first_error(check(s))
+        # JAX is asked to build, trace and lower: what only a GPU run shows (a race, a
+        # deadlock) is not its to say
+        mine = first_error([d for d in check(s) if d.stage in ("schema", *JAX_STAGES)])
         theirs = r.get("code") if r["stage"] else None
         assert (mine.code if mine else None) == theirs, (s.name, r, mine)
 

@@ -4,6 +4,7 @@ expected value is worked out here with plain numpy, independently of the simulat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import graph_strategies
 import numpy as np
@@ -15,6 +16,8 @@ from mpmd_lab.dtypes import np_dtype
 from mpmd_lab.memory import bitcast_offsets, host_value
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
+
+SYNC = Path(__file__).parent / "scenarios" / "sync"
 
 
 def _iota(n: int) -> np.ndarray:
@@ -225,21 +228,24 @@ def test_errors_are_data_with_a_code_and_a_path():
     r = simulate(load_scenario(d), check=False)
     assert r.status == "error" and not r.outputs
     assert r.error.code == "REMOTE_DEVICE_OOB"
-    assert r.error.path == "call.programs[0].body[0].transforms[0]"
+    assert r.error.path == "call.programs[0].body[0].transforms[0].device"
+    assert "device id 7 is outside the device mesh (devices 0..3)" in r.error.message
     assert r.to_json()["error"]["code"] == "REMOTE_DEVICE_OOB"
     r = simulate(gallery.load("peer-then-multicast"), check=False)
     assert r.error.code == "REF_PEER_TO_MULTICAST"
 
 
-def test_program_id_follows_the_interpreter_and_says_so():
+def test_program_id_is_each_blocks_index_as_on_a_gpu_and_says_so():
+    """JAX's GPU interpreter gives pl.program_id 0 in every block (half the output stays
+    NaN there); the simulator gives the GPU's answer, and says the interpreter differs."""
     d = gallery.load("two-block-copy").to_dict()
     for let in d["call"]["programs"][0]["body"][:2]:
         let["transforms"][0]["index"] = [{"pid": 0, "size": 128}]
     gpu = simulate(load_scenario(d))
-    assert np.isnan(gpu.outputs["out"][128:]).all()  # program_id is 0 in both blocks
-    assert any("program_id" in n for n in gpu.notes)
-    grid = simulate(load_scenario(d), program_id="grid")
-    np.testing.assert_array_equal(grid.outputs["out"], _iota(256))
+    np.testing.assert_array_equal(gpu.outputs["out"], _iota(256))
+    assert any("PROGRAM_ID_GPU_INTERP" in n for n in gpu.notes)
+    zero = simulate(load_scenario(d), program_id="zero")  # the interpreter's answer, on request
+    assert np.isnan(zero.outputs["out"][128:]).all()
 
 
 # ---------------------------------------------------------------- building blocks
@@ -288,9 +294,14 @@ def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     r = simulate(gallery.load("dup-ref"))
     assert r.status == "error" and r.error.code == "MPMD_DUP_REF"
     assert r.error.stage == "trace" and "same ref" in r.error.error_json()["message"]
-    # a call only the GPU lowering rejects is simulated, with a note saying so
+    # a call the GPU lowering rejects: what JAX says (run --backend interpret lowers
+    # first and stops there too), not a simulation of what no GPU runs (issue 18)
     r = simulate(gallery.load("bitcast-view"))
-    assert r.ok and any("A GPU compile would reject" in n for n in r.notes)
+    assert r.status == "error" and (r.error.code, r.error.stage) == (
+        "GPU_WG_TRANSFORMS",
+        "gpu-lower",
+    )
+    assert simulate(gallery.load("bitcast-view"), check=False).ok  # asked to, it runs it
 
 
 def test_cli_run_backend_simulate(cli):
@@ -344,7 +355,7 @@ def test_rank0_tuple_args_refs_and_gmem_scratch_on_two_devices():
 
 def test_races_and_errors_as_diagnostics():
     (d,) = simulate(gallery.load("two-block-race")).diagnostics()
-    assert (d.code, d.severity, d.path) == ("RACE", "warning", "call.programs[0].body[2]")
+    assert (d.code, d.severity, d.path) == ("RACE", "error", "call.programs[0].body[2]")
     assert "block 0" in d.message and "block 1" in d.message
     assert simulate(gallery.load("two-block-copy")).diagnostics() == []
     (e,) = simulate(gallery.load("peer-then-multicast"), check=False).diagnostics()
@@ -371,3 +382,37 @@ def test_a_huge_launch_is_refused_not_attempted():
     d["call"]["programs"][0]["mesh"]["grid"] = {"b": 1 << 20}
     r = simulate(load_scenario(d), check=False)
     assert r.error.code == "SIM_TOO_LARGE" and r.seconds < 5
+
+
+def _endless() -> dict:
+    """A loop whose bound only the devices know (no estimate sees it): it runs for long."""
+    d = json.loads((SYNC / "ring_all_gather.json").read_text())
+    loop = d["call"]["programs"][0]["body"][3]
+    loop["stop"] = "10000000 + dev"
+    loop["body"] = [st for st in loop["body"] if "semaphore" not in st.get("op", "")]
+    return d
+
+
+def test_the_simulate_backend_runs_in_a_bounded_child_process():
+    """Issue 16: run(..., "simulate") runs where a run belongs: a child process, with the
+    timeout of the JAX backends, a bounded address space, and nothing left behind."""
+    import os
+    import time
+
+    from mpmd_lab import runtime
+    from mpmd_lab.engine import child
+
+    r = runtime.run(gallery.load("ring-shift"), "simulate", timeout=60)
+    assert r.ok and r.backend == "simulate" and r.outputs["out"][0] == 768.0
+    worker = child._WORKER
+    assert worker is not None and worker.proc.pid != os.getpid()
+    limits = open(f"/proc/{worker.proc.pid}/limits").read()
+    line = next(x for x in limits.splitlines() if x.startswith("Max address space"))
+    assert "unlimited" not in line.split()[3]  # the soft limit is set
+    t = time.perf_counter()
+    slow = runtime.run(load_scenario(_endless()), "simulate", timeout=2)
+    assert slow.error.code == "RUN_TIMEOUT" and time.perf_counter() - t < 20
+    again = runtime.run(load_scenario((SYNC / "ring_deadlock.json").read_text()), "simulate")
+    assert again.error.code == "DEADLOCK_SEMAPHORE" and again.to_json()["status"] == "error"
+    child.shutdown()
+    assert worker.proc.poll() is not None

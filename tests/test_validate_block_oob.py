@@ -97,7 +97,9 @@ def _range(message: str) -> str | None:
 @pytest.mark.parametrize("name", list(CASES))
 def test_interpreter_agrees(name: str, interpreted: dict[str, dict]) -> None:
     r = interpreted[name]
-    d = first_error(check(load_scenario(CASES[name])))
+    # what the interpreter raises; a GPU-only finding (gpu-run: pl.program_id, which the
+    # GPU interpreter makes 0 in every block) is not the interpreter's to see
+    d = first_error([x for x in check(load_scenario(CASES[name])) if x.stage != "gpu-run"])
     if r["stage"] is None:
         assert d is None, d.one_line()
         return
@@ -119,7 +121,11 @@ def test_expected_codes() -> None:
     assert codes["write"] == codes["knowledge-write"] == "OOB_WRITE"
     assert codes["two-d"] == codes["int-read"] == codes["int-row"] == "OOB_READ"
     assert codes["int-write"] == "OOB_WRITE"
-    assert codes["fits"] is None and codes["pid-gpu-interp"] is None
+    assert codes["fits"] is None
+    # program_id is 0 in every block under the GPU interpreter (it runs this fine); on a
+    # GPU blocks 2 and 3 read past the end: the check says so, at the gpu-run stage
+    d = first_error(check(load_scenario(CASES["pid-gpu-interp"])))
+    assert (d.code, d.stage) == ("OOB_INDEX", "gpu-run") and "block b=2" in d.message, d
 
 
 @pytest.mark.parametrize("name", ["read", "write", "two-d", "knowledge-read"])

@@ -1,11 +1,17 @@
 """The simulator's access log: who read or wrote which elements of which buffer, where.
 
-An ``Access`` names its actor (program, device, block, thread), the statement
-that made it, the memory it touched (``GMEM`` buffer of a device, ``SMEM`` of one
-block) and the elements, as indices into that buffer's flat (C-order) storage. A
-``Race`` names two accesses from different actors that touch the same elements
-without any ordering between them. Everything exports to plain JSON (element
-sets as ``[start, stop)`` runs) for the graph and the widgets.
+An ``Access`` names its actor (program, device, block, thread), the statement that
+made it (its index in the program's flat, pre-order statement list, as
+:mod:`mpmd_lab.resolve` numbers them, and its field path), the memory it touched
+(``GMEM`` buffer of a device, ``SMEM`` of one block) and the elements, as ``[start,
+stop)`` runs of indices into that buffer's flat (C-order) storage. A ``Race`` names two
+accesses from different actors (or an async copy and its own thread) that touch the
+same elements, at least one a write, with nothing ordering them (happens-before:
+:mod:`mpmd_lab.engine`). Everything exports to plain JSON for the graph and the widgets.
+
+The log is bounded: past ``limit`` accesses it keeps counting (per statement, buffer and
+kind, in ``counts``) but stops keeping each access (``truncated`` says how many it
+dropped); ``simulate(..., log="full")`` keeps them all.
 
 Example::
 
@@ -18,12 +24,20 @@ Example::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-Kind = Literal["read", "write"]
+Kind = Literal["read", "write", "atomic"]
+
+#: Accesses a log keeps in full by default (past it: counted, not kept).
+DEFAULT_LIMIT = 50_000
+#: Races a log keeps (past it: counted in ``race_count``).
+MAX_RACES = 1_000
+
+EMPTY_RUNS = np.zeros((0, 2), np.int64)
 
 
 def unique_sorted(elements: np.ndarray) -> np.ndarray:
@@ -37,26 +51,42 @@ def unique_sorted(elements: np.ndarray) -> np.ndarray:
     return e
 
 
-def runs(elements: np.ndarray) -> list[list[int]]:
-    """Sorted unique indices as ``[start, stop)`` runs: ``[0,1,2,5]`` -> ``[[0,3],[5,6]]``."""
+def runs_of(elements: np.ndarray) -> np.ndarray:
+    """Sorted unique indices as an ``(n, 2)`` array of ``[start, stop)`` runs."""
     e = np.asarray(elements, dtype=np.int64).reshape(-1)
     if e.size == 0:
-        return []
+        return EMPTY_RUNS
     breaks = np.flatnonzero(np.diff(e) != 1)
     starts = np.concatenate([[0], breaks + 1])
     stops = np.concatenate([breaks, [e.size - 1]])
-    return [[int(e[a]), int(e[b]) + 1] for a, b in zip(starts, stops, strict=True)]
+    return np.stack([e[starts], e[stops] + 1], axis=1)
+
+
+def runs(elements: np.ndarray) -> list[list[int]]:
+    """Sorted unique indices as ``[start, stop)`` runs: ``[0,1,2,5]`` -> ``[[0,3],[5,6]]``."""
+    return runs_of(elements).tolist()
+
+
+def expand(spans: np.ndarray | list[list[int]]) -> np.ndarray:
+    """The indices of ``[start, stop)`` runs (the inverse of ``runs``)."""
+    r = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    if not len(r):
+        return np.zeros(0, np.int64)
+    lengths = r[:, 1] - r[:, 0]
+    total = int(lengths.sum())
+    if len(r) == 1:
+        return np.arange(r[0, 0], r[0, 1], dtype=np.int64)
+    offsets = np.repeat(r[:, 0] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
 
 
 def from_runs(spans: list[list[int]]) -> np.ndarray:
     """The inverse of ``runs``."""
-    if not spans:
-        return np.zeros(0, np.int64)
-    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
+    return expand(spans)
 
 
-def _span_text(elements: np.ndarray) -> str:
-    parts = [f"{a}" if b == a + 1 else f"{a}..{b - 1}" for a, b in runs(elements)]
+def _span_text(spans: np.ndarray) -> str:
+    parts = [f"{a}" if b == a + 1 else f"{a}..{b - 1}" for a, b in np.asarray(spans).tolist()]
     if len(parts) > 4:
         parts = parts[:3] + [f"... ({len(parts) - 3} more runs)"]
     return ", ".join(parts)
@@ -67,7 +97,8 @@ class Actor:
     """One thread of the call: device (linear mesh index), block (linear), warpgroup.
 
     ``block`` is linear over grid points then the blocks of a cluster (C order);
-    ``grid`` and ``cluster`` are its coordinates.
+    ``grid`` and ``cluster`` are its coordinates. ``agent`` marks the copy engine
+    (TMA) working for that thread: its async copies are its own actor.
     """
 
     program: int
@@ -77,10 +108,20 @@ class Actor:
     grid: tuple[int, ...] = ()
     cluster: tuple[int, ...] = ()
     device_coords: tuple[int, ...] = ()
+    agent: bool = False
 
     def describe(self) -> str:
         prog = f"program {self.program} " if self.program else ""
-        return f"{prog}device {self.device} block {self.block} thread {self.thread}"
+        text = f"{prog}device {self.device} block {self.block} thread {self.thread}"
+        return f"the async copies of {text}" if self.agent else text
+
+    def coords(self, grid: list[str], cluster: list[str], thread: str | None) -> str:
+        """``b=1, c=0`` style coordinates of the block (and thread)."""
+        parts = [f"{a}={v}" for a, v in zip(grid, self.grid, strict=False)]
+        parts += [f"{a}={v}" for a, v in zip(cluster, self.cluster, strict=False)]
+        if thread:
+            parts.append(f"{thread}={self.thread}")
+        return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,23 +132,30 @@ class Actor:
             "grid": list(self.grid),
             "cluster": list(self.cluster),
             "device_coords": list(self.device_coords),
+            "agent": self.agent,
         }
 
 
 @dataclass(frozen=True)
 class Location:
-    """A piece of memory: a buffer's storage on one device (and one block for SMEM/TMEM)."""
+    """A piece of memory: a buffer's storage on one device (and one block for SMEM/TMEM).
+
+    ``kind`` keeps apart what may share a name: an input buffer ``out`` and an output
+    ``out`` are two places (``"input"``, ``"output"``, ``"scratch"``).
+    """
 
     memory: str  # "GMEM", "SMEM", "TMEM"
     buffer: str  # buffer, output or scratch name
     device: int
     block: int | None = None  # the owning block for per-block memory
+    kind: str = "input"
 
     def describe(self) -> str:
         where = f"device {self.device}"
         if self.block is not None:
             where += f" block {self.block} ({self.memory})"
-        return f"{self.buffer} on {where}"
+        name = self.buffer + (" (output)" if self.kind == "output" else "")
+        return f"{name} on {where}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,31 +163,44 @@ class Location:
             "buffer": self.buffer,
             "device": self.device,
             "block": self.block,
+            "kind": self.kind,
         }
 
 
 @dataclass(frozen=True, eq=False)
 class Access:
-    """One read or write by one actor in one statement."""
+    """One read, write or atomic update by one actor in one statement."""
 
     id: int
     kind: Kind
     actor: Actor
-    statement: int  # index into the program's body
-    op: str  # "copy", "add", "fill", "tma_store", "multimem_store"
+    statement: int  # index into the program's flat (pre-order) statement list
+    op: str  # "copy", "add", "fill", "tma_store", "multimem_store", ...
     ref: str  # the body name the statement used
     location: Location
-    elements: np.ndarray = field(repr=False)  # sorted unique flat indices into the buffer
+    spans: np.ndarray = field(repr=False)  # (n, 2) [start, stop) runs of flat indices
+    path: str = ""  # the statement's field path
+    field: str = ""  # the statement's field that named the ref (``src``, ``dst``)
+
+    @property
+    def elements(self) -> np.ndarray:
+        """The flat indices (sorted, unique) this access touched."""
+        return expand(self.spans)
+
+    @property
+    def count(self) -> int:
+        return int((self.spans[:, 1] - self.spans[:, 0]).sum()) if len(self.spans) else 0
 
     @property
     def where(self) -> str:
-        return f"body[{self.statement}] {self.op}"
+        tail = self.path.split(".", 2)[-1] if self.path else f"body[{self.statement}]"
+        return f"{tail} {self.op}"
 
     def describe(self) -> str:
-        verb = "reads" if self.kind == "read" else "writes"
+        verb = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[self.kind]
         return (
             f"{self.actor.describe()} {verb} {self.location.describe()} "
-            f"[{_span_text(self.elements)}] ({self.where} via {self.ref})"
+            f"[{_span_text(self.spans)}] ({self.where} via {self.ref})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,31 +211,38 @@ class Access:
             "device": self.actor.device,  # who; ``location.device`` is whose memory
             "actor": self.actor.to_dict(),
             "statement": self.statement,
+            "path": self.path,
+            "field": self.field,
             "op": self.op,
             "ref": self.ref,
             "location": self.location.to_dict(),
-            "elements": runs(self.elements),
-            "count": int(self.elements.size),
+            "elements": self.spans.tolist(),
+            "count": self.count,
         }
 
 
 @dataclass(frozen=True, eq=False)
 class Race:
-    """Two unordered accesses by different actors to the same elements (one is a write)."""
+    """Two accesses not ordered by happens-before that touch the same elements (one a
+    write), by different actors or by a thread and its own async copies."""
 
     kind: Literal["write-write", "read-write"]
     first: Access  # the earlier access in the simulator's order
     second: Access
-    elements: np.ndarray = field(repr=False)  # the overlap
+    spans: np.ndarray = field(repr=False)  # the overlap, as runs
+
+    @property
+    def elements(self) -> np.ndarray:
+        return expand(self.spans)
 
     @property
     def location(self) -> Location:
         return self.second.location
 
     def describe(self) -> str:
-        verb = {"write": "written", "read": "read"}
+        verb = {"write": "written", "read": "read", "atomic": "atomically updated"}
         return (
-            f"{self.location.describe()}: elements {_span_text(self.elements)} "
+            f"{self.location.describe()}: elements {_span_text(self.spans)} "
             f"{verb[self.first.kind]} by {self.first.actor.describe()} ({self.first.where}) "
             f"and {verb[self.second.kind]} by {self.second.actor.describe()} "
             f"({self.second.where})"
@@ -184,8 +252,8 @@ class Race:
         return {
             "kind": self.kind,
             "location": self.location.to_dict(),
-            "elements": runs(self.elements),
-            "count": int(self.elements.size),
+            "elements": self.spans.tolist(),
+            "count": int((self.spans[:, 1] - self.spans[:, 0]).sum()),
             "first": self.first.to_dict(),
             "second": self.second.to_dict(),
             "message": self.describe(),
@@ -193,59 +261,56 @@ class Race:
 
 
 class AccessLog:
-    """Every access of a simulated call, in the simulator's order, and the races found.
+    """The accesses of a simulated call, in the simulator's order (bounded), and its races.
 
-    Race rule: an access conflicts with the last write (and a write with the last
-    reads) of each element when those came from a different actor: nothing in a
-    scenario orders two actors, so the result depends on timing. Writes by one
-    actor are ordered by its program order and never race with each other.
+    ``accesses`` holds the first ``limit`` accesses (``None``: all); every access is
+    counted in ``counts`` (by program, statement, buffer, kind) and ``total``.
+    ``races`` holds the first ``MAX_RACES`` distinct races; ``race_count`` counts all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = DEFAULT_LIMIT, max_races: int = MAX_RACES) -> None:
+        self.limit = limit
+        self.max_races = max_races
         self.accesses: list[Access] = []
         self.races: list[Race] = []
-        self._last_write: dict[Location, np.ndarray] = {}
-        self._last_read: dict[Location, np.ndarray] = {}
-        self._seen: set[tuple[int, int, str]] = set()
+        self.total = 0
+        self.race_count = 0
+        self.counts: Counter[tuple[int, int, str, str]] = Counter()
+        self.elements_touched: Counter[tuple[int, int, str, str]] = Counter()
 
-    # ------------------------------------------------------------ recording
+    @property
+    def truncated(self) -> int:
+        """Accesses counted but not kept."""
+        return self.total - len(self.accesses)
 
-    def record(
-        self,
-        kind: Kind,
-        actor: Actor,
-        statement: int,
-        op: str,
-        ref: str,
-        location: Location,
-        elements: np.ndarray,
-        size: int,
-    ) -> Access:
-        """Log one access of ``elements`` (flat indices) of a buffer of ``size`` elements."""
-        elements = unique_sorted(elements)
-        acc = Access(len(self.accesses), kind, actor, statement, op, ref, location, elements)
-        self.accesses.append(acc)
-        last_w = self._last_write.setdefault(location, np.full(size, -1, np.int64))
-        last_r = self._last_read.setdefault(location, np.full(size, -1, np.int64))
-        self._conflicts(acc, last_w[elements], "write-write" if kind == "write" else "read-write")
-        if kind == "write":
-            self._conflicts(acc, last_r[elements], "read-write")
-            last_w[elements] = acc.id
-        else:
-            last_r[elements] = acc.id
-        return acc
+    def add(self, access: Access) -> None:
+        """Keep one access (past ``limit``: only count it)."""
+        self.count(
+            access.actor.program,
+            access.statement,
+            access.location.buffer,
+            access.kind,
+            access.count,
+        )
+        if self.limit is None or len(self.accesses) < self.limit:
+            self.accesses.append(access)
 
-    def _conflicts(self, acc: Access, previous: np.ndarray, kind: str) -> None:
-        for pid in np.unique(previous[previous >= 0]).tolist():
-            prev = self.accesses[pid]
-            if prev.actor == acc.actor:
-                continue
-            key = (pid, acc.id, kind)
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            overlap = acc.elements[previous == pid]
-            self.races.append(Race(kind, prev, acc, overlap))  # type: ignore[arg-type]
+    def count(self, program: int, statement: int, buffer: str, kind: str, elements: int) -> None:
+        """Count one access (of ``elements`` elements) without keeping it."""
+        self.total += 1
+        key = (program, statement, buffer, kind)
+        self.counts[key] += 1
+        self.elements_touched[key] += elements
+
+    def add_race(self, race: Race) -> None:
+        self.race_count += 1
+        if len(self.races) < self.max_races:
+            self.races.append(race)
+
+    @property
+    def races_full(self) -> bool:
+        """No more races are kept (they are only counted)."""
+        return len(self.races) >= self.max_races
 
     # ------------------------------------------------------------ queries
 
@@ -257,7 +322,7 @@ class AccessLog:
         return [a for a in self.accesses if a.kind == "read"]
 
     def writes(self) -> list[Access]:
-        return [a for a in self.accesses if a.kind == "write"]
+        return [a for a in self.accesses if a.kind != "read"]
 
     def touching(self, buffer: str, device: int | None = None) -> list[Access]:
         """Accesses of one buffer (on one device, if given)."""
@@ -268,15 +333,45 @@ class AccessLog:
         ]
 
     def summary(self) -> str:
-        lines = [f"{len(self.accesses)} accesses, {len(self.races)} race(s)"]
+        lines = [f"{self.total} accesses, {self.race_count} race(s)"]
+        if self.truncated:
+            lines[0] += f" ({self.truncated} accesses counted, not kept)"
         lines += [f"  race: {r.describe()}" for r in self.races[:10]]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "total": self.total,
+            "truncated": self.truncated,
             "accesses": [a.to_dict() for a in self.accesses],
             "races": [r.to_dict() for r in self.races],
+            "race_count": self.race_count,
+            "counts": [
+                {
+                    "program": p,
+                    "statement": k,
+                    "buffer": b,
+                    "kind": kind,
+                    "accesses": n,
+                    "elements": self.elements_touched[(p, k, b, kind)],
+                }
+                for (p, k, b, kind), n in sorted(self.counts.items())
+            ],
         }
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+
+__all__ = [
+    "Access",
+    "AccessLog",
+    "Actor",
+    "Location",
+    "Race",
+    "expand",
+    "from_runs",
+    "runs",
+    "runs_of",
+    "unique_sorted",
+]

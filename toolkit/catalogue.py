@@ -799,6 +799,11 @@ OWN = {
     "SIM_SHAPE_MISMATCH": ("simulated add of values of different shapes", "gpu-run"),
     "SIM_TOO_LARGE": ("too many threads x statements for the simulator", "gpu-run"),
     "SIM_UNSUPPORTED": ("something the traffic simulator does not model", "gpu-run"),
+    # synchronisation, judged by the engine (mpmd_lab.validate.sync, mpmd_lab.simulator)
+    "DEADLOCK_SEMAPHORE": ("a semaphore wait no signal can satisfy (a hang on a GPU)", "gpu-run"),
+    "DEADLOCK_BARRIER": ("a barrier wait whose phase can never complete (a hang)", "gpu-run"),
+    "SEMAPHORE_IMBALANCE": ("a semaphore is not zero when the kernel ends", "gpu-run"),
+    "SYNC_NOT_CHECKED": ("too many threads for the static check to run every one", "gpu-run"),
 }
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).

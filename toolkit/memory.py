@@ -33,11 +33,19 @@ def uninitialized(shape: tuple[int, ...], dt: np.dtype, mode: str) -> np.ndarray
 
 
 def fill_value(value: bool | int | float, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
-    """``jnp.full(shape, value, dtype)``: a Python float is float32 first (x64 off)."""
+    """``jnp.full(shape, value, dtype)`` as JAX computes it (x64 off): a Python float is
+    float32 first; a Python int goes through ``np.asarray(value).astype(dtype)`` (int64,
+    or uint64 past 2**63: integer dtypes keep its low bits, as JAX does); an int below
+    -2**63 only reaches a float dtype (JAX's OverflowError otherwise)."""
     if isinstance(value, bool):
         src = np.asarray(value)
     elif isinstance(value, int):
-        src = np.asarray(value, np.int32 if -(2**31) <= value < 2**31 else np.int64)
+        try:
+            src = np.asarray(value)
+        except OverflowError:
+            if not is_float(dt):
+                raise OverflowError(f"Python int {value} too large to convert to C long") from None
+            src = np.asarray(float(value))
     else:
         src = np.asarray(value, np.float32)
     with np.errstate(all="ignore"):
@@ -64,6 +72,17 @@ def host_value(b: Any, num_devices: int) -> np.ndarray:
 # ---------------------------------------------------------------- memory and views
 
 
+@dataclass(frozen=True)
+class Abstract:
+    """A value without data (the data-free race check): only its shape and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def astype(self, dt: Any) -> Abstract:
+        return Abstract(self.shape, np.dtype(dt))
+
+
 @dataclass
 class Storage:
     """One buffer's bytes in one place."""
@@ -88,35 +107,57 @@ class Storage:
 
 @dataclass(frozen=True)
 class Base:
-    """What a kernel parameter names: a buffer of some memory space."""
+    """What a kernel parameter names: a buffer of some memory space.
 
-    kind: str  # "input", "output", "scratch"
+    ``kind``: ``"input"``, ``"output"``, ``"scratch"``, or ``"semaphore"`` /
+    ``"barrier"`` (synchronisation objects: indexed, never read or written as data).
+    """
+
+    kind: str
     name: str  # the buffer / output / scratch name
     memory: str  # "GMEM", "SMEM", "TMEM"
     dtype: np.dtype
     shape: tuple[int, ...]
 
+    @property
+    def is_sync(self) -> bool:
+        return self.kind in ("semaphore", "barrier")
+
 
 @dataclass(frozen=True)
 class View:
-    """A ref as seen by one actor: byte offsets into a base buffer, and where it lives."""
+    """A ref as seen by one actor: byte offsets into a base buffer, and where it lives.
+
+    ``offsets`` has the view's shape plus one last dimension: every byte of an element
+    (``itemsize`` long), or only its first byte (length 1, a *compact* view: what the
+    data-free race check uses when no bitcast needs the bytes). ``oob`` is set on a view
+    an index placed outside its ref (``(field path, message)``; the offsets are clipped
+    to keep its shape): an access through it fails, as the GPU interpreter's bounds
+    check does at the access, not at the view.
+    """
 
     base: Base
     dtype: np.dtype
-    offsets: np.ndarray  # int64, shape = view shape + (itemsize,)
+    offsets: np.ndarray  # int32 (int64 past 2 GiB), shape = view shape + (itemsize or 1,)
     device: int | None = None  # a peer device (remote_ref)
     multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
     cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
+    oob: tuple[str, str] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.offsets.shape[:-1]
 
     @classmethod
-    def whole(cls, base: Base) -> View:
+    def whole(cls, base: Base, compact: bool = False) -> View:
         isz = base.dtype.itemsize
         n = math.prod(base.shape)
-        offs = (np.arange(n, dtype=np.int64) * isz)[:, None] + np.arange(isz, dtype=np.int64)
+        if compact:
+            small = n * isz < 2**31
+            offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
+            return cls(base, base.dtype, offs.reshape(*base.shape, 1))
+        it = np.int32 if n * isz < 2**31 else np.int64
+        offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
         return cls(base, base.dtype, offs.reshape(*base.shape, isz))
 
     def elements(self) -> np.ndarray:
@@ -135,6 +176,7 @@ class View:
                 "device": self.device,
                 "multicast": self.multicast,
                 "cluster": self.cluster,
+                "oob": self.oob,
                 **kw,
             }
         )
@@ -172,6 +214,7 @@ def bitcast_offsets(offs: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarra
 
 
 __all__ = [
+    "Abstract",
     "Base",
     "Storage",
     "View",

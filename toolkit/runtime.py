@@ -12,7 +12,8 @@ or a crash never touches the caller's JAX. Backends:
   else ``interpret`` where JAX's CPU interpreter can run the call; else ``simulate``
   (the static check knows what the interpreters cannot run: remote and multicast
   refs, several devices' traffic). The result says which ran and why (``reason``);
-- ``simulate``: ``mpmd_lab.simulator.simulate(scenario)`` (cross-device traffic model).
+- ``simulate``: ``mpmd_lab.simulator.simulate(scenario)`` (cross-device traffic model), in
+  a child process with the same timeout and cancel as the JAX backends.
 
 The result is data (``RunResult``), in the ``run --json`` form of docs/SCENARIO.md; its
 error is a :class:`~mpmd_lab.diagnostics.Diagnostic`.
@@ -234,10 +235,12 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
     )
 
 
-def _simulate(scenario: Scenario, analysis: Any) -> RunResult:
-    from mpmd_lab import simulator as sim
+def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
+    """The simulator in a child process (:mod:`mpmd_lab.engine.child`): the same timeout,
+    memory bound and cancel as the JAX backends; this process never holds the run."""
+    from mpmd_lab.engine.child import simulate_in_child
 
-    res = sim.simulate(scenario, diagnostics=analysis.diagnostics)
+    res = simulate_in_child(scenario, diagnostics=analysis.diagnostics, timeout=timeout)
     return RunResult(
         scenario=scenario.name,
         status="ok" if res.ok else "error",
@@ -272,7 +275,7 @@ def run(
     if chosen == "simulate":
         if on_progress:
             on_progress("simulate", 0.0)
-        res = _simulate(scenario, analysis)
+        res = _simulate(scenario, analysis, timeout)
         if on_progress:
             on_progress("done", 1.0)
     elif chosen == "gpu":

@@ -1,75 +1,61 @@
-"""A reference simulator: a scenario's call executed with numpy, device by device.
+"""A reference simulator: a scenario's call executed with numpy, as a GPU runs it.
 
-No CPU interpreter of JAX runs ``remote_ref``, ``multicast_ref`` or ``cluster_ref``
-(RECIPES.md). This module runs the scenario's semantics itself, over every device
-of the device mesh, every block (grid point x cluster) and every warpgroup, and
-logs every access (``mpmd_lab.accesslog``). Where JAX's CPU interpreter does run a
-scenario, the tests hold the two to bit-identical outputs.
+No CPU interpreter of JAX runs ``remote_ref``, ``multicast_ref``, ``cluster_ref`` or a
+cross-device semaphore (RECIPES.md). This module runs the call's semantics itself
+(:mod:`mpmd_lab.engine`), over every device of the device mesh, every block (grid
+point x cluster) and every warpgroup, and logs every access (:mod:`mpmd_lab.accesslog`).
+Where JAX's CPU interpreter does run a scenario, the tests hold the two to bit-identical
+outputs (and compare only where the interpreter is right: see ``pl.program_id``).
 
 The model, in short:
 
-* **Memory.** Each buffer is a flat byte array: inputs and outputs in each
-  device's ``GMEM``, ``SMEM``/``TMEM`` scratch per block (fresh in every block),
-  ``GMEM`` scratch per device. Outputs and scratch start as JAX's interpreter
-  fills them: NaN for floats; for ints and bools the GPU interpreter
-  (``run.interpret == "gpu"``) uses the dtype's max and ``True``, the HLO
-  interpreter (``"hlo"``) the dtype's min and ``False``.
-* **Views.** A view is an array of byte offsets, shape ``view.shape + (itemsize,)``,
-  into one buffer; the transform stack is applied to it: ``at`` is numpy indexing
-  (a ``block`` entry is ``lax.axis_index`` of a grid, cluster, thread or device
-  axis), ``reshape`` and ``transpose`` reshape and permute it, ``bitcast``
-  regroups the bytes exactly as ``jax._src.state.utils.bitcast`` (a width change
-  scales the second-minor dim). ``remote_ref`` picks a device (an int is the
-  linear index in mesh order; ``{axis: i}`` sets those coordinates, the others
-  stay this device's; ``{"offset": k}`` wraps), ``multicast_ref`` all devices
-  along the named axes (writes fan out), ``cluster_ref`` the SMEM of the named
-  block of the same cluster.
-  A negative int index wraps, as the HLO interpreter does (JAX's GPU interpreter
-  fails writing through one: an AssertionError in its bounds check).
-* **Statements.** ``copy`` and ``tma_store`` (commit, copy, wait: it completes
-  before the next statement) store ``src`` into ``dst``; ``add`` stores
-  ``lhs + rhs`` (one dtype, numpy arithmetic, which XLA's CPU arithmetic matches
-  bit for bit); ``fill`` is ``jnp.full`` (a Python float becomes float32 first);
-  ``multimem_store`` stores into ``dst`` on every device along ``axes``. Reading
-  through a multicast view is an error.
-* **pl.program_id** follows the scenario's interpreter: 0 in every block under
-  ``"gpu"`` (what JAX's GPU interpreter does), the block's grid coordinate under
-  ``"hlo"``. Pass ``program_id="grid"`` or ``"zero"`` to choose.
-* **Order.** Programs one after another; within a program the grid points one
-  after another in C order (JAX's GPU interpreter loops over them); within a grid
-  point every statement runs for every device, cluster block and warpgroup before
-  the next statement (lockstep, devices then blocks then threads, each in C
-  order). A race's surviving value is therefore the last writer in that order;
-  the log reports the race either way (write-write and read-write conflicts
-  between different actors: ``mpmd_lab.accesslog``).
-* **Scale.** Views hold 8 bytes of offset per byte of data: fine for the
-  megabytes of a teaching scenario (a 4-device ring shift of 1M float32 takes a
-  few seconds), not for production-sized tensors.
+* **Memory.** Each buffer is a flat byte array: inputs and outputs in each device's
+  ``GMEM`` (an input and an output of one name are two places), ``SMEM``/``TMEM``
+  scratch per block (fresh in every block), ``GMEM`` scratch per device. Outputs and
+  scratch start as JAX's interpreter fills them: NaN for floats; for ints and bools the
+  GPU interpreter (``run.interpret == "gpu"``) uses the dtype's max and ``True``, the
+  HLO interpreter (``"hlo"``) the dtype's min and ``False``.
+* **Views.** A view is an array of byte offsets into one buffer; the transform stack
+  is applied to it (``at`` is numpy indexing, ``reshape``/``transpose`` reshape and
+  permute, ``bitcast`` regroups bytes as ``jax._src.state.utils.bitcast``;
+  ``remote_ref`` picks a device, ``multicast_ref`` every device along some axes,
+  ``cluster_ref`` another block's SMEM). An index outside its ref fails at the access.
+* **Statements.** ``copy``, ``add``, ``fill``, ``tma_store`` (synchronous),
+  ``multimem_store`` (every device along ``axes``), ``atomic_add``,
+  ``multimem_load_reduce``, ``dot`` (float32 accumulation); semaphores, barriers and
+  async copies with GPU semantics (:mod:`mpmd_lab.engine.sync`).
+* **pl.program_id** is each block's own grid index, as on a GPU. JAX's GPU interpreter
+  returns 0 in every block (the check warns: PROGRAM_ID_GPU_INTERP); ``program_id=
+  "zero"`` reproduces that.
+* **Order.** Grid points one after another (programs one after another), each
+  statement in lockstep over devices, blocks and threads; a blocked actor lets the
+  others (and the next grid point) go on. Races are judged by happens-before, not by
+  this order; a race's surviving value is the last writer in it.
+* **Bounds.** Before it starts: a memory estimate (``SIM_TOO_LARGE`` with the
+  estimate) and a step estimate; while it runs: steps and seconds. A deadlock ends the
+  run with a ``DEADLOCK_*`` error naming who waits for what. ``run(..., "simulate")``
+  runs it in a child process (:mod:`mpmd_lab.engine.child`) with the JAX backends'
+  timeout and cancel.
 * **Errors** JAX would raise are the validator's: when ``mpmd_lab.validate.check``
-  reports an error at the build or trace stage, the result is an error carrying
-  that diagnostic; one at the GPU-lowering stage becomes a note (the CPU
-  interpreters still run the call). What the simulator itself cannot make sense of
-  (an index out of bounds, a store of the wrong shape) is an error too, never a
-  guess.
+  reports an error at the build, trace or GPU-lowering stage, the result is an error
+  carrying that diagnostic (what a GPU compile, and ``run --backend interpret``, say).
+  What the simulator itself cannot make sense of is an error too.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from mpmd_lab import expr as E
-from mpmd_lab.accesslog import AccessLog, Actor, Location
+from mpmd_lab.accesslog import DEFAULT_LIMIT, AccessLog, Location
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.diagnostics import Diagnostic
-from mpmd_lab.dtypes import np_dtype
-from mpmd_lab.memory import Base, Storage, View, host_value, uninitialized
-from mpmd_lab.ops import Let
-from mpmd_lab.scenario import BufferArg, Program, Scenario, load_scenario
+from mpmd_lab.engine import MAX_STEPS, Blocked, Engine, Limits, SimError
+from mpmd_lab.memory import Storage
+from mpmd_lab.scenario import Scenario, load_scenario
 
 BACKEND = "simulate"
 NOTE = (
@@ -79,27 +65,40 @@ NOTE = (
     "interpreter runs are the simulator's model alone."
 )
 
-
-#: Most (thread, statement) steps one simulation runs: keeps a widget responsive.
-MAX_STEPS = 1 << 18
 #: Most memory one simulation may take (bytes): the smaller of this and half of what is free.
 MAX_BYTES = 8 * 2**30
+#: Seconds an in-process simulation may run (``simulate(max_seconds=...)``).
+MAX_SECONDS = 300.0
+#: Most (thread, statement) steps one simulation runs.
+MAX_STEPS_DEFAULT = MAX_STEPS
 
 
 def memory_estimate(s: Scenario) -> int:
-    """Bytes a simulation of ``s`` needs, roughly: every buffer's bytes on every device,
-    the host's global copy of each input, and 8 bytes of offset per viewed byte."""
+    """Bytes a simulation of ``s`` needs, roughly: every buffer on every device (and
+    per-block scratch in every block), the host's global copy of each input and its
+    making (``iota``'s int64 range, ``random``'s float64 draw), 8 bytes of offset per
+    viewed byte, and the vector clocks of the actors that synchronise."""
     from mpmd_lab.dtypes import nbytes
 
     n = s.num_devices
     total = 0
     for b in s.buffers.values():
-        total += nbytes(b.shape, b.dtype) * (2 * n + 8)
+        size = nbytes(b.shape, b.dtype)
+        elems = math.prod(b.shape) if b.shape else 1
+        total += size * (2 * n + 8) + (8 * elems * n if b.init in ("iota", "random") else 0)
     for o in s.call.outputs.values():
         total += nbytes(o.shape, o.dtype) * (n + 8)
-    for sc in s.call.scratch.values():
-        if sc.KIND == "array":
-            total += nbytes(sc.shape, sc.dtype) * (n + 8)
+    actors = 0
+    for prog in s.call.programs:
+        m = prog.mesh
+        blocks = math.prod(m.grid.values()) * math.prod(m.cluster.values())
+        actors += n * blocks * (m.threads.count if m.threads else 1)
+        for sc in s.call.scratch.values():
+            if sc.KIND == "array":
+                per = blocks if sc.memory_space != "GMEM" else 1
+                total += nbytes(sc.shape, sc.dtype) * (n * per + 8)
+    if _synchronises(s):
+        total += actors * 2 * actors * 4 * 2  # clocks, and their snapshots in flight
     return total
 
 
@@ -114,13 +113,55 @@ def memory_limit() -> int:
     return min(MAX_BYTES, avail // 2)
 
 
-class SimError(Exception):
-    """The simulated call fails: a diagnostic code, a field path and a message."""
+def step_estimate(s: Scenario) -> int:
+    """Steps a run takes at least: actors x statements (a loop with static bounds counts
+    its trips; one with dynamic bounds once)."""
+    from mpmd_lab import expr as E
 
-    def __init__(self, code: str, path: str, message: str):
-        self.code = code
-        self.path = path
-        super().__init__(message)
+    def count(body: list[Any]) -> int:
+        n = 0
+        for st in body:
+            n += 1
+            kind = getattr(st, "op", None)
+            if kind == "loop":
+                a, b = E.parse(st.start), E.parse(st.stop)
+                trips = 1
+                if a.is_const and b.is_const:
+                    trips = max(
+                        0, len(range(a.eval(E.Env({}, {})), b.eval(E.Env({}, {})), st.step))
+                    )
+                n += trips * count(st.body)
+            elif kind == "when":
+                n += count(st.body)
+        return n
+
+    total = 0
+    for prog in s.call.programs:
+        m = prog.mesh
+        actors = (
+            s.num_devices
+            * math.prod(m.grid.values())
+            * math.prod(m.cluster.values())
+            * (m.threads.count if m.threads else 1)
+        )
+        total += actors * count(list(prog.body))
+    return total
+
+
+def _synchronises(s: Scenario) -> bool:
+    from mpmd_lab.ops import SYNC
+
+    def walk(body: list[Any]) -> bool:
+        for st in body:
+            if any(acc == SYNC for _, _, acc in getattr(st, "ref_fields", lambda: [])()):
+                return True
+            if getattr(st, "op", None) in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
+                return True
+            if getattr(st, "BODY", False) and walk(st.body):
+                return True
+        return False
+
+    return any(walk(list(p.body)) for p in s.call.programs)
 
 
 # ---------------------------------------------------------------- results
@@ -128,7 +169,8 @@ class SimError(Exception):
 
 @dataclass
 class SimResult:
-    """What ``simulate`` returns: outputs (global arrays), the access log, the races."""
+    """What ``simulate`` returns: outputs (global arrays, in out_type order, then the
+    as_ref buffers' final values), the access log, the races, a deadlock if any."""
 
     status: str  # "ok" | "error"
     devices: int
@@ -139,6 +181,10 @@ class SimResult:
     notes: list[str] = field(default_factory=list)
     backend: str = BACKEND
     memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
+    deadlock: list[Blocked] = field(default_factory=list)
+    #: semaphores not zero at the end: (which, value, a signal's path)
+    leftover: list[tuple[str, int, str]] = field(default_factory=list)
+    steps: int = 0
 
     @property
     def ok(self) -> bool:
@@ -148,10 +194,15 @@ class SimResult:
     def races(self) -> list:
         return self.log.races
 
-    def value(self, buffer: str, device: int = 0, block: int | None = None) -> np.ndarray:
-        """Final contents of any buffer in one place (``block`` for SMEM/TMEM scratch)."""
+    def value(
+        self, buffer: str, device: int = 0, block: int | None = None, kind: str | None = None
+    ) -> np.ndarray:
+        """Final contents of any buffer in one place (``block`` for SMEM/TMEM scratch;
+        ``kind`` "input" / "output" / "scratch" when an input and an output share a name)."""
         for loc, st in self.memory.items():
-            if (loc.buffer, loc.device, loc.block) == (buffer, device, block):
+            if (loc.buffer, loc.device, loc.block) == (buffer, device, block) and (
+                kind is None or loc.kind == kind
+            ):
                 return st.value()
         raise KeyError(f"{buffer!r} was never allocated on device {device} block {block}")
 
@@ -171,21 +222,44 @@ class SimResult:
             "note": self.note,
             "races": [r.to_dict() for r in self.races],
         }
+        if self.deadlock:
+            out["deadlock"] = [
+                {"actor": b.actor.to_dict(), "path": b.path, "waits": b.what} for b in self.deadlock
+            ]
         if log:
             out["log"] = self.log.to_dict()
         return out
 
     def diagnostics(self) -> list[Diagnostic]:
-        """The error and each race as a Diagnostic (code ``RACE`` at the later statement)."""
+        """The error, each race (``RACE`` at the later access) and unbalanced semaphores."""
         out = [self.error] if self.error else []
+        seen = set()
         for r in self.races:
+            path = r.second.path or (
+                f"call.programs[{r.second.actor.program}].body[{r.second.statement}]"
+            )
+            key = (path, r.first.path, r.kind)
+            if key in seen:
+                continue
+            seen.add(key)
             out.append(
                 Diagnostic(
                     code="RACE",
+                    severity="error",
+                    stage="gpu-run",
+                    path=path,
+                    message=f"{r.kind} race (simulated): {r.describe()}",
+                )
+            )
+        for label, value, path in self.leftover[:20]:
+            out.append(
+                Diagnostic(
+                    code="SEMAPHORE_IMBALANCE",
                     severity="warning",
                     stage="gpu-run",
-                    path=f"call.programs[{r.second.actor.program}].body[{r.second.statement}]",
-                    message=f"{r.kind} race (simulated): {r.describe()}",
+                    path=path,
+                    message=f"{label} is {value} when the kernel ends (simulated): more "
+                    "signals than waits took off",
                 )
             )
         return out
@@ -194,7 +268,7 @@ class SimResult:
         if self.error is not None:
             e = self.error
             return f"simulate: error {e.code} at {e.path or '<scenario>'}: {e.message}"
-        lines = [f"simulate: ok on {self.devices} device(s), {len(self.log.accesses)} accesses"]
+        lines = [f"simulate: ok on {self.devices} device(s), {self.log.total} accesses"]
         for name, value in self.outputs.items():
             lines.append(f"  {name}: shape={list(value.shape)} dtype={value.dtype}")
         lines += [f"  race: {r.describe()}" for r in self.races[:10]]
@@ -202,366 +276,52 @@ class SimResult:
         return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- the simulation
-
-
-@dataclass(frozen=True)
-class Context:
-    """One actor's coordinates: what ``lax.axis_index`` and ``pl.program_id`` return."""
-
-    actor: Actor
-    axes: dict[str, int]
-    axis_sizes: dict[str, int]
-    pids: tuple[int, ...]
-    grid_point: int
-    npids: tuple[int, ...] = ()
-
-    @property
-    def cluster(self) -> tuple[int, ...]:
-        return self.actor.cluster
-
-    def describe(self) -> str:
-        return self.actor.describe()
-
-    def env(self) -> E.Env:
-        return E.Env(self.axes, self.axis_sizes, self.pids, self.npids)
-
-
-class Simulator:
-    """Runs one scenario; ``run()`` fills ``self.log`` and returns the outputs."""
-
-    def __init__(self, scenario: Scenario, program_id: str = "auto"):
-        self.s = scenario
-        self.mode = scenario.run.interpret
-        self.pid_mode = (
-            ("zero" if self.mode == "gpu" else "grid") if program_id == "auto" else program_id
-        )
-        self.mesh = dict(scenario.device_mesh or {})
-        self.ndev = scenario.num_devices
-        self.log = AccessLog()
-        self.memory: dict[Location, Storage] = {}
-        self.params: dict[str, tuple[Base, list[Any], str]] = {}
-        self.notes: list[str] = []
-        self.used_pid = False
-        self._whole: dict[Base, View] = {}
-
-    # ------------------------------------------------------------ set-up
-
-    def _device_coords(self, d: int) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.unravel_index(d, tuple(self.mesh.values()) or (1,)))[
-            : len(self.mesh)
-        ]
-
-    def _device_of(self, coords: dict[str, int]) -> int:
-        if not self.mesh:
-            return 0
-        return int(np.ravel_multi_index([coords[a] for a in self.mesh], tuple(self.mesh.values())))
-
-    def _setup(self) -> None:
-        s, c = self.s, self.s.call
-        inputs: dict[str, Base] = {}
-
-        def input_base(buf: str, path: str) -> Base:
-            if buf not in s.buffers:
-                raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
-            if buf not in inputs:
-                b = s.buffers[buf]
-                dt = np_dtype(b.dtype)
-                inputs[buf] = Base("input", buf, "GMEM", dt, tuple(b.shape))
-                g = host_value(b, self.ndev)
-                n = b.shape[0] if b.shape else 0
-                for d in range(self.ndev):
-                    local = g[d * n : (d + 1) * n] if b.shape else g
-                    loc = Location("GMEM", buf, d)
-                    self.memory[loc] = Storage.of(loc, local.astype(dt))
-            return inputs[buf]
-
-        for i, a in enumerate(c.args):
-            path = f"call.args[{i}]"
-            if isinstance(a, BufferArg):
-                self.params[a.param] = (input_base(a.buffer, path), a.transforms, path)
-            else:
-                for j, buf in enumerate(a.tuple):
-                    base = input_base(buf, path)
-                    self.params[f"{a.param}[{j}]"] = (base, a.transforms, path)
-        for i, cap in enumerate(c.captures):
-            self.params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
-        self.inputs = inputs
-        for name, o in c.outputs.items():
-            dt = np_dtype(o.dtype)
-            base = Base("output", name, "GMEM", dt, tuple(o.shape))
-            self.params[name] = (base, [], f"call.outputs.{name}")
-            for d in range(self.ndev):
-                loc = Location("GMEM", name, d)
-                self.memory[loc] = Storage.of(loc, uninitialized(tuple(o.shape), dt, self.mode))
-        for name, sc in c.scratch.items():
-            # tiling and swizzle change the layout in memory, not what the kernel indexes
-            base = Base("scratch", name, sc.memory_space, np_dtype(sc.dtype), tuple(sc.shape))
-            self.params[name] = (base, [], f"call.scratch.{name}")
-
-    def _storage(self, base: Base, device: int, block: int) -> Storage:
-        per_block = base.kind == "scratch" and base.memory != "GMEM"
-        loc = Location(base.memory, base.name, device, block if per_block else None)
-        st = self.memory.get(loc)
-        if st is None:  # scratch: allocated on first touch, uninitialized
-            st = Storage.of(loc, uninitialized(base.shape, base.dtype, self.mode))
-            self.memory[loc] = st
-        return st
-
-    # ------------------------------------------------------------ views
-
-    # ------------------------------------------------------------ what the ops ask
-
-    def fail(self, code: str, path: str, message: str) -> None:
-        """Stop the simulation: the call fails at ``path``."""
-        raise SimError(code, path, message)
-
-    def eval(self, e: E.Expr, ctx: Context, path: str) -> int:
-        """An index expression's value for one actor."""
-        if "program_id" in e.calls():
-            self.used_pid = True
-        try:
-            return e.eval(ctx.env())
-        except E.ExprError as ex:
-            raise SimError("XREF_UNKNOWN_NAME", path, str(ex)) from None
-
-    @property
-    def cluster_sizes(self) -> dict[str, int]:
-        return self._cluster_sizes
-
-    def peer(self, dref: Any, ctx: Context, path: str) -> int:
-        """The device a resolved device id names, seen from this actor."""
-        own = dict(zip(self.mesh, ctx.actor.device_coords, strict=True))
-        if "program_id" in frozenset().union(*(e.calls() for _, e in dref.exprs())):
-            self.used_pid = True
-        try:
-            return dref.target(own, self.mesh, ctx.env())
-        except IndexError as e:  # (before LookupError, its base)
-            raise SimError("REMOTE_DEVICE_OOB", path, str(e)) from None
-        except LookupError as e:
-            raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, str(e)) from None
-        except E.ExprError as e:
-            raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
-
-    def _apply(self, view: View, t: Any, ctx: Context, path: str) -> View:
-        return t.view(view, self, ctx, path)
-
-    def _stack(self, view: View, transforms: list[Any], ctx: Context, path: str) -> View:
-        for i, t in enumerate(transforms):
-            view = self._apply(view, t, ctx, f"{path}.transforms[{i}]")
-        return view
-
-    def _lookup(self, env: dict[str, View], name: str, ctx: Context, path: str) -> View:
-        if name in env:
-            return env[name]
-        if name in self.params:
-            base, transforms, ppath = self.params[name]
-            if base not in self._whole:  # offsets are never written: share them
-                self._whole[base] = View.whole(base)
-            view = self._stack(self._whole[base], transforms, ctx, ppath)
-            env[name] = view
-            return view
-        raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
-
-    # ------------------------------------------------------------ memory access
-
-    def _targets(self, view: View, ctx: Context, fan_out: tuple[str, ...] | None) -> list[Storage]:
-        dev = ctx.actor.device if view.device is None else view.device
-        axes = view.multicast or fan_out
-        devices = [dev]
-        if axes:
-            own = dict(zip(self.mesh, self._device_coords(dev), strict=True))
-            ranges = [range(self.mesh[a]) for a in axes]
-            devices = []
-            for combo in itertools.product(*ranges):
-                devices.append(self._device_of({**own, **dict(zip(axes, combo, strict=True))}))
-        block = ctx.actor.block
-        if view.cluster is not None:
-            block = ctx.grid_point * self._cluster_count + int(
-                np.ravel_multi_index(view.cluster, tuple(self._cluster_sizes.values()))
-            )
-        return [self._storage(view.base, d, block) for d in devices]
-
-    def _read(self, view: View, ctx: Context, k: int, op: str, name: str, path: str) -> np.ndarray:
-        if view.multicast is not None:
-            raise SimError("SIM_UNSUPPORTED", path, f"reading {name!r} through a multicast view")
-        (st,) = self._targets(view, ctx, None)
-        raw = st.data[view.offsets]
-        value = np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape)
-        self.log.record("read", ctx.actor, k, op, name, st.location, view.elements(), st.size)
-        return value
-
-    def _write(
-        self,
-        view: View,
-        value: np.ndarray,
-        ctx: Context,
-        k: int,
-        op: str,
-        name: str,
-        path: str,
-        fan_out: tuple[str, ...] | None = None,
-    ) -> None:
-        value = np.asarray(value)
-        if value.shape != view.shape:
-            raise SimError(
-                "SWAP_SHAPE_MISMATCH",
-                path,
-                f"Invalid shape for `swap`: storing {value.shape} into {name!r} of shape "
-                f"{view.shape}",
-            )
-        if value.dtype != view.dtype:
-            raise SimError(
-                "SIM_DTYPE_MISMATCH",
-                path,
-                f"storing {value.dtype} into {name!r} of dtype {view.dtype}",
-            )
-        raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
-        raw = raw.reshape(*view.shape, view.dtype.itemsize)
-        for st in self._targets(view, ctx, fan_out):
-            st.data[view.offsets] = raw
-            self.log.record("write", ctx.actor, k, op, name, st.location, view.elements(), st.size)
-
-    # ------------------------------------------------------------ statements
-
-    def _exec(self, stmt: Any, k: int, env: dict[str, View], ctx: Context, path: str) -> None:
-        if isinstance(stmt, Let):
-            env[stmt.let] = self._stack(
-                self._lookup(env, stmt.ref, ctx, path), stmt.transforms, ctx, path
-            )
-            return
-        stmt.execute(_StmtCtx(self, stmt, k, env, ctx, path))
-
-    def _run_program(self, p: int, prog: Program) -> None:
-        m = prog.mesh
-        grid = dict(m.grid) or {}
-        self._cluster_sizes = dict(m.cluster)
-        self._cluster_count = math.prod(self._cluster_sizes.values())
-        nthreads = m.threads.count if m.threads else 1
-        grid_shape = tuple(grid.values())
-        cluster_shape = tuple(self._cluster_sizes.values())
-        sizes = {**self.mesh, **grid, **self._cluster_sizes}
-        if m.threads and m.threads.name:
-            sizes[m.threads.name] = nthreads
-        actors_total = self.ndev * math.prod(grid_shape) * self._cluster_count * nthreads
-        if actors_total * max(1, len(prog.body)) > MAX_STEPS:
-            raise SimError(
-                "SIM_TOO_LARGE",
-                f"call.programs[{p}].mesh",
-                f"{actors_total} threads x {len(prog.body)} statements is more than the "
-                f"simulator's {MAX_STEPS} steps; shrink the grid or the device mesh",
-            )
-        for gi, gcoords in enumerate(itertools.product(*(range(n) for n in grid_shape))):
-            actors: list[tuple[Context, dict[str, View]]] = []
-            for d in range(self.ndev):
-                dcoords = self._device_coords(d)
-                for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape))):
-                    for t in range(nthreads):
-                        actor = Actor(
-                            p, d, gi * self._cluster_count + ci, t, gcoords, ccoords, dcoords
-                        )
-                        axes = {
-                            **dict(zip(self.mesh, dcoords, strict=True)),
-                            **dict(zip(grid, gcoords, strict=True)),
-                            **dict(zip(self._cluster_sizes, ccoords, strict=True)),
-                        }
-                        if m.threads and m.threads.name:
-                            axes[m.threads.name] = t
-                        pids = (
-                            (*gcoords, *ccoords, t)
-                            if self.pid_mode == "grid"
-                            else (0,) * (len(gcoords) + len(ccoords) + 1)
-                        )
-                        ctx = Context(actor, axes, sizes, pids, gi, grid_shape)
-                        actors.append((ctx, {}))
-            for k, stmt in enumerate(prog.body):
-                path = f"call.programs[{p}].body[{k}]"
-                for ctx, env in actors:
-                    self._exec(stmt, k, env, ctx, path)
-
-    def run(self) -> dict[str, np.ndarray]:
-        self._setup()
-        for p, prog in enumerate(self.s.call.programs):
-            self._run_program(p, prog)
-        if self.used_pid and self.pid_mode == "zero":
-            self.notes.append(
-                "pl.program_id is 0 in every block, as under JAX's GPU interpreter "
-                "(PROGRAM_ID_GPU_INTERP); a real GPU gives the block index."
-            )
-        return self._outputs()
-
-    def _outputs(self) -> dict[str, np.ndarray]:
-        def gather(name: str) -> np.ndarray:
-            parts = [self.memory[Location("GMEM", name, d)].value() for d in range(self.ndev)]
-            if not parts[0].shape or self.s.device_mesh is None:
-                return parts[0]
-            return np.concatenate(parts, axis=0)
-
-        out = {name: gather(name) for name in self.s.call.outputs}
-        for b in self.inputs:
-            if self.s.buffers[b].as_ref:
-                out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b)
-        return out
-
-
-class _StmtCtx:
-    """What a statement op sees while it is simulated for one actor."""
-
-    __slots__ = ("sim", "stmt", "k", "env", "ctx", "path")
-
-    def __init__(
-        self, sim: Simulator, stmt: Any, k: int, env: dict[str, View], ctx: Context, path: str
-    ):
-        self.sim, self.stmt, self.k, self.env, self.ctx, self.path = sim, stmt, k, env, ctx, path
-
-    @property
-    def mesh(self) -> dict[str, int]:
-        return self.sim.mesh
-
-    def view(self, field: str) -> View:
-        return self.sim._lookup(self.env, getattr(self.stmt, field), self.ctx, self.path)
-
-    def read(self, field: str) -> np.ndarray:
-        name = getattr(self.stmt, field)
-        return self.sim._read(self.view(field), self.ctx, self.k, self.stmt.op, name, self.path)
-
-    def write(self, field: str, value: np.ndarray, fan_out: tuple[str, ...] | None = None) -> None:
-        name = getattr(self.stmt, field)
-        self.sim._write(
-            self.view(field), value, self.ctx, self.k, self.stmt.op, name, self.path, fan_out
-        )
-
-    def fail(self, code: str, message: str) -> None:
-        raise SimError(code, self.path, message)
-
-
 # ---------------------------------------------------------------- entry point
 
 
-#: Stages at which every way of running a call (GPU or CPU interpreter) fails.
-BLOCKING_STAGES = ("schema", "build", "trace")
+#: Stages at which JAX stops a run of the call: a GPU compile, and ``run --backend
+#: interpret``, which lowers for the GPU first (issue 18: simulate says what JAX says).
+BLOCKING_STAGES = ("schema", "build", "trace", "gpu-lower")
 
 
 def _static_findings(diags: Any) -> tuple[Diagnostic | None, list[str]]:
     """(the first error that stops every run, notes) of the scenario's diagnostics.
 
-    Errors when lowering for the GPU become notes: JAX's CPU interpreters still run
-    such a call, and the simulator matches them. Errors of the ``interpret`` and
-    ``gpu-run`` stages are the interpreters' limits and the races the simulator
-    reports itself.
+    Errors at the build, trace or GPU-lowering stage stop the run, as JAX stops it.
+    Errors of the ``interpret`` and ``gpu-run`` stages are what running shows (the
+    interpreters' limits, races, deadlocks): the simulator runs the call and shows them.
     """
-    notes = []
     for d in diags:
-        if not d.is_error:
-            continue
-        if d.stage in BLOCKING_STAGES:
-            return d, notes
-        if d.stage == "gpu-lower":
-            notes.append(
-                f"A GPU compile would reject this call ({d.code}: {d.message}); "
-                "simulated as JAX's CPU interpreter would run it."
-            )
-    return None, notes
+        if d.is_error and d.stage in BLOCKING_STAGES:
+            return d, []
+    return None, []
+
+
+def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:
+    """A ``DEADLOCK_*`` error naming the blocked actors and what each waits for."""
+    first = blocked[0]
+    code = "DEADLOCK_BARRIER" if first.kind == "barrier" else "DEADLOCK_SEMAPHORE"
+    devices = sorted({b.actor.device for b in blocked})
+    shown = ", ".join(map(str, devices[:8])) + (" ..." if len(devices) > 8 else "")
+    groups: dict[str, list[Blocked]] = {}
+    for b in blocked:
+        groups.setdefault(b.path, []).append(b)
+    lines = []
+    for path, bs in list(groups.items())[:3]:
+        line = f"{bs[0].actor.describe()} at {path} {bs[0].what}"
+        if len(bs) > 1:
+            rest = [b.actor.describe() for b in bs[1:4]]
+            line += f" (and likewise {', '.join(rest)}" + (" ...)" if len(bs) > 4 else ")")
+        lines.append(line)
+    more = f"; {len(groups) - 3} more waits blocked" if len(groups) > 3 else ""
+    return Diagnostic(
+        code=code,
+        severity="error",
+        stage=stage,  # type: ignore[arg-type]
+        path=first.path,
+        message=f"deadlock: every thread left is blocked (device{'s' if len(devices) > 1 else ''} "
+        f"{shown}), and no signal or arrival can come: " + "; ".join(lines) + more,
+    )
 
 
 def simulate(
@@ -569,19 +329,26 @@ def simulate(
     *,
     check: bool = True,
     diagnostics: Any = None,
-    program_id: str = "auto",
+    program_id: str = "grid",
+    log: str | int | None = "bounded",
+    max_seconds: float | None = MAX_SECONDS,
+    max_steps: int = MAX_STEPS_DEFAULT,
 ) -> SimResult:
-    """Simulate a scenario's call (see the module docstring for the model).
+    """Simulate a scenario's call (see the module docstring for the model), in this
+    process, bounded in memory (refused past ``memory_limit()``), steps and seconds.
 
     ``scenario``: a Scenario or anything ``load_scenario`` takes. ``check``: first
     see whether JAX would reject the call, from ``diagnostics`` (the scenario's, when
-    the caller has them) or by checking it once. ``program_id``: ``"auto"`` (as the
-    scenario's interpreter), ``"zero"`` or ``"grid"``.
+    the caller has them) or by checking it once. ``program_id``: ``"grid"`` (each
+    block's index, as on a GPU) or ``"zero"`` (JAX's GPU interpreter). ``log``:
+    ``"bounded"`` (the first accesses in full, the rest counted), ``"full"``, or a count.
     """
     start = time.perf_counter()
     s = load_scenario(scenario)
     ndev = s.num_devices
     notes: list[str] = []
+    if program_id == "auto":
+        program_id = "grid"
     if check:
         if diagnostics is None:
             from mpmd_lab.validate import check as static_check
@@ -590,40 +357,99 @@ def simulate(
         diag, notes = _static_findings(diagnostics)
         if diag is not None:
             return SimResult("error", ndev, error=diag, seconds=time.perf_counter() - start)
+
+    def refused(path: str, message: str) -> SimResult:
+        error = Diagnostic(code="SIM_TOO_LARGE", stage="simulate", path=path, message=message)
+        return SimResult("error", ndev, error=error, seconds=time.perf_counter() - start)
+
     need, limit = memory_estimate(s), memory_limit()
     if need > limit:
-        error = Diagnostic(
-            code="SIM_TOO_LARGE",
-            stage="simulate",
-            path="buffers",
-            message=f"simulating this call needs about {need / 2**30:.1f} GiB, more than the "
+        return refused(
+            "buffers",
+            f"simulating this call needs about {need / 2**30:.1f} GiB, more than the "
             f"{limit / 2**30:.1f} GiB the simulator may use here; shrink the buffers or the "
             "device mesh",
         )
-        return SimResult("error", ndev, error=error, seconds=time.perf_counter() - start)
-    sim = Simulator(s, program_id=program_id)
-    sim.notes.extend(notes)
+    steps = step_estimate(s)
+    if steps > max_steps:
+        return refused(
+            "call.programs[0].mesh",
+            f"{steps} steps (threads x statements) is more than the simulator's {max_steps}; "
+            "shrink the grid or the device mesh",
+        )
+    limit_log = None if log == "full" else (DEFAULT_LIMIT if log in ("bounded", None) else int(log))
     try:
-        outputs = sim.run()
+        engine = Engine(
+            s,
+            data=True,
+            program_id=program_id,
+            limits=Limits(max_steps=max_steps, max_seconds=max_seconds),
+            log_limit=limit_log,
+        )
+        out = engine.run()
     except SimError as e:
-        error = Diagnostic(code=e.code, stage="simulate", path=e.path, message=str(e))
+        out = None
+        err = e
+    except MemoryError:
+        return refused("buffers", "the simulation ran out of memory (MemoryError)")
+    if out is not None:
+        err = out.error
+    if out is not None and out.used_pid and s.run.interpret == "gpu":
+        notes.append(
+            "pl.program_id is each block's grid index here, as on a GPU; JAX's GPU "
+            "interpreter returns 0 in every block (PROGRAM_ID_GPU_INTERP)."
+            if program_id == "grid"
+            else "pl.program_id is 0 in every block, as under JAX's GPU interpreter "
+            "(PROGRAM_ID_GPU_INTERP); a real GPU gives the block index."
+        )
+    seconds = time.perf_counter() - start
+    if err is not None:
+        error = Diagnostic(code=err.code, stage="simulate", path=err.path, message=str(err))
         return SimResult(
             "error",
             ndev,
-            log=sim.log,
+            log=out.log if out else AccessLog(),
             error=error,
-            seconds=time.perf_counter() - start,
-            notes=sim.notes,
+            seconds=seconds,
+            notes=notes,
+            steps=out.steps if out else 0,
+        )
+    assert out is not None
+    if out.deadlock:
+        return SimResult(
+            "error",
+            ndev,
+            log=out.log,
+            error=deadlock_diagnostic(out.deadlock),
+            seconds=seconds,
+            notes=notes,
+            deadlock=out.deadlock,
+            steps=out.steps,
+        )
+    if out.log.truncated:
+        notes.append(
+            f"The access log keeps the first {len(out.log.accesses)} of {out.log.total} "
+            "accesses (the rest are counted); simulate(..., log='full') keeps them all."
         )
     return SimResult(
         "ok",
         ndev,
-        outputs=outputs,
-        log=sim.log,
-        seconds=time.perf_counter() - start,
-        notes=sim.notes,
-        memory=sim.memory,
+        outputs=out.outputs,
+        log=out.log,
+        seconds=seconds,
+        notes=notes,
+        memory=out.memory,
+        leftover=out.leftover,
+        steps=out.steps,
     )
 
 
-__all__ = ["NOTE", "SimError", "SimResult", "Simulator", "simulate"]
+__all__ = [
+    "NOTE",
+    "SimError",
+    "SimResult",
+    "deadlock_diagnostic",
+    "memory_estimate",
+    "simulate",
+    "step_estimate",
+]

@@ -262,7 +262,15 @@ def _meta(code: str) -> tuple[str, str, str, str, str]:
 
 
 #: mpmd-lab codes that are warnings, not errors (SCENARIO.md / issue #3).
-WARNINGS = frozenset({"AT_SLICE_CLAMPED", "PROGRAM_ID_GPU_INTERP", "INTERP_LIMIT"})
+WARNINGS = frozenset(
+    {
+        "AT_SLICE_CLAMPED",
+        "PROGRAM_ID_GPU_INTERP",
+        "INTERP_LIMIT",
+        "SEMAPHORE_IMBALANCE",
+        "SYNC_NOT_CHECKED",
+    }
+)
 
 
 def _example(code: str, data: dict[str, Any], stage: str, kind: str) -> Example | None:

@@ -421,3 +421,34 @@ __all__ = [
     "TmaStore",
     "WaitSmemToGmem",
 ]
+
+
+# ---------------------------------------------------------------- simulated (mpmd_lab.engine)
+# What each op does when simulated: its ``execute`` (kept together here, apart from the
+# JAX-facing rules above).
+
+
+def _copy_gmem_to_smem_execute(self: CopyGmemToSmem, x: Any) -> None:
+    """Issued now by this thread's copy engine; its data has landed once its barrier's
+    phase completes (barrier_wait)."""
+    x.copy_to_smem("src", "dst", "barrier")
+
+
+def _copy_smem_to_gmem_execute(self: CopySmemToGmem, x: Any) -> None:
+    """Issued now (it sees this thread's SMEM writes up to its last commit_smem); done
+    at the wait_smem_to_gmem that covers its commit group."""
+    x.copy_to_gmem("src", "dst", self.commit_group)
+
+
+def _commit_smem_execute(self: CommitSmem, x: Any) -> None:
+    x.commit()
+
+
+def _wait_smem_to_gmem_execute(self: WaitSmemToGmem, x: Any) -> None:
+    x.wait_copies(self.n)
+
+
+CopyGmemToSmem.execute = _copy_gmem_to_smem_execute  # type: ignore[method-assign]
+CopySmemToGmem.execute = _copy_smem_to_gmem_execute  # type: ignore[method-assign]
+CommitSmem.execute = _commit_smem_execute  # type: ignore[method-assign]
+WaitSmemToGmem.execute = _wait_smem_to_gmem_execute  # type: ignore[method-assign]

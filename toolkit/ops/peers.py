@@ -198,7 +198,15 @@ class RemoteRef(TransformOp):
                 path,
                 "Can't make a multicast reference into a peer reference.",
             )
-        return v.with_(device=sim.peer(self.device_ref(), actor, path))
+        from mpmd_lab.engine import SimError
+
+        try:
+            dref = sim.memo(self, "dref", self.device_ref)
+            return v.with_(device=sim.peer(dref, actor, f"{path}.device"))
+        except SimError as e:
+            if e.code != "REMOTE_DEVICE_OOB":
+                raise
+            return v.with_(oob=(e.code, e.path, str(e)))  # fails at the access
 
 
 class MulticastRef(TransformOp):
@@ -301,14 +309,21 @@ class ClusterRef(TransformOp):
         sizes = sim.cluster_sizes
         coords = list(actor.cluster)
         names = list(sizes)
+        oob = v.oob
         for axis, raw in self.block.items():
             if axis not in sizes:
                 sim.fail("CLUSTER_REF_UNKNOWN_AXIS", path, f"Unknown cluster axis {axis}")
-            i = sim.eval(E.parse(raw), actor, path)
+            i = sim.eval(sim.expr(raw), actor, f"{path}.block.{axis}")
             if not 0 <= i < sizes[axis]:
-                sim.fail("OOB_INDEX", path, f"cluster {axis}={i} outside the cluster")
+                if oob is None:
+                    oob = (
+                        "OOB_INDEX",
+                        f"{path}.block.{axis}",
+                        f"cluster {axis}={i} outside the cluster (0..{sizes[axis] - 1})",
+                    )
+                i = min(max(i, 0), sizes[axis] - 1)
             coords[names.index(axis)] = i
-        return v.with_(cluster=tuple(coords))
+        return v.with_(cluster=tuple(coords), oob=oob)
 
 
 __all__ = [

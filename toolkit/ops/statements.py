@@ -127,6 +127,9 @@ class Add(StatementOp):
             x.fail("SIM_DTYPE_MISMATCH", f"adding {lhs.dtype} and {rhs.dtype}")
         if lhs.shape != rhs.shape:
             x.fail("SIM_SHAPE_MISMATCH", f"adding {lhs.shape} and {rhs.shape}")
+        if not x.data:
+            x.write("dst", lhs)
+            return
         with np.errstate(all="ignore"):
             total = np.add(lhs, rhs, dtype=lhs.dtype)
         x.write("dst", total)
@@ -190,7 +193,14 @@ class Fill(StatementOp):
         from mpmd_lab.memory import fill_value
 
         dst = x.view("dst")
-        x.write("dst", fill_value(self.value, dst.shape, dst.dtype))
+        if not x.data:
+            x.write("dst", x.like(dst.shape, dst.dtype))
+            return
+        try:
+            value = fill_value(self.value, dst.shape, dst.dtype)
+        except OverflowError as e:
+            x.fail("SIM_UNSUPPORTED", f"jnp.full raises OverflowError: {e}")
+        x.write("dst", value)
 
 
 class Return(StatementOp):

@@ -379,19 +379,29 @@ class At(TransformOp):
         return after, None, notes
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        """numpy indexing of the offsets; an index outside the ref marks the view
+        (``View.oob``, clipped offsets): the access through it fails, not the view."""
+        import numpy as np
+
         shape = v.shape
         if len(self.index) > len(shape):
             sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
+        entries = sim.memo(self, "entries", self.entries)
         idx: list[Any] = []
-        for dim, (e, size) in enumerate(zip(self.index, shape, strict=False)):
+        clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
+        oob = v.oob
+        for dim, (ix, size) in enumerate(zip(entries, shape, strict=False)):
             where = f"{path}.index[{dim}]"
-            ix = resolve_entry(e)
             if ix.kind == "all":
                 idx.append(slice(None))
             elif ix.kind == "int":
                 i = sim.eval(ix.start, actor, where)
                 if not -size <= i < size:
-                    sim.fail("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
+                    if size == 0:
+                        sim.fail("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
+                    if oob is None:
+                        oob = ("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
+                    i = min(max(i, 0), size - 1)
                 idx.append(i % size)
             elif ix.kind == "slice":
                 start = range(size)[slice(ix.lo, ix.hi)].start if size else 0
@@ -403,14 +413,24 @@ class At(TransformOp):
             else:
                 start, n = sim.eval(ix.start, actor, where), ix.size or 0
                 if start < 0 or n < 0 or start + n > size:
-                    sim.fail(
-                        "OOB_INDEX",
-                        where,
-                        f"slice [{start}, {start + n}) out of bounds for size {size} "
-                        f"({actor.describe()})",
-                    )
-                idx.append(slice(start, start + n))
-        return v.with_(offsets=v.offsets[tuple(idx)])
+                    if size == 0 or n < 0:
+                        sim.fail("OOB_INDEX", where, f"slice [{start}, {start + n}) of size {size}")
+                    if oob is None:
+                        oob = (
+                            "OOB_INDEX",
+                            where,
+                            f"slice [{start}, {start + n}) out of bounds for size {size} "
+                            f"({actor.describe()})",
+                        )
+                    idx.append(slice(None))
+                    kept = sum(1 for e in entries[:dim] if e.kind != "int")
+                    clipped.append((kept, np.clip(np.arange(start, start + n), 0, size - 1)))
+                else:
+                    idx.append(slice(start, start + n))
+        offsets = v.offsets[tuple(idx)]
+        for axis, take in clipped:
+            offsets = np.take(offsets, take, axis=axis)
+        return v.with_(offsets=offsets, oob=oob)
 
 
 def _compose_region(
@@ -623,7 +643,7 @@ class Reshape(TransformOp):
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         try:
-            return v.with_(offsets=v.offsets.reshape(*self.shape, v.dtype.itemsize))
+            return v.with_(offsets=v.offsets.reshape(*self.shape, v.offsets.shape[-1]))
         except ValueError:
             sim.fail(
                 "RESHAPE_SIZE",

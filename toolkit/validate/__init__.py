@@ -9,8 +9,9 @@ module then reads that result and has one job:
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
-- ``runtime``: what only runs reveal (races, out-of-bounds indices, device ids,
-  interpreter limits).
+- ``runtime``: what only runs reveal (program ids, interpreter limits);
+- ``sync``: races, deadlocks, semaphore balance, out-of-bounds indices and device ids,
+  judged by running the call data-free through the simulation engine.
 
 ``analyze(scenario)`` returns the resolved form with its diagnostics (an
 :class:`Analysis`): compute it once per scenario version and pass it along.
@@ -53,6 +54,7 @@ def analyze(scenario: Scenario | dict | str) -> Analysis:
     from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
     from mpmd_lab.validate.runtime import check_runtime
+    from mpmd_lab.validate.sync import check_sync
     from mpmd_lab.validate.trace import check_trace
 
     global RUNS
@@ -70,6 +72,7 @@ def analyze(scenario: Scenario | dict | str) -> Analysis:
         check_lower(ctx)
         check_runtime(ctx)
         check_interpret(ctx)
+        check_sync(ctx)
     finally:
         if collecting:
             gc.enable()

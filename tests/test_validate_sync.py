@@ -1,0 +1,363 @@
+"""The static synchronisation check (mpmd_lab.validate.sync): races under happens-before,
+deadlocks, semaphore balance, out-of-bounds indices of every expression form and device
+ids, held against real JAX where JAX speaks (its GPU interpreter's race detector and
+bounds checks, in mpmd_lab.probe's workers) and against the research corpus's kernels
+(tests/scenarios/sync, each traced and lowered by JAX in test_corpus_kernels_lower)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mpmd_lab import gallery, probe
+from mpmd_lab.fixes import apply_fix
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engine import BAR, SMEM, _one_device, fixture, ring  # noqa: E402
+
+SYNC = Path(__file__).parent / "scenarios" / "sync"
+#: what this rule module reports
+CODES = {
+    "RACE",
+    "RACE_DETECTED",
+    "DEADLOCK_SEMAPHORE",
+    "DEADLOCK_BARRIER",
+    "SEMAPHORE_IMBALANCE",
+    "OOB_READ",
+    "OOB_WRITE",
+    "OOB_INDEX",
+    "REMOTE_DEVICE_OOB",
+    "SYNC_NOT_CHECKED",
+}
+VALID = [
+    "cluster_exchange",
+    "collective_matmul",
+    "device_barrier_sems",
+    "exchange_shards",
+    "exchange_tma_load",
+    "multimem_load_reduce",
+    "per_block_sems_grid",
+    "remote_atomic_add",
+    "ring_all_gather",
+    "ring_reduce_scatter",
+    "wait_value_nodec",
+]
+
+
+def sync_diags(s) -> list:
+    return [d for d in check(load_scenario(s)) if d.code in CODES]
+
+
+def test_corpus_kernels_lower():
+    """Every fixture is a kernel real JAX traces and lowers for the GPU (on this CPU)."""
+    files = sorted(SYNC.glob("*.json"))
+    results = probe.probe_many(
+        [load_scenario(f) for f in files], ("build", "trace", "gpu-lower"), timeout=300
+    )
+    assert [(f.stem, r.ok) for f, r in zip(files, results, strict=True)] == [
+        (f.stem, True) for f in files
+    ], [(f.stem, r.message) for f, r in zip(files, results, strict=True) if not r.ok]
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_a_correctly_synchronised_kernel_is_valid(name):
+    assert sync_diags(fixture(name)) == []
+
+
+def test_the_ring_without_its_wait_is_a_race_with_a_fix():
+    """A race whatever detect_races says (issue 18), and RACE_DETECTED (issue 13's
+    contract): the race a happens-before detector finds in a kernel that synchronises."""
+    d = fixture("ring_no_wait")
+    for detect in (False, True):
+        d["run"]["detect_races"] = detect
+        (race, leftover) = sync_diags(d)
+        assert (race.code, race.severity, race.stage) == ("RACE_DETECTED", "error", "gpu-run")
+        # no CPU interpreter runs this call's remote refs and semaphores: JAX says nothing
+        assert race.jax is None
+        assert "device 3 and device 0" in race.message
+        assert "out (output) on device 0" in race.message
+        assert leftover.code == "SEMAPHORE_IMBALANCE" and leftover.severity == "warning"
+        fixed = apply_fix(load_scenario(d), race.fix)
+        assert sync_diags(fixed.to_dict()) == []
+
+
+def test_a_race_in_a_kernel_that_orders_nothing_is_race():
+    from test_validate_block_oob import blocks
+
+    d = blocks(256, 256, 2)
+    d["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [[0, 128]]
+    for detect in (False, True):
+        d["run"]["detect_races"] = detect
+        (race,) = [x for x in sync_diags(d) if x.code.startswith("RACE")]
+        # JAX's GPU interpreter runs it: asked to look, it raises RACE DETECTED
+        want = ("RACE_DETECTED", "interpret") if detect else ("RACE", "gpu-run")
+        assert (race.code, race.stage) == want
+        assert (race.jax is not None) == detect
+
+
+def test_the_deadlocking_ring_names_who_waits_and_where_the_signals_went():
+    d = fixture("ring_deadlock")
+    (dl,) = sync_diags(d)
+    assert (dl.code, dl.severity, dl.stage) == ("DEADLOCK_SEMAPHORE", "error", "gpu-run")
+    assert dl.path == "call.programs[0].body[3].body[6]"
+    assert "devices 0, 1, 2, 3" in dl.message and "sems[1] on device 0" in dl.message
+    assert "call.programs[0].body[3].body[5]" in dl.message  # the signal that went astray
+    fixed = apply_fix(load_scenario(d), dl.fix)
+    assert sync_diags(fixed.to_dict()) == []
+
+
+def test_signals_that_do_not_balance_are_a_warning():
+    d = fixture("device_barrier_sems")
+    d["call"]["programs"][0]["body"][1]["value"] = 2  # 3 signals come
+    (w,) = sync_diags(d)
+    assert (w.code, w.severity) == ("SEMAPHORE_IMBALANCE", "warning")
+    assert "sem on device 0 block 0 = 1" in w.message
+
+
+# ---------------------------------------------------------------- against JAX
+
+
+def _case(name: str, body: list, scratch: dict, threads=None, devices=None) -> dict:
+    d = _one_device(body, scratch, threads)
+    d.update(name=name, device_mesh=devices, run={"interpret": "gpu", "detect_races": True})
+    return d
+
+
+LOAD = {"op": "copy_gmem_to_smem", "src": "x_ref", "dst": "smem", "barrier": "bar"}
+USE = {"op": "copy", "src": "smem", "dst": "out"}
+WAIT = {"op": "barrier_wait", "barrier": "bar"}
+FILL = {"op": "copy", "src": "x_ref", "dst": "smem"}
+STORE = {"op": "copy_smem_to_gmem", "src": "smem", "dst": "out"}
+DONE = {"op": "wait_smem_to_gmem", "n": 0}
+COMMIT = {"op": "commit_smem"}
+REFILL = {"op": "fill", "dst": "smem", "value": 1.0}
+WG = {"name": "wg", "count": 2}
+
+
+def _wg(wait: bool, devices=None) -> tuple[list, dict, dict, dict | None]:
+    produce = [FILL, {"op": "barrier_arrive", "barrier": "bar"}]
+    consume = ([WAIT] if wait else []) + [USE]
+    body = [
+        {"op": "when", "cond": "wg == 0", "body": produce},
+        {"op": "when", "cond": "wg == 1", "body": consume},
+    ]
+    return body, {**SMEM, **BAR}, WG, devices
+
+
+#: name -> (body, scratch, threads, device mesh): what the GPU interpreter's race
+#: detector (detect_races=True) says, against the check's verdict
+RACE_CASES = {
+    "load-wait-use": ([LOAD, WAIT, USE], {**SMEM, **BAR}, None, None),
+    "load-use-wait": ([LOAD, USE, WAIT], {**SMEM, **BAR}, None, None),
+    "fill-commit-store": ([FILL, COMMIT, STORE, DONE], SMEM, None, None),
+    "fill-store-no-commit": ([FILL, STORE, DONE], SMEM, None, None),
+    "store-refill-before-wait": ([FILL, COMMIT, STORE, REFILL, DONE], SMEM, None, None),
+    "store-wait-refill": ([FILL, COMMIT, STORE, DONE, REFILL], SMEM, None, None),
+    "warpgroups-barrier": _wg(True),
+    "warpgroups-no-wait": _wg(False),
+    "warpgroups-barrier-2dev": _wg(True, {"dev": 2}),
+    "warpgroups-no-wait-2dev": _wg(False, {"dev": 2}),
+}
+
+
+@pytest.fixture(scope="module")
+def race_runs() -> dict:
+    scenarios = [load_scenario(_case(n, *c)) for n, c in RACE_CASES.items()]
+    stages = ("build", "trace", "gpu-lower", "interpret")
+    results = probe.probe_many(scenarios, stages, timeout=300)
+    return dict(zip(RACE_CASES, results, strict=True))
+
+
+@pytest.mark.parametrize("name", list(RACE_CASES))
+def test_races_agree_with_the_gpu_interpreters_detector(name, race_runs):
+    r = race_runs[name]
+    mine = first_error(check(load_scenario(_case(name, *RACE_CASES[name]))))
+    if r.ok:
+        assert mine is None, mine.one_line()
+    else:
+        assert (r.stage, r.code) == ("interpret", "RACE_DETECTED"), r.message
+        assert (mine.code, mine.stage) == ("RACE_DETECTED", "interpret"), mine
+    # the cases do exercise both answers (guards the agreement above)
+    assert {n for n, x in race_runs.items() if not x.ok} == {
+        "load-use-wait",
+        "fill-store-no-commit",
+        "store-refill-before-wait",
+        "warpgroups-no-wait",
+        "warpgroups-no-wait-2dev",
+    }
+
+
+def _view(name: str, ref: str, index: list) -> dict:
+    return {"let": name, "ref": ref, "transforms": [{"op": "at", "index": index}]}
+
+
+def _oob_loop() -> dict:
+    """A loop whose last step reads past the end (i * 128 on 384 elements)."""
+    d = _one_device(
+        [
+            {
+                "op": "loop",
+                "var": "i",
+                "start": 0,
+                "stop": 4,
+                "body": [
+                    _view("src", "x_ref", [{"ds": ["i * 128", 128]}]),
+                    _view("dst", "out", [{"ds": ["i * 128", 128]}]),
+                    {"op": "copy", "src": "src", "dst": "dst"},
+                ],
+            },
+        ],
+        {},
+        out=512,
+    )
+    d["buffers"]["x"]["shape"] = [384]
+    d["call"]["entry"] = "pl.kernel"
+    return d
+
+
+def _oob_axis() -> dict:
+    """(dev + 1) * 128 on 2 devices of 256 elements each: device 1 reads [256, 384)."""
+    d = _one_device(
+        [_view("src", "x_ref", [{"ds": ["(dev + 1) * 128", 128]}]), _view("dst", "out", [[0, 128]])]
+        + [{"op": "copy", "src": "src", "dst": "dst"}],
+        {},
+    )
+    d["device_mesh"] = {"dev": 2}
+    d["call"]["entry"] = "pl.kernel"
+    return d
+
+
+def _oob_dynamic_int() -> dict:
+    """A traced integer index ((dev + 3) % 8 on 4 rows): device 1 writes row 4."""
+    d = _one_device(
+        [_view("row", "out", ["(dev + 3) % 8"]), {"op": "fill", "dst": "row", "value": 1.0}], {}
+    )
+    d["device_mesh"] = {"dev": 2}
+    d["call"]["outputs"]["out"]["shape"] = [4, 128]
+    d["call"]["entry"] = "pl.kernel"
+    return d
+
+
+OOB_CASES = {"loop": _oob_loop(), "axis": _oob_axis(), "dynamic-int": _oob_dynamic_int()}
+
+
+def _range(message: str) -> str | None:
+    m = re.search(r"\[Access\(range=(.*?), permutation", message)
+    return m.group(1) if m else None
+
+
+@pytest.mark.parametrize("name", list(OOB_CASES))
+def test_out_of_bounds_of_every_expression_form_as_the_interpreter_says_it(name):
+    s = load_scenario({**OOB_CASES[name], "name": f"oob-{name}"})
+    (r,) = probe.probe_many([s], ("build", "trace", "gpu-lower", "interpret"), timeout=300)
+    d = first_error(check(s))
+    assert not r.ok and r.stage == "interpret" and d is not None
+    assert (d.code, d.stage) == (r.code, "interpret"), (d, r.message[-400:])
+    assert _range(d.jax.message) == _range(r.message), (d.jax.message, r.message[-400:])
+    shape = re.search(r"buffer has shape (\(.*?\))", r.message).group(1)
+    assert f"buffer has shape {shape}" in d.jax.message
+
+
+def test_device_ids_outside_the_mesh_for_every_form():
+    """JAX checks none of them (it lowers each); the check evaluates every device's id."""
+    for device, path_tail, says in [
+        (7, "transforms[0].device", "device id 7 is outside the device mesh (devices 0..3)"),
+        ("dev + 1", "transforms[0].device", "device id dev + 1 is 4 on device 3,"),
+        ({"dev": "dev * 2"}, "transforms[0].device.dev", "index dev * 2 = 4 on device 2"),
+    ]:
+        d = gallery.load("ring-shift").to_dict()
+        d["call"]["programs"][0]["body"][0]["transforms"][0]["device"] = device
+        (e,) = [x for x in sync_diags(d) if x.code == "REMOTE_DEVICE_OOB"]
+        assert e.path.endswith(path_tail) and says in e.message, e
+    # and a signal's device id, in a loop
+    d = fixture("device_barrier_sems")
+    d["call"]["programs"][0]["body"][0]["body"][0]["device"] = "dev + k"
+    e = next(x for x in sync_diags(d) if x.code == "REMOTE_DEVICE_OOB")
+    assert e.path == "call.programs[0].body[0].body[0].device" and "is 4 on device 3" in e.message
+
+
+def test_program_id_is_each_blocks_index_for_the_gpu_and_zero_for_the_interpreter():
+    """Under the GPU interpreter pl.program_id is 0: a pid-indexed race (all blocks write
+    one tile there) is the interpreter's; on a GPU the blocks write their own tiles."""
+    d = gallery.load("two-block-copy").to_dict()
+    for let in d["call"]["programs"][0]["body"][:2]:
+        let["transforms"][0]["index"] = [{"pid": 0, "size": 128}]
+    d["run"]["detect_races"] = True
+    codes = [(x.code, x.stage) for x in check(load_scenario(d)) if x.is_error]
+    assert codes == [("RACE_DETECTED", "interpret")]  # the interpreter's view only
+    d["run"]["detect_races"] = False
+    assert [x.code for x in check(load_scenario(d)) if x.is_error] == []
+    assert any(x.code == "PROGRAM_ID_GPU_INTERP" for x in check(load_scenario(d)))
+
+
+# ---------------------------------------------------------------- bounds
+
+
+def test_many_blocks_are_checked_at_the_corners_and_say_so():
+    """The block-OOB rule used to stop silently above 4096 blocks; past its bound the
+    check runs the corners of the grid (exact for affine indices) and warns."""
+    from test_validate_block_oob import blocks
+
+    for n in (4096, 4097, 100_000):
+        s = load_scenario(blocks(128 * n - 1, 128 * n, n))  # the last block reads past x
+        ds = check(s)
+        d = first_error(ds)
+        assert d is not None and d.code == "OOB_READ", (n, d)
+        assert f"b={n - 1}" in d.message
+        warned = [x for x in ds if x.code == "SYNC_NOT_CHECKED"]
+        assert bool(warned) == (n * 3 > 20_000), n
+        if warned:
+            assert "which bounds them all" in warned[0].message
+    ok = load_scenario(blocks(128 * 100_000, 128 * 100_000, 100_000))
+    assert first_error(check(ok)) is None
+
+
+def test_a_race_among_many_blocks_is_still_found_at_the_corners():
+    from test_validate_block_oob import blocks
+
+    d = blocks(128 * 10_000, 128 * 10_000, 10_000)
+    d["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [[0, 128]]  # one tile
+    codes = [x.code for x in check(load_scenario(d))]
+    assert "RACE" in codes and "SYNC_NOT_CHECKED" in codes
+
+
+def test_a_big_ring_says_what_it_did_not_check():
+    ds = check(load_scenario(ring(64)))  # 64 x 63 loop steps: past the static bound
+    (w,) = [x for x in ds if x.code == "SYNC_NOT_CHECKED"]
+    assert w.severity == "warning" and "races, deadlocks and semaphore balance" in w.message
+
+
+def test_fast_enough_for_the_lab():
+    """A few milliseconds for gallery-sized scenarios (the Lab re-checks on every edit)."""
+    scenarios = [load_scenario(fixture(n)) for n in VALID + ["ring_no_wait", "ring_deadlock"]]
+    scenarios += [gallery.load(n) for n in gallery.names()]
+    for s in scenarios:
+        check(s)  # warm
+    worst = 0.0
+    for s in scenarios:
+        t = time.perf_counter()
+        check(s)
+        worst = max(worst, time.perf_counter() - t)
+    assert worst < 0.1, worst
+
+
+def test_the_gallery_contract_for_sync_codes():
+    """Issue 13: a correctly synchronised ring is valid, the ring without its wait is
+    RACE_DETECTED (run.detect_races as the gallery has it), the deadlocking ring a
+    DEADLOCK code; a single-device gallery item stays what it was."""
+    d = copy.deepcopy(fixture("ring_no_wait"))
+    assert first_error(sync_diags(d)).code == "RACE_DETECTED"
+    assert first_error(sync_diags(fixture("ring_deadlock"))).code.startswith("DEADLOCK")
+    assert sync_diags(fixture("ring_all_gather")) == []
+    assert [x.code for x in sync_diags(gallery.load("two-block-race").to_dict())] == [
+        "RACE_DETECTED"
+    ]
+    assert sync_diags(gallery.load("two-block-copy").to_dict()) == []
+    json.dumps([x.model_dump() for x in sync_diags(fixture("ring_no_wait"))])

@@ -1,0 +1,1206 @@
+"""The execution engine: every actor runs its program's statement tree; a deterministic
+scheduler interleaves them; happens-before judges every access.
+
+**Actors.** One per device x block (grid point x cluster block) x warpgroup, numbered
+in that order within a grid point; each runs its program's body as a generator
+(loops and ``when`` nested, ``let`` re-bound per iteration). A statement is one step;
+a blocking statement (``semaphore_wait``, ``barrier_wait``) yields until it can go on.
+Each actor has a copy engine (*agent*) of its own for its async copies.
+
+**Scheduler.** Rounds in lockstep: every active actor that can go on does one step,
+in actor order. Grid points are admitted one at a time in C order (programs one
+after another): the next one when every active actor has finished or is blocked. So a
+kernel that never blocks runs exactly as before (per grid point, statement by
+statement over devices, blocks and threads); one that blocks lets every runnable actor
+progress; when nothing can progress and nothing is left to admit, the blocked actors
+are deadlocked (reported, never a hang).
+
+**Happens-before.** Vector clocks (:mod:`mpmd_lab.engine.clocks`): program order;
+a signal before the wait that consumes it; a barrier phase's arrivals (async copies
+landing, ``barrier_arrive``) before the ``barrier_wait`` on it; an async copy's issue
+before its accesses, its accesses before the wait that completes it
+(``barrier_wait``, ``wait_smem_to_gmem``). ``copy_smem_to_gmem`` sees this thread's
+writes only up to its last ``commit_smem``. Every access is checked against the
+shadow memory (:mod:`mpmd_lab.engine.shadow`).
+
+**Modes.** ``data=True`` runs the values (numpy, bit for bit as JAX's interpreters
+where they run); ``data=False`` runs accesses only (no buffer is allocated): the
+static check's mode, which also records what it finds (out-of-bounds views, device ids
+outside the mesh) and goes on. ``sample`` runs only some grid points and devices
+(the static check's closed form for huge launches): waits never block there, and only
+the per-actor findings count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from mpmd_lab import expr as E
+from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Location, runs_of
+from mpmd_lab.dtypes import np_dtype
+from mpmd_lab.engine.clocks import Clocks
+from mpmd_lab.engine.shadow import Shadow
+from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
+from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
+from mpmd_lab.ops import Let
+from mpmd_lab.scenario import BufferArg, Scenario
+
+#: Steps (one statement of one actor) a run may take.
+MAX_STEPS = 1 << 21
+#: Actors a run may have.
+MAX_ACTORS = 1 << 20
+
+
+class SimError(Exception):
+    """The simulated call fails: a diagnostic code, a field path and a message."""
+
+    def __init__(self, code: str, path: str, message: str):
+        self.code = code
+        self.path = path
+        super().__init__(message)
+
+
+class _Skip(Exception):
+    """Data-free mode: this actor's statement is skipped (its finding is recorded)."""
+
+
+@dataclass
+class Limits:
+    """What one run may take: steps, seconds (None: no bound), actors."""
+
+    max_steps: int = MAX_STEPS
+    max_seconds: float | None = None
+    max_actors: int = MAX_ACTORS
+    #: view offsets indexed the slow way (a strided or copied view), None: no bound
+    max_work: int | None = None
+
+
+@dataclass
+class Finding:
+    """What the data-free mode found for one actor (an out-of-bounds view, a device id
+    outside the mesh): where, and the actor's coordinates then."""
+
+    code: str
+    path: str  # the field that placed it (an index entry, a device id)
+    message: str
+    stmt: str  # the statement's path
+    field: str  # the statement's field accessing it ("" for a signal)
+    access: str  # "r", "w" or ""
+    actor: Actor
+    values: dict[str, int]  # axis indices and loop variables
+    pids: tuple[int, ...]
+
+
+@dataclass
+class Blocked:
+    """A deadlocked actor: who, at which statement, waiting for what."""
+
+    actor: Actor
+    path: str
+    kind: str  # "semaphore" | "barrier"
+    what: str  # the wait's description
+    sem: str = ""  # the semaphore scratch it waits on
+
+
+@dataclass
+class Outcome:
+    """What a run produced."""
+
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    log: AccessLog = field(default_factory=AccessLog)
+    findings: list[Finding] = field(default_factory=list)
+    deadlock: list[Blocked] = field(default_factory=list)
+    #: semaphores not zero at the end: (label, value, path of a signal)
+    leftover: list[tuple[str, int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: SimError | None = None
+    steps: int = 0
+    stopped: str = ""  # why a data-free run stopped early ("" when it ran to the end)
+    memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
+    used_pid: bool = False
+    #: semaphore scratch name -> paths of the statements that signalled it / waited on it
+    signals: dict[str, set[str]] = field(default_factory=dict)
+    waits: dict[str, set[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Node:
+    index: int  # flat pre-order index (as mpmd_lab.resolve numbers statements)
+    path: str
+    op: Any
+    children: tuple[_Node, ...] = ()
+
+
+def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[_Node, ...], bool]:
+    """The statement tree with resolve's flat indices; False once a ``return`` ends it."""
+    out: list[_Node] = []
+    for j, st in enumerate(body):
+        path = f"{base}[{j}]"
+        index = counter[0]
+        counter[0] += 1
+        children: tuple[_Node, ...] = ()
+        going = True
+        if getattr(st, "BODY", False):
+            children, going = compile_body(st.body, f"{path}.body", counter)
+        out.append(_Node(index, path, st, children))
+        if getattr(st, "op", None) == "return" or not going:
+            return tuple(out), False
+    return tuple(out), True
+
+
+class _Run:
+    """One actor while it runs."""
+
+    __slots__ = (
+        "a",
+        "actor",
+        "blocked",
+        "committed",
+        "env",
+        "gen",
+        "grid_point",
+        "groups",
+        "open_group",
+        "pids",
+        "values",
+        "waits",
+    )
+
+    def __init__(self, a: int, actor: Actor, values: dict[str, int], env: E.Env, gp: int, pids):
+        self.a = a
+        self.actor = actor
+        self.values = values
+        self.env = env
+        self.grid_point = gp
+        self.pids = pids
+        self.gen: Any = None
+        self.blocked: Wait | None = None
+        self.committed = 0  # own time at the last commit_smem
+        self.groups: list[np.ndarray] = []  # committed copy groups' clocks
+        self.open_group: list[np.ndarray] = []
+        self.waits: dict[tuple, int] = {}  # barrier key -> waits done
+
+    @property
+    def cluster(self) -> tuple[int, ...]:
+        return self.actor.cluster
+
+    def describe(self) -> str:
+        return self.actor.describe()
+
+    def env_(self) -> E.Env:
+        return self.env
+
+
+class Engine:
+    """One run of one scenario (see the module docstring)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        data: bool = True,
+        program_id: str = "grid",
+        limits: Limits | None = None,
+        log_limit: int | None = DEFAULT_LIMIT,
+        max_races: int = MAX_RACES,
+        sample: dict[int, list[tuple[int, ...]]] | None = None,
+        sample_devices: list[int] | None = None,
+    ):
+        self.s = scenario
+        self.data = data
+        self.mode = scenario.run.interpret
+        self.pid_mode = program_id
+        self.limits = limits or Limits()
+        self.mesh = dict(scenario.device_mesh or {})
+        self.ndev = scenario.num_devices
+        self.sample = sample
+        self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
+        self.out = Outcome(log=AccessLog(log_limit, max_races))
+        self.memory = self.out.memory
+        self.params: dict[str, tuple[Base, list[Any], str]] = {}
+        self._whole: dict[Base, View] = {}
+        self._owners: dict[int, np.ndarray] = {}
+        self._origin: dict[int, int] = {}  # owner -> its data address
+        self._locs: dict[tuple, Location] = {}
+        self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
+        self.work = 0
+        self._memo: dict[tuple[int, str], Any] = {}
+        self._parsed: dict[Any, E.Expr] = {}
+        self._pid_use: dict[int, tuple[E.Expr, bool]] = {}
+        self.semaphores: dict[tuple, Semaphore] = {}
+        self._signal_paths: dict[str, set[str]] = self.out.signals
+        self.barriers: dict[tuple, Barrier] = {}
+        self.compact = not data and not _uses_bitcast(scenario)
+        self._dev_coords = (
+            [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
+        )
+        self._setup()
+        self._plan()
+        self.clocks = Clocks(2 * self.n_actors)
+        self.shadow = Shadow(self.clocks, self.out.log)
+
+    # ------------------------------------------------------------ set-up
+
+    def _coords_of(self, d: int) -> tuple[int, ...]:
+        if not self.mesh:
+            return ()
+        return tuple(int(i) for i in np.unravel_index(d, tuple(self.mesh.values())))
+
+    def device_coords(self, d: int) -> tuple[int, ...]:
+        if self._dev_coords is not None:
+            return self._dev_coords[d]
+        return self._coords_of(d)
+
+    def _device_of(self, coords: dict[str, int]) -> int:
+        flat = 0
+        for a, n in self.mesh.items():
+            flat = flat * n + coords[a]
+        return flat
+
+    def _setup(self) -> None:
+        s, c = self.s, self.s.call
+        inputs: dict[str, Base] = {}
+        shard = s.device_mesh is not None and s.run.shard_map is not False
+
+        def input_base(buf: str, path: str) -> Base:
+            if buf not in s.buffers:
+                raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
+            if buf not in inputs:
+                b = s.buffers[buf]
+                dt = np_dtype(b.dtype)
+                shape = tuple(b.shape)
+                if s.device_mesh and not shard and shape:
+                    shape = (shape[0] * self.ndev, *shape[1:])
+                inputs[buf] = Base("input", buf, "GMEM", dt, shape)
+                if self.data:
+                    g = host_value(b, self.ndev)
+                    n = b.shape[0] if b.shape else 0
+                    for d in range(self.ndev):
+                        local = g[d * n : (d + 1) * n] if (b.shape and shard) else g
+                        loc = Location("GMEM", buf, d, None, "input")
+                        self.memory[loc] = Storage.of(loc, local.astype(dt))
+            return inputs[buf]
+
+        for i, a in enumerate(c.args):
+            path = f"call.args[{i}]"
+            if isinstance(a, BufferArg):
+                self.params[a.param] = (input_base(a.buffer, path), a.transforms, path)
+            else:
+                for j, buf in enumerate(a.tuple):
+                    base = input_base(buf, path)
+                    self.params[f"{a.param}[{j}]"] = (base, a.transforms, path)
+        for i, cap in enumerate(c.captures):
+            self.params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
+        self.inputs = inputs
+        for name, o in c.outputs.items():
+            dt = np_dtype(o.dtype)
+            base = Base("output", name, "GMEM", dt, tuple(o.shape))
+            self.params[name] = (base, [], f"call.outputs.{name}")
+            if self.data:
+                for d in range(self.ndev):
+                    loc = Location("GMEM", name, d, None, "output")
+                    self.memory[loc] = Storage.of(loc, uninitialized(tuple(o.shape), dt, self.mode))
+        self.scratch = dict(c.scratch)
+        for name, sc in c.scratch.items():
+            kind = sc.KIND if sc.KIND in ("semaphore",) else "scratch"
+            if sc.KIND in ("barrier", "cluster_barrier"):
+                kind = "barrier"
+            if kind == "scratch":
+                # tiling and swizzle change the layout in memory, not what the kernel indexes
+                base = Base("scratch", name, sc.memory_space, np_dtype(sc.dtype), tuple(sc.shape))
+            else:
+                base = Base(kind, name, sc.memory_space, np.dtype(np.int32), tuple(sc.shape))
+            self.params[name] = (base, [], f"call.scratch.{name}")
+
+    def _plan(self) -> None:
+        """The units of admission (program, grid point) and how many actors there are."""
+        self.programs = []
+        units = []
+        total = 0
+        for p, prog in enumerate(self.s.call.programs):
+            m = prog.mesh
+            grid = dict(m.grid)
+            cluster = dict(m.cluster)
+            nthreads = m.threads.count if m.threads else 1
+            tname = m.threads.name if m.threads and m.threads.name else None
+            ncl = math.prod(cluster.values())
+            nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
+            sizes = {**self.mesh, **grid, **cluster}
+            if tname:
+                sizes[tname] = nthreads
+            info = {
+                "p": p,
+                "grid": grid,
+                "cluster": cluster,
+                "ncl": ncl,
+                "nthreads": nthreads,
+                "tname": tname,
+                "nodes": nodes,
+                "sizes": sizes,
+                "grid_shape": tuple(grid.values()),
+            }
+            self.programs.append(info)
+            per_unit = len(self.devices) * ncl * nthreads
+            if self.sample is not None:
+                points = self.sample.get(p, [])
+            else:
+                points = None
+            npoints = len(points) if points is not None else math.prod(grid.values())
+            if per_unit * npoints > self.limits.max_actors or total > self.limits.max_actors:
+                raise SimError(
+                    "SIM_TOO_LARGE",
+                    f"call.programs[{p}].mesh",
+                    f"{per_unit * npoints} threads (devices x blocks x cluster blocks x "
+                    f"warpgroups) is more than the simulator's {self.limits.max_actors}; "
+                    "shrink the grid or the device mesh",
+                )
+            units.append((info, points, npoints, total))
+            total += per_unit * npoints
+        self.units = units
+        self.n_actors = total
+
+    def _unit_iter(self):
+        for info, points, _npoints, offset in self.units:
+            grid_shape = info["grid_shape"]
+            if points is None:
+                it = itertools.product(*(range(n) for n in grid_shape))
+            else:
+                it = iter(points)
+            per_unit = len(self.devices) * info["ncl"] * info["nthreads"]
+            for k, gcoords in enumerate(it):
+                if points is None:
+                    gi = k
+                else:
+                    gi = int(np.ravel_multi_index(gcoords, grid_shape)) if grid_shape else 0
+                yield info, gi, tuple(gcoords), offset + k * per_unit
+
+    def _make_runs(self, info: dict, gi: int, gcoords: tuple[int, ...], offset: int) -> list[_Run]:
+        grid, cluster = info["grid"], info["cluster"]
+        ncl, nthreads, tname = info["ncl"], info["nthreads"], info["tname"]
+        cluster_shape = tuple(cluster.values())
+        runs = []
+        k = offset
+        for d in self.devices:
+            dcoords = self.device_coords(d)
+            for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape))):
+                for t in range(nthreads):
+                    actor = Actor(info["p"], d, gi * ncl + ci, t, gcoords, ccoords, dcoords)
+                    values = {
+                        **dict(zip(self.mesh, dcoords, strict=True)),
+                        **dict(zip(grid, gcoords, strict=True)),
+                        **dict(zip(cluster, ccoords, strict=True)),
+                    }
+                    if tname:
+                        values[tname] = t
+                    if self.pid_mode == "grid":
+                        pids = (*gcoords, *ccoords, t)
+                    else:
+                        pids = (0,) * (len(gcoords) + len(ccoords) + 1)
+                    env = E.Env(values, info["sizes"], pids, info["grid_shape"])
+                    run = _Run(k, actor, values, env, gi, pids)
+                    run.gen = self._actor_gen(run, info)
+                    runs.append(run)
+                    k += 1
+        return runs
+
+    # ------------------------------------------------------------ what the ops ask
+
+    @property
+    def cluster_sizes(self) -> dict[str, int]:
+        return self._cur["cluster"]
+
+    def memo(self, obj: Any, key: str, fn: Any) -> Any:
+        """``fn()`` once per op object and key (parsed expressions, resolved entries)."""
+        k = (id(obj), key)
+        v = self._memo.get(k)
+        if v is None:
+            v = self._memo[k] = (obj, fn())  # keep obj alive: its id stays its own
+        return v[1]
+
+    def expr(self, raw: Any) -> E.Expr:
+        e = self._parsed.get(raw) if not isinstance(raw, E.Expr) else raw
+        if e is None:
+            e = self._parsed[raw] = E.parse(raw)
+        return e
+
+    def fail(self, code: str, path: str, message: str) -> None:
+        """Stop the simulation: the call fails at ``path``."""
+        raise SimError(code, path, message)
+
+    def eval(self, e: E.Expr, run: _Run, path: str) -> int:
+        """An index expression's value for one actor."""
+        uses = self._pid_use.get(id(e))
+        if uses is None:
+            uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
+        if uses[1]:
+            self.out.used_pid = True
+        try:
+            return e.eval(run.env)
+        except E.ExprError as ex:
+            raise SimError("XREF_UNKNOWN_NAME", path, str(ex)) from None
+
+    def peer(self, dref: Any, run: _Run, path: str) -> int:
+        """The device a resolved device id names, seen from this actor (``path``: the
+        device field; REMOTE_DEVICE_OOB when it names no device of the mesh)."""
+        own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
+        try:
+            return dref.target(own, self.mesh, run.env)
+        except IndexError:  # (before LookupError, its base)
+            raise self._device_oob(dref, run, path) from None
+        except LookupError as e:
+            raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, str(e)) from None
+        except E.ExprError as e:
+            raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
+
+    def _device_oob(self, dref: Any, run: _Run, path: str) -> SimError:
+        tail = "JAX does not check it, and on a GPU it addresses no device"
+        here = f" on device {run.actor.device}" if self.ndev > 1 else ""
+        if dref.linear is not None:
+            v = dref.linear.eval(run.env)
+            what = (
+                f"device id {v} is"
+                if dref.linear.is_const
+                else (f"device id {dref.linear.label()} is {v}{here},")
+            )
+            return SimError(
+                "REMOTE_DEVICE_OOB",
+                path,
+                f"{what} outside the device mesh (devices 0..{self.ndev - 1}); {tail}",
+            )
+        for axis, e in dref.coords:
+            v = e.eval(run.env)
+            n = self.mesh.get(axis, 0)
+            if not 0 <= v < n:
+                what = f"index {v}" if e.is_const else f"index {e.label()} = {v}{here}"
+                return SimError(
+                    "REMOTE_DEVICE_OOB",
+                    f"{path}.{axis}",
+                    f"{what} on device-mesh axis {axis!r} is outside 0..{n - 1}; {tail}",
+                )
+        return SimError("REMOTE_DEVICE_OOB", path, f"the device id is outside the mesh; {tail}")
+
+    def soft(self, e: SimError, run: _Run, node: _Node, field: str, access: str) -> None:
+        """Data-free mode: record a finding and skip the statement; data mode: fail."""
+        if self.data:
+            raise e
+        self.out.findings.append(
+            Finding(
+                e.code,
+                e.path,
+                str(e),
+                node.path,
+                field,
+                access,
+                run.actor,
+                dict(run.values),
+                tuple(run.pids),
+            )
+        )
+        raise _Skip
+
+    def _stack(self, view: View, transforms: list[Any], run: _Run, path: str) -> View:
+        for i, t in enumerate(transforms):
+            view = t.view(view, self, run, f"{path}.transforms[{i}]")
+        return view
+
+    def _lookup(self, env: dict[str, View], name: str, run: _Run, path: str) -> View:
+        v = env.get(name)
+        if v is not None:
+            return v
+        if name in self.params:
+            base, transforms, ppath = self.params[name]
+            whole = self._whole.get(base)
+            if whole is None:  # offsets are never written: share them
+                whole = self._whole[base] = View.whole(base, compact=self.compact)
+                owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
+                self._owners[id(owner)] = owner
+                self._origin[id(owner)] = owner.__array_interface__["data"][0]
+            view = self._stack(whole, transforms, run, ppath)
+            env[name] = view
+            return view
+        raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+
+    # ------------------------------------------------------------ memory access
+
+    def spans(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
+        """The base elements a view covers, as runs (numpy, and as a list of pairs;
+        cached for views of a shared base)."""
+        o = view.offsets
+        owner = o.base
+        key = None
+        ptr = 0
+        if owner is not None and id(owner) in self._owners:
+            ptr = o.__array_interface__["data"][0]
+            key = (id(owner), ptr, o.shape, o.strides, view.dtype)
+            hit = self._spans.get(key)
+            if hit is not None:
+                return hit
+        pairs = (
+            _affine_spans(view, ptr - self._origin[id(owner)], self._whole[view.base])
+            if key is not None
+            else None
+        )
+        if pairs is not None:
+            both = (None, pairs)  # (the array is made only if an access is kept)
+        else:
+            self.work += o.size
+            if self.limits.max_work is not None and self.work > self.limits.max_work:
+                raise _Stop(
+                    f"stopped after indexing {self.work} view offsets (the bound is "
+                    f"{self.limits.max_work})",
+                    "SIM_TOO_LARGE",
+                )
+            r = runs_of(view.elements())
+            both = (r, [tuple(x) for x in r.tolist()])
+        if key is not None:
+            if len(self._spans) > 65536:
+                self._spans.clear()
+            self._spans[key] = both
+        return both
+
+    def _block_of(self, view: View, run: _Run) -> int:
+        if view.cluster is None:
+            return run.actor.block
+        info = self._cur
+        return run.grid_point * info["ncl"] + int(
+            np.ravel_multi_index(view.cluster, tuple(info["cluster"].values()))
+        )
+
+    def _targets(self, view: View, run: _Run, fan_out: tuple[str, ...] | None) -> list[int]:
+        dev = run.actor.device if view.device is None else view.device
+        axes = view.multicast or fan_out
+        if not axes:
+            return [dev]
+        own = dict(zip(self.mesh, self.device_coords(dev), strict=True))
+        out = []
+        for combo in itertools.product(*(range(self.mesh[a]) for a in axes)):
+            out.append(self._device_of({**own, **dict(zip(axes, combo, strict=True))}))
+        return out
+
+    def location(self, base: Base, device: int, block: int) -> Location:
+        per_block = base.kind == "scratch" and base.memory != "GMEM"
+        key = (base.name, base.kind, device, block if per_block else None)
+        loc = self._locs.get(key)
+        if loc is None:
+            loc = self._locs[key] = Location(base.memory, base.name, device, key[3], base.kind)
+        return loc
+
+    def _storage(self, loc: Location, base: Base) -> Storage:
+        st = self.memory.get(loc)
+        if st is None:  # scratch: allocated on first touch, uninitialized
+            st = Storage.of(loc, uninitialized(base.shape, base.dtype, self.mode))
+            self.memory[loc] = st
+        return st
+
+    def read(self, x: StmtCtx, fld: str, agent: bool = False) -> Any:
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        self._check_data(view, name, x.path)
+        if view.oob is not None:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, msg), x.run, x.node, fld, "r")
+        if view.multicast is not None:
+            raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
+        (dev,) = self._targets(view, x.run, None)
+        loc = self.location(view.base, dev, self._block_of(view, x.run))
+        a = x.run.a + (self.n_actors if agent else 0)
+        self._log("read", a, x, name, loc, view, fld)
+        if not self.data:
+            return Abstract(view.shape, view.dtype)
+        st = self._storage(loc, view.base)
+        raw = st.data[view.offsets]
+        return np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape)
+
+    def read_all(self, x: StmtCtx, fld: str, axes: tuple[str, ...]) -> list[Any]:
+        """The view read on every device along ``axes`` (multimem_load_reduce)."""
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        self._check_data(view, name, x.path)
+        if view.oob is not None:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, msg), x.run, x.node, fld, "r")
+        out = []
+        for dev in self._targets(view.with_(multicast=None), x.run, axes):
+            loc = self.location(view.base, dev, self._block_of(view, x.run))
+            self._log("read", x.run.a, x, name, loc, view, fld)
+            if self.data:
+                raw = self._storage(loc, view.base).data[view.offsets]
+                out.append(np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape))
+            else:
+                out.append(Abstract(view.shape, view.dtype))
+        return out
+
+    def write(
+        self,
+        x: StmtCtx,
+        fld: str,
+        value: Any,
+        fan_out: tuple[str, ...] | None = None,
+        kind: str = "write",
+        agent: bool = False,
+    ) -> None:
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        self._check_data(view, name, x.path)
+        if tuple(value.shape) != view.shape:
+            raise SimError(
+                "SWAP_SHAPE_MISMATCH",
+                x.path,
+                f"Invalid shape for `swap`: storing {tuple(value.shape)} into {name!r} of shape "
+                f"{view.shape}",
+            )
+        if np.dtype(value.dtype) != view.dtype:
+            raise SimError(
+                "SIM_DTYPE_MISMATCH",
+                x.path,
+                f"storing {value.dtype} into {name!r} of dtype {view.dtype}",
+            )
+        if view.oob is not None:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, msg), x.run, x.node, fld, "w")
+        a = x.run.a + (self.n_actors if agent else 0)
+        raw = None
+        if self.data:
+            raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+            raw = raw.reshape(*view.shape, view.dtype.itemsize)
+        block = self._block_of(view, x.run)
+        for dev in self._targets(view, x.run, fan_out):
+            loc = self.location(view.base, dev, block)
+            self._log(kind, a, x, name, loc, view, fld)
+            if raw is not None:
+                self._storage(loc, view.base).data[view.offsets] = raw
+
+    def atomic_add(self, x: StmtCtx, fld: str, value: Any) -> None:
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        self._check_data(view, name, x.path)
+        if view.oob is not None:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, msg), x.run, x.node, fld, "w")
+        if view.multicast is not None:
+            raise SimError(
+                "SIM_UNSUPPORTED", x.path, f"atomic_add through a multicast view {name!r}"
+            )
+        if tuple(value.shape) != view.shape:
+            raise SimError(
+                "SIM_SHAPE_MISMATCH", x.path, f"adding {tuple(value.shape)} into {view.shape}"
+            )
+        (dev,) = self._targets(view, x.run, None)
+        loc = self.location(view.base, dev, self._block_of(view, x.run))
+        self._log("atomic", x.run.a, x, name, loc, view, fld)
+        if not self.data:
+            return
+        st = self._storage(loc, view.base)
+        cur = np.ascontiguousarray(st.data[view.offsets]).view(view.dtype).reshape(view.shape)
+        with np.errstate(all="ignore"):
+            new = np.add(cur, np.asarray(value).astype(view.dtype), dtype=view.dtype)
+        st.data[view.offsets] = (
+            np.ascontiguousarray(new).reshape(-1).view(np.uint8).reshape(*view.shape, -1)
+        )
+
+    def _check_data(self, view: View, name: str, path: str) -> None:
+        if view.base.is_sync:
+            raise SimError(
+                "SIM_UNSUPPORTED", path, f"{name!r} is a {view.base.kind}: it holds no data"
+            )
+
+    def _log(
+        self, kind: str, a: int, x: StmtCtx, name: str, loc: Location, view: View, fld: str
+    ) -> None:
+        actor = x.run.actor
+        if a >= self.n_actors:
+            actor = Actor(
+                actor.program,
+                actor.device,
+                actor.block,
+                actor.thread,
+                actor.grid,
+                actor.cluster,
+                actor.device_coords,
+                agent=True,
+            )
+        stmt = (x.node.index, x.stmt.op, name, x.path, fld)
+        spans, pyspans = self.spans(view)
+        self.shadow.access(kind, a, actor, stmt, loc, math.prod(view.base.shape), spans, pyspans)
+
+    # ------------------------------------------------------------ synchronisation
+
+    def _one(self, view: View, name: str, what: str, path: str) -> int:
+        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
+            raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
+        pairs = self.spans(view)[1]
+        count = sum(b - a for a, b in pairs)
+        if count != 1 or view.shape:
+            raise SimError(
+                "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
+            )
+        return pairs[0][0]
+
+    def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
+        name = base.name
+        key = (name, e, dev, block)
+        sem = self.semaphores.get(key)
+        if sem is None:
+            label = f"{name}[{e}]" if base.shape else name
+            sem = self.semaphores[key] = Semaphore(f"{label} on device {dev} block {block}", key)
+        return sem
+
+    def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        e = self._one(view, name, "semaphore", x.path)
+        if inc < 0:
+            raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
+        run = x.run
+        if axes:
+            devs = self._targets(view.with_(device=None), run, axes)
+        elif dref is not None:
+            try:
+                devs = [self.peer(dref, run, f"{x.path}.device")]
+            except SimError as err:
+                if err.code != "REMOTE_DEVICE_OOB":
+                    raise
+                self.soft(err, run, x.node, fld, "")
+        else:
+            devs = [run.actor.device if view.device is None else view.device]
+        vc = self.clocks.snapshot(run.a)
+        many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
+        who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
+        for d in devs:
+            self.semaphore(view.base, e, d, run.actor.block).signal(inc, vc, who, x.path)
+        self._signal_paths.setdefault(view.base.name, set()).add(x.path)
+        self.clocks.tick(run.a)
+
+    def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
+        view = x.view(fld)
+        name = getattr(x.stmt, fld)
+        e = self._one(view, name, "semaphore", x.path)
+        dev = x.run.actor.device if view.device is None else view.device
+        sem = self.semaphore(view.base, e, dev, x.run.actor.block)
+        self.out.waits.setdefault(view.base.name, set()).add(x.path)
+        if self.sample is not None:
+            return None  # a sampled run: the signallers may not run at all
+        return SemaphoreWait(self, x.run.a, sem, value, decrement, x.path)
+
+    def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
+        e = self._one(view, name, "barrier", path)
+        name = view.base.name
+        spec = self.scratch[name]
+        dev = run.actor.device
+        if spec.KIND == "cluster_barrier":
+            from mpmd_lab.fields import axes_tuple
+
+            axes = axes_tuple(spec.collective_axes)
+            names = list(self._cur["cluster"])
+            coords = list(run.actor.cluster)
+            group = 1
+            for a in axes:
+                if a not in names:
+                    raise SimError("SIM_UNSUPPORTED", path, f"{a!r} is not a cluster axis")
+                coords[names.index(a)] = -1
+                group *= self._cur["cluster"][a]
+            key = (name, e, dev, run.grid_point, tuple(coords))
+            target = spec.num_arrivals * group
+            where = f"the cluster of block {run.actor.block} on device {dev}"
+        else:
+            key = (name, e, dev, run.actor.block)
+            target = spec.num_arrivals
+            where = f"device {dev} block {run.actor.block}"
+        bar = self.barriers.get(key)
+        if bar is None:
+            label = f"{name}[{e}]" if spec.num_barriers > 1 else name
+            bar = self.barriers[key] = Barrier(f"{label} of {where}", target)
+        return key, bar
+
+    def arrive(self, x: StmtCtx, fld: str) -> None:
+        key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
+        bar.arrive(self.clocks.snapshot(x.run.a))
+        self.clocks.tick(x.run.a)
+
+    def wait_barrier(self, x: StmtCtx, fld: str) -> Wait | None:
+        key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
+        k = x.run.waits.get(key, 0)
+        x.run.waits[key] = k + 1
+        if self.sample is not None:
+            return None
+        return BarrierWait(self, x.run.a, bar, k, x.path)
+
+    def copy_to_smem(self, x: StmtCtx, src: str, dst: str, barrier: str) -> None:
+        """An async GMEM -> SMEM copy by this actor's copy engine, landing on ``barrier``."""
+        run = x.run
+        key, bar = self.barrier(x.view(barrier), getattr(x.stmt, barrier), run, x.path)
+        g = run.a + self.n_actors
+        self.clocks.join(g, self.clocks.snapshot(run.a))
+        value = self.read(x, src, agent=True)
+        self.write(x, dst, value, agent=True)
+        bar.arrive(self.clocks.snapshot(g), copy=True)
+        self.clocks.tick(g)
+        self.clocks.tick(run.a)
+
+    def copy_to_gmem(self, x: StmtCtx, src: str, dst: str, commit_group: bool) -> None:
+        """An async SMEM -> GMEM copy: it sees this actor's writes up to its last commit."""
+        run = x.run
+        g = run.a + self.n_actors
+        snap = self.clocks.snapshot(run.a)
+        snap[run.a] = run.committed
+        self.clocks.join(g, snap)
+        value = self.read(x, src, agent=True)
+        self.write(x, dst, value, agent=True)
+        run.open_group.append(self.clocks.snapshot(g))
+        self.clocks.tick(g)
+        self.clocks.tick(run.a)
+        if commit_group:
+            from mpmd_lab.engine.clocks import join_all
+
+            run.groups.append(join_all(run.open_group))  # type: ignore[arg-type]
+            run.open_group = []
+
+    def commit(self, x: StmtCtx) -> None:
+        x.run.committed = self.clocks.now(x.run.a)
+        self.clocks.tick(x.run.a)
+
+    def wait_copies(self, x: StmtCtx, n: int) -> None:
+        run = x.run
+        if run.open_group:
+            from mpmd_lab.engine.clocks import join_all
+
+            run.groups.append(join_all(run.open_group))  # type: ignore[arg-type]
+            run.open_group = []
+        while len(run.groups) > n:
+            self.clocks.join(run.a, run.groups.pop(0))
+
+    # ------------------------------------------------------------ running
+
+    def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
+        for node in nodes:
+            op = node.op
+            if isinstance(op, Let):
+                base = self._lookup(env, op.ref, run, node.path)
+                env[op.let] = self._stack(base, op.transforms, run, node.path)
+                yield None
+                continue
+            kind = op.kind
+            if kind == "loop":
+                start = self.eval(self.expr(op.start), run, f"{node.path}.start")
+                stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
+                yield None
+                had = op.var in run.values
+                old = run.values.get(op.var)
+                for i in range(start, stop, op.step):
+                    run.values[op.var] = i
+                    yield from self._body(run, node.children, dict(env))
+                if had:
+                    run.values[op.var] = old  # type: ignore[assignment]
+                else:
+                    run.values.pop(op.var, None)
+                continue
+            if kind == "when":
+                cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
+                yield None
+                if cond:
+                    yield from self._body(run, node.children, dict(env))
+                continue
+            x = StmtCtx(self, run, node, env)
+            try:
+                w = op.execute(x)
+            except _Skip:
+                w = None
+            if w is not None:
+                while not w.ready():
+                    yield w
+                w.complete()
+            yield None
+
+    def _actor_gen(self, run: _Run, info: dict):
+        yield from self._body(run, info["nodes"], {})
+
+    def run(self) -> Outcome:
+        """Run every actor to the end (or a deadlock, an error, a bound)."""
+        import gc
+
+        # a run allocates many small acyclic objects (accesses, views, clocks): the
+        # cyclic collector's passes only cost time, growing with the heap
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self) -> Outcome:
+        out = self.out
+        start = time.perf_counter()
+        deadline = None if self.limits.max_seconds is None else start + self.limits.max_seconds
+        max_steps = self.limits.max_steps
+        units = self._unit_iter()
+        active: list[_Run] = []
+        nxt = next(units, None)
+        steps = 0
+        self._cur = self.programs[0] if self.programs else {"p": 0, "ncl": 1, "cluster": {}}
+
+        def admit() -> bool:
+            """The next grid point's actors (programs one after another)."""
+            nonlocal nxt
+            if nxt is None:
+                return False
+            info, gi, gcoords, offset = nxt
+            if active and active[0].actor.program != info["p"]:
+                return False
+            self._cur = info
+            active.extend(self._make_runs(info, gi, gcoords, offset))
+            nxt = next(units, None)
+            return True
+
+        try:
+            while True:
+                if not active and not admit():
+                    break
+                progressed = False
+                still = []
+                for run in active:
+                    w = run.blocked
+                    if w is not None and not w.ready():
+                        still.append(run)
+                        continue
+                    try:
+                        r = next(run.gen)
+                    except StopIteration:
+                        progressed = True
+                        continue
+                    run.blocked = r
+                    still.append(run)
+                    if r is None:
+                        progressed = True
+                        steps += 1
+                        if steps >= max_steps:
+                            raise _Stop(
+                                f"stopped after {steps} steps (the simulator's limit)",
+                                "SIM_TOO_LARGE",
+                            )
+                        if deadline is not None and not steps & 1023:
+                            if time.perf_counter() > deadline:
+                                raise _Stop(
+                                    f"did not finish in {self.limits.max_seconds:g} s "
+                                    f"({steps} steps run): the simulator's time bound",
+                                    "RUN_TIMEOUT",
+                                )
+                active = still
+                if not progressed and active and not admit():
+                    out.deadlock = [
+                        Blocked(
+                            r.actor,
+                            r.blocked.path,
+                            r.blocked.kind,
+                            self._why(r.blocked),
+                            r.blocked.sem.key[0] if isinstance(r.blocked, SemaphoreWait) else "",
+                        )
+                        for r in active
+                        if r.blocked is not None
+                    ]
+                    break
+        except _Stop as e:
+            out.stopped = str(e)
+            if self.data:
+                out.error = SimError(e.code, "call.programs", str(e))
+        except SimError as e:
+            out.error = e
+        out.steps = steps
+        if out.error is None and not out.deadlock and not out.stopped:
+            for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
+                if sem.value and not sem.kept:
+                    last = sem.tokens[-1].path if sem.tokens else ""
+                    out.leftover.append((sem.label, sem.value, last))
+            if self.data:
+                out.outputs = self._outputs()
+        return out
+
+    def _why(self, w: Wait) -> str:
+        """What a deadlocked wait waits for, and where the signals it needs went."""
+        text = w.describe()
+        if not isinstance(w, SemaphoreWait):
+            return text
+        name, e, dev, block = w.sem.key
+        paths = sorted(self._signal_paths.get(name, ()))
+        if not paths:
+            return text + f"; no statement ever signals {name}"
+        others = [
+            f"{sem.label.split(' on ')[0]} holds {sem.value}"
+            for key, sem in self.semaphores.items()
+            if key[0] == name and key[2:] == (dev, block) and sem is not w.sem and sem.value
+        ]
+        went = f" ({', '.join(others[:3])} there)" if others else ""
+        return text + f"; the signals to {name} (at {', '.join(paths[:3])}) went elsewhere{went}"
+
+    def _outputs(self) -> dict[str, np.ndarray]:
+        shard = self.s.device_mesh is not None and self.s.run.shard_map is not False
+
+        def gather(name: str, kind: str) -> np.ndarray:
+            parts = [
+                self.memory[Location("GMEM", name, d, None, kind)].value() for d in range(self.ndev)
+            ]
+            if not parts[0].shape or not shard:
+                return parts[0]
+            return np.concatenate(parts, axis=0)
+
+        out = {name: gather(name, "output") for name in self.s.call.outputs}
+        for b in self.inputs:
+            if self.s.buffers[b].as_ref:
+                out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b, "input")
+        return out
+
+
+class _Stop(Exception):
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+class StmtCtx:
+    """What a statement op sees while it is simulated for one actor."""
+
+    __slots__ = ("engine", "env", "node", "path", "run", "stmt")
+
+    def __init__(self, engine: Engine, run: _Run, node: _Node, env: dict[str, View]):
+        self.engine, self.run, self.node, self.env = engine, run, node, env
+        self.stmt = node.op
+        self.path = node.path
+
+    @property
+    def mesh(self) -> dict[str, int]:
+        return self.engine.mesh
+
+    @property
+    def data(self) -> bool:
+        """Values are computed (False: the data-free race check, reads give shapes only)."""
+        return self.engine.data
+
+    def view(self, field: str) -> View:
+        return self.engine._lookup(self.env, getattr(self.stmt, field), self.run, self.path)
+
+    def read(self, field: str) -> Any:
+        return self.engine.read(self, field)
+
+    def read_all(self, field: str, axes: tuple[str, ...]) -> list[Any]:
+        return self.engine.read_all(self, field, axes)
+
+    def write(self, field: str, value: Any, fan_out: tuple[str, ...] | None = None) -> None:
+        self.engine.write(self, field, value, fan_out)
+
+    def atomic_add(self, field: str, value: Any) -> None:
+        self.engine.atomic_add(self, field, value)
+
+    def like(self, shape: tuple[int, ...], dtype: Any) -> Abstract:
+        return Abstract(tuple(shape), np.dtype(dtype))
+
+    def eval(self, raw: Any, sub: str = "") -> int:
+        e = self.engine.expr(raw)
+        return self.engine.eval(e, self.run, f"{self.path}.{sub}" if sub else self.path)
+
+    def signal(
+        self, field: str, inc: int, device: Any = None, axes: tuple[str, ...] | None = None
+    ) -> None:
+        self.engine.signal(self, field, inc, device, axes)
+
+    def wait_semaphore(self, field: str, value: int, decrement: bool) -> Wait | None:
+        return self.engine.wait_semaphore(self, field, value, decrement)
+
+    def arrive(self, field: str) -> None:
+        self.engine.arrive(self, field)
+
+    def wait_barrier(self, field: str) -> Wait | None:
+        return self.engine.wait_barrier(self, field)
+
+    def copy_to_smem(self, src: str, dst: str, barrier: str) -> None:
+        self.engine.copy_to_smem(self, src, dst, barrier)
+
+    def copy_to_gmem(self, src: str, dst: str, commit_group: bool = True) -> None:
+        self.engine.copy_to_gmem(self, src, dst, commit_group)
+
+    def commit(self) -> None:
+        self.engine.commit(self)
+
+    def wait_copies(self, n: int) -> None:
+        self.engine.wait_copies(self, n)
+
+    def memo(self, key: str, fn: Any) -> Any:
+        return self.engine.memo(self.stmt, key, fn)
+
+    def fail(self, code: str, message: str) -> None:
+        raise SimError(code, self.path, message)
+
+
+def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, int]] | None:
+    """The runs of a view sliced from its base's whole offsets (``byte_offset``: where
+    its data starts in the flat array they are a view of), from the slicing's origin and
+    strides alone; None when that does not say it (a bitcast, many runs...)."""
+    o = view.offsets
+    if view.dtype != whole.dtype or o.size == 0:
+        return None
+    last = whole.offsets.shape[-1]
+    isz = o.itemsize
+    off, rem = divmod(byte_offset, isz)
+    if rem or off % last or o.shape[-1] != last or (last > 1 and o.strides[-1] != isz):
+        return None
+    dims = []
+    for n, st in zip(o.shape[:-1], o.strides[:-1], strict=True):
+        if n == 1:
+            continue
+        q, r = divmod(st, isz * last)
+        if r or q <= 0:
+            return None
+        dims.append((q, n))
+    dims.sort()
+    length = 1
+    while dims and dims[0][0] == length:
+        length *= dims.pop(0)[1]
+    origin = off // last
+    if not dims:
+        return [(origin, origin + length)]
+    count = 1
+    for _, n in dims:
+        count *= n
+    if count > 4096:
+        return None
+    starts = np.full(1, origin, np.int64)
+    for q, n in dims:
+        starts = (starts[:, None] + np.arange(n, dtype=np.int64) * q).reshape(-1)
+    starts.sort()
+    if length == 1 or np.any(np.diff(starts) < length):
+        return None  # runs that touch or overlap: the generic path merges them
+    return [(int(a), int(a) + length) for a in starts.tolist()]
+
+
+def _uses_bitcast(s: Scenario) -> bool:
+    """Whether any transform stack of the call bitcasts (the data-free mode then keeps
+    every byte of its views)."""
+
+    def stacks(body: list[Any]):
+        for st in body:
+            if isinstance(st, Let):
+                yield st.transforms
+            if getattr(st, "BODY", False):
+                yield from stacks(st.body)
+
+    c = s.call
+    every = [a.transforms for a in c.args]
+    for prog in c.programs:
+        every.extend(stacks(list(prog.body)))
+    return any(t.op == "bitcast" for ts in every for t in ts)
+
+
+__all__ = [
+    "Blocked",
+    "Engine",
+    "Finding",
+    "Limits",
+    "Outcome",
+    "SimError",
+    "StmtCtx",
+    "compile_body",
+]

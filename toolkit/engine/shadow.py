@@ -1,0 +1,210 @@
+"""Shadow memory for the race check: who last touched each element, as runs.
+
+Each memory location keeps, per element, the last plain write (an access id), and
+per actor the last read and the last atomic update; they are held as
+:class:`RunMap` s (sorted ``[start, stop)`` segments with one value each), so a
+contiguous access costs a few numpy calls whatever its size, and a strided one no more
+than per-element bookkeeping. An access is checked against the accesses it conflicts
+with (a read against writes and atomics, a write against all three, an atomic against
+writes and reads) that happens-before does not order before it
+(:class:`~mpmd_lab.engine.clocks.Clocks`): each such pair is a race. This is the
+FastTrack/DJIT+ discipline (a write clears the reads it is checked against).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any
+
+import numpy as np
+from mpmd_lab.accesslog import Access, AccessLog, Location, Race
+
+
+class RunMap:
+    """A value for every index of ``[0, size)``, as segments: ``bounds[i]`` starts
+    segment ``i`` (to ``bounds[i+1]``, the last to ``size``) holding ``vals[i]``;
+    ``-1`` means nothing. Plain lists and ``bisect``: the maps of a run are small (a
+    few segments per writer), where numpy's per-call cost would dominate."""
+
+    __slots__ = ("bounds", "size", "vals")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.bounds = [0]
+        self.vals = [-1]
+
+    @property
+    def empty(self) -> bool:
+        return len(self.vals) == 1 and self.vals[0] < 0
+
+    def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """``(start, stop, value)`` of the set segments inside ``spans``."""
+        if self.empty:
+            return []
+        bounds, vals, size = self.bounds, self.vals, self.size
+        out = []
+        n = len(bounds)
+        for a, b in spans:
+            i = bisect_right(bounds, a) - 1
+            while i < n and bounds[i] < b:
+                v = vals[i]
+                if v >= 0:
+                    lo = bounds[i] if bounds[i] > a else a
+                    hi = bounds[i + 1] if i + 1 < n else size
+                    out.append((lo, hi if hi < b else b, v))
+                i += 1
+        return out
+
+    def _split(self, x: int) -> int:
+        """Make ``x`` a segment start; its index."""
+        bounds = self.bounds
+        i = bisect_right(bounds, x) - 1
+        if bounds[i] == x:
+            return i
+        bounds.insert(i + 1, x)
+        self.vals.insert(i + 1, self.vals[i])
+        return i + 1
+
+    def assign(self, spans: list[tuple[int, int]], value: int) -> None:
+        """Set every index inside ``spans`` to ``value``."""
+        if value < 0 and self.empty:
+            return
+        bounds, vals = self.bounds, self.vals
+        for a, b in spans:
+            i = self._split(a)
+            j = self._split(b) if b < self.size else len(bounds)
+            bounds[i + 1 : j] = []
+            vals[i:j] = [value]
+            # merge with equal neighbours
+            if i + 1 < len(bounds) and vals[i + 1] == value:
+                del bounds[i + 1]
+                del vals[i + 1]
+            if i > 0 and vals[i - 1] == value:
+                del bounds[i]
+                del vals[i]
+
+
+class _Loc:
+    __slots__ = ("atomics", "reads", "size", "writes")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.writes = RunMap(size)
+        self.reads: dict[int, RunMap] = {}
+        self.atomics: dict[int, RunMap] = {}
+
+
+class Shadow:
+    """Every access of a run, checked for races as it happens, and logged (bounded)."""
+
+    def __init__(self, clocks: Any, log: AccessLog) -> None:
+        self.clocks = clocks
+        self.log = log
+        self._actor: list[int] = []
+        self._time: list[int] = []
+        #: per access: (kind, Actor, statement info, Location)
+        self._info: list[tuple[str, Any, tuple[int, str, str, str, str], Location]] = []
+        self._kept: dict[int, Access] = {}
+        self.locs: dict[Location, _Loc] = {}
+        self._seen: set[tuple] = set()
+
+    @property
+    def count(self) -> int:
+        return len(self._info)
+
+    def _access(self, i: int, spans: np.ndarray) -> Access:
+        acc = self._kept.get(i)
+        if acc is not None:
+            return acc
+        kind, actor, (stmt, op, ref, path, fld), loc = self._info[i]
+        return Access(i, kind, actor, stmt, op, ref, loc, spans, path, fld)  # type: ignore[arg-type]
+
+    def access(
+        self,
+        kind: str,
+        a: int,
+        actor: Any,
+        stmt: tuple[int, str, str, str, str],
+        loc: Location,
+        size: int,
+        spans: np.ndarray | None,
+        pyspans: list[tuple[int, int]],
+    ) -> None:
+        """Log one access by actor index ``a`` and check it against what came before."""
+        if not pyspans:
+            return
+        i = len(self._info)
+        self._actor.append(a)
+        self._time.append(self.clocks.time[a])
+        self._info.append((kind, actor, stmt, loc))
+        log = self.log
+        if log.limit is None or len(log.accesses) < log.limit:
+            if spans is None:
+                spans = np.asarray(pyspans, np.int64).reshape(-1, 2)
+            acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
+            self._kept[i] = acc
+            log.add(acc)
+        else:
+            log.count(actor.program, stmt[0], loc.buffer, kind, sum(b - a for a, b in pyspans))
+        sh = self.locs.get(loc)
+        if sh is None:
+            sh = self.locs[loc] = _Loc(size)
+        if kind == "read":
+            self._check(i, a, sh.writes, pyspans, "read-write")
+            for r, m in sh.atomics.items():
+                if r != a:
+                    self._check(i, a, m, pyspans, "read-write")
+            m = sh.reads.get(a)
+            if m is None:
+                m = sh.reads[a] = RunMap(size)
+            m.assign(pyspans, i)
+            return
+        self._check(i, a, sh.writes, pyspans, "write-write")
+        for r, m in sh.reads.items():
+            if r != a:
+                self._check(i, a, m, pyspans, "read-write")
+        if kind == "atomic":
+            m = sh.atomics.get(a)
+            if m is None:
+                m = sh.atomics[a] = RunMap(size)
+            m.assign(pyspans, i)
+            return
+        for r, m in sh.atomics.items():
+            if r != a:
+                self._check(i, a, m, pyspans, "write-write")
+        sh.writes.assign(pyspans, i)
+        for table in (sh.reads, sh.atomics):
+            if table:
+                for r in list(table):
+                    table[r].assign(pyspans, -1)
+                    if table[r].empty:
+                        del table[r]
+
+    def _check(self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str) -> None:
+        hits = m.query(spans)
+        if not hits:
+            return
+        vc = self.clocks.vc[a]
+        actor, times = self._actor, self._time
+        bad: dict[int, list[tuple[int, int]]] = {}
+        for lo, hi, v in hits:
+            pa = actor[v]
+            if pa == a or (vc is not None and vc[pa] >= times[v]):
+                continue
+            bad.setdefault(v, []).append((lo, hi))
+        for prev, segs in bad.items():
+            pk, pactor, pstmt, _ = self._info[prev]
+            key = (kind, actor[prev], pstmt, a, self._info[i][2], self._info[i][3])
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if self.log.races_full:
+                self.log.race_count += 1
+                continue
+            overlap = np.asarray(segs, np.int64).reshape(-1, 2)
+            first = self._access(prev, overlap)
+            second = self._access(i, overlap)
+            self.log.add_race(Race(kind, first, second, overlap))  # type: ignore[arg-type]
+
+
+__all__ = ["RunMap", "Shadow"]

@@ -1,0 +1,193 @@
+"""Semaphores, barriers and async-copy groups as a GPU has them, with the clocks they carry.
+
+- A **semaphore** is a counter per (device, block): ``semaphore_signal`` adds to it
+  (here, on a peer device, or on every device along some axes), ``semaphore_wait``
+  blocks until it reaches ``value`` and then takes ``value`` off (unless told not to).
+  Each signal is a token of ``inc`` units carrying the signaller's vector clock; a wait
+  consumes the first ``value`` units in arrival order and takes on their clocks (the
+  signals it consumes happen before it).
+- A **barrier** counts arrivals per phase: ``num_arrivals`` complete a phase (an async
+  copy into SMEM arrives when it lands; ``barrier_arrive`` arrives at once). A thread's
+  k-th ``barrier_wait`` on a barrier waits for its k-th phase and takes on the clocks
+  of that phase's arrivals. A cluster barrier is one barrier for the blocks of a cluster
+  along its axes: every block's arrival counts, ``num_arrivals`` times the blocks.
+- A thread's **copy groups** (``copy_smem_to_gmem``) complete at ``wait_smem_to_gmem(n)``
+  (all but the ``n`` most recent), which takes on their clocks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Completed phases a barrier remembers (a waiter lagging further is not modelled).
+KEEP_PHASES = 16
+
+
+@dataclass
+class Token:
+    units: int
+    vc: np.ndarray
+    sender: str  # who signalled (for deadlock reports)
+    path: str
+
+
+@dataclass
+class Semaphore:
+    """One semaphore of one block on one device."""
+
+    label: str  # "sems[1] on device 0 block 0"
+    key: tuple = ()  # (scratch name, element, device, block)
+    value: int = 0
+    tokens: deque[Token] = field(default_factory=deque)
+    received: int = 0  # signals so far
+    kept: bool = False  # a wait left its value on purpose (decrement=False)
+    senders: list[str] = field(default_factory=list)  # the first few signallers
+
+    def signal(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
+        self.value += units
+        self.received += 1
+        if len(self.senders) < 4 and sender not in self.senders:
+            self.senders.append(sender)
+        self.tokens.append(Token(units, vc, sender, path))
+
+    def take(self, value: int, decrement: bool) -> list[np.ndarray]:
+        """The clocks of the first ``value`` units (consumed when ``decrement``)."""
+        out: list[np.ndarray] = []
+        need = value
+        if not decrement:
+            self.kept = True
+            for t in self.tokens:
+                if need <= 0:
+                    break
+                out.append(t.vc)
+                need -= t.units
+            return out
+        self.value -= value
+        while need > 0 and self.tokens:
+            t = self.tokens[0]
+            out.append(t.vc)
+            if t.units <= need:
+                need -= t.units
+                self.tokens.popleft()
+            else:
+                t.units -= need
+                need = 0
+        return out
+
+
+@dataclass
+class Barrier:
+    """One barrier (a block's, or a cluster's shared one).
+
+    ``barrier_arrive`` arrivals complete a phase as soon as there are ``target`` of
+    them. An async copy arrives too (``arrive_expect_tx``), but its phase completes only
+    once its bytes land: the copies a thread issues back to back land together, so a
+    phase they reach completes when a waiter looks (``settle``), with every copy issued
+    into it by then (two copies on one ``Barrier(num_arrivals=1)`` and one wait: the
+    bytes add up, as JAX's kernels rely on).
+    """
+
+    label: str
+    target: int  # arrivals per phase
+    arrivals: int = 0
+    phase: int = 0  # phases completed
+    pending: list[np.ndarray] = field(default_factory=list)  # this phase's clocks
+    copies: int = 0  # copies in flight in this phase
+    done: dict[int, np.ndarray | None] = field(default_factory=dict)
+
+    def arrive(self, vc: np.ndarray | None, copy: bool = False) -> None:
+        self.arrivals += 1
+        if vc is not None:
+            self.pending.append(vc)
+        if copy:
+            self.copies += 1
+        elif self.arrivals >= self.target and not self.copies:
+            self._complete()
+
+    def settle(self) -> None:
+        """Copies in flight have landed: complete the phase if it has its arrivals."""
+        if self.copies and self.arrivals >= self.target:
+            self._complete()
+
+    def _complete(self) -> None:
+        from mpmd_lab.engine.clocks import join_all
+
+        self.done[self.phase] = join_all(self.pending)
+        self.done.pop(self.phase - KEEP_PHASES, None)
+        self.phase += 1
+        self.arrivals = 0
+        self.copies = 0
+        self.pending = []
+
+
+class Wait:
+    """A blocking statement: ``ready()`` says whether it can go on, ``complete()`` does
+    what it does once it can, ``describe()`` says what it waits for."""
+
+    def ready(self) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def complete(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    kind = "wait"
+    path = ""
+
+
+class SemaphoreWait(Wait):
+    kind = "semaphore"
+
+    def __init__(self, engine: Any, a: int, sem: Semaphore, value: int, decrement: bool, path: str):
+        self.engine, self.a, self.sem, self.value, self.decrement, self.path = (
+            engine,
+            a,
+            sem,
+            value,
+            decrement,
+            path,
+        )
+
+    def ready(self) -> bool:
+        return self.sem.value >= self.value
+
+    def complete(self) -> None:
+        clocks = self.engine.clocks
+        for vc in self.sem.take(self.value, self.decrement):
+            clocks.join(self.a, vc)
+
+    def describe(self) -> str:
+        got = f"{self.sem.received} signal(s) so far"
+        if self.sem.senders:
+            got += f", from {', '.join(self.sem.senders)}"
+        return f"waits for {self.sem.label} to reach {self.value} (it is {self.sem.value}; {got})"
+
+
+class BarrierWait(Wait):
+    kind = "barrier"
+
+    def __init__(self, engine: Any, a: int, bar: Barrier, phase: int, path: str):
+        self.engine, self.a, self.bar, self.phase, self.path = engine, a, bar, phase, path
+
+    def ready(self) -> bool:
+        if self.bar.phase <= self.phase:
+            self.bar.settle()
+        return self.bar.phase > self.phase
+
+    def complete(self) -> None:
+        self.engine.clocks.join(self.a, self.bar.done.get(self.phase))
+
+    def describe(self) -> str:
+        return (
+            f"waits for phase {self.phase} of {self.bar.label} "
+            f"({self.bar.arrivals} of its {self.bar.target} arrival(s) came)"
+        )
+
+
+__all__ = ["Barrier", "BarrierWait", "Semaphore", "SemaphoreWait", "Token", "Wait"]

@@ -1,0 +1,558 @@
+"""Synchronisation, out-of-bounds views and device ids, judged by running the call
+data-free through the simulation engine (:mod:`mpmd_lab.engine`).
+
+Every actor (device x block x warpgroup) runs its statements with accesses only (no
+buffer is allocated); happens-before (program order, signal -> wait, barriers, async
+copies and their waits) orders them. What it reports:
+
+- RACE / RACE_DETECTED: two accesses to overlapping elements, at least one a write,
+  that nothing orders (every source: plain stores and loads, TMA copies, multimem,
+  multicast, cluster_ref, atomics against plain accesses), errors whatever
+  ``detect_races`` says. RACE_DETECTED in a kernel that synchronises (the race a
+  detector over happens-before finds: a missing wait) or when the scenario asks JAX's
+  GPU interpreter to look (``detect_races``: its first race, with ``pl.program_id`` 0 as
+  the interpreter has it, and JAX's message where it runs the call); RACE in a kernel
+  that orders nothing;
+- DEADLOCK_SEMAPHORE / DEADLOCK_BARRIER: every thread left is blocked and no signal
+  or arrival can come (who waits for what, where the signals went);
+- SEMAPHORE_IMBALANCE (warning): a semaphore not zero when the kernel ends;
+- OOB_READ / OOB_WRITE (the GPU interpreter's codes and message, at the first failing
+  access) or OOB_INDEX: an index (static, a block or program id, axis arithmetic, a
+  loop variable) outside its ref; OOB_INDEX at ``gpu-run`` where only a GPU goes out
+  (``pl.program_id``, which the GPU interpreter makes 0);
+- REMOTE_DEVICE_OOB: a device id (``remote_ref``, ``semaphore_signal``) outside the mesh;
+- SYNC_NOT_CHECKED (warning): a call too big to run every actor here (the limit is
+  said); out-of-bounds indices and device ids are then checked at the corners of the
+  grid and the device mesh, exactly for indices affine in the axes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from mpmd_lab import expr as E
+from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.engine import Engine, Limits, Outcome, SimError
+from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.validate.context import Ctx
+
+#: Steps (one statement of one thread) the static check runs at most: beyond, it says so.
+MAX_STEPS = 20_000
+#: View offsets it indexes the slow way at most (strided or copied views).
+MAX_WORK = 1 << 24
+#: Seconds it runs at most (a last resort: the bounds above are what decide).
+MAX_SECONDS = 10.0
+#: Races reported per call (distinct pairs of statements).
+MAX_RACES = 3
+
+
+def check_sync(ctx: Ctx) -> None:
+    """The engine-based rules (see the module docstring)."""
+    s = ctx.s
+    if ctx.build_failed or ctx.trace_failed or not s.call.programs:
+        return
+    if any(not st.ok for p in ctx.programs for st in p.stmts):
+        return  # a name that does not resolve: the schema-stage error says it
+    from mpmd_lab.simulator import step_estimate
+
+    steps = step_estimate(s)
+    interp_gpu = s.run.interpret == "gpu"
+    pid_bug = interp_gpu and _uses_pid(ctx)
+    if steps > MAX_STEPS:
+        _sampled(ctx, steps, pid_bug)
+        return
+    gpu = _run(s, "grid")
+    if gpu is None:
+        return
+    interp = _run(s, "zero") if pid_bug else gpu
+    if interp is None:
+        interp = gpu
+    reported = _interp_findings(ctx, interp)
+    _gpu_findings(ctx, gpu, reported, pid_bug)
+    _races(ctx, interp, gpu)
+    _deadlock(ctx, gpu)
+    _leftover(ctx, gpu)
+    if gpu.stopped:
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"the synchronisation check {gpu.stopped.replace('simulator', 'check')}: races, "
+            "deadlocks and out-of-bounds indices past that point are not checked",
+            severity="warning",
+        )
+
+
+def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
+    try:
+        engine = Engine(
+            s,
+            data=False,
+            program_id=pid,
+            limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
+            log_limit=0,
+            max_races=16,
+            **kw,
+        )
+        return engine.run()
+    except (SimError, MemoryError):
+        return None  # what the engine cannot make sense of, JAX's rules have said
+    except Exception:  # noqa: BLE001 - the check never fails on what it cannot judge
+        return None
+
+
+def _uses_pid(ctx: Ctx) -> bool:
+    """Whether a program with more than one block evaluates pl.program_id."""
+    for prog in ctx.programs:
+        mesh = ctx.s.call.programs[prog.index].mesh
+        if math.prod(mesh.grid.values()) <= 1:
+            continue
+        for st in prog.stmts:
+            node = st.node
+            exprs = list(node.exprs()) if hasattr(node, "exprs") else []
+            for b in st.refs.values():
+                for _, t in b.stack:
+                    exprs.extend(t.exprs())
+            if getattr(node, "transforms", None):
+                for t in node.transforms:
+                    exprs.extend(t.exprs())
+            if any("program_id" in e.calls() for _, e in exprs):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------- lookups
+
+
+def _stmt(ctx: Ctx, path: str) -> Stmt | None:
+    for prog in ctx.programs:
+        if path.startswith(prog.path + "."):
+            for st in prog.stmts:
+                if st.path == path:
+                    return st
+    return None
+
+
+def _binding(ctx: Ctx, f: Any) -> Binding | None:
+    st = _stmt(ctx, f.stmt)
+    return None if st is None or not f.field else st.refs.get(f.field)
+
+
+def _program_mesh(ctx: Ctx, path: str) -> Any:
+    p = int(path.split("[", 1)[1].split("]", 1)[0]) if path.startswith("call.programs[") else 0
+    return ctx.s.call.programs[p].mesh
+
+
+# ---------------------------------------------------------------- out of bounds
+
+
+def _box(region: Any, f: Any, sizes: dict[str, int]) -> list[tuple[int, int]]:
+    """Each base dim's access range for the actor of a finding."""
+    env = E.Env(f.values, sizes, f.pids)
+    out = []
+    for d in region:
+        start = d.start
+        if d.axis is not None:
+            kind, name = d.axis
+            if kind == "block":
+                idx = f.values.get(name, 0)
+            elif kind == "pid":
+                idx = f.pids[name] if name < len(f.pids) else 0
+            else:
+                try:
+                    idx = name.eval(env)
+                except E.ExprError:
+                    idx = 0
+            start += idx * d.stride
+        out.append((start, start + d.size * max(1, d.step)))
+    return out
+
+
+def _root(ctx: Ctx, b: Binding) -> list[int] | None:
+    root = ctx.root_shape(b)
+    if root is None:
+        return None
+    root = list(root)
+    o = b.origin[0] if b.origin else ""
+    if (
+        ctx.s.device_mesh
+        and ctx.s.run.shard_map is False
+        and root
+        and not o.startswith(("out:", "scratch:"))
+    ):
+        root[0] *= ctx.s.num_devices  # no shard_map: the kernel sees the global array
+    return root
+
+
+def _interp_message(kind: str, box: list, info: Any, root: tuple[int, ...]) -> str:
+    """The GPU interpreter's out-of-bounds message (its allocation key elided): the access
+    range per base dim (an integer-indexed dim as its index), and the buffer's shape."""
+    shown = set(info.view_dims) if info.view_dims is not None else set(range(len(box)))
+    parts = [
+        f"slice({lo}, {hi}, {max(1, r.step)})" if k in shown else str(lo)
+        for k, ((lo, hi), r) in enumerate(zip(box, info.region, strict=True))
+    ]
+    rng = ", ".join(parts) + ("," if len(parts) == 1 else "")
+    access = f"[Access(range=({rng}), permutation=None)]"
+    if kind == "r":
+        return (
+            f"Out-of-bounds read of HostAllocationKey(...): reading {access} but buffer has "
+            f"shape {root!r}."
+        )
+    return (
+        f"Out-of-bounds swap of HostAllocationKey(...): swapping {access} but buffer has "
+        f"shape {root!r} ."
+    )
+
+
+def _where(ctx: Ctx, f: Any) -> str:
+    """``b=1, dev=2, s=3``: the coordinates (and loop variables) of a finding's actor."""
+    mesh = _program_mesh(ctx, f.stmt)
+    names = list(mesh.grid) + list(mesh.cluster)
+    if mesh.threads is not None and mesh.threads.name:
+        names.append(mesh.threads.name)
+    if ctx.s.device_mesh and ctx.s.num_devices > 1:
+        names += list(ctx.s.device_mesh)
+    names += [k for k in f.values if k not in names and k not in (ctx.s.device_mesh or {})]
+    shown = [f"{k}={f.values[k]}" for k in names if k in f.values]
+    return ", ".join(shown) or "the only block"
+
+
+def _oob_diag(ctx: Ctx, f: Any, stage_code: str, stage: str, note: str = "") -> None:
+    """One out-of-bounds finding as today's diagnostics say it."""
+    b = _binding(ctx, f)
+    static = next(
+        (n for n, p in ctx.deferred if n.code == "OOB_INDEX" and p == f.path), None
+    )  # a static integer index: the view's own note
+    message = f.message
+    jax_message = None
+    fix = None
+    if b is not None and b.info is not None and b.info.region is not None:
+        root = _root(ctx, b)
+        if root is not None and len(root) == len(b.info.region):
+            mesh = _program_mesh(ctx, f.stmt)
+            sizes = {**(ctx.s.device_mesh or {}), **mesh.grid, **mesh.cluster}
+            box = _box(b.info.region, f, sizes)
+            jax_message = _interp_message(f.access or "r", box, b.info, tuple(root))
+            bad = next((k for k, (lo, hi) in enumerate(box) if lo < 0 or hi > root[k]), None)
+            if static is not None:
+                message = static.message
+            elif bad is not None:
+                what = "reads" if f.access == "r" else "writes"
+                message = (
+                    f"in block {_where(ctx, f)} this view {what} elements "
+                    f"[{box[bad][0]}, {box[bad][1]}) of dimension {bad} of its ref, which has "
+                    f"only {root[bad]}; JAX does not check block-indexed slices inside a kernel"
+                )
+                fix = _grid_fix(ctx, f.stmt, b.info.region[bad], root[bad], mesh)
+    elif static is not None:
+        message = static.message
+    ctx.add(
+        stage_code,
+        f.path,
+        message + note,
+        jax_message=jax_message if stage_code in ("OOB_READ", "OOB_WRITE") else None,
+        stage=stage,
+        fix=fix,
+    )
+
+
+def _grid_fix(ctx: Ctx, stmt_path: str, d: Any, extent: int, mesh: Any) -> Fix | None:
+    """Size the grid axis to the data: as many blocks as fit in the dimension."""
+    if d.axis is None or d.axis[0] not in ("block", "pid"):
+        return None
+    name = d.axis[1]
+    if d.axis[0] == "pid":
+        grid = list(mesh.grid)
+        if not isinstance(name, int) or name >= len(grid):
+            return None
+        name = grid[name]
+    if name not in mesh.grid or d.start != 0 or d.step != 1 or not d.stride:
+        return None
+    if d.stride < d.size:
+        return None
+    n = (extent - d.size) // d.stride + 1
+    if n < 1 or n == mesh.grid[name]:
+        return None
+    prog = stmt_path.split(".body[")[0]
+    return Fix(
+        description=f"run {n} blocks along {name!r} (as many as fit in {extent} elements)",
+        edits=[Edit(op="replace", path=f"{prog}.mesh.grid.{name}", value=n)],
+    )
+
+
+def _interp_findings(ctx: Ctx, out: Outcome) -> set[str]:
+    """Out-of-bounds accesses as JAX's interpreter meets them; the paths reported."""
+    oob = [f for f in out.findings if f.code == "OOB_INDEX"]
+    if not oob:
+        return set()
+    if ctx.s.run.interpret == "gpu":
+        f = oob[0]  # the interpreter stops at the first failing access
+        _oob_diag(ctx, f, "OOB_READ" if f.access == "r" else "OOB_WRITE", "interpret")
+        return {f.path}
+    seen: set[str] = set()
+    for f in oob:
+        if f.path not in seen:
+            seen.add(f.path)
+            _oob_diag(ctx, f, "OOB_INDEX", "interpret")
+    return seen
+
+
+def _gpu_findings(ctx: Ctx, out: Outcome, reported: set[str], pid_bug: bool) -> None:
+    seen = set(reported)
+    for f in out.findings:
+        if f.path in seen:
+            continue
+        seen.add(f.path)
+        if f.code == "REMOTE_DEVICE_OOB":
+            ctx.add("REMOTE_DEVICE_OOB", f.path, f.message)
+        elif f.code == "OOB_INDEX" and pid_bug:
+            _oob_diag(
+                ctx,
+                f,
+                "OOB_INDEX",
+                "gpu-run",
+                note=" (on a GPU: JAX's GPU interpreter gives pl.program_id 0 in every block, "
+                "so it does not see this)",
+            )
+
+
+# ---------------------------------------------------------------- races
+
+
+def _who(a: Any, b: Any, ctx: Ctx) -> str:
+    mesh = ctx.s.call.programs[a.program].mesh
+    grid, cluster = list(mesh.grid), list(mesh.cluster)
+    tname = mesh.threads.name if mesh.threads else None
+    parts = []
+    if a.device != b.device:
+        parts.append(f"device {a.device} and device {b.device}")
+    for names, va, vb in ((grid, a.grid, b.grid), (cluster, a.cluster, b.cluster)):
+        for n, x, y in zip(names, va, vb, strict=False):
+            if x != y:
+                parts.append(f"{n}={x} and {n}={y}")
+    if a.thread != b.thread:
+        parts.append(f"{tname or 'thread'}={a.thread} and {tname or 'thread'}={b.thread}")
+    if a.agent != b.agent and not parts:
+        return "A thread and its own async copy"
+    return "Executors " + ", ".join(parts) if parts else "Two executors"
+
+
+def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None) -> None:
+    first, second = race.first, race.second
+    p1 = f"{first.path}.{first.field}" if first.field else first.path
+    p2 = f"{second.path}.{second.field}" if second.field else second.path
+    msg = (
+        f"{_who(first.actor, second.actor, ctx)} access overlapping elements of the same "
+        f"buffer ({p1} and {p2}) with at least one write and nothing ordering them: "
+        f"{race.describe()}"
+    )
+    if interpreter:  # JAX's GPU interpreter runs the call with detect_races: it says so
+        ctx.add(code, p2, msg, jax_message="RACE DETECTED", jax_type="RuntimeError", fix=fix)
+    else:
+        ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
+
+
+#: the interpreter-limit codes (a warning each): JAX's GPU interpreter cannot run the call
+_INTERP_CANNOT = frozenset(
+    {
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "GPU_INTERP_MULTICAST",
+        "GPU_INTERP_NOT_A_REF",
+        "HLO_INTERP_NO_DISCHARGE",
+        "INTERP_LIMIT",
+    }
+)
+
+
+def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
+    """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
+
+    RACE_DETECTED: what a race detector over happens-before finds in a kernel that
+    synchronises (semaphores, barriers, async copies and their waits), or whenever the
+    scenario asks JAX's GPU interpreter to look (``detect_races``: the interpreter's first
+    race, with pl.program_id 0 as it has it; JAX's own message where it runs the call).
+    RACE: overlapping accesses in a kernel that orders nothing at all."""
+    from mpmd_lab.simulator import _synchronises
+
+    s = ctx.s
+    fix = _wait_fix(ctx, gpu)
+    code = "RACE_DETECTED" if _synchronises(s) else "RACE"
+    done: set[tuple[str, str]] = set()
+    if s.run.detect_races and s.run.interpret == "gpu" and interp.log.races:
+        r = interp.log.races[0]
+        runs = not any(d.code in _INTERP_CANNOT for d in ctx.diags)
+        _race_diag(ctx, r, "RACE_DETECTED", runs, fix)
+        done.add((r.first.path, r.second.path))
+        code = "RACE_DETECTED"
+    for r in gpu.log.races:
+        key = (r.first.path, r.second.path)
+        if key in done or (key[1], key[0]) in done:
+            continue
+        if len(done) >= MAX_RACES:
+            break
+        done.add(key)
+        _race_diag(ctx, r, code, False, fix)
+
+
+def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
+    """A signal nobody waits for: wait for it right after sending it (the ring idiom:
+    each device waits on its own semaphore, which its neighbour signals)."""
+    for _label, _value, path in out.leftover:
+        st = _stmt(ctx, path)
+        if st is None or st.node.kind != "semaphore_signal":
+            continue
+        base = st.refs.get("sem")
+        name = base.origin[0].split(":", 1)[-1] if base is not None and base.origin else ""
+        if out.waits.get(name):
+            continue  # it is waited for: the values, not a missing wait, are wrong
+        parent, _, idx = path.rpartition("[")
+        at = f"{parent}[{int(idx[:-1]) + 1}]"
+        wait: dict[str, Any] = {"op": "semaphore_wait", "sem": st.node.sem}
+        inc = st.node.inc
+        if inc != 1:
+            wait["value"] = inc
+        return Fix(
+            description=f"wait for {st.node.sem} after signalling it (at {path}): the signal "
+            "orders the writes before it, but only a wait orders the reads after it",
+            edits=[Edit(op="add", path=at, value=wait)],
+        )
+    return None
+
+
+# ---------------------------------------------------------------- deadlocks, balance
+
+
+def _deadlock(ctx: Ctx, out: Outcome) -> None:
+    if not out.deadlock:
+        return
+    from mpmd_lab.simulator import deadlock_diagnostic
+
+    d = deadlock_diagnostic(out.deadlock, stage="gpu-run")
+    ctx.add(d.code, d.path, d.message, fix=_signal_fix(ctx, out))
+
+
+def _signal_fix(ctx: Ctx, out: Outcome) -> Fix | None:
+    """A wait whose signals went to another semaphore of the same array: signal the one
+    it waits on (when that view is in scope at the signal)."""
+    blocked = next((b for b in out.deadlock if b.kind == "semaphore" and b.sem), None)
+    if blocked is None:
+        return None
+    wait = _stmt(ctx, blocked.path)
+    if wait is None:
+        return None
+    want = wait.node.sem
+    bw = wait.refs.get("sem")
+    for path in sorted(out.signals.get(blocked.sem, ())):
+        sig = _stmt(ctx, path)
+        if sig is None or sig.node.sem == want:
+            continue
+        if bw is not None and bw.kind == "view":
+            body = bw.path.rpartition("[")[0]
+            if not (path.startswith(body + "[") and bw.stmt < sig.index):
+                continue
+        return Fix(
+            description=f"signal {want} (what {blocked.path} waits on), not {sig.node.sem}",
+            edits=[Edit(op="replace", path=f"{path}.sem", value=want)],
+        )
+    return None
+
+
+def _leftover(ctx: Ctx, out: Outcome) -> None:
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for label, value, path in out.leftover:
+        groups.setdefault(path, []).append((label, value))
+    fix = _wait_fix(ctx, out)
+    for path, items in list(groups.items())[:3]:
+        shown = ", ".join(f"{lab} = {v}" for lab, v in items[:3])
+        more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+        ctx.add(
+            "SEMAPHORE_IMBALANCE",
+            path or "call.scratch",
+            f"semaphores are not zero when the kernel ends ({shown}{more}): the signals "
+            f"sent at {path} outnumber the waits that take them off",
+            severity="warning",
+            fix=fix,
+        )
+
+
+# ---------------------------------------------------------------- big launches
+
+
+def _corners(n: int) -> list[int]:
+    return sorted({0, 1, n - 2, n - 1} & set(range(n)))
+
+
+def _affine(ctx: Ctx) -> bool:
+    """No index expression uses // or % (corners then bound every actor's index)."""
+
+    def nonaffine(e: Any) -> bool:
+        if isinstance(e, E.BinOp):
+            return e.op in ("//", "%") or nonaffine(e.a) or nonaffine(e.b)
+        for sub in ("a", "b"):
+            if hasattr(e, sub) and nonaffine(getattr(e, sub)):
+                return True
+        return any(nonaffine(x) for x in getattr(e, "items", ()))
+
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            exprs = list(st.node.exprs()) if hasattr(st.node, "exprs") else []
+            for t in getattr(st.node, "transforms", []) or []:
+                exprs.extend(t.exprs())
+            if any(nonaffine(e) for _, e in exprs):
+                return False
+    return True
+
+
+def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
+    """Too big to run every actor: run the corners for indices and device ids, say so."""
+    s = ctx.s
+    sample: dict[int, list[tuple[int, ...]]] = {}
+    for p, prog in enumerate(s.call.programs):
+        shape = tuple(prog.mesh.grid.values())
+        sample[p] = list(itertools.product(*(_corners(n) for n in shape)))[:256]
+    devices = list(range(s.num_devices))
+    if s.device_mesh:
+        sizes = list(s.device_mesh.values())
+        coords = itertools.product(*(_corners(n) for n in sizes))
+        devices = []
+        for c in coords:
+            flat = 0
+            for v, n in zip(c, sizes, strict=True):
+                flat = flat * n + v
+            devices.append(flat)
+        devices = sorted(set(devices))[:64]
+    gpu = _run(s, "grid", sample=sample, sample_devices=devices)
+    interp = _run(s, "zero", sample=sample, sample_devices=devices) if pid_bug else gpu
+    from mpmd_lab.simulator import _synchronises
+
+    plain = not _synchronises(s)
+    if gpu is not None:
+        reported = _interp_findings(ctx, interp or gpu)
+        _gpu_findings(ctx, gpu, reported, pid_bug)
+        if plain:  # nothing orders threads: a race among the sampled ones is a race
+            _races(ctx, interp or gpu, gpu)
+    exact = _affine(ctx)
+    unchecked = (
+        "races are checked only among those blocks and devices"
+        if plain
+        else "races, deadlocks and semaphore balance are not checked"
+    )
+    ctx.add(
+        "SYNC_NOT_CHECKED",
+        "call.programs",
+        f"this call runs about {steps} thread-steps, more than the {MAX_STEPS} the static "
+        "check runs; indices and device ids were checked at the first two and last two "
+        "blocks and devices of every axis"
+        + (
+            ", which bounds them all (every index is affine in the axes)"
+            if exact
+            else " (an index with // or % may still go out of bounds in between)"
+        )
+        + f"; {unchecked} (simulate a smaller model of the call to check them all)",
+        severity="warning",
+    )
+
+
+__all__ = ["MAX_STEPS", "check_sync"]
