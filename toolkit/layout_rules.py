@@ -4,8 +4,7 @@ Each function reproduces what jax 0.12 (``jax._src.pallas.mosaic_gpu``, ``jax._s
 ``jax.experimental.mosaic.gpu``) raises for one family of scenarios: the exception
 type, its exact message (or the part before an IR dump, ``exact=False``), the stage
 (``build``, ``trace``, ``gpu-lower``, ``interpret``) and the mpmd-lab code
-``mpmd_lab.catalogue.classify`` gives that error (``JAX_UNKNOWN`` where the catalogue has
-no entry yet; ``PROPOSED`` names the entries it needs). Every function is held against
+``mpmd_lab.catalogue.classify`` gives that error. Every function is held against
 real JAX in ``tests/test_layout_rules.py``; ``research/agree/FINDINGS.md`` says where in
 JAX's source each rule comes from.
 
@@ -18,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
+
+from mpmd_lab import dtypes
 
 SWIZZLES = (32, 64, 128)
 
@@ -42,81 +43,26 @@ class JaxError(NamedTuple):
         return message == self.message if self.exact else message.startswith(self.message)
 
 
-#: Catalogue entries these rules need (code, type, message regex, stage, title): the
-#: errors JAX raises here that ``mpmd_lab.catalogue`` does not classify yet.
-PROPOSED: tuple[tuple[str, str, str, str, str], ...] = (
-    (
-        "GPU_GMEM_SCRATCH",
-        "NotImplementedError",
-        r"^Unsupported memory space: gmem$",
-        "gpu-lower",
-        "GMEM scratch in plgpu.kernel",
-    ),
-    (
-        "SMEM_CAPACITY",
-        "ValueError",
-        r"Mosaic GPU kernel exceeds available shared memory",
-        "gpu-lower",
-        "More SMEM scratch than the GPU has",
-    ),
-    (
-        "TMEM_PLAIN_ACCESS",
-        "ValueError",
-        r"Expected the same number of in_tmem_layouts \(0\) as TMEM ref operands",
-        "gpu-lower",
-        "A plain load or store of a TMEM ref",
-    ),
-    (
-        "TMEM_RESHAPE",
-        "NotImplementedError",
-        r"CollapseShape is only implemented for variables in SMEM",
-        "gpu-lower",
-        "A reshaped TMEM view",
-    ),
-    (
-        "TILED_SLICE_ALIGN",
-        "ValueError",
-        r"Expected slice start \(.*\) and slice size \(.*\) to be divisible by the tile size",
-        "gpu-lower",
-        "A slice of a tiled ref that does not fall on tile boundaries",
-    ),
-    (
-        "TILED_INDEX_TYPE",
-        "TypeError",
-        r"^Unsupported index type: ",
-        "gpu-lower",
-        "An integer index into a tiled dimension",
-    ),
-    (
-        "SWIZZLED_SLICE",
-        "ValueError",
-        r"^Swizzled dims cannot be sliced$",
-        "gpu-lower",
-        "A slice of the swizzled (minor) dimension",
-    ),
-    (
-        "SWIZZLED_INDEX",
-        "NotImplementedError",
-        r"^Non-slice indices are not supported in 2 minormost dims",
-        "gpu-lower",
-        "An integer index in the two minor dims of a swizzled ref",
-    ),
-    (
-        "TILED_RESHAPE",
-        "NotImplementedError|ValueError",
-        r"Unfolding dimensions is not supported when commuting|Folding tiled dimensions "
-        r"into untiled|Cannot commute `UntilingTransform` with `ReshapeTransform`",
-        "gpu-lower",
-        "A reshape a tiled ref's tiling cannot follow",
-    ),
-    (
-        "SWIZZLED_RESHAPE",
-        "ValueError",
-        r"^Reshape shape .* is not divisible by swizzle elements",
-        "gpu-lower",
-        "A reshape of a swizzled ref that changes its minor dimension",
-    ),
-)
+#: When in the Mosaic GPU lowering each code of these rules is raised (the rest: while
+#: the statement is lowered, in program order):
+#:
+#: - ``derive``: layout inference, deriving each op's constraints in program order;
+#: - ``solve``: layout inference, once the whole kernel's constraints are known;
+#: - ``assign``: layout inference, writing the solution back into each op;
+#: - ``dialect``: lowering the Mosaic GPU dialect (the TMA rules);
+#: - ``verify``: MLIR's verifier over the lowered module.
+LOWERING_PHASE: dict[str, str] = {
+    "TMEM_RESHAPE": "derive",
+    "SMEM_TRANSFORMS_ORDER": "derive",
+    "GPU_LAYOUT_INFERENCE": "solve",
+    "TMEM_PLAIN_ACCESS": "assign",
+    "GPU_VERIFICATION": "verify",
+}
+
+
+def lowering_phase(code: str) -> str:
+    """``LOWERING_PHASE[code]``, or ``statement`` (raised while lowering the statement)."""
+    return LOWERING_PHASE.get(code, "statement")
 
 
 def _op(t: Any) -> str:
@@ -174,30 +120,46 @@ def physical_shape(
       shape: (...)``; a rank-0 shape has no trailing dim (``IndexError: tuple index out of
       range``).
     """
+    cur, err, _ = physical_shape_at(shape, dtype_bits, stack)
+    return cur, err
+
+
+def physical_shape_at(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> tuple[tuple[int, ...] | None, JaxError | None, int | None]:
+    """``physical_shape`` and the index in ``stack`` of the transform that fails (None)."""
     cur = tuple(shape)
-    for t in stack:
+    for k, t in enumerate(stack):
         op = _op(t)
         if op == "tiling":
             nxt = tile_shape(cur, _get(t, "tile"))
             if nxt is None:
-                return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace")
+                return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace"), k
             cur = nxt
         elif op == "swizzle":
             s = _get(t, "bytes")
             if not cur:
-                return None, JaxError(
-                    "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", "trace"
+                return (
+                    None,
+                    JaxError(
+                        "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", "trace"
+                    ),
+                    k,
                 )
             e = swizzle_elems(s, dtype_bits)
             if e != cur[-1]:
-                return None, JaxError(
-                    "SWIZZLE_TRAILING_DIM",
-                    "ValueError",
-                    f"Swizzle {s} requires the trailing dimension to be of size {e}, but got "
-                    f"shape: {_tuple(cur)}",
-                    "trace",
+                return (
+                    None,
+                    JaxError(
+                        "SWIZZLE_TRAILING_DIM",
+                        "ValueError",
+                        f"Swizzle {s} requires the trailing dimension to be of size {e}, but "
+                        f"got shape: {_tuple(cur)}",
+                        "trace",
+                    ),
+                    k,
                 )
-    return cur, None
+    return cur, None, None
 
 
 def scratch_build_error(
@@ -214,34 +176,63 @@ def scratch_build_error(
     2. ``MemorySpace.__call__``: TMEM takes no transforms; a TMEM dtype narrower than
        32 bits needs ``packed``; ``packed`` / ``collective`` on SMEM or GMEM.
     """
-    for t in stack:
+    found = scratch_build_error_at(dtype_bits, memory_space, stack, packed, collective)
+    return None if found is None else found[0]
+
+
+def scratch_build_error_at(
+    dtype_bits: int,
+    memory_space: str,
+    stack: Sequence[Any],
+    packed: bool | None = None,
+    collective: bool | None = None,
+) -> tuple[JaxError, str] | None:
+    """``scratch_build_error`` and the scratch field it is about (``transforms[1].bytes``,
+    ``transforms``, ``dtype``, ``packed`` or ``collective``)."""
+    for k, t in enumerate(stack):
         if _op(t) == "swizzle" and _get(t, "bytes") not in SWIZZLES:
-            return JaxError(
-                "SWIZZLE_VALUE",
-                "ValueError",
-                f"Swizzle {_get(t, 'bytes')} is not supported. Only 32, 64 and 128 are accepted.",
-                "build",
+            return (
+                JaxError(
+                    "SWIZZLE_VALUE",
+                    "ValueError",
+                    f"Swizzle {_get(t, 'bytes')} is not supported. Only 32, 64 and 128 are "
+                    "accepted.",
+                    "build",
+                ),
+                f"transforms[{k}].bytes",
             )
     if memory_space == "TMEM":
         if stack:
-            return JaxError(
-                "TMEM_NO_TRANSFORMS", "ValueError", "transforms are not supported for TMEM", "build"
+            return (
+                JaxError(
+                    "TMEM_NO_TRANSFORMS",
+                    "ValueError",
+                    "transforms are not supported for TMEM",
+                    "build",
+                ),
+                "transforms",
             )
         if packed is None and dtype_bits != 32:
-            return JaxError(
-                "TMEM_DTYPE_PACKED",
-                "ValueError",
-                "dtypes narrower than 32-bit require either the packed argument or an explicit "
-                "TMEM layout",
-                "build",
+            return (
+                JaxError(
+                    "TMEM_DTYPE_PACKED",
+                    "ValueError",
+                    "dtypes narrower than 32-bit require either the packed argument or an "
+                    "explicit TMEM layout",
+                    "build",
+                ),
+                "dtype",
             )
         return None
     if packed is not None or collective is not None:
-        return JaxError(
-            "TMEM_ONLY_ARGS",
-            "ValueError",
-            "packed, collective and layout arguments are only supported for TMEM.",
-            "build",
+        return (
+            JaxError(
+                "TMEM_ONLY_ARGS",
+                "ValueError",
+                "packed, collective and layout arguments are only supported for TMEM.",
+                "build",
+            ),
+            "packed" if packed is not None else "collective",
         )
     return None
 
@@ -284,7 +275,10 @@ def gmem_scratch_error(entry: str, scratch: Sequence[tuple[str, str]]) -> JaxErr
     for space, _dtype in scratch:
         if space == "GMEM":
             return JaxError(
-                "JAX_UNKNOWN", "NotImplementedError", "Unsupported memory space: gmem", "gpu-lower"
+                "GPU_GMEM_SCRATCH",
+                "NotImplementedError",
+                "Unsupported memory space: gmem",
+                "gpu-lower",
             )
     return None
 
@@ -293,35 +287,118 @@ def gmem_scratch_error(entry: str, scratch: Sequence[tuple[str, str]]) -> JaxErr
 MAX_SMEM_BYTES = 232448
 
 
-def smem_bytes(scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]]) -> int:
-    """Bytes of SMEM scratch as the lowering allocates it: each buffer's *physical*
-    shape (after its tiling, which a tile longer than the rank inflates) times its width.
-    ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
+#: every SMEM allocation of run_scoped is rounded up to this (``gpu_core.SMEM_ALIGNMENT``)
+SMEM_ALIGNMENT = 1024
+#: bytes of one mbarrier in SMEM (``mosaic.gpu.utils.MBARRIER_BYTES``)
+MBARRIER_BYTES = 8
+
+
+def smem_bytes(
+    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]], barriers: int = 0
+) -> int:
+    """Bytes of SMEM the lowering asks for: each scratch buffer's *physical* shape
+    (after its tiling, which a tile longer than the rank inflates) times its width,
+    rounded up to ``SMEM_ALIGNMENT`` (``Resources`` aligns each allocation), then
+    ``barriers`` mbarriers. ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
     total = 0
     for shape, bits, stack in scratch:
         phys, err = physical_shape(shape, bits, stack)
         if err is None and phys is not None:
-            total += math.prod(phys) * bits // 8
-    return total
+            n = math.prod(phys) * bits // 8
+            total += -(-n // SMEM_ALIGNMENT) * SMEM_ALIGNMENT
+    return total + barriers * MBARRIER_BYTES
 
 
 def smem_capacity_error(
-    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]],
+    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]], barriers: int = 0
 ) -> JaxError | None:
     """``plgpu.kernel`` whose SMEM scratch is larger than the target's shared memory:
     ``ValueError: Mosaic GPU kernel exceeds available shared memory: smem_bytes=N >
-    max_smem_bytes=232448`` when lowering (checked for one buffer; several are summed,
-    their alignment padding not verified)."""
-    n = smem_bytes(scratch)
+    max_smem_bytes=232448`` when lowering (``smem_bytes``: several buffers and barriers)."""
+    n = smem_bytes(scratch, barriers)
     if n <= MAX_SMEM_BYTES:
         return None
     return JaxError(
-        "JAX_UNKNOWN",
+        "SMEM_CAPACITY",
         "ValueError",
         f"Mosaic GPU kernel exceeds available shared memory: smem_bytes={n} > "
         f"max_smem_bytes={MAX_SMEM_BYTES}",
         "gpu-lower",
     )
+
+
+def _layout_repr(t: Any) -> str:
+    """A layout transform as the Mosaic GPU dialect prints it (``TileTransform`` and
+    ``SwizzlingMode``, ``layouts.from_transform_attr``)."""
+    if _op(t) == "swizzle":
+        b = _get(t, "bytes")
+        return f"<SwizzlingMode.k{b}ByteSwizzle: {b}>"
+    return f"TileTransform(tiling={_tuple(_get(t, 'tile'))}, rounding=None)"
+
+
+def smem_transforms_error(stack: Sequence[Any]) -> JaxError | None:
+    """An access (a load, a store, a TMA copy) of SMEM scratch whose layout is not one
+    the Mosaic GPU dialect takes: layout inference reads a ``with_transforms`` op's
+    transforms in the order the scratch stacked them and knows ``[]``, ``[tile]``,
+    ``[tile, swizzle]`` and ``[swizzle]`` only
+    (``_extract_smem_transforms_from_custom_transform_attrs``): a swizzle before a tiling,
+    or two tilings, raise ``NotImplementedError: Unsupported transforms [...]``."""
+    kinds = [_op(t) for t in stack]
+    if kinds in ([], ["tiling"], ["tiling", "swizzle"], ["swizzle"]):
+        return None
+    items = ", ".join(_layout_repr(t) for t in stack)
+    return JaxError(
+        "SMEM_TRANSFORMS_ORDER",
+        "NotImplementedError",
+        f"Unsupported transforms [{items}]",
+        "gpu-lower",
+    )
+
+
+def reinterpret_cast_error(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> JaxError | None:
+    """An access of SMEM scratch whose physical shape (``physical_shape``) holds more
+    elements than its logical one (a tile longer than the rank pairs the whole shape with
+    the tile's first entries): the lowering reinterprets the allocation as the logical
+    shape (``_reinterpret_cast`` in ``_handle_transforms``) and MLIR's verifier rejects
+    the cast; JAX wraps it as a ``VerificationError`` (the op's IR follows)."""
+    phys, err = physical_shape(shape, dtype_bits, stack)
+    if err is not None or phys is None or math.prod(phys) == math.prod(shape):
+        return None
+    return JaxError(
+        "GPU_VERIFICATION",
+        "VerificationError",
+        VERIFY_PREFIX + "'mosaic_gpu.reinterpret_cast' op source and result memrefs must "
+        f"have the same number of elements, but got {math.prod(phys)} and {math.prod(shape)}",
+        "gpu-lower",
+        exact=False,
+    )
+
+
+def strided_vec_size(shape: Sequence[int], bits: int) -> int:
+    """Elements per thread and vector of the strided register layout of a plain GMEM
+    load or store (``WGStridedFragLayout.from_shaped_type``; 0: none fits)."""
+    size = math.prod(shape)
+    if size % 128:
+        return 0
+    vec = min(64 // bits, size // 128)
+    while vec > 0 and size % (vec * 128):
+        vec //= 2
+    return vec
+
+
+def transposed_access_error(
+    view_shape: Sequence[int], bits: int, minor_moved: bool, access: str
+) -> JaxError | None:
+    """A plain load or store of a GMEM view whose minor dim is not the ref's minor dim
+    (a transpose moved it): the lowering emits ``vector.load`` / ``vector.store`` of
+    ``strided_vec_size`` elements per thread on a memref whose minor stride is not 1.
+    MLIR's verifier lets a one-element vector through (it is a scalar access) and
+    rejects a longer one (``transpose_view_error``)."""
+    if not minor_moved or strided_vec_size(view_shape, bits) <= 1:
+        return None
+    return transpose_view_error(access)
 
 
 # ---------------------------------------------------------------- TMEM
@@ -349,24 +426,6 @@ def tmem_transpose_ref_error(transformed: bool, shape: Sequence[int], dtype: str
     return JaxError("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.", "trace")
 
 
-def _trivial_index(entries: Sequence[Any], shape: Sequence[int]) -> bool:
-    """An ``at`` that selects the whole ref (``is_trivial_index``: every entry a full slice)."""
-    for k, d in enumerate(shape):
-        e = entries[k] if k < len(entries) else None
-        if e is None:
-            continue
-        if isinstance(e, list):
-            a, b = e
-            if (a in (None, 0) or a <= -d) and (b is None or b >= d):
-                continue
-            return False
-        ds = _get(e, "ds") if isinstance(e, dict) or hasattr(e, "ds") else None
-        if ds is not None and ds[0] == 0 and ds[1] == d:
-            continue
-        return False
-    return True
-
-
 def tmem_access_error(
     shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
 ) -> JaxError | None:
@@ -378,11 +437,12 @@ def tmem_access_error(
       (``Transforms are not yet implemented for warpgroup semantics``);
     - a reshape: layout inference's ``CollapseShape`` rule is SMEM-only
       (``NotImplementedError: CollapseShape is only implemented for variables in SMEM``);
-    - a transpose (``ref.transpose``, any permutation, the identity too) or an ``at`` that
-      is not the whole ref: layout inference finds no TMEM layout for the
-      ``vector_load`` / ``vector_store`` of a transposed or strided TMEM memref
-      (``Failed to infer a possible set of layouts...``);
-    - otherwise (the whole ref): the ``vector_load`` / ``vector_store`` carries no TMEM
+    - a transpose (``ref.transpose``, any permutation, the identity too unless an ``at``
+      came before it), an integer
+      index, or an ``at`` that slices the rows (the TMEM lanes; any slice of the columns
+      is fine): layout inference finds no TMEM layout for the ``vector_load`` /
+      ``vector_store`` of such a memref (``Failed to infer a possible set of layouts...``);
+    - otherwise (every row, any columns): the ``vector_load`` / ``vector_store`` carries no TMEM
       layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
       ref operands (1). op=`` and the op's IR.
 
@@ -397,6 +457,7 @@ def tmem_access_error(
         return e
     cur: list[int] | None = list(shape)
     kinds: set[str] = set()
+    sliced = False
     for t in view:
         op = _op(t)
         if op == "bitcast":
@@ -410,24 +471,30 @@ def tmem_access_error(
             kinds.add("reshape")
         elif op == "transpose":
             perm = list(_get(t, "perm"))
-            kinds.add("strided")  # even the identity: a memref_transpose is emitted
+            # a memref_transpose is emitted even for the identity; only an identity of a
+            # view an ``at`` already made strided leaves the memref type as it was
+            if not (sliced and perm == list(range(len(perm)))):
+                kinds.add("strided")
             if cur is not None and sorted(perm) == list(range(len(cur))):
                 cur = [cur[p] for p in perm]
         elif op == "at":
-            idx = list(_get(t, "index"))
-            if cur is None or not _trivial_index(idx, cur):
+            sliced = True
+            ix = None if cur is None else _index_entries(list(_get(t, "index")), cur)
+            # a slice of columns keeps a TMEM layout; a slice of the rows (the lanes), an
+            # integer index or a view JAX cannot follow leaves none
+            if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
                 kinds.add("strided")
-            cur = None if cur is None or not _trivial_index(idx, cur) else cur
+            cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
     if "reshape" in kinds:
         return JaxError(
-            "JAX_UNKNOWN",
+            "TMEM_RESHAPE",
             "NotImplementedError",
             "CollapseShape is only implemented for variables in SMEM",
             "gpu-lower",
         )
     if "strided" in kinds:
         return layout_inference_error()
-    return JaxError("JAX_UNKNOWN", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
+    return JaxError("TMEM_PLAIN_ACCESS", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
 
 
 def layout_inference_error() -> JaxError:
@@ -580,11 +647,7 @@ def init_fits(shape: Sequence[int], init: Any) -> bool:
 
 def dtype_bits(dtype: str) -> int:
     """Bit width of a scenario dtype as JAX sees it (64-bit types are 32-bit without x64)."""
-    if dtype in ("float64", "int64", "uint64", "float32", "int32", "uint32"):
-        return 32
-    if dtype in ("float16", "bfloat16", "int16", "uint16"):
-        return 16
-    return 8
+    return dtypes.bits(dtype)
 
 
 def nbytes(shape: Sequence[int], dtype: str) -> int:
@@ -679,6 +742,8 @@ class _T(NamedTuple):
     kind: str
     value: Any = None  # tile, swizzle bytes, (indices, shape), shape, perm, dtype
     name: str = ""
+    #: the position of the step in the view (-1: the undo of the scratch's layout)
+    index: int = -1
 
     def repr(self) -> str:
         if self.kind == "index":
@@ -727,7 +792,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             out.append(_Ix("slice", 0, d))
         elif isinstance(e, bool):
             return None
-        elif isinstance(e, int):
+        elif isinstance(e, int | str):  # a static or traced (an expression) integer
             out.append(_Ix("int"))
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
@@ -736,7 +801,9 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             out.append(_Ix("slice", start, max(0, stop - start)))
         else:
             ds = _get(e, "ds")
-            if ds is not None:
+            if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
+                out.append(_Ix("slice", None, ds[1], dyn="JitTracer(int32[])"))
+            elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
                 out.append(_Ix("slice", ds[0], ds[1]))
@@ -770,37 +837,52 @@ def jax_transforms(
             out.append(_T("unswizzle", _get(t, "bytes")))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
-    for t in view:
+    for i, t in enumerate(view):
         op = _op(t)
         if op == "at":
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_T("index", (tuple(idx), cur)))
+            out.append(_T("index", (tuple(idx), cur), index=i))
             cur = tuple(i.size for i in idx if i.kind != "int")
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_T("reshape", new))
+            out.append(_T("reshape", new, index=i))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_T("transpose", perm))
+            out.append(_T("transpose", perm, index=i))
             cur = tuple(cur[p] for p in perm)
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_T("bitcast", new))
+            out.append(_T("bitcast", new, index=i))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, op))
+            out.append(_T("other", None, other_repr(t), index=i))
     return out
+
+
+def other_repr(t: Any) -> str:
+    """A peer, multicast or cluster view step roughly as JAX prints its transform (the
+    device ids and block indices are traced values: only their structure is known)."""
+    op = _op(t)
+    if op == "multicast_ref":
+        axes = _get(t, "axes")
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        return f"MulticastRef(collective_axes={axes!r})"
+    if op == "cluster_ref":
+        return f"ClusterRefTransform(dims={tuple(_get(t, 'block'))!r}, idxs=(...))"
+    if op == "remote_ref":
+        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+    return op
 
 
 def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
@@ -814,7 +896,7 @@ def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
     for ix, tl in zip(tiled, tile, strict=False):
         if ix.kind == "int":
             return t2, JaxError(
-                "JAX_UNKNOWN",
+                "TILED_INDEX_TYPE",
                 "TypeError",
                 "Unsupported index type: <class 'jax._src.interpreters.partial_eval."
                 "DynamicJaxprTracer'>",
@@ -823,7 +905,7 @@ def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
         if (ix.start is not None and ix.start % tl) or ix.size % tl:
             start = ix.dyn if ix.start is None else ix.start
             return t2, JaxError(
-                "JAX_UNKNOWN",
+                "TILED_SLICE_ALIGN",
                 "ValueError",
                 f"Expected slice start ({start}) and slice size ({ix.size}) to be divisible by "
                 f"the tile size ({tl})",
@@ -847,7 +929,7 @@ def _commute_indexer_unswizzle(t1: _T, t2: _T, bits: int) -> JaxError | None:
     if any(i.kind == "int" for i in idx[-2:]):
         inner = ", ".join(i.repr() for i in idx)
         return JaxError(
-            "JAX_UNKNOWN",
+            "SWIZZLED_INDEX",
             "NotImplementedError",
             f"Non-slice indices are not supported in 2 minormost dims: ({inner})",
             "gpu-lower",
@@ -856,14 +938,16 @@ def _commute_indexer_unswizzle(t1: _T, t2: _T, bits: int) -> JaxError | None:
     if last.start is None:
         # ``last_idx.start != 0`` on a traced start: a bool of a tracer
         return JaxError(
-            "JAX_UNKNOWN",
+            "TRACED_BOOL",
             "TracerBoolConversionError",
             "Attempted boolean conversion of traced array with shape bool[].",
             "gpu-lower",
             exact=False,
         )
     if last.start != 0 or last.size != swizzle_elems(t1.value, bits):
-        return JaxError("JAX_UNKNOWN", "ValueError", "Swizzled dims cannot be sliced", "gpu-lower")
+        return JaxError(
+            "SWIZZLED_SLICE", "ValueError", "Swizzled dims cannot be sliced", "gpu-lower"
+        )
     return None
 
 
@@ -889,7 +973,7 @@ def untile_reshape(
     every dim but the minor one."""
 
     def err(t: str, m: str) -> tuple[None, JaxError]:
-        return None, JaxError("JAX_UNKNOWN", t, m, "gpu-lower")
+        return None, JaxError("TILED_RESHAPE", t, m, "gpu-lower")
 
     if not target:
         return err(
@@ -1007,6 +1091,24 @@ def view_lowering_error(
     ``Transforms are not yet implemented for warpgroup semantics`` for a plain
     access, ``<class 'jax._src.state.types.BitcastTransform'>`` for a TMA copy.
     """
+    found = view_lowering_error_at(shape, dtype, scratch_stack, view, access)
+    return None if found is None else found[0]
+
+
+#: the codes ``view_lowering_error`` gives for a bitcast left over once every other step
+#: is handled: raised by the access itself, after the view's steps are lowered
+LEFTOVER_CODES = ("GPU_WG_TRANSFORMS", "TMA_SRC_TRANSFORM")
+
+
+def view_lowering_error_at(
+    shape: Sequence[int],
+    dtype: str,
+    scratch_stack: Sequence[Any],
+    view: Sequence[Any],
+    access: str = "load",
+) -> tuple[JaxError, int | None] | None:
+    """``view_lowering_error`` and the position in ``view`` of the step the lowering was
+    moving when it failed (None: the access itself, a bitcast left over)."""
     ts = jax_transforms(shape, dtype, scratch_stack, view)
     if ts is None:
         return None
@@ -1021,16 +1123,17 @@ def view_lowering_error(
             remaining.append(t)
             continue
         new_rem: list[_T] = []
+        at = t.index
         for r in reversed(remaining):
             if r.kind == "untile" and t.kind == "index":
                 t, e = _commute_indexer_untile(r, t)
                 if e:
-                    return e
+                    return e, at
                 new_rem.append(r)
             elif r.kind == "unswizzle" and t.kind == "index":
                 e = _commute_indexer_unswizzle(r, t, bits)
                 if e:
-                    return e
+                    return e, at
                 new_rem.append(r)
             elif r.kind == "transpose" and t.kind == "index":
                 t, r2 = _commute_transpose_indexer(r, t)
@@ -1039,16 +1142,16 @@ def view_lowering_error(
                 e_ = swizzle_elems(r.value, bits)
                 if not cur or cur[-1] != e_:
                     return JaxError(
-                        "JAX_UNKNOWN",
+                        "SWIZZLED_RESHAPE",
                         "ValueError",
                         f"Reshape shape {_tuple(cur)} is not divisible by swizzle elements {e_}",
                         "gpu-lower",
-                    )
+                    ), at
                 new_rem.append(r)
             elif r.kind == "untile" and t.kind == "reshape":
                 new_tiling, e = untile_reshape(r.value, cur, t.value)
                 if e:
-                    return e
+                    return e, at
                 assert new_tiling is not None
                 lead = len(t.value) - len(new_tiling)
                 sizes = [d // tl for d, tl in zip(t.value[lead:], new_tiling, strict=False)]
@@ -1057,7 +1160,7 @@ def view_lowering_error(
             elif r.kind in ("untile", "unswizzle") and t.kind == "other":
                 new_rem.append(r)
             else:
-                return _not_commutable(r, t)
+                return _not_commutable(r, t), at
         remaining = new_rem[::-1]
         cur = _apply_physical(cur, t)
     # pass 2: the view's own steps (the scratch undo is handed to the dialect)
@@ -1069,20 +1172,198 @@ def view_lowering_error(
             left.append(t)
             continue
         for r in reversed(left):
-            return _not_commutable(r, t)
+            return _not_commutable(r, t), t.index
     if left:
         if access == "tma":
-            # (the catalogue's HLO_INTERP_NO_DISCHARGE pattern classifies this message)
             return JaxError(
-                "HLO_INTERP_NO_DISCHARGE",
+                "TMA_SRC_TRANSFORM",
                 "NotImplementedError",
                 "<class 'jax._src.state.types.BitcastTransform'>",
                 "gpu-lower",
-            )
+            ), None
         return JaxError(
             "GPU_WG_TRANSFORMS",
             "NotImplementedError",
             "Transforms are not yet implemented for warpgroup semantics",
             "gpu-lower",
-        )
+        ), None
     return None
+
+
+# ---------------------------------------------------------------- memrefs of views
+#
+# After the commutes, ``_handle_transforms`` applies a view's steps to the memref in
+# order: an index is ``memref_slice`` (a strided subview), a transpose
+# ``memref_transpose`` (permuted strides), a reshape ``memref_reshape`` (parallel folds
+# and unfolds; a fold needs its dims contiguous). ``view_memref`` follows the strides
+# (in elements of the untransformed ref) the same way.
+
+
+class Memref(NamedTuple):
+    """A memref as the lowering types it: shape, strides and whether its layout is still
+    the identity (the untransformed ref: folds need no contiguity check)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    identity: bool = True
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out: list[int] = []
+    s = 1
+    for d in reversed(list(shape)):
+        out.append(s)
+        s *= d
+    return tuple(reversed(out))
+
+
+def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
+    """``_is_contiguous_shape_slice``: each dim fits exactly in the next larger stride."""
+    if m.identity:
+        return True
+    hi = len(m.shape) if hi is None else hi
+    for k in range(lo + 1, hi):
+        if m.strides[k] * m.shape[k] != m.strides[k - 1]:
+            return False
+    return True
+
+
+def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | None]:
+    """``memref_fold``: the ``rank`` dims from ``dim`` become one."""
+    shape, strides = list(m.shape), list(m.strides)
+    if not (m.identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
+        m, dim, dim + rank
+    ):
+        return None, JaxError(
+            "GPU_RESHAPE_STRIDED",
+            "ValueError",
+            f"strides={strides}, ref_ty.shape={shape}, dim={dim}, fold_rank={rank}",
+            "gpu-lower",
+        )
+    shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
+    strides[dim : dim + rank] = [strides[dim + rank - 1]]
+    return Memref(tuple(shape), tuple(strides), m.identity), None
+
+
+def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
+    """``memref_unfold``: dim ``dim`` becomes ``factors``."""
+    shape, strides = list(m.shape), list(m.strides)
+    prev = strides[dim]
+    inserted = []
+    for f in reversed(list(factors)):
+        inserted.append(prev)
+        prev *= f
+    shape[dim : dim + 1] = list(factors)
+    strides[dim : dim + 1] = list(reversed(inserted))
+    return Memref(tuple(shape), tuple(strides), m.identity)
+
+
+def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
+    """``mosaic.gpu.utils.memref_reshape``: parallel folds and unfolds of the original
+    dims (``_reshape``), else, for a contiguous memref, one fold and one unfold; a
+    reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
+    composing independent folds/unfolds.``; a fold of dims that are not contiguous
+    raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
+    target = tuple(target)
+    if m.shape == target:
+        return m, None
+    if not m.shape or not target:
+        return Memref(target, (1,) * len(target), m.identity), None
+    sh0, sh1 = list(m.shape), list(target)
+    cur = m
+    i0 = i1 = 0
+
+    def fold_until(shape: list[int], off: int, want: int) -> int | None:
+        dim = 1
+        for to in range(off, len(shape)):
+            dim *= shape[to]
+            if dim == want:
+                return to + 1
+            if dim > want:
+                return None
+        return None
+
+    def not_parallel() -> tuple[Memref | None, JaxError | None]:
+        if _contiguous(m):
+            flat = contiguous_strides(target)
+            minor = m.strides[-1] if m.strides else 1
+            return Memref(target, tuple(s * minor for s in flat), m.identity), None
+        return None, JaxError(
+            "GPU_RESHAPE_STRIDED",
+            "NotImplementedError",
+            f"Can't reshape {sh0} to {sh1} by composing independent folds/unfolds.",
+            "gpu-lower",
+        )
+
+    while i0 < len(sh0) and i1 < len(sh1):
+        if sh0[i0] > sh1[i1]:
+            idx = fold_until(sh1, i1, sh0[i0])
+            if idx is None:
+                return not_parallel()
+            cur = _unfold(cur, i0, sh1[i1:idx])
+            sh0[i0 : i0 + 1] = sh1[i1:idx]
+            i0 += idx - i1
+            i1 = idx
+        elif sh0[i0] < sh1[i1]:
+            idx = fold_until(sh0, i0, sh1[i1])
+            if idx is None:
+                return not_parallel()
+            folded, e = _fold(cur, i0, idx - i0)
+            if e is not None:
+                return None, e
+            assert folded is not None
+            cur = folded
+            sh0[i0:idx] = [math.prod(sh0[i0:idx])]
+            i0 += 1
+            i1 += 1
+        else:
+            i0 += 1
+            i1 += 1
+    if i0 < len(sh0):
+        folded, e = _fold(cur, i0 - 1, len(sh0) - i0 + 1)
+        if e is not None:
+            return None, e
+        assert folded is not None
+        cur = folded
+    if i1 < len(sh1):
+        cur = _unfold(cur, i0 - 1, [sh0[i0 - 1]] + [1] * (len(sh1) - i1))
+    return cur, None
+
+
+def view_memref(
+    shape: Sequence[int], view: Sequence[Any]
+) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+    """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
+    not followed: a bitcast, a step the trace rejects), and the first reshape the
+    lowering cannot make, with its position in ``view``."""
+    m: Memref | None = Memref(tuple(shape), contiguous_strides(shape))
+    for i, t in enumerate(view):
+        if m is None:
+            return None, None
+        op = _op(t)
+        if op == "at":
+            ix = _index_entries(list(_get(t, "index")), m.shape)
+            if ix is None:
+                return None, None
+            keep = [k for k, e in enumerate(ix) if e.kind != "int"]
+            m = Memref(tuple(ix[k].size for k in keep), tuple(m.strides[k] for k in keep), False)
+        elif op == "transpose":
+            perm = [int(p) for p in _get(t, "perm")]
+            if sorted(perm) != list(range(len(m.shape))):
+                return None, None
+            m = Memref(tuple(m.shape[p] for p in perm), tuple(m.strides[p] for p in perm), False)
+        elif op == "reshape":
+            target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
+            if target is None:
+                return None, None
+            m, e = memref_reshape(m, target)
+            if e is not None:
+                return None, (e, i)
+        elif op == "bitcast":
+            return None, None
+    return m, None
+
+
+def minor_strided(m: Memref | None) -> bool:
+    """Whether the memref's minor dim is not unit-stride (True when unknown)."""
+    return m is None or (bool(m.shape) and m.strides[-1] != 1)
