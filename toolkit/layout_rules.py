@@ -46,6 +46,7 @@ class JaxError(NamedTuple):
 #: When in the Mosaic GPU lowering each code of these rules is raised (the rest: while
 #: the statement is lowered, in program order):
 #:
+#: - ``verify-early``: MLIR's verifier over the module the Pallas lowering made;
 #: - ``derive``: layout inference, deriving each op's constraints in program order;
 #: - ``solve``: layout inference, once the whole kernel's constraints are known;
 #: - ``assign``: layout inference, writing the solution back into each op;
@@ -56,12 +57,23 @@ LOWERING_PHASE: dict[str, str] = {
     "SMEM_TRANSFORMS_ORDER": "derive",
     "GPU_LAYOUT_INFERENCE": "solve",
     "TMEM_PLAIN_ACCESS": "assign",
+    "SMEM_NOT_CONTIGUOUS": "solve",
+    "GPU_SMEM_TRANSFER": "dialect",
+    "GPU_GMEM_TRANSFER": "dialect",
+    "TMA_TILING_NO_SWIZZLE": "dialect",
+    "TMA_MINOR_STRIDE": "dialect",
+    "TMA_SMEM_NOT_CONTIGUOUS": "dialect",
     "GPU_VERIFICATION": "verify",
 }
 
 
-def lowering_phase(code: str) -> str:
-    """``LOWERING_PHASE[code]``, or ``statement`` (raised while lowering the statement)."""
+def lowering_phase(code: str, message: str = "") -> str:
+    """``LOWERING_PHASE[code]``, or ``statement`` (raised while lowering the statement).
+    A verification error of an op the Pallas lowering emits itself (``mosaic_gpu.*``) is
+    found before layout inference; of one the dialect lowering emits (``vector.*``), at
+    the end."""
+    if code == "GPU_VERIFICATION" and "'mosaic_gpu." in message:
+        return "verify-early"
     return LOWERING_PHASE.get(code, "statement")
 
 
@@ -367,13 +379,77 @@ def reinterpret_cast_error(
     if err is not None or phys is None or math.prod(phys) == math.prod(shape):
         return None
     return JaxError(
-        "GPU_VERIFICATION",
+        "GPU_VERIFICATION",  # (lowering_phase: verified before layout inference)
         "VerificationError",
         VERIFY_PREFIX + "'mosaic_gpu.reinterpret_cast' op source and result memrefs must "
         f"have the same number of elements, but got {math.prod(phys)} and {math.prod(shape)}",
         "gpu-lower",
         exact=False,
     )
+
+
+def smem_register_error(
+    stack: Sequence[Any],
+    view_shape: Sequence[int],
+    dtype_bits: int,
+    minor_moved: bool,
+    splat: bool = False,
+) -> JaxError | None:
+    """A plain load or store (``splat``: of a constant, ``fill``) of SMEM scratch with a
+    layout, under warpgroup semantics: layout inference must find a register layout the
+    tiled, swizzled SMEM can be transferred to (``IsTransferableSmemRegisters``, which
+    tries ``FragmentedArray.transfer_tiled``). Measured against jax 0.12 (the rule is
+    JAX's search, not a formula; ``tests/test_layout_rules.py`` holds each line):
+
+    - a swizzle without a tiling, or a tiling without a swizzle: no layout fits;
+    - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
+      or a view of rank < 2: no layout fits;
+    - a tile of one dim (the minor) fits only a 128-byte swizzle or at least 64 elements;
+    - a view whose minor dim is not the ref's (a transpose): with a tile of one row no
+      layout fits; else a 32-bit value is found a layout whose tiled transfer the dialect
+      lowering then rejects (``UnsupportedTransferError: Tiled strides must be a multiple
+      of the vector length, except for the load vectorized dimension``); a constant
+      (``fill``) is stored.
+    """
+    kinds = [_op(t) for t in stack]
+    if kinds in (["swizzle"], ["tiling"]):
+        return layout_inference_error()
+    if kinds != ["tiling", "swizzle"]:
+        return None
+    if len(view_shape) < 2 or view_shape[-2] % 64:
+        return layout_inference_error()
+    tile = list(_get(stack[0], "tile"))
+    swizzle = _get(stack[1], "bytes")
+    if len(tile) == 1 and swizzle != 128 and tile[0] < 64:
+        return layout_inference_error()
+    if minor_moved and not splat:
+        tile = list(_get(stack[0], "tile"))
+        if len(tile) >= 2 and tile[-2] == 1:
+            return layout_inference_error()
+        if dtype_bits == 32:
+            return JaxError(
+                "GPU_SMEM_TRANSFER",
+                "UnsupportedTransferError",
+                "Tiled strides must be a multiple of the vector length, except for the load "
+                "vectorized dimension",
+                "gpu-lower",
+            )
+    return None
+
+
+def gmem_transfer_error(dtype_bits: int) -> JaxError | None:
+    """The GMEM side of a plain copy whose value has the register layout of tiled,
+    swizzled SMEM (the WGMMA layout: each thread holds 2 consecutive elements of a row,
+    4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
+    layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
+    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes."""
+    if dtype_bits == 16:
+        msg = "GMEM transfer does not access a whole number of complete 32 byte sectors"
+    elif dtype_bits == 8:
+        msg = "GMEM transfer width (2 bytes/thread) is smaller than 4 bytes"
+    else:
+        return None
+    return JaxError("GPU_GMEM_TRANSFER", "TransferPlanDerivationError", msg, "gpu-lower")
 
 
 def strided_vec_size(shape: Sequence[int], bits: int) -> int:
@@ -642,6 +718,38 @@ def init_fits(shape: Sequence[int], init: Any) -> bool:
     return got is not None and got == tuple(shape)
 
 
+_MLIR_TYPES = {
+    "bfloat16": "bf16",
+    "bool": "i1",
+    "float8_e4m3fn": "f8E4M3FN",
+    "float8_e5m2": "f8E5M2",
+}
+
+
+def mlir_type(dtype: str) -> str:
+    """A dtype as MLIR prints it (``f32``, ``bf16``; integers are signless: ``i32``)."""
+    dt = dtypes.canonical(dtype)
+    if dt in _MLIR_TYPES:
+        return _MLIR_TYPES[dt]
+    kind = "f" if dt.startswith("float") else "i"
+    return f"{kind}{dtypes.bits(dt)}"
+
+
+def captured_scalar_error(dtype: str) -> JaxError:
+    """A kernel that closes over a rank-0 array (a traced scalar, not a Ref) and uses it:
+    tracing takes it (a scalar may be closed over), but the Mosaic GPU lowering gets the
+    constant as a GMEM memref where the kernel's jaxpr has a scalar, and its environment
+    check fails before any statement is lowered (``lower_jaxpr_to_mosaic_gpu``,
+    ``write_env``)."""
+    t = mlir_type(dtype)
+    return JaxError(
+        "CAPTURED_SCALAR",
+        "AssertionError",
+        f"Scalar type must match ShapedArray dtype, got: memref<{t}> != {t}",
+        "gpu-lower",
+    )
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -669,35 +777,49 @@ def index_bounds_error(shape: Sequence[int], entries: Sequence[Any]) -> JaxError
     (``start=0, dim=0``): a view an empty slice made cannot be indexed again. Too many
     entries: ``ValueError: `indices` must not be longer than `shape```.
     """
+    found = index_bounds_error_at(shape, entries)
+    return None if found is None else found[0]
+
+
+def index_bounds_error_at(
+    shape: Sequence[int], entries: Sequence[Any]
+) -> tuple[JaxError, int] | None:
+    """``index_bounds_error`` and the dim (the entry) it is about."""
     entries = list(entries)
     if len(entries) > len(shape):
         return None  # AT_TOO_MANY_INDICES: its message needs JAX's reprs of the entries
     for k, d in enumerate(shape):
         e = entries[k] if k < len(entries) else None
-        if isinstance(e, bool) or isinstance(e, int):
-            continue
+        if isinstance(e, bool | int | str):
+            continue  # an integer (or an expression): not a slice
         if e is None:
             start, size = 0, d
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif _get(e, "ds") is not None:
+        elif _get(e, "ds") is not None and isinstance(_get(e, "ds")[0], int):
             start, size = _get(e, "ds")
         else:
             continue  # a dynamic start: not checked at trace
         if start >= d:
-            return JaxError(
-                "AT_OOB_SLICE",
-                "ValueError",
-                f"Out of bound slice: start={start}, dim={d}.",
-                "trace",
+            return (
+                JaxError(
+                    "AT_OOB_SLICE",
+                    "ValueError",
+                    f"Out of bound slice: start={start}, dim={d}.",
+                    "trace",
+                ),
+                k,
             )
         if size and start + size - 1 >= d:
-            return JaxError(
-                "AT_OOB_SLICE",
-                "ValueError",
-                f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
-                "trace",
+            return (
+                JaxError(
+                    "AT_OOB_SLICE",
+                    "ValueError",
+                    f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
+                    "trace",
+                ),
+                k,
             )
     return None
 
@@ -1367,3 +1489,127 @@ def view_memref(
 def minor_strided(m: Memref | None) -> bool:
     """Whether the memref's minor dim is not unit-stride (True when unknown)."""
     return m is None or (bool(m.shape) and m.strides[-1] != 1)
+
+
+# ---------------------------------------------------------------- TMA copies from SMEM
+
+
+def _tiled_view_memref(
+    shape: Sequence[int], tile: Sequence[int], view: Sequence[Any]
+) -> Memref | None:
+    """The physical memref of a view of tiled SMEM made of ``at`` steps only (the TMA
+    copies the tiled allocation): leading dims sliced as they are, a tiled dim's slice
+    becomes a slice of its tile-index dim (the commute rules hold it to tile multiples).
+    None for any other view."""
+    n = len(tile)
+    if n > len(shape):
+        return None
+    lead = len(shape) - n
+    phys = [*shape[:lead], *(d // t for d, t in zip(shape[lead:], tile, strict=True)), *tile]
+    strides = list(contiguous_strides(phys))
+    sizes = list(phys)
+    # which physical dim each logical dim of the view is (its tile size, 1 if untiled)
+    dims: list[tuple[int, int]] = [(k, 1) for k in range(lead)]
+    dims += [(lead + j, t) for j, t in enumerate(tile)]
+    logical = list(shape)
+    for t in view:
+        if _op(t) != "at":
+            return None
+        ix = _index_entries(list(_get(t, "index")), logical)
+        if ix is None:
+            return None
+        keep: list[tuple[int, int]] = []
+        new_logical: list[int] = []
+        for (pd, tl), e, d in zip(dims, ix, logical, strict=True):
+            if e.kind == "int":
+                if tl != 1:
+                    return None
+                sizes[pd] = 0  # dropped
+                continue
+            if tl != 1 and e.size % tl:
+                return None
+            sizes[pd] = e.size // tl
+            keep.append((pd, tl))
+            new_logical.append(e.size)
+            del d
+        dims, logical = keep, new_logical
+    out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
+    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
+
+
+def tma_smem_error(
+    shape: Sequence[int],
+    dtype_bits: int,
+    stack: Sequence[Any],
+    view: Sequence[Any],
+    dst_shape: Sequence[int],
+    dst_strides: Sequence[int],
+) -> JaxError | None:
+    """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
+    (scratch layout ``stack``) into a GMEM ref of ``dst_shape`` / ``dst_strides`` raises
+    when the Mosaic GPU dialect lowers it (``LaunchContext.async_copy``), once the view
+    lowered (``view_lowering_error``):
+
+    - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
+      apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
+    - a view whose minor dim is not the SMEM ref's (a transpose): the GMEM ref is
+      transformed to match and its minor stride is not 1: ``TMA requires the stride of
+      the last dimension after transforming the GMEM reference to be 1, but it is N.``
+      (N: the stride of the GMEM dim the SMEM minor dim lands on);
+    - an SMEM view that is not one contiguous block (dims of size 1 aside): ``async_copy
+      needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
+      (of the physical, tiled memref, without its unit dims).
+    """
+    kinds = [_op(t) for t in stack]
+    tile = next((list(_get(t, "tile")) for t in stack if _op(t) == "tiling"), None)
+    if tile is not None and "swizzle" not in kinds and len(tile) > len(dst_shape):
+        return JaxError(
+            "TMA_TILING_NO_SWIZZLE",
+            "ValueError",
+            f"Cannot apply tiling TileTransform(tiling={_tuple(tile)}, rounding=None) with no "
+            f"swizzle to memref with shape {_tuple(dst_shape)}.",
+            "gpu-lower",
+        )
+    m, _ = view_memref(shape, view)
+    if m is None or not m.shape:
+        return None
+    if m.strides[-1] != 1 and 1 in m.strides and len(dst_strides) == len(m.shape):
+        q = m.strides.index(1)
+        return JaxError(
+            "TMA_MINOR_STRIDE",
+            "ValueError",
+            "TMA requires the stride of the last dimension after transforming the GMEM "
+            f"reference to be 1, but it is {dst_strides[q]}.",
+            "gpu-lower",
+        )
+    if m.strides[-1] != 1 or any(_op(t) == "transpose" for t in view):
+        return None  # (a transpose of major dims is moved to the GMEM side: any order)
+    phys = m if tile is None else _tiled_view_memref(shape, tile, view)
+    if phys is None:
+        return None
+    kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
+    want = contiguous_strides([d for d, _ in kept])
+    if any(s != w for (_, s), w in zip(kept, want, strict=True)):
+        return JaxError(
+            "TMA_SMEM_NOT_CONTIGUOUS",
+            "ValueError",
+            "async_copy needs the SMEM reference to be contiguous, but got strides "
+            f"{[s for _, s in kept]} for shape {[d for d, _ in kept]}",
+            "gpu-lower",
+        )
+    return None
+
+
+def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError | None:
+    """An SMEM view with no unit-stride dim (an integer index dropped the minor dim):
+    layout inference cannot place a swizzle on it (``_is_valid_smem_layout_assignment``:
+    ``NotImplementedError: We cannot apply swizzle to non-contiguous refs``)."""
+    m, _ = view_memref(shape, view)
+    if m is None or not m.shape or 1 in m.strides:
+        return None
+    return JaxError(
+        "SMEM_NOT_CONTIGUOUS",
+        "NotImplementedError",
+        "We cannot apply swizzle to non-contiguous refs",
+        "gpu-lower",
+    )

@@ -20,6 +20,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.shapes import RefInfo
@@ -50,6 +51,7 @@ def check_lower(ctx: Ctx) -> None:
     # dialect lowering (p3), IR verification (p4)
     layout: list[tuple[str, str, str, str]] = []
     verify: dict[str, list[tuple[str, str, str, str]]] = {
+        "verify-early": [],
         "derive": [],
         "assign": [],
         "p3": [],
@@ -69,10 +71,13 @@ def check_lower(ctx: Ctx) -> None:
                 ),
             )
             return
+        if _captured_scalar(ctx, prog):
+            return
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    for phase in (verify["derive"], layout, verify["assign"], verify["p3"], verify["p4"]):
+    phases = ("verify-early", "derive", "solve", "assign", "p3", "p4")
+    for phase in (layout if p == "solve" else verify[p] for p in phases):
         if phase:
             code, path, msg, why = phase[0]
             ctx.jax(code, path, msg, explanation=why)
@@ -138,15 +143,24 @@ class LowerCtx:
         assert info is not None
         return info
 
-    def access(self, field: str, kind: str, check_layout: bool = True) -> bool:
-        """A plain load or store through the ref (``ref[...]``)."""
+    def access(self, field: str, kind: str, check_layout: bool = True, splat: bool = False) -> bool:
+        """A plain load or store through the ref (``ref[...]``; ``splat``: a store of a
+        constant, ``jnp.full``)."""
         return _access(
-            self.ctx, self.st, field, kind, self.mesh, self.layout, self.verify, check_layout
+            self.ctx,
+            self.st,
+            field,
+            kind,
+            self.mesh,
+            self.layout,
+            self.verify,
+            check_layout,
+            splat,
         )
 
     def tma(self, src: str, dst: str) -> bool:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
-        return _tma(self.ctx, self.st, src, dst, self.mesh, self.verify)
+        return _tma(self.ctx, self.st, src, dst, self.mesh, self.layout, self.verify)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -167,6 +181,31 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
 
 def _where(st: Stmt, field: str) -> str:
     return f"{st.path}.{field}"
+
+
+def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
+    """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
+    lowering binds the kernel's constants before its first statement."""
+    s = ctx.s
+    used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
+    for i, cap in enumerate(s.call.captures):
+        b = s.buffers.get(cap.buffer)
+        if b is None or b.as_ref or b.shape or cap.name not in used:
+            continue
+        e = L.captured_scalar_error(b.dtype)
+        ctx.jax(
+            e.code,
+            f"call.captures[{i}]",
+            e.message,
+            jax_type=e.jax_type,
+            fix=Fix(
+                description=f"pass {cap.buffer!r} as a Ref (as_ref: true): a kernel may close "
+                "over a Ref",
+                edits=[Edit(op="replace", path=f"buffers.{cap.buffer}.as_ref", value=True)],
+            ),
+        )
+        return True
+    return False
 
 
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[Any]] | None:
@@ -191,7 +230,7 @@ def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
 
 def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
     """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
-    phase = L.lowering_phase(e.code)
+    phase = L.lowering_phase(e.code, e.message)
     item = (e.code, path, e.message, why)
     if phase == "solve":
         layout.append(item)
@@ -200,7 +239,7 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
 
 
 def _view_rules(
-    ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict
+    ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
@@ -217,7 +256,7 @@ def _view_rules(
         e = L.tmem_access_error(shape, view, dtype)
         if e is None:
             return False, None
-        if L.lowering_phase(e.code) != "statement":
+        if L.lowering_phase(e.code, e.message) != "statement":
             _later(verify, layout, e, where, _TMEM_WHY)
             return False, None
         if e.code in L.LEFTOVER_CODES:
@@ -234,18 +273,40 @@ def _view_rules(
             return True, None
     else:
         leftover = None
+    if space == "SMEM" and leftover is None and (e := L.smem_contiguity_error(shape, view)):
+        _later(verify, layout, e, where)
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
             _later(verify, layout, e, spath)
         if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
             _later(verify, layout, e, spath, _TILE_RANK_WHY)
+        info = b.info
+        if access != "tma" and info is not None and leftover is None:
+            m, _ = L.view_memref(shape, view)
+            e = L.smem_register_error(
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat
+            )
+            if e is not None:
+                _later(verify, layout, e, where, _REGISTERS_WHY)
     return False, leftover
 
 
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
     "or store of a TMEM ref (or of a view of one) does not lower."
+)
+_REGISTERS_WHY = (
+    "A plain load or store of tiled, swizzled SMEM moves the value through registers in "
+    "the layout the tiling and swizzle allow (the WGMMA layout: 64-row tiles, rows of the "
+    "swizzle's width); this view has no such layout. Copy with TMA, or keep the view "
+    "untransposed with a multiple of 64 rows and both a tiling and a swizzle."
+)
+_GMEM_XFER_WHY = (
+    "The value is copied between GMEM and tiled, swizzled SMEM, so it is held in the register "
+    "layout the SMEM tiling needs (2 consecutive elements per thread); for 8- and 16-bit "
+    "dtypes the GMEM side of that layout is not a whole number of 32-byte sectors. Copy with "
+    "TMA (copy_gmem_to_smem / copy_smem_to_gmem) instead."
 )
 _TILE_RANK_WHY = (
     "The tile has more dims than the scratch: JAX pairs the whole shape with the tile's first "
@@ -268,14 +329,16 @@ def _access(
     layout: list,
     verify: dict,
     check_layout: bool = True,
+    splat: bool = False,
 ) -> bool:
-    """A plain load or store through a ref view (``ref[...]``)."""
+    """A plain load or store through a ref view (``ref[...]``; ``splat``: the store of a
+    constant)."""
     b = st.refs[field]
     info = b.info
     assert info is not None
     if not info.is_ref:
         return False
-    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify)
+    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
     if stop or _apply_steps(ctx, st, field, info, mesh):
         return True
     if info.cluster:
@@ -325,6 +388,25 @@ def _access(
             )
         )
     root = _root_spec(ctx, b)
+    if info.memory_space == "GMEM" and root is not None and not splat:
+        # the value takes the register layout of tiled SMEM on the statement's other side
+        other = WRITE if kind == "load" else READ
+        for f, acc in st.node.REFS:
+            o = st.refs.get(f) if acc == other else None
+            spec = None if o is None else _root_spec(ctx, o)
+            if (
+                spec is not None
+                and spec[2] == "SMEM"
+                and [t.op for t in spec[3]]
+                == [
+                    "tiling",
+                    "swizzle",
+                ]
+            ):
+                e = L.gmem_transfer_error(dtypes.bits(info.dtype))
+                if e is not None:
+                    verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
+                break
     if info.memory_space == "GMEM" and root is not None:
         m, _ = L.view_memref(root[0], [t for _, t in b.stack])
         e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
@@ -463,10 +545,13 @@ def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
     return False
 
 
-def _tma(ctx: Ctx, st: Stmt, src_field: str, dst_field: str, mesh: Any, verify: dict) -> bool:
+def _tma(
+    ctx: Ctx, st: Stmt, src_field: str, dst_field: str, mesh: Any, layout: list, verify: dict
+) -> bool:
     """``copy_smem_to_gmem``'s lowering: the SMEM source's view (``_handle_transforms``),
-    the GMEM destination's (multicast, peer), then what is left of the source's view."""
-    stop, leftover = _view_rules(ctx, st, src_field, "tma", [], verify)
+    the GMEM destination's (multicast, peer), then what is left of the source's view;
+    the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
+    stop, leftover = _view_rules(ctx, st, src_field, "tma", layout, verify)
     src = st.refs[src_field].info
     assert src is not None
     if stop or _apply_steps(ctx, st, src_field, src, mesh):
@@ -505,7 +590,31 @@ def _tma(ctx: Ctx, st: Stmt, src_field: str, dst_field: str, mesh: Any, verify: 
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
+    src_root = _root_spec(ctx, st.refs[src_field])
+    dst_root = _root_spec(ctx, st.refs[dst_field])
+    if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
+        dm, _ = L.view_memref(dst_root[0], [t for _, t in st.refs[dst_field].stack])
+        if dm is not None:
+            shape, dtype, _space, stack = src_root
+            e = L.tma_smem_error(
+                shape,
+                dtypes.bits(dtype),
+                stack,
+                [t for _, t in st.refs[src_field].stack],
+                dm.shape,
+                dm.strides,
+            )
+            if e is not None:
+                verify["p3"].append((e.code, f"{st.path}.{src_field}", e.message, _TMA_WHY))
     return False
+
+
+_TMA_WHY = (
+    "The TMA engine copies one contiguous SMEM block (its tiled, swizzled layout as "
+    "allocated) into a box of the GMEM ref whose minor dim is unit-stride; this source "
+    "view is not such a block. Copy the whole scratch (or slices of whole tile rows) and "
+    "transpose or slice on the GMEM side or in registers."
+)
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
