@@ -454,6 +454,15 @@ ENTRIES: list[Entry] = [
         "A TMA copy of SMEM tiled by more dims than the GMEM ref has, unswizzled",
     ),
     _e(
+        "TMA_GMEM_STRIDES",
+        "ValueError",
+        r"Async copies require all GMEM strides except the last one to be a multiple of 16"
+        r"|Async copies require the number of bits copied along the last dimension"
+        r"|Async copies with swizzle=\d+ require the last dimension of the slice",
+        "gpu-lower",
+        "A TMA copy whose GMEM rows or box are not whole 16-byte units",
+    ),
+    _e(
         "TMA_MINOR_STRIDE",
         "ValueError",
         r"TMA requires the stride of the last dimension after transforming the GMEM",

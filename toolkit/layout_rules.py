@@ -62,6 +62,7 @@ LOWERING_PHASE: dict[str, str] = {
     "GPU_GMEM_TRANSFER": "dialect",
     "TMA_TILING_NO_SWIZZLE": "dialect",
     "TMA_MINOR_STRIDE": "dialect",
+    "TMA_GMEM_STRIDES": "dialect",
     "TMA_SMEM_NOT_CONTIGUOUS": "dialect",
     "GPU_VERIFICATION": "verify",
 }
@@ -405,11 +406,12 @@ def smem_register_error(
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits;
     - a tile of one dim (the minor) fits only a 128-byte swizzle or at least 64 elements;
-    - a view whose minor dim is not the ref's (a transpose): with a tile of one row no
-      layout fits; else a 32-bit value is found a layout whose tiled transfer the dialect
-      lowering then rejects (``UnsupportedTransferError: Tiled strides must be a multiple
-      of the vector length, except for the load vectorized dimension``); a constant
-      (``fill``) is stored.
+    - a view whose minor dim is not the ref's (a transpose): with a tile of one dim or
+      of one row no layout fits; else an 8- or 32-bit value is found a layout whose
+      tiled transfer the dialect lowering then rejects (``UnsupportedTransferError: Tiled
+      strides must be a multiple of the vector length, except for the load vectorized
+      dimension``), a 16-bit one the WGMMA layout (``gmem_transfer_error`` on the GMEM
+      side); a constant (``fill``) is stored.
     """
     kinds = [_op(t) for t in stack]
     if kinds in (["swizzle"], ["tiling"]):
@@ -422,11 +424,10 @@ def smem_register_error(
     swizzle = _get(stack[1], "bytes")
     if len(tile) == 1 and swizzle != 128 and tile[0] < 64:
         return layout_inference_error()
-    if minor_moved and not splat:
-        tile = list(_get(stack[0], "tile"))
-        if len(tile) >= 2 and tile[-2] == 1:
+    if minor_moved:
+        if len(tile) == 1 or tile[-2] == 1:
             return layout_inference_error()
-        if dtype_bits == 32:
+        if not splat and dtype_bits != 16:
             return JaxError(
                 "GPU_SMEM_TRANSFER",
                 "UnsupportedTransferError",
@@ -437,15 +438,16 @@ def smem_register_error(
     return None
 
 
-def gmem_transfer_error(dtype_bits: int) -> JaxError | None:
+def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:
     """The GMEM side of a plain copy whose value has the register layout of tiled,
     swizzled SMEM (the WGMMA layout: each thread holds 2 consecutive elements of a row,
     4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
     layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
-    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes."""
+    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. (An 8-bit
+    value of a transposed SMEM view gets another layout: ``smem_register_error``.)"""
     if dtype_bits == 16:
         msg = "GMEM transfer does not access a whole number of complete 32 byte sectors"
-    elif dtype_bits == 8:
+    elif dtype_bits == 8 and not smem_minor_moved:
         msg = "GMEM transfer width (2 bytes/thread) is smaller than 4 bytes"
     else:
         return None
@@ -533,6 +535,7 @@ def tmem_access_error(
         return e
     cur: list[int] | None = list(shape)
     kinds: set[str] = set()
+    first: str | None = None  # what layout inference meets first, deriving in order
     sliced = False
     for t in view:
         op = _op(t)
@@ -544,7 +547,14 @@ def tmem_access_error(
                 "gpu-lower",
             )
         if op == "reshape":
-            kinds.add("reshape")
+            # a reshape lowers to folds (collapse_shape) and unfolds (expand_shape): layout
+            # inference follows neither for TMEM; a collapse is refused outright
+            target = None if cur is None else _resolve_reshape(_get(t, "shape"), math.prod(cur))
+            if cur is None or target is None or _reshape_folds(cur, target):
+                first = first or "reshape"
+            elif tuple(target) != tuple(cur):
+                kinds.add("strided")
+            cur = None if target is None else list(target)
         elif op == "transpose":
             perm = list(_get(t, "perm"))
             # a memref_transpose is emitted even for the identity; only an identity of a
@@ -558,17 +568,18 @@ def tmem_access_error(
             ix = None if cur is None else _index_entries(list(_get(t, "index")), cur)
             # a slice of columns keeps a TMEM layout; a slice of the rows (the lanes), an
             # integer index or a view JAX cannot follow leaves none
+            # (the subview's constraint is unsatisfiable at once, before any later step)
             if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
-                kinds.add("strided")
+                first = first or "unsat"
             cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
-    if "reshape" in kinds:
+    if first == "reshape":
         return JaxError(
             "TMEM_RESHAPE",
             "NotImplementedError",
             "CollapseShape is only implemented for variables in SMEM",
             "gpu-lower",
         )
-    if "strided" in kinds:
+    if first == "unsat" or "strided" in kinds:
         return layout_inference_error()
     return JaxError("TMEM_PLAIN_ACCESS", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
 
@@ -1386,11 +1397,19 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
+    out, e, _ = _memref_reshape(m, target)
+    return out, e
+
+
+def _memref_reshape(
+    m: Memref, target: Sequence[int]
+) -> tuple[Memref | None, JaxError | None, bool]:
+    """``memref_reshape`` and whether it folds any dims."""
     target = tuple(target)
     if m.shape == target:
-        return m, None
+        return m, None, False
     if not m.shape or not target:
-        return Memref(target, (1,) * len(target), m.identity), None
+        return Memref(target, (1,) * len(target), m.identity), None, not target
     sh0, sh1 = list(m.shape), list(target)
     cur = m
     i0 = i1 = 0
@@ -1405,16 +1424,22 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
                 return None
         return None
 
-    def not_parallel() -> tuple[Memref | None, JaxError | None]:
+    folds = False
+
+    def not_parallel() -> tuple[Memref | None, JaxError | None, bool]:
         if _contiguous(m):
             flat = contiguous_strides(target)
             minor = m.strides[-1] if m.strides else 1
-            return Memref(target, tuple(s * minor for s in flat), m.identity), None
-        return None, JaxError(
-            "GPU_RESHAPE_STRIDED",
-            "NotImplementedError",
-            f"Can't reshape {sh0} to {sh1} by composing independent folds/unfolds.",
-            "gpu-lower",
+            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
+        return (
+            None,
+            JaxError(
+                "GPU_RESHAPE_STRIDED",
+                "NotImplementedError",
+                f"Can't reshape {sh0} to {sh1} by composing independent folds/unfolds.",
+                "gpu-lower",
+            ),
+            True,
         )
 
     while i0 < len(sh0) and i1 < len(sh1):
@@ -1432,9 +1457,9 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
                 return not_parallel()
             folded, e = _fold(cur, i0, idx - i0)
             if e is not None:
-                return None, e
+                return None, e, True
             assert folded is not None
-            cur = folded
+            cur, folds = folded, True
             sh0[i0:idx] = [math.prod(sh0[i0:idx])]
             i0 += 1
             i1 += 1
@@ -1444,12 +1469,19 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     if i0 < len(sh0):
         folded, e = _fold(cur, i0 - 1, len(sh0) - i0 + 1)
         if e is not None:
-            return None, e
+            return None, e, True
         assert folded is not None
-        cur = folded
+        cur, folds = folded, True
     if i1 < len(sh1):
         cur = _unfold(cur, i0 - 1, [sh0[i0 - 1]] + [1] * (len(sh1) - i1))
-    return cur, None
+    return cur, None, folds
+
+
+def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
+    only unfolds (expands) them."""
+    m = Memref(tuple(shape), contiguous_strides(shape), False)
+    return _memref_reshape(m, target)[2]
 
 
 def view_memref(
@@ -1552,6 +1584,9 @@ def tma_smem_error(
 
     - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
       apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
+    - the GMEM ref's strides (but the minor) not multiples of 16 bytes, the box's minor
+      dim (the tile's, else the view's) not a multiple of 128 bits, or not the swizzle's
+      row (``_check_tma_strides_and_swizzle``);
     - a view whose minor dim is not the SMEM ref's (a transpose): the GMEM ref is
       transformed to match and its minor stride is not 1: ``TMA requires the stride of
       the last dimension after transforming the GMEM reference to be 1, but it is N.``
@@ -1573,6 +1608,39 @@ def tma_smem_error(
     m, _ = view_memref(shape, view)
     if m is None or not m.shape:
         return None
+    # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
+    if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            "Async copies require all GMEM strides except the last one to be a multiple of 16 "
+            "bytes",
+            "gpu-lower",
+        )
+    pm = m if tile is None else _tiled_view_memref(shape, tile, view)
+    if pm is not None:
+        full = list(pm.shape)
+    else:  # a view of more than indices: the box is the tiled allocation's
+        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m.shape)
+    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
+    if box[-1] * dtype_bits % 128:
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            "Async copies require the number of bits copied along the last dimension to be "
+            f"divisible by 128, but got {box[-1] * dtype_bits}",
+            "gpu-lower",
+        )
+    swz = next((_get(t, "bytes") for t in stack if _op(t) == "swizzle"), None)
+    if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):
+        e = swizzle_elems(swz, dtype_bits)
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            f"Async copies with swizzle={swz} require the last dimension of the slice to be "
+            f"exactly {swz} bytes i.e.  {e} elements, but got {box[-1]} elements.",
+            "gpu-lower",
+        )
     if m.strides[-1] != 1 and 1 in m.strides and len(dst_strides) == len(m.shape):
         q = m.strides.index(1)
         return JaxError(

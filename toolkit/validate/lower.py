@@ -394,20 +394,15 @@ def _access(
         for f, acc in st.node.REFS:
             o = st.refs.get(f) if acc == other else None
             spec = None if o is None else _root_spec(ctx, o)
-            if (
-                spec is not None
-                and spec[2] == "SMEM"
-                and [t.op for t in spec[3]]
-                == [
-                    "tiling",
-                    "swizzle",
-                ]
-            ):
-                e = L.gmem_transfer_error(dtypes.bits(info.dtype))
+            if o is None or spec is None or spec[2] != "SMEM":
+                continue
+            if [t.op for t in spec[3]] == ["tiling", "swizzle"]:
+                om, _ = L.view_memref(spec[0], [t for _, t in o.stack])
+                e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                 if e is not None:
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
                 break
-    if info.memory_space == "GMEM" and root is not None:
+    if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
         m, _ = L.view_memref(root[0], [t for _, t in b.stack])
         e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
         if e is not None:
@@ -419,7 +414,7 @@ def _access(
                     "The view's minor dimension is not the ref's (a transpose moved it, or an "
                     "integer index dropped the ref's), so a plain load or store would need a "
                     "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
-                    "registers or through SMEM instead.",
+                    "registers instead.",
                 )
             )
     return False
