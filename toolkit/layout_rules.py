@@ -402,26 +402,33 @@ def smem_register_error(
     tries ``FragmentedArray.transfer_tiled``). Measured against jax 0.12 (the rule is
     JAX's search, not a formula; ``tests/test_layout_rules.py`` holds each line):
 
-    - a swizzle without a tiling, or a tiling without a swizzle: no layout fits;
+    - a swizzle without a tiling: no layout fits;
+    - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
+      dtypes), or has one dim: no layout fits;
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits;
-    - a tile of one dim (the minor) fits only a 128-byte swizzle or at least 64 elements;
-    - a view whose minor dim is not the ref's (a transpose): with a tile of one dim or
-      of one row no layout fits; else an 8- or 32-bit value is found a layout whose
-      tiled transfer the dialect lowering then rejects (``UnsupportedTransferError: Tiled
-      strides must be a multiple of the vector length, except for the load vectorized
-      dimension``), a 16-bit one the WGMMA layout (``gmem_transfer_error`` on the GMEM
-      side); a constant (``fill``) is stored.
+    - with a swizzle, a tile of one dim (the minor) fits only a 128-byte swizzle or at
+      least 64 elements;
+    - with a swizzle, a view whose minor dim is not the ref's (a transpose): with a tile
+      of one dim or of one row no layout fits; else an 8- or 32-bit value is found a
+      layout whose tiled transfer the dialect lowering then rejects
+      (``UnsupportedTransferError: Tiled strides must be a multiple of the vector length,
+      except for the load vectorized dimension``), a 16-bit one the WGMMA layout
+      (``gmem_transfer_error`` on the GMEM side); a constant (``fill``) is stored.
     """
     kinds = [_op(t) for t in stack]
-    if kinds in (["swizzle"], ["tiling"]):
+    if kinds == ["swizzle"]:
         return layout_inference_error()
-    if kinds != ["tiling", "swizzle"]:
+    if kinds not in (["tiling"], ["tiling", "swizzle"]):
         return None
+    tile = list(_get(stack[0], "tile"))
+    swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
+    if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
+        return layout_inference_error()
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
-    tile = list(_get(stack[0], "tile"))
-    swizzle = _get(stack[1], "bytes")
+    if swizzle is None:
+        return None
     if len(tile) == 1 and swizzle != 128 and tile[0] < 64:
         return layout_inference_error()
     if minor_moved:
@@ -439,8 +446,8 @@ def smem_register_error(
 
 
 def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:
-    """The GMEM side of a plain copy whose value has the register layout of tiled,
-    swizzled SMEM (the WGMMA layout: each thread holds 2 consecutive elements of a row,
+    """The GMEM side of a plain copy whose value has the register layout of tiled
+    SMEM (swizzled or not; the WGMMA layout: each thread holds 2 consecutive elements of a row,
     4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
     layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
     16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. (An 8-bit
@@ -537,7 +544,14 @@ def tmem_access_error(
     kinds: set[str] = set()
     first: str | None = None  # what layout inference meets first, deriving in order
     sliced = False
+    # consecutive reshapes are one (MLIR folds an expand_shape into the collapse after it)
+    merged: list[Any] = []
     for t in view:
+        if _op(t) == "reshape" and merged and _op(merged[-1]) == "reshape":
+            merged[-1] = t
+        else:
+            merged.append(t)
+    for t in merged:
         op = _op(t)
         if op == "bitcast":
             return JaxError(
@@ -1608,6 +1622,13 @@ def tma_smem_error(
     m, _ = view_memref(shape, view)
     if m is None or not m.shape:
         return None
+    moved = m.strides[-1] != 1
+    if moved and kinds == ["tiling", "swizzle"] and (len(tile) == 1 or tile[-2] == 1):
+        return layout_inference_error()  # (no SMEM layout for the transposed view)
+    # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
+    # is the view's with its dims in memory order
+    order = sorted(range(len(m.shape)), key=lambda k: -m.strides[k])
+    ms = Memref(tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False)
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
         return JaxError(
@@ -1617,7 +1638,7 @@ def tma_smem_error(
             "bytes",
             "gpu-lower",
         )
-    pm = m if tile is None else _tiled_view_memref(shape, tile, view)
+    pm = ms if tile is None else _tiled_view_memref(shape, tile, view)
     if pm is not None:
         full = list(pm.shape)
     else:  # a view of more than indices: the box is the tiled allocation's
@@ -1637,32 +1658,31 @@ def tma_smem_error(
         return JaxError(
             "TMA_GMEM_STRIDES",
             "ValueError",
-            f"Async copies with swizzle={swz} require the last dimension of the slice to be "
-            f"exactly {swz} bytes i.e.  {e} elements, but got {box[-1]} elements.",
+            f"Async copies with swizzle=<SwizzlingMode.k{swz}ByteSwizzle: {swz}> require the "
+            f"last dimension of the slice to be exactly k{swz}ByteSwizzle bytes i.e.  {e} "
+            f"elements, but got {box[-1]} elements.",
             "gpu-lower",
         )
-    if m.strides[-1] != 1 and 1 in m.strides and len(dst_strides) == len(m.shape):
+    transposed = any(_op(t) == "transpose" for t in view)
+    phys = ms if tile is None else (None if transposed else _tiled_view_memref(shape, tile, view))
+    if phys is not None:
+        kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
+        want = contiguous_strides([d for d, _ in kept])
+        if any(s != w for (_, s), w in zip(kept, want, strict=True)):
+            return JaxError(
+                "TMA_SMEM_NOT_CONTIGUOUS",
+                "ValueError",
+                "async_copy needs the SMEM reference to be contiguous, but got strides "
+                f"{[s for _, s in kept]} for shape {[d for d, _ in kept]}",
+                "gpu-lower",
+            )
+    if moved and 1 in m.strides and len(dst_strides) == len(m.shape):
         q = m.strides.index(1)
         return JaxError(
             "TMA_MINOR_STRIDE",
             "ValueError",
             "TMA requires the stride of the last dimension after transforming the GMEM "
             f"reference to be 1, but it is {dst_strides[q]}.",
-            "gpu-lower",
-        )
-    if m.strides[-1] != 1 or any(_op(t) == "transpose" for t in view):
-        return None  # (a transpose of major dims is moved to the GMEM side: any order)
-    phys = m if tile is None else _tiled_view_memref(shape, tile, view)
-    if phys is None:
-        return None
-    kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
-    want = contiguous_strides([d for d, _ in kept])
-    if any(s != w for (_, s), w in zip(kept, want, strict=True)):
-        return JaxError(
-            "TMA_SMEM_NOT_CONTIGUOUS",
-            "ValueError",
-            "async_copy needs the SMEM reference to be contiguous, but got strides "
-            f"{[s for _, s in kept]} for shape {[d for d, _ in kept]}",
             "gpu-lower",
         )
     return None

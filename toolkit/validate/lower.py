@@ -396,7 +396,7 @@ def _access(
             spec = None if o is None else _root_spec(ctx, o)
             if o is None or spec is None or spec[2] != "SMEM":
                 continue
-            if [t.op for t in spec[3]] == ["tiling", "swizzle"]:
+            if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
                 om, _ = L.view_memref(spec[0], [t for _, t in o.stack])
                 e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                 if e is not None:
@@ -600,7 +600,7 @@ def _tma(
                 dm.strides,
             )
             if e is not None:
-                verify["p3"].append((e.code, f"{st.path}.{src_field}", e.message, _TMA_WHY))
+                _later(verify, layout, e, f"{st.path}.{src_field}", _TMA_WHY)
     return False
 
 
