@@ -724,9 +724,10 @@ def init_shape(init: Any) -> tuple[int, ...] | None:
     if not init:
         return (0,)
     inner = [init_shape(v) for v in init]
-    if any(s is None or s != inner[0] for s in inner):
+    first = inner[0]
+    if first is None or any(s != first for s in inner):
         return None
-    return (len(init), *inner[0])
+    return (len(init), *first)
 
 
 def init_fits(shape: Sequence[int], init: Any) -> bool:
@@ -890,7 +891,7 @@ class _T(NamedTuple):
     value: Any = None  # tile, swizzle bytes, (indices, shape), shape, perm, dtype
     name: str = ""
     #: the position of the step in the view (-1: the undo of the scratch's layout)
-    index: int = -1
+    pos: int = -1
 
     def repr(self) -> str:
         if self.kind == "index":
@@ -990,30 +991,30 @@ def jax_transforms(
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_T("index", (tuple(idx), cur), index=i))
+            out.append(_T("index", (tuple(idx), cur), pos=i))
             cur = tuple(i.size for i in idx if i.kind != "int")
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_T("reshape", new, index=i))
+            out.append(_T("reshape", new, pos=i))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_T("transpose", perm, index=i))
+            out.append(_T("transpose", perm, pos=i))
             cur = tuple(cur[p] for p in perm)
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_T("bitcast", new, index=i))
+            out.append(_T("bitcast", new, pos=i))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, other_repr(t), index=i))
+            out.append(_T("other", None, other_repr(t), pos=i))
     return out
 
 
@@ -1270,7 +1271,7 @@ def view_lowering_error_at(
             remaining.append(t)
             continue
         new_rem: list[_T] = []
-        at = t.index
+        at = t.pos
         for r in reversed(remaining):
             if r.kind == "untile" and t.kind == "index":
                 t, e = _commute_indexer_untile(r, t)
@@ -1319,7 +1320,7 @@ def view_lowering_error_at(
             left.append(t)
             continue
         for r in reversed(left):
-            return _not_commutable(r, t), t.index
+            return _not_commutable(r, t), t.pos
     if left:
         if access == "tma":
             return JaxError(
@@ -1623,7 +1624,8 @@ def tma_smem_error(
     if m is None or not m.shape:
         return None
     moved = m.strides[-1] != 1
-    if moved and kinds == ["tiling", "swizzle"] and (len(tile) == 1 or tile[-2] == 1):
+    flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
+    if moved and kinds == ["tiling", "swizzle"] and flat_tile:
         return layout_inference_error()  # (no SMEM layout for the transposed view)
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order

@@ -49,8 +49,8 @@ def check_lower(ctx: Ctx) -> None:
     # errors of later lowering phases, in statement order: layout inference (deriving
     # constraints, solving them: ``layout``, assigning the solution), the Mosaic GPU
     # dialect lowering (p3), IR verification (p4)
-    layout: list[tuple[str, str, str, str]] = []
-    verify: dict[str, list[tuple[str, str, str, str]]] = {
+    layout: list[tuple[Any, ...]] = []
+    verify: dict[str, list[tuple[Any, ...]]] = {
         "verify-early": [],
         "derive": [],
         "assign": [],
@@ -79,8 +79,8 @@ def check_lower(ctx: Ctx) -> None:
     phases = ("verify-early", "derive", "solve", "assign", "p3", "p4")
     for phase in (layout if p == "solve" else verify[p] for p in phases):
         if phase:
-            code, path, msg, why = phase[0]
-            ctx.jax(code, path, msg, explanation=why)
+            code, path, msg, why, *jt = phase[0]
+            ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
             return
 
 
@@ -225,13 +225,13 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[An
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
-    ctx.jax(e.code, path, e.message, jax_type=e.jax_type, explanation=why)
+    ctx.jax(e.code, path, e.message, jax_type=e.jax_type, stage=e.stage, explanation=why)
 
 
 def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
     """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
     phase = L.lowering_phase(e.code, e.message)
-    item = (e.code, path, e.message, why)
+    item = (e.code, path, e.message, why, e.jax_type)
     if phase == "solve":
         layout.append(item)
     else:
