@@ -404,7 +404,7 @@ def smem_register_error(
 
     - a swizzle without a tiling: no layout fits;
     - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
-      dtypes), or has one dim: no layout fits;
+      dtypes), or has one dim, or a transposed view of it: no layout fits;
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits;
     - with a swizzle, a tile of one dim (the minor) fits only a 128-byte swizzle or at
@@ -428,7 +428,7 @@ def smem_register_error(
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
     if swizzle is None:
-        return None
+        return layout_inference_error() if minor_moved else None
     if len(tile) == 1 and swizzle != 128 and tile[0] < 64:
         return layout_inference_error()
     if minor_moved:

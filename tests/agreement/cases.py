@@ -827,6 +827,18 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([128, 128], F32, *TS128), TP),
         "a constant stored through a transposed view of tiled SMEM: lowers",
     ),
+    "transposed-tiled-no-swizzle": (
+        _fill(smem([128, 128], F32, T(8, 16)), TP),
+        "a transposed view of SMEM tiled without a swizzle: no layout fits",
+    ),
+    "transposed-tiled-no-swizzle-3d": (
+        _fill(
+            smem([2, 64, 64], I32, T(16, 8)),
+            {"op": "transpose", "perm": [0, 2, 1], "via": "transpose_ref"},
+            {"op": "transpose", "perm": [2, 1, 0]},
+        ),
+        "the fuzz's find (seed 634972487): a 3-D tiled, unswizzled view, transposed twice",
+    ),
     "transposed-one-row-tile": (
         _fill(smem([128, 128], F32, T(1, 32), S(128)), TP),
         "a transposed view of SMEM tiled by one-row tiles: no layout fits",
