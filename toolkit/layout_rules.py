@@ -4,8 +4,7 @@ Each function reproduces what jax 0.12 (``jax._src.pallas.mosaic_gpu``, ``jax._s
 ``jax.experimental.mosaic.gpu``) raises for one family of scenarios: the exception
 type, its exact message (or the part before an IR dump, ``exact=False``), the stage
 (``build``, ``trace``, ``gpu-lower``, ``interpret``) and the mpmd-lab code
-``mpmd_lab.catalogue.classify`` gives that error (``JAX_UNKNOWN`` where the catalogue has
-no entry yet; ``PROPOSED`` names the entries it needs). Every function is held against
+``mpmd_lab.catalogue.classify`` gives that error. Every function is held against
 real JAX in ``tests/test_layout_rules.py``; ``research/agree/FINDINGS.md`` says where in
 JAX's source each rule comes from.
 
@@ -18,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
+
+from mpmd_lab import dtypes
 
 SWIZZLES = (32, 64, 128)
 
@@ -42,81 +43,40 @@ class JaxError(NamedTuple):
         return message == self.message if self.exact else message.startswith(self.message)
 
 
-#: Catalogue entries these rules need (code, type, message regex, stage, title): the
-#: errors JAX raises here that ``mpmd_lab.catalogue`` does not classify yet.
-PROPOSED: tuple[tuple[str, str, str, str, str], ...] = (
-    (
-        "GPU_GMEM_SCRATCH",
-        "NotImplementedError",
-        r"^Unsupported memory space: gmem$",
-        "gpu-lower",
-        "GMEM scratch in plgpu.kernel",
-    ),
-    (
-        "SMEM_CAPACITY",
-        "ValueError",
-        r"Mosaic GPU kernel exceeds available shared memory",
-        "gpu-lower",
-        "More SMEM scratch than the GPU has",
-    ),
-    (
-        "TMEM_PLAIN_ACCESS",
-        "ValueError",
-        r"Expected the same number of in_tmem_layouts \(0\) as TMEM ref operands",
-        "gpu-lower",
-        "A plain load or store of a TMEM ref",
-    ),
-    (
-        "TMEM_RESHAPE",
-        "NotImplementedError",
-        r"CollapseShape is only implemented for variables in SMEM",
-        "gpu-lower",
-        "A reshaped TMEM view",
-    ),
-    (
-        "TILED_SLICE_ALIGN",
-        "ValueError",
-        r"Expected slice start \(.*\) and slice size \(.*\) to be divisible by the tile size",
-        "gpu-lower",
-        "A slice of a tiled ref that does not fall on tile boundaries",
-    ),
-    (
-        "TILED_INDEX_TYPE",
-        "TypeError",
-        r"^Unsupported index type: ",
-        "gpu-lower",
-        "An integer index into a tiled dimension",
-    ),
-    (
-        "SWIZZLED_SLICE",
-        "ValueError",
-        r"^Swizzled dims cannot be sliced$",
-        "gpu-lower",
-        "A slice of the swizzled (minor) dimension",
-    ),
-    (
-        "SWIZZLED_INDEX",
-        "NotImplementedError",
-        r"^Non-slice indices are not supported in 2 minormost dims",
-        "gpu-lower",
-        "An integer index in the two minor dims of a swizzled ref",
-    ),
-    (
-        "TILED_RESHAPE",
-        "NotImplementedError|ValueError",
-        r"Unfolding dimensions is not supported when commuting|Folding tiled dimensions "
-        r"into untiled|Cannot commute `UntilingTransform` with `ReshapeTransform`",
-        "gpu-lower",
-        "A reshape a tiled ref's tiling cannot follow",
-    ),
-    (
-        "SWIZZLED_RESHAPE",
-        "ValueError",
-        r"^Reshape shape .* is not divisible by swizzle elements",
-        "gpu-lower",
-        "A reshape of a swizzled ref that changes its minor dimension",
-    ),
-)
+#: When in the Mosaic GPU lowering each code of these rules is raised (the rest: while
+#: the statement is lowered, in program order):
+#:
+#: - ``verify-early``: MLIR's verifier over the module the Pallas lowering made;
+#: - ``derive``: layout inference, deriving each op's constraints in program order;
+#: - ``solve``: layout inference, once the whole kernel's constraints are known;
+#: - ``assign``: layout inference, writing the solution back into each op;
+#: - ``dialect``: lowering the Mosaic GPU dialect (the TMA rules);
+#: - ``verify``: MLIR's verifier over the lowered module.
+LOWERING_PHASE: dict[str, str] = {
+    "TMEM_RESHAPE": "derive",
+    "SMEM_TRANSFORMS_ORDER": "derive",
+    "GPU_LAYOUT_INFERENCE": "solve",
+    "TMEM_PLAIN_ACCESS": "assign",
+    "SMEM_NOT_CONTIGUOUS": "solve",
+    "GPU_SMEM_TRANSFER": "dialect",
+    "GPU_GMEM_TRANSFER": "dialect",
+    "TMA_TILING_NO_SWIZZLE": "dialect",
+    "TMA_MINOR_STRIDE": "dialect",
+    "TMA_GMEM_STRIDES": "dialect",
+    "TMA_LAST_DIM_BITS": "dialect",
+    "TMA_SMEM_NOT_CONTIGUOUS": "dialect",
+    "GPU_VERIFICATION": "verify",
+}
+
+
+def lowering_phase(code: str, message: str = "") -> str:
+    """``LOWERING_PHASE[code]``, or ``statement`` (raised while lowering the statement).
+    A verification error of an op the Pallas lowering emits itself (``mosaic_gpu.*``) is
+    found before layout inference; of one the dialect lowering emits (``vector.*``), at
+    the end."""
+    if code == "GPU_VERIFICATION" and "'mosaic_gpu." in message:
+        return "verify-early"
+    return LOWERING_PHASE.get(code, "statement")
 
 
 def _op(t: Any) -> str:
@@ -174,30 +134,46 @@ def physical_shape(
       shape: (...)``; a rank-0 shape has no trailing dim (``IndexError: tuple index out of
       range``).
     """
+    cur, err, _ = physical_shape_at(shape, dtype_bits, stack)
+    return cur, err
+
+
+def physical_shape_at(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> tuple[tuple[int, ...] | None, JaxError | None, int | None]:
+    """``physical_shape`` and the index in ``stack`` of the transform that fails (None)."""
     cur = tuple(shape)
-    for t in stack:
+    for k, t in enumerate(stack):
         op = _op(t)
         if op == "tiling":
             nxt = tile_shape(cur, _get(t, "tile"))
             if nxt is None:
-                return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace")
+                return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace"), k
             cur = nxt
         elif op == "swizzle":
             s = _get(t, "bytes")
             if not cur:
-                return None, JaxError(
-                    "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", "trace"
+                return (
+                    None,
+                    JaxError(
+                        "TRANSPOSE_BAD_AXIS", "IndexError", "tuple index out of range", "trace"
+                    ),
+                    k,
                 )
             e = swizzle_elems(s, dtype_bits)
             if e != cur[-1]:
-                return None, JaxError(
-                    "SWIZZLE_TRAILING_DIM",
-                    "ValueError",
-                    f"Swizzle {s} requires the trailing dimension to be of size {e}, but got "
-                    f"shape: {_tuple(cur)}",
-                    "trace",
+                return (
+                    None,
+                    JaxError(
+                        "SWIZZLE_TRAILING_DIM",
+                        "ValueError",
+                        f"Swizzle {s} requires the trailing dimension to be of size {e}, but "
+                        f"got shape: {_tuple(cur)}",
+                        "trace",
+                    ),
+                    k,
                 )
-    return cur, None
+    return cur, None, None
 
 
 def scratch_build_error(
@@ -214,34 +190,63 @@ def scratch_build_error(
     2. ``MemorySpace.__call__``: TMEM takes no transforms; a TMEM dtype narrower than
        32 bits needs ``packed``; ``packed`` / ``collective`` on SMEM or GMEM.
     """
-    for t in stack:
+    found = scratch_build_error_at(dtype_bits, memory_space, stack, packed, collective)
+    return None if found is None else found[0]
+
+
+def scratch_build_error_at(
+    dtype_bits: int,
+    memory_space: str,
+    stack: Sequence[Any],
+    packed: bool | None = None,
+    collective: bool | None = None,
+) -> tuple[JaxError, str] | None:
+    """``scratch_build_error`` and the scratch field it is about (``transforms[1].bytes``,
+    ``transforms``, ``dtype``, ``packed`` or ``collective``)."""
+    for k, t in enumerate(stack):
         if _op(t) == "swizzle" and _get(t, "bytes") not in SWIZZLES:
-            return JaxError(
-                "SWIZZLE_VALUE",
-                "ValueError",
-                f"Swizzle {_get(t, 'bytes')} is not supported. Only 32, 64 and 128 are accepted.",
-                "build",
+            return (
+                JaxError(
+                    "SWIZZLE_VALUE",
+                    "ValueError",
+                    f"Swizzle {_get(t, 'bytes')} is not supported. Only 32, 64 and 128 are "
+                    "accepted.",
+                    "build",
+                ),
+                f"transforms[{k}].bytes",
             )
     if memory_space == "TMEM":
         if stack:
-            return JaxError(
-                "TMEM_NO_TRANSFORMS", "ValueError", "transforms are not supported for TMEM", "build"
+            return (
+                JaxError(
+                    "TMEM_NO_TRANSFORMS",
+                    "ValueError",
+                    "transforms are not supported for TMEM",
+                    "build",
+                ),
+                "transforms",
             )
         if packed is None and dtype_bits != 32:
-            return JaxError(
-                "TMEM_DTYPE_PACKED",
-                "ValueError",
-                "dtypes narrower than 32-bit require either the packed argument or an explicit "
-                "TMEM layout",
-                "build",
+            return (
+                JaxError(
+                    "TMEM_DTYPE_PACKED",
+                    "ValueError",
+                    "dtypes narrower than 32-bit require either the packed argument or an "
+                    "explicit TMEM layout",
+                    "build",
+                ),
+                "dtype",
             )
         return None
     if packed is not None or collective is not None:
-        return JaxError(
-            "TMEM_ONLY_ARGS",
-            "ValueError",
-            "packed, collective and layout arguments are only supported for TMEM.",
-            "build",
+        return (
+            JaxError(
+                "TMEM_ONLY_ARGS",
+                "ValueError",
+                "packed, collective and layout arguments are only supported for TMEM.",
+                "build",
+            ),
+            "packed" if packed is not None else "collective",
         )
     return None
 
@@ -284,7 +289,10 @@ def gmem_scratch_error(entry: str, scratch: Sequence[tuple[str, str]]) -> JaxErr
     for space, _dtype in scratch:
         if space == "GMEM":
             return JaxError(
-                "JAX_UNKNOWN", "NotImplementedError", "Unsupported memory space: gmem", "gpu-lower"
+                "GPU_GMEM_SCRATCH",
+                "NotImplementedError",
+                "Unsupported memory space: gmem",
+                "gpu-lower",
             )
     return None
 
@@ -293,35 +301,190 @@ def gmem_scratch_error(entry: str, scratch: Sequence[tuple[str, str]]) -> JaxErr
 MAX_SMEM_BYTES = 232448
 
 
-def smem_bytes(scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]]) -> int:
-    """Bytes of SMEM scratch as the lowering allocates it: each buffer's *physical*
-    shape (after its tiling, which a tile longer than the rank inflates) times its width.
-    ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
+#: every SMEM allocation of run_scoped is rounded up to this (``gpu_core.SMEM_ALIGNMENT``)
+SMEM_ALIGNMENT = 1024
+#: bytes of one mbarrier in SMEM (``mosaic.gpu.utils.MBARRIER_BYTES``)
+MBARRIER_BYTES = 8
+
+
+def smem_bytes(
+    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]], barriers: int = 0
+) -> int:
+    """Bytes of SMEM the lowering asks for: each scratch buffer's *physical* shape
+    (after its tiling, which a tile longer than the rank inflates) times its width,
+    rounded up to ``SMEM_ALIGNMENT`` (``Resources`` aligns each allocation), then
+    ``barriers`` mbarriers. ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
     total = 0
     for shape, bits, stack in scratch:
         phys, err = physical_shape(shape, bits, stack)
         if err is None and phys is not None:
-            total += math.prod(phys) * bits // 8
-    return total
+            n = math.prod(phys) * bits // 8
+            total += -(-n // SMEM_ALIGNMENT) * SMEM_ALIGNMENT
+    return total + barriers * MBARRIER_BYTES
 
 
 def smem_capacity_error(
-    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]],
+    scratch: Sequence[tuple[Sequence[int], int, Sequence[Any]]], barriers: int = 0
 ) -> JaxError | None:
     """``plgpu.kernel`` whose SMEM scratch is larger than the target's shared memory:
     ``ValueError: Mosaic GPU kernel exceeds available shared memory: smem_bytes=N >
-    max_smem_bytes=232448`` when lowering (checked for one buffer; several are summed,
-    their alignment padding not verified)."""
-    n = smem_bytes(scratch)
+    max_smem_bytes=232448`` when lowering (``smem_bytes``: several buffers and barriers)."""
+    n = smem_bytes(scratch, barriers)
     if n <= MAX_SMEM_BYTES:
         return None
     return JaxError(
-        "JAX_UNKNOWN",
+        "SMEM_CAPACITY",
         "ValueError",
         f"Mosaic GPU kernel exceeds available shared memory: smem_bytes={n} > "
         f"max_smem_bytes={MAX_SMEM_BYTES}",
         "gpu-lower",
     )
+
+
+def _layout_repr(t: Any) -> str:
+    """A layout transform as the Mosaic GPU dialect prints it (``TileTransform`` and
+    ``SwizzlingMode``, ``layouts.from_transform_attr``)."""
+    if _op(t) == "swizzle":
+        b = _get(t, "bytes")
+        return f"<SwizzlingMode.k{b}ByteSwizzle: {b}>"
+    return f"TileTransform(tiling={_tuple(_get(t, 'tile'))}, rounding=None)"
+
+
+def smem_transforms_error(stack: Sequence[Any]) -> JaxError | None:
+    """An access (a load, a store, a TMA copy) of SMEM scratch whose layout is not one
+    the Mosaic GPU dialect takes: layout inference reads a ``with_transforms`` op's
+    transforms in the order the scratch stacked them and knows ``[]``, ``[tile]``,
+    ``[tile, swizzle]`` and ``[swizzle]`` only
+    (``_extract_smem_transforms_from_custom_transform_attrs``): a swizzle before a tiling,
+    or two tilings, raise ``NotImplementedError: Unsupported transforms [...]``."""
+    kinds = [_op(t) for t in stack]
+    if kinds in ([], ["tiling"], ["tiling", "swizzle"], ["swizzle"]):
+        return None
+    items = ", ".join(_layout_repr(t) for t in stack)
+    return JaxError(
+        "SMEM_TRANSFORMS_ORDER",
+        "NotImplementedError",
+        f"Unsupported transforms [{items}]",
+        "gpu-lower",
+    )
+
+
+def reinterpret_cast_error(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> JaxError | None:
+    """An access of SMEM scratch whose physical shape (``physical_shape``) holds more
+    elements than its logical one (a tile longer than the rank pairs the whole shape with
+    the tile's first entries): the lowering reinterprets the allocation as the logical
+    shape (``_reinterpret_cast`` in ``_handle_transforms``) and MLIR's verifier rejects
+    the cast; JAX wraps it as a ``VerificationError`` (the op's IR follows)."""
+    phys, err = physical_shape(shape, dtype_bits, stack)
+    if err is not None or phys is None or math.prod(phys) == math.prod(shape):
+        return None
+    return JaxError(
+        "GPU_VERIFICATION",  # (lowering_phase: verified before layout inference)
+        "VerificationError",
+        VERIFY_PREFIX + "'mosaic_gpu.reinterpret_cast' op source and result memrefs must "
+        f"have the same number of elements, but got {math.prod(phys)} and {math.prod(shape)}",
+        "gpu-lower",
+        exact=False,
+    )
+
+
+def smem_register_error(
+    stack: Sequence[Any],
+    view_shape: Sequence[int],
+    dtype_bits: int,
+    minor_moved: bool,
+    splat: bool = False,
+) -> JaxError | None:
+    """A plain load or store (``splat``: of a constant, ``fill``) of SMEM scratch with a
+    layout, under warpgroup semantics: layout inference must find a register layout the
+    tiled, swizzled SMEM can be transferred to (``IsTransferableSmemRegisters``, which
+    tries ``FragmentedArray.transfer_tiled``). Measured against jax 0.12 (the rule is
+    JAX's search, not a formula; ``tests/test_layout_rules.py`` holds each line):
+
+    - a swizzle without a tiling: no layout fits;
+    - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
+      dtypes), or has one dim, or a transposed view of it: no layout fits;
+    - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
+      or a view of rank < 2: no layout fits;
+    - with a swizzle, a tile of one dim (the minor) fits only a 128-byte swizzle or at
+      least 64 elements;
+    - with a swizzle, a view whose minor dim is not the ref's (a transpose): with a tile
+      of one dim or of one row no layout fits; else an 8- or 32-bit value is found a
+      layout whose tiled transfer the dialect lowering then rejects
+      (``UnsupportedTransferError: Tiled strides must be a multiple of the vector length,
+      except for the load vectorized dimension``), a 16-bit one the WGMMA layout
+      (``gmem_transfer_error`` on the GMEM side); a constant (``fill``) is stored.
+    """
+    kinds = [_op(t) for t in stack]
+    if kinds == ["swizzle"]:
+        return layout_inference_error()
+    if kinds not in (["tiling"], ["tiling", "swizzle"]):
+        return None
+    tile = list(_get(stack[0], "tile"))
+    swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
+    if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
+        return layout_inference_error()
+    if len(view_shape) < 2 or view_shape[-2] % 64:
+        return layout_inference_error()
+    if swizzle is None:
+        return layout_inference_error() if minor_moved else None
+    if len(tile) == 1 and swizzle != 128 and tile[0] < 64:
+        return layout_inference_error()
+    if minor_moved:
+        if len(tile) == 1 or tile[-2] == 1:
+            return layout_inference_error()
+        if not splat and dtype_bits != 16:
+            return JaxError(
+                "GPU_SMEM_TRANSFER",
+                "UnsupportedTransferError",
+                "Tiled strides must be a multiple of the vector length, except for the load "
+                "vectorized dimension",
+                "gpu-lower",
+            )
+    return None
+
+
+def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:
+    """The GMEM side of a plain copy whose value has the register layout of tiled
+    SMEM (swizzled or not; the WGMMA layout: each thread holds 2 consecutive elements of a row,
+    4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
+    layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
+    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. (An 8-bit
+    value of a transposed SMEM view gets another layout: ``smem_register_error``.)"""
+    if dtype_bits == 16:
+        msg = "GMEM transfer does not access a whole number of complete 32 byte sectors"
+    elif dtype_bits == 8 and not smem_minor_moved:
+        msg = "GMEM transfer width (2 bytes/thread) is smaller than 4 bytes"
+    else:
+        return None
+    return JaxError("GPU_GMEM_TRANSFER", "TransferPlanDerivationError", msg, "gpu-lower")
+
+
+def strided_vec_size(shape: Sequence[int], bits: int) -> int:
+    """Elements per thread and vector of the strided register layout of a plain GMEM
+    load or store (``WGStridedFragLayout.from_shaped_type``; 0: none fits)."""
+    size = math.prod(shape)
+    if size % 128:
+        return 0
+    vec = min(64 // bits, size // 128)
+    while vec > 0 and size % (vec * 128):
+        vec //= 2
+    return vec
+
+
+def transposed_access_error(
+    view_shape: Sequence[int], bits: int, minor_moved: bool, access: str
+) -> JaxError | None:
+    """A plain load or store of a GMEM view whose minor dim is not the ref's minor dim
+    (a transpose moved it): the lowering emits ``vector.load`` / ``vector.store`` of
+    ``strided_vec_size`` elements per thread on a memref whose minor stride is not 1.
+    MLIR's verifier lets a one-element vector through (it is a scalar access) and
+    rejects a longer one (``transpose_view_error``)."""
+    if not minor_moved or strided_vec_size(view_shape, bits) <= 1:
+        return None
+    return transpose_view_error(access)
 
 
 # ---------------------------------------------------------------- TMEM
@@ -349,24 +512,6 @@ def tmem_transpose_ref_error(transformed: bool, shape: Sequence[int], dtype: str
     return JaxError("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference.", "trace")
 
 
-def _trivial_index(entries: Sequence[Any], shape: Sequence[int]) -> bool:
-    """An ``at`` that selects the whole ref (``is_trivial_index``: every entry a full slice)."""
-    for k, d in enumerate(shape):
-        e = entries[k] if k < len(entries) else None
-        if e is None:
-            continue
-        if isinstance(e, list):
-            a, b = e
-            if (a in (None, 0) or a <= -d) and (b is None or b >= d):
-                continue
-            return False
-        ds = _get(e, "ds") if isinstance(e, dict) or hasattr(e, "ds") else None
-        if ds is not None and ds[0] == 0 and ds[1] == d:
-            continue
-        return False
-    return True
-
-
 def tmem_access_error(
     shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
 ) -> JaxError | None:
@@ -378,11 +523,12 @@ def tmem_access_error(
       (``Transforms are not yet implemented for warpgroup semantics``);
     - a reshape: layout inference's ``CollapseShape`` rule is SMEM-only
       (``NotImplementedError: CollapseShape is only implemented for variables in SMEM``);
-    - a transpose (``ref.transpose``, any permutation, the identity too) or an ``at`` that
-      is not the whole ref: layout inference finds no TMEM layout for the
-      ``vector_load`` / ``vector_store`` of a transposed or strided TMEM memref
-      (``Failed to infer a possible set of layouts...``);
-    - otherwise (the whole ref): the ``vector_load`` / ``vector_store`` carries no TMEM
+    - a transpose (``ref.transpose``, any permutation, the identity too unless an ``at``
+      came before it), an integer
+      index, or an ``at`` that slices the rows (the TMEM lanes; any slice of the columns
+      is fine): layout inference finds no TMEM layout for the ``vector_load`` /
+      ``vector_store`` of such a memref (``Failed to infer a possible set of layouts...``);
+    - otherwise (every row, any columns): the ``vector_load`` / ``vector_store`` carries no TMEM
       layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
       ref operands (1). op=`` and the op's IR.
 
@@ -397,7 +543,16 @@ def tmem_access_error(
         return e
     cur: list[int] | None = list(shape)
     kinds: set[str] = set()
+    first: str | None = None  # what layout inference meets first, deriving in order
+    sliced = False
+    # consecutive reshapes are one (MLIR folds an expand_shape into the collapse after it)
+    merged: list[Any] = []
     for t in view:
+        if _op(t) == "reshape" and merged and _op(merged[-1]) == "reshape":
+            merged[-1] = t
+        else:
+            merged.append(t)
+    for t in merged:
         op = _op(t)
         if op == "bitcast":
             return JaxError(
@@ -407,27 +562,41 @@ def tmem_access_error(
                 "gpu-lower",
             )
         if op == "reshape":
-            kinds.add("reshape")
+            # a reshape lowers to folds (collapse_shape) and unfolds (expand_shape): layout
+            # inference follows neither for TMEM; a collapse is refused outright
+            target = None if cur is None else _resolve_reshape(_get(t, "shape"), math.prod(cur))
+            if cur is None or target is None or _reshape_folds(cur, target):
+                first = first or "reshape"
+            elif tuple(target) != tuple(cur):
+                kinds.add("strided")
+            cur = None if target is None else list(target)
         elif op == "transpose":
             perm = list(_get(t, "perm"))
-            kinds.add("strided")  # even the identity: a memref_transpose is emitted
+            # a memref_transpose is emitted even for the identity; only an identity of a
+            # view an ``at`` already made strided leaves the memref type as it was
+            if not (sliced and perm == list(range(len(perm)))):
+                kinds.add("strided")
             if cur is not None and sorted(perm) == list(range(len(cur))):
                 cur = [cur[p] for p in perm]
         elif op == "at":
-            idx = list(_get(t, "index"))
-            if cur is None or not _trivial_index(idx, cur):
-                kinds.add("strided")
-            cur = None if cur is None or not _trivial_index(idx, cur) else cur
-    if "reshape" in kinds:
+            sliced = True
+            ix = None if cur is None else _index_entries(list(_get(t, "index")), cur)
+            # a slice of columns keeps a TMEM layout; a slice of the rows (the lanes), an
+            # integer index or a view JAX cannot follow leaves none
+            # (the subview's constraint is unsatisfiable at once, before any later step)
+            if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
+                first = first or "unsat"
+            cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
+    if first == "reshape":
         return JaxError(
-            "JAX_UNKNOWN",
+            "TMEM_RESHAPE",
             "NotImplementedError",
             "CollapseShape is only implemented for variables in SMEM",
             "gpu-lower",
         )
-    if "strided" in kinds:
+    if first == "unsat" or "strided" in kinds:
         return layout_inference_error()
-    return JaxError("JAX_UNKNOWN", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
+    return JaxError("TMEM_PLAIN_ACCESS", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
 
 
 def layout_inference_error() -> JaxError:
@@ -556,9 +725,10 @@ def init_shape(init: Any) -> tuple[int, ...] | None:
     if not init:
         return (0,)
     inner = [init_shape(v) for v in init]
-    if any(s is None or s != inner[0] for s in inner):
+    first = inner[0]
+    if first is None or any(s != first for s in inner):
         return None
-    return (len(init), *inner[0])
+    return (len(init), *first)
 
 
 def init_fits(shape: Sequence[int], init: Any) -> bool:
@@ -575,16 +745,44 @@ def init_fits(shape: Sequence[int], init: Any) -> bool:
     return got is not None and got == tuple(shape)
 
 
+_MLIR_TYPES = {
+    "bfloat16": "bf16",
+    "bool": "i1",
+    "float8_e4m3fn": "f8E4M3FN",
+    "float8_e5m2": "f8E5M2",
+}
+
+
+def mlir_type(dtype: str) -> str:
+    """A dtype as MLIR prints it (``f32``, ``bf16``; integers are signless: ``i32``)."""
+    dt = dtypes.canonical(dtype)
+    if dt in _MLIR_TYPES:
+        return _MLIR_TYPES[dt]
+    kind = "f" if dt.startswith("float") else "i"
+    return f"{kind}{dtypes.bits(dt)}"
+
+
+def captured_scalar_error(dtype: str) -> JaxError:
+    """A kernel that closes over a rank-0 array (a traced scalar, not a Ref) and uses it:
+    tracing takes it (a scalar may be closed over), but the Mosaic GPU lowering gets the
+    constant as a GMEM memref where the kernel's jaxpr has a scalar, and its environment
+    check fails before any statement is lowered (``lower_jaxpr_to_mosaic_gpu``,
+    ``write_env``)."""
+    t = mlir_type(dtype)
+    return JaxError(
+        "CAPTURED_SCALAR",
+        "AssertionError",
+        f"Scalar type must match ShapedArray dtype, got: memref<{t}> != {t}",
+        "gpu-lower",
+    )
+
+
 # ---------------------------------------------------------------- helpers
 
 
 def dtype_bits(dtype: str) -> int:
     """Bit width of a scenario dtype as JAX sees it (64-bit types are 32-bit without x64)."""
-    if dtype in ("float64", "int64", "uint64", "float32", "int32", "uint32"):
-        return 32
-    if dtype in ("float16", "bfloat16", "int16", "uint16"):
-        return 16
-    return 8
+    return dtypes.bits(dtype)
 
 
 def nbytes(shape: Sequence[int], dtype: str) -> int:
@@ -606,35 +804,49 @@ def index_bounds_error(shape: Sequence[int], entries: Sequence[Any]) -> JaxError
     (``start=0, dim=0``): a view an empty slice made cannot be indexed again. Too many
     entries: ``ValueError: `indices` must not be longer than `shape```.
     """
+    found = index_bounds_error_at(shape, entries)
+    return None if found is None else found[0]
+
+
+def index_bounds_error_at(
+    shape: Sequence[int], entries: Sequence[Any]
+) -> tuple[JaxError, int] | None:
+    """``index_bounds_error`` and the dim (the entry) it is about."""
     entries = list(entries)
     if len(entries) > len(shape):
         return None  # AT_TOO_MANY_INDICES: its message needs JAX's reprs of the entries
     for k, d in enumerate(shape):
         e = entries[k] if k < len(entries) else None
-        if isinstance(e, bool) or isinstance(e, int):
-            continue
+        if isinstance(e, bool | int | str):
+            continue  # an integer (or an expression): not a slice
         if e is None:
             start, size = 0, d
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif _get(e, "ds") is not None:
+        elif _get(e, "ds") is not None and isinstance(_get(e, "ds")[0], int):
             start, size = _get(e, "ds")
         else:
             continue  # a dynamic start: not checked at trace
         if start >= d:
-            return JaxError(
-                "AT_OOB_SLICE",
-                "ValueError",
-                f"Out of bound slice: start={start}, dim={d}.",
-                "trace",
+            return (
+                JaxError(
+                    "AT_OOB_SLICE",
+                    "ValueError",
+                    f"Out of bound slice: start={start}, dim={d}.",
+                    "trace",
+                ),
+                k,
             )
         if size and start + size - 1 >= d:
-            return JaxError(
-                "AT_OOB_SLICE",
-                "ValueError",
-                f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
-                "trace",
+            return (
+                JaxError(
+                    "AT_OOB_SLICE",
+                    "ValueError",
+                    f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
+                    "trace",
+                ),
+                k,
             )
     return None
 
@@ -679,6 +891,8 @@ class _T(NamedTuple):
     kind: str
     value: Any = None  # tile, swizzle bytes, (indices, shape), shape, perm, dtype
     name: str = ""
+    #: the position of the step in the view (-1: the undo of the scratch's layout)
+    pos: int = -1
 
     def repr(self) -> str:
         if self.kind == "index":
@@ -727,7 +941,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             out.append(_Ix("slice", 0, d))
         elif isinstance(e, bool):
             return None
-        elif isinstance(e, int):
+        elif isinstance(e, int | str):  # a static or traced (an expression) integer
             out.append(_Ix("int"))
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
@@ -736,7 +950,9 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             out.append(_Ix("slice", start, max(0, stop - start)))
         else:
             ds = _get(e, "ds")
-            if ds is not None:
+            if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
+                out.append(_Ix("slice", None, ds[1], dyn="JitTracer(int32[])"))
+            elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
                 out.append(_Ix("slice", ds[0], ds[1]))
@@ -770,37 +986,52 @@ def jax_transforms(
             out.append(_T("unswizzle", _get(t, "bytes")))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
-    for t in view:
+    for i, t in enumerate(view):
         op = _op(t)
         if op == "at":
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_T("index", (tuple(idx), cur)))
+            out.append(_T("index", (tuple(idx), cur), pos=i))
             cur = tuple(i.size for i in idx if i.kind != "int")
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_T("reshape", new))
+            out.append(_T("reshape", new, pos=i))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_T("transpose", perm))
+            out.append(_T("transpose", perm, pos=i))
             cur = tuple(cur[p] for p in perm)
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_T("bitcast", new))
+            out.append(_T("bitcast", new, pos=i))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, op))
+            out.append(_T("other", None, other_repr(t), pos=i))
     return out
+
+
+def other_repr(t: Any) -> str:
+    """A peer, multicast or cluster view step roughly as JAX prints its transform (the
+    device ids and block indices are traced values: only their structure is known)."""
+    op = _op(t)
+    if op == "multicast_ref":
+        axes = _get(t, "axes")
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        return f"MulticastRef(collective_axes={axes!r})"
+    if op == "cluster_ref":
+        return f"ClusterRefTransform(dims={tuple(_get(t, 'block'))!r}, idxs=(...))"
+    if op == "remote_ref":
+        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+    return op
 
 
 def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
@@ -814,7 +1045,7 @@ def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
     for ix, tl in zip(tiled, tile, strict=False):
         if ix.kind == "int":
             return t2, JaxError(
-                "JAX_UNKNOWN",
+                "TILED_INDEX_TYPE",
                 "TypeError",
                 "Unsupported index type: <class 'jax._src.interpreters.partial_eval."
                 "DynamicJaxprTracer'>",
@@ -823,7 +1054,7 @@ def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
         if (ix.start is not None and ix.start % tl) or ix.size % tl:
             start = ix.dyn if ix.start is None else ix.start
             return t2, JaxError(
-                "JAX_UNKNOWN",
+                "TILED_SLICE_ALIGN",
                 "ValueError",
                 f"Expected slice start ({start}) and slice size ({ix.size}) to be divisible by "
                 f"the tile size ({tl})",
@@ -847,7 +1078,7 @@ def _commute_indexer_unswizzle(t1: _T, t2: _T, bits: int) -> JaxError | None:
     if any(i.kind == "int" for i in idx[-2:]):
         inner = ", ".join(i.repr() for i in idx)
         return JaxError(
-            "JAX_UNKNOWN",
+            "SWIZZLED_INDEX",
             "NotImplementedError",
             f"Non-slice indices are not supported in 2 minormost dims: ({inner})",
             "gpu-lower",
@@ -856,14 +1087,16 @@ def _commute_indexer_unswizzle(t1: _T, t2: _T, bits: int) -> JaxError | None:
     if last.start is None:
         # ``last_idx.start != 0`` on a traced start: a bool of a tracer
         return JaxError(
-            "JAX_UNKNOWN",
+            "TRACED_BOOL",
             "TracerBoolConversionError",
             "Attempted boolean conversion of traced array with shape bool[].",
             "gpu-lower",
             exact=False,
         )
     if last.start != 0 or last.size != swizzle_elems(t1.value, bits):
-        return JaxError("JAX_UNKNOWN", "ValueError", "Swizzled dims cannot be sliced", "gpu-lower")
+        return JaxError(
+            "SWIZZLED_SLICE", "ValueError", "Swizzled dims cannot be sliced", "gpu-lower"
+        )
     return None
 
 
@@ -889,7 +1122,7 @@ def untile_reshape(
     every dim but the minor one."""
 
     def err(t: str, m: str) -> tuple[None, JaxError]:
-        return None, JaxError("JAX_UNKNOWN", t, m, "gpu-lower")
+        return None, JaxError("TILED_RESHAPE", t, m, "gpu-lower")
 
     if not target:
         return err(
@@ -1007,6 +1240,24 @@ def view_lowering_error(
     ``Transforms are not yet implemented for warpgroup semantics`` for a plain
     access, ``<class 'jax._src.state.types.BitcastTransform'>`` for a TMA copy.
     """
+    found = view_lowering_error_at(shape, dtype, scratch_stack, view, access)
+    return None if found is None else found[0]
+
+
+#: the codes ``view_lowering_error`` gives for a bitcast left over once every other step
+#: is handled: raised by the access itself, after the view's steps are lowered
+LEFTOVER_CODES = ("GPU_WG_TRANSFORMS", "TMA_SRC_TRANSFORM")
+
+
+def view_lowering_error_at(
+    shape: Sequence[int],
+    dtype: str,
+    scratch_stack: Sequence[Any],
+    view: Sequence[Any],
+    access: str = "load",
+) -> tuple[JaxError, int | None] | None:
+    """``view_lowering_error`` and the position in ``view`` of the step the lowering was
+    moving when it failed (None: the access itself, a bitcast left over)."""
     ts = jax_transforms(shape, dtype, scratch_stack, view)
     if ts is None:
         return None
@@ -1021,16 +1272,17 @@ def view_lowering_error(
             remaining.append(t)
             continue
         new_rem: list[_T] = []
+        at = t.pos
         for r in reversed(remaining):
             if r.kind == "untile" and t.kind == "index":
                 t, e = _commute_indexer_untile(r, t)
                 if e:
-                    return e
+                    return e, at
                 new_rem.append(r)
             elif r.kind == "unswizzle" and t.kind == "index":
                 e = _commute_indexer_unswizzle(r, t, bits)
                 if e:
-                    return e
+                    return e, at
                 new_rem.append(r)
             elif r.kind == "transpose" and t.kind == "index":
                 t, r2 = _commute_transpose_indexer(r, t)
@@ -1039,16 +1291,16 @@ def view_lowering_error(
                 e_ = swizzle_elems(r.value, bits)
                 if not cur or cur[-1] != e_:
                     return JaxError(
-                        "JAX_UNKNOWN",
+                        "SWIZZLED_RESHAPE",
                         "ValueError",
                         f"Reshape shape {_tuple(cur)} is not divisible by swizzle elements {e_}",
                         "gpu-lower",
-                    )
+                    ), at
                 new_rem.append(r)
             elif r.kind == "untile" and t.kind == "reshape":
                 new_tiling, e = untile_reshape(r.value, cur, t.value)
                 if e:
-                    return e
+                    return e, at
                 assert new_tiling is not None
                 lead = len(t.value) - len(new_tiling)
                 sizes = [d // tl for d, tl in zip(t.value[lead:], new_tiling, strict=False)]
@@ -1057,7 +1309,7 @@ def view_lowering_error(
             elif r.kind in ("untile", "unswizzle") and t.kind == "other":
                 new_rem.append(r)
             else:
-                return _not_commutable(r, t)
+                return _not_commutable(r, t), at
         remaining = new_rem[::-1]
         cur = _apply_physical(cur, t)
     # pass 2: the view's own steps (the scratch undo is handed to the dialect)
@@ -1069,20 +1321,386 @@ def view_lowering_error(
             left.append(t)
             continue
         for r in reversed(left):
-            return _not_commutable(r, t)
+            return _not_commutable(r, t), t.pos
     if left:
         if access == "tma":
-            # (the catalogue's HLO_INTERP_NO_DISCHARGE pattern classifies this message)
             return JaxError(
-                "HLO_INTERP_NO_DISCHARGE",
+                "TMA_SRC_TRANSFORM",
                 "NotImplementedError",
                 "<class 'jax._src.state.types.BitcastTransform'>",
                 "gpu-lower",
-            )
+            ), None
         return JaxError(
             "GPU_WG_TRANSFORMS",
             "NotImplementedError",
             "Transforms are not yet implemented for warpgroup semantics",
             "gpu-lower",
+        ), None
+    return None
+
+
+# ---------------------------------------------------------------- memrefs of views
+#
+# After the commutes, ``_handle_transforms`` applies a view's steps to the memref in
+# order: an index is ``memref_slice`` (a strided subview), a transpose
+# ``memref_transpose`` (permuted strides), a reshape ``memref_reshape`` (parallel folds
+# and unfolds; a fold needs its dims contiguous). ``view_memref`` follows the strides
+# (in elements of the untransformed ref) the same way.
+
+
+class Memref(NamedTuple):
+    """A memref as the lowering types it: shape, strides and whether its layout is still
+    the identity (the untransformed ref: folds need no contiguity check)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    identity: bool = True
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out: list[int] = []
+    s = 1
+    for d in reversed(list(shape)):
+        out.append(s)
+        s *= d
+    return tuple(reversed(out))
+
+
+def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
+    """``_is_contiguous_shape_slice``: each dim fits exactly in the next larger stride."""
+    if m.identity:
+        return True
+    hi = len(m.shape) if hi is None else hi
+    for k in range(lo + 1, hi):
+        if m.strides[k] * m.shape[k] != m.strides[k - 1]:
+            return False
+    return True
+
+
+def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | None]:
+    """``memref_fold``: the ``rank`` dims from ``dim`` become one."""
+    shape, strides = list(m.shape), list(m.strides)
+    if not (m.identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
+        m, dim, dim + rank
+    ):
+        return None, JaxError(
+            "GPU_RESHAPE_STRIDED",
+            "ValueError",
+            f"strides={strides}, ref_ty.shape={shape}, dim={dim}, fold_rank={rank}",
+            "gpu-lower",
+        )
+    shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
+    strides[dim : dim + rank] = [strides[dim + rank - 1]]
+    return Memref(tuple(shape), tuple(strides), m.identity), None
+
+
+def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
+    """``memref_unfold``: dim ``dim`` becomes ``factors``."""
+    shape, strides = list(m.shape), list(m.strides)
+    prev = strides[dim]
+    inserted = []
+    for f in reversed(list(factors)):
+        inserted.append(prev)
+        prev *= f
+    shape[dim : dim + 1] = list(factors)
+    strides[dim : dim + 1] = list(reversed(inserted))
+    return Memref(tuple(shape), tuple(strides), m.identity)
+
+
+def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
+    """``mosaic.gpu.utils.memref_reshape``: parallel folds and unfolds of the original
+    dims (``_reshape``), else, for a contiguous memref, one fold and one unfold; a
+    reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
+    composing independent folds/unfolds.``; a fold of dims that are not contiguous
+    raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
+    out, e, _ = _memref_reshape(m, target)
+    return out, e
+
+
+def _memref_reshape(
+    m: Memref, target: Sequence[int]
+) -> tuple[Memref | None, JaxError | None, bool]:
+    """``memref_reshape`` and whether it folds any dims."""
+    target = tuple(target)
+    if m.shape == target:
+        return m, None, False
+    if not m.shape or not target:
+        return Memref(target, (1,) * len(target), m.identity), None, not target
+    sh0, sh1 = list(m.shape), list(target)
+    cur = m
+    i0 = i1 = 0
+
+    def fold_until(shape: list[int], off: int, want: int) -> int | None:
+        dim = 1
+        for to in range(off, len(shape)):
+            dim *= shape[to]
+            if dim == want:
+                return to + 1
+            if dim > want:
+                return None
+        return None
+
+    folds = False
+
+    def not_parallel() -> tuple[Memref | None, JaxError | None, bool]:
+        if _contiguous(m):
+            flat = contiguous_strides(target)
+            minor = m.strides[-1] if m.strides else 1
+            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
+        return (
+            None,
+            JaxError(
+                "GPU_RESHAPE_STRIDED",
+                "NotImplementedError",
+                f"Can't reshape {sh0} to {sh1} by composing independent folds/unfolds.",
+                "gpu-lower",
+            ),
+            True,
+        )
+
+    while i0 < len(sh0) and i1 < len(sh1):
+        if sh0[i0] > sh1[i1]:
+            idx = fold_until(sh1, i1, sh0[i0])
+            if idx is None:
+                return not_parallel()
+            cur = _unfold(cur, i0, sh1[i1:idx])
+            sh0[i0 : i0 + 1] = sh1[i1:idx]
+            i0 += idx - i1
+            i1 = idx
+        elif sh0[i0] < sh1[i1]:
+            idx = fold_until(sh0, i0, sh1[i1])
+            if idx is None:
+                return not_parallel()
+            folded, e = _fold(cur, i0, idx - i0)
+            if e is not None:
+                return None, e, True
+            assert folded is not None
+            cur, folds = folded, True
+            sh0[i0:idx] = [math.prod(sh0[i0:idx])]
+            i0 += 1
+            i1 += 1
+        else:
+            i0 += 1
+            i1 += 1
+    if i0 < len(sh0):
+        folded, e = _fold(cur, i0 - 1, len(sh0) - i0 + 1)
+        if e is not None:
+            return None, e, True
+        assert folded is not None
+        cur, folds = folded, True
+    if i1 < len(sh1):
+        cur = _unfold(cur, i0 - 1, [sh0[i0 - 1]] + [1] * (len(sh1) - i1))
+    return cur, None, folds
+
+
+def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
+    only unfolds (expands) them."""
+    m = Memref(tuple(shape), contiguous_strides(shape), False)
+    return _memref_reshape(m, target)[2]
+
+
+def view_memref(
+    shape: Sequence[int], view: Sequence[Any]
+) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+    """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
+    not followed: a bitcast, a step the trace rejects), and the first reshape the
+    lowering cannot make, with its position in ``view``."""
+    m: Memref | None = Memref(tuple(shape), contiguous_strides(shape))
+    for i, t in enumerate(view):
+        if m is None:
+            return None, None
+        op = _op(t)
+        if op == "at":
+            ix = _index_entries(list(_get(t, "index")), m.shape)
+            if ix is None:
+                return None, None
+            keep = [k for k, e in enumerate(ix) if e.kind != "int"]
+            m = Memref(tuple(ix[k].size for k in keep), tuple(m.strides[k] for k in keep), False)
+        elif op == "transpose":
+            perm = [int(p) for p in _get(t, "perm")]
+            if sorted(perm) != list(range(len(m.shape))):
+                return None, None
+            m = Memref(tuple(m.shape[p] for p in perm), tuple(m.strides[p] for p in perm), False)
+        elif op == "reshape":
+            target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
+            if target is None:
+                return None, None
+            m, e = memref_reshape(m, target)
+            if e is not None:
+                return None, (e, i)
+        elif op == "bitcast":
+            return None, None
+    return m, None
+
+
+def minor_strided(m: Memref | None) -> bool:
+    """Whether the memref's minor dim is not unit-stride (True when unknown)."""
+    return m is None or (bool(m.shape) and m.strides[-1] != 1)
+
+
+# ---------------------------------------------------------------- TMA copies from SMEM
+
+
+def _tiled_view_memref(
+    shape: Sequence[int], tile: Sequence[int], view: Sequence[Any]
+) -> Memref | None:
+    """The physical memref of a view of tiled SMEM made of ``at`` steps only (the TMA
+    copies the tiled allocation): leading dims sliced as they are, a tiled dim's slice
+    becomes a slice of its tile-index dim (the commute rules hold it to tile multiples).
+    None for any other view."""
+    n = len(tile)
+    if n > len(shape):
+        return None
+    lead = len(shape) - n
+    phys = [*shape[:lead], *(d // t for d, t in zip(shape[lead:], tile, strict=True)), *tile]
+    strides = list(contiguous_strides(phys))
+    sizes = list(phys)
+    # which physical dim each logical dim of the view is (its tile size, 1 if untiled)
+    dims: list[tuple[int, int]] = [(k, 1) for k in range(lead)]
+    dims += [(lead + j, t) for j, t in enumerate(tile)]
+    logical = list(shape)
+    for t in view:
+        if _op(t) != "at":
+            return None
+        ix = _index_entries(list(_get(t, "index")), logical)
+        if ix is None:
+            return None
+        keep: list[tuple[int, int]] = []
+        new_logical: list[int] = []
+        for (pd, tl), e, d in zip(dims, ix, logical, strict=True):
+            if e.kind == "int":
+                if tl != 1:
+                    return None
+                sizes[pd] = 0  # dropped
+                continue
+            if tl != 1 and e.size % tl:
+                return None
+            sizes[pd] = e.size // tl
+            keep.append((pd, tl))
+            new_logical.append(e.size)
+            del d
+        dims, logical = keep, new_logical
+    out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
+    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
+
+
+def tma_smem_error(
+    shape: Sequence[int],
+    dtype_bits: int,
+    stack: Sequence[Any],
+    view: Sequence[Any],
+    dst_shape: Sequence[int],
+    dst_strides: Sequence[int],
+) -> JaxError | None:
+    """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
+    (scratch layout ``stack``) into a GMEM ref of ``dst_shape`` / ``dst_strides`` raises
+    when the Mosaic GPU dialect lowers it (``LaunchContext.async_copy``), once the view
+    lowered (``view_lowering_error``):
+
+    - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
+      apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
+    - the GMEM ref's strides (but the minor) not multiples of 16 bytes, the box's minor
+      dim (the tile's, else the view's) not a multiple of 128 bits, or not the swizzle's
+      row (``_check_tma_strides_and_swizzle``);
+    - a view whose minor dim is not the SMEM ref's (a transpose): the GMEM ref is
+      transformed to match and its minor stride is not 1: ``TMA requires the stride of
+      the last dimension after transforming the GMEM reference to be 1, but it is N.``
+      (N: the stride of the GMEM dim the SMEM minor dim lands on);
+    - an SMEM view that is not one contiguous block (dims of size 1 aside): ``async_copy
+      needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
+      (of the physical, tiled memref, without its unit dims).
+    """
+    kinds = [_op(t) for t in stack]
+    tile = next((list(_get(t, "tile")) for t in stack if _op(t) == "tiling"), None)
+    if tile is not None and "swizzle" not in kinds and len(tile) > len(dst_shape):
+        return JaxError(
+            "TMA_TILING_NO_SWIZZLE",
+            "ValueError",
+            f"Cannot apply tiling TileTransform(tiling={_tuple(tile)}, rounding=None) with no "
+            f"swizzle to memref with shape {_tuple(dst_shape)}.",
+            "gpu-lower",
+        )
+    m, _ = view_memref(shape, view)
+    if m is None or not m.shape:
+        return None
+    moved = m.strides[-1] != 1
+    flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
+    if moved and kinds == ["tiling", "swizzle"] and flat_tile:
+        return layout_inference_error()  # (no SMEM layout for the transposed view)
+    # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
+    # is the view's with its dims in memory order
+    order = sorted(range(len(m.shape)), key=lambda k: -m.strides[k])
+    ms = Memref(tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False)
+    # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
+    if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            "Async copies require all GMEM strides except the last one to be a multiple of 16 "
+            "bytes",
+            "gpu-lower",
+        )
+    pm = ms if tile is None else _tiled_view_memref(shape, tile, view)
+    if pm is not None:
+        full = list(pm.shape)
+    else:  # a view of more than indices: the box is the tiled allocation's
+        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m.shape)
+    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
+    if box[-1] * dtype_bits % 128:
+        return JaxError(
+            "TMA_LAST_DIM_BITS",
+            "ValueError",
+            "Async copies require the number of bits copied along the last dimension to be "
+            f"divisible by 128, but got {box[-1] * dtype_bits}",
+            "gpu-lower",
+        )
+    swz = next((_get(t, "bytes") for t in stack if _op(t) == "swizzle"), None)
+    if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):
+        e = swizzle_elems(swz, dtype_bits)
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            f"Async copies with swizzle=<SwizzlingMode.k{swz}ByteSwizzle: {swz}> require the "
+            f"last dimension of the slice to be exactly k{swz}ByteSwizzle bytes i.e.  {e} "
+            f"elements, but got {box[-1]} elements.",
+            "gpu-lower",
+        )
+    transposed = any(_op(t) == "transpose" for t in view)
+    phys = ms if tile is None else (None if transposed else _tiled_view_memref(shape, tile, view))
+    if phys is not None:
+        kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
+        want = contiguous_strides([d for d, _ in kept])
+        if any(s != w for (_, s), w in zip(kept, want, strict=True)):
+            return JaxError(
+                "TMA_SMEM_NOT_CONTIGUOUS",
+                "ValueError",
+                "async_copy needs the SMEM reference to be contiguous, but got strides "
+                f"{[s for _, s in kept]} for shape {[d for d, _ in kept]}",
+                "gpu-lower",
+            )
+    if moved and 1 in m.strides and len(dst_strides) == len(m.shape):
+        q = m.strides.index(1)
+        return JaxError(
+            "TMA_MINOR_STRIDE",
+            "ValueError",
+            "TMA requires the stride of the last dimension after transforming the GMEM "
+            f"reference to be 1, but it is {dst_strides[q]}.",
+            "gpu-lower",
         )
     return None
+
+
+def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError | None:
+    """An SMEM view with no unit-stride dim (an integer index dropped the minor dim):
+    layout inference cannot place a swizzle on it (``_is_valid_smem_layout_assignment``:
+    ``NotImplementedError: We cannot apply swizzle to non-contiguous refs``)."""
+    m, _ = view_memref(shape, view)
+    if m is None or not m.shape or 1 in m.strides:
+        return None
+    return JaxError(
+        "SMEM_NOT_CONTIGUOUS",
+        "NotImplementedError",
+        "We cannot apply swizzle to non-contiguous refs",
+        "gpu-lower",
+    )

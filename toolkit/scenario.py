@@ -56,7 +56,9 @@ Dtype = Literal[DTYPES]  # type: ignore[valid-type]
 # ---------------------------------------------------------------- buffers
 
 Scalar = StrictInt | StrictFloat | StrictBool
-Init = Literal["zeros", "ones", "iota", "random"] | list[Any]
+#: a fill, or an explicit value: the nested list of the buffer's shape, which for a
+#: rank-0 buffer is a bare number (``np.zeros(()).tolist()`` is ``0.0``)
+Init = Literal["zeros", "ones", "iota", "random"] | Scalar | list[Any]
 
 
 def _check_size(shape: list[int], dtype: str) -> None:
@@ -96,10 +98,21 @@ class Buffer(Model):
     @model_validator(mode="after")
     def _consistent(self) -> Buffer:
         _check_size(self.shape, self.dtype)
-        if isinstance(self.init, list):
-            got = _nested_shape(self.init)
-            if got != list(self.shape):
-                raise ValueError(f"explicit init has shape {got}, the buffer {list(self.shape)}")
+        if not isinstance(self.init, str):
+            from mpmd_lab.layout_rules import init_fits
+
+            got = _nested_shape(self.init)  # the numbers themselves (finite, 64-bit)
+            if not init_fits(self.shape, self.init):
+                hint = (
+                    " (a rank-0 buffer's value is a bare number)"
+                    if not self.shape
+                    else " (a bare number is the value of a rank-0 buffer)"
+                    if not got
+                    else ""
+                )
+                raise ValueError(
+                    f"explicit init has shape {got}, the buffer {list(self.shape)}{hint}"
+                )
         return self
 
 

@@ -30,29 +30,10 @@ def stable_prefix(message: str) -> str:
 
 
 def loadable(d: dict[str, Any]):
-    """The scenario as the loader makes it; a rank-0 buffer's bare-number ``init`` (which
-    today's loader refuses) is set past the loader, so JAX can be asked about it."""
-    from mpmd_lab.scenario import Buffer, ScenarioError, load_scenario
+    """The scenario as the loader makes it."""
+    from mpmd_lab.scenario import load_scenario
 
-    try:
-        return load_scenario(d)
-    except ScenarioError:
-        scalars = {
-            k: b
-            for k, b in d.get("buffers", {}).items()
-            if b.get("shape") == [] and isinstance(b.get("init"), int | float)
-        }
-        if not scalars:
-            raise
-        patched = {**d, "buffers": {**d["buffers"]}}
-        for k, b in scalars.items():
-            patched["buffers"][k] = {**b, "init": "zeros"}
-        s = load_scenario(patched)
-        for k, b in scalars.items():
-            s.buffers[k] = Buffer.model_construct(
-                shape=[], dtype=b["dtype"], init=b["init"], seed=0, as_ref=False
-            )
-        return s
+    return load_scenario(d)
 
 
 def run_jax(d: dict[str, Any], stages, detect_races: bool | None) -> dict[str, Any]:

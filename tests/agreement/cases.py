@@ -732,6 +732,263 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, ...], bool | None, str, str]] 
 }
 
 
+# --- the lowering's families, measured while the rules were wired in (issue 18): each
+# rule of mpmd_lab.layout_rules at the edge where JAX's answer changes
+
+
+def _copy_in(shape, dtype, scratch, *steps):
+    """``copy`` from a GMEM argument into (a view of) scratch ``s``."""
+    body = [view("s", *steps), {"op": "copy", "src": "x_ref", "dst": "v"}] if steps else []
+    if not steps:
+        body = [{"op": "copy", "src": "x_ref", "dst": "s"}]
+    return kernel(body, scratch=scratch, buffers=_x(shape, dtype), args=X_ARG)
+
+
+def _copy_out(shape, dtype, scratch, *steps):
+    """``copy`` from (a view of) scratch ``s`` into an output of ``shape``."""
+    src = "v" if steps else "s"
+    body = ([view("s", *steps)] if steps else []) + [{"op": "copy", "src": src, "dst": "out"}]
+    return kernel(body, scratch=scratch, outputs=out(shape, dtype))
+
+
+def _fill(scratch, *steps):
+    body = ([view("s", *steps)] if steps else []) + [FILL_V if steps else FILL_S]
+    return kernel(body, scratch=scratch)
+
+
+def _tma_of(scratch, out_shape, dtype, *steps):
+    src = "v" if steps else "s"
+    body = ([view("s", *steps)] if steps else []) + [tma(src)]
+    return kernel(body, scratch=scratch, outputs=out(out_shape, dtype))
+
+
+def _tmem_of(shape, *steps, use="fill", dtype="float32"):
+    spec = {"s": {"shape": shape, "dtype": dtype, "memory_space": "TMEM"}}
+    if use == "fill":
+        return _fill(spec, *steps)
+    return _copy_out(use, dtype, spec, *steps)
+
+
+TP = {"op": "transpose", "perm": [1, 0]}
+F32 = "float32"
+
+
+def _reshape(*shape):
+    return {"op": "reshape", "shape": list(shape)}
+
+
+FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
+    # register transfers of tiled SMEM (layout_rules.smem_register_error)
+    "tiled-rows-not-64": (
+        _copy_in([32, 128], F32, smem([32, 128], F32, *TS128)),
+        "a tiled, swizzled view of 32 rows: the WGMMA register tile has 64",
+    ),
+    "tiled-rows-192": (
+        _copy_in([192, 128], F32, smem([192, 128], F32, *TS128)),
+        "192 rows (a multiple of 64): a register layout fits",
+    ),
+    "tiling-only-narrow": (
+        _copy_in([128, 128], F32, smem([128, 128], F32, T(8, 16))),
+        "tiling (8, 16) without a swizzle, float32: a layout fits",
+    ),
+    "tiling-only-wide": (
+        _fill(smem([128, 128], F32, T(8, 32))),
+        "tiling (8, 32) without a swizzle: no layout fits",
+    ),
+    "tiling-only-int8-gmem": (
+        _copy_in([128, 128], "int8", smem([128, 128], "int8", T(8, 32))),
+        "int8 through tiling (8, 32) without a swizzle: the GMEM side moves 2 bytes a thread",
+    ),
+    "rank1-tile-swizzle-64": (
+        _fill(smem([128, 128], F32, T(16), S(64))),
+        "a one-dim tile (16,) with swizzle 64: no layout fits",
+    ),
+    "rank1-tile-swizzle-128": (
+        _fill(smem([128, 128], F32, T(32), S(128))),
+        "a one-dim tile (32,) with swizzle 128: a layout fits",
+    ),
+    "swizzle-only-store": (
+        _fill(smem([128, 32], F32, S(128))),
+        "a plain store into SMEM swizzled without a tiling: no layout fits",
+    ),
+    "transposed-tiled-f32-copy": (
+        _copy_in([128, 128], F32, smem([128, 128], F32, *TS128), TP),
+        "a float32 copy through a transposed view of tiled SMEM: the tiled transfer fails",
+    ),
+    "transposed-tiled-f16-copy": (
+        _copy_out([128, 128], "float16", smem([128, 128], "float16", T(8, 64), S(128)), TP),
+        "the same in float16: the GMEM side of the WGMMA layout fails first",
+    ),
+    "transposed-tiled-int8-copy": (
+        _copy_in([128, 128], "int8", smem([128, 128], "int8", T(8, 32), S(32)), TP),
+        "the same in int8: the tiled transfer fails (not the GMEM side)",
+    ),
+    "transposed-tiled-fill": (
+        _fill(smem([128, 128], F32, *TS128), TP),
+        "a constant stored through a transposed view of tiled SMEM: lowers",
+    ),
+    "transposed-tiled-no-swizzle": (
+        _fill(smem([128, 128], F32, T(8, 16)), TP),
+        "a transposed view of SMEM tiled without a swizzle: no layout fits",
+    ),
+    "transposed-tiled-no-swizzle-3d": (
+        _fill(
+            smem([2, 64, 64], I32, T(16, 8)),
+            {"op": "transpose", "perm": [0, 2, 1], "via": "transpose_ref"},
+            {"op": "transpose", "perm": [2, 1, 0]},
+        ),
+        "the fuzz's find (seed 634972487): a 3-D tiled, unswizzled view, transposed twice",
+    ),
+    "transposed-one-row-tile": (
+        _fill(smem([128, 128], F32, T(1, 32), S(128)), TP),
+        "a transposed view of SMEM tiled by one-row tiles: no layout fits",
+    ),
+    # TMA copies (layout_rules.tma_smem_error)
+    "tma-transposed-major": (
+        _tma_of(smem([2, 64, 32], F32), [64, 2, 32], F32, {"op": "transpose", "perm": [1, 0, 2]}),
+        "a TMA copy from a view that transposes major dims only: lowers",
+    ),
+    "tma-transposed-3d": (
+        _tma_of(smem([2, 64, 32], F32), [2, 32, 64], F32, {"op": "transpose", "perm": [0, 2, 1]}),
+        "a TMA copy from a view that moves the minor dim: the GMEM minor stride is 64",
+    ),
+    "tma-transposed-window": (
+        _tma_of(smem([16, 256], "float16"), [8, 16], "float16", TP, at(ds(0, 8))),
+        "a transposed window: the SMEM block is strided in memory order",
+    ),
+    "tma-column-int": (
+        _tma_of(smem([128, 128], F32), [128], F32, at(None, 3)),
+        "a TMA copy of a column: no unit-stride dim for a layout",
+    ),
+    "tma-narrow-rows": (
+        _tma_of(smem([8, 8], "uint8"), [8, 8], "uint8"),
+        "a TMA copy into 8-byte GMEM rows",
+    ),
+    "tma-swizzle-row": (
+        _tma_of(smem([128, 32], F32, S(128)), [64, 64], F32, _reshape(64, 64)),
+        "a swizzled SMEM ref reshaped to rows of 64: not the swizzle's row of 32",
+    ),
+    # TMEM views (layout_rules.tmem_access_error)
+    "tmem-column-slice": (
+        _tmem_of([128, 128], at(None, ds(1, 31))),
+        "a slice of TMEM columns keeps every lane: only the plain store fails",
+    ),
+    "tmem-row-slice": (
+        _tmem_of([128, 128], at(ds(0, 64))),
+        "a slice of TMEM rows (lanes): no layout",
+    ),
+    "tmem-identity-transpose-after-at": (
+        _tmem_of([128, 128], at(None, None), {"op": "transpose", "perm": [0, 1]}),
+        "an identity transpose of an indexed TMEM view changes nothing",
+    ),
+    "tmem-identity-transpose": (
+        _tmem_of([128, 128], {"op": "transpose", "perm": [0, 1]}),
+        "an identity transpose of the TMEM ref itself: no layout",
+    ),
+    "tmem-unfold-refold": (
+        _tmem_of([128, 64], _reshape(1, 128, 64), _reshape(128, 64), use=[128, 64], dtype=I32),
+        "a reshape and its inverse: folded away",
+    ),
+    "tmem-unfold": (
+        _tmem_of([128, 256], _reshape(1, 128, 256)),
+        "an unfold of TMEM (expand_shape): no layout",
+    ),
+    # strided GMEM and SMEM access (layout_rules.transposed_access_error, view_memref)
+    "gmem-column-256": (
+        kernel(
+            [view("x_ref", at(None, 3)), {"op": "copy", "src": "v", "dst": "out"}],
+            buffers=_x([256, 128], F32),
+            args=X_ARG,
+            outputs=out([256], F32),
+        ),
+        "a column of 256 (2 a thread): a strided vector.load",
+    ),
+    "gmem-column-128": (
+        kernel(
+            [view("x_ref", at(None, 3)), {"op": "copy", "src": "v", "dst": "out"}],
+            buffers=_x([128, 128], F32),
+            args=X_ARG,
+            outputs=out([128], F32),
+        ),
+        "a column of 128 (1 a thread): a scalar access, any stride",
+    ),
+    "smem-transposed-store": (
+        _fill(smem([128, 128], F32), TP),
+        "a store through a transposed view of untiled SMEM: a strided vector.store",
+    ),
+    "strided-unfold-load": (
+        kernel(
+            [
+                view("x_ref", at(ds(0, 32), ds(8, 8)), _reshape(2, 16, 8)),
+                {"op": "copy", "src": "v", "dst": "out"},
+            ],
+            buffers=_x([64, 32], F32),
+            args=X_ARG,
+            outputs=out([2, 16, 8], F32),
+        ),
+        "an unfold of a strided view: memref_reshape unfolds any strides",
+    ),
+    "strided-fold-load": (
+        kernel(
+            [
+                view("x_ref", at([0, 64], [0, 64]), _reshape(-1)),
+                {"op": "copy", "src": "v", "dst": "out"},
+            ],
+            buffers=_x([128, 128], F32),
+            args=X_ARG,
+            outputs=out([4096], F32),
+        ),
+        "a fold of a strided view: memref_fold needs contiguous dims",
+    ),
+    # SMEM capacity (layout_rules.smem_capacity_error): each buffer rounded to 1 KiB
+    "smem-capacity-aligned": (
+        kernel(
+            [],
+            scratch={
+                f"s{i}": {"shape": sh, "dtype": F32, "memory_space": "SMEM"}
+                for i, sh in enumerate([[256, 224], [1, 1], [1, 1], [1, 1], [1, 1]])
+            },
+        ),
+        "224 KiB and four 4-byte buffers: 228 KiB once each is rounded up to 1 KiB",
+    ),
+    "smem-capacity-barriers": (
+        kernel(
+            [],
+            scratch={
+                "s": {"shape": [256, 226], "dtype": F32, "memory_space": "SMEM"},
+                **{f"b{i}": {"kind": "barrier"} for i in range(129)},
+            },
+        ),
+        "226 KiB and 129 barriers of 8 bytes: 8 bytes over",
+    ),
+    # captured scalars (layout_rules.captured_scalar_error)
+    "rank0-capture-int32": (
+        kernel(
+            [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "cv"}],
+            buffers={**_x([128], I32), "c": {"shape": [], "dtype": I32, "init": 2}},
+            args=X_ARG,
+            outputs=out([128], I32),
+            captures=[{"name": "cv", "buffer": "c"}],
+        ),
+        "a captured rank-0 int32 array: memref<i32> where the jaxpr has i32",
+    ),
+    "rank0-capture-ref": (
+        kernel(
+            [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "cv"}],
+            buffers={
+                **_x([128], F32),
+                "c": {"shape": [], "dtype": F32, "init": 2.0, "as_ref": True},
+            },
+            args=X_ARG,
+            captures=[{"name": "cv", "buffer": "c"}],
+        ),
+        "a captured rank-0 Ref: lowers",
+    ),
+}
+for _name, (_d, _note) in FAMILIES.items():
+    CASES[_name] = (_d, LOWER, None, "jax", _note)
+
+
 def case_scenarios() -> dict[str, dict[str, Any]]:
     """Each case's scenario dict, named after the case."""
     out = {}

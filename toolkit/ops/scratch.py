@@ -63,9 +63,39 @@ class ArrayScratch(Model):
         return self
 
     def ref_info(self, name: str) -> Any:
-        from mpmd_lab.shapes import base_info
+        from mpmd_lab.shapes import base_info, replace
 
-        return base_info(self.shape, self.dtype, self.memory_space, name)
+        info = base_info(self.shape, self.dtype, self.memory_space, name)
+        # with a layout the kernel gets a TransformedRef (the layout's undo transforms)
+        return replace(info, transformed=True) if self.transforms else info
+
+    # JAX's rules for the type (mpmd_lab.layout_rules): errors with the field they are about
+
+    def build_error(self) -> tuple[Any, str] | None:
+        """What constructing the type raises (``SwizzleTransform``, ``MemorySpace.__call__``)."""
+        from mpmd_lab import layout_rules as L
+
+        return L.scratch_build_error_at(
+            dtypes.bits(self.dtype),
+            self.memory_space,
+            self.transforms,
+            self.packed,
+            self.collective,
+        )
+
+    def type_error(self) -> tuple[Any, str] | None:
+        """What computing the physical type raises at trace (the layout stack, in order)."""
+        from mpmd_lab import layout_rules as L
+
+        _, e, k = L.physical_shape_at(self.shape, dtypes.bits(self.dtype), self.transforms)
+        return None if e is None else (e, f"transforms[{k}]")
+
+    def physical_shape(self) -> tuple[int, ...] | None:
+        """The shape the lowering allocates (after tiling), None where the type fails."""
+        from mpmd_lab import layout_rules as L
+
+        shape, _ = L.physical_shape(self.shape, dtypes.bits(self.dtype), self.transforms)
+        return shape
 
     def label(self) -> str:
         layout = " ".join(t.label() for t in self.transforms)
@@ -99,6 +129,12 @@ class _Special(Model):
 
     @property
     def collective(self) -> None:
+        return None
+
+    def build_error(self) -> None:
+        return None
+
+    def type_error(self) -> None:
         return None
 
 

@@ -177,7 +177,7 @@ class Fill(StatementOp):
 
     def lower(self, low: Any) -> bool:
         dst = low.info("dst")
-        if low.access("dst", "store", check_layout=False):
+        if low.access("dst", "store", check_layout=False, splat=True):
             return True
         if dst.shape and dst.size != 1 and dst.size % LANES:
             low.later(

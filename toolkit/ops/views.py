@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, TransformOp
 from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
@@ -260,6 +261,8 @@ class At(TransformOp):
                 ),
                 notes,
             )
+        # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
+        oob = L.index_bounds_error_at(shape, self.index)
         new_shape: list[int] = []
         sels: list[tuple[Any, ...]] = []
         ints: list[tuple[int, int]] = []
@@ -267,6 +270,9 @@ class At(TransformOp):
         dynamic = ref.dynamic
         for k, (ix, d) in enumerate(zip(ixs, shape, strict=False)):
             f = f"index[{k}]"
+            if oob is not None and oob[1] == k:
+                e = oob[0]
+                return None, err(e.code, e.jax_type, e.message, field=f), notes
             if ix.kind == "all":
                 new_shape.append(d)
                 sels.append(("slice", 0, d, None, 0))
@@ -296,17 +302,6 @@ class At(TransformOp):
                 start = 0 if a is None else (min(d, a) if a >= 0 else max(0, d + a))
                 stop = d if b is None else (min(d, b) if b >= 0 else max(0, d + b))
                 size = max(0, stop - start)
-                if start >= d:
-                    return (
-                        None,
-                        err(
-                            "AT_OOB_SLICE",
-                            "ValueError",
-                            f"Out of bound slice: start={start}, dim={d}.",
-                            field=f,
-                        ),
-                        notes,
-                    )
                 if b is not None and b > d:
                     notes.append(
                         err(
@@ -323,28 +318,6 @@ class At(TransformOp):
                 sels.append(("slice", start, size, None, 0))
             elif isinstance(ix.start, E.Const):  # pl.ds with a static start
                 start, size = ix.start.value, ix.size or 0
-                if start >= d:
-                    return (
-                        None,
-                        err(
-                            "AT_OOB_SLICE",
-                            "ValueError",
-                            f"Out of bound slice: start={start}, dim={d}.",
-                            field=f,
-                        ),
-                        notes,
-                    )
-                if size and start + size - 1 >= d:
-                    return (
-                        None,
-                        err(
-                            "AT_OOB_SLICE",
-                            "ValueError",
-                            f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
-                            field=f,
-                        ),
-                        notes,
-                    )
                 if start < 0:
                     notes.append(
                         err(

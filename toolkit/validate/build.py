@@ -6,6 +6,8 @@ types (their transforms first), then the kernel object itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import bits
 from mpmd_lab.scenario import KernelMesh
@@ -68,74 +70,28 @@ def check_build(ctx: Ctx) -> None:
             continue
     for name, sc in c.scratch.items():
         path = f"call.scratch.{name}"
-        bad = False
-        for k, t in enumerate(sc.transforms):
-            if t.op == "swizzle" and t.bytes not in (32, 64, 128):
-                fit = sc.shape[-1] * bits(sc.dtype) // 8 if sc.shape else 0
-                ctx.jax(
-                    "SWIZZLE_VALUE",
-                    f"{path}.transforms[{k}].bytes",
-                    f"Swizzle {t.bytes} is not supported. Only 32, 64 and 128 are accepted.",
-                    fix=None
-                    if fit not in (32, 64, 128)
-                    else Fix(
-                        description=f"swizzle {fit} bytes (the trailing dimension's width)",
-                        edits=[Edit(op="replace", path=f"{path}.transforms[{k}].bytes", value=fit)],
-                    ),
-                )
-                bad = True
-                break
-            if t.op not in ("swizzle", "tiling"):
-                ctx.add(
-                    "SCRATCH_TRANSFORM",
-                    f"{path}.transforms[{k}]",
-                    f"scratch transforms are tiling or swizzle, not {t.op}",
-                    stage="schema",
-                )
-                bad = True
-                break
-        if bad:
+        bad = next(
+            ((k, t) for k, t in enumerate(sc.transforms) if t.op not in ("swizzle", "tiling")),
+            None,
+        )
+        if bad is not None:
+            ctx.add(
+                "SCRATCH_TRANSFORM",
+                f"{path}.transforms[{bad[0]}]",
+                f"scratch transforms are tiling or swizzle, not {bad[1].op}",
+                stage="schema",
+            )
             continue
-        if sc.memory_space == "TMEM":
-            if sc.transforms:
-                ctx.jax(
-                    "TMEM_NO_TRANSFORMS",
-                    path + ".transforms",
-                    "transforms are not supported for TMEM",
-                    fix=Fix(
-                        description="drop the TMEM scratch's transforms",
-                        edits=[Edit(op="replace", path=path + ".transforms", value=[])],
-                    ),
-                )
-            elif sc.packed is None and sc.dtype not in (
-                "float32",
-                "int32",
-                "uint32",
-                "float64",
-                "int64",
-            ):
-                ctx.jax(
-                    "TMEM_DTYPE_PACKED",
-                    path + ".dtype",
-                    "dtypes narrower than 32-bit require either the packed argument or an "
-                    "explicit TMEM layout",
-                    fix=Fix(
-                        description="pack the narrow dtype (packed: true)",
-                        edits=[Edit(op="replace", path=path + ".packed", value=True)],
-                    ),
-                )
-        elif sc.packed is not None or sc.collective is not None:
+        found = sc.build_error()  # JAX's rule: mpmd_lab.layout_rules.scratch_build_error
+        if found is not None:
+            e, field = found
             ctx.jax(
-                "TMEM_ONLY_ARGS",
-                path + (".packed" if sc.packed is not None else ".collective"),
-                "packed, collective and layout arguments are only supported for TMEM.",
-                fix=Fix(
-                    description="drop packed / collective (TMEM-only arguments)",
-                    edits=[
-                        Edit(op="replace", path=path + ".packed", value=None),
-                        Edit(op="replace", path=path + ".collective", value=None),
-                    ],
-                ),
+                e.code,
+                f"{path}.{field}",
+                e.message,
+                jax_type=e.jax_type,
+                stage=e.stage,
+                fix=_scratch_fix(sc, path, e.code, field),
             )
     if c.entry == "plgpu.kernel" and len(c.programs) != 1:
         ctx.add(
@@ -156,3 +112,34 @@ def check_build(ctx: Ctx) -> None:
         return
     if not c.programs:
         ctx.jax("MPMD_NO_PROGRAMS", "call.programs", "At least one mesh/function pair is required")
+
+
+def _scratch_fix(sc: Any, path: str, code: str, field: str) -> Fix | None:
+    """The fix of a scratch type's build error."""
+    if code == "SWIZZLE_VALUE":
+        fit = sc.shape[-1] * bits(sc.dtype) // 8 if sc.shape else 0
+        if fit not in (32, 64, 128):
+            return None
+        return Fix(
+            description=f"swizzle {fit} bytes (the trailing dimension's width)",
+            edits=[Edit(op="replace", path=f"{path}.{field}", value=fit)],
+        )
+    if code == "TMEM_NO_TRANSFORMS":
+        return Fix(
+            description="drop the TMEM scratch's transforms",
+            edits=[Edit(op="replace", path=path + ".transforms", value=[])],
+        )
+    if code == "TMEM_DTYPE_PACKED":
+        return Fix(
+            description="pack the narrow dtype (packed: true)",
+            edits=[Edit(op="replace", path=path + ".packed", value=True)],
+        )
+    if code == "TMEM_ONLY_ARGS":
+        return Fix(
+            description="drop packed / collective (TMEM-only arguments)",
+            edits=[
+                Edit(op="replace", path=path + ".packed", value=None),
+                Edit(op="replace", path=path + ".collective", value=None),
+            ],
+        )
+    return None

@@ -1,20 +1,27 @@
 """gpu-lower rules: what the Mosaic GPU lowering (``jax.export`` for ``cuda``) rejects.
 
-Order as the lowering meets them: scratch through ``pl.kernel`` first; then each
+Order as the lowering meets them: scratch through ``pl.kernel`` first; then what
+``plgpu.kernel`` allocates (GMEM scratch, the SMEM it needs, barriers); then each
 statement's loads and stores in body order (transform handling, peer device ids,
 multicast, cluster refs, TMA and multimem stores, splat stores); then layout
-inference over the whole kernel; then IR verification (transposed GMEM access).
+inference over the whole kernel (deriving each op's constraints in order, solving them,
+writing the solution back); then the dialect lowering (TMA copies); then IR
+verification (transposed GMEM access). The layout rules of views and scratch are JAX's
+own, in ``mpmd_lab.layout_rules`` (where ``LOWERING_PHASE`` says which phase raises
+each code).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from mpmd_lab import dtypes
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stmt
@@ -39,12 +46,21 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    # errors of later lowering phases, in statement order: layout inference (p2), the
-    # Mosaic GPU dialect lowering (p3), IR verification (p4)
-    layout: list[tuple[str, str, str, str]] = []
-    verify: dict[str, list[tuple[str, str, str, str]]] = {"p1": [], "p3": [], "p4": []}
     if _scratch_lowering(ctx):
         return
+    if c.entry == "plgpu.kernel" and _resources(ctx):
+        return
+    # errors of later lowering phases, in statement order: layout inference (deriving
+    # constraints, solving them: ``layout``, assigning the solution), the Mosaic GPU
+    # dialect lowering (p3), IR verification (p4)
+    layout: list[tuple[Any, ...]] = []
+    verify: dict[str, list[tuple[Any, ...]]] = {
+        "verify-early": [],
+        "derive": [],
+        "assign": [],
+        "p3": [],
+        "p4": [],
+    }
     for prog in ctx.programs:
         mesh = c.programs[prog.index].mesh
         if mesh.threads is not None and mesh.threads.count >= 16:
@@ -59,26 +75,61 @@ def check_lower(ctx: Ctx) -> None:
                 ),
             )
             return
+        if _captured_scalar(ctx, prog):
+            return
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    for phase in (verify["p1"], layout, verify["p3"], verify["p4"]):
+    phases = ("verify-early", "derive", "solve", "assign", "p3", "p4")
+    for phase in (layout if p == "solve" else verify[p] for p in phases):
         if phase:
-            code, path, msg, why = phase[0]
-            ctx.jax(code, path, msg, explanation=why)
+            code, path, msg, why, *jt = phase[0]
+            ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
             return
 
 
-LAYOUT_MSG = (
-    "Failed to infer a possible set of layouts. This should only happen if user-provided "
-    "layout casts are unsatisfiable. To dump the constraint system for debugging, use "
-    "`MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1`."
-)
-VERIFY_MSG = (
-    "Pallas encountered an internal verification error. Please file a bug at "
-    "https://github.com/jax-ml/jax/issues/new/choose. Error details: 'vector.load' op most "
-    "minor memref dim must have unit stride"
-)
+LAYOUT_MSG = L.layout_inference_error().message
+
+
+def _resources(ctx: Ctx) -> bool:
+    """What ``plgpu.kernel`` allocates before any statement is lowered: the resource
+    estimate of ``run_scoped`` takes SMEM, TMEM, barriers and GMEM semaphores only
+    (``layout_rules.gmem_scratch_error``), then Mosaic GPU checks the SMEM it needs
+    against the GPU's (``layout_rules.smem_capacity_error``, physical shapes)."""
+    c = ctx.s.call
+    for name, sc in c.scratch.items():
+        if sc.KIND != "array":  # semaphores live in GMEM: the estimate knows them
+            continue
+        e = L.gmem_scratch_error(c.entry, [(sc.memory_space, sc.dtype)])
+        if e is not None:
+            ctx.jax(
+                e.code,
+                f"call.scratch.{name}.memory_space",
+                e.message,
+                jax_type=e.jax_type,
+                fix=Fix(
+                    description=f"allocate {name!r} in SMEM (or pass a GMEM buffer in)",
+                    edits=[
+                        Edit(op="replace", path=f"call.scratch.{name}.memory_space", value="SMEM")
+                    ],
+                ),
+            )
+            return True
+    smem = [
+        (sc.shape, dtypes.bits(sc.dtype), sc.transforms)
+        for sc in c.scratch.values()
+        if sc.memory_space == "SMEM" and sc.KIND == "array"
+    ]
+    barriers = sum(
+        getattr(sc, "num_barriers", 0)
+        for sc in c.scratch.values()
+        if sc.KIND in ("barrier", "cluster_barrier")
+    )
+    e = L.smem_capacity_error(smem, barriers)
+    if e is not None:
+        ctx.jax(e.code, "call.scratch", e.message, jax_type=e.jax_type)
+        return True
+    return False
 
 
 class LowerCtx:
@@ -98,14 +149,24 @@ class LowerCtx:
         assert info is not None
         return info
 
-    def access(self, field: str, kind: str, check_layout: bool = True) -> bool:
-        """A plain load or store through the ref (``ref[...]``)."""
+    def access(self, field: str, kind: str, check_layout: bool = True, splat: bool = False) -> bool:
+        """A plain load or store through the ref (``ref[...]``; ``splat``: a store of a
+        constant, ``jnp.full``)."""
         return _access(
-            self.ctx, self.st, field, kind, self.mesh, self.layout, self.verify, check_layout
+            self.ctx,
+            self.st,
+            field,
+            kind,
+            self.mesh,
+            self.layout,
+            self.verify,
+            check_layout,
+            splat,
         )
 
     def tma(self, src: str, dst: str) -> bool:
-        return _tma(self.ctx, self.st, self.info(src), self.info(dst), self.mesh)
+        """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
+        return _tma(self.ctx, self.st, src, dst, self.mesh, self.layout, self.verify)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -117,7 +178,9 @@ class LowerCtx:
         if phase == "p2":
             self.layout.append((code, path, message, why))
         else:
-            self.verify[phase].append((code, path, message, why))
+            self.verify["verify-early" if phase == "p1" else phase].append(
+                (code, path, message, why)
+            )
 
     # the lowering rules' own checks, raised where the statement is lowered
 
@@ -230,11 +293,141 @@ def _where(st: Stmt, field: str) -> str:
     return f"{st.path}.{field}"
 
 
-def _view_path(ctx: Ctx, b: Binding, op: str) -> str:
-    """The field path of the first transform of kind ``op`` in the view's stack."""
-    if b.kind == "view" and b.stmt >= 0:
-        return b.path + ".transforms"
-    return b.path
+def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
+    """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
+    lowering binds the kernel's constants before its first statement."""
+    s = ctx.s
+    used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
+    for i, cap in enumerate(s.call.captures):
+        b = s.buffers.get(cap.buffer)
+        if b is None or b.as_ref or b.shape or cap.name not in used:
+            continue
+        e = L.captured_scalar_error(b.dtype)
+        ctx.jax(
+            e.code,
+            f"call.captures[{i}]",
+            e.message,
+            jax_type=e.jax_type,
+            fix=Fix(
+                description=f"pass {cap.buffer!r} as a Ref (as_ref: true): a kernel may close "
+                "over a Ref",
+                edits=[Edit(op="replace", path=f"buffers.{cap.buffer}.as_ref", value=True)],
+            ),
+        )
+        return True
+    return False
+
+
+def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[Any]] | None:
+    """(shape, dtype, memory space, layout stack) of the untransformed ref under a view."""
+    o = b.origin[0] if b.origin else ""
+    c = ctx.s.call
+    if o.startswith("out:"):
+        spec = c.outputs.get(o[4:])
+        return None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", [])
+    if o.startswith("scratch:"):
+        sc = c.scratch.get(o[8:])
+        if sc is None:
+            return None
+        return tuple(sc.shape), sc.dtype, sc.memory_space, list(sc.transforms)
+    spec = ctx.s.buffers.get(o)
+    return None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", [])
+
+
+def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
+    ctx.jax(e.code, path, e.message, jax_type=e.jax_type, stage=e.stage, explanation=why)
+
+
+def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
+    """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
+    phase = L.lowering_phase(e.code, e.message)
+    item = (e.code, path, e.message, why, e.jax_type)
+    if phase == "solve":
+        layout.append(item)
+    else:
+        verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
+
+
+def _view_rules(
+    ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
+) -> tuple[bool, L.JaxError | None]:
+    """The Mosaic GPU lowering's handling of the view's transforms
+    (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
+    ``smem_transforms_error``): (stops here, the bitcast left over that the access itself
+    rejects once the view's steps are lowered)."""
+    b = st.refs[field]
+    root = _root_spec(ctx, b)
+    if root is None:
+        return False, None
+    shape, dtype, space, layout_stack = root
+    view = [t for _, t in b.stack]
+    where = _where(st, field)
+    if space == "TMEM" and access != "tma":
+        e = L.tmem_access_error(shape, view, dtype)
+        if e is None:
+            return False, None
+        if L.lowering_phase(e.code, e.message) != "statement":
+            _later(verify, layout, e, where, _TMEM_WHY)
+            return False, None
+        if e.code in L.LEFTOVER_CODES:
+            return False, e
+        _report(ctx, e, where)
+        return True, None
+    found = L.view_lowering_error_at(shape, dtype, layout_stack, view, access)
+    if found is not None:
+        e, i = found
+        if e.code in L.LEFTOVER_CODES:
+            leftover: L.JaxError | None = e
+        else:
+            _report(ctx, e, b.stack[i][0] if i is not None else where, _COMMUTE_WHY)
+            return True, None
+    else:
+        leftover = None
+    if space == "SMEM" and leftover is None and (e := L.smem_contiguity_error(shape, view)):
+        _later(verify, layout, e, where)
+    if space == "SMEM" and layout_stack:
+        spath = f"call.scratch.{b.origin[0][8:]}.transforms"
+        if (e := L.smem_transforms_error(layout_stack)) is not None:
+            _later(verify, layout, e, spath)
+        if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
+            _later(verify, layout, e, spath, _TILE_RANK_WHY)
+        info = b.info
+        if access != "tma" and info is not None and leftover is None:
+            m, _ = L.view_memref(shape, view)
+            e = L.smem_register_error(
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat
+            )
+            if e is not None:
+                _later(verify, layout, e, where, _REGISTERS_WHY)
+    return False, leftover
+
+
+_TMEM_WHY = (
+    "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
+    "or store of a TMEM ref (or of a view of one) does not lower."
+)
+_REGISTERS_WHY = (
+    "A plain load or store of tiled, swizzled SMEM moves the value through registers in "
+    "the layout the tiling and swizzle allow (the WGMMA layout: 64-row tiles, rows of the "
+    "swizzle's width); this view has no such layout. Copy with TMA, or keep the view "
+    "untransposed with a multiple of 64 rows and both a tiling and a swizzle."
+)
+_GMEM_XFER_WHY = (
+    "The value is copied between GMEM and tiled, swizzled SMEM, so it is held in the register "
+    "layout the SMEM tiling needs (2 consecutive elements per thread); for 8- and 16-bit "
+    "dtypes the GMEM side of that layout is not a whole number of 32-byte sectors. Copy with "
+    "TMA (copy_gmem_to_smem / copy_smem_to_gmem) instead."
+)
+_TILE_RANK_WHY = (
+    "The tile has more dims than the scratch: JAX pairs the whole shape with the tile's first "
+    "entries, so the tiled allocation holds more elements than the ref, and the lowering "
+    "cannot view it as the ref's shape. Use a tile of at most the scratch's rank."
+)
+_COMMUTE_WHY = (
+    "The Mosaic GPU lowering moves every index, reshape and peer step of a view before "
+    "the transposes, bitcasts and scratch layout (tiling, swizzle) under it; this step "
+    "cannot be moved there. Reorder the view, or index the ref before transforming it."
+)
 
 
 def _access(
@@ -244,35 +437,103 @@ def _access(
     kind: str,
     mesh: Any,
     layout: list,
-    verify: list,
+    verify: dict,
     check_layout: bool = True,
+    splat: bool = False,
 ) -> bool:
-    """A plain load or store through a ref view (``ref[...]``)."""
+    """A plain load or store through a ref view (``ref[...]``; ``splat``: the store of a
+    constant)."""
     b = st.refs[field]
     info = b.info
     assert info is not None
     if not info.is_ref:
         return False
-    # pass 1 (warpgroup semantics, transposes not yet bubbled): every index, reshape,
-    # peer, multicast and cluster step must commute past the transposes and bitcasts
-    # before it; only an index commutes past a transpose
-    remaining: list[Any] = []
-    for path, t in b.stack:
-        if t.op in ("transpose", "bitcast"):
-            remaining.append(t)
-            continue
-        for r in reversed(remaining):
-            if r.op == "transpose" and t.op == "at":
-                continue
-            ctx.jax(
-                "GPU_TRANSFORMS_UNSUPPORTED",
-                path,
-                f"({_t_repr(r)}, {_t_repr(t)})",
-                explanation=f"The Mosaic GPU lowering cannot move a {t.op} step before an "
-                f"earlier {r.op}; reorder the stack so {t.op} comes first.",
+    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
+    if stop or _apply_steps(ctx, st, field, info, mesh):
+        return True
+    if info.cluster:
+        if info.memory_space == "GMEM":
+            layout.append(
+                (
+                    "GPU_CLUSTER_GMEM",
+                    _where(st, field),
+                    "ValueSite(operation=<UnrealizedConversionCastOp>, "
+                    "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
+                    "cluster_ref addresses another block's shared memory; a GMEM ref has no "
+                    "cluster-peer form, and layout inference fails with an internal KeyError.",
+                )
             )
-            return True
-    # pass 2: the steps in order
+        elif kind == "store" and info.memory_space == "SMEM":
+            verify["p3"].append(
+                (
+                    "GPU_CLUSTER_SMEM_STORE",
+                    _where(st, field),
+                    "Unsupported memory space: #mosaic_gpu.smem_cluster",
+                    "A plain store into another block's SMEM (cluster_ref) does not lower; "
+                    "copy with TMA or have the owning block write it.",
+                )
+            )
+    if leftover is not None:
+        ctx.jax(
+            leftover.code,
+            _where(st, field),
+            leftover.message,
+            jax_type=leftover.jax_type,
+            explanation="A plain load or store through a bitcast view is not lowered by "
+            "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
+            "(lax.bitcast_convert_type).",
+        )
+        return True
+    if info.memory_space == "TMEM":
+        return False  # its layout errors are tmem_access_error's
+    if info.shape and check_layout and info.size % LANES:
+        layout.append(
+            (
+                "GPU_LAYOUT_INFERENCE",
+                _where(st, field),
+                LAYOUT_MSG,
+                f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
+                f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
+                f"its size must be a multiple of {LANES}.",
+            )
+        )
+    root = _root_spec(ctx, b)
+    if info.memory_space == "GMEM" and root is not None and not splat:
+        # the value takes the register layout of tiled SMEM on the statement's other side
+        other = WRITE if kind == "load" else READ
+        for f, acc in st.node.REFS:
+            o = st.refs.get(f) if acc == other else None
+            spec = None if o is None else _root_spec(ctx, o)
+            if o is None or spec is None or spec[2] != "SMEM":
+                continue
+            if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
+                om, _ = L.view_memref(spec[0], [t for _, t in o.stack])
+                e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
+                if e is not None:
+                    verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
+                break
+    if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
+        m, _ = L.view_memref(root[0], [t for _, t in b.stack])
+        e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
+        if e is not None:
+            verify["p4"].append(
+                (
+                    e.code,
+                    _where(st, field),
+                    e.message,
+                    "The view's minor dimension is not the ref's (a transpose moved it, or an "
+                    "integer index dropped the ref's), so a plain load or store would need a "
+                    "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
+                    "registers instead.",
+                )
+            )
+    return False
+
+
+def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
+    """The view's steps lowered in order (``_handle_transforms`` after the commutes):
+    slices, transposes, reshapes, peer device ids, multicast and cluster views."""
+    b = st.refs[field]
     for path, t in b.stack:
         if t.op == "at":
             for k, ix in enumerate(t.entries()):
@@ -302,10 +563,9 @@ def _access(
                 )
                 return True
         elif t.op == "reshape":
-            msg = _strided_reshape(ctx, b, path)
-            if msg:
-                jt = "ValueError" if msg.startswith("strides=") else "NotImplementedError"
-                ctx.jax("GPU_RESHAPE_STRIDED", path, msg, jax_type=jt)
+            e = _reshape_error(ctx, b, path)
+            if e is not None:
+                ctx.jax(e.code, path, e.message, jax_type=e.jax_type)
                 return True
         elif t.op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
@@ -322,150 +582,24 @@ def _access(
         elif t.op == "cluster_ref":
             if _cluster(ctx, st, field, info, mesh):
                 return True
-    if info.cluster:
-        if info.memory_space == "GMEM":
-            layout.append(
-                (
-                    "GPU_CLUSTER_GMEM",
-                    _where(st, field),
-                    "ValueSite(operation=<UnrealizedConversionCastOp>, "
-                    "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
-                    "cluster_ref addresses another block's shared memory; a GMEM ref has no "
-                    "cluster-peer form, and layout inference fails with an internal KeyError.",
-                )
-            )
-        elif kind == "store" and info.memory_space == "SMEM":
-            verify["p3"].append(
-                (
-                    "GPU_CLUSTER_SMEM_STORE",
-                    _where(st, field),
-                    "Unsupported memory space: #mosaic_gpu.smem_cluster",
-                    "A plain store into another block's SMEM (cluster_ref) does not lower; "
-                    "copy with TMA or have the owning block write it.",
-                )
-            )
-    if remaining and any(r.op == "bitcast" for r in remaining):
-        ctx.jax(
-            "GPU_WG_TRANSFORMS",
-            _where(st, field),
-            "Transforms are not yet implemented for warpgroup semantics",
-            explanation="A plain load or store through a bitcast view is not lowered by "
-            "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
-            "(lax.bitcast_convert_type).",
-        )
-        return True
-    if info.shape and check_layout and info.size % LANES:
-        layout.append(
-            (
-                "GPU_LAYOUT_INFERENCE",
-                _where(st, field),
-                LAYOUT_MSG,
-                f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
-                f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
-                f"its size must be a multiple of {LANES}.",
-            )
-        )
-    if info.transposed and info.memory_space == "GMEM" and _minor_moved(ctx, b):
-        verify["p4"].append(
-            (
-                "GPU_VERIFICATION",
-                _where(st, field),
-                VERIFY_MSG,
-                "A transposed GMEM view moves the minor dimension, so a plain load or store "
-                "would need a strided minor dimension, which the GPU vector ops cannot do. "
-                "Transpose in registers or through SMEM instead.",
-            )
-        )
     return False
 
 
-def _t_repr(t: Any) -> str:
-    """A transform roughly as JAX prints it in the lowering's NotImplementedError."""
-    if t.op == "transpose":
-        return f"TransposeTransform(permutation={tuple(t.perm)!r})"
-    if t.op == "bitcast":
-        return f"BitcastTransform(dtype=dtype('{t.dtype}'))"
-    if t.op == "reshape":
-        return f"ReshapeTransform(shape={tuple(t.shape)!r})"
-    if t.op == "multicast_ref":
-        axes = (t.axes,) if isinstance(t.axes, str) else tuple(t.axes)
-        return f"MulticastRef(collective_axes={axes!r})"
-    if t.op == "cluster_ref":
-        return f"ClusterRefTransform(dims={tuple(t.block)!r}, idxs=(...))"
-    if t.op == "remote_ref":
-        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
-    return "NDIndexer(...)"
-
-
-def _strided_reshape(ctx: Ctx, b: Binding, path: str) -> str | None:
-    """The lowering folds/unfolds contiguous dims only: a reshape of a sliced view fails."""
-    from mpmd_lab.shapes import propagate
-
+def _reshape_error(ctx: Ctx, b: Binding, path: str) -> L.JaxError | None:
+    """The reshape at ``path`` as ``memref_reshape`` makes it (``layout_rules.view_memref``:
+    folds need contiguous dims); a scratch layout's reshapes are the commute rules'."""
+    root = _root_spec(ctx, b)
+    if root is None or root[3]:
+        return None
     key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
-    cached = ctx.stack_cache.get(key)
-    if cached is None:
-        # one propagation per (base, stack), reused for every reshape step in it
-        root_info = _root_info(ctx, b)
-        steps = [] if root_info is None else propagate(root_info, [t for _, t in b.stack])
-        at = {p: k for k, (p, _t) in enumerate(b.stack)}
-        cached = ctx.stack_cache[key] = (root_info, steps, at)
-    root_info, steps, at = cached
-    if root_info is None:
+    found = ctx.stack_cache.get(key)
+    if found is None:
+        # one walk per (base, stack), reused for every reshape step in it
+        found = ctx.stack_cache[key] = L.view_memref(root[0], [t for _, t in b.stack])[1]
+    if found is None:
         return None
-    i = at.get(path)
-    if i is not None and i < len(steps):
-        st = steps[i]
-        before = st.before
-        if before.region is None or before.view_dims is None or st.after is None:
-            return None
-        if _contiguous(before, root_info.shape) or st.after.shape == before.shape:
-            return None
-        if len(st.after.shape) == 1 and len(before.shape) > 1:
-            strides = [math.prod(root_info.shape[k + 1 :]) for k in range(len(root_info.shape))]
-            kept = [strides[k] for k in before.view_dims]
-            return (
-                f"strides={kept}, ref_ty.shape={list(before.shape)}, dim=0, "
-                f"fold_rank={len(before.shape)}"
-            )
-        return (
-            f"Can't reshape {list(before.shape)} to {list(st.after.shape)} by composing "
-            "independent folds/unfolds."
-        )
-    return None
-
-
-def _contiguous(info: RefInfo, root: tuple[int, ...]) -> bool:
-    """A view whose elements are one contiguous run of its base."""
-    region = info.region
-    full = True  # every more-minor dim so far covers its base dim
-    for d, base in zip(reversed(region), reversed(root), strict=False):
-        if not full and d.size > 1:
-            return False
-        if d.start != 0 or d.size != base:
-            full = False
-    return True
-
-
-def _root_info(ctx: Ctx, b: Binding) -> RefInfo | None:
-    from mpmd_lab.shapes import base_info
-
-    o = b.origin[0] if b.origin else ""
-    c = ctx.s.call
-    if o.startswith("out:"):
-        spec, space = c.outputs.get(o[4:]), "GMEM"
-    elif o.startswith("scratch:"):
-        spec = c.scratch.get(o[8:])
-        space = spec.memory_space if spec else "SMEM"
-    else:
-        spec, space = ctx.s.buffers.get(o), "GMEM"
-    if spec is None:
-        return None
-    return base_info(spec.shape, spec.dtype, space, o)
-
-
-def _minor_moved(ctx: Ctx, b: Binding) -> bool:
-    perm = ctx.net_perm(b)
-    return perm is None or (len(perm) > 0 and perm[-1] != len(perm) - 1)
+    e, i = found
+    return e if b.stack[i][0] == path else None
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
@@ -529,9 +663,100 @@ def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
     return False
 
 
-def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
-    """A TMA store (``copy_smem_to_gmem``): the GMEM side's transforms."""
-    return _gmem_copy_transforms(ctx, st, "dst", multicast_ok=True)
+def _tma(
+    ctx: Ctx, st: Stmt, src_field: str, dst_field: str, mesh: Any, layout: list, verify: dict
+) -> bool:
+    """``copy_smem_to_gmem``'s lowering: the SMEM source's view (``_handle_transforms``),
+    the GMEM destination's (multicast, peer), then what is left of the source's view;
+    the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
+    stop, leftover = _view_rules(ctx, st, src_field, "tma", layout, verify)
+    src = st.refs[src_field].info
+    assert src is not None
+    if stop or _apply_steps(ctx, st, src_field, src, mesh):
+        return True
+    if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
+        return True
+    if leftover is not None:
+        ctx.jax(
+            leftover.code,
+            _where(st, src_field),
+            leftover.message,
+            jax_type=leftover.jax_type,
+            explanation="A TMA copy takes an SMEM ref whose layout the copy engine can "
+            "follow; a bitcast view of it has none (the lowering cannot undo the bitcast). "
+            "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
+        )
+        return True
+    src_root = _root_spec(ctx, st.refs[src_field])
+    dst_root = _root_spec(ctx, st.refs[dst_field])
+    if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
+        dm, _ = L.view_memref(dst_root[0], [t for _, t in st.refs[dst_field].stack])
+        if dm is not None:
+            shape, dtype, _space, stack = src_root
+            e = L.tma_smem_error(
+                shape,
+                dtypes.bits(dtype),
+                stack,
+                [t for _, t in st.refs[src_field].stack],
+                dm.shape,
+                dm.strides,
+            )
+            if e is not None:
+                _later(verify, layout, e, f"{st.path}.{src_field}", _TMA_WHY)
+    return False
+
+
+def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
+    """A barrier operand as the lowering takes it: indexed only, a barrier's memory, one
+    barrier (not a whole array of them)."""
+    b = st.refs[field]
+    info = b.info
+    assert info is not None
+    path = _where(st, field)
+    for p, t in b.stack:
+        if t.op != "at":
+            ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
+            return True
+    if info.dtype != "barrier":
+        ctx.jax(
+            "BARRIER_NOT_A_BARRIER",
+            path,
+            f"'jaxlib.mlir._mlir_libs._mlir.ir.OpResult' object has no attribute '{method}'",
+            explanation="The ref is not a barrier: a `plgpu.Barrier` or `ClusterBarrier` "
+            "scratch is (`kind: barrier`); an SMEM array cannot stand in for one.",
+        )
+        return True
+    if info.size > 1:
+        ctx.jax(
+            "BARRIER_NOT_SINGLE",
+            path,
+            f"Operation is only valid for a single barrier, but barrier ref contains "
+            f"{info.size}. Individual barriers can be accessed by indexing into the ref.",
+            fix=_index_fix(ctx, st, field),
+        )
+        return True
+    return False
+
+
+def _index_fix(ctx: Ctx, st: Stmt, field: str) -> Fix | None:
+    """Use the first barrier of the array: a view ``name_0 = name.at[0]`` before ``st``."""
+    b = st.refs[field]
+    if b.kind != "scratch" or not st.path.rsplit("[", 1)[-1].rstrip("]").isdigit():
+        return None
+    name = b.name
+    body, _, idx = st.path.rpartition("[")
+    view = f"{name}_0"
+    return Fix(
+        description=f"index the barrier array: {view} = {name}.at[0]",
+        edits=[
+            Edit(
+                op="add",
+                path=f"{body}[{idx}",
+                value={"let": view, "ref": name, "transforms": [{"op": "at", "index": [0]}]},
+            ),
+            Edit(op="replace", path=f"{body}[{int(idx.rstrip(']')) + 1}].{field}", value=view),
+        ],
+    )
 
 
 def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) -> bool:
@@ -588,57 +813,12 @@ def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) ->
     return False
 
 
-def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
-    """A barrier operand as the lowering takes it: indexed only, a barrier's memory, one
-    barrier (not a whole array of them)."""
-    b = st.refs[field]
-    info = b.info
-    assert info is not None
-    path = _where(st, field)
-    for p, t in b.stack:
-        if t.op != "at":
-            ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
-            return True
-    if info.dtype != "barrier":
-        ctx.jax(
-            "BARRIER_NOT_A_BARRIER",
-            path,
-            f"'jaxlib.mlir._mlir_libs._mlir.ir.OpResult' object has no attribute '{method}'",
-            explanation="The ref is not a barrier: a `plgpu.Barrier` or `ClusterBarrier` "
-            "scratch is (`kind: barrier`); an SMEM array cannot stand in for one.",
-        )
-        return True
-    if info.size > 1:
-        ctx.jax(
-            "BARRIER_NOT_SINGLE",
-            path,
-            f"Operation is only valid for a single barrier, but barrier ref contains "
-            f"{info.size}. Individual barriers can be accessed by indexing into the ref.",
-            fix=_index_fix(ctx, st, field),
-        )
-        return True
-    return False
-
-
-def _index_fix(ctx: Ctx, st: Stmt, field: str) -> Fix | None:
-    """Use the first barrier of the array: a view ``name_0 = name.at[0]`` before ``st``."""
-    b = st.refs[field]
-    if b.kind != "scratch" or not st.path.rsplit("[", 1)[-1].rstrip("]").isdigit():
-        return None
-    name = b.name
-    body, _, idx = st.path.rpartition("[")
-    view = f"{name}_0"
-    return Fix(
-        description=f"index the barrier array: {view} = {name}.at[0]",
-        edits=[
-            Edit(
-                op="add",
-                path=f"{body}[{idx}",
-                value={"let": view, "ref": name, "transforms": [{"op": "at", "index": [0]}]},
-            ),
-            Edit(op="replace", path=f"{body}[{int(idx.rstrip(']')) + 1}].{field}", value=view),
-        ],
-    )
+_TMA_WHY = (
+    "The TMA engine copies one contiguous SMEM block (its tiled, swizzled layout as "
+    "allocated) into a box of the GMEM ref whose minor dim is unit-stride; this source "
+    "view is not such a block. Copy the whole scratch (or slices of whole tile rows) and "
+    "transpose or slice on the GMEM side or in registers."
+)
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:

@@ -166,62 +166,31 @@ def check_trace(ctx: Ctx) -> None:
 
 
 def _scratch_types(ctx: Ctx) -> bool:
-    from mpmd_lab.dtypes import bits
-
+    """Each scratch buffer's physical type, in order (its layout stack as stacked:
+    ``layout_rules.physical_shape``); then ``pl.kernel`` (mpmd_map), which does not take
+    the TransformedRef a layout makes."""
     c = ctx.s.call
     for name, sc in c.scratch.items():
-        path = f"call.scratch.{name}"
-        if sc.memory_space == "TMEM":
-            continue
-        for k, t in enumerate(sc.transforms if c.entry == "pl.kernel" else []):
-            if t.op == "swizzle" and t.bytes in (32, 64, 128):
-                elems = t.bytes * 8 // bits(sc.dtype)
-                if not sc.shape or elems != _trailing(sc, k):
-                    ctx.jax(
-                        "SWIZZLE_TRAILING_DIM",
-                        f"{path}.transforms[{k}]",
-                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
-                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
-                    )
-                    return True
-        for k, t in enumerate(sc.transforms):
-            tpath = f"{path}.transforms[{k}]"
-            if c.entry == "pl.kernel":
-                ctx.jax(
-                    "JAX_ASSERTION",
-                    tpath,
-                    "",
-                    explanation="pl.kernel (mpmd_map) cannot take scratch with tiling or "
-                    "swizzle transforms: their refs are TransformedRefs, which mpmd_map does "
-                    "not support, and an internal assertion fails. Use plgpu.kernel.",
-                    fix=Fix(
-                        description="use plgpu.kernel, which allocates transformed scratch",
-                        edits=[Edit(op="replace", path="call.entry", value="plgpu.kernel")],
-                    ),
-                )
-                return True
-            if t.op == "tiling":
-                pairs = list(zip(reversed(sc.shape), reversed(t.tile), strict=False))
-                if any(d % tl for d, tl in pairs):
-                    ctx.jax(
-                        "JAX_ASSERTION",
-                        tpath,
-                        "",
-                        explanation=f"The tile {t.tile} does not divide the scratch shape "
-                        f"{sc.shape} (its trailing dims), and an assertion in the tiling "
-                        "transform fails.",
-                    )
-                    return True
-            if t.op == "swizzle" and t.bytes in (32, 64, 128):
-                elems = t.bytes * 8 // bits(sc.dtype)
-                if not sc.shape or elems != _trailing(sc, k):
-                    ctx.jax(
-                        "SWIZZLE_TRAILING_DIM",
-                        tpath,
-                        f"Swizzle {t.bytes} requires the trailing dimension to be of size "
-                        f"{elems}, but got shape: {tuple(sc.shape)!r}",
-                    )
-                    return True
+        found = sc.type_error()
+        if found is not None:
+            e, field = found
+            ctx.jax(e.code, f"call.scratch.{name}.{field}", e.message, jax_type=e.jax_type)
+            return True
+    for name, sc in c.scratch.items() if c.entry == "pl.kernel" else ():
+        if sc.transforms:
+            ctx.jax(
+                "JAX_ASSERTION",
+                f"call.scratch.{name}.transforms[0]",
+                "",
+                explanation="pl.kernel (mpmd_map) cannot take scratch with tiling or "
+                "swizzle transforms: their refs are TransformedRefs, which mpmd_map does "
+                "not support, and an internal assertion fails. Use plgpu.kernel.",
+                fix=Fix(
+                    description="use plgpu.kernel, which allocates transformed scratch",
+                    edits=[Edit(op="replace", path="call.entry", value="plgpu.kernel")],
+                ),
+            )
+            return True
     return False
 
 
