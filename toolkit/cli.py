@@ -269,7 +269,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     card = knowledge.lookup(args.query)
     if card is None:
         print(f"no code or known JAX message matches {clip(args.query, QUOTE)!r}", file=sys.stderr)
-        print("codes: " + ", ".join(knowledge.codes()), file=sys.stderr)
+        near = knowledge.search(args.query)
+        if near:
+            print("did you mean:", file=sys.stderr)
+            for c in near:
+                print(f"  {c.code:<34} {c.title}", file=sys.stderr)
+        else:
+            n = len(knowledge.codes())
+            print(f"{n} codes have cards: `mpmd-lab explain CODE` (see docs/SCENARIO.md)",
+                  file=sys.stderr)  # fmt: skip
         return EXIT_PROBLEMS
     print(card.to_json() if args.json else card.render())
     return EXIT_OK

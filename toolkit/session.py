@@ -116,6 +116,8 @@ class Session:
         self.scenario: Scenario = _load(source)
         self.path: Path | None = _path_of(source)
         self.version = 0
+        #: the version that was opened (a load); edits since make its description stale
+        self.opened_version = 0
         self.dirty = False
         self.program: int = 0  # the program the editors show (UI selection, not data)
         self.message: str = ""  # the last status line ("saved to …", "undone: …")
@@ -208,8 +210,26 @@ class Session:
         )
 
     @property
+    def empty(self) -> bool:
+        """Nothing to check yet: no buffers, outputs, scratch or statements."""
+        c = self.scenario.call
+        return not (
+            self.scenario.buffers
+            or c.outputs
+            or c.scratch
+            or c.args
+            or any(p.body for p in c.programs)
+        )
+
+    @property
     def valid(self) -> bool:
         return not self.check_error and self.analysis.valid
+
+    @property
+    def changed_since_opened(self) -> bool:
+        """Whether the scenario was changed since it was opened (its description was
+        written for what was opened)."""
+        return self.version != self.opened_version
 
     @property
     def run_is_current(self) -> bool:
@@ -327,6 +347,7 @@ class Session:
         self.path = _path_of(source)
         self._undo.push(self.scenario, f"load {new.name}")
         self._redo.clear()
+        self.opened_version = self.version + 1  # the version _set makes (views see it)
         self._set(new, f"loaded {new.name}", time.perf_counter(), dirty=False)
         return EditResult(True)
 

@@ -14,6 +14,7 @@ from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_OPS
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
 
 INITS = ("zeros", "ones", "iota", "random")
 MEMORY = ("SMEM", "GMEM", "TMEM")
@@ -51,7 +52,7 @@ def ref_names(state: Session, before: int | None = None) -> list[str]:
 def _key(state: Session, *paths: str) -> str:
     """What a section shows: its slice of the scenario and the diagnostics inside it."""
     parts = [state.get(p) for p in paths]
-    diags = [(d.code, d.path, d.message) for p in paths for d in state.diagnostics_at(p)]
+    diags = [(d.code, d.path, d.message) for p in paths for d in services.problems_at(state, p)]
     return json.dumps([parts, diags, state.program], default=str)
 
 
@@ -130,7 +131,7 @@ class CallEditor(w.VBox):
             c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
             c.field(ref_cb, _set(st, f"{p}.as_ref")),
             c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     # ------------------------------------------------------------ arguments
@@ -206,7 +207,7 @@ class CallEditor(w.VBox):
             *extra,
             c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
             c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
         row.add_class(f"mpl-arg-{i}")
         return row
@@ -249,7 +250,7 @@ class CallEditor(w.VBox):
             ),
             c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
             c.small("✕", lambda p=p: _remove(st, p), "remove output"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     def add_scratch(self, name: str | None = None):
@@ -294,7 +295,7 @@ class CallEditor(w.VBox):
             c.field(mem, _set(st, f"{p}.memory_space")),
             *extra,
             c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     # ------------------------------------------------------------ programs, body
@@ -369,7 +370,7 @@ class CallEditor(w.VBox):
             )
             if n
             else c.make(w.HTML, value=""),
-            c.badge_line(st.diagnostics_at("call.programs", exact=True)),
+            c.badge_line(services.problems_at(st, "call.programs", exact=True)),
         )
 
     def _select_program(self, i: int) -> None:
@@ -424,7 +425,7 @@ class CallEditor(w.VBox):
         parts += [
             c.small("↑", lambda i=i: _move(st, f"{pp}.body", i, -1), "move up"),
             c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         ]
         row = _row(*parts)
         row.mpl_combos = combos  # their options follow the names in scope (set by _body)
@@ -445,7 +446,7 @@ class CallEditor(w.VBox):
 
 def _dkey(st: Session, path: str) -> tuple:
     """The diagnostics at a path, as a hashable key."""
-    return tuple((d.code, d.path, d.message) for d in st.diagnostics_at(path))
+    return tuple((d.code, d.path, d.message) for d in services.problems_at(st, path))
 
 
 def _head(title: str, hint: str = "") -> w.HTML:

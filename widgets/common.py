@@ -38,11 +38,21 @@ CSS = """
 .mpl-card .mpl-jax { font-family: var(--jp-code-font-family, monospace); font-size: 12px;
   background: #f3f3f3; padding: 2px 4px; margin: 3px 0; white-space: pre-wrap; }
 .mpl-card .mpl-why { font-size: 13px; margin-top: 3px; }
+.mpl-card .mpl-suggest { font-weight: 600; color: #1565c0; margin: 2px 0; }
+.mpl-card ol { margin: 2px 0 2px 18px; padding: 0; }
+.mpl-fix-row .mpl-fix-what { font-size: 12px; color: #234; margin-left: 6px; }
+.mpl-fix-after { color: #b26a00; font-weight: 600; }
+.mpl-fix-after.ok { color: #2e7d32; }
+.mpl-lab .widget-button.mpl-fix:not(:first-child) { background: #e8f3e8; color: #1b5e20; }
+.mpl-interp-note { border-left: 5px solid #5b7f95; background: #f2f7fa; padding: 4px 10px;
+  border-radius: 4px; font-size: 12px; color: #234; }
 .mpl-ok { border-left: 5px solid #2e7d32; background: #f3fbf3; padding: 6px 10px;
   border-radius: 4px; }
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #444; }
 .mpl-stale { opacity: 0.45; }
+.mpl-unsaved { color: #b26a00; font-size: 12px; font-weight: 600; }
+.mpl-about-stale { opacity: 0.7; }
 .mpl-shape-line { margin-left: 22px; color: #2e5a88; }
 .mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
   border: 1px solid #dde; padding: 6px; line-height: 1.3; }
@@ -92,6 +102,12 @@ def style() -> w.HTML:
 
 def esc(text: Any) -> str:
     return html.escape(str(text))
+
+
+def clip_path(path: Any, limit: int = 60) -> str:
+    """A path short enough for a toolbar: its end, where the file name is."""
+    text = str(path)
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
 def close_tree(widget: w.Widget) -> None:
@@ -222,32 +238,84 @@ def badges(diags: list[Diagnostic]) -> str:
     )
 
 
-def badge_line(diags: list[Diagnostic]) -> w.HTML:
-    """A row's diagnostics as badges and messages (empty when it has none)."""
-    out = make(
-        w.HTML,
-        value="".join(
-            f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>"
-            for d in diags
-        ),
+def _badge_html(diags: list[Diagnostic]) -> str:
+    return "".join(
+        f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>" for d in diags
     )
+
+
+def badge_line(diags: list[Diagnostic], path: str | None = None) -> w.HTML:
+    """A row's diagnostics as badges and messages (empty when it has none).
+
+    With ``path``, a row kept while its field is typed into (``Section.memo``) updates
+    it in place from the session's diagnostics at that path."""
+    out = make(w.HTML, value=_badge_html(diags))
     out.add_class("mpl-diag-line")
+    if path is not None:
+        out.mpl_badge_path = path
     return out
 
 
-def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
+def badges_at(state: Session, path: str) -> w.HTML:
+    """The badge line of the problems at ``path`` (interpreter notes apart)."""
+    return badge_line(services.problems_at(state, path), path)
+
+
+def fix_html(fix: Any, best: bool = False) -> str:
+    """A fix's description and what it leaves (``→ valid`` / ``→ then CODE``)."""
+    after = getattr(fix, "after", None)
+    then = ""
+    if after is not None:
+        then = (
+            " <span class='mpl-fix-after ok'>→ valid</span>"
+            if not after
+            else f" <span class='mpl-fix-after'>→ then {esc(', '.join(after))}</span>"
+        )
+    return (
+        f"<span class='mpl-fix-what'>{esc(fix.description)}{then}"
+        f"{' <i>(best)</i>' if best else ''}</span>"
+    )
+
+
+def fix_row(fix: Any, index: int, on_click: Callable[[], Any], best: bool = False) -> w.HBox:
+    """An "Apply fix" button (the first one green) and what the fix does."""
+    b = button(
+        "✔ Apply fix" if index == 0 else f"Apply fix {index + 1}",
+        on_click,
+        fix.description,
+        css="mpl-fix",
+    )
+    b.layout = lay(width="120px", flex="0 0 auto")
+    what = make(w.HTML, value=fix_html(fix, best), layout=lay(flex="1 1 240px"))
+    row = w.HBox([b, what], layout=lay(align_items="center", flex_flow="row wrap"))
+    row.add_class("mpl-fix-row")
+    return row
+
+
+def _message_lines(d: Diagnostic) -> list[str]:
+    """What it says: JAX's exact words (once), and mpmd-lab's words where they differ."""
+    if d.jax is None:
+        return [f"<div>{esc(d.message)}</div>"]
+    jax = f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>"
+    if d.message.strip() == d.jax.message.strip():
+        return [jax]
+    if d.message.startswith(d.jax.message.strip()):  # JAX's words and a hint after them
+        rest = d.message[len(d.jax.message.strip()) :].strip(" ()")
+        return [jax, f"<div class='mpl-suggest'>{esc(rest)}</div>"]
+    return [f"<div>{esc(d.message)}</div>", jax]
+
+
+def diagnostic_html(d: Diagnostic, with_card: bool = True, with_fix: bool = True) -> str:
     """A diagnostic as an explanation card: code, where, what JAX says, why."""
     title = services.title_of(d.code)
     parts = [
         f"<div class='mpl-card {d.severity}' data-code='{esc(d.code)}'>",
         f"<span class='mpl-code'>{esc(d.code)}</span>",
         f" <b>{esc(title)}</b>" if title else "",
-        f" <span class='mpl-hint'>({esc(d.severity)}; JAX raises it at {esc(d.stage)})</span>",
+        f" <span class='mpl-hint'>({esc(d.severity)}; {esc(services.where_raised(d))})</span>",
         f"<div class='mpl-path'>at {esc(d.path or 'the call')}</div>",
-        f"<div>{esc(d.message)}</div>",
+        *_message_lines(d),
     ]
-    if d.jax is not None:
-        parts.append(f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>")
     if d.explanation:
         parts.append(f"<div class='mpl-why'>{esc(d.explanation)}</div>")
     card = services.card_html(d.code) if with_card else None
@@ -256,8 +324,12 @@ def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
             "<details class='mpl-more'><summary>More: what it means, how to fix it, an example"
             f"</summary>{card}</details>"
         )
-    if d.fix is not None:
-        parts.append(f"<div class='mpl-hint'>Fix: {esc(d.fix.description)}</div>")
+    fixes = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+    if with_fix and len(fixes) == 1:
+        parts.append(f"<div class='mpl-hint'>Fix: {fix_html(fixes[0])}</div>")
+    elif with_fix and fixes:
+        items = "".join(f"<li>{fix_html(f)}</li>" for f in fixes)
+        parts.append(f"<div class='mpl-hint'>Fixes, best first:<ol>{items}</ol></div>")
     parts.append("</div>")
     return "".join(parts)
 

@@ -15,6 +15,7 @@ from typing import Any
 import ipywidgets as w
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
 from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
 
 CELL, MAX_COLS, MAX_ROWS = 34, 16, 8
@@ -185,7 +186,7 @@ class MeshEditor(w.VBox):
                         css="mpl-axis-size",
                     ),
                     c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
-                    c.badge_line(st.diagnostics_at(f"{where}.{name}")),
+                    c.badges_at(st, f"{where}.{name}"),
                 )
             )
         rows.append(
@@ -240,10 +241,10 @@ class MeshEditor(w.VBox):
                     label="count",
                 ),
             ]
-        thread_row.append(c.badge_line(st.diagnostics_at(f"{mp}.threads")))
+        thread_row.append(c.badges_at(st, f"{mp}.threads"))
         return [
             _head(f"Kernel mesh of program {st.program}", "plgpu.Mesh: grid × cluster, threads"),
-            c.badge_line(st.diagnostics_at(mp, exact=True)),
+            c.badge_line(services.problems_at(st, mp, exact=True)),
             c.make(w.HTML, value="<div class='mpl-hint'>grid</div>"),
             *self._axes(f"{mp}.grid", mesh.grid, "grid"),
             c.make(w.HTML, value="<div class='mpl-hint'>cluster (at most 3 axes)</div>"),
@@ -258,6 +259,6 @@ class MeshEditor(w.VBox):
         return [
             _head("Device mesh", "jax.shard_map over these devices; shapes are per device"),
             *self._axes("device_mesh", mesh, "device"),
-            c.badge_line(st.diagnostics_at("device_mesh")),
+            c.badges_at(st, "device_mesh"),
             c.make(w.HTML, value=devices_svg(st.scenario.device_mesh)),
         ]

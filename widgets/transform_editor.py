@@ -121,7 +121,7 @@ class TransformStackEditor(w.VBox):
         names = tuple(ref_names(st)) if "let" in node else ()
         key = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
         rows.append(sec.memo(key, lambda: self._base(node)))
-        rows.append(c.badge_line(st.diagnostics_at(tgt, exact=True)))
+        rows.append(c.badge_line(services.problems_at(st, tgt, exact=True)))
         steps, note = self._steps()
         if steps:
             rows.append(self._shape_line("base", steps[0]))
@@ -227,7 +227,7 @@ class TransformStackEditor(w.VBox):
         """Line 1: the transform, its fields and buttons; line 2: the view it makes."""
         st = self.state
         p = f"{self.target}.transforms[{j}]"
-        diags = st.diagnostics_at(p)
+        diags = services.problems_at(st, p)
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>")
         ]

@@ -307,6 +307,9 @@ def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
             for vals in itertools.product(*(range(space[n]) for n in names))
         ]
         found = None
+        #: a pair that differs only in the warpgroup: reported only when no other pair is
+        #: (more writers never remove a race that blocks or devices have)
+        threads_pair = None
         acc_list: list[tuple[Stmt, str, str, Binding]] = []
         for st in prog.stmts:
             if not st.ok:
@@ -337,7 +340,11 @@ def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
                         if ej == ei or (kind == "r" and k2 == "r"):
                             continue
                         if _overlap(box, e2):
-                            found = (st, f, st2, f2, e, execs[ej])
+                            pair = (st, f, st2, f2, e, execs[ej])
+                            if _threads_only(e, execs[ej], mesh):
+                                threads_pair = threads_pair or pair
+                                continue
+                            found = pair
                             break
                     if found:
                         break
@@ -346,13 +353,16 @@ def _find_races(ctx: Ctx, pid_zero: bool) -> bool:
                     break
             if found:
                 break
+        found = found or threads_pair
         if found:
             st, f, st2, f2, e1, e2 = found
             cross_device = any(e1.get(k) != e2.get(k) for k in e1 if k.startswith("dev:"))
             who = _who(e1, e2)
+            a, b = f"{st2.path}.{f2}", f"{st.path}.{f}"
+            where = f"through {b}" if a == b else f"({a} and {b})"
             msg = (
-                f"{who} access overlapping elements of the same buffer ({st2.path}.{f2} and "
-                f"{st.path}.{f}) with at least one write and nothing ordering them"
+                f"{who} access overlapping elements of the same buffer {where} "
+                "with at least one write and nothing ordering them"
             )
             if s.run.detect_races and s.run.interpret == "gpu" and not cross_device:
                 ctx.add(
@@ -463,7 +473,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "GPU_INTERP_MULTICAST",
                             path,
-                            "'MulticastRef' object has no attribute 'indices'",
+                            "JAX's CPU interpreter can't run multicast_ref; simulate does",
                             jax_message="'MulticastRef' object has no attribute 'indices'",
                             severity="warning",
                             explanation="The GPU interpreter cannot run multicast views." + _LIMIT,
@@ -474,7 +484,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "GPU_INTERP_UNSUPPORTED_TRANSFORM",
                             path,
-                            msg,
+                            f"JAX's CPU interpreter can't run {t.op}; simulate does",
                             jax_message=msg,
                             severity="warning",
                             explanation=f"The GPU interpreter runs only index and transpose "
@@ -491,7 +501,9 @@ def _interp_limits(ctx: Ctx) -> None:
                             ctx.add(
                                 "UNBOUND_AXIS",
                                 path,
-                                msg,
+                                f"JAX's HLO interpreter can't evaluate the kernel axis "
+                                f"{axis!r}; the GPU interpreter (run.interpret: gpu) and "
+                                "simulate can",
                                 jax_message=msg,
                                 severity="warning",
                                 stage="interpret",
@@ -505,7 +517,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "HLO_INTERP_NO_DISCHARGE",
                             path,
-                            msg,
+                            f"JAX's HLO interpreter can't run {t.op}; simulate does",
                             jax_message=msg,
                             severity="warning",
                             explanation=f"The HLO interpreter has no discharge rule for {t.op} "
