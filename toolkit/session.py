@@ -21,6 +21,8 @@ file the session did not load or create is never replaced unless ``overwrite=Tru
 from __future__ import annotations
 
 import copy
+import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +51,8 @@ BLANK: dict[str, Any] = {
     "call": {"entry": "pl.kernel", "args": [], "outputs": {}, "programs": [{}]},
 }
 
+#: edits of one field this close together (typing) are one undo step
+MERGE_SECONDS = 1.5
 #: undo history bounds: this many steps, and this many bytes of JSON in all
 HISTORY_STEPS = 200
 HISTORY_BYTES = 64 * 2**20
@@ -103,6 +107,17 @@ class _History:
         return bool(self.items)
 
 
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """One change at a time (a field that commits as you type does so from a timer)."""
+
+    @functools.wraps(method)
+    def run(self: Session, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class Session:
     """One scenario under edit; views subscribe and re-render from it."""
 
@@ -125,6 +140,8 @@ class Session:
         self.check_ms = 0.0
         self.feedback_ms = 0.0
         self.last_run: RunRecord | None = None
+        self._last_label, self._last_time = "", 0.0
+        self._lock = threading.RLock()
         self._undo = _History(history_steps, history_bytes)
         self._redo = _History(history_steps, history_bytes)
         self._listeners: list[Listener] = []
@@ -248,6 +265,7 @@ class Session:
 
         return self.change(run, label or ", ".join(f"{e.op} {e.path}" for e in es))
 
+    @_locked
     def change(self, fn: Callable[[dict[str, Any]], Any], label: str = "edit") -> EditResult:
         """Apply ``fn`` to a JSON copy; commit it if it is still a scenario."""
         t0 = time.perf_counter()
@@ -265,6 +283,7 @@ class Session:
         self._commit(new, label, t0)
         return EditResult(True)
 
+    @_locked
     def replace(self, scenario: Scenario, label: str) -> None:
         """Commit a whole new scenario (a fix, a load) as one undoable step."""
         self._commit(scenario, label, time.perf_counter())
@@ -272,11 +291,22 @@ class Session:
     def _commit(self, new: Scenario, label: str, t0: float, dirty: bool = True) -> None:
         if new == self.scenario:
             return
-        self._undo.push(self.scenario, label)
+        now = time.monotonic()
+        typing = (
+            label.startswith("set ")
+            and label == self._last_label
+            and now - self._last_time < MERGE_SECONDS
+            and bool(self._undo)
+        )
+        if not typing:  # a burst of edits of one field (typing) is one undo step
+            self._undo.push(self.scenario, label)
+        self._last_label, self._last_time = label, now
         self._redo.clear()
         self._set(new, label, t0, dirty)
 
     def _set(self, new: Scenario, reason: str, t0: float, dirty: bool = True) -> None:
+        if not reason.startswith("set "):
+            self._last_label = ""  # an undo, a load, another kind of edit ends a burst
         self.scenario = new
         self.version += 1
         self.dirty = dirty
@@ -306,6 +336,7 @@ class Session:
     def can_redo(self) -> bool:
         return bool(self._redo)
 
+    @_locked
     def undo(self) -> bool:
         """Step back one change; False when there is none."""
         if not self._undo:
@@ -315,6 +346,7 @@ class Session:
         self._set(old, f"undone: {label}", time.perf_counter())
         return True
 
+    @_locked
     def redo(self) -> bool:
         """Redo the last undone change; False when there is none."""
         if not self._redo:
@@ -326,6 +358,7 @@ class Session:
 
     # ------------------------------------------------------------ fixes, files
 
+    @_locked
     def apply_fix(self, fix: Fix) -> EditResult:
         """Apply a diagnostic's fix as one undoable step."""
         try:
@@ -335,6 +368,7 @@ class Session:
         self.replace(fixed, f"fix: {fix.description}")
         return EditResult(True)
 
+    @_locked
     def load(self, source: Any) -> EditResult:
         """Replace the scenario by a file, gallery name, JSON text or dict (undoable).
 
@@ -351,6 +385,7 @@ class Session:
         self._set(new, f"loaded {new.name}", time.perf_counter(), dirty=False)
         return EditResult(True)
 
+    @_locked
     def save(self, path: str | Path | None = None, *, overwrite: bool = False) -> EditResult:
         """Write the scenario as JSON; afterwards the session saves to that file.
 

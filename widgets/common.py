@@ -3,8 +3,10 @@ badges and cards, the Lab's stylesheet, and a re-render-only-when-changed sectio
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -127,18 +129,58 @@ def problems_html(problems: list[tuple[str, str]]) -> str:
 # ---------------------------------------------------------------- fields
 
 
+#: Seconds a live field (one that commits as you type) waits after the last keystroke
+#: before it commits. The Lab sets it inside a kernel; 0 commits every change at once
+#: (scripts, tests, a value picked from a list).
+TYPING_DELAY = 0.0
+#: the field whose value is being committed now (``Section.memo`` keeps its row)
+_TYPING: list[w.Widget] = []
+
+
+def typing() -> w.Widget | None:
+    """The field being committed from now (None outside a field's commit)."""
+    return _TYPING[-1] if _TYPING else None
+
+
+@contextlib.contextmanager
+def committing(widget: w.Widget) -> Any:
+    """Commits made inside come from ``widget`` (its row is kept, as a typed field's)."""
+    _TYPING.append(widget)
+    try:
+        yield
+    finally:
+        _TYPING.pop()
+
+
 def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable | None) -> None:
-    def on_change(change: dict[str, Any]) -> None:
+    pending: list[threading.Timer] = []
+
+    def commit_now(raw: Any) -> None:
         try:
-            value = parse(change["new"]) if parse else change["new"]
+            value = parse(raw) if parse else raw
         except (ValueError, TypeError) as e:
             error.value = problems_html([("", str(e))])
             return
+        _TYPING.append(widget)
         try:
             result = commit(value)
         except Exception as e:  # never let a typed value take the UI down
             result = EditResult(False, [("", f"{type(e).__name__}: {e}")])
+        finally:
+            _TYPING.pop()
         error.value = "" if result.ok else problems_html(result.problems)
+
+    def on_change(change: dict[str, Any]) -> None:
+        live = getattr(widget, "continuous_update", False)
+        if TYPING_DELAY <= 0 or not live:
+            commit_now(change["new"])
+            return
+        for t in pending:  # a burst of keystrokes commits once, after the last one
+            t.cancel()
+        timer = threading.Timer(TYPING_DELAY, commit_now, (change["new"],))
+        timer.name, timer.daemon = "mpmd-lab-typing", True
+        pending[:] = [timer]
+        timer.start()
 
     widget.observe(on_change, names="value")
 
@@ -150,7 +192,8 @@ def field(
     label: str | None = None,
     css: str | None = None,
 ) -> w.Box:
-    """``widget`` with an error line beside it; a committed value goes through ``commit``."""
+    """``widget`` with an error line beside it; a committed value goes through ``commit``.
+    The label carries the widget's tooltip (the field's help) too."""
     error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
     error.add_class("mpl-error")
     _wire(widget, error, commit, parse)
@@ -158,13 +201,25 @@ def field(
         widget.add_class(css)
     kids: list[w.Widget] = []
     if label:
-        kids.append(make(w.HTML, value=f"<span class='mpl-hint'>{esc(label)}</span>"))
+        tip = getattr(widget, "tooltip", None) or ""
+        title = f" title='{esc(tip)}'" if tip else ""
+        kids.append(make(w.HTML, value=f"<span class='mpl-hint'{title}>{esc(label)}</span>"))
     kids += [widget, error]
     return w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
 
 
-def text(value: str, width: str = "120px", placeholder: str = "") -> w.Text:
-    return make(w.Text, width=width, value=value, continuous_update=False, placeholder=placeholder)
+def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
+    """A text field. ``live``: it commits as you type (a name, ``live=False``, commits on
+    Enter or when you leave it: renaming at every keystroke would re-point its uses)."""
+    box = make(w.Text, width=width, value=value, continuous_update=live, placeholder=placeholder)
+    if not live:
+        box.tooltip = "press Enter (or leave the field) to rename"
+    return box
+
+
+def name_box(value: str, width: str = "80px", placeholder: str = "") -> w.Text:
+    """A name: committed on Enter or when the field is left."""
+    return text(value, width, placeholder, live=False)
 
 
 def int_box(value: int, width: str = "70px") -> w.Text:
@@ -207,6 +262,94 @@ def parse_json(s: str) -> Any:
 
 def show_json(value: Any) -> str:
     return json.dumps(value)
+
+
+def parse_value(s: str) -> Any:
+    """A field value as typed: JSON where it is JSON (``2``, ``[0, 1]``, ``"x"``), else the
+    text itself, an index expression (``dev + 1``, ``program_id(0) * 128``)."""
+    text = s.strip()
+    if not text:
+        raise ValueError("empty: type a value")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        if text[:1] in "[{":
+            raise ValueError("not JSON: a list or mapping is written as JSON") from None
+        return text
+
+
+def show_value(value: Any) -> str:
+    """A field value as shown in its box: a string (an expression) bare, the rest JSON."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _kinds(ann: Any) -> tuple[set[str], tuple[Any, ...]]:
+    """The plain kinds a field's annotation allows (``int``, ``str``, ``bool``, ``list``,
+    ``dict``) and its Literal choices."""
+    import types
+    import typing
+
+    kinds: set[str] = set()
+    choices: list[Any] = []
+    stack = [ann]
+    while stack:
+        t = stack.pop()
+        origin = typing.get_origin(t)
+        if origin is typing.Annotated:
+            stack.append(typing.get_args(t)[0])
+        elif origin in (typing.Union, types.UnionType):
+            stack += list(typing.get_args(t))
+        elif origin is typing.Literal:
+            choices += list(typing.get_args(t))
+        elif origin in (list, tuple):
+            kinds.add("list")
+        elif origin is dict:
+            kinds.add("dict")
+        elif t is bool:
+            kinds.add("bool")
+        elif t in (int, float):
+            kinds.add("int")
+        elif t is str:
+            kinds.add("str")
+        elif t is type(None):
+            kinds.add("none")
+        else:
+            kinds.add("other")
+    return kinds, tuple(choices)
+
+
+def model_field(
+    state: Session, path: str, cls: type, name: str, value: Any, css: str | None = None
+) -> w.Box:
+    """An editor for field ``name`` of op class ``cls`` at ``path``, made from the model:
+    a pick list for a choice, a tick box for a flag, a text box (commits as you type)
+    for the rest; the field's help in its tooltip and on its label."""
+    info = cls.model_fields[name]
+    kinds, choices = _kinds(info.annotation)
+    help_text = info.description or ""
+
+    def commit(v: Any) -> EditResult:
+        return state.edit(("replace", path, v), label=f"set {path}")
+
+    css = css or f"mpl-f-{name}"
+    if choices and not (kinds - {"none"}):
+        dd = make(w.Dropdown, options=list(choices), value=value, layout=lay(width="110px"))
+        dd.tooltip = help_text
+        return field(dd, commit, label=name, css=css)
+    if kinds == {"bool"}:
+        cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
+        cb.tooltip = help_text
+        return field(cb, commit, css=css)
+    box = text(show_value(value), "130px" if kinds & {"list", "dict"} else "110px")
+    box.tooltip = help_text
+    box.placeholder = help_text[:40]
+    if not (kinds & {"str"}) and kinds & {"list", "dict", "other"}:
+        return field(box, commit, parse_json, label=name, css=css)
+    return field(box, commit, parse_value, label=name, css=css)
 
 
 def button(
@@ -348,15 +491,39 @@ class Section(w.VBox):
         self._last: Any = object()
         self._cache: dict[Any, w.Widget] = {}
         self._used: dict[Any, w.Widget] = {}
+        self._idents: dict[Any, w.Widget] = {}
+        self._new_idents: dict[Any, w.Widget] = {}
         self.refresh()
 
-    def memo(self, key: Any, build: Callable[[], w.Widget]) -> w.Widget:
-        """The widget built for ``key`` last time, or a new one from ``build()``."""
+    def memo(self, key: Any, build: Callable[[], w.Widget], ident: Any = None) -> w.Widget:
+        """The widget built for ``key`` last time, or a new one from ``build()``.
+
+        ``ident`` names the row whatever its values (``("buffer", "x")``): while one of
+        its fields commits as you type, the row is kept (the field keeps its focus and
+        caret) and only its badges and ``mpl_refresh()`` are brought up to date."""
         widget = self._cache.get(key) or self._used.get(key)
+        if widget is None and ident is not None:
+            old = self._idents.get(ident)
+            field = typing()
+            if old is not None and field is not None and _holds(old, field):
+                widget = old
+                self._update(widget)
         if widget is None:
             widget = build()
+        if ident is not None:
+            self._new_idents[ident] = widget
         self._used[key] = widget
         return widget
+
+    def _update(self, row: w.Widget) -> None:
+        """A kept row's badges and derived parts, from the session as it is now."""
+        refresh = getattr(row, "mpl_refresh", None)
+        if refresh is not None:
+            refresh()
+        for x in _walk(row):
+            path = getattr(x, "mpl_badge_path", None)
+            if path is not None:
+                x.value = _badge_html(services.problems_at(self._state, path))
 
     def refresh(self, force: bool = False) -> None:
         try:
@@ -367,7 +534,7 @@ class Section(w.VBox):
             return
         self._last = key
         old = self.children
-        self._used = {}
+        self._used, self._new_idents = {}, {}
         try:
             self.children = self._render(self)
         except Exception as e:  # a view bug shows in place; the scenario is untouched
@@ -378,3 +545,14 @@ class Section(w.VBox):
             if id(child) not in kept:
                 close_tree(child)
         self._cache, self._used = self._used, {}
+        self._idents, self._new_idents = self._new_idents, {}
+
+
+def _walk(root: w.Widget) -> Any:
+    yield root
+    for child in getattr(root, "children", ()) or ():
+        yield from _walk(child)
+
+
+def _holds(root: w.Widget, widget: w.Widget) -> bool:
+    return any(x is widget for x in _walk(root))

@@ -183,8 +183,11 @@ class RunPanel(w.VBox):
             "the plain JAX program this scenario stands for",
             css="mpl-show-code",
         )
-        self.code = w.HTML()
+        from mpmd_lab.widgets.code_view import CodeView
+
+        self.code = CodeView()
         self.code.add_class("mpl-code-view")
+        self.code_error = w.HTML()
         self.children = [
             w.HTML(
                 "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call (auto: the GPU "
@@ -202,32 +205,41 @@ class RunPanel(w.VBox):
             ),
             self.results,
             self.code_button,
+            self.code_error,
             self.code,
         ]
         state.subscribe(self._on_change)
 
     # ------------------------------------------------------------ export
 
+    @property
+    def code_shown(self) -> bool:
+        return self.code_button.description == "Hide JAX code"
+
     def toggle_code(self) -> None:
-        """Show (or hide) the generated JAX source of the current scenario."""
-        if self.code.value:
-            self.code.value, self.code_button.description = "", "Show JAX code"
+        """Show (or hide) the generated JAX source of the current scenario: the kernel
+        first, highlighted, with copy buttons."""
+        if self.code_shown:
+            self.code.clear()
+            self.code_error.value = ""
+            self.code_button.description = "Show JAX code"
             return
         self._show_code()
 
     def _show_code(self) -> None:
         try:
-            src = services.jax_source(self.state)
-            self.code.value = f"<pre class='mpl-source'>{c.esc(src)}</pre>"
+            self.code.show(services.jax_source(self.state))
+            self.code_error.value = ""
         except services.Unavailable as e:
-            self.code.value = c.problems_html([("", str(e))])
+            self.code.clear()
+            self.code_error.value = c.problems_html([("", str(e))])
         self.code_button.description = "Hide JAX code"
 
     def _on_change(self, state: Session, why: str) -> None:
         run = state.scenario.run
         if (self.interpret.value, self.races.value) != (run.interpret, run.detect_races):
             self._sync_options(run)
-        if self.code.value:
+        if self.code_shown:
             self._show_code()
         if self.outcome is None or why in ("saved", "program selected"):
             return
