@@ -130,9 +130,19 @@ def problems_html(problems: list[tuple[str, str]]) -> str:
 
 
 #: Seconds a live field (one that commits as you type) waits after the last keystroke
-#: before it commits. The Lab sets it inside a kernel; 0 commits every change at once
-#: (scripts, tests, a value picked from a list).
-TYPING_DELAY = 0.0
+#: before it commits, inside a kernel (a browser sends every keystroke); outside one
+#: (scripts, tests) every change commits at once.
+TYPING_DELAY = 0.3
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        return ip is not None and getattr(ip, "kernel", None) is not None
+    except ImportError:
+        return False
 #: the field whose value is being committed now (``Section.memo`` keeps its row)
 _TYPING: list[w.Widget] = []
 
@@ -172,7 +182,7 @@ def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable 
 
     def on_change(change: dict[str, Any]) -> None:
         live = getattr(widget, "continuous_update", False)
-        if TYPING_DELAY <= 0 or not live:
+        if TYPING_DELAY <= 0 or not live or not _in_kernel():
             commit_now(change["new"])
             return
         for t in pending:  # a burst of keystrokes commits once, after the last one

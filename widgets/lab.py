@@ -20,8 +20,6 @@ from mpmd_lab.widgets.run_panel import RunPanel
 from mpmd_lab.widgets.transform_editor import TransformStackEditor
 
 TABS = ("Call", "Meshes", "Views")
-#: seconds after the last keystroke a field commits, inside a kernel
-TYPING_DELAY = 0.3
 
 
 class Lab(w.VBox):
@@ -35,8 +33,6 @@ class Lab(w.VBox):
         self.call = CallEditor(state, on_edit_view=self.edit_view)
         self.meshes = MeshEditor(state)
         self.runner = RunPanel(state, background=background)
-        if self.runner.background:  # a live kernel: fields commit as you type, debounced
-            c.TYPING_DELAY = TYPING_DELAY
         self.problems = ProblemsView(state, on_backend=self.runner.use_backend)
         self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
         if self.graph.view is not None:  # a click on a view's box opens its stack

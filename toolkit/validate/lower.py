@@ -388,7 +388,7 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
 
 def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
     axes = ctx.mesh_axes
-    if isinstance(dev, int):
+    if isinstance(dev, int | str):  # one id (a number or an expression), not per axis
         if len(axes) != 1:
             ctx.jax(
                 "DEVICE_ID_RANK",

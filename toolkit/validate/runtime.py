@@ -74,8 +74,10 @@ def _device_ids(ctx: Ctx) -> None:
                             "JAX does not check it, and on a GPU it addresses no device",
                         )
                     continue
+                if not isinstance(dev, dict):  # an expression: its value is the run's
+                    continue
                 for axis, v in dev.items():
-                    if axis in mesh and not isinstance(v, Offset) and not 0 <= v < mesh[axis]:
+                    if axis in mesh and isinstance(v, int) and not 0 <= v < mesh[axis]:
                         ctx.add(
                             "REMOTE_DEVICE_OOB",
                             f"{path}.{axis}",
@@ -427,6 +429,25 @@ def _targets(info: Any, e: dict, dev_axes: dict[str, int]) -> list[tuple]:
         return [tuple(v) for v in itertools.product(*(range(n) for n in dev_axes.values()))]
     if info.peer:
         dev = info.peer_device
+        if isinstance(dev, str) or (
+            isinstance(dev, dict) and any(isinstance(v, str) for v in dev.values())
+        ):  # an expression: evaluated per device
+            from mpmd_lab.ops.peers import device_targets
+
+            flat = device_targets(dev, dev_axes)
+            if flat is None:
+                return [own]
+            i = 0
+            for a, n in dev_axes.items():
+                i = i * n + own[list(dev_axes).index(a)]
+            t = flat[i]
+            if t < 0:
+                return []
+            coords = []
+            for n in reversed(list(dev_axes.values())):
+                t, k = divmod(t, n)
+                coords.append(k)
+            return [tuple(reversed(coords))]
         if isinstance(dev, int):
             if len(dev_axes) == 1:
                 return [(dev,)]
