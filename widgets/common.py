@@ -143,6 +143,8 @@ def _in_kernel() -> bool:
         return ip is not None and getattr(ip, "kernel", None) is not None
     except ImportError:
         return False
+
+
 #: the field whose value is being committed now (``Section.memo`` keeps its row)
 _TYPING: list[w.Widget] = []
 
