@@ -365,7 +365,7 @@ def _body(
         out.stmts.append(stmt)
         if isinstance(st, Return):
             return False  # never executed past here: the body returned
-        if getattr(st, "BODY", False):
+        if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
             if not _body(ctx, out, st.body, f"{path}.body", env, inner, (*scope, stmt)):
                 return False

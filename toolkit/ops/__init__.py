@@ -109,9 +109,14 @@ class Let(Model):
     ref: RefName = Field(description="the ref (a parameter or an earlier view) it is a view of")
     transforms: Transforms = Field([], description="applied first to last")
 
+    BODY: ClassVar[bool] = False
+
     @property
     def kind(self) -> str:
         return "let"
+
+    def exprs(self) -> Any:
+        return iter(())
 
     def label(self) -> str:
         return f"{self.let} = {self.ref}"

@@ -104,6 +104,10 @@ class TransformOp(Op):
     #: the type of the ref must be computed to apply it (a lazy error is raised here)
     NEEDS_TYPE: ClassVar[bool] = False
 
+    def needs_type(self, ref: Any) -> bool:
+        """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
+        return self.NEEDS_TYPE
+
     def typed(self, ref: Any) -> tuple[Any, Any, list[Any]]:
         """JAX's type rule: ``(ref after | None, StepError | None, notes)``."""
         raise NotImplementedError
@@ -123,6 +127,8 @@ class StatementOp(Op):
     #: ``(field, READ | WRITE | SYNC)`` for every field that names a ref, in the order
     #: JAX evaluates them
     REFS: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: it holds a nested ``body`` of statements (a loop, a condition)
+    BODY: ClassVar[bool] = False
 
     def ref_fields(self) -> Iterator[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""

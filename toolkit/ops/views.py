@@ -9,6 +9,7 @@ its label and what the simulator does with it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -187,8 +188,13 @@ class At(TransformOp):
         '{"pid": d, "size": k}'
     )
 
+    @functools.cached_property
+    def _entries(self) -> tuple[Ix, ...]:
+        return tuple(resolve_entry(e) for e in self.index)
+
     def entries(self) -> list[Ix]:
-        return [resolve_entry(e) for e in self.index]
+        """The index entries, resolved (once per op object)."""
+        return list(self._entries)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for k, ix in enumerate(self.entries()):
