@@ -255,6 +255,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         where = f"{clip(args.file, QUOTE)}: {e.path or 'call'}"
         print(f"{where}: cannot export: {clip(str(e), 2 * QUOTE)}", file=sys.stderr)
         return EXIT_PROBLEMS
+    from mpmd_lab.validate import check
+
+    errors = [d for d in check(scenario) if d.is_error]
+    if errors:  # written all the same (to try it, or to show JAX's error), but said
+        first = errors[0]
+        more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+        _say(
+            f"warning: {clip(args.file, QUOTE)} is not valid: the check finds {first.code} "
+            f"[{first.stage}] at {first.path or 'the call'}{more}; the exported script "
+            "fails the same way (`mpmd-lab check` says why and how to fix it)"
+        )
     if args.output:
         files.write_text(args.output, source, _inputs(args.file))
         print(args.output)
