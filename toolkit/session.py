@@ -131,9 +131,9 @@ class Session:
         self.scenario: Scenario = _load(source)
         self.path: Path | None = _path_of(source)
         self.version = 0
-        #: the version that was opened (a load); edits since make its description stale
+        #: the version that was opened (a load): a run of an older one is of another scenario
         self.opened_version = 0
-        self.dirty = False
+        self._opened = self._saved = self.scenario
         self.program: int = 0  # the program the editors show (UI selection, not data)
         self.message: str = ""  # the last status line ("saved to …", "undone: …")
         self.check_error: str = ""  # why the check could not run ("" when it ran)
@@ -243,10 +243,15 @@ class Session:
         return not self.check_error and self.analysis.valid
 
     @property
+    def dirty(self) -> bool:
+        """Unsaved changes: the scenario differs from what was last opened or saved."""
+        return self.scenario != self._saved
+
+    @property
     def changed_since_opened(self) -> bool:
-        """Whether the scenario was changed since it was opened (its description was
+        """Whether the scenario differs from what was opened (its description was
         written for what was opened)."""
-        return self.version != self.opened_version
+        return self.scenario != self._opened
 
     @property
     def run_is_current(self) -> bool:
@@ -309,7 +314,8 @@ class Session:
             self._last_label = ""  # an undo, a load, another kind of edit ends a burst
         self.scenario = new
         self.version += 1
-        self.dirty = dirty
+        if not dirty:
+            self._saved = new
         self.program = min(self.program, max(len(new.call.programs) - 1, 0))
         self.message = reason
         self._analyse()
@@ -382,6 +388,7 @@ class Session:
         self._undo.push(self.scenario, f"load {new.name}")
         self._redo.clear()
         self.opened_version = self.version + 1  # the version _set makes (views see it)
+        self._opened = new
         self._set(new, f"loaded {new.name}", time.perf_counter(), dirty=False)
         return EditResult(True)
 
@@ -412,7 +419,7 @@ class Session:
             msg = getattr(e, "strerror", None) or str(e)
             return EditResult(False, [("", f"cannot save to {shown}: {clip(msg, 200)}")])
         self.path = target
-        self.dirty = False
+        self._saved = self.scenario
         self.message = f"saved to {target}"
         self._notify("saved")
         return EditResult(True)

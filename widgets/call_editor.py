@@ -152,15 +152,18 @@ class CallEditor(w.VBox):
     def _args(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         call = st.scenario.call
-        entry = c.make(
-            w.Dropdown,
-            options=("pl.kernel", "plgpu.kernel"),
-            value=call.entry,
-            layout=c.lay(width="130px"),
-        )
+        def entry() -> w.Widget:
+            pick = c.make(
+                w.Dropdown,
+                options=("pl.kernel", "plgpu.kernel"),
+                value=call.entry,
+                layout=c.lay(width="130px"),
+            )
+            return c.field(pick, _set(st, "call.entry"), label="entry")
+
         rows: list[w.Widget] = [
             _head("Arguments", "positional, in order; the same Ref twice is a duplicate"),
-            c.field(entry, _set(st, "call.entry"), label="entry"),
+            sec.memo(("entry", call.entry), entry),
         ]
         buffers = list(st.scenario.buffers)
         for i, a in enumerate(call.args):

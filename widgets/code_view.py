@@ -62,11 +62,15 @@ _CSS = """
 .mpl-code { font-size: 12px; }
 .mpl-code details { margin: 4px 0; }
 .mpl-code summary { cursor: pointer; color: #1565c0; }
-.mpl-code .mpl-code-bar { display: flex; gap: 6px; align-items: center; margin: 2px 0; }
-.mpl-code .mpl-code-bar button { font: inherit; padding: 1px 8px; cursor: pointer;
-  border: 1px solid #9ab; background: #f4f8fb; border-radius: 3px; }
+.mpl-code .mpl-code-bar { display: flex; flex-wrap: wrap; gap: 4px 8px; align-items: center;
+  margin: 2px 0; line-height: 1.4; }
+.mpl-code .mpl-code-bar button { font: inherit; padding: 1px 10px; cursor: pointer;
+  border: 1px solid #9ab; background: #f4f8fb; border-radius: 3px; flex: 0 0 auto;
+  white-space: nowrap; }
+.mpl-code .mpl-code-bar .mpl-hint { flex: 1 1 200px; }
 .mpl-code pre { font-size: 11.5px; max-height: 420px; overflow: auto; background: #f8f8f8;
-  border: 1px solid #dde; padding: 6px 8px; line-height: 1.35; margin: 2px 0; }
+  border: 1px solid #dde; padding: 6px 8px; line-height: 1.35; margin: 2px 0;
+  white-space: pre; overflow-wrap: normal; word-break: normal; }
 """
 
 #: where the scenario's own code starts and its ``build`` ends, in ``codegen``'s script
@@ -120,9 +124,9 @@ class CodeView(anywidget.AnyWidget):
         n = source.count("\n") + 1
         self.texts = [kernel, source]
         self.html = (
-            "<div class='mpl-code-bar'><b>The kernel and its call</b> "
-            "<span class='mpl-hint'>(build: meshes, kernel bodies, the jitted call)</span>"
-            "<button data-copy='0'>Copy</button></div>"
+            "<div class='mpl-code-bar'><button data-copy='0'>Copy</button>"
+            "<b>The kernel and its call</b> "
+            "<span class='mpl-hint'>build(): meshes, kernel bodies, the jitted call</span></div>"
             f"{highlight(kernel)}"
             "<details><summary>The whole script "
             f"({n} lines: imports, support code, runner; what <code>mpmd-lab export</code> "

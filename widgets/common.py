@@ -48,6 +48,10 @@ CSS = """
 .mpl-lab .widget-button.mpl-fix:not(:first-child) { background: #e8f3e8; color: #1b5e20; }
 .mpl-interp-note { border-left: 5px solid #5b7f95; background: #f2f7fa; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #234; }
+.mpl-lab .widget-html-content div { line-height: 1.4; }
+.mpl-i { display: inline-block; width: 15px; height: 15px; border-radius: 50%;
+  background: #5b7f95; color: white; font: bold 11px/15px serif; text-align: center;
+  margin-right: 4px; }
 .mpl-ok { border-left: 5px solid #2e7d32; background: #f3fbf3; padding: 6px 10px;
   border-radius: 4px; }
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
@@ -527,6 +531,32 @@ class Section(w.VBox):
         self._used[key] = widget
         return widget
 
+    def _reconcile(self, old: list[w.Widget], new: list[w.Widget]) -> list[w.Widget]:
+        """``new``, with each plain HTML line that takes the place of one of the same
+        kind kept and given the new text. The browser re-creates every child from the
+        first one that changed, so a heading rebuilt above a field being typed into
+        would take its focus; a kept one does not."""
+        memo = {id(x) for x in self._used.values()}
+        out = []
+        for i, x in enumerate(new):
+            prev = old[i] if i < len(old) else None
+            if (
+                prev is not None
+                and prev is not x
+                and id(x) not in memo
+                and id(prev) not in memo
+                and _same_kind(prev, x)
+            ):
+                if prev.value != x.value:
+                    prev.value = x.value
+                if getattr(x, "mpl_badge_path", None) is not None:
+                    prev.mpl_badge_path = x.mpl_badge_path
+                x.close()
+                out.append(prev)
+            else:
+                out.append(x)
+        return out
+
     def _update(self, row: w.Widget) -> None:
         """A kept row's badges and derived parts, from the session as it is now."""
         refresh = getattr(row, "mpl_refresh", None)
@@ -548,16 +578,21 @@ class Section(w.VBox):
         old = self.children
         self._used, self._new_idents = {}, {}
         try:
-            self.children = self._render(self)
+            new = self._render(self)
         except Exception as e:  # a view bug shows in place; the scenario is untouched
             self._used = {}
-            self.children = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
-        kept = {id(x) for x in self._used.values()}
+            new = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
+        self.children = self._reconcile(list(old), new)
+        kept = {id(x) for x in self._used.values()} | {id(x) for x in self.children}
         for child in {id(x): x for x in [*old, *self._cache.values()]}.values():
             if id(child) not in kept:
                 close_tree(child)
         self._cache, self._used = self._used, {}
         self._idents, self._new_idents = self._new_idents, {}
+
+
+def _same_kind(a: w.Widget, b: w.Widget) -> bool:
+    return type(a) is type(b) is w.HTML and a._dom_classes == b._dom_classes
 
 
 def _walk(root: w.Widget) -> Any:

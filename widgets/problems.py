@@ -94,7 +94,7 @@ class ProblemsView(w.VBox):
     def _note(self, d: Diagnostic) -> w.Widget:
         """The interpreter's limit, said once: what cannot run here, and a switch."""
         text = w.HTML(
-            f"<div class='mpl-interp-note'>ⓘ {c.esc(d.message)}. "
+            f"<div class='mpl-interp-note'><span class='mpl-i'>i</span>{c.esc(d.message)}. "
             "<span class='mpl-hint'>A limit of this machine's CPU interpreter, not of the "
             "kernel: it traces and lowers for the GPU here, and a GPU runs it. "
             "<b>auto</b> runs simulate.</span></div>"
