@@ -121,3 +121,21 @@ def test_run_auto_runs_ring_shift_on_a_cpu_and_says_why(capsys):
 def test_the_race_card_says_a_gpu_race_raises_nothing(capsys):
     rc, out, _ = run(capsys, "explain", "RACE")
     assert rc == 0 and "on a GPU nothing is raised" in out and "raised by JAX" not in out
+
+
+def test_jax_internals_are_summarised():
+    """JAX's race report (as recorded from the real interpreter) without object
+    addresses, vector clocks or repeated lines; the simulator's many races in a few."""
+    from mpmd_lab import knowledge, runtime
+
+    recorded = knowledge.card("RACE_DETECTED").recorded
+    message = next(r["message"] for r in recorded.values() if r and "clock:" in r["message"])
+    short = runtime.summarised(message)
+    assert "NpVectorClock" not in short and "clock:" not in short and " at 0x" not in short
+    assert "HostAllocationKey" not in short and "buffer #" in short
+    assert short.startswith("RACE DETECTED") and len(short.splitlines()) <= 6
+    r = runtime.run(gallery.load("multicast-2d"), "simulate")
+    assert len(r.races()) > 5  # every device writes every other device's out
+    lines = r.race_lines()
+    assert len(lines) <= 4 and "write-write races on out" in lines[0]
+    assert "races on out" in r.summary() and r.summary().count("e.g.") == 1

@@ -154,7 +154,7 @@ def _short(type_name: str | None, message: str | None) -> str:
         heads = list(re.finditer(r"^\s*([\w.]*(?:Error|Exception)): ", m, re.M))
         if heads:
             last = heads[-1]
-            rest = m[last.end() :].strip()
+            rest = summarised(m[last.end() :].strip())
             return f"{last.group(1)}: {rest[:800]}"
     t, m = unwrap(t, m)
     m = summarised(m)

@@ -447,6 +447,7 @@ class CallEditor(w.VBox):
                     lambda p=p: self.on_edit_view(p),
                     "open in the Views tab",
                     css="mpl-edit-view",
+                    width="84px",
                 )
             )
         else:
@@ -458,7 +459,7 @@ class CallEditor(w.VBox):
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=c.lay(width="74px"),
+                    layout=c.lay(width="96px"),
                 )
                 box.tooltip = helps.get(f, "")
                 combos.append(box)

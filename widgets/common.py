@@ -42,10 +42,12 @@ CSS = """
 .mpl-card .mpl-why { font-size: 13px; margin-top: 3px; }
 .mpl-card .mpl-suggest { font-weight: 600; color: #1565c0; margin: 2px 0; }
 .mpl-card ol { margin: 2px 0 2px 18px; padding: 0; }
-.mpl-fix-row .mpl-fix-what { font-size: 12px; color: #234; margin-left: 6px; }
+.mpl-fix-row .mpl-fix-what { font-size: 12px; color: #234; margin-left: 6px;
+  display: inline-block; line-height: 1.35; }
 .mpl-fix-after { color: #b26a00; font-weight: 600; }
 .mpl-fix-after.ok { color: #2e7d32; }
-.mpl-lab .widget-button.mpl-fix:not(:first-child) { background: #e8f3e8; color: #1b5e20; }
+.mpl-lab .widget-button.mpl-fix.mpl-fix-alt { background: #e8f3e8; color: #1b5e20;
+  border: 1px solid #2e7d32; }
 .mpl-interp-note { border-left: 5px solid #5b7f95; background: #f2f7fa; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #234; }
 .mpl-lab .widget-html-content div { line-height: 1.4; }
@@ -444,6 +446,8 @@ def fix_row(fix: Any, index: int, on_click: Callable[[], Any], best: bool = Fals
         fix.description,
         css="mpl-fix",
     )
+    if index:
+        b.add_class("mpl-fix-alt")
     b.layout = lay(width="120px", flex="0 0 auto")
     what = make(w.HTML, value=fix_html(fix, best), layout=lay(flex="1 1 240px"))
     row = w.HBox([b, what], layout=lay(align_items="center", flex_flow="row wrap"))

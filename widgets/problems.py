@@ -86,7 +86,7 @@ class ProblemsView(w.VBox):
             )
         for d in problems:
             rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
-        if notes:
+        if notes and not any(d.is_error for d in problems):  # the problems come first
             key = ("note", notes[0].model_dump_json())
             rows.append(sec.memo(key, lambda: self._note(notes[0])))
         return rows
