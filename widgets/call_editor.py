@@ -152,6 +152,7 @@ class CallEditor(w.VBox):
     def _args(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         call = st.scenario.call
+
         def entry() -> w.Widget:
             pick = c.make(
                 w.Dropdown,
