@@ -115,6 +115,12 @@ def test_ring_shift_runs_with_auto_on_the_cpu(lab_server, page, artifacts, run_n
     expect(out.locator("td").first).to_have_text("768")  # device 0 holds device 3's x
     expect(page.locator(".mpl-run-panel .mpl-jax-full")).to_have_count(0)  # no traceback
     lab.screenshot(path=str(artifacts / "lab_ring_shift_run.png"))
+    box = lab.bounding_box()  # the Lab in JupyterLab, as README's picture shows it
+    bottom = min(box["y"] + box["height"] + 8, 2000)
+    page.screenshot(
+        path=str(artifacts / "lab_in_jupyterlab.png"),
+        clip={"x": 0, "y": 0, "width": 1400, "height": bottom},
+    )
 
     # typing commits as you type (no Enter) and the field keeps the focus
     shape = page.locator(".mpl-buffer-shape input").first
