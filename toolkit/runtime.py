@@ -71,13 +71,13 @@ class RunResult:
     def timing(self) -> str:
         """What the time covers: ``"the call 1.29 s · JAX start-up 5.10 s · 8.00 s in all"``."""
         what = "simulated" if self.backend == "simulate" else "the call"
-        parts = [f"{what} {self.seconds:.2f} s"]
+        parts = [f"{what} {_secs(self.seconds)}"]
         if self.cached:
             parts[0] += " (built before)"
         if self.startup_seconds >= 0.005:
-            parts.append(f"JAX start-up {self.startup_seconds:.2f} s (once per device count)")
+            parts.append(f"JAX start-up {_secs(self.startup_seconds)} (once per device count)")
         if self.wall_seconds > self.seconds + 0.005:
-            parts.append(f"{self.wall_seconds:.2f} s in all (building and tracing included)")
+            parts.append(f"{_secs(self.wall_seconds)} in all (building and tracing included)")
         return " · ".join(parts)
 
     @property
@@ -145,6 +145,11 @@ class RunResult:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
         p.text(self.summary())
+
+
+def _secs(t: float) -> str:
+    """``1.29 s``, or ``14 ms`` under a tenth of a second."""
+    return f"{t * 1000:.0f} ms" if t < 0.1 else f"{t:.2f} s"
 
 
 def _short(type_name: str | None, message: str | None) -> str:

@@ -76,7 +76,10 @@ def test_dup_ref_story_by_clicks(lab_server, page, artifacts, run_notebook):
     expect(page.locator(".mpl-mesh-editor")).to_contain_text("dev 1")
     lab.screenshot(path=str(artifacts / "lab_meshes.png"))
     page.locator(".mpl-tabs .lm-TabBar-tab", has_text="Views").click()
-    page.locator(".mpl-problems button.mpl-fix").click()
+    fixes = page.locator(".mpl-problems button.mpl-fix")
+    expect(fixes).to_have_count(2)  # both ways out, best first
+    expect(page.locator(".mpl-problems .mpl-fix-row").first).to_contain_text("(best)")
+    fixes.first.click()
     expect(problems).to_contain_text("no problems found")
     expect(page.locator(".mpl-transform-editor .mpl-step-bad")).to_have_count(0)
 
