@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
-.PHONY: lab test test-fast bench lint typecheck format fuzz clean .venv system-deps
+.PHONY: lab test test-fast bench lint typecheck format fuzz clean .venv system-deps binder-badge
 
 $(STAMP): pyproject.toml uv.lock
 	@$(PYTHON) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null || $(PYTHON) -m pip install -q uv
@@ -70,3 +70,7 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) test-artifacts
+
+# point README's Binder badge at the GitHub copy `origin` names (or OWNER=name)
+binder-badge:
+	python3 binder/badge.py $(OWNER)

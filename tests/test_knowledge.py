@@ -15,6 +15,7 @@ from mpmd_lab.scenario import load_scenario
 ALL_CODES = sorted({e.code for e in catalogue.ENTRIES} | set(catalogue.OWN))
 #: Codes with nothing to trigger: input that is not a scenario, or run-time events.
 NO_EXAMPLE = {"SCHEMA", "XREF_UNKNOWN_BUFFER", "RULES_DISAGREE", "RUN_TIMEOUT", "RUN_CRASHED"}
+NO_EXAMPLE |= {"RUN_CANCELLED"}
 NO_EXAMPLE |= {
     "JAX_UNKNOWN",
     "SCRATCH_TRANSFORM",

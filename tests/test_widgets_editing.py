@@ -140,12 +140,28 @@ def test_transform_stack_palette_fields_reorder_delete():
         "remote_ref",
         "multicast_ref",
     ]
-    # edit a field: bad JSON stays in the box with the error beside it
-    dev = find(ed, "mpl-tf-device", w.Text)
-    type_into(dev, '{"dev": {"offset": }')
-    assert "not JSON" in text_of(ed)
-    type_into(dev, '{"dev": 0}')
+    # the peer's device is picked: per axis, own + k, an index or an expression
+    picker = find(ed, "mpl-device-picker")
+    assert "own + 1" in text_of(picker)
+    find(picker, "mpl-device-mode", w.Dropdown).value = "index"
     assert st.scenario.call.programs[0].body[0].transforms[0].device == {"dev": 0}
+    box = find(ed, "mpl-device-value", w.Text)
+    type_into(box, "(dev +")  # not an expression: shown beside it, nothing lost
+    assert st.scenario.call.programs[0].body[0].transforms[0].device == {"dev": 0}
+    assert box.value == "(dev +" and "mpl-field-error" in text_of(ed)
+    type_into(box, "1 - dev")
+    assert st.scenario.call.programs[0].body[0].transforms[0].device == {"dev": "1 - dev"}
+    quick = find(ed, "mpl-device-quick", w.Dropdown)
+    quick.value = next(v for label, v in quick.options if label.startswith("device 1"))
+    assert st.scenario.call.programs[0].body[0].transforms[0].device == {"dev": 1}
+    find(ed, "mpl-device-form", w.ToggleButtons).value = "linear"
+    assert st.scenario.call.programs[0].body[0].transforms[0].device == 1
+    # a JSON field: bad JSON stays in the box with the error beside it
+    ed.add_transform("at")
+    index = find_all(ed, "mpl-tf-index", w.Text)[-1]
+    type_into(index, '[{"ds": ')
+    assert "not JSON" in text_of(ed) and index.value == '[{"ds": '
+    find_all(ed, "mpl-del-transform", w.Button)[-1].click()
     find(ed, "mpl-del-transform", w.Button).click()
     assert [t.op for t in st.scenario.call.programs[0].body[0].transforms] == ["multicast_ref"]
 
@@ -252,16 +268,18 @@ def test_show_jax_code_is_the_generated_source_and_follows_edits():
 
     lab = Lab("dup-ref-fixed", background=False, graph=False)
     find(lab, "mpl-show-code", w.Button).click()
-    assert "def build(" in lab.runner.code.value
-    assert "acc_ref" not in lab.runner.code.value
+    code = lab.runner.code
+    # the kernel first (build: meshes, bodies, the call), then the whole script folded
+    assert code.kernel.startswith("def build(") and "def program0(" in code.kernel
+    assert "host_array" not in code.kernel  # the support code is not in the way
+    assert code.html.index("def</span>") < code.html.index("<details>")  # highlighted
+    assert "acc_ref" not in code.text
     find(lab, "mpl-add-arg", w.Button).click()
-    assert "acc_ref" in lab.runner.code.value
-    import html
-
-    shown = html.unescape(lab.runner.code.value.split(">", 1)[1].rsplit("</pre>", 1)[0])
-    assert shown == codegen.generate(lab.state.scenario)
+    assert "acc_ref" in code.kernel
+    assert code.text == codegen.generate(lab.state.scenario)  # exactly what export writes
+    assert code.html.count("data-copy=") == 2
     find(lab, "mpl-show-code", w.Button).click()
-    assert lab.runner.code.value == ""
+    assert code.text == "" and code.html == ""
 
 
 def test_edit_view_in_the_body_opens_it_in_the_views_tab():

@@ -95,7 +95,14 @@ def test_peer_then_multicast_built_by_edits_is_flagged_on_its_step_and_fixed():
     bad = find(lab.transforms, "mpl-step-bad")
     assert "multicast_ref" in text_of(bad) and "REF_PEER_TO_MULTICAST" in text_of(bad)
     assert "f32[128] GMEM peer" in text_of(lab.transforms)
-    (fix,) = lab.problems.fix_buttons()
+    # both ways out are offered, best first: drop the peer step, or drop the multicast one
+    (d,) = [d for d in st.diagnostics if d.is_error]
+    assert ["remote_ref" in f.description or "peer step" in f.description for f in d.fixes] == [
+        True,
+        False,
+    ]
+    fix, other = lab.problems.fix_buttons()
+    assert "multicast step" in other.tooltip
     fix.click()
     (let,) = [s for s in st.scenario.call.programs[0].body if getattr(s, "let", None)]
     assert [t.op for t in let.transforms] == ["multicast_ref"]

@@ -484,6 +484,7 @@ ENTRIES: list[Entry] = [
         r"No state discharge rule|^<class '[\w.]+(?:Ref|(?<!Bitcast)Transform)'>$",
         "interpret",
         "The HLO interpreter cannot run this transform",
+        severity="warning",  # a limit of the CPU, not of the kernel
     ),
     _e(
         "GPU_INTERP_UNSUPPORTED_TRANSFORM",
@@ -491,14 +492,16 @@ ENTRIES: list[Entry] = [
         r"Unsupported transform: "
         r"|'(?:PeerMemRef|ClusterRef\w*)' object has no attribute (?!'get_indexer_shape')",
         "interpret",
-        "The GPU interpreter cannot run this transform",
+        "JAX's CPU interpreter cannot run this view (simulate can)",
+        severity="warning",  # a limit of the CPU, not of the kernel
     ),
     _e(
         "GPU_INTERP_MULTICAST",
         "AttributeError",
         r"'MulticastRef' object has no attribute (?!'get_indexer_shape')",
         "interpret",
-        "The GPU interpreter cannot run multicast",
+        "JAX's CPU interpreter cannot run multicast (simulate can)",
+        severity="warning",  # a limit of the CPU, not of the kernel
     ),
     _e(
         "GPU_INTERP_NOT_A_REF",
@@ -939,6 +942,7 @@ OWN = {
     "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "RUN_CRASHED": ("the child process running JAX died", "interpret"),
+    "RUN_CANCELLED": ("the run was cancelled and its JAX worker stopped", "interpret"),
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),
     "SCRATCH_TRANSFORM": ("scratch transforms are tiling or swizzle only", "schema"),
     "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),

@@ -255,6 +255,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         where = f"{clip(args.file, QUOTE)}: {e.path or 'call'}"
         print(f"{where}: cannot export: {clip(str(e), 2 * QUOTE)}", file=sys.stderr)
         return EXIT_PROBLEMS
+    from mpmd_lab.validate import check
+
+    errors = [d for d in check(scenario) if d.is_error]
+    if errors:  # written all the same (to try it, or to show JAX's error), but said
+        first = errors[0]
+        more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+        _say(
+            f"warning: {clip(args.file, QUOTE)} is not valid: the check finds {first.code} "
+            f"[{first.stage}] at {first.path or 'the call'}{more}; the exported script "
+            "fails the same way (`mpmd-lab check` says why and how to fix it)"
+        )
     if args.output:
         files.write_text(args.output, source, _inputs(args.file))
         print(args.output)
@@ -269,7 +280,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     card = knowledge.lookup(args.query)
     if card is None:
         print(f"no code or known JAX message matches {clip(args.query, QUOTE)!r}", file=sys.stderr)
-        print("codes: " + ", ".join(knowledge.codes()), file=sys.stderr)
+        near = knowledge.search(args.query)
+        if near:
+            print("did you mean:", file=sys.stderr)
+            for c in near:
+                print(f"  {c.code:<34} {c.title}", file=sys.stderr)
+        else:
+            n = len(knowledge.codes())
+            print(f"{n} codes have cards: `mpmd-lab explain CODE` (see docs/SCENARIO.md)",
+                  file=sys.stderr)  # fmt: skip
         return EXIT_PROBLEMS
     print(card.to_json() if args.json else card.render())
     return EXIT_OK

@@ -64,7 +64,7 @@ def _jax_diagnostic(r: probe.ProbeResult, static: list[Diagnostic]) -> Diagnosti
         message=r.message or "",
         jax=JaxError(type=r.error_type or "", message=r.message or ""),
         explanation=explanation or "JAX raised an error that no rule of mpmd-lab knows.",
-        fix=twin.fix if twin else None,
+        fixes=list(twin.fixes) if twin else [],
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 Severity = Literal["error", "warning", "info"]
 #: The one list of stages: where a problem shows, in the order a call gets there.
@@ -49,11 +49,15 @@ class Edit(BaseModel):
 
 
 class Fix(BaseModel):
-    """A remedy: a one-line description and the edits that make it."""
+    """A remedy: a one-line description and the edits that make it.
+
+    ``after``: the codes of the errors the check finds once it is applied (``[]``: the
+    call is valid then), as ``mpmd_lab.fixes.offer`` found them (None: not checked)."""
 
     model_config = ConfigDict(frozen=True)
     description: str
     edits: list[Edit]
+    after: list[str] | None = None
 
 
 class Diagnostic(BaseModel):
@@ -67,9 +71,25 @@ class Diagnostic(BaseModel):
     message: str
     jax: JaxError | None = None
     explanation: str = ""
+    #: the best fix offered (``fixes[0]``), or None
     fix: Fix | None = None
+    #: every fix offered, best first: each one checked to leave fewer errors and no new
+    #: code (``mpmd_lab.fixes.offer``)
+    fixes: list[Fix] = []
     #: ``"FILE:LINE"`` of the user's source line that caused it (an imported kernel), or None
     source: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_list(cls, data: Any) -> Any:
+        """``fix`` is ``fixes[0]``: giving either one gives both."""
+        if isinstance(data, dict):
+            fix, fixes = data.get("fix"), data.get("fixes")
+            if fix is not None and not fixes:
+                data = {**data, "fixes": [fix]}
+            elif fixes and fix is None:
+                data = {**data, "fix": fixes[0]}
+        return data
 
     @property
     def is_error(self) -> bool:

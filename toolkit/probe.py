@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from mpmd_lab import workers
 from mpmd_lab.catalogue import classify
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.workers import (
@@ -70,6 +71,11 @@ class ProbeResult:
     path: str = ""  # a field path, for codegen failures
     traceback: str | None = field(default=None, repr=False)
     cached: bool = False  # the worker ran the call it had built for this source before
+    #: seconds spent starting a JAX worker for this probe (0 when a warm one served it)
+    startup: float = 0.0
+    #: seconds from the call to its answer, all in (``seconds`` is JAX's part)
+    wall: float = 0.0
+    cancelled: bool = False  # ``workers.cancel`` stopped it
 
     def error(self) -> dict[str, Any] | None:
         """``{"code", "type", "message", "stage"}`` (the ``run --json`` error) or None."""
@@ -255,11 +261,15 @@ def probe(
             on_progress(stage, (stages.index(stage) + 1) / steps)
 
     with _LOCK:
+        workers.CANCELLED.clear()
         if on_progress is not None:
             on_progress("start", 0.0)
+        t_start = time.perf_counter()
         try:
             w = _worker(ndev, platform)
         except RuntimeError as e:
+            if workers.CANCELLED.is_set():
+                return _cancelled(base, "start", t0)
             return ProbeResult(
                 ok=False,
                 stage=stages[0],
@@ -270,8 +280,12 @@ def probe(
                 seconds=time.perf_counter() - t0,
                 **base,
             )
+        startup = time.perf_counter() - t_start if w.requests == 0 else 0.0
         base["platform"] = w.info.get("platform", platform)
+        if workers.CANCELLED.is_set():  # cancelled while the worker started: it stays warm
+            return _cancelled(base, "start", t0, startup)
         w.last_stage = stages[0]
+        workers.busy(w)
         try:
             res = w.request(req, timeout, on_stage)
         except _Timeout:
@@ -290,6 +304,9 @@ def probe(
             )
         except _Dead:
             stage = w.last_stage
+            if w.cancelled:
+                _discard(w)
+                return _cancelled(base, stage or stages[0], t0, startup)
             tail = w.stderr_tail(1500)
             _discard(w)
             how = w.exit_reason()
@@ -309,8 +326,11 @@ def probe(
             # is mid-request and its answer would reach the next caller, so it goes
             _discard(w)
             raise
+        finally:
+            workers.busy(None)
         if res.get("poisoned"):
             _discard(w)
+    wall = time.perf_counter() - t0
     if on_progress is not None:
         on_progress("done", 1.0)
     if res["ok"]:
@@ -319,6 +339,8 @@ def probe(
             outputs=res["outputs"],
             seconds=res["seconds"],
             cached=bool(res.get("cached")),
+            startup=startup,
+            wall=wall,
             **base,
         )
     return ProbeResult(
@@ -329,8 +351,30 @@ def probe(
         code=_code(res["error_type"], res["message"]),
         seconds=res["seconds"],
         traceback=res.get("traceback"),
+        startup=startup,
+        wall=wall,
         **base,
     )
+
+
+def _cancelled(base: dict[str, Any], stage: str, t0: float, startup: float = 0.0) -> ProbeResult:
+    return ProbeResult(
+        ok=False,
+        stage=stage,
+        error_type="Cancelled",
+        message=f"the run was cancelled at stage {stage}; its JAX worker was stopped",
+        code="RUN_CANCELLED",
+        cancelled=True,
+        seconds=time.perf_counter() - t0,
+        startup=startup,
+        wall=time.perf_counter() - t0,
+        **base,
+    )
+
+
+def cancel() -> bool:
+    """Stop the probe or run in progress (``workers.cancel``)."""
+    return workers.cancel()
 
 
 def probe_many(

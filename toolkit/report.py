@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpmd_lab.diagnostics import Diagnostic, ordered
 
 
@@ -12,9 +14,21 @@ def format_diagnostic(d: Diagnostic) -> str:
         lines.append(f"    JAX {d.jax.type}: {d.jax.message}")
     if d.explanation:
         lines.append(f"    why: {d.explanation}")
-    if d.fix is not None:
-        lines.append(f"    fix: {d.fix.description}")
+    fixes = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+    if len(fixes) == 1:
+        lines.append(f"    fix: {fixes[0].description}{after_fix(fixes[0])}")
+    for i, fix in enumerate(fixes if len(fixes) > 1 else [], 1):
+        best = " (best)" if i == 1 else ""
+        lines.append(f"    fix {i}{best}: {fix.description}{after_fix(fix)}")
     return "\n".join(lines)
+
+
+def after_fix(fix: Any) -> str:
+    """`` -> valid`` or `` -> then CODE`` (what the check finds once the fix is made)."""
+    after = getattr(fix, "after", None)
+    if after is None:
+        return ""
+    return " -> then " + ", ".join(after) if after else " -> valid"
 
 
 def format_diagnostics(name: str, diags: list[Diagnostic]) -> str:

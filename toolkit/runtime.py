@@ -25,6 +25,7 @@ import functools
 import glob
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,6 +64,22 @@ class RunResult:
     reason: str = ""
     #: the warm worker ran the call it had built for this very scenario before
     cached: bool = False
+    #: seconds spent starting JAX for this run (0 when a warm worker served it)
+    startup_seconds: float = 0.0
+    #: seconds from asking to the answer, all in (``seconds``: the call itself)
+    wall_seconds: float = 0.0
+
+    def timing(self) -> str:
+        """What the time covers: ``"the call 1.29 s · JAX start-up 5.10 s · 8.00 s in all"``."""
+        what = "simulated" if self.backend == "simulate" else "the call"
+        parts = [f"{what} {_secs(self.seconds)}"]
+        if self.cached:
+            parts[0] += " (built before)"
+        if self.startup_seconds >= 0.005:
+            parts.append(f"JAX start-up {_secs(self.startup_seconds)} (once per device count)")
+        if self.wall_seconds > self.seconds + 0.005:
+            parts.append(f"{_secs(self.wall_seconds)} in all (building and tracing included)")
+        return " · ".join(parts)
 
     @property
     def ok(self) -> bool:
@@ -78,12 +95,23 @@ class RunResult:
             "error": self.error.error_json() if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
+            "startup_seconds": round(self.startup_seconds, 4),
+            "wall_seconds": round(self.wall_seconds, 4),
             "cached": self.cached,
         }
         to_json = getattr(self.detail, "to_json", None)
         if to_json is not None:  # simulate adds ``note`` and ``races``
             out.update({k: v for k, v in to_json().items() if k in ("note", "races")})
         return out
+
+    def races(self) -> list[dict[str, Any]]:
+        """The races the simulator saw (``run --json``'s ``races``), [] for other backends."""
+        to_json = getattr(self.detail, "to_json", None)
+        return list((to_json() if to_json is not None else {}).get("races") or [])
+
+    def race_lines(self, limit: int = 3) -> list[str]:
+        """The races in a few lines: how many of each kind on each buffer, and one each."""
+        return race_summary(self.races(), limit)
 
     def diagnostic(self) -> Diagnostic | None:
         """The error as a Diagnostic whose message is ``Type: message`` (None when ok)."""
@@ -98,18 +126,19 @@ class RunResult:
         """A few lines for a terminal or a notebook."""
         where = f"{self.backend}, {self.devices} device{'s' if self.devices != 1 else ''}"
         if self.ok:
-            lines = [f"{self.scenario}: ok ({where}) in {self.seconds:.2f} s"]
+            lines = [f"{self.scenario}: ok ({where}): {self.timing()}"]
             if self.reason:
                 lines.append(f"  ({self.reason})")
             with np.printoptions(threshold=8, edgeitems=3, precision=4):
                 for name, value in self.outputs.items():
                     lines.append(f"  {name}: shape={value.shape} dtype={value.dtype}")
                     lines.append("    " + np.array2string(value).replace("\n", "\n    "))
+            lines += ["  " + x for x in self.race_lines()]
             return "\n".join(lines)
         e = self.error
         assert e is not None
         head = _short(e.jax.type, e.jax.message) if e.jax else e.message
-        lines = [f"{self.scenario}: error {e.code} at stage {e.stage} ({where})"]
+        lines = [f"{self.scenario}: error {e.code} at stage {e.stage} ({where}): {self.timing()}"]
         if self.reason:
             lines.append(f"  ({self.reason})")
         lines.append("  " + head.replace("\n", "\n  "))
@@ -119,6 +148,11 @@ class RunResult:
         p.text(self.summary())
 
 
+def _secs(t: float) -> str:
+    """``1.29 s``, or ``14 ms`` under a tenth of a second."""
+    return f"{t * 1000:.0f} ms" if t < 0.1 else f"{t:.2f} s"
+
+
 def _short(type_name: str | None, message: str | None) -> str:
     """``Type: message``; a JaxRuntimeError shows the innermost error it carries."""
     t, m = type_name or "", message or ""
@@ -126,10 +160,64 @@ def _short(type_name: str | None, message: str | None) -> str:
         heads = list(re.finditer(r"^\s*([\w.]*(?:Error|Exception)): ", m, re.M))
         if heads:
             last = heads[-1]
-            rest = m[last.end() :].strip()
+            rest = summarised(m[last.end() :].strip())
             return f"{last.group(1)}: {rest[:800]}"
     t, m = unwrap(t, m)
+    m = summarised(m)
     return f"{t}: {m}" if t else m
+
+
+def race_summary(races: list[dict[str, Any]], limit: int = 3) -> list[str]:
+    """``races`` (the simulator's) summarised: one line per (kind, buffer) with how many
+    and where, then its first race's own words; at most ``limit`` groups."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in races:
+        loc = r.get("location") or {}
+        groups.setdefault((str(r.get("kind", "race")), str(loc.get("buffer", "?"))), []).append(r)
+    out = []
+    for (kind, buffer), rs in list(groups.items())[:limit]:
+        devices = sorted({(r.get("location") or {}).get("device") for r in rs} - {None})
+        where = f" on devices {devices[0]}-{devices[-1]}" if len(devices) > 1 else ""
+        n = len(rs)
+        out.append(f"{n} {kind} race{'s' if n != 1 else ''} on {buffer}{where}, e.g.")
+        out.append("  " + str(rs[0].get("message", "")))
+    if len(groups) > limit:
+        out.append(f"… and {len(groups) - limit} more kinds of race")
+    return out
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ALLOCATION = re.compile(r"HostAllocationKey\([^)]*buffer_id=(\d+)\)")
+_WARPGROUP = re.compile(
+    r"Warpgroup\(device_id=(\d+), cluster_id=\d+, block_id=(\d+), warpgroup_id=(\d+)\)"
+)
+
+
+def summarised(message: str, limit: int = 4) -> str:
+    """JAX's words without its internals: object addresses and vector clocks dropped,
+    allocation keys and warpgroups named, repeated lines counted, at most ``limit``
+    distinct detail lines (``… and N more``)."""
+    if "clock:" not in message and " at 0x" not in message:
+        return message
+    lines: list[str] = []
+    counts: dict[str, int] = {}
+    for raw in message.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("clock:"):
+            continue
+        line = _ADDRESS.sub("", line)
+        line = _ALLOCATION.sub(r"buffer #\1", line)
+        line = _WARPGROUP.sub(r"device \1 block \2 warpgroup \3", line)
+        if line not in counts:
+            lines.append(line)
+        counts[line] = counts.get(line, 0) + 1
+    out = []
+    for line in lines[: limit + 1]:
+        n = counts[line]
+        out.append(f"{line} (×{n})" if n > 1 else line)
+    if len(lines) > limit + 1:
+        out = out[: limit + 1] + [f"… and {len(lines) - limit - 1} more"]
+    return "\n  ".join(out)
 
 
 # ---------------------------------------------------------------- GPU detection
@@ -171,6 +259,12 @@ INTERP_CANNOT = frozenset(
 )
 
 
+def interpreter_limit(d: Diagnostic) -> bool:
+    """A note that JAX's CPU interpreter cannot run the call (a limit of this machine,
+    not a problem of the kernel: a GPU runs it, and so does ``simulate``)."""
+    return d.code in INTERP_CANNOT and not d.is_error
+
+
 def choose_backend(backend: str, analysis: Any = None) -> tuple[str, str]:
     """The backend to run and why: ``auto`` becomes ``gpu`` where there is one, else
     ``interpret`` where JAX's CPU interpreter can run the call, else ``simulate``."""
@@ -181,7 +275,7 @@ def choose_backend(backend: str, analysis: Any = None) -> tuple[str, str]:
     if has_gpu():
         return "gpu", "auto: a CUDA GPU is present"
     cannot = next(
-        (d for d in (analysis.diagnostics if analysis else ()) if d.code in INTERP_CANNOT),
+        (d for d in (analysis.diagnostics if analysis else ()) if interpreter_limit(d)),
         None,
     )
     if cannot is not None:
@@ -232,6 +326,8 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
         outputs=dict(r.outputs or {}),
         seconds=r.seconds,
         cached=r.cached,
+        startup_seconds=r.startup,
+        wall_seconds=r.wall or r.seconds,
     )
 
 
@@ -240,7 +336,9 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
     memory bound and cancel as the JAX backends; this process never holds the run."""
     from mpmd_lab.engine.child import simulate_in_child
 
+    t0 = time.perf_counter()
     res = simulate_in_child(scenario, diagnostics=analysis.diagnostics, timeout=timeout)
+    wall = time.perf_counter() - t0
     return RunResult(
         scenario=scenario.name,
         status="ok" if res.ok else "error",
@@ -249,6 +347,7 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
         error=res.error,
         outputs={k: np.asarray(v) for k, v in res.outputs.items()},
         seconds=res.seconds,
+        wall_seconds=wall,
         detail=res,
     )
 
@@ -306,4 +405,12 @@ def run(
     return res
 
 
-__all__ = ["BACKENDS", "RunResult", "choose_backend", "gpu_info", "has_gpu", "run"]
+__all__ = [
+    "BACKENDS",
+    "RunResult",
+    "choose_backend",
+    "gpu_info",
+    "has_gpu",
+    "interpreter_limit",
+    "run",
+]

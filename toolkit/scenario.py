@@ -565,7 +565,7 @@ def _precheck(
             if models:
                 key_spec = _key_spec(models, key) if isinstance(key, str) else None
                 if key_spec is None and not mapping:
-                    problems.append((format_path(loc + (key,)), "unknown field"))
+                    problems.append((format_path(loc + (key,)), _unknown(models, key)))
                     unknown.append(loc + (key,))
                     continue
                 sub_spec = tuple(dict.fromkeys((*(key_spec or ()), *mapping)))
@@ -575,6 +575,17 @@ def _precheck(
                 children.append((loc + (key,), sub, sub_spec))
         stack.extend(reversed(children))
     return problems, unknown, too_long
+
+
+def _unknown(models: _Spec, key: Any) -> str:
+    """``unknown field``, and the field meant where one is spelt nearly like it."""
+    from mpmd_lab.suggest import hint
+
+    if not isinstance(key, str):
+        return "unknown field"
+    names = [name for _, cls in models for name in _fields(cls)]
+    near = hint(key, names)
+    return f"unknown field; {near}" if near else "unknown field"
 
 
 def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:
@@ -667,7 +678,12 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
         path = gallery.path_of(source)
         st = _stat(path)
     if st is None:
-        raise ScenarioError(label, [("", "no such file or gallery scenario")])
+        from mpmd_lab.suggest import hint
+
+        near = hint(label, gallery.names()) if isinstance(source, str) else ""
+        raise ScenarioError(
+            label, [("", "no such file or gallery scenario" + (f"; {near}" if near else ""))]
+        )
     if why := _not_a_file_to_read(st):
         raise ScenarioError(label, [("", why)])
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -21,6 +21,8 @@ file the session did not load or create is never replaced unless ``overwrite=Tru
 from __future__ import annotations
 
 import copy
+import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +52,8 @@ BLANK: dict[str, Any] = {
     "call": {"entry": "pl.kernel", "args": [], "outputs": {}, "programs": [{}]},
 }
 
+#: edits of one field this close together (typing) are one undo step
+MERGE_SECONDS = 1.5
 #: undo history bounds: this many steps, and this many bytes of JSON in all
 HISTORY_STEPS = 200
 HISTORY_BYTES = 64 * 2**20
@@ -104,6 +108,17 @@ class _History:
         return bool(self.items)
 
 
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """One change at a time (a field that commits as you type does so from a timer)."""
+
+    @functools.wraps(method)
+    def run(self: Session, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class Session:
     """One scenario under edit; views subscribe and re-render from it."""
 
@@ -117,13 +132,17 @@ class Session:
         self.scenario: Scenario = _load(source)
         self.path: Path | None = _path_of(source)
         self.version = 0
-        self.dirty = False
+        #: the version that was opened (a load): a run of an older one is of another scenario
+        self.opened_version = 0
+        self._opened = self._saved = self.scenario
         self.program: int = 0  # the program the editors show (UI selection, not data)
         self.message: str = ""  # the last status line ("saved to …", "undone: …")
         self.check_error: str = ""  # why the check could not run ("" when it ran)
         self.check_ms = 0.0
         self.feedback_ms = 0.0
         self.last_run: RunRecord | None = None
+        self._last_label, self._last_time = "", 0.0
+        self._lock = threading.RLock()
         self._undo = _History(history_steps, history_bytes)
         self._redo = _History(history_steps, history_bytes)
         self._listeners: list[Listener] = []
@@ -209,8 +228,31 @@ class Session:
         )
 
     @property
+    def empty(self) -> bool:
+        """Nothing to check yet: no buffers, outputs, scratch or statements."""
+        c = self.scenario.call
+        return not (
+            self.scenario.buffers
+            or c.outputs
+            or c.scratch
+            or c.args
+            or any(p.body for p in c.programs)
+        )
+
+    @property
     def valid(self) -> bool:
         return not self.check_error and self.analysis.valid
+
+    @property
+    def dirty(self) -> bool:
+        """Unsaved changes: the scenario differs from what was last opened or saved."""
+        return self.scenario != self._saved
+
+    @property
+    def changed_since_opened(self) -> bool:
+        """Whether the scenario differs from what was opened (its description was
+        written for what was opened)."""
+        return self.scenario != self._opened
 
     @property
     def run_is_current(self) -> bool:
@@ -229,6 +271,7 @@ class Session:
 
         return self.change(run, label or ", ".join(f"{e.op} {e.path}" for e in es))
 
+    @_locked
     def change(self, fn: Callable[[dict[str, Any]], Any], label: str = "edit") -> EditResult:
         """Apply ``fn`` to a JSON copy; commit it if it is still a scenario."""
         t0 = time.perf_counter()
@@ -246,6 +289,7 @@ class Session:
         self._commit(new, label, t0)
         return EditResult(True)
 
+    @_locked
     def replace(self, scenario: Scenario, label: str) -> None:
         """Commit a whole new scenario (a fix, a load) as one undoable step."""
         self._commit(scenario, label, time.perf_counter())
@@ -253,14 +297,26 @@ class Session:
     def _commit(self, new: Scenario, label: str, t0: float, dirty: bool = True) -> None:
         if new == self.scenario:
             return
-        self._undo.push(self.scenario, label)
+        now = time.monotonic()
+        typing = (
+            label.startswith("set ")
+            and label == self._last_label
+            and now - self._last_time < MERGE_SECONDS
+            and bool(self._undo)
+        )
+        if not typing:  # a burst of edits of one field (typing) is one undo step
+            self._undo.push(self.scenario, label)
+        self._last_label, self._last_time = label, now
         self._redo.clear()
         self._set(new, label, t0, dirty)
 
     def _set(self, new: Scenario, reason: str, t0: float, dirty: bool = True) -> None:
+        if not reason.startswith("set "):
+            self._last_label = ""  # an undo, a load, another kind of edit ends a burst
         self.scenario = new
         self.version += 1
-        self.dirty = dirty
+        if not dirty:
+            self._saved = new
         self.program = min(self.program, max(len(new.call.programs) - 1, 0))
         self.message = reason
         self._analyse()
@@ -287,6 +343,7 @@ class Session:
     def can_redo(self) -> bool:
         return bool(self._redo)
 
+    @_locked
     def undo(self) -> bool:
         """Step back one change; False when there is none."""
         if not self._undo:
@@ -296,6 +353,7 @@ class Session:
         self._set(old, f"undone: {label}", time.perf_counter())
         return True
 
+    @_locked
     def redo(self) -> bool:
         """Redo the last undone change; False when there is none."""
         if not self._redo:
@@ -307,6 +365,7 @@ class Session:
 
     # ------------------------------------------------------------ fixes, files
 
+    @_locked
     def apply_fix(self, fix: Fix) -> EditResult:
         """Apply a diagnostic's fix as one undoable step."""
         try:
@@ -316,6 +375,7 @@ class Session:
         self.replace(fixed, f"fix: {fix.description}")
         return EditResult(True)
 
+    @_locked
     def load(self, source: Any) -> EditResult:
         """Replace the scenario by a file, gallery name, JSON text or dict (undoable).
 
@@ -328,9 +388,12 @@ class Session:
         self.path = _path_of(source)
         self._undo.push(self.scenario, f"load {new.name}")
         self._redo.clear()
+        self.opened_version = self.version + 1  # the version _set makes (views see it)
+        self._opened = new
         self._set(new, f"loaded {new.name}", time.perf_counter(), dirty=False)
         return EditResult(True)
 
+    @_locked
     def save(self, path: str | Path | None = None, *, overwrite: bool = False) -> EditResult:
         """Write the scenario as JSON; afterwards the session saves to that file.
 
@@ -357,7 +420,7 @@ class Session:
             msg = getattr(e, "strerror", None) or str(e)
             return EditResult(False, [("", f"cannot save to {shown}: {clip(msg, 200)}")])
         self.path = target
-        self.dirty = False
+        self._saved = self.scenario
         self.message = f"saved to {target}"
         self._notify("saved")
         return EditResult(True)

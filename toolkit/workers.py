@@ -256,6 +256,7 @@ class Worker:
         self.devices = devices
         self.platform = platform
         self.requests = 0
+        self.cancelled = False  # ``cancel`` killed it mid-request
         self.last_stage: str | None = None
         self.status: int | None = None
         self._log = tempfile.TemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
@@ -368,6 +369,40 @@ class Worker:
 
 _LOCK = threading.RLock()
 _POOL: dict[tuple[int, str], Worker] = {}
+
+#: the worker serving a request now (``cancel`` stops it); its own lock, not _LOCK,
+#: which the running request holds
+_BUSY: list[Worker] = []
+_BUSY_LOCK = threading.Lock()
+#: set by ``cancel``: the run in progress (or starting) stops, cleared by the next run
+CANCELLED = threading.Event()
+
+
+def busy(w: Worker | None) -> None:
+    """Mark ``w`` as serving the request in progress (None: done)."""
+    with _BUSY_LOCK:
+        _BUSY[:] = [w] if w is not None else []
+
+
+def cancel() -> bool:
+    """Stop the run in progress: its worker is killed (the next run gets a fresh one).
+    True when a run was going (or starting), False when there was none."""
+    CANCELLED.set()
+    with _BUSY_LOCK:
+        w = _BUSY[0] if _BUSY else None
+    if w is None:
+        return _pool_in_use()
+    w.cancelled = True
+    _kill_group(w.pid)
+    return True
+
+
+def _pool_in_use() -> bool:
+    """Whether a probe holds the pool (a worker starting for it)."""
+    if _LOCK.acquire(blocking=False):
+        _LOCK.release()
+        return False
+    return True
 
 
 def _worker(devices: int, platform: str) -> Worker:

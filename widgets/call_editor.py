@@ -14,6 +14,7 @@ from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_OPS
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
+from mpmd_lab.widgets import services
 
 INITS = ("zeros", "ones", "iota", "random")
 MEMORY = ("SMEM", "GMEM", "TMEM")
@@ -51,7 +52,7 @@ def ref_names(state: Session, before: int | None = None) -> list[str]:
 def _key(state: Session, *paths: str) -> str:
     """What a section shows: its slice of the scenario and the diagnostics inside it."""
     parts = [state.get(p) for p in paths]
-    diags = [(d.code, d.path, d.message) for p in paths for d in state.diagnostics_at(p)]
+    diags = [(d.code, d.path, d.message) for p in paths for d in services.problems_at(state, p)]
     return json.dumps([parts, diags, state.program], default=str)
 
 
@@ -96,7 +97,8 @@ class CallEditor(w.VBox):
         ]
         for name, b in st.scenario.buffers.items():
             key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
-            rows.append(sec.memo(key, lambda name=name, b=b: self._buffer_row(name, b)))
+            build = lambda name=name, b=b: self._buffer_row(name, b)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("buffer", name)))
         rows.append(
             sec.memo(
                 "add",
@@ -118,7 +120,7 @@ class CallEditor(w.VBox):
         ref_cb = c.make(w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False)
         ref_cb.add_class("mpl-as-ref")
         return _row(
-            c.field(c.text(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
+            c.field(c.name_box(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
             c.field(
                 c.text(c.show_shape(b.shape), "70px"),
                 _set(st, f"{p}.shape"),
@@ -130,7 +132,7 @@ class CallEditor(w.VBox):
             c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
             c.field(ref_cb, _set(st, f"{p}.as_ref")),
             c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     # ------------------------------------------------------------ arguments
@@ -150,20 +152,25 @@ class CallEditor(w.VBox):
     def _args(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         call = st.scenario.call
-        entry = c.make(
-            w.Dropdown,
-            options=("pl.kernel", "plgpu.kernel"),
-            value=call.entry,
-            layout=c.lay(width="130px"),
-        )
+
+        def entry() -> w.Widget:
+            pick = c.make(
+                w.Dropdown,
+                options=("pl.kernel", "plgpu.kernel"),
+                value=call.entry,
+                layout=c.lay(width="130px"),
+            )
+            return c.field(pick, _set(st, "call.entry"), label="entry")
+
         rows: list[w.Widget] = [
             _head("Arguments", "positional, in order; the same Ref twice is a duplicate"),
-            c.field(entry, _set(st, "call.entry"), label="entry"),
+            sec.memo(("entry", call.entry), entry),
         ]
         buffers = list(st.scenario.buffers)
         for i, a in enumerate(call.args):
             key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
-            rows.append(sec.memo(key, lambda i=i, a=a: self._arg_row(i, a, buffers)))
+            build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("arg", i)))
         rows.append(
             sec.memo(
                 "add",
@@ -202,11 +209,13 @@ class CallEditor(w.VBox):
         row = _row(
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             src,
-            c.field(c.text(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"),
+            c.field(
+                c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
+            ),
             *extra,
             c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
             c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
         row.add_class(f"mpl-arg-{i}")
         return row
@@ -224,7 +233,8 @@ class CallEditor(w.VBox):
         rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
         for name, o in st.scenario.call.outputs.items():
             key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
-            rows.append(sec.memo(key, lambda name=name, o=o: self._output_row(name, o)))
+            build = lambda name=name, o=o: self._output_row(name, o)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("out", name)))
         rows.append(
             sec.memo(
                 "add",
@@ -239,7 +249,7 @@ class CallEditor(w.VBox):
         st = self.state
         p = f"call.outputs.{name}"
         return _row(
-            c.field(c.text(name, "70px"), _rename(st, "call.outputs", name)),
+            c.field(c.name_box(name, "70px"), _rename(st, "call.outputs", name)),
             c.field(
                 c.text(c.show_shape(o.shape), "70px"),
                 _set(st, f"{p}.shape"),
@@ -249,7 +259,7 @@ class CallEditor(w.VBox):
             ),
             c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
             c.small("✕", lambda p=p: _remove(st, p), "remove output"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     def add_scratch(self, name: str | None = None):
@@ -263,7 +273,8 @@ class CallEditor(w.VBox):
         rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
         for name, s in st.scenario.call.scratch.items():
             key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
-            rows.append(sec.memo(key, lambda name=name, s=s: self._scratch_row(name, s)))
+            build = lambda name=name, s=s: self._scratch_row(name, s)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("scratch", name)))
         rows.append(
             sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
         )
@@ -283,7 +294,7 @@ class CallEditor(w.VBox):
                 )
             )
         return _row(
-            c.field(c.text(name, "70px"), _rename(st, "call.scratch", name)),
+            c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
             c.field(
                 c.text(c.show_shape(s.shape), "70px"),
                 _set(st, f"{p}.shape"),
@@ -294,20 +305,21 @@ class CallEditor(w.VBox):
             c.field(mem, _set(st, f"{p}.memory_space")),
             *extra,
             c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
-            c.badge_line(st.diagnostics_at(p)),
+            c.badges_at(st, p),
         )
 
     # ------------------------------------------------------------ programs, body
 
-    def add_statement(self, kind: str = "copy", **fields: Any):
-        """Append a statement of ``kind`` to the selected program's body."""
+    def add_statement(self, kind: str = "copy", body: str | None = None, **fields: Any):
+        """Append a statement of ``kind`` to a body: the selected program's, or the one
+        at the field path ``body`` (a loop's or a condition's: ``…body[2].body``)."""
         st = self.state
         if not st.scenario.call.programs:
             st.edit(("add", "call.programs[0]", {}), label="add program")
         stmt = self.default_statement(kind, **fields)
-        body = st.scenario.call.programs[st.program].body
-        path = f"call.programs[{st.program}].body[{len(body)}]"
-        return st.edit(("add", path, stmt), label=f"add {kind}")
+        where = body or f"call.programs[{st.program}].body"
+        n = len(st.get(where, []) or [])
+        return st.edit(("add", f"{where}[{n}]", stmt), label=f"add {kind}")
 
     def default_statement(self, kind: str, **fields: Any) -> dict[str, Any]:
         st = self.state
@@ -332,23 +344,53 @@ class CallEditor(w.VBox):
         pp = f"call.programs[{st.program}]"
         rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
         body = call.programs[st.program].body
+        rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0))
+        return rows
+
+    def _body_rows(
+        self, sec: c.Section, bp: str, body: list[Any], depth: int, outer: list[str]
+    ) -> list[w.Widget]:
+        """The statements of the body at ``bp`` (a list's field path), nested bodies
+        (loop, when) indented under their statement, each with its own add row."""
+        st = self.state
+        rows: list[w.Widget] = []
+        lets: list[str] = []
         for i, s in enumerate(body):
-            key = ("stmt", pp, i, s.model_dump_json(), _dkey(st, f"{pp}.body[{i}]"))
-            row = sec.memo(key, lambda i=i, s=s: self._statement(pp, i, s))
-            names = ref_names(st, before=i)
+            p = f"{bp}[{i}]"
+            names = [*outer, *lets]
+            head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
+            key = ("stmt", p, head, _dkey(st, p, shallow=_has_body(s)), depth)
+            build = lambda i=i, s=s, names=names: self._statement(bp, i, s, depth, names)  # noqa: E731
+            row = sec.memo(key, build, ident=("stmt", p))
             for box in getattr(row, "mpl_combos", ()):
                 if list(box.options) != names:
                     box.options = names
             rows.append(row)
-        rows.append(sec.memo("add-stmt", self._add_statement_row))
+            if getattr(s, "let", None):
+                lets.append(s.let)
+            if _has_body(s):
+                rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names)
+        rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
 
-    def _add_statement_row(self) -> w.Widget:
+    def _add_statement_row(self, bp: str | None = None, depth: int = 0) -> w.Widget:
+        """The palette of a body: every statement kind the registry has, its help."""
         kind = c.make(w.Dropdown, options=OPS, value="copy", layout=c.lay(width="140px"))
         kind.add_class("mpl-stmt-kind")
-        add = c.button("+ statement", lambda: self.add_statement(kind.value), "append to the body")
+        hint = c.make(w.HTML, value=_help("copy"))
+        kind.observe(lambda ch: setattr(hint, "value", _help(ch["new"])), names="value")
+        where = "the body" if depth == 0 else "this block"
+        add = c.button(
+            "+ statement",
+            lambda: self.add_statement(kind.value, body=bp),
+            f"append to {where}",
+        )
         add.add_class("mpl-add-stmt")
-        return _row(kind, add)
+        row = _row(kind, add, hint)
+        _indent(row, depth)
+        if depth:
+            row.add_class("mpl-add-nested")
+        return row
 
     def _programs_row(self, n: int) -> w.Widget:
         st = self.state
@@ -369,22 +411,28 @@ class CallEditor(w.VBox):
             )
             if n
             else c.make(w.HTML, value=""),
-            c.badge_line(st.diagnostics_at("call.programs", exact=True)),
+            c.badge_line(services.problems_at(st, "call.programs", exact=True)),
         )
 
     def _select_program(self, i: int) -> None:
         self.state.select_program(i)
 
-    def _statement(self, pp: str, i: int, s: Any) -> w.Widget:
+    def _statement(
+        self, bp: str, i: int, s: Any, depth: int = 0, names: list[str] | None = None
+    ) -> w.Widget:
+        """One statement of the body at ``bp``: its kind, its ref fields (names in scope),
+        the other fields as the model declares them (help in each tooltip)."""
         st = self.state
-        p = f"{pp}.body[{i}]"
-        names = ref_names(st, before=i)
+        p = f"{bp}[{i}]"
+        names = names if names is not None else ref_names(st, before=i)
         kind_now = "let" if getattr(s, "let", None) else s.op
         combos: list[w.Combobox] = []
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
-            c.field(kind, lambda v, i=i, s=s: self._change_kind(pp, i, s, v)),
+            c.small("↑", lambda i=i: _move(st, bp, i, -1), "move up"),
+            c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
+            c.field(kind, lambda v, i=i: self._change_kind(bp, i, v)),
         ]
         if kind_now == "let":
             parts.append(
@@ -400,9 +448,11 @@ class CallEditor(w.VBox):
                     lambda p=p: self.on_edit_view(p),
                     "open in the Views tab",
                     css="mpl-edit-view",
+                    width="84px",
                 )
             )
         else:
+            helps = type(s).field_help()
             for f in OP_FIELDS[s.op]:
                 box = c.make(
                     w.Combobox,
@@ -410,42 +460,70 @@ class CallEditor(w.VBox):
                     options=names,
                     ensure_option=False,
                     continuous_update=False,
-                    layout=c.lay(width="74px"),
+                    layout=c.lay(width="96px"),
                 )
+                box.tooltip = helps.get(f, "")
                 combos.append(box)
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
-            helps = type(s).field_help()
             for f in type(s).model_fields:  # the other fields, as the model declares them
                 if f in ("op", "body") or f in OP_FIELDS[s.op]:
                     continue
-                box = c.text(c.show_json(getattr(s, f)), "110px")
-                box.tooltip = helps.get(f, "")
-                parts.append(c.field(box, _set(st, f"{p}.{f}"), c.parse_json, label=f))
-        parts += [
-            c.small("↑", lambda i=i: _move(st, f"{pp}.body", i, -1), "move up"),
-            c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
-            c.badge_line(st.diagnostics_at(p)),
-        ]
+                parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f)))
+        parts.append(c.badges_at(st, p) if not _has_body(s) else c.badge_line(_own(st, p), p))
         row = _row(*parts)
         row.mpl_combos = combos  # their options follow the names in scope (set by _body)
+        _indent(row, depth)
+        if _has_body(s):
+            row.add_class("mpl-block-head")
         return row
 
-    def _change_kind(self, pp: str, i: int, old: Any, kind: str):
-        carry = {f: getattr(old, f) for f in ("src", "dst", "lhs", "rhs") if hasattr(old, f)}
+    def _change_kind(self, bp: str, i: int, kind: str):
+        old = self.state.get(f"{bp}[{i}]") or {}
+        carry = {f: old[f] for f in ("src", "dst", "lhs", "rhs") if f in old}
         if kind != "let":
             carry = {k: v for k, v in carry.items() if k in OP_FIELDS[kind]}
         else:
             carry = {}
         stmt = self.default_statement(kind, **carry)
-        return self.state.edit(("replace", f"{pp}.body[{i}]", stmt), label=f"make body[{i}] {kind}")
+        return self.state.edit(("replace", f"{bp}[{i}]", stmt), label=f"make {bp}[{i}] {kind}")
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def _dkey(st: Session, path: str) -> tuple:
-    """The diagnostics at a path, as a hashable key."""
-    return tuple((d.code, d.path, d.message) for d in st.diagnostics_at(path))
+def _dkey(st: Session, path: str, shallow: bool = False) -> tuple:
+    """The diagnostics at a path, as a hashable key (``shallow``: not those inside its
+    nested body, which rows of their own show)."""
+    diags = _own(st, path) if shallow else services.problems_at(st, path)
+    return tuple((d.code, d.path, d.message) for d in diags)
+
+
+def _own(st: Session, path: str) -> list[Any]:
+    """The problems at ``path`` less those inside its nested ``body``."""
+    inner = f"{path}.body["
+    return [d for d in services.problems_at(st, path) if not d.path.startswith(inner)]
+
+
+def _has_body(s: Any) -> bool:
+    return bool(getattr(type(s), "BODY", False))
+
+
+def _help(kind: str) -> str:
+    """A statement kind's one line of help, from its op class."""
+    text = "let NAME = REF with transforms (a view)" if kind == "let" else BY_OP[kind].HELP
+    return f"<span class='mpl-hint'>{c.esc(text)}</span>"
+
+
+def _indent(row: w.Widget, depth: int) -> None:
+    """Show a nested body's rows under their loop or condition."""
+    if depth:
+        row.layout = c.lay(
+            align_items="center",
+            flex_flow="row wrap",
+            margin=f"0 0 0 {24 * depth}px",
+            border_left="2px solid #c9d6e3",
+            padding="0 0 0 6px",
+        )
 
 
 def _head(title: str, hint: str = "") -> w.HTML:
@@ -454,7 +532,16 @@ def _head(title: str, hint: str = "") -> w.HTML:
 
 
 def _row(*kids: w.Widget) -> w.HBox:
-    row = w.HBox(list(kids), layout=c.lay(align_items="center", flex_flow="row wrap"))
+    """A row of fields that wraps when narrow: its small buttons (↑ ↓ ✕) first, so they
+    never end up alone on a line, and its badges on a line of their own below."""
+    small = [k for k in kids if isinstance(k, w.Button) and k.description in ("↑", "↓", "✕")]
+    badges = [k for k in kids if "mpl-diag-line" in getattr(k, "_dom_classes", ())]
+    rest = [k for k in kids if k not in small and k not in badges]
+    lead = rest[:1] if rest and isinstance(rest[0], w.HTML) else []  # a row's index
+    order = [*lead, *small, *rest[len(lead) :], *badges]
+    for b in badges:
+        b.layout = c.lay(flex="1 1 100%")
+    row = w.HBox(order, layout=c.lay(align_items="center", flex_flow="row wrap"))
     row.add_class("mpl-row")
     return row
 

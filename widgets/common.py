@@ -3,8 +3,10 @@ badges and cards, the Lab's stylesheet, and a re-render-only-when-changed sectio
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -38,11 +40,27 @@ CSS = """
 .mpl-card .mpl-jax { font-family: var(--jp-code-font-family, monospace); font-size: 12px;
   background: #f3f3f3; padding: 2px 4px; margin: 3px 0; white-space: pre-wrap; }
 .mpl-card .mpl-why { font-size: 13px; margin-top: 3px; }
+.mpl-card .mpl-suggest { font-weight: 600; color: #1565c0; margin: 2px 0; }
+.mpl-card ol { margin: 2px 0 2px 18px; padding: 0; }
+.mpl-fix-row .mpl-fix-what { font-size: 12px; color: #234; margin-left: 6px;
+  display: inline-block; line-height: 1.35; }
+.mpl-fix-after { color: #b26a00; font-weight: 600; }
+.mpl-fix-after.ok { color: #2e7d32; }
+.mpl-lab .widget-button.mpl-fix.mpl-fix-alt { background: #e8f3e8; color: #1b5e20;
+  border: 1px solid #2e7d32; }
+.mpl-interp-note { border-left: 5px solid #5b7f95; background: #f2f7fa; padding: 4px 10px;
+  border-radius: 4px; font-size: 12px; color: #234; }
+.mpl-lab .widget-html-content div { line-height: 1.4; }
+.mpl-i { display: inline-block; width: 15px; height: 15px; border-radius: 50%;
+  background: #5b7f95; color: white; font: bold 11px/15px serif; text-align: center;
+  margin-right: 4px; }
 .mpl-ok { border-left: 5px solid #2e7d32; background: #f3fbf3; padding: 6px 10px;
   border-radius: 4px; }
 .mpl-note { border-left: 5px solid #888; background: #f5f5f5; padding: 4px 10px;
   border-radius: 4px; font-size: 12px; color: #444; }
 .mpl-stale { opacity: 0.45; }
+.mpl-unsaved { color: #b26a00; font-size: 12px; font-weight: 600; }
+.mpl-about-stale { opacity: 0.7; }
 .mpl-shape-line { margin-left: 22px; color: #2e5a88; }
 .mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
   border: 1px solid #dde; padding: 6px; line-height: 1.3; }
@@ -94,6 +112,12 @@ def esc(text: Any) -> str:
     return html.escape(str(text))
 
 
+def clip_path(path: Any, limit: int = 60) -> str:
+    """A path short enough for a toolbar: its end, where the file name is."""
+    text = str(path)
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
 def close_tree(widget: w.Widget) -> None:
     """Close a widget and everything inside it (frees the front-end models)."""
     for child in getattr(widget, "children", ()) or ():
@@ -111,18 +135,70 @@ def problems_html(problems: list[tuple[str, str]]) -> str:
 # ---------------------------------------------------------------- fields
 
 
+#: Seconds a live field (one that commits as you type) waits after the last keystroke
+#: before it commits, inside a kernel (a browser sends every keystroke); outside one
+#: (scripts, tests) every change commits at once.
+TYPING_DELAY = 0.3
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        return ip is not None and getattr(ip, "kernel", None) is not None
+    except ImportError:
+        return False
+
+
+#: the field whose value is being committed now (``Section.memo`` keeps its row)
+_TYPING: list[w.Widget] = []
+
+
+def typing() -> w.Widget | None:
+    """The field being committed from now (None outside a field's commit)."""
+    return _TYPING[-1] if _TYPING else None
+
+
+@contextlib.contextmanager
+def committing(widget: w.Widget) -> Any:
+    """Commits made inside come from ``widget`` (its row is kept, as a typed field's)."""
+    _TYPING.append(widget)
+    try:
+        yield
+    finally:
+        _TYPING.pop()
+
+
 def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable | None) -> None:
-    def on_change(change: dict[str, Any]) -> None:
+    pending: list[threading.Timer] = []
+
+    def commit_now(raw: Any) -> None:
         try:
-            value = parse(change["new"]) if parse else change["new"]
+            value = parse(raw) if parse else raw
         except (ValueError, TypeError) as e:
             error.value = problems_html([("", str(e))])
             return
+        _TYPING.append(widget)
         try:
             result = commit(value)
         except Exception as e:  # never let a typed value take the UI down
             result = EditResult(False, [("", f"{type(e).__name__}: {e}")])
+        finally:
+            _TYPING.pop()
         error.value = "" if result.ok else problems_html(result.problems)
+
+    def on_change(change: dict[str, Any]) -> None:
+        live = getattr(widget, "continuous_update", False)
+        if TYPING_DELAY <= 0 or not live or not _in_kernel():
+            commit_now(change["new"])
+            return
+        for t in pending:  # a burst of keystrokes commits once, after the last one
+            t.cancel()
+        timer = threading.Timer(TYPING_DELAY, commit_now, (change["new"],))
+        timer.name, timer.daemon = "mpmd-lab-typing", True
+        pending[:] = [timer]
+        timer.start()
 
     widget.observe(on_change, names="value")
 
@@ -134,7 +210,8 @@ def field(
     label: str | None = None,
     css: str | None = None,
 ) -> w.Box:
-    """``widget`` with an error line beside it; a committed value goes through ``commit``."""
+    """``widget`` with an error line beside it; a committed value goes through ``commit``.
+    The label carries the widget's tooltip (the field's help) too."""
     error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
     error.add_class("mpl-error")
     _wire(widget, error, commit, parse)
@@ -142,13 +219,25 @@ def field(
         widget.add_class(css)
     kids: list[w.Widget] = []
     if label:
-        kids.append(make(w.HTML, value=f"<span class='mpl-hint'>{esc(label)}</span>"))
+        tip = getattr(widget, "tooltip", None) or ""
+        title = f" title='{esc(tip)}'" if tip else ""
+        kids.append(make(w.HTML, value=f"<span class='mpl-hint'{title}>{esc(label)}</span>"))
     kids += [widget, error]
     return w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
 
 
-def text(value: str, width: str = "120px", placeholder: str = "") -> w.Text:
-    return make(w.Text, width=width, value=value, continuous_update=False, placeholder=placeholder)
+def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
+    """A text field. ``live``: it commits as you type (a name, ``live=False``, commits on
+    Enter or when you leave it: renaming at every keystroke would re-point its uses)."""
+    box = make(w.Text, width=width, value=value, continuous_update=live, placeholder=placeholder)
+    if not live:
+        box.tooltip = "press Enter (or leave the field) to rename"
+    return box
+
+
+def name_box(value: str, width: str = "80px", placeholder: str = "") -> w.Text:
+    """A name: committed on Enter or when the field is left."""
+    return text(value, width, placeholder, live=False)
 
 
 def int_box(value: int, width: str = "70px") -> w.Text:
@@ -193,6 +282,94 @@ def show_json(value: Any) -> str:
     return json.dumps(value)
 
 
+def parse_value(s: str) -> Any:
+    """A field value as typed: JSON where it is JSON (``2``, ``[0, 1]``, ``"x"``), else the
+    text itself, an index expression (``dev + 1``, ``program_id(0) * 128``)."""
+    text = s.strip()
+    if not text:
+        raise ValueError("empty: type a value")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        if text[:1] in "[{":
+            raise ValueError("not JSON: a list or mapping is written as JSON") from None
+        return text
+
+
+def show_value(value: Any) -> str:
+    """A field value as shown in its box: a string (an expression) bare, the rest JSON."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _kinds(ann: Any) -> tuple[set[str], tuple[Any, ...]]:
+    """The plain kinds a field's annotation allows (``int``, ``str``, ``bool``, ``list``,
+    ``dict``) and its Literal choices."""
+    import types
+    import typing
+
+    kinds: set[str] = set()
+    choices: list[Any] = []
+    stack = [ann]
+    while stack:
+        t = stack.pop()
+        origin = typing.get_origin(t)
+        if origin is typing.Annotated:
+            stack.append(typing.get_args(t)[0])
+        elif origin in (typing.Union, types.UnionType):
+            stack += list(typing.get_args(t))
+        elif origin is typing.Literal:
+            choices += list(typing.get_args(t))
+        elif origin in (list, tuple):
+            kinds.add("list")
+        elif origin is dict:
+            kinds.add("dict")
+        elif t is bool:
+            kinds.add("bool")
+        elif t in (int, float):
+            kinds.add("int")
+        elif t is str:
+            kinds.add("str")
+        elif t is type(None):
+            kinds.add("none")
+        else:
+            kinds.add("other")
+    return kinds, tuple(choices)
+
+
+def model_field(
+    state: Session, path: str, cls: type, name: str, value: Any, css: str | None = None
+) -> w.Box:
+    """An editor for field ``name`` of op class ``cls`` at ``path``, made from the model:
+    a pick list for a choice, a tick box for a flag, a text box (commits as you type)
+    for the rest; the field's help in its tooltip and on its label."""
+    info = cls.model_fields[name]
+    kinds, choices = _kinds(info.annotation)
+    help_text = info.description or ""
+
+    def commit(v: Any) -> EditResult:
+        return state.edit(("replace", path, v), label=f"set {path}")
+
+    css = css or f"mpl-f-{name}"
+    if choices and not (kinds - {"none"}):
+        dd = make(w.Dropdown, options=list(choices), value=value, layout=lay(width="110px"))
+        dd.tooltip = help_text
+        return field(dd, commit, label=name, css=css)
+    if kinds == {"bool"}:
+        cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
+        cb.tooltip = help_text
+        return field(cb, commit, css=css)
+    box = text(show_value(value), "130px" if kinds & {"list", "dict"} else "110px")
+    box.tooltip = help_text
+    box.placeholder = help_text[:40]
+    if not (kinds & {"str"}) and kinds & {"list", "dict", "other"}:
+        return field(box, commit, parse_json, label=name, css=css)
+    return field(box, commit, parse_value, label=name, css=css)
+
+
 def button(
     description: str,
     on_click: Callable[[], Any],
@@ -222,32 +399,86 @@ def badges(diags: list[Diagnostic]) -> str:
     )
 
 
-def badge_line(diags: list[Diagnostic]) -> w.HTML:
-    """A row's diagnostics as badges and messages (empty when it has none)."""
-    out = make(
-        w.HTML,
-        value="".join(
-            f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>"
-            for d in diags
-        ),
+def _badge_html(diags: list[Diagnostic]) -> str:
+    return "".join(
+        f"<div>{badges([d])} <span class='mpl-hint'>{esc(d.message)}</span></div>" for d in diags
     )
+
+
+def badge_line(diags: list[Diagnostic], path: str | None = None) -> w.HTML:
+    """A row's diagnostics as badges and messages (empty when it has none).
+
+    With ``path``, a row kept while its field is typed into (``Section.memo``) updates
+    it in place from the session's diagnostics at that path."""
+    out = make(w.HTML, value=_badge_html(diags))
     out.add_class("mpl-diag-line")
+    if path is not None:
+        out.mpl_badge_path = path
     return out
 
 
-def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
+def badges_at(state: Session, path: str) -> w.HTML:
+    """The badge line of the problems at ``path`` (interpreter notes apart)."""
+    return badge_line(services.problems_at(state, path), path)
+
+
+def fix_html(fix: Any, best: bool = False) -> str:
+    """A fix's description and what it leaves (``→ valid`` / ``→ then CODE``)."""
+    after = getattr(fix, "after", None)
+    then = ""
+    if after is not None:
+        then = (
+            " <span class='mpl-fix-after ok'>→ valid</span>"
+            if not after
+            else f" <span class='mpl-fix-after'>→ then {esc(', '.join(after))}</span>"
+        )
+    return (
+        f"<span class='mpl-fix-what'>{esc(fix.description)}{then}"
+        f"{' <i>(best)</i>' if best else ''}</span>"
+    )
+
+
+def fix_row(fix: Any, index: int, on_click: Callable[[], Any], best: bool = False) -> w.HBox:
+    """An "Apply fix" button (the first one green) and what the fix does."""
+    b = button(
+        "✔ Apply fix" if index == 0 else f"Apply fix {index + 1}",
+        on_click,
+        fix.description,
+        css="mpl-fix",
+    )
+    if index:
+        b.add_class("mpl-fix-alt")
+    b.layout = lay(width="120px", flex="0 0 auto")
+    what = make(w.HTML, value=fix_html(fix, best), layout=lay(flex="1 1 240px"))
+    row = w.HBox([b, what], layout=lay(align_items="center", flex_flow="row wrap"))
+    row.add_class("mpl-fix-row")
+    return row
+
+
+def _message_lines(d: Diagnostic) -> list[str]:
+    """What it says: JAX's exact words (once), and mpmd-lab's words where they differ."""
+    if d.jax is None:
+        return [f"<div>{esc(d.message)}</div>"]
+    jax = f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>"
+    if d.message.strip() == d.jax.message.strip():
+        return [jax]
+    if d.message.startswith(d.jax.message.strip()):  # JAX's words and a hint after them
+        rest = d.message[len(d.jax.message.strip()) :].strip(" ()")
+        return [jax, f"<div class='mpl-suggest'>{esc(rest)}</div>"]
+    return [f"<div>{esc(d.message)}</div>", jax]
+
+
+def diagnostic_html(d: Diagnostic, with_card: bool = True, with_fix: bool = True) -> str:
     """A diagnostic as an explanation card: code, where, what JAX says, why."""
     title = services.title_of(d.code)
     parts = [
         f"<div class='mpl-card {d.severity}' data-code='{esc(d.code)}'>",
         f"<span class='mpl-code'>{esc(d.code)}</span>",
         f" <b>{esc(title)}</b>" if title else "",
-        f" <span class='mpl-hint'>({esc(d.severity)}; JAX raises it at {esc(d.stage)})</span>",
+        f" <span class='mpl-hint'>({esc(d.severity)}; {esc(services.where_raised(d))})</span>",
         f"<div class='mpl-path'>at {esc(d.path or 'the call')}</div>",
-        f"<div>{esc(d.message)}</div>",
+        *_message_lines(d),
     ]
-    if d.jax is not None:
-        parts.append(f"<div class='mpl-jax'>{esc(d.jax.type)}: {esc(d.jax.message)}</div>")
     if d.explanation:
         parts.append(f"<div class='mpl-why'>{esc(d.explanation)}</div>")
     card = services.card_html(d.code) if with_card else None
@@ -256,8 +487,12 @@ def diagnostic_html(d: Diagnostic, with_card: bool = True) -> str:
             "<details class='mpl-more'><summary>More: what it means, how to fix it, an example"
             f"</summary>{card}</details>"
         )
-    if d.fix is not None:
-        parts.append(f"<div class='mpl-hint'>Fix: {esc(d.fix.description)}</div>")
+    fixes = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+    if with_fix and len(fixes) == 1:
+        parts.append(f"<div class='mpl-hint'>Fix: {fix_html(fixes[0])}</div>")
+    elif with_fix and fixes:
+        items = "".join(f"<li>{fix_html(f)}</li>" for f in fixes)
+        parts.append(f"<div class='mpl-hint'>Fixes, best first:<ol>{items}</ol></div>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -276,15 +511,65 @@ class Section(w.VBox):
         self._last: Any = object()
         self._cache: dict[Any, w.Widget] = {}
         self._used: dict[Any, w.Widget] = {}
+        self._idents: dict[Any, w.Widget] = {}
+        self._new_idents: dict[Any, w.Widget] = {}
         self.refresh()
 
-    def memo(self, key: Any, build: Callable[[], w.Widget]) -> w.Widget:
-        """The widget built for ``key`` last time, or a new one from ``build()``."""
+    def memo(self, key: Any, build: Callable[[], w.Widget], ident: Any = None) -> w.Widget:
+        """The widget built for ``key`` last time, or a new one from ``build()``.
+
+        ``ident`` names the row whatever its values (``("buffer", "x")``): while one of
+        its fields commits as you type, the row is kept (the field keeps its focus and
+        caret) and only its badges and ``mpl_refresh()`` are brought up to date."""
         widget = self._cache.get(key) or self._used.get(key)
+        if widget is None and ident is not None:
+            old = self._idents.get(ident)
+            field = typing()
+            if old is not None and field is not None and _holds(old, field):
+                widget = old
+                self._update(widget)
         if widget is None:
             widget = build()
+        if ident is not None:
+            self._new_idents[ident] = widget
         self._used[key] = widget
         return widget
+
+    def _reconcile(self, old: list[w.Widget], new: list[w.Widget]) -> list[w.Widget]:
+        """``new``, with each plain HTML line that takes the place of one of the same
+        kind kept and given the new text. The browser re-creates every child from the
+        first one that changed, so a heading rebuilt above a field being typed into
+        would take its focus; a kept one does not."""
+        memo = {id(x) for x in self._used.values()}
+        out = []
+        for i, x in enumerate(new):
+            prev = old[i] if i < len(old) else None
+            if (
+                prev is not None
+                and prev is not x
+                and id(x) not in memo
+                and id(prev) not in memo
+                and _same_kind(prev, x)
+            ):
+                if prev.value != x.value:
+                    prev.value = x.value
+                if getattr(x, "mpl_badge_path", None) is not None:
+                    prev.mpl_badge_path = x.mpl_badge_path
+                x.close()
+                out.append(prev)
+            else:
+                out.append(x)
+        return out
+
+    def _update(self, row: w.Widget) -> None:
+        """A kept row's badges and derived parts, from the session as it is now."""
+        refresh = getattr(row, "mpl_refresh", None)
+        if refresh is not None:
+            refresh()
+        for x in _walk(row):
+            path = getattr(x, "mpl_badge_path", None)
+            if path is not None:
+                x.value = _badge_html(services.problems_at(self._state, path))
 
     def refresh(self, force: bool = False) -> None:
         try:
@@ -295,14 +580,30 @@ class Section(w.VBox):
             return
         self._last = key
         old = self.children
-        self._used = {}
+        self._used, self._new_idents = {}, {}
         try:
-            self.children = self._render(self)
+            new = self._render(self)
         except Exception as e:  # a view bug shows in place; the scenario is untouched
             self._used = {}
-            self.children = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
-        kept = {id(x) for x in self._used.values()}
+            new = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
+        self.children = self._reconcile(list(old), new)
+        kept = {id(x) for x in self._used.values()} | {id(x) for x in self.children}
         for child in {id(x): x for x in [*old, *self._cache.values()]}.values():
             if id(child) not in kept:
                 close_tree(child)
         self._cache, self._used = self._used, {}
+        self._idents, self._new_idents = self._new_idents, {}
+
+
+def _same_kind(a: w.Widget, b: w.Widget) -> bool:
+    return type(a) is type(b) is w.HTML and a._dom_classes == b._dom_classes
+
+
+def _walk(root: w.Widget) -> Any:
+    yield root
+    for child in getattr(root, "children", ()) or ():
+        yield from _walk(child)
+
+
+def _holds(root: w.Widget, widget: w.Widget) -> bool:
+    return any(x is widget for x in _walk(root))

@@ -32,8 +32,8 @@ class Lab(w.VBox):
         self.transforms = TransformStackEditor(state)
         self.call = CallEditor(state, on_edit_view=self.edit_view)
         self.meshes = MeshEditor(state)
-        self.problems = ProblemsView(state)
         self.runner = RunPanel(state, background=background)
+        self.problems = ProblemsView(state, on_backend=self.runner.use_backend)
         self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
         if self.graph.view is not None:  # a click on a view's box opens its stack
             self.graph.view.observe(self._graph_selected, names="selected")
@@ -54,7 +54,7 @@ class Lab(w.VBox):
             w.HBox([left, right], layout=w.Layout(flex_flow="row wrap", width="100%")),
             self.graph,
         ]
-        state.subscribe(lambda st, why: self._sync())
+        state.subscribe(self._on_change)
         self._sync()
 
     # ------------------------------------------------------------ toolbar
@@ -74,6 +74,14 @@ class Lab(w.VBox):
         self.path.add_class("mpl-path")
         self.load_button = c.button("Load", self.load, "load the file named beside")
         self.save_button = c.button("Save", self.save, "save to the file named beside")
+        self.replace_button = c.button(
+            "Replace it",
+            self.confirm_replace,
+            "replace the file named beside with this scenario",
+            css="mpl-replace",
+        )
+        self.replace_button.layout = w.Layout(width="100px", display="none")
+        self._replace_target: str | None = None
         self.undo_button = c.button("↶ Undo", self.undo, "undo the last change", css="mpl-undo")
         self.redo_button = c.button("↷ Redo", self.redo, "redo", css="mpl-redo")
         for b in (self.load_button, self.save_button, self.undo_button, self.redo_button):
@@ -90,6 +98,7 @@ class Lab(w.VBox):
                         self.path,
                         self.load_button,
                         self.save_button,
+                        self.replace_button,
                         self.undo_button,
                         self.redo_button,
                     ],
@@ -99,6 +108,12 @@ class Lab(w.VBox):
             ]
         )
 
+    def _on_change(self, st: Session, why: str) -> None:
+        if why.startswith("loaded") or why == "saved":  # the box shows where Save goes
+            self.path.value = str(st.path or "")
+            self._ask_replace(None)
+        self._sync()
+
     def _sync(self) -> None:
         st = self.state
         verdict = (
@@ -106,10 +121,19 @@ class Lab(w.VBox):
             if st.valid
             else "<span style='color:#b00020'>✘ JAX would reject this</span>"
         )
+        if st.empty:
+            verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"
         if st.check_error:
             verdict = "<span class='mpl-hint'>(not validated)</span>"
+        where = (
+            f"<span class='mpl-hint'>file: {c.esc(c.clip_path(st.path))}</span>"
+            if st.path
+            else "<span class='mpl-hint'>no file yet (type a path, then Save)</span>"
+        )
+        unsaved = " <span class='mpl-unsaved' title='changes not saved'>● unsaved</span>"
         self.title.value = (
-            f"<span class='mpl-title'>mpmd-lab · {c.esc(st.scenario.name)}</span> {verdict} &nbsp;"
+            f"<span class='mpl-title'>mpmd-lab · {c.esc(st.scenario.name)}</span> {verdict}"
+            f"{unsaved if st.dirty else ''} &nbsp;{where}"
         )
         empty = not st.scenario.buffers and not st.scenario.call.outputs
         start = (
@@ -119,11 +143,15 @@ class Lab(w.VBox):
             if empty
             else ""
         )
-        self.description.value = start + (
-            f"<div class='mpl-hint'>{c.esc(st.scenario.description)}</div>"
-            if st.scenario.description
-            else ""
-        )
+        about = ""
+        if st.scenario.description:
+            about = f"<div class='mpl-hint mpl-about'>{c.esc(st.scenario.description)}</div>"
+            if st.changed_since_opened:  # written for what was opened, not for the edits
+                about = (
+                    "<div class='mpl-hint mpl-about mpl-about-stale'><i>As opened (changed "
+                    f"since, see Problems for now):</i> {c.esc(st.scenario.description)}</div>"
+                )
+        self.description.value = start + about
         self.undo_button.disabled = not st.can_undo
         self.redo_button.disabled = not st.can_redo
         self.message.value = (
@@ -145,12 +173,26 @@ class Lab(w.VBox):
             self.message.value = c.problems_html([("", "type a file path or pick a gallery one")])
             return
         self._say(self.state.load(source))
-        if self.state.path:
-            self.path.value = str(self.state.path)
 
     def save(self, path: str | Path | None = None) -> None:
-        """Save to ``path`` (or the path in the toolbar)."""
-        self._say(self.state.save(path or self.path.value.strip() or None))
+        """Save to ``path`` (or the path in the toolbar). A file this session did not open
+        or create is replaced only after "Replace it"."""
+        target = path or self.path.value.strip() or None
+        result = self.state.save(target)
+        self._say(result)
+        exists = not result.ok and any("confirm to replace" in m for _, m in result.problems)
+        self._ask_replace(str(target) if exists else None)
+
+    def confirm_replace(self) -> None:
+        """The user confirmed: replace the file named when Save asked."""
+        target = self._replace_target
+        self._ask_replace(None)
+        if target:
+            self._say(self.state.save(target, overwrite=True))
+
+    def _ask_replace(self, target: str | None) -> None:
+        self._replace_target = target
+        self.replace_button.layout.display = None if target else "none"
 
     def undo(self) -> None:
         self.state.undo()

@@ -15,7 +15,8 @@ from typing import Any
 import ipywidgets as w
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
-from mpmd_lab.widgets.call_editor import _head, _key, _remove, _rename, _row, unique
+from mpmd_lab.widgets import services
+from mpmd_lab.widgets.call_editor import _dkey, _head, _key, _remove, _rename, _row, unique
 
 CELL, MAX_COLS, MAX_ROWS = 34, 16, 8
 
@@ -161,42 +162,47 @@ class MeshEditor(w.VBox):
         value = None if count is None else {"name": name, "count": count}
         return self.state.edit(("replace", f"{self._mesh_path()}.threads", value), label="threads")
 
+    def _threads_now(self) -> Any:
+        return self.state.scenario.call.programs[self.state.program].mesh.threads
+
     # ------------------------------------------------------------ views
 
-    def _axes(self, where: str, sizes: dict[str, int], kind: str) -> list[w.Widget]:
-        st = self.state
+    def _axes(
+        self, where: str, sizes: dict[str, int], kind: str, sec: c.Section | None = None
+    ) -> list[w.Widget]:
         rows = []
         for name, size in sizes.items():
-            rows.append(
-                _row(
-                    c.field(
-                        c.text(name, "80px"),
-                        _rename(st, where, name),
-                        label="axis",
-                        css="mpl-axis-name",
-                    ),
-                    c.field(
-                        c.int_box(size),
-                        lambda v, n=name: st.edit(
-                            ("replace", f"{where}.{n}", v), label=f"resize {n}"
-                        ),
-                        c.parse_int,
-                        label="size",
-                        css="mpl-axis-size",
-                    ),
-                    c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
-                    c.badge_line(st.diagnostics_at(f"{where}.{name}")),
-                )
-            )
-        rows.append(
-            c.button(
-                f"+ {kind} axis",
-                lambda: self.add_axis(kind),
-                f"add a {kind} axis",
-                css=f"mpl-add-{kind}",
-            )
+            key = ("axis", where, name, size, _dkey(self.state, f"{where}.{name}"))
+            build = lambda name=name, size=size: self._axis_row(where, name, size)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("axis", where, name)) if sec else build())
+        add = lambda: c.button(  # noqa: E731
+            f"+ {kind} axis",
+            lambda: self.add_axis(kind),
+            f"add a {kind} axis",
+            css=f"mpl-add-{kind}",
         )
+        rows.append(sec.memo(("add", kind), add) if sec else add())
         return rows
+
+    def _axis_row(self, where: str, name: str, size: int) -> w.Widget:
+        st = self.state
+        return _row(
+            c.field(
+                c.name_box(name, "80px"),
+                _rename(st, where, name),
+                label="axis",
+                css="mpl-axis-name",
+            ),
+            c.field(
+                c.int_box(size),
+                lambda v, n=name: st.edit(("replace", f"{where}.{n}", v), label=f"resize {n}"),
+                c.parse_int,
+                label="size",
+                css="mpl-axis-size",
+            ),
+            c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
+            c.badges_at(st, f"{where}.{name}"),
+        )
 
     def _remove_axis(self, where: str, name: str):
         st = self.state
@@ -221,6 +227,7 @@ class MeshEditor(w.VBox):
             indent=False,
             layout=c.lay(width="90px"),
         )
+        on.add_class("mpl-threads")
         on.observe(
             lambda ch: self.set_threads("wg" if ch["new"] else None, 2 if ch["new"] else None),
             names="value",
@@ -229,26 +236,29 @@ class MeshEditor(w.VBox):
         if t is not None:
             thread_row += [
                 c.field(
-                    c.text(t.name or "", "70px", "name"),
-                    lambda v: self.set_threads(v.strip() or None, t.count),
+                    c.name_box(t.name or "", "70px", "name"),
+                    lambda v: self.set_threads(v.strip() or None, self._threads_now().count),
                     label="axis",
+                    css="mpl-threads-name",
                 ),
                 c.field(
                     c.int_box(t.count),
-                    lambda v: self.set_threads(t.name, v),
+                    lambda v: self.set_threads(self._threads_now().name, v),
                     c.parse_int,
                     label="count",
+                    css="mpl-threads-count",
                 ),
             ]
-        thread_row.append(c.badge_line(st.diagnostics_at(f"{mp}.threads")))
+        thread_row.append(c.badges_at(st, f"{mp}.threads"))
+        threads_key = ("threads", mp, t and t.model_dump_json(), _dkey(st, f"{mp}.threads"))
         return [
             _head(f"Kernel mesh of program {st.program}", "plgpu.Mesh: grid × cluster, threads"),
-            c.badge_line(st.diagnostics_at(mp, exact=True)),
+            c.badge_line(services.problems_at(st, mp, exact=True)),
             c.make(w.HTML, value="<div class='mpl-hint'>grid</div>"),
-            *self._axes(f"{mp}.grid", mesh.grid, "grid"),
+            *self._axes(f"{mp}.grid", mesh.grid, "grid", sec),
             c.make(w.HTML, value="<div class='mpl-hint'>cluster (at most 3 axes)</div>"),
-            *self._axes(f"{mp}.cluster", mesh.cluster, "cluster"),
-            _row(*thread_row),
+            *self._axes(f"{mp}.cluster", mesh.cluster, "cluster", sec),
+            sec.memo(threads_key, lambda: _row(*thread_row), ident=("threads", mp)),
             c.make(w.HTML, value=blocks_svg(mesh.grid, mesh.cluster, t)),
         ]
 
@@ -257,7 +267,7 @@ class MeshEditor(w.VBox):
         mesh = st.scenario.device_mesh or {}
         return [
             _head("Device mesh", "jax.shard_map over these devices; shapes are per device"),
-            *self._axes("device_mesh", mesh, "device"),
-            c.badge_line(st.diagnostics_at("device_mesh")),
+            *self._axes("device_mesh", mesh, "device", sec),
+            c.badges_at(st, "device_mesh"),
             c.make(w.HTML, value=devices_svg(st.scenario.device_mesh)),
         ]

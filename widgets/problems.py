@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
@@ -15,11 +16,14 @@ from mpmd_lab.widgets import services
 
 
 class ProblemsView(w.VBox):
-    """Every diagnostic of the current scenario, in the order JAX would raise them."""
+    """Every diagnostic of the current scenario, in the order JAX would raise them; that
+    JAX's CPU interpreter cannot run the call is said once, as a note with a switch to
+    ``simulate`` (``on_backend(name)``, the Lab's run panel)."""
 
-    def __init__(self, state: Session):
+    def __init__(self, state: Session, on_backend: Any = None):
         super().__init__()
         self.state = state
+        self.on_backend = on_backend
         self.add_class("mpl-problems")
         self.error = w.HTML("")
         self.section = c.Section(state, self._key, self._render)
@@ -34,16 +38,16 @@ class ProblemsView(w.VBox):
         self.section.refresh()
 
     def fix_buttons(self) -> list[w.Button]:
-        """The "Apply fix" buttons shown now, in diagnostic order."""
-        out = []
-        for box in self.section.children:
-            for kid in getattr(box, "children", ()):
-                if isinstance(kid, w.Button) and "mpl-fix" in kid._dom_classes:
-                    out.append(kid)
-        return out
+        """The "Apply fix" buttons shown now: by diagnostic, each one's fixes best first."""
+        from mpmd_lab.widgets.testing import walk
 
-    def apply(self, d: Diagnostic) -> None:
-        result = self.state.apply_fix(d.fix)
+        return [
+            x for x in walk(self.section) if isinstance(x, w.Button) and "mpl-fix" in x._dom_classes
+        ]
+
+    def apply(self, d: Diagnostic, fix: Any = None) -> None:
+        """Apply one of ``d``'s fixes (its best by default) as one undoable step."""
+        result = self.state.apply_fix(fix if fix is not None else d.fix)
         self.error.value = "" if result.ok else c.problems_html(result.problems)
 
     def _render(self, sec: c.Section) -> list[w.Widget]:
@@ -54,35 +58,67 @@ class ProblemsView(w.VBox):
                     f"<div class='mpl-note'>Validation unavailable: {c.esc(st.check_error)}</div>"
                 )
             ]
-        if not st.diagnostics:
+        if st.empty:
             return [
+                w.HTML(
+                    "<div class='mpl-note'>Nothing to check yet: the call has no buffers, "
+                    "outputs or statements.</div>"
+                )
+            ]
+        problems = services.problems_of(st)
+        notes = services.interpreter_notes(st)
+        rows: list[w.Widget] = []
+        if not problems:
+            rows.append(
                 w.HTML(
                     f"<div class='mpl-ok'>✔ <b>{c.esc(st.scenario.name)}</b>: no problems "
                     f"found. JAX should accept this call.</div>"
                 )
-            ]
-        errors = sum(d.is_error for d in st.diagnostics)
-        warns = len(st.diagnostics) - errors
-        head = w.HTML(
-            f"<div class='mpl-h'>{errors} error(s), {warns} warning(s) "
-            f"<span class='mpl-hint'>found before running anything</span></div>"
-        )
-        rows: list[w.Widget] = [head]
-        for d in st.diagnostics:
+            )
+        else:
+            errors = sum(d.is_error for d in problems)
+            warns = len(problems) - errors
+            rows.append(
+                w.HTML(
+                    f"<div class='mpl-h'>{errors} error(s), {warns} warning(s) "
+                    f"<span class='mpl-hint'>found before running anything</span></div>"
+                )
+            )
+        for d in problems:
             rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
+        if notes and not any(d.is_error for d in problems):  # the problems come first
+            key = ("note", notes[0].model_dump_json())
+            rows.append(sec.memo(key, lambda: self._note(notes[0])))
         return rows
 
-    def _card(self, d: Diagnostic) -> w.Widget:
-        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
-        if d.fix is not None:
+    def _note(self, d: Diagnostic) -> w.Widget:
+        """The interpreter's limit, said once: what cannot run here, and a switch."""
+        text = w.HTML(
+            f"<div class='mpl-interp-note'><span class='mpl-i'>i</span>{c.esc(d.message)}. "
+            "<span class='mpl-hint'>A limit of this machine's CPU interpreter, not of the "
+            "kernel: it traces and lowers for the GPU here, and a GPU runs it. "
+            "<b>auto</b> runs simulate.</span></div>"
+        )
+        kids: list[w.Widget] = [text]
+        if self.on_backend is not None:
             b = c.button(
-                "✔ Apply fix",
-                lambda d=d: self.apply(d),
-                d.fix.description,
-                css="mpl-fix",
+                "Use simulate",
+                lambda: self.on_backend("simulate"),
+                "run with mpmd-lab's simulator (numpy, every device)",
+                css="mpl-use-simulate",
             )
-            b.layout = c.lay(width="140px")
+            b.layout = c.lay(width="120px")
             kids.append(b)
+        box = w.HBox(kids, layout=c.lay(align_items="center", flex_flow="row wrap"))
+        box.add_class("mpl-interp")
+        return box
+
+    def _card(self, d: Diagnostic) -> w.Widget:
+        fixes = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d, with_fix=False))]
+        for i, fix in enumerate(fixes):
+            best = i == 0 and len(fixes) > 1
+            kids.append(c.fix_row(fix, i, lambda d=d, fix=fix: self.apply(d, fix), best))
         box = w.VBox(kids)
         box.add_class(f"mpl-diag-{d.code}")
         return box
@@ -190,7 +226,8 @@ class GraphView(w.VBox):
             raise services.Unavailable(f"the graph view is not available ({e})") from None
         st = self.state
         try:
-            g = graph.build_graph(st.scenario, diagnostics=[]) if st.check_error else st.graph()
+            shown = [] if st.check_error else services.problems_of(st)  # the notes said once
+            g = graph.build_graph(st.scenario, diagnostics=shown, analysis=st.analysis)
             self.view.show(scene.scene(g, cache=self.cache))
         except Exception as e:  # a drawing bug must not take the Lab down
             msg = f"drawing the graph failed: {type(e).__name__}: {e}"

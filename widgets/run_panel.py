@@ -76,6 +76,42 @@ def plot_png(name: str, a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+#: codes that say JAX's CPU interpreter cannot run the call (``simulate`` can)
+INTERPRETER_CODES = frozenset(
+    {"GPU_INTERP_UNSUPPORTED_TRANSFORM", "GPU_INTERP_MULTICAST", "HLO_INTERP_NO_DISCHARGE"}
+)
+
+
+def run_error_html(d: Diagnostic) -> str:
+    """A run's error as a card: its code and title, JAX's words in short, the whole of
+    what JAX printed folded away (a traceback never runs off the panel)."""
+    title = services.title_of(d.code)
+    short = d.message
+    parts = [
+        f"<div class='mpl-card error' data-code='{c.esc(d.code)}'>",
+        f"<span class='mpl-code'>{c.esc(d.code)}</span>",
+        f" <b>{c.esc(title)}</b>" if title else "",
+        f" <span class='mpl-hint'>({c.esc(services.where_raised(d))})</span>",
+        f"<div class='mpl-jax'>{c.esc(short)}</div>",
+    ]
+    if d.path:
+        parts.insert(4, f"<div class='mpl-path'>at {c.esc(d.path)}</div>")
+    full = d.jax.message if d.jax is not None else ""
+    if full and full.strip() != short.strip():
+        parts.append(
+            "<details class='mpl-more'><summary>everything JAX printed</summary>"
+            f"<pre class='mpl-source mpl-jax-full'>{c.esc(full)}</pre></details>"
+        )
+    card = services.card_html(d.code)
+    if card:
+        parts.append(
+            "<details class='mpl-more'><summary>More: what it means, how to fix it</summary>"
+            f"{card}</details>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
 class RunPanel(w.VBox):
     """Run the scenario on a backend; show outputs, or the error and its fix."""
 
@@ -100,6 +136,11 @@ class RunPanel(w.VBox):
         self.run_button = c.button(
             "▶ Run", self.run, "build the real JAX call and run it", css="mpl-run"
         )
+        self.cancel_button = c.button(
+            "■ Cancel", self.cancel, "stop this run (its JAX worker is stopped)", css="mpl-cancel"
+        )
+        self.cancel_button.layout = w.Layout(width="90px", display="none")
+        self._token = 0  # which run the panel waits for (a cancelled one is ignored)
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
         self.status = w.HTML("<span class='mpl-hint'>not run yet</span>")
         self.status.add_class("mpl-run-status")
@@ -142,12 +183,16 @@ class RunPanel(w.VBox):
             "the plain JAX program this scenario stands for",
             css="mpl-show-code",
         )
-        self.code = w.HTML()
+        from mpmd_lab.widgets.code_view import CodeView
+
+        self.code = CodeView()
         self.code.add_class("mpl-code-view")
+        self.code_error = w.HTML()
         self.children = [
             w.HTML(
                 "<div class='mpl-h'>Run <span class='mpl-hint'>the real JAX call (auto: the GPU "
-                "if there is one, else interpret mode on the CPU)</span></div>"
+                "if there is one, else JAX's CPU interpreter where it can run the call, else "
+                "mpmd-lab's simulator)</span></div>"
             ),
             w.HBox(
                 [self.backend, self.timeout],
@@ -155,37 +200,46 @@ class RunPanel(w.VBox):
             ),
             self.run_options,
             w.HBox(
-                [self.run_button, self.progress, self.status],
+                [self.run_button, self.cancel_button, self.progress, self.status],
                 layout=w.Layout(align_items="center", flex_flow="row wrap"),
             ),
             self.results,
             self.code_button,
+            self.code_error,
             self.code,
         ]
         state.subscribe(self._on_change)
 
     # ------------------------------------------------------------ export
 
+    @property
+    def code_shown(self) -> bool:
+        return self.code_button.description == "Hide JAX code"
+
     def toggle_code(self) -> None:
-        """Show (or hide) the generated JAX source of the current scenario."""
-        if self.code.value:
-            self.code.value, self.code_button.description = "", "Show JAX code"
+        """Show (or hide) the generated JAX source of the current scenario: the kernel
+        first, highlighted, with copy buttons."""
+        if self.code_shown:
+            self.code.clear()
+            self.code_error.value = ""
+            self.code_button.description = "Show JAX code"
             return
         self._show_code()
 
     def _show_code(self) -> None:
         try:
-            src = services.jax_source(self.state)
-            self.code.value = f"<pre class='mpl-source'>{c.esc(src)}</pre>"
+            self.code.show(services.jax_source(self.state))
+            self.code_error.value = ""
         except services.Unavailable as e:
-            self.code.value = c.problems_html([("", str(e))])
+            self.code.clear()
+            self.code_error.value = c.problems_html([("", str(e))])
         self.code_button.description = "Hide JAX code"
 
     def _on_change(self, state: Session, why: str) -> None:
         run = state.scenario.run
         if (self.interpret.value, self.races.value) != (run.interpret, run.detect_races):
             self._sync_options(run)
-        if self.code.value:
+        if self.code_shown:
             self._show_code()
         if self.outcome is None or why in ("saved", "program selected"):
             return
@@ -194,14 +248,12 @@ class RunPanel(w.VBox):
             old, self.results.children = self.results.children, ()
             for kid in old:
                 c.close_tree(kid)
-            self.progress.value, self.progress.bar_style = 0, ""
-            self.status.value = "<span class='mpl-hint'>not run yet</span>"
+            if self.cancel_button.layout.display == "none":
+                self.progress.value, self.progress.bar_style = 0, ""
+                self.status.value = "<span class='mpl-hint'>not run yet</span>"
             return
-        self.results.add_class("mpl-stale")
-        self.status.value = (
-            "<span class='mpl-hint'>the scenario changed since this run (outputs greyed): "
-            "run again</span>"
-        )
+        if "mpl-stale" not in self.results._dom_classes:
+            self._mark_stale()
 
     def _sync_options(self, run: Any) -> None:
         """Show the scenario's run options (after undo, load, a fix); setting them back
@@ -210,12 +262,28 @@ class RunPanel(w.VBox):
 
     # ------------------------------------------------------------ running
 
+    def use_backend(self, name: str) -> None:
+        """Choose the backend the next Run uses (the problems' one-click switch)."""
+        self.backend.value = name
+        if not self.running:
+            self.status.value = (
+                f"<span class='mpl-hint'>backend {c.esc(name)} chosen: press ▶ Run</span>"
+            )
+
+    @property
+    def running(self) -> bool:
+        """A run is going (its Cancel button shows)."""
+        return self.cancel_button.layout.display != "none"
+
     def run(self) -> None:
         """Start a run (in a thread inside a kernel, so the UI stays live)."""
-        if self._thread is not None and self._thread.is_alive():
+        if self.running:
             return
+        self._token += 1
+        token = self._token
         self.done.clear()
         self.run_button.disabled = True
+        self.cancel_button.layout.display = None
         self.progress.value, self.progress.bar_style = 0.05, "info"
         self.status.value = "running…"
         self._started = time.perf_counter()
@@ -223,15 +291,39 @@ class RunPanel(w.VBox):
         if self.background:
             self._thread = threading.Thread(
                 target=self._work,
-                args=(backend, timeout),
+                args=(backend, timeout, token),
                 daemon=True,
                 name="mpmd-lab-run",
             )
             self._thread.start()
         else:
-            self._work(backend, timeout)
+            self._work(backend, timeout, token)
+
+    def cancel(self) -> None:
+        """Stop the run in progress: its JAX worker is killed (the next run starts a
+        fresh one); a simulation's result is dropped when it comes."""
+        if self.cancel_button.layout.display == "none":
+            return
+        from mpmd_lab import probe
+
+        probe.cancel()
+        self._token += 1  # the cancelled run's outcome, when it comes, is not shown
+        secs = time.perf_counter() - self._started
+        self._idle()
+        self.progress.value, self.progress.bar_style = 1.0, "warning"
+        self.status.value = (
+            f"<b style='color:#b26a00'>■ cancelled</b> after {secs:.1f} s "
+            "<span class='mpl-hint'>(its JAX worker was stopped)</span>"
+        )
+        self.done.set()
+
+    def _idle(self) -> None:
+        self.run_button.disabled = False
+        self.cancel_button.layout.display = "none"
 
     def _on_progress(self, *args: Any, **kwargs: Any) -> None:
+        if self.cancel_button.layout.display == "none":
+            return  # cancelled: the old run's progress is not this panel's any more
         fracs = [a for a in args if isinstance(a, float) and 0 <= a <= 1]
         words = [str(a) for a in args if not isinstance(a, float)] + [
             f"{k}={v}" for k, v in kwargs.items()
@@ -241,38 +333,75 @@ class RunPanel(w.VBox):
         else:
             self.progress.value = min(0.9, self.progress.value + 0.15)
         secs = time.perf_counter() - self._started
-        self.status.value = f"running… {c.esc(' '.join(words))} ({secs:.1f} s)"
+        stage = " ".join(words)
+        what = "starting JAX…" if stage == "start" else f"running… {stage}"
+        self.status.value = f"{c.esc(what)} ({secs:.1f} s)"
 
-    def _work(self, backend: str, timeout: float) -> None:
+    def _work(self, backend: str, timeout: float, token: int = 0) -> None:
         try:
             outcome = services.run(self.state, backend, timeout, self._on_progress)
-            self.show(outcome)
         except Exception as e:  # never leave the panel stuck in "running"
-            self.show(services.RunOutcome("error", backend, error=services.run_error(e)))
+            outcome = services.RunOutcome("error", backend, error=services.run_error(e))
+        if token and token != self._token:
+            return  # cancelled meanwhile: the panel already says so
+        try:
+            self.show(outcome)
         finally:
-            self.run_button.disabled = False
+            self._idle()
             self.done.set()
 
     # ------------------------------------------------------------ results
 
     def show(self, outcome: services.RunOutcome) -> None:
-        self.outcome = outcome
-        self.results.remove_class("mpl-stale")
+        """Show a run's outcome; one of another version says so (greyed), one of a
+        scenario closed since is not shown at all."""
+        st = self.state
         self.progress.value = 1.0
-        secs = f" in {outcome.seconds:.1f} s" if outcome.seconds else ""
         old = self.results.children
+        if 0 <= outcome.version < st.opened_version:  # another scenario was opened since
+            self.outcome = None
+            self.results.children = ()
+            for kid in old:
+                c.close_tree(kid)
+            self.progress.bar_style = ""
+            self.status.value = (
+                f"<span class='mpl-hint'>a run of {c.esc(outcome.name or 'the scenario')} "
+                "finished after you opened another one: not shown. Run this one.</span>"
+            )
+            return
+        self.outcome = outcome
+        timing = f" <span class='mpl-hint'>{c.esc(outcome.timing)}</span>" if outcome.timing else ""
+        reason = (
+            f"<div class='mpl-hint mpl-run-reason'>{c.esc(outcome.reason)}</div>"
+            if outcome.reason
+            else ""
+        )
         if outcome.status == "ok":
             self.progress.bar_style = "success"
             self.status.value = (
-                f"<b style='color:#2e7d32'>✔ ran</b> on {c.esc(outcome.backend)}{secs}"
+                f"<b style='color:#2e7d32'>✔ ran</b> on {c.esc(outcome.backend)}:{timing}{reason}"
             )
             self.results.children = self._outputs(outcome)
         else:
             self.progress.bar_style = "danger"
-            self.status.value = f"<b style='color:#b00020'>✘ JAX error</b>{secs}"
+            who = "error" if outcome.backend == "simulate" else "JAX error"
+            self.status.value = (
+                f"<b style='color:#b00020'>✘ {who}</b> on {c.esc(outcome.backend)}:{timing}{reason}"
+            )
             self.results.children = self._error(outcome)
         for kid in old:
             c.close_tree(kid)
+        if 0 <= outcome.version != st.version:  # edited while it ran
+            self._mark_stale()
+        else:
+            self.results.remove_class("mpl-stale")
+
+    def _mark_stale(self) -> None:
+        self.results.add_class("mpl-stale")
+        self.status.value += (
+            "<div class='mpl-hint mpl-run-stale'>the scenario changed since this run "
+            "(outputs greyed): run again</div>"
+        )
 
     def _outputs(self, outcome: services.RunOutcome) -> list[w.Widget]:
         cells: list[w.Widget] = []
@@ -294,6 +423,12 @@ class RunPanel(w.VBox):
             )
             box.add_class(f"mpl-output-{name}")
             cells.append(box)
+        if outcome.races:
+            lines = "".join(f"<div>{c.esc(x)}</div>" for x in outcome.races)
+            races = w.HTML(f"<div class='mpl-card warning mpl-run-races'>{lines}</div>")
+            cells.append(races)
+        if outcome.note:
+            cells.append(w.HTML(f"<div class='mpl-hint mpl-run-note'>{c.esc(outcome.note)}</div>"))
         return cells or [w.HTML("<i>the call has no outputs</i>")]
 
     def _error(self, outcome: services.RunOutcome) -> list[w.Widget]:
@@ -301,18 +436,32 @@ class RunPanel(w.VBox):
             code="RUN_ERROR", stage="interpret", message="the run failed"
         )
         code = d.code
-        kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
-        fix = next((x.fix for x in self.state.diagnostics if x.code == code and x.fix), None)
-        if fix is not None:
+        kids: list[w.Widget] = [w.HTML(run_error_html(d))]
+        if code in INTERPRETER_CODES and outcome.backend != "simulate":
             b = c.button(
-                "✔ Apply fix",
-                lambda: self._apply(fix),
-                fix.description,
-                css="mpl-fix",
+                "Use simulate",
+                lambda: self.use_backend("simulate"),
+                "run with mpmd-lab's simulator (numpy, every device)",
+                css="mpl-use-simulate",
             )
-            b.layout = c.lay(width="140px")
-            kids.append(b)
-        elif code:
+            b.layout = c.lay(width="120px")
+            kids.append(
+                w.HBox(
+                    [
+                        w.HTML(
+                            "<span class='mpl-hint'>JAX's CPU interpreter cannot run this "
+                            "call; the simulator can:</span>"
+                        ),
+                        b,
+                    ],
+                    layout=c.lay(align_items="center", flex_flow="row wrap"),
+                )
+            )
+            return kids
+        same = next((x for x in self.state.diagnostics if x.code == code and x.fixes), None)
+        for i, fix in enumerate(same.fixes if same is not None else []):
+            kids.append(c.fix_row(fix, i, lambda fix=fix: self._apply(fix)))
+        if same is None and code:
             kids.append(
                 w.HTML(
                     "<span class='mpl-hint'>no automatic fix for this one; the card "

@@ -69,6 +69,40 @@ def card_html(code: str) -> str | None:
     return None if card is None else card.to_html()
 
 
+def interpreter_notes(session: Session) -> list[Diagnostic]:
+    """The notes that JAX's CPU interpreter cannot run this call (said once, plainly)."""
+    return [d for d in session.diagnostics if runtime.interpreter_limit(d)]
+
+
+def problems_of(session: Session) -> list[Diagnostic]:
+    """The diagnostics that are problems of the call (the interpreter's notes apart)."""
+    return [d for d in session.diagnostics if not runtime.interpreter_limit(d)]
+
+
+def problems_at(session: Session, path: str, exact: bool = False) -> list[Diagnostic]:
+    """``session.diagnostics_at(path)`` less the interpreter's notes (a row's badges)."""
+    return [d for d in session.diagnostics_at(path, exact) if not runtime.interpreter_limit(d)]
+
+
+def where_raised(d: Diagnostic) -> str:
+    """Who reports it, and where: JAX at a stage, or mpmd-lab's own check."""
+    if d.code in catalogue.BY_CODE:
+        if d.stage == "interpret":
+            return "JAX's CPU interpreter raises it"
+        if d.stage == "gpu-run":
+            return "JAX raises it on a GPU"
+        if d.stage == "schema":
+            return "the scenario file itself"
+        return f"JAX raises it at {d.stage}"
+    if d.stage == "gpu-run":
+        return "found by mpmd-lab's check; on a GPU nothing is raised, the result is wrong"
+    if d.stage == "simulate":
+        return "found by mpmd-lab's simulator"
+    if d.stage == "schema":
+        return "the scenario file itself"
+    return f"found by mpmd-lab's check (before {d.stage})"
+
+
 def title_of(code: str) -> str:
     """The catalogue's one-line title for a code ("" when unknown)."""
     entry = catalogue.BY_CODE.get(code)
@@ -126,6 +160,10 @@ class RunOutcome:
     error: Diagnostic | None = None
     reason: str = ""  # why this backend ran (``auto``)
     version: int = -1  # the session version it ran
+    timing: str = ""  # what the time covers (``RunResult.timing``)
+    races: list[str] = field(default_factory=list)  # the simulator's races, summarised
+    note: str = ""  # the simulator's note (what a simulation is)
+    name: str = ""  # the scenario's name when it ran
 
 
 def backends() -> tuple[str, ...]:
@@ -140,11 +178,12 @@ def run(
     on_progress: Callable[[str, float], None] | None = None,
 ) -> RunOutcome:
     """Run the session's version; a crash comes back as an error outcome."""
-    version = session.version
+    version, name = session.version, session.scenario.name
     try:
         result = session.run(backend, timeout=timeout, on_progress=on_progress)
     except Exception as e:  # errors are data: the panel shows it
-        return RunOutcome("error", backend, error=run_error(e), version=version)
+        return RunOutcome("error", backend, error=run_error(e), version=version, name=name)
+    note = getattr(result.detail, "note", "") or ""
     return RunOutcome(
         status=result.status,
         backend=result.backend,
@@ -153,6 +192,10 @@ def run(
         error=result.diagnostic(),
         reason=result.reason,
         version=version,
+        timing=result.timing(),
+        races=result.race_lines(),
+        note=note if isinstance(note, str) else "",
+        name=name,
     )
 
 

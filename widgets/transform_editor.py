@@ -121,7 +121,7 @@ class TransformStackEditor(w.VBox):
         names = tuple(ref_names(st)) if "let" in node else ()
         key = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
         rows.append(sec.memo(key, lambda: self._base(node)))
-        rows.append(c.badge_line(st.diagnostics_at(tgt, exact=True)))
+        rows.append(c.badge_line(services.problems_at(st, tgt, exact=True)))
         steps, note = self._steps()
         if steps:
             rows.append(self._shape_line("base", steps[0]))
@@ -135,7 +135,8 @@ class TransformStackEditor(w.VBox):
                 step and (step.label(), step.error),
                 _dkey(st, f"{tgt}.transforms[{j}]"),
             )
-            rows.append(sec.memo(key, lambda j=j, t=t, step=step: self._transform_row(j, t, step)))
+            build = lambda j=j, t=t, step=step: self._transform_row(j, t, step)  # noqa: E731
+            rows.append(sec.memo(key, build, ident=("t", tgt, j)))
         if note:
             rows.append(c.make(w.HTML, value=f"<div class='mpl-note'>shapes: {c.esc(note)}</div>"))
         rows.append(sec.memo(("palette", tgt), self._palette_row))
@@ -224,50 +225,68 @@ class TransformStackEditor(w.VBox):
         )
 
     def _transform_row(self, j: int, t: dict[str, Any], step: services.Step | None) -> w.Widget:
-        """Line 1: the transform, its fields and buttons; line 2: the view it makes."""
+        """Line 1: the transform, its fields and buttons; line 2: the view it makes; then
+        the card of a problem at this step."""
         st = self.state
         p = f"{self.target}.transforms[{j}]"
-        diags = st.diagnostics_at(p)
+        target = self.target
+        cls = BY_OP.get(t["op"])
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>")
         ]
         for name, value in t.items():
             if name != "op":
-                parts.append(self._field(p, t["op"], name, value))
+                parts.append(self._field(p, t["op"], name, value, cls))
         parts += [
-            c.small("↑", lambda: _move(st, f"{self.target}.transforms", j, -1), "move up"),
-            c.small("↓", lambda: _move(st, f"{self.target}.transforms", j, +1), "move down"),
+            c.small("↑", lambda: _move(st, f"{target}.transforms", j, -1), "move up"),
+            c.small("↓", lambda: _move(st, f"{target}.transforms", j, +1), "move down"),
             c.small("✕", lambda: _remove(st, p), "delete transform", css="mpl-del-transform"),
         ]
         row = _row(*parts)
         row.add_class(f"mpl-step-{j}")
-        kids: list[w.Widget] = [row]
-        if step is not None:
-            kids.append(self._shape_line("", step))
-        bad = bool(diags) or bool(step and step.error)
-        if bad:
-            extra = [c.diagnostic_html(d) for d in diags]
-            if step and step.error and not diags:
-                extra.append(c.problems_html([("", step.error)]))
-            kids.append(c.make(w.HTML, value="".join(extra)))
-        box = w.VBox(kids, layout=c.lay(margin="2px 0 4px 0"))
-        if bad:
-            box.add_class("mpl-step-bad")
+        box = w.VBox([row], layout=c.lay(margin="2px 0 4px 0"))
+
+        def refresh(step: services.Step | None = step, first: bool = False) -> None:
+            """The view after this step and its problem, from the session as it is now."""
+            if not first:
+                steps, _ = self._steps()
+                step = steps[j + 1] if len(steps) > j + 1 else None
+            diags = services.problems_at(st, p)
+            kids: list[w.Widget] = [row]
+            if step is not None:
+                kids.append(self._shape_line("", step))
+            bad = bool(diags) or bool(step and step.error)
+            if bad:
+                extra = [c.diagnostic_html(d) for d in diags]
+                if step and step.error and not diags:
+                    extra.append(c.problems_html([("", step.error)]))
+                kids.append(c.make(w.HTML, value="".join(extra)))
+            old, box.children = box.children, kids
+            for kid in old:
+                if kid is not row:
+                    kid.close()
+            if bad:
+                box.add_class("mpl-step-bad")
+            else:
+                box.remove_class("mpl-step-bad")
+
+        refresh(step, first=True)
+        box.mpl_refresh = refresh
         return box
 
-    def _field(self, p: str, op: str, name: str, value: Any) -> w.Widget:
+    def _field(self, p: str, op: str, name: str, value: Any, cls: Any = None) -> w.Widget:
+        """A transform's field: the device picker for a device id, else the editor the
+        op's model declares (help in the tooltip)."""
         st = self.state
+        if op == "remote_ref" and name == "device":
+            from mpmd_lab.widgets.device_picker import DevicePicker
+
+            return DevicePicker(st, f"{p}.{name}", value)
+        if cls is not None and name in cls.model_fields:
+            return c.model_field(st, f"{p}.{name}", cls, name, value, css=f"mpl-tf-{name}")
         commit = lambda v: st.edit(("replace", f"{p}.{name}", v), label=f"set {op}.{name}")  # noqa: E731
         if name == "dtype":
             dd = c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="100px"))
-            return c.field(dd, commit, label=name)
-        if name == "via":
-            dd = c.make(
-                w.Dropdown,
-                options=("method", "transpose_ref"),
-                value=value,
-                layout=c.lay(width="110px"),
-            )
             return c.field(dd, commit, label=name)
         return c.field(
             c.text(c.show_json(value), "150px"),

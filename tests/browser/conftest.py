@@ -92,10 +92,22 @@ def _stop(proc: subprocess.Popen, base_url: str) -> None:
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory):
     """``(base_url, work_dir)`` of a JupyterLab serving copies of tests/browser/*.ipynb."""
-    work = tmp_path_factory.mktemp("jlab")
-    nb = work / "nb"
+    yield from _serve(tmp_path_factory.mktemp("jlab"), HERE.glob("*.ipynb"), "nb")
+
+
+@pytest.fixture(scope="session")
+def workshop_server(tmp_path_factory):
+    """``(base_url, work_dir)`` of a JupyterLab serving copies of the workshop notebooks
+    (in a folder named ``notebooks``, as the notebooks expect)."""
+    yield from _serve(
+        tmp_path_factory.mktemp("workshop"), (ROOT / "notebooks").glob("*.ipynb"), "notebooks"
+    )
+
+
+def _serve(work: Path, notebooks, folder: str):
+    nb = work / folder
     nb.mkdir()
-    for f in HERE.glob("*.ipynb"):
+    for f in notebooks:
         shutil.copy(f, nb / f.name)
     _settings(work)
     port = _free_port()
@@ -191,7 +203,7 @@ def run_notebook():
     return open_and_run_all
 
 
-def open_and_run_all(page, base: str, notebook: str) -> None:
+def open_and_run_all(page, base: str, notebook: str, timeout: float = 120_000) -> None:
     """Open a notebook, wait for an idle kernel, run every cell, wait until all ran."""
     page.goto(f"{base}/lab/tree/{notebook}?reset")
     page.wait_for_function(
@@ -213,7 +225,7 @@ def open_and_run_all(page, base: str, notebook: str) -> None:
         const k = w.sessionContext.session.kernel;
         return k.status === 'idle' && w.content.widgets.every(
             c => c.model.type !== 'code' || c.model.executionCount); }""",
-        timeout=120_000,
+        timeout=timeout,
     )
 
 

@@ -76,6 +76,113 @@ def test_dup_ref_story_by_clicks(lab_server, page, artifacts, run_notebook):
     expect(page.locator(".mpl-mesh-editor")).to_contain_text("dev 1")
     lab.screenshot(path=str(artifacts / "lab_meshes.png"))
     page.locator(".mpl-tabs .lm-TabBar-tab", has_text="Views").click()
-    page.locator(".mpl-problems button.mpl-fix").click()
+    fixes = page.locator(".mpl-problems button.mpl-fix")
+    expect(fixes).to_have_count(2)  # both ways out, best first
+    expect(page.locator(".mpl-problems .mpl-fix-row").first).to_contain_text("(best)")
+    fixes.first.click()
     expect(problems).to_contain_text("no problems found")
     expect(page.locator(".mpl-transform-editor .mpl-step-bad")).to_have_count(0)
+
+
+def test_ring_shift_runs_with_auto_on_the_cpu(lab_server, page, artifacts, run_notebook):
+    """The README's hero example on a CPU machine: ring-shift opens with the CPU
+    interpreter's limit said once; ▶ Run with auto runs the simulator, says why, and
+    shows the shifted values. Then: typing commits without Enter and keeps the focus,
+    Show JAX code shows the kernel first and copies it, Cancel stops a run."""
+    from playwright.sync_api import expect
+
+    base, _work = lab_server
+    page.set_viewport_size({"width": 1400, "height": 2000})
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    run_notebook(page, base, "lab_story.ipynb")
+    lab = page.locator(".mpl-lab")
+    page.locator(".mpl-gallery select").select_option(label="ring-shift")
+    expect(page.locator(".mpl-titlebar")).to_contain_text("ring-shift")
+    expect(page.locator(".mpl-titlebar")).to_contain_text("valid")
+    note = page.locator(".mpl-problems .mpl-interp")
+    expect(note).to_have_count(1)
+    expect(note).to_contain_text("JAX's CPU interpreter can't run remote_ref; simulate does")
+    expect(page.locator(".mpl-lab .mpl-card")).to_have_count(0)  # not a warning card
+    expect(page.locator(".mpl-graph .mpl-gsvg-view svg")).to_be_visible(timeout=120_000)
+    expect(page.locator(".mpl-graph .mpl-gsvg-problems")).not_to_contain_text("GPU_INTERP")
+
+    # ▶ Run with auto: the simulator, and why
+    expect(page.locator(".mpl-run-panel select").first).to_have_value("auto")
+    page.locator("button.mpl-run").click()
+    status = page.locator(".mpl-run-status")
+    expect(status).to_contain_text("ran", timeout=150_000)
+    expect(status).to_contain_text("on simulate")
+    expect(status).to_contain_text("auto: no GPU here")
+    out = page.locator(".mpl-output-out")
+    expect(out).to_contain_text("[1024] float32")
+    expect(out.locator("td").first).to_have_text("768")  # device 0 holds device 3's x
+    expect(page.locator(".mpl-run-panel .mpl-jax-full")).to_have_count(0)  # no traceback
+    lab.screenshot(path=str(artifacts / "lab_ring_shift_run.png"))
+    box = lab.bounding_box()  # the Lab in JupyterLab, as README's picture shows it
+    bottom = min(box["y"] + box["height"] + 8, 2000)
+    page.screenshot(
+        path=str(artifacts / "lab_in_jupyterlab.png"),
+        clip={"x": 0, "y": 0, "width": 1400, "height": bottom},
+    )
+
+    # typing commits as you type (no Enter) and the field keeps the focus
+    shape = page.locator(".mpl-buffer-shape input").first
+    shape.click()
+    shape.press("End")
+    page.keyboard.type("0", delay=60)  # 256 -> 2560: x no longer fits out
+    expect(page.locator(".mpl-titlebar")).to_contain_text("JAX would reject", timeout=20_000)
+    focused = "document.activeElement && !!document.activeElement.closest('.mpl-buffer-shape')"
+    assert page.evaluate(focused), "the field lost its focus while typing"
+    page.keyboard.press("Backspace")
+    expect(page.locator(".mpl-titlebar")).to_contain_text("valid", timeout=20_000)
+    expect(page.locator(".mpl-run-status")).to_contain_text("changed since this run")
+
+    # Show JAX code: the kernel first, highlighted, copied with one click
+    page.locator("button.mpl-show-code").click()
+    code = page.locator(".mpl-code-view")
+    expect(code.locator("pre").first).to_contain_text("def build(")
+    expect(code.locator("pre").first).to_contain_text("plgpu.remote_ref")
+    code.locator("button[data-copy='0']").click()
+    expect(code.locator("button[data-copy='0']")).to_contain_text("copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("def build(") and "plgpu.remote_ref" in copied
+    lab.screenshot(path=str(artifacts / "lab_ring_shift_code.png"))
+
+    # Cancel stops a run; the next run runs
+    page.locator(".mpl-run-panel select").first.select_option("interpret")
+    page.locator("button.mpl-run").click()
+    cancel = page.locator("button.mpl-cancel")
+    expect(cancel).to_be_visible()
+    cancel.click()
+    expect(status).to_contain_text("cancelled")
+    expect(cancel).to_be_hidden()
+    page.locator(".mpl-run-panel select").first.select_option("simulate")
+    page.locator("button.mpl-run").click()
+    expect(status).to_contain_text("ran", timeout=150_000)
+
+
+def test_every_gallery_scenario_in_the_lab(lab_server, page, artifacts, run_notebook):
+    """Each gallery scenario opened in the Lab: its problems as the check finds them,
+    its graph drawn; a screenshot of each (test-artifacts/gallery/NAME.png)."""
+    from mpmd_lab import gallery, runtime, validate
+    from playwright.sync_api import expect
+
+    base, _work = lab_server
+    page.set_viewport_size({"width": 1400, "height": 1800})
+    run_notebook(page, base, "lab_story.ipynb")
+    lab = page.locator(".mpl-lab")
+    shots = artifacts / "gallery"
+    shots.mkdir(exist_ok=True)
+    problems = page.locator(".mpl-problems")
+    for name in gallery.names():
+        page.locator(".mpl-gallery select").select_option(label=name)
+        expect(page.locator(".mpl-titlebar")).to_contain_text(name)
+        diags = [d for d in validate.check(gallery.load(name)) if not runtime.interpreter_limit(d)]
+        errors = sum(d.is_error for d in diags)
+        if diags:
+            expect(problems).to_contain_text(f"{errors} error(s), {len(diags) - errors} warning")
+        else:
+            expect(problems).to_contain_text("no problems found")
+        expect(page.locator(".mpl-graph .mpl-gsvg-view svg")).to_be_visible(timeout=120_000)
+        expect(page.locator(".mpl-graph .mpl-stale")).to_have_count(0, timeout=120_000)
+        lab.screenshot(path=str(shots / f"{name}.png"))

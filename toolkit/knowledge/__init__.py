@@ -106,6 +106,14 @@ class Card:
             out.append(f"jax {version}: {r['type']}{wrapped} at {r['stage']}{said}")
         return out
 
+    def where(self) -> str:
+        """Who reports it, and at which stage (a GPU race raises nothing at all)."""
+        if self.kind == "jax":
+            return f"raised by JAX at stage {self.stage}"
+        if self.stage == "gpu-run":
+            return "found by mpmd-lab's check (on a GPU nothing is raised: the result is wrong)"
+        return f"reported by mpmd-lab (JAX is silent) at stage {self.stage}"
+
     # ---------------------------------------------------------------- renderings
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,10 +126,9 @@ class Card:
 
     def render(self, width: int = 88) -> str:
         """The card as terminal text."""
-        who = "raised by JAX" if self.kind == "jax" else "reported by mpmd-lab (JAX is silent)"
         head = f"{self.code}: {self.title}"
         lines = [head, "=" * min(len(head), width)]
-        facts = [self.severity, f"{who} at stage {self.stage}"]
+        facts = [self.severity, self.where()]
         if self.type:
             facts.append(self.type)
         lines.append(" · ".join(facts))
@@ -175,12 +182,11 @@ class Card:
         def pre(code: str) -> str:
             return f"<pre><code>{e(code.rstrip())}</code></pre>"
 
-        who = "raised by JAX" if self.kind == "jax" else "reported by mpmd-lab"
         meta = " · ".join(
             x
             for x in (
                 self.severity,
-                f"{who} at {self.stage}",
+                self.where(),
                 self.type,
                 "JAX " + ", ".join(self.versions),
             )
@@ -360,7 +366,50 @@ def lookup(query: str) -> Card | None:
     if key in cards:
         return cards[key]
     code = catalogue.classify_text(q)
-    return cards.get(code) if code else None
+    if code:
+        return cards.get(code)
+    # words of a message (any case, a part of it): the one card whose message holds them
+    held = [c for c in cards.values() if _holds(c, q)]
+    return held[0] if len(held) == 1 else None
 
 
-__all__ = ["Card", "CardError", "Example", "card", "codes", "load_card", "lookup"]
+def _norm(text: str) -> str:
+    return " ".join(text.lower().replace("`", "").split())
+
+
+def _holds(c: Card, query: str) -> bool:
+    q = _norm(query)
+    return bool(q) and (q in _norm(c.message) or q in _norm(c.title))
+
+
+def search(query: str, n: int = 5) -> list[Card]:
+    """The cards a free-form query is most likely about, best first: those whose message
+    or title holds its words (any case), else the codes spelt nearly like it, else the
+    cards that share the most words with it."""
+    import difflib
+
+    q = _norm(query)
+    if not q:
+        return []
+    cards = _all()
+    held = [c for c in cards.values() if _holds(c, q)]
+    if held:
+        return sorted(held, key=lambda c: (q not in _norm(c.message), len(c.message)))[:n]
+    key = query.strip().upper().replace("-", "_")
+    near = difflib.get_close_matches(key, list(cards), n=n, cutoff=0.6)
+    if near:
+        return [cards[x] for x in near]
+    words = set(q.split()) - {"a", "an", "the", "of", "to", "in", "is", "not", "and", "or"}
+    if not words:
+        return []
+    scored = []
+    for c in cards.values():
+        text = set(_norm(f"{c.title} {c.message}").split())
+        common = len(words & text)
+        if common:
+            scored.append((-common / len(words), c.code))
+    scored.sort()
+    return [cards[code] for score, code in scored[:n] if -score >= 0.5]
+
+
+__all__ = ["Card", "CardError", "Example", "card", "codes", "load_card", "lookup", "search"]

@@ -48,8 +48,11 @@ class Analysis:
         return first_error(list(self.diagnostics))
 
 
-def analyze(scenario: Scenario | dict | str) -> Analysis:
-    """Resolve the scenario and run every rule once: the :class:`Analysis` views share."""
+def analyze(scenario: Scenario | dict | str, *, fixes: bool = True) -> Analysis:
+    """Resolve the scenario and run every rule once: the :class:`Analysis` views share.
+
+    ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
+    checks each fixed scenario with ``fixes=False``)."""
     from mpmd_lab.validate.build import check_build
     from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
@@ -58,7 +61,7 @@ def analyze(scenario: Scenario | dict | str) -> Analysis:
     from mpmd_lab.validate.trace import check_trace
 
     global RUNS
-    RUNS += 1
+    RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
     # the check allocates many small acyclic objects: collecting cycles meanwhile only
     # costs time (it grows with the heap); the collector resumes at the end
@@ -76,7 +79,12 @@ def analyze(scenario: Scenario | dict | str) -> Analysis:
     finally:
         if collecting:
             gc.enable()
-    return Analysis(s, ctx.r, tuple(ordered(ctx.diags)))
+    diags = ordered(ctx.diags)
+    if fixes:
+        from mpmd_lab.fixes import offer
+
+        diags = offer(s, diags)
+    return Analysis(s, ctx.r, tuple(diags))
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:

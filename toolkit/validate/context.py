@@ -78,7 +78,7 @@ class Ctx:
         severity: str | None = None,
         stage: str | None = None,
         explanation: str = "",
-        fix: Fix | None = None,
+        fix: Fix | list[Fix | None] | None = None,
     ) -> Diagnostic:
         entry = BY_CODE.get(code)
         own = OWN.get(code)
@@ -91,6 +91,8 @@ class Ctx:
             jax = JaxError(type=jax_type or (entry.type if entry else "Error"), message=jax_message)
         if not explanation:
             explanation = _explanation(code)
+        # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
+        options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
         d = Diagnostic(
             code=code,
             severity=severity,  # type: ignore[arg-type]
@@ -99,7 +101,8 @@ class Ctx:
             message=message,
             jax=jax,
             explanation=explanation,
-            fix=fix,
+            fix=options[0] if options else None,
+            fixes=options,
         )
         self.diags.append(d)
         return d

@@ -132,7 +132,7 @@ def drop_capture(s: Scenario, i: int) -> Fix:
     )
 
 
-def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | None:
+def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | list[Fix] | None:
     """A fix for a failing transform (``tpath`` is ``...transforms[k]``)."""
     from mpmd_lab.validate.stepfix import fix_step
 

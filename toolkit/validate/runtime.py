@@ -87,7 +87,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "GPU_INTERP_MULTICAST",
                             path,
-                            "'MulticastRef' object has no attribute 'indices'",
+                            "JAX's CPU interpreter can't run multicast_ref; simulate does",
                             jax_message="'MulticastRef' object has no attribute 'indices'",
                             severity="warning",
                             explanation="The GPU interpreter cannot run multicast views." + _LIMIT,
@@ -98,7 +98,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "GPU_INTERP_UNSUPPORTED_TRANSFORM",
                             path,
-                            msg,
+                            f"JAX's CPU interpreter can't run {t.op}; simulate does",
                             jax_message=msg,
                             severity="warning",
                             explanation=f"The GPU interpreter runs only index and transpose "
@@ -115,7 +115,9 @@ def _interp_limits(ctx: Ctx) -> None:
                             ctx.add(
                                 "UNBOUND_AXIS",
                                 path,
-                                msg,
+                                f"JAX's HLO interpreter can't evaluate the kernel axis "
+                                f"{axis!r}; the GPU interpreter (run.interpret: gpu) and "
+                                "simulate can",
                                 jax_message=msg,
                                 severity="warning",
                                 stage="interpret",
@@ -129,7 +131,7 @@ def _interp_limits(ctx: Ctx) -> None:
                         ctx.add(
                             "HLO_INTERP_NO_DISCHARGE",
                             path,
-                            msg,
+                            f"JAX's HLO interpreter can't run {t.op}; simulate does",
                             jax_message=msg,
                             severity="warning",
                             explanation=f"The HLO interpreter has no discharge rule for {t.op} "

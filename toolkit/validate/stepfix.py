@@ -8,21 +8,39 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.scenario import Scenario
 
 
-def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | None:
+def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | None:
+    """A fix for the failing step at ``path``, or the alternatives (the check keeps those
+    that make the scenario better, best first)."""
     base, _, k = path.rpartition("[")
     index = int(k.rstrip("]"))
     t = _transform(s, base, index)
     code = e.code
     if code == "REF_PEER_TO_MULTICAST":
-        return Fix(
-            description="build the multicast view from the base ref (drop the peer step before it)",
-            edits=_drop_kind(s, base, index, "remote_ref"),
-        )
+        return [
+            Fix(
+                description="build the multicast view from the base ref "
+                "(drop the peer step before it)",
+                edits=_drop_kind(s, base, index, "remote_ref"),
+            ),
+            Fix(
+                description="keep the peer view: drop the multicast step "
+                "(write to one device, not all)",
+                edits=[Edit(op="remove", path=path)],
+            ),
+        ]
     if code == "REF_MULTICAST_TO_PEER":
-        return Fix(
-            description="build the peer view from the base ref (drop the multicast step before it)",
-            edits=_drop_kind(s, base, index, "multicast_ref"),
-        )
+        return [
+            Fix(
+                description="build the peer view from the base ref "
+                "(drop the multicast step before it)",
+                edits=_drop_kind(s, base, index, "multicast_ref"),
+            ),
+            Fix(
+                description="keep the multicast view: drop the peer step "
+                "(write to every device, not one)",
+                edits=[Edit(op="remove", path=path)],
+            ),
+        ]
     if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
         n = before.size
         return Fix(

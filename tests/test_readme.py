@@ -1,0 +1,56 @@
+"""README loose ends (issue 15): the Binder badge can be pointed at your copy, the CLI
+examples run from the repository without an activated venv, the Lab's picture is a real
+screenshot of today's Lab."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _badge():
+    spec = importlib.util.spec_from_file_location("badge", ROOT / "binder" / "badge.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "https://github.com/alice/mpmd-lab.git",
+        "git@github.com:alice/mpmd-lab.git",
+        "https://github.com/alice/mpmd-lab",
+    ],
+)
+def test_the_binder_badge_is_derived_from_the_remote(remote):
+    badge = _badge()
+    assert badge.owner_repo(remote) == ("alice", "mpmd-lab")
+    text = badge.set_badge(README, *badge.owner_repo(remote))
+    assert "https://mybinder.org/v2/gh/alice/mpmd-lab/HEAD?labpath=" in text
+    assert "OWNER/mpmd-lab/HEAD" not in text
+    assert text.replace("alice", "OWNER") == README  # nothing else changed
+    with pytest.raises(ValueError):
+        badge.owner_repo("https://gitlab.com/alice/mpmd-lab.git")
+
+
+def test_the_readme_says_how_to_set_the_badge_and_where_the_command_is():
+    assert "make binder-badge" in README and "binder-badge:" in (ROOT / "Makefile").read_text()
+    console = README.split("```console", 1)[1].split("```", 1)[0]
+    commands = [x for x in console.splitlines() if x.startswith("$ ")]
+    assert commands and all(x.startswith("$ .venv/bin/mpmd-lab ") for x in commands)
+
+
+def test_the_labs_picture_is_a_screenshot():
+    data = (ROOT / "docs" / "img" / "lab.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width >= 1000 and height >= 600  # a browser window, not a thumbnail
+    assert re.search(r"!\[The Lab in JupyterLab\]\(docs/img/lab\.png\)", README)
