@@ -282,7 +282,23 @@ def from_jax(
 ) -> Imported:
     """Trace ``fn(*args, **kwargs)`` (never run it) and read its kernel call into a
     scenario. ``timeout``: seconds the trace may take; ``check``: run the static check
-    of the built scenario (its diagnostics carry the user's lines)."""
+    of the built scenario (its diagnostics carry the user's lines); ``name``: the
+    scenario's name (default: the kernel function's). A keyword argument of ``fn``
+    named like one of these goes through :func:`import_call` instead."""
+    return import_call(fn, args, kwargs, timeout=timeout, check=check, name=name)
+
+
+def import_call(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check: bool = True,
+    name: str | None = None,
+) -> Imported:
+    """:func:`from_jax` with the call's arguments given as a tuple and a dict."""
+    kwargs = dict(kwargs or {})
     t0 = time.perf_counter()
     fname = getattr(fn, "__name__", None) or getattr(getattr(fn, "fun", None), "__name__", "") or ""
     try:
@@ -438,9 +454,11 @@ class Builder:
         names = self._param_names(kernel_frame, n_in, n_out, n_scratch)
         fname = kernel_frame.function.rsplit(".", 1)[-1] if kernel_frame else "kernel"
         if kernel_frame is not None:
-            self.source["call.programs"] = (
-                f"{kernel_frame.file}:{kernel_frame.start_line or kernel_frame.line}"
-            )
+            line = kernel_frame.start_line or kernel_frame.line
+            self.source["call.programs"] = f"{kernel_frame.file}:{line}"
+            self.source.setdefault("call", self.source["call.programs"])
+        if where is None:  # the kernel is called by JAX (shard_map): its def is the line
+            where = self.found.where = self.source.get("call")
 
         buffers, args = self._inputs(eqn, jaxprs[0], names[:n_in])
         outputs: dict[str, Any] = {}
@@ -675,6 +693,7 @@ class Builder:
                 t.env[v] = view
                 t.names.add(nm)
         t.names |= set(names)
+        t.where = self.found.where or self.source.get("call.programs")
         scope = K.Scope([], f"call.programs[{i}].body")
         t.body(body, scope)
         t.check_uses()
@@ -777,4 +796,12 @@ def _scenario_name(name: str) -> str:
     return out[:100]
 
 
-__all__ = ["DEFAULT_TIMEOUT", "ImportTimeout", "Imported", "Result", "bounded", "from_jax"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ImportTimeout",
+    "Imported",
+    "Result",
+    "bounded",
+    "from_jax",
+    "import_call",
+]

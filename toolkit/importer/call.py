@@ -114,14 +114,26 @@ def _sub(eqn: Any) -> Any:
     return None
 
 
-def walk(jaxpr: Any, env: dict[Any, Any], w: Walk, *, vmap: bool = False, mesh: Any = None) -> None:
-    """Follow values through ``jaxpr`` to the kernel equation (recorded in ``w``)."""
+def walk(
+    jaxpr: Any,
+    env: dict[Any, Any],
+    w: Walk,
+    *,
+    vmap: bool = False,
+    mesh: Any = None,
+    where: str | None = None,
+) -> None:
+    """Follow values through ``jaxpr`` to the kernel equation (recorded in ``w``).
+
+    ``where``: the user's line of the enclosing equation (JAX keeps an equation's
+    frames only up to the nearest ``jit``, so an inner one may have none of its own)."""
+    outer = where
     for c, v in zip(jaxpr.constvars, jaxpr.consts, strict=False):
         env.setdefault(c, _const(v))
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         ins = [_origin(env, a) for a in eqn.invars]
-        where = F.eqn_source(eqn)
+        where = F.eqn_source(eqn) or outer
         if name == "mpmd_map":
             w.kernels += 1
             if w.found is None:
@@ -152,7 +164,7 @@ def walk(jaxpr: Any, env: dict[Any, Any], w: Walk, *, vmap: bool = False, mesh: 
             sub_env: dict[Any, Any] = {}
             for v, o, spec in zip(inner.invars, ins, in_specs, strict=False):
                 sub_env[v] = Shard(o, spec, m)
-            walk(inner, sub_env, w, vmap=vmap, mesh=m)
+            walk(inner, sub_env, w, vmap=vmap, mesh=m, where=where)
             for o, v, spec in zip(eqn.outvars, inner.outvars, out_specs, strict=False):
                 env[o] = Unshard(_origin(sub_env, v), spec, m)
             continue
@@ -160,7 +172,7 @@ def walk(jaxpr: Any, env: dict[Any, Any], w: Walk, *, vmap: bool = False, mesh: 
             sub_env = {}
             for v, o in zip(inner.invars, ins, strict=False):
                 sub_env[v] = o
-            walk(inner, sub_env, w, vmap=vmap or name == "custom_vmap_call", mesh=mesh)
+            walk(inner, sub_env, w, vmap=vmap or name == "custom_vmap_call", mesh=mesh, where=where)
             for o, v in zip(eqn.outvars, inner.outvars, strict=False):
                 env[o] = _origin(sub_env, v)
             continue

@@ -51,6 +51,9 @@ class View:
     space: str = "GMEM"
     shape: tuple[int, ...] = ()
     dtype: str = "float32"
+    #: the layout transforms every use starts with (a tiled / swizzled scratch's
+    #: untile and unswizzle): the scenario's scratch type says them once
+    skip: tuple[str, ...] = ()
 
     def with_(self, t: dict[str, Any], shape: tuple[int, ...], dtype: str | None = None) -> View:
         return View(
@@ -97,7 +100,7 @@ class Sum:
 @dataclass(frozen=True)
 class Reduce:
     src: View
-    axes: tuple[str, ...]
+    axes: Any  # a name or a list of names, as the user gave them
     reduction: str
     shape: tuple[int, ...]
     dtype: str
@@ -106,6 +109,7 @@ class Reduce:
 @dataclass(frozen=True)
 class Opaque:
     reason: str
+    derived: bool = False  # made by an unsupported equation (already reported)
 
 
 @dataclass
@@ -335,14 +339,20 @@ class Translator:
     # ------------------------------------------------------------ the walk
 
     def body(self, jaxpr: Any, scope: Scope) -> None:
+        # an equation without a user frame of its own (made inside JAX's helpers, or past
+        # a jit boundary, where JAX cuts the traceback) keeps its enclosing one's line
+        outer = self.where
         for eqn in jaxpr.eqns:
-            self.where = F.eqn_source(eqn)
+            self.where = F.eqn_source(eqn) or outer
             try:
                 self.eqn(eqn, scope)
             except Unsupported as e:
-                self.unsupported_(str(e))
+                # refused only because an input was (already reported): say nothing more
+                if not any(_derived(self.env.get(v)) for v in eqn.invars if not _is(v, "Literal")):
+                    self.unsupported_(str(e))
                 for v in eqn.outvars:
-                    self.env[v] = Opaque(f"{eqn.primitive.name} (unsupported)")
+                    self.env[v] = Opaque(f"{eqn.primitive.name} (unsupported)", derived=True)
+        self.where = outer
 
     def eqn(self, eqn: Any, scope: Scope) -> None:
         name = eqn.primitive.name
@@ -359,14 +369,14 @@ class Translator:
 
     # ------------------------------------------------------------ integer scalars
 
-    def _scalar_binop(self, eqn: Any, fn: Any, what: str) -> None:
+    def _scalar_binop(self, eqn: Any, fn: Any, what: str, why: str = "") -> None:
         a, b = (self.read(x) for x in eqn.invars)
         if _is_array_value(a) or _is_array_value(b) or _array_aval(eqn.outvars[0]):
             return self._array_binop(eqn, what)
         x, y = self.int_(eqn.invars[0]), self.int_(eqn.invars[1])
         r = fn(x, y)
         if r is None:
-            raise Unsupported(f"{what} the interval of its operands cannot decide")
+            raise Unsupported(f"{what} {why or 'the bounds of its operands do not decide'}")
         self.out(eqn, r)
 
     def p_add(self, eqn, scope):
@@ -379,10 +389,18 @@ class Translator:
         self._scalar_binop(eqn, V.mul, "mul")
 
     def p_rem(self, eqn, scope):
-        self._scalar_binop(eqn, V.trunc_rem, "rem (lax.rem) of a value whose sign")
+        why = (
+            "of a value that may be negative (or by a traced divisor): lax.rem truncates, the "
+            "scenario's % floors; write % (jnp.remainder) where the floor is meant"
+        )
+        self._scalar_binop(eqn, V.trunc_rem, "rem (lax.rem)", why)
 
     def p_div(self, eqn, scope):
-        self._scalar_binop(eqn, V.trunc_div, "div (lax.div) of a value whose sign")
+        why = (
+            "of a value that may be negative (or by a traced divisor): lax.div truncates, the "
+            "scenario's // floors; write // where the floor is meant"
+        )
+        self._scalar_binop(eqn, V.trunc_div, "div (lax.div)", why)
 
     def p_max(self, eqn, scope):
         self._scalar_binop(eqn, V.maximum, "max")
@@ -589,8 +607,12 @@ class Translator:
         base = self.read(atom)
         if not isinstance(base, View):
             raise Unsupported("a ref that is not one of the kernel's parameters or scratch")
+        ts = list(transforms or ())
+        n = len(base.skip)
+        if n and [type(t).__name__ for t in ts[:n]] == list(base.skip):
+            ts = ts[n:]
         v = base
-        for t in transforms or ():
+        for t in ts:
             v = self.transform(v, t)
         return v
 
@@ -725,14 +747,13 @@ class Translator:
             return
         if isinstance(value, Reduce):
             src, d = self.ref(scope, value.src), self.ref(scope, dst)
-            axes = list(value.axes)
             self.emit(
                 scope,
                 {
                     "op": "multimem_load_reduce",
                     "src": src,
                     "dst": d,
-                    "axes": axes[0] if len(axes) == 1 else axes,
+                    "axes": list(value.axes) if isinstance(value.axes, tuple) else value.axes,
                     "reduction": value.reduction,
                 },
                 writes=(dst,),
@@ -958,8 +979,8 @@ class Translator:
         tree = eqn.params["tree"]
         transforms = tree.unflatten(list(eqn.invars[1:]))
         src = self.view(eqn.invars[0], transforms)
-        axes = eqn.params["collective_axes"]
-        axes = tuple(axes) if isinstance(axes, tuple | list) else (axes,)
+        axes = eqn.params["collective_axes"]  # as the user gave it: JAX's lowering
+        axes = tuple(axes) if isinstance(axes, tuple | list) else axes  # reads a str apart
         red = str(eqn.params.get("reduction_op", "add"))
         aval = eqn.outvars[0].aval
         self.out(eqn, Reduce(src, axes, red, tuple(aval.shape), str(aval.dtype)))
@@ -1035,23 +1056,72 @@ class Translator:
         inv = list(jaxpr.invars)
         c_in = inv[len(consts) : len(consts) + len(carry)]
         outs = list(jaxpr.outvars)[: len(carry)]
-        # the counter: a scalar integer carry whose body returns it plus one
-        counter = None
-        for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=True)):
-            if _is_counter(jaxpr, v_in, v_out):
-                counter = k
-                break
-        for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=True)):
-            if k != counter and v_out is not v_in:
-                raise Unsupported(
-                    "a loop-carried value (lax.fori_loop with a carry other than the index)"
-                )
+        counter = _counter(jaxpr, c_in, outs)
         if counter is None:
             if length == 0:
                 return
             raise Unsupported("scan without an index counter")
         start = self.int_(carry[counter], "a loop start")
         stop = V.add(start, V.const(length))
+        self._loop(eqn, scope, jaxpr, inv[: len(consts)], consts, c_in, carry, counter, start, stop)
+
+    def p_while(self, eqn, scope):
+        """``lax.fori_loop`` with traced bounds (and ``lax.while_loop`` of that form): a
+        counter carry the body adds one to, a condition ``counter < bound``."""
+        p = eqn.params
+        body, cond = p["body_jaxpr"], p["cond_jaxpr"]
+        nc, nb = int(p["cond_nconsts"]), int(p["body_nconsts"])
+        ops = list(eqn.invars)
+        cconsts, bconsts, carry = ops[:nc], ops[nc : nc + nb], ops[nc + nb :]
+        self._bind_consts(body)
+        self._bind_consts(cond)
+        binv = list(body.invars)
+        c_in = binv[nb:]
+        counter = _counter(body, c_in, list(body.outvars))
+        if counter is None:
+            raise Unsupported(
+                "while (lax.while_loop): a loop without an index the body counts up by one"
+            )
+        start = self.int_(carry[counter], "a loop start")
+        # the condition, with the counter as a symbol and every other carry at its value
+        probe = "__mpmd_lab_counter"
+        cinv = list(cond.invars)
+        for a, b in zip(cinv[:nc], cconsts, strict=True):
+            self.env[a] = self.read(b)
+        for k, (a, b) in enumerate(zip(cinv[nc:], carry, strict=True)):
+            self.env[a] = V.name(probe, start.lo, V.INT_MAX) if k == counter else self.read(b)
+        for e in cond.eqns:
+            if e.primitive.name not in _SCALAR_PRIMS and not _is_call(e):
+                raise Unsupported(f"while with a condition that computes {e.primitive.name}")
+            self.eqn(e, Scope([], "<cond>"))
+        pred = self.read(cond.outvars[0])
+        stop = _bound_of(pred, probe)
+        if stop is None:
+            raise Unsupported("while (lax.while_loop) whose condition is not index < bound")
+        for k, b in enumerate(carry):  # the bound's interval, when it is a carry's value
+            v = self.read(b)
+            if k != counter and isinstance(v, V.Int) and v.expr == stop.expr:
+                stop = v
+        self._loop(eqn, scope, body, binv[:nb], bconsts, c_in, carry, counter, start, stop)
+
+    def _loop(
+        self,
+        eqn: Any,
+        scope: Scope,
+        jaxpr: Any,
+        const_in: list[Any],
+        consts: list[Any],
+        c_in: list[Any],
+        carry: list[Any],
+        counter: int,
+        start: V.Int,
+        stop: V.Int,
+    ) -> None:
+        """A ``loop`` statement: the body once per counter value in ``[start, stop)``."""
+        for o in eqn.outvars:
+            self.env[o] = Opaque("a loop's result")
+        if stop.const is not None and start.const is not None and stop.const <= start.const:
+            return
         users = F.user_frames(F.eqn_frames(eqn))
         var = self._loop_var(jaxpr, users[-1] if users else None)
         line = F.line_text(self.where)
@@ -1066,26 +1136,17 @@ class Translator:
             "via": via,
             "body": [],
         }
-        if length == 0:
-            return
-        for o in eqn.outvars:
-            self.env[o] = Opaque("a loop's result")
         where = self.where
         path = self.emit(scope, st)
         self._loops += 1
         lid = self._loops
         begin = self.stamp
         inner = Scope(st["body"], f"{path}.body", scope, loop=lid)
-        for a, b in zip(inv[: len(consts)], consts, strict=True):
+        for a, b in zip(const_in, consts, strict=True):
             self.env[a] = self.read(b)
         for k, (a, b) in enumerate(zip(c_in, carry, strict=True)):
             if k == counter:
-                lo, hi = start.lo, V.add(start, V.const(length - 1)).hi
-                self.env[a] = (
-                    V.name(var, lo, hi)
-                    if start.const is None
-                    else V.name(var, start.const, start.const + length - 1)
-                )
+                self.env[a] = V.name(var, start.lo, max(start.lo, stop.hi - 1))
             else:
                 self.env[a] = self.read(b)
         self.body(jaxpr, inner)
@@ -1103,12 +1164,6 @@ class Translator:
         if not name or not name.isidentifier() or name.startswith("_"):
             name = "i"
         return self.fresh(name)
-
-    def p_while(self, eqn, scope):
-        raise Unsupported(
-            "while (lax.while_loop, or lax.fori_loop with traced bounds): the scenario's loop "
-            "needs bounds that are index expressions"
-        )
 
     def p_run_scoped(self, eqn, scope):
         inner = eqn.params["jaxpr"]
@@ -1174,6 +1229,7 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
         raise Unsupported(f"scratch of dtype {dt}")
     layout: list[dict[str, Any]] = []
     logical = shape
+    ty = aval
     for t in ref_transforms or ():
         k = type(t).__name__
         if k == "UntilingTransform":
@@ -1182,17 +1238,16 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
             layout.append({"op": "swizzle", "bytes": int(t.swizzle)})
         else:
             raise Unsupported(f"the scratch transform {k}")
-        try:
-            logical = tuple(t.transform_shape(logical))
-        except Exception:  # noqa: BLE001 - an older JAX: keep the shape as it is
-            pass
+        ty = t.transform_type(ty)
+        logical = _aval_info(ty)[0]
     # the ref transforms undo the layout (unswizzle, then untile): scratch lists them
     # in the order they are applied to the logical shape (tile, then swizzle)
     layout.reverse()
     sc: dict[str, Any] = {"shape": list(logical), "dtype": dt, "memory_space": space}
     if layout:
         sc["transforms"] = layout
-    return sc, View(name, (), space, tuple(logical), dt)
+    skip = tuple(type(t).__name__ for t in ref_transforms or ())
+    return sc, View(name, (), space, tuple(logical), dt, skip)
 
 
 # ---------------------------------------------------------------- helpers
@@ -1221,6 +1276,13 @@ def _literal(lit: Any) -> Any:
             return V.boolean(bool(py))
         return Const(py, dt)
     return Opaque("an array literal")
+
+
+def _derived(v: Any) -> bool:
+    try:
+        return isinstance(v, Opaque) and v.derived
+    except TypeError:  # an unhashable atom
+        return False
 
 
 def _literal_int(x: Any) -> int | None:
@@ -1344,6 +1406,65 @@ def _scan_groups(eqn: Any) -> tuple[list[Any], list[Any], list[Any]]:
             return ops[:n0], ops[n0 : n0 + n1], ops[n0 + n1 :]
     n0, n1 = int(p["num_consts"]), int(p["num_carry"])
     return ops[:n0], ops[n0 : n0 + n1], ops[n0 + n1 :]
+
+
+#: the primitives a loop condition may compute with
+_SCALAR_PRIMS = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "rem",
+        "div",
+        "max",
+        "min",
+        "neg",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "eq",
+        "ne",
+        "and",
+        "or",
+        "not",
+        "convert_element_type",
+        "select_n",
+        "axis_index",
+        "program_id",
+        "num_programs",
+        "pjit",
+        "jit",
+    }
+)
+
+
+def _counter(jaxpr: Any, c_in: list[Any], outs: list[Any]) -> int | None:
+    """The index of fori_loop's counter among the carries (the others must pass through
+    unchanged: a loop-carried value is refused)."""
+    counter = None
+    for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=False)):
+        if _is_counter(jaxpr, v_in, v_out):
+            counter = k
+            break
+    for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=False)):
+        if k != counter and v_out is not v_in:
+            raise Unsupported("a loop-carried value (a fori_loop carry other than the index)")
+    return counter
+
+
+def _bound_of(pred: Any, probe: str) -> V.Int | None:
+    """``bound`` when ``pred`` is ``probe < bound`` (or ``bound > probe``)."""
+    if not isinstance(pred, V.Int) or not isinstance(pred.expr, E.Compare):
+        return None
+    c = pred.expr
+    pairs = {"<": (c.a, c.b), ">": (c.b, c.a)}
+    if c.op not in pairs:
+        return None
+    var, bound = pairs[c.op]
+    if var != E.Name(probe) or probe in bound.names():
+        return None
+    return V.Int(bound)
 
 
 def _is_counter(jaxpr: Any, v_in: Any, v_out: Any) -> bool:

@@ -102,6 +102,12 @@ def _from_affine(terms: dict[E.Expr, int], c: int) -> E.Expr:
             out = E.BinOp("+" if k > 0 else "-", out, term)
     if out is None:
         return E.Const(c)
+    if c > 0 and all(k < 0 for k in terms.values()):  # ``1 - c``, not ``-c + 1``
+        out = E.Const(c)
+        for atom, k in terms.items():
+            term = atom if k == -1 else E.BinOp("*", atom, E.Const(-k))
+            out = E.BinOp("-", out, term)
+        return out
     if c > 0:
         return E.BinOp("+", out, E.Const(c))
     if c < 0:
