@@ -53,26 +53,36 @@ class ProblemsView(w.VBox):
                     f"<div class='mpl-note'>Validation unavailable: {c.esc(st.check_error)}</div>"
                 )
             ]
+        imported = getattr(st, "imported", None)
+        if imported is not None and imported.unsupported:
+            items = "".join(f"<li>{c.esc(u)}</li>" for u in imported.unsupported)
+            head_u = w.HTML(
+                "<div class='mpl-note mpl-unsupported'><b>Not imported</b> (the scenario "
+                f"leaves these out of your kernel):<ul>{items}</ul></div>"
+            )
+        else:
+            head_u = None
         if not st.diagnostics:
-            return [
-                w.HTML(
-                    f"<div class='mpl-ok'>✔ <b>{c.esc(st.scenario.name)}</b>: no problems "
-                    f"found. JAX should accept this call.</div>"
-                )
-            ]
+            ok = w.HTML(
+                f"<div class='mpl-ok'>✔ <b>{c.esc(st.scenario.name)}</b>: no problems "
+                f"found. JAX should accept this call.</div>"
+            )
+            return [x for x in (head_u, ok) if x is not None]
         errors = sum(d.is_error for d in st.diagnostics)
         warns = len(st.diagnostics) - errors
         head = w.HTML(
             f"<div class='mpl-h'>{errors} error(s), {warns} warning(s) "
             f"<span class='mpl-hint'>found before running anything</span></div>"
         )
-        rows: list[w.Widget] = [head]
+        rows: list[w.Widget] = [head] if head_u is None else [head_u, head]
         for d in st.diagnostics:
             rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
         return rows
 
     def _card(self, d: Diagnostic) -> w.Widget:
         kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d))]
+        if d.source:
+            kids.append(w.HTML(source_html(d.source)))
         if d.fix is not None:
             b = c.button(
                 "✔ Apply fix",
@@ -85,6 +95,32 @@ class ProblemsView(w.VBox):
         box = w.VBox(kids)
         box.add_class(f"mpl-diag-{d.code}")
         return box
+
+
+def source_html(where: str, context: int = 2) -> str:
+    """The user's line ``FILE:LINE`` with a few lines around it, the line marked."""
+    import linecache
+
+    file, _, line = where.rpartition(":")
+    try:
+        n = int(line)
+    except ValueError:
+        return ""
+    rows = []
+    for k in range(max(1, n - context), n + context + 1):
+        text = linecache.getline(file, k)
+        if not text and k > n:
+            break
+        mark = "▶" if k == n else " "
+        style = " style='background:#fff3c4;font-weight:600'" if k == n else ""
+        rows.append(f"<span{style}>{mark} {k:>4} │ {c.esc(text.rstrip())}</span>")
+    short = file.rsplit("/", 1)[-1]
+    code = "\n".join(rows)
+    return (
+        f"<div class='mpl-source' data-source='{c.esc(where)}'><span class='mpl-hint'>your line: "
+        f"<code>{c.esc(short)}:{n}</code></span><pre style='margin:2px 0;font-size:12px'>"
+        f"{code}</pre></div>"
+    )
 
 
 class GraphView(w.VBox):

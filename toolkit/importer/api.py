@@ -325,7 +325,7 @@ def import_call(
 
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
-    imp.function = fname
+    imp.function = imp.scenario.name if imp.scenario is not None else fname
     if check and imp.scenario is not None:
         imp.diagnostics += static_diagnostics(imp)
     imp.seconds = time.perf_counter() - t0
