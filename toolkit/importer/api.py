@@ -143,7 +143,9 @@ class Imported:
         """A few lines for a terminal."""
         lines = []
         name = self.scenario.name if self.scenario is not None else "(no scenario)"
-        lines.append(f"imported {self.function or '?'} -> {name} in {self.seconds:.2f} s")
+        what = self.function or "?"
+        head = f"imported {what}" if what == name else f"imported {what} -> {name}"
+        lines.append(f"{head} in {self.seconds:.2f} s")
         for d in self.diagnostics:
             where = f" at {d.source}" if d.source else ""
             lines.append(f"  {d.severity} {d.code}{where}: {d.message}")
