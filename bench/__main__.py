@@ -1,8 +1,13 @@
-"""``python -m bench [--quick] [SECTION ...]``: run the benchmarks, print one table.
+"""``python -m bench [--quick] [--json] [SECTION ...]``: run the benchmarks, print one table.
 
 Sections: static (check vs JAX trace + GPU lowering), scaling (check vs argument count
 and stack depth), run (generated call vs hand-written pl.kernel), widgets (edit-to-
-feedback latency), graph (layout and render at 50 and 2,000 nodes).
+feedback latency), graph (the matplotlib picture, and the Lab's fast view in Chromium,
+at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process).
+
+``--json``: one JSON document instead of the table: the machine (``header``) and
+``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
+(and ``detail``, the table's text), so figures can be tracked run to run.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import argparse  # noqa: E402
+import datetime  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -30,12 +37,14 @@ SECTIONS = {
     "run": "bench.run_overhead",
     "widgets": "bench.widget_latency",
     "graph": "bench.graph_section",
+    "startup": "bench.startup",
 }
 QUICK = {
     "static": {"repeats": 1},
     "run": {"repeats": 3},
     "widgets": {"edits": 5},
     "graph": {"repeats": 1},
+    "startup": {"repeats": 3},
 }
 
 
@@ -49,17 +58,31 @@ def section(name: str, quick: bool) -> list[Row]:
         return [Row(name, f"n/a (error: {type(e).__name__}: {str(e)[:120]})")]
 
 
-def header() -> str:
+def machine() -> dict[str, object]:
+    """What the figures were measured on: date, Python, JAX's platform, CPUs, load."""
     try:
         import jax
 
-        devices = f"jax {jax.__version__} on {jax.devices()[0].platform}"
+        jax_v, platform_ = jax.__version__, jax.devices()[0].platform
     except Exception as e:  # noqa: BLE001
-        devices = f"jax unavailable ({type(e).__name__})"
+        jax_v, platform_ = None, f"unavailable ({type(e).__name__})"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(),
+        "jax": jax_v,
+        "platform": platform_,
+        "cpus": os.cpu_count(),
+        "load_at_start": round(load, 2),
+    }
+
+
+def header(m: dict[str, object] | None = None) -> str:
+    m = m or machine()
+    jax_s = f"jax {m['jax']} on {m['platform']}" if m["jax"] else f"jax {m['platform']}"
     return (
-        f"mpmd-lab bench: Python {platform.python_version()}, {devices}, "
-        f"{os.cpu_count()} CPUs, load average {load:.1f} at start; "
+        f"mpmd-lab bench {m['date']}: Python {m['python']}, {jax_s}, "
+        f"{m['cpus']} CPUs, load average {m['load_at_start']:.1f} at start; "
         "times are medians of several runs"
     )
 
@@ -68,14 +91,23 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("sections", nargs="*", choices=[*SECTIONS, []], metavar="SECTION")
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON rows to FILE")
     args = p.parse_args(argv)
-    print(header(), flush=True)
+    m = machine()
+    if not args.json:
+        print(header(m), flush=True)
     rows: list[Row] = []
     for name in args.sections or list(SECTIONS):
         t0 = time.perf_counter()
         rows += section(name, args.quick)
         print(f"  {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    print(render(rows))
+    m["load_at_end"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    doc = {"header": m, "rows": [r.to_json() for r in rows]}
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(doc, indent=1) if args.json else render(rows))
     return 0
 
 

@@ -1,18 +1,19 @@
-"""A scenario's generated JAX call, built in this process (``mpmd_lab.codegen`` source)."""
+"""A scenario's generated JAX call, built in this process, for timing (the stages are
+``mpmd_lab.ladder``'s, as everywhere else; here they run in-process, JAX warm)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mpmd_lab import ladder
 from mpmd_lab.codegen import generate
 from mpmd_lab.scenario import Scenario
 
 
 def module_of(scenario: Scenario, interpret: str | None = "gpu") -> dict[str, Any]:
     """The generated module's namespace (``build``, ``make_inputs``, ``place``)."""
-    ns: dict[str, Any] = {"__name__": f"bench_{scenario.name.replace('-', '_')}"}
-    exec(compile(generate(scenario, interpret=interpret), ns["__name__"], "exec"), ns)
-    return ns
+    name = f"bench_{scenario.name.replace('-', '_')}"
+    return ladder.load(generate(scenario, interpret=interpret), name)
 
 
 def build_and_args(ns: dict[str, Any], interpret: str | None) -> tuple[Any, list[Any]]:

@@ -78,6 +78,9 @@ def rows(repeats: int = 9) -> list[Row]:
             f"{a / b:.3f}",
             f"within {TARGET:.0%}",
             verdict(a / b <= 1 + TARGET),
+            value=a,
+            unit="s",
+            base=b,
         )
     ]
     try:
@@ -98,6 +101,9 @@ def rows(repeats: int = 9) -> list[Row]:
             fmt_s(t_rt),
             fmt_s(b),
             f"{t_rt / b:.1f}",
+            value=t_rt,
+            unit="s",
+            base=b,
         )
     )
     return out

@@ -31,6 +31,9 @@ BUILD_TEMPLATE = {
     "INTERPRET", "DETECT_RACES",
 }  # fmt: skip
 NUMBERED = re.compile(r"^(program|mesh)\d+$")
+#: local names an op's source makes itself (``Source.fresh``: a loop's body function, a
+#: condition's, a dot's accumulator): ``_`` + a word + a number, which no user name is
+FRESH = re.compile(r"^_(loop|when|mma|acc|k|carry)\d+$")
 #: identifiers of the module outside ``build`` (imports, constants, make_inputs, place, main);
 #: a new template name in codegen.py belongs here (or in BUILD_TEMPLATE) after review
 MODULE_TEMPLATE = {
@@ -44,11 +47,18 @@ KEYWORDS = {
     "out_type", "mesh", "scratch_types", "interpret", "grid", "grid_names", "cluster",
     "cluster_names", "num_threads", "thread_name", "transforms", "packed", "collective",
     "in_specs", "out_specs", "check_vma",
+    "device_id", "collective_axes", "reduction_op", "vec_size", "num_arrivals", "num_barriers",
+    "decrement", "commit_group", "step",
 }  # fmt: skip
 ATTRIBUTES = {
     "at", "bitcast", "reshape", "transpose", "transpose_ref", "remote_ref", "multicast_ref",
     "cluster_ref", "ds", "axis_index", "axis_size", "program_id", "full", "shape", "dtype",
     "commit_smem", "copy_smem_to_gmem", "wait_smem_to_gmem", "multimem_store", "Mesh", "kernel",
+    "semaphore_signal", "semaphore_wait", "semaphore_signal_multicast", "SemaphoreType",
+    "REGULAR", "Barrier", "ClusterBarrier", "barrier_wait", "barrier_arrive",
+    "copy_gmem_to_smem", "wgmma", "run_scoped", "ACC", "layout_cast", "multimem_load_reduce",
+    "Layout", "WG_STRIDED", "atomic_add", "when", "loop", "fori_loop", "logical_not",
+    "num_programs",
     "ShapeDtypeStruct", "SMEM", "GMEM", "TMEM", "TilingTransform", "SwizzleTransform",
     "new_ref", "make_mesh", "shard_map", "jit", "asarray", "device_put", "axis_names", "ndim",
     "values", "device_get", "items", "dumps", "argv", "environ", "get", "bool_",
@@ -97,13 +107,24 @@ def user_names(s: Scenario) -> tuple[set[str], set[str]]:
         texts |= set(p.mesh.grid) | set(p.mesh.cluster)
         if p.mesh.threads is not None and p.mesh.threads.name:
             texts.add(p.mesh.threads.name)
-        for st in p.body:
+        for st in _walk(p.body):
             if hasattr(st, "let"):
                 bound.add(st.let)
+            if getattr(st, "op", None) == "loop":
+                bound.add(st.var)
             texts |= set(_strings(st.model_dump()))
     for a in c.args:
         texts |= set(_strings([t.model_dump() for t in a.transforms]))
     return bound, texts
+
+
+def _walk(body: list[Any]) -> list[Any]:
+    """Every statement of a body, nested bodies (loops, conditions) included."""
+    out = []
+    for st in body:
+        out.append(st)
+        out += _walk(getattr(st, "body", []) or [])
+    return out
 
 
 def _strings(value: Any) -> list[str]:
@@ -145,7 +166,9 @@ def assert_export_is_safe(s: Scenario) -> None:
     }
     assert not template_in_build, f"user names shadow generated ones: {template_in_build}"
     stray = {
-        n for n in _names_in(build) if n not in BUILD_TEMPLATE | user_ids and not NUMBERED.match(n)
+        n
+        for n in _names_in(build)
+        if n not in BUILD_TEMPLATE | user_ids and not NUMBERED.match(n) and not FRESH.match(n)
     }
     assert not stray, f"identifiers in build that are neither template nor user: {stray}"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from mpmd_lab import gallery, probe, runtime
+from mpmd_lab import gallery, runtime, workers
 from mpmd_lab.scenario import load_scenario, save_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def _signal_worker_at(sig: int, stage: str = "interpret"):
 
     def on_progress(s: str, fraction: float) -> None:
         if s == stage and not sent:
-            pid = _pid(probe._POOL[(1, "cpu")])
+            pid = _pid(workers._POOL[(1, "cpu")])
             os.kill(pid, sig)
             sent.append(pid)
 
@@ -232,13 +232,13 @@ def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_
 
     def run_with(sig: int | None, timeout: int = 300) -> object:
         lab.runner.timeout.value = timeout
-        w = probe._POOL.get((1, "cpu"))
+        w = workers._POOL.get((1, "cpu"))
         n = w.requests if w is not None else 0
         lab.runner.run()
         if sig is not None:  # wait for the request to be in flight, then hit the worker
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                w = probe._POOL.get((1, "cpu"))
+                w = workers._POOL.get((1, "cpu"))
                 if w is not None and w.requests > n and w.last_stage == "interpret":
                     os.kill(_pid(w), sig)
                     break

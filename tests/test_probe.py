@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from mpmd_lab import gallery, probe
+from mpmd_lab import gallery, probe, workers
 from mpmd_lab.scenario import load_scenario
 
 
@@ -86,15 +86,15 @@ def test_direct_workers_without_the_zygote(monkeypatch):
     import signal
 
     monkeypatch.setenv("MPMD_LAB_FORK", "0")
-    with probe._LOCK:
-        old = probe._POOL.pop((1, "cpu"), None)
+    with workers._LOCK:
+        old = workers._POOL.pop((1, "cpu"), None)
         if old is not None:
             old.close()
     s = gallery.load("two-block-copy")
     try:
         r = probe.probe(s, ("build", "interpret"), timeout=120)
         assert r.ok, r.message
-        w = probe._POOL[(1, "cpu")]
+        w = workers._POOL[(1, "cpu")]
         assert w.zygote is None and w.proc is not None
         np.testing.assert_array_equal(r.outputs["out"], np.arange(256, dtype=np.float32))
 
@@ -105,8 +105,8 @@ def test_direct_workers_without_the_zygote(monkeypatch):
         dead = probe.probe(s, ("build", "interpret"), on_progress=kill)
         assert dead.crashed and dead.code == "RUN_CRASHED" and "SIGKILL" in dead.message
     finally:
-        with probe._LOCK:
-            w = probe._POOL.pop((1, "cpu"), None)
+        with workers._LOCK:
+            w = workers._POOL.pop((1, "cpu"), None)
             if w is not None:
                 w.close()
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mpmd_lab import gallery, probe, runtime
+from mpmd_lab import gallery, probe, runtime, workers
 from mpmd_lab.codegen import generate
 from mpmd_lab.scenario import load_scenario
 
@@ -89,7 +89,16 @@ def test_every_gallery_scenario_gives_a_known_answer(gallery_runs):
 
 def test_contract_shape(gallery_runs):
     j = gallery_runs["two-block-copy"].to_json()
-    assert set(j) == {"status", "backend", "reason", "devices", "error", "outputs", "seconds"}
+    assert set(j) == {
+        "status",
+        "backend",
+        "reason",
+        "devices",
+        "error",
+        "outputs",
+        "seconds",
+        "cached",
+    }
     assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
     assert j["outputs"]["out"] == {
         "shape": [256],
@@ -128,7 +137,7 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
     # a crash: the worker dies (SIGKILL, as a segfaulting JAX would) mid-run
     def kill_at_interpret(stage, fraction):
         if stage == "interpret":
-            os.kill(probe._POOL[(1, "cpu")].pid, signal.SIGKILL)
+            os.kill(workers._POOL[(1, "cpu")].pid, signal.SIGKILL)
 
     stages = []
     crashed = runtime.run(
@@ -286,3 +295,16 @@ def test_generated_block_kernels_match_numpy(case):
     r = runtime.run(load_scenario(data), "interpret", timeout=120)
     assert r.ok, r.error
     np.testing.assert_array_equal(r.outputs["out"], expected)
+
+
+def test_a_second_run_of_an_unchanged_scenario_reuses_the_built_call():
+    s = gallery.load("two-block-copy")
+    first = runtime.run(s, "interpret")
+    again = runtime.run(s, "interpret")
+    assert first.ok and again.ok and again.cached
+    np.testing.assert_array_equal(again.outputs["out"], first.outputs["out"])
+    changed = s.to_dict()
+    changed["buffers"]["x"]["init"] = "ones"  # another source: built afresh
+    other = runtime.run(load_scenario(changed), "interpret")
+    assert other.ok and not other.cached
+    np.testing.assert_array_equal(other.outputs["out"], np.ones(256, np.float32))

@@ -86,3 +86,46 @@ def test_check_never_raises(ts, shape, grid, as_ref, twice) -> None:
     )
     diags = check(s)
     assert all(d.code and d.stage for d in diags)
+
+
+def test_check_takes_several_files_and_folders(tmp_path, capsys) -> None:
+    import shutil
+
+    from mpmd_lab import gallery
+
+    folder = tmp_path / "scenarios"
+    (folder / "deeper").mkdir(parents=True)
+    shutil.copy(gallery.path_of("two-block-copy"), folder / "a.json")
+    shutil.copy(gallery.path_of("ring-shift"), folder / "deeper" / "b.json")
+    assert main(["check", str(folder)]) == 0  # every *.json under the folder, all valid
+    out = capsys.readouterr().out
+    assert "checked 2 scenario file(s): 2 valid" in out and "deeper/b.json" in out
+    assert main(["check", str(folder), "dup-ref"]) == 1  # one has problems
+    capsys.readouterr()
+    (folder / "broken.json").write_text('{"name": 3}')
+    assert main(["check", "dup-ref", str(folder), "--json"]) == 2  # one is unusable
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] is False and [f["valid"] for f in data["files"]] == [
+        False, True, False, True,
+    ]  # fmt: skip
+    assert data["files"][0]["diagnostics"][0]["code"] == "MPMD_DUP_REF"
+    assert data["files"][2]["unusable"][0]["path"] == "name"
+    assert main(["check", "dup-ref", "ring-shift", "--fix"]) == 2  # --fix takes one FILE
+    assert "take one FILE" in capsys.readouterr().err
+
+
+def test_check_imports_only_what_it_needs() -> None:
+    """`check` needs no JAX, numpy or matplotlib; `gallery` not even pydantic."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from mpmd_lab import cli; rc = cli.main(sys.argv[1:]); "
+        "print(sorted(m for m in ('jax', 'numpy', 'matplotlib', 'pydantic') if m in sys.modules))"
+    )
+    for argv, loaded in ((["check", "ring-shift"], "['pydantic']"), (["gallery"], "[]")):
+        r = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip().splitlines()[-1] == loaded, (argv, r.stdout)

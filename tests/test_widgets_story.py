@@ -106,10 +106,24 @@ def test_graph_is_redrawn_after_each_change():
     lab = Lab("dup-ref", background=False, graph=True)
     if lab.graph.note.value:  # the drawing failed: the message is shown instead
         pytest.fail(lab.graph.note.value)
-    first = lab.graph.image.value
-    assert first[:4] == b"\x89PNG" and lab.graph.draws == 1
+    first = lab.graph.view.svg
+    assert first.startswith("<svg") and lab.graph.draws == 1
+    assert 'class="node red"' in first and "MPMD_DUP_REF" in lab.graph.view.problems
     find(lab.problems, "mpl-fix", w.Button).click()
-    assert lab.graph.draws == 2 and lab.graph.image.value != first
+    assert lab.graph.draws == 2 and lab.graph.view.svg != first
+    assert 'class="node red"' not in lab.graph.view.svg and lab.graph.view.problems == ""
+
+
+def test_the_png_graph_is_still_there_and_redrawn():
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets.problems import GraphView
+
+    st = Session("dup-ref")
+    graph = GraphView(st, fast=False)
+    first = graph.image.value
+    assert first[:4] == b"\x89PNG" and graph.draws == 1 and graph.picture is graph.image
+    st.apply_fix(st.diagnostics[0].fix)
+    assert graph.draws == 2 and graph.image.value != first
 
 
 def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
@@ -121,12 +135,22 @@ def test_in_a_kernel_the_graph_follows_the_edit_and_is_greyed_until_then():
     st = Session("dup-ref-fixed")
     graph = GraphView(st, deferred=True, delay=0.01)
     st.edit(("add", "call.args[1]", {"buffer": "acc", "param": "b_ref"}))
-    assert "mpl-stale" in graph.image._dom_classes  # the feedback did not wait for it
+    assert "mpl-stale" in graph.picture._dom_classes  # the feedback did not wait for it
     deadline = time.monotonic() + 120
-    while "mpl-stale" in graph.image._dom_classes and time.monotonic() < deadline:
+    while "mpl-stale" in graph.picture._dom_classes and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert "mpl-stale" not in graph.image._dom_classes
+    assert "mpl-stale" not in graph.picture._dom_classes
     assert graph._drawn == st.scenario.model_dump_json()
+    assert "MPMD_DUP_REF" in graph.view.svg  # the new argument's problem is on the picture
+
+
+def test_clicking_a_view_in_the_graph_opens_its_transform_stack():
+    lab = Lab("peer-then-multicast", background=False, graph=True)
+    node = next(n for n in lab.graph.view.scene["nodes"] if n["red"])
+    assert node["path"] == "call.programs[0].body[0].transforms[1]"
+    lab.graph.view.set_state({"selected_id": node["id"], "selected": node["path"]})  # a click
+    assert lab.graph.selected == node["path"]
+    assert lab.tabs.selected_index == 2 and lab.transforms.target == "call.programs[0].body[0]"
 
 
 def test_edit_feedback_is_fast_for_gallery_scenarios():
@@ -183,3 +207,25 @@ def test_peer_then_multicast_story_runs_after_the_fix():
     assert out.status == "ok", out
     # x = iota over the global array (2 devices x 128), copied to out on each device
     np.testing.assert_allclose(np.asarray(out.outputs["out"]).ravel(), np.arange(256))
+
+
+def test_one_edit_checks_once_and_every_panel_reads_that_analysis():
+    """Opening the Lab checks once; an edit checks once more: the problems list, the
+    graph, the editors and the run panel all read the session's one analysis."""
+    from mpmd_lab import validate
+
+    before = validate.RUNS
+    lab = Lab("dup-ref", background=False, graph=True)
+    lab.graph.redraw(force=True)
+    assert validate.RUNS - before == 1
+    before = validate.RUNS
+    analysis = lab.state.analysis
+    assert lab.state.edit(("replace", "description", "one edit")).ok
+    lab.graph.redraw(force=True)
+    assert validate.RUNS - before == 1
+    assert lab.state.analysis is not analysis and lab.state.version >= 1
+    # undo is an edit too: one more check, back to the old problems
+    before = validate.RUNS
+    assert lab.state.undo()
+    assert validate.RUNS - before == 1
+    assert [d.code for d in lab.state.diagnostics] == ["MPMD_DUP_REF"]

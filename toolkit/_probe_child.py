@@ -5,7 +5,13 @@ nothing from ``toolkit``): a *zygote* that imports JAX and Pallas without starti
 a backend, then forks one worker per (device count) on request. A forked worker
 sets its CPU device count, starts JAX's backend (a fraction of a second, against
 many seconds for a fresh import) and serves requests on its own socket; both
-directions are length-prefixed pickles. Anything the scenario prints goes to a log.
+directions are length-prefixed pickles. Anything the scenario prints goes to a log
+(an unnamed temp file the parent passes as a file descriptor: nothing to leave behind).
+
+Every process here dies with its parent: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` on
+Linux (the zygote's parent is the caller, a worker's the zygote), and a watchdog on
+the parent's socket (a hang-up means the parent is gone) in each worker, so a killed
+CLI or notebook kernel never leaves a worker running a kernel with ppid 1.
 
 Request: ``{"source", "stages", "mode", "detect_races"}``. While it works the child
 sends ``{"progress": stage}``; at the end ``{"result": {...}}`` with ``ok``,
@@ -16,15 +22,51 @@ unusable: the parent restarts this worker).
 
 import os
 import pickle
+import select
+import signal
 import struct
 import sys
+import threading
 import time
 import traceback
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Get SIGKILL when the parent ends (Linux); end now if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(0)
+
+
+def watch_parent(sock) -> None:
+    """A daemon thread that ends this process when the parent's end of ``sock`` hangs
+    up (the parent exited or was killed), even while a kernel keeps the main thread busy."""
+    mask = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(sock.fileno(), mask & ~(select.POLLHUP | select.POLLERR))
+        while True:
+            for _, events in poller.poll():
+                if events & mask:
+                    os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def _send(out, obj) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack("<Q", len(data)) + data)
+    out.write(struct.pack("<Q", len(data)))  # apart: no second copy of a large result
+    out.write(data)
     out.flush()
 
 
@@ -36,107 +78,30 @@ def _recv(inp):
     return pickle.loads(inp.read(n))
 
 
-def _text(e: BaseException) -> str:
-    """``str(e)``, or a stand-in when the exception cannot say what it is."""
-    try:
-        return str(e)
-    except Exception as inner:  # noqa: BLE001
-        return f"<str() of {type(e).__name__} failed: {type(inner).__name__}>"
+def _ladder():
+    """``mpmd_lab.ladder``, loaded by path (this child imports nothing of the package)."""
+    mod = sys.modules.get("mpmd_lab_ladder")
+    if mod is None:
+        import importlib.util
 
-
-def _races_found() -> bool:
-    """Races recorded by the GPU interpreter (jax 0.11.2 records, 0.12 raises too)."""
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["get_races"])
-            races = m.get_races()
-        except Exception:
-            continue
-        return bool(getattr(races, "races_found", False))
-    return False
-
-
-def _reset_interpret_state() -> None:
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["reset_gpu_interpret_mode_state"])
-            m.reset_gpu_interpret_mode_state()
-            return
-        except Exception:
-            continue
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ladder.py")
+        spec = importlib.util.spec_from_file_location("mpmd_lab_ladder", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["mpmd_lab_ladder"] = mod
+        spec.loader.exec_module(mod)
+    return mod
 
 
 def _handle(req, out):
-    import jax
-    import numpy as np
-
-    stages = list(req["stages"])
-    ns = {"__name__": "mpmd_lab_scenario", "__builtins__": __builtins__}
-    result = {"ok": True, "stage": None, "error_type": None, "message": None, "outputs": None}
-    result["poisoned"] = False
-    stage = "build"
-
-    def enter(s):
-        nonlocal stage
-        stage = s
-        _send(out, {"progress": s})
-
-    saved_flags = os.environ.get("XLA_FLAGS")
-    try:
-        enter("build")
-        try:
-            exec(compile(req["source"], "<mpmd-lab scenario>", "exec"), ns)
-        finally:
-            if saved_flags is None:
-                os.environ.pop("XLA_FLAGS", None)
-            else:
-                os.environ["XLA_FLAGS"] = saved_flags
-        names = ns.get("OUTPUT_NAMES")
-        args = None
-        fn = None
-        if {"build", "trace", "gpu-lower", "gpu-run"} & set(stages):
-            fn, mesh = ns["build"](None)
-            args = ns["place"](ns["make_inputs"](), mesh)
-        if "trace" in stages:
-            enter("trace")
-            fn.trace(*args)
-        if "gpu-lower" in stages:
-            enter("gpu-lower")
-            jax.export.export(fn, platforms=["cuda"])(*args)
-        run_stage = next((s for s in ("interpret", "gpu-run") if s in stages), None)
-        if run_stage:
-            if run_stage == "interpret":
-                # build for the interpreter (a build error shows at the build stage)
-                fn, mesh = ns["build"](req["mode"], bool(req["detect_races"]))
-                args = ns["place"](ns["make_inputs"](), mesh)
-            enter(run_stage)
-            result["poisoned"] = run_stage == "interpret"
-            outs = fn(*args)
-            keys = names if names is not None else list(outs)
-            result["outputs"] = {k: np.asarray(jax.device_get(outs[k])) for k in keys}
-            if run_stage == "interpret" and req["detect_races"] and _races_found():
-                raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
-            result["poisoned"] = False
-    except BaseException as e:  # noqa: BLE001 - every failure is data
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        result.update(
-            ok=False,
-            stage=stage,
-            error_type=type(e).__name__,
-            message=_text(e),
-            traceback="".join(traceback.format_exception(e))[-8000:],
-            outputs=None,
-        )
-        if stage == "interpret":
-            _reset_interpret_state()
-    return result
+    """One request up the ladder; progress is sent as each stage starts."""
+    return _ladder().climb(
+        req["source"],
+        list(req["stages"]),
+        mode=req["mode"],
+        detect_races=bool(req["detect_races"]),
+        on_stage=lambda s: _send(out, {"progress": s}),
+        reuse=bool(req.get("reuse")),
+    )
 
 
 #: Modules a worker needs, imported once in the zygote so forked workers start warm.
@@ -155,19 +120,20 @@ _WARM = (
 )
 
 
-def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
-    """A forked worker: set the device count, start JAX's backend, serve requests."""
+def _serve(sock, devices: int, platform: str, log_fd: int) -> None:
+    """A worker: set the device count, start JAX's backend, serve requests until the
+    parent closes the socket (or goes: ``watch_parent``)."""
     try:
         os.setsid()
     except OSError:  # already a session leader (started directly)
         pass
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    os.dup2(fd, 1)  # stray prints (and JAX's) go to the log
-    os.close(fd)
+    os.dup2(log_fd, 2)
+    os.dup2(log_fd, 1)  # stray prints (and JAX's) go to the log
+    os.close(log_fd)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    watch_parent(sock)
     stream = sock.makefile("rwb")
     t0 = time.perf_counter()
     import jax
@@ -198,16 +164,19 @@ def _serve(sock, devices: int, platform: str, stderr_path: str) -> None:
         _send(stream, {"result": res})
 
 
-def zygote(control_fd: int) -> None:
-    """Import JAX once (no backend), then fork a worker per ``spawn`` request.
+def zygote(control_fd: int, parent: int) -> None:
+    """Import JAX once (no backend), then fork a worker per ``spawn`` request; end when
+    the parent closes the control socket (or dies: the death signal).
 
     Control messages (length-prefixed pickles on a Unix socket): ``{"spawn":
-    {"devices", "platform", "stderr"}}`` with the worker's socket passed as a file
-    descriptor, answered ``{"pid"}``; ``{"wait": pid}``, answered ``{"status"}``
+    {"devices", "platform"}}`` with the worker's socket and its log passed as file
+    descriptors, answered ``{"pid"}``; ``{"wait": pid}``, answered ``{"status"}``
     (``os.waitpid``'s status, or None).
     """
     import socket
 
+    die_with_parent(parent)
+    me = os.getpid()
     ctrl = socket.socket(fileno=control_fd)
     for mod in _WARM:
         try:
@@ -236,9 +205,10 @@ def zygote(control_fd: int) -> None:
             pid = os.fork()
             if pid == 0:
                 try:
+                    die_with_parent(me)
                     ctrl.close()
                     wsock = socket.socket(fileno=fds[0])
-                    _serve(wsock, spec["devices"], spec["platform"], spec["stderr"])
+                    _serve(wsock, spec["devices"], spec["platform"], fds[1])
                 finally:
                     os._exit(0)
             for fd in fds:
@@ -252,16 +222,26 @@ def zygote(control_fd: int) -> None:
             _send(stream, {"status": status})
 
 
-def direct(sock_fd: int, devices: int, platform: str, stderr_path: str) -> None:
+def direct(sock_fd: int, devices: int, platform: str, log_fd: int, parent: int) -> None:
     """A worker started as its own process (no zygote): for GPU platforms, where a
     CUDA process must never be forked."""
     import socket
 
-    _serve(socket.socket(fileno=sock_fd), devices, platform, stderr_path)
+    die_with_parent(parent)
+    _serve(socket.socket(fileno=sock_fd), devices, platform, log_fd)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--direct":
-        direct(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
-    else:
-        zygote(int(sys.argv[1]))
+    # python _probe_child.py CONTROL_FD PARENT_PID
+    # python _probe_child.py --direct SOCK_FD DEVICES PLATFORM LOG_FD PARENT_PID
+    argv = sys.argv[1:]
+    try:
+        if argv[0] == "--direct":
+            direct(int(argv[1]), int(argv[2]), argv[3], int(argv[4]), int(argv[5]))
+        else:
+            zygote(int(argv[0]), int(argv[1]))
+    except BaseException:  # noqa: BLE001 - into the log, for the parent's message
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)  # no interpreter shutdown (JAX's atexit hooks) once the parent is gone

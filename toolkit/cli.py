@@ -2,21 +2,35 @@
 
 Each subcommand loads a scenario (a file or a gallery name), calls the library and
 prints; exit 0 good, 1 problems found or JAX error reported, 2 unusable input.
+
+Start-up is part of the job (``check`` runs in pre-commit hooks and CI): each command
+imports only what it needs, inside its function, and the process skips pydantic's
+plugin discovery, a scan of every installed package's metadata (set
+``PYDANTIC_DISABLE_PLUGINS`` yourself to choose otherwise). See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+from mpmd_lab import files
+from mpmd_lab.safetext import clip, safe_streams
+
+# before pydantic builds the first model: ~30 ms of entry-point scanning per process
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+if TYPE_CHECKING:
+    from mpmd_lab.scenario import Scenario
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 MAX_PROBLEMS_SHOWN = 50
+#: Characters of user input (a path, a query) quoted in a message.
+QUOTE = 200
 
 
 class UsageError(Exception):
@@ -24,30 +38,25 @@ class UsageError(Exception):
 
 
 def _load(source: str) -> Scenario:
+    from mpmd_lab.scenario import load_scenario
+
     return load_scenario(source)
 
 
-def _write_atomic(path: str, write: Callable[[Path], object]) -> None:
-    """``write(tmp)`` to a temp file beside ``path`` (same suffix), then rename it over
-    ``path``: a failure leaves the old file whole and no temp file behind."""
-    import tempfile
+def _inputs(source: str) -> list[str]:
+    """The files a command reads ``source`` from (a path, or a gallery scenario's file):
+    an ``-o`` that names one of them is refused."""
+    from mpmd_lab import gallery
 
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        dir=target.parent or ".", prefix=f".{target.name}.", suffix=target.suffix or ".tmp"
-    )
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    paths = [source]
+    if gallery.has(source):
+        paths.append(str(gallery.path_of(source)))
+    return paths
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write a text file atomically."""
-    _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+def _say(text: str) -> None:
+    """A note about what was written (stderr: stdout may be JSON or a scenario)."""
+    print(text, file=sys.stderr)
 
 
 # ---------------------------------------------------------------- commands
@@ -57,14 +66,63 @@ def cmd_gallery(args: argparse.Namespace) -> int:
     from mpmd_lab import gallery
 
     names = gallery.names()
+    if args.name is not None:
+        return _gallery_one(args, names)
+    if args.output:
+        raise UsageError("-o needs a scenario's NAME: mpmd-lab gallery NAME -o FILE")
     width = max(map(len, names))
     for name in names:
         print(f"{name:<{width}}  {gallery.summary(name)}")
     return EXIT_OK
 
 
+def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
+    """``gallery NAME [-o FILE]``: a built-in scenario as a file to start from."""
+    import difflib
+
+    from mpmd_lab import gallery
+
+    if args.name not in names:
+        near = difflib.get_close_matches(args.name, names, n=3)
+        hint = (
+            f"; did you mean {' or '.join(near)}?" if near else f"; the names: {', '.join(names)}"
+        )
+        raise UsageError(f"no gallery scenario {clip(args.name, QUOTE)!r}{hint}")
+    from mpmd_lab.scenario import save_scenario
+
+    scenario = gallery.load(args.name)
+    if not args.output:
+        print(scenario.to_json())
+        return EXIT_OK
+    if os.path.lexists(args.output) and not args.force:
+        raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it")
+    written = save_scenario(scenario, args.output, inputs=_inputs(args.name))
+    _say(f"wrote {written}: gallery scenario {args.name}")  # a real path: bounded
+    return EXIT_OK
+
+
+def _check_sources(items: list[str]) -> list[str]:
+    """FILE arguments of ``check``: files and gallery names as given; a folder stands
+    for every ``*.json`` under it (sorted), or, holding none, for itself."""
+    out: list[str] = []
+    for item in items:
+        p = Path(item)
+        found = sorted(str(f) for f in p.rglob("*.json") if f.is_file()) if p.is_dir() else []
+        out += found or [item]  # a folder without scenarios fails to load like any file
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    scenario = _load(args.file)  # before importing JAX: bad input fails fast
+    sources = _check_sources(args.file)
+    if len(sources) == 1:
+        return _check_one(args, sources[0])
+    if args.fix or args.output:
+        raise UsageError("--fix and -o take one FILE")
+    return _check_many(args, sources)
+
+
+def _check_one(args: argparse.Namespace, source: str) -> int:
+    scenario = _load(source)  # before importing JAX: bad input fails fast
     from mpmd_lab import validate
 
     diags = validate.check(scenario)
@@ -76,15 +134,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         from mpmd_lab import fixes
 
         fixed, applied = fixes.apply_all(scenario, diags)
-        if args.output:
-            save_scenario(fixed, args.output)
+        if args.output and not applied:
+            _say(f"no fix applies: nothing written to {clip(args.output, QUOTE)}")
+        elif args.output:
+            from mpmd_lab.scenario import save_scenario
+
+            written = save_scenario(fixed, args.output, inputs=_inputs(source))
+            n = len(applied)
+            _say(f"wrote {written}: {n} fix{'es' if n != 1 else ''} applied")
         else:
             print(fixed.to_json())
+            if not applied:
+                _say("no fix applies: the scenario above is unchanged")
         for fix in applied:
-            print(f"fixed: {fix.description}", file=sys.stderr)
+            _say(f"fixed: {fix.description}")
         diags = validate.check(fixed)
     valid = not any(d.is_error for d in diags)
     if args.json:
+        import json
+
         print(json.dumps({"valid": valid, "diagnostics": [d.to_json() for d in diags]}, indent=2))
     elif not args.fix or args.output:
         from mpmd_lab.report import format_diagnostics
@@ -93,12 +161,61 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if valid else EXIT_PROBLEMS
 
 
+def _check_many(args: argparse.Namespace, sources: list[str]) -> int:
+    """Several scenarios in one process (pre-commit, CI): each reported in turn; exit 2
+    if any is unusable, else 1 if any has problems, else 0."""
+    import json
+
+    from mpmd_lab import validate
+    from mpmd_lab.report import format_diagnostics
+    from mpmd_lab.scenario import ScenarioError
+
+    worst, results = EXIT_OK, []
+    counts = {"valid": 0, "invalid": 0, "unusable": 0}
+    for source in sources:
+        try:
+            scenario = _load(source)
+        except (ScenarioError, OSError) as e:
+            problems = getattr(e, "problems", None) or [("", str(e))]
+            results.append({"file": source, "valid": False, "unusable": [
+                {"path": path, "message": msg} for path, msg in problems]})  # fmt: skip
+            if not args.json:
+                for path, msg in problems[:MAX_PROBLEMS_SHOWN]:
+                    print(f"{source}: {path or '<top>'}: {msg}", file=sys.stderr)
+            worst = EXIT_BAD_INPUT
+            counts["unusable"] += 1
+            continue
+        diags = validate.check(scenario)
+        if args.deep:
+            from mpmd_lab import deep
+
+            diags = deep.deep_check(scenario, timeout=args.timeout, static=diags)
+        valid = not any(d.is_error for d in diags)
+        counts["valid" if valid else "invalid"] += 1
+        if not valid:
+            worst = max(worst, EXIT_PROBLEMS)
+        if args.json:
+            results.append({"file": source, "valid": valid,
+                            "diagnostics": [d.to_json() for d in diags]})  # fmt: skip
+        else:
+            print(f"== {source}")
+            print(format_diagnostics(scenario.name, diags))
+    if args.json:
+        print(json.dumps({"valid": worst == EXIT_OK, "files": results}, indent=2))
+    else:
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+        print(f"checked {len(sources)} scenario file(s): {summary}")
+    return worst
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from mpmd_lab import runtime
 
     result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
     if args.json:
+        import json
+
         print(json.dumps(result.to_json()))
     else:
         print(result.summary())
@@ -114,12 +231,17 @@ def cmd_graph(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.output:
         raise UsageError("graph needs -o OUT.png or OUT.svg (or --text)")
-    if Path(args.output).suffix.lower() not in {".png", ".svg", ".pdf"}:
-        raise UsageError(f"{args.output}: the picture is written as .png, .svg or .pdf")
+    fmt = Path(args.output).suffix.lower().lstrip(".")
+    if fmt not in {"png", "svg", "pdf"}:
+        raise UsageError(
+            f"{clip(args.output, QUOTE)}: the picture is written as .png, .svg or .pdf"
+        )
+    files.target_of(args.output, _inputs(args.file))  # refuse before the drawing's seconds
     from mpmd_lab import draw as plot
 
-    _write_atomic(args.output, lambda tmp: plot.save_aliasing(scenario, tmp))
-    print(args.output)
+    data = plot.render_aliasing(scenario, fmt)
+    files.write_bytes(args.output, data, _inputs(args.file))
+    print(args.output)  # written: a real path, so bounded
     return EXIT_OK
 
 
@@ -130,10 +252,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         source = generate(scenario)
     except CodegenError as e:
-        print(f"{args.file}: {e.path or 'call'}: cannot export: {e}", file=sys.stderr)
+        where = f"{clip(args.file, QUOTE)}: {e.path or 'call'}"
+        print(f"{where}: cannot export: {clip(str(e), 2 * QUOTE)}", file=sys.stderr)
         return EXIT_PROBLEMS
     if args.output:
-        _write_text(args.output, source)
+        files.write_text(args.output, source, _inputs(args.file))
         print(args.output)
     else:
         sys.stdout.write(source)
@@ -145,7 +268,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     card = knowledge.lookup(args.query)
     if card is None:
-        print(f"no code or known JAX message matches {args.query!r}", file=sys.stderr)
+        print(f"no code or known JAX message matches {clip(args.query, QUOTE)!r}", file=sys.stderr)
         print("codes: " + ", ".join(knowledge.codes()), file=sys.stderr)
         return EXIT_PROBLEMS
     print(card.to_json() if args.json else card.render())
@@ -201,11 +324,18 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("gallery", help="list the built-in scenarios")
+    s = sub.add_parser(
+        "gallery", help="list the built-in scenarios, or write one as a file to start from"
+    )
+    s.add_argument("name", metavar="NAME", nargs="?", help="a scenario: print it (or -o FILE)")
+    s.add_argument("-o", "--output", metavar="FILE.json", help="write scenario NAME to FILE")
+    s.add_argument("--force", action="store_true", help="with -o: replace an existing FILE")
     s.set_defaults(func=cmd_gallery)
 
-    s = sub.add_parser("check", help="validate a scenario (exit 0 valid, 1 problems, 2 bad input)")
-    s.add_argument("file", metavar="FILE")
+    s = sub.add_parser("check", help="validate scenarios (exit 0 valid, 1 problems, 2 bad input)")
+    s.add_argument(
+        "file", metavar="FILE", nargs="+", help="scenario files, folders of them, gallery names"
+    )
     s.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
     s.add_argument("--deep", action="store_true", help="also trace and lower for the GPU with JAX")
     s.add_argument("--fix", action="store_true", help="apply every known fix")
@@ -262,12 +392,46 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _NeverRaised(Exception):
+    pass
+
+
+def _scenario_error() -> type[BaseException]:
+    """``ScenarioError``, without importing pydantic for commands that never load one."""
+    mod = sys.modules.get("mpmd_lab.scenario")
+    return mod.ScenarioError if mod is not None else _NeverRaised
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mpmd-lab`` command."""
-    args = parser().parse_args(argv)
+    """Run one ``mpmd-lab`` command line; the exit status."""
+    return _run(parser().parse_args(argv))
+
+
+#: Commands that start no other process: the console script may skip the interpreter's
+#: tear-down after them (freeing every module of pydantic and co. costs tens of ms).
+QUICK_EXIT = ("gallery", "check", "explain", "export")
+
+
+def entry() -> None:
+    """The ``mpmd-lab`` console script."""
+    args = parser().parse_args()
+    code = _run(args)
+    if args.command in QUICK_EXIT and not getattr(args, "deep", False):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
+    safe_streams()  # PYTHONIOENCODING=ascii, a C locale: escapes, never a crash
     try:
         return args.func(args)
-    except ScenarioError as e:
+    except _scenario_error() as err:
+        e: Any = err  # a ScenarioError
         for path, msg in e.problems[:MAX_PROBLEMS_SHOWN]:
             print(f"{e.source}: {path or '<top>'}: {msg}", file=sys.stderr)
         if len(e.problems) > MAX_PROBLEMS_SHOWN:
@@ -283,11 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except OSError as e:
-        print(f"mpmd-lab {args.command}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = clip(str(e.filename), QUOTE) if e.filename else ""
+        print(f"mpmd-lab {args.command}: {where}: {e.strerror or e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -15,6 +15,21 @@ Edges (``kind``): ``passed-as`` (buffer -> argument -> parameter), ``captured-as
 -> parameter of the same Ref), ``peer-of`` (device -> device through ``remote_ref``,
 one per device), ``multicast-to`` (device -> every device of its multicast group).
 
+Synchronisation (the collectives language): ``sync`` (a statement's semaphore or barrier
+field: statement -> object for a signal, an arrival or a copy that completes on it;
+object -> statement for a wait; ``role`` says which), ``signals`` (signal -> the waits it
+can satisfy; between statements, with the device pairs in ``pairs``, and between
+devices, one per (signal, source device, target device) with the loop steps in
+``steps`` and the waits on the target in ``waits``), ``completes`` (a TMA load -> the
+``barrier_wait`` on its barrier), ``arrives`` (``barrier_arrive`` -> ``barrier_wait``),
+``body`` (a ``loop`` or ``when`` statement -> each statement directly in its body).
+Every statement carries ``scope`` (the control statements around it, outermost first)
+and ``repeats`` (how many times it runs per program instance: the product of the static
+trip counts of its loops, None when one is traced); a loop is a repeat marker
+(``repeat=True``, ``var``, ``trips``, ``range``). A diagnostic whose code starts with
+``DEADLOCK`` is drawn on the wait it names, on the signals that reach that wait, and
+the wait is marked ``deadlock=True`` (``never_signalled=True`` when no signal reaches it).
+
 The graph never raises on a loadable scenario: unknown names become ``unknown`` nodes,
 missing buffers ``buffer`` nodes with ``missing=True``, unresolvable device ids no edges.
 """
@@ -29,13 +44,15 @@ from typing import Any
 
 import networkx as nx
 from mpmd_lab import dtypes, shapes
+from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import WRITE, Bitcast, Let, MulticastRef, RemoteRef
-from mpmd_lab.ops.peers import device_targets
+from mpmd_lab.ops import SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef
+from mpmd_lab.ops.control import static_value
+from mpmd_lab.ops.peers import device_targets, resolve_device
 from mpmd_lab.resolve import Resolved, resolve
-from mpmd_lab.scenario import Scenario, load_scenario
+from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
 from mpmd_lab.validate import Analysis, analyze
 
 #: At most this many device-to-device edges (peer + multicast) in one graph.
@@ -66,7 +83,15 @@ EDGE_KINDS = (
     "aliases",
     "peer-of",
     "multicast-to",
+    "sync",
+    "signals",
+    "completes",
+    "arrives",
+    "body",
 )
+#: At most this many loop iterations (all loops around a statement together) are
+#: evaluated for the signal edges of one statement.
+MAX_STEPS = 4096
 
 # ---------------------------------------------------------------- labels
 
@@ -335,7 +360,11 @@ class _Builder:
                     if bb is not None and bb.as_ref:
                         param_buffer[leaf] = bname
                         param_order.append(leaf)
-            elif (bb := s.buffers.get(a.buffer)) is not None and bb.as_ref:
+            elif (
+                isinstance(a, BufferArg)
+                and (bb := s.buffers.get(a.buffer)) is not None
+                and bb.as_ref
+            ):
                 param_buffer[pid] = a.buffer
                 param_order.append(pid)
 
@@ -469,16 +498,195 @@ class _Builder:
                 if rst.defines is not None:
                     self.node_of[id(rst.defines)] = last
                 continue
+            scope = tuple(f"stmt:{i}.{c.index}" for c in rst.scope)
             sid = self.node(
-                f"stmt:{i}.{j}", "statement", st.op, spath, program=i, statement=j, text=st.label()
+                f"stmt:{i}.{j}",
+                "statement",
+                st.op,
+                spath,
+                program=i,
+                statement=j,
+                text=st.label(),
+                scope=scope,
+                repeats=self.repeats(rst),
             )
+            if st.kind == "loop":
+                trips = self.trips(st)
+                self.g.nodes[sid].update(
+                    repeat=True,
+                    control="loop",
+                    var=st.var,
+                    trips=trips,
+                    range=f"{E.parse(st.start).label()}..{E.parse(st.stop).label()}"
+                    + ("" if st.step == 1 else f" step {st.step}"),
+                )
+            elif st.kind == "when":
+                self.g.nodes[sid].update(control="when", cond=st.condition().label())
             self.edge(pid, sid, "runs", "", None)
+            if scope:
+                self.edge(scope[-1], sid, "body", "", None)
             for fname, name, access in st.ref_fields():
                 ref = self.ref_node(rst, fname, name)[0]
                 if access == WRITE:
                     self.edge(sid, ref, "writes", fname, f"{spath}.{fname}", statement=sid)
+                elif access == SYNC:
+                    role = _sync_role(st)
+                    u, v = (ref, sid) if role == "wait" else (sid, ref)
+                    self.edge(u, v, "sync", fname, f"{spath}.{fname}", statement=sid, role=role)
                 else:
                     self.edge(ref, sid, "reads", fname, f"{spath}.{fname}", statement=sid)
+        self.sync_edges(i)
+
+    # -- loops and synchronisation
+
+    def trips(self, loop: Any) -> int | None:
+        """A loop's static trip count (None when a bound is traced)."""
+        a = static_value(E.parse(loop.start), self.r)
+        b = static_value(E.parse(loop.stop), self.r)
+        return None if a is None or b is None else len(range(a, b, loop.step))
+
+    def repeats(self, rst: Any) -> int | None:
+        n = 1
+        for c in rst.scope:
+            if c.node.kind == "loop":
+                t = self.trips(c.node)
+                if t is None:
+                    return None
+                n *= t
+        return n
+
+    def loop_envs(self, rst: Any) -> list[dict[str, int]] | None:
+        """Every assignment of the loop variables around a statement (static ranges; a
+        bound may use an outer loop's variable); None when unknown or too many."""
+        envs: list[dict[str, int]] = [{}]
+        for c in rst.scope:
+            node = c.node
+            if node.kind != "loop":
+                continue
+            nxt = []
+            for env in envs:
+                a = static_value(E.parse(node.start), self.r, env)
+                b = static_value(E.parse(node.stop), self.r, env)
+                if a is None or b is None:
+                    return None
+                nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
+                if len(nxt) > MAX_STEPS:
+                    return None
+            envs = nxt
+        return envs
+
+    def sync_edges(self, i: int) -> None:
+        """``signals`` edges (signal -> the waits it can satisfy, per device pair and
+        loop step) and barrier edges (``completes``, ``arrives``) of program ``i``."""
+        mesh = dict(self.s.device_mesh or {})
+        coords = _device_coords(mesh) if mesh else [()]
+        sizes = {**mesh, **_mesh_sizes(self.s.call.programs[i].mesh)}
+        signals: list[tuple[Any, str, list[tuple[int, dict, int, Any]]]] = []
+        waits: dict[tuple[int, str, Any], set[str]] = defaultdict(set)
+        barrier_waits: list[tuple[Any, str]] = []
+        barrier_ops: list[tuple[Any, str, str]] = []
+        for rst in self.r.programs[i].stmts:
+            st = rst.node
+            kind = getattr(st, "kind", "")
+            sid = f"stmt:{i}.{rst.index}"
+            if kind in ("semaphore_signal", "semaphore_signal_multicast", "semaphore_wait"):
+                b = rst.refs.get("sem")
+                envs = self.loop_envs(rst)
+                if b is None or envs is None:
+                    self.g.nodes[sid]["unresolved"] = True
+                    continue
+                root = b.origin[0] if b.origin else b.name
+                hits: list[tuple[int, dict, int, Any]] = []
+                for d, own in enumerate(coords):
+                    own_env = dict(zip(mesh, own, strict=True))
+                    for env in envs:
+                        values = {**own_env, **env}
+                        slot = _slot(b, values, sizes)
+                        if kind == "semaphore_wait":
+                            waits[(d, root, slot)].add(sid)
+                            continue
+                        for e in self.signal_targets(st, d, own_env, values, sizes, mesh):
+                            hits.append((d, env, e, slot))
+                if kind != "semaphore_wait":
+                    signals.append((rst, root, hits))
+            elif kind == "barrier_wait":
+                barrier_waits.append((rst, sid))
+            elif kind in ("barrier_arrive", "copy_gmem_to_smem"):
+                barrier_ops.append(
+                    (rst, sid, "arrives" if kind == "barrier_arrive" else "completes")
+                )
+        for rst, root, hits in signals:
+            sid = f"stmt:{i}.{rst.index}"
+            pairs: dict[str, set[tuple[int, int]]] = defaultdict(set)
+            per_device: dict[tuple[int, int, Any], dict[str, Any]] = {}
+            for d, env, e, slot in hits:
+                targets = waits.get((e, root, slot), set()) | waits.get((e, root, None), set())
+                if slot is None:  # an unknown slot may meet any wait on the semaphore
+                    targets |= {
+                        w for (dd, r, _s), ws in waits.items() if dd == e and r == root for w in ws
+                    }
+                for w in targets:
+                    pairs[w].add((d, e))
+                key = (d, e, slot)
+                item = per_device.setdefault(key, {"steps": [], "waits": set()})
+                if env:
+                    item["steps"].append(env)
+                item["waits"] |= targets
+            label = (
+                self.g.nodes[sid]["text"].split(" ")[1] if " " in self.g.nodes[sid]["text"] else ""
+            )
+            spath = f"{rst.path}.sem"
+            for w, ps in sorted(pairs.items()):
+                self.edge(sid, w, "signals", label, spath, pairs=sorted(ps), sem=root)
+            for (d, e, slot), item in sorted(per_device.items(), key=lambda x: (x[0][0], x[0][1])):
+                if self.device_edges >= DEVICE_EDGE_CAP:
+                    self.g.graph["truncated"] = True
+                    break
+                if not mesh:
+                    break
+                self.device_edges += 1
+                self.edge(
+                    f"device:{d}",
+                    f"device:{e}",
+                    "signals",
+                    label,
+                    spath,
+                    signal=sid,
+                    sem=root,
+                    slot=slot,
+                    steps=item["steps"],
+                    waits=sorted(item["waits"]),
+                )
+        for rst, sid, kind in barrier_ops:
+            b = rst.refs.get("barrier")
+            if b is None:
+                continue
+            root = b.origin[0] if b.origin else b.name
+            for wrst, wid in barrier_waits:
+                wb = wrst.refs.get("barrier")
+                if wb is None or (wb.origin[0] if wb.origin else wb.name) != root:
+                    continue
+                if _same_slot(b, wb, sizes):
+                    self.edge(sid, wid, kind, root.split(":", 1)[-1], f"{rst.path}.barrier")
+
+    def signal_targets(
+        self, st: Any, d: int, own: dict, values: dict, sizes: dict, mesh: dict
+    ) -> list[int]:
+        """The devices a signal from device ``d`` (at one loop step) reaches."""
+        if st.kind == "semaphore_signal_multicast":
+            groups = multicast_groups(st.axes, mesh) if mesh else None
+            if groups is None:
+                return []
+            return next((grp for grp in groups if d in grp), [])
+        if st.device is None:
+            return [d]
+        if not mesh:
+            return []
+        try:
+            e = resolve_device(st.device).target(own, mesh, E.Env(values, sizes))
+        except (LookupError, IndexError, E.ExprError):
+            return []
+        return [e]
 
     def ref_node(self, rst: Any, fname: str, name: str) -> tuple[str, Any, Any]:
         """The node of the ref a statement's field names (as resolved), and its type."""
@@ -493,6 +701,49 @@ class _Builder:
 
 def _statement_label(st: Any) -> str:
     return st.label()
+
+
+def _sync_role(st: Any) -> str:
+    """What a statement does to the semaphore or barrier it names."""
+    kind = st.kind
+    if kind in ("semaphore_wait", "barrier_wait"):
+        return "wait"
+    if kind == "barrier_arrive":
+        return "arrive"
+    if kind == "copy_gmem_to_smem":
+        return "complete"
+    return "signal"
+
+
+def _mesh_sizes(m: Any) -> dict[str, int]:
+    sizes = {**m.grid, **m.cluster}
+    if m.threads is not None and m.threads.name:
+        sizes[m.threads.name] = m.threads.count
+    return sizes
+
+
+def _slot(b: Any, values: dict[str, int], sizes: dict[str, int]) -> Any:
+    """Which semaphore (or barrier) of an array a view names: the integer indices of its
+    ``at`` steps, evaluated (None when one needs more than ``values``)."""
+    out: list[int] = []
+    for _p, t in b.stack:
+        if t.op != "at":
+            continue
+        for ix in t.entries():
+            if ix.kind != "int":
+                continue
+            try:
+                out.append(ix.start.eval(E.Env(values, sizes)))
+            except E.ExprError:
+                return None
+    return tuple(out)
+
+
+def _same_slot(a: Any, b: Any, sizes: dict[str, int]) -> bool:
+    """Two views of one barrier array may name the same barrier (indices that depend on
+    the kernel's coordinates count as the same)."""
+    sa, sb = _slot(a, {}, sizes), _slot(b, {}, sizes)
+    return sa is None or sb is None or sa == sb
 
 
 # ---------------------------------------------------------------- diagnostics
@@ -533,6 +784,37 @@ def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
             if d not in store["diagnostics"]:
                 store["diagnostics"].append(d)
     g.graph["unplaced"] = unplaced
+    _deadlocks(g, diags)
+
+
+def _deadlocks(g: nx.MultiDiGraph, diags: list[Diagnostic]) -> None:
+    """A ``DEADLOCK*`` diagnostic on a wait: the wait is marked, and so are the signals
+    that reach it (none: the wait that never ends)."""
+    for d in diags:
+        if not d.code.startswith("DEADLOCK"):
+            continue
+        for n, data in g.nodes(data=True):
+            if data["kind"] != "statement" or d not in data["diagnostics"]:
+                continue
+            if data["label"] not in ("semaphore_wait", "barrier_wait"):
+                continue
+            data["deadlock"] = True
+            incoming = [
+                (u, v, k)
+                for u, v, k, kind in g.in_edges(n, keys=True, data="kind")
+                if kind in ("signals", "completes", "arrives")
+            ]
+            device_edges = [
+                (u, v, k)
+                for u, v, k, e in g.edges(keys=True, data=True)
+                if e["kind"] == "signals" and n in e.get("waits", ())
+            ]
+            if not incoming:
+                data["never_signalled"] = True
+            for e in incoming + device_edges:
+                store = g.edges[e]
+                if d not in store["diagnostics"]:
+                    store["diagnostics"].append(d)
 
 
 # ---------------------------------------------------------------- access log
@@ -670,14 +952,17 @@ def to_text(g: nx.MultiDiGraph) -> str:
         traffic: dict[tuple[str, str], list[str]] = defaultdict(list)
         red: Counter[tuple[str, str]] = Counter()
         for u, v, e in g.edges(data=True):
-            if e["kind"] in ("peer-of", "multicast-to"):
+            if (
+                e["kind"] in ("peer-of", "multicast-to", "signals")
+                and g.nodes[u]["kind"] == "device"
+            ):
                 pair = f"{g.nodes[u]['label'].split()[0]}->{g.nodes[v]['label'].split()[0]}"
                 key = (e["kind"], e.get("path") or "")
                 traffic[key].append(pair)
                 if is_red(e):
                     red[key] += 1
         if not traffic:
-            lines.append("  (no peer or multicast traffic)")
+            lines.append("  (no peer, multicast or signal traffic)")
         for (kind, path), pairs in sorted(traffic.items()):
             pairs.sort(key=_natural)
             shown = " ".join(pairs[:32]) + (f" ... (+{len(pairs) - 32})" if len(pairs) > 32 else "")

@@ -16,44 +16,37 @@ exception's type name, its exact message and its code (``catalogue.classify``).
 A hang is killed at the timeout (``RUN_TIMEOUT``), a dead child is ``RUN_CRASHED``;
 either way the next probe gets a fresh worker. Workers are kept warm, one per
 (device count, platform), so JAX is imported once per worker, not once per probe.
+
+The workers themselves (start, reuse, replace, die with their parent) are
+``mpmd_lab.workers``; the stages are ``mpmd_lab.ladder``'s.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import pickle
-import re
-import select
-import signal
-import socket
-import struct
-import subprocess
-import sys
-import tempfile
-import threading
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from mpmd_lab.catalogue import classify
 from mpmd_lab.scenario import Scenario
+from mpmd_lab.workers import (
+    _LOCK,
+    Worker,
+    _Dead,
+    _discard,
+    _Timeout,
+    _worker,
+    shutdown,
+    worker_info,
+)
 
 STAGES = ("build", "trace", "gpu-lower", "interpret", "gpu-run")
 DEFAULT_STAGES = ("build", "trace", "gpu-lower")
 #: Code of a scenario the code generator cannot write as a JAX call.
 CODEGEN_CODE = "CODEGEN"
-#: Seconds a fresh worker may take to import JAX (not counted in a probe's timeout).
-STARTUP_TIMEOUT = 180.0
-#: Workers kept warm at once (forked from the zygote: they share most memory).
-MAX_WORKERS = 3
-#: Requests one worker serves before it is replaced (bounds JAX's caches).
-MAX_REQUESTS = 200
-
-_CHILD = Path(__file__).with_name("_probe_child.py")
 
 ProgressFn = Callable[[str, float], None]
 
@@ -76,6 +69,7 @@ class ProbeResult:
     platform: str = "cpu"
     path: str = ""  # a field path, for codegen failures
     traceback: str | None = field(default=None, repr=False)
+    cached: bool = False  # the worker ran the call it had built for this source before
 
     def error(self) -> dict[str, Any] | None:
         """``{"code", "type", "message", "stage"}`` (the ``run --json`` error) or None."""
@@ -87,320 +81,6 @@ class ProbeResult:
             "message": self.message,
             "stage": self.stage,
         }
-
-
-# ---------------------------------------------------------------- wire format
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _Dead(Exception):
-    pass
-
-
-def _read_exact(fd: int, n: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    while n:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _Timeout
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-        if not ready:
-            continue
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise _Dead
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(fd: int, deadline: float) -> Any:
-    (n,) = struct.unpack("<Q", _read_exact(fd, 8, deadline))
-    return pickle.loads(_read_exact(fd, n, deadline))
-
-
-# ---------------------------------------------------------------- workers
-
-
-def _env(platform: str) -> dict[str, str]:
-    env = dict(os.environ)
-    # the device count is set per worker; a count inherited from the caller would clash
-    env["XLA_FLAGS"] = re.sub(
-        r"--xla_force_host_platform_device_count=\S*", "", env.get("XLA_FLAGS", "")
-    ).strip()
-    if platform == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-class _Zygote:
-    """A child that has imported JAX (no backend) and forks workers on request."""
-
-    def __init__(self, platform: str):
-        self.platform = platform
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-zygote-", suffix=".log")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(_CHILD), str(theirs.fileno())],
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=self._log,
-            env=_env(platform),
-            pass_fds=(theirs.fileno(),),
-            start_new_session=True,
-        )
-        theirs.close()
-        self.sock = ours
-        try:
-            self._reply(time.monotonic() + STARTUP_TIMEOUT)
-        except (_Timeout, _Dead) as e:
-            self.close()
-            raise RuntimeError(f"the JAX worker did not start: {self.log_tail()}") from e
-
-    def _reply(self, deadline: float) -> dict[str, Any]:
-        return _recv(self.sock.fileno(), deadline)
-
-    def _ask(self, msg: dict[str, Any], fds: Sequence[int] = (), timeout: float = 60.0):
-        data = pickle.dumps(msg)
-        frame = struct.pack("<Q", len(data)) + data
-        try:
-            if fds:
-                socket.send_fds(self.sock, [frame], list(fds))
-            else:
-                self.sock.sendall(frame)
-            return self._reply(time.monotonic() + timeout)
-        except OSError as e:
-            raise _Dead from e
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def log_tail(self, limit: int = 2000) -> str:
-        return _tail(self._log.name, limit)
-
-    def spawn(self, devices: int, log_path: str) -> tuple[int, socket.socket]:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            spec = {"devices": devices, "platform": self.platform, "stderr": log_path}
-            reply = self._ask({"spawn": spec}, [theirs.fileno()])
-        finally:
-            theirs.close()
-        return reply["pid"], ours
-
-    def wait(self, pid: int) -> int | None:
-        """Reap a worker (the zygote is its parent): its ``waitpid`` status."""
-        try:
-            return self._ask({"wait": pid}, timeout=30.0).get("status")
-        except (_Timeout, _Dead):
-            return None
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            _kill_group(self.proc.pid)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        self.sock.close()
-        self._log.close()
-
-
-def _tail(path: str, limit: int) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            return f.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-_ZYGOTES: dict[str, _Zygote] = {}
-
-
-def _zygote(platform: str) -> _Zygote:
-    z = _ZYGOTES.get(platform)
-    if z is None or not z.alive():
-        if z is not None:
-            z.close()
-        z = _ZYGOTES[platform] = _Zygote(platform)
-    return z
-
-
-def _use_zygote(platform: str) -> bool:
-    """Fork workers from a zygote (CPU), or start each as a process (a GPU platform,
-    or ``MPMD_LAB_FORK=0``, or not Linux): a process that may touch CUDA is never forked."""
-    fork_ok = sys.platform.startswith("linux") and os.environ.get("MPMD_LAB_FORK", "1") != "0"
-    return platform == "cpu" and fork_ok
-
-
-class Worker:
-    """One JAX process for one (device count, platform): forked from the zygote on
-    the CPU, a process of its own otherwise."""
-
-    def __init__(self, devices: int, platform: str = "cpu"):
-        self.devices = devices
-        self.platform = platform
-        self.requests = 0
-        self.last_stage: str | None = None
-        self.status: int | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="mpmd-lab-worker-", suffix=".log")
-        self.zygote: _Zygote | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        if _use_zygote(platform):
-            self.zygote = _zygote(platform)
-            try:
-                self.pid, self.sock = self.zygote.spawn(devices, self._log.name)
-            except (_Timeout, _Dead) as e:
-                self.zygote.close()
-                raise RuntimeError(f"the JAX worker did not start: {self.zygote.log_tail()}") from e
-        else:
-            self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            fd = theirs.fileno()
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(_CHILD),
-                    "--direct",
-                    str(fd),
-                    str(devices),
-                    platform,
-                    self._log.name,
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=_env(platform),
-                pass_fds=(fd,),
-                start_new_session=True,
-            )
-            theirs.close()
-            self.pid = self.proc.pid
-        self._dead = False
-        try:
-            msg = _recv(self.sock.fileno(), time.monotonic() + STARTUP_TIMEOUT)
-        except (_Timeout, _Dead) as e:
-            tail = self.stderr_tail()
-            self.close()
-            raise RuntimeError(f"the JAX worker did not start: {tail or type(e).__name__}") from e
-        self.info: dict[str, Any] = msg.get("ready", {})
-
-    def alive(self) -> bool:
-        return not self._dead
-
-    def stderr_tail(self, limit: int = 2000) -> str:
-        return _tail(self._log.name, limit)
-
-    def request(
-        self, req: dict[str, Any], timeout: float, on_stage: Callable[[str], None] | None = None
-    ) -> dict[str, Any]:
-        """Send one request; the child's result dict. Raises _Timeout or _Dead."""
-        self.requests += 1
-        data = pickle.dumps(req, protocol=pickle.HIGHEST_PROTOCOL)
-        try:
-            self.sock.sendall(struct.pack("<Q", len(data)) + data)
-        except OSError as e:
-            raise _Dead from e
-        deadline = time.monotonic() + timeout
-        fd = self.sock.fileno()
-        while True:
-            try:
-                msg = _recv(fd, deadline)
-            except (EOFError, pickle.UnpicklingError, struct.error) as e:
-                raise _Dead from e
-            if "progress" in msg:
-                self.last_stage = msg["progress"]
-                if on_stage:
-                    on_stage(msg["progress"])
-                continue
-            return msg["result"]
-
-    def close(self) -> None:
-        """Kill the worker (its whole process group) and reap it."""
-        if not self._dead:
-            self._dead = True
-            _kill_group(self.pid)
-            if self.zygote is not None:
-                self.status = self.zygote.wait(self.pid)
-            elif self.proc is not None:
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-                rc = self.proc.returncode
-                # a Popen return code as a waitpid status, for exit_reason
-                self.status = None if rc is None else (-rc if rc < 0 else rc << 8)
-        self.sock.close()
-        self._log.close()
-
-    def exit_reason(self) -> str:
-        """How a dead worker ended (after ``close``), e.g. ``signal SIGSEGV``."""
-        st = self.status
-        if st is None:
-            return "unknown cause"
-        if os.WIFSIGNALED(st):
-            sig = os.WTERMSIG(st)
-            try:
-                return f"signal {signal.Signals(sig).name}"
-            except ValueError:
-                return f"signal {sig}"
-        return f"exit status {os.WEXITSTATUS(st)}"
-
-
-_LOCK = threading.RLock()
-_POOL: dict[tuple[int, str], Worker] = {}
-
-
-def _worker(devices: int, platform: str) -> Worker:
-    key = (devices, platform)
-    w = _POOL.pop(key, None)
-    if w is not None and (not w.alive() or w.requests >= MAX_REQUESTS):
-        w.close()
-        w = None
-    if w is None:
-        while len(_POOL) >= MAX_WORKERS:
-            _POOL.pop(next(iter(_POOL))).close()
-        w = Worker(devices, platform)
-    _POOL[key] = w  # most recently used last
-    return w
-
-
-def _discard(w: Worker) -> None:
-    if _POOL.get((w.devices, w.platform)) is w:
-        del _POOL[(w.devices, w.platform)]
-    w.close()
-
-
-def shutdown() -> None:
-    """Stop every warm worker and the zygotes."""
-    with _LOCK:
-        while _POOL:
-            _POOL.popitem()[1].close()
-        while _ZYGOTES:
-            _ZYGOTES.popitem()[1].close()
-
-
-atexit.register(shutdown)
-
-
-def worker_info(devices: int = 1, platform: str = "cpu") -> dict[str, Any]:
-    """What a worker found at start: ``platform``, ``devices``, ``compute_capability``, ``jax``."""
-    with _LOCK:
-        return dict(_worker(devices, platform).info)
 
 
 # ---------------------------------------------------------------- probing
@@ -440,14 +120,47 @@ def _code(error_type: str, message: str) -> str:
 MAX_SIMULATED_DEVICES = 64
 
 
+#: Host bytes a run holds per byte of input / output, at its peak (measured with JAX's
+#: GPU interpreter on the CPU, jax 0.12: tests/test_memory_estimate.py checks it against
+#: a real run): the host value, the placed copy and the interpreter's own copy of each
+#: input; for each output the interpreter's buffer and its initial value, the result,
+#: its fetched copy and its pickle for the parent.
+INPUT_FACTOR = 3
+OUTPUT_FACTOR = 5
+#: ... and in the process that asked: the received message and the unpickled arrays.
+PARENT_OUTPUT_FACTOR = 2
+
+
+def _init_temp_bytes(shape: list[int], dtype: str, init: Any, ndev: int) -> int:
+    """Host bytes ``callsupport.host_array`` holds at once while it makes one buffer:
+    ``iota`` is an int64 ``arange`` then its cast, ``random`` a float64 draw then its
+    cast (8 + itemsize bytes an element, 3x a float32 buffer); zeros/ones just the array."""
+    from mpmd_lab.dtypes import nbytes
+
+    size = nbytes(shape, dtype) * ndev
+    if init in ("iota", "random"):
+        return 8 * math.prod(shape) * ndev + size
+    if isinstance(init, list):
+        return 2 * size  # the nested list as an array, then each device's copy
+    return size
+
+
 def host_bytes(scenario: Scenario) -> int:
-    """Host memory a probe needs, roughly: inputs (host value + placed copy) and outputs."""
+    """Host memory a run of the scenario needs at its peak, roughly (every device's copy):
+    inputs and outputs times what the interpreter holds of each, or, while the inputs
+    are made, the numpy temporaries of the largest ``iota``/``random`` buffer on top of
+    the inputs made so far, whichever is more; plus the outputs in the caller."""
     from mpmd_lab.dtypes import nbytes
 
     ndev = devices_of(scenario)
-    inputs = sum(nbytes(b.shape, b.dtype) for b in scenario.buffers.values())
-    outputs = sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
-    return ndev * (2 * inputs + outputs)
+    ins = list(scenario.buffers.values())
+    inputs = ndev * sum(nbytes(b.shape, b.dtype) for b in ins)
+    outputs = ndev * sum(nbytes(o.shape, o.dtype) for o in scenario.call.outputs.values())
+    outputs += ndev * sum(nbytes(b.shape, b.dtype) for b in ins if b.as_ref)  # final values
+    running = INPUT_FACTOR * inputs + OUTPUT_FACTOR * outputs
+    temp = max((_init_temp_bytes(b.shape, b.dtype, b.init, ndev) for b in ins), default=0)
+    making = inputs + temp
+    return max(running, making) + PARENT_OUTPUT_FACTOR * outputs
 
 
 def beyond_this_machine(scenario: Scenario, platform: str = "cpu") -> str | None:
@@ -486,11 +199,14 @@ def probe(
     detect_races: bool | None = None,
     platform: str = "cpu",
     on_progress: ProgressFn | None = None,
+    reuse: bool = False,
 ) -> ProbeResult:
     """Run the scenario through ``stages`` with real JAX in a warm child process.
 
     ``interpret`` / ``detect_races`` override the scenario's ``run`` settings for the
     interpret stage; ``platform="default"`` lets the child use a GPU (for ``gpu-run``).
+    ``reuse``: the worker may run a call it built for the same source before (a second
+    Run of an unchanged scenario costs about what the jitted call costs).
     Never raises for anything JAX or the child does.
     """
     from mpmd_lab.codegen import CodegenError, generate
@@ -499,7 +215,7 @@ def probe(
     mode = interpret if interpret is not None else scenario.run.interpret
     races = scenario.run.detect_races if detect_races is None else detect_races
     ndev = devices_of(scenario)
-    base = {"stages": stages, "devices": ndev, "platform": platform}
+    base: dict[str, Any] = {"stages": stages, "devices": ndev, "platform": platform}
     t0 = time.perf_counter()
     try:
         source = generate(scenario, interpret=mode, detect_races=races)
@@ -525,7 +241,13 @@ def probe(
             seconds=time.perf_counter() - t0,
             **base,
         )
-    req = {"source": source, "stages": stages, "mode": mode, "detect_races": bool(races)}
+    req = {
+        "source": source,
+        "stages": stages,
+        "mode": mode,
+        "detect_races": bool(races),
+        "reuse": reuse,
+    }
     steps = len(stages) + 1
 
     def on_stage(stage: str) -> None:
@@ -592,7 +314,13 @@ def probe(
     if on_progress is not None:
         on_progress("done", 1.0)
     if res["ok"]:
-        return ProbeResult(ok=True, outputs=res["outputs"], seconds=res["seconds"], **base)
+        return ProbeResult(
+            ok=True,
+            outputs=res["outputs"],
+            seconds=res["seconds"],
+            cached=bool(res.get("cached")),
+            **base,
+        )
     return ProbeResult(
         ok=False,
         stage=res["stage"],

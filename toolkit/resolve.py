@@ -99,6 +99,7 @@ class Resolved:
         if not b.origin:
             return None
         o = b.origin[0]
+        spec: Any
         if o.startswith("out:"):
             spec = self.s.call.outputs.get(o[4:])
         elif o.startswith("scratch:"):
@@ -193,7 +194,7 @@ def _resolve_into(ctx: Resolved) -> None:
     for i, a in enumerate(c.args):
         path = f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
-        steps = []
+        steps: list[list[Step]] = []
         for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
             bpath = path + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
             b = s.buffers.get(buf)
@@ -240,17 +241,19 @@ def _resolve_into(ctx: Resolved) -> None:
         if len(leaves) != len(steps):  # pragma: no cover - defensive
             raise AssertionError("arg leaves and steps out of step")
         if isinstance(a, BufferArg):
-            buf, info = leaves[0]
+            buf, leaf_info = leaves[0]
             stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
             define(
-                a.param, path + ".param", Binding(a.param, info, "arg", path, (buf,), stack=stack)
+                a.param,
+                path + ".param",
+                Binding(a.param, leaf_info, "arg", path, (buf,), stack=stack),
             )
         else:
             define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
-            for j, (buf, info) in enumerate(leaves):
+            for j, (buf, leaf_info) in enumerate(leaves):
                 ctx.params[leaf_name(a.param, j)] = Binding(
                     leaf_name(a.param, j),
-                    info,
+                    leaf_info,
                     "leaf",
                     f"{path}.tuple[{j}]",
                     (buf,),
@@ -365,7 +368,7 @@ def _body(
         out.stmts.append(stmt)
         if isinstance(st, Return):
             return False  # never executed past here: the body returned
-        if getattr(st, "BODY", False):
+        if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
             if not _body(ctx, out, st.body, f"{path}.body", env, inner, (*scope, stmt)):
                 return False

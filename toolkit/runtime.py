@@ -60,6 +60,8 @@ class RunResult:
     detail: Any = field(default=None, repr=False)
     #: why this backend ran (``auto`` chose it), "" when asked for by name
     reason: str = ""
+    #: the warm worker ran the call it had built for this very scenario before
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -75,6 +77,7 @@ class RunResult:
             "error": self.error.error_json() if self.error else None,
             "outputs": encode_outputs(self.outputs),
             "seconds": round(self.seconds, 4),
+            "cached": self.cached,
         }
         to_json = getattr(self.detail, "to_json", None)
         if to_json is not None:  # simulate adds ``note`` and ``races``
@@ -199,7 +202,7 @@ def _error(scenario: Scenario, backend: str, code: str, type_: str, msg: str, st
         devices=probe.devices_of(scenario),
         error=Diagnostic(
             code=code, stage=stage, message=msg, jax=JaxError(type=type_, message=msg)
-        ),  # type: ignore[arg-type]
+        ),
     )
 
 
@@ -210,7 +213,7 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
         stage = e.get("stage") if e.get("stage") in STAGES else "interpret"
         error = Diagnostic(
             code=e.get("code") or "JAX_UNKNOWN",
-            stage=stage,  # type: ignore[arg-type]
+            stage=stage,
             message=_short(e.get("type"), e.get("message")),
             jax=JaxError(type=e.get("type") or "", message=e.get("message") or ""),
         )
@@ -227,6 +230,7 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
         error=error,
         outputs=dict(r.outputs or {}),
         seconds=r.seconds,
+        cached=r.cached,
     )
 
 
@@ -282,11 +286,18 @@ def run(
                 "gpu-run",
             )
         r = probe.probe(
-            scenario, GPU_STAGES, timeout=timeout, platform="default", on_progress=on_progress
+            scenario,
+            GPU_STAGES,
+            timeout=timeout,
+            platform="default",
+            on_progress=on_progress,
+            reuse=True,
         )
         res = _from_probe(scenario, "gpu", r, analysis)
     else:
-        r = probe.probe(scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress)
+        r = probe.probe(
+            scenario, INTERPRET_STAGES, timeout=timeout, on_progress=on_progress, reuse=True
+        )
         res = _from_probe(scenario, "interpret", r, analysis)
     res.reason = reason
     return res

@@ -12,9 +12,9 @@ import math
 import os
 import re
 import stat
-import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from mpmd_lab.dtypes import DTYPES, nbytes
 from mpmd_lab.fields import (
@@ -150,15 +150,21 @@ class TupleArg(Model):
         return v
 
 
-def _arg_kind(v: Any) -> str:
+def _arg_kind(v: Any) -> str | None:
     if isinstance(v, dict):
-        return "tuple" if "tuple" in v else "buffer"
+        if "tuple" in v:
+            return "tuple"
+        return "buffer" if "buffer" in v or "tuple" not in v and "param" not in v else None
     return "tuple" if isinstance(v, TupleArg) else "buffer"
 
 
 Arg = Annotated[
     Annotated[BufferArg, Tag("buffer")] | Annotated[TupleArg, Tag("tuple")],
-    Discriminator(_arg_kind),
+    Discriminator(
+        _arg_kind,
+        custom_error_type="argument_kind",
+        custom_error_message="an argument names a buffer (`buffer`) or a pytree of them (`tuple`)",
+    ),
 ]
 
 
@@ -277,12 +283,20 @@ class Scenario(Model):
 # ---------------------------------------------------------------- loading
 
 
+#: Characters of a path or a label quoted in a message (twice that for a message).
+MAX_QUOTE = 200
+
+
 class ScenarioError(ValueError):
     """Input that is not a scenario; ``problems`` lists ``(path, message)``."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]):
-        self.source = source
-        self.problems = problems
+        from mpmd_lab.safetext import clip
+
+        # user input (a 5 MB key, a 100 KB path) is quoted cut: no message is unbounded
+        self.source = clip(source, MAX_QUOTE)
+        self.problems = [(clip(p, MAX_QUOTE), clip(m, 2 * MAX_QUOTE)) for p, m in problems]
+        problems = self.problems
         lines = [f"{source}: not a scenario ({len(problems)} problem(s))"]
         lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
         super().__init__("\n".join(lines))
@@ -383,7 +397,9 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
     """A scenario from a dict, a JSON string, a path, or a gallery name.
 
     Raises ScenarioError (every problem, each with its field path) when the
-    input is not a scenario.
+    input is not a scenario. A first walk over the data (``_precheck``: linear in its
+    size) rejects duplicate keys, unknown fields and over-long lists before pydantic
+    sees them, so an oversized file costs about one read and one parse.
     """
     if isinstance(source, Scenario):
         return source
@@ -393,7 +409,7 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
     else:
         text, label = _read_text(source)
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_pairs)
         except json.JSONDecodeError as e:
             raise ScenarioError(
                 label, [("", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}")]
@@ -406,43 +422,192 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
         raise ScenarioError(
             label, [("", f"a scenario is a JSON object, not {type(data).__name__}")]
         )
-    if too_long := _too_long(data):
-        raise ScenarioError(label, too_long)
+    early, unknown, too_long = _precheck(data)
+    if too_long:
+        raise ScenarioError(label, early)
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(_without(data, unknown) if unknown else data)
     except ValidationError as e:
-        raise ScenarioError(label, problems_of(e)) from None
+        raise ScenarioError(label, _merge(early, problems_of(e))) from None
     except RecursionError:
-        raise ScenarioError(label, [("", "nested too deeply")]) from None
+        raise ScenarioError(label, [*early, ("", "nested too deeply")]) from None
+    if early:
+        raise ScenarioError(label, early)
+    return scenario
 
 
-def _too_long(data: dict[str, Any]) -> list[tuple[str, str]]:
-    """Lists and mappings longer than any field allows, found before pydantic looks.
+class _DupKeys(dict):  # type: ignore[type-arg]
+    """A JSON object that named some key more than once (``dups``: those keys)."""
 
-    Validating a million-step transform stack item by item takes seconds; this walk
-    rejects it at once. An explicit ``init`` may hold up to MAX_INIT_VALUES numbers.
+    dups: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' object hook: a dict, marked when a key came twice (JSON keeps the
+    last one silently; a scenario must not)."""
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    marked = _DupKeys(out)
+    marked.dups = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    return marked
+
+
+# -- the shape of the schema, from the models: what keys each position takes
+
+_Spec = tuple[tuple[Any, ...], ...]  # alternatives: ("model", cls) ("list", spec) ("dict", spec)
+_LEAF: _Spec = (("leaf",),)
+_ANY: _Spec = (("any",),)
+
+
+def _spec(tp: Any) -> _Spec:
+    """The alternatives a value of type ``tp`` may take (models, lists, mappings, leaves)."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _spec(get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        alts: list[tuple[Any, ...]] = []
+        for member in get_args(tp):
+            alts += [a for a in _spec(member) if a not in alts]
+        return tuple(alts)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return (("model", tp),)
+    if origin is list:
+        (item,) = get_args(tp) or (Any,)
+        return (("list", _spec(item)),)
+    if origin is dict:
+        return (("dict", _spec(get_args(tp)[1])),)
+    if tp is Any:
+        return _ANY
+    return _LEAF
+
+
+_FIELDS: dict[type, dict[str, _Spec]] = {}
+
+
+def _fields(cls: Any) -> dict[str, _Spec]:
+    """The keys a model takes (names and aliases), each with its value's spec."""
+    if cls not in _FIELDS:
+        out: dict[str, _Spec] = {}
+        for name, info in cls.model_fields.items():
+            out[name] = _spec(info.annotation)
+            if info.alias:
+                out[info.alias] = out[name]
+        _FIELDS[cls] = out
+    return _FIELDS[cls]
+
+
+_KEY_SPECS: dict[tuple[_Spec, str], _Spec | None] = {}
+
+
+def _key_spec(models: _Spec, key: str) -> _Spec | None:
+    """The spec of ``key`` in an object that is one of ``models`` (None: no model has it)."""
+    hit = _KEY_SPECS.get((models, key), False)
+    if hit is False:
+        alts: list[tuple[Any, ...]] = []
+        found = False
+        for _, cls in models:
+            sub = _fields(cls).get(key)
+            if sub is not None:
+                found = True
+                alts += [a for a in sub if a not in alts]
+        hit = _KEY_SPECS[(models, key)] = tuple(alts) if found else None
+    return hit
+
+
+def _precheck(
+    data: dict[str, Any],
+) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]], bool]:
+    """One walk over the data, guided by the models: ``(problems, unknown_locs, too_long)``.
+
+    Problems: duplicate keys, unknown fields (never walked into: a 60 MB list in an
+    unknown field costs nothing here), lists and mappings longer than any field allows
+    (``too_long``: then pydantic is not asked at all), an explicit ``init`` of more than
+    MAX_INIT_VALUES numbers.
     """
-    out: list[tuple[str, str]] = []
-    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
-    while stack and len(out) < 100:
-        loc, value = stack.pop()
-        if len(loc) == 3 and loc[0] == "buffers" and loc[2] == "init":
-            if isinstance(value, list) and _more_values_than(value, MAX_INIT_VALUES):
-                out.append(
-                    (
-                        format_path(loc),
-                        f"an explicit init holds at most {MAX_INIT_VALUES} values; "
-                        "use iota, random, zeros or ones for large buffers",
+    problems: list[tuple[str, str]] = []
+    unknown: list[tuple[Any, ...]] = []
+    too_long = False
+    stack: list[tuple[tuple[Any, ...], Any, _Spec]] = [((), data, _spec(Scenario))]
+    while stack and len(problems) < 100:
+        loc, value, spec = stack.pop()
+        if isinstance(value, list):
+            lists = [a[1] for a in spec if a[0] == "list"]
+            if _ANY in lists:  # an explicit init: numbers, nested
+                if _more_values_than(value, MAX_INIT_VALUES):
+                    problems.append(
+                        (
+                            format_path(loc),
+                            f"an explicit init holds at most {MAX_INIT_VALUES} values; "
+                            "use iota, random, zeros or ones for large buffers",
+                        )
                     )
-                )
-            continue
-        if isinstance(value, dict | list):
-            if len(value) > MAX_ITEMS:
-                out.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
+                    too_long = True
                 continue
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            stack.extend((loc + (k,), v) for k, v in items)
-    return sorted(out)
+            if len(value) > MAX_ITEMS:
+                problems.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
+                too_long = True
+                continue
+            item: _Spec = tuple(a for sub in lists for a in sub) or _LEAF
+            if item != _LEAF:
+                stack.extend((loc + (i,), value[i], item) for i in reversed(range(len(value))))
+            continue
+        if not isinstance(value, dict):
+            continue
+        if len(value) > MAX_ITEMS:
+            problems.append((format_path(loc), f"{len(value)} items; at most {MAX_ITEMS}"))
+            too_long = True
+            continue
+        for key in getattr(value, "dups", ()):
+            problems.append(
+                (format_path(loc + (key,)), "given twice in one object (JSON keeps the last)")
+            )
+        models = tuple(a for a in spec if a[0] == "model")
+        mapping = tuple(a for sub in (a[1] for a in spec if a[0] == "dict") for a in sub)
+        children = []
+        for key, sub in value.items():
+            if models:
+                key_spec = _key_spec(models, key) if isinstance(key, str) else None
+                if key_spec is None and not mapping:
+                    problems.append((format_path(loc + (key,)), "unknown field"))
+                    unknown.append(loc + (key,))
+                    continue
+                sub_spec = tuple(dict.fromkeys((*(key_spec or ()), *mapping)))
+            else:
+                sub_spec = mapping
+            if sub_spec and sub_spec != _LEAF and isinstance(sub, dict | list):
+                children.append((loc + (key,), sub, sub_spec))
+        stack.extend(reversed(children))
+    return problems, unknown, too_long
+
+
+def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:
+    """``data`` less the keys at ``locs``: containers on their way copied, the input kept."""
+    out = dict(data)
+    copied: set[tuple[Any, ...]] = {()}
+    for loc in locs:
+        node = out
+        for depth, part in enumerate(loc[:-1]):
+            here = loc[: depth + 1]
+            child = node[part]
+            if here not in copied:
+                child = list(child) if isinstance(child, list) else dict(child)
+                node[part] = child
+                copied.add(here)
+            node = child
+        node.pop(loc[-1], None)
+    return out
+
+
+def _merge(first: list[tuple[str, str]], then: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Two problem lists as one, each (path, message) once."""
+    return list(dict.fromkeys([*first, *then]))
 
 
 def _more_values_than(value: list[Any], limit: int) -> bool:
@@ -464,30 +629,80 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
+#: File systems whose "regular" files are kernel interfaces: reading one may block for
+#: ever (``/proc/kmsg``), never end, or have side effects. Their mount points:
+_PSEUDO_MOUNTS = ("/proc", "/sys", "/dev", "/sys/kernel/debug", "/sys/kernel/tracing")
+
+
+def _pseudo_devices() -> set[int]:
+    out = set()
+    for mount in _PSEUDO_MOUNTS:
+        try:
+            out.add(os.stat(mount).st_dev)
+        except OSError:
+            pass
+    return out
+
+
+def _not_a_file_to_read(st: os.stat_result) -> str | None:
+    """Why a stat'ed path must not be opened as a scenario (None: read it)."""
+    if not stat.S_ISREG(st.st_mode):
+        from mpmd_lab.files import kind_of
+
+        return f"{kind_of(st.st_mode)}, not a regular file: a scenario is a .json file"
+    if st.st_dev in _pseudo_devices():
+        return "a kernel pseudo-file (procfs, sysfs, devtmpfs): a scenario is a .json file"
+    if st.st_size > MAX_FILE_BYTES:
+        return f"file larger than {MAX_FILE_BYTES // 2**20} MiB"
+    return None
+
+
 def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
+    """The text of a scenario file (or JSON text, or a gallery name's file) and its label.
+
+    Never blocks and never reads without bound: what is not a regular file, or is a
+    kernel pseudo-file, is refused before it is opened; the file is opened with
+    O_NONBLOCK (a FIFO swapped in meanwhile is caught by an fstat of the open file) and
+    read to at most MAX_FILE_BYTES.
+    """
     is_text = isinstance(source, str) and source.lstrip().startswith(("{", "["))
     if is_text and (len(source) > 4096 or "\n" in source or _stat(Path(source)) is None):
         return source, "<json>"
     from mpmd_lab import gallery
 
     path = Path(source)
-    label = str(source)
+    label = os.fspath(source)
     st = _stat(path)
     if st is None and isinstance(source, str) and gallery.has(source):
         path = gallery.path_of(source)
         st = _stat(path)
     if st is None:
         raise ScenarioError(label, [("", "no such file or gallery scenario")])
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise ScenarioError(label, [("", f"{kind}: a scenario is a .json file")])
-    if st.st_size > MAX_FILE_BYTES:
-        raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
+    if why := _not_a_file_to_read(st):
+        raise ScenarioError(label, [("", why)])
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with path.open("rb") as f:  # read at most the limit: the file may grow meanwhile
-            raw = f.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, flags)
     except OSError as e:
         raise ScenarioError(label, [("", f"cannot read: {e.strerror or e}")]) from None
+    try:
+        now = os.fstat(fd)
+        if why := _not_a_file_to_read(now):
+            raise ScenarioError(label, [("", why)])
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:  # the file may grow meanwhile: stop past the limit
+            chunk = os.read(fd, min(1 << 22, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except BlockingIOError:
+        raise ScenarioError(label, [("", "would block on read: not a scenario file")]) from None
+    except OSError as e:
+        raise ScenarioError(label, [("", f"cannot read: {e.strerror or e}")]) from None
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
     if len(raw) > MAX_FILE_BYTES:
         raise ScenarioError(label, [("", f"file larger than {MAX_FILE_BYTES // 2**20} MiB")])
     try:
@@ -498,18 +713,13 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
         ) from None
 
 
-def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> Path:
-    """Write the scenario as JSON atomically (a temp file renamed over the target)."""
-    path = Path(path)
+def save_scenario(
+    scenario: Scenario, path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> Path:
+    """Write the scenario as JSON, whole or not at all (``mpmd_lab.files``: never over a
+    device, a FIFO or a directory; a symlink's target; an existing file keeps its mode;
+    a path among ``inputs`` is refused). Returns the file written."""
+    from mpmd_lab import files
+
     text = scenario.to_json() + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return files.write_text(path, text, inputs)

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpmd_lab import validate
+from mpmd_lab import files, validate
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
+from mpmd_lab.ops import Let
+from mpmd_lab.ops.base import Fit
 from mpmd_lab.resolve import resolve
+from mpmd_lab.safetext import clip
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
 from pydantic import ValidationError
 
@@ -206,6 +209,30 @@ class Session:
                 out.append(d)
         return out
 
+    def fit(self) -> Fit:
+        """The names a new op should fit (the Lab's add buttons use ``Op.example(fit)``)."""
+        s = self.scenario
+        c = s.call
+        refs: list[str] = []
+        for a in c.args:
+            leaves = getattr(a, "tuple", None)
+            refs += [f"{a.param}[{i}]" for i in range(len(leaves))] if leaves else [a.param]
+        refs += list(c.outputs) + [n for n, sc in c.scratch.items() if sc.KIND == "array"]
+        prog = c.programs[self.program] if c.programs else None
+        if prog is not None:
+            refs += [st.let for st in prog.body if isinstance(st, Let)]
+        return Fit(
+            refs=refs,
+            outputs=list(c.outputs),
+            device_axes=list(s.device_mesh or {}),
+            cluster_axes=list(prog.mesh.cluster) if prog else [],
+            semaphores=[n for n, sc in c.scratch.items() if sc.KIND == "semaphore"],
+            barriers=[n for n, sc in c.scratch.items() if "barrier" in sc.KIND],
+            smem=[
+                n for n, sc in c.scratch.items() if sc.KIND == "array" and sc.memory_space == "SMEM"
+            ],
+        )
+
     @property
     def valid(self) -> bool:
         failed_import = self.imported is not None and self.imported.scenario is None
@@ -339,17 +366,22 @@ class Session:
         target = Path(path) if path else self.path
         if target is None:
             return EditResult(False, [("", "this scenario has no file yet: save it as a file")])
+        shown = clip(str(target), 120)
+        try:
+            _real, existing = files.target_of(target)  # never a device, a FIFO, a folder
+        except OSError as e:
+            return EditResult(False, [("", f"cannot save to {shown}: {e.strerror or e}")])
         own = self.path is not None and _same_file(target, self.path)
-        if target.exists() and not own and not overwrite:
+        if existing is not None and not own and not overwrite:
             return EditResult(
                 False,
-                [("", f"{target} exists and is not this session's file: confirm to replace it")],
+                [("", f"{shown} exists and is not this session's file: confirm to replace it")],
             )
         try:
             save_scenario(self.scenario, target)
         except (OSError, ValueError) as e:
             msg = getattr(e, "strerror", None) or str(e)
-            return EditResult(False, [("", f"cannot save to {target}: {msg}")])
+            return EditResult(False, [("", f"cannot save to {shown}: {clip(msg, 200)}")])
         self.path = target
         self.dirty = False
         self.message = f"saved to {target}"

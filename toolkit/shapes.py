@@ -203,7 +203,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             "`jax.shard_map`.",
         )
         return Step(index=index, op=op, before=ref, after=None, error=error)
-    needs_type = t.NEEDS_TYPE or (hasattr(t, "needs_type") and t.needs_type(ref))
+    needs_type = t.needs_type(ref)
     if ref.pending is not None and needs_type:
         # this step computes the ref's type: the waiting error is raised now
         return Step(index=index, op=op, before=ref, after=None, error=ref.pending)

@@ -11,20 +11,16 @@ from typing import Any
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
+from mpmd_lab.ops import BY_OP, STATEMENT_OPS
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
 
 INITS = ("zeros", "ones", "iota", "random")
 MEMORY = ("SMEM", "GMEM", "TMEM")
-OPS = ("copy", "add", "fill", "tma_store", "multimem_store", "return", "let")
-OP_FIELDS = {
-    "copy": ("src", "dst"),
-    "add": ("dst", "lhs", "rhs"),
-    "fill": ("dst",),
-    "tma_store": ("src", "dst"),
-    "multimem_store": ("src", "dst"),
-    "return": ("src",),
-}
+#: every statement kind of the language (the registry's), then ``let``
+OPS = (*STATEMENT_OPS, "let")
+#: each statement's ref fields, from its op class
+OP_FIELDS = {op: tuple(f for f, _ in BY_OP[op].REFS) for op in STATEMENT_OPS}
 
 
 def unique(base: str, taken: set[str] | list[str]) -> str:
@@ -320,14 +316,7 @@ class CallEditor(w.VBox):
         if kind == "let":
             taken = ref_names(st)
             return {"let": unique("v", taken), "ref": outs[0], "transforms": [], **fields}
-        stmt: dict[str, Any] = {"op": kind}
-        defaults = {"src": names[0], "dst": outs[0], "lhs": names[0], "rhs": names[-1]}
-        for f in OP_FIELDS[kind]:
-            stmt[f] = defaults[f]
-        if kind == "fill":
-            stmt["value"] = 0.0
-        if kind == "multimem_store":
-            stmt["axes"] = list(st.scenario.device_mesh or {"dev": 1})
+        stmt = BY_OP[kind].example(st.fit())
         stmt.update(fields)
         return stmt
 
@@ -425,24 +414,13 @@ class CallEditor(w.VBox):
                 )
                 combos.append(box)
                 parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
-            if s.op == "fill":
-                parts.append(
-                    c.field(
-                        c.text(c.show_json(s.value), "70px"),
-                        _set(st, f"{p}.value"),
-                        c.parse_json,
-                        label="value",
-                    )
-                )
-            if s.op == "multimem_store":
-                parts.append(
-                    c.field(
-                        c.text(c.show_json(s.axes), "110px"),
-                        _set(st, f"{p}.axes"),
-                        c.parse_json,
-                        label="axes",
-                    )
-                )
+            helps = type(s).field_help()
+            for f in type(s).model_fields:  # the other fields, as the model declares them
+                if f in ("op", "body") or f in OP_FIELDS[s.op]:
+                    continue
+                box = c.text(c.show_json(getattr(s, f)), "110px")
+                box.tooltip = helps.get(f, "")
+                parts.append(c.field(box, _set(st, f"{p}.{f}"), c.parse_json, label=f))
         parts += [
             c.small("↑", lambda i=i: _move(st, f"{pp}.body", i, -1), "move up"),
             c.small("✕", lambda p=p: _remove(st, p), "remove statement"),

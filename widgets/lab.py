@@ -35,6 +35,8 @@ class Lab(w.VBox):
         self.problems = ProblemsView(state)
         self.runner = RunPanel(state, background=background)
         self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
+        if self.graph.view is not None:  # a click on a view's box opens its stack
+            self.graph.view.observe(self._graph_selected, names="selected")
         self.tabs = w.Tab(children=[self.call, self.meshes, self.transforms])
         for i, title in enumerate(TABS):
             self.tabs.set_title(i, title)
@@ -160,6 +162,13 @@ class Lab(w.VBox):
         if change["new"] and change["new"] != "(gallery)":
             self._say(self.state.load(change["new"]))
             self.gallery.value = "(gallery)"
+
+    def _graph_selected(self, change: dict[str, Any]) -> None:
+        path = change["new"] or ""
+        for _label, target in self.transforms.targets():
+            if path == target or path.startswith(target + "."):
+                self.edit_view(target)
+                return
 
     def edit_view(self, path: str) -> None:
         """Show the transform stack at ``path`` in the Views tab."""

@@ -1,9 +1,14 @@
 """MeshEditor: the selected program's kernel mesh (grid, cluster and thread axes) with its
-blocks drawn, and the outer device mesh with its devices drawn."""
+blocks drawn, and the outer device mesh with its devices drawn.
+
+Only a window of blocks (devices) is drawn, the first MAX_ROWS x MAX_COLS, and each drawn
+cell's coordinates are computed from its index: the work is proportional to what is
+drawn, so a grid of 2**31 - 1 blocks opens as fast as one of 2, with a note that says
+how many of how many are shown.
+"""
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -22,11 +27,20 @@ def _grid_dims(sizes: list[int]) -> tuple[int, int]:
     return math.prod(sizes[:-1]), sizes[-1]
 
 
-def _coords(names: list[str], sizes: list[int], limit: int) -> list[dict[str, int]]:
-    out = []
-    for idx in itertools.islice(itertools.product(*(range(s) for s in sizes)), limit):
-        out.append(dict(zip(names, idx, strict=True)))
-    return out
+def _coords(names: list[str], sizes: list[int], index: int) -> dict[str, int]:
+    """The axis coordinates of block ``index`` (C order: the last axis varies fastest)."""
+    out: dict[str, int] = {}
+    for name, size in zip(reversed(names), reversed(sizes), strict=True):
+        index, out[name] = divmod(index, size)
+    return dict(reversed(out.items()))
+
+
+def _window_note(total: int, shown_r: int, shown_c: int, noun: str) -> str | None:
+    """``showing 128 of 2,147,483,647 blocks (…)``, when not everything is drawn."""
+    shown = shown_r * shown_c
+    if total <= shown:
+        return None
+    return f"showing {shown:,} of {total:,} {noun} (the first {shown_r} × {shown_c})"
 
 
 def _axes_text(sizes: dict[str, int]) -> str:
@@ -41,14 +55,14 @@ def blocks_svg(grid: dict[str, int], cluster: dict[str, int], threads: Any) -> s
     shown_r, shown_c = min(rows, MAX_ROWS), min(cols, MAX_COLS)
     ncl = math.prod(cluster.values()) if cluster else 1
     sub = min(ncl, 4)
-    coords = _coords(names, sizes, rows * cols) if names else [{}]
     w_, h_ = shown_c * (CELL + 6) + 4, shown_r * (CELL + 6) + 4
     parts = [f"<svg class='mpl-blocks' width='{w_}' height='{h_}' font-size='9'>"]
     for r in range(shown_r):
         for col in range(shown_c):
             i = r * cols + col
             x, y = col * (CELL + 6) + 2, r * (CELL + 6) + 2
-            where = ", ".join(f"{k}={v}" for k, v in coords[i].items()) or "the only block"
+            coord = _coords(names, sizes, i)
+            where = ", ".join(f"{k}={v}" for k, v in coord.items()) or "the only block"
             parts.append(
                 f"<g><title>block {i}: {c.esc(where)}</title><rect x='{x}' y='{y}' "
                 f"width='{CELL}' height='{CELL}' rx='3' fill='#dbe8f6' stroke='#3a6ea5'/>"
@@ -66,8 +80,8 @@ def blocks_svg(grid: dict[str, int], cluster: dict[str, int], threads: Any) -> s
     lines = [f"grid {_axes_text(grid)} → {total} block{'s' if total != 1 else ''}"]
     if len(names) >= 2:
         lines.append(f"rows: {', '.join(names[:-1])}; columns: {names[-1]}")
-    if total > shown_r * shown_c:
-        lines.append(f"{shown_r * shown_c} drawn")
+    if note := _window_note(total, shown_r, shown_c, "blocks"):
+        lines.append(note)
     if ncl > 1:
         lines.append(f"cluster {_axes_text(cluster)}: {ncl} blocks per cluster (yellow)")
     if threads is not None:
@@ -84,7 +98,6 @@ def devices_svg(mesh: dict[str, int] | None) -> str:
     rows, cols = _grid_dims(sizes)
     shown_r, shown_c = min(rows, MAX_ROWS), min(cols, MAX_COLS)
     cw, ch = 62, 30
-    coords = _coords(names, sizes, rows * cols)
     parts = [
         f"<svg class='mpl-devices' width='{shown_c * (cw + 6) + 4}' "
         f"height='{shown_r * (ch + 6) + 20}' font-size='10'>"
@@ -93,16 +106,15 @@ def devices_svg(mesh: dict[str, int] | None) -> str:
         for col in range(shown_c):
             i = r * cols + col
             x, y = col * (cw + 6) + 2, r * (ch + 6) + 2
-            label = ",".join(f"{k}={v}" for k, v in coords[i].items())
+            label = ",".join(f"{k}={v}" for k, v in _coords(names, sizes, i).items())
             parts.append(
                 f"<rect x='{x}' y='{y}' width='{cw}' height='{ch}' rx='4' fill='#e3f1e3' "
                 f"stroke='#2e7d32'/><text x='{x + 4}' y='{y + 12}'>dev {i}</text>"
                 f"<text x='{x + 4}' y='{y + 25}' fill='#355'>{c.esc(label)}</text>"
             )
     total = rows * cols
-    note = f"{total} devices" + (
-        f", {shown_r * shown_c} drawn" if total > shown_r * shown_c else ""
-    )
+    window = _window_note(total, shown_r, shown_c, "devices")
+    note = window or f"{total} devices"
     parts.append(f"<text x='2' y='{shown_r * (ch + 6) + 14}' font-size='11'>{note}</text></svg>")
     return "".join(parts)
 

@@ -13,43 +13,23 @@ from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
-from mpmd_lab.ops import TRANSFORM_OPS
+from mpmd_lab.ops import BY_OP, TRANSFORM_OPS
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
 from mpmd_lab.widgets.call_editor import _dkey, _head, _key, _move, _remove, _row, ref_names, unique
 
 PALETTE = TRANSFORM_OPS
+#: each transform's help: its one line, then its fields' (from the op class)
 HELP = {
-    "at": "ref.at[...]: one entry per leading dim: null, int, [start, stop], "
-    '{"ds": [start, size]}, {"block": axis, "size": k}',
-    "bitcast": "ref.bitcast(dtype)",
-    "reshape": "ref.reshape(*shape); one -1 allowed",
-    "transpose": "ref.transpose(perm)",
-    "remote_ref": 'plgpu.remote_ref: device = int, {"axis": i} or {"axis": {"offset": k}}',
-    "multicast_ref": "plgpu.multicast_ref: an axis name or a list (all device axes)",
-    "cluster_ref": 'plgpu.cluster_ref: block = {"cluster_axis": index}',
-    "tiling": "plgpu.TilingTransform (scratch only)",
-    "swizzle": "plgpu.SwizzleTransform (scratch only)",
+    op: BY_OP[op].HELP + "; " + "; ".join(f"{k}: {v}" for k, v in BY_OP[op].field_help().items())
+    for op in TRANSFORM_OPS
 }
 
 
 def default_transform(state: Session, op: str) -> dict[str, Any]:
     """A transform of kind ``op`` with values that fit the scenario where possible."""
-    dev = list(state.scenario.device_mesh or {})
-    prog = state.scenario.call.programs[state.program] if state.scenario.call.programs else None
-    cluster = list(prog.mesh.cluster) if prog else []
-    return {
-        "at": {"op": "at", "index": [None]},
-        "bitcast": {"op": "bitcast", "dtype": "int32"},
-        "reshape": {"op": "reshape", "shape": [-1]},
-        "transpose": {"op": "transpose", "perm": [1, 0]},
-        "remote_ref": {"op": "remote_ref", "device": {dev[0]: {"offset": 1}} if dev else 0},
-        "multicast_ref": {"op": "multicast_ref", "axes": dev[0] if len(dev) == 1 else dev or "dev"},
-        "cluster_ref": {"op": "cluster_ref", "block": {cluster[0]: 0} if cluster else {}},
-        "tiling": {"op": "tiling", "tile": [8, 32]},
-        "swizzle": {"op": "swizzle", "bytes": 128},
-    }[op]
+    return BY_OP[op].example(state.fit())
 
 
 class TransformStackEditor(w.VBox):

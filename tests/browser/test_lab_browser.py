@@ -28,9 +28,11 @@ def test_dup_ref_story_by_clicks(lab_server, page, artifacts, run_notebook):
     expect(page.locator(".mpl-arg-1")).to_contain_text("MPMD_DUP_REF")
     expect(problems).to_contain_text("Cannot pass the same ref into a mpmd map multiple times")
     expect(page.locator(".mpl-titlebar")).to_contain_text("JAX would reject")
-    # the graph is redrawn just after the edit: shown greyed until the new picture arrives
-    expect(page.locator(".mpl-graph img")).to_be_visible(timeout=120_000)
-    expect(page.locator(".mpl-graph img.mpl-stale")).to_have_count(0, timeout=120_000)
+    # the graph is redrawn just after the edit: shown greyed until the new picture arrives;
+    # it is SVG in the page, the new argument's problem marked on its node
+    expect(page.locator(".mpl-graph .mpl-gsvg-view svg")).to_be_visible(timeout=120_000)
+    expect(page.locator(".mpl-graph .mpl-stale")).to_have_count(0, timeout=120_000)
+    expect(page.locator(".mpl-graph g.node.red").first).to_contain_text("MPMD_DUP_REF")
     lab.screenshot(path=str(artifacts / "lab_dup_ref.png"))
 
     # a typo never loses work: the bad value stays, the error is shown beside it

@@ -1,14 +1,13 @@
-"""Run generated scenario sources through real JAX, stage by stage, in child processes.
+"""Run generated scenario sources through real JAX, up the one ladder
+(:mod:`mpmd_lab.ladder`), in plain child processes.
 
-The child script (``CHILD``) needs only jax and numpy, so the same sources can be
-checked under another JAX install (``python=/tmp/jax0112/bin/python``). One child
-per device count (simulated CPU devices must be requested before jax starts); each
-item stops at its first failing stage: ``build``, ``trace``, then ``gpu-lower`` or
-``interpret`` or both, as asked. After an interpreter error the child resets the GPU
-interpreter's global state (left poisoned otherwise); if a child dies, a fresh one
-takes the remaining items. The knowledge base uses this
-to record what JAX says and to test each card's example; ``mpmd_lab.probe`` is the
-runtime's fuller version.
+The child script (``CHILD``) loads the ladder by path and needs only jax and numpy, so
+the same sources can be checked under another JAX install
+(``python=/tmp/jax0112/bin/python``). One child per device count (simulated CPU devices
+must be requested before jax starts); each item stops at its first failing stage. If a
+child dies, a fresh one takes the remaining items. The knowledge base uses this to
+record what JAX says under each JAX version and to test each card's example; the
+runtime's warm workers (``mpmd_lab.probe``) climb the same ladder.
 """
 
 from __future__ import annotations
@@ -19,60 +18,36 @@ import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mpmd_lab import codegen
 from mpmd_lab.scenario import Scenario
 
 STAGES = ("build", "trace", "gpu-lower", "interpret")
+LADDER = Path(__file__).resolve().parents[1] / "ladder.py"
 
 CHILD = r"""
-import json, os, sys, traceback, types
+import importlib.util, json, os, sys
 ndev = int(sys.argv[1])
 if ndev > 1:
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
         + f" --xla_force_host_platform_device_count={ndev}")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-import jax
-import numpy as np
-
-def one(item):
-    mod = types.ModuleType("scenario_" + item["id"].replace("-", "_").replace(".", "_"))
-    stage = "build"
-    nan = {}
-    try:
-        exec(compile(item["source"], mod.__name__, "exec"), mod.__dict__)
-        fn, mesh = mod.build(None)
-        args = mod.place(mod.make_inputs(), mesh)
-        stage = "trace"
-        fn.trace(*args)
-        if "gpu-lower" in item["stages"]:
-            stage = "gpu-lower"
-            jax.export.export(fn, platforms=["cuda"])(*args)
-        if "interpret" in item["stages"]:
-            stage = "interpret"
-            fn, mesh = mod.build(item["interpret"], item["detect_races"])
-            out = jax.device_get(fn(*mod.place(mod.make_inputs(), mesh)))
-            for k, v in out.items():
-                v = np.asarray(v)
-                nan[k] = int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0
-        return {"id": item["id"], "ok": True, "stage": None, "nan": nan}
-    except BaseException as e:
-        t = type(e)
-        return {
-            "id": item["id"], "ok": False, "stage": stage,
-            "type": t.__name__, "qualname": t.__module__ + "." + t.__qualname__,
-            "message": str(e),
-            "traceback": "".join(traceback.format_exception(e))[-6000:],
-        }
+spec = importlib.util.spec_from_file_location("mpmd_lab_ladder", sys.argv[2])
+ladder = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ladder)
 
 items = json.load(sys.stdin)
 for item in items:
-    r = one(item)
-    print(json.dumps(r), flush=True)
-    if r["stage"] == "interpret":  # the interpreter's global state is left poisoned
-        from jax._src.pallas.mosaic_gpu.interpret import interpret_pallas_call
-        interpret_pallas_call.reset_gpu_interpret_mode_state()
+    name = "scenario_" + item["id"].replace("-", "_").replace(".", "_")
+    r = ladder.climb(item["source"], ["build", "trace", *item["stages"]],
+                     mode=item["interpret"], detect_races=item["detect_races"], name=name)
+    out = {"id": item["id"], "ok": r["ok"], "stage": r["stage"], "nan": r["nan"]}
+    if not r["ok"]:
+        out.update(type=r["error_type"], qualname=r["qualname"], message=r["message"],
+                   traceback=r["traceback"][-6000:])
+    print(json.dumps(out), flush=True)
 """
 
 
@@ -130,7 +105,7 @@ def run_many(
         items.sort(key=lambda it: "interpret" in it["stages"])  # the riskiest runs last
         while items:
             proc = subprocess.run(
-                [python or sys.executable, "-c", CHILD, str(ndev)],
+                [python or sys.executable, "-c", CHILD, str(ndev), str(LADDER)],
                 input=json.dumps(items),
                 capture_output=True,
                 text=True,

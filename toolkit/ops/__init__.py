@@ -5,13 +5,13 @@ meaning: see :mod:`mpmd_lab.ops.base`). This module lists them; the schema's uni
 the loader's field paths and the Lab's palette are derived from these lists.
 
 To add an op: write its class in the module of its family (or a new one), add it to
-``TRANSFORM_CLASSES`` or ``STATEMENT_CLASSES`` below, and it is loadable, checkable,
+``AnyTransform`` or ``AnyStatementOp`` below, and it is loadable, checkable,
 simulated, exported, drawn and in the palette (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar, get_args
 
 from mpmd_lab.fields import MAX_TRANSFORMS, Ident, Model, RefName
 from mpmd_lab.ops.async_copies import (
@@ -54,48 +54,42 @@ from mpmd_lab.ops.views import (
 )
 from pydantic import Discriminator, Field, Tag
 
-#: Every transform op, in the order of docs/SCENARIO.md.
-TRANSFORM_CLASSES: tuple[type[TransformOp], ...] = (
-    At,
-    Bitcast,
-    Reshape,
-    Transpose,
-    RemoteRef,
-    MulticastRef,
-    ClusterRef,
-    Tiling,
-    Swizzle,
+#: Every transform op, in the order of docs/SCENARIO.md (the one list: the tuples and
+#: the schema's unions are made from it).
+AnyTransform = (
+    At | Bitcast | Reshape | Transpose | RemoteRef | MulticastRef | ClusterRef | Tiling | Swizzle
 )
-
 #: Every statement op (``let`` aside), in the order of docs/SCENARIO.md.
-STATEMENT_CLASSES: tuple[type[StatementOp], ...] = (
-    Copy,
-    Add,
-    Fill,
-    TmaStore,
-    MultimemStore,
-    Return,
-    SemaphoreSignal,
-    SemaphoreSignalMulticast,
-    SemaphoreWait,
-    CopyGmemToSmem,
-    CopySmemToGmem,
-    CommitSmem,
-    WaitSmemToGmem,
-    BarrierWait,
-    BarrierArrive,
-    Loop,
-    When,
-    AtomicAdd,
-    MultimemLoadReduce,
-    Dot,
+AnyStatementOp = (
+    Copy
+    | Add
+    | Fill
+    | TmaStore
+    | MultimemStore
+    | Return
+    | SemaphoreSignal
+    | SemaphoreSignalMulticast
+    | SemaphoreWait
+    | CopyGmemToSmem
+    | CopySmemToGmem
+    | CommitSmem
+    | WaitSmemToGmem
+    | BarrierWait
+    | BarrierArrive
+    | Loop
+    | When
+    | AtomicAdd
+    | MultimemLoadReduce
+    | Dot
 )
+TRANSFORM_CLASSES: tuple[type[TransformOp], ...] = get_args(AnyTransform)
+STATEMENT_CLASSES: tuple[type[StatementOp], ...] = get_args(AnyStatementOp)
 
 TRANSFORM_OPS: tuple[str, ...] = tuple(c.op_name() for c in TRANSFORM_CLASSES)
 STATEMENT_OPS: tuple[str, ...] = tuple(c.op_name() for c in STATEMENT_CLASSES)
 BY_OP: dict[str, type[Op]] = {c.op_name(): c for c in (*TRANSFORM_CLASSES, *STATEMENT_CLASSES)}
 
-Transform = Annotated[Union[TRANSFORM_CLASSES], Field(discriminator="op")]  # noqa: UP007
+Transform = Annotated[AnyTransform, Field(discriminator="op")]
 Transforms = Annotated[list[Transform], Field(max_length=MAX_TRANSFORMS)]
 
 
@@ -109,9 +103,14 @@ class Let(Model):
     ref: RefName = Field(description="the ref (a parameter or an earlier view) it is a view of")
     transforms: Transforms = Field([], description="applied first to last")
 
+    BODY: ClassVar[bool] = False
+
     @property
     def kind(self) -> str:
         return "let"
+
+    def exprs(self) -> Any:
+        return iter(())
 
     def label(self) -> str:
         return f"{self.let} = {self.ref}"
@@ -120,7 +119,7 @@ class Let(Model):
         yield "ref", self.ref, "view"
 
 
-OpStatement = Annotated[Union[STATEMENT_CLASSES], Field(discriminator="op")]  # noqa: UP007
+OpStatement = Annotated[AnyStatementOp, Field(discriminator="op")]
 
 
 def _stmt_kind(v: Any) -> str:

@@ -17,13 +17,21 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, SYNC, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, SYNC, WRITE, Fit, StatementOp
 from mpmd_lab.ops.statements import LANES
 from pydantic import Field, StrictBool, StrictInt
 
 
 class TmaStore(StatementOp):
     """``commit_smem(); copy_smem_to_gmem(src, dst); wait_smem_to_gmem(0)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "tma_store",
+            "src": fit.first(fit.smem, "smem"),
+            "dst": fit.first(fit.outputs, "out"),
+        }
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, committed and waited"
     FAMILY: ClassVar[str] = "async"
@@ -44,53 +52,10 @@ class TmaStore(StatementOp):
         ]
 
     def trace(self, t: Any) -> bool:
-        """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
-        if t.root_space("src") != "SMEM":
-            t.jax(
-                "TMA_SRC_NOT_SMEM",
-                f"{t.path}.src",
-                f"src must be a SMEM reference, got {t.base_type('src')}",
-            )
-            return True
-        if t.root_space("dst") != "GMEM":
-            t.jax(
-                "TMA_DST_NOT_GMEM",
-                f"{t.path}.dst",
-                f"dst must be a GMEM reference, got {t.base_type('dst')}",
-            )
-            return True
-        if t.use("src") or t.use("dst"):
-            return True
-        s_, d_ = t.info("src"), t.info("dst")
-        if s_.dtype != d_.dtype:
-            t.jax(
-                "TMA_DTYPE_MISMATCH",
-                t.path,
-                f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
-            )
-            return True
-        if len(s_.shape) != len(d_.shape):
-            longer = 1 if len(s_.shape) > len(d_.shape) else 2
-            t.jax(
-                "TMA_SHAPE_MISMATCH",
-                t.path,
-                f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
-                "than argument 1",
-                jax_type="ValueError",
-            )
-            return True
-        if s_.shape != d_.shape:
-            t.jax(
-                "TMA_SHAPE_MISMATCH",
-                t.path,
-                f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
-                f"{d_.shape!r}",
-            )
-            return True
-        return False
+        return trace_store(t)
 
     def lower(self, low: Any) -> bool:
-        return low.tma("src", "dst")
+        return lower_store(low)
 
     def execute(self, x: Any) -> None:
         x.write("dst", x.read("src"))
@@ -151,6 +116,8 @@ class MultimemStore(StatementOp):
             return True
         if low.collective(self.axes, "multimem_store"):
             return True
+        if low.multimem_ref("dst"):
+            return True
         src = low.info("src")
         if src.shape and src.size % LANES == 0 and src.size // LANES * dtypes.bits(src.dtype) < 32:
             low.later(
@@ -172,8 +139,176 @@ class MultimemStore(StatementOp):
         x.write("dst", value, fan_out=axes)
 
 
+def trace_store(t: Any) -> bool:
+    """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
+    if t.root_space("src") != "SMEM":
+        t.jax(
+            "TMA_SRC_NOT_SMEM",
+            f"{t.path}.src",
+            f"src must be a SMEM reference, got {t.base_type('src')}",
+        )
+        return True
+    if t.root_space("dst") != "GMEM":
+        t.jax(
+            "TMA_DST_NOT_GMEM",
+            f"{t.path}.dst",
+            f"dst must be a GMEM reference, got {t.base_type('dst')}",
+        )
+        return True
+    if t.use("src") or t.use("dst"):
+        return True
+    s_, d_ = t.info("src"), t.info("dst")
+    if s_.dtype != d_.dtype:
+        t.jax(
+            "TMA_DTYPE_MISMATCH",
+            t.path,
+            f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
+        )
+        return True
+    if len(s_.shape) != len(d_.shape):
+        longer = 1 if len(s_.shape) > len(d_.shape) else 2
+        t.jax(
+            "TMA_SHAPE_MISMATCH",
+            t.path,
+            f"zip() argument {3 - longer} is {'shorter' if longer == 1 else 'longer'} "
+            "than argument 1",
+            jax_type="ValueError",
+        )
+        return True
+    if s_.shape != d_.shape:
+        t.jax(
+            "TMA_SHAPE_MISMATCH",
+            t.path,
+            f"Expected shapes to match, but src has shape {s_.shape!r} and dst has shape "
+            f"{d_.shape!r}",
+        )
+        return True
+    return False
+
+
+def lower_store(low: Any) -> bool:
+    """copy_smem_to_gmem's lowering: the GMEM side's transforms, then (dialect lowering)
+    the copy's width."""
+    if low.tma("src", "dst"):
+        return True
+    if low.info("src").cluster:
+        low.jax(
+            "TMA_SMEM_CLUSTER",
+            f"{low.path}.src",
+            "Only SMEM <-> GMEM copies supported",
+            explanation="A TMA store reads this block's own SMEM; the source here is "
+            "another block's (cluster_ref).",
+        )
+        return True
+    _copy_width(low, "src")
+    return False
+
+
+def _copy_width(low: Any, field: str) -> None:
+    """``async_copy``: the bits along the last dimension, a multiple of 128."""
+    info = low.info(field)
+    if not info.shape:
+        return
+    bits = info.shape[-1] * dtypes.bits(info.dtype)
+    if bits % 128:
+        low.later(
+            "p3",
+            "TMA_LAST_DIM_BITS",
+            low.path,
+            "Async copies require the number of bits copied along the last dimension to be "
+            f"divisible by 128, but got {bits}",
+            f"A TMA copy moves 16-byte units along the last dimension; {info.shape[-1]} "
+            f"{info.dtype} elements are {bits} bits.",
+        )
+
+
+def trace_load(t: Any) -> bool:
+    """copy_gmem_to_smem's abstract eval: memory spaces (src, dst, barrier), then dtypes,
+    then shapes."""
+    from mpmd_lab.ops.sync import check_barrier
+
+    for field, space in (("src", "GMEM"), ("dst", "SMEM")):
+        info = t.info(field)
+        if not info.is_ref:
+            t.jax(
+                "TMA_SRC_NOT_GMEM" if field == "src" else "TMA_DST_NOT_SMEM",
+                f"{t.path}.{field}",
+                f"{field} must be a reference, got {info.dtype}[{','.join(map(str, info.shape))}]",
+                jax_type="TypeError",
+            )
+            return True
+        if t.root_space(field) != space:
+            t.jax(
+                "TMA_SRC_NOT_GMEM" if field == "src" else "TMA_DST_NOT_SMEM",
+                f"{t.path}.{field}",
+                f"{field} must be a {space} reference, got {t.base_type(field)}",
+            )
+            return True
+    if t.st.node.barrier is not None and check_barrier(t, "barrier"):
+        return True
+    if t.use("src") or t.use("dst"):
+        return True
+    s_, d_ = t.info("src"), t.info("dst")
+    if s_.dtype != d_.dtype:
+        t.jax(
+            "TMA_DTYPE_MISMATCH",
+            t.path,
+            f"Expected dtypes to match but src had type {s_.dtype} and dst had type {d_.dtype}",
+        )
+        return True
+    if s_.shape != d_.shape:
+        t.jax(
+            "TMA_SHAPE_MISMATCH",
+            t.path,
+            f"Expected source shape to be {tuple(d_.shape)!r}, but got {tuple(s_.shape)!r}. ",
+        )
+        return True
+    return False
+
+
+def lower_load(low: Any) -> bool:
+    """copy_gmem_to_smem's lowering: the barrier, the GMEM side's transforms, the SMEM
+    side (no other block's), then (dialect lowering) the copy's width."""
+    if low.st.node.barrier is None:
+        low.jax(
+            "TMA_LOAD_NO_BARRIER",
+            low.path,
+            "copy_gmem_to_smem without a barrier is only supported on pre-Hopper GPUs, which "
+            "use the cp.async implementation",
+            explanation="On Hopper and newer GPUs (what the lowering targets) a TMA load "
+            "completes on a barrier: allocate one (scratch `kind: barrier`), pass it as "
+            "`barrier` and `barrier_wait` on it before reading the destination.",
+        )
+        return True
+    if low.barrier("barrier", "as_barrier_memref"):
+        return True
+    if low.gmem_transforms("src", multicast_ok=False):
+        return True
+    if low.info("dst").cluster:
+        low.jax(
+            "TMA_SMEM_CLUSTER",
+            f"{low.path}.dst",
+            "Only SMEM <-> GMEM copies supported",
+            explanation="A TMA load lands in this block's own SMEM; the destination here is "
+            "another block's (cluster_ref). Load into the own SMEM and let the other block "
+            "read it through its cluster view, or have that block load itself.",
+        )
+        return True
+    _copy_width(low, "dst")
+    return False
+
+
 class CopyGmemToSmem(StatementOp):
     """``plgpu.copy_gmem_to_smem(src, dst, barrier)``: completes on ``barrier``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "copy_gmem_to_smem",
+            "src": fit.first(fit.refs, "x_ref"),
+            "dst": fit.first(fit.smem, "smem"),
+            "barrier": fit.first(fit.barriers, "barrier"),
+        }
 
     HELP: ClassVar[str] = "GMEM -> SMEM by TMA; completes on a barrier"
     FAMILY: ClassVar[str] = "async"
@@ -186,19 +321,37 @@ class CopyGmemToSmem(StatementOp):
     op: Literal["copy_gmem_to_smem"]
     src: RefName = Field(description="a GMEM ref (or a peer's view of one)")
     dst: RefName = Field(description="an SMEM ref")
-    barrier: RefName = Field(description="the barrier the copy completes on")
+    barrier: RefName | None = Field(
+        None,
+        description="the barrier the copy completes on (null: none, which only pre-Hopper "
+        "GPUs take)",
+    )
 
     def label(self) -> str:
-        return f"{self.dst} <~ {self.src} (on {self.barrier})"
+        on = "no barrier" if self.barrier is None else f"on {self.barrier}"
+        return f"{self.dst} <~ {self.src} ({on})"
 
     def source(self, g: Any) -> list[str]:
-        return [
-            f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}, {g.ref(self.barrier)})"
-        ]
+        bar = "" if self.barrier is None else f", {g.ref(self.barrier)}"
+        return [f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}{bar})"]
+
+    def trace(self, t: Any) -> bool:
+        return trace_load(t)
+
+    def lower(self, low: Any) -> bool:
+        return lower_load(low)
 
 
 class CopySmemToGmem(StatementOp):
     """``plgpu.copy_smem_to_gmem(src, dst)``: an async TMA store in a commit group."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "copy_smem_to_gmem",
+            "src": fit.first(fit.smem, "smem"),
+            "dst": fit.first(fit.outputs, "out"),
+        }
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, async (wait_smem_to_gmem completes it)"
     FAMILY: ClassVar[str] = "async"
@@ -215,6 +368,12 @@ class CopySmemToGmem(StatementOp):
     def source(self, g: Any) -> list[str]:
         extra = "" if self.commit_group else ", commit_group=False"
         return [f"plgpu.copy_smem_to_gmem({g.ref(self.src)}, {g.ref(self.dst)}{extra})"]
+
+    def trace(self, t: Any) -> bool:
+        return trace_store(t)
+
+    def lower(self, low: Any) -> bool:
+        return lower_store(low)
 
 
 class CommitSmem(StatementOp):
@@ -251,6 +410,10 @@ class WaitSmemToGmem(StatementOp):
 
 
 __all__ = [
+    "lower_load",
+    "lower_store",
+    "trace_load",
+    "trace_store",
     "CommitSmem",
     "CopyGmemToSmem",
     "CopySmemToGmem",

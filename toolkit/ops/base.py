@@ -28,6 +28,7 @@ of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mpmd_lab import expr as E
@@ -35,6 +36,22 @@ from mpmd_lab.fields import Model
 
 #: How a statement's ref field is used (the graph's edges and the race check's accesses).
 READ, WRITE, SYNC = "read", "write", "sync"
+
+
+@dataclass
+class Fit:
+    """What a new op should fit (the Lab's "add" buttons): the scenario's names."""
+
+    refs: list[str] = field(default_factory=list)  # every name a body can use
+    outputs: list[str] = field(default_factory=list)
+    device_axes: list[str] = field(default_factory=list)
+    cluster_axes: list[str] = field(default_factory=list)
+    semaphores: list[str] = field(default_factory=list)
+    barriers: list[str] = field(default_factory=list)
+    smem: list[str] = field(default_factory=list)
+
+    def first(self, names: list[str], default: str) -> str:
+        return names[0] if names else default
 
 
 class Op(Model):
@@ -67,6 +84,17 @@ class Op(Model):
         """Field name -> its help text (the schema's descriptions)."""
         return {k: f.description or "" for k, f in cls.model_fields.items() if k != "op"}
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        """A new op of this kind (JSON form) whose values fit the scenario where they can:
+        the fields' defaults, ref fields naming refs the body has."""
+        out: dict[str, Any] = {"op": cls.op_name()}
+        for name, f in cls.model_fields.items():
+            if name == "op" or f.is_required() is False:
+                continue
+            out[name] = _fitting(name, fit)
+        return out
+
 
 class TransformOp(Op):
     """A ref transform: a view of a ref (``ref.at[...]``, ``plgpu.remote_ref(ref, ...)``)."""
@@ -75,6 +103,10 @@ class TransformOp(Op):
     SCRATCH_ONLY: ClassVar[bool] = False
     #: the type of the ref must be computed to apply it (a lazy error is raised here)
     NEEDS_TYPE: ClassVar[bool] = False
+
+    def needs_type(self, ref: Any) -> bool:
+        """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
+        return self.NEEDS_TYPE
 
     def typed(self, ref: Any) -> tuple[Any, Any, list[Any]]:
         """JAX's type rule: ``(ref after | None, StepError | None, notes)``."""
@@ -88,6 +120,10 @@ class TransformOp(Op):
         """The simulator's view after this transform (``mpmd_lab.memory.View``)."""
         raise NotImplementedError
 
+    def scratch_source(self) -> str:
+        """The layout transform a scratch type is allocated with (tiling, swizzle only)."""
+        raise ValueError(f"{self.op_name()} is not a scratch layout transform")
+
 
 class StatementOp(Op):
     """A body statement (``copy``, ``add``, ``semaphore_wait``, ...)."""
@@ -95,6 +131,8 @@ class StatementOp(Op):
     #: ``(field, READ | WRITE | SYNC)`` for every field that names a ref, in the order
     #: JAX evaluates them
     REFS: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: it holds a nested ``body`` of statements (a loop, a condition)
+    BODY: ClassVar[bool] = False
 
     def ref_fields(self) -> Iterator[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""
@@ -118,6 +156,21 @@ class StatementOp(Op):
     def source(self, g: Any) -> list[str]:
         """The statement as lines of JAX source."""
         raise NotImplementedError
+
+
+def _fitting(name: str, fit: Fit) -> Any:
+    """A value for a required field, by its name's role."""
+    if name in ("dst",):
+        return fit.first(fit.outputs, fit.first(fit.refs, "out"))
+    if name in ("src", "lhs", "rhs", "ref"):
+        return fit.first(fit.refs, "x_ref")
+    if name == "sem":
+        return fit.first(fit.semaphores, "sem")
+    if name == "barrier":
+        return fit.first(fit.barriers, "barrier")
+    if name == "axes":
+        return list(fit.device_axes) or ["dev"]
+    return 0
 
 
 def parse_expr(value: int | str) -> E.Expr:

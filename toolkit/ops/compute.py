@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from mpmd_lab import dtypes
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
+from mpmd_lab.ops.statements import LANES
 from pydantic import Field
 
 REDUCTIONS = ("add", "min", "max", "and", "or", "xor")
@@ -37,6 +39,35 @@ class AtomicAdd(StatementOp):
 
     def source(self, g: Any) -> list[str]:
         return [f"plgpu.atomic_add({g.ref(self.dst)}, {g.ref(self.src)}[...])"]
+
+    def trace(self, t: Any) -> bool:
+        """The value is loaded, then ``atomic_store``'s abstract eval: shape, then dtype
+        (strict: no implicit integer cast, unlike a plain store)."""
+        if t.use("src") or t.use("dst"):
+            return True
+        src, dst = t.info("src"), t.info("dst")
+        if not dst.is_ref:
+            return t.store_to_array()
+        if src.shape != dst.shape:
+            t.jax(
+                "SWAP_SHAPE_MISMATCH",
+                t.path,
+                f"Invalid shape for `swap`. Ref shape: {tuple(dst.shape)!r}. Value shape: "
+                f"{tuple(src.shape)!r}.",
+            )
+            return True
+        if src.dtype != dst.dtype:
+            t.jax(
+                "SWAP_DTYPE_MISMATCH",
+                t.path,
+                f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {src.dtype}.",
+            )
+            return True
+        return False
+
+    def lower(self, low: Any) -> bool:
+        # the value's load, then the atomic store (a peer's ref is fine, a multicast not)
+        return low.access("src", "load") or low.access("dst", "store")
 
 
 class MultimemLoadReduce(StatementOp):
@@ -66,9 +97,83 @@ class MultimemLoadReduce(StatementOp):
             ")",
         ]
 
+    def trace(self, t: Any) -> bool:
+        """``multimem_load_reduce``'s abstract eval (a GMEM ref), then the store of the
+        reduced value into ``dst``."""
+        src = t.info("src")
+        if not src.is_ref:
+            t.jax(
+                "MULTIMEM_DST_NOT_GMEM",
+                f"{t.path}.src",
+                f"ref must be a reference, got {src.dtype}[{','.join(map(str, src.shape))}]",
+                jax_type="TypeError",
+            )
+            return True
+        if t.root_space("src") != "GMEM":
+            t.jax(
+                "MULTIMEM_DST_NOT_GMEM",
+                f"{t.path}.src",
+                f"ref must be a GMEM reference, got {t.base_type('src')}",
+            )
+            return True
+        if t.use("src") or t.use("dst"):
+            return True
+        return t.store("dst", src.shape, src.dtype)
+
+    def lower(self, low: Any) -> bool:
+        """The device mesh and the axes, the ref's transforms (no peer, no multicast);
+        what the reduction supports is checked when the module is verified; the layout
+        cast wants a multiple of 128 elements (one per thread of the warpgroup)."""
+        if low.collective(self.axes, "multimem_load_reduce"):
+            return True
+        if low.multimem_ref("src"):
+            return True
+        src = low.info("src")
+        why = _reduction_problem(self.reduction, src.dtype)
+        if why:
+            low.later(
+                "p1",
+                "GPU_VERIFICATION",
+                low.path,
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                f"'mosaic_gpu.multimem_load_reduce' op {why}",
+                f"multimem_load_reduce cannot {self.reduction}-reduce {src.dtype}: {why} "
+                "(float32 reduces with add only; 16-bit floats with add, min, max; "
+                "integers of 32 or 64 bits with any reduction).",
+            )
+        if src.size % LANES:
+            low.later(
+                "p1",
+                "GPU_WG_STRIDED_SIZE",
+                low.path,
+                f"(WGStridedFragLayout(shape={tuple(src.shape)!r}, vec_size=1), {LANES})",
+                f"The reduced value is laid out over the {LANES} threads of a warpgroup "
+                f"(WG_STRIDED); {src.size} elements are not a multiple of {LANES}.",
+            )
+        elif dtypes.bits(src.dtype) < 32:
+            low.later(
+                "p3",
+                "MULTIMEM_LOAD_WIDTH",
+                low.path,
+                "Only 32-, 64- and 128-bit loads are supported",
+                f"Each thread loads one {src.dtype} element ({dtypes.bits(src.dtype)} bits); "
+                "multimem loads move 32, 64 or 128 bits per thread.",
+            )
+        return low.access("dst", "store", check_layout=False)
+
 
 class Dot(StatementOp):
     """``dst[...] = lhs @ rhs`` (float32 accumulation; WGMMA on SMEM operands)."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "dot",
+            "dst": fit.first(fit.outputs, "out"),
+            "lhs": fit.first(fit.smem, "a_smem"),
+            "rhs": fit.first(fit.smem[1:], "b_smem"),
+        }
 
     HELP: ClassVar[str] = "dst = lhs @ rhs (WGMMA on SMEM operands, f32 accumulator)"
     FAMILY: ClassVar[str] = "compute"
@@ -91,10 +196,180 @@ class Dot(StatementOp):
             f"    return {acc}[...]",
             "",
             f"{g.ref(self.dst)}[...] = pl.run_scoped(",
-            f"    {fn}, plgpu.ACC(({g.ref(self.lhs)}.shape[0], {g.ref(self.rhs)}.shape[1]), "
+            f"    {fn}, plgpu.ACC(({g.ref(self.lhs)}.shape[0], {g.ref(self.rhs)}.shape[-1]), "
             "jnp.float32)",
             ")",
         ]
+
+    def trace(self, t: Any) -> bool:
+        """``plgpu.wgmma``'s checks (two 2-D operands, K agreeing, one dtype), then the
+        store of the float32 accumulator ``[M, N]`` into ``dst``."""
+        if t.use("lhs") or t.use("rhs"):
+            return True
+        lhs, rhs = t.info("lhs"), t.info("rhs")
+        for field, info in (("lhs", lhs), ("rhs", rhs)):
+            if len(info.shape) != 2:
+                msg = (
+                    "too many values to unpack (expected 2)"
+                    if len(info.shape) > 2
+                    else f"not enough values to unpack (expected 2, got {len(info.shape)})"
+                )
+                t.jax("DOT_RANK", f"{t.path}.{field}", msg)
+                return True
+        (m, k), (k2, n) = lhs.shape, rhs.shape
+        if k != k2:
+            t.jax(
+                "DOT_SHAPE_MISMATCH",
+                t.path,
+                f"Incompatible shapes for matrix multiplication: lhs={tuple(lhs.shape)!r}, "
+                f"rhs=b.shape={tuple(rhs.shape)!r}, acc={(m, n)!r}",
+            )
+            return True
+        fp8 = ("float8_e4m3fn", "float8_e5m2")
+        if lhs.dtype != rhs.dtype and not (lhs.dtype in fp8 and rhs.dtype in fp8):
+            t.jax(
+                "DOT_DTYPE_MISMATCH",
+                t.path,
+                "Mixed input dtypes for matrix multiplication unsupported: "
+                f"lhs={lhs.dtype}, rhs={rhs.dtype}",
+            )
+            return True
+        if t.use("dst"):
+            return True
+        return t.store("dst", (m, n), "float32")
+
+    def lower(self, low: Any) -> bool:
+        """WGMMA as the Mosaic GPU lowering takes it: the module's verifier (M a multiple
+        of 64), layout and transform inference (operands in SMEM, tileable), the dialect
+        lowering (16-bit operands, N at most 256)."""
+        lhs, rhs = low.info("lhs"), low.info("rhs")
+        m, n = lhs.shape[0], rhs.shape[1]
+        if m % 64:
+            low.later(
+                "p1",
+                "GPU_VERIFICATION",
+                low.path,
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                "'mosaic_gpu.wgmma' op The accumulator's first dimension must be a multiple "
+                f"of 64, but got {m}.",
+                f"A WGMMA computes 64-row tiles: lhs has {m} rows.",
+            )
+        for field, info in (("lhs", lhs), ("rhs", rhs)):
+            space = low.root_space(field)
+            if space != "SMEM":
+                if field == "lhs":
+                    low.later(
+                        "p2",
+                        "DOT_OPERAND_NOT_SMEM",
+                        f"{low.path}.lhs",
+                        "Unsupported memory space for: "
+                        f"memref<{'x'.join(map(str, info.shape))}x{_mlir(info.dtype)}>",
+                        "plgpu.wgmma reads its operands from shared memory: copy lhs into SMEM "
+                        "first (copy_gmem_to_smem).",
+                    )
+                else:
+                    low.later(
+                        "p2",
+                        "GPU_CLUSTER_GMEM",
+                        f"{low.path}.rhs",
+                        "ValueSite(operation=<UnrealizedConversionCastOp>, "
+                        "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
+                        "plgpu.wgmma reads its operands from shared memory: rhs is in GMEM, "
+                        "and layout inference fails with an internal KeyError. Copy it into "
+                        "SMEM first (copy_gmem_to_smem).",
+                    )
+                return False
+        for field, info in (("lhs", lhs), ("rhs", rhs)):
+            if _scratch_transforms(low, field):
+                continue  # the user's own tiling and swizzle (of the scratch under the view)
+            bits = dtypes.bits(info.dtype)
+            candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
+            if not any(
+                all(d % t == 0 for d, t in zip(info.shape, c, strict=True)) for c in candidates
+            ):
+                low.later(
+                    "p2",
+                    "DOT_SMEM_TILING",
+                    f"{low.path}.{field}",
+                    f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
+                    f"divisible by candidate tiling {candidates[-1]!r}",
+                    f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
+                    f"{list(info.shape)} of {info.dtype} fits no such tiling.",
+                )
+                return False
+        if lhs.dtype in ("int8", "uint8"):
+            signed = lhs.dtype == "int8"
+            low.later(
+                "p3",
+                "DOT_INT_ACC",
+                low.path,
+                "is_signed must be non-None if and only if the MLIR type is an integer type, "
+                f"got _is_signed={signed} for f32",
+                f"An {lhs.dtype} WGMMA accumulates in int32, but `dot` accumulates in "
+                "float32: multiply 16-bit floats instead.",
+            )
+        elif lhs.dtype in ("float32", "float8_e4m3fn", "float8_e5m2"):
+            low.later(
+                "p3",
+                "DOT_DTYPE",
+                low.path,
+                "Only f16 WGMMA supports transposes",
+                f"WGMMA on {lhs.dtype} operands needs a K-major (transposed) rhs; with an "
+                "[K, N] rhs only 16-bit operands (float16, bfloat16) lower.",
+            )
+        elif n > 256 or n % 8:
+            low.later(
+                "p3",
+                "DOT_N_TOO_LARGE",
+                f"{low.path}.rhs",
+                f"N must be a multiple of 8 and <= 256, got: {n}",
+                "One WGMMA produces at most 256 columns: split the product along N.",
+            )
+        return low.access("dst", "store", check_layout=False)
+
+
+def _reduction_problem(reduction: str, dtype: str) -> str:
+    """What the ``multimem_load_reduce`` op's verifier says of a reduction and dtype."""
+    if dtype.startswith(("float", "bfloat")):
+        if reduction not in ("add", "min", "max"):
+            return "Only Add, Max and Min reductions are supported on float source."
+        if dtype == "float32" and reduction != "add":
+            return "Only Add is supported for F32 source type."
+        return ""
+    if dtypes.bits(dtype) not in (32, 64) or dtype == "bool":
+        return "Only supported 32 and 64 bit integer operations"
+    return ""
+
+
+_MLIR = {
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float64": "f64",
+    "int8": "i8",
+    "uint8": "i8",
+    "int16": "i16",
+    "uint16": "i16",
+    "int32": "i32",
+    "uint32": "i32",
+    "int64": "i64",
+    "bool": "i1",
+    "float8_e4m3fn": "f8E4M3FN",
+    "float8_e5m2": "f8E5M2",
+}
+
+
+def _mlir(dtype: str) -> str:
+    """A dtype as an MLIR type prints (``f16``, ``i32``)."""
+    return _MLIR.get(dtype, dtype)
+
+
+def _scratch_transforms(low: Any, field: str) -> bool:
+    b = low.binding(field)
+    name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
+    sc = low.ctx.s.call.scratch.get(name)
+    return bool(sc is not None and sc.transforms)
 
 
 __all__ = ["REDUCTIONS", "AtomicAdd", "Dot", "MultimemLoadReduce"]

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
+from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr
-from mpmd_lab.ops.base import StatementOp
+from mpmd_lab.ops.base import Fit, StatementOp
 from pydantic import AfterValidator, Field, StrictInt
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 
 class Loop(StatementOp):
     """``lax.fori_loop(start, stop, body, None)`` / ``@pl.loop(start, stop, step)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": []}
 
     HELP: ClassVar[str] = "repeat the body for var in range(start, stop, step)"
     FAMILY: ClassVar[str] = "control"
@@ -60,31 +65,55 @@ class Loop(StatementOp):
         inner = g.body(self.body, loop_var=self.var)
         var = g.name_of(self.var)
         if self.via == "python":
-            if not (E.parse(self.start).is_const and E.parse(self.stop).is_const):
-                g.fail("a Python loop is unrolled at trace time: its bounds must be static")
-            return [f"for {var} in range({start}, {stop}, {self.step}):", *_indent(inner)]
+            # unrolled at trace time: traced bounds are JAX's error (written as they are)
+            step = "" if self.step == 1 else f", {self.step}"
+            return [f"for {var} in range({start}, {stop}{step}):", *_indent(inner)]
         fn = g.fresh("loop")
         if self.via == "pl.loop":
             step = "" if self.step == 1 else f", step={self.step}"
             return [f"@pl.loop({start}, {stop}{step})", f"def {fn}({var}):", *_indent(inner)]
+        carry = g.fresh("carry")  # a fresh name: no user name can be it
         if self.step == 1:
-            head = [f"def {fn}({var}, carry):"]
+            head = [f"def {fn}({var}, {carry}):"]
             trips = f"{start}, {stop}"
         else:  # lax.fori_loop has no step: count trips, compute the index
             k = g.fresh("k")
-            head = [f"def {fn}({k}, carry):", f"    {var} = {start} + {k} * {self.step}"]
+            head = [f"def {fn}({k}, {carry}):", f"    {var} = {start} + {k} * {self.step}"]
             trips = f"0, ({stop} - {start} + {self.step - 1}) // {self.step}"
         return [
             *head,
             *_indent(inner),
-            "    return carry",
+            f"    return {carry}",
             "",
             f"lax.fori_loop({trips}, {fn}, None)",
         ]
 
+    def trace(self, t: Any) -> bool:
+        """An unrolled Python loop needs Python ints: ``range`` of a traced bound fails."""
+        if self.via != "python":
+            return False
+        for f in ("start", "stop"):
+            if not t.static(E.parse(getattr(self, f))):
+                t.jax(
+                    "LOOP_PYTHON_TRACED",
+                    f"{t.path}.{f}",
+                    "The __index__() method was called on traced array with shape int32[]",
+                    fix=Fix(
+                        description="loop with lax.fori_loop (its bounds may be traced)",
+                        edits=[Edit(op="replace", path=f"{t.path}.via", value="fori_loop")],
+                    ),
+                )
+                return True
+        return False
+
 
 class When(StatementOp):
     """``@pl.when(cond)``: the body where the condition holds."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "when", "cond": f"{dev[0]} == 0" if dev else "program_id(0) == 0", "body": []}
 
     HELP: ClassVar[str] = "run the body where a condition holds (pl.when)"
     FAMILY: ClassVar[str] = "control"
@@ -113,8 +142,119 @@ class When(StatementOp):
         return [f"@pl.when({g.expr(self.condition())})", f"def {fn}():", *_indent(inner)]
 
 
+def _value_names(e: E.Expr) -> set[str]:
+    """The names an expression reads as values (not ``axis_size``'s argument: a size is
+    static)."""
+    if isinstance(e, E.Name):
+        return {e.id}
+    if isinstance(e, E.Call):
+        return set()
+    out: set[str] = set()
+    for f in ("a", "b"):
+        sub = getattr(e, f, None)
+        if isinstance(sub, E.Expr):
+            out |= _value_names(sub)
+    for sub in getattr(e, "items", ()):
+        out |= _value_names(sub)
+    return out
+
+
+def _calls(e: E.Expr) -> set[str]:
+    return set(e.calls())
+
+
+def python_vars(st: Any) -> set[str]:
+    """The loop variables that are Python ints where ``st`` is traced: those of the
+    unrolled (``via: "python"``) loops around it."""
+    return {s.node.var for s in st.scope if s.node.kind == "loop" and s.node.via == "python"}
+
+
+def is_static(e: E.Expr, st: Any) -> bool:
+    """A Python int when ``st`` is traced: no axis index, no program id, no loop variable
+    but an unrolled loop's (axis sizes and ``pl.num_programs`` are static)."""
+    return _value_names(e) <= python_vars(st) and _calls(e) <= {"axis_size", "num_programs"}
+
+
+def _sizes(ctx: Any) -> dict[str, int]:
+    sizes: dict[str, int] = dict(ctx.s.device_mesh or {})
+    for p in ctx.s.call.programs:
+        sizes.update(p.mesh.grid)
+        sizes.update(p.mesh.cluster)
+        if p.mesh.threads is not None and p.mesh.threads.name:
+            sizes[p.mesh.threads.name] = p.mesh.threads.count
+    return sizes
+
+
+def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> int | None:
+    """The value of an expression that reads no axis index (sizes from the meshes;
+    ``values``: the unrolled loops' variables), or None."""
+    values = values or {}
+    if _value_names(e) - set(values) or _calls(e) - {"axis_size"}:
+        return None
+    try:
+        return e.eval(E.Env(values, _sizes(ctx)))
+    except E.ExprError:
+        return None
+
+
+#: most iterations of unrolled loops ``never_traced`` enumerates
+MAX_UNROLLED = 4096
+
+
+def _unrolled(st: Any, ctx: Any, upto: int) -> list[dict[str, int]] | None:
+    """Every assignment of the unrolled loops in ``st.scope[:upto]`` (None: too many, or
+    bounds that are not static)."""
+    envs: list[dict[str, int]] = [{}]
+    for s in st.scope[:upto]:
+        node = s.node
+        if node.kind != "loop" or node.via != "python":
+            continue
+        nxt = []
+        for env in envs:
+            a = static_value(E.parse(node.start), ctx, env)
+            b = static_value(E.parse(node.stop), ctx, env)
+            if a is None or b is None:
+                return None
+            nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
+            if len(nxt) > MAX_UNROLLED:
+                return None
+        envs = nxt
+    return envs
+
+
+def _python_bool(e: E.Expr) -> bool:
+    """The exported condition is a Python ``bool`` (``pl.when`` then is an ``if``): a
+    comparison of constants, or ``and``/``or`` (written ``&``/``|``) of those; ``not`` is
+    ``jnp.logical_not``, an array."""
+    if isinstance(e, E.Compare):
+        return True
+    if isinstance(e, E.BoolOp):
+        return all(_python_bool(x) for x in e.items)
+    return False
+
+
+def never_traced(st: Any, ctx: Any) -> bool:
+    """``st`` is inside a body JAX never traces: ``pl.when`` of a condition that is a
+    Python ``False`` (in every iteration of the unrolled loops around it), or an unrolled
+    Python loop with no iteration."""
+    for k, s in enumerate(st.scope):
+        node = s.node
+        if node.kind == "when":
+            cond = node.condition()
+            if not _python_bool(cond):
+                continue
+            envs = _unrolled(st, ctx, k)
+            if envs is not None and all(static_value(cond, ctx, env) == 0 for env in envs):
+                return True
+        elif node.kind == "loop" and node.via == "python":
+            envs = _unrolled(st, ctx, k + 1)
+            if envs is not None and not envs:
+                return True
+    return False
+
+
 def _indent(lines: list[str]) -> list[str]:
     return [("    " + line) if line else "" for line in (lines or ["pass"])]
 
 
-__all__ = ["Loop", "When"]
+__all__ = ["Loop", "When", "is_static", "never_traced", "python_vars", "static_value"]

@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import TransformOp
+from mpmd_lab.ops.base import Fit, TransformOp
 from mpmd_lab.shapes import RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, field_validator
 
@@ -81,7 +81,7 @@ class DeviceRef:
 def resolve_device(device: Any) -> DeviceRef:
     """The one meaning of a ``device`` field (see the module docstring)."""
     if isinstance(device, dict):
-        coords = []
+        coords: list[tuple[str, E.Expr]] = []
         for axis, v in device.items():
             if isinstance(v, Offset):
                 wrapped = E.BinOp(
@@ -92,6 +92,15 @@ def resolve_device(device: Any) -> DeviceRef:
                 coords.append((axis, E.parse(v)))
         return DeviceRef(None, tuple(coords))
     return DeviceRef(E.parse(device))
+
+
+def check_device(v: Any) -> Any:
+    """A field validator for device ids: a mapping names at least one axis, by its name."""
+    if isinstance(v, dict):
+        if not v:
+            raise ValueError("a device id names at least one axis")
+        _check_mapping_names(v)
+    return v
 
 
 def device_label(device: Any) -> str:
@@ -142,6 +151,11 @@ def _not_a_ref(ref: RefInfo) -> StepError | None:
 class RemoteRef(TransformOp):
     """``plgpu.remote_ref(ref, device_id)``: the same ref on another device."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "remote_ref", "device": {dev[0]: {"offset": 1}} if dev else 0}
+
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
 
@@ -151,14 +165,7 @@ class RemoteRef(TransformOp):
         '{axis: {"offset": k}} (own index + k, wrapped)'
     )
 
-    @field_validator("device")
-    @classmethod
-    def _axes(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            if not v:
-                raise ValueError("a device id names at least one axis")
-            _check_mapping_names(v)
-        return v
+    _axes = field_validator("device")(classmethod(lambda cls, v: check_device(v)))
 
     def device_ref(self) -> DeviceRef:
         return resolve_device(self.device)
@@ -196,6 +203,11 @@ class RemoteRef(TransformOp):
 
 class MulticastRef(TransformOp):
     """``plgpu.multicast_ref(ref, axes)``: every device along ``axes`` (writes fan out)."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        return {"op": "multicast_ref", "axes": dev[0] if len(dev) == 1 else dev or "dev"}
 
     HELP: ClassVar[str] = "every device along axes: plgpu.multicast_ref(ref, axes)"
     FAMILY: ClassVar[str] = "devices"
@@ -246,6 +258,11 @@ class MulticastRef(TransformOp):
 
 class ClusterRef(TransformOp):
     """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        c = fit.cluster_axes
+        return {"op": "cluster_ref", "block": {c[0]: 0} if c else {}}
 
     HELP: ClassVar[str] = "another block's SMEM: plgpu.cluster_ref(ref, block)"
     FAMILY: ClassVar[str] = "devices"

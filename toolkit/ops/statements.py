@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import RefName
-from mpmd_lab.ops.base import READ, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 #: one warpgroup: a register array's size must be a multiple of this to lower
@@ -134,6 +134,14 @@ class Add(StatementOp):
 
 class Fill(StatementOp):
     """``dst[...] = jnp.full(dst.shape, value, dst.dtype)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": "fill",
+            "dst": fit.first(fit.outputs, fit.first(fit.refs, "out")),
+            "value": 0.0,
+        }
 
     HELP: ClassVar[str] = "dst[...] = a constant"
     FAMILY: ClassVar[str] = "memory"

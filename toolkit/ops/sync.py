@@ -23,15 +23,104 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
+from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple
-from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import SYNC, StatementOp
-from mpmd_lab.ops.peers import DeviceId, device_label, device_source, resolve_device
+from mpmd_lab.ops.base import SYNC, Fit, StatementOp
+from mpmd_lab.ops.peers import (
+    DeviceId,
+    check_device,
+    device_label,
+    device_source,
+    resolve_device,
+)
 from pydantic import Field, StrictBool, field_validator
+
+#: the semaphore dtypes ``check_sem_avals`` accepts, as JAX prints the set (its order is
+#: a Python set's: it varies between processes)
+SEM_TYPES = (
+    "{<class 'jax._src.pallas.core.barrier_semaphore'>, <class 'jax._src.pallas.core.semaphore'>, "
+    "<class 'jax.numpy.int16'>}"
+)
+#: the dtypes of refs JAX signals and waits on (``int16``: the interpreter's semaphores)
+SEM_DTYPES = ("semaphore", "int16")
+#: each transform's class, as an AttributeError names it
+TRANSFORM_CLASS = {
+    "bitcast": "BitcastTransform",
+    "reshape": "ReshapeTransform",
+    "transpose": "TransposeTransform",
+    "remote_ref": "PeerMemRef",
+    "multicast_ref": "MulticastRef",
+    "cluster_ref": "ClusterRefTransform",
+}
+
+
+def check_semaphore(t: Any, field: str, name: str) -> bool:
+    """``check_sem_avals``: a ref, scalar after its last index, of a semaphore dtype.
+
+    ``name`` is the verb JAX's messages use (``signal``, ``wait``,
+    ``semaphore_signal_multicast``). True when tracing stops."""
+    path = f"{t.path}.{field}"
+    b = t.binding(field)
+    info = b.info
+    if not info.is_ref:
+        t.jax(
+            "SEMAPHORE_NOT_A_REF",
+            path,
+            f"Cannot {name} on a non-semaphore Ref: {info.dtype}[{','.join(map(str, info.shape))}]",
+        )
+        return True
+    if b.stack and b.stack[-1][1].op != "at":
+        # JAX reads the shape off the last transform, which only an index can give
+        last = b.stack[-1][1].op
+        t.jax(
+            "SEMAPHORE_VIEW_TRANSFORM",
+            path,
+            f"'{TRANSFORM_CLASS.get(last, last)}' object has no attribute 'get_indexer_shape'",
+        )
+        return True
+    if t.use(field):
+        return True
+    if info.shape:
+        t.jax(
+            "SEMAPHORE_NOT_SCALAR",
+            path,
+            f"Cannot {name} on a non-()-shaped semaphore: {tuple(info.shape)!r}",
+        )
+        return True
+    if info.dtype not in SEM_DTYPES:
+        t.jax(
+            "SEMAPHORE_WRONG_TYPE",
+            path,
+            f"Must {name} semaphores of the following types: {SEM_TYPES}. Got {info.dtype}.",
+        )
+        return True
+    return False
+
+
+def _constant(low: Any, path: str, value: int | str) -> bool:
+    """The lowering writes an increment as an MLIR constant: a traced one fails."""
+    if low.static(E.parse(value)):
+        return False
+    low.jax(
+        "GPU_TRACED_CONSTANT",
+        path,
+        "Unsupported constant: <jaxlib.mlir._mlir_libs._mlir.ir.OpResult object at 0x...>",
+        explanation=f"The increment {E.parse(value).label()!r} is computed inside the kernel "
+        "(it depends on an axis index or a loop variable), but the Mosaic GPU lowering of a "
+        "semaphore signal takes the increment as a constant. Signal a static amount (and "
+        "wait for a computed value instead: a wait's value may be traced).",
+    )
+    return True
 
 
 class SemaphoreSignal(StatementOp):
     """``pl.semaphore_signal(sem, inc, device_id=device)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        dev = fit.device_axes
+        out = {"op": "semaphore_signal", "sem": fit.first(fit.semaphores, "sem")}
+        return {**out, "device": {dev[0]: {"offset": 1}}} if dev else out
 
     HELP: ClassVar[str] = "add inc to a semaphore, here or on a peer device"
     FAMILY: ClassVar[str] = "sync"
@@ -46,14 +135,7 @@ class SemaphoreSignal(StatementOp):
         "of remote_ref's device",
     )
 
-    @field_validator("device")
-    @classmethod
-    def _axes(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            if not v:
-                raise ValueError("a device id names at least one axis")
-            _check_mapping_names(v)
-        return v
+    _axes = field_validator("device")(classmethod(lambda cls, v: check_device(v)))
 
     def device_ref(self) -> Any:
         return None if self.device is None else resolve_device(self.device)
@@ -75,6 +157,15 @@ class SemaphoreSignal(StatementOp):
         if self.device is not None:
             args.append(f"device_id={device_source(self.device, g)}")
         return [f"pl.semaphore_signal({', '.join(args)})"]
+
+    def trace(self, t: Any) -> bool:
+        return check_semaphore(t, "sem", "signal")
+
+    def lower(self, low: Any) -> bool:
+        # the semaphore's transforms, then the device id, then the increment
+        if self.device is not None and low.device_id(self.device, f"{low.path}.device"):
+            return True
+        return _constant(low, f"{low.path}.inc", self.inc)
 
 
 class SemaphoreSignalMulticast(StatementOp):
@@ -101,6 +192,34 @@ class SemaphoreSignalMulticast(StatementOp):
             args.append(g.expr(E.parse(self.inc)))
         args.append(f"collective_axes={g.axes(self.axes)}")
         return [f"plgpu.semaphore_signal_multicast({', '.join(args)})"]
+
+    def trace(self, t: Any) -> bool:
+        return check_semaphore(t, "sem", "semaphore_signal_multicast")
+
+    def lower(self, low: Any) -> bool:
+        axes = axes_tuple(self.axes)  # JAX wraps a bare name in a tuple
+        mesh = low.mesh_axes
+        if not mesh:
+            low.jax(
+                "MULTICAST_NO_DEVICE_MESH",
+                f"{low.path}.axes",
+                "collective_axes requires a mesh context",
+                explanation="A multicast signal reaches every device of the device mesh; "
+                "without a device mesh (jax.shard_map over jax.make_mesh) there is none.",
+            )
+            return True
+        if set(axes) != set(mesh):
+            low.jax(
+                "SIGNAL_MULTICAST_AXES",
+                f"{low.path}.axes",
+                f"collective_axes {axes!r} must equal entire mesh axes {tuple(mesh)!r}",
+                fix=Fix(
+                    description="signal along every device-mesh axis",
+                    edits=[Edit(op="replace", path=f"{low.path}.axes", value=list(mesh))],
+                ),
+            )
+            return True
+        return _constant(low, f"{low.path}.inc", self.inc)
 
 
 class SemaphoreWait(StatementOp):
@@ -130,6 +249,9 @@ class SemaphoreWait(StatementOp):
             args.append("decrement=False")
         return [f"pl.semaphore_wait({', '.join(args)})"]
 
+    def trace(self, t: Any) -> bool:
+        return check_semaphore(t, "sem", "wait")
+
 
 class BarrierWait(StatementOp):
     """``plgpu.barrier_wait(barrier)``."""
@@ -146,6 +268,12 @@ class BarrierWait(StatementOp):
 
     def source(self, g: Any) -> list[str]:
         return [f"plgpu.barrier_wait({g.ref(self.barrier)})"]
+
+    def trace(self, t: Any) -> bool:
+        return check_barrier(t, "barrier")
+
+    def lower(self, low: Any) -> bool:
+        return low.barrier("barrier", "wait")
 
 
 class BarrierArrive(StatementOp):
@@ -164,8 +292,43 @@ class BarrierArrive(StatementOp):
     def source(self, g: Any) -> list[str]:
         return [f"plgpu.barrier_arrive({g.ref(self.barrier)})"]
 
+    def trace(self, t: Any) -> bool:
+        return check_barrier(t, "barrier")
+
+    def lower(self, low: Any) -> bool:
+        return low.barrier("barrier", "arrive")
+
+
+def check_barrier(t: Any, field: str) -> bool:
+    """``_check_ref(barrier, "barrier", SMEM)``: a ref in SMEM (a barrier's memory)."""
+    info = t.info(field)
+    path = f"{t.path}.{field}"
+    if not info.is_ref:
+        t.jax(
+            "BARRIER_NOT_SMEM",
+            path,
+            f"barrier must be a reference, got {info.dtype}[{','.join(map(str, info.shape))}]",
+            jax_type="TypeError",
+        )
+        return True
+    if t.root_space(field) != "SMEM":
+        t.jax(
+            "BARRIER_NOT_SMEM",
+            path,
+            f"barrier must be a SMEM reference, got {t.base_type(field)}",
+            explanation="A barrier is a `plgpu.Barrier` (or `ClusterBarrier`) scratch, in "
+            "shared memory; a semaphore or a GMEM ref is not one. Semaphores are waited on "
+            "with `semaphore_wait`.",
+        )
+        return True
+    return t.use(field)
+
 
 __all__ = [
+    "SEM_DTYPES",
+    "SEM_TYPES",
+    "check_barrier",
+    "check_semaphore",
     "BarrierArrive",
     "BarrierWait",
     "SemaphoreSignal",

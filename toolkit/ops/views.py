@@ -9,6 +9,7 @@ its label and what the simulator does with it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
-from mpmd_lab.ops.base import TransformOp
+from mpmd_lab.ops.base import Fit, TransformOp
 from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, model_validator
 
@@ -172,6 +173,10 @@ def full_entry(e: Any, d: int) -> bool:
 class At(TransformOp):
     """``ref.at[...]``: one entry per leading dimension."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "at", "index": [None]}
+
     HELP: ClassVar[str] = "index or slice: ref.at[...]"
     FAMILY: ClassVar[str] = "views"
     NEEDS_TYPE: ClassVar[bool] = True
@@ -183,8 +188,13 @@ class At(TransformOp):
         '{"pid": d, "size": k}'
     )
 
+    @functools.cached_property
+    def _entries(self) -> tuple[Ix, ...]:
+        return tuple(resolve_entry(e) for e in self.index)
+
     def entries(self) -> list[Ix]:
-        return [resolve_entry(e) for e in self.index]
+        """The index entries, resolved (once per op object)."""
+        return list(self._entries)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for k, ix in enumerate(self.entries()):
@@ -454,6 +464,10 @@ def sharded_error() -> StepError:
 class Bitcast(TransformOp):
     """``ref.bitcast(dtype)``: a width change scales the second-minor dimension."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "bitcast", "dtype": "int32"}
+
     HELP: ClassVar[str] = "reinterpret the bits: ref.bitcast(dtype)"
     FAMILY: ClassVar[str] = "views"
     NEEDS_TYPE: ClassVar[bool] = True
@@ -539,6 +553,10 @@ class Bitcast(TransformOp):
 class Reshape(TransformOp):
     """``ref.reshape(*shape)`` (one ``-1`` allowed)."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "reshape", "shape": [-1]}
+
     HELP: ClassVar[str] = "a new shape of the same size: ref.reshape(...)"
     FAMILY: ClassVar[str] = "views"
     NEEDS_TYPE: ClassVar[bool] = True
@@ -616,6 +634,10 @@ class Reshape(TransformOp):
 
 class Transpose(TransformOp):
     """``ref.transpose(perm)`` or ``plgpu.transpose_ref(ref, perm)``."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "transpose", "perm": [1, 0]}
 
     HELP: ClassVar[str] = "permute the dims: ref.transpose(perm)"
     FAMILY: ClassVar[str] = "views"
@@ -738,6 +760,10 @@ class _ScratchOnly(TransformOp):
 class Tiling(_ScratchOnly):
     """``plgpu.TilingTransform(tile)`` on a scratch type."""
 
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "tiling", "tile": [8, 32]}
+
     HELP: ClassVar[str] = "tile the layout in memory (scratch only)"
 
     op: Literal["tiling"]
@@ -754,6 +780,10 @@ class Tiling(_ScratchOnly):
 
 class Swizzle(_ScratchOnly):
     """``plgpu.SwizzleTransform(bytes)`` on a scratch type."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {"op": "swizzle", "bytes": 128}
 
     HELP: ClassVar[str] = "swizzle the layout in memory (scratch only)"
 

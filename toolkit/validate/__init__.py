@@ -50,6 +50,7 @@ class Analysis:
 def analyze(scenario: Scenario | dict | str) -> Analysis:
     """Resolve the scenario and run every rule once: the :class:`Analysis` views share."""
     from mpmd_lab.validate.build import check_build
+    from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
     from mpmd_lab.validate.runtime import check_runtime
     from mpmd_lab.validate.trace import check_trace
@@ -68,6 +69,7 @@ def analyze(scenario: Scenario | dict | str) -> Analysis:
         check_trace(ctx)
         check_lower(ctx)
         check_runtime(ctx)
+        check_interpret(ctx)
     finally:
         if collecting:
             gc.enable()

@@ -13,7 +13,9 @@ from typing import Any
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.shapes import RefInfo
@@ -40,7 +42,9 @@ def check_lower(ctx: Ctx) -> None:
     # errors of later lowering phases, in statement order: layout inference (p2), the
     # Mosaic GPU dialect lowering (p3), IR verification (p4)
     layout: list[tuple[str, str, str, str]] = []
-    verify: dict[str, list[tuple[str, str, str, str]]] = {"p3": [], "p4": []}
+    verify: dict[str, list[tuple[str, str, str, str]]] = {"p1": [], "p3": [], "p4": []}
+    if _scratch_lowering(ctx):
+        return
     for prog in ctx.programs:
         mesh = c.programs[prog.index].mesh
         if mesh.threads is not None and mesh.threads.count >= 16:
@@ -58,7 +62,7 @@ def check_lower(ctx: Ctx) -> None:
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    for phase in (layout, verify["p3"], verify["p4"]):
+    for phase in (verify["p1"], layout, verify["p3"], verify["p4"]):
         if phase:
             code, path, msg, why = phase[0]
             ctx.jax(code, path, msg, explanation=why)
@@ -107,13 +111,115 @@ class LowerCtx:
         return _collective(self.ctx, self.st, axes, what)
 
     def later(self, phase: str, code: str, path: str, message: str, why: str = "") -> None:
-        """An error of a later lowering phase (``p3``: dialect lowering, ``p4``: verify)."""
-        self.verify[phase].append((code, path, message, why))
+        """An error of a later lowering phase (``p1``: verifying the module the lowering
+        rules built, ``p2``: layout and transform inference, ``p3``: dialect lowering,
+        ``p4``: verifying the lowered module)."""
+        if phase == "p2":
+            self.layout.append((code, path, message, why))
+        else:
+            self.verify[phase].append((code, path, message, why))
+
+    # the lowering rules' own checks, raised where the statement is lowered
+
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+        self.ctx.jax(code, path, message, **kw)
+
+    @property
+    def mesh_axes(self) -> tuple[str, ...]:
+        return self.ctx.mesh_axes
+
+    def binding(self, field: str) -> Binding:
+        return self.st.refs[field]
+
+    def root_space(self, field: str) -> str:
+        from mpmd_lab.validate.trace import _root
+
+        return _root(self.ctx, self.st.refs[field])[0]
+
+    def static(self, e: Any) -> bool:
+        """The expression is a Python int where this statement is lowered."""
+        from mpmd_lab.ops.control import is_static
+
+        return is_static(e, self.st)
+
+    def device_id(self, dev: Any, path: str) -> bool:
+        """A device id the lowering cannot resolve against the device mesh."""
+        return device_id_problem(self.ctx, dev, path)
+
+    def barrier(self, field: str, method: str) -> bool:
+        """A barrier operand: indexed only, one barrier, a barrier's memory (``method``:
+        what the lowering calls on it, as its AttributeError names it)."""
+        return _barrier(self.ctx, self.st, field, method)
+
+    def multimem_ref(self, field: str) -> bool:
+        """A multimem op's ref: indexed only (``allow_peer_refs=False``, no multicast)."""
+        b = self.st.refs[field]
+        path = _where(self.st, field)
+        for _p, t in b.stack:
+            if t.op == "multicast_ref":
+                self.ctx.jax(
+                    "MULTICAST_PLAIN_STORE",
+                    path,
+                    "Multicast references are not allowed in the lowering of this primitive.",
+                    explanation="A multimem op already reaches every device along its axes: "
+                    "give it the plain ref, not a multicast view of it.",
+                )
+                return True
+        for _p, t in b.stack:
+            if t.op == "remote_ref":
+                if device_id_problem(self.ctx, t.device, path):
+                    return True
+                self.ctx.jax(
+                    "MULTIMEM_PEER_REF",
+                    path,
+                    "Peer device references are not allowed in the lowering of this primitive.",
+                )
+                return True
+        return False
+
+    def gmem_transforms(self, field: str, multicast_ok: bool) -> bool:
+        """The GMEM side of a TMA copy: only indexing, peer and multicast transforms."""
+        return _gmem_copy_transforms(self.ctx, self.st, field, multicast_ok)
+
+
+def _scratch_lowering(ctx: Ctx) -> bool:
+    """What allocating the scratch at the kernel's start rejects (before any statement):
+    a cluster barrier over an axis the cluster lacks."""
+    c = ctx.s.call
+    for name, sc in c.scratch.items():
+        if sc.KIND != "cluster_barrier":
+            continue
+        cluster = list(c.programs[0].mesh.cluster) if c.programs else []
+        for axis in axes_tuple(sc.collective_axes):
+            if axis not in cluster:
+                ctx.jax(
+                    "CLUSTER_REF_UNKNOWN_AXIS",
+                    f"call.scratch.{name}.collective_axes",
+                    f"Unknown cluster axis {axis}, available axes: {cluster!r}",
+                    explanation=f"A cluster barrier meets the blocks of a cluster along "
+                    f"cluster axes; {axis!r} is not a cluster axis of the kernel's mesh "
+                    f"(cluster axes: {cluster or 'none'}). JAX allocates the barrier when the "
+                    "kernel starts, so this fails even if the barrier is never used.",
+                    fix=None
+                    if not cluster
+                    else Fix(
+                        description="meet along the kernel's cluster axes",
+                        edits=[
+                            Edit(
+                                op="replace",
+                                path=f"call.scratch.{name}.collective_axes",
+                                value=cluster,
+                            )
+                        ],
+                    ),
+                )
+                return True
+    return False
 
 
 def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
-    if isinstance(node, Let) or not st.ok:
+    if isinstance(node, Let) or not st.ok or never_traced(st, ctx):
         return False
     if any(b.info is None for b in st.refs.values()):
         return False
@@ -387,23 +493,36 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
 
 
 def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
+    return device_id_problem(ctx, dev, _where(st, field))
+
+
+def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
+    """What the lowering's ``device_id_to_logical`` rejects in a device id (``remote_ref``,
+    ``semaphore_signal``): one flat id on a device mesh of another rank (none, or more
+    than one axis), or a mapping that names an axis the device mesh lacks."""
+    from mpmd_lab.ops.peers import resolve_device
+
     axes = ctx.mesh_axes
-    if isinstance(dev, int):
+    dref = resolve_device(dev)
+    if dref.linear is not None:
         if len(axes) != 1:
             ctx.jax(
                 "DEVICE_ID_RANK",
-                _where(st, field),
+                path,
                 "Number of device ids must match the number of mesh axes, but got 1 ids for a "
                 f"{len(axes)}D mesh.",
             )
             return True
         return False
-    unknown = [a for a in dev if a not in axes]
+    unknown = [(a, e) for a, e in dref.coords if a not in axes]
     if unknown:
-        inner = ", ".join(f"{a!r}: JitTracer(~int32[])" for a in unknown)
+        # a literal is a weakly typed int32 to JAX, an axis-index expression is not
+        inner = ", ".join(
+            f"{a!r}: JitTracer({'~' if e.is_const else ''}int32[])" for a, e in unknown
+        )
         ctx.jax(
             "DEVICE_ID_UNKNOWN_AXIS",
-            _where(st, field),
+            path,
             f"Unrecognized axes in device_id: {{{inner}}}",
         )
         return True
@@ -411,28 +530,115 @@ def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
 
 
 def _tma(ctx: Ctx, st: Stmt, src: RefInfo, dst: RefInfo, mesh: Any) -> bool:
-    if dst.multicast:
-        axes = dst.multicast_axes
-        if not ctx.s.device_mesh:
-            ctx.jax(
-                "MULTICAST_NO_DEVICE_MESH",
-                f"{st.path}.dst",
-                "JAX device mesh is required by multicast copies, but not defined. Use "
-                "jax.set_mesh.",
-            )
-            return True
-        if set(axes) != set(ctx.mesh_axes):
-            ctx.jax(
-                "COLLECTIVE_AXES_NOT_ALL",
-                f"{st.path}.dst",
-                "Only collective_axes that include all JAX device mesh  axes are supported, but "
-                f"got {tuple(axes)!r}. Make sure to pass collective_axes={ctx.mesh_axes!r}",
-                fix=_all_axes_fix(ctx, st.refs["dst"]),
-            )
-            return True
-    if dst.peer and _device_id(ctx, st, "dst", dst.peer_device):
+    """A TMA store (``copy_smem_to_gmem``): the GMEM side's transforms."""
+    return _gmem_copy_transforms(ctx, st, "dst", multicast_ok=True)
+
+
+def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) -> bool:
+    """``_extract_gmem_copy_params``: the GMEM ref of a TMA copy may be indexed, a peer's
+    (its device id resolved) or, for a store, multicast to the whole device mesh."""
+    b = st.refs[field]
+    path = _where(st, field)
+    for _p, t in b.stack:
+        if t.op == "at":
+            continue
+        if t.op == "remote_ref":
+            if device_id_problem(ctx, t.device, path):
+                return True
+            continue
+        if t.op == "multicast_ref":
+            if not multicast_ok:
+                ctx.jax(
+                    "MULTICAST_TMA_LOAD",
+                    path,
+                    "Multicast refs are not supported by this primitive.",
+                    explanation="A TMA load reads one device's memory: it cannot read "
+                    "through a multicast view. Load from a peer (remote_ref), or reduce over "
+                    "every device with multimem_load_reduce.",
+                )
+                return True
+            if not ctx.s.device_mesh:
+                ctx.jax(
+                    "MULTICAST_NO_DEVICE_MESH",
+                    path,
+                    "JAX device mesh is required by multicast copies, but not defined. Use "
+                    "jax.set_mesh.",
+                )
+                return True
+            if set(t.axis_names) != set(ctx.mesh_axes):
+                ctx.jax(
+                    "COLLECTIVE_AXES_NOT_ALL",
+                    path,
+                    "Only collective_axes that include all JAX device mesh  axes are "
+                    f"supported, but got {tuple(t.axis_names)!r}. Make sure to pass "
+                    f"collective_axes={ctx.mesh_axes!r}",
+                    fix=_all_axes_fix(ctx, b),
+                )
+                return True
+            continue
+        ctx.jax(
+            "TMA_GMEM_TRANSFORM",
+            path,
+            "Non-indexing transforms on GMEM refs are not implemented.",
+            explanation=f"The GMEM side of a TMA copy is addressed by indexing only; this "
+            f"view applies {t.op}. Copy the whole (indexed) ref and transform the SMEM side "
+            "or the value instead.",
+        )
         return True
     return False
+
+
+def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
+    """A barrier operand as the lowering takes it: indexed only, a barrier's memory, one
+    barrier (not a whole array of them)."""
+    b = st.refs[field]
+    info = b.info
+    assert info is not None
+    path = _where(st, field)
+    for p, t in b.stack:
+        if t.op != "at":
+            ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
+            return True
+    if info.dtype != "barrier":
+        ctx.jax(
+            "BARRIER_NOT_A_BARRIER",
+            path,
+            f"'jaxlib.mlir._mlir_libs._mlir.ir.OpResult' object has no attribute '{method}'",
+            explanation="The ref is not a barrier: a `plgpu.Barrier` or `ClusterBarrier` "
+            "scratch is (`kind: barrier`); an SMEM array cannot stand in for one.",
+        )
+        return True
+    if info.size > 1:
+        ctx.jax(
+            "BARRIER_NOT_SINGLE",
+            path,
+            f"Operation is only valid for a single barrier, but barrier ref contains "
+            f"{info.size}. Individual barriers can be accessed by indexing into the ref.",
+            fix=_index_fix(ctx, st, field),
+        )
+        return True
+    return False
+
+
+def _index_fix(ctx: Ctx, st: Stmt, field: str) -> Fix | None:
+    """Use the first barrier of the array: a view ``name_0 = name.at[0]`` before ``st``."""
+    b = st.refs[field]
+    if b.kind != "scratch" or not st.path.rsplit("[", 1)[-1].rstrip("]").isdigit():
+        return None
+    name = b.name
+    body, _, idx = st.path.rpartition("[")
+    view = f"{name}_0"
+    return Fix(
+        description=f"index the barrier array: {view} = {name}.at[0]",
+        edits=[
+            Edit(
+                op="add",
+                path=f"{body}[{idx}",
+                value={"let": view, "ref": name, "transforms": [{"op": "at", "index": [0]}]},
+            ),
+            Edit(op="replace", path=f"{body}[{int(idx.rstrip(']')) + 1}].{field}", value=view),
+        ],
+    )
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:

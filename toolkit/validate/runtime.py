@@ -18,7 +18,8 @@ import math
 from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.ops import READ, BlockIndex, Let, Offset, PidIndex
+from mpmd_lab.ops import READ, BlockIndex, Let, PidIndex
+from mpmd_lab.ops.peers import device_targets
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
 
@@ -65,6 +66,18 @@ def _device_ids(ctx: Ctx) -> None:
                     continue
                 path = f"{st.path}.transforms[{k}].device"
                 dev = t.device
+                if isinstance(dev, str):  # an expression: evaluated on every device
+                    targets = device_targets(dev, mesh) if mesh else None
+                    if targets is not None and -1 in targets:
+                        src = targets.index(-1)
+                        ctx.add(
+                            "REMOTE_DEVICE_OOB",
+                            path,
+                            f"device id {dev!r} is outside the device mesh on device {src} "
+                            f"(devices 0..{n - 1}); JAX does not check it, and on a GPU it "
+                            "addresses no device",
+                        )
+                    continue
                 if isinstance(dev, int):
                     if mesh and len(mesh) == 1 and not 0 <= dev < n:
                         ctx.add(
@@ -75,7 +88,7 @@ def _device_ids(ctx: Ctx) -> None:
                         )
                     continue
                 for axis, v in dev.items():
-                    if axis in mesh and not isinstance(v, Offset) and not 0 <= v < mesh[axis]:
+                    if axis in mesh and isinstance(v, int) and not 0 <= v < mesh[axis]:
                         ctx.add(
                             "REMOTE_DEVICE_OOB",
                             f"{path}.{axis}",
@@ -168,6 +181,8 @@ def _first_oob(ctx: Ctx, b: Binding, execs: list[dict], mesh: Any, interp_gpu: b
         root[0] *= ctx.s.num_devices  # no shard_map: the kernel sees the global array
     for e in execs:
         box = _box(region, e, mesh, interp_gpu, list(mesh.grid))
+        if box is None:  # an index that needs a loop variable or a device's coordinates
+            continue
         for k in dyn:
             lo, hi = box[k]
             if lo < 0 or hi > root[k]:
@@ -393,6 +408,10 @@ def _box(region: Any, e: dict, mesh: Any, interp_gpu: bool, grid_names: list[str
             kind, name = d.axis
             if kind == "block":
                 idx = e.get(name, 0)
+            elif kind == "expr":  # an index expression: this executor's value, if it has one
+                idx = _eval_at(name, e)
+                if idx is None:
+                    return None
             else:  # pid: the grid dim's index; 0 under the GPU interpreter
                 idx = (
                     0
@@ -402,6 +421,17 @@ def _box(region: Any, e: dict, mesh: Any, interp_gpu: bool, grid_names: list[str
             start += idx * d.stride
         out.append((start, start + d.size * max(1, d.step)))
     return out
+
+
+def _eval_at(expr: Any, e: dict) -> int | None:
+    """An index expression's value for one executor (None: it needs a loop variable)."""
+    from mpmd_lab import expr as E
+
+    values = {k[4:] if k.startswith("dev:") else k: v for k, v in e.items()}
+    try:
+        return expr.eval(E.Env(values, {}))
+    except (E.ExprError, KeyError, TypeError):
+        return None
 
 
 def _overlap(a: list, b: list) -> bool:
@@ -416,17 +446,24 @@ def _targets(info: Any, e: dict, dev_axes: dict[str, int]) -> list[tuple]:
     if info.multicast:
         return [tuple(v) for v in itertools.product(*(range(n) for n in dev_axes.values()))]
     if info.peer:
-        dev = info.peer_device
-        if isinstance(dev, int):
-            if len(dev_axes) == 1:
-                return [(dev,)]
+        # (a device id that needs more than the device's coordinates -- a loop variable,
+        # a block axis -- is taken as this device: the engine's happens-before check
+        # evaluates it per step)
+        from mpmd_lab import expr as E
+        from mpmd_lab.ops.peers import resolve_device
+
+        coords = dict(zip(dev_axes, own, strict=True))
+        try:
+            flat = resolve_device(info.peer_device).target(
+                coords, dev_axes, E.Env(coords, dict(dev_axes))
+            )
+        except (LookupError, IndexError, E.ExprError):
             return [own]
-        out = list(own)
-        for i, a in enumerate(dev_axes):
-            if a in dev:
-                v = dev[a]
-                out[i] = (own[i] + v.offset) % dev_axes[a] if isinstance(v, Offset) else v
-        return [tuple(out)]
+        out = []
+        for n in reversed(list(dev_axes.values())):
+            out.append(flat % n)
+            flat //= n
+        return [tuple(reversed(out))]
     return [own]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
@@ -175,7 +176,7 @@ def _scratch_types(ctx: Ctx) -> bool:
         for k, t in enumerate(sc.transforms if c.entry == "pl.kernel" else []):
             if t.op == "swizzle" and t.bytes in (32, 64, 128):
                 elems = t.bytes * 8 // bits(sc.dtype)
-                if not sc.shape or elems != sc.shape[-1]:
+                if not sc.shape or elems != _trailing(sc, k):
                     ctx.jax(
                         "SWIZZLE_TRAILING_DIM",
                         f"{path}.transforms[{k}]",
@@ -213,7 +214,7 @@ def _scratch_types(ctx: Ctx) -> bool:
                     return True
             if t.op == "swizzle" and t.bytes in (32, 64, 128):
                 elems = t.bytes * 8 // bits(sc.dtype)
-                if not sc.shape or elems != sc.shape[-1]:
+                if not sc.shape or elems != _trailing(sc, k):
                     ctx.jax(
                         "SWIZZLE_TRAILING_DIM",
                         tpath,
@@ -222,6 +223,16 @@ def _scratch_types(ctx: Ctx) -> bool:
                     )
                     return True
     return False
+
+
+def _trailing(sc: Any, k: int) -> int:
+    """The trailing dimension a scratch's ``k``-th transform sees: a tiling before it
+    makes its tile's last dimension the trailing one."""
+    trailing = sc.shape[-1] if sc.shape else 0
+    for t in sc.transforms[:k]:
+        if t.op == "tiling" and t.tile:
+            trailing = t.tile[-1]
+    return trailing
 
 
 def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -> bool:
@@ -349,6 +360,16 @@ class TraceCtx:
         assert info is not None
         return info
 
+    def binding(self, field: str) -> Binding:
+        """The ref a field names, with its whole transform stack."""
+        return self.st.refs[field]
+
+    def static(self, e: Any) -> bool:
+        """The expression is a Python int where this statement is traced."""
+        from mpmd_lab.ops.control import is_static
+
+        return is_static(e, self.st)
+
     def use(self, field: str) -> bool:
         """A load or store computes the view's type: a waiting lazy error is raised."""
         return _use(self.ctx, self.st.refs[field])
@@ -379,6 +400,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
+        if never_traced(st, ctx):
+            continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if isinstance(node, Let):
             if _report_steps(ctx, st.steps, f"{st.path}.transforms"):

@@ -1,0 +1,45 @@
+"""`python -m bench --json`: every row has the same keys, numbers where the table has
+figures, so runs can be compared."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.table import JSON_KEYS, Row, timed
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_rows_have_stable_keys_and_numbers():
+    r = timed("graph", "fast view", 0.02, 0.8, target_s=0.1).to_json()
+    assert list(r)[: len(JSON_KEYS)] == list(JSON_KEYS)
+    assert r["value"] == 0.02 and r["unit"] == "s" and r["baseline"] == 0.8
+    assert r["ratio"] == 0.025 and r["ok"] is True and r["target"] == "< 100.0 ms"
+    missed = timed("startup", "check", 0.3, 0.02, target_s=0.2).to_json()
+    assert missed["ok"] is False
+    bare = Row("scaling", "fit", "k = 1.01").to_json()  # a row without figures: nulls
+    assert list(bare)[: len(JSON_KEYS)] == list(JSON_KEYS)
+    assert bare["value"] is None and bare["ok"] is None
+
+
+def test_bench_writes_json_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", "-o", str(out), "widgets"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc == json.loads(out.read_text())
+    assert {"date", "python", "cpus", "load_at_start", "load_at_end"} <= set(doc["header"])
+    assert len(doc["rows"]) == 2
+    for row in doc["rows"]:
+        assert set(JSON_KEYS) <= set(row)
+        assert row["section"] == "widgets" and row["unit"] == "s" and row["value"] > 0
+        assert isinstance(row["ok"], bool)  # both rows have a target

@@ -1,0 +1,584 @@
+"""The workshop's exercises, as data: for each, a starting scenario, a goal, a hint, one
+solution, what else the answer must do, and the outputs it must give (worked out with
+numpy from the inputs). The judge is :mod:`mpmd_lab.exercises`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mpmd_lab.ops import Let, MulticastRef, MultimemStore
+from mpmd_lab.scenario import Scenario
+
+Arrays = dict[str, np.ndarray]
+
+
+# ---------------------------------------------------------------- data model
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Something the answer must do besides giving the right outputs."""
+
+    description: str
+    holds: Callable[[Scenario], bool]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: where it starts, what it asks, a hint, a solution, the expected outputs."""
+
+    name: str
+    notebook: str
+    title: str
+    goal: str
+    hint: str
+    start: dict[str, Any]
+    solution: dict[str, Any]
+    expected: Callable[[Arrays], Arrays]
+    requirements: tuple[Requirement, ...] = ()
+    backend: str = "interpret"  # "interpret" (real JAX) or "simulate" (cross-device)
+
+    def describe(self, title: bool = True) -> str:
+        """The exercise as Markdown: title, goal (no hint: that comes with a wrong answer)."""
+        lines = ([f"### {self.title} (`{self.name}`)", ""] if title else []) + [self.goal]
+        if self.requirements:
+            lines += ["", "Also:"] + [f"- {r.description}" for r in self.requirements]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- scenario builders
+
+
+def _scenario(
+    name: str,
+    description: str,
+    *,
+    buffers: dict[str, dict[str, Any]],
+    args: list[dict[str, Any]],
+    outputs: dict[str, dict[str, Any]],
+    body: list[dict[str, Any]],
+    grid: dict[str, int] | None = None,
+    device_mesh: dict[str, int] | None = None,
+    entry: str = "pl.kernel",
+    scratch: dict[str, dict[str, Any]] | None = None,
+    captures: dict[str, str] | None = None,
+    interpret: str = "gpu",
+    detect_races: bool = False,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "schema": "mpmd-lab/scenario@1",
+        "name": name,
+        "description": description,
+        "buffers": buffers,
+        "call": {
+            "entry": entry,
+            "args": args,
+            "outputs": outputs,
+            "programs": [
+                {
+                    "mesh": {"grid": grid or {"b": 1}, "cluster": {}, "threads": None},
+                    "body": body,
+                }
+            ],
+        },
+        "run": {"interpret": interpret, "detect_races": detect_races},
+    }
+    if device_mesh:
+        data["device_mesh"] = device_mesh
+    if scratch:
+        data["call"]["scratch"] = scratch
+    if captures:
+        data["call"]["captures"] = [{"name": n, "buffer": b} for n, b in captures.items()]
+    return data
+
+
+def _buf(shape: list[int], dtype: str = "float32", init: Any = "iota", **kw: Any) -> dict:
+    return {"shape": shape, "dtype": dtype, "init": init, **kw}
+
+
+def _out(shape: list[int], dtype: str = "float32") -> dict[str, Any]:
+    return {"shape": shape, "dtype": dtype}
+
+
+def _arg(buffer: str, param: str, *transforms: dict[str, Any]) -> dict[str, Any]:
+    return {"buffer": buffer, "param": param, "transforms": list(transforms)}
+
+
+def _let(name: str, ref: str, *transforms: dict[str, Any]) -> dict[str, Any]:
+    return {"let": name, "ref": ref, "transforms": list(transforms)}
+
+
+def _copy(src: str, dst: str) -> dict[str, Any]:
+    return {"op": "copy", "src": src, "dst": dst}
+
+
+def _add(dst: str, lhs: str, rhs: str) -> dict[str, Any]:
+    return {"op": "add", "dst": dst, "lhs": lhs, "rhs": rhs}
+
+
+def _at(*index: Any) -> dict[str, Any]:
+    return {"op": "at", "index": list(index)}
+
+
+def _peer(offset: int, axis: str = "dev") -> dict[str, Any]:
+    return {"op": "remote_ref", "device": {axis: {"offset": offset}}}
+
+
+def _multicast(axes: str | list[str] = "dev") -> dict[str, Any]:
+    return {"op": "multicast_ref", "axes": axes}
+
+
+def _by_device(a: np.ndarray, n: int) -> np.ndarray:
+    """A global array split per device: shape (n, per-device dim 0, ...)."""
+    return a.reshape(n, a.shape[0] // n, *a.shape[1:])
+
+
+# ---------------------------------------------------------------- requirements
+
+
+def _grid_blocks(n: int) -> Requirement:
+    def holds(s: Scenario) -> bool:
+        return any(int(np.prod(list(p.mesh.grid.values()) or [1])) == n for p in s.call.programs)
+
+    return Requirement(f"the kernel runs on a grid of {n} blocks", holds)
+
+
+def _writes_through_multicast() -> Requirement:
+    def holds(s: Scenario) -> bool:
+        for p in s.call.programs:
+            multicast_views: set[str] = set()
+            for st in p.body:
+                if isinstance(st, Let):
+                    if st.ref in multicast_views or any(
+                        isinstance(t, MulticastRef) for t in st.transforms
+                    ):
+                        multicast_views.add(st.let)
+                elif isinstance(st, MultimemStore):
+                    return True
+                elif getattr(st, "dst", None) in multicast_views:
+                    return True
+        return False
+
+    return Requirement(
+        "out is written on every device by a multicast store "
+        "(through a multicast view, or multimem_store)",
+        holds,
+    )
+
+
+# ---------------------------------------------------------------- the exercises
+
+
+def _exercises() -> list[Exercise]:
+    ex: list[Exercise] = []
+
+    # --- 03: calls and aliasing -------------------------------------------------------
+    acc = {"acc": _buf([256], as_ref=True)}
+    ex.append(
+        Exercise(
+            name="dup-ref",
+            notebook="03-calls-and-aliasing",
+            title="Pass a Ref once",
+            goal="The kernel should compute `out = acc + acc`, but the call passes the Ref "
+            "`acc` twice and JAX refuses (MPMD_DUP_REF). Repair the call so JAX accepts it "
+            "and `out` holds `acc + acc`.",
+            hint="A Ref may be passed to a kernel only once. Drop the second argument and "
+            "let the body read the one parameter twice.",
+            start=_scenario(
+                "ex-dup-ref",
+                "acc passed twice: two kernel parameters alias one Ref.",
+                buffers=acc,
+                args=[_arg("acc", "a_ref"), _arg("acc", "b_ref")],
+                outputs={"out": _out([256])},
+                body=[_add("out", "a_ref", "b_ref")],
+            ),
+            solution=_scenario(
+                "ex-dup-ref",
+                "acc passed once; the body reads the one parameter twice.",
+                buffers=acc,
+                args=[_arg("acc", "a_ref")],
+                outputs={"out": _out([256])},
+                body=[_add("out", "a_ref", "a_ref")],
+            ),
+            expected=lambda i: {"out": i["acc"] + i["acc"]},
+        )
+    )
+    ex.append(
+        Exercise(
+            name="dup-view",
+            notebook="03-calls-and-aliasing",
+            title="Two views are still one Ref",
+            goal="`out` should be the sum of the two halves of `acc` "
+            "(`acc[:128] + acc[128:]`). The call passes two disjoint views of `acc`, "
+            "`acc.at[0:128]` and `acc.at[128:256]`, as two arguments. Repair it.",
+            hint="To JAX two views of one Ref are the same Ref, even when they don't "
+            "overlap. Pass `acc` once and make both views inside the kernel with `let`.",
+            start=_scenario(
+                "ex-dup-view",
+                "Two disjoint views of one Ref passed as two arguments.",
+                buffers=acc,
+                args=[
+                    _arg("acc", "lo", _at([0, 128])),
+                    _arg("acc", "hi", _at([128, 256])),
+                ],
+                outputs={"out": _out([128])},
+                body=[_add("out", "lo", "hi")],
+            ),
+            solution=_scenario(
+                "ex-dup-view",
+                "acc passed once; the halves are views made inside the kernel.",
+                buffers=acc,
+                args=[_arg("acc", "a_ref")],
+                outputs={"out": _out([128])},
+                body=[
+                    _let("lo", "a_ref", _at([0, 128])),
+                    _let("hi", "a_ref", _at([128, 256])),
+                    _add("out", "lo", "hi"),
+                ],
+            ),
+            expected=lambda i: {"out": i["acc"][:128] + i["acc"][128:]},
+        )
+    )
+
+    ex.append(
+        Exercise(
+            name="closed-ref",
+            notebook="03-calls-and-aliasing",
+            title="Captured and passed",
+            goal="`out` should be `acc + acc`. The kernel reads `acc` through its "
+            "parameter `a_ref` *and* through `c`, the same Ref captured from the "
+            "enclosing scope. JAX refuses (MPMD_CLOSED_REF_ALIAS). Repair it.",
+            hint="A captured Ref and a passed-in Ref are two names for one buffer, like a "
+            "Ref passed twice. Keep one name: drop the capture and read `a_ref` twice.",
+            start=_scenario(
+                "ex-closed-ref",
+                "acc captured by the kernel and also passed in.",
+                buffers=acc,
+                args=[_arg("acc", "a_ref")],
+                captures={"c": "acc"},
+                outputs={"out": _out([256])},
+                body=[_add("out", "a_ref", "c")],
+            ),
+            solution=_scenario(
+                "ex-closed-ref",
+                "acc passed once, no capture.",
+                buffers=acc,
+                args=[_arg("acc", "a_ref")],
+                outputs={"out": _out([256])},
+                body=[_add("out", "a_ref", "a_ref")],
+            ),
+            expected=lambda i: {"out": i["acc"] + i["acc"]},
+        )
+    )
+
+    # --- 04: peers and multicast --------------------------------------------------------
+    ring = {"x": _buf([256])}
+    ex.append(
+        Exercise(
+            name="ring-left",
+            notebook="04-peers-and-multicast",
+            title="Turn the ring around",
+            goal="On a ring of 4 devices this kernel writes each device's `x` into `out` on "
+            "its right-hand neighbour. Make it go the other way: device d's `out` must hold "
+            "device d+1's `x` (device 3's holds device 0's).",
+            hint="The peer view's device is an offset from this device's own index along "
+            "`dev`, wrapped around the ring. Which neighbour should device d write to?",
+            start=_scenario(
+                "ex-ring-left",
+                "A ring shift to the right.",
+                device_mesh={"dev": 4},
+                buffers=ring,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[_let("p", "out", _peer(1)), _copy("x_ref", "p")],
+            ),
+            solution=_scenario(
+                "ex-ring-left",
+                "A ring shift to the left.",
+                device_mesh={"dev": 4},
+                buffers=ring,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[_let("p", "out", _peer(-1)), _copy("x_ref", "p")],
+            ),
+            expected=lambda i: {"out": np.roll(_by_device(i["x"], 4), -1, axis=0).ravel()},
+            backend="simulate",
+        )
+    )
+    pair = {"x": _buf([128])}
+    ex.append(
+        Exercise(
+            name="multicast-then-peer",
+            notebook="04-peers-and-multicast",
+            title="A peer view, not a multicast one",
+            goal="Each of 2 devices should write its `x` into `out` on the other device. The "
+            "view `nb` stacks a peer step on top of a multicast step, which JAX refuses "
+            "(REF_MULTICAST_TO_PEER). Repair the view.",
+            hint="A multicast view already means every device; a peer view means one. This "
+            "kernel talks to one neighbour: the multicast step has no business here.",
+            start=_scenario(
+                "ex-multicast-then-peer",
+                "A peer view built on a multicast view.",
+                device_mesh={"dev": 2},
+                buffers=pair,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("nb", "out", _multicast(), _peer(1)), _copy("x_ref", "nb")],
+            ),
+            solution=_scenario(
+                "ex-multicast-then-peer",
+                "A plain peer view.",
+                device_mesh={"dev": 2},
+                buffers=pair,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("nb", "out", _peer(1)), _copy("x_ref", "nb")],
+            ),
+            expected=lambda i: {"out": np.roll(_by_device(i["x"], 2), 1, axis=0).ravel()},
+            backend="simulate",
+        )
+    )
+    mine = {"block": "dev", "size": 128}
+    ex.append(
+        Exercise(
+            name="peer-then-multicast",
+            notebook="04-peers-and-multicast",
+            title="All-gather with one multicast",
+            goal="Each of 2 devices should write its `x` (128 elements) into its own slot of "
+            "`out` (slot d is elements d*128 .. d*128+127) on *every* device at once, so "
+            "that every device ends with all the `x`s: an all-gather. The view `slot` "
+            "stacks a multicast step on a peer step, which JAX refuses "
+            "(REF_PEER_TO_MULTICAST). Make a multicast store that JAX accepts, including "
+            "when it lowers the kernel for the GPU.",
+            hint="Build the multicast view from `out`'s own slot, with no peer step. A "
+            "multicast view cannot be written by a plain copy: stage `x` in SMEM scratch "
+            "and `tma_store` it (scratch needs `entry: plgpu.kernel`), or use "
+            "`multimem_store` with `axes: ['dev']`.",
+            start=_scenario(
+                "ex-peer-then-multicast",
+                "A multicast view built on a peer view.",
+                device_mesh={"dev": 2},
+                buffers=pair,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("slot", "out", _at(mine), _peer(1), _multicast()),
+                    _copy("x_ref", "slot"),
+                ],
+            ),
+            solution=_scenario(
+                "ex-peer-then-multicast",
+                "x staged in SMEM and TMA-stored through a multicast view of its slot.",
+                device_mesh={"dev": 2},
+                entry="plgpu.kernel",
+                buffers=pair,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                scratch={"smem": {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}},
+                body=[
+                    _copy("x_ref", "smem"),
+                    _let("slot", "out", _at(mine), _multicast()),
+                    {"op": "tma_store", "src": "smem", "dst": "slot"},
+                ],
+            ),
+            expected=lambda i: {"out": np.concatenate([i["x"], i["x"]])},
+            requirements=(_writes_through_multicast(),),
+            backend="simulate",
+        )
+    )
+
+    # --- 01: meshes (blocks of the kernel mesh) -----------------------------------------
+    x256 = {"x": _buf([256])}
+    half = {"block": "b", "size": 128}
+    ex.append(
+        Exercise(
+            name="race",
+            notebook="01-meshes",
+            title="Two blocks, one half",
+            goal="Two blocks should each copy their own half of `x` to `out`, so that "
+            "`out == x`. Both blocks write the *first* half of `out` instead: a race. "
+            "Repair it, keeping two blocks.",
+            hint="The source view already picks this block's half with the block index; "
+            "the destination view should pick the same half.",
+            start=_scenario(
+                "ex-race",
+                "Two blocks both write out[0:128].",
+                grid={"b": 2},
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("src", "x_ref", _at(half)),
+                    _let("dst", "out", _at([0, 128])),
+                    _copy("src", "dst"),
+                ],
+                detect_races=True,
+            ),
+            solution=_scenario(
+                "ex-race",
+                "Each block writes its own half.",
+                grid={"b": 2},
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("src", "x_ref", _at(half)),
+                    _let("dst", "out", _at(half)),
+                    _copy("src", "dst"),
+                ],
+                detect_races=True,
+            ),
+            expected=lambda i: {"out": i["x"]},
+            requirements=(_grid_blocks(2),),
+        )
+    )
+    grid2 = {"x": _buf([128])}
+    ex.append(
+        Exercise(
+            name="ring-2d",
+            notebook="01-meshes",
+            title="Pick the right axis",
+            goal="The device mesh is 2 x 2 with axes `x` and `y`. Each device should "
+            "send its `x` to its neighbour along `y`: device (i, j)'s `out` must hold "
+            "device (i, j-1)'s `x`. The kernel shifts along the wrong axis.",
+            hint="A peer view names a device by device-mesh axes: `{axis: {offset: k}}` "
+            "moves k steps along that axis only and keeps the others.",
+            start=_scenario(
+                "ex-ring-2d",
+                "A shift along x.",
+                device_mesh={"x": 2, "y": 2},
+                buffers=grid2,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("p", "out", _peer(1, "x")), _copy("x_ref", "p")],
+            ),
+            solution=_scenario(
+                "ex-ring-2d",
+                "A shift along y.",
+                device_mesh={"x": 2, "y": 2},
+                buffers=grid2,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("p", "out", _peer(1, "y")), _copy("x_ref", "p")],
+            ),
+            expected=lambda i: {"out": np.roll(i["x"].reshape(2, 2, -1), 1, axis=1).ravel()},
+            backend="simulate",
+        )
+    )
+    pid = {"pid": 0, "size": 128}
+    ex.append(
+        Exercise(
+            name="program-id",
+            notebook="01-meshes",
+            title="Which block am I?",
+            goal="Two blocks copy their halves of `x` to `out`, choosing the half with "
+            "`pl.program_id(0)`. Under the GPU interpreter half of `out` never arrives. Make "
+            "`out == x` when the GPU interpreter runs it, keeping two blocks.",
+            hint="Under `InterpretGPUParams` `pl.program_id` is always 0. A Mosaic GPU "
+            "kernel names its blocks by mesh axis: index with the grid axis `b` "
+            "(`lax.axis_index`), i.e. `{'block': 'b', 'size': 128}`.",
+            start=_scenario(
+                "ex-program-id",
+                "Halves chosen by pl.program_id.",
+                grid={"b": 2},
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("src", "x_ref", _at(pid)),
+                    _let("dst", "out", _at(pid)),
+                    _copy("src", "dst"),
+                ],
+            ),
+            solution=_scenario(
+                "ex-program-id",
+                "Halves chosen by the grid axis index.",
+                grid={"b": 2},
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("src", "x_ref", _at(half)),
+                    _let("dst", "out", _at(half)),
+                    _copy("src", "dst"),
+                ],
+            ),
+            expected=lambda i: {"out": i["x"]},
+            requirements=(_grid_blocks(2),),
+        )
+    )
+
+    # --- 02: refs and transform stacks ---------------------------------------------------
+    ex.append(
+        Exercise(
+            name="reshape",
+            notebook="02-refs-and-transforms",
+            title="Flatten a Ref",
+            goal="Copy the (16, 16) input `x` into the flat 256-element `out` through a "
+            "reshape view of `x_ref`. The reshape asks for the wrong size (RESHAPE_SIZE).",
+            hint="A reshape keeps the number of elements: 16 x 16 is 256. `-1` lets JAX "
+            "work one dimension out.",
+            start=_scenario(
+                "ex-reshape",
+                "A reshape view of the wrong size.",
+                buffers={"x": _buf([16, 16])},
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("flat", "x_ref", {"op": "reshape", "shape": [128]}),
+                    _copy("flat", "out"),
+                ],
+                interpret="hlo",
+            ),
+            solution=_scenario(
+                "ex-reshape",
+                "A reshape view of 256 elements.",
+                buffers={"x": _buf([16, 16])},
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([256])},
+                body=[
+                    _let("flat", "x_ref", {"op": "reshape", "shape": [256]}),
+                    _copy("flat", "out"),
+                ],
+                interpret="hlo",
+            ),
+            expected=lambda i: {"out": i["x"].reshape(-1)},
+        )
+    )
+    ex.append(
+        Exercise(
+            name="oob-slice",
+            notebook="02-refs-and-transforms",
+            title="Stay in bounds",
+            goal="`out` (128 elements) should hold the second half of `x` (256 elements). "
+            "The view `hi` is `x_ref.at[pl.ds(192, 128)]`, which runs past the end "
+            "(AT_OOB_SLICE). Repair the view.",
+            hint="`pl.ds(start, size)` covers start .. start+size-1. The second half of 256 "
+            "elements starts at 128.",
+            start=_scenario(
+                "ex-oob-slice",
+                "A pl.ds view past the end.",
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("hi", "x_ref", _at({"ds": [192, 128]})), _copy("hi", "out")],
+            ),
+            solution=_scenario(
+                "ex-oob-slice",
+                "The second half, in bounds.",
+                buffers=x256,
+                args=[_arg("x", "x_ref")],
+                outputs={"out": _out([128])},
+                body=[_let("hi", "x_ref", _at({"ds": [128, 128]})), _copy("hi", "out")],
+            ),
+            expected=lambda i: {"out": i["x"][128:]},
+        )
+    )
+    return ex
+
+
+EXERCISES: dict[str, Exercise] = {e.name: e for e in _exercises()}
