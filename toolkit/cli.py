@@ -286,8 +286,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     except child.SpecError as e:
         raise UsageError(str(e)) from None
     if imp.scenario is not None and args.output:
-        save_scenario(imp.scenario, args.output)
+        files.write_text(args.output, imp.scenario.to_json() + "\n")
     if args.json:
+        import json
+
         print(json.dumps(imp.to_json(), indent=2))
     else:
         print(imp.summary())
