@@ -28,6 +28,8 @@ NO_EXAMPLE |= {
 #: traffic simulator's own stops: JAX is never asked, so no example scenario.
 NO_EXAMPLE |= {"GPU_UNAVAILABLE", "SIMULATE_UNAVAILABLE", "RUN_ERROR"}
 NO_EXAMPLE |= {"SIM_DTYPE_MISMATCH", "SIM_SHAPE_MISMATCH", "SIM_TOO_LARGE", "SIM_UNSUPPORTED"}
+#: the importer's own stop: a user's function traced too long (tests/test_importer.py)
+NO_EXAMPLE |= {"IMPORT_TIMEOUT"}
 RECORDS = json.loads(knowledge.RECORDED.read_text())
 
 

@@ -11,6 +11,9 @@ The public API (each name is imported on first use, so ``import mpmd_lab`` is qu
     print(mpmd_lab.export(s))                # a self-contained JAX script
     mpmd_lab.plot(s)                         # the aliasing graph as a matplotlib Figure
     session = mpmd_lab.Session(s)            # edit, undo, save, run: what the Lab views
+    imported = mpmd_lab.from_jax(fn, *args)  # your own JAX kernel call, as a scenario
+    mpmd_lab.show(fn, *args)                 # ... opened in the Lab (%load_ext mpmd_lab
+                                             #     gives the %%mpmd_lab cell magic)
 
 and ``from mpmd_lab.widgets import Lab`` in a notebook.
 """
@@ -36,6 +39,11 @@ _API = {
     "Session": ("mpmd_lab.session", "Session"),
     "Diagnostic": ("mpmd_lab.diagnostics", "Diagnostic"),
     "explain": ("mpmd_lab.knowledge", "lookup"),
+    "from_jax": ("mpmd_lab.importer.api", "from_jax"),
+    "Imported": ("mpmd_lab.importer.api", "Imported"),
+    "show": ("mpmd_lab.importer.notebook", "show"),
+    # ``%load_ext mpmd_lab``: the ``%%mpmd_lab`` cell magic
+    "load_ipython_extension": ("mpmd_lab.importer.notebook", "load_ipython_extension"),
 }
 
 __all__ = sorted(_API)

@@ -28,7 +28,10 @@ def host_array(init, shape, dtype, seed, num_devices):
         return np.arange(math.prod(gshape)).reshape(gshape).astype(dtype)
     if init == "random":
         return np.random.default_rng(seed).standard_normal(gshape).astype(dtype)
-    one = np.asarray(init).astype(dtype).reshape(shape)
+    value = np.asarray(init).astype(dtype)
+    if shape and value.shape == gshape and gshape != shape:
+        return value  # the global value: dim 0 split over the devices
+    one = value.reshape(shape)
     if not shape:
         return one
     return np.concatenate([one] * num_devices, axis=0)

@@ -294,6 +294,33 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Read a JAX function's kernel call into a scenario (in a child process)."""
+    from mpmd_lab.importer import child
+
+    if args.output and Path(args.output).suffix.lower() != ".json":
+        raise UsageError(f"{args.output}: the scenario is written as .json")
+    try:
+        imp = child.run(args.spec, devices=args.devices, timeout=args.timeout)
+    except child.SpecError as e:
+        raise UsageError(str(e)) from None
+    if imp.scenario is not None and args.output:
+        files.write_text(args.output, imp.scenario.to_json() + "\n")
+    if args.json:
+        import json
+
+        print(json.dumps(imp.to_json(), indent=2))
+    else:
+        print(imp.summary())
+        if imp.scenario is not None and args.output:
+            print(f"wrote {args.output}")
+        elif imp.scenario is not None:
+            print(imp.scenario.to_json())
+    good = imp.scenario is not None and not imp.unsupported
+    good = good and not any(d.is_error for d in imp.diagnostics)
+    return EXIT_OK if good else EXIT_PROBLEMS
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -358,6 +385,26 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("file", metavar="FILE")
     s.add_argument("-o", "--output", metavar="OUT.py")
     s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser(
+        "import",
+        help="read a JAX function's kernel call into a scenario (MODULE.py:FUNCTION)",
+        description="FUNCTION() returns (fn, args); fn(*args) is traced (never run) in a "
+        "child process with the device count set before JAX starts. Exit 0: a faithful "
+        "scenario JAX accepts; 1: unsupported constructs or errors (reported, each at its "
+        "source line); 2: no such module or function.",
+    )
+    s.add_argument("spec", metavar="MODULE.py:FUNCTION")
+    s.add_argument("-o", "--output", metavar="SCENARIO.json", help="write the scenario here")
+    s.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="CPU devices for JAX (default: the module's DEVICES, else 8)",
+    )
+    s.add_argument("--json", action="store_true", help="print the whole import as JSON")
+    s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped")
+    s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("explain", help="explain a diagnostic code or a raw JAX message")
     s.add_argument("query", metavar="CODE-or-MESSAGE")

@@ -65,7 +65,10 @@ def host_value(b: Any, num_devices: int) -> np.ndarray:
         return np.arange(math.prod(gshape)).reshape(gshape).astype(dt)
     if b.init == "random":
         return np.random.default_rng(b.seed).standard_normal(gshape).astype(dt)
-    one = np.asarray(b.init).astype(dt).reshape(shape)
+    value = np.asarray(b.init).astype(dt)
+    if shape and value.shape == gshape and gshape != shape:
+        return value  # the global value: dim 0 split over the devices
+    one = value.reshape(shape)
     return np.concatenate([one] * num_devices, axis=0) if shape else one
 
 

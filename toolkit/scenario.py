@@ -102,7 +102,17 @@ class Buffer(Model):
             from mpmd_lab.layout_rules import init_fits
 
             got = _nested_shape(self.init)  # the numbers themselves (finite, 64-bit)
-            if not init_fits(self.shape, self.init):
+            shape = list(self.shape)
+            # one device's value (repeated on every device) or the global value (dim 0 a
+            # multiple: the scenario checks it is the device count's)
+            glob = bool(
+                shape
+                and got
+                and got[1:] == shape[1:]
+                and got[0] % shape[0] == 0
+                and got[0] > shape[0]
+            )
+            if not init_fits(self.shape, self.init) and not glob:
                 hint = (
                     " (a rank-0 buffer's value is a bare number)"
                     if not self.shape
@@ -110,10 +120,14 @@ class Buffer(Model):
                     if not got
                     else ""
                 )
-                raise ValueError(
-                    f"explicit init has shape {got}, the buffer {list(self.shape)}{hint}"
-                )
+                raise ValueError(f"explicit init has shape {got}, the buffer {shape}{hint}")
         return self
+
+    def init_devices(self) -> int:
+        """How many devices' values an explicit init holds (1: one, repeated)."""
+        if not isinstance(self.init, list) or not self.shape:
+            return 1
+        return _nested_shape(self.init)[0] // self.shape[0]
 
 
 class OutputSpec(Model):
@@ -251,6 +265,19 @@ class Scenario(Model):
             if math.prod(v.values()) > MAX_DEVICES:
                 raise ValueError(f"more than {MAX_DEVICES} devices")
         return v
+
+    @model_validator(mode="after")
+    def _global_inits(self) -> Scenario:
+        n = self.num_devices
+        for name, b in self.buffers.items():
+            k = b.init_devices()
+            if k != 1 and k != n:
+                raise ValueError(
+                    f"buffers.{name}.init: an explicit init holds one device's value "
+                    f"(shape {list(b.shape)}) or the global value (dim 0 times the {n} "
+                    f"device(s): {[b.shape[0] * n, *b.shape[1:]]}), not {k} devices' values"
+                )
+        return self
 
     # ------------------------------------------------------------ helpers
 

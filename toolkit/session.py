@@ -129,6 +129,9 @@ class Session:
         history_steps: int = HISTORY_STEPS,
         history_bytes: int = HISTORY_BYTES,
     ):
+        #: the import this session opened (``mpmd_lab.from_jax``), or None
+        self.imported: Any = source if _is_imported(source) else None
+        self._import_shape = _shape(self.imported.scenario) if self.imported else None
         self.scenario: Scenario = _load(source)
         self.path: Path | None = _path_of(source)
         self.version = 0
@@ -171,8 +174,30 @@ class Session:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        """This version's diagnostics, in the order JAX would raise them."""
-        return list(self.analysis.diagnostics)
+        """This version's diagnostics, in the order JAX would raise them.
+
+        Opened on an import, JAX's own errors from tracing the user's code come first,
+        and each diagnostic carries the user's line (``source``) while the statements
+        are still the imported ones."""
+        diags = list(self.analysis.diagnostics)
+        imp = self.imported
+        if imp is None:
+            return diags
+        from mpmd_lab.importer.api import with_source
+
+        if self._import_shape == _shape(self.scenario):
+            diags = [with_source(d, imp.source) for d in diags]
+        own = [d for d in imp.diagnostics if d.stage == "trace" and d.jax is not None]
+        if imp.scenario is None:
+            own = list(imp.diagnostics)
+        return own + [d for d in diags if d not in own]
+
+    def source_of(self, path: str) -> str | None:
+        """The user's ``"FILE:LINE"`` for a field path of an imported scenario (None when
+        the session is not an import, or the statements have changed since)."""
+        if self.imported is None or self._import_shape != _shape(self.scenario):
+            return None
+        return self.imported.source_of(path)
 
     @property
     def resolved(self) -> Any:
@@ -241,7 +266,8 @@ class Session:
 
     @property
     def valid(self) -> bool:
-        return not self.check_error and self.analysis.valid
+        failed_import = self.imported is not None and self.imported.scenario is None
+        return not self.check_error and self.analysis.valid and not failed_import
 
     @property
     def dirty(self) -> bool:
@@ -453,9 +479,31 @@ class Session:
 # ---------------------------------------------------------------- helpers
 
 
+def _is_imported(source: Any) -> bool:
+    return type(source).__name__ == "Imported" and hasattr(source, "unsupported")
+
+
+def _shape(scenario: Scenario | None) -> Any:
+    """The statement kinds of every body, nested: field paths mean the same while it holds."""
+    if scenario is None:
+        return None
+
+    def body(stmts: list[Any]) -> list[Any]:
+        return [(st.kind, body(getattr(st, "body", None) or [])) for st in stmts]
+
+    return [body(p.body) for p in scenario.call.programs]
+
+
 def _load(source: Any) -> Scenario:
     if source is None:
         return Scenario.model_validate(copy.deepcopy(BLANK))
+    if _is_imported(source):
+        if source.scenario is not None:
+            return source.scenario
+        blank = copy.deepcopy(BLANK)
+        blank["name"] = "import-failed"
+        blank["description"] = f"{source.function or 'the function'} could not be imported"
+        return Scenario.model_validate(blank)
     return load_scenario(source)
 
 

@@ -68,6 +68,15 @@ class ProblemsView(w.VBox):
         problems = services.problems_of(st)
         notes = services.interpreter_notes(st)
         rows: list[w.Widget] = []
+        imported = getattr(st, "imported", None)
+        if imported is not None and imported.unsupported:
+            items = "".join(f"<li>{c.esc(u)}</li>" for u in imported.unsupported)
+            rows.append(
+                w.HTML(
+                    "<div class='mpl-note mpl-unsupported'><b>Not imported</b> (the scenario "
+                    f"leaves these out of your kernel):<ul>{items}</ul></div>"
+                )
+            )
         if not problems:
             rows.append(
                 w.HTML(
@@ -116,12 +125,40 @@ class ProblemsView(w.VBox):
     def _card(self, d: Diagnostic) -> w.Widget:
         fixes = list(d.fixes) or ([d.fix] if d.fix is not None else [])
         kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d, with_fix=False))]
+        if d.source:
+            kids.append(w.HTML(source_html(d.source)))
         for i, fix in enumerate(fixes):
             best = i == 0 and len(fixes) > 1
             kids.append(c.fix_row(fix, i, lambda d=d, fix=fix: self.apply(d, fix), best))
         box = w.VBox(kids)
         box.add_class(f"mpl-diag-{d.code}")
         return box
+
+
+def source_html(where: str, context: int = 2) -> str:
+    """The user's line ``FILE:LINE`` with a few lines around it, the line marked."""
+    import linecache
+
+    file, _, line = where.rpartition(":")
+    try:
+        n = int(line)
+    except ValueError:
+        return ""
+    rows = []
+    for k in range(max(1, n - context), n + context + 1):
+        text = linecache.getline(file, k)
+        if not text and k > n:
+            break
+        mark = "▶" if k == n else " "
+        style = " style='background:#fff3c4;font-weight:600'" if k == n else ""
+        rows.append(f"<span{style}>{mark} {k:>4} │ {c.esc(text.rstrip())}</span>")
+    short = file.rsplit("/", 1)[-1]
+    code = "\n".join(rows)
+    return (
+        f"<div class='mpl-source' data-source='{c.esc(where)}'><span class='mpl-hint'>your line: "
+        f"<code>{c.esc(short)}:{n}</code></span><pre style='margin:2px 0;font-size:12px'>"
+        f"{code}</pre></div>"
+    )
 
 
 class GraphView(w.VBox):

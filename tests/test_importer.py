@@ -1,0 +1,389 @@
+"""mpmd_lab.from_jax against real JAX: kernels written as JAX's distributed tests write
+them (tests/kernels/*.py) are traced, never run, and read into scenarios that JAX
+traces and lowers again, that the simulator runs to the kernel's values, and whose
+errors point at the user's lines.
+
+The imports run in child processes (tests/importer_driver.py), one per device count,
+since JAX fixes its device count when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mpmd_lab import probe
+from mpmd_lab.importer import Imported
+from mpmd_lab.importer.child import child_env, module_devices
+
+HERE = Path(__file__).resolve().parent
+KERNELS = HERE / "kernels"
+DRIVER = HERE / "importer_driver.py"
+
+#: the kernels the issue names, and more patterns; each must import faithfully
+VALID = [
+    "two_block_copy",
+    "ring_shift_sem",
+    "exchange_2dev",
+    "ring_all_gather",
+    "ring_reduce_scatter",
+    "multicast_copy",
+    "mesh_2x2_dict_ids",
+    "ring_all_gather_pl_loop",
+    "exchange_tma_load",
+    "exchange_shards_4",
+    "cluster_exchange",
+    "mesh_2x2_partial_dict",
+    "per_block_sems_grid",
+    "multimem_store",
+    "multimem_load_reduce",
+    "remote_dma_in_loop",
+    "all_gather_op",
+    "transposed_spec",
+]
+#: seed errors: (module, code, the text of the line JAX's error points at)
+SEEDS = [
+    ("err_dup_ref", "MPMD_DUP_REF", "out_type=())(x_ref, x_ref)"),
+    ("err_peer_to_multicast", "REF_PEER_TO_MULTICAST", "plgpu.multicast_ref(plgpu.remote_ref("),
+    ("err_multicast_to_peer", "REF_MULTICAST_TO_PEER", "plgpu.remote_ref(plgpu.multicast_ref("),
+]
+#: kernels with a construct the scenario cannot express: (module, name in unsupported, line)
+UNSUPPORTED = [
+    ("two_programs_warpgroups", "mul", "x_ref[pl.ds(N, N)] * 2.0"),
+    ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
+]
+
+
+def _line_of(module: str, text: str) -> int:
+    """The line (outside the module's docstring) that holds ``text``."""
+    import ast
+
+    source = (KERNELS / f"{module}.py").read_text()
+    doc = ast.parse(source).body[0]
+    skip = range(doc.lineno, doc.end_lineno + 1) if isinstance(doc, ast.Expr) else range(0)
+    lines = source.splitlines()
+    hits = [i + 1 for i, line in enumerate(lines) if text in line and i + 1 not in skip]
+    assert len(hits) == 1, (module, text, hits)
+    return hits[0]
+
+
+def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
+    groups: dict[int, list[Path]] = {}
+    for n in names:
+        p = KERNELS / f"{n}.py"
+        groups.setdefault(module_devices(p) or 1, []).append(p)
+    out: dict[str, dict] = {}
+    for devices, paths in sorted(groups.items()):
+        target = tmp / f"import-{devices}.pickle"
+        subprocess.run(
+            [sys.executable, str(DRIVER), str(target), *map(str, paths)],
+            env=child_env(devices),
+            check=True,
+            timeout=600,
+            cwd=HERE.parent,
+        )
+        out.update(pickle.loads(target.read_bytes()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> dict[str, dict]:
+    names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
+    raw = _import_all(names, tmp_path_factory.mktemp("imports"))
+    for name, r in raw.items():
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        r["obj"] = Imported.from_json(r["imported"])
+    return raw
+
+
+# ---------------------------------------------------------------- faithful imports
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_valid_kernel_imports_faithfully(imported, name):
+    imp = imported[name]["obj"]
+    assert imp.scenario is not None, imp.summary()
+    assert imp.unsupported == [], imp.unsupported
+    errors = [d for d in imp.diagnostics if d.is_error]
+    assert errors == [], [d.one_line() for d in errors]
+    # every statement keeps the user's line, in the kernel's own file
+    body = imp.scenario.call.programs[0].body
+    for i in range(len(body)):
+        where = imp.source_of(f"call.programs[0].body[{i}]")
+        assert where is not None and where.startswith(str(KERNELS / f"{name}.py")), (i, where)
+    assert imported[name]["seconds"] < 30
+
+
+def test_the_statements_are_the_kernels(imported):
+    """Read off the ring all-gather: its loop, its index arithmetic, its handshake."""
+    imp = imported["ring_all_gather"]["obj"]
+    s = imp.scenario
+    assert s.device_mesh == {"dev": 4}
+    assert s.call.entry == "plgpu.kernel"
+    assert [a.param for a in s.call.args] == ["x_ref"]
+    assert list(s.call.outputs) == ["o_ref"]
+    assert s.call.scratch["sems"].KIND == "semaphore" and s.call.scratch["sems"].shape == [3]
+    body = s.call.programs[0].body
+    loop = next(st for st in body if getattr(st, "kind", "") == "loop")
+    assert (loop.var, loop.start, loop.stop, loop.via) == ("s", 0, 3, "fori_loop")
+    kinds = [st.kind for st in loop.body]
+    assert kinds.count("copy") == 1 and "semaphore_signal" in kinds and "semaphore_wait" in kinds
+    signal = next(st for st in loop.body if st.kind == "semaphore_signal")
+    assert signal.device == "(dev + 1) % 4"
+    text = json.dumps([st.model_dump() for st in loop.body])
+    assert "(dev - s + 4) % 4 * 256" in text  # lax.rem(dev + D - s, D) * S, never negative
+    loop_line = _line_of("ring_all_gather", "lax.fori_loop(")
+    assert imp.source_of(f"call.programs[0].body[{body.index(loop)}]").endswith(f":{loop_line}")
+
+
+def test_pl_loop_is_a_loop_too(imported):
+    body = imported["ring_all_gather_pl_loop"]["obj"].scenario.call.programs[0].body
+    loop = next(st for st in body if getattr(st, "kind", "") == "loop")
+    assert loop.via == "pl.loop" and (loop.start, loop.stop) == (0, 3)
+
+
+def test_dict_device_ids_and_mesh_axes(imported):
+    s = imported["mesh_2x2_dict_ids"]["obj"].scenario
+    assert s.device_mesh == {"x": 2, "y": 2}
+    signal = next(st for st in s.call.programs[0].body if st.kind == "semaphore_signal")
+    assert signal.device == {"x": "1 - x", "y": "1 - y"}
+    partial = imported["mesh_2x2_partial_dict"]["obj"].scenario
+    peer = next(
+        t for st in partial.call.programs[0].body if st.kind == "let" for t in st.transforms
+    )
+    assert peer.op == "remote_ref" and peer.device == {"x": "1 - x"}
+
+
+def test_buffers_hold_the_arguments_values(imported):
+    # iota where the values are iota; the exact values (global form) where they are not
+    assert imported["ring_all_gather"]["obj"].scenario.buffers["x"].init == "iota"
+    rs = imported["ring_reduce_scatter"]["obj"].scenario.buffers["x"]
+    from mpmd_lab.memory import host_value
+
+    want = (np.arange(4 * 4 * 256) % 97).astype(np.float32)
+    np.testing.assert_array_equal(host_value(rs, 4), want)
+    # a transposed spec: each device holds its column block
+    ts = imported["transposed_spec"]["obj"].scenario.buffers["x"]
+    g = (np.arange(8 * 256) % 251).astype(np.float32).reshape(8, 256)
+    got = host_value(ts, 2)
+    np.testing.assert_array_equal(got[:8], g[:, :128])
+    np.testing.assert_array_equal(got[8:], g[:, 128:])
+
+
+def test_scratch_layouts_and_barriers(imported):
+    sc = imported["cluster_exchange"]["obj"].scenario.call.scratch
+    smem = next(v for v in sc.values() if v.KIND == "array")
+    assert smem.shape == [64, 32] and smem.memory_space == "SMEM"
+    assert [t.op for t in smem.transforms] == ["tiling", "swizzle"]
+    kinds = sorted(v.KIND for v in sc.values())
+    assert kinds == ["array", "barrier", "cluster_barrier"]
+
+
+# ---------------------------------------------------------------- JAX again
+
+
+@pytest.mark.slow
+def test_exported_scenarios_trace_and_lower_for_the_gpu(imported):
+    scenarios = [imported[n]["obj"].scenario for n in VALID]
+    results = probe.probe_many(scenarios, ("build", "trace", "gpu-lower"), timeout=300)
+    bad = {
+        n: (r.stage, r.error_type, (r.message or "")[:200])
+        for n, r in zip(VALID, results, strict=True)
+        if not r.ok
+    }
+    assert bad == {}
+
+
+# ---------------------------------------------------------------- what the kernel computes
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_simulate_gives_what_the_kernel_computes(imported, name):
+    from mpmd_lab import simulate
+
+    r = imported[name]
+    imp = r["obj"]
+    result = simulate(imp.scenario)
+    assert result.ok, [d.one_line() for d in result.diagnostics()]
+    got = imp.outputs(result.outputs)
+    assert len(got) == len(r["expected"])
+    for g, e in zip(got, r["expected"], strict=True):
+        assert g is not None
+        np.testing.assert_array_equal(g, e)
+
+
+# ---------------------------------------------------------------- errors at the user's line
+
+
+@pytest.mark.parametrize("name,code,text", SEEDS)
+def test_seed_error_at_the_users_line(imported, name, code, text):
+    imp = imported[name]["obj"]
+    assert imp.scenario is None
+    assert [d.code for d in imp.diagnostics] == [code]
+    d = imp.diagnostics[0]
+    assert d.stage == "trace" and d.jax is not None
+    assert d.source == f"{KERNELS / name}.py:{_line_of(name, text)}"
+    assert d.explanation  # the card's meaning and its first fix
+
+
+@pytest.mark.parametrize("name,what,text", UNSUPPORTED)
+def test_unsupported_named_at_its_line(imported, name, what, text):
+    imp = imported[name]["obj"]
+    line = _line_of(name, text)
+    hits = [u for u in imp.unsupported if u.startswith(what)]
+    assert hits and all(f"{name}.py:{line})" in u for u in hits), imp.unsupported
+    assert imp.scenario is not None  # the rest is still there to look at
+
+
+# ---------------------------------------------------------------- never run, never hang
+
+
+def _write(tmp: Path, name: str, body: str) -> Path:
+    p = tmp / f"{name}.py"
+    p.write_text(HEADER + textwrap.dedent(body))
+    return p
+
+
+HEADER = """
+import jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+"""
+
+
+def test_a_trace_that_never_ends_is_stopped(tmp_path):
+    p = _write(
+        tmp_path,
+        "forever",
+        """
+        def kernel(x_ref, o_ref):
+            while True:  # at trace time: Python never leaves the body
+                pass
+
+        def make():
+            f = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((128,), jnp.float32))
+            return jax.jit(f), (jnp.zeros(128),)
+        """,
+    )
+    code = textwrap.dedent(f"""
+        import time, importlib.util, json
+        spec = importlib.util.spec_from_file_location("forever", {str(p)!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        from mpmd_lab.importer import from_jax
+        fn, args = m.make()
+        t0 = time.perf_counter()
+        imp = from_jax(fn, *args, timeout=3)
+        print(json.dumps([[d.code for d in imp.diagnostics], time.perf_counter() - t0]))
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=child_env(1)
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    codes, seconds = json.loads(out.stdout.strip().splitlines()[-1])
+    assert codes == ["IMPORT_TIMEOUT"] and seconds < 20
+
+
+def test_importing_never_runs_the_function(tmp_path):
+    marker = tmp_path / "ran"
+    p = _write(
+        tmp_path,
+        "side_effect",
+        f"""
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+        def note(x):
+            open({str(marker)!r}, "w").write("ran")
+
+        def fn(x):
+            jax.debug.callback(note, x)  # runs only when the function runs
+            return plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((128,), jnp.float32))(x)
+
+        def make():
+            return jax.jit(fn), (jnp.zeros(128),)
+        """,
+    )
+    from mpmd_lab.importer import child
+
+    imp = child.run(f"{p}:make", devices=1, timeout=120)
+    assert imp.faithful, imp.summary()
+    assert not marker.exists()
+
+
+def test_cli_stops_a_module_stuck_outside_python(tmp_path, cli):
+    p = _write(
+        tmp_path,
+        "sleepy",
+        """
+        import time
+
+        def kernel(x_ref, o_ref):
+            time.sleep(3600)  # in C: no exception reaches it; only the child's kill
+
+        def make():
+            f = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((128,), jnp.float32))
+            return jax.jit(f), (jnp.zeros(128),)
+        """,
+    )
+    t0 = time.monotonic()
+    r = cli("import", f"{p}:make", "--timeout", "3", "--devices", "1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "IMPORT_TIMEOUT" in r.stdout
+    assert time.monotonic() - t0 < 3 + 90
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_cli_import_writes_the_scenario(tmp_path, cli):
+    out = tmp_path / "ring.json"
+    r = cli("import", f"{KERNELS / 'ring_shift_sem.py'}:make", "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    from mpmd_lab.scenario import load_scenario
+
+    s = load_scenario(out)
+    assert s.device_mesh == {"dev": 4} and s.call.entry == "plgpu.kernel"
+    r = cli("check", str(out))
+    assert r.returncode in (0, 1)  # a scenario the checker reads
+
+
+def test_cli_import_reports_the_seed_error_at_its_line(cli):
+    path = KERNELS / "err_peer_to_multicast.py"
+    r = cli("import", f"{path}:make", "--json")
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert data["scenario"] is None
+    (d,) = data["diagnostics"]
+    line = _line_of("err_peer_to_multicast", "plgpu.multicast_ref(plgpu.remote_ref(")
+    assert d["code"] == "REF_PEER_TO_MULTICAST" and d["source"] == f"{path}:{line}"
+
+
+@pytest.mark.parametrize(
+    "spec,why",
+    [
+        ("nowhere.py:make", "no such file"),
+        ("tests/kernels/ring_shift_sem.py", "MODULE.py:FUNCTION"),
+        ("tests/kernels/ring_shift_sem.py:nothing", "no function nothing"),
+        ("tests/kernels/ring_shift_sem.py:expected", "expected()"),
+    ],
+)
+def test_cli_import_bad_spec_is_exit_2(cli, spec, why):
+    r = cli("import", spec)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert why in r.stderr
+
+
+def test_child_env_sets_the_device_count():
+    env = child_env(4)
+    assert re.search(r"--xla_force_host_platform_device_count=4\b", env["XLA_FLAGS"])
+    assert env["XLA_FLAGS"].count("device_count") == 1
+    assert module_devices(KERNELS / "ring_shift_sem.py") == 4
+    assert module_devices(HERE / "test_importer.py") is None

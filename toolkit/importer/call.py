@@ -1,0 +1,404 @@
+"""The kernel call inside a traced function: where it is, what it is given, what comes out.
+
+The function's jaxpr is walked through ``jit``, ``shard_map``, ``custom_vmap_call``
+(``plgpu.kernel``'s wrapper) and the other call primitives to the ``mpmd_map``
+equation. Along the way each value is tracked back to where it came from (an
+argument, a constant, a ``jax.new_ref``) and the ``shard_map`` that encloses the
+kernel gives the device mesh and each operand's partition spec. Then the kernel's
+inputs become buffers holding the arguments' values, each device's shard exactly as
+the user's spec cuts it, and the function's results are traced forward from the
+kernel's outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from mpmd_lab import dtypes
+from mpmd_lab.fields import MAX_INIT_VALUES
+from mpmd_lab.importer import frames as F
+
+# ---------------------------------------------------------------- origins
+
+
+@dataclass(frozen=True)
+class Arg:
+    index: int  # the flattened argument
+
+
+@dataclass(frozen=True)
+class Value:
+    array: Any  # a host constant (numpy)
+
+
+@dataclass(frozen=True)
+class NewRef:
+    of: Any
+
+
+@dataclass(frozen=True)
+class Frozen:
+    ref: Any
+
+
+@dataclass(frozen=True)
+class KernelOut:
+    index: int
+
+
+@dataclass(frozen=True)
+class Computed:
+    primitive: str
+    inputs: tuple[Any, ...]
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Inside a ``shard_map``: ``of`` split by ``spec`` over ``mesh``."""
+
+    of: Any
+    spec: Any
+    mesh: Any
+
+
+@dataclass(frozen=True)
+class Unshard:
+    """Out of a ``shard_map``: the shards of ``of`` put together by ``spec``."""
+
+    of: Any
+    spec: Any
+    mesh: Any
+
+
+@dataclass
+class Found:
+    """The kernel equation and its context."""
+
+    eqn: Any
+    inputs: list[Any]  # origins of its operands
+    entry: str  # "pl.kernel" | "plgpu.kernel"
+    mesh: Any = None  # the shard_map's mesh (None: no shard_map)
+    where: str | None = None
+
+
+@dataclass
+class Walk:
+    found: Found | None = None
+    others: list[str] = field(default_factory=list)  # unsupported things around it
+    kernels: int = 0
+
+
+_CALLS = (
+    "jit",
+    "pjit",
+    "closed_call",
+    "core_call",
+    "named_call",
+    "remat",
+    "checkpoint",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+)
+
+
+def _sub(eqn: Any) -> Any:
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr", "call"):
+        j = eqn.params.get(key)
+        if j is not None and hasattr(j, "eqns"):
+            return j
+    return None
+
+
+def walk(
+    jaxpr: Any,
+    env: dict[Any, Any],
+    w: Walk,
+    *,
+    vmap: bool = False,
+    mesh: Any = None,
+    where: str | None = None,
+) -> None:
+    """Follow values through ``jaxpr`` to the kernel equation (recorded in ``w``).
+
+    ``where``: the user's line of the enclosing equation (JAX keeps an equation's
+    frames only up to the nearest ``jit``, so an inner one may have none of its own)."""
+    outer = where
+    for c, v in zip(jaxpr.constvars, jaxpr.consts, strict=False):
+        env.setdefault(c, _const(v))
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        ins = [_origin(env, a) for a in eqn.invars]
+        where = F.eqn_source(eqn) or outer
+        if name == "mpmd_map":
+            w.kernels += 1
+            if w.found is None:
+                entry = "plgpu.kernel" if vmap else "pl.kernel"
+                w.found = Found(eqn, ins, entry, mesh, where)
+                for k, o in enumerate(eqn.outvars):
+                    env[o] = KernelOut(k)
+            else:
+                w.others.append(
+                    f"a second kernel call (at {_short(where)}): only the first is imported"
+                )
+                for o in eqn.outvars:
+                    env[o] = Computed(name, tuple(ins), where)
+            continue
+        if name == "pallas_call":
+            w.others.append(
+                f"pallas_call (at {_short(where)}): a BlockSpec-style call; mpmd-lab imports "
+                "pl.kernel / plgpu.kernel (mpmd_map) calls"
+            )
+            for o in eqn.outvars:
+                env[o] = Computed(name, tuple(ins), where)
+            continue
+        inner = _sub(eqn)
+        if name == "shard_map" and inner is not None:
+            m = eqn.params["mesh"]
+            in_specs = eqn.params["in_specs"]
+            out_specs = eqn.params["out_specs"]
+            sub_env: dict[Any, Any] = {}
+            for v, o, spec in zip(inner.invars, ins, in_specs, strict=False):
+                sub_env[v] = Shard(o, spec, m)
+            walk(inner, sub_env, w, vmap=vmap, mesh=m, where=where)
+            for o, v, spec in zip(eqn.outvars, inner.outvars, out_specs, strict=False):
+                env[o] = Unshard(_origin(sub_env, v), spec, m)
+            continue
+        if (name in _CALLS or name == "custom_vmap_call") and inner is not None:
+            sub_env = {}
+            for v, o in zip(inner.invars, ins, strict=False):
+                sub_env[v] = o
+            walk(inner, sub_env, w, vmap=vmap or name == "custom_vmap_call", mesh=mesh, where=where)
+            for o, v in zip(eqn.outvars, inner.outvars, strict=False):
+                env[o] = _origin(sub_env, v)
+            continue
+        if name == "new_ref":
+            env[eqn.outvars[0]] = NewRef(ins[0])
+            continue
+        if name == "freeze":
+            env[eqn.outvars[0]] = Frozen(ins[0])
+            continue
+        value = _host_eval(eqn, ins)
+        for k, o in enumerate(eqn.outvars):
+            env[o] = value[k] if value is not None else Computed(name, tuple(ins), where)
+
+
+def _origin(env: dict[Any, Any], atom: Any) -> Any:
+    if type(atom).__name__ == "Literal":
+        return Value(np.asarray(atom.val))
+    return env.get(atom, Computed("?", ()))
+
+
+def _const(v: Any) -> Any:
+    try:
+        return Value(np.asarray(v))
+    except Exception:  # noqa: BLE001 - a tracer or an opaque object
+        return Computed("constant", ())
+
+
+#: the few primitives a host evaluates to give a constant the kernel is passed
+_HOST = {
+    "iota": lambda p, *a: np.broadcast_to(
+        np.arange(p["shape"][p["dimension"]]).reshape(
+            [-1 if i == p["dimension"] else 1 for i in range(len(p["shape"]))]
+        ),
+        p["shape"],
+    ).astype(dtypes.np_dtype(str(p["dtype"]))),
+    "broadcast_in_dim": lambda p, x: np.broadcast_to(
+        x.reshape(
+            [
+                x.shape[p["broadcast_dimensions"].index(i)] if i in p["broadcast_dimensions"] else 1
+                for i in range(len(p["shape"]))
+            ]
+        ),
+        p["shape"],
+    ).copy(),
+    "convert_element_type": lambda p, x: x.astype(dtypes.np_dtype(str(p["new_dtype"]))),
+    "reshape": lambda p, x: x.reshape(p["new_sizes"]),
+    "add": lambda p, x, y: (x + y).astype(np.result_type(x, y)),
+    "sub": lambda p, x, y: (x - y).astype(np.result_type(x, y)),
+    "mul": lambda p, x, y: (x * y).astype(np.result_type(x, y)),
+    "rem": lambda p, x, y: np.fmod(x, y).astype(np.result_type(x, y)),
+}
+
+
+def _host_eval(eqn: Any, ins: list[Any]) -> list[Any] | None:
+    fn = _HOST.get(eqn.primitive.name)
+    if fn is None or not all(isinstance(o, Value) for o in ins) or len(eqn.outvars) != 1:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(eqn.params, *(o.array for o in ins)))
+    except Exception:  # noqa: BLE001 - not evaluable here: the value stays computed
+        return None
+    aval = eqn.outvars[0].aval
+    if tuple(out.shape) != tuple(getattr(aval, "shape", out.shape)):
+        return None
+    return [Value(out)]
+
+
+def _short(where: str | None) -> str:
+    if not where:
+        return "?"
+    file, _, line = where.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}"
+
+
+# ---------------------------------------------------------------- meshes and specs
+
+
+def mesh_axes(mesh: Any) -> dict[str, int]:
+    """A jax mesh's axes, in order, with their sizes."""
+    names = tuple(mesh.axis_names)
+    sizes = getattr(mesh, "axis_sizes", None)
+    if sizes is None:
+        shape = mesh.shape
+        sizes = tuple(shape[n] for n in names)
+    return {str(n): int(s) for n, s in zip(names, sizes, strict=True)}
+
+
+def mesh_order_problem(mesh: Any) -> str | None:
+    """Why Mosaic GPU would refuse the mesh's device order (None when row-major)."""
+    devices = getattr(mesh, "devices", None)
+    if devices is None:
+        return None
+    try:
+        ids = [int(d.id) for d in np.asarray(devices).flat]
+    except Exception:  # noqa: BLE001 - an abstract mesh
+        return None
+    if ids != sorted(ids) or (ids and ids != list(range(ids[0], ids[0] + len(ids)))):
+        return (
+            "a device mesh whose devices are not in row-major id order (the scenario's "
+            "device mesh is jax.make_mesh's; Mosaic GPU refuses any other order when lowering)"
+        )
+    return None
+
+
+def _spec_entries(spec: Any, ndim: int) -> list[tuple[str, ...]]:
+    entries = list(spec) if spec is not None else []
+    out: list[tuple[str, ...]] = []
+    for i in range(ndim):
+        e = entries[i] if i < len(entries) else None
+        if e is None:
+            out.append(())
+        elif isinstance(e, tuple | list):
+            out.append(tuple(str(x) for x in e))
+        else:
+            out.append((str(e),))
+    return out
+
+
+def _coords(axes: dict[str, int]) -> list[dict[str, int]]:
+    import itertools
+
+    return [
+        dict(zip(axes, c, strict=True))
+        for c in itertools.product(*(range(n) for n in axes.values()))
+    ]
+
+
+def shard_slices(
+    spec: Any, axes: dict[str, int], gshape: tuple[int, ...]
+) -> list[tuple[slice, ...]]:
+    """For each device (row-major over the mesh), the slices of the global array it holds."""
+    entries = _spec_entries(spec, len(gshape))
+    out = []
+    for c in _coords(axes):
+        sl = []
+        for dim, names in zip(gshape, entries, strict=True):
+            parts = math.prod(axes[n] for n in names) if names else 1
+            idx = 0
+            for n in names:
+                idx = idx * axes[n] + c[n]
+            size = dim // parts
+            sl.append(slice(idx * size, (idx + 1) * size))
+        out.append(tuple(sl))
+    return out
+
+
+def spec_is_default(spec: Any, axes: dict[str, int], ndim: int) -> bool:
+    """Whether ``spec`` is the scenario's convention: dim 0 over every axis in order."""
+    entries = _spec_entries(spec, ndim)
+    if ndim == 0:
+        return True
+    return entries[0] == tuple(axes) and all(not e for e in entries[1:])
+
+
+def shards_of(value: np.ndarray, spec: Any, axes: dict[str, int]) -> list[np.ndarray]:
+    return [value[s] for s in shard_slices(spec, axes, tuple(value.shape))]
+
+
+def assemble(shards: list[np.ndarray], spec: Any, axes: dict[str, int]) -> np.ndarray:
+    """The global array whose shards (row-major over the mesh) these are, per ``spec``."""
+    first = shards[0]
+    entries = _spec_entries(spec, first.ndim)
+    gshape = tuple(
+        d * (math.prod(axes[n] for n in e) if e else 1)
+        for d, e in zip(first.shape, entries, strict=True)
+    )
+    out = np.empty(gshape, first.dtype)
+    for s, sl in zip(shards, shard_slices(spec, axes, gshape), strict=True):
+        out[sl] = s
+    return out
+
+
+# ---------------------------------------------------------------- buffer values
+
+
+def init_of(shards: list[np.ndarray], dtype: str) -> tuple[Any, str | None]:
+    """The scenario ``init`` whose host value is these per-device shards (stacked on dim
+    0), and a note when it is not exact."""
+    dt = dtypes.np_dtype(dtype)
+    shards = [np.asarray(s) for s in shards]
+    glob = np.concatenate(shards, axis=0) if shards[0].ndim else shards[0]
+    if not glob.size or not np.any(glob):
+        return "zeros", None
+    if np.all(glob == 1):
+        return "ones", None
+    iota = np.arange(glob.size).reshape(glob.shape).astype(dt)
+    if np.array_equal(iota.view(np.uint8), np.ascontiguousarray(glob.astype(dt)).view(np.uint8)):
+        return "iota", None
+    same = all(np.array_equal(s, shards[0]) for s in shards[1:])
+    value = shards[0] if same else glob
+    if value.size > MAX_INIT_VALUES:
+        return "zeros", (
+            f"values: {glob.size} numbers that are not zeros, ones or iota, more than the "
+            f"{MAX_INIT_VALUES} an explicit init holds (the scenario starts it at zeros)"
+        )
+    if dtype.startswith(("float", "bfloat")) and not np.all(np.isfinite(value.astype(np.float64))):
+        return "zeros", "values: NaN or infinite numbers, which an explicit init cannot hold"
+    return _tolist(value, dtype), None
+
+
+def _tolist(a: np.ndarray, dtype: str) -> Any:
+    if dtype == "bool":
+        return a.astype(bool).tolist()
+    if dtype.startswith(("int", "uint")):
+        return a.astype(np.int64).tolist()
+    return a.astype(np.float64).tolist()
+
+
+__all__ = [
+    "Arg",
+    "Computed",
+    "Found",
+    "Frozen",
+    "KernelOut",
+    "NewRef",
+    "Shard",
+    "Unshard",
+    "Value",
+    "Walk",
+    "assemble",
+    "init_of",
+    "mesh_axes",
+    "mesh_order_problem",
+    "shard_slices",
+    "shards_of",
+    "spec_is_default",
+    "walk",
+]

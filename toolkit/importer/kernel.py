@@ -1,0 +1,1494 @@
+"""A kernel's jaxpr (one program of an ``mpmd_map``) as scenario body statements.
+
+Driven by the primitives and their parameters, nothing else:
+
+- integer scalars (``axis_index``, ``program_id``, loop counters, literals and their
+  arithmetic) become index expressions with bounds (:mod:`.values`);
+- a ref with its transforms (``NDIndexer``, ``PeerMemRef``, ``MulticastRef``,
+  ``ClusterRefTransform``, bitcast, reshape, transpose) becomes a ``let`` view;
+- a value is what a ``get`` loaded, a constant, a sum of those or a multimem
+  reduction; storing it (``swap``) writes the statements that compute it into the
+  destination: ``copy``, ``fill``, ``add``, ``multimem_load_reduce``;
+- semaphores, barriers, async copies, atomics, multimem stores are their statements;
+- ``scan`` (``lax.fori_loop`` / ``pl.loop``) is a ``loop``, ``cond`` (``pl.when``,
+  ``lax.cond``) is ``when``; ``jit`` and other call primitives are inlined.
+
+Anything else is *unsupported*, by name and with its line: never dropped, never
+guessed. A load whose value could change before the store that uses it (a write or a
+wait in between, to a ref that is written somewhere) is unsupported too, since the
+scenario reads at the store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from mpmd_lab import dtypes
+from mpmd_lab import expr as E
+from mpmd_lab.importer import frames as F
+from mpmd_lab.importer import values as V
+
+#: Transform kinds that make a view another place's memory (for aliasing)
+ELSEWHERE = ("remote_ref", "multicast_ref", "cluster_ref")
+
+
+class Unsupported(Exception):
+    """A construct the scenario language cannot express (its name first)."""
+
+
+# ---------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class View:
+    """A kernel ref (``param``) with a stack of scenario transforms."""
+
+    param: str
+    transforms: tuple[str, ...] = ()  # JSON text of each transform (hashable)
+    space: str = "GMEM"
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    #: the layout transforms every use starts with (a tiled / swizzled scratch's
+    #: untile and unswizzle): the scenario's scratch type says them once
+    skip: tuple[str, ...] = ()
+
+    def with_(self, t: dict[str, Any], shape: tuple[int, ...], dtype: str | None = None) -> View:
+        return View(
+            self.param,
+            (*self.transforms, json.dumps(t, sort_keys=True)),
+            self.space,
+            tuple(shape),
+            dtype or self.dtype,
+        )
+
+    @property
+    def stack(self) -> list[dict[str, Any]]:
+        return [json.loads(t) for t in self.transforms]
+
+    @property
+    def elsewhere(self) -> bool:
+        return any(t["op"] in ELSEWHERE for t in self.stack)
+
+
+@dataclass(frozen=True)
+class Load:
+    view: View
+    stamp: int  # statements emitted before it
+    where: str | None
+    loops: tuple[int, ...] = ()  # the loops it is loaded in
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Any  # a Python number
+    dtype: str
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sum:
+    a: Any
+    b: Any
+    sign: int  # +1: a + b, -1: a - b
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Reduce:
+    src: View
+    axes: Any  # a name or a list of names, as the user gave them
+    reduction: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Opaque:
+    reason: str
+    derived: bool = False  # made by an unsupported equation (already reported)
+
+
+@dataclass
+class Scope:
+    body: list[dict[str, Any]]
+    path: str
+    parent: Scope | None = None
+    loop: int | None = None  # the loop's id when this is a loop body
+    lets: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
+
+    def find_let(self, key: tuple[str, tuple[str, ...]]) -> str | None:
+        s: Scope | None = self
+        while s is not None:
+            if key in s.lets:
+                return s.lets[key]
+            s = s.parent
+        return None
+
+    def loops(self) -> tuple[int, ...]:
+        out: list[int] = []
+        s: Scope | None = self
+        while s is not None:
+            if s.loop is not None:
+                out.append(s.loop)
+            s = s.parent
+        return tuple(out)
+
+
+@dataclass
+class Effect:
+    stamp: int
+    writes: frozenset[str]
+    sync: bool
+    loops: tuple[int, ...]
+
+
+@dataclass
+class Use:
+    load: Load
+    stamp: int  # the statement that reads it
+    loops: tuple[int, ...]  # loops around the use
+    load_loops: tuple[int, ...]
+    where: str | None
+
+
+# ---------------------------------------------------------------- the translator
+
+
+@dataclass
+class Mesh:
+    """Sizes of every axis name a kernel may use."""
+
+    devices: dict[str, int]
+    grid: dict[str, int]
+    cluster: dict[str, int]
+    threads: tuple[str | None, int] | None
+
+    def size(self, axis: str) -> int | None:
+        for m in (self.grid, self.cluster, self.devices):
+            if axis in m:
+                return m[axis]
+        if self.threads and self.threads[0] == axis:
+            return self.threads[1]
+        return None
+
+
+def _is(x: Any, *names: str) -> bool:
+    return type(x).__name__ in names
+
+
+def _aval_info(aval: Any) -> tuple[tuple[int, ...], str, str]:
+    """(shape, dtype name, memory space) of a ref aval."""
+    inner = getattr(aval, "inner_aval", aval)
+    shape = tuple(int(d) for d in getattr(inner, "shape", ()))
+    dt = getattr(inner, "dtype", None)
+    name = str(getattr(dt, "name", dt))
+    ms = getattr(aval, "memory_space", None)
+    space = str(getattr(ms, "name", None) or ms or "gmem").upper()
+    return shape, name, space
+
+
+class Translator:
+    """One kernel body (a program) into statements; shared names and findings."""
+
+    def __init__(self, mesh: Mesh, program: int, params: list[tuple[Any, View]]):
+        self.mesh = mesh
+        self.program = program
+        self.env: dict[Any, Any] = {v: view for v, view in params}
+        self.names: set[str] = {view.param for _, view in params}
+        self.names |= set(mesh.devices) | set(mesh.grid) | set(mesh.cluster)
+        if mesh.threads and mesh.threads[0]:
+            self.names.add(mesh.threads[0])
+        self.source: dict[str, str] = {}
+        self.unsupported: list[str] = []
+        self.stamp = 0
+        self.effects: list[Effect] = []
+        self.uses: list[Use] = []
+        self.loop_ranges: dict[int, tuple[int, int]] = {}
+        self._loops = 0
+        self.written: set[str] = set()
+        #: extra scratch the body allocates (``pl.run_scoped``): name -> scratch JSON
+        self.scratch: dict[str, dict[str, Any]] = {}
+        self.where: str | None = None  # the line of the equation being translated
+        self.kernel_frame: F.Frame | None = None
+
+    # ------------------------------------------------------------ findings
+
+    def unsupported_(self, what: str, where: str | None = None) -> None:
+        where = where if where is not None else self.where
+        text = f"{what} (at {_short(where)})" if where else what
+        if text not in self.unsupported:
+            self.unsupported.append(text)
+
+    def fresh(self, base: str) -> str:
+        base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"
+        if not base[0].isalpha() and base[0] != "_":
+            base = "v" + base
+        if base not in self.names:
+            self.names.add(base)
+            return base
+        k = 1
+        while f"{base}{k}" in self.names:
+            k += 1
+        self.names.add(f"{base}{k}")
+        return f"{base}{k}"
+
+    # ------------------------------------------------------------ reading atoms
+
+    def read(self, atom: Any) -> Any:
+        """The value of a jaxpr atom (a Var from the env, or a Literal)."""
+        if _is(atom, "Literal"):
+            return _literal(atom)
+        if atom in self.env:
+            return self.env[atom]
+        return Opaque("a value from outside the kernel")
+
+    def int_(self, atom: Any, what: str = "an index") -> V.Int:
+        v = self.read(atom)
+        if isinstance(v, V.Int):
+            return v
+        if isinstance(v, Const) and not v.shape and _is_int_dtype(v.dtype):
+            return V.const(int(v.value)) if v.dtype != "bool" else V.boolean(bool(v.value))
+        if isinstance(v, Load):
+            raise Unsupported(
+                f"{what} loaded from memory ({v.view.param}[...]): the scenario's indices "
+                "are expressions of axis indices, program ids and loop variables"
+            )
+        if isinstance(v, Opaque):
+            raise Unsupported(f"{what} computed from {v.reason}")
+        raise Unsupported(f"{what} that is not an integer scalar")
+
+    def text(self, atom: Any, what: str = "an index") -> int | str:
+        v = self.int_(atom, what)
+        if not V.fits(v):
+            raise Unsupported(f"{what} whose expression is longer than a scenario allows")
+        return v.text()
+
+    # ------------------------------------------------------------ emitting
+
+    def emit(
+        self,
+        scope: Scope,
+        stmt: dict[str, Any],
+        *,
+        writes: tuple[View, ...] = (),
+        sync: bool = False,
+        where: str | None = None,
+    ) -> str:
+        scope.body.append(stmt)
+        path = f"{scope.path}[{len(scope.body) - 1}]"
+        w = where if where is not None else self.where
+        if w:
+            self.source[path] = w
+        self.stamp += 1
+        bases = frozenset(v.param for v in writes)
+        self.written |= bases
+        self.effects.append(Effect(self.stamp, bases, sync, scope.loops()))
+        return path
+
+    def ref(self, scope: Scope, view: View) -> str:
+        """The name a statement uses for ``view``: the parameter, or a ``let``."""
+        if not view.transforms:
+            return view.param
+        key = (view.param, view.transforms)
+        found = scope.find_let(key)
+        if found:
+            return found
+        kinds = [t["op"] for t in view.stack]
+        suffix = {"remote_ref": "peer", "multicast_ref": "mc", "cluster_ref": "cl"}
+        tag = next((suffix[k] for k in reversed(kinds) if k in suffix), kinds[-1])
+        name = self.fresh(f"{_stem(view.param)}_{tag}")
+        scope.body.append({"let": name, "ref": view.param, "transforms": view.stack})
+        path = f"{scope.path}[{len(scope.body) - 1}]"
+        if self.where:
+            self.source[path] = self.where
+        scope.lets[key] = name
+        return name
+
+    def use(self, scope: Scope, load: Load) -> None:
+        """The next statement reads ``load``'s ref again (the scenario reads at the store)."""
+        self.uses.append(Use(load, self.stamp + 1, scope.loops(), load.loops, self.where))
+
+    def check_uses(self) -> None:
+        """Every load read later than JAX reads it must read the same value: nothing
+        that may change its ref (a write to it, a wait) comes in between, unless the ref
+        is written nowhere at all."""
+        for u in self.uses:
+            base = u.load.view.param
+            if base not in self.written:
+                continue
+            # between the load and the use, and all of every loop around the use that
+            # is not around the load (its later iterations come between too)
+            loops = [self.loop_ranges[k] for k in u.loops if k not in u.load_loops]
+            for e in self.effects:
+                inside = u.load.stamp < e.stamp < u.stamp or any(
+                    lo < e.stamp <= hi for lo, hi in loops
+                )
+                if inside and (base in e.writes or e.sync):
+                    what = "a wait" if e.sync else f"a write to {base}"
+                    self.unsupported_(
+                        f"a value loaded from {base} (at {_short(u.load.where)}) and stored "
+                        f"after {what}: the scenario would read it later than JAX does",
+                        u.where,
+                    )
+                    break
+
+    # ------------------------------------------------------------ the walk
+
+    def body(self, jaxpr: Any, scope: Scope) -> None:
+        # an equation without a user frame of its own (made inside JAX's helpers, or past
+        # a jit boundary, where JAX cuts the traceback) keeps its enclosing one's line
+        outer = self.where
+        for eqn in jaxpr.eqns:
+            self.where = F.eqn_source(eqn) or outer
+            try:
+                self.eqn(eqn, scope)
+            except Unsupported as e:
+                # refused only because an input was (already reported): say nothing more
+                if not any(_derived(self.env.get(v)) for v in eqn.invars if not _is(v, "Literal")):
+                    self.unsupported_(str(e))
+                for v in eqn.outvars:
+                    self.env[v] = Opaque(f"{eqn.primitive.name} (unsupported)", derived=True)
+        self.where = outer
+
+    def eqn(self, eqn: Any, scope: Scope) -> None:
+        name = eqn.primitive.name
+        rule = getattr(self, "p_" + name.replace("-", "_"), None)
+        if rule is None:
+            if _is_call(eqn):
+                return self.inline(eqn, scope)
+            raise Unsupported(f"{name}: no scenario statement does what this primitive does")
+        rule(eqn, scope)
+
+    def out(self, eqn: Any, value: Any) -> None:
+        for v in eqn.outvars:
+            self.env[v] = value
+
+    # ------------------------------------------------------------ integer scalars
+
+    def _scalar_binop(self, eqn: Any, fn: Any, what: str, why: str = "") -> None:
+        a, b = (self.read(x) for x in eqn.invars)
+        if _is_array_value(a) or _is_array_value(b) or _array_aval(eqn.outvars[0]):
+            return self._array_binop(eqn, what)
+        x, y = self.int_(eqn.invars[0]), self.int_(eqn.invars[1])
+        r = fn(x, y)
+        if r is None:
+            raise Unsupported(f"{what} {why or 'the bounds of its operands do not decide'}")
+        self.out(eqn, r)
+
+    def p_add(self, eqn, scope):
+        self._scalar_binop(eqn, V.add, "add")
+
+    def p_sub(self, eqn, scope):
+        self._scalar_binop(eqn, V.sub, "sub")
+
+    def p_mul(self, eqn, scope):
+        self._scalar_binop(eqn, V.mul, "mul")
+
+    def p_rem(self, eqn, scope):
+        why = (
+            "of a value that may be negative (or by a traced divisor): lax.rem truncates, the "
+            "scenario's % floors; write % (jnp.remainder) where the floor is meant"
+        )
+        self._scalar_binop(eqn, V.trunc_rem, "rem (lax.rem)", why)
+
+    def p_div(self, eqn, scope):
+        why = (
+            "of a value that may be negative (or by a traced divisor): lax.div truncates, the "
+            "scenario's // floors; write // where the floor is meant"
+        )
+        self._scalar_binop(eqn, V.trunc_div, "div (lax.div)", why)
+
+    def p_max(self, eqn, scope):
+        self._scalar_binop(eqn, V.maximum, "max")
+
+    def p_min(self, eqn, scope):
+        self._scalar_binop(eqn, V.minimum, "min")
+
+    def p_neg(self, eqn, scope):
+        if _array_aval(eqn.outvars[0]):
+            raise Unsupported("neg of an array value: the scenario language adds, copies, fills")
+        self.out(eqn, V.neg(self.int_(eqn.invars[0])))
+
+    def _compare(self, eqn: Any, op: str) -> None:
+        if _array_aval(eqn.outvars[0]):
+            raise Unsupported(f"a comparison ({eqn.primitive.name}) of array values")
+        self.out(eqn, V.compare(op, self.int_(eqn.invars[0]), self.int_(eqn.invars[1])))
+
+    def p_eq(self, eqn, scope):
+        self._compare(eqn, "==")
+
+    def p_ne(self, eqn, scope):
+        self._compare(eqn, "!=")
+
+    def p_lt(self, eqn, scope):
+        self._compare(eqn, "<")
+
+    def p_le(self, eqn, scope):
+        self._compare(eqn, "<=")
+
+    def p_gt(self, eqn, scope):
+        self._compare(eqn, ">")
+
+    def p_ge(self, eqn, scope):
+        self._compare(eqn, ">=")
+
+    def _logic(self, eqn: Any, op: str) -> None:
+        a, b = self.int_(eqn.invars[0]), self.int_(eqn.invars[1])
+        if not (a.is_bool and b.is_bool):
+            raise Unsupported(f"bitwise {op} of integers")
+        self.out(eqn, V.logical(op, a, b))
+
+    def p_and(self, eqn, scope):
+        self._logic(eqn, "and")
+
+    def p_or(self, eqn, scope):
+        self._logic(eqn, "or")
+
+    def p_not(self, eqn, scope):
+        a = self.int_(eqn.invars[0])
+        if not a.is_bool:
+            raise Unsupported("bitwise not of an integer")
+        self.out(eqn, V.logical_not(a))
+
+    def p_select_n(self, eqn, scope):
+        pred = self.int_(eqn.invars[0], "a select predicate")
+        cases = [self.read(x) for x in eqn.invars[1:]]
+        c = pred.const
+        if c is not None and 0 <= c < len(cases):
+            return self.out(eqn, cases[c])
+        raise Unsupported("select_n (jnp.where) on a condition the bounds cannot decide")
+
+    def p_convert_element_type(self, eqn, scope):
+        v = self.read(eqn.invars[0])
+        new = str(eqn.params.get("new_dtype"))
+        if isinstance(v, V.Int):
+            if new == "bool":
+                return self.out(eqn, V.compare("!=", v, V.const(0)))
+            if _is_int_dtype(new):
+                return self.out(eqn, V.as_int(v))
+            raise Unsupported(
+                f"convert_element_type of an integer scalar to {new} (a value computed from "
+                "an index): the scenario's fill takes constants only"
+            )
+        if isinstance(v, Const):
+            return self.out(eqn, Const(_cast(v.value, new), new, v.shape))
+        if _dtype_of(v) == new:
+            return self.out(eqn, v)
+        raise Unsupported(f"convert_element_type of an array value to {new}")
+
+    def p_axis_index(self, eqn, scope):
+        axes = eqn.params["axis_name"]
+        axes = axes if isinstance(axes, tuple) else (axes,)
+        total: V.Int | None = None
+        for a in axes:
+            size = self.mesh.size(a)
+            if size is None:
+                raise Unsupported(f"axis_index of an axis no mesh names ({a!r})")
+            v = V.name(a, 0, size - 1)
+            total = v if total is None else V.add(V.mul(total, V.const(size)), v)
+        self.out(eqn, total)
+
+    def p_program_id(self, eqn, scope):
+        d = int(eqn.params["axis"])
+        sizes = list(self.mesh.grid.values())
+        hi = sizes[d] - 1 if d < len(sizes) else 0
+        self.out(eqn, V.call("program_id", d, 0, hi))
+
+    def p_num_programs(self, eqn, scope):
+        d = int(eqn.params["axis"])
+        sizes = list(self.mesh.grid.values())
+        self.out(eqn, V.const(sizes[d] if d < len(sizes) else 1))
+
+    def p_axis_size(self, eqn, scope):
+        axes = eqn.params.get("axis_name")
+        axes = axes if isinstance(axes, tuple) else (axes,)
+        n = 1
+        for a in axes:
+            size = self.mesh.size(a)
+            if size is None:
+                raise Unsupported(f"axis_size of an axis no mesh names ({a!r})")
+            n *= size
+        self.out(eqn, V.const(n))
+
+    def p_pjit(self, eqn, scope):
+        return self.p_jit(eqn, scope)
+
+    def p_jit(self, eqn, scope):
+        fn = eqn.params.get("name")
+        scalar = all(not _array_aval(v) for v in (*eqn.invars, *eqn.outvars))
+        if scalar and len(eqn.invars) == 2 and len(eqn.outvars) == 1:
+            ops = {"remainder": V.floor_mod, "floor_divide": V.floor_div}
+            if fn in ops:
+                r = ops[fn](self.int_(eqn.invars[0]), self.int_(eqn.invars[1]))
+                if r is None:
+                    raise Unsupported(f"{fn} by a divisor that is not a constant")
+                return self.out(eqn, r)
+        return self.inline(eqn, scope)
+
+    def inline(self, eqn: Any, scope: Scope) -> None:
+        inner = _sub_jaxpr(eqn)
+        if inner is None:
+            raise Unsupported(f"{eqn.primitive.name}: a call whose body cannot be read")
+        self._bind_consts(inner)
+        invars = inner.invars
+        if len(invars) != len(eqn.invars):
+            raise Unsupported(f"{eqn.primitive.name}: a call with an unexpected signature")
+        for a, b in zip(invars, eqn.invars, strict=True):
+            self.env[a] = self.read(b)
+        where = self.where
+        self.body(inner, scope)
+        self.where = where
+        for o, i in zip(eqn.outvars, inner.outvars, strict=True):
+            self.env[o] = self.read(i)
+
+    def _bind_consts(self, jaxpr: Any) -> None:
+        for v, c in zip(jaxpr.constvars, jaxpr.consts, strict=False):
+            if v in self.env:
+                continue
+            arr = _concrete(c)
+            if arr is None:
+                self.env[v] = Opaque("a value from outside the kernel")
+            elif arr.ndim == 0 and _is_int_dtype(str(arr.dtype)):
+                self.env[v] = V.const(int(arr)) if arr.dtype != bool else V.boolean(bool(arr))
+            else:
+                self.env[v] = Opaque("an array constant the kernel closes over")
+
+    # ------------------------------------------------------------ arrays
+
+    def _array_binop(self, eqn: Any, what: str) -> None:
+        a, b = (self.read(x) for x in eqn.invars)
+        out_aval = eqn.outvars[0].aval
+        shape = tuple(getattr(out_aval, "shape", ()))
+        dtype = str(getattr(out_aval, "dtype", ""))
+        if what in ("add", "sub"):
+            for x in (a, b):
+                if isinstance(x, Opaque):
+                    raise Unsupported(f"{what} of {x.reason}")
+                if isinstance(x, V.Int):
+                    raise Unsupported(
+                        f"{what} of an array and an integer computed from indices: the "
+                        "scenario's fill takes constants only"
+                    )
+            if isinstance(a, Const) and isinstance(b, Const) and not a.shape and not b.shape:
+                value = a.value + b.value if what == "add" else a.value - b.value
+                return self.out(eqn, Const(value, dtype, shape))
+            return self.out(eqn, Sum(a, b, 1 if what == "add" else -1, dtype, shape))
+        raise Unsupported(
+            f"{what}: an elementwise {what} of values (the scenario language copies, fills "
+            "and adds)"
+        )
+
+    def p_broadcast_in_dim(self, eqn, scope):
+        v = self.read(eqn.invars[0])
+        shape = tuple(eqn.params["shape"])
+        if isinstance(v, Const) and (not v.shape or all(d == 1 for d in v.shape)):
+            return self.out(eqn, Const(_scalar(v.value), v.dtype, shape))
+        if isinstance(v, V.Int):
+            raise Unsupported(
+                "broadcast_in_dim of an integer computed from indices (an array filled with a "
+                "traced value): the scenario's fill takes constants only"
+            )
+        raise Unsupported("broadcast_in_dim of an array value")
+
+    def p_layout_cast(self, eqn, scope):
+        self.out(eqn, self.read(eqn.invars[0]))
+
+    def p_optimization_barrier(self, eqn, scope):
+        for o, i in zip(eqn.outvars, eqn.invars, strict=True):
+            self.env[o] = self.read(i)
+
+    # ------------------------------------------------------------ refs and transforms
+
+    def view(self, atom: Any, transforms: Any) -> View:
+        base = self.read(atom)
+        if not isinstance(base, View):
+            raise Unsupported("a ref that is not one of the kernel's parameters or scratch")
+        ts = list(transforms or ())
+        n = len(base.skip)
+        if n and [type(t).__name__ for t in ts[:n]] == list(base.skip):
+            ts = ts[n:]
+        v = base
+        for t in ts:
+            v = self.transform(v, t)
+        return v
+
+    def transform(self, v: View, t: Any) -> View:
+        kind = type(t).__name__
+        if kind == "NDIndexer":
+            return self._indexer(v, t)
+        if kind == "PeerMemRef":
+            return v.with_({"op": "remote_ref", "device": self.device(t.device_id)}, v.shape)
+        if kind == "MulticastRef":
+            axes = list(t.collective_axes)
+            return v.with_(
+                {"op": "multicast_ref", "axes": axes[0] if len(axes) == 1 else axes}, v.shape
+            )
+        if kind == "ClusterRefTransform":
+            block = {
+                str(d): self.text(i, "a cluster block") for d, i in zip(t.dims, t.idxs, strict=True)
+            }
+            return v.with_({"op": "cluster_ref", "block": block}, v.shape)
+        if kind in ("BitcastTransform", "RefBitcaster"):
+            dt = str(np.dtype(t.dtype).name) if not hasattr(t.dtype, "name") else t.dtype.name
+            shape = tuple(getattr(t, "shape", ()) or _bitcast_shape(v.shape, v.dtype, dt))
+            return v.with_({"op": "bitcast", "dtype": dt}, shape, dt)
+        if kind in ("ReshapeTransform", "RefReshaper"):
+            return v.with_({"op": "reshape", "shape": list(t.shape)}, tuple(t.shape))
+        if kind in ("TransposeTransform", "TransposeRef", "RefTransposer"):
+            perm = list(t.permutation)
+            via = "transpose_ref" if "transpose_ref" in F.line_text(self.where) else "method"
+            shape = tuple(v.shape[p] for p in perm)
+            return v.with_({"op": "transpose", "perm": perm, "via": via}, shape)
+        raise Unsupported(f"the ref transform {kind}")
+
+    def _indexer(self, v: View, idx: Any) -> View:
+        if tuple(getattr(idx, "int_indexer_shape", ()) or ()):
+            raise Unsupported("indexing a ref with an array of indices")
+        entries: list[Any] = []
+        shape: list[int] = []
+        dims = tuple(getattr(idx, "shape", v.shape))
+        indices = list(idx.indices)
+        if len(indices) > len(dims):
+            raise Unsupported("an index with more entries than the ref has dimensions")
+        shape_tail = list(dims[len(indices) :])
+        for d, ix in zip(dims, indices, strict=False):
+            if _is(ix, "Slice"):
+                stride = ix.stride if isinstance(ix.stride, int) else _literal_int(ix.stride)
+                if stride != 1:
+                    raise Unsupported("a strided slice (ref[a:b:step])")
+                size = ix.size if isinstance(ix.size, int) else _literal_int(ix.size)
+                if size is None:
+                    raise Unsupported("a slice of a traced size (pl.ds(start, traced))")
+                start = ix.start
+                if isinstance(start, int | np.integer):
+                    s = int(start)
+                    entries.append(None if (s == 0 and size == d) else [s, s + size])
+                else:
+                    st = self.int_(start, "a slice start")
+                    if st.const is not None:
+                        s = st.const
+                        entries.append(None if (s == 0 and size == d) else [s, s + size])
+                    else:
+                        if not V.fits(st):
+                            raise Unsupported("a slice start longer than a scenario allows")
+                        entries.append({"ds": [st.text(), size]})
+                shape.append(size)
+            else:
+                if _is(ix, "Literal") or isinstance(ix, int | np.integer):
+                    entries.append(_literal_int(ix))
+                else:
+                    entries.append(self.text(ix, "an integer index"))
+        shape += shape_tail
+        while entries and entries[-1] is None:
+            entries.pop()
+        if not entries:
+            return v
+        return v.with_({"op": "at", "index": entries}, tuple(shape))
+
+    def device(self, device_id: Any) -> Any:
+        if isinstance(device_id, dict):
+            out: dict[str, Any] = {}
+            for k, x in device_id.items():
+                if isinstance(k, tuple):
+                    raise Unsupported("a device id keyed by a tuple of axes")
+                out[str(k)] = self.text(x, "a device id")
+            return out
+        if isinstance(device_id, tuple | list):
+            axes = list(self.mesh.devices)
+            if len(device_id) != len(axes):
+                raise Unsupported(
+                    f"a device id of {len(device_id)} coordinates on a {len(axes)}-D device mesh"
+                )
+            return {a: self.text(x, "a device id") for a, x in zip(axes, device_id, strict=True)}
+        return self.text(device_id, "a device id")
+
+    def _unflatten(self, eqn: Any, key: str = "args_tree") -> Any:
+        tree = eqn.params[key]
+        return tree.unflatten(list(eqn.invars))
+
+    # ------------------------------------------------------------ loads and stores
+
+    def p_get(self, eqn, scope):
+        ref, transforms = _state_args(eqn, "get")
+        view = self.view(ref, transforms)
+        self.out(eqn, Load(view, self.stamp, self.where, scope.loops()))
+
+    def p_load(self, eqn, scope):  # plgpu.load
+        raise Unsupported("plgpu.load (a load with a layout): write ref[...]")
+
+    def p_swap(self, eqn, scope):
+        ref, transforms, val = _state_args(eqn, "swap")
+        dst = self.view(ref, transforms)
+        self.store(scope, dst, self.read(val), val)
+        for o in eqn.outvars:
+            self.env[o] = Opaque("the value a store replaced (ref.swap)")
+
+    def p_addupdate(self, eqn, scope):
+        ref, transforms, val = _state_args(eqn, "addupdate")
+        dst = self.view(ref, transforms)
+        current = Load(dst, self.stamp, self.where, scope.loops())
+        self.store(scope, dst, Sum(current, self.read(val), 1, dst.dtype, dst.shape), None)
+
+    def store(self, scope: Scope, dst: View, value: Any, atom: Any) -> None:
+        """The statements that leave ``value`` in ``dst``."""
+        if isinstance(value, Load):
+            self.use(scope, value)
+            src = self.ref(scope, value.view)
+            d = self.ref(scope, dst)
+            self.emit(scope, {"op": "copy", "src": src, "dst": d}, writes=(dst,))
+            return
+        if isinstance(value, Const):
+            d = self.ref(scope, dst)
+            self.emit(scope, {"op": "fill", "dst": d, "value": _scalar(value.value)}, writes=(dst,))
+            return
+        if isinstance(value, Reduce):
+            src, d = self.ref(scope, value.src), self.ref(scope, dst)
+            self.emit(
+                scope,
+                {
+                    "op": "multimem_load_reduce",
+                    "src": src,
+                    "dst": d,
+                    "axes": list(value.axes) if isinstance(value.axes, tuple) else value.axes,
+                    "reduction": value.reduction,
+                },
+                writes=(dst,),
+            )
+            return
+        if isinstance(value, Sum):
+            return self._store_sum(scope, dst, value)
+        if isinstance(value, Opaque):
+            raise Unsupported(f"storing {value.reason}")
+        if isinstance(value, V.Int):
+            raise Unsupported(
+                "storing an integer computed from indices (the scenario's fill takes constants)"
+            )
+        raise Unsupported("storing a value the scenario language cannot compute")
+
+    def _store_sum(self, scope: Scope, dst: View, s: Sum) -> None:
+        a, b = s.a, s.b
+        if s.sign < 0:
+            if isinstance(b, Const) and not b.shape:
+                b = Const(-b.value, b.dtype)
+            else:
+                raise Unsupported("sub of two values (the scenario language adds, copies, fills)")
+        loads = [x for x in (a, b) if isinstance(x, Load)]
+        if len(loads) == 2:
+            for x in loads:
+                self.use(scope, x)
+            lhs, rhs = self.ref(scope, a.view), self.ref(scope, b.view)
+            d = self.ref(scope, dst)
+            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
+            return
+        if len(loads) == 1:
+            load = loads[0]
+            other = b if load is a else a
+            if _may_alias(load.view, dst):
+                raise Unsupported(
+                    f"a sum stored into {dst.param} that reads {load.view.param} too (computing "
+                    "it in place would overwrite what it reads)"
+                )
+            if isinstance(other, Opaque):
+                raise Unsupported(f"add of {other.reason}")
+            self.store(scope, dst, other, None)  # dst = the other operand first
+            self.use(scope, load)
+            d = self.ref(scope, dst)
+            lv = self.ref(scope, load.view)
+            lhs, rhs = (lv, d) if load is a else (d, lv)
+            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
+            return
+        if isinstance(a, Const) and isinstance(b, Const):
+            return self.store(scope, dst, Const(a.value + b.value, s.dtype, s.shape), None)
+        raise Unsupported("a sum of computed values (the scenario language adds two refs)")
+
+    # ------------------------------------------------------------ semaphores
+
+    def p_semaphore_signal(self, eqn, scope):
+        ref, transforms, inc, device_id, core_index = self._unflatten(eqn)
+        if core_index is not None:
+            raise Unsupported("semaphore_signal with a core_index")
+        kind = str(eqn.params.get("device_id_type", "")).rsplit(".", 1)[-1]
+        if device_id is not None and "LOGICAL" in kind and len(self.mesh.devices) > 1:
+            raise Unsupported("semaphore_signal with a LOGICAL device id on an N-D device mesh")
+        sem = self.ref(scope, self.view(ref, transforms))
+        st: dict[str, Any] = {
+            "op": "semaphore_signal",
+            "sem": sem,
+            "inc": self.text(inc, "an increment"),
+        }
+        if device_id is not None:
+            st["device"] = self.device(device_id)
+        self.emit(scope, st)
+
+    def p_semaphore_wait(self, eqn, scope):
+        ref, transforms, value, decrement = self._unflatten(eqn)
+        sem = self.ref(scope, self.view(ref, transforms))
+        if isinstance(decrement, bool | np.bool_):
+            dec = bool(decrement)
+        else:
+            d = self.int_(decrement, "decrement")
+            if d.const is None:
+                raise Unsupported("semaphore_wait with a traced decrement")
+            dec = bool(d.const)
+        st = {
+            "op": "semaphore_wait",
+            "sem": sem,
+            "value": self.text(value, "a semaphore value"),
+            "decrement": bool(dec),
+        }
+        self.emit(scope, st, sync=True)
+
+    def p_semaphore_signal_multicast(self, eqn, scope):
+        ref, transforms, value = self._unflatten(eqn)
+        sem = self.ref(scope, self.view(ref, transforms))
+        axes = list(eqn.params["collective_axes"])
+        st = {
+            "op": "semaphore_signal_multicast",
+            "sem": sem,
+            "inc": self.text(value, "an increment"),
+            "axes": axes[0] if len(axes) == 1 else axes,
+        }
+        self.emit(scope, st)
+
+    def p_semaphore_signal_parallel(self, eqn, scope):
+        refs, transforms, incs, device_ids = self._unflatten(eqn)
+        for r, t, inc, dev in zip(refs, transforms, incs, device_ids, strict=True):
+            sem = self.ref(scope, self.view(r, t))
+            st: dict[str, Any] = {"op": "semaphore_signal", "sem": sem, "inc": self.text(inc)}
+            if dev is not None:
+                st["device"] = self.device(dev)
+            self.emit(scope, st)
+
+    def p_semaphore_read(self, eqn, scope):
+        raise Unsupported(
+            "semaphore_read (pl.semaphore_read): the scenario language has no statement that "
+            "reads a semaphore's value"
+        )
+
+    def p_get_global(self, eqn, scope):
+        raise Unsupported(
+            "get_global (pl.get_global): a semaphore shared by every block; the scenario's "
+            "semaphore scratch is per block"
+        )
+
+    # ------------------------------------------------------------ barriers, async copies
+
+    def _barrier(self, eqn: Any) -> View:
+        n = eqn.params["transforms_treedef"].num_leaves
+        flat = list(eqn.invars[1 : 1 + n])
+        transforms = eqn.params["transforms_treedef"].unflatten(flat)
+        return self.view(eqn.invars[0], transforms)
+
+    def p_barrier_wait(self, eqn, scope):
+        self.emit(
+            scope, {"op": "barrier_wait", "barrier": self.ref(scope, self._barrier(eqn))}, sync=True
+        )
+
+    def p_barrier_arrive(self, eqn, scope):
+        if eqn.params.get("has_user_predicate"):
+            raise Unsupported("barrier_arrive with a predicate")
+        self.emit(
+            scope,
+            {"op": "barrier_arrive", "barrier": self.ref(scope, self._barrier(eqn))},
+            sync=True,
+        )
+
+    def _copy_parts(self, eqn: Any, has_barrier: bool) -> tuple[View, View, View | None]:
+        p = eqn.params
+        nb = 3 if has_barrier else 2
+        flat = list(eqn.invars[nb:])
+        if p.get("has_user_predicate"):
+            raise Unsupported(f"{eqn.primitive.name} with a predicate")
+        ns = p["src_transforms_treedef"].num_leaves
+        nd = p["dst_transforms_treedef"].num_leaves
+        src = self.view(eqn.invars[0], p["src_transforms_treedef"].unflatten(flat[:ns]))
+        dst = self.view(eqn.invars[1], p["dst_transforms_treedef"].unflatten(flat[ns : ns + nd]))
+        bar = None
+        if has_barrier:
+            bt = p["barrier_transforms_treedef"]
+            bar = self.view(eqn.invars[2], bt.unflatten(flat[ns + nd : ns + nd + bt.num_leaves]))
+        return src, dst, bar
+
+    def p_copy_gmem_to_smem(self, eqn, scope):
+        p = eqn.params
+        if not p.get("has_barrier"):
+            raise Unsupported("copy_gmem_to_smem without a barrier")
+        if p.get("collective_axes"):
+            raise Unsupported("copy_gmem_to_smem multicast over cluster axes (collective_axes)")
+        if p.get("leader_tracked") is not None:
+            raise Unsupported("copy_gmem_to_smem with leader_tracked")
+        if p.get("oob_mode") is not None:
+            raise Unsupported("copy_gmem_to_smem with an oob_mode")
+        src, dst, bar = self._copy_parts(eqn, True)
+        st = {
+            "op": "copy_gmem_to_smem",
+            "src": self.ref(scope, src),
+            "dst": self.ref(scope, dst),
+            "barrier": self.ref(scope, bar),
+        }
+        self.emit(scope, st, writes=(dst,))
+
+    def p_copy_smem_to_gmem(self, eqn, scope):
+        if eqn.params.get("reduction_op") is not None:
+            raise Unsupported("copy_smem_to_gmem with a reduction_op (a reducing TMA store)")
+        src, dst, _ = self._copy_parts(eqn, False)
+        st: dict[str, Any] = {
+            "op": "copy_smem_to_gmem",
+            "src": self.ref(scope, src),
+            "dst": self.ref(scope, dst),
+        }
+        if not eqn.params.get("commit_group", True):
+            st["commit_group"] = False
+        self.emit(scope, st, writes=(dst,))
+
+    def p_commit_smem(self, eqn, scope):
+        self.emit(scope, {"op": "commit_smem"})
+
+    def p_wait_smem_to_gmem(self, eqn, scope):
+        if eqn.params.get("wait_read_only"):
+            raise Unsupported("wait_smem_to_gmem(wait_read_only=True)")
+        self.emit(scope, {"op": "wait_smem_to_gmem", "n": int(eqn.params.get("n", 0))}, sync=True)
+
+    # ------------------------------------------------------------ collectives, atomics
+
+    def p_multimem_store(self, eqn, scope):
+        value = self.read(eqn.invars[0])
+        tree = eqn.params.get("transforms_tree")
+        transforms = tree.unflatten(list(eqn.invars[2:])) if tree is not None else ()
+        dst = self.view(eqn.invars[1], transforms)
+        if not isinstance(value, Load):
+            raise Unsupported(
+                "multimem_store of a computed value (the scenario stores a ref's value)"
+            )
+        self.use(scope, value)
+        axes = eqn.params["collective_axes"]
+        axes = list(axes) if isinstance(axes, tuple | list) else axes
+        st = {
+            "op": "multimem_store",
+            "src": self.ref(scope, value.view),
+            "dst": self.ref(scope, dst),
+            "axes": axes,
+        }
+        self.emit(scope, st, writes=(dst,))
+
+    def p_multimem_load_reduce(self, eqn, scope):
+        tree = eqn.params["tree"]
+        transforms = tree.unflatten(list(eqn.invars[1:]))
+        src = self.view(eqn.invars[0], transforms)
+        axes = eqn.params["collective_axes"]  # as the user gave it: JAX's lowering
+        axes = tuple(axes) if isinstance(axes, tuple | list) else axes  # reads a str apart
+        red = str(eqn.params.get("reduction_op", "add"))
+        aval = eqn.outvars[0].aval
+        self.out(eqn, Reduce(src, axes, red, tuple(aval.shape), str(aval.dtype)))
+
+    def p_mgpu_atomic_store(self, eqn, scope):
+        ref, transforms, val = self._unflatten(eqn)
+        kind = str(eqn.params.get("atomic_type", "")).rsplit(".", 1)[-1]
+        if kind != "ADD":
+            raise Unsupported(f"an atomic {kind.lower()} (the scenario has atomic_add)")
+        dst = self.view(ref, transforms)
+        value = self.read(val)
+        if not isinstance(value, Load):
+            raise Unsupported("atomic_add of a computed value (the scenario adds a ref's value)")
+        self.use(scope, value)
+        st = {"op": "atomic_add", "dst": self.ref(scope, dst), "src": self.ref(scope, value.view)}
+        self.emit(scope, st, writes=(dst,))
+
+    # ------------------------------------------------------------ control flow
+
+    def p_cond(self, eqn, scope):
+        branches = eqn.params["branches"]
+        index = self.int_(eqn.invars[0], "a condition")
+        ops = list(eqn.invars[1:])
+        for o in eqn.outvars:
+            self.env[o] = Opaque("a value a condition computes (cond outputs)")
+        n = len(branches)
+        conds: list[V.Int] = []
+        if n == 2:
+            boolish = index.is_bool or isinstance(index.expr, E.Compare | E.BoolOp | E.Not)
+            t = (
+                V.Int(index.expr, index.lo, index.hi, True)
+                if boolish
+                else V.compare("!=", index, V.const(0))
+            )
+            conds = [V.logical_not(t), t]
+        else:
+            if index.lo < 0 or index.hi > n - 1:
+                raise Unsupported("lax.switch on an index outside its branches (clamped)")
+            conds = [V.compare("==", index, V.const(k)) for k in range(n)]
+        for br, c in zip(branches, conds, strict=True):
+            if not br.eqns:
+                continue
+            if c.const is not None:
+                if c.const:  # the branch always runs: inline it
+                    self._branch_env(br, ops)
+                    self.body(br, scope)
+                continue
+            if not V.fits(c):
+                raise Unsupported("a condition longer than a scenario allows")
+            st: dict[str, Any] = {"op": "when", "cond": c.expr.label(), "body": []}
+            where = self.where
+            path = self.emit(scope, st)
+            inner = Scope(st["body"], f"{path}.body", scope)
+            self._branch_env(br, ops)
+            self.body(br, inner)
+            self.where = where
+
+    def _branch_env(self, br: Any, ops: list[Any]) -> None:
+        self._bind_consts(br)
+        for a, b in zip(br.invars, ops, strict=True):
+            self.env[a] = self.read(b)
+
+    def p_scan(self, eqn, scope):
+        p = eqn.params
+        jaxpr = p["jaxpr"]
+        consts, carry, xs = _scan_groups(eqn)
+        if xs:
+            raise Unsupported("scan over arrays (lax.scan with xs): a loop over values")
+        if p.get("reverse"):
+            raise Unsupported("scan in reverse")
+        length = int(p["length"])
+        self._bind_consts(jaxpr)
+        inv = list(jaxpr.invars)
+        c_in = inv[len(consts) : len(consts) + len(carry)]
+        outs = list(jaxpr.outvars)[: len(carry)]
+        counter = _counter(jaxpr, c_in, outs)
+        if counter is None:
+            if length == 0:
+                return
+            raise Unsupported("scan without an index counter")
+        start = self.int_(carry[counter], "a loop start")
+        stop = V.add(start, V.const(length))
+        self._loop(eqn, scope, jaxpr, inv[: len(consts)], consts, c_in, carry, counter, start, stop)
+
+    def p_while(self, eqn, scope):
+        """``lax.fori_loop`` with traced bounds (and ``lax.while_loop`` of that form): a
+        counter carry the body adds one to, a condition ``counter < bound``."""
+        p = eqn.params
+        body, cond = p["body_jaxpr"], p["cond_jaxpr"]
+        nc, nb = int(p["cond_nconsts"]), int(p["body_nconsts"])
+        ops = list(eqn.invars)
+        cconsts, bconsts, carry = ops[:nc], ops[nc : nc + nb], ops[nc + nb :]
+        self._bind_consts(body)
+        self._bind_consts(cond)
+        binv = list(body.invars)
+        c_in = binv[nb:]
+        counter = _counter(body, c_in, list(body.outvars))
+        if counter is None:
+            raise Unsupported(
+                "while (lax.while_loop): a loop without an index the body counts up by one"
+            )
+        start = self.int_(carry[counter], "a loop start")
+        # the condition, with the counter as a symbol and every other carry at its value
+        probe = "__mpmd_lab_counter"
+        cinv = list(cond.invars)
+        for a, b in zip(cinv[:nc], cconsts, strict=True):
+            self.env[a] = self.read(b)
+        for k, (a, b) in enumerate(zip(cinv[nc:], carry, strict=True)):
+            self.env[a] = V.name(probe, start.lo, V.INT_MAX) if k == counter else self.read(b)
+        for e in cond.eqns:
+            if e.primitive.name not in _SCALAR_PRIMS and not _is_call(e):
+                raise Unsupported(f"while with a condition that computes {e.primitive.name}")
+            self.eqn(e, Scope([], "<cond>"))
+        pred = self.read(cond.outvars[0])
+        stop = _bound_of(pred, probe)
+        if stop is None:
+            raise Unsupported("while (lax.while_loop) whose condition is not index < bound")
+        for k, b in enumerate(carry):  # the bound's interval, when it is a carry's value
+            v = self.read(b)
+            if k != counter and isinstance(v, V.Int) and v.expr == stop.expr:
+                stop = v
+        self._loop(eqn, scope, body, binv[:nb], bconsts, c_in, carry, counter, start, stop)
+
+    def _loop(
+        self,
+        eqn: Any,
+        scope: Scope,
+        jaxpr: Any,
+        const_in: list[Any],
+        consts: list[Any],
+        c_in: list[Any],
+        carry: list[Any],
+        counter: int,
+        start: V.Int,
+        stop: V.Int,
+    ) -> None:
+        """A ``loop`` statement: the body once per counter value in ``[start, stop)``."""
+        for o in eqn.outvars:
+            self.env[o] = Opaque("a loop's result")
+        if stop.const is not None and start.const is not None and stop.const <= start.const:
+            return
+        users = F.user_frames(F.eqn_frames(eqn))
+        var = self._loop_var(jaxpr, users[-1] if users else None)
+        line = F.line_text(self.where)
+        via = "pl.loop" if ("pl.loop" in line or "@" in line) else "fori_loop"
+        if not (V.fits(start) and V.fits(stop)):
+            raise Unsupported("loop bounds longer than a scenario allows")
+        st: dict[str, Any] = {
+            "op": "loop",
+            "var": var,
+            "start": start.text(),
+            "stop": stop.text(),
+            "via": via,
+            "body": [],
+        }
+        where = self.where
+        path = self.emit(scope, st)
+        self._loops += 1
+        lid = self._loops
+        begin = self.stamp
+        inner = Scope(st["body"], f"{path}.body", scope, loop=lid)
+        for a, b in zip(const_in, consts, strict=True):
+            self.env[a] = self.read(b)
+        for k, (a, b) in enumerate(zip(c_in, carry, strict=True)):
+            if k == counter:
+                self.env[a] = V.name(var, start.lo, max(start.lo, stop.hi - 1))
+            else:
+                self.env[a] = self.read(b)
+        self.body(jaxpr, inner)
+        self.where = where
+        self.loop_ranges[lid] = (begin, self.stamp)
+        for k, o in enumerate(eqn.outvars[: len(carry)]):
+            if k != counter:
+                self.env[o] = self.read(carry[k])
+
+    def _loop_var(self, jaxpr: Any, loop_frame: F.Frame | None) -> str:
+        """The user's name of the loop index (the body function's first parameter)."""
+        fr = F.function_of(jaxpr.eqns, exclude=loop_frame)
+        params = F.parameters(fr.file, fr.start_line) if fr and fr.start_line else None
+        name = params[0] if params else None
+        if not name or not name.isidentifier() or name.startswith("_"):
+            name = "i"
+        return self.fresh(name)
+
+    def p_run_scoped(self, eqn, scope):
+        inner = eqn.params["jaxpr"]
+        allinv = list(inner.all_invars) if hasattr(inner, "all_invars") else list(inner.invars)
+        ops = list(eqn.invars)
+        for a, b in zip(allinv[: len(ops)], ops, strict=True):
+            self.env[a] = self.read(b)
+        scoped = allinv[len(ops) :]
+        fr = F.function_of(inner.eqns, params=len(scoped)) if scoped else None
+        names = F.parameters(fr.file, fr.start_line) if fr and fr.start_line else None
+        transforms = eqn.params.get("ref_transforms", ()) or ()
+        for k, v in enumerate(scoped):
+            base = names[k] if names and k < len(names) else f"scoped{k}"
+            name = self.fresh(base)
+            tr = transforms[k] if k < len(transforms) else ()
+            sc, view = scratch_of(name, v.aval, tr)
+            self.scratch[name] = sc
+            self.env[v] = view
+        for o in eqn.outvars:
+            self.env[o] = Opaque("a value pl.run_scoped returns")
+        self.body(inner, scope)
+
+
+# ---------------------------------------------------------------- scratch
+
+
+def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any], View]:
+    """A scoped allocation (``plgpu.kernel``'s scratch, ``pl.run_scoped``) as scenario
+    scratch, and the view the body sees (the layout transforms undone)."""
+    shape, dt, space = _aval_info(aval)
+    dtype = getattr(getattr(aval, "inner_aval", aval), "dtype", None)
+    tname = type(dtype).__name__
+    if dt == "semaphore" or "semaphore" in tname.lower() or "sem" in str(dtype).lower():
+        return {"kind": "semaphore", "shape": list(shape)}, View(
+            name, (), "GMEM", shape, "semaphore"
+        )
+    if tname == "ClusterBarrierType":
+        n = shape[0] if shape else 1
+        if len(shape) > 1:
+            raise Unsupported("a cluster barrier array of more than one dimension")
+        axes = [a if isinstance(a, str) else a for a in dtype.collective_axes]
+        sc = {
+            "kind": "cluster_barrier",
+            "collective_axes": axes[0] if len(axes) == 1 else axes,
+            "num_arrivals": int(dtype.num_arrivals),
+            "num_barriers": n,
+        }
+        return sc, View(name, (), "SMEM", shape, "barrier")
+    if tname == "BarrierType":
+        if len(shape) > 1:
+            raise Unsupported("a barrier array of more than one dimension")
+        sc = {
+            "kind": "barrier",
+            "num_arrivals": int(dtype.num_arrivals),
+            "num_barriers": shape[0] if shape else 1,
+        }
+        return sc, View(name, (), "SMEM", shape, "barrier")
+    if space not in ("GMEM", "SMEM", "TMEM"):
+        acc = "ACC" in tname or "WGMMA" in type(aval).__name__
+        what = "a WGMMA accumulator (plgpu.ACC)" if acc else f"scratch in {space}"
+        raise Unsupported(f"{what}: the scenario's scratch lives in SMEM, GMEM or TMEM")
+    if dt not in dtypes.DTYPES:
+        raise Unsupported(f"scratch of dtype {dt}")
+    layout: list[dict[str, Any]] = []
+    logical = shape
+    ty = aval
+    for t in ref_transforms or ():
+        k = type(t).__name__
+        if k == "UntilingTransform":
+            layout.append({"op": "tiling", "tile": list(t.tiling)})
+        elif k == "UnswizzleRef":
+            layout.append({"op": "swizzle", "bytes": int(t.swizzle)})
+        else:
+            raise Unsupported(f"the scratch transform {k}")
+        ty = t.transform_type(ty)
+        logical = _aval_info(ty)[0]
+    # the ref transforms undo the layout (unswizzle, then untile): scratch lists them
+    # in the order they are applied to the logical shape (tile, then swizzle)
+    layout.reverse()
+    sc: dict[str, Any] = {"shape": list(logical), "dtype": dt, "memory_space": space}
+    if layout:
+        sc["transforms"] = layout
+    skip = tuple(type(t).__name__ for t in ref_transforms or ())
+    return sc, View(name, (), space, tuple(logical), dt, skip)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _short(where: str | None) -> str:
+    if not where:
+        return "?"
+    file, _, line = where.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}"
+
+
+def _stem(param: str) -> str:
+    return param[:-4] if param.endswith("_ref") and len(param) > 4 else param
+
+
+def _literal(lit: Any) -> Any:
+    val = getattr(lit, "val", lit)
+    arr = np.asarray(val)
+    dt = str(getattr(getattr(lit, "aval", None), "dtype", arr.dtype))
+    if arr.ndim == 0:
+        py = arr.item()
+        if _is_int_dtype(dt) and dt != "bool":
+            return V.const(int(py))
+        if dt == "bool":
+            return V.boolean(bool(py))
+        return Const(py, dt)
+    return Opaque("an array literal")
+
+
+def _derived(v: Any) -> bool:
+    try:
+        return isinstance(v, Opaque) and v.derived
+    except TypeError:  # an unhashable atom
+        return False
+
+
+def _literal_int(x: Any) -> int | None:
+    try:
+        return int(np.asarray(getattr(x, "val", x)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _scalar(v: Any) -> Any:
+    """A Python bool, int or float (a fill's value)."""
+    if isinstance(v, np.generic | np.ndarray):
+        v = np.asarray(v).item()
+    if isinstance(v, bool | int):
+        return v
+    return float(v)
+
+
+def _cast(value: Any, dtype: str) -> Any:
+    try:
+        return np.asarray(value).astype(dtypes.np_dtype(dtype)).item()
+    except Exception:  # noqa: BLE001 - an exotic dtype: keep the value
+        return value
+
+
+def _is_int_dtype(dt: str) -> bool:
+    return dt == "bool" or dt.startswith("int") or dt.startswith("uint")
+
+
+def _array_aval(v: Any) -> bool:
+    shape = getattr(getattr(v, "aval", None), "shape", ())
+    return bool(shape) or "float" in str(getattr(getattr(v, "aval", None), "dtype", ""))
+
+
+def _is_array_value(v: Any) -> bool:
+    return isinstance(v, Load | Sum | Reduce) or (
+        isinstance(v, Const) and not _is_int_dtype(v.dtype)
+    )
+
+
+def _dtype_of(v: Any) -> str | None:
+    if isinstance(v, Load):
+        return v.view.dtype
+    return getattr(v, "dtype", None)
+
+
+def _bitcast_shape(shape: tuple[int, ...], src: str, dst: str) -> tuple[int, ...]:
+    a, b = dtypes.bits(src), dtypes.bits(dst)
+    if a == b or not shape:
+        return shape
+    if len(shape) == 1:
+        return (shape[0] * a // b,)
+    s = list(shape)
+    s[-2] = s[-2] * a // b
+    return tuple(s)
+
+
+def _may_alias(a: View, b: View) -> bool:
+    """Whether two views may share memory (the same ref: conservatively yes)."""
+    return a.param == b.param
+
+
+def _state_args(eqn: Any, kind: str) -> tuple[Any, ...]:
+    """``(ref, transforms[, value])`` of a get / swap / addupdate equation."""
+    tree = eqn.params.get("tree")
+    if kind == "get":
+        ref = eqn.invars[0]
+        n = tree.num_leaves if tree is not None else 0
+        leaves = list(eqn.invars[1 : 1 + n])
+        return ref, tree.unflatten(leaves) if tree is not None else ()
+    ref, val = eqn.invars[0], eqn.invars[1]
+    n = tree.num_leaves if tree is not None else 0
+    leaves = list(eqn.invars[2 : 2 + n])
+    return ref, (tree.unflatten(leaves) if tree is not None else ()), val
+
+
+def _sub_jaxpr(eqn: Any) -> Any:
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr", "call"):
+        j = eqn.params.get(key)
+        if j is not None and hasattr(j, "eqns"):
+            return j
+    return None
+
+
+def _is_call(eqn: Any) -> bool:
+    name = eqn.primitive.name
+    return (
+        name
+        in (
+            "closed_call",
+            "core_call",
+            "remat",
+            "checkpoint",
+            "custom_jvp_call",
+            "custom_vjp_call",
+            "custom_vjp_call_jaxpr",
+            "custom_vmap_call",
+            "named_call",
+        )
+        and _sub_jaxpr(eqn) is not None
+    )
+
+
+def _concrete(c: Any) -> np.ndarray | None:
+    try:
+        return np.asarray(c)
+    except Exception:  # noqa: BLE001 - a tracer
+        return None
+
+
+def _scan_groups(eqn: Any) -> tuple[list[Any], list[Any], list[Any]]:
+    p = eqn.params
+    ops = list(eqn.invars)
+    if "ft_in" in p:
+        try:
+            consts, carry, xs = p["ft_in"].update(ops).unpack()
+            return list(consts), list(carry), list(xs)
+        except Exception:  # noqa: BLE001 - fall back to the tuple shapes
+            groups = p["ft_in"]
+            n0, n1 = len(groups[0]), len(groups[1])
+            return ops[:n0], ops[n0 : n0 + n1], ops[n0 + n1 :]
+    n0, n1 = int(p["num_consts"]), int(p["num_carry"])
+    return ops[:n0], ops[n0 : n0 + n1], ops[n0 + n1 :]
+
+
+#: the primitives a loop condition may compute with
+_SCALAR_PRIMS = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "rem",
+        "div",
+        "max",
+        "min",
+        "neg",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "eq",
+        "ne",
+        "and",
+        "or",
+        "not",
+        "convert_element_type",
+        "select_n",
+        "axis_index",
+        "program_id",
+        "num_programs",
+        "pjit",
+        "jit",
+    }
+)
+
+
+def _counter(jaxpr: Any, c_in: list[Any], outs: list[Any]) -> int | None:
+    """The index of fori_loop's counter among the carries (the others must pass through
+    unchanged: a loop-carried value is refused)."""
+    counter = None
+    for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=False)):
+        if _is_counter(jaxpr, v_in, v_out):
+            counter = k
+            break
+    for k, (v_in, v_out) in enumerate(zip(c_in, outs, strict=False)):
+        if k != counter and v_out is not v_in:
+            raise Unsupported("a loop-carried value (a fori_loop carry other than the index)")
+    return counter
+
+
+def _bound_of(pred: Any, probe: str) -> V.Int | None:
+    """``bound`` when ``pred`` is ``probe < bound`` (or ``bound > probe``)."""
+    if not isinstance(pred, V.Int) or not isinstance(pred.expr, E.Compare):
+        return None
+    c = pred.expr
+    pairs = {"<": (c.a, c.b), ">": (c.b, c.a)}
+    if c.op not in pairs:
+        return None
+    var, bound = pairs[c.op]
+    if var != E.Name(probe) or probe in bound.names():
+        return None
+    return V.Int(bound)
+
+
+def _is_counter(jaxpr: Any, v_in: Any, v_out: Any) -> bool:
+    """``v_out = v_in + 1`` in ``jaxpr`` (fori_loop's index)."""
+    aval = getattr(v_in, "aval", None)
+    if getattr(aval, "shape", None) != () or not _is_int_dtype(str(getattr(aval, "dtype", ""))):
+        return False
+    for e in jaxpr.eqns:
+        if e.primitive.name == "add" and e.outvars and e.outvars[0] is v_out:
+            a, b = e.invars
+            for x, y in ((a, b), (b, a)):
+                if x is v_in and _is(y, "Literal") and _literal_int(y) == 1:
+                    return True
+    return False
+
+
+__all__ = [
+    "Const",
+    "Load",
+    "Mesh",
+    "Opaque",
+    "Scope",
+    "Translator",
+    "Unsupported",
+    "View",
+    "scratch_of",
+]

@@ -1,0 +1,88 @@
+"""Your own kernel in the Lab, from a notebook.
+
+    mpmd_lab.show(fn, *args)       # import fn(*args)'s kernel call and open the Lab on it
+
+    %load_ext mpmd_lab
+    %%mpmd_lab [NAME] [-o VAR] [--timeout S] [--no-lab]
+    ...a cell defining NAME (default ``make``): a function returning (fn, args),
+    or the tuple (fn, args) itself...
+
+The cell magic runs the cell in the notebook's namespace (its source registered like
+any cell's, so every statement keeps its line), imports the kernel call, stores the
+:class:`~mpmd_lab.importer.Imported` as ``VAR`` (default ``imported``) and shows the
+Lab on it (``--no-lab``: the import's summary instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from mpmd_lab.importer.api import DEFAULT_TIMEOUT, Imported, import_call
+
+
+def lab(imported: Imported) -> Any:
+    """The Lab on an import (``mpmd_lab.widgets.Lab``)."""
+    from mpmd_lab.widgets import Lab
+
+    return Lab(imported)
+
+
+def show(fn: Any, *args: Any, timeout: float | None = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:
+    """Import ``fn(*args, **kwargs)``'s kernel call (traced, never run) and open the Lab
+    on it: the problems at your lines, the graph, simulate, export."""
+    return lab(import_call(fn, args, kwargs, timeout=timeout))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="%%mpmd_lab", add_help=False)
+    p.add_argument("name", nargs="?", default="make")
+    p.add_argument("-o", "--output", default="imported")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    p.add_argument("--no-lab", action="store_true")
+    return p
+
+
+def unpack(made: Any, what: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``(fn, args)`` or ``(fn, args, kwargs)``, checked."""
+    if not isinstance(made, tuple) or len(made) not in (2, 3) or not callable(made[0]):
+        raise ValueError(f"{what} must be (fn, args) or (fn, args, kwargs), or make them")
+    args = made[1] if isinstance(made[1], tuple | list) else (made[1],)
+    kwargs = made[2] if len(made) == 3 else {}
+    return made[0], tuple(args), dict(kwargs)
+
+
+def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
+    """The ``%%mpmd_lab`` cell magic (see the module docstring)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    try:
+        opts = _parser().parse_args(shlex.split(line))
+    except SystemExit:
+        raise ValueError("usage: %%mpmd_lab [NAME] [-o VAR] [--timeout S] [--no-lab]") from None
+    ns = shell.user_ns
+    filename = shell.compile.cache(cell)  # in linecache: the lines show where they are
+    exec(shell.compile(cell, filename, "exec"), ns)  # noqa: S102 - the user's own cell
+    target = ns.get(opts.name)
+    if target is None:
+        raise NameError(f"the cell defines no {opts.name!r} (a function returning (fn, args))")
+    made = target() if callable(target) else target
+    fn, args, kwargs = unpack(made, opts.name)
+    imported = import_call(fn, args, kwargs, timeout=opts.timeout)
+    ns[opts.output] = imported
+    return imported if opts.no_lab else lab(imported)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext mpmd_lab``: registers the ``%%mpmd_lab`` cell magic."""
+
+    def magic(line: str, cell: str) -> Any:
+        return mpmd_lab_cell(line, cell, ipython)
+
+    ipython.register_magic_function(magic, magic_kind="cell", magic_name="mpmd_lab")
+
+
+__all__ = ["lab", "load_ipython_extension", "mpmd_lab_cell", "show", "unpack"]
