@@ -125,3 +125,17 @@ def sort_key(d: Diagnostic) -> tuple[int, int]:
 def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
     """Diagnostics in the order JAX would show them (stable within a stage)."""
     return sorted(diags, key=sort_key)
+
+
+#: the codes that say JAX's CPU interpreter cannot run the call (a warning each: a limit
+#: of this machine, not of the kernel; ``run --backend auto`` simulates instead)
+INTERP_CANNOT = frozenset(
+    {
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        "GPU_INTERP_MULTICAST",
+        "GPU_INTERP_NOT_A_REF",
+        "HLO_INTERP_NO_DISCHARGE",
+        "UNBOUND_AXIS",
+        "INTERP_LIMIT",
+    }
+)

@@ -34,7 +34,7 @@ import numpy as np
 from mpmd_lab import probe
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.catalogue import unwrap
-from mpmd_lab.diagnostics import STAGES, Diagnostic, JaxError
+from mpmd_lab.diagnostics import INTERP_CANNOT, STAGES, Diagnostic, JaxError
 from mpmd_lab.scenario import Scenario
 
 Backend = Literal["auto", "gpu", "interpret", "simulate"]
@@ -247,16 +247,6 @@ def has_gpu(min_cc: float = MIN_COMPUTE_CAPABILITY) -> bool:
 
 
 #: codes that say a CPU interpreter cannot run the call (a limit of this machine)
-INTERP_CANNOT = frozenset(
-    {
-        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "GPU_INTERP_MULTICAST",
-        "GPU_INTERP_NOT_A_REF",
-        "HLO_INTERP_NO_DISCHARGE",
-        "UNBOUND_AXIS",
-        "INTERP_LIMIT",
-    }
-)
 
 
 def interpreter_limit(d: Diagnostic) -> bool:

@@ -33,7 +33,7 @@ import math
 from typing import Any
 
 from mpmd_lab import expr as E
-from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.diagnostics import INTERP_CANNOT, Edit, Fix
 from mpmd_lab.engine import Engine, Limits, Outcome, SimError
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
@@ -354,18 +354,6 @@ def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | Non
         ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
 
 
-#: the interpreter-limit codes (a warning each): JAX's GPU interpreter cannot run the call
-_INTERP_CANNOT = frozenset(
-    {
-        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "GPU_INTERP_MULTICAST",
-        "GPU_INTERP_NOT_A_REF",
-        "HLO_INTERP_NO_DISCHARGE",
-        "INTERP_LIMIT",
-    }
-)
-
-
 def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
     """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
 
@@ -382,7 +370,7 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
     done: set[tuple[str, str]] = set()
     if s.run.detect_races and s.run.interpret == "gpu" and interp.log.races:
         r = interp.log.races[0]
-        runs = not any(d.code in _INTERP_CANNOT for d in ctx.diags)
+        runs = not any(d.code in INTERP_CANNOT for d in ctx.diags)
         _race_diag(ctx, r, "RACE_DETECTED", runs, fix)
         done.add((r.first.path, r.second.path))
         code = "RACE_DETECTED"
