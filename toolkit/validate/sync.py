@@ -469,7 +469,8 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
 
 
 def _corners(n: int) -> list[int]:
-    return sorted({0, 1, n - 2, n - 1} & set(range(n)))
+    """The first two and last two indices of an axis of ``n`` (closed form: any ``n``)."""
+    return sorted({k for k in (0, 1, n - 2, n - 1) if 0 <= k < n})
 
 
 def _affine(ctx: Ctx) -> bool:
