@@ -121,7 +121,7 @@ class Lab(w.VBox):
             if st.valid
             else "<span style='color:#b00020'>✘ JAX would reject this</span>"
         )
-        if st.empty:
+        if st.empty and not st.diagnostics:
             verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"
         if st.check_error:
             verdict = "<span class='mpl-hint'>(not validated)</span>"

@@ -58,7 +58,7 @@ class ProblemsView(w.VBox):
                     f"<div class='mpl-note'>Validation unavailable: {c.esc(st.check_error)}</div>"
                 )
             ]
-        if st.empty:
+        if st.empty and not st.diagnostics:
             return [
                 w.HTML(
                     "<div class='mpl-note'>Nothing to check yet: the call has no buffers, "

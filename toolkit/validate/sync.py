@@ -55,6 +55,8 @@ def check_sync(ctx: Ctx) -> None:
         return
     if any(not st.ok for p in ctx.programs for st in p.stmts):
         return  # a name that does not resolve: the schema-stage error says it
+    if any(d.is_error and d.stage == "gpu-lower" for d in ctx.diags):
+        return  # the kernel never runs on a GPU: what it would race on is not yet its problem
     from mpmd_lab.simulator import step_estimate
 
     steps = step_estimate(s)
@@ -345,13 +347,19 @@ def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | Non
     p2 = f"{second.path}.{second.field}" if second.field else second.path
     msg = (
         f"{_who(first.actor, second.actor, ctx)} access overlapping elements of the same "
-        f"buffer ({p1} and {p2}) with at least one write and nothing ordering them: "
+        f"buffer {f'through {p2}' if p1 == p2 else f'({p1} and {p2})'} with at least one "
+        "write and nothing ordering them: "
         f"{race.describe()}"
     )
     if interpreter:  # JAX's GPU interpreter runs the call with detect_races: it says so
         ctx.add(code, p2, msg, jax_message="RACE DETECTED", jax_type="RuntimeError", fix=fix)
     else:
         ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
+
+
+def _threads_only(a: Any, b: Any) -> bool:
+    """Two actors of one block of one device (warpgroups, or a thread and its copy)."""
+    return (a.device, a.grid, a.cluster) == (b.device, b.grid, b.cluster)
 
 
 def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
@@ -374,7 +382,9 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
         _race_diag(ctx, r, "RACE_DETECTED", runs, fix)
         done.add((r.first.path, r.second.path))
         code = "RACE_DETECTED"
-    for r in gpu.log.races:
+    # a pair of blocks or devices before a pair that differs only in the warpgroup: more
+    # writers never hide the race the blocks have
+    for r in sorted(gpu.log.races, key=lambda r: _threads_only(r.first.actor, r.second.actor)):
         key = (r.first.path, r.second.path)
         if key in done or (key[1], key[0]) in done:
             continue
