@@ -332,3 +332,13 @@ def test_nested_bodies_are_edited_in_the_call_editor():
     stop = find(lab.call.body, "mpl-f-stop", w.Text)
     type_into(stop, "axis_size(b)")
     assert lab.state.scenario.call.programs[0].body[-1].stop == "axis_size(b)"
+
+
+def test_the_title_says_whether_jax_rejects_the_call_or_says_nothing():
+    """A race JAX never raises is a problem of the kernel, not a rejection by JAX."""
+    assert "JAX would reject this" in Lab("dup-ref", background=False, graph=False).title.value
+    race = Lab("cluster-exchange", background=False, graph=False)
+    assert [d.code for d in race.state.diagnostics if d.is_error] == ["RACE"]
+    assert "JAX would reject this" not in race.title.value
+    assert "1 problem(s) JAX does not report" in race.title.value
+    assert "✔ valid" in Lab("ring-all-gather", background=False, graph=False).title.value

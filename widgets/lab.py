@@ -116,11 +116,16 @@ class Lab(w.VBox):
 
     def _sync(self) -> None:
         st = self.state
-        verdict = (
-            "<span style='color:#2e7d32'>✔ valid</span>"
-            if st.valid
-            else "<span style='color:#b00020'>✘ JAX would reject this</span>"
-        )
+        errors = [d for d in st.diagnostics if d.is_error]
+        if st.valid:
+            verdict = "<span style='color:#2e7d32'>✔ valid</span>"
+        elif any(d.jax is not None for d in errors):
+            verdict = "<span style='color:#b00020'>✘ JAX would reject this</span>"
+        else:  # races, deadlocks, out-of-bounds: JAX raises nothing, the result is wrong
+            verdict = (
+                f"<span style='color:#b00020'>✘ {len(errors)} problem(s) JAX does not "
+                "report</span>"
+            )
         if st.empty and not st.diagnostics:
             verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"
         if st.check_error:

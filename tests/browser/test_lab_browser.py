@@ -176,7 +176,8 @@ def test_every_gallery_scenario_in_the_lab(lab_server, page, artifacts, run_note
     problems = page.locator(".mpl-problems")
     for name in gallery.names():
         page.locator(".mpl-gallery select").select_option(label=name)
-        expect(page.locator(".mpl-titlebar")).to_contain_text(name)
+        # (opening runs the check and redraws the graph: give a loaded machine time)
+        expect(page.locator(".mpl-titlebar")).to_contain_text(name, timeout=30_000)
         diags = [d for d in validate.check(gallery.load(name)) if not runtime.interpreter_limit(d)]
         errors = sum(d.is_error for d in diags)
         if diags:
