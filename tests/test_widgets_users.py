@@ -342,3 +342,30 @@ def test_the_title_says_whether_jax_rejects_the_call_or_says_nothing():
     assert "JAX would reject this" not in race.title.value
     assert "1 problem(s) JAX does not report" in race.title.value
     assert "✔ valid" in Lab("ring-all-gather", background=False, graph=False).title.value
+
+
+def test_every_scratch_kind_is_shown_and_edited_in_the_call_editor():
+    """Semaphores, barriers and cluster barriers have rows of their own kind (no array
+    fields), and a scratch can be made another kind from its row."""
+    lab = Lab("ring-all-gather", background=False, graph=False)
+    assert "view failed" not in text_of(lab.call)
+    kinds = [
+        d
+        for d in find_all(lab.call, "mpl-kind", w.Dropdown)
+        if d.value in ("semaphore", "array", "barrier", "cluster_barrier")
+    ]
+    sems = [d for d in kinds if d.value == "semaphore"]
+    assert sems, [d.value for d in kinds]
+    name = next(n for n, s in lab.state.scenario.call.scratch.items() if s.KIND == "semaphore")
+    before = len(lab.state.scenario.call.scratch)
+    sems[0].value = "barrier"
+    sc = lab.state.scenario.call.scratch[name]
+    assert sc.KIND == "barrier" and len(lab.state.scenario.call.scratch) == before
+    assert "view failed" not in text_of(lab.call)
+    # the field of the new kind edits the scenario through the model's own field
+    arrivals = find(lab.call, "mpl-f-num_arrivals", w.Text)
+    type_into(arrivals, "2")
+    assert lab.state.scenario.call.scratch[name].num_arrivals == 2
+    lab.undo()
+    lab.undo()
+    assert lab.state.scenario.call.scratch[name].KIND == "semaphore"

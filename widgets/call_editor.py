@@ -12,6 +12,7 @@ import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_OPS
+from mpmd_lab.ops.scratch import SCRATCH_CLASSES, SCRATCH_KINDS
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -265,7 +266,7 @@ class CallEditor(w.VBox):
     def add_scratch(self, name: str | None = None):
         st = self.state
         name = name or unique("s", ref_names(st))
-        value = {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}
+        value = SCRATCH_CLASSES[0].example(st.fit())
         return st.edit(("add", f"call.scratch.{name}", value), label=f"add scratch {name}")
 
     def _scratch(self, sec: c.Section) -> list[w.Widget]:
@@ -283,6 +284,25 @@ class CallEditor(w.VBox):
     def _scratch_row(self, name: str, s: Any) -> w.Widget:
         st = self.state
         p = f"call.scratch.{name}"
+        kind = c.make(
+            w.Dropdown, options=list(SCRATCH_KINDS), value=s.KIND, layout=c.lay(width="120px")
+        )
+        kind.tooltip = "what JAX allocates: an array, a semaphore, a barrier, a cluster barrier"
+        kind_field = c.field(kind, lambda k, name=name: self._scratch_kind(name, k), css="mpl-kind")
+        if s.KIND != "array":  # the kind's own fields, as its model declares them
+            cls = type(s)
+            fields = [
+                c.model_field(st, f"{p}.{f}", cls, f, getattr(s, f))
+                for f in cls.model_fields
+                if f != "kind"
+            ]
+            return _row(
+                c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
+                kind_field,
+                *fields,
+                c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+                c.badges_at(st, p),
+            )
         mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
         extra = []
         if s.transforms:
@@ -301,11 +321,20 @@ class CallEditor(w.VBox):
                 c.parse_shape,
                 label="shape",
             ),
+            kind_field,
             c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
             c.field(mem, _set(st, f"{p}.memory_space")),
             *extra,
             c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
             c.badges_at(st, p),
+        )
+
+    def _scratch_kind(self, name: str, kind: str):
+        """Make scratch ``name`` another kind: that kind's defaults (the model's)."""
+        cls = next(k for k in SCRATCH_CLASSES if k.KIND == kind)
+        value = cls.example(self.state.fit())
+        return self.state.edit(
+            ("replace", f"call.scratch.{name}", value), label=f"make scratch {name} a {kind}"
         )
 
     # ------------------------------------------------------------ programs, body

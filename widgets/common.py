@@ -525,7 +525,9 @@ class Section(w.VBox):
         if widget is None and ident is not None:
             old = self._idents.get(ident)
             field = typing()
-            if old is not None and field is not None and _holds(old, field):
+            # (a typed field keeps its row; a pick -- a kind, a flag -- may reshape it)
+            typed = isinstance(field, w.Text | w.Textarea | w.Combobox)
+            if old is not None and typed and _holds(old, field):
                 widget = old
                 self._update(widget)
         if widget is None:

@@ -123,8 +123,7 @@ class Lab(w.VBox):
             verdict = "<span style='color:#b00020'>✘ JAX would reject this</span>"
         else:  # races, deadlocks, out-of-bounds: JAX raises nothing, the result is wrong
             verdict = (
-                f"<span style='color:#b00020'>✘ {len(errors)} problem(s) JAX does not "
-                "report</span>"
+                f"<span style='color:#b00020'>✘ {len(errors)} problem(s) JAX does not report</span>"
             )
         if st.empty and not st.diagnostics:
             verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"

@@ -62,6 +62,11 @@ class ArrayScratch(Model):
         check_size(self.shape, self.dtype)
         return self
 
+    @classmethod
+    def example(cls, fit: Any = None) -> dict[str, Any]:
+        """A new scratch of this kind (the Lab's "+ scratch" and kind switch)."""
+        return {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}
+
     def ref_info(self, name: str) -> Any:
         from mpmd_lab.shapes import base_info, replace
 
@@ -146,6 +151,10 @@ class SemaphoreScratch(_Special):
     kind: Literal["semaphore"]
     shape: Shape = Field([], description="[] for one semaphore, [n] for an array of them")
 
+    @classmethod
+    def example(cls, fit: Any = None) -> dict[str, Any]:
+        return {"kind": "semaphore"}
+
     @property
     def dtype(self) -> str:
         return SEMAPHORE_DTYPE
@@ -180,6 +189,10 @@ class BarrierScratch(_Special):
     num_barriers: Annotated[StrictInt, Field(ge=1, le=64)] = Field(
         1, description="how many barriers (more than 1: index them with at)"
     )
+
+    @classmethod
+    def example(cls, fit: Any = None) -> dict[str, Any]:
+        return {"kind": "barrier"}
 
     @property
     def shape(self) -> list[int]:
@@ -218,6 +231,11 @@ class ClusterBarrierScratch(BarrierScratch):
 
     kind: Literal["cluster_barrier"]  # type: ignore[assignment]
     collective_axes: AxisNames = Field(description="cluster axes whose blocks meet at it")
+
+    @classmethod
+    def example(cls, fit: Any = None) -> dict[str, Any]:
+        axes = list(getattr(fit, "cluster_axes", None) or ["c"])
+        return {"kind": "cluster_barrier", "collective_axes": axes}
 
     def label(self) -> str:
         n = f" x{self.num_barriers}" if self.num_barriers > 1 else ""
