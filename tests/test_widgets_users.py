@@ -369,3 +369,10 @@ def test_every_scratch_kind_is_shown_and_edited_in_the_call_editor():
     lab.undo()
     lab.undo()
     assert lab.state.scenario.call.scratch[name].KIND == "semaphore"
+
+
+@pytest.mark.parametrize("name", gallery.names())
+def test_no_view_of_a_gallery_scenario_fails(name):
+    """Every section of the Lab renders every gallery scenario (none says 'view failed')."""
+    lab = Lab(name, background=False, graph=False)
+    assert "view failed" not in text_of(lab), name
