@@ -1566,6 +1566,7 @@ or function.
     code(
         """
 import inspect
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -1581,7 +1582,9 @@ module.write_text(
     + "\\n\\ndef make():\\n    return ring_call()\\n"
 )
 out = work / "ring.json"
-!{MPMD_LAB} import {module}:make -o {out}
+# (a subprocess, as a terminal runs it: `!` would fork this kernel, which holds JAX's threads)
+done = subprocess.run([MPMD_LAB, "import", f"{module}:make", "-o", out], capture_output=True, text=True)
+print(done.stdout + done.stderr, "exit", done.returncode)
 print(mpmd_lab.load(out).call.programs[0].body[0].label())
 """
     ),
