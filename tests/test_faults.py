@@ -279,12 +279,13 @@ def test_threads_left_behind_are_none():
 
 
 def test_a_scenario_too_big_for_this_machine_is_refused_not_attempted(tmp_path):
-    """16 GiB a device on 8 devices is a scenario (a GPU holds it), but no CPU run may try
-    to build it: run and check --deep report INTERP_LIMIT at once, no memory blow-up."""
+    """8 GiB a device on 8 devices is a scenario (a GPU holds it, JAX lowers it), but no
+    CPU run may try to build it: run and check --deep report their limit at once, no
+    memory blow-up."""
     data = gallery.load("ring-shift").to_dict()
     data["device_mesh"] = {"dev": 8}
-    data["buffers"]["x"]["shape"] = [2**31 - 1, 2]
-    data["call"]["outputs"]["out"]["shape"] = [2**31 - 1, 2]
+    data["buffers"]["x"]["shape"] = [2**29, 4]
+    data["call"]["outputs"]["out"]["shape"] = [2**29, 4]
     big = tmp_path / "big.json"
     big.write_text(json.dumps(data))
     exe = Path(sys.executable).with_name("mpmd-lab")

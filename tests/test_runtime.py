@@ -97,6 +97,8 @@ def test_contract_shape(gallery_runs):
         "error",
         "outputs",
         "seconds",
+        "startup_seconds",
+        "wall_seconds",
         "cached",
     }
     assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
@@ -154,14 +156,17 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
 
 
 def test_progress_reaches_one():
-    seen = []
-    r = runtime.run(
-        gallery.load("two-block-copy"), "interpret", on_progress=lambda s, f: seen.append((s, f))
-    )
-    assert r.ok
-    fractions = [f for _, f in seen]
-    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
-    assert [s for s, _ in seen] == ["start", "build", "trace", "gpu-lower", "interpret", "done"]
+    # a call this worker has not built (its name is new): every stage, in order
+    s = gallery.load("two-block-copy").model_copy(update={"name": "progress-of-a-new-call"})
+    for first_time in (True, False):
+        seen = []
+        r = runtime.run(s, "interpret", on_progress=lambda st, f: seen.append((st, f)))
+        assert r.ok and r.cached is not first_time
+        fractions = [f for _, f in seen]
+        assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+        stages = ["start", "build", "trace", "gpu-lower", "interpret", "done"]
+        # run again, the built call is reused: no build, trace or lowering
+        assert [st for st, _ in seen] == (stages if first_time else ["start", "interpret", "done"])
 
 
 def test_backends():

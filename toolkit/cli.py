@@ -286,9 +286,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
             for c in near:
                 print(f"  {c.code:<34} {c.title}", file=sys.stderr)
         else:
-            n = len(knowledge.codes())
-            print(f"{n} codes have cards: `mpmd-lab explain CODE` (see docs/SCENARIO.md)",
-                  file=sys.stderr)  # fmt: skip
+            import textwrap
+
+            codes = sorted(knowledge.codes())
+            print(f"{len(codes)} codes have cards (`mpmd-lab explain CODE`):", file=sys.stderr)
+            print(textwrap.fill(" ".join(codes), 88, initial_indent="  ",
+                                subsequent_indent="  "), file=sys.stderr)  # fmt: skip
         return EXIT_PROBLEMS
     print(card.to_json() if args.json else card.render())
     return EXIT_OK

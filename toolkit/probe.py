@@ -129,9 +129,12 @@ MAX_SIMULATED_DEVICES = 64
 #: Host bytes a run holds per byte of input / output, at its peak (measured with JAX's
 #: GPU interpreter on the CPU, jax 0.12: tests/test_memory_estimate.py checks it against
 #: a real run): the host value, the placed copy and the interpreter's own copy of each
-#: input; for each output the interpreter's buffer and its initial value, the result,
-#: its fetched copy and its pickle for the parent.
-INPUT_FACTOR = 3
+#: input, and the inputs a warm worker keeps to run the same call again (ladder's reuse);
+#: for each output the interpreter's buffer and its initial value, the result, its
+#: fetched copy and its pickle for the parent.
+INPUT_FACTOR = 4
+#: and what a run holds whatever its data (the interpreter's own working memory, measured)
+RUN_OVERHEAD = 16 * 2**20
 OUTPUT_FACTOR = 5
 #: ... and in the process that asked: the received message and the unpickled arrays.
 PARENT_OUTPUT_FACTOR = 2
@@ -166,7 +169,7 @@ def host_bytes(scenario: Scenario) -> int:
     running = INPUT_FACTOR * inputs + OUTPUT_FACTOR * outputs
     temp = max((_init_temp_bytes(b.shape, b.dtype, b.init, ndev) for b in ins), default=0)
     making = inputs + temp
-    return max(running, making) + PARENT_OUTPUT_FACTOR * outputs
+    return max(running, making) + PARENT_OUTPUT_FACTOR * outputs + RUN_OVERHEAD
 
 
 def beyond_this_machine(scenario: Scenario, platform: str = "cpu") -> str | None:

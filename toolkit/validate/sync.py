@@ -46,6 +46,9 @@ MAX_WORK = 1 << 24
 MAX_SECONDS = 10.0
 #: Races reported per call (distinct pairs of statements).
 MAX_RACES = 3
+#: bytes of view offsets the data-free run may hold (it keeps one offset per element of
+#: every buffer it touches); a call past it is not run, and says so
+CHECK_MEMORY = 512 * 2**20
 
 
 def check_sync(ctx: Ctx) -> None:
@@ -64,6 +67,18 @@ def check_sync(ctx: Ctx) -> None:
     pid_bug = interp_gpu and _uses_pid(ctx)
     if steps > MAX_STEPS:
         _sampled(ctx, steps, pid_bug)
+        return
+    need = offsets_bytes(s)
+    if need > CHECK_MEMORY:
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"the race check would hold about {need / 2**20:,.0f} MiB of element offsets for "
+            f"this call's buffers, more than the {CHECK_MEMORY // 2**20} MiB it may take: "
+            "races, deadlocks, semaphore balance and out-of-bounds indices are not checked "
+            "(the same call with smaller buffers is checked; simulate has its own bound)",
+            severity="warning",
+        )
         return
     gpu = _run(s, "grid")
     if gpu is None:
@@ -84,6 +99,31 @@ def check_sync(ctx: Ctx) -> None:
             "deadlocks and out-of-bounds indices past that point are not checked",
             severity="warning",
         )
+
+
+def offsets_bytes(s: Any) -> int:
+    """What the data-free run holds at most for its views' offsets: one int32 (int64 past
+    2 GiB) per element of every buffer and output on every device, and of every scratch
+    in every block (each its own memory), bytes of each element where a bitcast needs them."""
+    from mpmd_lab.engine.core import _uses_bitcast
+
+    bytes_each = _uses_bitcast(s)
+
+    def cost(shape: Any, dtype: str) -> int:
+        from mpmd_lab import dtypes
+
+        n = math.prod(shape) * (dtypes.bits(dtype) // 8 if bytes_each else 1)
+        return n * (4 if n < 2**31 else 8)
+
+    c = s.call
+    gmem = sum(cost(b.shape, b.dtype) for b in s.buffers.values())
+    gmem += sum(cost(o.shape, o.dtype) for o in c.outputs.values())
+    blocks = max(
+        (math.prod(p.mesh.grid.values()) * math.prod(p.mesh.cluster.values()) for p in c.programs),
+        default=1,
+    )
+    scratch = sum(cost(sc.shape, sc.dtype) for sc in c.scratch.values())
+    return s.num_devices * (gmem + blocks * scratch)
 
 
 def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
