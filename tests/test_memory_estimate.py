@@ -14,11 +14,11 @@ import sys
 
 import numpy as np
 import psutil
-from mpmd_lab.validate import analyze
 import pytest
 from mpmd_lab import gallery, probe, runtime, workers
 from mpmd_lab.dtypes import nbytes
 from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import analyze
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 

@@ -160,7 +160,7 @@ def test_progress_reaches_one():
     s = gallery.load("two-block-copy").model_copy(update={"name": "progress-of-a-new-call"})
     for first_time in (True, False):
         seen = []
-        r = runtime.run(s, "interpret", on_progress=lambda st, f: seen.append((st, f)))
+        r = runtime.run(s, "interpret", on_progress=lambda st, f, seen=seen: seen.append((st, f)))
         assert r.ok and r.cached is not first_time
         fractions = [f for _, f in seen]
         assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
