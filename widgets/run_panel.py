@@ -10,7 +10,7 @@ from typing import Any
 
 import ipywidgets as w
 import numpy as np
-from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -74,12 +74,6 @@ def plot_png(name: str, a: np.ndarray) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
-
-
-#: codes that say JAX's CPU interpreter cannot run the call (``simulate`` can)
-INTERPRETER_CODES = frozenset(
-    {"GPU_INTERP_UNSUPPORTED_TRANSFORM", "GPU_INTERP_MULTICAST", "HLO_INTERP_NO_DISCHARGE"}
-)
 
 
 def run_error_html(d: Diagnostic) -> str:
@@ -437,7 +431,8 @@ class RunPanel(w.VBox):
         )
         code = d.code
         kids: list[w.Widget] = [w.HTML(run_error_html(d))]
-        if code in INTERPRETER_CODES and outcome.backend != "simulate":
+        # JAX's CPU interpreter cannot run the call; ``simulate`` can
+        if code in INTERP_CANNOT and outcome.backend != "simulate":
             b = c.button(
                 "Use simulate",
                 lambda: self.use_backend("simulate"),

@@ -1,17 +1,30 @@
-"""What the CPU interpreters cannot run of the collectives language (warnings).
+"""What the CPU interpreters cannot run of a call (warnings): one module, one table.
 
-Neither of JAX's CPU interpreters runs semaphores and async copies the way a GPU does
-(jax 0.12, measured): the GPU interpreter (``plgpu.InterpretGPUParams``) fills scratch
-with NaN, which a semaphore cannot hold (``nan + semaphore``), leaves a TMA load's
-barrier allocated (``Barrier remains allocated``), and misreads ``atomic_add`` and
-``multimem_load_reduce``; the HLO interpreter (``interpret=True``) has no rule for a
-remote or multicast signal, nor for TMA copies. These are limits of this machine, not
-errors of the kernel: each is an ``INTERP_LIMIT`` warning, which also tells
-``run --backend auto`` to simulate instead.
+Neither of JAX's CPU interpreters runs every view and statement the way a GPU does
+(jax 0.12, measured):
+
+- views: the GPU interpreter (``plgpu.InterpretGPUParams``) follows only index and
+  transpose views (``Unsupported transform: ...``; a multicast view has no
+  ``indices``); the HLO interpreter (``interpret=True``) has no discharge rule for
+  transposed, remote, multicast or cluster views and cannot evaluate
+  ``lax.axis_index`` of a kernel axis. Each is reported with JAX's own code and
+  message.
+- statements: the GPU interpreter fills scratch with NaN, which a semaphore cannot
+  hold (``nan + semaphore``), leaves a TMA load's barrier allocated (``Barrier remains
+  allocated``), and misreads ``atomic_add`` and ``multimem_load_reduce``; the HLO
+  interpreter has no rule for a remote or multicast signal, nor for TMA copies. Each
+  is an ``INTERP_LIMIT`` warning.
+
+These are limits of this machine, not errors of the kernel: every code here is in
+:data:`mpmd_lab.diagnostics.INTERP_CANNOT`, which also tells ``run --backend auto`` to
+simulate instead. The first view and the first statement each interpreter cannot run
+are reported, once each.
 """
 
 from __future__ import annotations
 
+from mpmd_lab import layout_rules as L
+from mpmd_lab.ops import BlockIndex, Let
 from mpmd_lab.validate.context import Ctx
 
 _WHY = (
@@ -19,6 +32,91 @@ _WHY = (
     "check, trace and GPU lowering still work here, a GPU runs it, and mpmd-lab's "
     "simulator models it."
 )
+
+# ---------------------------------------------------------------- views
+
+#: view op -> the repr of its transform in the GPU interpreter's error
+_GPU_VIEW_REPR = {
+    "remote_ref": "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)",
+    "reshape": "ReshapeTransform(shape=...)",
+    "bitcast": "BitcastTransform(dtype=...)",
+    "cluster_ref": "ClusterRefTransform(dims=..., idxs=...)",
+}
+#: view op -> the transform class the HLO interpreter has no discharge rule for
+_HLO_VIEW_CLASS = {
+    "transpose": "jax._src.state.types.TransposeTransform",
+    "remote_ref": "jax._src.pallas.mosaic_gpu.core.PeerMemRef",
+    "multicast_ref": "jax._src.pallas.mosaic_gpu.core.MulticastRef",
+    "cluster_ref": "jax._src.pallas.mosaic_gpu.core.ClusterRefTransform",
+}
+
+
+def _view_limit(interp: str, t: object) -> tuple[str, str, str, str] | None:
+    """(code, message, JAX's message, explanation) when ``interp`` cannot run view ``t``."""
+    op = getattr(t, "op", "")
+    if interp == "gpu":
+        if op == "multicast_ref":
+            return (
+                "GPU_INTERP_MULTICAST",
+                "JAX's CPU interpreter can't run multicast_ref; simulate does",
+                "'MulticastRef' object has no attribute 'indices'",
+                "The GPU interpreter cannot run multicast views.",
+            )
+        if op in _GPU_VIEW_REPR:
+            return (
+                "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+                f"JAX's CPU interpreter can't run {op}; simulate does",
+                L.interpret_transform_error(_GPU_VIEW_REPR[op]).message,
+                f"The GPU interpreter runs only index and transpose views, not {op}.",
+            )
+        return None
+    if op == "at":
+        axis = next((e.block for e in getattr(t, "index", ()) if isinstance(e, BlockIndex)), None)
+        if axis is not None:
+            return (
+                "UNBOUND_AXIS",
+                f"JAX's HLO interpreter can't evaluate the kernel axis {axis!r}; the GPU "
+                "interpreter (run.interpret: gpu) and simulate can",
+                f"Found an unbound axis name: {axis}. To fix this, please call "
+                "axis_index under `jax.shard_map`.",
+                "The HLO interpreter (interpret=True) cannot evaluate lax.axis_index of a "
+                "kernel axis; the GPU interpreter (run.interpret: gpu) can.",
+            )
+    if op in _HLO_VIEW_CLASS:
+        return (
+            "HLO_INTERP_NO_DISCHARGE",
+            f"JAX's HLO interpreter can't run {op}; simulate does",
+            f"<class '{_HLO_VIEW_CLASS[op]}'>",
+            f"The HLO interpreter has no discharge rule for {op} views.",
+        )
+    return None
+
+
+def _views(ctx: Ctx) -> None:
+    """The first view of a statement's ref the chosen CPU interpreter cannot run."""
+    interp = ctx.s.run.interpret
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            if isinstance(st.node, Let):
+                continue
+            for b in st.refs.values():
+                for path, t in b.stack:
+                    found = _view_limit(interp, t)
+                    if found is not None:
+                        code, message, jax_message, why = found
+                        ctx.add(
+                            code,
+                            path,
+                            message,
+                            jax_message=jax_message,
+                            severity="warning",
+                            stage="interpret",
+                            explanation=why + _WHY,
+                        )
+                        return
+
+
+# ---------------------------------------------------------------- statements
 
 #: statement op -> what the GPU interpreter does with it
 _GPU = {
@@ -50,9 +148,16 @@ _GPU_MULTI = {
 
 
 def check_interpret(ctx: Ctx) -> None:
-    """The first construct the chosen CPU interpreter cannot run, as a warning."""
-    if ctx.build_failed or ctx.trace_failed:
+    """The first view and the first statement the chosen CPU interpreter cannot run."""
+    if ctx.build_failed:
         return
+    _views(ctx)
+    if not ctx.trace_failed:
+        _statements(ctx)
+
+
+def _statements(ctx: Ctx) -> None:
+    """The first scratch or statement the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
     if interp == "gpu":
         for name, sc in ctx.s.call.scratch.items():
