@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
 from mpmd_lab.ops.base import READ, SYNC, WRITE, Fit, StatementOp
 from mpmd_lab.ops.statements import LANES
@@ -205,20 +206,21 @@ def lower_store(low: Any) -> bool:
 
 
 def _copy_width(low: Any, field: str) -> None:
-    """``async_copy``: the bits along the last dimension, a multiple of 128."""
+    """``async_copy``: the bits along the last dimension, a multiple of 128
+    (``layout_rules.tma_last_dim_error``)."""
     info = low.info(field)
     if not info.shape:
         return
-    bits = info.shape[-1] * dtypes.bits(info.dtype)
-    if bits % 128:
+    bits = dtypes.bits(info.dtype)
+    e = L.tma_last_dim_error(info.shape[-1], bits)
+    if e is not None:
         low.later(
             "p3",
-            "TMA_LAST_DIM_BITS",
+            e.code,
             low.path,
-            "Async copies require the number of bits copied along the last dimension to be "
-            f"divisible by 128, but got {bits}",
+            e.message,
             f"A TMA copy moves 16-byte units along the last dimension; {info.shape[-1]} "
-            f"{info.dtype} elements are {bits} bits.",
+            f"{info.dtype} elements are {info.shape[-1] * bits} bits.",
         )
 
 
@@ -341,6 +343,11 @@ class CopyGmemToSmem(StatementOp):
     def lower(self, low: Any) -> bool:
         return lower_load(low)
 
+    def execute(self, x: Any) -> None:
+        """Issued now by this thread's copy engine; its data has landed once its barrier's
+        phase completes (barrier_wait)."""
+        x.copy_to_smem("src", "dst", "barrier")
+
 
 class CopySmemToGmem(StatementOp):
     """``plgpu.copy_smem_to_gmem(src, dst)``: an async TMA store in a commit group."""
@@ -375,6 +382,11 @@ class CopySmemToGmem(StatementOp):
     def lower(self, low: Any) -> bool:
         return lower_store(low)
 
+    def execute(self, x: Any) -> None:
+        """Issued now (it sees this thread's SMEM writes up to its last commit_smem); done
+        at the wait_smem_to_gmem that covers its commit group."""
+        x.copy_to_gmem("src", "dst", self.commit_group)
+
 
 class CommitSmem(StatementOp):
     """``plgpu.commit_smem()``: SMEM writes so far are visible to the copy engine."""
@@ -389,6 +401,9 @@ class CommitSmem(StatementOp):
 
     def source(self, g: Any) -> list[str]:
         return ["plgpu.commit_smem()"]
+
+    def execute(self, x: Any) -> None:
+        x.commit()
 
 
 class WaitSmemToGmem(StatementOp):
@@ -408,6 +423,9 @@ class WaitSmemToGmem(StatementOp):
     def source(self, g: Any) -> list[str]:
         return [f"plgpu.wait_smem_to_gmem({self.n!r})"]
 
+    def execute(self, x: Any) -> None:
+        x.wait_copies(self.n)
+
 
 __all__ = [
     "lower_load",
@@ -421,34 +439,3 @@ __all__ = [
     "TmaStore",
     "WaitSmemToGmem",
 ]
-
-
-# ---------------------------------------------------------------- simulated (mpmd_lab.engine)
-# What each op does when simulated: its ``execute`` (kept together here, apart from the
-# JAX-facing rules above).
-
-
-def _copy_gmem_to_smem_execute(self: CopyGmemToSmem, x: Any) -> None:
-    """Issued now by this thread's copy engine; its data has landed once its barrier's
-    phase completes (barrier_wait)."""
-    x.copy_to_smem("src", "dst", "barrier")
-
-
-def _copy_smem_to_gmem_execute(self: CopySmemToGmem, x: Any) -> None:
-    """Issued now (it sees this thread's SMEM writes up to its last commit_smem); done
-    at the wait_smem_to_gmem that covers its commit group."""
-    x.copy_to_gmem("src", "dst", self.commit_group)
-
-
-def _commit_smem_execute(self: CommitSmem, x: Any) -> None:
-    x.commit()
-
-
-def _wait_smem_to_gmem_execute(self: WaitSmemToGmem, x: Any) -> None:
-    x.wait_copies(self.n)
-
-
-CopyGmemToSmem.execute = _copy_gmem_to_smem_execute  # type: ignore[method-assign]
-CopySmemToGmem.execute = _copy_smem_to_gmem_execute  # type: ignore[method-assign]
-CommitSmem.execute = _commit_smem_execute  # type: ignore[method-assign]
-WaitSmemToGmem.execute = _wait_smem_to_gmem_execute  # type: ignore[method-assign]

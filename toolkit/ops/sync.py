@@ -167,6 +167,12 @@ class SemaphoreSignal(StatementOp):
             return True
         return _constant(low, f"{low.path}.inc", self.inc)
 
+    def execute(self, x: Any) -> None:
+        """Add inc to the semaphore here or on the peer (the same block there)."""
+        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        dref = None if self.device is None else x.memo("dref", self.device_ref)
+        x.signal("sem", inc, device=dref)
+
 
 class SemaphoreSignalMulticast(StatementOp):
     """``plgpu.semaphore_signal_multicast(sem, inc, collective_axes=axes)``."""
@@ -221,6 +227,15 @@ class SemaphoreSignalMulticast(StatementOp):
             return True
         return _constant(low, f"{low.path}.inc", self.inc)
 
+    def execute(self, x: Any) -> None:
+        """Add inc to the semaphore on every device along axes (this one included)."""
+        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        axes = axes_tuple(self.axes)
+        for a in axes:
+            if a not in x.mesh:
+                x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
+        x.signal("sem", inc, axes=axes)
+
 
 class SemaphoreWait(StatementOp):
     """``pl.semaphore_wait(sem, value, decrement=...)``."""
@@ -252,6 +267,11 @@ class SemaphoreWait(StatementOp):
     def trace(self, t: Any) -> bool:
         return check_semaphore(t, "sem", "wait")
 
+    def execute(self, x: Any) -> Any:
+        """Blocks (the returned wait) until the semaphore reaches value."""
+        value = x.eval(x.memo("value", lambda: E.parse(self.value)), "value")
+        return x.wait_semaphore("sem", value, self.decrement)
+
 
 class BarrierWait(StatementOp):
     """``plgpu.barrier_wait(barrier)``."""
@@ -275,6 +295,10 @@ class BarrierWait(StatementOp):
     def lower(self, low: Any) -> bool:
         return low.barrier("barrier", "wait")
 
+    def execute(self, x: Any) -> Any:
+        """Blocks (the returned wait) until this thread's next phase of the barrier."""
+        return x.wait_barrier("barrier")
+
 
 class BarrierArrive(StatementOp):
     """``plgpu.barrier_arrive(barrier)``."""
@@ -297,6 +321,9 @@ class BarrierArrive(StatementOp):
 
     def lower(self, low: Any) -> bool:
         return low.barrier("barrier", "arrive")
+
+    def execute(self, x: Any) -> None:
+        x.arrive("barrier")
 
 
 def check_barrier(t: Any, field: str) -> bool:
@@ -335,47 +362,3 @@ __all__ = [
     "SemaphoreSignalMulticast",
     "SemaphoreWait",
 ]
-
-
-# ---------------------------------------------------------------- simulated (mpmd_lab.engine)
-# What each op does when simulated: its ``execute`` (kept together here, apart from the
-# JAX-facing rules above).
-
-
-def _signal_execute(self: SemaphoreSignal, x: Any) -> None:
-    """Add inc to the semaphore here or on the peer (the same block there)."""
-    inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
-    dref = None if self.device is None else x.memo("dref", self.device_ref)
-    x.signal("sem", inc, device=dref)
-
-
-def _signal_multicast_execute(self: SemaphoreSignalMulticast, x: Any) -> None:
-    """Add inc to the semaphore on every device along axes (this one included)."""
-    inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
-    axes = axes_tuple(self.axes)
-    for a in axes:
-        if a not in x.mesh:
-            x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
-    x.signal("sem", inc, axes=axes)
-
-
-def _wait_execute(self: SemaphoreWait, x: Any) -> Any:
-    """Blocks (the returned wait) until the semaphore reaches value."""
-    value = x.eval(x.memo("value", lambda: E.parse(self.value)), "value")
-    return x.wait_semaphore("sem", value, self.decrement)
-
-
-def _barrier_wait_execute(self: BarrierWait, x: Any) -> Any:
-    """Blocks (the returned wait) until this thread's next phase of the barrier."""
-    return x.wait_barrier("barrier")
-
-
-def _barrier_arrive_execute(self: BarrierArrive, x: Any) -> None:
-    x.arrive("barrier")
-
-
-SemaphoreSignal.execute = _signal_execute  # type: ignore[method-assign]
-SemaphoreSignalMulticast.execute = _signal_multicast_execute  # type: ignore[method-assign]
-SemaphoreWait.execute = _wait_execute  # type: ignore[method-assign]
-BarrierWait.execute = _barrier_wait_execute  # type: ignore[method-assign]
-BarrierArrive.execute = _barrier_arrive_execute  # type: ignore[method-assign]

@@ -232,8 +232,8 @@ class At(TransformOp):
         sharded0 = (
             ref.sharded is not None
             and bool(shape)
-            and bool(ref.view_dims)
-            and ref.view_dims[0] == 0
+            and ref.view_dims is not None
+            and ref.view_dims[:1] == (0,)
             and not (ref.reshaped or ref.bitcast)
         )
         if sharded0 and any(ix.kind == "int" for ix in ixs):
@@ -359,6 +359,13 @@ class At(TransformOp):
         shape = v.shape
         if len(self.index) > len(shape):
             sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
+        # NDIndexer's bounds check of static slices (JAX raises it at trace): the rule
+        # the type rule reads too, layout_rules.index_bounds_error_at
+        bad = sim.memo(
+            self, f"bounds{tuple(shape)}", lambda: L.index_bounds_error_at(shape, self.index)
+        )
+        if bad is not None:
+            sim.fail(bad[0].code, f"{path}.index[{bad[1]}]", bad[0].message)
         entries = sim.memo(self, "entries", self.entries)
         idx: list[Any] = []
         clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
@@ -377,11 +384,6 @@ class At(TransformOp):
                     i = min(max(i, 0), size - 1)
                 idx.append(i % size)
             elif ix.kind == "slice":
-                start = range(size)[slice(ix.lo, ix.hi)].start if size else 0
-                if start >= size:  # a Python slice: the stop clamps, a start past the end errors
-                    sim.fail(
-                        "AT_OOB_SLICE", where, f"Out of bound slice: start={start}, dim={size}."
-                    )
                 idx.append(slice(ix.lo, ix.hi))
             else:
                 start, n = sim.eval(ix.start, actor, where), ix.size or 0
