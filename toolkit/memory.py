@@ -159,7 +159,7 @@ class View:
             small = n * isz < 2**31
             offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
             return cls(base, base.dtype, offs.reshape(*base.shape, 1))
-        it = np.int32 if n * isz < 2**31 else np.int64
+        it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
         offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
         return cls(base, base.dtype, offs.reshape(*base.shape, isz))
 

@@ -5,13 +5,14 @@ duplicate Ref is flagged on the argument row the moment it is added."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
-from mpmd_lab.ops import BY_OP, STATEMENT_OPS
+from mpmd_lab.ops import BY_OP, STATEMENT_CLASSES, STATEMENT_OPS, Let
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -21,10 +22,10 @@ MEMORY = ("SMEM", "GMEM", "TMEM")
 #: every statement kind of the language (the registry's), then ``let``
 OPS = (*STATEMENT_OPS, "let")
 #: each statement's ref fields, from its op class
-OP_FIELDS = {op: tuple(f for f, _ in BY_OP[op].REFS) for op in STATEMENT_OPS}
+OP_FIELDS = {cls.op_name(): tuple(f for f, _ in cls.REFS) for cls in STATEMENT_CLASSES}
 
 
-def unique(base: str, taken: set[str] | list[str]) -> str:
+def unique(base: str, taken: Collection[str]) -> str:
     """``base``, or ``base2``, ``base3``… whichever is not taken."""
     name, n = base, 1
     while name in taken:
@@ -44,7 +45,7 @@ def ref_names(state: Session, before: int | None = None) -> list[str]:
     if call.programs and state.program < len(call.programs):
         body = call.programs[state.program].body
         for s in body[: len(body) if before is None else before]:
-            if getattr(s, "let", None):
+            if isinstance(s, Let):
                 names.append(s.let)
     return names
 
@@ -129,9 +130,9 @@ class CallEditor(w.VBox):
                 css="mpl-buffer-shape",
             ),
             c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-            c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
+            c.field(init_dd, partial(_set_init, st, p)),
             c.field(ref_cb, _set(st, f"{p}.as_ref")),
-            c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
+            c.small("✕", partial(_remove, st, f"buffers.{name}"), "remove buffer"),
             c.badges_at(st, p),
         )
 
@@ -202,7 +203,7 @@ class CallEditor(w.VBox):
             extra.append(
                 c.button(
                     f"view ({len(a.transforms)})",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "edit this argument's transforms",
                 )
             )
@@ -213,8 +214,8 @@ class CallEditor(w.VBox):
                 c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
             ),
             *extra,
-            c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
-            c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
+            c.small("↑", partial(_move, st, "call.args", i, -1), "move up"),
+            c.small("✕", partial(_remove, st, p), "remove argument", css="mpl-remove-arg"),
             c.badges_at(st, p),
         )
         row.add_class(f"mpl-arg-{i}")
@@ -258,7 +259,7 @@ class CallEditor(w.VBox):
                 css="mpl-output-shape",
             ),
             c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
-            c.small("✕", lambda p=p: _remove(st, p), "remove output"),
+            c.small("✕", partial(_remove, st, p), "remove output"),
             c.badges_at(st, p),
         )
 
@@ -289,7 +290,7 @@ class CallEditor(w.VBox):
             extra.append(
                 c.button(
                     f"view ({len(s.transforms)})",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "edit tiling/swizzle",
                 )
             )
@@ -304,7 +305,7 @@ class CallEditor(w.VBox):
             c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
             c.field(mem, _set(st, f"{p}.memory_space")),
             *extra,
-            c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+            c.small("✕", partial(_remove, st, p), "remove scratch"),
             c.badges_at(st, p),
         )
 
@@ -430,9 +431,9 @@ class CallEditor(w.VBox):
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
-            c.small("↑", lambda i=i: _move(st, bp, i, -1), "move up"),
-            c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
-            c.field(kind, lambda v, i=i: self._change_kind(bp, i, v)),
+            c.small("↑", partial(_move, st, bp, i, -1), "move up"),
+            c.small("✕", partial(_remove, st, p), "remove statement"),
+            c.field(kind, partial(self._change_kind, bp, i)),
         ]
         if kind_now == "let":
             parts.append(
@@ -445,7 +446,7 @@ class CallEditor(w.VBox):
             parts.append(
                 c.button(
                     "edit view",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "open in the Views tab",
                     css="mpl-edit-view",
                     width="84px",

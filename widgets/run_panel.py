@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
@@ -455,7 +456,7 @@ class RunPanel(w.VBox):
             return kids
         same = next((x for x in self.state.diagnostics if x.code == code and x.fixes), None)
         for i, fix in enumerate(same.fixes if same is not None else []):
-            kids.append(c.fix_row(fix, i, lambda fix=fix: self._apply(fix)))
+            kids.append(c.fix_row(fix, i, partial(self._apply, fix)))
         if same is None and code:
             kids.append(
                 w.HTML(

@@ -95,8 +95,8 @@ class Ctx:
         options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
         d = Diagnostic(
             code=code,
-            severity=severity,  # type: ignore[arg-type]
-            stage=stage,  # type: ignore[arg-type]
+            severity=severity,
+            stage=stage,
             path=path,
             message=message,
             jax=jax,

@@ -20,7 +20,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import Let
+from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
@@ -250,7 +250,7 @@ def _scratch_lowering(ctx: Ctx) -> bool:
     a cluster barrier over an axis the cluster lacks."""
     c = ctx.s.call
     for name, sc in c.scratch.items():
-        if sc.KIND != "cluster_barrier":
+        if not isinstance(sc, ClusterBarrierScratch):
             continue
         cluster = list(c.programs[0].mesh.cluster) if c.programs else []
         for axis in axes_tuple(sc.collective_axes):
@@ -330,8 +330,8 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[An
         if sc is None:
             return None
         return tuple(sc.shape), sc.dtype, sc.memory_space, list(sc.transforms)
-    spec = ctx.s.buffers.get(o)
-    return None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", [])
+    buf = ctx.s.buffers.get(o)
+    return None if buf is None else (tuple(buf.shape), buf.dtype, "GMEM", [])
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:

@@ -11,8 +11,8 @@ from mpmd_lab.scenario import Scenario
 def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | None:
     """A fix for the failing step at ``path``, or the alternatives (the check keeps those
     that make the scenario better, best first)."""
-    base, _, k = path.rpartition("[")
-    index = int(k.rstrip("]"))
+    base, _, last = path.rpartition("[")
+    index = int(last.rstrip("]"))
     t = _transform(s, base, index)
     code = e.code
     if code == "REF_PEER_TO_MULTICAST":
@@ -41,12 +41,7 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
                 edits=[Edit(op="remove", path=path)],
             ),
         ]
-    if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
-        n = before.size
-        return Fix(
-            description=f"reshape to a shape of {n} elements ([-1] flattens)",
-            edits=[Edit(op="replace", path=f"{path}.shape", value=[n])],
-        )
+    # (a reshape has no one-edit remedy that is right in general: the shape is the user's)
     if code in ("TRANSPOSE_RANK", "TRANSPOSE_BAD_AXIS"):
         import re
 
@@ -70,7 +65,7 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
         )
     if code == "AT_OOB_SLICE":
         idx = _dump(t.index)
-        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0  # noqa: F841
+        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0
         d = before.shape[k]
         entry = idx[k]
         if isinstance(entry, dict) and "ds" in entry:
