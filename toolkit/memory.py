@@ -145,7 +145,7 @@ class View:
     device: int | None = None  # a peer device (remote_ref)
     multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
     cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
-    oob: tuple[str, str] | None = None
+    oob: tuple[str, str, str] | None = None  # (code, field path, message)
 
     @property
     def shape(self) -> tuple[int, ...]:
