@@ -50,6 +50,33 @@ def ref_names(state: Session, before: int | None = None) -> list[str]:
     return names
 
 
+def _named_rows(
+    sec: c.Section,
+    st: Session,
+    kind: str,
+    prefix: str,
+    items: dict[str, Any],
+    row: Callable[[str, Any], w.Widget],
+) -> list[w.Widget]:
+    """One row per named item under ``prefix``, rebuilt only when the item or the
+    problems at it changed."""
+    return [
+        sec.memo(
+            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}")),
+            partial(row, name, v),
+            ident=(kind, name),
+        )
+        for name, v in items.items()
+    ]
+
+
+def _add(
+    sec: c.Section, label: str, on_click: Callable[[], Any], tip: str, css: str | None = None
+) -> w.Widget:
+    """A section's add button (built once)."""
+    return sec.memo("add", lambda: c.button(label, on_click, tip, css=css))
+
+
 def _key(state: Session, *paths: str) -> str:
     """What a section shows: its slice of the scenario and the diagnostics inside it."""
     parts = [state.get(p) for p in paths]
@@ -93,20 +120,11 @@ class CallEditor(w.VBox):
 
     def _buffers(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [
-            _head("Buffers", "host values the call is given; Ref = jax.new_ref")
+        return [
+            _head("Buffers", "host values the call is given; Ref = jax.new_ref"),
+            *_named_rows(sec, st, "buffer", "buffers", st.scenario.buffers, self._buffer_row),
+            _add(sec, "+ buffer", self.add_buffer, "add a buffer", "mpl-add-buffer"),
         ]
-        for name, b in st.scenario.buffers.items():
-            key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
-            build = lambda name=name, b=b: self._buffer_row(name, b)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("buffer", name)))
-        rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button("+ buffer", self.add_buffer, "add a buffer", css="mpl-add-buffer"),
-            )
-        )
-        return rows
 
     def _buffer_row(self, name: str, b: Any) -> w.Widget:
         st = self.state
@@ -173,12 +191,7 @@ class CallEditor(w.VBox):
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
         rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button(
-                    "+ argument", self.add_arg, "pass a buffer to the kernel", css="mpl-add-arg"
-                ),
-            )
+            _add(sec, "+ argument", self.add_arg, "pass a buffer to the kernel", "mpl-add-arg")
         )
         return rows
 
@@ -231,20 +244,12 @@ class CallEditor(w.VBox):
 
     def _outputs(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
-        for name, o in st.scenario.call.outputs.items():
-            key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
-            build = lambda name=name, o=o: self._output_row(name, o)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("out", name)))
-        rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button(
-                    "+ output", self.add_output, "add an output", css="mpl-add-output"
-                ),
-            )
-        )
-        return rows
+        outputs = st.scenario.call.outputs
+        return [
+            _head("Outputs", "out types in order; each is also a parameter"),
+            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row),
+            _add(sec, "+ output", self.add_output, "add an output", "mpl-add-output"),
+        ]
 
     def _output_row(self, name: str, o: Any) -> w.Widget:
         st = self.state
@@ -271,15 +276,12 @@ class CallEditor(w.VBox):
 
     def _scratch(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
-        for name, s in st.scenario.call.scratch.items():
-            key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
-            build = lambda name=name, s=s: self._scratch_row(name, s)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("scratch", name)))
-        rows.append(
-            sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
-        )
-        return rows
+        scratch = st.scenario.call.scratch
+        return [
+            _head("Scratch", "refs allocated for the kernel, after outputs"),
+            *_named_rows(sec, st, "scratch", "call.scratch", scratch, self._scratch_row),
+            _add(sec, "+ scratch", self.add_scratch, "add a scratch ref"),
+        ]
 
     def _scratch_row(self, name: str, s: Any) -> w.Widget:
         st = self.state

@@ -142,7 +142,8 @@ def problems_html(problems: list[tuple[str, str]]) -> str:
 TYPING_DELAY = 0.3
 
 
-def _in_kernel() -> bool:
+def in_kernel() -> bool:
+    """Running inside a Jupyter kernel (not a script or a test)."""
     try:
         from IPython import get_ipython
 
@@ -191,7 +192,7 @@ def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable 
 
     def on_change(change: dict[str, Any]) -> None:
         live = getattr(widget, "continuous_update", False)
-        if TYPING_DELAY <= 0 or not live or not _in_kernel():
+        if TYPING_DELAY <= 0 or not live or not in_kernel():
             commit_now(change["new"])
             return
         for t in pending:  # a burst of keystrokes commits once, after the last one
@@ -382,6 +383,18 @@ def button(
     if css:
         b.add_class(css)
     b.on_click(lambda _b: on_click())
+    return b
+
+
+def use_simulate_button(on_click: Callable[[], Any]) -> w.Button:
+    """The offer to run with the simulator where JAX's CPU interpreter cannot."""
+    b = button(
+        "Use simulate",
+        on_click,
+        "run with mpmd-lab's simulator (numpy, every device)",
+        css="mpl-use-simulate",
+    )
+    b.layout = lay(width="120px")
     return b
 
 

@@ -111,14 +111,7 @@ class ProblemsView(w.VBox):
         )
         kids: list[w.Widget] = [text]
         if self.on_backend is not None:
-            b = c.button(
-                "Use simulate",
-                lambda: self.on_backend("simulate"),
-                "run with mpmd-lab's simulator (numpy, every device)",
-                css="mpl-use-simulate",
-            )
-            b.layout = c.lay(width="120px")
-            kids.append(b)
+            kids.append(c.use_simulate_button(lambda: self.on_backend("simulate")))
         box = w.HBox(kids, layout=c.lay(align_items="center", flex_flow="row wrap"))
         box.add_class("mpl-interp")
         return box

@@ -19,16 +19,6 @@ from mpmd_lab.widgets import services
 MAX_ROWS, MAX_COLS = 8, 16
 
 
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        return ip is not None and getattr(ip, "kernel", None) is not None
-    except ImportError:
-        return False
-
-
 def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
     """An output as a small table: its shape and dtype, then the first rows and columns."""
     if a is None:
@@ -113,7 +103,7 @@ class RunPanel(w.VBox):
     def __init__(self, state: Session, background: bool | None = None, timeout: float = 180):
         super().__init__()
         self.state = state
-        self.background = _in_kernel() if background is None else background
+        self.background = c.in_kernel() if background is None else background
         self.add_class("mpl-run-panel")
         self.backend = w.Dropdown(
             options=services.backends(),
@@ -434,13 +424,7 @@ class RunPanel(w.VBox):
         kids: list[w.Widget] = [w.HTML(run_error_html(d))]
         # JAX's CPU interpreter cannot run the call; ``simulate`` can
         if code in INTERP_CANNOT and outcome.backend != "simulate":
-            b = c.button(
-                "Use simulate",
-                lambda: self.use_backend("simulate"),
-                "run with mpmd-lab's simulator (numpy, every device)",
-                css="mpl-use-simulate",
-            )
-            b.layout = c.lay(width="120px")
+            b = c.use_simulate_button(lambda: self.use_backend("simulate"))
             kids.append(
                 w.HBox(
                     [

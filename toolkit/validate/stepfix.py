@@ -7,6 +7,13 @@ from typing import Any
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.scenario import Scenario
 
+#: a peer view made multicast or the other way round: (this step's view, the earlier
+#: one's, the earlier step's op, where the earlier view alone writes)
+_MIXED = {
+    "REF_PEER_TO_MULTICAST": ("multicast", "peer", "remote_ref", "one device, not all"),
+    "REF_MULTICAST_TO_PEER": ("peer", "multicast", "multicast_ref", "every device, not one"),
+}
+
 
 def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | None:
     """A fix for the failing step at ``path``, or the alternatives (the check keeps those
@@ -15,29 +22,16 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
     index = int(last.rstrip("]"))
     t = _transform(s, base, index)
     code = e.code
-    if code == "REF_PEER_TO_MULTICAST":
+    if code in _MIXED:
+        this, earlier, earlier_op, keeps = _MIXED[code]
         return [
             Fix(
-                description="build the multicast view from the base ref "
-                "(drop the peer step before it)",
-                edits=_drop_kind(s, base, index, "remote_ref"),
+                description=f"build the {this} view from the base ref "
+                f"(drop the {earlier} step before it)",
+                edits=_drop_kind(s, base, index, earlier_op),
             ),
             Fix(
-                description="keep the peer view: drop the multicast step "
-                "(write to one device, not all)",
-                edits=[Edit(op="remove", path=path)],
-            ),
-        ]
-    if code == "REF_MULTICAST_TO_PEER":
-        return [
-            Fix(
-                description="build the peer view from the base ref "
-                "(drop the multicast step before it)",
-                edits=_drop_kind(s, base, index, "multicast_ref"),
-            ),
-            Fix(
-                description="keep the multicast view: drop the peer step "
-                "(write to every device, not one)",
+                description=f"keep the {earlier} view: drop the {this} step (write to {keeps})",
                 edits=[Edit(op="remove", path=path)],
             ),
         ]

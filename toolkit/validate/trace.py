@@ -174,7 +174,7 @@ def _scratch_types(ctx: Ctx) -> bool:
         found = sc.type_error()
         if found is not None:
             e, field = found
-            ctx.jax(e.code, f"call.scratch.{name}.{field}", e.message, jax_type=e.jax_type)
+            ctx.raised(e, f"call.scratch.{name}.{field}")
             return True
     for name, sc in c.scratch.items() if c.entry == "pl.kernel" else ():
         if sc.transforms:
@@ -288,11 +288,9 @@ def _raise(ctx: Ctx, e: Any, st: Step | None = None) -> None:
     """Report a step error (its own field path) with its fix."""
     if e.jax_type:
         tpath = e.path[: -len(e.field) - 1] if e.field else e.path
-        ctx.jax(
-            e.code,
+        ctx.raised(
+            e,
             e.path,
-            e.message,
-            jax_type=e.jax_type,
             stage=e.stage,
             fix=fixes_for.step_fix(ctx.s, tpath, e, st.before if st else None),
         )
