@@ -36,6 +36,9 @@ class TmaStore(StatementOp):
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, committed and waited"
     FAMILY: ClassVar[str] = "async"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for TMA copies (copy_smem_to_gmem).",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["tma_store"]
@@ -67,6 +70,9 @@ class MultimemStore(StatementOp):
 
     HELP: ClassVar[str] = "store to dst on every device along axes (multimem)"
     FAMILY: ClassVar[str] = "async"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for multimem_store.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["multimem_store"]
@@ -314,6 +320,13 @@ class CopyGmemToSmem(StatementOp):
 
     HELP: ClassVar[str] = "GMEM -> SMEM by TMA; completes on a barrier"
     FAMILY: ClassVar[str] = "async"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for TMA copies (copy_gmem_to_smem).",
+        # falsely, and not every time (jax 0.12 and 0.11.2); on one device it runs them
+        "gpu-multi": "On several devices the GPU interpreter leaves a TMA load's barrier "
+        "allocated and fails at the end of the kernel (AssertionError: Barrier remains "
+        "allocated), not every time; on one device it runs it.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("src", READ),
         ("dst", WRITE),
@@ -362,6 +375,9 @@ class CopySmemToGmem(StatementOp):
 
     HELP: ClassVar[str] = "SMEM -> GMEM by TMA, async (wait_smem_to_gmem completes it)"
     FAMILY: ClassVar[str] = "async"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for TMA copies (copy_smem_to_gmem).",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["copy_smem_to_gmem"]

@@ -28,6 +28,11 @@ class AtomicAdd(StatementOp):
 
     HELP: ClassVar[str] = "dst += src, atomically (dst may be a peer's)"
     FAMILY: ClassVar[str] = "compute"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "gpu": "The GPU interpreter misreads plgpu.atomic_add (it fails with a swap of the "
+        "wrong shape).",
+        "hlo": "The HLO interpreter misreads plgpu.atomic_add (it fails unpacking its operands).",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["atomic_add"]
@@ -79,6 +84,11 @@ class MultimemLoadReduce(StatementOp):
 
     HELP: ClassVar[str] = "dst = src reduced over every device along axes (multimem)"
     FAMILY: ClassVar[str] = "compute"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "gpu": "The GPU interpreter cannot run multimem_load_reduce (TypeError: ref must be a "
+        "reference).",
+        "hlo": "The HLO interpreter has no rule for multimem_load_reduce.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["multimem_load_reduce"]

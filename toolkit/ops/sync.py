@@ -145,6 +145,13 @@ class SemaphoreSignal(StatementOp):
         if self.device is not None:
             yield from self.device_ref().exprs()
 
+    def interpret_limit(self, interp: str, devices: int) -> str | None:
+        if interp == "hlo" and self.device is not None:
+            return (
+                "The HLO interpreter cannot signal another device (Remote signal not implemented)."
+            )
+        return super().interpret_limit(interp, devices)
+
     def label(self) -> str:
         inc = "" if self.inc == 1 else f" +{E.parse(self.inc).label()}"
         to = "" if self.device is None else f" -> {device_label(self.device)}"
@@ -179,6 +186,9 @@ class SemaphoreSignalMulticast(StatementOp):
 
     HELP: ClassVar[str] = "add inc to a semaphore on every device along axes"
     FAMILY: ClassVar[str] = "sync"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for semaphore_signal_multicast.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_signal_multicast"]
@@ -278,6 +288,9 @@ class BarrierWait(StatementOp):
 
     HELP: ClassVar[str] = "wait for a barrier's phase (its copies landed, arrivals came)"
     FAMILY: ClassVar[str] = "sync"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for barriers.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
 
     op: Literal["barrier_wait"]
@@ -305,6 +318,9 @@ class BarrierArrive(StatementOp):
 
     HELP: ClassVar[str] = "arrive at a (cluster) barrier"
     FAMILY: ClassVar[str] = "sync"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for barriers.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
 
     op: Literal["barrier_arrive"]

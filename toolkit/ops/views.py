@@ -19,7 +19,7 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
-from mpmd_lab.ops.base import Fit, TransformOp
+from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, model_validator
 
@@ -201,6 +201,21 @@ class At(TransformOp):
         for k, ix in enumerate(self.entries()):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
+
+    def interpret_limit(self, interp: str) -> InterpLimit | None:
+        """The HLO interpreter cannot evaluate ``lax.axis_index`` of a kernel axis."""
+        axis = next((e.block for e in self.index if isinstance(e, BlockIndex)), None)
+        if interp != "hlo" or axis is None:
+            return None
+        return InterpLimit(
+            "UNBOUND_AXIS",
+            f"JAX's HLO interpreter can't evaluate the kernel axis {axis!r}; the GPU "
+            "interpreter (run.interpret: gpu) and simulate can",
+            f"Found an unbound axis name: {axis}. To fix this, please call axis_index under "
+            "`jax.shard_map`.",
+            "The HLO interpreter (interpret=True) cannot evaluate lax.axis_index of a kernel "
+            "axis; the GPU interpreter (run.interpret: gpu) can.",
+        )
 
     def label(self) -> str:
         return f"at[{','.join(_entry_label(e) for e in self.index) or '...'}]"
@@ -465,6 +480,7 @@ class Bitcast(TransformOp):
 
     HELP: ClassVar[str] = "reinterpret the bits: ref.bitcast(dtype)"
     FAMILY: ClassVar[str] = "views"
+    GPU_INTERP_REPR: ClassVar[str | None] = "BitcastTransform(dtype=...)"
     NEEDS_TYPE: ClassVar[bool] = True
 
     op: Literal["bitcast"]
@@ -554,6 +570,7 @@ class Reshape(TransformOp):
 
     HELP: ClassVar[str] = "a new shape of the same size: ref.reshape(...)"
     FAMILY: ClassVar[str] = "views"
+    GPU_INTERP_REPR: ClassVar[str | None] = "ReshapeTransform(shape=...)"
     NEEDS_TYPE: ClassVar[bool] = True
 
     op: Literal["reshape"]
@@ -636,6 +653,7 @@ class Transpose(TransformOp):
 
     HELP: ClassVar[str] = "permute the dims: ref.transpose(perm)"
     FAMILY: ClassVar[str] = "views"
+    HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.state.types.TransposeTransform"
 
     op: Literal["transpose"]
     perm: Annotated[
