@@ -320,6 +320,7 @@ class CopyGmemToSmem(StatementOp):
 
     HELP: ClassVar[str] = "GMEM -> SMEM by TMA; completes on a barrier"
     FAMILY: ClassVar[str] = "async"
+    SYNC_ROLE: ClassVar[str] = "complete"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for TMA copies (copy_gmem_to_smem).",
         # falsely, and not every time (jax 0.12 and 0.11.2); on one device it runs them

@@ -170,6 +170,9 @@ class StatementOp(Op):
     REFS: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: it holds a nested ``body`` of statements (a loop, a condition)
     BODY: ClassVar[bool] = False
+    #: what it does to the semaphore or barrier its SYNC ref names: ``signal``, ``wait``,
+    #: ``arrive`` or ``complete`` (a TMA load completes on its barrier); the graph's edges
+    SYNC_ROLE: ClassVar[str] = ""
     #: why a CPU interpreter cannot run it, by interpreter (``"gpu"``, ``"hlo"``;
     #: ``"gpu-multi"``: the GPU interpreter on several devices); ``INTERP_LIMIT`` warnings
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}

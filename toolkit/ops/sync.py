@@ -124,6 +124,7 @@ class SemaphoreSignal(StatementOp):
 
     HELP: ClassVar[str] = "add inc to a semaphore, here or on a peer device"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "signal"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_signal"]
@@ -186,6 +187,7 @@ class SemaphoreSignalMulticast(StatementOp):
 
     HELP: ClassVar[str] = "add inc to a semaphore on every device along axes"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "signal"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for semaphore_signal_multicast.",
     }
@@ -252,6 +254,7 @@ class SemaphoreWait(StatementOp):
 
     HELP: ClassVar[str] = "wait until a semaphore reaches value (then take it off)"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "wait"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_wait"]
@@ -288,6 +291,7 @@ class BarrierWait(StatementOp):
 
     HELP: ClassVar[str] = "wait for a barrier's phase (its copies landed, arrivals came)"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "wait"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for barriers.",
     }
@@ -318,6 +322,7 @@ class BarrierArrive(StatementOp):
 
     HELP: ClassVar[str] = "arrive at a (cluster) barrier"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "arrive"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for barriers.",
     }
