@@ -50,33 +50,29 @@ def load(source: str, name: str = "mpmd_lab_scenario") -> dict[str, Any]:
     return ns
 
 
-def races_found() -> bool:
-    """Races recorded by the GPU interpreter (jax 0.11.2 records them, 0.12 raises too)."""
+def _interpreter_call(fn: str) -> tuple[bool, Any]:
+    """``fn()`` of JAX's GPU interpreter, from the module this JAX version keeps it in:
+    (found, its result)."""
     for mod in (
         "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
         "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
     ):
         try:
-            m = __import__(mod, fromlist=["get_races"])
-            races = m.get_races()
+            return True, getattr(__import__(mod, fromlist=[fn]), fn)()
         except Exception:  # noqa: BLE001 - another JAX version: look in the next place
             continue
-        return bool(getattr(races, "races_found", False))
-    return False
+    return False, None
+
+
+def races_found() -> bool:
+    """Races recorded by the GPU interpreter (jax 0.11.2 records them, 0.12 raises too)."""
+    found, races = _interpreter_call("get_races")
+    return found and bool(getattr(races, "races_found", False))
 
 
 def reset_interpreter() -> None:
     """The GPU interpreter's global state is poisoned after an error in it: reset it."""
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["reset_gpu_interpret_mode_state"])
-            m.reset_gpu_interpret_mode_state()
-            return
-        except Exception:  # noqa: BLE001
-            continue
+    _interpreter_call("reset_gpu_interpret_mode_state")
 
 
 #: calls already built and run, by (source, stages, mode, races): their jitted function and
