@@ -73,6 +73,8 @@ class AliasingFigure(Figure):
     """
 
     mpmd_lab_mode: str = "full"
+    #: what ``draw`` painted (node ids with their text, edges, problems; see ``draw``)
+    mpmd_lab_painted: dict[str, Any] | None = None
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
@@ -614,11 +616,15 @@ def plot_aliasing(
     figure is returned).
     """
     g = G.build_graph(scenario, diagnostics=diagnostics, access_log=access_log, analysis=analysis)
+    return _picture(g, ax)
+
+
+def _picture(g: Any, ax: Any = None) -> Figure:
+    """``draw(g, ax)``, or the fallback picture when drawing fails."""
     try:
         fig = draw(g, ax)
     except Exception as e:  # noqa: BLE001 - a picture must come out for any scenario
         fig = _fallback(g, e, ax)
-    fig.mpmd_lab_graph = g
     return safe_texts(fig)
 
 
@@ -641,13 +647,14 @@ def render_aliasing(
     fallback picture (the graph as text and the error), never an exception."""
     if fmt not in ("png", "svg", "pdf"):
         raise ValueError(f"{fmt!r}: the picture is written as png, svg or pdf")
-    fig = plot_aliasing(scenario, diagnostics=diagnostics, access_log=access_log)
+    g = G.build_graph(scenario, diagnostics=diagnostics, access_log=access_log)
+    fig = _picture(g)
     try:
         return _savefig(fig, fmt)
     except (MemoryError, OSError):
         raise
     except Exception as e:  # noqa: BLE001
-        return _savefig(safe_texts(_fallback(fig.mpmd_lab_graph, e)), fmt)
+        return _savefig(safe_texts(_fallback(g, e)), fmt)
 
 
 def save_aliasing(

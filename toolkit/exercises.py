@@ -22,22 +22,10 @@ from typing import Any
 
 import numpy as np
 from mpmd_lab.callsupport import host_array
-from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.exercise_data import EXERCISES, Arrays, Exercise
 from mpmd_lab.ops import Let
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario
-
-#: Run errors that are limits of a CPU interpreter, not mistakes in the kernel:
-#: the simulator judges those calls instead.
-INTERPRETER_LIMITS = frozenset(
-    {
-        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "GPU_INTERP_MULTICAST",
-        "GPU_INTERP_NOT_A_REF",
-        "HLO_INTERP_NO_DISCHARGE",
-        "UNBOUND_AXIS",
-    }
-)
 
 
 @dataclass(frozen=True, repr=False)
@@ -159,7 +147,8 @@ def _execute(scenario: Scenario, backend: str, analysis: Any) -> tuple[Arrays | 
         if result.ok:
             return dict(result.outputs), "JAX's CPU interpreter", ""
         assert result.error is not None
-        if result.error.code not in INTERPRETER_LIMITS:
+        # a limit of the CPU interpreter, not a mistake in the kernel: simulate instead
+        if result.error.code not in INTERP_CANNOT:
             return None, "JAX's CPU interpreter", _error_line(result.error)
     rejected = [
         d for d in deep.deep_check(scenario, static=list(analysis.diagnostics)) if d.is_error

@@ -19,20 +19,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from mpmd_lab import gallery, probe, runtime
+from mpmd_lab.diagnostics import INTERP_CANNOT
 from mpmd_lab.scenario import Scenario
 
 #: CPU interpreter errors that a GPU does not raise: its limits, and what only it checks.
-INTERPRETER_ONLY = frozenset(
-    {
-        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-        "GPU_INTERP_MULTICAST",
-        "GPU_INTERP_NOT_A_REF",
-        "HLO_INTERP_NO_DISCHARGE",
-        "UNBOUND_AXIS",
-        "RACE_DETECTED",
-        "OOB_READ",
-    }
-)
+INTERPRETER_ONLY = INTERP_CANNOT | {"RACE_DETECTED", "OOB_READ"}
 #: Verdicts that fail the check.
 FAILING = frozenset({"MISMATCH"})
 

@@ -48,8 +48,8 @@ from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef
-from mpmd_lab.ops.control import static_value
+from mpmd_lab.ops import BY_OP, SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef, StatementOp
+from mpmd_lab.ops.control import loop_envs, static_value
 from mpmd_lab.ops.peers import device_targets, resolve_device
 from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
@@ -558,22 +558,7 @@ class _Builder:
     def loop_envs(self, rst: Any) -> list[dict[str, int]] | None:
         """Every assignment of the loop variables around a statement (static ranges; a
         bound may use an outer loop's variable); None when unknown or too many."""
-        envs: list[dict[str, int]] = [{}]
-        for c in rst.scope:
-            node = c.node
-            if node.kind != "loop":
-                continue
-            nxt = []
-            for env in envs:
-                a = static_value(E.parse(node.start), self.r, env)
-                b = static_value(E.parse(node.stop), self.r, env)
-                if a is None or b is None:
-                    return None
-                nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
-                if len(nxt) > MAX_STEPS:
-                    return None
-            envs = nxt
-        return envs
+        return loop_envs(rst.scope, self.r, limit=MAX_STEPS)
 
     def sync_edges(self, i: int) -> None:
         """``signals`` edges (signal -> the waits it can satisfy, per device pair and
@@ -587,9 +572,9 @@ class _Builder:
         barrier_ops: list[tuple[Any, str, str]] = []
         for rst in self.r.programs[i].stmts:
             st = rst.node
-            kind = getattr(st, "kind", "")
+            role = st.SYNC_ROLE if isinstance(st, StatementOp) else ""
             sid = f"stmt:{i}.{rst.index}"
-            if kind in ("semaphore_signal", "semaphore_signal_multicast", "semaphore_wait"):
+            if role and _sync_field(st) == "sem":
                 b = rst.refs.get("sem")
                 envs = self.loop_envs(rst)
                 if b is None or envs is None:
@@ -602,19 +587,17 @@ class _Builder:
                     for env in envs:
                         values = {**own_env, **env}
                         slot = _slot(b, values, sizes)
-                        if kind == "semaphore_wait":
+                        if role == "wait":
                             waits[(d, root, slot)].add(sid)
                             continue
                         for e in self.signal_targets(st, d, own_env, values, sizes, mesh):
                             hits.append((d, env, e, slot))
-                if kind != "semaphore_wait":
+                if role == "signal":
                     signals.append((rst, root, hits))
-            elif kind == "barrier_wait":
+            elif role == "wait":
                 barrier_waits.append((rst, sid))
-            elif kind in ("barrier_arrive", "copy_gmem_to_smem"):
-                barrier_ops.append(
-                    (rst, sid, "arrives" if kind == "barrier_arrive" else "completes")
-                )
+            elif role in ("arrive", "complete"):
+                barrier_ops.append((rst, sid, "arrives" if role == "arrive" else "completes"))
         for rst, root, hits in signals:
             sid = f"stmt:{i}.{rst.index}"
             pairs: dict[str, set[tuple[int, int]]] = defaultdict(set)
@@ -704,15 +687,13 @@ def _statement_label(st: Any) -> str:
 
 
 def _sync_role(st: Any) -> str:
-    """What a statement does to the semaphore or barrier it names."""
-    kind = st.kind
-    if kind in ("semaphore_wait", "barrier_wait"):
-        return "wait"
-    if kind == "barrier_arrive":
-        return "arrive"
-    if kind == "copy_gmem_to_smem":
-        return "complete"
-    return "signal"
+    """What a statement does to the semaphore or barrier it names (its op says)."""
+    return st.SYNC_ROLE or "signal"
+
+
+def _sync_field(st: StatementOp) -> str | None:
+    """The field naming the semaphore or barrier a statement acts on."""
+    return next((f for f, access in st.REFS if access == SYNC), None)
 
 
 def _mesh_sizes(m: Any) -> dict[str, int]:
@@ -796,7 +777,8 @@ def _deadlocks(g: nx.MultiDiGraph, diags: list[Diagnostic]) -> None:
         for n, data in g.nodes(data=True):
             if data["kind"] != "statement" or d not in data["diagnostics"]:
                 continue
-            if data["label"] not in ("semaphore_wait", "barrier_wait"):
+            op = BY_OP.get(data["label"])
+            if op is None or getattr(op, "SYNC_ROLE", "") != "wait":
                 continue
             data["deadlock"] = True
             incoming = [

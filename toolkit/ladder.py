@@ -50,33 +50,29 @@ def load(source: str, name: str = "mpmd_lab_scenario") -> dict[str, Any]:
     return ns
 
 
-def races_found() -> bool:
-    """Races recorded by the GPU interpreter (jax 0.11.2 records them, 0.12 raises too)."""
+def _interpreter_call(fn: str) -> tuple[bool, Any]:
+    """``fn()`` of JAX's GPU interpreter, from the module this JAX version keeps it in:
+    (found, its result)."""
     for mod in (
         "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
         "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
     ):
         try:
-            m = __import__(mod, fromlist=["get_races"])
-            races = m.get_races()
+            return True, getattr(__import__(mod, fromlist=[fn]), fn)()
         except Exception:  # noqa: BLE001 - another JAX version: look in the next place
             continue
-        return bool(getattr(races, "races_found", False))
-    return False
+    return False, None
+
+
+def races_found() -> bool:
+    """Races recorded by the GPU interpreter (jax 0.11.2 records them, 0.12 raises too)."""
+    found, races = _interpreter_call("get_races")
+    return found and bool(getattr(races, "races_found", False))
 
 
 def reset_interpreter() -> None:
     """The GPU interpreter's global state is poisoned after an error in it: reset it."""
-    for mod in (
-        "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
-        "jax._src.pallas.mosaic_gpu.interpret.gpu_callbacks",
-    ):
-        try:
-            m = __import__(mod, fromlist=["reset_gpu_interpret_mode_state"])
-            m.reset_gpu_interpret_mode_state()
-            return
-        except Exception:  # noqa: BLE001
-            continue
+    _interpreter_call("reset_gpu_interpret_mode_state")
 
 
 #: calls already built and run, by (source, stages, mode, races): their jitted function and
@@ -113,17 +109,7 @@ def climb(
     hit = _CALLS.get(key) if reuse else None
     if hit is not None:
         return _run_again(hit, wanted, detect_races, on_stage)
-    result: dict[str, Any] = {
-        "ok": True,
-        "stage": None,
-        "error_type": None,
-        "qualname": None,
-        "message": None,
-        "traceback": None,
-        "outputs": None,
-        "nan": {},
-        "poisoned": False,
-    }
+    result = _result(cached=False)
     stage = "build"
 
     def enter(s: str) -> None:
@@ -155,13 +141,7 @@ def climb(
                 fn, mesh = ns["build"](mode, bool(detect_races))
                 args = ns["place"](ns["make_inputs"](), mesh)
             enter(run_stage)
-            result["poisoned"] = run_stage == "interpret"
-            outputs = _outputs(fn(*args), ns.get("OUTPUT_NAMES"))
-            result["outputs"] = outputs
-            result["nan"] = _nan(outputs)
-            if run_stage == "interpret" and detect_races and races_found():
-                raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
-            result["poisoned"] = False
+            _run(result, fn, args, ns.get("OUTPUT_NAMES"), run_stage, detect_races)
             if reuse and _nbytes(args) <= MAX_CACHED_BYTES:
                 _CALLS[key] = (fn, args, ns.get("OUTPUT_NAMES"))
                 while len(_CALLS) > MAX_CACHED_CALLS:
@@ -169,20 +149,52 @@ def climb(
     except BaseException as e:  # noqa: BLE001 - every failure is data
         if isinstance(e, KeyboardInterrupt):
             raise
-        t = type(e)
-        result.update(
-            ok=False,
-            stage=stage,
-            error_type=t.__name__,
-            qualname=f"{t.__module__}.{t.__qualname__}",
-            message=text_of(e),
-            traceback="".join(traceback.format_exception(e))[-8000:],
-            outputs=None,
-        )
-        if stage == "interpret":
-            reset_interpreter()
-    result["cached"] = False
+        _failed(result, e, stage)
     return result
+
+
+def _result(cached: bool) -> dict[str, Any]:
+    """A climb's answer before anything failed."""
+    return {
+        "ok": True,
+        "stage": None,
+        "error_type": None,
+        "qualname": None,
+        "message": None,
+        "traceback": None,
+        "outputs": None,
+        "nan": {},
+        "poisoned": False,
+        "cached": cached,
+    }
+
+
+def _run(
+    result: dict[str, Any], fn: Any, args: Any, names: Any, run_stage: str, detect_races: bool
+) -> None:
+    """The run stage: the outputs (numpy) and their unwritten floats; a race the GPU
+    interpreter recorded fails it. ``poisoned`` while an interpreter run is unfinished."""
+    result["poisoned"] = run_stage == "interpret"
+    outputs = _outputs(fn(*args), names)
+    if run_stage == "interpret" and detect_races and races_found():
+        raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
+    result.update(outputs=outputs, nan=_nan(outputs), poisoned=False)
+
+
+def _failed(result: dict[str, Any], e: BaseException, stage: str) -> None:
+    """``e``, raised at ``stage``, as data (an interpreter that failed is reset)."""
+    t = type(e)
+    result.update(
+        ok=False,
+        stage=stage,
+        error_type=t.__name__,
+        qualname=f"{t.__module__}.{t.__qualname__}",
+        message=text_of(e),
+        traceback="".join(traceback.format_exception(e))[-8000:],
+        outputs=None,
+    )
+    if stage == "interpret":
+        reset_interpreter()
 
 
 def _outputs(outs: Any, names: Any) -> dict[str, Any]:
@@ -209,42 +221,17 @@ def _run_again(hit: Any, wanted: set[str], detect_races: bool, on_stage: Any) ->
     """An unchanged call run again as it was built (its earlier stages passed before)."""
     fn, args, names = hit
     run_stage = next((s for s in RUN_STAGES if s in wanted), None)
-    result: dict[str, Any] = {
-        "ok": True,
-        "stage": None,
-        "error_type": None,
-        "qualname": None,
-        "message": None,
-        "traceback": None,
-        "outputs": None,
-        "nan": {},
-        "poisoned": False,
-        "cached": True,
-    }
+    result = _result(cached=True)
     if run_stage is None:
         return result
     if on_stage is not None:
         on_stage(run_stage)
     try:
-        result["poisoned"] = run_stage == "interpret"
-        outputs = _outputs(fn(*args), names)
-        if run_stage == "interpret" and detect_races and races_found():
-            raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
-        result.update(outputs=outputs, nan=_nan(outputs), poisoned=False)
+        _run(result, fn, args, names, run_stage, detect_races)
     except BaseException as e:  # noqa: BLE001 - every failure is data
         if isinstance(e, KeyboardInterrupt):
             raise
-        t = type(e)
-        result.update(
-            ok=False,
-            stage=run_stage,
-            error_type=t.__name__,
-            qualname=f"{t.__module__}.{t.__qualname__}",
-            message=text_of(e),
-            traceback="".join(traceback.format_exception(e))[-8000:],
-        )
-        if run_stage == "interpret":
-            reset_interpreter()
+        _failed(result, e, run_stage)
     return result
 
 

@@ -1647,14 +1647,8 @@ def tma_smem_error(
     else:  # a view of more than indices: the box is the tiled allocation's
         full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m.shape)
     box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
-    if box[-1] * dtype_bits % 128:
-        return JaxError(
-            "TMA_LAST_DIM_BITS",
-            "ValueError",
-            "Async copies require the number of bits copied along the last dimension to be "
-            f"divisible by 128, but got {box[-1] * dtype_bits}",
-            "gpu-lower",
-        )
+    if (bits_error := tma_last_dim_error(box[-1], dtype_bits)) is not None:
+        return bits_error
     swz = next((_get(t, "bytes") for t in stack if _op(t) == "swizzle"), None)
     if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):
         e = swizzle_elems(swz, dtype_bits)
@@ -1689,6 +1683,20 @@ def tma_smem_error(
             "gpu-lower",
         )
     return None
+
+
+def tma_last_dim_error(minor: int, dtype_bits: int) -> JaxError | None:
+    """``_check_tma_strides_and_swizzle`` (every TMA copy, load or store): the box's minor
+    dim of ``minor`` elements must be a whole number of 16-byte units."""
+    if minor * dtype_bits % 128 == 0:
+        return None
+    return JaxError(
+        "TMA_LAST_DIM_BITS",
+        "ValueError",
+        "Async copies require the number of bits copied along the last dimension to be "
+        f"divisible by 128, but got {minor * dtype_bits}",
+        "gpu-lower",
+    )
 
 
 def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError | None:

@@ -145,7 +145,7 @@ class View:
     device: int | None = None  # a peer device (remote_ref)
     multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
     cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
-    oob: tuple[str, str] | None = None
+    oob: tuple[str, str, str] | None = None  # (code, field path, message)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -159,7 +159,7 @@ class View:
             small = n * isz < 2**31
             offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
             return cls(base, base.dtype, offs.reshape(*base.shape, 1))
-        it = np.int32 if n * isz < 2**31 else np.int64
+        it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
         offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
         return cls(base, base.dtype, offs.reshape(*base.shape, isz))
 

@@ -176,7 +176,9 @@ def race_summary(races: list[dict[str, Any]], limit: int = 3) -> list[str]:
         groups.setdefault((str(r.get("kind", "race")), str(loc.get("buffer", "?"))), []).append(r)
     out = []
     for (kind, buffer), rs in list(groups.items())[:limit]:
-        devices = sorted({(r.get("location") or {}).get("device") for r in rs} - {None})
+        devices = sorted(
+            {d for r in rs if (d := (r.get("location") or {}).get("device")) is not None}
+        )
         where = f" on devices {devices[0]}-{devices[-1]}" if len(devices) > 1 else ""
         n = len(rs)
         out.append(f"{n} {kind} race{'s' if n != 1 else ''} on {buffer}{where}, e.g.")

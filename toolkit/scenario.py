@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from mpmd_lab.dtypes import DTYPES, nbytes
 from mpmd_lab.fields import (
@@ -49,7 +49,7 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA = "mpmd-lab/scenario@1"
+SCHEMA: Final = "mpmd-lab/scenario@1"
 
 Dtype = Literal[DTYPES]  # type: ignore[valid-type]
 
@@ -453,7 +453,7 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
     return scenario
 
 
-class _DupKeys(dict):  # type: ignore[type-arg]
+class _DupKeys(dict[str, Any]):
     """A JSON object that named some key more than once (``dups``: those keys)."""
 
     dups: tuple[str, ...] = ()
@@ -466,8 +466,13 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) == len(pairs):
         return out
     seen: set[str] = set()
+    dups: dict[str, None] = {}  # (ordered, once each)
+    for k, _ in pairs:
+        if k in seen:
+            dups[k] = None
+        seen.add(k)
     marked = _DupKeys(out)
-    marked.dups = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    marked.dups = tuple(dups)
     return marked
 
 
@@ -525,8 +530,7 @@ _KEY_SPECS: dict[tuple[_Spec, str], _Spec | None] = {}
 
 def _key_spec(models: _Spec, key: str) -> _Spec | None:
     """The spec of ``key`` in an object that is one of ``models`` (None: no model has it)."""
-    hit = _KEY_SPECS.get((models, key), False)
-    if hit is False:
+    if (models, key) not in _KEY_SPECS:
         alts: list[tuple[Any, ...]] = []
         found = False
         for _, cls in models:
@@ -534,8 +538,8 @@ def _key_spec(models: _Spec, key: str) -> _Spec | None:
             if sub is not None:
                 found = True
                 alts += [a for a in sub if a not in alts]
-        hit = _KEY_SPECS[(models, key)] = tuple(alts) if found else None
-    return hit
+        _KEY_SPECS[(models, key)] = tuple(alts) if found else None
+    return _KEY_SPECS[(models, key)]
 
 
 def _precheck(
@@ -694,8 +698,9 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
     read to at most MAX_FILE_BYTES.
     """
     is_text = isinstance(source, str) and source.lstrip().startswith(("{", "["))
-    if is_text and (len(source) > 4096 or "\n" in source or _stat(Path(source)) is None):
-        return source, "<json>"
+    if isinstance(source, str) and is_text:
+        if len(source) > 4096 or "\n" in source or _stat(Path(source)) is None:
+            return source, "<json>"
     from mpmd_lab import gallery
 
     path = Path(source)

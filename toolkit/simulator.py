@@ -317,7 +317,7 @@ def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diag
     return Diagnostic(
         code=code,
         severity="error",
-        stage=stage,  # type: ignore[arg-type]
+        stage=stage,
         path=first.path,
         message=f"deadlock: every thread left is blocked (device{'s' if len(devices) > 1 else ''} "
         f"{shown}), and no signal or arrival can come: " + "; ".join(lines) + more,
@@ -378,6 +378,7 @@ def simulate(
             "shrink the grid or the device mesh",
         )
     limit_log = None if log == "full" else (DEFAULT_LIMIT if log in ("bounded", None) else int(log))
+    err: SimError | None = None
     try:
         engine = Engine(
             s,

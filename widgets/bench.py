@@ -4,6 +4,8 @@ editors on screen (the graph is drawn just after, and timed on its own)."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from mpmd_lab.widgets.lab import Lab
@@ -24,14 +26,11 @@ def feedback_ms(
     times: list[float] = []
     buffer = next(iter(st.scenario.buffers), None)
     for _ in range(repeats):
-        steps = []
+        steps: list[Callable[[], Any]] = []
         if buffer is not None:
             shape = st.scenario.buffers[buffer].shape
-            steps.append(
-                lambda b=buffer, s=shape: st.edit(
-                    ("replace", f"buffers.{b}.shape", [*s[:-1], s[-1] * 2] if s else [])
-                )
-            )
+            wider = [*shape[:-1], shape[-1] * 2] if shape else []
+            steps.append(partial(st.edit, ("replace", f"buffers.{buffer}.shape", wider)))
         steps.append(lambda: lab.call.add_arg(buffer))
         steps.append(
             lambda: st.edit(

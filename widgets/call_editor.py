@@ -5,13 +5,14 @@ duplicate Ref is flagged on the argument row the moment it is added."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
-from mpmd_lab.ops import BY_OP, STATEMENT_OPS
+from mpmd_lab.ops import BY_OP, STATEMENT_CLASSES, STATEMENT_OPS, Let
 from mpmd_lab.ops.scratch import SCRATCH_CLASSES, SCRATCH_KINDS
 from mpmd_lab.session import Session, rename_key
 from mpmd_lab.widgets import common as c
@@ -22,10 +23,10 @@ MEMORY = ("SMEM", "GMEM", "TMEM")
 #: every statement kind of the language (the registry's), then ``let``
 OPS = (*STATEMENT_OPS, "let")
 #: each statement's ref fields, from its op class
-OP_FIELDS = {op: tuple(f for f, _ in BY_OP[op].REFS) for op in STATEMENT_OPS}
+OP_FIELDS = {cls.op_name(): tuple(f for f, _ in cls.REFS) for cls in STATEMENT_CLASSES}
 
 
-def unique(base: str, taken: set[str] | list[str]) -> str:
+def unique(base: str, taken: Collection[str]) -> str:
     """``base``, or ``base2``, ``base3``… whichever is not taken."""
     name, n = base, 1
     while name in taken:
@@ -45,9 +46,36 @@ def ref_names(state: Session, before: int | None = None) -> list[str]:
     if call.programs and state.program < len(call.programs):
         body = call.programs[state.program].body
         for s in body[: len(body) if before is None else before]:
-            if getattr(s, "let", None):
+            if isinstance(s, Let):
                 names.append(s.let)
     return names
+
+
+def _named_rows(
+    sec: c.Section,
+    st: Session,
+    kind: str,
+    prefix: str,
+    items: dict[str, Any],
+    row: Callable[[str, Any], w.Widget],
+) -> list[w.Widget]:
+    """One row per named item under ``prefix``, rebuilt only when the item or the
+    problems at it changed."""
+    return [
+        sec.memo(
+            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}")),
+            partial(row, name, v),
+            ident=(kind, name),
+        )
+        for name, v in items.items()
+    ]
+
+
+def _add(
+    sec: c.Section, label: str, on_click: Callable[[], Any], tip: str, css: str | None = None
+) -> w.Widget:
+    """A section's add button (built once)."""
+    return sec.memo("add", lambda: c.button(label, on_click, tip, css=css))
 
 
 def _key(state: Session, *paths: str) -> str:
@@ -93,20 +121,11 @@ class CallEditor(w.VBox):
 
     def _buffers(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [
-            _head("Buffers", "host values the call is given; Ref = jax.new_ref")
+        return [
+            _head("Buffers", "host values the call is given; Ref = jax.new_ref"),
+            *_named_rows(sec, st, "buffer", "buffers", st.scenario.buffers, self._buffer_row),
+            _add(sec, "+ buffer", self.add_buffer, "add a buffer", "mpl-add-buffer"),
         ]
-        for name, b in st.scenario.buffers.items():
-            key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
-            build = lambda name=name, b=b: self._buffer_row(name, b)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("buffer", name)))
-        rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button("+ buffer", self.add_buffer, "add a buffer", css="mpl-add-buffer"),
-            )
-        )
-        return rows
 
     def _buffer_row(self, name: str, b: Any) -> w.Widget:
         st = self.state
@@ -130,9 +149,9 @@ class CallEditor(w.VBox):
                 css="mpl-buffer-shape",
             ),
             c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-            c.field(init_dd, lambda v, p=p: _set_init(st, p, v)),
+            c.field(init_dd, partial(_set_init, st, p)),
             c.field(ref_cb, _set(st, f"{p}.as_ref")),
-            c.small("✕", lambda name=name: _remove(st, f"buffers.{name}"), "remove buffer"),
+            c.small("✕", partial(_remove, st, f"buffers.{name}"), "remove buffer"),
             c.badges_at(st, p),
         )
 
@@ -173,12 +192,7 @@ class CallEditor(w.VBox):
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
         rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button(
-                    "+ argument", self.add_arg, "pass a buffer to the kernel", css="mpl-add-arg"
-                ),
-            )
+            _add(sec, "+ argument", self.add_arg, "pass a buffer to the kernel", "mpl-add-arg")
         )
         return rows
 
@@ -203,7 +217,7 @@ class CallEditor(w.VBox):
             extra.append(
                 c.button(
                     f"view ({len(a.transforms)})",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "edit this argument's transforms",
                 )
             )
@@ -214,8 +228,8 @@ class CallEditor(w.VBox):
                 c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
             ),
             *extra,
-            c.small("↑", lambda i=i: _move(st, "call.args", i, -1), "move up"),
-            c.small("✕", lambda p=p: _remove(st, p), "remove argument", css="mpl-remove-arg"),
+            c.small("↑", partial(_move, st, "call.args", i, -1), "move up"),
+            c.small("✕", partial(_remove, st, p), "remove argument", css="mpl-remove-arg"),
             c.badges_at(st, p),
         )
         row.add_class(f"mpl-arg-{i}")
@@ -231,20 +245,12 @@ class CallEditor(w.VBox):
 
     def _outputs(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
-        for name, o in st.scenario.call.outputs.items():
-            key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
-            build = lambda name=name, o=o: self._output_row(name, o)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("out", name)))
-        rows.append(
-            sec.memo(
-                "add",
-                lambda: c.button(
-                    "+ output", self.add_output, "add an output", css="mpl-add-output"
-                ),
-            )
-        )
-        return rows
+        outputs = st.scenario.call.outputs
+        return [
+            _head("Outputs", "out types in order; each is also a parameter"),
+            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row),
+            _add(sec, "+ output", self.add_output, "add an output", "mpl-add-output"),
+        ]
 
     def _output_row(self, name: str, o: Any) -> w.Widget:
         st = self.state
@@ -259,7 +265,7 @@ class CallEditor(w.VBox):
                 css="mpl-output-shape",
             ),
             c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
-            c.small("✕", lambda p=p: _remove(st, p), "remove output"),
+            c.small("✕", partial(_remove, st, p), "remove output"),
             c.badges_at(st, p),
         )
 
@@ -271,15 +277,12 @@ class CallEditor(w.VBox):
 
     def _scratch(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
-        rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
-        for name, s in st.scenario.call.scratch.items():
-            key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
-            build = lambda name=name, s=s: self._scratch_row(name, s)  # noqa: E731
-            rows.append(sec.memo(key, build, ident=("scratch", name)))
-        rows.append(
-            sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
-        )
-        return rows
+        scratch = st.scenario.call.scratch
+        return [
+            _head("Scratch", "refs allocated for the kernel, after outputs"),
+            *_named_rows(sec, st, "scratch", "call.scratch", scratch, self._scratch_row),
+            _add(sec, "+ scratch", self.add_scratch, "add a scratch ref"),
+        ]
 
     def _scratch_row(self, name: str, s: Any) -> w.Widget:
         st = self.state
@@ -309,7 +312,7 @@ class CallEditor(w.VBox):
             extra.append(
                 c.button(
                     f"view ({len(s.transforms)})",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "edit tiling/swizzle",
                 )
             )
@@ -325,7 +328,7 @@ class CallEditor(w.VBox):
             c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
             c.field(mem, _set(st, f"{p}.memory_space")),
             *extra,
-            c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+            c.small("✕", partial(_remove, st, p), "remove scratch"),
             c.badges_at(st, p),
         )
 
@@ -459,9 +462,9 @@ class CallEditor(w.VBox):
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
-            c.small("↑", lambda i=i: _move(st, bp, i, -1), "move up"),
-            c.small("✕", lambda p=p: _remove(st, p), "remove statement"),
-            c.field(kind, lambda v, i=i: self._change_kind(bp, i, v)),
+            c.small("↑", partial(_move, st, bp, i, -1), "move up"),
+            c.small("✕", partial(_remove, st, p), "remove statement"),
+            c.field(kind, partial(self._change_kind, bp, i)),
         ]
         if kind_now == "let":
             parts.append(
@@ -474,7 +477,7 @@ class CallEditor(w.VBox):
             parts.append(
                 c.button(
                     "edit view",
-                    lambda p=p: self.on_edit_view(p),
+                    partial(self.on_edit_view, p),
                     "open in the Views tab",
                     css="mpl-edit-view",
                     width="84px",

@@ -7,13 +7,14 @@ import contextlib
 import html
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.session import EditResult, Session
 from mpmd_lab.widgets import services
+from pydantic import BaseModel
 
 Commit = Callable[[Any], EditResult]
 
@@ -92,7 +93,7 @@ def lay(**kw: str) -> w.Layout:
     return _LAYOUTS[key]
 
 
-def make(cls: type, *, width: str | None = None, **kw: Any) -> Any:
+def make(cls: type[w.Widget], *, width: str | None = None, **kw: Any) -> Any:
     """``cls(**kw)`` with a shared layout (of ``width``) and a shared default style."""
     trait = cls.class_traits().get("style")
     if trait is not None and "style" not in kw:
@@ -141,7 +142,8 @@ def problems_html(problems: list[tuple[str, str]]) -> str:
 TYPING_DELAY = 0.3
 
 
-def _in_kernel() -> bool:
+def in_kernel() -> bool:
+    """Running inside a Jupyter kernel (not a script or a test)."""
     try:
         from IPython import get_ipython
 
@@ -190,7 +192,7 @@ def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable 
 
     def on_change(change: dict[str, Any]) -> None:
         live = getattr(widget, "continuous_update", False)
-        if TYPING_DELAY <= 0 or not live or not _in_kernel():
+        if TYPING_DELAY <= 0 or not live or not in_kernel():
             commit_now(change["new"])
             return
         for t in pending:  # a burst of keystrokes commits once, after the last one
@@ -341,7 +343,7 @@ def _kinds(ann: Any) -> tuple[set[str], tuple[Any, ...]]:
 
 
 def model_field(
-    state: Session, path: str, cls: type, name: str, value: Any, css: str | None = None
+    state: Session, path: str, cls: type[BaseModel], name: str, value: Any, css: str | None = None
 ) -> w.Box:
     """An editor for field ``name`` of op class ``cls`` at ``path``, made from the model:
     a pick list for a choice, a tick box for a flag, a text box (commits as you type)
@@ -381,6 +383,18 @@ def button(
     if css:
         b.add_class(css)
     b.on_click(lambda _b: on_click())
+    return b
+
+
+def use_simulate_button(on_click: Callable[[], Any]) -> w.Button:
+    """The offer to run with the simulator where JAX's CPU interpreter cannot."""
+    b = button(
+        "Use simulate",
+        on_click,
+        "run with mpmd-lab's simulator (numpy, every device)",
+        css="mpl-use-simulate",
+    )
+    b.layout = lay(width="120px")
     return b
 
 
@@ -504,6 +518,8 @@ class Section(w.VBox):
     ``section.memo(key, build)`` so that a row whose key is unchanged is reused, not rebuilt
     (rebuilding every widget on every edit is what makes a UI slow).
     """
+
+    children: Sequence[w.Widget]  # the Box trait (ipywidgets has no type information)
 
     def __init__(self, state: Session, key: Callable[[], Any], render: Callable[..., list]):
         super().__init__()

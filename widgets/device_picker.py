@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -81,6 +82,8 @@ def meaning(value: Any, mesh: dict[str, int]) -> str:
 
 class DevicePicker(w.VBox):
     """Edit the device id at ``path`` (``…transforms[k].device``)."""
+
+    children: Sequence[w.Widget]  # the Box trait (ipywidgets has no type information)
 
     def __init__(self, state: Session, path: str, value: Any):
         super().__init__()
@@ -163,10 +166,8 @@ class DevicePicker(w.VBox):
                     w.HTML,
                     value=f"<code>{c.esc(axis)}</code> <span class='mpl-hint'>({size})</span>",
                 ),
-                c.field(dd, lambda m, a=axis: self._commit_axis(a, m, None)),
-                c.field(
-                    box, lambda t, a=axis, d=dd: self._commit_axis(a, d.value, t), c.parse_value
-                ),
+                c.field(dd, lambda m: self._commit_axis(axis, m, None)),
+                c.field(box, lambda t: self._commit_axis(axis, dd.value, t), c.parse_value),
             ],
             layout=c.lay(align_items="center", flex_flow="row wrap", margin="0 0 0 12px"),
         )

@@ -10,6 +10,7 @@ how many of how many are shown.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
@@ -195,12 +196,12 @@ class MeshEditor(w.VBox):
             ),
             c.field(
                 c.int_box(size),
-                lambda v, n=name: st.edit(("replace", f"{where}.{n}", v), label=f"resize {n}"),
+                lambda v: st.edit(("replace", f"{where}.{name}", v), label=f"resize {name}"),
                 c.parse_int,
                 label="size",
                 css="mpl-axis-size",
             ),
-            c.small("✕", lambda n=name: self._remove_axis(where, n), f"remove axis {name}"),
+            c.small("✕", partial(self._remove_axis, where, name), f"remove axis {name}"),
             c.badges_at(st, f"{where}.{name}"),
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
@@ -94,7 +95,7 @@ class ProblemsView(w.VBox):
                 )
             )
         for d in problems:
-            rows.append(sec.memo(d.model_dump_json(), lambda d=d: self._card(d)))
+            rows.append(sec.memo(d.model_dump_json(), partial(self._card, d)))
         if notes and not any(d.is_error for d in problems):  # the problems come first
             key = ("note", notes[0].model_dump_json())
             rows.append(sec.memo(key, lambda: self._note(notes[0])))
@@ -110,14 +111,7 @@ class ProblemsView(w.VBox):
         )
         kids: list[w.Widget] = [text]
         if self.on_backend is not None:
-            b = c.button(
-                "Use simulate",
-                lambda: self.on_backend("simulate"),
-                "run with mpmd-lab's simulator (numpy, every device)",
-                css="mpl-use-simulate",
-            )
-            b.layout = c.lay(width="120px")
-            kids.append(b)
+            kids.append(c.use_simulate_button(lambda: self.on_backend("simulate")))
         box = w.HBox(kids, layout=c.lay(align_items="center", flex_flow="row wrap"))
         box.add_class("mpl-interp")
         return box
@@ -129,7 +123,7 @@ class ProblemsView(w.VBox):
             kids.append(w.HTML(source_html(d.source)))
         for i, fix in enumerate(fixes):
             best = i == 0 and len(fixes) > 1
-            kids.append(c.fix_row(fix, i, lambda d=d, fix=fix: self.apply(d, fix), best))
+            kids.append(c.fix_row(fix, i, partial(self.apply, d, fix), best))
         box = w.VBox(kids)
         box.add_class(f"mpl-diag-{d.code}")
         return box
@@ -213,8 +207,8 @@ class GraphView(w.VBox):
             self.note,
             self.auto,
         ]
-        self.auto.observe(lambda ch: ch["new"] and self.schedule(), names="value")
-        state.subscribe(lambda st, why: self.auto.value and self.schedule())
+        self.auto.observe(lambda ch: self.schedule() if ch["new"] else None, names="value")
+        state.subscribe(lambda st, why: self.schedule() if self.auto.value else None)
         if auto:
             self.schedule()
         else:

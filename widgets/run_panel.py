@@ -6,26 +6,17 @@ from __future__ import annotations
 import io
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import ipywidgets as w
 import numpy as np
-from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
 
 MAX_ROWS, MAX_COLS = 8, 16
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        return ip is not None and getattr(ip, "kernel", None) is not None
-    except ImportError:
-        return False
 
 
 def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
@@ -76,12 +67,6 @@ def plot_png(name: str, a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-#: codes that say JAX's CPU interpreter cannot run the call (``simulate`` can)
-INTERPRETER_CODES = frozenset(
-    {"GPU_INTERP_UNSUPPORTED_TRANSFORM", "GPU_INTERP_MULTICAST", "HLO_INTERP_NO_DISCHARGE"}
-)
-
-
 def run_error_html(d: Diagnostic) -> str:
     """A run's error as a card: its code and title, JAX's words in short, the whole of
     what JAX printed folded away (a traceback never runs off the panel)."""
@@ -118,7 +103,7 @@ class RunPanel(w.VBox):
     def __init__(self, state: Session, background: bool | None = None, timeout: float = 180):
         super().__init__()
         self.state = state
-        self.background = _in_kernel() if background is None else background
+        self.background = c.in_kernel() if background is None else background
         self.add_class("mpl-run-panel")
         self.backend = w.Dropdown(
             options=services.backends(),
@@ -437,14 +422,9 @@ class RunPanel(w.VBox):
         )
         code = d.code
         kids: list[w.Widget] = [w.HTML(run_error_html(d))]
-        if code in INTERPRETER_CODES and outcome.backend != "simulate":
-            b = c.button(
-                "Use simulate",
-                lambda: self.use_backend("simulate"),
-                "run with mpmd-lab's simulator (numpy, every device)",
-                css="mpl-use-simulate",
-            )
-            b.layout = c.lay(width="120px")
+        # JAX's CPU interpreter cannot run the call; ``simulate`` can
+        if code in INTERP_CANNOT and outcome.backend != "simulate":
+            b = c.use_simulate_button(lambda: self.use_backend("simulate"))
             kids.append(
                 w.HBox(
                     [
@@ -460,7 +440,7 @@ class RunPanel(w.VBox):
             return kids
         same = next((x for x in self.state.diagnostics if x.code == code and x.fixes), None)
         for i, fix in enumerate(same.fixes if same is not None else []):
-            kids.append(c.fix_row(fix, i, lambda fix=fix: self._apply(fix)))
+            kids.append(c.fix_row(fix, i, partial(self._apply, fix)))
         if same is None and code:
             kids.append(
                 w.HTML(

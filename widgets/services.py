@@ -86,20 +86,18 @@ def problems_at(session: Session, path: str, exact: bool = False) -> list[Diagno
 
 def where_raised(d: Diagnostic) -> str:
     """Who reports it, and where: JAX at a stage, or mpmd-lab's own check."""
+    if d.stage == "schema":
+        return "the scenario file itself"
     if d.code in catalogue.BY_CODE:
         if d.stage == "interpret":
             return "JAX's CPU interpreter raises it"
         if d.stage == "gpu-run":
             return "JAX raises it on a GPU"
-        if d.stage == "schema":
-            return "the scenario file itself"
         return f"JAX raises it at {d.stage}"
     if d.stage == "gpu-run":
         return "found by mpmd-lab's check; on a GPU nothing is raised, the result is wrong"
     if d.stage == "simulate":
         return "found by mpmd-lab's simulator"
-    if d.stage == "schema":
-        return "the scenario file itself"
     return f"found by mpmd-lab's check (before {d.stage})"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
-from mpmd_lab.ops import BY_OP, TRANSFORM_OPS
+from mpmd_lab.ops import BY_OP, TRANSFORM_OPS, Let
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -60,15 +60,15 @@ class TransformStackEditor(w.VBox):
         out = []
         if call.programs:
             for i, s in enumerate(call.programs[st.program].body):
-                if getattr(s, "let", None):
+                if isinstance(s, Let):
                     out.append(
                         (f"view {s.let} (body[{i}])", f"call.programs[{st.program}].body[{i}]")
                     )
         for i, a in enumerate(call.args):
             if a.transforms:
                 out.append((f"argument {a.param}", f"call.args[{i}]"))
-        for name, s in call.scratch.items():
-            if s.transforms:
+        for name, sc in call.scratch.items():
+            if sc.transforms:
                 out.append((f"scratch {name}", f"call.scratch.{name}"))
         return out
 
@@ -119,7 +119,7 @@ class TransformStackEditor(w.VBox):
         ]
         node = st.get(tgt)
         names = tuple(ref_names(st)) if "let" in node else ()
-        key = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
+        key: tuple[Any, ...] = ("base", tgt, json.dumps(node.get("let")), node.get("ref"), names)
         rows.append(sec.memo(key, lambda: self._base(node)))
         rows.append(c.badge_line(services.problems_at(st, tgt, exact=True)))
         steps, note = self._steps()
@@ -173,6 +173,7 @@ class TransformStackEditor(w.VBox):
     def _base(self, node: dict[str, Any]) -> w.Widget:
         st = self.state
         p = self.target
+        assert p is not None  # (rendered only for a chosen target)
         if "let" in node:
             i = int(p.rsplit("[", 1)[1].rstrip("]"))
             name = c.field(

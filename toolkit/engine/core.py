@@ -47,7 +47,7 @@ from mpmd_lab.engine.clocks import Clocks
 from mpmd_lab.engine.shadow import Shadow
 from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
-from mpmd_lab.ops import Let
+from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
 from mpmd_lab.scenario import BufferArg, Scenario
 
 #: Steps (one statement of one actor) a run may take.
@@ -319,7 +319,7 @@ class Engine:
 
     def _plan(self) -> None:
         """The units of admission (program, grid point) and how many actors there are."""
-        self.programs = []
+        self.programs: list[dict[str, Any]] = []
         units = []
         total = 0
         for p, prog in enumerate(self.s.call.programs):
@@ -546,7 +546,8 @@ class Engine:
             else None
         )
         if pairs is not None:
-            both = (None, pairs)  # (the array is made only if an access is kept)
+            # (the array is made only if an access is kept)
+            both: tuple[np.ndarray | None, list[tuple[int, int]]] = (None, pairs)
         else:
             self.work += o.size
             if self.limits.max_work is not None and self.work > self.limits.max_work:
@@ -624,7 +625,7 @@ class Engine:
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, "r")
-        out = []
+        out: list[Any] = []  # arrays (with data) or their Abstract shapes
         for dev in self._targets(view.with_(multicast=None), x.run, axes):
             loc = self.location(view.base, dev, self._block_of(view, x.run))
             self._log("read", x.run.a, x, name, loc, view, fld)
@@ -791,8 +792,10 @@ class Engine:
         e = self._one(view, name, "barrier", path)
         name = view.base.name
         spec = self.scratch[name]
+        assert isinstance(spec, BarrierScratch)  # (_one checked it is a barrier)
         dev = run.actor.device
-        if spec.KIND == "cluster_barrier":
+        key: tuple[Any, ...]
+        if isinstance(spec, ClusterBarrierScratch):
             from mpmd_lab.fields import axes_tuple
 
             axes = axes_tuple(spec.collective_axes)
@@ -942,7 +945,9 @@ class Engine:
         active: list[_Run] = []
         nxt = next(units, None)
         steps = 0
-        self._cur = self.programs[0] if self.programs else {"p": 0, "ncl": 1, "cluster": {}}
+        self._cur: dict[str, Any] = (
+            self.programs[0] if self.programs else {"p": 0, "ncl": 1, "cluster": {}}
+        )
 
         def admit() -> bool:
             """The next grid point's actors (programs one after another)."""

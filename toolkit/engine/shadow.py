@@ -154,20 +154,20 @@ class Shadow:
             for r, m in sh.atomics.items():
                 if r != a:
                     self._check(i, a, m, pyspans, "read-write")
-            m = sh.reads.get(a)
-            if m is None:
-                m = sh.reads[a] = RunMap(size)
-            m.assign(pyspans, i)
+            own = sh.reads.get(a)
+            if own is None:
+                own = sh.reads[a] = RunMap(size)
+            own.assign(pyspans, i)
             return
         self._check(i, a, sh.writes, pyspans, "write-write")
         for r, m in sh.reads.items():
             if r != a:
                 self._check(i, a, m, pyspans, "read-write")
         if kind == "atomic":
-            m = sh.atomics.get(a)
-            if m is None:
-                m = sh.atomics[a] = RunMap(size)
-            m.assign(pyspans, i)
+            own = sh.atomics.get(a)
+            if own is None:
+                own = sh.atomics[a] = RunMap(size)
+            own.assign(pyspans, i)
             return
         for r, m in sh.atomics.items():
             if r != a:

@@ -362,6 +362,7 @@ def build(
     """The scenario of the kernel call in a traced function."""
     import jax
     from mpmd_lab.scenario import Scenario, problems_of
+    from pydantic import ValidationError
 
     jaxpr = traced.jaxpr
     leaves = jax.tree.leaves((args, kwargs))
@@ -395,7 +396,7 @@ def build(
     try:
         scenario = Scenario.model_validate(data)
     except Exception as e:  # noqa: BLE001 - a translation the schema refuses: our bug
-        problems = problems_of(e) if hasattr(e, "errors") else [("", str(e))]
+        problems = problems_of(e) if isinstance(e, ValidationError) else [("", str(e))]
         text = "; ".join(f"{p}: {m}" for p, m in problems[:5])
         return Imported(
             None,
@@ -699,8 +700,8 @@ class Builder:
         scope = K.Scope([], f"call.programs[{i}].body")
         t.body(body, scope)
         t.check_uses()
-        for k, v in t.scratch.items():
-            scratch[k] = v
+        for name, spec in t.scratch.items():
+            scratch[name] = spec
         self.unsupported += [u for u in t.unsupported if u not in self.unsupported]
         self.source.update(t.source)
         prog = {"mesh": {"grid": grid, "cluster": cluster, "threads": threads}, "body": scope.body}

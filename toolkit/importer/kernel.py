@@ -1194,7 +1194,7 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
     """A scoped allocation (``plgpu.kernel``'s scratch, ``pl.run_scoped``) as scenario
     scratch, and the view the body sees (the layout transforms undone)."""
     shape, dt, space = _aval_info(aval)
-    dtype = getattr(getattr(aval, "inner_aval", aval), "dtype", None)
+    dtype: Any = getattr(getattr(aval, "inner_aval", aval), "dtype", None)  # JAX's, or None
     tname = type(dtype).__name__
     if dt == "semaphore" or "semaphore" in tname.lower() or "sem" in str(dtype).lower():
         return {"kind": "semaphore", "shape": list(shape)}, View(
@@ -1205,7 +1205,7 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
         if len(shape) > 1:
             raise Unsupported("a cluster barrier array of more than one dimension")
         axes = [a if isinstance(a, str) else a for a in dtype.collective_axes]
-        sc = {
+        sc: dict[str, Any] = {
             "kind": "cluster_barrier",
             "collective_axes": axes[0] if len(axes) == 1 else axes,
             "num_arrivals": int(dtype.num_arrivals),
@@ -1243,7 +1243,7 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
     # the ref transforms undo the layout (unswizzle, then untile): scratch lists them
     # in the order they are applied to the logical shape (tile, then swizzle)
     layout.reverse()
-    sc: dict[str, Any] = {"shape": list(logical), "dtype": dt, "memory_space": space}
+    sc = {"shape": list(logical), "dtype": dt, "memory_space": space}
     if layout:
         sc["transforms"] = layout
     skip = tuple(type(t).__name__ for t in ref_transforms or ())

@@ -86,8 +86,8 @@ def _affine(e: E.Expr) -> tuple[dict[E.Expr, int], int]:
         for x, y in ((e.a, e.b), (e.b, e.a)):
             if isinstance(y, E.Const):
                 t, c = _affine(x)
-                k = y.value
-                return {a: v * k for a, v in t.items() if v * k}, c * k
+                factor = y.value
+                return {a: v * factor for a, v in t.items() if v * factor}, c * factor
     return {e: 1}, 0
 
 

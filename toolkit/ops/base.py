@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import Model
 
 #: How a statement's ref field is used (the graph's edges and the race check's accesses).
@@ -52,6 +53,16 @@ class Fit:
 
     def first(self, names: list[str], default: str) -> str:
         return names[0] if names else default
+
+
+class InterpLimit(NamedTuple):
+    """What a CPU interpreter raises where it cannot follow a view: the code, the
+    message, JAX's own message and why."""
+
+    code: str
+    message: str
+    jax_message: str
+    why: str
 
 
 class Op(Model):
@@ -104,6 +115,32 @@ class TransformOp(Op):
     #: the type of the ref must be computed to apply it (a lazy error is raised here)
     NEEDS_TYPE: ClassVar[bool] = False
 
+    #: the repr of its transform in the GPU interpreter's ``Unsupported transform: ...``
+    #: (None: that interpreter follows it)
+    GPU_INTERP_REPR: ClassVar[str | None] = None
+    #: the transform class the HLO interpreter has no discharge rule for (None: it has one)
+    HLO_INTERP_CLASS: ClassVar[str | None] = None
+
+    def interpret_limit(self, interp: str) -> InterpLimit | None:
+        """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
+        access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
+        op = self.op_name()
+        if interp == "gpu" and self.GPU_INTERP_REPR is not None:
+            return InterpLimit(
+                "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+                f"JAX's CPU interpreter can't run {op}; simulate does",
+                L.interpret_transform_error(self.GPU_INTERP_REPR).message,
+                f"The GPU interpreter runs only index and transpose views, not {op}.",
+            )
+        if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
+            return InterpLimit(
+                "HLO_INTERP_NO_DISCHARGE",
+                f"JAX's HLO interpreter can't run {op}; simulate does",
+                f"<class '{self.HLO_INTERP_CLASS}'>",
+                f"The HLO interpreter has no discharge rule for {op} views.",
+            )
+        return None
+
     def needs_type(self, ref: Any) -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
         return self.NEEDS_TYPE
@@ -133,6 +170,20 @@ class StatementOp(Op):
     REFS: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: it holds a nested ``body`` of statements (a loop, a condition)
     BODY: ClassVar[bool] = False
+    #: what it does to the semaphore or barrier its SYNC ref names: ``signal``, ``wait``,
+    #: ``arrive`` or ``complete`` (a TMA load completes on its barrier); the graph's edges
+    SYNC_ROLE: ClassVar[str] = ""
+    #: why a CPU interpreter cannot run it, by interpreter (``"gpu"``, ``"hlo"``;
+    #: ``"gpu-multi"``: the GPU interpreter on several devices); ``INTERP_LIMIT`` warnings
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
+
+    def interpret_limit(self, interp: str, devices: int) -> str | None:
+        """Why JAX's CPU interpreter ``interp`` cannot run this statement on ``devices``
+        devices (None: it can)."""
+        limits = self.INTERPRET_LIMITS
+        if interp == "gpu" and devices > 1 and "gpu-multi" in limits:
+            return limits["gpu-multi"]
+        return limits.get(interp)
 
     def ref_fields(self) -> Iterator[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""

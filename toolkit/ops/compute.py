@@ -28,6 +28,11 @@ class AtomicAdd(StatementOp):
 
     HELP: ClassVar[str] = "dst += src, atomically (dst may be a peer's)"
     FAMILY: ClassVar[str] = "compute"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "gpu": "The GPU interpreter misreads plgpu.atomic_add (it fails with a swap of the "
+        "wrong shape).",
+        "hlo": "The HLO interpreter misreads plgpu.atomic_add (it fails unpacking its operands).",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["atomic_add"]
@@ -69,12 +74,21 @@ class AtomicAdd(StatementOp):
         # the value's load, then the atomic store (a peer's ref is fine, a multicast not)
         return low.access("src", "load") or low.access("dst", "store")
 
+    def execute(self, x: Any) -> None:
+        """``dst += src`` as one atomic update (atomics do not race with each other)."""
+        x.atomic_add("dst", x.read("src"))
+
 
 class MultimemLoadReduce(StatementOp):
     """``dst[...] = plgpu.multimem_load_reduce(src, collective_axes, reduction_op)``."""
 
     HELP: ClassVar[str] = "dst = src reduced over every device along axes (multimem)"
     FAMILY: ClassVar[str] = "compute"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "gpu": "The GPU interpreter cannot run multimem_load_reduce (TypeError: ref must be a "
+        "reference).",
+        "hlo": "The HLO interpreter has no rule for multimem_load_reduce.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     op: Literal["multimem_load_reduce"]
@@ -161,6 +175,29 @@ class MultimemLoadReduce(StatementOp):
                 "multimem loads move 32, 64 or 128 bits per thread.",
             )
         return low.access("dst", "store", check_layout=False)
+
+    def execute(self, x: Any) -> None:
+        """``src`` read on every device along ``axes`` (this one included), reduced in device
+        order, stored into ``dst``."""
+        import numpy as np
+
+        axes = axes_tuple(self.axes)
+        for a in axes:
+            if a not in x.mesh:
+                x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
+        values = x.read_all("src", axes)
+        first = values[0]
+        if self.reduction in ("and", "or", "xor") and np.dtype(first.dtype).kind not in "biu":
+            x.fail("SIM_UNSUPPORTED", f"a bitwise {self.reduction} reduction of {first.dtype}")
+        if not x.data:
+            x.write("dst", first)
+            return
+        fn = getattr(np, _REDUCE[self.reduction])
+        total = values[0]
+        with np.errstate(all="ignore"):
+            for v in values[1:]:
+                total = fn(total, v).astype(first.dtype)
+        x.write("dst", np.asarray(total, first.dtype))
 
 
 class Dot(StatementOp):
@@ -328,6 +365,22 @@ class Dot(StatementOp):
             )
         return low.access("dst", "store", check_layout=False)
 
+    def execute(self, x: Any) -> None:
+        """``dst = lhs @ rhs``, the products summed in float32 (the WGMMA accumulator)."""
+        import numpy as np
+
+        lhs, rhs = x.read("lhs"), x.read("rhs")
+        if len(lhs.shape) != 2 or len(rhs.shape) != 2 or lhs.shape[1] != rhs.shape[0]:
+            x.fail("SIM_SHAPE_MISMATCH", f"a matrix product of {lhs.shape} and {rhs.shape}")
+        dst = x.view("dst")
+        shape = (lhs.shape[0], rhs.shape[1])
+        if not x.data:
+            x.write("dst", x.like(shape, dst.dtype))
+            return
+        with np.errstate(all="ignore"):
+            acc = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32), dtype=np.float32)
+        x.write("dst", acc.astype(dst.dtype))
+
 
 def _reduction_problem(reduction: str, dtype: str) -> str:
     """What the ``multimem_load_reduce`` op's verifier says of a reduction and dtype."""
@@ -375,10 +428,7 @@ def _scratch_transforms(low: Any, field: str) -> bool:
 __all__ = ["REDUCTIONS", "AtomicAdd", "Dot", "MultimemLoadReduce"]
 
 
-# ---------------------------------------------------------------- simulated (mpmd_lab.engine)
-# What each op does when simulated: its ``execute`` (kept together here, apart from the
-# JAX-facing rules above).
-
+#: the numpy function each reduction is simulated with (MultimemLoadReduce.execute)
 _REDUCE = {
     "add": "add",
     "min": "minimum",
@@ -387,54 +437,3 @@ _REDUCE = {
     "or": "bitwise_or",
     "xor": "bitwise_xor",
 }
-
-
-def _atomic_add_execute(self: AtomicAdd, x: Any) -> None:
-    """``dst += src`` as one atomic update (atomics do not race with each other)."""
-    x.atomic_add("dst", x.read("src"))
-
-
-def _multimem_load_reduce_execute(self: MultimemLoadReduce, x: Any) -> None:
-    """``src`` read on every device along ``axes`` (this one included), reduced in device
-    order, stored into ``dst``."""
-    import numpy as np
-
-    axes = axes_tuple(self.axes)
-    for a in axes:
-        if a not in x.mesh:
-            x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
-    values = x.read_all("src", axes)
-    first = values[0]
-    if self.reduction in ("and", "or", "xor") and np.dtype(first.dtype).kind not in "biu":
-        x.fail("SIM_UNSUPPORTED", f"a bitwise {self.reduction} reduction of {first.dtype}")
-    if not x.data:
-        x.write("dst", first)
-        return
-    fn = getattr(np, _REDUCE[self.reduction])
-    total = values[0]
-    with np.errstate(all="ignore"):
-        for v in values[1:]:
-            total = fn(total, v).astype(first.dtype)
-    x.write("dst", np.asarray(total, first.dtype))
-
-
-def _dot_execute(self: Dot, x: Any) -> None:
-    """``dst = lhs @ rhs``, the products summed in float32 (the WGMMA accumulator)."""
-    import numpy as np
-
-    lhs, rhs = x.read("lhs"), x.read("rhs")
-    if len(lhs.shape) != 2 or len(rhs.shape) != 2 or lhs.shape[1] != rhs.shape[0]:
-        x.fail("SIM_SHAPE_MISMATCH", f"a matrix product of {lhs.shape} and {rhs.shape}")
-    dst = x.view("dst")
-    shape = (lhs.shape[0], rhs.shape[1])
-    if not x.data:
-        x.write("dst", x.like(shape, dst.dtype))
-        return
-    with np.errstate(all="ignore"):
-        acc = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32), dtype=np.float32)
-    x.write("dst", acc.astype(dst.dtype))
-
-
-AtomicAdd.execute = _atomic_add_execute  # type: ignore[method-assign]
-MultimemLoadReduce.execute = _multimem_load_reduce_execute  # type: ignore[method-assign]
-Dot.execute = _dot_execute  # type: ignore[method-assign]

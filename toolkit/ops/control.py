@@ -15,7 +15,7 @@ expressions may use.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
@@ -201,13 +201,17 @@ def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> i
 MAX_UNROLLED = 4096
 
 
-def _unrolled(st: Any, ctx: Any, upto: int) -> list[dict[str, int]] | None:
-    """Every assignment of the unrolled loops in ``st.scope[:upto]`` (None: too many, or
-    bounds that are not static)."""
+def loop_envs(
+    scope: Iterable[Any], ctx: Any, python_only: bool = False, limit: int = MAX_UNROLLED
+) -> list[dict[str, int]] | None:
+    """Every assignment of the variables of the loops in ``scope`` (the statements
+    around one, outermost first; a bound may use an outer loop's variable). None when a
+    bound is not static or there are more than ``limit``. ``python_only``: only the loops
+    unrolled by Python (``via: python``)."""
     envs: list[dict[str, int]] = [{}]
-    for s in st.scope[:upto]:
+    for s in scope:
         node = s.node
-        if node.kind != "loop" or node.via != "python":
+        if node.kind != "loop" or (python_only and node.via != "python"):
             continue
         nxt = []
         for env in envs:
@@ -216,7 +220,7 @@ def _unrolled(st: Any, ctx: Any, upto: int) -> list[dict[str, int]] | None:
             if a is None or b is None:
                 return None
             nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
-            if len(nxt) > MAX_UNROLLED:
+            if len(nxt) > limit:
                 return None
         envs = nxt
     return envs
@@ -243,11 +247,11 @@ def never_traced(st: Any, ctx: Any) -> bool:
             cond = node.condition()
             if not _python_bool(cond):
                 continue
-            envs = _unrolled(st, ctx, k)
+            envs = loop_envs(st.scope[:k], ctx, python_only=True)
             if envs is not None and all(static_value(cond, ctx, env) == 0 for env in envs):
                 return True
         elif node.kind == "loop" and node.via == "python":
-            envs = _unrolled(st, ctx, k + 1)
+            envs = loop_envs(st.scope[: k + 1], ctx, python_only=True)
             if envs is not None and not envs:
                 return True
     return False
@@ -257,4 +261,4 @@ def _indent(lines: list[str]) -> list[str]:
     return [("    " + line) if line else "" for line in (lines or ["pass"])]
 
 
-__all__ = ["Loop", "When", "is_static", "never_traced", "python_vars", "static_value"]
+__all__ = ["Loop", "When", "is_static", "loop_envs", "never_traced", "python_vars", "static_value"]

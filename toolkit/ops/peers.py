@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import Fit, TransformOp
+from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.shapes import RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, field_validator
 
@@ -158,6 +158,10 @@ class RemoteRef(TransformOp):
 
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
+    GPU_INTERP_REPR: ClassVar[str | None] = (
+        "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+    )
+    HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.PeerMemRef"
 
     op: Literal["remote_ref"]
     device: DeviceId = Field(
@@ -219,6 +223,7 @@ class MulticastRef(TransformOp):
 
     HELP: ClassVar[str] = "every device along axes: plgpu.multicast_ref(ref, axes)"
     FAMILY: ClassVar[str] = "devices"
+    HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.MulticastRef"
 
     op: Literal["multicast_ref"]
     axes: AxisNames = Field(
@@ -228,6 +233,16 @@ class MulticastRef(TransformOp):
     @property
     def axis_names(self) -> tuple[str, ...]:
         return axes_tuple(self.axes)
+
+    def interpret_limit(self, interp: str) -> InterpLimit | None:
+        if interp == "gpu":  # (it fails before the unsupported-transform check)
+            return InterpLimit(
+                "GPU_INTERP_MULTICAST",
+                "JAX's CPU interpreter can't run multicast_ref; simulate does",
+                "'MulticastRef' object has no attribute 'indices'",
+                "The GPU interpreter cannot run multicast views.",
+            )
+        return super().interpret_limit(interp)
 
     def label(self) -> str:
         return f"multicast_ref({','.join(self.axis_names)})"
@@ -274,6 +289,8 @@ class ClusterRef(TransformOp):
 
     HELP: ClassVar[str] = "another block's SMEM: plgpu.cluster_ref(ref, block)"
     FAMILY: ClassVar[str] = "devices"
+    GPU_INTERP_REPR: ClassVar[str | None] = "ClusterRefTransform(dims=..., idxs=...)"
+    HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.ClusterRefTransform"
 
     op: Literal["cluster_ref"]
     block: dict[str, Annotated[StrictInt, Field(ge=-64, le=64)] | Expr] = Field(

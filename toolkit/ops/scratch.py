@@ -46,6 +46,7 @@ class ArrayScratch(Model):
     """An array in SMEM, GMEM or TMEM (``plgpu.SMEM((8, 128), jnp.float32)``)."""
 
     KIND: ClassVar[str] = "array"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
 
     kind: Literal["array"] | None = Field(None, exclude=True, description="array (the default)")
     shape: Shape = Field(description="the array's shape")
@@ -124,6 +125,9 @@ class ArrayScratch(Model):
 class _Special(Model):
     """A scratch kind that is no array: no layout transforms, no TMEM options."""
 
+    #: why a CPU interpreter cannot allocate it, by interpreter (as a statement's)
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
+
     @property
     def transforms(self) -> list[Any]:
         return []
@@ -147,6 +151,10 @@ class SemaphoreScratch(_Special):
     """``plgpu.SemaphoreType.REGULAR``: a counter other devices and blocks can signal."""
 
     KIND: ClassVar[str] = "semaphore"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "gpu": "The GPU interpreter fills scratch with NaN, which a semaphore cannot hold "
+        "(NotImplementedError: nan + semaphore).",
+    }
 
     kind: Literal["semaphore"]
     shape: Shape = Field([], description="[] for one semaphore, [n] for an array of them")

@@ -124,6 +124,7 @@ class SemaphoreSignal(StatementOp):
 
     HELP: ClassVar[str] = "add inc to a semaphore, here or on a peer device"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "signal"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_signal"]
@@ -144,6 +145,13 @@ class SemaphoreSignal(StatementOp):
         yield "inc", E.parse(self.inc)
         if self.device is not None:
             yield from self.device_ref().exprs()
+
+    def interpret_limit(self, interp: str, devices: int) -> str | None:
+        if interp == "hlo" and self.device is not None:
+            return (
+                "The HLO interpreter cannot signal another device (Remote signal not implemented)."
+            )
+        return super().interpret_limit(interp, devices)
 
     def label(self) -> str:
         inc = "" if self.inc == 1 else f" +{E.parse(self.inc).label()}"
@@ -167,12 +175,22 @@ class SemaphoreSignal(StatementOp):
             return True
         return _constant(low, f"{low.path}.inc", self.inc)
 
+    def execute(self, x: Any) -> None:
+        """Add inc to the semaphore here or on the peer (the same block there)."""
+        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        dref = None if self.device is None else x.memo("dref", self.device_ref)
+        x.signal("sem", inc, device=dref)
+
 
 class SemaphoreSignalMulticast(StatementOp):
     """``plgpu.semaphore_signal_multicast(sem, inc, collective_axes=axes)``."""
 
     HELP: ClassVar[str] = "add inc to a semaphore on every device along axes"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "signal"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for semaphore_signal_multicast.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_signal_multicast"]
@@ -221,12 +239,22 @@ class SemaphoreSignalMulticast(StatementOp):
             return True
         return _constant(low, f"{low.path}.inc", self.inc)
 
+    def execute(self, x: Any) -> None:
+        """Add inc to the semaphore on every device along axes (this one included)."""
+        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        axes = axes_tuple(self.axes)
+        for a in axes:
+            if a not in x.mesh:
+                x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
+        x.signal("sem", inc, axes=axes)
+
 
 class SemaphoreWait(StatementOp):
     """``pl.semaphore_wait(sem, value, decrement=...)``."""
 
     HELP: ClassVar[str] = "wait until a semaphore reaches value (then take it off)"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "wait"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
     op: Literal["semaphore_wait"]
@@ -252,12 +280,21 @@ class SemaphoreWait(StatementOp):
     def trace(self, t: Any) -> bool:
         return check_semaphore(t, "sem", "wait")
 
+    def execute(self, x: Any) -> Any:
+        """Blocks (the returned wait) until the semaphore reaches value."""
+        value = x.eval(x.memo("value", lambda: E.parse(self.value)), "value")
+        return x.wait_semaphore("sem", value, self.decrement)
+
 
 class BarrierWait(StatementOp):
     """``plgpu.barrier_wait(barrier)``."""
 
     HELP: ClassVar[str] = "wait for a barrier's phase (its copies landed, arrivals came)"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "wait"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for barriers.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
 
     op: Literal["barrier_wait"]
@@ -275,12 +312,20 @@ class BarrierWait(StatementOp):
     def lower(self, low: Any) -> bool:
         return low.barrier("barrier", "wait")
 
+    def execute(self, x: Any) -> Any:
+        """Blocks (the returned wait) until this thread's next phase of the barrier."""
+        return x.wait_barrier("barrier")
+
 
 class BarrierArrive(StatementOp):
     """``plgpu.barrier_arrive(barrier)``."""
 
     HELP: ClassVar[str] = "arrive at a (cluster) barrier"
     FAMILY: ClassVar[str] = "sync"
+    SYNC_ROLE: ClassVar[str] = "arrive"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for barriers.",
+    }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
 
     op: Literal["barrier_arrive"]
@@ -297,6 +342,9 @@ class BarrierArrive(StatementOp):
 
     def lower(self, low: Any) -> bool:
         return low.barrier("barrier", "arrive")
+
+    def execute(self, x: Any) -> None:
+        x.arrive("barrier")
 
 
 def check_barrier(t: Any, field: str) -> bool:
@@ -335,47 +383,3 @@ __all__ = [
     "SemaphoreSignalMulticast",
     "SemaphoreWait",
 ]
-
-
-# ---------------------------------------------------------------- simulated (mpmd_lab.engine)
-# What each op does when simulated: its ``execute`` (kept together here, apart from the
-# JAX-facing rules above).
-
-
-def _signal_execute(self: SemaphoreSignal, x: Any) -> None:
-    """Add inc to the semaphore here or on the peer (the same block there)."""
-    inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
-    dref = None if self.device is None else x.memo("dref", self.device_ref)
-    x.signal("sem", inc, device=dref)
-
-
-def _signal_multicast_execute(self: SemaphoreSignalMulticast, x: Any) -> None:
-    """Add inc to the semaphore on every device along axes (this one included)."""
-    inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
-    axes = axes_tuple(self.axes)
-    for a in axes:
-        if a not in x.mesh:
-            x.fail("DEVICE_ID_UNKNOWN_AXIS", f"no device axis {a!r}")
-    x.signal("sem", inc, axes=axes)
-
-
-def _wait_execute(self: SemaphoreWait, x: Any) -> Any:
-    """Blocks (the returned wait) until the semaphore reaches value."""
-    value = x.eval(x.memo("value", lambda: E.parse(self.value)), "value")
-    return x.wait_semaphore("sem", value, self.decrement)
-
-
-def _barrier_wait_execute(self: BarrierWait, x: Any) -> Any:
-    """Blocks (the returned wait) until this thread's next phase of the barrier."""
-    return x.wait_barrier("barrier")
-
-
-def _barrier_arrive_execute(self: BarrierArrive, x: Any) -> None:
-    x.arrive("barrier")
-
-
-SemaphoreSignal.execute = _signal_execute  # type: ignore[method-assign]
-SemaphoreSignalMulticast.execute = _signal_multicast_execute  # type: ignore[method-assign]
-SemaphoreWait.execute = _wait_execute  # type: ignore[method-assign]
-BarrierWait.execute = _barrier_wait_execute  # type: ignore[method-assign]
-BarrierArrive.execute = _barrier_arrive_execute  # type: ignore[method-assign]

@@ -9,7 +9,8 @@ module then reads that result and has one job:
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
-- ``runtime``: what only runs reveal (program ids, interpreter limits);
+- ``runtime``: what only runs reveal (program ids);
+- ``interp``: what the CPU interpreters cannot run (views, statements);
 - ``sync``: races, deadlocks, semaphore balance, out-of-bounds indices and device ids,
   judged by running the call data-free through the simulation engine.
 

@@ -85,11 +85,9 @@ def check_build(ctx: Ctx) -> None:
         found = sc.build_error()  # JAX's rule: mpmd_lab.layout_rules.scratch_build_error
         if found is not None:
             e, field = found
-            ctx.jax(
-                e.code,
+            ctx.raised(
+                e,
                 f"{path}.{field}",
-                e.message,
-                jax_type=e.jax_type,
                 stage=e.stage,
                 fix=_scratch_fix(sc, path, e.code, field),
             )

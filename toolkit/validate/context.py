@@ -95,8 +95,8 @@ class Ctx:
         options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
         d = Diagnostic(
             code=code,
-            severity=severity,  # type: ignore[arg-type]
-            stage=stage,  # type: ignore[arg-type]
+            severity=severity,
+            stage=stage,
             path=path,
             message=message,
             jax=jax,
@@ -110,6 +110,11 @@ class Ctx:
     def jax(self, code: str, path: str, jax_message: str, **kw: Any) -> Diagnostic:
         """A diagnostic whose message is JAX's own."""
         return self.add(code, path, jax_message, jax_message=jax_message, **kw)
+
+    def raised(self, e: Any, path: str, **kw: Any) -> Diagnostic:
+        """What a rule found JAX raises (``layout_rules.JaxError``, ``StepError``: its
+        code, exception type and message), at ``path``."""
+        return self.jax(e.code, path, e.message, jax_type=e.jax_type, **kw)
 
     def deferred_for(self, b: Binding) -> list[tuple[Any, str]]:
         """Notes raised later than trace (e.g. a negative pl.ds start) along this view."""

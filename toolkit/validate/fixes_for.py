@@ -6,7 +6,7 @@ from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.ops import Let
-from mpmd_lab.scenario import BufferArg, Scenario
+from mpmd_lab.scenario import BufferArg, Scenario, TupleArg
 
 
 def _rename_in_body(s: Scenario, old: str, new: str) -> list[Edit]:
@@ -37,6 +37,7 @@ def dup_ref(s: Scenario, i: int, j: int | None, first: tuple[int, int | None]) -
     target = fa.param if fj is None else f"{fa.param}[{fj}]"
     if j is None:
         # a plain argument: remove it, body uses of its param name the first one
+        assert isinstance(a, BufferArg)
         edits = _rename_in_body(s, a.param, target)
         if fa.transforms or a.transforms:
             # two views of one Ref: pass the Ref once, make each view in the body
@@ -48,6 +49,7 @@ def dup_ref(s: Scenario, i: int, j: int | None, first: tuple[int, int | None]) -
             edits=edits,
         )
     # a tuple leaf: remove the leaf, rename later leaves
+    assert isinstance(a, TupleArg)
     leaves = list(a.tuple)
     edits = _rename_in_body(s, f"{a.param}[{j}]", target)
     for k in range(j + 1, len(leaves)):
@@ -67,10 +69,12 @@ def _views_into_body(s: Scenario, i: int, first: tuple[int, int | None]) -> Fix:
     """Two views of one Ref passed as arguments: pass the Ref once, build views in the body."""
     fi, _ = first
     fa, a = s.call.args[fi], s.call.args[i]
+    assert isinstance(a, BufferArg)
     base = f"{fa.param}_base" if fa.transforms else fa.param
     edits: list[Edit] = []
     lets = []
     if fa.transforms:
+        assert isinstance(fa, BufferArg)  # (a tuple argument has no one buffer to pass)
         lets.append(
             {
                 "let": fa.param,

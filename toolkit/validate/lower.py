@@ -20,7 +20,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import Let
+from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
@@ -102,11 +102,9 @@ def _resources(ctx: Ctx) -> bool:
             continue
         e = L.gmem_scratch_error(c.entry, [(sc.memory_space, sc.dtype)])
         if e is not None:
-            ctx.jax(
-                e.code,
+            ctx.raised(
+                e,
                 f"call.scratch.{name}.memory_space",
-                e.message,
-                jax_type=e.jax_type,
                 fix=Fix(
                     description=f"allocate {name!r} in SMEM (or pass a GMEM buffer in)",
                     edits=[
@@ -127,7 +125,7 @@ def _resources(ctx: Ctx) -> bool:
     )
     e = L.smem_capacity_error(smem, barriers)
     if e is not None:
-        ctx.jax(e.code, "call.scratch", e.message, jax_type=e.jax_type)
+        ctx.raised(e, "call.scratch")
         return True
     return False
 
@@ -250,7 +248,7 @@ def _scratch_lowering(ctx: Ctx) -> bool:
     a cluster barrier over an axis the cluster lacks."""
     c = ctx.s.call
     for name, sc in c.scratch.items():
-        if sc.KIND != "cluster_barrier":
+        if not isinstance(sc, ClusterBarrierScratch):
             continue
         cluster = list(c.programs[0].mesh.cluster) if c.programs else []
         for axis in axes_tuple(sc.collective_axes):
@@ -303,11 +301,9 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
         if b is None or b.as_ref or b.shape or cap.name not in used:
             continue
         e = L.captured_scalar_error(b.dtype)
-        ctx.jax(
-            e.code,
+        ctx.raised(
+            e,
             f"call.captures[{i}]",
-            e.message,
-            jax_type=e.jax_type,
             fix=Fix(
                 description=f"pass {cap.buffer!r} as a Ref (as_ref: true): a kernel may close "
                 "over a Ref",
@@ -330,12 +326,12 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[An
         if sc is None:
             return None
         return tuple(sc.shape), sc.dtype, sc.memory_space, list(sc.transforms)
-    spec = ctx.s.buffers.get(o)
-    return None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", [])
+    buf = ctx.s.buffers.get(o)
+    return None if buf is None else (tuple(buf.shape), buf.dtype, "GMEM", [])
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
-    ctx.jax(e.code, path, e.message, jax_type=e.jax_type, stage=e.stage, explanation=why)
+    ctx.raised(e, path, stage=e.stage, explanation=why)
 
 
 def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
@@ -474,11 +470,9 @@ def _access(
                 )
             )
     if leftover is not None:
-        ctx.jax(
-            leftover.code,
+        ctx.raised(
+            leftover,
             _where(st, field),
-            leftover.message,
-            jax_type=leftover.jax_type,
             explanation="A plain load or store through a bitcast view is not lowered by "
             "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
             "(lax.bitcast_convert_type).",
@@ -565,7 +559,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
         elif t.op == "reshape":
             e = _reshape_error(ctx, b, path)
             if e is not None:
-                ctx.jax(e.code, path, e.message, jax_type=e.jax_type)
+                ctx.raised(e, path)
                 return True
         elif t.op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
@@ -677,11 +671,9 @@ def _tma(
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
     if leftover is not None:
-        ctx.jax(
-            leftover.code,
+        ctx.raised(
+            leftover,
             _where(st, src_field),
-            leftover.message,
-            jax_type=leftover.jax_type,
             explanation="A TMA copy takes an SMEM ref whose layout the copy engine can "
             "follow; a bitcast view of it has none (the lowering cannot undo the bitcast). "
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",

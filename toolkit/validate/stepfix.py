@@ -7,46 +7,35 @@ from typing import Any
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.scenario import Scenario
 
+#: a peer view made multicast or the other way round: (this step's view, the earlier
+#: one's, the earlier step's op, where the earlier view alone writes)
+_MIXED = {
+    "REF_PEER_TO_MULTICAST": ("multicast", "peer", "remote_ref", "one device, not all"),
+    "REF_MULTICAST_TO_PEER": ("peer", "multicast", "multicast_ref", "every device, not one"),
+}
+
 
 def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | None:
     """A fix for the failing step at ``path``, or the alternatives (the check keeps those
     that make the scenario better, best first)."""
-    base, _, k = path.rpartition("[")
-    index = int(k.rstrip("]"))
+    base, _, last = path.rpartition("[")
+    index = int(last.rstrip("]"))
     t = _transform(s, base, index)
     code = e.code
-    if code == "REF_PEER_TO_MULTICAST":
+    if code in _MIXED:
+        this, earlier, earlier_op, keeps = _MIXED[code]
         return [
             Fix(
-                description="build the multicast view from the base ref "
-                "(drop the peer step before it)",
-                edits=_drop_kind(s, base, index, "remote_ref"),
+                description=f"build the {this} view from the base ref "
+                f"(drop the {earlier} step before it)",
+                edits=_drop_kind(s, base, index, earlier_op),
             ),
             Fix(
-                description="keep the peer view: drop the multicast step "
-                "(write to one device, not all)",
+                description=f"keep the {earlier} view: drop the {this} step (write to {keeps})",
                 edits=[Edit(op="remove", path=path)],
             ),
         ]
-    if code == "REF_MULTICAST_TO_PEER":
-        return [
-            Fix(
-                description="build the peer view from the base ref "
-                "(drop the multicast step before it)",
-                edits=_drop_kind(s, base, index, "multicast_ref"),
-            ),
-            Fix(
-                description="keep the multicast view: drop the peer step "
-                "(write to every device, not one)",
-                edits=[Edit(op="remove", path=path)],
-            ),
-        ]
-    if False:  # reshape: no one-edit remedy is right in general (the target shape is the user's)
-        n = before.size
-        return Fix(
-            description=f"reshape to a shape of {n} elements ([-1] flattens)",
-            edits=[Edit(op="replace", path=f"{path}.shape", value=[n])],
-        )
+    # (a reshape has no one-edit remedy that is right in general: the shape is the user's)
     if code in ("TRANSPOSE_RANK", "TRANSPOSE_BAD_AXIS"):
         import re
 
@@ -70,7 +59,7 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
         )
     if code == "AT_OOB_SLICE":
         idx = _dump(t.index)
-        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0  # noqa: F841
+        k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0
         d = before.shape[k]
         entry = idx[k]
         if isinstance(entry, dict) and "ds" in entry:

@@ -212,10 +212,10 @@ def _box(region: Any, f: Any, sizes: dict[str, int]) -> list[tuple[int, int]]:
 
 
 def _root(ctx: Ctx, b: Binding) -> list[int] | None:
-    root = ctx.root_shape(b)
-    if root is None:
+    shape = ctx.root_shape(b)
+    if shape is None:
         return None
-    root = list(root)
+    root = list(shape)
     o = b.origin[0] if b.origin else ""
     if (
         ctx.s.device_mesh

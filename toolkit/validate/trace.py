@@ -50,8 +50,8 @@ def check_trace(ctx: Ctx) -> None:
     # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
     #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
     seen: dict[str, tuple[int, int | None]] = {}
-    for i, a in enumerate(c.args if c.entry == "pl.kernel" else []):
-        leaves = [a.buffer] if isinstance(a, BufferArg) else list(a.tuple)
+    for i, arg in enumerate(c.args if c.entry == "pl.kernel" else []):
+        leaves = [arg.buffer] if isinstance(arg, BufferArg) else list(arg.tuple)
         for j, buf in enumerate(leaves):
             b = s.buffers.get(buf)
             if b is None or not b.as_ref:
@@ -61,7 +61,7 @@ def check_trace(ctx: Ctx) -> None:
                 where = f"call.args[{first[0]}]" + (
                     "" if first[1] is None else f".tuple[{first[1]}]"
                 )
-                path = f"call.args[{i}]" + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
+                path = f"call.args[{i}]" + ("" if isinstance(arg, BufferArg) else f".tuple[{j}]")
                 ctx.jax(
                     "MPMD_DUP_REF",
                     path,
@@ -72,10 +72,12 @@ def check_trace(ctx: Ctx) -> None:
                         f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
                         "two views of one Ref count as the same Ref even when they do not overlap."
                     ),
-                    fix=fixes_for.dup_ref(s, i, j if not isinstance(a, BufferArg) else None, first),
+                    fix=fixes_for.dup_ref(
+                        s, i, j if not isinstance(arg, BufferArg) else None, first
+                    ),
                 )
                 return _stop(ctx)
-            seen[buf] = (i, None if isinstance(a, BufferArg) else j)
+            seen[buf] = (i, None if isinstance(arg, BufferArg) else j)
     if c.entry == "pl.kernel" and _bad_operands(ctx, updaters, plgpu=False):
         return _stop(ctx)
     # 3. several programs
@@ -115,8 +117,6 @@ def check_trace(ctx: Ctx) -> None:
     for prog in ctx.programs:
         if _body(ctx, prog.stmts):
             return _stop(ctx)
-        used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
-        used |= {n for st in prog.stmts for b in st.refs.values() if b.kind == "view" for n in ()}
         for i, cap in enumerate(c.captures):
             b = s.buffers.get(cap.buffer)
             if b is None or b.as_ref or not b.shape or not _capture_used(prog.stmts, cap.name):
@@ -174,7 +174,7 @@ def _scratch_types(ctx: Ctx) -> bool:
         found = sc.type_error()
         if found is not None:
             e, field = found
-            ctx.jax(e.code, f"call.scratch.{name}.{field}", e.message, jax_type=e.jax_type)
+            ctx.raised(e, f"call.scratch.{name}.{field}")
             return True
     for name, sc in c.scratch.items() if c.entry == "pl.kernel" else ():
         if sc.transforms:
@@ -288,11 +288,9 @@ def _raise(ctx: Ctx, e: Any, st: Step | None = None) -> None:
     """Report a step error (its own field path) with its fix."""
     if e.jax_type:
         tpath = e.path[: -len(e.field) - 1] if e.field else e.path
-        ctx.jax(
-            e.code,
+        ctx.raised(
+            e,
             e.path,
-            e.message,
-            jax_type=e.jax_type,
             stage=e.stage,
             fix=fixes_for.step_fix(ctx.s, tpath, e, st.before if st else None),
         )
@@ -434,7 +432,10 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
 def _base_shape(ctx: Ctx, st: Stmt, field: str) -> tuple:
     b: Binding = st.refs[field]
     root = ctx.root_shape(b)
-    return root if root is not None else b.info.shape
+    if root is not None:
+        return root
+    assert b.info is not None
+    return b.info.shape
 
 
 def _transforms_repr(info: RefInfo) -> str:
@@ -449,8 +450,9 @@ def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
         spec = c.outputs[o[4:]]
         return "GMEM", tuple(spec.shape), spec.dtype
     if o.startswith("scratch:") and o[8:] in c.scratch:
-        spec = c.scratch[o[8:]]
-        return spec.memory_space, tuple(spec.shape), spec.dtype
+        sc = c.scratch[o[8:]]
+        return sc.memory_space, tuple(sc.shape), sc.dtype
+    assert b.info is not None
     root = ctx.root_shape(b) or b.info.shape
     return b.info.memory_space, tuple(root), b.info.dtype
 
