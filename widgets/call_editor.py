@@ -291,7 +291,7 @@ class CallEditor(w.VBox):
             w.Dropdown, options=list(SCRATCH_KINDS), value=s.KIND, layout=c.lay(width="120px")
         )
         kind.tooltip = "what JAX allocates: an array, a semaphore, a barrier, a cluster barrier"
-        kind_field = c.field(kind, lambda k, name=name: self._scratch_kind(name, k), css="mpl-kind")
+        kind_field = c.field(kind, partial(self._scratch_kind, name), css="mpl-kind")
         if s.KIND != "array":  # the kind's own fields, as its model declares them
             cls = type(s)
             fields = [
@@ -303,7 +303,7 @@ class CallEditor(w.VBox):
                 c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
                 kind_field,
                 *fields,
-                c.small("✕", lambda p=p: _remove(st, p), "remove scratch"),
+                c.small("✕", partial(_remove, st, p), "remove scratch"),
                 c.badges_at(st, p),
             )
         mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
@@ -332,7 +332,7 @@ class CallEditor(w.VBox):
             c.badges_at(st, p),
         )
 
-    def _scratch_kind(self, name: str, kind: str):
+    def _scratch_kind(self, name: str, kind: str) -> Any:
         """Make scratch ``name`` another kind: that kind's defaults (the model's)."""
         cls = next(k for k in SCRATCH_CLASSES if k.KIND == kind)
         value = cls.example(self.state.fit())
