@@ -627,8 +627,8 @@ KERNELS: dict[str, dict[str, Any]] = {
             ),
         ],
         {"ready": SEM, "recv": SEM},
-        X8,
-        O8,
+        {"x": {"shape": [1, 128], "dtype": "float32", "init": "iota"}},  # the corpus's [1, 128]:
+        {"out": {"shape": [1, 128], "dtype": "float32"}},  # each of its 128 steps writes one
         device_mesh={"dev": 2},
     ),  # fmt: skip
     "cluster_exchange": sc(

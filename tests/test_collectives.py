@@ -96,6 +96,63 @@ def test_kernels_written_as_jax_writes_them_check_valid(name, jax_outcomes):
     assert not [d.one_line() for d in check(load_scenario(KERNELS[name])) if d.is_error]
 
 
+def _swap(x: np.ndarray) -> np.ndarray:
+    """Two devices' shards exchanged: out_d = x_{1-d}."""
+    return np.concatenate(np.split(x, 2)[::-1])
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each of 4 devices' a_d @ b_d, exact (float64 holds float16 products and sums)."""
+    a4, b4 = a.astype(np.float64).reshape(4, 64, 64), b.astype(np.float64).reshape(4, 64, 128)
+    return np.concatenate([a4[d] @ b4[d] for d in range(4)])
+
+
+#: what each kernel computes, from its global inputs (numpy, written from the corpus
+#: module's docstring, not from the simulator)
+KERNEL_VALUES = {
+    "ring_shift": lambda x: np.roll(x.reshape(4, -1), 1, axis=0).reshape(-1),  # from d-1
+    "exchange_two_devices": _swap,
+    "exchange_by_tma_load": _swap,
+    "device_barrier": lambda x: x,
+    "per_block_semaphores": _swap,  # block b of d lands in block b of 1-d
+    "remote_atomic_add": lambda x: np.concatenate(
+        [x.reshape(4, -1).sum(axis=0), np.zeros(3 * 256, np.float32)]
+    ),
+    "multimem_all_gather": lambda x: np.tile(x, 4),
+    "multimem_all_reduce": lambda x: np.tile(x.reshape(4, -1).sum(axis=0), 4),
+    "signal_multicast_barrier": lambda x: x,
+    "wait_value_no_decrement": lambda x: x,
+    "remote_dma_in_loop": _swap,
+    "cluster_exchange": lambda x: np.concatenate([x[128:], x[:128]]),  # block c reads 1-c
+    "warpgroups": lambda x: x,
+    "dot_double_buffered": _matmul,
+}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_kernels_written_as_jax_writes_them_simulate_to_what_they_compute(name):
+    """Every kernel pattern runs race-free and balanced in the simulator and gives what
+    the kernel computes (numpy), bit for bit where the sums are of small integers."""
+    import mpmd_lab
+    from mpmd_lab.exercises import inputs_of
+
+    s = load_scenario(KERNELS[name])
+    res = mpmd_lab.simulate(s)
+    assert res.ok, res.error
+    assert res.races == [] and res.leftover == [] and res.deadlock == []
+    want = KERNEL_VALUES[name](*inputs_of(s).values())
+    got = res.outputs["out"]
+    assert got.shape == want.shape and got.dtype == np.float32, (got.shape, got.dtype)
+    if name == "dot_double_buffered":
+        np.testing.assert_allclose(got, want, rtol=64 * 2.0**-24)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_every_kernel_has_its_values():
+    assert set(KERNEL_VALUES) == set(KERNELS)
+
+
 def _statements(body: list[dict]) -> list[dict]:
     out = []
     for st in body:
