@@ -153,6 +153,36 @@ def test_every_kernel_has_its_values():
     assert set(KERNEL_VALUES) == set(KERNELS)
 
 
+def test_a_float64_input_is_float32_in_the_kernel():
+    """Without x64, ``jax.device_put`` makes a float64 input float32: the simulator's
+    kernel sees (and copies) float32, as JAX's trace does (float64_input_to_float32 is
+    valid there), and its values are the float64 iota's."""
+    import mpmd_lab
+
+    res = mpmd_lab.simulate(load_scenario(CASES["float64_input_to_float32"]))
+    assert res.ok, res.error
+    out = res.outputs["out"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.arange(4 * 256, dtype=np.float64).astype(np.float32))
+
+
+#: the research corpus's error kernels, as scenarios: JAX's code and stage are ours
+CORPUS_ERRORS = sorted((ROOT / "tests" / "scenarios" / "corpus_errors").glob("*.json"))
+
+
+def test_corpus_error_kernels_are_refused_where_and_as_jax_refuses_them():
+    assert len(CORPUS_ERRORS) >= 9
+    scenarios = [load_scenario(p) for p in CORPUS_ERRORS]
+    results = probe_many(scenarios, stages=("build", "trace", "gpu-lower"))
+    for path, s, r in zip(CORPUS_ERRORS, scenarios, results, strict=True):
+        assert r["stage"] in ("trace", "gpu-lower") and r["code"], (path.stem, r)
+        d = first_error(check(s))
+        assert d is not None, path.stem
+        assert (d.code, d.stage) == (r["code"], r["stage"]), (path.stem, d.one_line(), r)
+        assert d.jax is not None and d.jax.type == r["type"], (path.stem, d.jax, r["type"])
+        assert r["message"].startswith(d.jax.message.rstrip(". ")[:40]), (d.jax, r["message"])
+
+
 def _statements(body: list[dict]) -> list[dict]:
     out = []
     for st in body:
