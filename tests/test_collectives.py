@@ -183,6 +183,72 @@ def test_corpus_error_kernels_are_refused_where_and_as_jax_refuses_them():
         assert r["message"].startswith(d.jax.message.rstrip(". ")[:40]), (d.jax, r["message"])
 
 
+SCENARIOS = ROOT / "tests" / "scenarios"
+#: the research corpus's 45 kernels (/work/research/kernels/corpus) -> the scenario that
+#: writes it in the language, each held against JAX and the kernel's values by the tests
+#: of its folder (sync/: test_engine, test_validate_sync; corpus_errors/ and KERNELS:
+#: here; codes/: test_validate_codes; the gallery: above)
+CORPUS = {
+    **{
+        k: f"sync/{k}.json"
+        for k in (
+            "ring_all_gather",
+            "ring_all_gather_pl_loop",
+            "ring_reduce_scatter",
+            "collective_matmul",
+            "exchange_tma_load",
+            "per_block_sems_grid",
+            "remote_atomic_add",
+            "cluster_exchange",
+            "device_barrier_sems",
+            "multimem_load_reduce",
+            "wait_value_nodec",
+            "mesh_2x2_dict_ids",
+            "mesh_2x2_partial_dict",
+            "multicast_copy",
+            "ring_no_wait",
+            "ring_deadlock",
+            "dup_ref_plgpu_kernel",
+        )
+    },
+    "exchange_shards_4": "sync/exchange_shards.json",
+    "ring_shift_sem": "KERNELS:ring_shift",
+    "exchange_2dev": "KERNELS:exchange_two_devices",
+    "multimem_store": "KERNELS:multimem_all_gather",
+    "signal_multicast_barrier": "KERNELS:signal_multicast_barrier",
+    "remote_dma_in_loop": "KERNELS:remote_dma_in_loop",
+    "two_programs_warpgroups": "KERNELS:warpgroups",
+    "two_block_copy": "gallery:two-block-copy",
+    "collective_matmul_no_transforms": "gallery:collective-matmul",  # WG infers the tiling
+    "err_dup_ref": "gallery:dup-ref",
+    "err_mpmd_two_programs": "codes/MPMD_GPU_MESH_NOT_COMBINABLE.json",
+    **{p.stem: f"corpus_errors/{p.name}" for p in CORPUS_ERRORS},
+}
+#: what the language cannot write (yet), and why
+NOT_EXPRESSIBLE = {
+    "all_gather_op": "JAX's own op: a persistent grid of blocks pipelining multimem stores",
+    "all_gather_op_long_axis_name": "the same op (its lowering bug on a long axis name)",
+    "reduce_scatter_op": "JAX's own op: persistent blocks pipelining multimem_load_reduce",
+    "collective_matmul_op": "JAX's own op: 3 warpgroups, a persistent grid, pl.get_global",
+    "global_semaphore_blocks": "pl.get_global (one semaphore for all blocks), x + 1.0",
+    "signal_parallel": "plgpu.semaphore_signal_parallel and pl.semaphore_read",
+    "dynamic_device_id": "a device id loaded from an int32 operand",
+    "err_permuted_mesh": "the order of the devices in the mesh (Mesh(devices[::-1]))",
+}
+
+
+def test_the_corpus_map_names_every_kernel_and_each_scenario_exists():
+    assert len(CORPUS) + len(NOT_EXPRESSIBLE) == 45 and not set(CORPUS) & set(NOT_EXPRESSIBLE)
+    for kernel, where in CORPUS.items():
+        kind, _, name = where.partition(":")
+        if kind == "KERNELS":
+            assert name in KERNELS, kernel
+        elif kind == "gallery":
+            assert name in gallery.names(), kernel
+        else:
+            load_scenario(SCENARIOS / where)
+
+
 def _statements(body: list[dict]) -> list[dict]:
     out = []
     for st in body:

@@ -78,6 +78,7 @@ EXPECTED = {
         lambda: np.concatenate([np.split(iota(32, 128), 4)[k] for k in (2, 3, 0, 1)]),
     ),
     "multicast_copy": ("out", lambda: np.tile(iota(D * S)[:S], D)),  # device 0's x everywhere
+    "dup_ref_plgpu_kernel": ("out", lambda: 2 * iota(S)),  # one device: acc + acc
 }
 
 

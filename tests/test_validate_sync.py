@@ -52,6 +52,7 @@ VALID = [
     "mesh_2x2_dict_ids",
     "mesh_2x2_partial_dict",
     "multicast_copy",
+    "dup_ref_plgpu_kernel",
 ]
 
 
