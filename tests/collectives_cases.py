@@ -394,6 +394,14 @@ CASES: dict[str, dict[str, Any]] = {
         ]
     ),  # fmt: skip
     "loop_unbound": sc([loop([COPY], stop="q")]),
+    # a traced condition as JAX writes it: & and | of comparisons
+    "when_bitwise_and_or": sc(
+        [
+            when("(dev == 0) | (dev == 2)", [COPY]),
+            when("(dev != 0) & (dev != 2)", [COPY]),
+        ]
+    ),
+    "when_bitwise_and_python": sc([loop([when("(i == 1) & (i < 3)", [BAD]), COPY], via="python")]),
     # semaphores and barriers hold no values: fill, add and copy refuse their dtype
     "fill_semaphore": sc([{"op": "fill", "dst": "s", "value": 0}, COPY], {"s": SEM}),
     "fill_semaphore_slot": sc(

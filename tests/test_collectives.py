@@ -153,6 +153,23 @@ def test_every_kernel_has_its_values():
     assert set(KERNEL_VALUES) == set(KERNELS)
 
 
+def test_conditions_written_as_jax_writes_them():
+    """``(dev == 0) | (dev == 2)``: & and | of comparisons are and/or (JAX traces them so,
+    rules_agree holds them against JAX); of integers they are refused, not guessed."""
+    import mpmd_lab
+    from mpmd_lab import expr
+
+    e = expr.parse("(x == 0) & (y == 1) & (x < y)")
+    assert isinstance(e, expr.BoolOp) and e.op == "and" and len(e.items) == 3
+    assert e.eval(expr.Env({"x": 0, "y": 1}, {})) == 1
+    assert e.eval(expr.Env({"x": 0, "y": 0}, {})) == 0
+    with pytest.raises(expr.ExprError, match="combine comparisons"):
+        expr.parse("x & 1")
+    res = mpmd_lab.simulate(load_scenario(CASES["when_bitwise_and_or"]))
+    assert res.ok and res.races == []
+    np.testing.assert_array_equal(res.outputs["out"], np.arange(1024, dtype=np.float32))
+
+
 def test_a_float64_input_is_float32_in_the_kernel():
     """Without x64, ``jax.device_put`` makes a float64 input float32: the simulator's
     kernel sees (and copies) float32, as JAX's trace does (float64_input_to_float32 is
