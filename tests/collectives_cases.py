@@ -394,6 +394,94 @@ CASES: dict[str, dict[str, Any]] = {
         ]
     ),  # fmt: skip
     "loop_unbound": sc([loop([COPY], stop="q")]),
+    # a traced condition as JAX writes it: & and | of comparisons
+    "when_bitwise_and_or": sc(
+        [
+            when("(dev == 0) | (dev == 2)", [COPY]),
+            when("(dev != 0) & (dev != 2)", [COPY]),
+        ]
+    ),
+    "when_bitwise_and_python": sc([loop([when("(i == 1) & (i < 3)", [BAD]), COPY], via="python")]),
+    # semaphores and barriers hold no values: fill, add and copy refuse their dtype
+    "fill_semaphore": sc([{"op": "fill", "dst": "s", "value": 0}, COPY], {"s": SEM}),
+    "fill_semaphore_slot": sc(
+        [at("s1", "s", 1), {"op": "fill", "dst": "s1", "value": 0}, COPY], {"s": SEMS}
+    ),
+    "fill_barrier": sc([{"op": "fill", "dst": "b", "value": 0}, COPY], {"b": BAR}),
+    "add_semaphores": sc([{"op": "add", "dst": "s", "lhs": "s", "rhs": "s"}, COPY], {"s": SEM}),
+    "add_array_and_semaphore": sc(
+        [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "s"}], {"s": SEM}
+    ),
+    "add_into_semaphores": sc(
+        [{"op": "add", "dst": "s", "lhs": "x_ref", "rhs": "x_ref"}],
+        {"s": {"kind": "semaphore", "shape": [256]}},
+    ),
+    "copy_semaphores_out": sc(
+        [{"op": "copy", "src": "s", "dst": "out"}], {"s": {"kind": "semaphore", "shape": [256]}}
+    ),
+    "copy_into_semaphores": sc(
+        [{"op": "copy", "src": "x_ref", "dst": "s"}], {"s": {"kind": "semaphore", "shape": [256]}}
+    ),
+    # without x64 an input is canonicalised (float64 -> float32), an out_type ref is not
+    "float64_input_to_float32": sc(
+        [COPY], {}, {"x": {"shape": [256], "dtype": "float64", "init": "iota"}}
+    ),
+    "float64_output": sc([COPY], {}, None, {"out": {"shape": [256], "dtype": "float64"}}),
+    "fill_float64_output": sc(
+        [{"op": "fill", "dst": "out", "value": 1.0}],
+        {},
+        None,
+        {"out": {"shape": [256], "dtype": "float64"}},
+    ),
+    "int64_through": sc(
+        [COPY],
+        {},
+        {"x": {"shape": [256], "dtype": "int64", "init": "iota"}},
+        {"out": {"shape": [256], "dtype": "int64"}},
+    ),
+    "int64_into_int16": sc(
+        [COPY],
+        {},
+        {"x": {"shape": [256], "dtype": "int64", "init": "iota"}},
+        {"out": {"shape": [256], "dtype": "int16"}},
+    ),
+    # an unrolled loop's index is a Python int: JAX checks each iteration's slice at trace
+    "loop_python_ds_out_of_bounds": sc(
+        [
+            loop(
+                [
+                    at("v", "x_ref", {"ds": ["i * 128", 128]}),
+                    at("o", "out", {"ds": ["i * 128 % 256", 128]}),
+                    {"op": "copy", "src": "v", "dst": "o"},
+                ],
+                via="python",
+            )
+        ]
+    ),
+    "loop_python_ds_in_bounds": sc(
+        [
+            loop(
+                [
+                    at("v", "x_ref", {"ds": ["i * 128", 128]}),
+                    at("o", "out", {"ds": ["i * 128", 128]}),
+                    {"op": "copy", "src": "v", "dst": "o"},
+                ],
+                via="python",
+                stop=2,
+            )
+        ]
+    ),
+    "loop_fori_ds_not_checked_at_trace": sc(
+        [
+            loop(
+                [
+                    at("v", "x_ref", {"ds": ["i * 128", 128]}),
+                    at("o", "out", {"ds": ["i * 128 % 256", 128]}),
+                    {"op": "copy", "src": "v", "dst": "o"},
+                ]
+            )
+        ]
+    ),
     # dot
     "dot": dot(),
     "dot_bf16": dot(dtype="bfloat16"),
@@ -627,8 +715,8 @@ KERNELS: dict[str, dict[str, Any]] = {
             ),
         ],
         {"ready": SEM, "recv": SEM},
-        X8,
-        O8,
+        {"x": {"shape": [1, 128], "dtype": "float32", "init": "iota"}},  # the corpus's [1, 128]:
+        {"out": {"shape": [1, 128], "dtype": "float32"}},  # each of its 128 steps writes one
         device_mesh={"dev": 2},
     ),  # fmt: skip
     "cluster_exchange": sc(

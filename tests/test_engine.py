@@ -71,6 +71,14 @@ EXPECTED = {
     ),
     "wait_value_nodec": ("y", lambda: np.ones((16, 128), np.float32)),
     "collective_matmul": ("out", _matmul_blocks),
+    "ring_all_gather_pl_loop": ("out", lambda: np.tile(iota(D * S), D)),
+    "mesh_2x2_dict_ids": ("out", lambda: np.concatenate(np.split(iota(32, 128), 4)[::-1])),
+    "mesh_2x2_partial_dict": (  # (i, j) -> (1 - i, j): blocks 0,1 <-> 2,3
+        "out",
+        lambda: np.concatenate([np.split(iota(32, 128), 4)[k] for k in (2, 3, 0, 1)]),
+    ),
+    "multicast_copy": ("out", lambda: np.tile(iota(D * S)[:S], D)),  # device 0's x everywhere
+    "dup_ref_plgpu_kernel": ("out", lambda: 2 * iota(S)),  # one device: acc + acc
 }
 
 

@@ -17,7 +17,7 @@ def test_at_least_eight_exercises_each_taught_by_a_notebook():
     for name in NAMES:
         ex = exercises.get(name)
         assert ex.goal and ex.hint and ex.title
-        assert ex.notebook[:2] in {"01", "02", "03", "04", "05"}
+        assert ex.notebook[:2] in {"01", "02", "03", "04", "05", "08"}
 
 
 @pytest.mark.parametrize("kind", ["solution", "start"])
@@ -93,3 +93,20 @@ def test_wrong_answers_fail_for_the_right_reason():
 def test_unknown_exercise_names_the_known_ones():
     with pytest.raises(KeyError, match="dup-ref"):
         check_exercise("no-such-exercise", exercises.start("dup-ref"))
+
+
+@pytest.mark.parametrize("name", ["ring-wait", "ring-deadlock", "ring-index"])
+def test_the_collectives_exercises_name_what_a_gpu_would_do(name):
+    """The broken rings are accepted by JAX: the verdict says it goes wrong on a GPU (a
+    race, a hang), not that JAX rejects it; a ring rewritten without its semaphores is
+    not what was asked."""
+    verdict = check_exercise(name, exercises.start(name))
+    code = "DEADLOCK_SEMAPHORE" if name == "ring-deadlock" else "RACE_DETECTED"
+    assert "on a GPU it goes wrong" in verdict.message and code in verdict.message
+
+    def no_sync(d):
+        loop = _body(d)[3]["body"]
+        loop[:] = [st for st in loop if not st.get("op", "").startswith("semaphore")]
+
+    verdict = check_exercise(name, _edit(name, no_sync))
+    assert not verdict.right

@@ -167,9 +167,12 @@ def test_cli_explain(cli):
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["code"] == "AT_OOB_SLICE"
-    r = cli("explain", "no such thing")
+    r = cli("explain", "no such thing")  # nothing near: how many codes there are
     assert r.returncode == 1
-    assert "MPMD_DUP_REF" in r.stderr
+    assert f"{len(knowledge.codes())} codes have cards" in r.stderr
+    r = cli("explain", "MPMD_DUP_RFE")  # a misspelt code: did you mean
+    assert r.returncode == 1
+    assert "did you mean" in r.stderr and "MPMD_DUP_REF" in r.stderr
 
 
 # ------------------------------------------------------------ examples in real JAX

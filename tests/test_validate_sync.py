@@ -48,6 +48,11 @@ VALID = [
     "ring_all_gather",
     "ring_reduce_scatter",
     "wait_value_nodec",
+    "ring_all_gather_pl_loop",
+    "mesh_2x2_dict_ids",
+    "mesh_2x2_partial_dict",
+    "multicast_copy",
+    "dup_ref_plgpu_kernel",
 ]
 
 

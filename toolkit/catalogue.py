@@ -218,6 +218,29 @@ ENTRIES: list[Entry] = [
         "Store of the wrong dtype",
     ),
     _e(
+        "REMOTE_SMEM",
+        "ValueError",
+        r"Can't find the kernel argument",
+        "gpu-lower",
+        "A peer view of shared memory",
+    ),
+    _e(
+        "SEMAPHORE_FILL",
+        "AttributeError",
+        r"AbstractSemaphoreTyRules' has no attribute 'full'"
+        r"|^'NoneType' object has no attribute 'full'$",
+        "trace",
+        "Filling a semaphore or barrier",
+    ),
+    _e(
+        "SEMAPHORE_ARITH",
+        "TypeError",
+        r"add does not accept dtype semaphore"
+        r"|dtype=semaphore is not a valid dtype for JAX type promotion",
+        "trace",
+        "Arithmetic on a semaphore's value",
+    ),
+    _e(
         "ADD_SHAPE_MISMATCH",
         "TypeError",
         r"add got incompatible shapes for broadcasting"

@@ -408,7 +408,7 @@ def _legend_handles(d: Drawing, g: Any) -> list[Any]:
             st = EDGE_STYLE[key]
             handles.append(Line2D([], [], color=st["color"], lw=2, ls=st["ls"], label=st["name"]))
         elif mark == "peer":
-            handles.append(Line2D([], [], color=PEER, lw=2, label="peer write (remote_ref)"))
+            handles.append(Line2D([], [], color=PEER, lw=2, label="peer view (remote_ref)"))
         elif mark == "multicast":
             handles.append(
                 Line2D([], [], color=MULTICAST, lw=2, marker="D", label="multicast (multicast_ref)")

@@ -30,6 +30,14 @@ _TABLE: dict[str, tuple[int, str, str]] = {
 #: dtype names a scenario may use (numpy / jax.numpy spellings), in the schema's order.
 DTYPES: tuple[str, ...] = tuple(_TABLE)
 
+#: the dtypes of semaphore and barrier scratch (``ops.scratch``): no array holds them, but
+#: their refs have a width (a semaphore is an int32 counter in GMEM, an mbarrier 64 bits
+#: of SMEM) and a host form (the simulator's counters)
+_SPECIAL: dict[str, tuple[int, str, str, str]] = {
+    "semaphore": (32, "semaphore", "s", "int32"),
+    "barrier": (64, "barrier", "s", "uint64"),
+}
+
 #: Without ``jax_enable_x64`` JAX makes 64-bit dtypes 32-bit.
 CANONICAL = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
@@ -40,12 +48,16 @@ def canonical(dtype: str) -> str:
 
 
 def bits(dtype: str) -> int:
-    """Bit width of a dtype as JAX sees it (canonical)."""
+    """Bit width of a dtype as JAX sees it (canonical; a semaphore 32, a barrier 64)."""
+    if dtype in _SPECIAL:
+        return _SPECIAL[dtype][0]
     return _TABLE[canonical(dtype)][0]
 
 
 def storage_bytes(dtype: str) -> int:
     """Bytes per element as the host stores it (64-bit stays 64-bit on the host)."""
+    if dtype in _SPECIAL:
+        return _SPECIAL[dtype][0] // 8
     return _TABLE[dtype][0] // 8 if dtype in _TABLE else 4
 
 
@@ -96,6 +108,8 @@ def np_dtype(name: str) -> Any:
 
     if name == "bool":
         return np.dtype(np.bool_)
+    if name in _SPECIAL:  # a semaphore's or barrier's counter on the host
+        return np.dtype(_SPECIAL[name][3])
     try:
         return np.dtype(name)
     except TypeError:

@@ -578,7 +578,122 @@ def _exercises() -> list[Exercise]:
             expected=lambda i: {"out": i["x"][128:]},
         )
     )
+    ex += _collective_exercises()
     return ex
+
+
+# ---------------------------------------------------------------- 08: collectives
+
+
+def _ring(name: str, description: str, edit: Callable[[list[dict[str, Any]]], None]) -> dict:
+    """The gallery's ring all-gather (or one of its broken forms), renamed, with ``edit``
+    applied to its loop body."""
+    import copy
+
+    from mpmd_lab import gallery
+
+    data = copy.deepcopy(gallery.load(name).to_dict())
+    data["name"], data["description"] = f"ex-{name}", description
+    edit(data["call"]["programs"][0]["body"][3]["body"])
+    return data
+
+
+def _keep(body: list[dict[str, Any]]) -> None:
+    del body[:0]
+
+
+def _add_wait(body: list[dict[str, Any]]) -> None:
+    body.insert(5, {"op": "semaphore_wait", "sem": "sent"})
+
+
+def _signal_slot_i(body: list[dict[str, Any]]) -> None:
+    body[3]["transforms"] = [_at("i")]
+
+
+def _chunk_from(expr: str) -> Callable[[list[dict[str, Any]]], None]:
+    def edit(body: list[dict[str, Any]]) -> None:
+        for let in body[:2]:
+            let["transforms"][0]["index"][0]["ds"][0] = f"{expr} * 256"
+
+    return edit
+
+
+def _gathered(i: Arrays) -> Arrays:
+    """The all-gather: every device's out is the concatenation of all the x shards."""
+    return {"out": np.tile(i["x"], 4)}
+
+
+def _uses_semaphores() -> Requirement:
+    def holds(s: Scenario) -> bool:
+        ops = {getattr(st, "op", None) for st in _walk(s.call.programs[0].body)}
+        return {"semaphore_signal", "semaphore_wait", "loop"} <= ops
+
+    return Requirement("the ring keeps its loop, its signals and its waits", holds)
+
+
+def _walk(body: list[Any]) -> list[Any]:
+    out = []
+    for st in body:
+        out.append(st)
+        out += _walk(getattr(st, "body", None) or [])
+    return out
+
+
+def _collective_exercises() -> list[Exercise]:
+    ring = "ring-all-gather"
+    return [
+        Exercise(
+            name="ring-wait",
+            notebook="08-collectives",
+            title="Add the missing wait",
+            goal="This ring all-gather (4 devices, 3 steps) signals its right neighbour "
+            "after each remote copy, but never waits for its own semaphore: at step i a "
+            "device forwards a chunk that may not have landed yet (RACE_DETECTED). Make "
+            "every device wait until its left neighbour's chunk has arrived before the next "
+            "step reads it.",
+            hint="A signal orders the writes before it; only a wait orders the reads after "
+            "it. Each step signals `sent` on the right neighbour: wait on `sent` (your own "
+            "copy of it) right after signalling.",
+            start=_ring("ring-all-gather-no-wait", "A ring without its wait.", _keep),
+            solution=_ring("ring-all-gather-no-wait", "The ring, with its wait.", _add_wait),
+            expected=_gathered,
+            requirements=(_uses_semaphores(),),
+            backend="simulate",
+        ),
+        Exercise(
+            name="ring-deadlock",
+            notebook="08-collectives",
+            title="Break the deadlock",
+            goal="This ring signals `sems[0]` on its right neighbour at every step but waits "
+            "on `sems[i]`: at step 1 every device waits for a signal that never comes "
+            "(DEADLOCK_SEMAPHORE), and on a GPU the kernel hangs. Make each step's signal "
+            "reach the semaphore the neighbour waits on.",
+            hint="The signal and the wait of one step must name the same slot of `sems`: "
+            "the view `sent` should be `sems.at[i]`, like `arrived`.",
+            start=_ring("ring-all-gather-deadlock", "A ring that deadlocks.", _keep),
+            solution=_ring("ring-all-gather-deadlock", "The ring, unblocked.", _signal_slot_i),
+            expected=_gathered,
+            requirements=(_uses_semaphores(),),
+            backend="simulate",
+        ),
+        Exercise(
+            name="ring-index",
+            notebook="08-collectives",
+            title="Fix the ring's index",
+            goal="In this ring all-gather, step i forwards chunk `(dev + i) % 4`, a chunk the "
+            "device does not have yet, and overwrites a chunk its neighbour already holds "
+            "(RACE_DETECTED). Fix the chunk index so that at step i each device forwards "
+            "the chunk it received at step i - 1.",
+            hint="At step 0 a device forwards its own chunk (dev); at step 1 the one that "
+            "came from its left neighbour (dev - 1); at step i the one that started at "
+            "dev - i. Keep the index non-negative: add the ring size before the `%`.",
+            start=_ring(ring, "A ring with the wrong chunk.", _chunk_from("(dev + i) % 4")),
+            solution=_ring(ring, "The ring all-gather.", _chunk_from("(dev + 4 - i) % 4")),
+            expected=_gathered,
+            requirements=(_uses_semaphores(),),
+            backend="simulate",
+        ),
+    ]
 
 
 EXERCISES: dict[str, Exercise] = {e.name: e for e in _exercises()}

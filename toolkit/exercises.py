@@ -114,16 +114,29 @@ def outline(scenario: Any) -> str:
     for pi, p in enumerate(c.programs):
         mesh = {"grid": dict(p.mesh.grid), "cluster": dict(p.mesh.cluster)}
         lines.append(f"call.programs[{pi}].mesh: {mesh}")
-        for si, st in enumerate(p.body):
-            where = f"call.programs[{pi}].body[{si}]"
-            if isinstance(st, Let):
-                views = "".join("." + transform_label(t) for t in st.transforms)
-                lines.append(f"{where}: let {st.let} = {st.ref}{views}")
-            else:
-                fields = {k: v for k, v in st.model_dump().items() if k != "op"}
-                args = ", ".join(f"{k}={v}" for k, v in fields.items())
-                lines.append(f"{where}: {st.op}({args})")
+        lines += _outline_body(p.body, f"call.programs[{pi}]", "")
     return "\n".join(lines)
+
+
+def _outline_body(body: list[Any], parent: str, indent: str) -> list[str]:
+    """One line per statement; a loop's or a condition's body under it, indented, each
+    line with its own field path."""
+    from mpmd_lab.graph import transform_label
+
+    lines = []
+    for si, st in enumerate(body):
+        where = f"{parent}.body[{si}]"
+        if isinstance(st, Let):
+            views = "".join("." + transform_label(t) for t in st.transforms)
+            lines.append(f"{indent}{where}: let {st.let} = {st.ref}{views}")
+            continue
+        fields = {k: v for k, v in st.model_dump().items() if k not in ("op", "body")}
+        args = ", ".join(f"{k}={v}" for k, v in fields.items())
+        inner = getattr(st, "body", None)
+        lines.append(f"{indent}{where}: {st.op}({args}){':' if inner is not None else ''}")
+        if inner is not None:
+            lines += _outline_body(inner, where, indent + "    ")
+    return lines
 
 
 # ---------------------------------------------------------------- judging
@@ -212,9 +225,11 @@ def check_exercise(name: str, scenario: Any) -> Verdict:
     if errors:
         first = errors[0]
         details = [d.one_line() for d in errors[:3]]
-        return Verdict(
-            False, f"JAX would reject this call ({first.code}: {first.message})", ex.hint, details
-        )
+        if first.stage in ("gpu-run", "simulate"):  # a race, a deadlock: JAX never says
+            head = "JAX accepts this call, but on a GPU it goes wrong"
+        else:
+            head = "JAX would reject this call"
+        return Verdict(False, f"{head} ({first.code}: {first.message})", ex.hint, details)
     for req in ex.requirements:
         if not req.holds(s):
             return Verdict(False, f"not what was asked: {req.description}", ex.hint)

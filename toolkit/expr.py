@@ -371,6 +371,21 @@ def _node(n: ast.AST, depth: int) -> Expr:
         return Name(n.id)
     if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
         return BinOp(_BIN[type(n.op)], _node(n.left, d), _node(n.right, d))
+    if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitAnd | ast.BitOr):
+        # ``(dev == 0) & (b == 1)``: how a traced condition is written in JAX (pl.when);
+        # of two truth values it is ``and`` / ``or`` (bitwise integer ops are not taken)
+        a, b = _node(n.left, d), _node(n.right, d)
+        if not (a.is_bool and b.is_bool):
+            raise ExprError(
+                "& and | combine comparisons ((x == 0) & (y == 1)); a bitwise operation on "
+                "integers is not part of an index expression"
+            )
+        op = "and" if isinstance(n.op, ast.BitAnd) else "or"
+        items = [
+            *(a.items if isinstance(a, BoolOp) and a.op == op else (a,)),
+            *(b.items if isinstance(b, BoolOp) and b.op == op else (b,)),
+        ]
+        return BoolOp(op, tuple(items))
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
         inner = _node(n.operand, d)
         return Const(-inner.value) if isinstance(inner, Const) else Neg(inner)
@@ -392,7 +407,8 @@ def _node(n: ast.AST, depth: int) -> Expr:
         what = f"the operator {type(n.op).__name__}"
     raise ExprError(
         f"{what} is not part of an index expression (integers, names, + - * // %, "
-        "comparisons, and/or/not, program_id(d), num_programs(d), axis_size(name))"
+        "comparisons, and/or/not (& | of comparisons), program_id(d), num_programs(d), "
+        "axis_size(name))"
     )
 
 

@@ -98,6 +98,20 @@ def _clip(s: str, n: int = 30) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _repeat_line(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """A loop is a repeat marker: it says how often its body runs, and each statement in
+    a loop how often it runs (per program instance; ``?`` for a traced trip count)."""
+    if data.get("repeat"):
+        trips = data.get("trips")
+        return [(f"body runs ×{'?' if trips is None else trips} ({data.get('var')})", "body")]
+    if not any(str(c).startswith("stmt:") for c in data.get("scope", ())):
+        return []
+    n = data.get("repeats")
+    if n == 1:
+        return []
+    return [(f"in loop ×{'?' if n is None else n}", "body")]
+
+
 def _node_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
     kind, label = data["kind"], _clip(data["label"])
     t = _clip(str(data.get("type") or ""))
@@ -113,6 +127,7 @@ def _node_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
         lines += [(label, "body"), (t, "body")]
     elif kind == "statement":
         lines = [(label, "title"), (_clip(str(data.get("text", ""))), "body")]
+        lines += _repeat_line(data)
     elif kind == "unknown":
         lines = [(label, "title"), ("undefined name", "body")]
     else:

@@ -265,7 +265,11 @@ def _resolve_into(ctx: Resolved) -> None:
             name,
             path,
             Binding(
-                name, base_info(o.shape, o.dtype, "GMEM", name), "output", path, (f"out:{name}",)
+                name,
+                base_info(o.shape, o.dtype, "GMEM", name, canonical=False),  # out_type as given
+                "output",
+                path,
+                (f"out:{name}",),
             ),
         )
     for name, sc in c.scratch.items():

@@ -209,7 +209,7 @@ def _legend(d: L.Drawing, g: Any) -> list[dict[str, Any]]:
             out.append({"mark": mark, "key": key, "name": st["name"], "color": st["color"],
                         "dash": _dash(st["ls"], 2.0)})  # fmt: skip
         elif mark == "peer":
-            out.append({"mark": mark, "key": key, "name": "peer write (remote_ref)",
+            out.append({"mark": mark, "key": key, "name": "peer view (remote_ref)",
                         "color": PEER, "dash": ""})  # fmt: skip
         elif mark == "multicast":
             out.append({"mark": mark, "key": key, "name": "multicast (multicast_ref)",

@@ -142,17 +142,19 @@ def base_info(
     memory_space: str = "GMEM",
     base: str = "",
     sharded: str | None = None,
+    canonical: bool = True,
 ) -> RefInfo:
     """A whole, untransformed ref (or a plain array with ``memory_space="VALUE"``).
 
     ``sharded``: the device-mesh axes dim 0 is sharded over (an input seen without
-    shard_map), as JAX prints them.
+    shard_map), as JAX prints them. ``canonical``: the dtype as JAX makes it without x64
+    (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
     shape = tuple(shape)
     return RefInfo(
         sharded=sharded,
         shape=shape,
-        dtype=dtypes.canonical(dtype),
+        dtype=dtypes.canonical(dtype) if canonical else dtype,
         memory_space=memory_space,
         base=base,
         region=tuple(_whole(d) for d in shape),

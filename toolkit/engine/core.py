@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Location, runs_of
-from mpmd_lab.dtypes import np_dtype
+from mpmd_lab.dtypes import canonical, np_dtype
 from mpmd_lab.engine.clocks import Clocks
 from mpmd_lab.engine.shadow import Shadow
 from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
@@ -272,7 +272,7 @@ class Engine:
                 raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
             if buf not in inputs:
                 b = s.buffers[buf]
-                dt = np_dtype(b.dtype)
+                dt = np_dtype(canonical(b.dtype))  # as jax.device_put makes it (no x64)
                 shape = tuple(b.shape)
                 if s.device_mesh and not shard and shape:
                     shape = (shape[0] * self.ndev, *shape[1:])

@@ -14,6 +14,7 @@ from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import RefName
 from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
+from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 #: one warpgroup: a register array's size must be a multiple of this to lower
@@ -84,6 +85,8 @@ class Add(StatementOp):
         if t.use("lhs") or t.use("rhs"):
             return True
         lhs, rhs = t.info("lhs"), t.info("rhs")
+        if _semaphore_operand(t, lhs.dtype, rhs.dtype):
+            return True
         shape = _broadcast(lhs.shape, rhs.shape)
         if shape is None:
             if len(lhs.shape) != len(rhs.shape):
@@ -135,6 +138,29 @@ class Add(StatementOp):
         x.write("dst", total)
 
 
+def _semaphore_operand(t: Any, a: str, b: str) -> bool:
+    """``lhs[...] + rhs[...]`` where an operand is a semaphore's value: jnp's dtype checks
+    (promotion first when the dtypes differ, then ``add``'s accepted dtypes)."""
+    if SEMAPHORE_DTYPE not in (a, b):
+        return False
+    if a != b:
+        t.jax(
+            "SEMAPHORE_ARITH",
+            t.path,
+            f"dtype={SEMAPHORE_DTYPE} is not a valid dtype for JAX type promotion.",
+            jax_type="ValueError",
+        )
+    else:
+        t.jax(
+            "SEMAPHORE_ARITH",
+            t.path,
+            f"add does not accept dtype {SEMAPHORE_DTYPE} at position 0. Accepted dtypes at "
+            "position 0 are subtypes of integer, floating, complexfloating.",
+            jax_type="TypeError",
+        )
+    return True
+
+
 class Fill(StatementOp):
     """``dst[...] = jnp.full(dst.shape, value, dst.dtype)``."""
 
@@ -171,9 +197,28 @@ class Fill(StatementOp):
         return [f"{d}[...] = jnp.full({d}.shape, {self.value!r}, {d}.dtype)"]
 
     def trace(self, t: Any) -> bool:
-        if not t.info("dst").is_ref:
+        dst = t.info("dst")
+        if not dst.is_ref:
             return t.store_to_array()
-        return t.use("dst")
+        if t.use("dst"):
+            return True
+        if dst.dtype in (SEMAPHORE_DTYPE, BARRIER_DTYPE):
+            # jnp.full(shape, value, dtype) asks the dtype's type rules for ``full``
+            owner = "type object 'AbstractSemaphoreTyRules'" if dst.dtype == SEMAPHORE_DTYPE else (
+                "'NoneType' object"
+            )  # fmt: skip
+            t.jax(
+                "SEMAPHORE_FILL",
+                f"{t.path}.dst",
+                f"{owner} has no attribute 'full'",
+                jax_type="AttributeError",
+                explanation=f"{self.dst} is a {dst.dtype}: it holds no values to fill. "
+                "Semaphores start at 0 on every call; change one with semaphore_signal and "
+                "semaphore_wait.",
+            )
+            return True
+        # jnp.full(..., dst.dtype) is canonical (no x64): float32 for a float64 output
+        return t.store("dst", dst.shape, dtypes.canonical(dst.dtype))
 
     def lower(self, low: Any) -> bool:
         dst = low.info("dst")

@@ -564,6 +564,21 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
         elif t.op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
+            root = _root_spec(ctx, b)
+            if root is not None and root[2] == "SMEM":
+                # the peer pointer is taken from a kernel argument (GMEM); an SMEM
+                # allocation is none (JAX's message goes on with the MLIR of the slice)
+                ctx.jax(
+                    "REMOTE_SMEM",
+                    _where(st, field),
+                    "Can't find the kernel argument.",
+                    jax_type="ValueError",
+                    explanation="remote_ref reaches another device's GMEM only (the kernel's "
+                    "arguments and outputs); SMEM is per block and no other device can "
+                    "address it. Write into the peer's output (GMEM) instead, or, between "
+                    "blocks of one cluster, use cluster_ref.",
+                )
+                return True
         elif t.op == "multicast_ref":
             ctx.jax(
                 "MULTICAST_PLAIN_STORE",

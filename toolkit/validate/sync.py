@@ -489,12 +489,45 @@ def _signal_fix(ctx: Ctx, out: Outcome) -> Fix | None:
         if bw is not None and bw.kind == "view":
             body = bw.path.rpartition("[")[0]
             if not (path.startswith(body + "[") and bw.stmt < sig.index):
-                continue
+                fix = _signal_view_fix(ctx, sig, bw, blocked.path)
+                if fix is None:
+                    continue
+                return fix
         return Fix(
             description=f"signal {want} (what {blocked.path} waits on), not {sig.node.sem}",
             edits=[Edit(op="replace", path=f"{path}.sem", value=want)],
         )
     return None
+
+
+def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | None:
+    """The wait's view is named only after the signal (``sent = sems.at[0]`` signalled,
+    then ``arrived = sems.at[i]`` waited on): give the signal's own view the transforms
+    of the wait's (when both are views of the same semaphore array, named in one body)."""
+    from mpmd_lab.fixes import get_path
+
+    bs = sig.refs.get("sem")
+    if bs is None or bs.kind != "view" or bs.origin != bw.origin:
+        return None
+    if bs.path.rpartition("[")[0] != bw.path.rpartition("[")[0]:
+        return None  # a view named in another body may not see the wait's loop variables
+    data = ctx.s.to_dict()
+    want = get_path(data, f"{bw.path}.transforms")
+    if want == get_path(data, f"{bs.path}.transforms"):
+        return None
+    return Fix(
+        description=f"signal what {wait_path} waits on: {bs.name} = "
+        f"{_view_text(ctx, bw)}, as {bw.name} is (not {_view_text(ctx, bs)})",
+        edits=[Edit(op="replace", path=f"{bs.path}.transforms", value=want)],
+    )
+
+
+def _view_text(ctx: Ctx, b: Binding) -> str:
+    """A let's view as its label reads (``sems.at[i]``)."""
+    from mpmd_lab.fixes import get_path
+
+    let = get_path(ctx.s, b.path)
+    return ".".join([let.ref, *(t.label() for t in let.transforms)])
 
 
 def _leftover(ctx: Ctx, out: Outcome) -> None:

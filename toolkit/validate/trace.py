@@ -373,6 +373,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if isinstance(node, Let):
             if _report_steps(ctx, st.steps, f"{st.path}.transforms"):
                 return True
+            if _unrolled_bounds(ctx, st):
+                return True
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
             sub, name = st.unbound
@@ -391,6 +393,73 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if t.ended:
             break
     return False
+
+
+def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
+    """A view inside unrolled (Python) loops: an index expression of their variables is a
+    Python int when JAX traces each iteration, so ``NDIndexer`` checks the bounds of that
+    iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
+    from mpmd_lab import expr as E
+    from mpmd_lab import layout_rules as L
+    from mpmd_lab.ops.control import _unrolled, is_static, python_vars, static_value
+
+    if not python_vars(st):
+        return False
+    envs: list[dict[str, int]] | None = None
+    for step in st.steps:
+        t = st.node.transforms[step.index]
+        if t.op != "at" or step.after is None:
+            continue
+        entries = [_plain(e) for e in t.index]
+        loose = [
+            (k, j)
+            for k, e in enumerate(entries)
+            for j, part in _parts(e)
+            if isinstance(part, str) and is_static(E.parse(part), st)
+        ]
+        if not loose:
+            continue
+        if envs is None:
+            envs = _unrolled(st, ctx, len(st.scope)) or []
+        for env in envs:
+            concrete = list(entries)
+            for k, j in loose:
+                ds = list(concrete[k]["ds"])
+                value = static_value(E.parse(ds[j]), ctx, env)
+                if value is None:
+                    break
+                ds[j] = value
+                concrete[k] = {"ds": ds}
+            else:
+                found = L.index_bounds_error_at(step.before.shape, concrete)
+                if found is None:
+                    continue
+                err, dim = found
+                at = ", ".join(f"{k}={v}" for k, v in env.items())
+                ctx.jax(
+                    err.code,
+                    f"{st.path}.transforms[{step.index}].index[{dim}]",
+                    err.message,
+                    jax_type=err.jax_type,
+                    stage="trace",
+                    explanation=f"In the unrolled loop's iteration {at} this slice starts "
+                    "or ends past the dimension: its start is a Python int there, and JAX "
+                    "checks it when it traces that iteration.",
+                )
+                return True
+    return False
+
+
+def _plain(e: Any) -> Any:
+    """An index entry in its JSON form (``{"ds": [start, size]}``, ``[lo, hi]``, ...)."""
+    return e.model_dump() if hasattr(e, "model_dump") else e
+
+
+def _parts(e: Any) -> list[tuple[int, Any]]:
+    """The start and size of a ``pl.ds`` entry (the parts that may be expressions)."""
+    if isinstance(e, dict) and isinstance(e.get("ds"), list):
+        return list(enumerate(e["ds"]))
+    return []
 
 
 def _store_to_array(ctx: Ctx, st: Stmt) -> bool:
@@ -418,8 +487,11 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
             f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
         )
         return True
-    if dtype != dst.dtype and not (is_int(dtype) and is_int(dst.dtype)):
-        # (ref_swap casts any integer value to an integer ref implicitly)
+    if dtype != dst.dtype and not (
+        is_int(dtype) and is_int(dst.dtype) and canonical(dst.dtype) == dst.dtype
+    ):
+        # (ref_swap casts an integer value to a 32-bit-or-narrower integer ref implicitly;
+        # an int64 output ref, which x64-off JAX keeps, takes only int64)
         ctx.jax(
             "SWAP_DTYPE_MISMATCH",
             st.path,
