@@ -401,7 +401,7 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
     from mpmd_lab import expr as E
     from mpmd_lab import layout_rules as L
-    from mpmd_lab.ops.control import _unrolled, is_static, python_vars, static_value
+    from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 
     if not python_vars(st):
         return False
@@ -420,7 +420,7 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
         if not loose:
             continue
         if envs is None:
-            envs = _unrolled(st, ctx, len(st.scope)) or []
+            envs = loop_envs(st.scope, ctx, python_only=True) or []
         for env in envs:
             concrete = list(entries)
             for k, j in loose:
