@@ -428,6 +428,7 @@ class Builder:
         self.axes: dict[str, int] = C.mesh_axes(found.mesh) if found.mesh is not None else {}
         self.buffer_of: dict[Any, str] = {}  # input origin -> buffer name
         self.outputs: list[str] = []
+        self.param_buffer: dict[str, str] = {}  # input parameter -> its buffer
 
     # ------------------------------------------------------------ the whole scenario
 
@@ -583,6 +584,8 @@ class Builder:
                 if self.found.where:
                     self.source[f"buffers.{bname}"] = self.found.where
             args.append({"buffer": bname, "param": param})
+            if buffers[bname].get("as_ref"):  # a Ref: one memory, however often passed
+                self.param_buffer[param] = bname
             if self.found.where:
                 self.source[f"call.args[{k}]"] = self.found.where
         return buffers, args
@@ -675,6 +678,7 @@ class Builder:
                 scratch[nm] = sc
                 refs.append((v, view))
         t = K.Translator(kmesh, i, refs)
+        t.memory = {p: f"buffer {b}" for p, b in self.param_buffer.items()}
         if body is not jx:  # plgpu.kernel: the run_scoped's operands are the kernel refs
             rs = jx.eqns[0]
             allinv = list(getattr(body, "all_invars", body.invars))

@@ -107,6 +107,25 @@ class Reduce:
 
 
 @dataclass(frozen=True)
+class Dot:
+    """``lhs @ rhs`` with float32 accumulation (a WGMMA into a fresh accumulator)."""
+
+    lhs: Load
+    rhs: Load
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+
+@dataclass
+class Acc:
+    """A WGMMA accumulator (``plgpu.ACC`` in ``pl.run_scoped``): zeros, or one product."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    value: Dot | None = None
+
+
+@dataclass(frozen=True)
 class Opaque:
     reason: str
     derived: bool = False  # made by an unsupported equation (already reported)
@@ -213,9 +232,15 @@ class Translator:
         #: extra scratch the body allocates (``pl.run_scoped``): name -> scratch JSON
         self.scratch: dict[str, dict[str, Any]] = {}
         self.where: str | None = None  # the line of the equation being translated
+        #: kernel parameter -> the memory it is (two parameters given one Ref share it)
+        self.memory: dict[str, str] = {}
         self.kernel_frame: F.Frame | None = None
 
     # ------------------------------------------------------------ findings
+
+    def mem(self, param: str) -> str:
+        """The memory behind a kernel parameter (shared by parameters given one Ref)."""
+        return self.memory.get(param, param)
 
     def unsupported_(self, what: str, where: str | None = None) -> None:
         where = where if where is not None else self.where
@@ -284,7 +309,7 @@ class Translator:
         if w:
             self.source[path] = w
         self.stamp += 1
-        bases = frozenset(v.param for v in writes)
+        bases = frozenset(self.mem(v.param) for v in writes)
         self.written |= bases
         self.effects.append(Effect(self.stamp, bases, sync, scope.loops()))
         return path
@@ -317,7 +342,7 @@ class Translator:
         that may change its ref (a write to it, a wait) comes in between, unless the ref
         is written nowhere at all."""
         for u in self.uses:
-            base = u.load.view.param
+            base = self.mem(u.load.view.param)
             if base not in self.written:
                 continue
             # between the load and the use, and all of every loop around the use that
@@ -761,6 +786,24 @@ class Translator:
             return
         if isinstance(value, Sum):
             return self._store_sum(scope, dst, value)
+        if isinstance(value, Dot):
+            if dst.dtype != value.dtype:
+                raise Unsupported(
+                    f"storing a product (wgmma) into a {dst.dtype} ref: the scenario's dot "
+                    "stores the float32 accumulator"
+                )
+            if dst.space != "GMEM" and dst.space != "SMEM":
+                raise Unsupported(f"storing a product into {dst.space}")
+            for x in (value.lhs, value.rhs):
+                self.use(scope, x)
+            st = {
+                "op": "dot",
+                "dst": self.ref(scope, dst),
+                "lhs": self.ref(scope, value.lhs.view),
+                "rhs": self.ref(scope, value.rhs.view),
+            }
+            self.emit(scope, st, writes=(dst,))
+            return
         if isinstance(value, Opaque):
             raise Unsupported(f"storing {value.reason}")
         if isinstance(value, V.Int):
@@ -787,10 +830,16 @@ class Translator:
         if len(loads) == 1:
             load = loads[0]
             other = b if load is a else a
-            if _may_alias(load.view, dst):
+            if self.mem(load.view.param) == self.mem(dst.param):
+                same = (
+                    ""
+                    if load.view.param == dst.param
+                    else f" ({load.view.param} and {dst.param} are one Ref passed twice)"
+                )
                 raise Unsupported(
-                    f"a sum stored into {dst.param} that reads {load.view.param} too (computing "
-                    "it in place would overwrite what it reads)"
+                    f"a sum of a constant and {load.view.param} stored into {dst.param}{same}: "
+                    "the scenario's add reads two refs, and filling the destination with the "
+                    "constant first would overwrite what it reads"
                 )
             if isinstance(other, Opaque):
                 raise Unsupported(f"add of {other.reason}")
@@ -998,6 +1047,51 @@ class Translator:
         st = {"op": "atomic_add", "dst": self.ref(scope, dst), "src": self.ref(scope, value.view)}
         self.emit(scope, st, writes=(dst,))
 
+    # ------------------------------------------------------------ WGMMA
+
+    def p_wgmma_ref(self, eqn, scope):
+        p = eqn.params
+        acc_atom, a_atom, b_atom = eqn.invars[:3]
+        flat = list(eqn.invars[3:])
+        trees = [p.get(f"{k}_transforms_tree") for k in ("acc", "a", "b")]
+        parts, k = [], 0
+        for tree in trees:
+            n = tree.num_leaves if tree is not None else 0
+            parts.append(tree.unflatten(flat[k : k + n]) if tree is not None else ())
+            k += n
+        acc = self.read(acc_atom)
+        if not isinstance(acc, Acc):
+            raise Unsupported("wgmma into an accumulator that is not a plgpu.ACC of pl.run_scoped")
+        if parts[0]:
+            raise Unsupported("wgmma into a view of an accumulator (acc.at[...])")
+        if not isinstance(self.read(a_atom), View):
+            raise Unsupported(
+                "wgmma with the lhs in registers (the scenario's dot reads both operands from SMEM)"
+            )
+        if acc.value is not None:
+            raise Unsupported(
+                "a second wgmma into one accumulator (acc += a @ b): the scenario's dot "
+                "stores one product"
+            )
+        a, b = self.view(a_atom, parts[1]), self.view(b_atom, parts[2])
+        if a.transforms or b.transforms:
+            raise Unsupported(
+                "wgmma on a view of an SMEM operand (a slice, transpose or bitcast): the "
+                "scenario's dot takes the SMEM refs themselves"
+            )
+        loops = scope.loops()
+        la, lb = (Load(x, self.stamp, self.where, loops) for x in (a, b))
+        acc.value = Dot(la, lb, acc.shape)
+
+    def p_wgmma_accumulator_deref(self, eqn, scope):
+        acc = self.read(eqn.invars[0])
+        if not isinstance(acc, Acc):
+            raise Unsupported("reading an accumulator that is not a plgpu.ACC of pl.run_scoped")
+        self.out(eqn, acc.value if acc.value is not None else Const(0.0, acc.dtype, acc.shape))
+
+    def p_set_max_registers(self, eqn, scope):
+        """A register budget for the warpgroup: no effect on what the kernel computes."""
+
     # ------------------------------------------------------------ control flow
 
     def p_cond(self, eqn, scope):
@@ -1176,15 +1270,27 @@ class Translator:
         names = F.parameters(fr.file, fr.start_line) if fr and fr.start_line else None
         transforms = eqn.params.get("ref_transforms", ()) or ()
         for k, v in enumerate(scoped):
+            if type(v.aval).__name__ == "WGMMAAbstractAccumulatorRef":
+                shape, dt, _ = _aval_info(v.aval)
+                self.env[v] = Acc(shape, dt)  # registers, zero at the start
+                continue
             base = names[k] if names and k < len(names) else f"scoped{k}"
             name = self.fresh(base)
             tr = transforms[k] if k < len(transforms) else ()
             sc, view = scratch_of(name, v.aval, tr)
             self.scratch[name] = sc
             self.env[v] = view
-        for o in eqn.outvars:
-            self.env[o] = Opaque("a value pl.run_scoped returns")
         self.body(inner, scope)
+        outs = list(getattr(inner, "outvars", ()))
+        for k, o in enumerate(eqn.outvars):
+            value = self.read(outs[k]) if k < len(outs) else None
+            if isinstance(value, Load) and value.view.param in {
+                self.read(v).param for v in scoped if isinstance(self.read(v), View)
+            }:  # a load of the scoped scratch itself: its memory is gone after the scope
+                value = None
+            if value is None or isinstance(value, Acc | View):
+                value = Opaque("a value pl.run_scoped returns")
+            self.env[o] = value
 
 
 # ---------------------------------------------------------------- scratch
@@ -1318,7 +1424,7 @@ def _array_aval(v: Any) -> bool:
 
 
 def _is_array_value(v: Any) -> bool:
-    return isinstance(v, Load | Sum | Reduce) or (
+    return isinstance(v, Load | Sum | Reduce | Dot) or (
         isinstance(v, Const) and not _is_int_dtype(v.dtype)
     )
 
@@ -1338,11 +1444,6 @@ def _bitcast_shape(shape: tuple[int, ...], src: str, dst: str) -> tuple[int, ...
     s = list(shape)
     s[-2] = s[-2] * a // b
     return tuple(s)
-
-
-def _may_alias(a: View, b: View) -> bool:
-    """Whether two views may share memory (the same ref: conservatively yes)."""
-    return a.param == b.param
 
 
 def _state_args(eqn: Any, kind: str) -> tuple[Any, ...]:
