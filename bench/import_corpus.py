@@ -2,7 +2,7 @@
 whether the translation is faithful, what it could not translate, and whether the
 simulator computes what the module says the kernel computes.
 
-    python -m bench.import_corpus [DIR] [PATTERN ...] [--json OUT.json]
+    python -m bench.import_corpus [DIR] [PATTERN ...] [--lower] [--json OUT.json]
 
 DIR (default: tests/kernels) holds modules with the contract of tests/kernels/*.py:
 ``DEVICES``, ``make() -> (fn, args)``, ``EXPECT`` ("valid" or ``{"stage", "type",
@@ -16,6 +16,8 @@ Columns: ``faithful`` (a scenario and nothing unsupported), ``errors`` (the erro
 diagnostics' codes: JAX's own while tracing, then the static check's), ``simulate``
 (``==``: every result equals ``expected``; ``!=``: some differ; ``fail``: the simulation
 reported a problem, its code; ``-``: not simulated) and the unsupported constructs.
+``--lower``: every valid kernel's scenario is also exported and given to real JAX again
+(build, trace, the Mosaic GPU lowering for 'cuda' on the CPU): column ``lower``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def _child(paths: list[str]) -> None:
             rec["warnings"] = [d.code for d in imp.diagnostics if not d.is_error]
             rec["error_sources"] = [d.source for d in imp.diagnostics if d.is_error]
             rec["simulate"] = "-"
+            if os.environ.get("MPMD_LAB_CORPUS_LOWER") and imp.scenario is not None:
+                rec["scenario_json"] = imp.scenario.to_dict()
             if imp.scenario is not None and expect == "valid":
                 want = mod.expected(*[np.asarray(a) for a in args])
                 res = simulate(imp.scenario)
@@ -138,6 +142,19 @@ def run(paths: list[Path]) -> list[dict[str, Any]]:
     return [out[p.stem] for p in paths if p.stem in out]
 
 
+def lower(rows: list[dict[str, Any]]) -> None:
+    """Real JAX again on each valid kernel's scenario: ``row["lower"]``."""
+    from mpmd_lab import probe
+    from mpmd_lab.scenario import Scenario
+
+    todo = [r for r in rows if r.get("scenario_json") and r.get("expect") == "valid"]
+    scenarios = [Scenario.model_validate(r["scenario_json"]) for r in todo]
+    results = probe.probe_many(scenarios, ("build", "trace", "gpu-lower"), timeout=300)
+    for r, res in zip(todo, results, strict=True):
+        why = f"{res.stage}: {res.error_type}: {(res.message or '')[:120]}"
+        r["lower"] = "ok" if res.ok else why
+
+
 def _run_group(devices: int, paths: list[Path], env: dict[str, str]) -> list[dict[str, Any]]:
     with tempfile.TemporaryFile("w+") as log:
         try:
@@ -157,7 +174,10 @@ def _run_group(devices: int, paths: list[Path], env: dict[str, str]) -> list[dic
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'module':32} {'expect':8} {'faithful':8} {'simulate':14} errors / unsupported"]
+    lines = [
+        f"{'module':32} {'expect':8} {'faithful':8} {'simulate':14} {'lower':6} "
+        "errors / unsupported"
+    ]
     for r in rows:
         exp = r.get("expect", "?")
         exp = exp if isinstance(exp, str) else f"{exp.get('stage')}"
@@ -165,9 +185,13 @@ def table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['name']:32} {exp:8} {'CRASH':8} {'-':14} {r['crash']}")
             continue
         faithful = "yes" if r["faithful"] else ("no" if r["scenario"] else "none")
+        low = r.get("lower", "-")
         lines.append(
-            f"{r['name']:32} {exp:8} {faithful:8} {r['simulate']:14} {','.join(r['errors'])}"
+            f"{r['name']:32} {exp:8} {faithful:8} {r['simulate']:14} "
+            f"{low if low in ('ok', '-') else 'FAIL':6} {','.join(r['errors'])}"
         )
+        if low not in ("ok", "-"):
+            lines.append(f"{'':34}lower: {low}")
         for u in r["unsupported"]:
             lines.append(f"{'':34}unsupported: {u[:160]}")
         for d in r.get("diff", []) or []:
@@ -188,6 +212,8 @@ def main(argv: list[str]) -> int:
         _child(argv[1:])
         return 0
     json_out = None
+    want_lower = "--lower" in argv
+    argv = [a for a in argv if a != "--lower"]
     if "--json" in argv:
         i = argv.index("--json")
         json_out = argv[i + 1]
@@ -201,8 +227,14 @@ def main(argv: list[str]) -> int:
         for p in directory.glob("*.py")
         if not p.name.startswith("_") and any(fnmatch.fnmatch(p.stem, pat) for pat in patterns)
     )
+    if want_lower:
+        os.environ["MPMD_LAB_CORPUS_LOWER"] = "1"
     t0 = time.time()
     rows = run(paths)
+    if want_lower:
+        lower(rows)
+    for r in rows:
+        r.pop("scenario_json", None)
     print(table(rows))
     print(f"({time.time() - t0:.0f} s, {os.cpu_count()} CPUs)")
     if json_out:

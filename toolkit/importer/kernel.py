@@ -619,6 +619,9 @@ class Translator:
             )
         raise Unsupported("broadcast_in_dim of an array value")
 
+    def p_multiple_of(self, eqn, scope):  # pl.multiple_of: a hint, the same value
+        self.out(eqn, self.read(eqn.invars[0]))
+
     def p_layout_cast(self, eqn, scope):
         self.out(eqn, self.read(eqn.invars[0]))
 
@@ -646,7 +649,8 @@ class Translator:
         if kind == "NDIndexer":
             return self._indexer(v, t)
         if kind == "PeerMemRef":
-            return v.with_({"op": "remote_ref", "device": self.device(t.device_id)}, v.shape)
+            device = self.device(t.device_id, _id_type(getattr(t, "device_id_type", None)))
+            return v.with_({"op": "remote_ref", "device": device}, v.shape)
         if kind == "MulticastRef":
             axes = list(t.collective_axes)
             return v.with_(
@@ -714,7 +718,26 @@ class Translator:
             return v
         return v.with_({"op": "at", "index": entries}, tuple(shape))
 
-    def device(self, device_id: Any) -> Any:
+    def device(self, device_id: Any, id_type: str = "MESH") -> Any:
+        """A device id as the scenario writes it (mesh coordinates). A LOGICAL id is the
+        row-major index over the device mesh: on an N-D mesh, its coordinates."""
+        axes = list(self.mesh.devices)
+        if id_type == "LOGICAL" and not isinstance(device_id, dict | tuple | list):
+            if len(axes) <= 1:
+                return self.text(device_id, "a device id")
+            e = self.int_(device_id, "a device id")
+            out: dict[str, Any] = {}
+            stride = int(np.prod([self.mesh.devices[a] for a in axes]))
+            for a in axes:
+                stride //= self.mesh.devices[a]
+                c = V.floor_div(e, V.const(stride)) if stride > 1 else e
+                c = V.floor_mod(c, V.const(self.mesh.devices[a])) if c is not None else None
+                if c is None or not V.fits(c):
+                    raise Unsupported(
+                        "a LOGICAL device id the scenario cannot split into mesh coordinates"
+                    )
+                out[a] = c.text()
+            return out
         if isinstance(device_id, dict):
             out: dict[str, Any] = {}
             for k, x in device_id.items():
@@ -813,24 +836,41 @@ class Translator:
         raise Unsupported("storing a value the scenario language cannot compute")
 
     def _store_sum(self, scope: Scope, dst: View, s: Sum) -> None:
-        a, b = s.a, s.b
-        if s.sign < 0:
-            if isinstance(b, Const) and not b.shape:
-                b = Const(-b.value, b.dtype)
-            else:
-                raise Unsupported("sub of two values (the scenario language adds, copies, fills)")
-        loads = [x for x in (a, b) if isinstance(x, Load)]
-        if len(loads) == 2:
-            for x in loads:
-                self.use(scope, x)
-            lhs, rhs = self.ref(scope, a.view), self.ref(scope, b.view)
-            d = self.ref(scope, dst)
-            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
-            return
-        if len(loads) == 1:
-            load = loads[0]
-            other = b if load is a else a
-            if self.mem(load.view.param) == self.mem(dst.param):
+        """``dst = t0 + t1 + ...`` as JAX adds them, left to right: the first two terms
+        (in either order: addition commutes) with one ``add`` (or a ``fill`` and an
+        ``add`` when one is a constant), then one ``add dst = dst + t`` per further term.
+        Floating-point addition does not associate, so the order is JAX's."""
+        terms = _terms(s)
+        if terms is None:
+            raise Unsupported("sub of two values (the scenario language adds, copies, fills)")
+        for x in terms:
+            if isinstance(x, Opaque):
+                raise Unsupported(f"add of {x.reason}")
+            if not isinstance(x, Load | Const):
+                raise Unsupported("a sum of computed values (the scenario language adds refs)")
+        consts = [x for x in terms if isinstance(x, Const)]
+        if len(terms) - len(consts) == 0:
+            total = sum(c.value for c in consts)
+            return self.store(scope, dst, Const(total, s.dtype, s.shape), None)
+        if any(isinstance(x, Const) for x in terms[2:]) or len(consts) > 1:
+            raise Unsupported(
+                "a sum that adds a constant after two other terms: the scenario's add reads "
+                "two refs, and adding in another order would change the float result"
+            )
+        first, second = terms[0], terms[1]
+        rest = terms[2:]
+        mem = self.mem(dst.param)
+        for x in rest:
+            if self.mem(x.view.param) == mem:
+                raise Unsupported(
+                    f"a sum of three or more terms stored into {dst.param} that reads "
+                    f"{x.view.param} after the first add has written {dst.param}"
+                )
+        d = self.ref(scope, dst)
+        if isinstance(first, Const) or isinstance(second, Const):
+            load = second if isinstance(first, Const) else first
+            const = first if isinstance(first, Const) else second
+            if self.mem(load.view.param) == mem:
                 same = (
                     ""
                     if load.view.param == dst.param
@@ -841,18 +881,19 @@ class Translator:
                     "the scenario's add reads two refs, and filling the destination with the "
                     "constant first would overwrite what it reads"
                 )
-            if isinstance(other, Opaque):
-                raise Unsupported(f"add of {other.reason}")
-            self.store(scope, dst, other, None)  # dst = the other operand first
+            self.store(scope, dst, const, None)  # dst = the constant first
             self.use(scope, load)
-            d = self.ref(scope, dst)
             lv = self.ref(scope, load.view)
-            lhs, rhs = (lv, d) if load is a else (d, lv)
-            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
-            return
-        if isinstance(a, Const) and isinstance(b, Const):
-            return self.store(scope, dst, Const(a.value + b.value, s.dtype, s.shape), None)
-        raise Unsupported("a sum of computed values (the scenario language adds two refs)")
+            lhs, rhs = (lv, d) if load is first else (d, lv)
+        else:
+            for x in (first, second):
+                self.use(scope, x)
+            lhs, rhs = self.ref(scope, first.view), self.ref(scope, second.view)
+        self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
+        for x in rest:
+            self.use(scope, x)
+            rv = self.ref(scope, x.view)
+            self.emit(scope, {"op": "add", "dst": d, "lhs": d, "rhs": rv}, writes=(dst,))
 
     # ------------------------------------------------------------ semaphores
 
@@ -860,9 +901,7 @@ class Translator:
         ref, transforms, inc, device_id, core_index = self._unflatten(eqn)
         if core_index is not None:
             raise Unsupported("semaphore_signal with a core_index")
-        kind = str(eqn.params.get("device_id_type", "")).rsplit(".", 1)[-1]
-        if device_id is not None and "LOGICAL" in kind and len(self.mesh.devices) > 1:
-            raise Unsupported("semaphore_signal with a LOGICAL device id on an N-D device mesh")
+        id_type = _id_type(eqn.params.get("device_id_type"))
         sem = self.ref(scope, self.view(ref, transforms))
         st: dict[str, Any] = {
             "op": "semaphore_signal",
@@ -870,7 +909,7 @@ class Translator:
             "inc": self.text(inc, "an increment"),
         }
         if device_id is not None:
-            st["device"] = self.device(device_id)
+            st["device"] = self.device(device_id, id_type)
         self.emit(scope, st)
 
     def p_semaphore_wait(self, eqn, scope):
@@ -1444,6 +1483,31 @@ def _bitcast_shape(shape: tuple[int, ...], src: str, dst: str) -> tuple[int, ...
     s = list(shape)
     s[-2] = s[-2] * a // b
     return tuple(s)
+
+
+def _id_type(t: Any) -> str:
+    """``"MESH"`` or ``"LOGICAL"`` (a ``pl.DeviceIdType``; MESH when not given)."""
+    name = str(getattr(t, "name", t) or "MESH").rsplit(".", 1)[-1].upper()
+    return "LOGICAL" if "LOGICAL" in name else "MESH"
+
+
+def _terms(s: Any) -> list[Any] | None:
+    """The terms of a sum, left to right as JAX adds them (``(a + b) + c``: a, b, c); a
+    constant subtracted is added negated; None where a value is subtracted."""
+    if not isinstance(s, Sum):
+        return [s]
+    left = _terms(s.a)
+    if left is None:
+        return None
+    b = s.b
+    if s.sign < 0:
+        if not (isinstance(b, Const) and not b.shape):
+            return None
+        b = Const(-b.value, b.dtype)
+    if isinstance(b, Sum) and len(left) == 1:  # a + (b + c) == (b + c) + a
+        inner = _terms(b)
+        return None if inner is None else [*inner, *left]
+    return [*left, b]  # (a + b) + (c + d): the inner sum stays a computed value
 
 
 def _state_args(eqn: Any, kind: str) -> tuple[Any, ...]:
