@@ -432,3 +432,36 @@ def test_child_env_sets_the_device_count():
     assert env["XLA_FLAGS"].count("device_count") == 1
     assert module_devices(KERNELS / "ring_shift_sem.py") == 4
     assert module_devices(HERE / "test_importer.py") is None
+
+
+# ---------------------------------------------------------------- the corpus report
+
+
+def test_import_corpus_reports_each_module(tmp_path):
+    """bench/import_corpus.py: faithful or the constructs by name, and simulate against
+    the module's own expected()."""
+    out = tmp_path / "rows.json"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.import_corpus",
+            str(KERNELS),
+            "two_block_copy",
+            "dup_ref_one_memory",
+            "err_dup_ref",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE.parent,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {row["name"]: row for row in json.loads(out.read_text())}
+    assert rows["two_block_copy"]["faithful"] and rows["two_block_copy"]["simulate"] == "=="
+    dup = rows["dup_ref_one_memory"]
+    assert not dup["faithful"] and "one Ref passed twice" in dup["unsupported"][0]
+    assert rows["err_dup_ref"]["errors"] == ["MPMD_DUP_REF"]
+    assert "3 modules; valid 2: faithful without errors 1, simulate == expected 1" in r.stdout

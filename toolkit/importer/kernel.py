@@ -6,9 +6,12 @@ Driven by the primitives and their parameters, nothing else:
   arithmetic) become index expressions with bounds (:mod:`.values`);
 - a ref with its transforms (``NDIndexer``, ``PeerMemRef``, ``MulticastRef``,
   ``ClusterRefTransform``, bitcast, reshape, transpose) becomes a ``let`` view;
-- a value is what a ``get`` loaded, a constant, a sum of those or a multimem
-  reduction; storing it (``swap``) writes the statements that compute it into the
-  destination: ``copy``, ``fill``, ``add``, ``multimem_load_reduce``;
+- a value is what a ``get`` loaded, a constant, a sum of those (added in JAX's order),
+  a multimem reduction or a WGMMA product (``plgpu.wgmma`` into a ``plgpu.ACC`` of
+  ``pl.run_scoped``); storing it (``swap``) writes the statements that compute it into
+  the destination: ``copy``, ``fill``, ``add``, ``multimem_load_reduce``, ``dot``;
+- kernel parameters given one Ref are one memory (a write through one is a write
+  through the other);
 - semaphores, barriers, async copies, atomics, multimem stores are their statements;
 - ``scan`` (``lax.fori_loop`` / ``pl.loop``) is a ``loop``, ``cond`` (``pl.when``,
   ``lax.cond``) is ``when``; ``jit`` and other call primitives are inlined.
@@ -432,6 +435,16 @@ class Translator:
 
     def p_min(self, eqn, scope):
         self._scalar_binop(eqn, V.minimum, "min")
+
+    def p_clamp(self, eqn, scope):  # lax.clamp(lo, x, hi); lax.switch clamps its index
+        if _array_aval(eqn.outvars[0]):
+            raise Unsupported("clamp of an array value")
+        lo, x, hi = (self.int_(a) for a in eqn.invars)
+        r = V.maximum(x, lo)
+        r = V.minimum(r, hi) if r is not None else None
+        if r is None:
+            raise Unsupported("clamp of an index its bounds do not keep inside the limits")
+        self.out(eqn, r)
 
     def p_neg(self, eqn, scope):
         if _array_aval(eqn.outvars[0]):
@@ -1583,6 +1596,8 @@ _SCALAR_PRIMS = frozenset(
         "div",
         "max",
         "min",
+        "clamp",
+        "multiple_of",
         "neg",
         "lt",
         "le",
