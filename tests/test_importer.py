@@ -336,6 +336,43 @@ def test_a_trace_that_never_ends_is_stopped(tmp_path):
     assert codes == ["IMPORT_TIMEOUT"] and seconds < 20
 
 
+def test_the_time_limit_covers_translating_and_checking(tmp_path):
+    """A kernel unrolled into thousands of statements: whichever step the limit stops
+    (tracing, translating, the static check), the import ends near it and says so."""
+    p = _write(
+        tmp_path,
+        "unrolled",
+        """
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            for i in range(4000):  # unrolled while tracing: 4000 statements
+                o_ref[pl.ds((i % 2) * 128, 128)] = x_ref[pl.ds((i % 2) * 128, 128)]
+
+        def make():
+            f = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((256,), jnp.float32))
+            return jax.jit(f), (jnp.zeros(256),)
+        """,
+    )
+    code = textwrap.dedent(f"""
+        import time, importlib.util, json
+        spec = importlib.util.spec_from_file_location("unrolled", {str(p)!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        from mpmd_lab.importer import from_jax
+        fn, args = m.make()
+        t0 = time.perf_counter()
+        imp = from_jax(fn, *args, timeout=4)
+        print(json.dumps([[d.code for d in imp.diagnostics if d.is_error],
+                          time.perf_counter() - t0]))
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=child_env(1)
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    codes, seconds = json.loads(out.stdout.strip().splitlines()[-1])
+    assert codes == ["IMPORT_TIMEOUT"] and seconds < 4 + 10
+
+
 def test_importing_never_runs_the_function(tmp_path):
     marker = tmp_path / "ran"
     p = _write(

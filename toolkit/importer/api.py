@@ -193,36 +193,41 @@ def source_for(source: dict[str, str], path: str) -> str | None:
 
 
 def bounded(fn: Any, timeout: float | None) -> Any:
-    """``fn()`` in this thread, stopped with ImportTimeout after ``timeout`` seconds."""
+    """``fn()`` in this thread, stopped with ImportTimeout after ``timeout`` seconds.
+
+    The exception is raised into this thread asynchronously; Python drops one that lands
+    in a finalizer (``Exception ignored in ...``), so the watchdog raises it again every
+    half second until ``fn`` has stopped. When ``fn`` is done (returned or raised), the
+    watchdog is joined and any exception still pending is taken back, so none escapes
+    past this call."""
     if not timeout:
         return fn()
-    target = threading.get_ident()
+    target = ctypes.c_ulong(threading.get_ident())
     done = threading.Event()
-    lock = threading.Lock()
-    state = {"finished": False, "fired": False}
+    state = {"finished": False}
 
     def watchdog() -> None:
-        if done.wait(timeout):
-            return
-        with lock:
+        wait = timeout
+        while not done.wait(wait):
             if state["finished"]:
                 return
-            state["fired"] = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(target), ctypes.py_object(ImportTimeout)
-            )
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(ImportTimeout))
+            wait = 0.5
 
     t = threading.Thread(target=watchdog, name="mpmd-lab-import-watchdog", daemon=True)
     t.start()
     try:
         return fn()
     finally:
-        with lock:
-            state["finished"] = True
-            if state["fired"]:  # not delivered yet: take it back
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
-        done.set()
-        t.join()
+        while True:  # an ImportTimeout landing here is one too many: fn is done
+            try:
+                state["finished"] = True
+                done.set()
+                t.join()
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(target, None)
+                break
+            except ImportTimeout:
+                continue
 
 
 def trace(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -303,6 +308,10 @@ def import_call(
     kwargs = dict(kwargs or {})
     t0 = time.perf_counter()
     fname = getattr(fn, "__name__", None) or getattr(getattr(fn, "fun", None), "__name__", "") or ""
+
+    def left() -> float | None:  # the time limit covers tracing, translating, checking
+        return None if not timeout else max(0.1, timeout - (time.perf_counter() - t0))
+
     try:
         traced = bounded(lambda: trace(fn, args, kwargs), timeout)
     except ImportTimeout:
@@ -321,7 +330,19 @@ def import_call(
             None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
         )
     try:
-        imp = build(traced, args, kwargs, name=name)
+        imp = bounded(lambda: build(traced, args, kwargs, name=name), left())
+    except ImportTimeout:
+        d = Diagnostic(
+            code="IMPORT_TIMEOUT",
+            severity="error",
+            stage="trace",
+            message=f"translating {fname or 'the function'}'s kernel did not finish in "
+            f"{timeout:g} s and was stopped",
+            explanation="JAX traced the function, but its kernel is too large to read into a "
+            "scenario within the time limit (a Python loop unrolled into very many "
+            "statements): raise the timeout, or use lax.fori_loop / pl.loop.",
+        )
+        return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
     except Exception as e:  # noqa: BLE001 - a bug of ours must not look like the user's
         import traceback
 
@@ -329,7 +350,20 @@ def import_call(
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
     imp.function = imp.scenario.name if imp.scenario is not None else fname
     if check and imp.scenario is not None:
-        imp.diagnostics += static_diagnostics(imp)
+        try:
+            imp.diagnostics += bounded(lambda: static_diagnostics(imp), left())
+        except ImportTimeout:
+            imp.diagnostics.append(
+                Diagnostic(
+                    code="IMPORT_TIMEOUT",
+                    severity="error",
+                    stage="trace",
+                    message=f"the static check of the imported scenario did not finish in "
+                    f"{timeout:g} s and was stopped",
+                    explanation="The scenario is imported without its diagnostics: nothing "
+                    "says whether JAX accepts it. Raise the timeout to check it.",
+                )
+            )
     imp.seconds = time.perf_counter() - t0
     return imp
 
