@@ -52,6 +52,7 @@ VALID = [
     "allreduce_pull",
     "logical_ring_2x2",
     "gather_matmul_wgmma",
+    "uneven_split",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -159,6 +160,12 @@ def test_a_sum_of_four_keeps_jaxs_order(imported):
     assert len(adds) == 3
     assert adds[0].lhs == "x_ref" and adds[0].dst == "o_ref"
     assert all((a.dst, a.lhs) == ("o_ref", "o_ref") for a in adds[1:])
+
+
+def test_a_condition_used_as_a_number_is_written_in_arithmetic(imported):
+    body = imported["uneven_split"]["obj"].scenario.call.programs[0].body
+    loop = next(st for st in body if st.kind == "loop")
+    assert loop.stop == "2 - dev"  # 3 // 2 + int(dev < 1): no bool where JAX takes an int
 
 
 def test_logical_device_ids_become_mesh_coordinates(imported):
@@ -502,3 +509,37 @@ def test_import_corpus_reports_each_module(tmp_path):
     assert not dup["faithful"] and "one Ref passed twice" in dup["unsupported"][0]
     assert rows["err_dup_ref"]["errors"] == ["MPMD_DUP_REF"]
     assert "3 modules; valid 2: faithful without errors 1, simulate == expected 1" in r.stdout
+
+
+# ---------------------------------------------------------------- index arithmetic
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
+def test_a_boolean_as_a_number_is_exact_over_its_bounds(op):
+    """int(a OP b) (and its not / and / or) written in + - * // only, checked at every
+    point of the operands' intervals against Python's own comparison."""
+    import itertools
+    import operator
+
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]  # fmt: skip
+    for alo, ahi, blo, bhi in [(0, 3, 0, 3), (-2, 5, 1, 1), (0, 7, -3, 2)]:
+        a, b = V.name("a", alo, ahi), V.name("b", blo, bhi)
+        c = V.compare(op, a, b)
+        small = V.compare("<", a, V.const(2))
+        forms = {
+            "c": (V.as_int(c), lambda x, y: fn(x, y)),
+            "not": (V.as_int(V.logical_not(c)), lambda x, y: not fn(x, y)),
+            "and": (V.as_int(V.logical("and", c, small)), lambda x, y: fn(x, y) and x < 2),
+            "or": (V.as_int(V.logical("or", c, small)), lambda x, y: fn(x, y) or x < 2),
+        }
+        for x, y in itertools.product(range(alo, ahi + 1), range(blo, bhi + 1)):
+            env = E.Env({"a": x, "b": y}, {})
+            for what, (n, want) in forms.items():
+                assert n is not None and not n.is_bool
+                got = n.const if n.const is not None else n.expr.eval(env)
+                assert got == int(want(x, y)), (what, x, y, n.expr.label())
+                assert not isinstance(n.expr, E.Compare | E.BoolOp | E.Not)

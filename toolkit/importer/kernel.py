@@ -526,7 +526,13 @@ class Translator:
             if new == "bool":
                 return self.out(eqn, V.compare("!=", v, V.const(0)))
             if _is_int_dtype(new):
-                return self.out(eqn, V.as_int(v))
+                r = V.as_int(v)
+                if r is None:
+                    raise Unsupported(
+                        "a condition used as an integer (convert_element_type of a bool) that "
+                        "the scenario's expressions cannot write without a cast"
+                    )
+                return self.out(eqn, r)
             raise Unsupported(
                 f"convert_element_type of an integer scalar to {new} (a value computed from "
                 "an index): the scenario's fill takes constants only"
