@@ -270,6 +270,27 @@ def test_simulate_gives_what_the_kernel_computes(imported, name):
     for g, e in zip(got, r["expected"], strict=True):
         assert g is not None
         np.testing.assert_array_equal(g, e)
+    # where the user's out_spec stacks the devices' outputs on dim 0 (the scenario's own
+    # global form), simulate's outputs themselves are the function's results
+    direct = 0
+    for res, e in zip(imp.results, r["expected"], strict=True):
+        if _stacked_on_dim0(res.spec, imp.device_axes):
+            np.testing.assert_array_equal(result.outputs[res.name], e)
+            direct += 1
+    if name != "transposed_spec":  # its out_spec puts the device outputs side by side
+        assert direct == len(imp.results)
+
+
+def _stacked_on_dim0(spec, axes) -> bool:
+    """The out_spec puts device outputs one after another on dim 0 over every device axis,
+    row-major (``P("dev")``, ``P(("x", "y"))``), or there is no device mesh."""
+    if not axes:
+        return True
+    if not spec:
+        return False
+    first, rest = spec[0], spec[1:]
+    names = tuple(first) if isinstance(first, tuple | list) else (first,)
+    return names == tuple(axes) and all(x is None for x in rest)
 
 
 # ---------------------------------------------------------------- errors at the user's line
