@@ -31,6 +31,20 @@ from mpmd_lab.importer import kernel as K
 
 #: Seconds a trace may take before it is stopped.
 DEFAULT_TIMEOUT = 120.0
+#: Mosaic GPU compiler parameters that do not change what a scenario's statements
+#: compute or whether JAX accepts them: profiling, the multi-process deployment, and
+#: approximate transcendental math (no scenario statement computes one). The lowering
+#: semantics, barriers and the device barrier at the start do, and stay unsupported.
+NO_EFFECT_PARAMS = frozenset(
+    {
+        "approx_math",
+        "profile_space",
+        "profile_dir",
+        "profile_trace_scope",
+        "profile_bounds_check",
+        "is_multi_process",
+    }
+)
 
 
 class ImportTimeout(BaseException):  # noqa: N818 - raised into the user's code, like KeyboardInterrupt
@@ -552,6 +566,14 @@ class Builder:
             ]
         except Exception:  # noqa: BLE001 - not a Mosaic GPU CompilerParams
             diff = ["compiler_params"]
+        quiet = [f for f in diff if f in NO_EFFECT_PARAMS]
+        if quiet:
+            self.notes.append(
+                f"compiler_params ({', '.join(quiet)}) not kept: they change how the kernel is "
+                "profiled or deployed (or the precision of math the scenario has no statement "
+                "for), not what it computes"
+            )
+        diff = [f for f in diff if f not in NO_EFFECT_PARAMS]
         if diff:
             self.unsupported.append(
                 f"compiler_params ({', '.join(diff)}): the scenario calls the kernel with "
