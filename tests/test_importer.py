@@ -53,6 +53,7 @@ VALID = [
     "logical_ring_2x2",
     "gather_matmul_wgmma",
     "uneven_split",
+    "pair_swap_where",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -166,6 +167,12 @@ def test_a_condition_used_as_a_number_is_written_in_arithmetic(imported):
     body = imported["uneven_split"]["obj"].scenario.call.programs[0].body
     loop = next(st for st in body if st.kind == "loop")
     assert loop.stop == "2 - dev"  # 3 // 2 + int(dev < 1): no bool where JAX takes an int
+
+
+def test_an_integer_picked_by_a_condition_is_arithmetic(imported):
+    body = imported["pair_swap_where"]["obj"].scenario.call.programs[0].body
+    signal = next(st for st in body if st.kind == "semaphore_signal")
+    assert isinstance(signal.device, str) and "==" not in signal.device  # jnp.where's pick
 
 
 def test_logical_device_ids_become_mesh_coordinates(imported):
@@ -564,3 +571,22 @@ def test_a_boolean_as_a_number_is_exact_over_its_bounds(op):
                 got = n.const if n.const is not None else n.expr.eval(env)
                 assert got == int(want(x, y)), (what, x, y, n.expr.label())
                 assert not isinstance(n.expr, E.Compare | E.BoolOp | E.Not)
+
+
+def test_an_integer_select_is_exact_over_its_bounds():
+    """jnp.where / lax.select_n / lax.switch of integers on a traced index, in arithmetic."""
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    a = V.name("a", 0, 5)
+    two = [V.add(a, V.const(1)), V.sub(a, V.const(1))]
+    pick2 = V.select_arith(V.compare("<", a, V.const(3)), two)  # a < 3 -> the second
+    three = [V.const(7), V.mul(a, V.const(2)), V.sub(V.const(9), a)]
+    k = V.name("k", 0, 2)
+    pick3 = V.select_arith(k, three)
+    for x in range(0, 6):
+        env = E.Env({"a": x, "k": 0}, {})
+        assert pick2.expr.eval(env) == (x - 1 if x < 3 else x + 1)
+        for kk in range(3):
+            env = E.Env({"a": x, "k": kk}, {})
+            assert pick3.expr.eval(env) == [7, 2 * x, 9 - x][kk]

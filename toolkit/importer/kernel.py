@@ -517,6 +517,11 @@ class Translator:
         c = pred.const
         if c is not None and 0 <= c < len(cases):
             return self.out(eqn, cases[c])
+        ints = all(isinstance(x, V.Int) and not x.is_bool for x in cases)
+        if ints and not _array_aval(eqn.outvars[0]):
+            r = V.select_arith(pred, cases)
+            if r is not None and V.fits(r):
+                return self.out(eqn, r)
         raise Unsupported("select_n (jnp.where) on a condition the bounds cannot decide")
 
     def p_convert_element_type(self, eqn, scope):
@@ -1175,6 +1180,8 @@ class Translator:
         branches = eqn.params["branches"]
         index = self.int_(eqn.invars[0], "a condition")
         ops = list(eqn.invars[1:])
+        if eqn.outvars and _scalar_branches(eqn):
+            return self._cond_value(eqn, index, ops)
         for o in eqn.outvars:
             self.env[o] = Opaque("a value a condition computes (cond outputs)")
         n = len(branches)
@@ -1208,6 +1215,31 @@ class Translator:
             self._branch_env(br, ops)
             self.body(br, inner)
             self.where = where
+
+    def _cond_value(self, eqn: Any, index: V.Int, ops: list[Any]) -> None:
+        """``lax.cond`` / ``lax.switch`` whose branches only compute integers (a peer, an
+        offset): each branch's results, then the one the index picks, in arithmetic."""
+        results = []
+        for br in eqn.params["branches"]:
+            self._branch_env(br, ops)
+            for e in br.eqns:
+                self.eqn(e, Scope([], "<cond>"))
+            results.append([self.read(o) for o in br.outvars])
+        n = len(results)
+        if n > 2:  # lax.switch clamps its index
+            lo, hi = V.const(0), V.const(n - 1)
+            index = V.minimum(V.maximum(index, lo) or index, hi) or index
+        for k, o in enumerate(eqn.outvars):
+            cases = [r[k] for r in results]
+            if not all(isinstance(c, V.Int) and not c.is_bool for c in cases):
+                raise Unsupported("a condition (lax.cond) whose branches compute different values")
+            c = index.const
+            r = cases[c] if c is not None and 0 <= c < n else V.select_arith(index, cases)
+            if r is None or not V.fits(r):
+                raise Unsupported(
+                    "a value a condition computes (cond outputs) the bounds cannot decide"
+                )
+            self.env[o] = r
 
     def _branch_env(self, br: Any, ops: list[Any]) -> None:
         self._bind_consts(br)
@@ -1642,6 +1674,31 @@ _SCALAR_PRIMS = frozenset(
         "jit",
     }
 )
+
+
+def _scalar_branches(eqn: Any) -> bool:
+    """A ``cond`` whose branches only compute integer scalars (no effects, no arrays)."""
+    for v in eqn.outvars:
+        aval = getattr(v, "aval", None)
+        if getattr(aval, "shape", None) != () or not _is_int_dtype(str(aval.dtype)):
+            return False
+    return all(_pure_scalar(br) for br in eqn.params["branches"])
+
+
+def _pure_scalar(jaxpr: Any, depth: int = 0) -> bool:
+    """Only integer arithmetic on scalars: no effect that translating it aside would
+    drop (a jitted helper is looked into)."""
+    if depth > 20:
+        return False
+    for e in jaxpr.eqns:
+        if e.primitive.name not in _SCALAR_PRIMS:
+            return False
+        if any(getattr(getattr(v, "aval", None), "shape", ()) != () for v in e.outvars):
+            return False
+        inner = _sub_jaxpr(e)
+        if inner is not None and not _pure_scalar(inner, depth + 1):
+            return False
+    return True
 
 
 def _counter(jaxpr: Any, c_in: list[Any], outs: list[Any]) -> int | None:

@@ -332,6 +332,33 @@ def select(pred: Int, cases: list[Int]) -> Int | None:
     return cases[c]
 
 
+def select_arith(pred: Int, cases: list[Int]) -> Int | None:
+    """``lax.select_n(pred, *cases)`` of integers on a traced predicate, in arithmetic:
+    ``sum(case_k * int(pred == k))`` (two cases: ``a + int(pred) * (b - a)``)."""
+    if len(cases) == 2:
+        n = as_int(pred) if pred.is_bool else (pred if 0 <= pred.lo and pred.hi <= 1 else None)
+        if n is None:
+            return None
+        a, b = cases
+        r = add(a, mul(n, sub(b, a)))
+    else:
+        if pred.is_bool or pred.lo < 0 or pred.hi > len(cases) - 1:
+            return None
+        r = None
+        for k, case in enumerate(cases):
+            if not pred.lo <= k <= pred.hi:
+                continue
+            n = as_int(compare("==", pred, const(k)))
+            if n is None:
+                return None
+            term = mul(case, n)
+            r = term if r is None else add(r, term)
+        if r is None:
+            return None
+    lo, hi = min(x.lo for x in cases), max(x.hi for x in cases)
+    return const(r.const) if r.const is not None else Int(r.expr, lo, hi)
+
+
 def fits(a: Int) -> bool:
     """Whether the expression's text fits the scenario's limits."""
     if a.const is not None:
