@@ -244,6 +244,19 @@ def bounded(fn: Any, timeout: float | None) -> Any:
                 continue
 
 
+def _stopped(e: BaseException) -> bool:
+    """The watchdog's ImportTimeout is somewhere in the chain of ``e`` (code that catches
+    everything and raises its own error)."""
+    seen = 0
+    x: BaseException | None = e
+    while x is not None and seen < 20:
+        if isinstance(x, ImportTimeout):
+            return True
+        x = x.__cause__ or x.__context__
+        seen += 1
+    return False
+
+
 def trace(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The traced function (``jax.stages.Traced``): its jaxpr, nothing run."""
     import jax
@@ -327,7 +340,12 @@ def import_call(
         return None if not timeout else max(0.1, timeout - (time.perf_counter() - t0))
 
     try:
-        traced = bounded(lambda: trace(fn, args, kwargs), timeout)
+        try:
+            traced = bounded(lambda: trace(fn, args, kwargs), timeout)
+        except Exception as e:  # noqa: BLE001 - JAX may wrap the stop in its own error
+            if _stopped(e):
+                raise ImportTimeout from e
+            raise
     except ImportTimeout:
         d = Diagnostic(
             code="IMPORT_TIMEOUT",
@@ -344,7 +362,12 @@ def import_call(
             None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
         )
     try:
-        imp = bounded(lambda: build(traced, args, kwargs, name=name), left())
+        try:
+            imp = bounded(lambda: build(traced, args, kwargs, name=name), left())
+        except Exception as e:  # noqa: BLE001 - the stop, wrapped by the code it stopped
+            if _stopped(e):
+                raise ImportTimeout from e
+            raise
     except ImportTimeout:
         d = Diagnostic(
             code="IMPORT_TIMEOUT",
@@ -389,6 +412,8 @@ def static_diagnostics(imp: Imported) -> list[Diagnostic]:
     try:
         diags = validate.check(imp.scenario)
     except Exception as e:  # noqa: BLE001 - the rules' bug: say so, keep the import
+        if _stopped(e):
+            raise ImportTimeout from e
         imp.notes.append(f"the static check failed: {type(e).__name__}: {e}")
         return []
     return [with_source(d, imp.source) for d in diags]
