@@ -29,7 +29,7 @@ from mpmd_lab.importer import call as C
 from mpmd_lab.importer import frames as F
 from mpmd_lab.importer import kernel as K
 
-#: Seconds a trace may take before it is stopped.
+#: Seconds an import (trace, translation, static check) may take before it is stopped.
 DEFAULT_TIMEOUT = 120.0
 #: Mosaic GPU compiler parameters that do not change what a scenario's statements
 #: compute or whether JAX accepts them: profiling, the multi-process deployment, and
@@ -315,7 +315,8 @@ def from_jax(
     **kwargs: Any,
 ) -> Imported:
     """Trace ``fn(*args, **kwargs)`` (never run it) and read its kernel call into a
-    scenario. ``timeout``: seconds the trace may take; ``check``: run the static check
+    scenario. ``timeout``: seconds the import may take (tracing, translating and the
+    static check together: past it, IMPORT_TIMEOUT); ``check``: run the static check
     of the built scenario (its diagnostics carry the user's lines); ``name``: the
     scenario's name (default: the kernel function's). A keyword argument of ``fn``
     named like one of these goes through :func:`import_call` instead."""

@@ -3,7 +3,10 @@
 Driven by the primitives and their parameters, nothing else:
 
 - integer scalars (``axis_index``, ``program_id``, loop counters, literals and their
-  arithmetic) become index expressions with bounds (:mod:`.values`);
+  arithmetic) become index expressions with bounds (:mod:`.values`); a condition used
+  as a number, and an integer a traced condition picks (``jnp.where``, a ``lax.cond``
+  of integers), are written in ``+ - * //`` (the expressions have no cast or select);
+  a LOGICAL device id is split into mesh coordinates;
 - a ref with its transforms (``NDIndexer``, ``PeerMemRef``, ``MulticastRef``,
   ``ClusterRefTransform``, bitcast, reshape, transpose) becomes a ``let`` view;
 - a value is what a ``get`` loaded, a constant, a sum of those (added in JAX's order),
