@@ -4,7 +4,8 @@ device count already set (``XLA_FLAGS``), as tests/test_importer.py does.
     python tests/importer_driver.py OUT.pickle MODULE.py [MODULE.py ...]
 
 For each module: ``fn, args = make()``, ``mpmd_lab.from_jax(fn, *args)`` (timed) and,
-for a valid kernel, ``expected(*numpy args)`` (one array per result, in order). The
+for a valid kernel, ``expected(*numpy args)`` (one array per result, in order) and the
+real Mosaic GPU lowering of ``fn`` itself (``jax.export`` for 'cuda', on the CPU). The
 pickle maps the module's name to ``{"imported": Imported.to_json(), "expected": [...] |
 None, "seconds": s}``, or ``{"error": text}`` when the module itself failed.
 """
@@ -36,12 +37,28 @@ def one(path: Path) -> dict:
     imp = from_jax(fn, *args)
     seconds = time.perf_counter() - t0
     exp = None
+    lowered = None
     if getattr(mod, "EXPECT", None) == "valid":
+        lowered = lower(fn, args)
         got = mod.expected(*[np.asarray(a) for a in args])
         if got is not None:
             exp = list(got.values()) if isinstance(got, dict) else list(got)
             exp = [np.asarray(e) for e in exp]
-    return {"imported": imp.to_json(), "expected": exp, "seconds": seconds}
+    return {"imported": imp.to_json(), "expected": exp, "seconds": seconds, "lowered": lowered}
+
+
+def lower(fn, args) -> str:
+    """Real JAX on the user's own function: trace it and run the Mosaic GPU lowering
+    for 'cuda' on the CPU (``jax.export``); "ok" when the export holds the kernel's
+    custom call, else the error."""
+    import jax
+
+    jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
+    try:
+        text = jax.export.export(jitted, platforms=["cuda"])(*args).mlir_module()
+    except Exception as e:  # the finding: the test says which kernel and why
+        return f"{type(e).__name__}: {str(e)[:300]}"
+    return "ok" if "stablehlo.custom_call @mosaic_gpu" in text else "no mosaic_gpu custom call"
 
 
 def main(argv: list[str]) -> int:

@@ -48,6 +48,12 @@ VALID = [
     "remote_dma_in_loop",
     "all_gather_op",
     "transposed_spec",
+    "ring_gather_left",
+    "allreduce_pull",
+    "logical_ring_2x2",
+    "gather_matmul_wgmma",
+    "uneven_split",
+    "pair_swap_where",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -59,6 +65,11 @@ SEEDS = [
 UNSUPPORTED = [
     ("two_programs_warpgroups", "mul", "x_ref[pl.ds(N, N)] * 2.0"),
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
+    (
+        "dup_ref_one_memory",
+        "a sum of a constant and a_ref stored into b_ref (a_ref and b_ref are one Ref",
+        "b_ref[...] = a_ref[...] + 1.0",
+    ),
 ]
 
 
@@ -120,6 +131,54 @@ def test_valid_kernel_imports_faithfully(imported, name):
         where = imp.source_of(f"call.programs[0].body[{i}]")
         assert where is not None and where.startswith(str(KERNELS / f"{name}.py")), (i, where)
     assert imported[name]["seconds"] < 30
+
+
+@pytest.mark.parametrize("name", VALID + [u[0] for u in UNSUPPORTED])
+def test_real_jax_traces_and_lowers_the_kernel(imported, name):
+    """The test kernels are real: JAX traces them and runs the Mosaic GPU lowering."""
+    assert imported[name]["lowered"] == "ok", imported[name]["lowered"]
+
+
+def _kinds(body) -> list[str]:
+    out = []
+    for st in body:
+        out.append(st.kind)
+        out += _kinds(getattr(st, "body", None) or [])
+    return out
+
+
+def test_a_wgmma_in_a_scoped_accumulator_is_a_dot(imported):
+    s = imported["gather_matmul_wgmma"]["obj"].scenario
+    body = s.call.programs[0].body
+    dots = [st for st in body if st.kind == "dot"]
+    assert [(d.lhs, d.rhs) for d in dots] == [("a_smem", "b_smem")] * 2
+    assert "ACC" not in json.dumps(s.call.model_dump())  # registers, not scratch
+
+
+def test_a_sum_of_four_keeps_jaxs_order(imported):
+    body = imported["allreduce_pull"]["obj"].scenario.call.programs[0].body
+    adds = [st for st in body if st.kind == "add"]
+    assert len(adds) == 3
+    assert adds[0].lhs == "x_ref" and adds[0].dst == "o_ref"
+    assert all((a.dst, a.lhs) == ("o_ref", "o_ref") for a in adds[1:])
+
+
+def test_a_condition_used_as_a_number_is_written_in_arithmetic(imported):
+    body = imported["uneven_split"]["obj"].scenario.call.programs[0].body
+    loop = next(st for st in body if st.kind == "loop")
+    assert loop.stop == "2 - dev"  # 3 // 2 + int(dev < 1): no bool where JAX takes an int
+
+
+def test_an_integer_picked_by_a_condition_is_arithmetic(imported):
+    body = imported["pair_swap_where"]["obj"].scenario.call.programs[0].body
+    signal = next(st for st in body if st.kind == "semaphore_signal")
+    assert isinstance(signal.device, str) and "==" not in signal.device  # jnp.where's pick
+
+
+def test_logical_device_ids_become_mesh_coordinates(imported):
+    body = imported["logical_ring_2x2"]["obj"].scenario.call.programs[0].body
+    signal = next(st for st in body if st.kind == "semaphore_signal")
+    assert isinstance(signal.device, dict) and list(signal.device) == ["x", "y"]
 
 
 def test_the_statements_are_the_kernels(imported):
@@ -218,6 +277,27 @@ def test_simulate_gives_what_the_kernel_computes(imported, name):
     for g, e in zip(got, r["expected"], strict=True):
         assert g is not None
         np.testing.assert_array_equal(g, e)
+    # where the user's out_spec stacks the devices' outputs on dim 0 (the scenario's own
+    # global form), simulate's outputs themselves are the function's results
+    direct = 0
+    for res, e in zip(imp.results, r["expected"], strict=True):
+        if _stacked_on_dim0(res.spec, imp.device_axes):
+            np.testing.assert_array_equal(result.outputs[res.name], e)
+            direct += 1
+    if name != "transposed_spec":  # its out_spec puts the device outputs side by side
+        assert direct == len(imp.results)
+
+
+def _stacked_on_dim0(spec, axes) -> bool:
+    """The out_spec puts device outputs one after another on dim 0 over every device axis,
+    row-major (``P("dev")``, ``P(("x", "y"))``), or there is no device mesh."""
+    if not axes:
+        return True
+    if not spec:
+        return False
+    first, rest = spec[0], spec[1:]
+    names = tuple(first) if isinstance(first, tuple | list) else (first,)
+    return names == tuple(axes) and all(x is None for x in rest)
 
 
 # ---------------------------------------------------------------- errors at the user's line
@@ -289,6 +369,54 @@ def test_a_trace_that_never_ends_is_stopped(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     codes, seconds = json.loads(out.stdout.strip().splitlines()[-1])
     assert codes == ["IMPORT_TIMEOUT"] and seconds < 20
+
+
+def test_the_time_limit_covers_translating_and_checking(tmp_path):
+    """A kernel unrolled into 8000 statements, traced once beforehand (JAX caches the
+    trace): the import's own translation and static check take seconds, and a limit
+    well under that stops them (IMPORT_TIMEOUT), in a fraction of the unbounded time
+    measured in the same process (so a loaded machine slows both alike)."""
+    p = _write(
+        tmp_path,
+        "unrolled",
+        """
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            for i in range(8000):  # unrolled while tracing: 8000 statements
+                o_ref[pl.ds((i % 2) * 128, 128)] = x_ref[pl.ds((i % 2) * 128, 128)]
+
+        def make():
+            f = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((256,), jnp.float32))
+            return jax.jit(f), (jnp.zeros(256),)
+        """,
+    )
+    code = textwrap.dedent(f"""
+        import time, importlib.util, json
+        spec = importlib.util.spec_from_file_location("unrolled", {str(p)!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        from mpmd_lab.importer import from_jax
+        fn, args = m.make()
+        fn.trace(*args)  # JAX's trace cache: from_jax's own trace is now instant
+        t0 = time.perf_counter()
+        whole = from_jax(fn, *args, timeout=None)
+        unbounded = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        imp = from_jax(fn, *args, timeout=unbounded / 4)
+        bounded = time.perf_counter() - t0
+        print(json.dumps([[d.code for d in imp.diagnostics if d.is_error],
+                          [d.message for d in imp.diagnostics if d.is_error],
+                          whole.faithful, unbounded, bounded]))
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=child_env(1)
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    codes, messages, faithful, unbounded, bounded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert faithful  # without a limit it imports
+    assert codes == ["IMPORT_TIMEOUT"], (codes, messages)
+    assert "translating" in messages[0] or "static check" in messages[0]
+    assert bounded < 0.75 * unbounded, (bounded, unbounded)
 
 
 def test_importing_never_runs_the_function(tmp_path):
@@ -387,3 +515,89 @@ def test_child_env_sets_the_device_count():
     assert env["XLA_FLAGS"].count("device_count") == 1
     assert module_devices(KERNELS / "ring_shift_sem.py") == 4
     assert module_devices(HERE / "test_importer.py") is None
+
+
+# ---------------------------------------------------------------- the corpus report
+
+
+def test_import_corpus_reports_each_module(tmp_path):
+    """bench/import_corpus.py: faithful or the constructs by name, and simulate against
+    the module's own expected()."""
+    out = tmp_path / "rows.json"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.import_corpus",
+            str(KERNELS),
+            "two_block_copy",
+            "dup_ref_one_memory",
+            "err_dup_ref",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE.parent,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {row["name"]: row for row in json.loads(out.read_text())}
+    assert rows["two_block_copy"]["faithful"] and rows["two_block_copy"]["simulate"] == "=="
+    dup = rows["dup_ref_one_memory"]
+    assert not dup["faithful"] and "one Ref passed twice" in dup["unsupported"][0]
+    assert rows["err_dup_ref"]["errors"] == ["MPMD_DUP_REF"]
+    assert "3 modules; valid 2: faithful without errors 1, simulate == expected 1" in r.stdout
+
+
+# ---------------------------------------------------------------- index arithmetic
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
+def test_a_boolean_as_a_number_is_exact_over_its_bounds(op):
+    """int(a OP b) (and its not / and / or) written in + - * // only, checked at every
+    point of the operands' intervals against Python's own comparison."""
+    import itertools
+    import operator
+
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]  # fmt: skip
+    for alo, ahi, blo, bhi in [(0, 3, 0, 3), (-2, 5, 1, 1), (0, 7, -3, 2)]:
+        a, b = V.name("a", alo, ahi), V.name("b", blo, bhi)
+        c = V.compare(op, a, b)
+        small = V.compare("<", a, V.const(2))
+        forms = {
+            "c": (V.as_int(c), lambda x, y: fn(x, y)),
+            "not": (V.as_int(V.logical_not(c)), lambda x, y: not fn(x, y)),
+            "and": (V.as_int(V.logical("and", c, small)), lambda x, y: fn(x, y) and x < 2),
+            "or": (V.as_int(V.logical("or", c, small)), lambda x, y: fn(x, y) or x < 2),
+        }
+        for x, y in itertools.product(range(alo, ahi + 1), range(blo, bhi + 1)):
+            env = E.Env({"a": x, "b": y}, {})
+            for what, (n, want) in forms.items():
+                assert n is not None and not n.is_bool
+                got = n.const if n.const is not None else n.expr.eval(env)
+                assert got == int(want(x, y)), (what, x, y, n.expr.label())
+                assert not isinstance(n.expr, E.Compare | E.BoolOp | E.Not)
+
+
+def test_an_integer_select_is_exact_over_its_bounds():
+    """jnp.where / lax.select_n / lax.switch of integers on a traced index, in arithmetic."""
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    a = V.name("a", 0, 5)
+    two = [V.add(a, V.const(1)), V.sub(a, V.const(1))]
+    pick2 = V.select_arith(V.compare("<", a, V.const(3)), two)  # a < 3 -> the second
+    three = [V.const(7), V.mul(a, V.const(2)), V.sub(V.const(9), a)]
+    k = V.name("k", 0, 2)
+    pick3 = V.select_arith(k, three)
+    for x in range(0, 6):
+        env = E.Env({"a": x, "k": 0}, {})
+        assert pick2.expr.eval(env) == (x - 1 if x < 3 else x + 1)
+        for kk in range(3):
+            env = E.Env({"a": x, "k": kk}, {})
+            assert pick3.expr.eval(env) == [7, 2 * x, 9 - x][kk]

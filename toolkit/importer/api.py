@@ -29,8 +29,22 @@ from mpmd_lab.importer import call as C
 from mpmd_lab.importer import frames as F
 from mpmd_lab.importer import kernel as K
 
-#: Seconds a trace may take before it is stopped.
+#: Seconds an import (trace, translation, static check) may take before it is stopped.
 DEFAULT_TIMEOUT = 120.0
+#: Mosaic GPU compiler parameters that do not change what a scenario's statements
+#: compute or whether JAX accepts them: profiling, the multi-process deployment, and
+#: approximate transcendental math (no scenario statement computes one). The lowering
+#: semantics, barriers and the device barrier at the start do, and stay unsupported.
+NO_EFFECT_PARAMS = frozenset(
+    {
+        "approx_math",
+        "profile_space",
+        "profile_dir",
+        "profile_trace_scope",
+        "profile_bounds_check",
+        "is_multi_process",
+    }
+)
 
 
 class ImportTimeout(BaseException):  # noqa: N818 - raised into the user's code, like KeyboardInterrupt
@@ -193,36 +207,54 @@ def source_for(source: dict[str, str], path: str) -> str | None:
 
 
 def bounded(fn: Any, timeout: float | None) -> Any:
-    """``fn()`` in this thread, stopped with ImportTimeout after ``timeout`` seconds."""
+    """``fn()`` in this thread, stopped with ImportTimeout after ``timeout`` seconds.
+
+    The exception is raised into this thread asynchronously; Python drops one that lands
+    in a finalizer (``Exception ignored in ...``), so the watchdog raises it again every
+    half second until ``fn`` has stopped. When ``fn`` is done (returned or raised), the
+    watchdog is joined and any exception still pending is taken back, so none escapes
+    past this call."""
     if not timeout:
         return fn()
-    target = threading.get_ident()
+    target = ctypes.c_ulong(threading.get_ident())
     done = threading.Event()
-    lock = threading.Lock()
-    state = {"finished": False, "fired": False}
+    state = {"finished": False}
 
     def watchdog() -> None:
-        if done.wait(timeout):
-            return
-        with lock:
+        wait = timeout
+        while not done.wait(wait):
             if state["finished"]:
                 return
-            state["fired"] = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(target), ctypes.py_object(ImportTimeout)
-            )
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(ImportTimeout))
+            wait = 0.5
 
     t = threading.Thread(target=watchdog, name="mpmd-lab-import-watchdog", daemon=True)
     t.start()
     try:
         return fn()
     finally:
-        with lock:
-            state["finished"] = True
-            if state["fired"]:  # not delivered yet: take it back
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
-        done.set()
-        t.join()
+        while True:  # an ImportTimeout landing here is one too many: fn is done
+            try:
+                state["finished"] = True
+                done.set()
+                t.join()
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(target, None)
+                break
+            except ImportTimeout:
+                continue
+
+
+def _stopped(e: BaseException) -> bool:
+    """The watchdog's ImportTimeout is somewhere in the chain of ``e`` (code that catches
+    everything and raises its own error)."""
+    seen = 0
+    x: BaseException | None = e
+    while x is not None and seen < 20:
+        if isinstance(x, ImportTimeout):
+            return True
+        x = x.__cause__ or x.__context__
+        seen += 1
+    return False
 
 
 def trace(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -283,7 +315,8 @@ def from_jax(
     **kwargs: Any,
 ) -> Imported:
     """Trace ``fn(*args, **kwargs)`` (never run it) and read its kernel call into a
-    scenario. ``timeout``: seconds the trace may take; ``check``: run the static check
+    scenario. ``timeout``: seconds the import may take (tracing, translating and the
+    static check together: past it, IMPORT_TIMEOUT); ``check``: run the static check
     of the built scenario (its diagnostics carry the user's lines); ``name``: the
     scenario's name (default: the kernel function's). A keyword argument of ``fn``
     named like one of these goes through :func:`import_call` instead."""
@@ -303,8 +336,17 @@ def import_call(
     kwargs = dict(kwargs or {})
     t0 = time.perf_counter()
     fname = getattr(fn, "__name__", None) or getattr(getattr(fn, "fun", None), "__name__", "") or ""
+
+    def left() -> float | None:  # the time limit covers tracing, translating, checking
+        return None if not timeout else max(0.1, timeout - (time.perf_counter() - t0))
+
     try:
-        traced = bounded(lambda: trace(fn, args, kwargs), timeout)
+        try:
+            traced = bounded(lambda: trace(fn, args, kwargs), timeout)
+        except Exception as e:  # noqa: BLE001 - JAX may wrap the stop in its own error
+            if _stopped(e):
+                raise ImportTimeout from e
+            raise
     except ImportTimeout:
         d = Diagnostic(
             code="IMPORT_TIMEOUT",
@@ -321,7 +363,24 @@ def import_call(
             None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
         )
     try:
-        imp = build(traced, args, kwargs, name=name)
+        try:
+            imp = bounded(lambda: build(traced, args, kwargs, name=name), left())
+        except Exception as e:  # noqa: BLE001 - the stop, wrapped by the code it stopped
+            if _stopped(e):
+                raise ImportTimeout from e
+            raise
+    except ImportTimeout:
+        d = Diagnostic(
+            code="IMPORT_TIMEOUT",
+            severity="error",
+            stage="trace",
+            message=f"translating {fname or 'the function'}'s kernel did not finish in "
+            f"{timeout:g} s and was stopped",
+            explanation="JAX traced the function, but its kernel is too large to read into a "
+            "scenario within the time limit (a Python loop unrolled into very many "
+            "statements): raise the timeout, or use lax.fori_loop / pl.loop.",
+        )
+        return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
     except Exception as e:  # noqa: BLE001 - a bug of ours must not look like the user's
         import traceback
 
@@ -329,7 +388,20 @@ def import_call(
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
     imp.function = imp.scenario.name if imp.scenario is not None else fname
     if check and imp.scenario is not None:
-        imp.diagnostics += static_diagnostics(imp)
+        try:
+            imp.diagnostics += bounded(lambda: static_diagnostics(imp), left())
+        except ImportTimeout:
+            imp.diagnostics.append(
+                Diagnostic(
+                    code="IMPORT_TIMEOUT",
+                    severity="error",
+                    stage="trace",
+                    message=f"the static check of the imported scenario did not finish in "
+                    f"{timeout:g} s and was stopped",
+                    explanation="The scenario is imported without its diagnostics: nothing "
+                    "says whether JAX accepts it. Raise the timeout to check it.",
+                )
+            )
     imp.seconds = time.perf_counter() - t0
     return imp
 
@@ -341,6 +413,8 @@ def static_diagnostics(imp: Imported) -> list[Diagnostic]:
     try:
         diags = validate.check(imp.scenario)
     except Exception as e:  # noqa: BLE001 - the rules' bug: say so, keep the import
+        if _stopped(e):
+            raise ImportTimeout from e
         imp.notes.append(f"the static check failed: {type(e).__name__}: {e}")
         return []
     return [with_source(d, imp.source) for d in diags]
@@ -429,6 +503,7 @@ class Builder:
         self.axes: dict[str, int] = C.mesh_axes(found.mesh) if found.mesh is not None else {}
         self.buffer_of: dict[Any, str] = {}  # input origin -> buffer name
         self.outputs: list[str] = []
+        self.param_buffer: dict[str, str] = {}  # input parameter -> its buffer
 
     # ------------------------------------------------------------ the whole scenario
 
@@ -518,6 +593,14 @@ class Builder:
             ]
         except Exception:  # noqa: BLE001 - not a Mosaic GPU CompilerParams
             diff = ["compiler_params"]
+        quiet = [f for f in diff if f in NO_EFFECT_PARAMS]
+        if quiet:
+            self.notes.append(
+                f"compiler_params ({', '.join(quiet)}) not kept: they change how the kernel is "
+                "profiled or deployed (or the precision of math the scenario has no statement "
+                "for), not what it computes"
+            )
+        diff = [f for f in diff if f not in NO_EFFECT_PARAMS]
         if diff:
             self.unsupported.append(
                 f"compiler_params ({', '.join(diff)}): the scenario calls the kernel with "
@@ -584,6 +667,8 @@ class Builder:
                 if self.found.where:
                     self.source[f"buffers.{bname}"] = self.found.where
             args.append({"buffer": bname, "param": param})
+            if buffers[bname].get("as_ref"):  # a Ref: one memory, however often passed
+                self.param_buffer[param] = bname
             if self.found.where:
                 self.source[f"call.args[{k}]"] = self.found.where
         return buffers, args
@@ -676,6 +761,7 @@ class Builder:
                 scratch[nm] = sc
                 refs.append((v, view))
         t = K.Translator(kmesh, i, refs)
+        t.memory = {p: f"buffer {b}" for p, b in self.param_buffer.items()}
         if body is not jx:  # plgpu.kernel: the run_scoped's operands are the kernel refs
             rs = jx.eqns[0]
             allinv = list(getattr(body, "all_invars", body.invars))

@@ -3,12 +3,18 @@
 Driven by the primitives and their parameters, nothing else:
 
 - integer scalars (``axis_index``, ``program_id``, loop counters, literals and their
-  arithmetic) become index expressions with bounds (:mod:`.values`);
+  arithmetic) become index expressions with bounds (:mod:`.values`); a condition used
+  as a number, and an integer a traced condition picks (``jnp.where``, a ``lax.cond``
+  of integers), are written in ``+ - * //`` (the expressions have no cast or select);
+  a LOGICAL device id is split into mesh coordinates;
 - a ref with its transforms (``NDIndexer``, ``PeerMemRef``, ``MulticastRef``,
   ``ClusterRefTransform``, bitcast, reshape, transpose) becomes a ``let`` view;
-- a value is what a ``get`` loaded, a constant, a sum of those or a multimem
-  reduction; storing it (``swap``) writes the statements that compute it into the
-  destination: ``copy``, ``fill``, ``add``, ``multimem_load_reduce``;
+- a value is what a ``get`` loaded, a constant, a sum of those (added in JAX's order),
+  a multimem reduction or a WGMMA product (``plgpu.wgmma`` into a ``plgpu.ACC`` of
+  ``pl.run_scoped``); storing it (``swap``) writes the statements that compute it into
+  the destination: ``copy``, ``fill``, ``add``, ``multimem_load_reduce``, ``dot``;
+- kernel parameters given one Ref are one memory (a write through one is a write
+  through the other);
 - semaphores, barriers, async copies, atomics, multimem stores are their statements;
 - ``scan`` (``lax.fori_loop`` / ``pl.loop``) is a ``loop``, ``cond`` (``pl.when``,
   ``lax.cond``) is ``when``; ``jit`` and other call primitives are inlined.
@@ -104,6 +110,25 @@ class Reduce:
     reduction: str
     shape: tuple[int, ...]
     dtype: str
+
+
+@dataclass(frozen=True)
+class Dot:
+    """``lhs @ rhs`` with float32 accumulation (a WGMMA into a fresh accumulator)."""
+
+    lhs: Load
+    rhs: Load
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+
+@dataclass
+class Acc:
+    """A WGMMA accumulator (``plgpu.ACC`` in ``pl.run_scoped``): zeros, or one product."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    value: Dot | None = None
 
 
 @dataclass(frozen=True)
@@ -213,9 +238,15 @@ class Translator:
         #: extra scratch the body allocates (``pl.run_scoped``): name -> scratch JSON
         self.scratch: dict[str, dict[str, Any]] = {}
         self.where: str | None = None  # the line of the equation being translated
+        #: kernel parameter -> the memory it is (two parameters given one Ref share it)
+        self.memory: dict[str, str] = {}
         self.kernel_frame: F.Frame | None = None
 
     # ------------------------------------------------------------ findings
+
+    def mem(self, param: str) -> str:
+        """The memory behind a kernel parameter (shared by parameters given one Ref)."""
+        return self.memory.get(param, param)
 
     def unsupported_(self, what: str, where: str | None = None) -> None:
         where = where if where is not None else self.where
@@ -284,7 +315,7 @@ class Translator:
         if w:
             self.source[path] = w
         self.stamp += 1
-        bases = frozenset(v.param for v in writes)
+        bases = frozenset(self.mem(v.param) for v in writes)
         self.written |= bases
         self.effects.append(Effect(self.stamp, bases, sync, scope.loops()))
         return path
@@ -315,26 +346,45 @@ class Translator:
     def check_uses(self) -> None:
         """Every load read later than JAX reads it must read the same value: nothing
         that may change its ref (a write to it, a wait) comes in between, unless the ref
-        is written nowhere at all."""
+        is written nowhere at all. (Sorted stamps and bisection: a kernel unrolled into
+        thousands of statements is checked in n log n, not n squared.)"""
+        from bisect import bisect_right
+
+        syncs = [e.stamp for e in self.effects if e.sync]
+        writes: dict[str, list[int]] = {}
+        for e in self.effects:
+            for b in e.writes:
+                writes.setdefault(b, []).append(e.stamp)
+
+        def first(stamps: list[int], lo: int, hi: int, closed: bool) -> int | None:
+            """The first stamp s with lo < s < hi (s <= hi when ``closed``)."""
+            k = bisect_right(stamps, lo)
+            if k < len(stamps) and (stamps[k] <= hi if closed else stamps[k] < hi):
+                return stamps[k]
+            return None
+
         for u in self.uses:
-            base = u.load.view.param
+            base = self.mem(u.load.view.param)
             if base not in self.written:
                 continue
             # between the load and the use, and all of every loop around the use that
             # is not around the load (its later iterations come between too)
-            loops = [self.loop_ranges[k] for k in u.loops if k not in u.load_loops]
-            for e in self.effects:
-                inside = u.load.stamp < e.stamp < u.stamp or any(
-                    lo < e.stamp <= hi for lo, hi in loops
+            spans = [(u.load.stamp, u.stamp, False)]
+            spans += [(*self.loop_ranges[k], True) for k in u.loops if k not in u.load_loops]
+            hits: list[tuple[int, bool]] = []
+            for lo, hi, closed in spans:
+                for stamps, is_sync in ((syncs, True), (writes.get(base, []), False)):
+                    s = first(stamps, lo, hi, closed)
+                    if s is not None:
+                        hits.append((s, not is_sync))  # at one stamp, a wait is named first
+            if hits:
+                _, is_write = min(hits)
+                what = f"a write to {base}" if is_write else "a wait"
+                self.unsupported_(
+                    f"a value loaded from {base} (at {_short(u.load.where)}) and stored "
+                    f"after {what}: the scenario would read it later than JAX does",
+                    u.where,
                 )
-                if inside and (base in e.writes or e.sync):
-                    what = "a wait" if e.sync else f"a write to {base}"
-                    self.unsupported_(
-                        f"a value loaded from {base} (at {_short(u.load.where)}) and stored "
-                        f"after {what}: the scenario would read it later than JAX does",
-                        u.where,
-                    )
-                    break
 
     # ------------------------------------------------------------ the walk
 
@@ -408,6 +458,16 @@ class Translator:
     def p_min(self, eqn, scope):
         self._scalar_binop(eqn, V.minimum, "min")
 
+    def p_clamp(self, eqn, scope):  # lax.clamp(lo, x, hi); lax.switch clamps its index
+        if _array_aval(eqn.outvars[0]):
+            raise Unsupported("clamp of an array value")
+        lo, x, hi = (self.int_(a) for a in eqn.invars)
+        r = V.maximum(x, lo)
+        r = V.minimum(r, hi) if r is not None else None
+        if r is None:
+            raise Unsupported("clamp of an index its bounds do not keep inside the limits")
+        self.out(eqn, r)
+
     def p_neg(self, eqn, scope):
         if _array_aval(eqn.outvars[0]):
             raise Unsupported("neg of an array value: the scenario language adds, copies, fills")
@@ -460,6 +520,11 @@ class Translator:
         c = pred.const
         if c is not None and 0 <= c < len(cases):
             return self.out(eqn, cases[c])
+        ints = all(isinstance(x, V.Int) and not x.is_bool for x in cases)
+        if ints and not _array_aval(eqn.outvars[0]):
+            r = V.select_arith(pred, cases)
+            if r is not None and V.fits(r):
+                return self.out(eqn, r)
         raise Unsupported("select_n (jnp.where) on a condition the bounds cannot decide")
 
     def p_convert_element_type(self, eqn, scope):
@@ -469,7 +534,13 @@ class Translator:
             if new == "bool":
                 return self.out(eqn, V.compare("!=", v, V.const(0)))
             if _is_int_dtype(new):
-                return self.out(eqn, V.as_int(v))
+                r = V.as_int(v)
+                if r is None:
+                    raise Unsupported(
+                        "a condition used as an integer (convert_element_type of a bool) that "
+                        "the scenario's expressions cannot write without a cast"
+                    )
+                return self.out(eqn, r)
             raise Unsupported(
                 f"convert_element_type of an integer scalar to {new} (a value computed from "
                 "an index): the scenario's fill takes constants only"
@@ -594,6 +665,9 @@ class Translator:
             )
         raise Unsupported("broadcast_in_dim of an array value")
 
+    def p_multiple_of(self, eqn, scope):  # pl.multiple_of: a hint, the same value
+        self.out(eqn, self.read(eqn.invars[0]))
+
     def p_layout_cast(self, eqn, scope):
         self.out(eqn, self.read(eqn.invars[0]))
 
@@ -621,7 +695,8 @@ class Translator:
         if kind == "NDIndexer":
             return self._indexer(v, t)
         if kind == "PeerMemRef":
-            return v.with_({"op": "remote_ref", "device": self.device(t.device_id)}, v.shape)
+            device = self.device(t.device_id, _id_type(getattr(t, "device_id_type", None)))
+            return v.with_({"op": "remote_ref", "device": device}, v.shape)
         if kind == "MulticastRef":
             axes = list(t.collective_axes)
             return v.with_(
@@ -689,7 +764,26 @@ class Translator:
             return v
         return v.with_({"op": "at", "index": entries}, tuple(shape))
 
-    def device(self, device_id: Any) -> Any:
+    def device(self, device_id: Any, id_type: str = "MESH") -> Any:
+        """A device id as the scenario writes it (mesh coordinates). A LOGICAL id is the
+        row-major index over the device mesh: on an N-D mesh, its coordinates."""
+        axes = list(self.mesh.devices)
+        if id_type == "LOGICAL" and not isinstance(device_id, dict | tuple | list):
+            if len(axes) <= 1:
+                return self.text(device_id, "a device id")
+            e = self.int_(device_id, "a device id")
+            out: dict[str, Any] = {}
+            stride = int(np.prod([self.mesh.devices[a] for a in axes]))
+            for a in axes:
+                stride //= self.mesh.devices[a]
+                c = V.floor_div(e, V.const(stride)) if stride > 1 else e
+                c = V.floor_mod(c, V.const(self.mesh.devices[a])) if c is not None else None
+                if c is None or not V.fits(c):
+                    raise Unsupported(
+                        "a LOGICAL device id the scenario cannot split into mesh coordinates"
+                    )
+                out[a] = c.text()
+            return out
         if isinstance(device_id, dict):
             out: dict[str, Any] = {}
             for k, x in device_id.items():
@@ -761,6 +855,24 @@ class Translator:
             return
         if isinstance(value, Sum):
             return self._store_sum(scope, dst, value)
+        if isinstance(value, Dot):
+            if dst.dtype != value.dtype:
+                raise Unsupported(
+                    f"storing a product (wgmma) into a {dst.dtype} ref: the scenario's dot "
+                    "stores the float32 accumulator"
+                )
+            if dst.space != "GMEM" and dst.space != "SMEM":
+                raise Unsupported(f"storing a product into {dst.space}")
+            for x in (value.lhs, value.rhs):
+                self.use(scope, x)
+            st = {
+                "op": "dot",
+                "dst": self.ref(scope, dst),
+                "lhs": self.ref(scope, value.lhs.view),
+                "rhs": self.ref(scope, value.rhs.view),
+            }
+            self.emit(scope, st, writes=(dst,))
+            return
         if isinstance(value, Opaque):
             raise Unsupported(f"storing {value.reason}")
         if isinstance(value, V.Int):
@@ -770,40 +882,64 @@ class Translator:
         raise Unsupported("storing a value the scenario language cannot compute")
 
     def _store_sum(self, scope: Scope, dst: View, s: Sum) -> None:
-        a, b = s.a, s.b
-        if s.sign < 0:
-            if isinstance(b, Const) and not b.shape:
-                b = Const(-b.value, b.dtype)
-            else:
-                raise Unsupported("sub of two values (the scenario language adds, copies, fills)")
-        loads = [x for x in (a, b) if isinstance(x, Load)]
-        if len(loads) == 2:
-            for x in loads:
-                self.use(scope, x)
-            lhs, rhs = self.ref(scope, a.view), self.ref(scope, b.view)
-            d = self.ref(scope, dst)
-            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
-            return
-        if len(loads) == 1:
-            load = loads[0]
-            other = b if load is a else a
-            if _may_alias(load.view, dst):
+        """``dst = t0 + t1 + ...`` as JAX adds them, left to right: the first two terms
+        (in either order: addition commutes) with one ``add`` (or a ``fill`` and an
+        ``add`` when one is a constant), then one ``add dst = dst + t`` per further term.
+        Floating-point addition does not associate, so the order is JAX's."""
+        terms = _terms(s)
+        if terms is None:
+            raise Unsupported("sub of two values (the scenario language adds, copies, fills)")
+        for x in terms:
+            if isinstance(x, Opaque):
+                raise Unsupported(f"add of {x.reason}")
+            if not isinstance(x, Load | Const):
+                raise Unsupported("a sum of computed values (the scenario language adds refs)")
+        consts = [x for x in terms if isinstance(x, Const)]
+        if len(terms) - len(consts) == 0:
+            total = sum(c.value for c in consts)
+            return self.store(scope, dst, Const(total, s.dtype, s.shape), None)
+        if any(isinstance(x, Const) for x in terms[2:]) or len(consts) > 1:
+            raise Unsupported(
+                "a sum that adds a constant after two other terms: the scenario's add reads "
+                "two refs, and adding in another order would change the float result"
+            )
+        first, second = terms[0], terms[1]
+        rest = terms[2:]
+        mem = self.mem(dst.param)
+        for x in rest:
+            if self.mem(x.view.param) == mem:
                 raise Unsupported(
-                    f"a sum stored into {dst.param} that reads {load.view.param} too (computing "
-                    "it in place would overwrite what it reads)"
+                    f"a sum of three or more terms stored into {dst.param} that reads "
+                    f"{x.view.param} after the first add has written {dst.param}"
                 )
-            if isinstance(other, Opaque):
-                raise Unsupported(f"add of {other.reason}")
-            self.store(scope, dst, other, None)  # dst = the other operand first
+        d = self.ref(scope, dst)
+        if isinstance(first, Const) or isinstance(second, Const):
+            load = second if isinstance(first, Const) else first
+            const = first if isinstance(first, Const) else second
+            if self.mem(load.view.param) == mem:
+                same = (
+                    ""
+                    if load.view.param == dst.param
+                    else f" ({load.view.param} and {dst.param} are one Ref passed twice)"
+                )
+                raise Unsupported(
+                    f"a sum of a constant and {load.view.param} stored into {dst.param}{same}: "
+                    "the scenario's add reads two refs, and filling the destination with the "
+                    "constant first would overwrite what it reads"
+                )
+            self.store(scope, dst, const, None)  # dst = the constant first
             self.use(scope, load)
-            d = self.ref(scope, dst)
             lv = self.ref(scope, load.view)
-            lhs, rhs = (lv, d) if load is a else (d, lv)
-            self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
-            return
-        if isinstance(a, Const) and isinstance(b, Const):
-            return self.store(scope, dst, Const(a.value + b.value, s.dtype, s.shape), None)
-        raise Unsupported("a sum of computed values (the scenario language adds two refs)")
+            lhs, rhs = (lv, d) if load is first else (d, lv)
+        else:
+            for x in (first, second):
+                self.use(scope, x)
+            lhs, rhs = self.ref(scope, first.view), self.ref(scope, second.view)
+        self.emit(scope, {"op": "add", "dst": d, "lhs": lhs, "rhs": rhs}, writes=(dst,))
+        for x in rest:
+            self.use(scope, x)
+            rv = self.ref(scope, x.view)
+            self.emit(scope, {"op": "add", "dst": d, "lhs": d, "rhs": rv}, writes=(dst,))
 
     # ------------------------------------------------------------ semaphores
 
@@ -811,9 +947,7 @@ class Translator:
         ref, transforms, inc, device_id, core_index = self._unflatten(eqn)
         if core_index is not None:
             raise Unsupported("semaphore_signal with a core_index")
-        kind = str(eqn.params.get("device_id_type", "")).rsplit(".", 1)[-1]
-        if device_id is not None and "LOGICAL" in kind and len(self.mesh.devices) > 1:
-            raise Unsupported("semaphore_signal with a LOGICAL device id on an N-D device mesh")
+        id_type = _id_type(eqn.params.get("device_id_type"))
         sem = self.ref(scope, self.view(ref, transforms))
         st: dict[str, Any] = {
             "op": "semaphore_signal",
@@ -821,7 +955,7 @@ class Translator:
             "inc": self.text(inc, "an increment"),
         }
         if device_id is not None:
-            st["device"] = self.device(device_id)
+            st["device"] = self.device(device_id, id_type)
         self.emit(scope, st)
 
     def p_semaphore_wait(self, eqn, scope):
@@ -998,12 +1132,59 @@ class Translator:
         st = {"op": "atomic_add", "dst": self.ref(scope, dst), "src": self.ref(scope, value.view)}
         self.emit(scope, st, writes=(dst,))
 
+    # ------------------------------------------------------------ WGMMA
+
+    def p_wgmma_ref(self, eqn, scope):
+        p = eqn.params
+        acc_atom, a_atom, b_atom = eqn.invars[:3]
+        flat = list(eqn.invars[3:])
+        trees = [p.get(f"{k}_transforms_tree") for k in ("acc", "a", "b")]
+        parts, k = [], 0
+        for tree in trees:
+            n = tree.num_leaves if tree is not None else 0
+            parts.append(tree.unflatten(flat[k : k + n]) if tree is not None else ())
+            k += n
+        acc = self.read(acc_atom)
+        if not isinstance(acc, Acc):
+            raise Unsupported("wgmma into an accumulator that is not a plgpu.ACC of pl.run_scoped")
+        if parts[0]:
+            raise Unsupported("wgmma into a view of an accumulator (acc.at[...])")
+        if not isinstance(self.read(a_atom), View):
+            raise Unsupported(
+                "wgmma with the lhs in registers (the scenario's dot reads both operands from SMEM)"
+            )
+        if acc.value is not None:
+            raise Unsupported(
+                "a second wgmma into one accumulator (acc += a @ b): the scenario's dot "
+                "stores one product"
+            )
+        a, b = self.view(a_atom, parts[1]), self.view(b_atom, parts[2])
+        if a.transforms or b.transforms:
+            raise Unsupported(
+                "wgmma on a view of an SMEM operand (a slice, transpose or bitcast): the "
+                "scenario's dot takes the SMEM refs themselves"
+            )
+        loops = scope.loops()
+        la, lb = (Load(x, self.stamp, self.where, loops) for x in (a, b))
+        acc.value = Dot(la, lb, acc.shape)
+
+    def p_wgmma_accumulator_deref(self, eqn, scope):
+        acc = self.read(eqn.invars[0])
+        if not isinstance(acc, Acc):
+            raise Unsupported("reading an accumulator that is not a plgpu.ACC of pl.run_scoped")
+        self.out(eqn, acc.value if acc.value is not None else Const(0.0, acc.dtype, acc.shape))
+
+    def p_set_max_registers(self, eqn, scope):
+        """A register budget for the warpgroup: no effect on what the kernel computes."""
+
     # ------------------------------------------------------------ control flow
 
     def p_cond(self, eqn, scope):
         branches = eqn.params["branches"]
         index = self.int_(eqn.invars[0], "a condition")
         ops = list(eqn.invars[1:])
+        if eqn.outvars and _scalar_branches(eqn):
+            return self._cond_value(eqn, index, ops)
         for o in eqn.outvars:
             self.env[o] = Opaque("a value a condition computes (cond outputs)")
         n = len(branches)
@@ -1037,6 +1218,31 @@ class Translator:
             self._branch_env(br, ops)
             self.body(br, inner)
             self.where = where
+
+    def _cond_value(self, eqn: Any, index: V.Int, ops: list[Any]) -> None:
+        """``lax.cond`` / ``lax.switch`` whose branches only compute integers (a peer, an
+        offset): each branch's results, then the one the index picks, in arithmetic."""
+        results = []
+        for br in eqn.params["branches"]:
+            self._branch_env(br, ops)
+            for e in br.eqns:
+                self.eqn(e, Scope([], "<cond>"))
+            results.append([self.read(o) for o in br.outvars])
+        n = len(results)
+        if n > 2:  # lax.switch clamps its index
+            lo, hi = V.const(0), V.const(n - 1)
+            index = V.minimum(V.maximum(index, lo) or index, hi) or index
+        for k, o in enumerate(eqn.outvars):
+            cases = [r[k] for r in results]
+            if not all(isinstance(c, V.Int) and not c.is_bool for c in cases):
+                raise Unsupported("a condition (lax.cond) whose branches compute different values")
+            c = index.const
+            r = cases[c] if c is not None and 0 <= c < n else V.select_arith(index, cases)
+            if r is None or not V.fits(r):
+                raise Unsupported(
+                    "a value a condition computes (cond outputs) the bounds cannot decide"
+                )
+            self.env[o] = r
 
     def _branch_env(self, br: Any, ops: list[Any]) -> None:
         self._bind_consts(br)
@@ -1176,15 +1382,27 @@ class Translator:
         names = F.parameters(fr.file, fr.start_line) if fr and fr.start_line else None
         transforms = eqn.params.get("ref_transforms", ()) or ()
         for k, v in enumerate(scoped):
+            if type(v.aval).__name__ == "WGMMAAbstractAccumulatorRef":
+                shape, dt, _ = _aval_info(v.aval)
+                self.env[v] = Acc(shape, dt)  # registers, zero at the start
+                continue
             base = names[k] if names and k < len(names) else f"scoped{k}"
             name = self.fresh(base)
             tr = transforms[k] if k < len(transforms) else ()
             sc, view = scratch_of(name, v.aval, tr)
             self.scratch[name] = sc
             self.env[v] = view
-        for o in eqn.outvars:
-            self.env[o] = Opaque("a value pl.run_scoped returns")
         self.body(inner, scope)
+        outs = list(getattr(inner, "outvars", ()))
+        for k, o in enumerate(eqn.outvars):
+            value = self.read(outs[k]) if k < len(outs) else None
+            if isinstance(value, Load) and value.view.param in {
+                self.read(v).param for v in scoped if isinstance(self.read(v), View)
+            }:  # a load of the scoped scratch itself: its memory is gone after the scope
+                value = None
+            if value is None or isinstance(value, Acc | View):
+                value = Opaque("a value pl.run_scoped returns")
+            self.env[o] = value
 
 
 # ---------------------------------------------------------------- scratch
@@ -1318,7 +1536,7 @@ def _array_aval(v: Any) -> bool:
 
 
 def _is_array_value(v: Any) -> bool:
-    return isinstance(v, Load | Sum | Reduce) or (
+    return isinstance(v, Load | Sum | Reduce | Dot) or (
         isinstance(v, Const) and not _is_int_dtype(v.dtype)
     )
 
@@ -1340,9 +1558,29 @@ def _bitcast_shape(shape: tuple[int, ...], src: str, dst: str) -> tuple[int, ...
     return tuple(s)
 
 
-def _may_alias(a: View, b: View) -> bool:
-    """Whether two views may share memory (the same ref: conservatively yes)."""
-    return a.param == b.param
+def _id_type(t: Any) -> str:
+    """``"MESH"`` or ``"LOGICAL"`` (a ``pl.DeviceIdType``; MESH when not given)."""
+    name = str(getattr(t, "name", t) or "MESH").rsplit(".", 1)[-1].upper()
+    return "LOGICAL" if "LOGICAL" in name else "MESH"
+
+
+def _terms(s: Any) -> list[Any] | None:
+    """The terms of a sum, left to right as JAX adds them (``(a + b) + c``: a, b, c); a
+    constant subtracted is added negated; None where a value is subtracted."""
+    if not isinstance(s, Sum):
+        return [s]
+    left = _terms(s.a)
+    if left is None:
+        return None
+    b = s.b
+    if s.sign < 0:
+        if not (isinstance(b, Const) and not b.shape):
+            return None
+        b = Const(-b.value, b.dtype)
+    if isinstance(b, Sum) and len(left) == 1:  # a + (b + c) == (b + c) + a
+        inner = _terms(b)
+        return None if inner is None else [*inner, *left]
+    return [*left, b]  # (a + b) + (c + d): the inner sum stays a computed value
 
 
 def _state_args(eqn: Any, kind: str) -> tuple[Any, ...]:
@@ -1418,6 +1656,8 @@ _SCALAR_PRIMS = frozenset(
         "div",
         "max",
         "min",
+        "clamp",
+        "multiple_of",
         "neg",
         "lt",
         "le",
@@ -1437,6 +1677,31 @@ _SCALAR_PRIMS = frozenset(
         "jit",
     }
 )
+
+
+def _scalar_branches(eqn: Any) -> bool:
+    """A ``cond`` whose branches only compute integer scalars (no effects, no arrays)."""
+    for v in eqn.outvars:
+        aval = getattr(v, "aval", None)
+        if getattr(aval, "shape", None) != () or not _is_int_dtype(str(aval.dtype)):
+            return False
+    return all(_pure_scalar(br) for br in eqn.params["branches"])
+
+
+def _pure_scalar(jaxpr: Any, depth: int = 0) -> bool:
+    """Only integer arithmetic on scalars: no effect that translating it aside would
+    drop (a jitted helper is looked into)."""
+    if depth > 20:
+        return False
+    for e in jaxpr.eqns:
+        if e.primitive.name not in _SCALAR_PRIMS:
+            return False
+        if any(getattr(getattr(v, "aval", None), "shape", ()) != () for v in e.outvars):
+            return False
+        inner = _sub_jaxpr(e)
+        if inner is not None and not _pure_scalar(inner, depth + 1):
+            return False
+    return True
 
 
 def _counter(jaxpr: Any, c_in: list[Any], outs: list[Any]) -> int | None:

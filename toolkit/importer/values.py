@@ -12,7 +12,7 @@ cannot decide is refused (``None``), never guessed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mpmd_lab import expr as E
 
@@ -28,6 +28,10 @@ class Int:
     lo: int = INT_MIN
     hi: int = INT_MAX
     is_bool: bool = False
+    #: a boolean's value as an integer expression (0 or 1) written with ``+ - * //``
+    #: only: the scenario's expressions have no cast, and a comparison where a number
+    #: is taken (a loop bound, an index) is a bool to JAX
+    number: Int | None = field(default=None, compare=False, repr=False)
 
     @property
     def const(self) -> int | None:
@@ -242,7 +246,36 @@ def compare(op: str, a: Int, b: Int) -> Int:
         return boolean(True)
     if never:
         return boolean(False)
-    return Int(E.Compare(op, a.expr, b.expr), 0, 1, is_bool=True)
+    return Int(E.Compare(op, a.expr, b.expr), 0, 1, is_bool=True, number=_compare_number(op, a, b))
+
+
+def _at_least_zero(d: Int) -> Int | None:
+    """``int(d >= 0)`` in ``+ - //``: with ``M > -d.lo`` and ``M > d.hi``, ``(d + M) // M``
+    is 1 for ``0 <= d <= d.hi`` and 0 for ``d.lo <= d < 0``."""
+    if d.lo >= 0:
+        return const(1)
+    if d.hi < 0:
+        return const(0)
+    m = max(-d.lo, d.hi + 1)
+    if m >= 2**30:
+        return None  # unbounded: no such M in int32
+    return floor_div(add(d, const(m)), const(m))
+
+
+def _compare_number(op: str, a: Int, b: Int) -> Int | None:
+    if op in ("==", "!="):
+        ge, le = _at_least_zero(sub(a, b)), _at_least_zero(sub(b, a))
+        if ge is None or le is None:
+            return None
+        eq = mul(ge, le)
+        return eq if op == "==" else sub(const(1), eq)
+    d = {
+        "<": lambda: sub(sub(b, a), const(1)),
+        "<=": lambda: sub(b, a),
+        ">": lambda: sub(sub(a, b), const(1)),
+        ">=": lambda: sub(a, b),
+    }[op]()
+    return _at_least_zero(d)
 
 
 def logical(op: str, a: Int, b: Int) -> Int:
@@ -259,24 +292,36 @@ def logical(op: str, a: Int, b: Int) -> Int:
             items += x.expr.items
         else:
             items.append(x.expr)
-    return Int(E.BoolOp(op, tuple(items)), 0, 1, is_bool=True)
+    number = None
+    if a.number is not None and b.number is not None:
+        both = mul(a.number, b.number)
+        number = both if op == "and" else sub(add(a.number, b.number), both)
+    return Int(E.BoolOp(op, tuple(items)), 0, 1, is_bool=True, number=number)
 
 
 def logical_not(a: Int) -> Int:
     c = a.const
     if c is not None:
         return boolean(not c)
+    number = sub(const(1), a.number) if a.number is not None else None
     if isinstance(a.expr, E.Not):
-        return Int(a.expr.a, 0, 1, is_bool=True)
+        return Int(a.expr.a, 0, 1, is_bool=True, number=number)
     if isinstance(a.expr, E.Compare):
         flip = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
-        return Int(E.Compare(flip[a.expr.op], a.expr.a, a.expr.b), 0, 1, is_bool=True)
-    return Int(E.Not(a.expr), 0, 1, is_bool=True)
+        e = E.Compare(flip[a.expr.op], a.expr.a, a.expr.b)
+        return Int(e, 0, 1, is_bool=True, number=number)
+    return Int(E.Not(a.expr), 0, 1, is_bool=True, number=number)
 
 
-def as_int(a: Int) -> Int:
-    """A boolean used as an integer (``convert_element_type`` to int32): 0 or 1."""
-    return Int(a.expr, a.lo, a.hi, is_bool=False)
+def as_int(a: Int) -> Int | None:
+    """An integer conversion (``convert_element_type`` to an integer dtype); a boolean
+    becomes 0 or 1, written in arithmetic (None when that cannot be written)."""
+    if not a.is_bool:
+        return a
+    c = a.const
+    if c is not None:
+        return const(c)
+    return a.number
 
 
 def select(pred: Int, cases: list[Int]) -> Int | None:
@@ -285,6 +330,33 @@ def select(pred: Int, cases: list[Int]) -> Int | None:
     if c is None or not 0 <= c < len(cases):
         return None
     return cases[c]
+
+
+def select_arith(pred: Int, cases: list[Int]) -> Int | None:
+    """``lax.select_n(pred, *cases)`` of integers on a traced predicate, in arithmetic:
+    ``sum(case_k * int(pred == k))`` (two cases: ``a + int(pred) * (b - a)``)."""
+    if len(cases) == 2:
+        n = as_int(pred) if pred.is_bool else (pred if 0 <= pred.lo and pred.hi <= 1 else None)
+        if n is None:
+            return None
+        a, b = cases
+        r = add(a, mul(n, sub(b, a)))
+    else:
+        if pred.is_bool or pred.lo < 0 or pred.hi > len(cases) - 1:
+            return None
+        r = None
+        for k, case in enumerate(cases):
+            if not pred.lo <= k <= pred.hi:
+                continue
+            n = as_int(compare("==", pred, const(k)))
+            if n is None:
+                return None
+            term = mul(case, n)
+            r = term if r is None else add(r, term)
+        if r is None:
+            return None
+    lo, hi = min(x.lo for x in cases), max(x.hi for x in cases)
+    return const(r.const) if r.const is not None else Int(r.expr, lo, hi)
 
 
 def fits(a: Int) -> bool:
