@@ -534,6 +534,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
+    reshape_error: Any = _MISSING
     for path, t in b.stack:
         if t.op == "at":
             for k, ix in enumerate(t.entries()):
@@ -563,7 +564,9 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
                 )
                 return True
         elif t.op == "reshape":
-            e = _reshape_error(ctx, b, path)
+            if reshape_error is _MISSING:
+                reshape_error = _reshape_error(ctx, b)
+            e = reshape_error[0] if reshape_error and b.stack[reshape_error[1]][0] == path else None
             if e is not None:
                 ctx.jax(e.code, path, e.message, jax_type=e.jax_type)
                 return True
@@ -585,21 +588,23 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     return False
 
 
-def _reshape_error(ctx: Ctx, b: Binding, path: str) -> L.JaxError | None:
-    """The reshape at ``path`` as ``memref_reshape`` makes it (``layout_rules.view_memref``:
-    folds need contiguous dims); a scratch layout's reshapes are the commute rules'."""
+_MISSING = object()
+
+
+def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
+    """The first reshape of the view ``memref_reshape`` cannot make (its error and its
+    position in the stack), as ``layout_rules.view_memref`` walks it (folds need
+    contiguous dims); a scratch layout's reshapes are the commute rules'."""
     root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
     key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
-    found = ctx.stack_cache.get(key)
-    if found is None:
-        # one walk per (base, stack), reused for every reshape step in it
+    found = ctx.stack_cache.get(key, _MISSING)
+    if found is _MISSING:
+        # one walk per (base, stack), reused for every access through it (a stack
+        # without an error caches None: a miss would walk it again)
         found = ctx.stack_cache[key] = L.view_memref(root[0], [t for _, t in b.stack])[1]
-    if found is None:
-        return None
-    e, i = found
-    return e if b.stack[i][0] == path else None
+    return found
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
