@@ -1506,8 +1506,15 @@ def view_memref(
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    m: Memref | None = Memref(tuple(shape), contiguous_strides(shape))
-    for i, t in enumerate(view):
+    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape)), view)
+
+
+def view_memref_from(
+    m: Memref | None, view: Sequence[Any], offset: int = 0
+) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+    """``view_memref`` continued: the steps ``view`` applied to the memref ``m`` of the
+    view they extend (``offset``: how many steps came before them, for the position)."""
+    for i, t in enumerate(view, offset):
         if m is None:
             return None, None
         op = _op(t)

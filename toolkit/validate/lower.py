@@ -24,7 +24,7 @@ from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.resolve import Binding, Stack, Stmt
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
 
@@ -348,6 +348,11 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
         verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
 
 
+def _moved(t: Any) -> bool:
+    """A view step the lowering moves others past (or that stays after them)."""
+    return t.op in ("transpose", "bitcast")
+
+
 def _view_rules(
     ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
@@ -360,8 +365,13 @@ def _view_rules(
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
-    view = [t for _, t in b.stack]
     where = _where(st, field)
+    if space == "GMEM" and not layout_stack and ctx.r.first_step(b, "moved", _moved) is None:
+        # nothing for the lowering to move the view's steps past (no scratch layout, no
+        # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
+        # below is about SMEM and TMEM; once per view, not a walk of its whole stack
+        return False, None
+    view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, view, dtype)
         if e is None:
@@ -393,7 +403,7 @@ def _view_rules(
             _later(verify, layout, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
-            m, _ = L.view_memref(shape, view)
+            m, _ = _memref(ctx, b)
             e = L.smem_register_error(
                 layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat
             )
@@ -513,7 +523,7 @@ def _access(
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
                 break
     if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
-        m, _ = L.view_memref(root[0], [t for _, t in b.stack])
+        m, _ = _memref(ctx, b)
         e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
         if e is not None:
             verify["p4"].append(
@@ -534,8 +544,14 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
-    reshape_error: Any = _MISSING
-    for path, t in b.stack:
+    # the first step that may stop the lowering, once per view (from its source's answer),
+    # and the first reshape it cannot make (``_memref``): the steps before both lower
+    hit = ctx.r.first_step(b, f"lower-steps:{','.join(ctx.mesh_axes)}", _may_stop(ctx))
+    bad = _reshape_error(ctx, b)
+    n = len(b.stack)
+    at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
+    rest = list(b.stack)[at:] if at < n else []
+    for pos, (path, t) in enumerate(rest, at):
         if t.op == "at":
             for k, ix in enumerate(t.entries()):
                 if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
@@ -564,9 +580,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
                 )
                 return True
         elif t.op == "reshape":
-            if reshape_error is _MISSING:
-                reshape_error = _reshape_error(ctx, b)
-            e = reshape_error[0] if reshape_error and b.stack[reshape_error[1]][0] == path else None
+            e = bad[0] if bad and bad[1] == pos else None
             if e is not None:
                 ctx.jax(e.code, path, e.message, jax_type=e.jax_type)
                 return True
@@ -588,7 +602,62 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     return False
 
 
-_MISSING = object()
+def _may_stop(ctx: Ctx) -> Any:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
+
+    def may_stop(t: Any) -> bool:
+        if t.op == "at":
+            return any(
+                ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
+                for ix in t.entries()
+            )
+        if t.op == "transpose":
+            return any(p < 0 for p in t.perm) or sorted(t.perm) != list(range(len(t.perm)))
+        if t.op == "remote_ref":
+            return device_id_error(ctx, t.device) is not None
+        return t.op in ("multicast_ref", "cluster_ref")
+
+    return may_stop
+
+
+def _index_of(b: Binding, step: tuple[str, Any]) -> int:
+    """The position of ``step`` (one of ``b``'s stack) in the stack."""
+    x: Any = b.stack
+    while isinstance(x, Stack):
+        for k, s in enumerate(x.own):
+            if s is step:
+                return len(x.parent) + k
+        x = x.parent
+    return next(k for k, s in enumerate(x) if s is step)
+
+
+def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+    """``layout_rules.view_memref`` of a view from its untransformed ref (the memref, and
+    the first reshape the lowering cannot make with its position in the stack), computed
+    once per binding from its source view's answer and its own steps: linear in a chain
+    of views."""
+    memo = ctx.stack_cache
+    todo = []
+    x: Binding | None = b
+    while x is not None and ("memref", id(x)) not in memo:
+        todo.append(x)
+        x = x.parent
+    found: Any = None if x is None else memo[("memref", id(x))][1]
+    for y in reversed(todo):
+        if found is None:  # a view of an untransformed ref
+            root = _root_spec(ctx, y)
+            if root is None:
+                found = (None, None)
+            else:
+                found = L.view_memref(root[0], [t for _, t in y.stack])
+        elif found[0] is not None:  # its source's memref, followed by its own steps
+            parent = y.parent
+            assert parent is not None
+            n = len(parent.stack)
+            own = y.stack.own if isinstance(y.stack, Stack) else tuple(y.stack)[n:]
+            found = L.view_memref_from(found[0], [t for _, t in own], n)
+        memo[("memref", id(y))] = (y, found)  # (y kept alive: its id stays its own)
+    return found
 
 
 def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
@@ -598,13 +667,7 @@ def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
     root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
-    key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
-    found = ctx.stack_cache.get(key, _MISSING)
-    if found is _MISSING:
-        # one walk per (base, stack), reused for every access through it (a stack
-        # without an error caches None: a miss would walk it again)
-        found = ctx.stack_cache[key] = L.view_memref(root[0], [t for _, t in b.stack])[1]
-    return found
+    return _memref(ctx, b)[1]
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
@@ -639,33 +702,35 @@ def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
     """What the lowering's ``device_id_to_logical`` rejects in a device id (``remote_ref``,
     ``semaphore_signal``): one flat id on a device mesh of another rank (none, or more
     than one axis), or a mapping that names an axis the device mesh lacks."""
+    found = device_id_error(ctx, dev)
+    if found is None:
+        return False
+    ctx.jax(found[0], path, found[1])
+    return True
+
+
+def device_id_error(ctx: Ctx, dev: Any) -> tuple[str, str] | None:
+    """``device_id_problem``'s code and JAX's message, or None (it reports nothing)."""
     from mpmd_lab.ops.peers import resolve_device
 
     axes = ctx.mesh_axes
     dref = resolve_device(dev)
     if dref.linear is not None:
         if len(axes) != 1:
-            ctx.jax(
+            return (
                 "DEVICE_ID_RANK",
-                path,
                 "Number of device ids must match the number of mesh axes, but got 1 ids for a "
                 f"{len(axes)}D mesh.",
             )
-            return True
-        return False
+        return None
     unknown = [(a, e) for a, e in dref.coords if a not in axes]
     if unknown:
         # a literal is a weakly typed int32 to JAX, an axis-index expression is not
         inner = ", ".join(
             f"{a!r}: JitTracer({'~' if e.is_const else ''}int32[])" for a, e in unknown
         )
-        ctx.jax(
-            "DEVICE_ID_UNKNOWN_AXIS",
-            path,
-            f"Unrecognized axes in device_id: {{{inner}}}",
-        )
-        return True
-    return False
+        return "DEVICE_ID_UNKNOWN_AXIS", f"Unrecognized axes in device_id: {{{inner}}}"
+    return None
 
 
 def _tma(
@@ -695,7 +760,7 @@ def _tma(
     src_root = _root_spec(ctx, st.refs[src_field])
     dst_root = _root_spec(ctx, st.refs[dst_field])
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
-        dm, _ = L.view_memref(dst_root[0], [t for _, t in st.refs[dst_field].stack])
+        dm, _ = _memref(ctx, st.refs[dst_field])
         if dm is not None:
             shape, dtype, _space, stack = src_root
             e = L.tma_smem_error(

@@ -74,6 +74,15 @@ _LIMIT = (
 )
 
 
+#: per interpreter: whether a view step is one it cannot run (what ``_interp_limits`` says)
+_CANNOT_RUN = {
+    "gpu": lambda t: t.op == "multicast_ref" or t.op in _GPU_INTERP_REPR,
+    "hlo": lambda t: (
+        t.op in _HLO_CANNOT or (t.op == "at" and any(isinstance(e, BlockIndex) for e in t.index))
+    ),
+}
+
+
 def _interp_limits(ctx: Ctx) -> None:
     """The first statement the chosen CPU interpreter cannot run (a warning)."""
     interp = ctx.s.run.interpret
@@ -82,7 +91,10 @@ def _interp_limits(ctx: Ctx) -> None:
             if isinstance(st.node, Let):
                 continue
             for b in st.refs.values():
-                for path, t in b.stack:
+                # the first step the interpreter cannot run (once per view, from its source)
+                cannot = _CANNOT_RUN.get(interp)
+                hit = None if cannot is None else ctx.r.first_step(b, f"interp:{interp}", cannot)
+                for path, t in () if hit is None else (hit,):
                     if interp == "gpu" and t.op == "multicast_ref":
                         ctx.add(
                             "GPU_INTERP_MULTICAST",
