@@ -114,3 +114,24 @@ def test_first_step_is_the_first_along_the_whole_stack() -> None:
                 for op in ("transpose", "at", "reshape"):
                     want = next(((p, t) for p, t in b.stack if t.op == op), None)
                     assert r.first_step(b, op, lambda t, op=op: t.op == op) == want
+
+
+def test_reshaping_an_untransformed_ref_is_the_general_rule() -> None:
+    """``memref_reshape``'s short cut for an untransformed (identity) memref gives what
+    the general fold / unfold walk gives."""
+    rng = random.Random(18)
+    for _ in range(500):
+        dims = [rng.choice([1, 2, 3, 4, 8]) for _ in range(rng.randint(0, 4))]
+        n = 1
+        for d in dims:
+            n *= d
+        target: list[int] = []
+        left = n
+        while left > 1 and len(target) < 4:
+            f = rng.choice([f for f in (1, 2, 3, 4, 8, left) if left % f == 0])
+            target.append(f)
+            left //= f
+        if left > 1 or not target:
+            target.append(left)
+        m = L.Memref(tuple(dims), L.contiguous_strides(dims))
+        assert L.memref_reshape(m, target) == L._memref_reshape(m, target)[:2], (dims, target)

@@ -1413,6 +1413,11 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
+    if m.identity:
+        # the untransformed ref (contiguous): every parallel fold and unfold, or the one
+        # fold and unfold of a contiguous memref, gives the target's contiguous strides
+        target = tuple(target)
+        return Memref(target, contiguous_strides(target), True), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
