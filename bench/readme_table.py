@@ -32,7 +32,14 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:.2f} s"
     if unit == "exponent":
         return f"k = {value:.2f}"
+    if unit == "x":
+        return f"{value:.1f}x"
     return f"{value:.2f}"
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell (a ``|`` of the text would end the cell)."""
+    return text.replace("|", "\\|")
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -53,8 +60,8 @@ def table(doc: dict[str, Any]) -> str:
         ok = {True: "ok", False: "**missed**", None: ""}[r["ok"]]
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.3g}"
         lines.append(
-            f"| {r['section']} | {r['measure'].strip()} | {_fmt(r['value'], r['unit'])} | "
-            f"{r['detail']['baseline'] or ''} | {ratio} | {r['target']} | {ok} |"
+            f"| {r['section']} | {_cell(r['measure'].strip())} | {_fmt(r['value'], r['unit'])} | "
+            f"{_cell(r['detail']['baseline'] or '')} | {ratio} | {r['target']} | {ok} |"
         )
     return "\n".join(lines)
 

@@ -11,6 +11,8 @@ from bench.timing import fmt_s, per_call, slope
 ARGS = (10, 100, 250, 500, 1000)
 DEPTHS = (1, 8, 16, 32, 64)  # the loader's limit is 64 transforms per stack
 ARGS_TARGET_S = 50e-3
+CHAIN_LETS = (100, 200, 400, 800)  # x 64 transforms x as many copies
+CHAIN_TARGET_S = 2.0
 
 
 def with_args(n: int) -> dict[str, Any]:
@@ -39,6 +41,26 @@ def with_depth(d: int) -> dict[str, Any]:
         {"op": "copy", "src": "v", "dst": "out"},
     ]
     return _scenario(f"depth-{d}", buffers, args, body, [1024])
+
+
+def chain_of_views(lets: int, transforms: int = 64, copies: int | None = None) -> dict[str, Any]:
+    """A chain of views (issue 16): ``lets`` views, each of the one before through
+    ``transforms`` reshapes back and forth (so view k is ``transforms * (k + 1)`` steps
+    from the buffer), then ``copies`` copies, copy i from view ``i % lets``. At
+    800 x 64 x 800 it is the 1.7 MB file a quadratic check took minutes over."""
+    steps = [
+        {"op": "reshape", "shape": [16, 64]} if i % 2 == 0 else {"op": "reshape", "shape": [1024]}
+        for i in range(transforms)
+    ]
+    body: list[dict[str, Any]] = []
+    prev = "x"
+    for i in range(lets):
+        body.append({"let": f"v{i}", "ref": prev, "transforms": [dict(t) for t in steps]})
+        prev = f"v{i}"
+    for i in range(lets if copies is None else copies):
+        body.append({"op": "copy", "src": f"v{i % lets}", "dst": "out"})
+    buffers = {"b": {"shape": [1024], "dtype": "float32"}}
+    return _scenario(f"chain-{lets}", buffers, [{"buffer": "b", "param": "x"}], body, [1024])
 
 
 def _scenario(name: str, buffers: dict, args: list, body: list, out: list[int]) -> dict[str, Any]:
@@ -82,9 +104,95 @@ def _series(label: str, unit: str, xs: tuple[int, ...], make) -> tuple[list[floa
     ]
 
 
+def _chains() -> list[Row]:
+    """Load + check of growing chains of views, as ``mpmd-lab check`` does a file."""
+    import json
+    import time
+
+    from mpmd_lab import validate
+    from mpmd_lab.scenario import load_scenario
+
+    xs, ys, sizes, cpus = [], [], [], []
+    for lets in CHAIN_LETS:
+        text = json.dumps(chain_of_views(lets), separators=(",", ":"))
+        t0, c0 = time.perf_counter(), time.process_time()
+        diags = validate.check(load_scenario(text))
+        ys.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        xs.append(lets)
+        sizes.append(len(text))
+        if any(d.is_error for d in diags):
+            raise AssertionError(f"chain of {lets} views: {diags[0].one_line()}")
+    k, _ = slope([math.log(x) for x in xs], [math.log(y) for y in ys])
+    series = ", ".join(f"{x}: {fmt_s(y)}" for x, y in zip(xs, ys, strict=True))
+    mb = sizes[-1] / 1e6
+    return [
+        Row(
+            "scaling",
+            f"load + check, chain of views ({CHAIN_LETS[-1]} lets: 64 reshapes each, "
+            "as many copies)",
+            series,
+            value=ys[-1],
+            unit="s",
+        ),
+        Row(
+            "scaling",
+            "  t ~ lets^k over the chains (stack depth grows with the lets)",
+            f"k = {k:.2f}",
+            f"{ys[-1] / ys[0]:.0f}x time for {xs[-1] // xs[0]}x lets",
+            target="linear (k < 1.2)",
+            verdict=verdict(k < 1.2),
+            value=k,
+            unit="exponent",
+        ),
+        timed(
+            "scaling",
+            f"load + check, the {mb:.1f} MB chain ({CHAIN_LETS[-1]} lets x 64 transforms x "
+            f"{CHAIN_LETS[-1]} copies)",
+            ys[-1],
+            target_s=CHAIN_TARGET_S,
+        ),
+        timed(
+            "scaling",
+            "  the same, CPU time of this process (what the machine's load does not add)",
+            cpus[-1],
+            target_s=CHAIN_TARGET_S,
+        ),
+    ]
+
+
+def _cpu_per_call(fn, repeats: int = 5) -> float:
+    """Median CPU seconds (this process, user + system) of ``fn()``: what a loaded
+    machine's wall time hides (the process waits for a core)."""
+    import statistics
+    import time
+
+    fn()
+    out = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        out.append(time.process_time() - c0)
+    return statistics.median(out)
+
+
 def rows() -> list[Row]:
+    from mpmd_lab import validate
+    from mpmd_lab.scenario import load_scenario
+
     ys, out = _series("argument count", "argument", ARGS, with_args)
     t1000 = ys[ARGS.index(1000)]
     out.append(timed("scaling", "check, 1,000 arguments", t1000, target_s=ARGS_TARGET_S))
+    s1000 = load_scenario(with_args(1000))
+    cpu = _cpu_per_call(lambda: validate.check(s1000))
+    out.append(
+        timed(
+            "scaling",
+            "  the same, CPU time of this process (what the machine's load does not add)",
+            cpu,
+            target_s=ARGS_TARGET_S,
+        )
+    )
     out += _series("stack depth", "step", DEPTHS, with_depth)[1]
+    out += _chains()
     return out

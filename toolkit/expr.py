@@ -337,7 +337,21 @@ def parse(text: str | int | Expr) -> Expr:
         raise ExprError("a boolean is not an index expression")
     if isinstance(text, int):
         return Const(text)
+    if isinstance(text, str):
+        e = _PARSED.get(text)
+        if e is None:
+            e = _parse_text(text)
+            if len(_PARSED) >= MAX_PARSED:
+                _PARSED.clear()
+            _PARSED[text] = e
+        return e
     return _parse_text(text)
+
+
+#: Texts parsed so far (the trees are immutable: every statement, check and run that
+#: names ``"(dev + 1) % 4"`` shares one; ``ast.parse`` was a tenth of a check), bounded.
+_PARSED: dict[str, Expr] = {}
+MAX_PARSED = 4096
 
 
 def _parse_text(text: str) -> Expr:

@@ -97,7 +97,7 @@ Expr = Annotated[IntExpr, AfterValidator(check_expr)]
 class Model(BaseModel):
     """Base: unknown fields are an error, values are validated on assignment."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
 
 def axes_tuple(axes: str | list[str]) -> tuple[str, ...]:

@@ -1413,6 +1413,11 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
+    if m.identity:
+        # the untransformed ref (contiguous): every parallel fold and unfold, or the one
+        # fold and unfold of a contiguous memref, gives the target's contiguous strides
+        target = tuple(target)
+        return Memref(target, contiguous_strides(target), True), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1506,8 +1511,15 @@ def view_memref(
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    m: Memref | None = Memref(tuple(shape), contiguous_strides(shape))
-    for i, t in enumerate(view):
+    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape)), view)
+
+
+def view_memref_from(
+    m: Memref | None, view: Sequence[Any], offset: int = 0
+) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+    """``view_memref`` continued: the steps ``view`` applied to the memref ``m`` of the
+    view they extend (``offset``: how many steps came before them, for the position)."""
+    for i, t in enumerate(view, offset):
         if m is None:
             return None, None
         op = _op(t)

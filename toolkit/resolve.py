@@ -20,6 +20,72 @@ from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
 
+class Stack:
+    """A view's transform stack from the untransformed ref, ``(field path, transform)``
+    pairs first to last, as a tuple reads: its source's stack (``parent``) and its own
+    steps, shared rather than copied, so a chain of views costs its length once, not
+    once per view (a copy per view is quadratic in a long chain)."""
+
+    __slots__ = ("_len", "own", "parent")
+
+    def __init__(
+        self, parent: Stack | tuple[tuple[str, Any], ...], own: tuple[tuple[str, Any], ...]
+    ):
+        self.parent = parent
+        self.own = own
+        self._len = len(parent) + len(own)
+
+    def _segments(self) -> list[tuple[tuple[str, Any], ...]]:
+        out = []
+        x: Any = self
+        while isinstance(x, Stack):
+            out.append(x.own)
+            x = x.parent
+        out.append(x)
+        out.reverse()
+        return out
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def __iter__(self) -> Any:
+        for seg in self._segments():
+            yield from seg
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        n = self._len
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("stack index out of range")
+        x: Any = self
+        while isinstance(x, Stack):
+            start = len(x.parent)
+            if i >= start:
+                return x.own[i - start]
+            x = x.parent
+        return x[i]
+
+    def __add__(self, other: tuple[tuple[str, Any], ...]) -> Stack:
+        return Stack(self, tuple(other))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Stack | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Stack({tuple(self)!r})"
+
+
 @dataclass
 class Binding:
     """A name the kernel body can use."""
@@ -31,7 +97,10 @@ class Binding:
     origin: tuple[str, ...] = ()  # the buffers / outputs / scratch it aliases
     stmt: int = -1  # body index of a let
     #: every transform from the untransformed ref to this view: (field path, transform)
-    stack: tuple[tuple[str, Any], ...] = ()
+    stack: tuple[tuple[str, Any], ...] | Stack = ()
+    #: the binding a let's view is made from (its stack is this one's, less the let's
+    #: own steps): what the rules reuse, so a chain of views is checked in linear time
+    parent: Binding | None = None
 
 
 @dataclass
@@ -86,6 +155,7 @@ class Resolved:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: names that do not resolve: (code, field path, message)
         self.problems: list[tuple[str, str, str]] = []
+        self._first: dict[tuple[str, int], tuple[Binding, Any]] = {}
 
     @property
     def scenario(self) -> Scenario:
@@ -108,8 +178,34 @@ class Resolved:
             spec = self.s.buffers.get(o)
         return None if spec is None else tuple(spec.shape)
 
-    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...]:
+    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
         return b.stack
+
+    def first_step(self, b: Binding, key: str, pred: Any) -> tuple[str, Any] | None:
+        """The first ``(path, transform)`` of ``b``'s stack for which ``pred(transform)``
+        holds (None: none), computed once per binding from its parent's answer and its
+        own steps (``key`` names ``pred``): linear in a chain of views, where walking
+        every view's whole stack is quadratic."""
+        memo = self._first
+        todo = []
+        x: Binding | None = b
+        while x is not None and (key, id(x)) not in memo:
+            todo.append(x)
+            x = x.parent
+        found = None if x is None else memo[(key, id(x))][1]
+        for y in reversed(todo):
+            if found is None:
+                if y.parent is None:
+                    steps: Any = y.stack
+                else:
+                    steps = (
+                        y.stack.own
+                        if isinstance(y.stack, Stack)
+                        else y.stack[len(y.parent.stack) :]
+                    )
+                found = next((pt for pt in steps if pred(pt[1])), None)
+            memo[(key, id(y))] = (y, found)  # (y kept alive: its id stays its own)
+        return found
 
     def chain(self, b: Binding) -> list[str]:
         """The transform ops from the root ref to this view, in order."""
@@ -365,7 +461,8 @@ def _body(
                 path,
                 src.origin if src else (),
                 stmt=stmt.index,
-                stack=(src.stack if src else ()) + own,
+                stack=Stack(src.stack, own) if src else own,
+                parent=src,
             )
         else:
             stmt.unbound = _unbound(st, bound)

@@ -420,6 +420,20 @@ def load_scenario(source: str | os.PathLike[str] | dict[str, Any] | Scenario) ->
     """
     if isinstance(source, Scenario):
         return source
+    import gc
+
+    # parsing and validating allocate many small acyclic objects: the cyclic collector's
+    # passes over them meanwhile only cost time, growing with the file (quadratic in all)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(source)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _load(source: str | os.PathLike[str] | dict[str, Any]) -> Scenario:
     label = "<dict>"
     if isinstance(source, dict):
         data: Any = source
@@ -542,6 +556,30 @@ def _key_spec(models: _Spec, key: str) -> _Spec | None:
     return _KEY_SPECS[(models, key)]
 
 
+_OBJECT_SPECS: dict[_Spec, tuple[_Spec, _Spec]] = {}
+_SUB_SPECS: dict[tuple[_Spec, str], Any] = {}
+
+
+def _object_spec(spec: _Spec) -> tuple[_Spec, _Spec]:
+    """The models an object at ``spec`` may be, and the values' spec where it may be a
+    mapping (once per spec: the walk meets the same few specs many times)."""
+    hit = _OBJECT_SPECS.get(spec)
+    if hit is None:
+        models = tuple(a for a in spec if a[0] == "model")
+        mapping = tuple(a for sub in (a[1] for a in spec if a[0] == "dict") for a in sub)
+        hit = _OBJECT_SPECS[spec] = (models, mapping)
+    return hit
+
+
+def _sub_spec(models: _Spec, mapping: _Spec, key: str) -> _Spec | None:
+    """The spec of ``key``'s value in an object that is one of ``models`` or a mapping of
+    ``mapping`` (None: an unknown field)."""
+    key_spec = _key_spec(models, key)
+    if key_spec is None and not mapping:
+        return None
+    return tuple(dict.fromkeys((*(key_spec or ()), *mapping)))
+
+
 def _precheck(
     data: dict[str, Any],
 ) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]], bool]:
@@ -589,17 +627,17 @@ def _precheck(
             problems.append(
                 (format_path(loc + (key,)), "given twice in one object (JSON keeps the last)")
             )
-        models = tuple(a for a in spec if a[0] == "model")
-        mapping = tuple(a for sub in (a[1] for a in spec if a[0] == "dict") for a in sub)
+        models, mapping = _object_spec(spec)
         children = []
         for key, sub in value.items():
             if models:
-                key_spec = _key_spec(models, key) if isinstance(key, str) else None
-                if key_spec is None and not mapping:
+                sub_spec = _SUB_SPECS.get((spec, key), False) if isinstance(key, str) else None
+                if sub_spec is False:
+                    sub_spec = _SUB_SPECS[(spec, key)] = _sub_spec(models, mapping, key)
+                if sub_spec is None:
                     problems.append((format_path(loc + (key,)), _unknown(models, key)))
                     unknown.append(loc + (key,))
                     continue
-                sub_spec = tuple(dict.fromkeys((*(key_spec or ()), *mapping)))
             else:
                 sub_spec = mapping
             if sub_spec and sub_spec != _LEAF and isinstance(sub, dict | list):

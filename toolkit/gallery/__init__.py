@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 
 def _dir() -> Path:
-    return Path(str(resources.files(__name__)))
+    # the package's own folder (the data ships next to this file in every install:
+    # the wheel, an editable install, binder); importlib.resources would import zipfile
+    # and friends, a measurable share of ``mpmd-lab check``'s start-up
+    return Path(__file__).resolve().parent
 
 
 def names() -> list[str]:

@@ -785,7 +785,7 @@ class Translator:
                 out[a] = c.text()
             return out
         if isinstance(device_id, dict):
-            out: dict[str, Any] = {}
+            out = {}
             for k, x in device_id.items():
                 if isinstance(k, tuple):
                     raise Unsupported("a device id keyed by a tuple of axes")
@@ -1683,7 +1683,7 @@ def _scalar_branches(eqn: Any) -> bool:
     """A ``cond`` whose branches only compute integer scalars (no effects, no arrays)."""
     for v in eqn.outvars:
         aval = getattr(v, "aval", None)
-        if getattr(aval, "shape", None) != () or not _is_int_dtype(str(aval.dtype)):
+        if aval is None or getattr(aval, "shape", None) != () or not _is_int_dtype(str(aval.dtype)):
             return False
     return all(_pure_scalar(br) for br in eqn.params["branches"])
 

@@ -355,6 +355,7 @@ def select_arith(pred: Int, cases: list[Int]) -> Int | None:
             r = term if r is None else add(r, term)
         if r is None:
             return None
+    assert r is not None
     lo, hi = min(x.lo for x in cases), max(x.hi for x in cases)
     return const(r.const) if r.const is not None else Int(r.expr, lo, hi)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, get_args
 
 from mpmd_lab.fields import MAX_TRANSFORMS, Ident, Model, RefName
+from mpmd_lab.ops import control as _control
+from mpmd_lab.ops import scratch as _scratch
 from mpmd_lab.ops.async_copies import (
     CommitSmem,
     CopyGmemToSmem,
@@ -134,11 +136,11 @@ Statement = Annotated[
 ]
 
 
-# the recursive and forward references: bodies hold statements, scratch holds transforms
-for _cls in (Loop, When):
-    _cls.model_rebuild(_types_namespace={"Statement": Statement})
-ArrayScratch.model_rebuild(_types_namespace={"Transforms": Transforms})
-Let.model_rebuild()
+# the recursive and forward references: bodies hold statements, scratch holds transforms.
+# The models build their schemas on first use (``defer_build``): the names they refer to
+# are put where that build looks them up, the modules that define them.
+_control.Statement = Statement
+_scratch.Transforms = Transforms
 
 Scratch = Annotated[
     Annotated[ArrayScratch, Tag("array")]

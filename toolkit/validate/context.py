@@ -24,7 +24,7 @@ class Ctx:
         #: notes JAX raises later (gpu-lower, interpret), with their field paths
         self.deferred: list[tuple[Any, str]] = []
         #: (base, stack step paths) -> (root info, propagated steps, step index by path)
-        self.stack_cache: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self.stack_cache: dict[tuple[str, Any], Any] = {}
         for code, path, message in self.r.problems:
             self.add(code, path, message)
 
@@ -62,7 +62,8 @@ class Ctx:
     def net_perm(self, b: Binding) -> list[int] | None:
         return self.r.net_perm(b)
 
-    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...]:
+    def stack(self, b: Binding) -> Any:
+        """``b``'s ``(field path, transform)`` pairs, first to last (a tuple or a Stack)."""
         return b.stack
 
     # ------------------------------------------------------------ reporting

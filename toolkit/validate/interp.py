@@ -43,7 +43,12 @@ def _views(ctx: Ctx) -> None:
             if isinstance(st.node, Let):
                 continue
             for b in st.refs.values():
-                for path, t in b.stack:
+                # the first step it cannot run, once per view (from its source view's answer)
+                hit = ctx.r.first_step(
+                    b, f"interp:{interp}", lambda t: t.interpret_limit(interp) is not None
+                )
+                if hit is not None:
+                    path, t = hit
                     found = t.interpret_limit(interp)
                     if found is not None:
                         ctx.add(

@@ -24,7 +24,7 @@ from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.resolve import Binding, Stack, Stmt
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
 
@@ -344,6 +344,11 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
         verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
 
 
+def _moved(t: Any) -> bool:
+    """A view step the lowering moves others past (or that stays after them)."""
+    return t.op in ("transpose", "bitcast")
+
+
 def _view_rules(
     ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
@@ -356,8 +361,13 @@ def _view_rules(
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
-    view = [t for _, t in b.stack]
     where = _where(st, field)
+    if space == "GMEM" and not layout_stack and ctx.r.first_step(b, "moved", _moved) is None:
+        # nothing for the lowering to move the view's steps past (no scratch layout, no
+        # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
+        # below is about SMEM and TMEM; once per view, not a walk of its whole stack
+        return False, None
+    view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, view, dtype)
         if e is None:
@@ -389,7 +399,7 @@ def _view_rules(
             _later(verify, layout, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
-            m, _ = L.view_memref(shape, view)
+            m, _ = _memref(ctx, b)
             e = L.smem_register_error(
                 layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat
             )
@@ -507,7 +517,7 @@ def _access(
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
                 break
     if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
-        m, _ = L.view_memref(root[0], [t for _, t in b.stack])
+        m, _ = _memref(ctx, b)
         e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
         if e is not None:
             verify["p4"].append(
@@ -528,7 +538,14 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
-    for path, t in b.stack:
+    # the first step that may stop the lowering, once per view (from its source's answer),
+    # and the first reshape it cannot make (``_memref``): the steps before both lower
+    hit = ctx.r.first_step(b, f"lower-steps:{','.join(ctx.mesh_axes)}", _may_stop(ctx))
+    bad = _reshape_error(ctx, b)
+    n = len(b.stack)
+    at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
+    rest = list(b.stack)[at:] if at < n else []
+    for pos, (path, t) in enumerate(rest, at):
         if t.op == "at":
             for k, ix in enumerate(t.entries()):
                 if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
@@ -557,7 +574,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
                 )
                 return True
         elif t.op == "reshape":
-            e = _reshape_error(ctx, b, path)
+            e = bad[0] if bad and bad[1] == pos else None
             if e is not None:
                 ctx.raised(e, path)
                 return True
@@ -594,21 +611,72 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     return False
 
 
-def _reshape_error(ctx: Ctx, b: Binding, path: str) -> L.JaxError | None:
-    """The reshape at ``path`` as ``memref_reshape`` makes it (``layout_rules.view_memref``:
-    folds need contiguous dims); a scratch layout's reshapes are the commute rules'."""
+def _may_stop(ctx: Ctx) -> Any:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
+
+    def may_stop(t: Any) -> bool:
+        if t.op == "at":
+            return any(
+                ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
+                for ix in t.entries()
+            )
+        if t.op == "transpose":
+            return any(p < 0 for p in t.perm) or sorted(t.perm) != list(range(len(t.perm)))
+        if t.op == "remote_ref":
+            return device_id_error(ctx, t.device) is not None
+        return t.op in ("multicast_ref", "cluster_ref")
+
+    return may_stop
+
+
+def _index_of(b: Binding, step: tuple[str, Any]) -> int:
+    """The position of ``step`` (one of ``b``'s stack) in the stack."""
+    x: Any = b.stack
+    while isinstance(x, Stack):
+        for k, s in enumerate(x.own):
+            if s is step:
+                return len(x.parent) + k
+        x = x.parent
+    return next(k for k, s in enumerate(x) if s is step)
+
+
+def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+    """``layout_rules.view_memref`` of a view from its untransformed ref (the memref, and
+    the first reshape the lowering cannot make with its position in the stack), computed
+    once per binding from its source view's answer and its own steps: linear in a chain
+    of views."""
+    memo = ctx.stack_cache
+    todo = []
+    x: Binding | None = b
+    while x is not None and ("memref", id(x)) not in memo:
+        todo.append(x)
+        x = x.parent
+    found: Any = None if x is None else memo[("memref", id(x))][1]
+    for y in reversed(todo):
+        if found is None:  # a view of an untransformed ref
+            root = _root_spec(ctx, y)
+            if root is None:
+                found = (None, None)
+            else:
+                found = L.view_memref(root[0], [t for _, t in y.stack])
+        elif found[0] is not None:  # its source's memref, followed by its own steps
+            parent = y.parent
+            assert parent is not None
+            n = len(parent.stack)
+            own = y.stack.own if isinstance(y.stack, Stack) else tuple(y.stack)[n:]
+            found = L.view_memref_from(found[0], [t for _, t in own], n)
+        memo[("memref", id(y))] = (y, found)  # (y kept alive: its id stays its own)
+    return found
+
+
+def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
+    """The first reshape of the view ``memref_reshape`` cannot make (its error and its
+    position in the stack), as ``layout_rules.view_memref`` walks it (folds need
+    contiguous dims); a scratch layout's reshapes are the commute rules'."""
     root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
-    key = (b.origin[0] if b.origin else "", tuple(p for p, _ in b.stack))
-    found = ctx.stack_cache.get(key)
-    if found is None:
-        # one walk per (base, stack), reused for every reshape step in it
-        found = ctx.stack_cache[key] = L.view_memref(root[0], [t for _, t in b.stack])[1]
-    if found is None:
-        return None
-    e, i = found
-    return e if b.stack[i][0] == path else None
+    return _memref(ctx, b)[1]
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
@@ -643,33 +711,35 @@ def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
     """What the lowering's ``device_id_to_logical`` rejects in a device id (``remote_ref``,
     ``semaphore_signal``): one flat id on a device mesh of another rank (none, or more
     than one axis), or a mapping that names an axis the device mesh lacks."""
+    found = device_id_error(ctx, dev)
+    if found is None:
+        return False
+    ctx.jax(found[0], path, found[1])
+    return True
+
+
+def device_id_error(ctx: Ctx, dev: Any) -> tuple[str, str] | None:
+    """``device_id_problem``'s code and JAX's message, or None (it reports nothing)."""
     from mpmd_lab.ops.peers import resolve_device
 
     axes = ctx.mesh_axes
     dref = resolve_device(dev)
     if dref.linear is not None:
         if len(axes) != 1:
-            ctx.jax(
+            return (
                 "DEVICE_ID_RANK",
-                path,
                 "Number of device ids must match the number of mesh axes, but got 1 ids for a "
                 f"{len(axes)}D mesh.",
             )
-            return True
-        return False
+        return None
     unknown = [(a, e) for a, e in dref.coords if a not in axes]
     if unknown:
         # a literal is a weakly typed int32 to JAX, an axis-index expression is not
         inner = ", ".join(
             f"{a!r}: JitTracer({'~' if e.is_const else ''}int32[])" for a, e in unknown
         )
-        ctx.jax(
-            "DEVICE_ID_UNKNOWN_AXIS",
-            path,
-            f"Unrecognized axes in device_id: {{{inner}}}",
-        )
-        return True
-    return False
+        return "DEVICE_ID_UNKNOWN_AXIS", f"Unrecognized axes in device_id: {{{inner}}}"
+    return None
 
 
 def _tma(
@@ -697,7 +767,7 @@ def _tma(
     src_root = _root_spec(ctx, st.refs[src_field])
     dst_root = _root_spec(ctx, st.refs[dst_field])
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
-        dm, _ = L.view_memref(dst_root[0], [t for _, t in st.refs[dst_field].stack])
+        dm, _ = _memref(ctx, st.refs[dst_field])
         if dm is not None:
             shape, dtype, _space, stack = src_root
             e = L.tma_smem_error(

@@ -154,14 +154,19 @@ def _uses_pid(ctx: Ctx) -> bool:
             node = st.node
             exprs = list(node.exprs()) if hasattr(node, "exprs") else []
             for b in st.refs.values():
-                for _, t in b.stack:
-                    exprs.extend(t.exprs())
+                # (once per view, from its source's answer: linear in a chain of views)
+                if ctx.r.first_step(b, "program_id", _uses_program_id) is not None:
+                    return True
             if getattr(node, "transforms", None):
                 for t in node.transforms:
                     exprs.extend(t.exprs())
             if any("program_id" in e.calls() for _, e in exprs):
                 return True
     return False
+
+
+def _uses_program_id(t: Any) -> bool:
+    return any("program_id" in e.calls() for _, e in t.exprs())
 
 
 # ---------------------------------------------------------------- lookups
