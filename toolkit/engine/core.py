@@ -598,13 +598,24 @@ class Engine:
             self.memory[loc] = st
         return st
 
-    def read(self, x: StmtCtx, fld: str, agent: bool = False) -> Any:
+    def _access(self, x: StmtCtx, fld: str, kind: str) -> tuple[View, str]:
+        """The view of field ``fld`` and its name; a view an index placed out of bounds
+        fails softly here (at the access, as the GPU interpreter's bounds check does)."""
         view = x.view(fld)
         name = getattr(x.stmt, fld)
         self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
-            self.soft(SimError(code, where, msg), x.run, x.node, fld, "r")
+            self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
+        return view, name
+
+    def _elements(self, loc: Any, view: View) -> np.ndarray:
+        """The view's elements at ``loc``, as an array of its shape and dtype."""
+        raw = self._storage(loc, view.base).data[view.offsets]
+        return np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape)
+
+    def read(self, x: StmtCtx, fld: str, agent: bool = False) -> Any:
+        view, name = self._access(x, fld, "r")
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         (dev,) = self._targets(view, x.run, None)
@@ -613,25 +624,17 @@ class Engine:
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
-        st = self._storage(loc, view.base)
-        raw = st.data[view.offsets]
-        return np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape)
+        return self._elements(loc, view)
 
     def read_all(self, x: StmtCtx, fld: str, axes: tuple[str, ...]) -> list[Any]:
         """The view read on every device along ``axes`` (multimem_load_reduce)."""
-        view = x.view(fld)
-        name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
-        if view.oob is not None:
-            code, where, msg = view.oob
-            self.soft(SimError(code, where, msg), x.run, x.node, fld, "r")
+        view, name = self._access(x, fld, "r")
         out: list[Any] = []  # arrays (with data) or their Abstract shapes
         for dev in self._targets(view.with_(multicast=None), x.run, axes):
             loc = self.location(view.base, dev, self._block_of(view, x.run))
             self._log("read", x.run.a, x, name, loc, view, fld)
             if self.data:
-                raw = self._storage(loc, view.base).data[view.offsets]
-                out.append(np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape))
+                out.append(self._elements(loc, view))
             else:
                 out.append(Abstract(view.shape, view.dtype))
         return out
@@ -677,12 +680,7 @@ class Engine:
                 self._storage(loc, view.base).data[view.offsets] = raw
 
     def atomic_add(self, x: StmtCtx, fld: str, value: Any) -> None:
-        view = x.view(fld)
-        name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
-        if view.oob is not None:
-            code, where, msg = view.oob
-            self.soft(SimError(code, where, msg), x.run, x.node, fld, "w")
+        view, name = self._access(x, fld, "w")
         if view.multicast is not None:
             raise SimError(
                 "SIM_UNSUPPORTED", x.path, f"atomic_add through a multicast view {name!r}"
@@ -697,7 +695,7 @@ class Engine:
         if not self.data:
             return
         st = self._storage(loc, view.base)
-        cur = np.ascontiguousarray(st.data[view.offsets]).view(view.dtype).reshape(view.shape)
+        cur = self._elements(loc, view)
         with np.errstate(all="ignore"):
             new = np.add(cur, np.asarray(value).astype(view.dtype), dtype=view.dtype)
         st.data[view.offsets] = (
