@@ -622,9 +622,9 @@ def _may_stop(ctx: Ctx) -> Any:
             )
         if t.op == "transpose":
             return any(p < 0 for p in t.perm) or sorted(t.perm) != list(range(len(t.perm)))
-        if t.op == "remote_ref":
-            return device_id_error(ctx, t.device) is not None
-        return t.op in ("multicast_ref", "cluster_ref")
+        # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
+        # which the step alone does not know)
+        return t.op in ("remote_ref", "multicast_ref", "cluster_ref")
 
     return may_stop
 
