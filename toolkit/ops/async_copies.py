@@ -75,6 +75,11 @@ class MultimemStore(StatementOp):
     }
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
+    def interpret_error(self, interp: str) -> Any:
+        from mpmd_lab import layout_rules as L
+
+        return L.multimem_interpret_error() if interp == "gpu" else None
+
     op: Literal["multimem_store"]
     src: RefName = Field(description="the ref whose value is stored")
     dst: RefName = Field(description="a GMEM ref, written on every device along axes")

@@ -177,6 +177,12 @@ class StatementOp(Op):
     #: ``"gpu-multi"``: the GPU interpreter on several devices); ``INTERP_LIMIT`` warnings
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
 
+    def interpret_error(self, interp: str) -> Any:
+        """JAX's own error (a ``layout_rules.JaxError``) where the CPU interpreter
+        ``interp`` fails on this statement with a message of its own (None: see
+        ``interpret_limit``)."""
+        return None
+
     def interpret_limit(self, interp: str, devices: int) -> str | None:
         """Why JAX's CPU interpreter ``interp`` cannot run this statement on ``devices``
         devices (None: it can)."""

@@ -299,6 +299,18 @@ class ClusterRef(TransformOp):
 
     _v = field_validator("block")(classmethod(lambda cls, v: _check_mapping_names(v)))
 
+    def interpret_limit(self, interp: str) -> InterpLimit | None:
+        found = super().interpret_limit(interp)
+        parsed = [E.parse(v) for v in self.block.values()]
+        if found is None or interp != "gpu" or not all(e.is_const for e in parsed):
+            return found
+        # the transform as JAX prints it: its cluster axes, and each index a traced int32
+        dims = tuple(self.block)
+        idxs = "".join(f"Array({e.eval(E.Env({}, {}))}, dtype=int32), " for e in parsed)
+        idxs = f"({idxs[:-2]},)" if len(parsed) == 1 else f"({idxs[:-2]})"
+        repr_ = f"ClusterRefTransform(dims={dims!r}, idxs={idxs})"
+        return found._replace(jax_message=f"Unsupported transform: {repr_}")
+
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for axis, v in self.block.items():
             yield f"block.{axis}", E.parse(v)

@@ -74,6 +74,19 @@ def _statements(ctx: Ctx) -> None:
     for prog in ctx.programs:
         for st in prog.stmts:
             if isinstance(st.node, StatementOp):
+                e = st.node.interpret_error(interp)
+                if e is not None:  # JAX's own error, as its interpreter raises it
+                    ctx.add(
+                        e.code,
+                        st.path,
+                        f"JAX's CPU interpreter can't run {st.node.kind}; simulate does",
+                        jax_message=e.message,
+                        jax_type=e.jax_type,
+                        severity="warning",
+                        stage="interpret",
+                        explanation=f"The GPU interpreter has no rule for {st.node.kind}." + _WHY,
+                    )
+                    return
                 why = st.node.interpret_limit(interp, ctx.s.num_devices)
                 if why:
                     _limit(ctx, st.path, why)
