@@ -49,7 +49,7 @@ from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef
-from mpmd_lab.ops.control import static_value
+from mpmd_lab.ops.control import loop_assignments, static_value
 from mpmd_lab.ops.peers import device_targets, resolve_device
 from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
@@ -558,22 +558,8 @@ class _Builder:
     def loop_envs(self, rst: Any) -> list[dict[str, int]] | None:
         """Every assignment of the loop variables around a statement (static ranges; a
         bound may use an outer loop's variable); None when unknown or too many."""
-        envs: list[dict[str, int]] = [{}]
-        for c in rst.scope:
-            node = c.node
-            if node.kind != "loop":
-                continue
-            nxt = []
-            for env in envs:
-                a = static_value(E.parse(node.start), self.r, env)
-                b = static_value(E.parse(node.stop), self.r, env)
-                if a is None or b is None:
-                    return None
-                nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
-                if len(nxt) > MAX_STEPS:
-                    return None
-            envs = nxt
-        return envs
+        loops = [c.node for c in rst.scope if c.node.kind == "loop"]
+        return loop_assignments(loops, self.r, MAX_STEPS)
 
     def sync_edges(self, i: int) -> None:
         """``signals`` edges (signal -> the waits it can satisfy, per device pair and

@@ -201,25 +201,31 @@ def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> i
 MAX_UNROLLED = 4096
 
 
-def _unrolled(st: Any, ctx: Any, upto: int) -> list[dict[str, int]] | None:
-    """Every assignment of the unrolled loops in ``st.scope[:upto]`` (None: too many, or
-    bounds that are not static)."""
+def loop_assignments(loops: list[Any], ctx: Any, limit: int) -> list[dict[str, int]] | None:
+    """Every assignment of the variables of ``loops`` (outermost first; a bound may read
+    an outer loop's variable): None when a bound is not static or there are more than
+    ``limit`` (counted before any is made: a loop of 2**31 steps costs nothing)."""
     envs: list[dict[str, int]] = [{}]
-    for s in st.scope[:upto]:
-        node = s.node
-        if node.kind != "loop" or node.via != "python":
-            continue
-        nxt = []
+    for node in loops:
+        nxt: list[dict[str, int]] = []
         for env in envs:
             a = static_value(E.parse(node.start), ctx, env)
             b = static_value(E.parse(node.stop), ctx, env)
             if a is None or b is None:
                 return None
-            nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
-            if len(nxt) > MAX_UNROLLED:
+            steps = range(a, b, node.step)
+            if len(nxt) + len(steps) > limit:
                 return None
+            nxt += [{**env, node.var: v} for v in steps]
         envs = nxt
     return envs
+
+
+def _unrolled(st: Any, ctx: Any, upto: int) -> list[dict[str, int]] | None:
+    """Every assignment of the unrolled loops in ``st.scope[:upto]`` (None: too many, or
+    bounds that are not static)."""
+    loops = [s.node for s in st.scope[:upto] if s.node.kind == "loop" and s.node.via == "python"]
+    return loop_assignments(loops, ctx, MAX_UNROLLED)
 
 
 def _python_bool(e: E.Expr) -> bool:
@@ -257,4 +263,12 @@ def _indent(lines: list[str]) -> list[str]:
     return [("    " + line) if line else "" for line in (lines or ["pass"])]
 
 
-__all__ = ["Loop", "When", "is_static", "never_traced", "python_vars", "static_value"]
+__all__ = [
+    "Loop",
+    "When",
+    "is_static",
+    "loop_assignments",
+    "never_traced",
+    "python_vars",
+    "static_value",
+]
