@@ -52,3 +52,30 @@ def test_a_loop_of_2_31_steps_is_checked_and_drawn_without_enumerating_it(via):
     g = _bounded(lambda: graph.build_graph(s, analysis=a), 20.0, 64)
     loops = [n for n, d in g.nodes(data=True) if d.get("control") == "loop"]
     assert loops, "the loops are drawn"
+
+
+def test_a_loop_bound_of_huge_constants_is_counted_not_overflowed():
+    """``len(range(...))`` past 2**63 raises OverflowError: the graph's trip count printed a
+    traceback for a bound such as ``axis_size(dev) * M**3`` (constants are int32, not the
+    expression)."""
+    stop = f"axis_size(dev) * {MAX_BLOCKS} * {MAX_BLOCKS} * {MAX_BLOCKS}"
+    s = load_scenario(_in_loops(RS, stop, "fori_loop"))
+    g = _bounded(lambda: graph.build_graph(s), 20.0, 64)
+    (trips,) = [d["trips"] for _, d in g.nodes(data=True) if d.get("control") == "loop"]
+    assert trips == 4 * MAX_BLOCKS**3
+
+
+def test_the_signals_of_a_ring_over_4096_devices_are_said_not_drawn_not_enumerated():
+    """The graph evaluated every (device, loop step) pair of each signal: 4096 devices x
+    4095 steps of a ring all-gather ran past a minute. Past a bound the statement is
+    marked and the text says so."""
+    data = gallery.load("ring-all-gather").to_dict()
+    data["device_mesh"] = {"dev": 4096}
+    data["call"]["scratch"]["sems"]["shape"] = [4095]
+    data["call"]["outputs"]["out"]["shape"] = [256 * 4096]
+    s = load_scenario(data)
+    a = analyze(s)
+    g = _bounded(lambda: graph.build_graph(s, analysis=a), 20.0, 256)
+    signal, wait = "call.programs[0].body[3].body[4]", "call.programs[0].body[3].body[6]"
+    assert g.graph["signals_not_drawn"] == [signal, wait]
+    assert f"(signals of {signal} not drawn" in graph.to_text(g)

@@ -117,6 +117,7 @@ def step_estimate(s: Scenario) -> int:
     """Steps a run takes at least: actors x statements (a loop with static bounds counts
     its trips; one with dynamic bounds once)."""
     from mpmd_lab import expr as E
+    from mpmd_lab.ops.control import trip_count
 
     def count(body: list[Any]) -> int:
         n = 0
@@ -127,9 +128,7 @@ def step_estimate(s: Scenario) -> int:
                 a, b = E.parse(st.start), E.parse(st.stop)
                 trips = 1
                 if a.is_const and b.is_const:
-                    trips = max(
-                        0, len(range(a.eval(E.Env({}, {})), b.eval(E.Env({}, {})), st.step))
-                    )
+                    trips = trip_count(a.eval(E.Env({}, {})), b.eval(E.Env({}, {})), st.step)
                 n += trips * count(st.body)
             elif kind == "when":
                 n += count(st.body)

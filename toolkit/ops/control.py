@@ -201,6 +201,14 @@ def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> i
 MAX_UNROLLED = 4096
 
 
+def trip_count(start: int, stop: int, step: int) -> int:
+    """``len(range(start, stop, step))`` for any ints (``len`` of a range past 2**63
+    raises OverflowError; a loop bound may be an expression of huge constants)."""
+    if step > 0:
+        return max(0, -(-(stop - start) // step))
+    return max(0, -(-(start - stop) // -step))
+
+
 def loop_assignments(loops: list[Any], ctx: Any, limit: int) -> list[dict[str, int]] | None:
     """Every assignment of the variables of ``loops`` (outermost first; a bound may read
     an outer loop's variable): None when a bound is not static or there are more than
@@ -213,10 +221,9 @@ def loop_assignments(loops: list[Any], ctx: Any, limit: int) -> list[dict[str, i
             b = static_value(E.parse(node.stop), ctx, env)
             if a is None or b is None:
                 return None
-            steps = range(a, b, node.step)
-            if len(nxt) + len(steps) > limit:
+            if len(nxt) + trip_count(a, b, node.step) > limit:
                 return None
-            nxt += [{**env, node.var: v} for v in steps]
+            nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
         envs = nxt
     return envs
 
@@ -271,4 +278,5 @@ __all__ = [
     "never_traced",
     "python_vars",
     "static_value",
+    "trip_count",
 ]
