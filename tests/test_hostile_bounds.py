@@ -79,3 +79,28 @@ def test_the_signals_of_a_ring_over_4096_devices_are_said_not_drawn_not_enumerat
     signal, wait = "call.programs[0].body[3].body[4]", "call.programs[0].body[3].body[6]"
     assert g.graph["signals_not_drawn"] == [signal, wait]
     assert f"(signals of {signal} not drawn" in graph.to_text(g)
+
+
+def test_a_buffer_too_big_to_index_is_said_not_checked_not_run_out_of_memory():
+    """The data-free check keeps an offset per element: a (32768, 32768) float32 buffer
+    took 8 GB and 45 s (and passed silently where memory ran out). Past MAX_ELEMENTS it
+    says what it did not check."""
+    from mpmd_lab.validate.sync import MAX_ELEMENTS
+
+    data = copy.deepcopy(RS)
+    data["buffers"]["x"]["shape"] = [32768, 32768]
+    data["call"]["outputs"]["out"]["shape"] = [32768, 32768]
+    a = _bounded(lambda: analyze(load_scenario(data)), 20.0, 64)
+    (msg,) = [d.message for d in a.diagnostics if d.code == "SYNC_NOT_CHECKED"]
+    assert f"hold {2 * 32768**2:,} elements, more than the {MAX_ELEMENTS:,}" in msg
+    assert not [d for d in a.diagnostics if d.is_error]
+    # at the bound the check still runs and still finds what it finds
+    race = gallery.load("two-block-race").to_dict()
+    n = MAX_ELEMENTS // 2
+    race["buffers"]["x"]["shape"] = [n]
+    race["call"]["outputs"]["out"]["shape"] = [n]
+    body = race["call"]["programs"][0]["body"]
+    body[0]["transforms"] = [{"op": "at", "index": [{"block": "b", "size": n // 2}]}]
+    body[1]["transforms"] = [{"op": "at", "index": [[0, n // 2]]}]
+    found = analyze(load_scenario(race))
+    assert {"RACE", "RACE_DETECTED"} & {d.code for d in found.diagnostics}
