@@ -104,3 +104,23 @@ def test_a_buffer_too_big_to_index_is_said_not_checked_not_run_out_of_memory():
     body[1]["transforms"] = [{"op": "at", "index": [[0, n // 2]]}]
     found = analyze(load_scenario(race))
     assert {"RACE", "RACE_DETECTED"} & {d.code for d in found.diagnostics}
+
+
+def test_simulate_is_refused_up_front_or_stopped_within_its_timeout():
+    """A loop bound of axis sizes and huge constants is counted in closed form (it ran
+    to the timeout); a bound only the devices know runs, and the answer comes back within
+    the caller's timeout, which the message names (the engine stops early enough to send
+    its log back), the worker's start said apart."""
+    from mpmd_lab import runtime
+
+    big = _in_loops(RS, f"axis_size(dev) * {MAX_BLOCKS} * {MAX_BLOCKS}", "fori_loop")
+    refused = runtime.run(load_scenario(big), "simulate", timeout=30)
+    assert refused.error.code == "SIM_TOO_LARGE" and refused.seconds < 2.0, refused.to_json()
+    # 4 devices x (the loop + its 2 statements x 4 * M**2 trips)
+    assert f"{4 * (1 + 2 * 4 * MAX_BLOCKS**2)} steps" in refused.error.message
+    endless = _in_loops(RS, "10000000 + dev", "fori_loop")
+    t0 = time.perf_counter()
+    slow = runtime.run(load_scenario(endless), "simulate", timeout=6)
+    took = time.perf_counter() - t0
+    assert slow.error.code == "RUN_TIMEOUT" and "did not finish in 6 s" in slow.error.message
+    assert slow.seconds < 6 + 2.5 and took < slow.startup_seconds + 6 + 8, slow.to_json()

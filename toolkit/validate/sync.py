@@ -63,12 +63,12 @@ def check_sync(ctx: Ctx) -> None:
         return  # the kernel never runs on a GPU: what it would race on is not yet its problem
     from mpmd_lab.simulator import step_estimate
 
-    elements = _elements(s)
-    if elements > MAX_ELEMENTS:
+    held = elements(s)
+    if held > MAX_ELEMENTS:
         ctx.add(
             "SYNC_NOT_CHECKED",
             "call.programs",
-            f"the call's buffers, outputs and scratch hold {elements:,} elements, more "
+            f"the call's buffers, outputs and scratch hold {held:,} elements, more "
             f"than the {MAX_ELEMENTS:,} the static check indexes: races, deadlocks, "
             "semaphore balance and out-of-bounds indices and device ids are not checked "
             "(check a smaller model of the call: the same views over smaller shapes)",
@@ -103,7 +103,7 @@ def check_sync(ctx: Ctx) -> None:
         )
 
 
-def _elements(s: Any) -> int:
+def elements(s: Any) -> int:
     """Elements of every buffer, output and scratch array of the call (one device's)."""
     shapes = [b.shape for b in s.buffers.values()]
     shapes += [o.shape for o in s.call.outputs.values()]
@@ -605,4 +605,4 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
     )
 
 
-__all__ = ["MAX_ELEMENTS", "MAX_STEPS", "check_sync"]
+__all__ = ["MAX_ELEMENTS", "MAX_STEPS", "check_sync", "elements"]
