@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 import ipywidgets as w
@@ -95,10 +96,11 @@ class CallEditor(w.VBox):
         rows: list[w.Widget] = [
             _head("Buffers", "host values the call is given; Ref = jax.new_ref")
         ]
-        for name, b in st.scenario.buffers.items():
+        for name, b in islice(st.scenario.buffers.items(), c.MAX_ROWS):
             key = ("buffer", name, b.model_dump_json(), _dkey(st, f"buffers.{name}"))
             build = lambda name=name, b=b: self._buffer_row(name, b)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("buffer", name)))
+        rows += c.more_rows(sec, len(st.scenario.buffers), "buffers")
         rows.append(
             sec.memo(
                 "add",
@@ -167,10 +169,11 @@ class CallEditor(w.VBox):
             sec.memo(("entry", call.entry), entry),
         ]
         buffers = list(st.scenario.buffers)
-        for i, a in enumerate(call.args):
+        for i, a in enumerate(call.args[: c.MAX_ROWS]):
             key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
+        rows += c.more_rows(sec, len(call.args), "arguments")
         rows.append(
             sec.memo(
                 "add",
@@ -193,7 +196,7 @@ class CallEditor(w.VBox):
                 label="tuple",
             )
         else:
-            opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
+            opts = c.choices(buffers, a.buffer)
             dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
             dd.add_class("mpl-arg-buffer")
             src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
@@ -231,10 +234,11 @@ class CallEditor(w.VBox):
     def _outputs(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         rows: list[w.Widget] = [_head("Outputs", "out types in order; each is also a parameter")]
-        for name, o in st.scenario.call.outputs.items():
+        for name, o in islice(st.scenario.call.outputs.items(), c.MAX_ROWS):
             key = ("out", name, o.model_dump_json(), _dkey(st, f"call.outputs.{name}"))
             build = lambda name=name, o=o: self._output_row(name, o)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("out", name)))
+        rows += c.more_rows(sec, len(st.scenario.call.outputs), "outputs")
         rows.append(
             sec.memo(
                 "add",
@@ -271,10 +275,11 @@ class CallEditor(w.VBox):
     def _scratch(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         rows: list[w.Widget] = [_head("Scratch", "refs allocated for the kernel, after outputs")]
-        for name, s in st.scenario.call.scratch.items():
+        for name, s in islice(st.scenario.call.scratch.items(), c.MAX_ROWS):
             key = ("scratch", name, s.model_dump_json(), _dkey(st, f"call.scratch.{name}"))
             build = lambda name=name, s=s: self._scratch_row(name, s)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("scratch", name)))
+        rows += c.more_rows(sec, len(st.scenario.call.scratch), "scratch refs")
         rows.append(
             sec.memo("add", lambda: c.button("+ scratch", self.add_scratch, "add a scratch ref"))
         )
@@ -344,18 +349,32 @@ class CallEditor(w.VBox):
         pp = f"call.programs[{st.program}]"
         rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
         body = call.programs[st.program].body
-        rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0))
+        budget = [c.MAX_ROWS]  # statement rows left to draw, nested bodies included
+        rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0), budget)
+        if budget[0] < 0:
+            rows += c.more_rows(sec, _count(body), "statements", shown=c.MAX_ROWS)
         return rows
 
     def _body_rows(
-        self, sec: c.Section, bp: str, body: list[Any], depth: int, outer: list[str]
+        self,
+        sec: c.Section,
+        bp: str,
+        body: list[Any],
+        depth: int,
+        outer: list[str],
+        budget: list[int],
     ) -> list[w.Widget]:
         """The statements of the body at ``bp`` (a list's field path), nested bodies
-        (loop, when) indented under their statement, each with its own add row."""
+        (loop, when) indented under their statement, each with its own add row; at most
+        ``budget[0]`` statements in all (it goes below 0 when some are not drawn)."""
         st = self.state
         rows: list[w.Widget] = []
         lets: list[str] = []
         for i, s in enumerate(body):
+            if budget[0] <= 0:
+                budget[0] = -1
+                return rows
+            budget[0] -= 1
             p = f"{bp}[{i}]"
             names = [*outer, *lets]
             head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
@@ -363,13 +382,15 @@ class CallEditor(w.VBox):
             build = lambda i=i, s=s, names=names: self._statement(bp, i, s, depth, names)  # noqa: E731
             row = sec.memo(key, build, ident=("stmt", p))
             for box in getattr(row, "mpl_combos", ()):
-                if list(box.options) != names:
-                    box.options = names
+                if list(box.options) != c.choices(names):
+                    box.options = c.choices(names)
             rows.append(row)
             if getattr(s, "let", None):
                 lets.append(s.let)
             if _has_body(s):
-                rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names)
+                rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names, budget)
+                if budget[0] < 0:
+                    return rows
         rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
 
@@ -457,7 +478,7 @@ class CallEditor(w.VBox):
                 box = c.make(
                     w.Combobox,
                     value=getattr(s, f),
-                    options=names,
+                    options=c.choices(names),
                     ensure_option=False,
                     continuous_update=False,
                     layout=c.lay(width="96px"),
@@ -596,3 +617,8 @@ def _add_program(st: Session):
     if r.ok:
         st.select_program(n)
     return r
+
+
+def _count(body: list[Any]) -> int:
+    """Statements of a body, nested bodies included."""
+    return sum(1 + (_count(s.body) if _has_body(s) else 0) for s in body)
