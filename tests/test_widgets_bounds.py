@@ -13,7 +13,7 @@ from mpmd_lab import gallery
 from mpmd_lab.scenario import MAX_BLOCKS, load_scenario
 from mpmd_lab.session import Session
 from mpmd_lab.widgets.mesh_editor import MeshEditor, blocks_svg, devices_svg
-from mpmd_lab.widgets.testing import find, text_of, type_into
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
 
 
 def _with_grid(grid: dict[str, int]):
@@ -70,3 +70,42 @@ def test_resizing_a_grid_axis_to_the_limit_in_the_editor_stays_fast():
     assert state.scenario.call.programs[0].mesh.grid == {"b": MAX_BLOCKS}
     assert "showing 16 of 2,147,483,647 blocks" in text_of(editor)
     assert took < 5.0 and peak < 64 * 2**20, (took, peak / 2**20)
+
+
+def _crowded(outputs: int = 0, statements: int = 0, buffers: int = 0):
+    data = gallery.load("two-block-copy").to_dict()
+    data["call"]["outputs"].update(
+        {f"o{i}": {"shape": [2**20], "dtype": "float32"} for i in range(outputs)}
+    )
+    body = data["call"]["programs"][0]["body"]
+    body[-1:] = [{"op": "loop", "var": "i", "stop": 2, "body": [body[-1]]}]
+    body += [{"op": "fill", "dst": "out", "value": 1.0}] * statements
+    data["buffers"].update({f"b{i}": {"shape": [4], "dtype": "float32"} for i in range(buffers)})
+    data["call"]["args"] += [{"buffer": f"b{i}", "param": f"p{i}"} for i in range(buffers)]
+    return load_scenario(data)
+
+
+def test_the_call_editor_draws_a_window_of_rows_and_says_how_many_there_are():
+    """2,000 outputs (or 10,000 statements, or 5,000 buffers each a dropdown of every
+    buffer) built a row each: a minute to open. The editor draws the first MAX_ROWS of
+    each list (statements counted through nested bodies), pickers list MAX_OPTIONS names."""
+    from mpmd_lab.widgets import common
+    from mpmd_lab.widgets.call_editor import CallEditor
+
+    for kw, what, total in [
+        ({"outputs": 2000}, "outputs", 2001),
+        ({"statements": 5000}, "statements", 5004),
+        ({"buffers": 3000}, "buffers", 3001),
+    ]:
+        state = Session(_crowded(**kw))
+        t0 = time.perf_counter()
+        editor = CallEditor(state)
+        took = time.perf_counter() - t0
+        assert took < 15.0, (what, took)
+        text = text_of(editor)
+        assert f"showing the first {common.MAX_ROWS:,} of {total:,} {what}" in text, what
+        pickers = [x for x in find_all(editor, "mpl-arg-buffer", w.Dropdown)]
+        assert len(pickers) <= common.MAX_ROWS
+        assert all(len(x.options) <= common.MAX_OPTIONS + 1 for x in pickers)
+    small = CallEditor(Session(_crowded(outputs=3)))
+    assert "showing the first" not in text_of(small)  # nothing said when all are shown

@@ -49,7 +49,7 @@ from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import BY_OP, SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef, StatementOp
-from mpmd_lab.ops.control import loop_envs, static_value
+from mpmd_lab.ops.control import loop_envs, static_value, trip_count
 from mpmd_lab.ops.peers import device_targets, resolve_device
 from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
@@ -92,6 +92,8 @@ EDGE_KINDS = (
 #: At most this many loop iterations (all loops around a statement together) are
 #: evaluated for the signal edges of one statement.
 MAX_STEPS = 4096
+#: most (device, loop step) pairs whose signal targets the graph evaluates per statement
+MAX_SIGNAL_STEPS = 1 << 16
 
 # ---------------------------------------------------------------- labels
 
@@ -543,7 +545,7 @@ class _Builder:
         """A loop's static trip count (None when a bound is traced)."""
         a = static_value(E.parse(loop.start), self.r)
         b = static_value(E.parse(loop.stop), self.r)
-        return None if a is None or b is None else len(range(a, b, loop.step))
+        return None if a is None or b is None else trip_count(a, b, loop.step)
 
     def repeats(self, rst: Any) -> int | None:
         n = 1
@@ -579,6 +581,11 @@ class _Builder:
                 envs = self.loop_envs(rst)
                 if b is None or envs is None:
                     self.g.nodes[sid]["unresolved"] = True
+                    continue
+                if len(coords) * len(envs) > MAX_SIGNAL_STEPS:  # said, not drawn
+                    self.g.nodes[sid]["unresolved"] = True
+                    self.g.graph["truncated"] = True
+                    self.g.graph.setdefault("signals_not_drawn", []).append(rst.path)
                     continue
                 root = b.origin[0] if b.origin else b.name
                 hits: list[tuple[int, dict, int, Any]] = []
@@ -952,6 +959,11 @@ def to_text(g: nx.MultiDiGraph) -> str:
             lines.append(f"  {kind} via {path}: {shown}{flag}")
         if g.graph.get("truncated"):
             lines.append(f"  (device edges capped at {DEVICE_EDGE_CAP})")
+        for path in g.graph.get("signals_not_drawn", []):
+            lines.append(
+                f"  (signals of {path} not drawn: more than {MAX_SIGNAL_STEPS:,}"
+                " device x loop-step pairs)"
+            )
     diags = g.graph.get("diagnostics", [])
     lines.append(
         f"problems: {sum(d.is_error for d in diags)} error(s), "

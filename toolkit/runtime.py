@@ -75,7 +75,9 @@ class RunResult:
         parts = [f"{what} {_secs(self.seconds)}"]
         if self.cached:
             parts[0] += " (built before)"
-        if self.startup_seconds >= 0.005:
+        if self.startup_seconds >= 0.005 and self.backend == "simulate":
+            parts.append(f"simulator start-up {_secs(self.startup_seconds)} (once)")
+        elif self.startup_seconds >= 0.005:
             parts.append(f"JAX start-up {_secs(self.startup_seconds)} (once per device count)")
         if self.wall_seconds > self.seconds + 0.005:
             parts.append(f"{_secs(self.wall_seconds)} in all (building and tracing included)")
@@ -339,6 +341,7 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
         error=res.error,
         outputs={k: np.asarray(v) for k, v in res.outputs.items()},
         seconds=res.seconds,
+        startup_seconds=getattr(res, "startup", 0.0),
         wall_seconds=wall,
         detail=res,
     )

@@ -116,7 +116,12 @@ def memory_limit() -> int:
 def step_estimate(s: Scenario) -> int:
     """Steps a run takes at least: actors x statements (a loop with static bounds counts
     its trips; one with dynamic bounds once)."""
+    from types import SimpleNamespace
+
     from mpmd_lab import expr as E
+    from mpmd_lab.ops.control import static_value, trip_count
+
+    ctx = SimpleNamespace(s=s)  # static_value reads the meshes' sizes from it
 
     def count(body: list[Any]) -> int:
         n = 0
@@ -124,12 +129,10 @@ def step_estimate(s: Scenario) -> int:
             n += 1
             kind = getattr(st, "op", None)
             if kind == "loop":
-                a, b = E.parse(st.start), E.parse(st.stop)
-                trips = 1
-                if a.is_const and b.is_const:
-                    trips = max(
-                        0, len(range(a.eval(E.Env({}, {})), b.eval(E.Env({}, {})), st.step))
-                    )
+                # constants and axis sizes (``axis_size(dev) * 2**31``): counted in closed form
+                a = static_value(E.parse(st.start), ctx)
+                b = static_value(E.parse(st.stop), ctx)
+                trips = 1 if a is None or b is None else trip_count(a, b, st.step)
                 n += trips * count(st.body)
             elif kind == "when":
                 n += count(st.body)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import ipywidgets as w
@@ -59,16 +60,22 @@ def _named_rows(
     items: dict[str, Any],
     row: Callable[[str, Any], w.Widget],
 ) -> list[w.Widget]:
-    """One row per named item under ``prefix``, rebuilt only when the item or the
-    problems at it changed."""
-    return [
+    """One row per named item under ``prefix`` (the first ``c.MAX_ROWS``, then a line
+    saying how many more there are), rebuilt only when the item or the problems at it
+    changed."""
+    rows = [
         sec.memo(
             (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}")),
             partial(row, name, v),
             ident=(kind, name),
         )
-        for name, v in items.items()
+        for name, v in islice(items.items(), c.MAX_ROWS)
     ]
+    return rows + c.more_rows(sec, len(items), _PLURAL.get(kind, kind + "s"))
+
+
+#: what a list of each kind of row is called ("showing the first 100 of 2,000 outputs")
+_PLURAL = {"out": "outputs", "buffer": "buffers", "scratch": "scratch refs"}
 
 
 def _add(
@@ -187,10 +194,11 @@ class CallEditor(w.VBox):
             sec.memo(("entry", call.entry), entry),
         ]
         buffers = list(st.scenario.buffers)
-        for i, a in enumerate(call.args):
+        for i, a in enumerate(call.args[: c.MAX_ROWS]):
             key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
+        rows += c.more_rows(sec, len(call.args), "arguments")
         rows.append(
             _add(sec, "+ argument", self.add_arg, "pass a buffer to the kernel", "mpl-add-arg")
         )
@@ -208,7 +216,7 @@ class CallEditor(w.VBox):
                 label="tuple",
             )
         else:
-            opts = buffers if a.buffer in buffers else [*buffers, a.buffer]
+            opts = c.choices(buffers, a.buffer)
             dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
             dd.add_class("mpl-arg-buffer")
             src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
@@ -376,18 +384,32 @@ class CallEditor(w.VBox):
         pp = f"call.programs[{st.program}]"
         rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
         body = call.programs[st.program].body
-        rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0))
+        budget = [c.MAX_ROWS]  # statement rows left to draw, nested bodies included
+        rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0), budget)
+        if budget[0] < 0:
+            rows += c.more_rows(sec, _count(body), "statements", shown=c.MAX_ROWS)
         return rows
 
     def _body_rows(
-        self, sec: c.Section, bp: str, body: list[Any], depth: int, outer: list[str]
+        self,
+        sec: c.Section,
+        bp: str,
+        body: list[Any],
+        depth: int,
+        outer: list[str],
+        budget: list[int],
     ) -> list[w.Widget]:
         """The statements of the body at ``bp`` (a list's field path), nested bodies
-        (loop, when) indented under their statement, each with its own add row."""
+        (loop, when) indented under their statement, each with its own add row; at most
+        ``budget[0]`` statements in all (it goes below 0 when some are not drawn)."""
         st = self.state
         rows: list[w.Widget] = []
         lets: list[str] = []
         for i, s in enumerate(body):
+            if budget[0] <= 0:
+                budget[0] = -1
+                return rows
+            budget[0] -= 1
             p = f"{bp}[{i}]"
             names = [*outer, *lets]
             head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
@@ -395,13 +417,15 @@ class CallEditor(w.VBox):
             build = lambda i=i, s=s, names=names: self._statement(bp, i, s, depth, names)  # noqa: E731
             row = sec.memo(key, build, ident=("stmt", p))
             for box in getattr(row, "mpl_combos", ()):
-                if list(box.options) != names:
-                    box.options = names
+                if list(box.options) != c.choices(names):
+                    box.options = c.choices(names)
             rows.append(row)
             if getattr(s, "let", None):
                 lets.append(s.let)
             if _has_body(s):
-                rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names)
+                rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names, budget)
+                if budget[0] < 0:
+                    return rows
         rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
 
@@ -489,7 +513,7 @@ class CallEditor(w.VBox):
                 box = c.make(
                     w.Combobox,
                     value=getattr(s, f),
-                    options=names,
+                    options=c.choices(names),
                     ensure_option=False,
                     continuous_update=False,
                     layout=c.lay(width="96px"),
@@ -628,3 +652,8 @@ def _add_program(st: Session):
     if r.ok:
         st.select_program(n)
     return r
+
+
+def _count(body: list[Any]) -> int:
+    """Statements of a body, nested bodies included."""
+    return sum(1 + (_count(s.body) if _has_body(s) else 0) for s in body)

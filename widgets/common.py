@@ -625,3 +625,38 @@ def _walk(root: w.Widget) -> Any:
 
 def _holds(root: w.Widget, widget: w.Widget) -> bool:
     return any(x is widget for x in _walk(root))
+
+
+#: Choices a picker of names (buffers, refs in scope) lists at most; a combo box takes any
+#: name typed, a dropdown keeps the current one.
+MAX_OPTIONS = 200
+
+
+def choices(names: list[str], current: str | None = None) -> list[str]:
+    """``names`` cut to ``MAX_OPTIONS``, with ``current`` kept."""
+    out = list(names[:MAX_OPTIONS])
+    if current is not None and current not in out:
+        out.append(current)
+    return out
+
+
+#: Rows one list of an editor (buffers, arguments, outputs, scratch, a program's
+#: statements) shows at most: an editor is bounded by what it draws, not by the scenario
+#: (2,000 outputs took a minute to open); the rest are said, and edited in the JSON.
+MAX_ROWS = 100
+
+
+def more_rows(sec: Section, total: int, what: str, shown: int = MAX_ROWS) -> list[w.Widget]:
+    """The note under a list cut at ``shown`` rows of ``total`` (none when all are shown)."""
+    if total <= shown:
+        return []
+
+    def build() -> w.Widget:
+        note = w.HTML(
+            f"<div class='mpl-note'>showing the first {shown:,} of {total:,} {esc(what)}; "
+            "the others are in the scenario's JSON (save it to edit them there)</div>"
+        )
+        note.add_class("mpl-more-rows")
+        return note
+
+    return [sec.memo(("more-rows", what, shown, total), build)]

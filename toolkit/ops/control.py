@@ -201,27 +201,36 @@ def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> i
 MAX_UNROLLED = 4096
 
 
+def trip_count(start: int, stop: int, step: int) -> int:
+    """``len(range(start, stop, step))`` for any ints (``len`` of a range past 2**63
+    raises OverflowError; a loop bound may be an expression of huge constants)."""
+    if step > 0:
+        return max(0, -(-(stop - start) // step))
+    return max(0, -(-(start - stop) // -step))
+
+
 def loop_envs(
     scope: Iterable[Any], ctx: Any, python_only: bool = False, limit: int = MAX_UNROLLED
 ) -> list[dict[str, int]] | None:
     """Every assignment of the variables of the loops in ``scope`` (the statements
     around one, outermost first; a bound may use an outer loop's variable). None when a
-    bound is not static or there are more than ``limit``. ``python_only``: only the loops
-    unrolled by Python (``via: python``)."""
+    bound is not static or there are more than ``limit`` (counted before any is made: a
+    loop of 2**31 steps costs nothing). ``python_only``: only the loops unrolled by
+    Python (``via: python``)."""
     envs: list[dict[str, int]] = [{}]
     for s in scope:
         node = s.node
         if node.kind != "loop" or (python_only and node.via != "python"):
             continue
-        nxt = []
+        nxt: list[dict[str, int]] = []
         for env in envs:
             a = static_value(E.parse(node.start), ctx, env)
             b = static_value(E.parse(node.stop), ctx, env)
             if a is None or b is None:
                 return None
-            nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
-            if len(nxt) > limit:
+            if len(nxt) + trip_count(a, b, node.step) > limit:
                 return None
+            nxt += [{**env, node.var: v} for v in range(a, b, node.step)]
         envs = nxt
     return envs
 
@@ -261,4 +270,13 @@ def _indent(lines: list[str]) -> list[str]:
     return [("    " + line) if line else "" for line in (lines or ["pass"])]
 
 
-__all__ = ["Loop", "When", "is_static", "loop_envs", "never_traced", "python_vars", "static_value"]
+__all__ = [
+    "Loop",
+    "When",
+    "is_static",
+    "loop_envs",
+    "never_traced",
+    "python_vars",
+    "static_value",
+    "trip_count",
+]

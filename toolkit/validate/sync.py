@@ -49,6 +49,10 @@ MAX_RACES = 3
 #: bytes of view offsets the data-free run may hold (it keeps one offset per element of
 #: every buffer it touches); a call past it is not run, and says so
 CHECK_MEMORY = 512 * 2**20
+#: Elements of all buffers, outputs and scratch arrays together the check indexes at
+#: most (it keeps an offset per element: a 4 GiB buffer took 8 GB and 45 s); beyond, it
+#: says so.
+MAX_ELEMENTS = 1 << 25
 
 
 def check_sync(ctx: Ctx) -> None:
@@ -62,6 +66,18 @@ def check_sync(ctx: Ctx) -> None:
         return  # the kernel never runs on a GPU: what it would race on is not yet its problem
     from mpmd_lab.simulator import step_estimate
 
+    held = elements(s)
+    if held > MAX_ELEMENTS:
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"the call's buffers, outputs and scratch hold {held:,} elements, more "
+            f"than the {MAX_ELEMENTS:,} the static check indexes: races, deadlocks, "
+            "semaphore balance and out-of-bounds indices and device ids are not checked "
+            "(check a smaller model of the call: the same views over smaller shapes)",
+            severity="warning",
+        )
+        return
     steps = step_estimate(s)
     interp_gpu = s.run.interpret == "gpu"
     pid_bug = interp_gpu and _uses_pid(ctx)
@@ -82,6 +98,7 @@ def check_sync(ctx: Ctx) -> None:
         return
     gpu = _run(s, "grid")
     if gpu is None:
+        _not_run(ctx)
         return
     interp = _run(s, "zero") if pid_bug else gpu
     if interp is None:
@@ -126,7 +143,20 @@ def offsets_bytes(s: Any) -> int:
     return s.num_devices * (gmem + blocks * scratch)
 
 
+def elements(s: Any) -> int:
+    """Elements of every buffer, output and scratch array of the call (one device's)."""
+    shapes = [b.shape for b in s.buffers.values()]
+    shapes += [o.shape for o in s.call.outputs.values()]
+    shapes += [getattr(x, "shape", ()) for x in s.call.scratch.values()]
+    return sum(math.prod(sh) for sh in shapes)
+
+
+#: why the last ``_run`` gave no outcome, when it was not the engine's own SimError
+_FAILED: list[str] = []
+
+
 def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
+    _FAILED.clear()
     try:
         engine = Engine(
             s,
@@ -138,10 +168,27 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
             **kw,
         )
         return engine.run()
-    except (SimError, MemoryError):
+    except SimError:
         return None  # what the engine cannot make sense of, JAX's rules have said
-    except Exception:  # noqa: BLE001 - the check never fails on what it cannot judge
+    except MemoryError:
+        _FAILED.append("it ran out of memory")
         return None
+    except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
+        _FAILED.append(f"it stopped on {type(e).__name__}")
+        return None
+
+
+def _not_run(ctx: Ctx) -> None:
+    """Say when the engine gave up on something other than a rule's error (never pass
+    silently)."""
+    if _FAILED:
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"the synchronisation check could not run this call ({_FAILED[0]}): races, "
+            "deadlocks and out-of-bounds indices are not checked",
+            severity="warning",
+        )
 
 
 def _uses_pid(ctx: Ctx) -> bool:
@@ -601,6 +648,7 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
             devices.append(flat)
         devices = sorted(set(devices))[:64]
     gpu = _run(s, "grid", sample=sample, sample_devices=devices)
+    failed = list(_FAILED)
     interp = _run(s, "zero", sample=sample, sample_devices=devices) if pid_bug else gpu
     from mpmd_lab.simulator import _synchronises
 
@@ -610,7 +658,10 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
         _gpu_findings(ctx, gpu, reported, pid_bug)
         if plain:  # nothing orders threads: a race among the sampled ones is a race
             _races(ctx, interp or gpu, gpu)
-    exact = _affine(ctx)
+    exact = _affine(ctx) and gpu is not None
+    if failed:
+        _FAILED[:] = failed
+        _not_run(ctx)
     unchecked = (
         "races are checked only among those blocks and devices"
         if plain
@@ -632,4 +683,4 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
     )
 
 
-__all__ = ["MAX_STEPS", "check_sync"]
+__all__ = ["MAX_ELEMENTS", "MAX_STEPS", "check_sync", "elements"]
