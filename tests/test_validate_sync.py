@@ -369,33 +369,38 @@ def test_the_gallery_contract_for_sync_codes():
 
 
 def test_buffers_too_big_for_the_race_check_say_so_within_its_memory():
-    """A plain two-block copy of 2**28 float32 (1 GiB a buffer): the data-free run would
-    hold an offset per element; it is not attempted, and the warning says why."""
+    """The data-free run keeps an offset per element of every buffer it touches: a call
+    whose buffers are too big (one device's elements, or their offsets over every
+    device) is not attempted, and the warning says why, within a small memory."""
     import tracemalloc
 
     from mpmd_lab import gallery
     from mpmd_lab.validate import analyze
-    from mpmd_lab.validate.sync import CHECK_MEMORY, offsets_bytes
+    from mpmd_lab.validate.sync import CHECK_MEMORY, MAX_ELEMENTS, elements, offsets_bytes
 
-    d = gallery.load("two-block-copy").to_dict()
-    n = 2**28
-    d["buffers"]["x"]["shape"] = [n]
-    d["call"]["outputs"]["out"]["shape"] = [n]
-    for let in d["call"]["programs"][0]["body"][:2]:
-        let["transforms"][0]["index"][0]["size"] = n // 2
-    s = load_scenario(d)
-    assert offsets_bytes(s) > CHECK_MEMORY
-    tracemalloc.start()
-    try:
-        diags = analyze(s).diagnostics
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    (w,) = [x for x in diags if x.code == "SYNC_NOT_CHECKED"]
-    assert w.severity == "warning" and "MiB of element offsets" in w.message
-    assert peak < 64 * 2**20, peak / 2**20
+    def copy(n: int, devices: int | None = None) -> object:
+        d = gallery.load("two-block-copy").to_dict()
+        d["buffers"]["x"]["shape"] = [n]
+        d["call"]["outputs"]["out"]["shape"] = [n]
+        for let in d["call"]["programs"][0]["body"][:2]:
+            let["transforms"][0]["index"][0]["size"] = n // 2
+        if devices:
+            d["device_mesh"] = {"dev": devices}
+        return load_scenario(d)
+
+    big = copy(2**28)  # 1 GiB a buffer
+    many = copy(2**22, devices=64)  # 16 MiB a buffer, on 64 devices
+    assert elements(big) > MAX_ELEMENTS
+    assert elements(many) <= MAX_ELEMENTS and offsets_bytes(many) > CHECK_MEMORY
+    for s, words in ((big, "elements"), (many, "MiB of element offsets")):
+        tracemalloc.start()
+        try:
+            diags = analyze(s).diagnostics
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        (w,) = [x for x in diags if x.code == "SYNC_NOT_CHECKED"]
+        assert w.severity == "warning" and words in w.message, w.message
+        assert peak < 64 * 2**20, peak / 2**20
     # the same call at a size the check takes is checked (and valid)
-    d["buffers"]["x"]["shape"] = d["call"]["outputs"]["out"]["shape"] = [1024]
-    for let in d["call"]["programs"][0]["body"][:2]:
-        let["transforms"][0]["index"][0]["size"] = 512
-    assert list(analyze(load_scenario(d)).diagnostics) == []
+    assert list(analyze(copy(1024)).diagnostics) == []
