@@ -5,7 +5,6 @@ async copies, atomics, happens-before, deadlocks, bounds."""
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -17,6 +16,8 @@ from hypothesis import strategies as st
 from mpmd_lab.engine.shadow import RunMap
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
+
+from bench.simulate_scaling import ring  # the ring all-gather on any device count (one builder)
 
 SYNC = Path(__file__).parent / "scenarios" / "sync"
 
@@ -412,26 +413,6 @@ def test_runmap_matches_a_dense_array(ops):
 
 
 # ---------------------------------------------------------------- scale
-
-
-def ring(devices: int, s: int = 128) -> dict:
-    """The ring all-gather fixture on ``devices`` devices, ``s`` elements each."""
-    d = copy.deepcopy(fixture("ring_all_gather"))
-    n = devices
-    d["device_mesh"] = {"dev": n}
-    d["buffers"]["x"]["shape"] = [s]
-    d["call"]["outputs"]["out"]["shape"] = [n * s]
-    d["call"]["scratch"]["sems"]["shape"] = [n - 1]
-    body = d["call"]["programs"][0]["body"]
-    body[0]["transforms"][0]["index"] = [{"ds": [f"dev * {s}", s]}]
-    body[2]["transforms"][0]["device"] = f"(dev + 1) % {n}"
-    body[3]["stop"] = n - 1
-    for st_ in body[3]["body"]:
-        if st_.get("let") in ("dst", "src"):
-            st_["transforms"][0]["index"] = [{"ds": [f"((dev + {n} - s) % {n}) * {s}", s]}]
-        if st_.get("op") == "semaphore_signal":
-            st_["device"] = f"(dev + 1) % {n}"
-    return d
 
 
 def test_ring_cost_is_linear_in_devices_times_steps():
