@@ -127,7 +127,6 @@ class Base:
         return self.kind in ("semaphore", "barrier")
 
 
-@dataclass(frozen=True)
 class View:
     """A ref as seen by one actor: byte offsets into a base buffer, and where it lives.
 
@@ -137,15 +136,45 @@ class View:
     an index placed outside its ref (``(field path, message)``; the offsets are clipped
     to keep its shape): an access through it fails, as the GPU interpreter's bounds
     check does at the access, not at the view.
+
+    A plain class with slots, treated as immutable (``with_`` makes the changed copy):
+    the data-free check makes one per transform per actor, where a frozen dataclass's
+    ``__init__`` was a measurable share of its time.
     """
+
+    __slots__ = ("base", "cluster", "device", "dtype", "multicast", "offsets", "oob")
 
     base: Base
     dtype: np.dtype
     offsets: np.ndarray  # int32 (int64 past 2 GiB), shape = view shape + (itemsize or 1,)
-    device: int | None = None  # a peer device (remote_ref)
-    multicast: tuple[str, ...] | None = None  # axes (multicast_ref)
-    cluster: tuple[int, ...] | None = None  # cluster coordinates (cluster_ref)
-    oob: tuple[str, str, str] | None = None  # (code, field path, message)
+    device: int | None  # a peer device (remote_ref)
+    multicast: tuple[str, ...] | None  # axes (multicast_ref)
+    cluster: tuple[int, ...] | None  # cluster coordinates (cluster_ref)
+    oob: tuple[str, str, str] | None  # (code, field path, message)
+
+    def __init__(
+        self,
+        base: Base,
+        dtype: np.dtype,
+        offsets: np.ndarray,
+        device: int | None = None,
+        multicast: tuple[str, ...] | None = None,
+        cluster: tuple[int, ...] | None = None,
+        oob: tuple[str, str, str] | None = None,
+    ) -> None:
+        self.base = base
+        self.dtype = dtype
+        self.offsets = offsets
+        self.device = device
+        self.multicast = multicast
+        self.cluster = cluster
+        self.oob = oob
+
+    def __repr__(self) -> str:
+        return (
+            f"View({self.base.name!r}, {self.dtype}, shape={self.shape}, device={self.device},"
+            f" multicast={self.multicast}, cluster={self.cluster}, oob={self.oob})"
+        )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -171,18 +200,18 @@ class View:
         return unique_sorted(starts // bsz)
 
     def with_(self, **kw: Any) -> View:
-        return View(
-            **{
-                "base": self.base,
-                "dtype": self.dtype,
-                "offsets": self.offsets,
-                "device": self.device,
-                "multicast": self.multicast,
-                "cluster": self.cluster,
-                "oob": self.oob,
-                **kw,
-            }
-        )
+        """A copy with the fields in ``kw`` changed."""
+        new = View.__new__(View)
+        new.base = self.base
+        new.dtype = self.dtype
+        new.offsets = self.offsets
+        new.device = self.device
+        new.multicast = self.multicast
+        new.cluster = self.cluster
+        new.oob = self.oob
+        for k, v in kw.items():
+            setattr(new, k, v)
+        return new
 
 
 def bitcast_offsets(offs: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarray:
