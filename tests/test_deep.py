@@ -121,3 +121,42 @@ def test_broken_scenario_is_not_a_disagreement():
     data["call"]["programs"][0]["body"][2]["src"] = "nowhere"
     out = deep.deep_check(load_scenario(data))
     assert [d.code for d in out] == ["XREF_UNKNOWN_NAME"]
+
+
+def _ring_in_a_loop(stop, via):
+    from mpmd_lab.scenario import load_scenario
+
+    data = gallery.load("ring-shift").to_dict()
+    prog = data["call"]["programs"][0]
+    prog["body"] = [{"op": "loop", "var": "i", "stop": stop, "via": via, "body": prog["body"]}]
+    return load_scenario(data)
+
+
+def test_a_python_loop_of_2_31_steps_is_not_traced_until_the_timeout():
+    """A Python loop unrolls at trace time: 2**31 steps kept JAX tracing until the deep
+    check's 120 s timeout, which was all it said. It is counted first and not started,
+    at the loop, with the rewrite that traces it."""
+    import time
+
+    s = _ring_in_a_loop(2**31 - 1, "python")
+    t0 = time.perf_counter()
+    out = deep.deep_check(s, timeout=120)
+    assert time.perf_counter() - t0 < 30
+    (d,) = [d for d in out if d.code == "RUN_TIMEOUT"]
+    assert (d.severity, d.stage, d.path) == ("warning", "trace", "call.programs[0].body[0]")
+    assert "4,294,967,295 statements" in d.message and "fori_loop" in d.message
+    assert not any(d.is_error for d in out)  # the static findings stand
+
+
+def test_what_jax_traces_once_or_quickly_is_still_asked():
+    """A fori_loop body is traced once, whatever its trip count; a shorter Python loop is
+    traced in full: both go to JAX (the 2,000-step loop traces in about a second; the
+    count is a lower bound of the time: lowering grows faster than the statements)."""
+    assert probe.beyond_the_trace(_ring_in_a_loop(2**31 - 1, "fori_loop"), 120) is None
+    assert probe.beyond_the_trace(_ring_in_a_loop(2**31 - 1, "pl.loop"), 120) is None
+    short = _ring_in_a_loop(2000, "python")
+    assert probe.beyond_the_trace(short, 120) is None
+    r = probe.probe(short, ("build", "trace"), timeout=120)
+    assert r.ok, r.message
+    # the bound scales with the timeout: the same loop is refused for a 1 ms one
+    assert probe.beyond_the_trace(_ring_in_a_loop(2000, "python"), 0.001) is not None

@@ -51,6 +51,7 @@ def _jax_diagnostic(r: probe.ProbeResult, static: list[Diagnostic]) -> Diagnosti
             code=r.code or "RUN_CRASHED",
             severity="warning",
             stage=r.stage or "trace",
+            path=r.path,
             message=r.message or "",
             explanation="JAX gave no verdict: the deep check could not finish. "
             "The static findings stand.",

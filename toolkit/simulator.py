@@ -118,25 +118,9 @@ def step_estimate(s: Scenario) -> int:
     its trips; one with dynamic bounds once)."""
     from types import SimpleNamespace
 
-    from mpmd_lab import expr as E
-    from mpmd_lab.ops.control import static_value, trip_count
+    from mpmd_lab.ops.control import statements_run
 
     ctx = SimpleNamespace(s=s)  # static_value reads the meshes' sizes from it
-
-    def count(body: list[Any]) -> int:
-        n = 0
-        for st in body:
-            n += 1
-            kind = getattr(st, "op", None)
-            if kind == "loop":
-                # constants and axis sizes (``axis_size(dev) * 2**31``): counted in closed form
-                a = static_value(E.parse(st.start), ctx)
-                b = static_value(E.parse(st.stop), ctx)
-                trips = 1 if a is None or b is None else trip_count(a, b, st.step)
-                n += trips * count(st.body)
-            elif kind == "when":
-                n += count(st.body)
-        return n
 
     total = 0
     for prog in s.call.programs:
@@ -147,7 +131,7 @@ def step_estimate(s: Scenario) -> int:
             * math.prod(m.cluster.values())
             * (m.threads.count if m.threads else 1)
         )
-        total += actors * count(list(prog.body))
+        total += actors * statements_run(prog.body, ctx)
     return total
 
 

@@ -209,6 +209,40 @@ def trip_count(start: int, stop: int, step: int) -> int:
     return max(0, -(-(start - stop) // -step))
 
 
+def statements_run(
+    body: Iterable[Any],
+    ctx: Any,
+    unrolled_only: bool = False,
+    loops: list[tuple[int, str]] | None = None,
+    base: str = "",
+) -> int:
+    """Statements a body runs, counting each loop's trips (constants and axis sizes, in
+    closed form: ``axis_size(dev) * 2**31`` costs nothing; a loop whose bounds are not
+    static counts once) and each ``when`` body once. ``unrolled_only``: count the trips
+    of Python loops only (``via: python``), as JAX's trace meets the statements (a
+    ``fori_loop`` or ``pl.loop`` body is traced once). ``loops``: gets ``(statements,
+    field path)`` of every loop whose trips were counted (``base``: the body's path)."""
+    n = 0
+    for j, st in enumerate(body):
+        n += 1
+        kind = getattr(st, "op", None)
+        path = f"{base}[{j}]" if loops is not None else ""
+        if kind == "loop":
+            inner = statements_run(st.body, ctx, unrolled_only, loops, f"{path}.body")
+            if unrolled_only and st.via != "python":
+                n += inner
+                continue
+            a = static_value(E.parse(st.start), ctx)
+            b = static_value(E.parse(st.stop), ctx)
+            here = (1 if a is None or b is None else trip_count(a, b, st.step)) * inner
+            if loops is not None:
+                loops.append((here, path))
+            n += here
+        elif kind == "when":
+            n += statements_run(st.body, ctx, unrolled_only, loops, f"{path}.body")
+    return n
+
+
 def loop_envs(
     scope: Iterable[Any], ctx: Any, python_only: bool = False, limit: int = MAX_UNROLLED
 ) -> list[dict[str, int]] | None:

@@ -21,6 +21,7 @@ module then reads that result and has one job:
 from __future__ import annotations
 
 import gc
+import time
 from dataclasses import dataclass
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
@@ -49,11 +50,18 @@ class Analysis:
         return first_error(list(self.diagnostics))
 
 
-def analyze(scenario: Scenario | dict | str, *, fixes: bool = True) -> Analysis:
+def analyze(
+    scenario: Scenario | dict | str,
+    *,
+    fixes: bool = True,
+    timings: dict[str, float] | None = None,
+) -> Analysis:
     """Resolve the scenario and run every rule once: the :class:`Analysis` views share.
 
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
-    checks each fixed scenario with ``fixes=False``)."""
+    checks each fixed scenario with ``fixes=False``). ``timings``: filled with the seconds
+    each stage took (``resolve``, ``build``, ``trace``, ``lower``, ``runtime``,
+    ``interp``, ``sync``, ``fixes``), for ``make bench``."""
     from mpmd_lab.validate.build import check_build
     from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
@@ -68,15 +76,22 @@ def analyze(scenario: Scenario | dict | str, *, fixes: bool = True) -> Analysis:
     # costs time (it grows with the heap); the collector resumes at the end
     collecting = gc.isenabled()
     gc.disable()
+    clock = _Clock(timings)
     try:
         ctx = Ctx(s, resolve(s))
+        clock("resolve")
         check_build(ctx)
         ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
-        check_trace(ctx)
-        check_lower(ctx)
-        check_runtime(ctx)
-        check_interpret(ctx)
-        check_sync(ctx)
+        clock("build")
+        for stage, rule in (
+            ("trace", check_trace),
+            ("lower", check_lower),
+            ("runtime", check_runtime),
+            ("interp", check_interpret),
+            ("sync", check_sync),
+        ):
+            rule(ctx)
+            clock(stage)
     finally:
         if collecting:
             gc.enable()
@@ -85,7 +100,23 @@ def analyze(scenario: Scenario | dict | str, *, fixes: bool = True) -> Analysis:
         from mpmd_lab.fixes import offer
 
         diags = offer(s, diags)
+        clock("fixes")
     return Analysis(s, ctx.r, tuple(diags))
+
+
+class _Clock:
+    """Seconds since the last call, added to ``timings[stage]`` (nothing when None)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter() if timings is not None else 0.0
+
+    def __call__(self, stage: str) -> None:
+        if self.timings is None:
+            return
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+        self.last = now
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
