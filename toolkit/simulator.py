@@ -142,7 +142,7 @@ def _synchronises(s: Scenario) -> bool:
         for st in body:
             if any(acc == SYNC for _, _, acc in getattr(st, "ref_fields", lambda: [])()):
                 return True
-            if getattr(st, "op", None) in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
+            if st.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
                 return True
             if getattr(st, "BODY", False) and walk(st.body):
                 return True

@@ -148,7 +148,7 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
         if getattr(st, "BODY", False):
             children, going = compile_body(st.body, f"{path}.body", counter)
         out.append(_Node(index, path, st, children))
-        if getattr(st, "op", None) == "return" or not going:
+        if st.kind == "return" or not going:
             return tuple(out), False
     return tuple(out), True
 
@@ -330,6 +330,11 @@ class Engine:
             tname = m.threads.name if m.threads and m.threads.name else None
             ncl = math.prod(cluster.values())
             nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
+            # the names some statement reads a ref by: the data-free run skips the views
+            # nobody names (each costs an offsets array per actor: 1,000 of them were
+            # most of a check); what a view alone can raise is a trace error, which the
+            # rules report and which stops the check before the run
+            used = None if self.data else _names_used(prog.body)
             sizes = {**self.mesh, **grid, **cluster}
             if tname:
                 sizes[tname] = nthreads
@@ -341,6 +346,7 @@ class Engine:
                 "nthreads": nthreads,
                 "tname": tname,
                 "nodes": nodes,
+                "used": used,
                 "sizes": sizes,
                 "grid_shape": tuple(grid.values()),
             }
@@ -878,12 +884,14 @@ class Engine:
     # ------------------------------------------------------------ running
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
+        used = self._cur.get("used")
         for node in nodes:
             op = node.op
             if isinstance(op, Let):
-                base = self._lookup(env, op.ref, run, node.path)
-                env[op.let] = self._stack(base, op.transforms, run, node.path)
-                yield None
+                if used is None or op.let in used:
+                    base = self._lookup(env, op.ref, run, node.path)
+                    env[op.let] = self._stack(base, op.transforms, run, node.path)
+                yield None  # (a step all the same: the interleaving stays as it was)
                 continue
             kind = op.kind
             if kind == "loop":
@@ -1177,6 +1185,18 @@ def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, 
     if length == 1 or np.any(np.diff(starts) < length):
         return None  # runs that touch or overlap: the generic path merges them
     return [(int(a), int(a) + length) for a in starts.tolist()]
+
+
+def _names_used(body: Any) -> set[str]:
+    """Every name a statement of ``body`` (nested bodies too) reads a ref by: the refs of
+    statements and the sources of views."""
+    out: set[str] = set()
+    for st in body:
+        for _, name, _ in st.ref_fields():
+            out.add(name)
+        if getattr(st, "BODY", False):
+            out |= _names_used(st.body)
+    return out
 
 
 def _uses_bitcast(s: Scenario) -> bool:

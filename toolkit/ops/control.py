@@ -225,7 +225,7 @@ def statements_run(
     n = 0
     for j, st in enumerate(body):
         n += 1
-        kind = getattr(st, "op", None)
+        kind = st.kind
         path = f"{base}[{j}]" if loops is not None else ""
         if kind == "loop":
             inner = statements_run(st.body, ctx, unrolled_only, loops, f"{path}.body")
