@@ -174,10 +174,10 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
     if bound is None:
         return None
     for _, e in t.exprs():
-        for name in sorted(e.names()):
-            if name not in bound:
-                return name
-        if e.calls() & {"program_id", "num_programs"} and OUTSIDE in bound:
+        names = e.names()
+        if names and not names <= bound:
+            return min(n for n in names if n not in bound)  # (the first in sorted order)
+        if OUTSIDE in bound and e.calls() & {"program_id", "num_programs"}:
             return "<pid>"
     return None
 

@@ -86,10 +86,14 @@ class Ix:
         return self.start is not None and not self.start.is_const
 
 
+#: a whole dimension (``None``, and the dims an index leaves out)
+_ALL = Ix("all")
+
+
 def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
-        return Ix("all")
+        return _ALL
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
     if isinstance(e, int | str):
@@ -240,8 +244,9 @@ class At(TransformOp):
                 ),
                 notes,
             )
-        entries += [None] * (len(shape) - len(entries))
-        ixs = [resolve_entry(e) for e in entries]
+        pad = len(shape) - len(entries)
+        entries += [None] * pad
+        ixs = [*self._entries, *[_ALL] * pad]
         # NDIndexer._validate_sharding (run when the type is next computed): a sharded
         # input (no shard_map) takes slices only, and only whole ones along dim 0
         sharded0 = (
