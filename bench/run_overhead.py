@@ -1,8 +1,9 @@
 """``run`` overhead: the generated call against a hand-written ``pl.kernel`` call.
 
 Both run in this process on the same input, steady state (jitted, warmed up): on a GPU
-compiled, else in the Pallas GPU interpreter on the CPU. ``mpmd_lab.runtime.run`` with a
-warm worker (a child process: generate, build, run, send outputs back) is shown too.
+compiled, else in the Pallas GPU interpreter on the CPU. The Lab's second Run of the
+same scenario (``Session.run``: a warm worker, a child process, runs the call it built
+before and sends the outputs back) is shown too.
 """
 
 from __future__ import annotations
@@ -85,24 +86,24 @@ def rows(repeats: int = 9) -> list[Row]:
             base=b,
         )
     ]
-    try:
-        from mpmd_lab import runtime
-    except ImportError:
-        out.append(Row("run overhead", "runtime.run (warm worker)", "n/a (module missing)"))
-        return out
+    from mpmd_lab.session import Session
+
     backend = "gpu" if on_gpu else "interpret"
-    first = runtime.run(s, backend, timeout=600)  # starts the worker
+    # as the Lab's Run button does it: Session.run, which hands runtime.run the analysis
+    # the session already holds (no check is run again for an unchanged scenario)
+    session = Session(s)
+    first = session.run(backend, timeout=600)  # starts the worker
     if not first.ok:
         out.append(Row("run overhead", "runtime.run (warm worker)", f"n/a ({first.summary()})"))
         return out
-    again = runtime.run(s, backend, timeout=600)  # the second Run of the same scenario
-    t_rt = median_seconds(lambda: runtime.run(s, backend, timeout=600), repeats=5, warmup=0)
+    again = session.run(backend, timeout=600)  # the second Run of the same scenario
+    t_rt = median_seconds(lambda: session.run(backend, timeout=600), repeats=5, warmup=0)
     cached = "cached call" if again.cached else "NOT cached"
     out.append(
         Row(
             "run overhead",
-            f"runtime.run again, unchanged scenario, warm child worker ({cached}; run+IPC) "
-            "vs pl.kernel",
+            f"the Lab's Run again (Session.run), unchanged scenario, warm child worker "
+            f"({cached}; run+IPC) vs pl.kernel",
             fmt_s(t_rt),
             fmt_s(b),
             f"{t_rt / b:.1f}",
