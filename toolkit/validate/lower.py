@@ -314,20 +314,31 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
-def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, list[Any]] | None:
-    """(shape, dtype, memory space, layout stack) of the untransformed ref under a view."""
+def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
+    """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
+    (once per root: every access asks it of each of its views)."""
     o = b.origin[0] if b.origin else ""
+    key = ("root", o)
+    memo = ctx.stack_cache
+    if key in memo:
+        return memo[key]
     c = ctx.s.call
+    out: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
     if o.startswith("out:"):
         spec = c.outputs.get(o[4:])
-        return None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", [])
-    if o.startswith("scratch:"):
+        out = None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", ())
+    elif o.startswith("scratch:"):
         sc = c.scratch.get(o[8:])
-        if sc is None:
-            return None
-        return tuple(sc.shape), sc.dtype, sc.memory_space, list(sc.transforms)
-    buf = ctx.s.buffers.get(o)
-    return None if buf is None else (tuple(buf.shape), buf.dtype, "GMEM", [])
+        out = (
+            None
+            if sc is None
+            else (tuple(sc.shape), sc.dtype, sc.memory_space, tuple(sc.transforms))
+        )
+    else:
+        buf = ctx.s.buffers.get(o)
+        out = None if buf is None else (tuple(buf.shape), buf.dtype, "GMEM", ())
+    memo[key] = out
+    return out
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
