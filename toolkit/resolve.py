@@ -164,18 +164,21 @@ class Resolved:
     def problem(self, code: str, path: str, message: str) -> None:
         self.problems.append((code, path, message))
 
-    def root_shape(self, b: Binding) -> tuple[int, ...] | None:
-        """The shape of the untransformed ref a binding is a view of."""
+    def root_spec(self, b: Binding) -> Any:
+        """What declares the untransformed ref a binding is a view of: an output, a
+        scratch or a buffer of the scenario (None: unknown)."""
         if not b.origin:
             return None
         o = b.origin[0]
-        spec: Any
         if o.startswith("out:"):
-            spec = self.s.call.outputs.get(o[4:])
-        elif o.startswith("scratch:"):
-            spec = self.s.call.scratch.get(o[8:])
-        else:
-            spec = self.s.buffers.get(o)
+            return self.s.call.outputs.get(o[4:])
+        if o.startswith("scratch:"):
+            return self.s.call.scratch.get(o[8:])
+        return self.s.buffers.get(o)
+
+    def root_shape(self, b: Binding) -> tuple[int, ...] | None:
+        """The shape of the untransformed ref a binding is a view of."""
+        spec = self.root_spec(b)
         return None if spec is None else tuple(spec.shape)
 
     def stack(self, b: Binding) -> tuple[tuple[str, Any], ...] | Stack:

@@ -317,28 +317,22 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
-    o = b.origin[0] if b.origin else ""
-    key = ("root", o)
+    key = ("root", b.origin[0] if b.origin else "")
     memo = ctx.stack_cache
-    if key in memo:
-        return memo[key]
-    c = ctx.s.call
-    out: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    if o.startswith("out:"):
-        spec = c.outputs.get(o[4:])
-        out = None if spec is None else (tuple(spec.shape), spec.dtype, "GMEM", ())
-    elif o.startswith("scratch:"):
-        sc = c.scratch.get(o[8:])
-        out = (
+    if key not in memo:
+        spec = ctx.r.root_spec(b)
+        scratch = bool(b.origin) and b.origin[0].startswith("scratch:")
+        memo[key] = (
             None
-            if sc is None
-            else (tuple(sc.shape), sc.dtype, sc.memory_space, tuple(sc.transforms))
+            if spec is None
+            else (
+                tuple(spec.shape),
+                spec.dtype,
+                spec.memory_space if scratch else "GMEM",
+                tuple(spec.transforms) if scratch else (),
+            )
         )
-    else:
-        buf = ctx.s.buffers.get(o)
-        out = None if buf is None else (tuple(buf.shape), buf.dtype, "GMEM", ())
-    memo[key] = out
-    return out
+    return memo[key]
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
