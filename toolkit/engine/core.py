@@ -229,7 +229,7 @@ class Engine:
         self._locs: dict[tuple, Location] = {}
         self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
         self.work = 0
-        self._memo: dict[tuple[int, str], Any] = {}
+        self._memo: dict[tuple[int, Any], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
         self._pid_use: dict[int, tuple[E.Expr, bool]] = {}
         self.semaphores: dict[tuple, Semaphore] = {}
@@ -420,8 +420,9 @@ class Engine:
     def cluster_sizes(self) -> dict[str, int]:
         return self._cur["cluster"]
 
-    def memo(self, obj: Any, key: str, fn: Any) -> Any:
-        """``fn()`` once per op object and key (parsed expressions, resolved entries)."""
+    def memo(self, obj: Any, key: Any, fn: Any) -> Any:
+        """``fn()`` once per op object and key (hashable: parsed expressions, resolved
+        entries, a rule's answer for a shape)."""
         k = (id(obj), key)
         v = self._memo.get(k)
         if v is None:

@@ -381,12 +381,11 @@ class At(TransformOp):
             sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
         # NDIndexer's bounds check of static slices (JAX raises it at trace): the rule
         # the type rule reads too, layout_rules.index_bounds_error_at
-        memo = sim._memo
-        key = (id(self), "at", shape)
-        hit = memo.get(key)
-        if hit is None:  # once per op and shape (keep self alive: its id stays its own)
-            hit = memo[key] = (self, L.index_bounds_error_at(shape, self.index), self.entries())
-        _, bad, entries = hit
+        bad, entries = sim.memo(
+            self,
+            ("at", shape),
+            lambda: (L.index_bounds_error_at(shape, self.index), self.entries()),
+        )
         if bad is not None:
             sim.fail(bad[0].code, f"{path}.index[{bad[1]}]", bad[0].message)
         idx: list[Any] = []
