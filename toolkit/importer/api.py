@@ -244,6 +244,28 @@ def bounded(fn: Any, timeout: float | None) -> Any:
                 continue
 
 
+def _bounded_step(fn: Any, timeout: float | None) -> Any:
+    """``bounded(fn, timeout)``, its stop raised as ImportTimeout even where the code it
+    stopped wrapped it in an error of its own (JAX does)."""
+    try:
+        return bounded(fn, timeout)
+    except Exception as e:
+        if _stopped(e):
+            raise ImportTimeout from e
+        raise
+
+
+def _timeout(what: str, timeout: float | None, explanation: str) -> Diagnostic:
+    """IMPORT_TIMEOUT: ``what`` did not finish in ``timeout`` seconds."""
+    return Diagnostic(
+        code="IMPORT_TIMEOUT",
+        severity="error",
+        stage="trace",
+        message=f"{what} did not finish in {timeout:g} s and was stopped",
+        explanation=explanation,
+    )
+
+
 def _stopped(e: BaseException) -> bool:
     """The watchdog's ImportTimeout is somewhere in the chain of ``e`` (code that catches
     everything and raises its own error)."""
@@ -341,20 +363,12 @@ def import_call(
         return None if not timeout else max(0.1, timeout - (time.perf_counter() - t0))
 
     try:
-        try:
-            traced = bounded(lambda: trace(fn, args, kwargs), timeout)
-        except Exception as e:  # noqa: BLE001 - JAX may wrap the stop in its own error
-            if _stopped(e):
-                raise ImportTimeout from e
-            raise
+        traced = _bounded_step(lambda: trace(fn, args, kwargs), timeout)
     except ImportTimeout:
-        d = Diagnostic(
-            code="IMPORT_TIMEOUT",
-            severity="error",
-            stage="trace",
-            message=f"tracing {fname or 'the function'} did not finish in {timeout:g} s and was "
-            "stopped",
-            explanation="The function (or the kernel body) ran past the time limit while JAX "
+        d = _timeout(
+            f"tracing {fname or 'the function'}",
+            timeout,
+            "The function (or the kernel body) ran past the time limit while JAX "
             "traced it: a Python loop that never ends, or one far too long to unroll.",
         )
         return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
@@ -363,20 +377,12 @@ def import_call(
             None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
         )
     try:
-        try:
-            imp = bounded(lambda: build(traced, args, kwargs, name=name), left())
-        except Exception as e:  # noqa: BLE001 - the stop, wrapped by the code it stopped
-            if _stopped(e):
-                raise ImportTimeout from e
-            raise
+        imp = _bounded_step(lambda: build(traced, args, kwargs, name=name), left())
     except ImportTimeout:
-        d = Diagnostic(
-            code="IMPORT_TIMEOUT",
-            severity="error",
-            stage="trace",
-            message=f"translating {fname or 'the function'}'s kernel did not finish in "
-            f"{timeout:g} s and was stopped",
-            explanation="JAX traced the function, but its kernel is too large to read into a "
+        d = _timeout(
+            f"translating {fname or 'the function'}'s kernel",
+            timeout,
+            "JAX traced the function, but its kernel is too large to read into a "
             "scenario within the time limit (a Python loop unrolled into very many "
             "statements): raise the timeout, or use lax.fori_loop / pl.loop.",
         )
@@ -392,13 +398,10 @@ def import_call(
             imp.diagnostics += bounded(lambda: static_diagnostics(imp), left())
         except ImportTimeout:
             imp.diagnostics.append(
-                Diagnostic(
-                    code="IMPORT_TIMEOUT",
-                    severity="error",
-                    stage="trace",
-                    message=f"the static check of the imported scenario did not finish in "
-                    f"{timeout:g} s and was stopped",
-                    explanation="The scenario is imported without its diagnostics: nothing "
+                _timeout(
+                    "the static check of the imported scenario",
+                    timeout,
+                    "The scenario is imported without its diagnostics: nothing "
                     "says whether JAX accepts it. Raise the timeout to check it.",
                 )
             )
