@@ -91,17 +91,24 @@ def _series(label: str, unit: str, xs: tuple[int, ...], make) -> tuple[list[floa
     series = ", ".join(f"{x}: {fmt_s(y)}" for x, y in zip(xs, ys, strict=True) if x in xs[::2])
     return ys, [
         Row("scaling", f"check vs {label}", series, value=ys[-1], unit="s"),
-        Row(
-            "scaling",
-            f"  fit: {fmt_s(max(a, 0))} + {fmt_s(b)} per {unit}; t ~ n^k",
-            f"k = {k:.2f}",
-            f"{ys[-1] / ys[0]:.0f}x time for {xs[-1] // xs[0]}x {unit}s",
-            target="linear (k < 1.2)",
-            verdict=verdict(k < 1.2),
-            value=k,
-            unit="exponent",
+        _exponent_row(
+            f"  fit: {fmt_s(max(a, 0))} + {fmt_s(b)} per {unit}; t ~ n^k", k, xs, ys, unit
         ),
     ]
+
+
+def _exponent_row(measure: str, k: float, xs: list | tuple, ys: list, unit: str) -> Row:
+    """The fitted exponent of ``t ~ n^k`` against its target: linear (k < 1.2)."""
+    return Row(
+        "scaling",
+        measure,
+        f"k = {k:.2f}",
+        f"{ys[-1] / ys[0]:.0f}x time for {xs[-1] // xs[0]}x {unit}s",
+        target="linear (k < 1.2)",
+        verdict=verdict(k < 1.2),
+        value=k,
+        unit="exponent",
+    )
 
 
 def _chains() -> list[Row]:
@@ -135,15 +142,8 @@ def _chains() -> list[Row]:
             value=ys[-1],
             unit="s",
         ),
-        Row(
-            "scaling",
-            "  t ~ lets^k over the chains (stack depth grows with the lets)",
-            f"k = {k:.2f}",
-            f"{ys[-1] / ys[0]:.0f}x time for {xs[-1] // xs[0]}x lets",
-            target="linear (k < 1.2)",
-            verdict=verdict(k < 1.2),
-            value=k,
-            unit="exponent",
+        _exponent_row(
+            "  t ~ lets^k over the chains (stack depth grows with the lets)", k, xs, ys, "let"
         ),
         timed(
             "scaling",
