@@ -9,7 +9,6 @@ show the cost is linear in both.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,16 +21,12 @@ from mpmd_lab import gallery  # noqa: E402
 from mpmd_lab.scenario import Scenario, load_scenario  # noqa: E402
 from mpmd_lab.validate import check  # noqa: E402
 
+from bench.timing import median_seconds  # noqa: E402
+
 
 def timed(fn: Any, repeat: int) -> float:
     """Median seconds of ``fn()`` over ``repeat`` calls (after one warm-up)."""
-    fn()
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
+    return median_seconds(fn, repeats=repeat)
 
 
 def synthetic(n_args: int, depth: int = 1) -> Scenario:

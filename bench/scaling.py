@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from bench.table import Row, timed, verdict
-from bench.timing import fmt_s, per_call, slope
+from bench.timing import fmt_s, median_seconds, per_call, slope
 
 ARGS = (10, 100, 250, 500, 1000)
 DEPTHS = (1, 8, 16, 32, 64)  # the loader's limit is 64 transforms per stack
@@ -114,7 +115,6 @@ def _exponent_row(measure: str, k: float, xs: list | tuple, ys: list, unit: str)
 def _chains() -> list[Row]:
     """Load + check of growing chains of views, as ``mpmd-lab check`` does a file."""
     import json
-    import time
 
     from mpmd_lab import validate
     from mpmd_lab.scenario import load_scenario
@@ -161,21 +161,6 @@ def _chains() -> list[Row]:
     ]
 
 
-def _cpu_per_call(fn, repeats: int = 5) -> float:
-    """Median CPU seconds (this process, user + system) of ``fn()``: what a loaded
-    machine's wall time hides (the process waits for a core)."""
-    import statistics
-    import time
-
-    fn()
-    out = []
-    for _ in range(repeats):
-        c0 = time.process_time()
-        fn()
-        out.append(time.process_time() - c0)
-    return statistics.median(out)
-
-
 def rows() -> list[Row]:
     from mpmd_lab import validate
     from mpmd_lab.scenario import load_scenario
@@ -184,7 +169,7 @@ def rows() -> list[Row]:
     t1000 = ys[ARGS.index(1000)]
     out.append(timed("scaling", "check, 1,000 arguments", t1000, target_s=ARGS_TARGET_S))
     s1000 = load_scenario(with_args(1000))
-    cpu = _cpu_per_call(lambda: validate.check(s1000))
+    cpu = median_seconds(lambda: validate.check(s1000), repeats=5, clock=time.process_time)
     out.append(
         timed(
             "scaling",
