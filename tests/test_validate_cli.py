@@ -133,3 +133,35 @@ def test_check_imports_only_what_it_needs() -> None:
         )
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip().splitlines()[-1] == loaded, (argv, r.stdout)
+
+
+def test_check_loads_numpy_with_one_blas_thread() -> None:
+    """`check` uses numpy for index arithmetic only: OpenBLAS starts no worker threads
+    (on a 2-core machine they cost more CPU than the rest of the check after the model),
+    and the processes it starts see the environment as given (a value set there wins)."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.isdir("/proc/self/task"):
+        return  # the threads are counted in /proc (Linux)
+    probe = (
+        "import os, sys; from mpmd_lab import cli; rc = cli.main(sys.argv[1:]); "
+        "import numpy; print(len(os.listdir('/proc/self/task')), "
+        "os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS",)}
+    for given_value, want in ((None, "1 None"), ("2", "2 2")):
+        if given_value is not None:
+            env["OPENBLAS_NUM_THREADS"] = given_value
+        r = subprocess.run(
+            [sys.executable, "-c", probe, "check", "ring-shift"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert r.returncode == 0, r.stderr
+        if given_value is not None and (os.cpu_count() or 1) < 2:
+            continue  # one core: OpenBLAS starts no threads whatever it is told
+        assert r.stdout.strip().splitlines()[-1] == want, r.stdout

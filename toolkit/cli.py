@@ -140,8 +140,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return _check_many(args, sources)
 
 
+def _one_blas_thread() -> None:
+    """Load numpy with one OpenBLAS thread for the check: its race check uses numpy for
+    index arithmetic, never a matrix product, and OpenBLAS's worker threads cost ~100 ms
+    CPU to start (more than the rest of the check after the model). Only this process:
+    the variable is put back once numpy is loaded (OpenBLAS reads it then), so the
+    processes ``--deep`` starts see the environment as given; a value set there wins."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def _check_one(args: argparse.Namespace, source: str) -> int:
     scenario = _load(source)  # before importing JAX: bad input fails fast
+    _one_blas_thread()
     from mpmd_lab import validate
 
     diags = validate.check(scenario)
@@ -185,6 +201,7 @@ def _check_many(args: argparse.Namespace, sources: list[str]) -> int:
     if any is unusable, else 1 if any has problems, else 0."""
     import json
 
+    _one_blas_thread()
     from mpmd_lab import validate
     from mpmd_lab.report import format_diagnostics
     from mpmd_lab.scenario import ScenarioError
