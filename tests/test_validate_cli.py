@@ -124,8 +124,8 @@ def test_check_imports_only_what_it_needs() -> None:
 
     probe = (
         "import sys; from mpmd_lab import cli; rc = cli.main(sys.argv[1:]); "
-        "print(sorted(m for m in ('jax', 'numpy', 'matplotlib', 'pydantic', 'importlib.metadata')"
-        " if m in sys.modules))"
+        "print(sorted(m for m in ('jax', 'numpy', 'matplotlib', 'pydantic', 'importlib.metadata',"
+        " 'mpmd_lab.files') if m in sys.modules))"
     )
     for argv, loaded in ((["check", "ring-shift"], "['numpy', 'pydantic']"), (["gallery"], "[]")):
         r = subprocess.run(

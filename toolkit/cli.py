@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mpmd_lab import files
 from mpmd_lab.safetext import clip, safe_streams
 
 # before pydantic builds the first model: ~30 ms of entry-point scanning per process
@@ -272,6 +271,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{clip(args.output, QUOTE)}: the picture is written as .png, .svg or .pdf"
         )
+    from mpmd_lab import files
+
     files.target_of(args.output, _inputs(args.file))  # refuse before the drawing's seconds
     from mpmd_lab import draw as plot
 
@@ -303,6 +304,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             "fails the same way (`mpmd-lab check` says why and how to fix it)"
         )
     if args.output:
+        from mpmd_lab import files
+
         files.write_text(args.output, source, _inputs(args.file))
         print(args.output)
     else:
@@ -344,6 +347,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     except child.SpecError as e:
         raise UsageError(str(e)) from None
     if imp.scenario is not None and args.output:
+        from mpmd_lab import files
+
         files.write_text(args.output, imp.scenario.to_json() + "\n")
     if args.json:
         import json

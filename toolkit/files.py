@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import signal
 import stat
 import threading
@@ -156,7 +155,7 @@ class _SignalGuard:
 
 def _temp_name(real: Path) -> Path:
     stem = real.name[:180]
-    return real.with_name(f".{stem}.{secrets.token_hex(4)}.tmp")
+    return real.with_name(f".{stem}.{os.urandom(4).hex()}.tmp")
 
 
 def _open_temp(real: Path) -> tuple[int, Path | None]:
