@@ -4,8 +4,6 @@ an explanation and, where one is known, a fix that edits the scenario.
 The CLI, the widgets and the graph all show these same objects.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator

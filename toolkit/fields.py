@@ -5,8 +5,6 @@ The op classes (:mod:`mpmd_lab.ops`) and the scenario's containers
 same wherever it appears.
 """
 
-from __future__ import annotations
-
 import keyword
 from typing import Annotated, Any
 

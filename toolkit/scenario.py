@@ -5,8 +5,6 @@ The field names and meanings are the contract of ``shared/design/SCENARIO.md``
 scenario (exit 2 when not); what JAX would reject is the validator's business.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import os
@@ -96,7 +94,7 @@ class Buffer(Model):
     as_ref: StrictBool = False
 
     @model_validator(mode="after")
-    def _consistent(self) -> Buffer:
+    def _consistent(self) -> "Buffer":
         _check_size(self.shape, self.dtype)
         if not isinstance(self.init, str):
             from mpmd_lab.layout_rules import init_fits
@@ -135,7 +133,7 @@ class OutputSpec(Model):
     dtype: Dtype
 
     @model_validator(mode="after")
-    def _size(self) -> OutputSpec:
+    def _size(self) -> "OutputSpec":
         _check_size(self.shape, self.dtype)
         return self
 
@@ -267,7 +265,7 @@ class Scenario(Model):
         return v
 
     @model_validator(mode="after")
-    def _global_inits(self) -> Scenario:
+    def _global_inits(self) -> "Scenario":
         n = self.num_devices
         for name, b in self.buffers.items():
             k = b.init_devices()
@@ -293,7 +291,7 @@ class Scenario(Model):
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def copy_with(self, data: dict[str, Any]) -> Scenario:
+    def copy_with(self, data: dict[str, Any]) -> "Scenario":
         return Scenario.model_validate(data)
 
 

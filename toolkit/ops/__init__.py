@@ -9,8 +9,6 @@ To add an op: write its class in the module of its family (or a new one), add it
 simulated, exported, drawn and in the palette (CONTRIBUTING.md).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, ClassVar, get_args
 
 from mpmd_lab.fields import MAX_TRANSFORMS, Ident, Model, RefName

@@ -11,8 +11,6 @@
   ``axes``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes

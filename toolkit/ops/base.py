@@ -25,8 +25,6 @@ the op says what it means in their terms. Adding an op is adding a class to a mo
 of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple

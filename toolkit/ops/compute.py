@@ -10,8 +10,6 @@ from every device at once (multimem), and a matrix product for the collective ma
   operands into a ``plgpu.ACC`` accumulator (``pl.run_scoped``), stored into ``dst``.
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes

@@ -13,8 +13,6 @@ A ``let`` inside a body names a view inside that body only. ``start``, ``stop`` 
 expressions may use.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -47,7 +45,7 @@ class Loop(StatementOp):
     via: Literal["fori_loop", "pl.loop", "python"] = Field(
         "fori_loop", description="how the source writes it: lax.fori_loop, @pl.loop, Python for"
     )
-    body: Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)] = Field(
+    body: "Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)]" = Field(
         [], description="the statements repeated"
     )
 
@@ -123,7 +121,7 @@ class When(StatementOp):
     cond: Annotated[str, Field(min_length=1, max_length=E.MAX_TEXT), AfterValidator(check_expr)] = (
         Field(description='a condition: "dev == 0", "wg == 1", "i < axis_size(dev) - 1"')
     )
-    body: Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)] = Field(
+    body: "Annotated[list[Statement], Field(max_length=MAX_STATEMENTS)]" = Field(
         [], description="the statements run where cond holds"
     )
 

@@ -11,8 +11,6 @@ evaluated per device by the simulator, the graph and the rules):
 - ``{axis: {"offset": k}}``: this device's coordinate plus ``k``, wrapped around.
 """
 
-from __future__ import annotations
-
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass

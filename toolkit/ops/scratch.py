@@ -12,8 +12,6 @@ Each class says how JAX types the ref it gives the kernel (``ref_info``) and how
 exported source allocates it (``source``).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -54,12 +52,12 @@ class ArrayScratch(Model):
     memory_space: Literal["SMEM", "GMEM", "TMEM"] = Field(
         "SMEM", description="where it lives: SMEM (per block), GMEM, TMEM"
     )
-    transforms: Transforms = Field([], description="layout transforms: tiling, swizzle")
+    transforms: "Transforms" = Field([], description="layout transforms: tiling, swizzle")
     packed: StrictBool | None = Field(None, description="TMEM only")
     collective: StrictBool | None = Field(None, description="TMEM only")
 
     @model_validator(mode="after")
-    def _size(self) -> ArrayScratch:
+    def _size(self) -> "ArrayScratch":
         check_size(self.shape, self.dtype)
         return self
 

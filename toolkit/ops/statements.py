@@ -5,8 +5,6 @@ rules (JAX's messages), its GPU-lowering rules, what the simulator does and the 
 source it exports.
 """
 
-from __future__ import annotations
-
 import math
 from typing import Annotated, Any, ClassVar, Literal
 

@@ -17,8 +17,6 @@ A signal happens before the wait it satisfies; a copy's completion happens befor
 race check and the simulator judge it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 

@@ -7,8 +7,6 @@ Each class is the op's one meaning: its fields, JAX's type rule and exact messag
 its label and what the simulator does with it.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 from collections.abc import Iterator
@@ -34,7 +32,7 @@ class DsIndex(Model):
     )
 
     @model_validator(mode="after")
-    def _static_size(self) -> DsIndex:
+    def _static_size(self) -> "DsIndex":
         if not isinstance(self.ds[1], int):
             raise ValueError("the size of pl.ds is a static int")
         return self
