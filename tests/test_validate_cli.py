@@ -196,3 +196,31 @@ def test_check_start_up_spares_the_collector() -> None:
     r = subprocess.run([sys.executable, "-c", library], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_model_annotations_are_objects_not_strings() -> None:
+    """Every model class of the scenario (the ~60 that `check` builds at start-up) gives
+    pydantic its field types as objects: a string annotation (``from __future__ import
+    annotations`` in a model module) costs a compile and an eval per field per class, ~35
+    ms of `check`'s import. Only the recursive references are strings (a body's statements,
+    a scratch's transforms), resolved when the schema is built."""
+    import mpmd_lab.diagnostics
+    import mpmd_lab.scenario  # noqa: F401
+    from pydantic import BaseModel
+
+    def models(cls: type) -> set[type]:
+        out: set[type] = set()
+        for sub in cls.__subclasses__():
+            out |= {sub, *models(sub)}
+        return out
+
+    modules = ("mpmd_lab.scenario", "mpmd_lab.fields", "mpmd_lab.diagnostics", "mpmd_lab.ops")
+    ours = [c for c in models(BaseModel) if c.__module__.startswith(modules)]
+    assert len(ours) > 50
+    strings = sorted(
+        (c.__qualname__, name)
+        for c in ours
+        for name, ann in vars(c).get("__annotations__", {}).items()
+        if isinstance(ann, str)
+    )
+    assert strings == [("ArrayScratch", "transforms"), ("Loop", "body"), ("When", "body")]
