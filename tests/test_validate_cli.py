@@ -118,14 +118,19 @@ def test_check_imports_only_what_it_needs() -> None:
     """`check` needs no JAX or matplotlib; `gallery` not even pydantic. numpy it does
     need: the static check runs the simulation engine data-free (validate/sync.py), whose
     views are numpy arrays of offsets (bench row `startup` holds the time to 200 ms). Nor
-    ``importlib.metadata``: pydantic's plugin scan is off in the command line."""
+    ``importlib.metadata``: pydantic's plugin scan is off in the command line. Nor what
+    other commands use: the file writer, --deep's prober, export, drawing, the Lab."""
     import subprocess
     import sys
 
+    heavy = (
+        "jax", "numpy", "matplotlib", "pydantic", "importlib.metadata", "ml_dtypes",
+        "mpmd_lab.files", "mpmd_lab.deep", "mpmd_lab.probe", "mpmd_lab.codegen",
+        "mpmd_lab.draw", "mpmd_lab.session", "mpmd_lab.importer",
+    )  # fmt: skip
     probe = (
         "import sys; from mpmd_lab import cli; rc = cli.main(sys.argv[1:]); "
-        "print(sorted(m for m in ('jax', 'numpy', 'matplotlib', 'pydantic', 'importlib.metadata',"
-        " 'mpmd_lab.files') if m in sys.modules))"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     for argv, loaded in ((["check", "ring-shift"], "['numpy', 'pydantic']"), (["gallery"], "[]")):
         r = subprocess.run(
