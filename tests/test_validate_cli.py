@@ -141,35 +141,39 @@ def test_check_imports_only_what_it_needs() -> None:
 
 
 def test_check_loads_numpy_with_one_blas_thread() -> None:
-    """`check` uses numpy for index arithmetic only: OpenBLAS starts no worker threads
-    (on a 2-core machine they cost more CPU than the rest of the check after the model),
-    and the processes it starts see the environment as given (a value set there wins)."""
+    """The console script's `check` uses numpy for index arithmetic only: OpenBLAS
+    starts no worker threads (on a 2-core machine they cost more CPU than the rest of
+    the check after the model), and the processes it starts see the environment as given
+    (a value set there wins). `cli.main` called in a program leaves its numpy alone."""
     import os
     import subprocess
     import sys
 
-    if not os.path.isdir("/proc/self/task"):
-        return  # the threads are counted in /proc (Linux)
-    probe = (
-        "import os, sys; from mpmd_lab import cli; rc = cli.main(sys.argv[1:]); "
-        "import numpy; print(len(os.listdir('/proc/self/task')), "
-        "os.environ.get('OPENBLAS_NUM_THREADS'))"
+    if not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2:
+        return  # threads counted in /proc (Linux); one core: OpenBLAS starts none anyway
+    report = (
+        "import os, sys; real_exit = os._exit; "
+        "os._exit = lambda code: (print(len(os.listdir('/proc/self/task')), "
+        "os.environ.get('OPENBLAS_NUM_THREADS'), flush=True), real_exit(code)); "
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS",)}
-    for given_value, want in ((None, "1 None"), ("2", "2 2")):
-        if given_value is not None:
-            env["OPENBLAS_NUM_THREADS"] = given_value
+    console = (
+        report
+        + "sys.argv = ['mpmd-lab', 'check', 'ring-shift']; from mpmd_lab import cli; cli.entry()"
+    )
+    library = report + "from mpmd_lab import cli; cli.main(['check', 'ring-shift']); os._exit(0)"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for probe, value, threads, seen in (
+        (console, None, "1", "None"),
+        (console, "2", "2", "2"),
+        (library, None, "many", "None"),  # OpenBLAS's default: a thread per core
+    ):
+        run_env = env if value is None else {**env, "OPENBLAS_NUM_THREADS": value}
         r = subprocess.run(
-            [sys.executable, "-c", probe, "check", "ring-shift"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=run_env
         )
         assert r.returncode == 0, r.stderr
-        if given_value is not None and (os.cpu_count() or 1) < 2:
-            continue  # one core: OpenBLAS starts no threads whatever it is told
-        assert r.stdout.strip().splitlines()[-1] == want, r.stdout
+        n, var = r.stdout.strip().splitlines()[-1].split()
+        assert var == seen and (int(n) > 1 if threads == "many" else n == threads), r.stdout
 
 
 def test_check_start_up_spares_the_collector() -> None:

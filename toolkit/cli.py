@@ -58,7 +58,8 @@ class UsageError(Exception):
 
 
 #: Whether this process is the console script's own (``entry``, not ``main`` called in a
-#: program): then it freezes what its imports build (``_startup_imports``).
+#: program): then it freezes what its imports build (``_startup_imports``) and loads
+#: numpy with one BLAS thread (``_one_blas_thread``).
 _OWN_PROCESS = False
 
 
@@ -171,12 +172,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _one_blas_thread() -> None:
-    """Load numpy with one OpenBLAS thread for the check: its race check uses numpy for
-    index arithmetic, never a matrix product, and OpenBLAS's worker threads cost ~100 ms
-    CPU to start (more than the rest of the check after the model). Only this process:
-    the variable is put back once numpy is loaded (OpenBLAS reads it then), so the
-    processes ``--deep`` starts see the environment as given; a value set there wins."""
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+    """In the console script's process, load numpy with one OpenBLAS thread for the
+    check: its race check uses numpy for index arithmetic, never a matrix product, and
+    OpenBLAS's worker threads cost ~100 ms CPU to start (more than the rest of the check
+    after the model). Not for ``main`` called in a program (its numpy is its own), and
+    only this process: the variable is put back once numpy is loaded (OpenBLAS reads it
+    then), so the processes ``--deep`` starts see the environment as given; a value
+    set there wins."""
+    if not _OWN_PROCESS or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
