@@ -6,7 +6,10 @@ prints; exit 0 good, 1 problems found or JAX error reported, 2 unusable input.
 Start-up is part of the job (``check`` runs in pre-commit hooks and CI): each command
 imports only what it needs, inside its function, and the process skips pydantic's
 plugin discovery, a scan of every installed package's metadata (set
-``PYDANTIC_DISABLE_PLUGINS`` yourself to choose otherwise). See bench/README.md.
+``PYDANTIC_DISABLE_PLUGINS`` yourself to choose otherwise). The console script's own
+process also loads numpy with one BLAS thread for ``check`` (set
+``OPENBLAS_NUM_THREADS`` to choose otherwise) and freezes what its imports built, so
+the cyclic collector never walks it. See bench/README.md.
 """
 
 from __future__ import annotations
