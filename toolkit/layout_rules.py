@@ -86,6 +86,8 @@ def _op(t: Any) -> str:
 def _get(t: Any, name: str, default: Any = None) -> Any:
     if isinstance(t, dict):
         return t.get(name, default)
+    if name not in getattr(t, "__dict__", ()) and not any(name in vars(k) for k in type(t).__mro__):
+        return default  # found nowhere: no lookup that fails (a model's miss raises inside)
     return getattr(t, name, default)
 
 
@@ -824,8 +826,8 @@ def index_bounds_error_at(
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif _get(e, "ds") is not None and isinstance(_get(e, "ds")[0], int):
-            start, size = _get(e, "ds")
+        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
+            start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
         if start >= d:

@@ -86,7 +86,7 @@ class Stack:
         return f"Stack({tuple(self)!r})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """A name the kernel body can use."""
 
@@ -103,7 +103,7 @@ class Binding:
     parent: Binding | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Stmt:
     """One body statement, resolved."""
 
@@ -126,7 +126,7 @@ class Stmt:
         return tuple(s.node.var for s in self.scope if s.node.kind == "loop")
 
 
-@dataclass
+@dataclass(slots=True)
 class ProgramInfo:
     index: int
     path: str
@@ -134,7 +134,7 @@ class ProgramInfo:
     trace_failed: bool = False  # a trace-time error stops this body
 
 
-@dataclass
+@dataclass(slots=True)
 class ArgInfo:
     index: int
     path: str
@@ -482,7 +482,7 @@ def _body(
 def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
     """The first name an op's expressions use that is not bound where it runs."""
     for sub, e in st.exprs():
-        for name in sorted(e.names()):
-            if name not in bound:
-                return sub, name
+        names = e.names()
+        if names and not names <= bound:
+            return sub, min(n for n in names if n not in bound)  # (the first in sorted order)
     return None

@@ -202,7 +202,7 @@ class At(TransformOp):
         return list(self._entries)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
-        for k, ix in enumerate(self.entries()):
+        for k, ix in enumerate(self._entries):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
 
@@ -231,22 +231,21 @@ class At(TransformOp):
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
         notes: list[StepError] = []
         shape = ref.shape
-        entries = list(self.index)
-        if len(entries) > len(shape):
+        index = self.index
+        if len(index) > len(shape):
             return (
                 None,
                 err(
                     "AT_TOO_MANY_INDICES",
                     "ValueError",
                     "`indices` must not be longer than `shape`: "
-                    f"indices={_indices_repr(entries)}, shape={tuple(shape)!r}",
+                    f"indices={_indices_repr(index)}, shape={tuple(shape)!r}",
                     field="index",
                 ),
                 notes,
             )
-        pad = len(shape) - len(entries)
-        entries += [None] * pad
-        ixs = [*self._entries, *[_ALL] * pad]
+        pad = len(shape) - len(index)
+        ixs = (*self._entries, *(_ALL,) * pad) if pad else self._entries
         # NDIndexer._validate_sharding (run when the type is next computed): a sharded
         # input (no shard_map) takes slices only, and only whole ones along dim 0
         sharded0 = (
@@ -267,7 +266,7 @@ class At(TransformOp):
                 ),
                 notes,
             )
-        if sharded0 and not full_entry(entries[0], shape[0]):
+        if sharded0 and not full_entry(index[0] if index else None, shape[0]):
             return (
                 None,
                 err(
@@ -289,10 +288,9 @@ class At(TransformOp):
         has_int = False
         dynamic = ref.dynamic
         for k, (ix, d) in enumerate(zip(ixs, shape, strict=False)):
-            f = f"index[{k}]"
             if oob is not None and oob[1] == k:
                 e = oob[0]
-                return None, err(e.code, e.jax_type, e.message, field=f), notes
+                return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
             if ix.kind == "all":
                 new_shape.append(d)
                 sels.append(("slice", 0, d, None, 0))
@@ -309,7 +307,7 @@ class At(TransformOp):
                             "JAX does not check integer indices inside a kernel, so it reads "
                             "or writes outside the ref",
                             stage="interpret",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 sels.append(("int", i))
@@ -331,7 +329,7 @@ class At(TransformOp):
                             f"Python slicing silently clamps it to [{start}, {stop}] "
                             f"({size} elements, not {b - (a or 0)})",
                             severity="warning",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 new_shape.append(size)
@@ -346,7 +344,7 @@ class At(TransformOp):
                             f"Slice slice({start}, {start + size}, 1) along axis {k} has "
                             "negative bounds",
                             stage="gpu-lower",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 new_shape.append(max(0, size))
