@@ -155,7 +155,8 @@ class Resolved:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: names that do not resolve: (code, field path, message)
         self.problems: list[tuple[str, str, str]] = []
-        self._first: dict[tuple[str, int], tuple[Binding, Any]] = {}
+        #: first_step's answers: key -> id(binding) -> (binding, answer)
+        self._first: dict[str, dict[int, tuple[Binding, Any]]] = {}
 
     @property
     def scenario(self) -> Scenario:
@@ -189,13 +190,21 @@ class Resolved:
         holds (None: none), computed once per binding from its parent's answer and its
         own steps (``key`` names ``pred``): linear in a chain of views, where walking
         every view's whole stack is quadratic."""
-        memo = self._first
+        memo = self._first.get(key)
+        if memo is None:
+            memo = self._first[key] = {}
+        hit = memo.get(id(b))
+        if hit is not None:
+            return hit[1]
         todo = []
         x: Binding | None = b
-        while x is not None and (key, id(x)) not in memo:
+        while x is not None:
+            hit = memo.get(id(x))
+            if hit is not None:
+                break
             todo.append(x)
             x = x.parent
-        found = None if x is None else memo[(key, id(x))][1]
+        found = None if hit is None else hit[1]
         for y in reversed(todo):
             if found is None:
                 if y.parent is None:
@@ -206,8 +215,11 @@ class Resolved:
                         if isinstance(y.stack, Stack)
                         else y.stack[len(y.parent.stack) :]
                     )
-                found = next((pt for pt in steps if pred(pt[1])), None)
-            memo[(key, id(y))] = (y, found)  # (y kept alive: its id stays its own)
+                for pt in steps:
+                    if pred(pt[1]):
+                        found = pt
+                        break
+            memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
         return found
 
     def chain(self, b: Binding) -> list[str]:

@@ -16,6 +16,8 @@ simulate instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
 
@@ -38,15 +40,18 @@ def check_interpret(ctx: Ctx) -> None:
 def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
+    key = f"interp:{interp}"
+
+    def limited(t: Any) -> bool:
+        return t.interpret_limit(interp) is not None
+
     for prog in ctx.programs:
         for st in prog.stmts:
             if isinstance(st.node, Let):
                 continue
             for b in st.refs.values():
                 # the first step it cannot run, once per view (from its source view's answer)
-                hit = ctx.r.first_step(
-                    b, f"interp:{interp}", lambda t: t.interpret_limit(interp) is not None
-                )
+                hit = ctx.r.first_step(b, key, limited)
                 if hit is not None:
                     path, t = hit
                     found = t.interpret_limit(interp)

@@ -22,7 +22,6 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
-from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stack, Stmt
 from mpmd_lab.shapes import RefInfo
@@ -280,7 +279,7 @@ def _scratch_lowering(ctx: Ctx) -> bool:
 
 def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
-    if isinstance(node, Let) or not st.ok or never_traced(st, ctx):
+    if isinstance(node, Let) or not st.ok or ctx.never_traced(st):
         return False
     if any(b.info is None for b in st.refs.values()):
         return False
@@ -319,10 +318,11 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[A
     (once per root: every access asks it of each of its views)."""
     key = ("root", b.origin[0] if b.origin else "")
     memo = ctx.stack_cache
-    if key not in memo:
+    found = memo.get(key, memo)
+    if found is memo:
         spec = ctx.r.root_spec(b)
         scratch = bool(b.origin) and b.origin[0].startswith("scratch:")
-        memo[key] = (
+        found = memo[key] = (
             None
             if spec is None
             else (
@@ -332,7 +332,7 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[A
                 tuple(spec.transforms) if scratch else (),
             )
         )
-    return memo[key]
+    return found
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
@@ -366,12 +366,12 @@ def _view_rules(
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
-    where = _where(st, field)
     if space == "GMEM" and not layout_stack and ctx.r.first_step(b, "moved", _moved) is None:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
         # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
         # below is about SMEM and TMEM; once per view, not a walk of its whole stack
         return False, None
+    where = _where(st, field)
     view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, view, dtype)
@@ -545,7 +545,8 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     b = st.refs[field]
     # the first step that may stop the lowering, once per view (from its source's answer),
     # and the first reshape it cannot make (``_memref``): the steps before both lower
-    hit = ctx.r.first_step(b, f"lower-steps:{','.join(ctx.mesh_axes)}", _may_stop(ctx))
+    key, may_stop = _may_stop(ctx)
+    hit = ctx.r.first_step(b, key, may_stop)
     bad = _reshape_error(ctx, b)
     n = len(b.stack)
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
@@ -616,8 +617,12 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     return False
 
 
-def _may_stop(ctx: Ctx) -> Any:
-    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
+def _may_stop(ctx: Ctx) -> tuple[str, Any]:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``): the
+    ``first_step`` key and predicate, made once per check."""
+    found = ctx.stack_cache.get(("may_stop", None))
+    if found is not None:
+        return found
 
     def may_stop(t: Any) -> bool:
         if t.op == "at":
@@ -631,7 +636,9 @@ def _may_stop(ctx: Ctx) -> Any:
         # which the step alone does not know)
         return t.op in ("remote_ref", "multicast_ref", "cluster_ref")
 
-    return may_stop
+    key = f"lower-steps:{','.join(ctx.mesh_axes)}"
+    found = ctx.stack_cache[("may_stop", None)] = (key, may_stop)
+    return found
 
 
 def _index_of(b: Binding, step: tuple[str, Any]) -> int:
@@ -650,13 +657,21 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
     the first reshape the lowering cannot make with its position in the stack), computed
     once per binding from its source view's answer and its own steps: linear in a chain
     of views."""
-    memo = ctx.stack_cache
+    memo = ctx.stack_cache.get(("memref", None))
+    if memo is None:
+        memo = ctx.stack_cache[("memref", None)] = {}
+    hit = memo.get(id(b))
+    if hit is not None:
+        return hit[1]
     todo = []
     x: Binding | None = b
-    while x is not None and ("memref", id(x)) not in memo:
+    while x is not None:
+        hit = memo.get(id(x))
+        if hit is not None:
+            break
         todo.append(x)
         x = x.parent
-    found: Any = None if x is None else memo[("memref", id(x))][1]
+    found: Any = None if hit is None else hit[1]
     for y in reversed(todo):
         if found is None:  # a view of an untransformed ref
             root = _root_spec(ctx, y)
@@ -670,7 +685,7 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
             n = len(parent.stack)
             own = y.stack.own if isinstance(y.stack, Stack) else tuple(y.stack)[n:]
             found = L.view_memref_from(found[0], [t for _, t in own], n)
-        memo[("memref", id(y))] = (y, found)  # (y kept alive: its id stays its own)
+        memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
     return found
 
 

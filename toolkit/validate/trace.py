@@ -15,7 +15,6 @@ from typing import Any
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
-from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
@@ -367,7 +366,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
-        if never_traced(st, ctx):
+        if ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if isinstance(node, Let):
@@ -399,6 +398,8 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     """A view inside unrolled (Python) loops: an index expression of their variables is a
     Python int when JAX traces each iteration, so ``NDIndexer`` checks the bounds of that
     iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
+    if not st.scope:
+        return False  # no loop around it
     from mpmd_lab import expr as E
     from mpmd_lab import layout_rules as L
     from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
