@@ -437,18 +437,15 @@ def _body(
     order; a ``let`` binds its name for the rest of this body only. False once a
     ``return`` ends it."""
     env = dict(env)
-    later: dict[str, int] = {}
-    for j, st in enumerate(body):
-        if isinstance(st, Let):
-            later.setdefault(st.let, j)
     for j, st in enumerate(body):
         path = f"{base}[{j}]"
         stmt = Stmt(len(out.stmts), path, st, scope=scope, bound=bound)
+        refs = stmt.refs
         for fname, name, _access in st.ref_fields():
             b = env.get(name)
             if b is None:
                 stmt.ok = False
-                where = later.get(name)
+                where = _defined_at(body, name)
                 if where is not None and where >= j:
                     msg = (
                         f"{fname} names view {name!r}, which is defined later "
@@ -461,14 +458,15 @@ def _body(
                     )
                 ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
                 continue
-            stmt.refs[fname] = b
+            refs[fname] = b
         if isinstance(st, Let):
-            src = stmt.refs.get("ref")
+            src = refs.get("ref")
             info = None
             if src is not None and src.info is not None:
-                stmt.steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
-                info = src.info if not stmt.steps else stmt.steps[-1].after
-            own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
+                steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
+                stmt.steps = steps
+                info = steps[-1].after if steps else src.info
+            own = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms)])
             env[st.let] = stmt.defines = Binding(
                 st.let,
                 info,
@@ -479,8 +477,9 @@ def _body(
                 stack=Stack(src.stack, own) if src else own,
                 parent=src,
             )
-        else:
-            stmt.unbound = _unbound(st, bound)
+            out.stmts.append(stmt)
+            continue
+        stmt.unbound = _unbound(st, bound)
         out.stmts.append(stmt)
         if isinstance(st, Return):
             return False  # never executed past here: the body returned
@@ -489,6 +488,11 @@ def _body(
             if not _body(ctx, out, st.body, f"{path}.body", env, inner, (*scope, stmt)):
                 return False
     return True
+
+
+def _defined_at(body: list[Any], name: str) -> int | None:
+    """The index of the first ``let`` of ``name`` in a body (None: none)."""
+    return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
 
 
 def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
