@@ -301,35 +301,41 @@ def _resolve_into(ctx: Resolved) -> None:
         ctx.params[name] = b
 
     outside = ctx.bound_outside
+    # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
+    global_view = bool(s.device_mesh) and s.run.shard_map is False
     # arguments (the call evaluates each argument's transforms first)
     for i, a in enumerate(c.args):
         path = f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
         steps: list[list[Step]] = []
-        for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
-            bpath = path + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
+        single = isinstance(a, BufferArg)
+        transforms = a.transforms
+        for j, buf in enumerate([a.buffer] if single else a.tuple):
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
                     "XREF_UNKNOWN_BUFFER",
-                    path + (".buffer" if isinstance(a, BufferArg) else f".tuple[{j}]"),
+                    path + (".buffer" if single else f".tuple[{j}]"),
                     f"argument names buffer {buf!r}, which is not in `buffers`"
                     + (f" (there: {', '.join(sorted(s.buffers))})" if s.buffers else ""),
                 )
                 leaves.append((buf, None))
                 steps.append([])
                 continue
-            shape = list(b.shape)
-            if s.device_mesh and s.run.shard_map is False and shape:
-                shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
-            if not b.as_ref and a.transforms:
+            shape = b.shape
+            sharded = None
+            if global_view and shape:
+                shape = [shape[0] * s.num_devices, *shape[1:]]
+                axes = tuple(s.device_mesh or ())
+                sharded = axes[0] if len(axes) == 1 else repr(axes)
+            if not b.as_ref and transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
                 from mpmd_lab.validate.arrays import apply_array
 
                 r = apply_array(
                     tuple(shape),
                     dtypes.canonical(b.dtype),
-                    a.transforms,
+                    transforms,
                     f"{path}.transforms",
                     outside,
                 )
@@ -338,26 +344,21 @@ def _resolve_into(ctx: Resolved) -> None:
                 ok = r.error is None and not r.updater
                 leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
-            sharded = None
-            if s.device_mesh and s.run.shard_map is False and shape:
-                axes = tuple(s.device_mesh)
-                sharded = axes[0] if len(axes) == 1 else repr(axes)
             info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
-            st = ctx_steps(info, a.transforms, f"{path}.transforms", outside)
-            steps.append(st)
-            final = info if not st else st[-1].after
-            leaves.append((buf, final))
-            del bpath
+            if transforms:
+                st = propagate(info, transforms, f"{path}.transforms", outside)
+                steps.append(st)
+                leaves.append((buf, st[-1].after if st else info))
+            else:
+                steps.append([])
+                leaves.append((buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
-        if len(leaves) != len(steps):  # pragma: no cover - defensive
-            raise AssertionError("arg leaves and steps out of step")
-        if isinstance(a, BufferArg):
-            buf, leaf_info = leaves[0]
-            stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
+        stack = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
+        if single:
             define(
                 a.param,
                 path + ".param",
-                Binding(a.param, leaf_info, "arg", path, (buf,), stack=stack),
+                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), stack=stack),
             )
         else:
             define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
@@ -368,7 +369,7 @@ def _resolve_into(ctx: Resolved) -> None:
                     "leaf",
                     f"{path}.tuple[{j}]",
                     (buf,),
-                    stack=tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms)),
+                    stack=stack,
                 )
     for name, o in c.outputs.items():
         path = f"call.outputs.{name}"

@@ -192,12 +192,14 @@ class StatementOp(Op):
             return limits["gpu-multi"]
         return limits.get(interp)
 
-    def ref_fields(self) -> Iterator[tuple[str, str, str]]:
+    def ref_fields(self) -> list[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""
+        out = []
         for f, access in self.REFS:
             name = getattr(self, f, None)
             if isinstance(name, str):
-                yield f, name, access
+                out.append((f, name, access))
+        return out
 
     def trace(self, t: Any) -> bool:
         """Trace-time rules (``t``: the trace context); True when tracing stops."""

@@ -208,8 +208,10 @@ class At(TransformOp):
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """The HLO interpreter cannot evaluate ``lax.axis_index`` of a kernel axis."""
+        if interp != "hlo":
+            return None
         axis = next((e.block for e in self.index if isinstance(e, BlockIndex)), None)
-        if interp != "hlo" or axis is None:
+        if axis is None:
             return None
         return InterpLimit(
             "UNBOUND_AXIS",
@@ -255,31 +257,32 @@ class At(TransformOp):
             and ref.view_dims[:1] == (0,)
             and not (ref.reshaped or ref.bitcast)
         )
-        if sharded0 and any(ix.kind == "int" for ix in ixs):
-            return (
-                None,
-                err(
-                    "SHARDED_REF_SLICE",
-                    "TypeError",
-                    "sharded ref (array reference) can only be indexed by slices, not integers",
-                    lazy=True,
-                ),
-                notes,
-            )
-        if sharded0 and not full_entry(index[0] if index else None, shape[0]):
-            return (
-                None,
-                err(
-                    "SHARDED_REF_SLICE",
-                    "ValueError",
-                    "sharded ref (array reference) can only be sliced along unsharded axes, "
-                    f"but ref of shape {tuple(shape)!r} was sliced on axis 0, which is sharded "
-                    f"like {ref.sharded}",
-                    field="index[0]",
-                    lazy=True,
-                ),
-                notes,
-            )
+        if sharded0:
+            if any(ix.kind == "int" for ix in ixs):
+                return (
+                    None,
+                    err(
+                        "SHARDED_REF_SLICE",
+                        "TypeError",
+                        "sharded ref (array reference) can only be indexed by slices, not integers",
+                        lazy=True,
+                    ),
+                    notes,
+                )
+            if not full_entry(index[0] if index else None, shape[0]):
+                return (
+                    None,
+                    err(
+                        "SHARDED_REF_SLICE",
+                        "ValueError",
+                        "sharded ref (array reference) can only be sliced along unsharded "
+                        f"axes, but ref of shape {tuple(shape)!r} was sliced on axis 0, which "
+                        f"is sharded like {ref.sharded}",
+                        field="index[0]",
+                        lazy=True,
+                    ),
+                    notes,
+                )
         # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
         oob = L.index_bounds_error_at(shape, self.index)
         new_shape: list[int] = []

@@ -76,6 +76,7 @@ def _statements(ctx: Ctx) -> None:
         if why:
             _limit(ctx, f"call.scratch.{name}", why)
             return
+    devices = ctx.s.num_devices
     for prog in ctx.programs:
         for st in prog.stmts:
             if isinstance(st.node, StatementOp):
@@ -92,7 +93,7 @@ def _statements(ctx: Ctx) -> None:
                         explanation=f"The GPU interpreter has no rule for {st.node.kind}." + _WHY,
                     )
                     return
-                why = st.node.interpret_limit(interp, ctx.s.num_devices)
+                why = st.node.interpret_limit(interp, devices)
                 if why:
                     _limit(ctx, st.path, why)
                     return

@@ -313,6 +313,10 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
+#: a ``root`` argument not given: the function asks ``_root_spec`` itself
+_ASK: Any = object()
+
+
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
@@ -355,14 +359,23 @@ def _moved(t: Any) -> bool:
 
 
 def _view_rules(
-    ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
+    ctx: Ctx,
+    st: Stmt,
+    field: str,
+    access: str,
+    layout: list,
+    verify: dict,
+    splat: bool = False,
+    root: Any = _ASK,
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
     ``smem_transforms_error``): (stops here, the bitcast left over that the access itself
-    rejects once the view's steps are lowered)."""
+    rejects once the view's steps are lowered). ``root``: ``_root_spec`` of the ref,
+    where the caller has it."""
     b = st.refs[field]
-    root = _root_spec(ctx, b)
+    if root is _ASK:
+        root = _root_spec(ctx, b)
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
@@ -459,8 +472,9 @@ def _access(
     assert info is not None
     if not info.is_ref:
         return False
-    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
-    if stop or _apply_steps(ctx, st, field, info, mesh):
+    root = _root_spec(ctx, b)
+    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat, root)
+    if stop or _apply_steps(ctx, st, field, info, mesh, root):
         return True
     if info.cluster:
         if info.memory_space == "GMEM":
@@ -506,7 +520,6 @@ def _access(
                 f"its size must be a multiple of {LANES}.",
             )
         )
-    root = _root_spec(ctx, b)
     if info.memory_space == "GMEM" and root is not None and not splat:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
@@ -539,7 +552,9 @@ def _access(
     return False
 
 
-def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
+def _apply_steps(
+    ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any, root: Any = _ASK
+) -> bool:
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
@@ -547,7 +562,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     # and the first reshape it cannot make (``_memref``): the steps before both lower
     key, may_stop = _may_stop(ctx)
     hit = ctx.r.first_step(b, key, may_stop)
-    bad = _reshape_error(ctx, b)
+    bad = _reshape_error(ctx, b, root)
     n = len(b.stack)
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
@@ -587,7 +602,8 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
         elif t.op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
-            root = _root_spec(ctx, b)
+            if root is _ASK:
+                root = _root_spec(ctx, b)
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
@@ -689,11 +705,13 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
     return found
 
 
-def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
+def _reshape_error(ctx: Ctx, b: Binding, root: Any = _ASK) -> tuple[L.JaxError, int] | None:
     """The first reshape of the view ``memref_reshape`` cannot make (its error and its
     position in the stack), as ``layout_rules.view_memref`` walks it (folds need
-    contiguous dims); a scratch layout's reshapes are the commute rules'."""
-    root = _root_spec(ctx, b)
+    contiguous dims); a scratch layout's reshapes are the commute rules' (``root``:
+    ``_root_spec`` of the ref, where the caller has it)."""
+    if root is _ASK:
+        root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
     return _memref(ctx, b)[1]
