@@ -41,9 +41,16 @@ def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
     key = f"interp:{interp}"
+    limits: dict[int, tuple[Any, Any]] = {}  # id(transform) -> (transform, its limit)
+
+    def limit(t: Any) -> Any:
+        found = limits.get(id(t))
+        if found is None:
+            found = limits[id(t)] = (t, t.interpret_limit(interp))
+        return found[1]
 
     def limited(t: Any) -> bool:
-        return t.interpret_limit(interp) is not None
+        return limit(t) is not None
 
     for prog in ctx.programs:
         for st in prog.stmts:
@@ -54,7 +61,7 @@ def _views(ctx: Ctx) -> None:
                 hit = ctx.r.first_step(b, key, limited)
                 if hit is not None:
                     path, t = hit
-                    found = t.interpret_limit(interp)
+                    found = limit(t)
                     if found is not None:
                         ctx.add(
                             found.code,

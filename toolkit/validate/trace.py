@@ -29,9 +29,10 @@ def check_trace(ctx: Ctx) -> None:
         return
     # 1. argument transforms, argument by argument, leaf by leaf
     updaters: list[tuple[int, int, str]] = []
+    array_errors = ctx.array_errors
     for a in ctx.args:
         for j, steps in enumerate(a.steps):
-            r = ctx.array_errors.get((a.index, j))
+            r = array_errors.get((a.index, j)) if array_errors else None
             if r is not None:
                 if r.error is not None:
                     code, jtype, msg, path = r.error
@@ -40,7 +41,7 @@ def check_trace(ctx: Ctx) -> None:
                 if r.updater:
                     updaters.append((a.index, j, a.leaves[j][0]))
                 continue
-            if _report_steps(ctx, steps, f"{a.path}.transforms"):
+            if steps and _report_steps(ctx, steps):
                 return _stop(ctx)
     if c.entry == "plgpu.kernel":
         # plgpu.kernel's custom_vmap wrapper abstractifies every operand first
@@ -265,7 +266,7 @@ def _gpu_memref_repr(sc: Any) -> str:
     )
 
 
-def _report_steps(ctx: Ctx, steps: list[Step], base: str) -> bool:
+def _report_steps(ctx: Ctx, steps: list[Step]) -> bool:
     """Report a stack's notes and the error JAX raises while applying it.
 
     True when that error stops tracing. A lazy error that no step has raised yet
@@ -370,7 +371,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if isinstance(node, Let):
-            if _report_steps(ctx, st.steps, f"{st.path}.transforms"):
+            if _report_steps(ctx, st.steps):
                 return True
             if _unrolled_bounds(ctx, st):
                 return True
