@@ -310,7 +310,7 @@ def _resolve_into(ctx: Resolved) -> None:
         steps: list[list[Step]] = []
         single = isinstance(a, BufferArg)
         transforms = a.transforms
-        for j, buf in enumerate([a.buffer] if single else a.tuple):
+        for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
@@ -354,7 +354,7 @@ def _resolve_into(ctx: Resolved) -> None:
                 leaves.append((buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
         stack = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
-        if single:
+        if isinstance(a, BufferArg):
             define(
                 a.param,
                 path + ".param",
