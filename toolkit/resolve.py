@@ -460,7 +460,9 @@ def _body(
                 ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
                 continue
             refs[fname] = b
-        if isinstance(st, Let):
+        # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
+        # is an ABC check that is slow when it fails, once per statement here)
+        if type(st) is Let:
             src = refs.get("ref")
             info = None
             if src is not None and src.info is not None:
@@ -482,7 +484,7 @@ def _body(
             continue
         stmt.unbound = _unbound(st, bound)
         out.stmts.append(stmt)
-        if isinstance(st, Return):
+        if type(st) is Return:
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound

@@ -54,7 +54,7 @@ def _views(ctx: Ctx) -> None:
 
     for prog in ctx.programs:
         for st in prog.stmts:
-            if isinstance(st.node, Let):
+            if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
                 continue
             for b in st.refs.values():
                 # the first step it cannot run, once per view (from its source view's answer)

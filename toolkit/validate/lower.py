@@ -279,7 +279,9 @@ def _scratch_lowering(ctx: Ctx) -> bool:
 
 def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
-    if isinstance(node, Let) or not st.ok or ctx.never_traced(st):
+    # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
+    # is a slow ABC check)
+    if type(node) is Let or not st.ok or ctx.never_traced(st):
         return False
     if any(b.info is None for b in st.refs.values()):
         return False

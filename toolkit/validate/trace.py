@@ -370,7 +370,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
-        if isinstance(node, Let):
+        if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
             if _unrolled_bounds(ctx, st):
