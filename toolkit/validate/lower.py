@@ -296,6 +296,8 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
     lowering binds the kernel's constants before its first statement."""
     s = ctx.s
+    if not s.call.captures:
+        return False
     used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
     for i, cap in enumerate(s.call.captures):
         b = s.buffers.get(cap.buffer)

@@ -133,10 +133,13 @@ def check_trace(ctx: Ctx) -> None:
             )
             return _stop(ctx)
     # 5. closed-over Refs aliasing an argument
-    arg_bufs = {
-        buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)
-    }
-    for i, cap in enumerate(c.captures if c.entry == "pl.kernel" else []):
+    captures = c.captures if c.entry == "pl.kernel" else []
+    arg_bufs = (
+        {buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)}
+        if captures
+        else set()
+    )
+    for i, cap in enumerate(captures):
         b = s.buffers.get(cap.buffer)
         if b is None or not b.as_ref or cap.buffer not in arg_bufs:
             continue
