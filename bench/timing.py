@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def median_seconds(
@@ -22,6 +23,27 @@ def median_seconds(
     for _ in range(repeats):
         t0 = clock()
         fn()
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
+def median_fresh(
+    make: Callable[[], Any],
+    fn: Callable[[Any], object],
+    repeats: int = 7,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
+    """Median seconds of ``fn(make())`` over ``repeats`` runs after ``warmup`` runs, by
+    ``clock``, ``make()`` untimed: each run gets a fresh object (a scenario loaded again),
+    so what one run leaves on it (an op's resolved entries) does not speed up the next."""
+    for _ in range(warmup):
+        fn(make())
+    times = []
+    for _ in range(repeats):
+        x = make()
+        t0 = clock()
+        fn(x)
         times.append(clock() - t0)
     return statistics.median(times)
 

@@ -86,7 +86,12 @@ def _op(t: Any) -> str:
 def _get(t: Any, name: str, default: Any = None) -> Any:
     if isinstance(t, dict):
         return t.get(name, default)
-    return getattr(t, name, default)
+    if name in getattr(t, "__dict__", ()):
+        return getattr(t, name, default)
+    for k in type(t).__mro__:
+        if name in k.__dict__:
+            return getattr(t, name, default)
+    return default  # found nowhere: no lookup that fails (a model's miss raises inside)
 
 
 def _tuple(shape: Sequence[int]) -> str:
@@ -812,20 +817,20 @@ def index_bounds_error_at(
     shape: Sequence[int], entries: Sequence[Any]
 ) -> tuple[JaxError, int] | None:
     """``index_bounds_error`` and the dim (the entry) it is about."""
-    entries = list(entries)
-    if len(entries) > len(shape):
+    n = len(entries)
+    if n > len(shape):
         return None  # AT_TOO_MANY_INDICES: its message needs JAX's reprs of the entries
     for k, d in enumerate(shape):
-        e = entries[k] if k < len(entries) else None
-        if isinstance(e, bool | int | str):
-            continue  # an integer (or an expression): not a slice
+        e = entries[k] if k < n else None
         if e is None:
             start, size = 0, d
+        elif isinstance(e, bool | int | str):
+            continue  # an integer (or an expression): not a slice
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif _get(e, "ds") is not None and isinstance(_get(e, "ds")[0], int):
-            start, size = _get(e, "ds")
+        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
+            start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
         if start >= d:

@@ -86,7 +86,7 @@ class Stack:
         return f"Stack({tuple(self)!r})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """A name the kernel body can use."""
 
@@ -103,7 +103,7 @@ class Binding:
     parent: Binding | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Stmt:
     """One body statement, resolved."""
 
@@ -126,7 +126,7 @@ class Stmt:
         return tuple(s.node.var for s in self.scope if s.node.kind == "loop")
 
 
-@dataclass
+@dataclass(slots=True)
 class ProgramInfo:
     index: int
     path: str
@@ -134,7 +134,7 @@ class ProgramInfo:
     trace_failed: bool = False  # a trace-time error stops this body
 
 
-@dataclass
+@dataclass(slots=True)
 class ArgInfo:
     index: int
     path: str
@@ -155,7 +155,8 @@ class Resolved:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: names that do not resolve: (code, field path, message)
         self.problems: list[tuple[str, str, str]] = []
-        self._first: dict[tuple[str, int], tuple[Binding, Any]] = {}
+        #: first_step's answers: key -> id(binding) -> (binding, answer)
+        self._first: dict[str, dict[int, tuple[Binding, Any]]] = {}
 
     @property
     def scenario(self) -> Scenario:
@@ -189,13 +190,21 @@ class Resolved:
         holds (None: none), computed once per binding from its parent's answer and its
         own steps (``key`` names ``pred``): linear in a chain of views, where walking
         every view's whole stack is quadratic."""
-        memo = self._first
+        memo = self._first.get(key)
+        if memo is None:
+            memo = self._first[key] = {}
+        hit = memo.get(id(b))
+        if hit is not None:
+            return hit[1]
         todo = []
         x: Binding | None = b
-        while x is not None and (key, id(x)) not in memo:
+        while x is not None:
+            hit = memo.get(id(x))
+            if hit is not None:
+                break
             todo.append(x)
             x = x.parent
-        found = None if x is None else memo[(key, id(x))][1]
+        found = None if hit is None else hit[1]
         for y in reversed(todo):
             if found is None:
                 if y.parent is None:
@@ -206,8 +215,11 @@ class Resolved:
                         if isinstance(y.stack, Stack)
                         else y.stack[len(y.parent.stack) :]
                     )
-                found = next((pt for pt in steps if pred(pt[1])), None)
-            memo[(key, id(y))] = (y, found)  # (y kept alive: its id stays its own)
+                for pt in steps:
+                    if pred(pt[1]):
+                        found = pt
+                        break
+            memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
         return found
 
     def chain(self, b: Binding) -> list[str]:
@@ -289,35 +301,41 @@ def _resolve_into(ctx: Resolved) -> None:
         ctx.params[name] = b
 
     outside = ctx.bound_outside
+    # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
+    global_view = bool(s.device_mesh) and s.run.shard_map is False
     # arguments (the call evaluates each argument's transforms first)
     for i, a in enumerate(c.args):
         path = f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
         steps: list[list[Step]] = []
+        single = isinstance(a, BufferArg)
+        transforms = a.transforms
         for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
-            bpath = path + ("" if isinstance(a, BufferArg) else f".tuple[{j}]")
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
                     "XREF_UNKNOWN_BUFFER",
-                    path + (".buffer" if isinstance(a, BufferArg) else f".tuple[{j}]"),
+                    path + (".buffer" if single else f".tuple[{j}]"),
                     f"argument names buffer {buf!r}, which is not in `buffers`"
                     + (f" (there: {', '.join(sorted(s.buffers))})" if s.buffers else ""),
                 )
                 leaves.append((buf, None))
                 steps.append([])
                 continue
-            shape = list(b.shape)
-            if s.device_mesh and s.run.shard_map is False and shape:
-                shape[0] *= s.num_devices  # no shard_map: the kernel sees the global array
-            if not b.as_ref and a.transforms:
+            shape = b.shape
+            sharded = None
+            if global_view and shape:
+                shape = [shape[0] * s.num_devices, *shape[1:]]
+                axes = tuple(s.device_mesh or ())
+                sharded = axes[0] if len(axes) == 1 else repr(axes)
+            if not b.as_ref and transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
                 from mpmd_lab.validate.arrays import apply_array
 
                 r = apply_array(
                     tuple(shape),
                     dtypes.canonical(b.dtype),
-                    a.transforms,
+                    transforms,
                     f"{path}.transforms",
                     outside,
                 )
@@ -326,26 +344,21 @@ def _resolve_into(ctx: Resolved) -> None:
                 ok = r.error is None and not r.updater
                 leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
-            sharded = None
-            if s.device_mesh and s.run.shard_map is False and shape:
-                axes = tuple(s.device_mesh)
-                sharded = axes[0] if len(axes) == 1 else repr(axes)
             info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
-            st = ctx_steps(info, a.transforms, f"{path}.transforms", outside)
-            steps.append(st)
-            final = info if not st else st[-1].after
-            leaves.append((buf, final))
-            del bpath
+            if transforms:
+                st = propagate(info, transforms, f"{path}.transforms", outside)
+                steps.append(st)
+                leaves.append((buf, st[-1].after if st else info))
+            else:
+                steps.append([])
+                leaves.append((buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
-        if len(leaves) != len(steps):  # pragma: no cover - defensive
-            raise AssertionError("arg leaves and steps out of step")
+        stack = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
         if isinstance(a, BufferArg):
-            buf, leaf_info = leaves[0]
-            stack = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms))
             define(
                 a.param,
                 path + ".param",
-                Binding(a.param, leaf_info, "arg", path, (buf,), stack=stack),
+                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), stack=stack),
             )
         else:
             define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
@@ -356,7 +369,7 @@ def _resolve_into(ctx: Resolved) -> None:
                     "leaf",
                     f"{path}.tuple[{j}]",
                     (buf,),
-                    stack=tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(a.transforms)),
+                    stack=stack,
                 )
     for name, o in c.outputs.items():
         path = f"call.outputs.{name}"
@@ -425,18 +438,15 @@ def _body(
     order; a ``let`` binds its name for the rest of this body only. False once a
     ``return`` ends it."""
     env = dict(env)
-    later: dict[str, int] = {}
-    for j, st in enumerate(body):
-        if isinstance(st, Let):
-            later.setdefault(st.let, j)
     for j, st in enumerate(body):
         path = f"{base}[{j}]"
         stmt = Stmt(len(out.stmts), path, st, scope=scope, bound=bound)
+        refs = stmt.refs
         for fname, name, _access in st.ref_fields():
             b = env.get(name)
             if b is None:
                 stmt.ok = False
-                where = later.get(name)
+                where = _defined_at(body, name)
                 if where is not None and where >= j:
                     msg = (
                         f"{fname} names view {name!r}, which is defined later "
@@ -449,14 +459,17 @@ def _body(
                     )
                 ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
                 continue
-            stmt.refs[fname] = b
-        if isinstance(st, Let):
-            src = stmt.refs.get("ref")
+            refs[fname] = b
+        # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
+        # is an ABC check that is slow when it fails, once per statement here)
+        if type(st) is Let:
+            src = refs.get("ref")
             info = None
             if src is not None and src.info is not None:
-                stmt.steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
-                info = src.info if not stmt.steps else stmt.steps[-1].after
-            own = tuple((f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms))
+                steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
+                stmt.steps = steps
+                info = steps[-1].after if steps else src.info
+            own = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms)])
             env[st.let] = stmt.defines = Binding(
                 st.let,
                 info,
@@ -467,10 +480,11 @@ def _body(
                 stack=Stack(src.stack, own) if src else own,
                 parent=src,
             )
-        else:
-            stmt.unbound = _unbound(st, bound)
+            out.stmts.append(stmt)
+            continue
+        stmt.unbound = _unbound(st, bound)
         out.stmts.append(stmt)
-        if isinstance(st, Return):
+        if type(st) is Return:
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
@@ -479,10 +493,15 @@ def _body(
     return True
 
 
+def _defined_at(body: list[Any], name: str) -> int | None:
+    """The index of the first ``let`` of ``name`` in a body (None: none)."""
+    return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
+
+
 def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
     """The first name an op's expressions use that is not bound where it runs."""
     for sub, e in st.exprs():
-        for name in sorted(e.names()):
-            if name not in bound:
-                return sub, name
+        names = e.names()
+        if names and not names <= bound:
+            return sub, min(n for n in names if n not in bound)  # (the first in sorted order)
     return None

@@ -157,7 +157,7 @@ def base_info(
         dtype=dtypes.canonical(dtype) if canonical else dtype,
         memory_space=memory_space,
         base=base,
-        region=tuple(_whole(d) for d in shape),
+        region=tuple(map(_whole, shape)),
         view_dims=tuple(range(len(shape))),
     )
 
@@ -192,7 +192,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
     ``bound``: the names an index expression may use where the step runs (kernel axes,
     shard_map axes, loop variables), or None not to check.
     """
-    op = t.kind
+    op = t.op  # (a transform's kind)
     axis = unbound_axis(t, bound)
     if axis == "<pid>":  # pl.program_id outside a kernel: an internal assertion fails
         error = err("JAX_ASSERTION", "AssertionError", "")
@@ -205,8 +205,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             "`jax.shard_map`.",
         )
         return Step(index=index, op=op, before=ref, after=None, error=error)
-    needs_type = t.needs_type(ref)
-    if ref.pending is not None and needs_type:
+    if ref.pending is not None and t.needs_type(ref):
         # this step computes the ref's type: the waiting error is raised now
         return Step(index=index, op=op, before=ref, after=None, error=ref.pending)
     if op == "transpose" and ref.pending is not None:
@@ -227,7 +226,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
         )
     if error is not None:
         after = None
-    return Step(index=index, op=op, before=ref, after=after, error=error, notes=tuple(notes))
+    return Step(index, op, ref, after, error, tuple(notes))
 
 
 def propagate(

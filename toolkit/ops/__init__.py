@@ -116,7 +116,7 @@ class Let(Model):
         return f"{self.let} = {self.ref}"
 
     def ref_fields(self) -> Any:
-        yield "ref", self.ref, "view"
+        return [("ref", self.ref, "view")]
 
 
 OpStatement = Annotated[AnyStatementOp, Field(discriminator="op")]

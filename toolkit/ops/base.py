@@ -122,8 +122,8 @@ class TransformOp(Op):
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
         access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
-        op = self.op_name()
         if interp == "gpu" and self.GPU_INTERP_REPR is not None:
+            op = self.op_name()
             return InterpLimit(
                 "GPU_INTERP_UNSUPPORTED_TRANSFORM",
                 f"JAX's CPU interpreter can't run {op}; simulate does",
@@ -131,6 +131,7 @@ class TransformOp(Op):
                 f"The GPU interpreter runs only index and transpose views, not {op}.",
             )
         if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
+            op = self.op_name()
             return InterpLimit(
                 "HLO_INTERP_NO_DISCHARGE",
                 f"JAX's HLO interpreter can't run {op}; simulate does",
@@ -189,12 +190,14 @@ class StatementOp(Op):
             return limits["gpu-multi"]
         return limits.get(interp)
 
-    def ref_fields(self) -> Iterator[tuple[str, str, str]]:
+    def ref_fields(self) -> list[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""
+        out = []
         for f, access in self.REFS:
             name = getattr(self, f, None)
             if isinstance(name, str):
-                yield f, name, access
+                out.append((f, name, access))
+        return out
 
     def trace(self, t: Any) -> bool:
         """Trace-time rules (``t``: the trace context); True when tracing stops."""

@@ -299,8 +299,10 @@ class ClusterRef(TransformOp):
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         found = super().interpret_limit(interp)
+        if found is None or interp != "gpu":
+            return found
         parsed = [E.parse(v) for v in self.block.values()]
-        if found is None or interp != "gpu" or not all(e.is_const for e in parsed):
+        if not all(e.is_const for e in parsed):
             return found
         # the transform as JAX prints it: its cluster axes, and each index a traced int32
         dims = tuple(self.block)

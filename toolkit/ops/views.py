@@ -98,13 +98,14 @@ def resolve_entry(e: Any) -> Ix:
         return Ix("int", start=E.parse(e))
     if isinstance(e, list):
         return Ix("slice", lo=e[0], hi=e[1])
-    if isinstance(e, DsIndex):
+    kind = type(e)  # (the entry models have no subclasses: a failing isinstance is slow)
+    if kind is DsIndex:
         return Ix("ds", start=E.parse(e.ds[0]), size=int(e.ds[1]))
-    if isinstance(e, BlockIndex):
+    if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
         start = E.BinOp("*", E.Name(e.block), E.Const(stride))
         return Ix("ds", start=start, size=e.size, stride=stride, legacy=("block", e.block))
-    if isinstance(e, PidIndex):
+    if kind is PidIndex:
         start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
         return Ix("ds", start=start, size=e.size, stride=e.size, legacy=("pid", e.pid))
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
@@ -200,14 +201,16 @@ class At(TransformOp):
         return list(self._entries)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
-        for k, ix in enumerate(self.entries()):
+        for k, ix in enumerate(self._entries):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """The HLO interpreter cannot evaluate ``lax.axis_index`` of a kernel axis."""
+        if interp != "hlo":
+            return None
         axis = next((e.block for e in self.index if isinstance(e, BlockIndex)), None)
-        if interp != "hlo" or axis is None:
+        if axis is None:
             return None
         return InterpLimit(
             "UNBOUND_AXIS",
@@ -229,22 +232,21 @@ class At(TransformOp):
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
         notes: list[StepError] = []
         shape = ref.shape
-        entries = list(self.index)
-        if len(entries) > len(shape):
+        index = self.index
+        if len(index) > len(shape):
             return (
                 None,
                 err(
                     "AT_TOO_MANY_INDICES",
                     "ValueError",
                     "`indices` must not be longer than `shape`: "
-                    f"indices={_indices_repr(entries)}, shape={tuple(shape)!r}",
+                    f"indices={_indices_repr(index)}, shape={tuple(shape)!r}",
                     field="index",
                 ),
                 notes,
             )
-        pad = len(shape) - len(entries)
-        entries += [None] * pad
-        ixs = [*self._entries, *[_ALL] * pad]
+        pad = len(shape) - len(index)
+        ixs = (*self._entries, *(_ALL,) * pad) if pad else self._entries
         # NDIndexer._validate_sharding (run when the type is next computed): a sharded
         # input (no shard_map) takes slices only, and only whole ones along dim 0
         sharded0 = (
@@ -254,31 +256,32 @@ class At(TransformOp):
             and ref.view_dims[:1] == (0,)
             and not (ref.reshaped or ref.bitcast)
         )
-        if sharded0 and any(ix.kind == "int" for ix in ixs):
-            return (
-                None,
-                err(
-                    "SHARDED_REF_SLICE",
-                    "TypeError",
-                    "sharded ref (array reference) can only be indexed by slices, not integers",
-                    lazy=True,
-                ),
-                notes,
-            )
-        if sharded0 and not full_entry(entries[0], shape[0]):
-            return (
-                None,
-                err(
-                    "SHARDED_REF_SLICE",
-                    "ValueError",
-                    "sharded ref (array reference) can only be sliced along unsharded axes, "
-                    f"but ref of shape {tuple(shape)!r} was sliced on axis 0, which is sharded "
-                    f"like {ref.sharded}",
-                    field="index[0]",
-                    lazy=True,
-                ),
-                notes,
-            )
+        if sharded0:
+            if any(ix.kind == "int" for ix in ixs):
+                return (
+                    None,
+                    err(
+                        "SHARDED_REF_SLICE",
+                        "TypeError",
+                        "sharded ref (array reference) can only be indexed by slices, not integers",
+                        lazy=True,
+                    ),
+                    notes,
+                )
+            if not full_entry(index[0] if index else None, shape[0]):
+                return (
+                    None,
+                    err(
+                        "SHARDED_REF_SLICE",
+                        "ValueError",
+                        "sharded ref (array reference) can only be sliced along unsharded "
+                        f"axes, but ref of shape {tuple(shape)!r} was sliced on axis 0, which "
+                        f"is sharded like {ref.sharded}",
+                        field="index[0]",
+                        lazy=True,
+                    ),
+                    notes,
+                )
         # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
         oob = L.index_bounds_error_at(shape, self.index)
         new_shape: list[int] = []
@@ -287,10 +290,9 @@ class At(TransformOp):
         has_int = False
         dynamic = ref.dynamic
         for k, (ix, d) in enumerate(zip(ixs, shape, strict=False)):
-            f = f"index[{k}]"
             if oob is not None and oob[1] == k:
                 e = oob[0]
-                return None, err(e.code, e.jax_type, e.message, field=f), notes
+                return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
             if ix.kind == "all":
                 new_shape.append(d)
                 sels.append(("slice", 0, d, None, 0))
@@ -307,7 +309,7 @@ class At(TransformOp):
                             "JAX does not check integer indices inside a kernel, so it reads "
                             "or writes outside the ref",
                             stage="interpret",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 sels.append(("int", i))
@@ -329,7 +331,7 @@ class At(TransformOp):
                             f"Python slicing silently clamps it to [{start}, {stop}] "
                             f"({size} elements, not {b - (a or 0)})",
                             severity="warning",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 new_shape.append(size)
@@ -344,7 +346,7 @@ class At(TransformOp):
                             f"Slice slice({start}, {start + size}, 1) along axis {k} has "
                             "negative bounds",
                             stage="gpu-lower",
-                            field=f,
+                            field=f"index[{k}]",
                         )
                     )
                 new_shape.append(max(0, size))

@@ -66,6 +66,19 @@ class Ctx:
         """``b``'s ``(field path, transform)`` pairs, first to last (a tuple or a Stack)."""
         return b.stack
 
+    def never_traced(self, st: Any) -> bool:
+        """``ops.control.never_traced`` of a statement, once per body: it reads only the
+        statement's scope, which the statements of one body share (one tuple)."""
+        if not st.scope:
+            return False  # a program's own statement: always traced
+        key = ("never_traced", id(st.scope))
+        hit = self.stack_cache.get(key)
+        if hit is None:
+            from mpmd_lab.ops.control import never_traced
+
+            hit = self.stack_cache[key] = (st.scope, never_traced(st, self))  # (scope kept alive)
+        return hit[1]
+
     # ------------------------------------------------------------ reporting
 
     def add(

@@ -16,6 +16,8 @@ simulate instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
 
@@ -38,18 +40,28 @@ def check_interpret(ctx: Ctx) -> None:
 def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
+    key = f"interp:{interp}"
+    limits: dict[int, tuple[Any, Any]] = {}  # id(transform) -> (transform, its limit)
+
+    def limit(t: Any) -> Any:
+        found = limits.get(id(t))
+        if found is None:
+            found = limits[id(t)] = (t, t.interpret_limit(interp))
+        return found[1]
+
+    def limited(t: Any) -> bool:
+        return limit(t) is not None
+
     for prog in ctx.programs:
         for st in prog.stmts:
-            if isinstance(st.node, Let):
+            if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
                 continue
             for b in st.refs.values():
                 # the first step it cannot run, once per view (from its source view's answer)
-                hit = ctx.r.first_step(
-                    b, f"interp:{interp}", lambda t: t.interpret_limit(interp) is not None
-                )
+                hit = ctx.r.first_step(b, key, limited)
                 if hit is not None:
                     path, t = hit
-                    found = t.interpret_limit(interp)
+                    found = limit(t)
                     if found is not None:
                         ctx.add(
                             found.code,
@@ -71,6 +83,7 @@ def _statements(ctx: Ctx) -> None:
         if why:
             _limit(ctx, f"call.scratch.{name}", why)
             return
+    devices = ctx.s.num_devices
     for prog in ctx.programs:
         for st in prog.stmts:
             if isinstance(st.node, StatementOp):
@@ -87,7 +100,7 @@ def _statements(ctx: Ctx) -> None:
                         explanation=f"The GPU interpreter has no rule for {st.node.kind}." + _WHY,
                     )
                     return
-                why = st.node.interpret_limit(interp, ctx.s.num_devices)
+                why = st.node.interpret_limit(interp, devices)
                 if why:
                     _limit(ctx, st.path, why)
                     return

@@ -22,7 +22,6 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
-from mpmd_lab.ops.control import never_traced
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stack, Stmt
 from mpmd_lab.shapes import RefInfo
@@ -280,7 +279,9 @@ def _scratch_lowering(ctx: Ctx) -> bool:
 
 def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
-    if isinstance(node, Let) or not st.ok or never_traced(st, ctx):
+    # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
+    # is a slow ABC check)
+    if type(node) is Let or not st.ok or ctx.never_traced(st):
         return False
     if any(b.info is None for b in st.refs.values()):
         return False
@@ -295,6 +296,8 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
     lowering binds the kernel's constants before its first statement."""
     s = ctx.s
+    if not s.call.captures:
+        return False
     used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
     for i, cap in enumerate(s.call.captures):
         b = s.buffers.get(cap.buffer)
@@ -314,15 +317,20 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
+#: a ``root`` argument not given: the function asks ``_root_spec`` itself
+_ASK: Any = object()
+
+
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
     key = ("root", b.origin[0] if b.origin else "")
     memo = ctx.stack_cache
-    if key not in memo:
+    found = memo.get(key, memo)
+    if found is memo:
         spec = ctx.r.root_spec(b)
         scratch = bool(b.origin) and b.origin[0].startswith("scratch:")
-        memo[key] = (
+        found = memo[key] = (
             None
             if spec is None
             else (
@@ -332,7 +340,7 @@ def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[A
                 tuple(spec.transforms) if scratch else (),
             )
         )
-    return memo[key]
+    return found
 
 
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
@@ -355,23 +363,32 @@ def _moved(t: Any) -> bool:
 
 
 def _view_rules(
-    ctx: Ctx, st: Stmt, field: str, access: str, layout: list, verify: dict, splat: bool = False
+    ctx: Ctx,
+    st: Stmt,
+    field: str,
+    access: str,
+    layout: list,
+    verify: dict,
+    splat: bool = False,
+    root: Any = _ASK,
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
     ``smem_transforms_error``): (stops here, the bitcast left over that the access itself
-    rejects once the view's steps are lowered)."""
+    rejects once the view's steps are lowered). ``root``: ``_root_spec`` of the ref,
+    where the caller has it."""
     b = st.refs[field]
-    root = _root_spec(ctx, b)
+    if root is _ASK:
+        root = _root_spec(ctx, b)
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
-    where = _where(st, field)
     if space == "GMEM" and not layout_stack and ctx.r.first_step(b, "moved", _moved) is None:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
         # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
         # below is about SMEM and TMEM; once per view, not a walk of its whole stack
         return False, None
+    where = _where(st, field)
     view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, view, dtype)
@@ -459,8 +476,9 @@ def _access(
     assert info is not None
     if not info.is_ref:
         return False
-    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
-    if stop or _apply_steps(ctx, st, field, info, mesh):
+    root = _root_spec(ctx, b)
+    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat, root)
+    if stop or _apply_steps(ctx, st, field, info, mesh, root):
         return True
     if info.cluster:
         if info.memory_space == "GMEM":
@@ -506,7 +524,6 @@ def _access(
                 f"its size must be a multiple of {LANES}.",
             )
         )
-    root = _root_spec(ctx, b)
     if info.memory_space == "GMEM" and root is not None and not splat:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
@@ -539,14 +556,17 @@ def _access(
     return False
 
 
-def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
+def _apply_steps(
+    ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any, root: Any = _ASK
+) -> bool:
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
     # the first step that may stop the lowering, once per view (from its source's answer),
     # and the first reshape it cannot make (``_memref``): the steps before both lower
-    hit = ctx.r.first_step(b, f"lower-steps:{','.join(ctx.mesh_axes)}", _may_stop(ctx))
-    bad = _reshape_error(ctx, b)
+    key, may_stop = _may_stop(ctx)
+    hit = ctx.r.first_step(b, key, may_stop)
+    bad = _reshape_error(ctx, b, root)
     n = len(b.stack)
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
@@ -586,7 +606,8 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
         elif t.op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
-            root = _root_spec(ctx, b)
+            if root is _ASK:
+                root = _root_spec(ctx, b)
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
@@ -616,8 +637,12 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
     return False
 
 
-def _may_stop(ctx: Ctx) -> Any:
-    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
+def _may_stop(ctx: Ctx) -> tuple[str, Any]:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``): the
+    ``first_step`` key and predicate, made once per check."""
+    found = ctx.stack_cache.get(("may_stop", None))
+    if found is not None:
+        return found
 
     def may_stop(t: Any) -> bool:
         if t.op == "at":
@@ -631,7 +656,9 @@ def _may_stop(ctx: Ctx) -> Any:
         # which the step alone does not know)
         return t.op in ("remote_ref", "multicast_ref", "cluster_ref")
 
-    return may_stop
+    key = f"lower-steps:{','.join(ctx.mesh_axes)}"
+    found = ctx.stack_cache[("may_stop", None)] = (key, may_stop)
+    return found
 
 
 def _index_of(b: Binding, step: tuple[str, Any]) -> int:
@@ -650,13 +677,21 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
     the first reshape the lowering cannot make with its position in the stack), computed
     once per binding from its source view's answer and its own steps: linear in a chain
     of views."""
-    memo = ctx.stack_cache
+    memo = ctx.stack_cache.get(("memref", None))
+    if memo is None:
+        memo = ctx.stack_cache[("memref", None)] = {}
+    hit = memo.get(id(b))
+    if hit is not None:
+        return hit[1]
     todo = []
     x: Binding | None = b
-    while x is not None and ("memref", id(x)) not in memo:
+    while x is not None:
+        hit = memo.get(id(x))
+        if hit is not None:
+            break
         todo.append(x)
         x = x.parent
-    found: Any = None if x is None else memo[("memref", id(x))][1]
+    found: Any = None if hit is None else hit[1]
     for y in reversed(todo):
         if found is None:  # a view of an untransformed ref
             root = _root_spec(ctx, y)
@@ -670,15 +705,17 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
             n = len(parent.stack)
             own = y.stack.own if isinstance(y.stack, Stack) else tuple(y.stack)[n:]
             found = L.view_memref_from(found[0], [t for _, t in own], n)
-        memo[("memref", id(y))] = (y, found)  # (y kept alive: its id stays its own)
+        memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
     return found
 
 
-def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
+def _reshape_error(ctx: Ctx, b: Binding, root: Any = _ASK) -> tuple[L.JaxError, int] | None:
     """The first reshape of the view ``memref_reshape`` cannot make (its error and its
     position in the stack), as ``layout_rules.view_memref`` walks it (folds need
-    contiguous dims); a scratch layout's reshapes are the commute rules'."""
-    root = _root_spec(ctx, b)
+    contiguous dims); a scratch layout's reshapes are the commute rules' (``root``:
+    ``_root_spec`` of the ref, where the caller has it)."""
+    if root is _ASK:
+        root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
     return _memref(ctx, b)[1]

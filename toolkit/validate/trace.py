@@ -15,7 +15,6 @@ from typing import Any
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
-from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
@@ -30,9 +29,10 @@ def check_trace(ctx: Ctx) -> None:
         return
     # 1. argument transforms, argument by argument, leaf by leaf
     updaters: list[tuple[int, int, str]] = []
+    array_errors = ctx.array_errors
     for a in ctx.args:
         for j, steps in enumerate(a.steps):
-            r = ctx.array_errors.get((a.index, j))
+            r = array_errors.get((a.index, j)) if array_errors else None
             if r is not None:
                 if r.error is not None:
                     code, jtype, msg, path = r.error
@@ -41,7 +41,7 @@ def check_trace(ctx: Ctx) -> None:
                 if r.updater:
                     updaters.append((a.index, j, a.leaves[j][0]))
                 continue
-            if _report_steps(ctx, steps, f"{a.path}.transforms"):
+            if steps and _report_steps(ctx, steps):
                 return _stop(ctx)
     if c.entry == "plgpu.kernel":
         # plgpu.kernel's custom_vmap wrapper abstractifies every operand first
@@ -133,10 +133,13 @@ def check_trace(ctx: Ctx) -> None:
             )
             return _stop(ctx)
     # 5. closed-over Refs aliasing an argument
-    arg_bufs = {
-        buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)
-    }
-    for i, cap in enumerate(c.captures if c.entry == "pl.kernel" else []):
+    captures = c.captures if c.entry == "pl.kernel" else []
+    arg_bufs = (
+        {buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)}
+        if captures
+        else set()
+    )
+    for i, cap in enumerate(captures):
         b = s.buffers.get(cap.buffer)
         if b is None or not b.as_ref or cap.buffer not in arg_bufs:
             continue
@@ -266,7 +269,7 @@ def _gpu_memref_repr(sc: Any) -> str:
     )
 
 
-def _report_steps(ctx: Ctx, steps: list[Step], base: str) -> bool:
+def _report_steps(ctx: Ctx, steps: list[Step]) -> bool:
     """Report a stack's notes and the error JAX raises while applying it.
 
     True when that error stops tracing. A lazy error that no step has raised yet
@@ -367,11 +370,11 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
-        if never_traced(st, ctx):
+        if ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
-        if isinstance(node, Let):
-            if _report_steps(ctx, st.steps, f"{st.path}.transforms"):
+        if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
+            if _report_steps(ctx, st.steps):
                 return True
             if _unrolled_bounds(ctx, st):
                 return True
@@ -399,6 +402,8 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     """A view inside unrolled (Python) loops: an index expression of their variables is a
     Python int when JAX traces each iteration, so ``NDIndexer`` checks the bounds of that
     iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
+    if not st.scope:
+        return False  # no loop around it
     from mpmd_lab import expr as E
     from mpmd_lab import layout_rules as L
     from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
