@@ -65,7 +65,10 @@ IndexEntry = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
+# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
+# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
+@dataclass(slots=True, unsafe_hash=True)
 class Ix:
     """One ``at`` entry, resolved: ``all``, ``int`` (``start``), ``slice`` (``lo:hi``,
     Python's, static) or ``ds`` (``start``, ``size``). ``legacy`` keeps where a dynamic
