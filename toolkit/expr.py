@@ -20,6 +20,7 @@ integers, so the exported source writes them as they are.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,9 +76,34 @@ LABEL = _LabelWriter()
 
 
 class Expr:
-    """A parsed expression (immutable, hashable)."""
+    """A parsed expression (immutable, hashable).
+
+    The nodes are plain classes with ``__slots__`` (their fields) and an ``__init__``
+    each, where the equality, hash and repr a dataclass would generate (the same
+    values and text) come from here: a dataclass costs ~1 ms to create at import
+    (it compiles its methods), eight of them ~8 ms of the check's start-up.
+    """
 
     __slots__ = ()
+    _values: Callable[[Any], tuple[Any, ...]]  # the fields' values, in order
+
+    def __init_subclass__(cls) -> None:
+        names: tuple[str, ...] = cls.__dict__["__slots__"]
+        get: Callable[[Any], Any] = operator.attrgetter(*names)
+        cls._values = staticmethod((lambda e: (get(e),)) if len(names) == 1 else get)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values(self) == self._values(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values(self))
+
+    def __repr__(self) -> str:
+        names: tuple[str, ...] = self.__slots__
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        return f"{self.__class__.__qualname__}({fields})"
 
     def eval(self, env: Env) -> int:
         raise NotImplementedError
@@ -106,9 +132,12 @@ class Expr:
         return False
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Const(Expr):
+    __slots__ = ("value",)
     value: int
+
+    def __init__(self, value: int) -> None:
+        self.value = value
 
     def eval(self, env: Env) -> int:
         return self.value
@@ -117,9 +146,12 @@ class Const(Expr):
         return repr(self.value)
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Name(Expr):
+    __slots__ = ("id",)
     id: str
+
+    def __init__(self, id: str) -> None:
+        self.id = id
 
     def eval(self, env: Env) -> int:
         try:
@@ -134,10 +166,14 @@ class Name(Expr):
         return frozenset((self.id,))
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Call(Expr):
+    __slots__ = ("fn", "arg")
     fn: str  # program_id | num_programs | axis_size
     arg: int | str
+
+    def __init__(self, fn: str, arg: int | str) -> None:
+        self.fn = fn
+        self.arg = arg
 
     def eval(self, env: Env) -> int:
         if self.fn == "axis_size":
@@ -186,11 +222,16 @@ def _prec(e: Expr) -> int:
     return 99
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class BinOp(Expr):
+    __slots__ = ("op", "a", "b")
     op: str
     a: Expr
     b: Expr
+
+    def __init__(self, op: str, a: Expr, b: Expr) -> None:
+        self.op = op
+        self.a = a
+        self.b = b
 
     def eval(self, env: Env) -> int:
         x, y = self.a.eval(env), self.b.eval(env)
@@ -220,9 +261,12 @@ class BinOp(Expr):
         return self.a.calls() | self.b.calls()
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Neg(Expr):
+    __slots__ = ("a",)
     a: Expr
+
+    def __init__(self, a: Expr) -> None:
+        self.a = a
 
     def eval(self, env: Env) -> int:
         return -self.a.eval(env)
@@ -237,11 +281,16 @@ class Neg(Expr):
         return self.a.calls()
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Compare(Expr):
+    __slots__ = ("op", "a", "b")
     op: str
     a: Expr
     b: Expr
+
+    def __init__(self, op: str, a: Expr, b: Expr) -> None:
+        self.op = op
+        self.a = a
+        self.b = b
 
     def eval(self, env: Env) -> int:
         x, y = self.a.eval(env), self.b.eval(env)
@@ -274,10 +323,14 @@ class Compare(Expr):
         return True
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class BoolOp(Expr):
+    __slots__ = ("op", "items")
     op: str  # and | or
     items: tuple[Expr, ...]
+
+    def __init__(self, op: str, items: tuple[Expr, ...]) -> None:
+        self.op = op
+        self.items = items
 
     def eval(self, env: Env) -> int:
         if self.op == "and":
@@ -306,9 +359,12 @@ class BoolOp(Expr):
         return True
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class Not(Expr):
+    __slots__ = ("a",)
     a: Expr
+
+    def __init__(self, a: Expr) -> None:
+        self.a = a
 
     def eval(self, env: Env) -> int:
         return int(not self.a.eval(env))
