@@ -20,10 +20,10 @@ integers, so the exported source writes them as they are.
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from mpmd_lab.record import Record
 
 #: Longest expression text accepted (they are typed by hand).
 MAX_TEXT = 200
@@ -36,21 +36,30 @@ class ExprError(ValueError):
     """Not an expression of the grammar above (the message says what)."""
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
-@dataclass(slots=True, unsafe_hash=True)
-class Env:
+class Env(Record):
     """What an expression evaluates against: one actor's coordinates at one moment.
 
     ``values``: name -> int for axis indices and loop variables; ``sizes``: axis name ->
     size; ``pids`` / ``npids``: ``pl.program_id`` and ``pl.num_programs`` per grid dim.
     """
 
+    __slots__ = ("values", "sizes", "pids", "npids")
     values: Mapping[str, int]
     sizes: Mapping[str, int]
-    pids: tuple[int, ...] = ()
-    npids: tuple[int, ...] = ()
+    pids: tuple[int, ...]
+    npids: tuple[int, ...]
+
+    def __init__(
+        self,
+        values: Mapping[str, int],
+        sizes: Mapping[str, int],
+        pids: tuple[int, ...] = (),
+        npids: tuple[int, ...] = (),
+    ) -> None:
+        self.values = values
+        self.sizes = sizes
+        self.pids = pids
+        self.npids = npids
 
 
 class Writer:
@@ -75,35 +84,11 @@ class _LabelWriter(Writer):
 LABEL = _LabelWriter()
 
 
-class Expr:
-    """A parsed expression (immutable, hashable).
-
-    The nodes are plain classes with ``__slots__`` (their fields) and an ``__init__``
-    each, where the equality, hash and repr a dataclass would generate (the same
-    values and text) come from here: a dataclass costs ~1 ms to create at import
-    (it compiles its methods), eight of them ~8 ms of the check's start-up.
-    """
+class Expr(Record):
+    """A parsed expression (immutable, hashable): a :class:`~mpmd_lab.record.Record`
+    (a dataclass's eq, hash and repr, without its cost at import)."""
 
     __slots__ = ()
-    _values: Callable[[Any], tuple[Any, ...]]  # the fields' values, in order
-
-    def __init_subclass__(cls) -> None:
-        names: tuple[str, ...] = cls.__dict__["__slots__"]
-        get: Callable[[Any], Any] = operator.attrgetter(*names)
-        cls._values = staticmethod((lambda e: (get(e),)) if len(names) == 1 else get)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values(self) == self._values(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values(self))
-
-    def __repr__(self) -> str:
-        names: tuple[str, ...] = self.__slots__
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
-        return f"{self.__class__.__qualname__}({fields})"
 
     def eval(self, env: Env) -> int:
         raise NotImplementedError

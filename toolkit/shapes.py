@@ -18,13 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab.record import Record
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
-@dataclass(slots=True, unsafe_hash=True)
-class Dim:
+class Dim(Record):
     """Where one dimension of a view sits in its base (for races and bounds).
 
     ``start`` is the static offset, ``step`` the stride in base elements; a
@@ -32,11 +29,26 @@ class Dim:
     (``("block", name)`` or ``("pid", dim)``) and ``stride``.
     """
 
+    __slots__ = ("start", "size", "step", "axis", "stride")
     start: int
     size: int
-    step: int = 1
-    axis: tuple[str, Any] | None = None
-    stride: int = 0
+    step: int
+    axis: tuple[str, Any] | None
+    stride: int
+
+    def __init__(
+        self,
+        start: int,
+        size: int,
+        step: int = 1,
+        axis: tuple[str, Any] | None = None,
+        stride: int = 0,
+    ) -> None:
+        self.start = start
+        self.size = size
+        self.step = step
+        self.axis = axis
+        self.stride = stride
 
 
 @dataclass(slots=True)
@@ -91,6 +103,9 @@ class RefInfo:
         return text + ("" if not flags else " " + " ".join(flags))
 
 
+# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
+# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
+# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
 @dataclass(unsafe_hash=True)
 class StepError:
     """What one transform step raises (or warns about)."""

@@ -13,13 +13,13 @@ evaluated per device by the simulator, the graph and the rules):
 
 import itertools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
+from mpmd_lab.record import Record
 from mpmd_lab.shapes import RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, field_validator
 
@@ -36,15 +36,16 @@ DeviceId = (
 )
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
-@dataclass(slots=True, unsafe_hash=True)
-class DeviceRef:
+class DeviceRef(Record):
     """A device id, resolved: ``linear`` (one expression) or ``coords`` (per named axis)."""
 
+    __slots__ = ("linear", "coords")
     linear: E.Expr | None
-    coords: tuple[tuple[str, E.Expr], ...] = ()
+    coords: tuple[tuple[str, E.Expr], ...]
+
+    def __init__(self, linear: E.Expr | None, coords: tuple[tuple[str, E.Expr], ...] = ()) -> None:
+        self.linear = linear
+        self.coords = coords
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         if self.linear is not None:

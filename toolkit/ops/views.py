@@ -10,7 +10,6 @@ its label and what the simulator does with it.
 import functools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -18,6 +17,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
+from mpmd_lab.record import Record
 from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, model_validator
 
@@ -65,22 +65,37 @@ IndexEntry = (
 )
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
-@dataclass(slots=True, unsafe_hash=True)
-class Ix:
+class Ix(Record):
     """One ``at`` entry, resolved: ``all``, ``int`` (``start``), ``slice`` (``lo:hi``,
     Python's, static) or ``ds`` (``start``, ``size``). ``legacy`` keeps where a dynamic
     start came from for the block rules (``("block", axis)`` / ``("pid", dim)``)."""
 
+    __slots__ = ("kind", "start", "size", "lo", "hi", "stride", "legacy")
     kind: str
-    start: E.Expr | None = None
-    size: int | None = None
-    lo: int | None = None
-    hi: int | None = None
-    stride: int = 0
-    legacy: tuple[str, Any] | None = None
+    start: E.Expr | None
+    size: int | None
+    lo: int | None
+    hi: int | None
+    stride: int
+    legacy: tuple[str, Any] | None
+
+    def __init__(
+        self,
+        kind: str,
+        start: E.Expr | None = None,
+        size: int | None = None,
+        lo: int | None = None,
+        hi: int | None = None,
+        stride: int = 0,
+        legacy: tuple[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.start = start
+        self.size = size
+        self.lo = lo
+        self.hi = hi
+        self.stride = stride
+        self.legacy = legacy
 
     @property
     def dynamic(self) -> bool:
