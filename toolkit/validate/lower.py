@@ -412,8 +412,12 @@ def _view_rules(
             return True, None
     else:
         leftover = None
-    if space == "SMEM" and leftover is None and (e := L.smem_contiguity_error(shape, view)):
-        _later(verify, layout, e, where)
+    if space == "SMEM" and leftover is None:
+        # (the view's memref from its untransformed ref, as ``_memref`` keeps it per view:
+        # ``smem_contiguity_error`` of the same shape and steps)
+        e = L.smem_memref_contiguity_error(_memref(ctx, b)[0])
+        if e is not None:
+            _later(verify, layout, e, where)
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
