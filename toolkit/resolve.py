@@ -480,8 +480,9 @@ def _body(
                     stmt.steps = []
                     info = src.info
             own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
-            env[st.let] = stmt.defines = Binding(
-                st.let,
+            let_name = st.let
+            env[let_name] = stmt.defines = Binding(
+                let_name,
                 info,
                 "view",
                 path,

@@ -286,7 +286,7 @@ class At(TransformOp):
                     notes,
                 )
         # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
-        oob = L.index_bounds_error_at(shape, self.index)
+        oob = L.index_bounds_error_at(shape, index)
         new_shape: list[int] = []
         sels: list[tuple[Any, ...]] = []
         ints: list[tuple[int, int]] = []

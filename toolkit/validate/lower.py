@@ -575,7 +575,8 @@ def _apply_steps(
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
     for pos, (path, t) in enumerate(rest, at):
-        if t.op == "at":
+        op = t.op
+        if op == "at":
             for k, ix in enumerate(t.entries()):
                 if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
                     start, size = ix.start.value, ix.size
@@ -586,7 +587,7 @@ def _apply_steps(
                         "bounds",
                     )
                     return True
-        elif t.op == "transpose":
+        elif op == "transpose":
             if any(p < 0 for p in t.perm):
                 ctx.jax(
                     "TRANSPOSE_NEGATIVE_PERM_GPU",
@@ -602,12 +603,12 @@ def _apply_steps(
                     "Invalid permutation when attempting to create an AffineMap",
                 )
                 return True
-        elif t.op == "reshape":
+        elif op == "reshape":
             e = bad[0] if bad and bad[1] == pos else None
             if e is not None:
                 ctx.raised(e, path)
                 return True
-        elif t.op == "remote_ref":
+        elif op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
             if root is _ASK:
@@ -626,7 +627,7 @@ def _apply_steps(
                     "blocks of one cluster, use cluster_ref.",
                 )
                 return True
-        elif t.op == "multicast_ref":
+        elif op == "multicast_ref":
             ctx.jax(
                 "MULTICAST_PLAIN_STORE",
                 _where(st, field),
@@ -635,7 +636,7 @@ def _apply_steps(
                 "(`tma_store` from SMEM); a plain load or store through it does not lower.",
             )
             return True
-        elif t.op == "cluster_ref":
+        elif op == "cluster_ref":
             if _cluster(ctx, st, field, info, mesh):
                 return True
     return False
@@ -643,16 +644,18 @@ def _apply_steps(
 
 def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
-    if t.op == "at":
+    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
+    if op == "at":
         return any(
             ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
             for ix in t.entries()
         )
-    if t.op == "transpose":
-        return any(p < 0 for p in t.perm) or sorted(t.perm) != list(range(len(t.perm)))
+    if op == "transpose":
+        perm = t.perm
+        return any(p < 0 for p in perm) or sorted(perm) != list(range(len(perm)))
     # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
     # which the step alone does not know)
-    return t.op in ("remote_ref", "multicast_ref", "cluster_ref")
+    return op in ("remote_ref", "multicast_ref", "cluster_ref")
 
 
 def _firsts(ctx: Ctx, b: Binding) -> tuple[Any, Any]:
