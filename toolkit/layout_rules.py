@@ -86,7 +86,7 @@ def _op(t: Any) -> str:
 def _get(t: Any, name: str, default: Any = None) -> Any:
     if isinstance(t, dict):
         return t.get(name, default)
-    d = getattr(t, "__dict__", ())
+    d: Any = getattr(t, "__dict__", ())
     if name in d:
         # (the instance's own value, read from its dict: a model's getattr goes through
         # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
