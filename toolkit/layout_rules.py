@@ -86,8 +86,11 @@ def _op(t: Any) -> str:
 def _get(t: Any, name: str, default: Any = None) -> Any:
     if isinstance(t, dict):
         return t.get(name, default)
-    if name in getattr(t, "__dict__", ()):
-        return getattr(t, name, default)
+    d: Any = getattr(t, "__dict__", ())
+    if name in d:
+        # (the instance's own value, read from its dict: a model's getattr goes through
+        # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
+        return d[name]
     for k in type(t).__mro__:
         if name in k.__dict__:
             return getattr(t, name, default)
@@ -813,6 +816,11 @@ def index_bounds_error(shape: Sequence[int], entries: Sequence[Any]) -> JaxError
     return None if found is None else found[0]
 
 
+#: the index entries that are integers or expressions (a tuple: ``isinstance`` of a union
+#: type built in place, ``bool | int | str``, builds the union on every test)
+_INT_ENTRY = (bool, int, str)
+
+
 def index_bounds_error_at(
     shape: Sequence[int], entries: Sequence[Any]
 ) -> tuple[JaxError, int] | None:
@@ -824,7 +832,7 @@ def index_bounds_error_at(
         e = entries[k] if k < n else None
         if e is None:
             start, size = 0, d
-        elif isinstance(e, bool | int | str):
+        elif isinstance(e, _INT_ENTRY):
             continue  # an integer (or an expression): not a slice
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
@@ -946,7 +954,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             out.append(_Ix("slice", 0, d))
         elif isinstance(e, bool):
             return None
-        elif isinstance(e, int | str):  # a static or traced (an expression) integer
+        elif isinstance(e, _INT_ENTRY):  # a static or traced (an expression) integer
             out.append(_Ix("int"))
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
@@ -1720,7 +1728,12 @@ def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError
     """An SMEM view with no unit-stride dim (an integer index dropped the minor dim):
     layout inference cannot place a swizzle on it (``_is_valid_smem_layout_assignment``:
     ``NotImplementedError: We cannot apply swizzle to non-contiguous refs``)."""
-    m, _ = view_memref(shape, view)
+    return smem_memref_contiguity_error(view_memref(shape, view)[0])
+
+
+def smem_memref_contiguity_error(m: Memref | None) -> JaxError | None:
+    """``smem_contiguity_error`` of the view's memref (``view_memref``), where the caller
+    has it."""
     if m is None or not m.shape or 1 in m.strides:
         return None
     return JaxError(

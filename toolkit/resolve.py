@@ -353,7 +353,11 @@ def _resolve_into(ctx: Resolved) -> None:
                 steps.append([])
                 leaves.append((buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
-        stack = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
+        stack = (
+            tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
+            if transforms
+            else ()
+        )
         if isinstance(a, BufferArg):
             define(
                 a.param,
@@ -465,13 +469,20 @@ def _body(
         if type(st) is Let:
             src = refs.get("ref")
             info = None
+            transforms = st.transforms
+            tpath = f"{path}.transforms"
             if src is not None and src.info is not None:
-                steps = ctx_steps(src.info, st.transforms, f"{path}.transforms", bound)
-                stmt.steps = steps
-                info = steps[-1].after if steps else src.info
-            own = tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(st.transforms)])
-            env[st.let] = stmt.defines = Binding(
-                st.let,
+                if transforms:
+                    steps = propagate(src.info, transforms, tpath, bound)
+                    stmt.steps = steps
+                    info = steps[-1].after if steps else src.info
+                else:
+                    stmt.steps = []
+                    info = src.info
+            own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
+            let_name = st.let
+            env[let_name] = stmt.defines = Binding(
+                let_name,
                 info,
                 "view",
                 path,

@@ -140,8 +140,11 @@ def _synchronises(s: Scenario) -> bool:
 
     def walk(body: list[Any]) -> bool:
         for st in body:
-            if any(acc == SYNC for _, _, acc in getattr(st, "ref_fields", lambda: [])()):
-                return True
+            ref_fields = getattr(st, "ref_fields", None)
+            if ref_fields is not None:
+                for _, _, acc in ref_fields():
+                    if acc == SYNC:
+                        return True
             if st.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
                 return True
             if getattr(st, "BODY", False) and walk(st.body):

@@ -269,13 +269,16 @@ class Engine:
         s, c = self.s, self.s.call
         inputs: dict[str, Base] = {}
         shard = s.device_mesh is not None and s.run.shard_map is not False
+        dtypes_np: dict[str, Any] = {}  # dtype name -> numpy dtype, once per name
 
         def input_base(buf: str, path: str) -> Base:
             if buf not in s.buffers:
                 raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
             if buf not in inputs:
                 b = s.buffers[buf]
-                dt = np_dtype(canonical(b.dtype))  # as jax.device_put makes it (no x64)
+                dt = dtypes_np.get(b.dtype)
+                if dt is None:  # as jax.device_put makes it (no x64)
+                    dt = dtypes_np[b.dtype] = np_dtype(canonical(b.dtype))
                 shape = tuple(b.shape)
                 if s.device_mesh and not shard and shape:
                     shape = (shape[0] * self.ndev, *shape[1:])
@@ -891,7 +894,7 @@ class Engine:
         used = self._cur.get("used")
         for node in nodes:
             op = node.op
-            if isinstance(op, Let):
+            if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
                 if used is None or op.let in used:
                     base = self._lookup(env, op.ref, run, node.path)
                     env[op.let] = self._stack(base, op.transforms, run, node.path)
@@ -1209,7 +1212,7 @@ def _uses_bitcast(s: Scenario) -> bool:
 
     def stacks(body: list[Any]):
         for st in body:
-            if isinstance(st, Let):
+            if type(st) is Let:  # (no subclasses; a failing isinstance of a model is slow)
                 yield st.transforms
             if getattr(st, "BODY", False):
                 yield from stacks(st.body)

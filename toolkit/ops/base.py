@@ -123,7 +123,7 @@ class TransformOp(Op):
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
         access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
         if interp == "gpu" and self.GPU_INTERP_REPR is not None:
-            op = self.op_name()
+            op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
             return InterpLimit(
                 "GPU_INTERP_UNSUPPORTED_TRANSFORM",
                 f"JAX's CPU interpreter can't run {op}; simulate does",
@@ -131,7 +131,7 @@ class TransformOp(Op):
                 f"The GPU interpreter runs only index and transpose views, not {op}.",
             )
         if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
-            op = self.op_name()
+            op = self.kind
             return InterpLimit(
                 "HLO_INTERP_NO_DISCHARGE",
                 f"JAX's HLO interpreter can't run {op}; simulate does",
@@ -193,8 +193,11 @@ class StatementOp(Op):
     def ref_fields(self) -> list[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""
         out = []
-        for f, access in self.REFS:
-            name = getattr(self, f, None)
+        # (the fields' values from the model's dict, the class's REFS off the class: each
+        # attribute of a model instance goes through pydantic's __getattr__ hook)
+        d = self.__dict__
+        for f, access in type(self).REFS:
+            name = d[f] if f in d else getattr(self, f, None)
             if isinstance(name, str):
                 out.append((f, name, access))
         return out

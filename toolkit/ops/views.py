@@ -106,13 +106,16 @@ class Ix(Record):
 _ALL = Ix("all")
 
 
+_INT_OR_TEXT = (int, str)
+
+
 def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
-    if isinstance(e, int | str):
+    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
         return Ix("int", start=E.parse(e))
     if isinstance(e, list):
         return Ix("slice", lo=e[0], hi=e[1])
@@ -301,7 +304,7 @@ class At(TransformOp):
                     notes,
                 )
         # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
-        oob = L.index_bounds_error_at(shape, self.index)
+        oob = L.index_bounds_error_at(shape, index)
         new_shape: list[int] = []
         sels: list[tuple[Any, ...]] = []
         ints: list[tuple[int, int]] = []

@@ -86,7 +86,8 @@ def _statements(ctx: Ctx) -> None:
     devices = ctx.s.num_devices
     for prog in ctx.programs:
         for st in prog.stmts:
-            if isinstance(st.node, StatementOp):
+            # (a let first by type(): a failing isinstance of a model class is a slow ABC check)
+            if type(st.node) is not Let and isinstance(st.node, StatementOp):
                 e = st.node.interpret_error(interp)
                 if e is not None:  # JAX's own error, as its interpreter raises it
                     ctx.add(

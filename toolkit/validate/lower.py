@@ -283,8 +283,9 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     # is a slow ABC check)
     if type(node) is Let or not st.ok or ctx.never_traced(st):
         return False
-    if any(b.info is None for b in st.refs.values()):
-        return False
+    for b in st.refs.values():
+        if b.info is None:
+            return False
     return node.lower(LowerCtx(ctx, st, mesh, layout, verify))
 
 
@@ -383,7 +384,7 @@ def _view_rules(
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
-    if space == "GMEM" and not layout_stack and ctx.r.first_step(b, "moved", _moved) is None:
+    if space == "GMEM" and not layout_stack and _firsts(ctx, b)[0] is None:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
         # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
         # below is about SMEM and TMEM; once per view, not a walk of its whole stack
@@ -411,8 +412,12 @@ def _view_rules(
             return True, None
     else:
         leftover = None
-    if space == "SMEM" and leftover is None and (e := L.smem_contiguity_error(shape, view)):
-        _later(verify, layout, e, where)
+    if space == "SMEM" and leftover is None:
+        # (the view's memref from its untransformed ref, as ``_memref`` keeps it per view:
+        # ``smem_contiguity_error`` of the same shape and steps)
+        e = L.smem_memref_contiguity_error(_memref(ctx, b)[0])
+        if e is not None:
+            _later(verify, layout, e, where)
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
@@ -564,14 +569,14 @@ def _apply_steps(
     b = st.refs[field]
     # the first step that may stop the lowering, once per view (from its source's answer),
     # and the first reshape it cannot make (``_memref``): the steps before both lower
-    key, may_stop = _may_stop(ctx)
-    hit = ctx.r.first_step(b, key, may_stop)
+    hit = _firsts(ctx, b)[1]
     bad = _reshape_error(ctx, b, root)
     n = len(b.stack)
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
     for pos, (path, t) in enumerate(rest, at):
-        if t.op == "at":
+        op = t.op
+        if op == "at":
             for k, ix in enumerate(t.entries()):
                 if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
                     start, size = ix.start.value, ix.size
@@ -582,7 +587,7 @@ def _apply_steps(
                         "bounds",
                     )
                     return True
-        elif t.op == "transpose":
+        elif op == "transpose":
             if any(p < 0 for p in t.perm):
                 ctx.jax(
                     "TRANSPOSE_NEGATIVE_PERM_GPU",
@@ -598,12 +603,12 @@ def _apply_steps(
                     "Invalid permutation when attempting to create an AffineMap",
                 )
                 return True
-        elif t.op == "reshape":
+        elif op == "reshape":
             e = bad[0] if bad and bad[1] == pos else None
             if e is not None:
                 ctx.raised(e, path)
                 return True
-        elif t.op == "remote_ref":
+        elif op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
             if root is _ASK:
@@ -622,7 +627,7 @@ def _apply_steps(
                     "blocks of one cluster, use cluster_ref.",
                 )
                 return True
-        elif t.op == "multicast_ref":
+        elif op == "multicast_ref":
             ctx.jax(
                 "MULTICAST_PLAIN_STORE",
                 _where(st, field),
@@ -631,34 +636,66 @@ def _apply_steps(
                 "(`tma_store` from SMEM); a plain load or store through it does not lower.",
             )
             return True
-        elif t.op == "cluster_ref":
+        elif op == "cluster_ref":
             if _cluster(ctx, st, field, info, mesh):
                 return True
     return False
 
 
-def _may_stop(ctx: Ctx) -> tuple[str, Any]:
-    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``): the
-    ``first_step`` key and predicate, made once per check."""
-    found = ctx.stack_cache.get(("may_stop", None))
-    if found is not None:
-        return found
+def _may_stop(t: Any) -> bool:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
+    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
+    if op == "at":
+        return any(
+            ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
+            for ix in t.entries()
+        )
+    if op == "transpose":
+        perm = t.perm
+        return any(p < 0 for p in perm) or sorted(perm) != list(range(len(perm)))
+    # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
+    # which the step alone does not know)
+    return op in ("remote_ref", "multicast_ref", "cluster_ref")
 
-    def may_stop(t: Any) -> bool:
-        if t.op == "at":
-            return any(
-                ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
-                for ix in t.entries()
-            )
-        if t.op == "transpose":
-            return any(p < 0 for p in t.perm) or sorted(t.perm) != list(range(len(t.perm)))
-        # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
-        # which the step alone does not know)
-        return t.op in ("remote_ref", "multicast_ref", "cluster_ref")
 
-    key = f"lower-steps:{','.join(ctx.mesh_axes)}"
-    found = ctx.stack_cache[("may_stop", None)] = (key, may_stop)
-    return found
+def _firsts(ctx: Ctx, b: Binding) -> tuple[Any, Any]:
+    """The first ``(path, transform)`` of ``b``'s stack that ``_moved`` holds for, and the
+    first that ``_may_stop`` holds for (None: none), both in one walk and once per
+    binding, from its source view's answers and its own steps (as ``Resolved.first_step``
+    does for one predicate): linear in a chain of views."""
+    memo = ctx.stack_cache.get(("firsts", None))
+    if memo is None:
+        memo = ctx.stack_cache[("firsts", None)] = {}
+    hit = memo.get(id(b))
+    if hit is not None:
+        return hit[1]
+    todo = []
+    x: Binding | None = b
+    while x is not None:
+        hit = memo.get(id(x))
+        if hit is not None:
+            break
+        todo.append(x)
+        x = x.parent
+    moved, stop = (None, None) if hit is None else hit[1]
+    for y in reversed(todo):
+        if moved is None or stop is None:
+            if y.parent is None:
+                steps: Any = y.stack
+            else:
+                steps = (
+                    y.stack.own if isinstance(y.stack, Stack) else y.stack[len(y.parent.stack) :]
+                )
+            for pt in steps:
+                t = pt[1]
+                if moved is None and _moved(t):
+                    moved = pt
+                if stop is None and _may_stop(t):
+                    stop = pt
+                if moved is not None and stop is not None:
+                    break
+        memo[id(y)] = (y, (moved, stop))  # (y kept alive: its id stays its own)
+    return moved, stop
 
 
 def _index_of(b: Binding, step: tuple[str, Any]) -> int:

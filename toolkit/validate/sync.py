@@ -122,13 +122,12 @@ def offsets_bytes(s: Any) -> int:
     """What the data-free run holds at most for its views' offsets: one int32 (int64 past
     2 GiB) per element of every buffer and output on every device, and of every scratch
     in every block (each its own memory), bytes of each element where a bitcast needs them."""
+    from mpmd_lab import dtypes
     from mpmd_lab.engine.core import _uses_bitcast
 
     bytes_each = _uses_bitcast(s)
 
     def cost(shape: Any, dtype: str) -> int:
-        from mpmd_lab import dtypes
-
         n = math.prod(shape) * (dtypes.bits(dtype) // 8 if bytes_each else 1)
         return n * (4 if n < 2**31 else 8)
 
@@ -204,7 +203,9 @@ def _uses_pid(ctx: Ctx) -> bool:
                 # (once per view, from its source's answer: linear in a chain of views)
                 if ctx.r.first_step(b, "program_id", _uses_program_id) is not None:
                     return True
-            if getattr(node, "transforms", None):
+            # (the model's own fields: a failing getattr goes through pydantic's
+            # __getattr__ and raises, once per statement)
+            if vars(node).get("transforms"):
                 for t in node.transforms:
                     exprs.extend(t.exprs())
             if any("program_id" in e.calls() for _, e in exprs):

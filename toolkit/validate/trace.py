@@ -404,12 +404,14 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
     if not st.scope:
         return False  # no loop around it
-    from mpmd_lab import expr as E
-    from mpmd_lab import layout_rules as L
-    from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
+    from mpmd_lab.ops.control import python_vars
 
     if not python_vars(st):
-        return False
+        return False  # no unrolled loop around it (the other imports only past here)
+    from mpmd_lab import expr as E
+    from mpmd_lab import layout_rules as L
+    from mpmd_lab.ops.control import is_static, loop_envs, static_value
+
     envs: list[dict[str, int]] | None = None
     for step in st.steps:
         t = st.node.transforms[step.index]
