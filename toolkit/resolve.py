@@ -11,6 +11,7 @@ or propagates a view again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,34 +194,13 @@ class Resolved:
         memo = self._first.get(key)
         if memo is None:
             memo = self._first[key] = {}
-        hit = memo.get(id(b))
-        if hit is not None:
-            return hit[1]
-        todo = []
-        x: Binding | None = b
-        while x is not None:
-            hit = memo.get(id(x))
-            if hit is not None:
-                break
-            todo.append(x)
-            x = x.parent
-        found = None if hit is None else hit[1]
-        for y in reversed(todo):
+
+        def step(y: Binding, found: Any) -> Any:
             if found is None:
-                if y.parent is None:
-                    steps: Any = y.stack
-                else:
-                    steps = (
-                        y.stack.own
-                        if isinstance(y.stack, Stack)
-                        else y.stack[len(y.parent.stack) :]
-                    )
-                for pt in steps:
-                    if pred(pt[1]):
-                        found = pt
-                        break
-            memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
-        return found
+                found = next((pt for pt in own_steps(y) if pred(pt[1])), None)
+            return found
+
+        return along_chain(memo, b, step)
 
     def chain(self, b: Binding) -> list[str]:
         """The transform ops from the root ref to this view, in order."""
@@ -270,6 +250,42 @@ class Resolved:
         if b is None:
             return None
         return base_info(b.shape, b.dtype, "GMEM", base)
+
+
+def own_steps(b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
+    """The ``(path, transform)`` steps a view adds to its source's stack (all of its
+    stack for a name with no source view)."""
+    if b.parent is None:
+        return b.stack
+    if isinstance(b.stack, Stack):
+        return b.stack.own
+    return tuple(b.stack)[len(b.parent.stack) :]
+
+
+def along_chain(
+    memo: dict[int, tuple[Binding, Any]], b: Binding, step: Callable[[Binding, Any], Any]
+) -> Any:
+    """An answer about ``b``'s whole stack, folded down its chain of views once per
+    binding: ``step(view, its source's answer)`` (None for a view with no source, or
+    whose source's answer is None) gives the view's answer, kept in ``memo`` (by id, the
+    binding kept alive with it). Linear in a chain of views, where asking each view's
+    whole stack is quadratic; the rules' per-view memos are all this one fold."""
+    hit = memo.get(id(b))
+    if hit is not None:
+        return hit[1]
+    todo = []
+    x: Binding | None = b
+    while x is not None:
+        hit = memo.get(id(x))
+        if hit is not None:
+            break
+        todo.append(x)
+        x = x.parent
+    found = None if hit is None else hit[1]
+    for y in reversed(todo):
+        found = step(y, found)
+        memo[id(y)] = (y, found)
+    return found
 
 
 def resolve(scenario: Scenario) -> Resolved:

@@ -23,7 +23,7 @@ from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.resolve import Binding, Stack, Stmt
+from mpmd_lab.resolve import Binding, Stack, Stmt, along_chain, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
 
@@ -661,40 +661,24 @@ def _may_stop(t: Any) -> bool:
 def _firsts(ctx: Ctx, b: Binding) -> tuple[Any, Any]:
     """The first ``(path, transform)`` of ``b``'s stack that ``_moved`` holds for, and the
     first that ``_may_stop`` holds for (None: none), both in one walk and once per
-    binding, from its source view's answers and its own steps (as ``Resolved.first_step``
-    does for one predicate): linear in a chain of views."""
+    binding (``resolve.along_chain``)."""
     memo = ctx.stack_cache.get(("firsts", None))
     if memo is None:
         memo = ctx.stack_cache[("firsts", None)] = {}
-    hit = memo.get(id(b))
-    if hit is not None:
-        return hit[1]
-    todo = []
-    x: Binding | None = b
-    while x is not None:
-        hit = memo.get(id(x))
-        if hit is not None:
-            break
-        todo.append(x)
-        x = x.parent
-    moved, stop = (None, None) if hit is None else hit[1]
-    for y in reversed(todo):
-        if moved is None or stop is None:
-            if y.parent is None:
-                steps: Any = y.stack
-            else:
-                steps = (
-                    y.stack.own if isinstance(y.stack, Stack) else y.stack[len(y.parent.stack) :]
-                )
-            for pt in steps:
-                t = pt[1]
-                if moved is None and _moved(t):
-                    moved = pt
-                if stop is None and _may_stop(t):
-                    stop = pt
-                if moved is not None and stop is not None:
-                    break
-        memo[id(y)] = (y, (moved, stop))  # (y kept alive: its id stays its own)
+    return along_chain(memo, b, _firsts_step)
+
+
+def _firsts_step(y: Binding, got: Any) -> tuple[Any, Any]:
+    moved, stop = (None, None) if got is None else got
+    if moved is None or stop is None:
+        for pt in own_steps(y):
+            t = pt[1]
+            if moved is None and _moved(t):
+                moved = pt
+            if stop is None and _may_stop(t):
+                stop = pt
+            if moved is not None and stop is not None:
+                break
     return moved, stop
 
 
@@ -711,39 +695,23 @@ def _index_of(b: Binding, step: tuple[str, Any]) -> int:
 
 def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
     """``layout_rules.view_memref`` of a view from its untransformed ref (the memref, and
-    the first reshape the lowering cannot make with its position in the stack), computed
-    once per binding from its source view's answer and its own steps: linear in a chain
-    of views."""
+    the first reshape the lowering cannot make with its position in the stack), once per
+    binding from its source view's answer and its own steps (``resolve.along_chain``)."""
     memo = ctx.stack_cache.get(("memref", None))
     if memo is None:
         memo = ctx.stack_cache[("memref", None)] = {}
-    hit = memo.get(id(b))
-    if hit is not None:
-        return hit[1]
-    todo = []
-    x: Binding | None = b
-    while x is not None:
-        hit = memo.get(id(x))
-        if hit is not None:
-            break
-        todo.append(x)
-        x = x.parent
-    found: Any = None if hit is None else hit[1]
-    for y in reversed(todo):
+
+    def step(y: Binding, found: Any) -> Any:
         if found is None:  # a view of an untransformed ref
             root = _root_spec(ctx, y)
-            if root is None:
-                found = (None, None)
-            else:
-                found = L.view_memref(root[0], [t for _, t in y.stack])
-        elif found[0] is not None:  # its source's memref, followed by its own steps
-            parent = y.parent
-            assert parent is not None
-            n = len(parent.stack)
-            own = y.stack.own if isinstance(y.stack, Stack) else tuple(y.stack)[n:]
-            found = L.view_memref_from(found[0], [t for _, t in own], n)
-        memo[id(y)] = (y, found)  # (y kept alive: its id stays its own)
-    return found
+            return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
+        if found[0] is None:
+            return found
+        # its source's memref, followed by its own steps
+        assert y.parent is not None
+        return L.view_memref_from(found[0], [t for _, t in own_steps(y)], len(y.parent.stack))
+
+    return along_chain(memo, b, step)
 
 
 def _reshape_error(ctx: Ctx, b: Binding, root: Any = _ASK) -> tuple[L.JaxError, int] | None:
