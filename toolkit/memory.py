@@ -75,9 +75,7 @@ def host_value(b: Any, num_devices: int) -> np.ndarray:
 # ---------------------------------------------------------------- memory and views
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
+# immutable by convention, not frozen=True (why: mpmd_lab.record)
 @dataclass(unsafe_hash=True)
 class Abstract:
     """A value without data (the data-free race check): only its shape and dtype."""

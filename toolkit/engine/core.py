@@ -128,9 +128,7 @@ class Outcome:
     waits: dict[str, set[str]] = field(default_factory=dict)
 
 
-# Immutable by convention (nothing assigns to a field after __init__), not frozen=True:
-# a frozen dataclass costs ~0.7 ms more to create at import and its __init__ sets each
-# field through object.__setattr__ (3-5x slower); unsafe_hash keeps frozen's __hash__.
+# immutable by convention, not frozen=True (why: mpmd_lab.record)
 @dataclass(unsafe_hash=True)
 class _Node:
     index: int  # flat pre-order index (as mpmd_lab.resolve numbers statements)
