@@ -46,7 +46,10 @@ def parts(text: str, repeats: int = 9) -> tuple[float, float, float]:
     return statistics.median(rules), statistics.median(sync), statistics.median(fixes)
 
 
-def rows(repeats: int = 3) -> list[Row]:
+def rows(repeats: int = 3, trace_repeats: int = 9) -> list[Row]:
+    """One row per gallery scenario and the summaries; JAX's trace (a few ms, and the
+    reference of the target) is timed ``trace_repeats`` times, its lowering (up to
+    ~300 ms) ``repeats`` times."""
     from mpmd_lab import gallery, validate
     from mpmd_lab.scenario import load_scenario
 
@@ -61,7 +64,7 @@ def rows(repeats: int = 3) -> list[Row]:
         t_rules, t_sync, t_fixes = parts(text)
         checks.append(t_check)
         ns = module_of(s)
-        t_trace = median_seconds(lambda ns=ns: trace(ns), repeats=repeats)
+        t_trace = median_seconds(lambda ns=ns: trace(ns), repeats=trace_repeats)
         t_lower = median_seconds(lambda ns=ns: trace_and_lower(ns), repeats=repeats)
         whole_ups.append((t_trace / t_check, name))
         rules_ups.append((t_trace / t_rules, name))
