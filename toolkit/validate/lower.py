@@ -318,10 +318,6 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
-#: a ``root`` argument not given: the function asks ``_root_spec`` itself
-_ASK: Any = object()
-
-
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
@@ -371,16 +367,13 @@ def _view_rules(
     layout: list,
     verify: dict,
     splat: bool = False,
-    root: Any = _ASK,
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
     ``smem_transforms_error``): (stops here, the bitcast left over that the access itself
-    rejects once the view's steps are lowered). ``root``: ``_root_spec`` of the ref,
-    where the caller has it."""
+    rejects once the view's steps are lowered)."""
     b = st.refs[field]
-    if root is _ASK:
-        root = _root_spec(ctx, b)
+    root = _root_spec(ctx, b)
     if root is None:
         return False, None
     shape, dtype, space, layout_stack = root
@@ -481,9 +474,8 @@ def _access(
     assert info is not None
     if not info.is_ref:
         return False
-    root = _root_spec(ctx, b)
-    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat, root)
-    if stop or _apply_steps(ctx, st, field, info, mesh, root):
+    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
+    if stop or _apply_steps(ctx, st, field, info, mesh):
         return True
     if info.cluster:
         if info.memory_space == "GMEM":
@@ -529,6 +521,7 @@ def _access(
                 f"its size must be a multiple of {LANES}.",
             )
         )
+    root = _root_spec(ctx, b)
     if info.memory_space == "GMEM" and root is not None and not splat:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
@@ -561,16 +554,14 @@ def _access(
     return False
 
 
-def _apply_steps(
-    ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any, root: Any = _ASK
-) -> bool:
+def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
     """The view's steps lowered in order (``_handle_transforms`` after the commutes):
     slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
     # the first step that may stop the lowering, once per view (from its source's answer),
     # and the first reshape it cannot make (``_memref``): the steps before both lower
     hit = _firsts(ctx, b)[1]
-    bad = _reshape_error(ctx, b, root)
+    bad = _reshape_error(ctx, b)
     n = len(b.stack)
     at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
@@ -611,8 +602,7 @@ def _apply_steps(
         elif op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
-            if root is _ASK:
-                root = _root_spec(ctx, b)
+            root = _root_spec(ctx, b)
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
@@ -714,13 +704,11 @@ def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, in
     return along_chain(memo, b, step)
 
 
-def _reshape_error(ctx: Ctx, b: Binding, root: Any = _ASK) -> tuple[L.JaxError, int] | None:
+def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
     """The first reshape of the view ``memref_reshape`` cannot make (its error and its
     position in the stack), as ``layout_rules.view_memref`` walks it (folds need
-    contiguous dims); a scratch layout's reshapes are the commute rules' (``root``:
-    ``_root_spec`` of the ref, where the caller has it)."""
-    if root is _ASK:
-        root = _root_spec(ctx, b)
+    contiguous dims); a scratch layout's reshapes are the commute rules'."""
+    root = _root_spec(ctx, b)
     if root is None or root[3]:
         return None
     return _memref(ctx, b)[1]
