@@ -108,6 +108,13 @@ class Expr(Record):
     def calls(self) -> frozenset[str]:
         return frozenset()
 
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        """The first name (in sorted order) the expression reads that ``bound`` lacks."""
+        names = self.names()
+        if names and not names <= bound:
+            return min(n for n in names if n not in bound)
+        return None
+
     @property
     def is_const(self) -> bool:
         return not self.names() and not self.calls()

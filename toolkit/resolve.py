@@ -528,7 +528,7 @@ def _defined_at(body: list[Any], name: str) -> int | None:
 def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
     """The first name an op's expressions use that is not bound where it runs."""
     for sub, e in st.exprs():
-        names = e.names()
-        if names and not names <= bound:
-            return sub, min(n for n in names if n not in bound)  # (the first in sorted order)
+        name = e.unbound(bound)
+        if name is not None:
+            return sub, name
     return None

@@ -190,9 +190,9 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
     if bound is None:
         return None
     for _, e in t.exprs():
-        names = e.names()
-        if names and not names <= bound:
-            return min(n for n in names if n not in bound)  # (the first in sorted order)
+        name = e.unbound(bound)
+        if name is not None:
+            return name
         if OUTSIDE in bound and e.calls() & {"program_id", "num_programs"}:
             return "<pid>"
     return None
