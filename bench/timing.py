@@ -17,14 +17,7 @@ def median_seconds(
     """Median seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs, by ``clock``
     (wall time; ``time.process_time``: this process's CPU time, which a loaded machine's
     waits for a core do not add to)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = clock()
-        fn()
-        times.append(clock() - t0)
-    return statistics.median(times)
+    return median_fresh(lambda: None, lambda _: fn(), repeats, warmup, clock)
 
 
 def median_fresh(
