@@ -158,6 +158,12 @@ class Resolved:
         self.problems: list[tuple[str, str, str]] = []
         #: first_step's answers: key -> id(binding) -> (binding, answer)
         self._first: dict[str, dict[int, tuple[Binding, Any]]] = {}
+        #: axis names lax.axis_index knows outside the kernel: shard_map's
+        self.bound_outside: frozenset[str] = (
+            frozenset(scenario.device_mesh) | {OUTSIDE}
+            if scenario.device_mesh and scenario.run.shard_map is not False
+            else frozenset({OUTSIDE})
+        )
 
     @property
     def scenario(self) -> Scenario:
@@ -224,14 +230,6 @@ class Resolved:
             elif t.op in ("reshape", "bitcast"):
                 return None
         return perm
-
-    @property
-    def bound_outside(self) -> frozenset[str]:
-        """Axis names lax.axis_index knows outside the kernel: shard_map's."""
-        s = self.s
-        if s.device_mesh and s.run.shard_map is not False:
-            return frozenset(s.device_mesh) | {OUTSIDE}
-        return frozenset({OUTSIDE})
 
     def bound_in(self, p: int) -> frozenset[str]:
         """... and inside program ``p``: also its grid, cluster and thread axes."""
@@ -439,8 +437,7 @@ def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[
 
 def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> ProgramInfo:
     out = ProgramInfo(p, f"call.programs[{p}]")
-    env: dict[str, Binding] = dict(ctx.params)
-    env.update(captures)
+    env = {**ctx.params, **captures}
     _body(ctx, out, prog.body, f"{out.path}.body", env, ctx.bound_in(p), ())
     return out
 
@@ -455,9 +452,8 @@ def _body(
     scope: tuple[Stmt, ...],
 ) -> bool:
     """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
-    order; a ``let`` binds its name for the rest of this body only. False once a
-    ``return`` ends it."""
-    env = dict(env)
+    order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
+    this body only. False once a ``return`` ends it."""
     for j, st in enumerate(body):
         path = f"{base}[{j}]"
         stmt = Stmt(len(out.stmts), path, st, scope=scope, bound=bound)
@@ -493,7 +489,6 @@ def _body(
                     stmt.steps = steps
                     info = steps[-1].after if steps else src.info
                 else:
-                    stmt.steps = []
                     info = src.info
             own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
             let_name = st.let
@@ -504,7 +499,7 @@ def _body(
                 path,
                 src.origin if src else (),
                 stmt=stmt.index,
-                stack=Stack(src.stack, own) if src else own,
+                stack=Stack(src.stack, own) if src and src.stack else own,
                 parent=src,
             )
             out.stmts.append(stmt)
@@ -515,7 +510,7 @@ def _body(
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
-            if not _body(ctx, out, st.body, f"{path}.body", env, inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, f"{path}.body", dict(env), inner, (*scope, stmt)):
                 return False
     return True
 

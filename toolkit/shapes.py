@@ -221,11 +221,12 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             "`jax.shard_map`.",
         )
         return Step(index=index, op=op, before=ref, after=None, error=error)
-    if ref.pending is not None and t.needs_type(ref):
-        # this step computes the ref's type: the waiting error is raised now
-        return Step(index=index, op=op, before=ref, after=None, error=ref.pending)
-    if op == "transpose" and ref.pending is not None:
-        return Step(index=index, op=op, before=ref, after=replace(ref, transformed=True))
+    if ref.pending is not None:
+        if t.needs_type(ref):
+            # this step computes the ref's type: the waiting error is raised now
+            return Step(index=index, op=op, before=ref, after=None, error=ref.pending)
+        if op == "transpose":
+            return Step(index=index, op=op, before=ref, after=replace(ref, transformed=True))
     after, error, notes = t.typed(ref)
     if error is not None and error.lazy:
         # nothing raised yet: the view exists, its type cannot be computed

@@ -215,7 +215,7 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        return tuple(resolve_entry(e) for e in self.index)
+        return tuple(map(resolve_entry, self.index))
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""
@@ -725,13 +725,15 @@ class Transpose(TransformOp):
                     err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference."),
                     [],
                 )
-        if len(perm) != len(ref.shape):
+        shape = ref.shape
+        rank = len(shape)
+        if len(perm) != rank:
             return (
                 None,
                 err(
                     "TRANSPOSE_RANK",
                     "ValueError",
-                    f"Permutation {perm!r} does not match the rank of the type ({len(ref.shape)})",
+                    f"Permutation {perm!r} does not match the rank of the type ({rank})",
                     field="perm",
                     lazy=True,
                 ),
@@ -739,7 +741,7 @@ class Transpose(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), []
-        if any(p >= len(ref.shape) or p < -len(ref.shape) for p in perm):
+        if perm and (min(perm) < -rank or max(perm) >= rank):
             return (
                 None,
                 err(
@@ -751,14 +753,13 @@ class Transpose(TransformOp):
                 ),
                 [],
             )
-        new_shape = tuple(ref.shape[p] for p in perm)
+        dims = ref.view_dims
         after = replace(
             ref,
-            shape=new_shape,
+            shape=tuple([shape[p] for p in perm]),
             transformed=True,
-            transposed=True if perm != tuple(range(len(perm))) else ref.transposed,
-            region=ref.region,
-            view_dims=None if ref.view_dims is None else tuple(ref.view_dims[p] for p in perm),
+            transposed=True if perm != tuple(range(rank)) else ref.transposed,
+            view_dims=None if dims is None else tuple([dims[p] for p in perm]),
         )
         return after, None, []
 
