@@ -11,6 +11,7 @@ or propagates a view again.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +54,7 @@ class Stack:
         return self._len > 0
 
     def __iter__(self) -> Any:
-        for seg in self._segments():
-            yield from seg
+        return itertools.chain.from_iterable(self._segments())
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
@@ -253,11 +253,12 @@ class Resolved:
 def own_steps(b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
     """The ``(path, transform)`` steps a view adds to its source's stack (all of its
     stack for a name with no source view)."""
+    stack = b.stack
     if b.parent is None:
-        return b.stack
-    if isinstance(b.stack, Stack):
-        return b.stack.own
-    return tuple(b.stack)[len(b.parent.stack) :]
+        return stack
+    if isinstance(stack, Stack):
+        return stack.own
+    return tuple(stack)[len(b.parent.stack) :]
 
 
 def along_chain(
@@ -271,15 +272,16 @@ def along_chain(
     hit = memo.get(id(b))
     if hit is not None:
         return hit[1]
-    todo = []
-    x: Binding | None = b
+    todo = [b]
+    found = None
+    x = b.parent
     while x is not None:
         hit = memo.get(id(x))
         if hit is not None:
+            found = hit[1]
             break
         todo.append(x)
         x = x.parent
-    found = None if hit is None else hit[1]
     for y in reversed(todo):
         found = step(y, found)
         memo[id(y)] = (y, found)
