@@ -203,7 +203,9 @@ class Resolved:
 
         def step(y: Binding, found: Any) -> Any:
             if found is None:
-                found = next((pt for pt in own_steps(y) if pred(pt[1])), None)
+                for pt in own_steps(y):
+                    if pred(pt[1]):
+                        return pt
             return found
 
         return along_chain(memo, b, step)
@@ -234,10 +236,11 @@ class Resolved:
     def bound_in(self, p: int) -> frozenset[str]:
         """... and inside program ``p``: also its grid, cluster and thread axes."""
         m = self.s.call.programs[p].mesh
-        names = set(m.grid) | set(m.cluster)
+        names = {*self.bound_outside, *m.grid, *m.cluster}
         if m.threads is not None and m.threads.name:
             names.add(m.threads.name)
-        return (self.bound_outside - {OUTSIDE}) | names
+        names.discard(OUTSIDE)
+        return frozenset(names)
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
@@ -374,11 +377,12 @@ def _resolve_into(ctx: Resolved) -> None:
             if transforms
             else ()
         )
+        # (a Binding's stmt, -1 here: no let defines it)
         if isinstance(a, BufferArg):
             define(
                 a.param,
                 path + ".param",
-                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), stack=stack),
+                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), -1, stack),
             )
         else:
             define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
@@ -389,7 +393,8 @@ def _resolve_into(ctx: Resolved) -> None:
                     "leaf",
                     f"{path}.tuple[{j}]",
                     (buf,),
-                    stack=stack,
+                    -1,
+                    stack,
                 )
     for name, o in c.outputs.items():
         path = f"call.outputs.{name}"
@@ -458,55 +463,46 @@ def _body(
     this body only. False once a ``return`` ends it."""
     for j, st in enumerate(body):
         path = f"{base}[{j}]"
-        stmt = Stmt(len(out.stmts), path, st, scope=scope, bound=bound)
-        refs = stmt.refs
+        index = len(out.stmts)
+        refs: dict[str, Binding] = {}
+        ok = True
         for fname, name, _access in st.ref_fields():
             b = env.get(name)
             if b is None:
-                stmt.ok = False
-                where = _defined_at(body, name)
-                if where is not None and where >= j:
-                    msg = (
-                        f"{fname} names view {name!r}, which is defined later "
-                        f"(body[{where}]); a statement can only use names defined before it"
-                    )
-                else:
-                    msg = (
-                        f"{fname} names {name!r}: no parameter, capture or earlier view has "
-                        "that name"
-                    )
+                ok = False
+                msg = _unknown_name(body, j, fname, name)
                 ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
-                continue
-            refs[fname] = b
+            else:
+                refs[fname] = b
         # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
         # is an ABC check that is slow when it fails, once per statement here)
         if type(st) is Let:
             src = refs.get("ref")
             info = None
+            steps: list[Step] = []
             transforms = st.transforms
             tpath = f"{path}.transforms"
             if src is not None and src.info is not None:
+                info = src.info
                 if transforms:
-                    steps = propagate(src.info, transforms, tpath, bound)
-                    stmt.steps = steps
-                    info = steps[-1].after if steps else src.info
-                else:
-                    info = src.info
+                    steps = propagate(info, transforms, tpath, bound)
+                    info = steps[-1].after
             own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
-            let_name = st.let
-            env[let_name] = stmt.defines = Binding(
-                let_name,
+            # (Binding and Stmt called with positional arguments: calling a class with
+            # keywords builds a dict of them, once per statement here)
+            env[st.let] = defines = Binding(
+                st.let,
                 info,
                 "view",
                 path,
                 src.origin if src else (),
-                stmt=stmt.index,
-                stack=Stack(src.stack, own) if src and src.stack else own,
-                parent=src,
+                index,
+                Stack(src.stack, own) if src and src.stack else own,
+                src,
             )
-            out.stmts.append(stmt)
+            out.stmts.append(Stmt(index, path, st, refs, steps, ok, defines, scope, bound))
             continue
-        stmt.unbound = _unbound(st, bound)
+        stmt = Stmt(index, path, st, refs, [], ok, None, scope, bound, _unbound(st, bound))
         out.stmts.append(stmt)
         if type(st) is Return:
             return False  # never executed past here: the body returned
@@ -515,6 +511,17 @@ def _body(
             if not _body(ctx, out, st.body, f"{path}.body", dict(env), inner, (*scope, stmt)):
                 return False
     return True
+
+
+def _unknown_name(body: list[Any], j: int, fname: str, name: str) -> str:
+    """Why statement ``j``'s ``fname`` cannot use ``name``."""
+    where = _defined_at(body, name)
+    if where is not None and where >= j:
+        return (
+            f"{fname} names view {name!r}, which is defined later "
+            f"(body[{where}]); a statement can only use names defined before it"
+        )
+    return f"{fname} names {name!r}: no parameter, capture or earlier view has that name"
 
 
 def _defined_at(body: list[Any], name: str) -> int | None:
