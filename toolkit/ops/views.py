@@ -310,7 +310,8 @@ class At(TransformOp):
         ints: list[tuple[int, int]] = []
         has_int = False
         dynamic = ref.dynamic
-        for k, (ix, d) in enumerate(zip(ixs, shape, strict=False)):
+        for k, d in enumerate(shape):  # (one ix per dim; indexed: zip(strict=) builds a dict)
+            ix = ixs[k]
             if oob is not None and oob[1] == k:
                 e = oob[0]
                 return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
@@ -459,11 +460,13 @@ def _compose_region(
     ``("slice", start, size, axis, stride)``. Returns the new region and which base
     dims the view still shows (None once unknowable).
     """
-    if ref.region is None or ref.view_dims is None or len(ref.view_dims) != len(sels):
+    view_dims = ref.view_dims
+    if ref.region is None or view_dims is None or len(view_dims) != len(sels):
         return None, None
     out = list(ref.region)
     keep: list[int] = []
-    for bd, sel in zip(ref.view_dims, sels, strict=False):
+    for k, bd in enumerate(view_dims):  # (indexed, as in At.typed)
+        sel = sels[k]
         r = out[bd]
         if sel[0] == "int":
             out[bd] = Dim(r.start + sel[1] * r.step, 1, r.step, r.axis, r.stride)
