@@ -193,11 +193,10 @@ class StatementOp(Op):
     def ref_fields(self) -> list[tuple[str, str, str]]:
         """``(field, name, access)`` for every ref this statement names."""
         out = []
-        # (the fields' values from the model's dict, the class's REFS off the class: each
-        # attribute of a model instance goes through pydantic's __getattr__ hook)
-        d = self.__dict__
-        for f, access in type(self).REFS:
-            name = d[f] if f in d else getattr(self, f, None)
+        # (``self.REFS``, not ``type(self).REFS``: pydantic's metaclass hooks attribute
+        # lookups on a model class, which makes them slower than the instance's)
+        for f, access in self.REFS:
+            name = getattr(self, f, None)
             if isinstance(name, str):
                 out.append((f, name, access))
         return out
