@@ -168,13 +168,13 @@ def base_info(
     """
     shape = tuple(shape)
     return RefInfo(
-        sharded=sharded,
-        shape=shape,
-        dtype=dtypes.canonical(dtype) if canonical else dtype,
-        memory_space=memory_space,
-        base=base,
+        shape,
+        dtypes.canonical(dtype) if canonical else dtype,
+        memory_space,
+        base,
         region=tuple(map(_whole, shape)),
         view_dims=tuple(range(len(shape))),
+        sharded=sharded,
     )
 
 
