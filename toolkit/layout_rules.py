@@ -1371,12 +1371,12 @@ class Memref(NamedTuple):
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out: list[int] = []
+    out = [1] * len(shape)
     s = 1
-    for d in reversed(list(shape)):
-        out.append(s)
-        s *= d
-    return tuple(reversed(out))
+    for k in range(len(shape) - 1, 0, -1):
+        s *= shape[k]
+        out[k - 1] = s
+    return tuple(out)
 
 
 def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
@@ -1540,13 +1540,15 @@ def view_memref_from(
             ix = _index_entries(list(_get(t, "index")), m.shape)
             if ix is None:
                 return None, None
+            strides = m.strides
             keep = [k for k, e in enumerate(ix) if e.kind != "int"]
-            m = Memref(tuple(ix[k].size for k in keep), tuple(m.strides[k] for k in keep), False)
+            m = Memref(tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
-            if sorted(perm) != list(range(len(m.shape))):
+            shape, strides = m.shape, m.strides
+            if sorted(perm) != list(range(len(shape))):
                 return None, None
-            m = Memref(tuple(m.shape[p] for p in perm), tuple(m.strides[p] for p in perm), False)
+            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
         elif op == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
