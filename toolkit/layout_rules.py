@@ -483,14 +483,14 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
 
 
 def transposed_access_error(
-    view_shape: Sequence[int], bits: int, minor_moved: bool, access: str
+    view_shape: Sequence[int], dtype: str, m: Memref | None, access: str
 ) -> JaxError | None:
-    """A plain load or store of a GMEM view whose minor dim is not the ref's minor dim
-    (a transpose moved it): the lowering emits ``vector.load`` / ``vector.store`` of
-    ``strided_vec_size`` elements per thread on a memref whose minor stride is not 1.
-    MLIR's verifier lets a one-element vector through (it is a scalar access) and
-    rejects a longer one (``transpose_view_error``)."""
-    if not minor_moved or strided_vec_size(view_shape, bits) <= 1:
+    """A plain load or store of a GMEM view of ``dtype`` whose memref ``m``
+    (``view_memref``) has a minor dim that is not unit-stride (a transpose moved the
+    ref's): the lowering emits ``vector.load`` / ``vector.store`` of ``strided_vec_size``
+    elements per thread on it. MLIR's verifier lets a one-element vector through (it is
+    a scalar access) and rejects a longer one (``transpose_view_error``)."""
+    if not minor_strided(m) or strided_vec_size(view_shape, dtype_bits(dtype)) <= 1:
         return None
     return transpose_view_error(access)
 

@@ -80,8 +80,8 @@ def check_lower(ctx: Ctx) -> None:
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    phases = ("verify-early", "derive", "solve", "assign", "p3", "p4")
-    for phase in (layout if p == "solve" else verify[p] for p in phases):
+    for p in ("verify-early", "derive", "solve", "assign", "p3", "p4"):
+        phase = layout if p == "solve" else verify[p]
         if phase:
             code, path, msg, why, *jt = phase[0]
             ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
@@ -364,10 +364,10 @@ def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
     if op == "at":
-        return any(
-            ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
-            for ix in t.entries()
-        )
+        for ix in t.entries():
+            if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
+                return True
+        return False
     if op == "transpose":  # (a negative axis is out of order too)
         perm = t.perm
         return sorted(perm) != list(range(len(perm)))
@@ -600,9 +600,7 @@ def _access(
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
                 break
     if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
-        e = L.transposed_access_error(
-            info.shape, dtypes.bits(info.dtype), L.minor_strided(v.memref), kind
-        )
+        e = L.transposed_access_error(info.shape, info.dtype, v.memref, kind)
         if e is not None:
             verify["p4"].append(
                 (
@@ -625,6 +623,8 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, v: _View, info: RefInfo, mesh: 
     # the steps before the first that may stop the lowering and the first reshape it
     # cannot make (a scratch layout's reshapes are the commute rules') lower
     bad = v.bad if v.root is not None and not v.root[3] else None
+    if v.stop is None and bad is None:
+        return False  # every step lowers
     n = len(b.stack)
     at = min(v.stop if v.stop is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
