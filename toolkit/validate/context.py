@@ -10,6 +10,7 @@ from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
+from mpmd_lab.validate.explain import EXPLANATIONS
 
 
 class Ctx:
@@ -137,8 +138,6 @@ class Ctx:
 
 
 def _explanation(code: str) -> str:
-    from mpmd_lab.validate.explain import EXPLANATIONS
-
     if code in EXPLANATIONS:
         return EXPLANATIONS[code]
     entry = BY_CODE.get(code)
