@@ -14,6 +14,7 @@ JSON dicts (``{"op": "tiling", "tile": [8, 32]}``) alike. Dtype widths are in bi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -91,10 +92,16 @@ def _get(t: Any, name: str, default: Any = None) -> Any:
         # (the instance's own value, read from its dict: a model's getattr goes through
         # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
         return d[name]
-    for k in type(t).__mro__:
-        if name in k.__dict__:
-            return getattr(t, name, default)
+    if _defines(t.__class__, name):
+        return getattr(t, name, default)
     return default  # found nowhere: no lookup that fails (a model's miss raises inside)
+
+
+@functools.cache
+def _defines(cls: type, name: str) -> bool:
+    """Whether a class of ``cls``'s MRO defines ``name`` (per class and name, not per
+    object: the MRO walk of ``_get``'s every miss, e.g. ``ds`` of a block index)."""
+    return any(name in k.__dict__ for k in cls.__mro__)
 
 
 def _tuple(shape: Sequence[int]) -> str:
