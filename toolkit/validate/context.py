@@ -129,7 +129,7 @@ class Ctx:
     def raised(self, e: Any, path: str, **kw: Any) -> Diagnostic:
         """What a rule found JAX raises (``layout_rules.JaxError``, ``StepError``: its
         code, exception type and message), at ``path``."""
-        return self.jax(e.code, path, e.message, jax_type=e.jax_type, **kw)
+        return self.add(e.code, path, e.message, jax_message=e.message, jax_type=e.jax_type, **kw)
 
     def deferred_for(self, b: Binding) -> list[tuple[Any, str]]:
         """Notes raised later than trace (e.g. a negative pl.ds start) along this view."""
