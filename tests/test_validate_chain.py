@@ -1,6 +1,6 @@
 """The static check of a long chain of views (issue 16) is linear in its length, and
 no less correct: each view's rules are computed once from its source view's answer
-(``Resolved.first_step``, ``validate.lower._memref``), and agree with walking every
+(``Resolved.first_step``, ``validate.lower._view``), and agree with walking every
 view's whole stack from its buffer. The chains are generated here, not committed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.lower import _memref, _root_spec
+from mpmd_lab.validate.lower import _may_stop, _moved, _root_spec, _view
 
 from bench.scaling import chain_of_views
 
@@ -87,7 +87,8 @@ def _random_chain(rng: random.Random, lets: int) -> dict:
 
 def test_the_incremental_memref_is_the_whole_walk() -> None:
     """For every view of random chains: the memref (and the first reshape it cannot
-    make) computed from the source view's equals ``view_memref`` over the whole stack."""
+    make) computed from the source view's equals ``view_memref`` over the whole stack,
+    and so do its first step that may stop the lowering and whether a step is moved."""
     rng = random.Random(16)
     compared = 0
     for _ in range(30):
@@ -98,8 +99,11 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
                 root = _root_spec(ctx, b)
                 if root is None or b.info is None:
                     continue
-                whole = L.view_memref(root[0], [t for _, t in b.stack])
-                assert _memref(ctx, b) == whole, [t.op for _, t in b.stack]
+                view = [t for _, t in b.stack]
+                v = _view(ctx, b)
+                assert (v.memref, v.bad) == L.view_memref(root[0], view), [t.op for t in view]
+                assert v.stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
+                assert v.moved == any(_moved(t) for t in view)
                 compared += 1
     assert compared > 300
 

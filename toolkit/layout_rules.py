@@ -14,6 +14,7 @@ JSON dicts (``{"op": "tiling", "tile": [8, 32]}``) alike. Dtype widths are in bi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -91,10 +92,16 @@ def _get(t: Any, name: str, default: Any = None) -> Any:
         # (the instance's own value, read from its dict: a model's getattr goes through
         # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
         return d[name]
-    for k in type(t).__mro__:
-        if name in k.__dict__:
-            return getattr(t, name, default)
+    if _defines(t.__class__, name):
+        return getattr(t, name, default)
     return default  # found nowhere: no lookup that fails (a model's miss raises inside)
+
+
+@functools.cache
+def _defines(cls: type, name: str) -> bool:
+    """Whether a class of ``cls``'s MRO defines ``name`` (per class and name, not per
+    object: the MRO walk of ``_get``'s every miss, e.g. ``ds`` of a block index)."""
+    return any(name in k.__dict__ for k in cls.__mro__)
 
 
 def _tuple(shape: Sequence[int]) -> str:
@@ -483,14 +490,14 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
 
 
 def transposed_access_error(
-    view_shape: Sequence[int], bits: int, minor_moved: bool, access: str
+    view_shape: Sequence[int], dtype: str, m: Memref | None, access: str
 ) -> JaxError | None:
-    """A plain load or store of a GMEM view whose minor dim is not the ref's minor dim
-    (a transpose moved it): the lowering emits ``vector.load`` / ``vector.store`` of
-    ``strided_vec_size`` elements per thread on a memref whose minor stride is not 1.
-    MLIR's verifier lets a one-element vector through (it is a scalar access) and
-    rejects a longer one (``transpose_view_error``)."""
-    if not minor_moved or strided_vec_size(view_shape, bits) <= 1:
+    """A plain load or store of a GMEM view of ``dtype`` whose memref ``m``
+    (``view_memref``) has a minor dim that is not unit-stride (a transpose moved the
+    ref's): the lowering emits ``vector.load`` / ``vector.store`` of ``strided_vec_size``
+    elements per thread on it. MLIR's verifier lets a one-element vector through (it is
+    a scalar access) and rejects a longer one (``transpose_view_error``)."""
+    if not minor_strided(m) or strided_vec_size(view_shape, dtype_bits(dtype)) <= 1:
         return None
     return transpose_view_error(access)
 
@@ -788,9 +795,9 @@ def captured_scalar_error(dtype: str) -> JaxError:
 # ---------------------------------------------------------------- helpers
 
 
-def dtype_bits(dtype: str) -> int:
-    """Bit width of a scenario dtype as JAX sees it (64-bit types are 32-bit without x64)."""
-    return dtypes.bits(dtype)
+#: Bit width of a scenario dtype as JAX sees it (64-bit types are 32-bit without x64):
+#: ``dtypes.bits`` itself (no wrapper call in the rules' inner loops)
+dtype_bits = dtypes.bits
 
 
 def nbytes(shape: Sequence[int], dtype: str) -> int:
@@ -1006,7 +1013,7 @@ def jax_transforms(
             if idx is None:
                 return None
             out.append(_T("index", (tuple(idx), cur), pos=i))
-            cur = tuple(i.size for i in idx if i.kind != "int")
+            cur = tuple([i.size for i in idx if i.kind != "int"])
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
@@ -1018,7 +1025,7 @@ def jax_transforms(
             if sorted(perm) != list(range(len(cur))):
                 return None
             out.append(_T("transpose", perm, pos=i))
-            cur = tuple(cur[p] for p in perm)
+            cur = tuple([cur[p] for p in perm])
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
@@ -1275,7 +1282,7 @@ def view_lowering_error_at(
     if ts is None:
         return None
     bits = dtype_bits(dtype)
-    phys, err = physical_shape(shape, bits, scratch_stack)
+    phys, err, _ = physical_shape_at(shape, bits, scratch_stack)
     if err is not None or phys is None:
         return None
     remaining: list[_T] = []
@@ -1371,12 +1378,12 @@ class Memref(NamedTuple):
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out: list[int] = []
+    out = [1] * len(shape)
     s = 1
-    for d in reversed(list(shape)):
-        out.append(s)
-        s *= d
-    return tuple(reversed(out))
+    for k in range(len(shape) - 1, 0, -1):
+        s *= shape[k]
+        out[k - 1] = s
+    return tuple(out)
 
 
 def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
@@ -1540,13 +1547,15 @@ def view_memref_from(
             ix = _index_entries(list(_get(t, "index")), m.shape)
             if ix is None:
                 return None, None
+            strides = m.strides
             keep = [k for k, e in enumerate(ix) if e.kind != "int"]
-            m = Memref(tuple(ix[k].size for k in keep), tuple(m.strides[k] for k in keep), False)
+            m = Memref(tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
-            if sorted(perm) != list(range(len(m.shape))):
+            shape, strides = m.shape, m.strides
+            if sorted(perm) != list(range(len(shape))):
                 return None, None
-            m = Memref(tuple(m.shape[p] for p in perm), tuple(m.strides[p] for p in perm), False)
+            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
         elif op == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:

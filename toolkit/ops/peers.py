@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
@@ -313,7 +314,8 @@ class ClusterRef(TransformOp):
         idxs = "".join(f"Array({e.eval(E.Env({}, {}))}, dtype=int32), " for e in parsed)
         idxs = f"({idxs[:-2]},)" if len(parsed) == 1 else f"({idxs[:-2]})"
         repr_ = f"ClusterRefTransform(dims={dims!r}, idxs={idxs})"
-        return found._replace(jax_message=f"Unsupported transform: {repr_}")
+        jax_message = L.interpret_transform_error(repr_).message
+        return InterpLimit(found.code, found.message, jax_message, found.why)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for axis, v in self.block.items():

@@ -10,6 +10,7 @@ from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
+from mpmd_lab.validate.explain import EXPLANATIONS
 
 
 class Ctx:
@@ -128,7 +129,7 @@ class Ctx:
     def raised(self, e: Any, path: str, **kw: Any) -> Diagnostic:
         """What a rule found JAX raises (``layout_rules.JaxError``, ``StepError``: its
         code, exception type and message), at ``path``."""
-        return self.jax(e.code, path, e.message, jax_type=e.jax_type, **kw)
+        return self.add(e.code, path, e.message, jax_message=e.message, jax_type=e.jax_type, **kw)
 
     def deferred_for(self, b: Binding) -> list[tuple[Any, str]]:
         """Notes raised later than trace (e.g. a negative pl.ds start) along this view."""
@@ -137,8 +138,6 @@ class Ctx:
 
 
 def _explanation(code: str) -> str:
-    from mpmd_lab.validate.explain import EXPLANATIONS
-
     if code in EXPLANATIONS:
         return EXPLANATIONS[code]
     entry = BY_CODE.get(code)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpmd_lab.ops import Let, StatementOp
+from mpmd_lab.resolve import Binding, along_chain, own_steps
 from mpmd_lab.validate.context import Ctx
 
 _WHY = (
@@ -40,39 +41,36 @@ def check_interpret(ctx: Ctx) -> None:
 def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
-    key = f"interp:{interp}"
-    limits: dict[int, tuple[Any, Any]] = {}  # id(transform) -> (transform, its limit)
 
-    def limit(t: Any) -> Any:
-        found = limits.get(id(t))
+    def first(y: Binding, found: Any) -> Any:
+        # the view's first step it cannot run, with its limit: its source view's, else
+        # the first of its own steps (``resolve.along_chain``: once per view)
         if found is None:
-            found = limits[id(t)] = (t, t.interpret_limit(interp))
-        return found[1]
+            for path, t in own_steps(y):
+                limit = t.interpret_limit(interp)
+                if limit is not None:
+                    return path, limit
+        return found
 
-    def limited(t: Any) -> bool:
-        return limit(t) is not None
-
+    memo: dict[int, tuple[Binding, Any]] = {}
     for prog in ctx.programs:
         for st in prog.stmts:
             if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
                 continue
             for b in st.refs.values():
-                # the first step it cannot run, once per view (from its source view's answer)
-                hit = ctx.r.first_step(b, key, limited)
+                hit = along_chain(memo, b, first)
                 if hit is not None:
-                    path, t = hit
-                    found = limit(t)
-                    if found is not None:
-                        ctx.add(
-                            found.code,
-                            path,
-                            found.message,
-                            jax_message=found.jax_message,
-                            severity="warning",
-                            stage="interpret",
-                            explanation=found.why + _WHY,
-                        )
-                        return
+                    path, found = hit
+                    ctx.add(
+                        found.code,
+                        path,
+                        found.message,
+                        jax_message=found.jax_message,
+                        severity="warning",
+                        stage="interpret",
+                        explanation=found.why + _WHY,
+                    )
+                    return
 
 
 def _statements(ctx: Ctx) -> None:

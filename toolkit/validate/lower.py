@@ -13,7 +13,8 @@ each code).
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
@@ -23,7 +24,7 @@ from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.resolve import Binding, Stack, Stmt, along_chain, own_steps
+from mpmd_lab.resolve import Binding, Stmt, along_chain, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
 
@@ -79,8 +80,8 @@ def check_lower(ctx: Ctx) -> None:
         for st in prog.stmts:
             if _stmt(ctx, st, mesh, layout, verify):
                 return
-    phases = ("verify-early", "derive", "solve", "assign", "p3", "p4")
-    for phase in (layout if p == "solve" else verify[p] for p in phases):
+    for p in ("verify-early", "derive", "solve", "assign", "p3", "p4"):
+        phase = layout if p == "solve" else verify[p]
         if phase:
             code, path, msg, why, *jt = phase[0]
             ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
@@ -359,10 +360,73 @@ def _moved(t: Any) -> bool:
     return t.op in ("transpose", "bitcast")
 
 
+def _may_stop(t: Any) -> bool:
+    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
+    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
+    if op == "at":
+        for ix in t.entries():
+            if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
+                return True
+        return False
+    if op == "transpose":  # (a negative axis is out of order too)
+        perm = t.perm
+        return sorted(perm) != list(range(len(perm)))
+    # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
+    # which the step alone does not know)
+    return op in ("remote_ref", "multicast_ref", "cluster_ref")
+
+
+class _View(NamedTuple):
+    """What the lowering rules ask of a view's whole stack (``_view``)."""
+
+    #: ``_root_spec`` of the view (one root along a chain of views)
+    root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
+    #: a step that ``_moved`` holds for
+    moved: bool
+    #: the position of the first step that ``_may_stop`` holds for (None: none)
+    stop: int | None
+    #: ``layout_rules.view_memref`` of the view from its untransformed ref: the memref,
+    #: and the first reshape the lowering cannot make with its position in the stack
+    memref: L.Memref | None
+    bad: tuple[L.JaxError, int] | None
+
+
+def _view(ctx: Ctx, b: Binding) -> _View:
+    """``b``'s ``_View``, once per binding from its source view's answer and its own
+    steps (``resolve.along_chain``): every access asks it of each of its views."""
+    memo = ctx.stack_cache.get(("view", None))
+    if memo is None:
+        memo = ctx.stack_cache[("view", None)] = {}
+    return along_chain(memo, b, functools.partial(_view_step, ctx))
+
+
+def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
+    own = own_steps(y)
+    if src is None:  # a view of an untransformed ref: all of its stack is its own
+        root = _root_spec(ctx, y)
+        moved, stop, m, bad = False, None, None, None
+        if root is not None:
+            m = L.Memref(root[0], L.contiguous_strides(root[0]))
+        at = 0
+    else:
+        root, moved, stop, m, bad = src
+        assert y.parent is not None
+        at = len(y.parent.stack)
+    if not moved or stop is None:
+        for k, (_, t) in enumerate(own, at):
+            moved = moved or _moved(t)
+            if stop is None and _may_stop(t):
+                stop = k
+    if m is not None and own:
+        m, bad = L.view_memref_from(m, [t for _, t in own], at)
+    return _View(root, moved, stop, m, bad)
+
+
 def _view_rules(
     ctx: Ctx,
     st: Stmt,
     field: str,
+    v: _View,
     access: str,
     layout: list,
     verify: dict,
@@ -370,14 +434,13 @@ def _view_rules(
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
-    ``smem_transforms_error``): (stops here, the bitcast left over that the access itself
-    rejects once the view's steps are lowered)."""
+    ``smem_transforms_error``) of the ref's view ``v``: (stops here, the bitcast left over
+    that the access itself rejects once the view's steps are lowered)."""
     b = st.refs[field]
-    root = _root_spec(ctx, b)
-    if root is None:
+    if v.root is None:
         return False, None
-    shape, dtype, space, layout_stack = root
-    if space == "GMEM" and not layout_stack and _firsts(ctx, b)[0] is None:
+    shape, dtype, space, layout_stack = v.root
+    if space == "GMEM" and not layout_stack and not v.moved:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
         # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
         # below is about SMEM and TMEM; once per view, not a walk of its whole stack
@@ -406,9 +469,9 @@ def _view_rules(
     else:
         leftover = None
     if space == "SMEM" and leftover is None:
-        # (the view's memref from its untransformed ref, as ``_memref`` keeps it per view:
+        # (the view's memref from its untransformed ref, as ``_view`` keeps it per view:
         # ``smem_contiguity_error`` of the same shape and steps)
-        e = L.smem_memref_contiguity_error(_memref(ctx, b)[0])
+        e = L.smem_memref_contiguity_error(v.memref)
         if e is not None:
             _later(verify, layout, e, where)
     if space == "SMEM" and layout_stack:
@@ -419,9 +482,8 @@ def _view_rules(
             _later(verify, layout, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
-            m, _ = _memref(ctx, b)
             e = L.smem_register_error(
-                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(v.memref), splat
             )
             if e is not None:
                 _later(verify, layout, e, where, _REGISTERS_WHY)
@@ -474,8 +536,9 @@ def _access(
     assert info is not None
     if not info.is_ref:
         return False
-    stop, leftover = _view_rules(ctx, st, field, kind, layout, verify, splat)
-    if stop or _apply_steps(ctx, st, field, info, mesh):
+    v = _view(ctx, b)
+    stop, leftover = _view_rules(ctx, st, field, v, kind, layout, verify, splat)
+    if stop or _apply_steps(ctx, st, field, v, info, mesh):
         return True
     if info.cluster:
         if info.memory_space == "GMEM":
@@ -521,7 +584,7 @@ def _access(
                 f"its size must be a multiple of {LANES}.",
             )
         )
-    root = _root_spec(ctx, b)
+    root = v.root
     if info.memory_space == "GMEM" and root is not None and not splat:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
@@ -537,8 +600,7 @@ def _access(
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
                 break
     if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
-        m, _ = _memref(ctx, b)
-        e = L.transposed_access_error(info.shape, dtypes.bits(info.dtype), L.minor_strided(m), kind)
+        e = L.transposed_access_error(info.shape, info.dtype, v.memref, kind)
         if e is not None:
             verify["p4"].append(
                 (
@@ -554,16 +616,17 @@ def _access(
     return False
 
 
-def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
-    """The view's steps lowered in order (``_handle_transforms`` after the commutes):
-    slices, transposes, reshapes, peer device ids, multicast and cluster views."""
+def _apply_steps(ctx: Ctx, st: Stmt, field: str, v: _View, info: RefInfo, mesh: Any) -> bool:
+    """The steps of the ref's view ``v`` lowered in order (``_handle_transforms`` after the
+    commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views."""
     b = st.refs[field]
-    # the first step that may stop the lowering, once per view (from its source's answer),
-    # and the first reshape it cannot make (``_memref``): the steps before both lower
-    hit = _firsts(ctx, b)[1]
-    bad = _reshape_error(ctx, b)
+    # the steps before the first that may stop the lowering and the first reshape it
+    # cannot make (a scratch layout's reshapes are the commute rules') lower
+    bad = v.bad if v.root is not None and not v.root[3] else None
+    if v.stop is None and bad is None:
+        return False  # every step lowers
     n = len(b.stack)
-    at = min(_index_of(b, hit) if hit is not None else n, bad[1] if bad else n)
+    at = min(v.stop if v.stop is not None else n, bad[1] if bad else n)
     rest = list(b.stack)[at:] if at < n else []
     for pos, (path, t) in enumerate(rest, at):
         op = t.op
@@ -602,7 +665,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
         elif op == "remote_ref":
             if _device_id(ctx, st, field, t.device):
                 return True
-            root = _root_spec(ctx, b)
+            root = v.root
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
@@ -630,88 +693,6 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bo
             if _cluster(ctx, st, field, info, mesh):
                 return True
     return False
-
-
-def _may_stop(t: Any) -> bool:
-    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_memref``)."""
-    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
-    if op == "at":
-        return any(
-            ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0
-            for ix in t.entries()
-        )
-    if op == "transpose":
-        perm = t.perm
-        return any(p < 0 for p in perm) or sorted(perm) != list(range(len(perm)))
-    # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
-    # which the step alone does not know)
-    return op in ("remote_ref", "multicast_ref", "cluster_ref")
-
-
-def _firsts(ctx: Ctx, b: Binding) -> tuple[Any, Any]:
-    """The first ``(path, transform)`` of ``b``'s stack that ``_moved`` holds for, and the
-    first that ``_may_stop`` holds for (None: none), both in one walk and once per
-    binding (``resolve.along_chain``)."""
-    memo = ctx.stack_cache.get(("firsts", None))
-    if memo is None:
-        memo = ctx.stack_cache[("firsts", None)] = {}
-    return along_chain(memo, b, _firsts_step)
-
-
-def _firsts_step(y: Binding, got: Any) -> tuple[Any, Any]:
-    moved, stop = (None, None) if got is None else got
-    if moved is None or stop is None:
-        for pt in own_steps(y):
-            t = pt[1]
-            if moved is None and _moved(t):
-                moved = pt
-            if stop is None and _may_stop(t):
-                stop = pt
-            if moved is not None and stop is not None:
-                break
-    return moved, stop
-
-
-def _index_of(b: Binding, step: tuple[str, Any]) -> int:
-    """The position of ``step`` (one of ``b``'s stack) in the stack."""
-    x: Any = b.stack
-    while isinstance(x, Stack):
-        for k, s in enumerate(x.own):
-            if s is step:
-                return len(x.parent) + k
-        x = x.parent
-    return next(k for k, s in enumerate(x) if s is step)
-
-
-def _memref(ctx: Ctx, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
-    """``layout_rules.view_memref`` of a view from its untransformed ref (the memref, and
-    the first reshape the lowering cannot make with its position in the stack), once per
-    binding from its source view's answer and its own steps (``resolve.along_chain``)."""
-    memo = ctx.stack_cache.get(("memref", None))
-    if memo is None:
-        memo = ctx.stack_cache[("memref", None)] = {}
-
-    def step(y: Binding, found: Any) -> Any:
-        if found is None:  # a view of an untransformed ref
-            root = _root_spec(ctx, y)
-            return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
-        if found[0] is None:
-            return found
-        # its source's memref, followed by its own steps
-        assert y.parent is not None
-        return L.view_memref_from(found[0], [t for _, t in own_steps(y)], len(y.parent.stack))
-
-    return along_chain(memo, b, step)
-
-
-def _reshape_error(ctx: Ctx, b: Binding) -> tuple[L.JaxError, int] | None:
-    """The first reshape of the view ``memref_reshape`` cannot make (its error and its
-    position in the stack), as ``layout_rules.view_memref`` walks it (folds need
-    contiguous dims); a scratch layout's reshapes are the commute rules'."""
-    root = _root_spec(ctx, b)
-    if root is None or root[3]:
-        return None
-    return _memref(ctx, b)[1]
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
@@ -783,10 +764,11 @@ def _tma(
     """``copy_smem_to_gmem``'s lowering: the SMEM source's view (``_handle_transforms``),
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
-    stop, leftover = _view_rules(ctx, st, src_field, "tma", layout, verify)
+    v = _view(ctx, st.refs[src_field])
+    stop, leftover = _view_rules(ctx, st, src_field, v, "tma", layout, verify)
     src = st.refs[src_field].info
     assert src is not None
-    if stop or _apply_steps(ctx, st, src_field, src, mesh):
+    if stop or _apply_steps(ctx, st, src_field, v, src, mesh):
         return True
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
@@ -802,7 +784,7 @@ def _tma(
     src_root = _root_spec(ctx, st.refs[src_field])
     dst_root = _root_spec(ctx, st.refs[dst_field])
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
-        dm, _ = _memref(ctx, st.refs[dst_field])
+        dm = _view(ctx, st.refs[dst_field]).memref
         if dm is not None:
             shape, dtype, _space, stack = src_root
             e = L.tma_smem_error(
