@@ -193,9 +193,12 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
         name = e.unbound(bound)
         if name is not None:
             return name
-        if OUTSIDE in bound and e.calls() & {"program_id", "num_programs"}:
+        if OUTSIDE in bound and not _PID_CALLS.isdisjoint(e.calls()):
             return "<pid>"
     return None
+
+
+_PID_CALLS = frozenset(("program_id", "num_programs"))
 
 
 #: marks the axis names bound outside the kernel (pl.program_id is not available there)
