@@ -83,6 +83,9 @@ class _LabelWriter(Writer):
 
 LABEL = _LabelWriter()
 
+#: no names, no calls (shared: a leaf's answer, asked of every index expression)
+_NONE: frozenset[str] = frozenset()
+
 
 class Expr(Record):
     """A parsed expression (immutable, hashable): a :class:`~mpmd_lab.record.Record`
@@ -103,10 +106,10 @@ class Expr(Record):
 
     def names(self) -> frozenset[str]:
         """The free names (axes and loop variables) the expression reads."""
-        return frozenset()
+        return _NONE
 
     def calls(self) -> frozenset[str]:
-        return frozenset()
+        return _NONE
 
     def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
         """The first name (in sorted order) the expression reads that ``bound`` lacks."""
@@ -188,7 +191,7 @@ class Call(Expr):
         return frozenset((self.fn,))
 
     def names(self) -> frozenset[str]:
-        return frozenset((str(self.arg),)) if self.fn == "axis_size" else frozenset()
+        return frozenset((str(self.arg),)) if self.fn == "axis_size" else _NONE
 
 
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}

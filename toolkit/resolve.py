@@ -54,6 +54,9 @@ class Stack:
         return self._len > 0
 
     def __iter__(self) -> Any:
+        parent = self.parent
+        if type(parent) is tuple:  # (the usual stack: one view over a transformed ref)
+            return itertools.chain(parent, self.own)
         return itertools.chain.from_iterable(self._segments())
 
     def __getitem__(self, i: Any) -> Any:
@@ -261,7 +264,8 @@ def own_steps(b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
         return stack
     if isinstance(stack, Stack):
         return stack.own
-    return tuple(stack)[len(b.parent.stack) :]
+    n = len(b.parent.stack)  # (0 for a let of a plain name: its stack is all its own)
+    return stack[n:] if n else stack
 
 
 def along_chain(
@@ -275,9 +279,13 @@ def along_chain(
     hit = memo.get(id(b))
     if hit is not None:
         return hit[1]
+    x = b.parent
+    if x is None:  # (a name with no source view: most of the refs a body names)
+        found = step(b, None)
+        memo[id(b)] = (b, found)
+        return found
     todo = [b]
     found = None
-    x = b.parent
     while x is not None:
         hit = memo.get(id(x))
         if hit is not None:
