@@ -306,14 +306,18 @@ class ClusterRef(TransformOp):
         found = super().interpret_limit(interp)
         if found is None or interp != "gpu":
             return found
-        parsed = [E.parse(v) for v in self.block.values()]
-        if not all(e.is_const for e in parsed):
-            return found
         # the transform as JAX prints it: its cluster axes, and each index a traced int32
-        dims = tuple(self.block)
-        idxs = "".join(f"Array({e.eval(E.Env({}, {}))}, dtype=int32), " for e in parsed)
-        idxs = f"({idxs[:-2]},)" if len(parsed) == 1 else f"({idxs[:-2]})"
-        repr_ = f"ClusterRefTransform(dims={dims!r}, idxs={idxs})"
+        # (of constant indices only: JAX's message of any other is not known)
+        env = E.Env({}, {})
+        arrays = []
+        for v in self.block.values():
+            e = E.parse(v)
+            if not e.is_const:
+                return found
+            arrays.append(f"Array({e.eval(env)}, dtype=int32)")
+        idxs = ", ".join(arrays)
+        idxs = f"({idxs},)" if len(arrays) == 1 else f"({idxs})"
+        repr_ = f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs={idxs})"
         jax_message = L.interpret_transform_error(repr_).message
         return InterpLimit(found.code, found.message, jax_message, found.why)
 

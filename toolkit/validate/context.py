@@ -12,6 +12,11 @@ from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
 
+# ``Model(**fields)``, fully validated, without BaseModel.__init__'s Python frame and
+# keyword packing (~9k of a diagnostic's ~45k instructions)
+_diagnostic = Diagnostic.__pydantic_validator__.validate_python
+_jax_error = JaxError.__pydantic_validator__.validate_python
+
 
 class Ctx:
     """One check: the resolved scenario (read-only) and the diagnostics so far."""
@@ -103,21 +108,25 @@ class Ctx:
             severity = entry.severity if entry else "error"
         jax = None
         if jax_message is not None:
-            jax = JaxError(type=jax_type or (entry.type if entry else "Error"), message=jax_message)
+            jax = _jax_error(
+                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
+            )
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
         options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
-        d = Diagnostic(
-            code=code,
-            severity=severity,
-            stage=stage,
-            path=path,
-            message=message,
-            jax=jax,
-            explanation=explanation,
-            fix=options[0] if options else None,
-            fixes=options,
+        d = _diagnostic(
+            {
+                "code": code,
+                "severity": severity,
+                "stage": stage,
+                "path": path,
+                "message": message,
+                "jax": jax,
+                "explanation": explanation,
+                "fix": options[0] if options else None,
+                "fixes": options,
+            }
         )
         self.diags.append(d)
         return d
