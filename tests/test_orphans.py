@@ -128,7 +128,7 @@ def test_timeout_on_a_cli_run_leaves_no_worker(tmp_path):
     tmp = tmp_path / "tmp"
     long = _long_copy(tmp_path)
     proc = subprocess.Popen(
-        ["timeout", "45", str(EXE), "run", str(long), "--backend", "interpret", "--timeout", "600"],
+        ["timeout", "600", str(EXE), "run", str(long), "--backend", "interpret", "--timeout", "600"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=_env(tmp),
@@ -136,6 +136,9 @@ def test_timeout_on_a_cli_run_leaves_no_worker(tmp_path):
     )
     try:
         seen = _wait_for_busy_worker(psutil.Process(proc.pid))
+        # time runs out now, mid-run: SIGALRM is what `timeout`'s own timer delivers (a
+        # fixed 45 s was beaten by a fast machine finishing the run first)
+        os.kill(proc.pid, signal.SIGALRM)
         assert proc.wait(timeout=120) == 124  # timeout's "it ran out of time"
         assert _all_gone(seen) == [], "a JAX worker outlived `timeout`"
         assert sorted(os.listdir(tmp)) == []
