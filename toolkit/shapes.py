@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,20 +132,15 @@ class Step:
     notes: tuple[StepError, ...] = field(default=())
 
 
-#: a RefInfo's copy, its fields read one by one (``RefInfo(o.shape, o.dtype, ...)``,
-#: written from the fields so it cannot drift): the interpreter specialises each slot
-#: load, where ``attrgetter`` of 23 names looks every one up (a third of a step's copy)
-_copy_ref: Callable[[RefInfo], RefInfo] = eval(
-    f"lambda o: RefInfo({', '.join(f'o.{f.name}' for f in dataclasses.fields(RefInfo))})",
-    {"RefInfo": RefInfo},
-)
+_REF_FIELDS = tuple(f.name for f in dataclasses.fields(RefInfo))
+_ref_values = operator.attrgetter(*_REF_FIELDS)
 
 
 def replace(obj: Any, **changes: Any) -> Any:
     """``dataclasses.replace``, with a fast path for RefInfo (built once per step)."""
     if type(obj) is not RefInfo:
         return dataclasses.replace(obj, **changes)
-    new = _copy_ref(obj)
+    new = RefInfo(*_ref_values(obj))
     for name, value in changes.items():
         setattr(new, name, value)
     return new
