@@ -406,19 +406,19 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
         root = _root_spec(ctx, y)
         moved, stop, m, bad = False, None, None, None
         if root is not None:
-            m = L.Memref(root[0], L.contiguous_strides(root[0]))
+            m, bad = L.view_memref(root[0], [t for _, t in own])
         at = 0
     else:
         root, moved, stop, m, bad = src
         assert y.parent is not None
         at = len(y.parent.stack)
+        if m is not None and own:  # its source's memref, followed by its own steps
+            m, bad = L.view_memref_from(m, [t for _, t in own], at)
     if not moved or stop is None:
         for k, (_, t) in enumerate(own, at):
             moved = moved or _moved(t)
             if stop is None and _may_stop(t):
                 stop = k
-    if m is not None and own:
-        m, bad = L.view_memref_from(m, [t for _, t in own], at)
     return _View(root, moved, stop, m, bad)
 
 
@@ -594,7 +594,7 @@ def _access(
             if o is None or spec is None or spec[2] != "SMEM":
                 continue
             if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
-                om, _ = L.view_memref(spec[0], [t for _, t in o.stack])
+                om = _view(ctx, o).memref
                 e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                 if e is not None:
                     verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
@@ -781,7 +781,7 @@ def _tma(
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    src_root = _root_spec(ctx, st.refs[src_field])
+    src_root = v.root
     dst_root = _root_spec(ctx, st.refs[dst_field])
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
         dm = _view(ctx, st.refs[dst_field]).memref
