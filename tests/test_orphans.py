@@ -128,7 +128,17 @@ def test_timeout_on_a_cli_run_leaves_no_worker(tmp_path):
     tmp = tmp_path / "tmp"
     long = _long_copy(tmp_path)
     proc = subprocess.Popen(
-        ["timeout", "600", str(EXE), "run", str(long), "--backend", "interpret", "--timeout", "600"],
+        [
+            "timeout",
+            "600",
+            str(EXE),
+            "run",
+            str(long),
+            "--backend",
+            "interpret",
+            "--timeout",
+            "600",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=_env(tmp),
