@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from mpmd_lab.record import Record
 
 Kind = Literal["read", "write", "atomic"]
 
@@ -92,9 +92,7 @@ def _span_text(spans: np.ndarray) -> str:
     return ", ".join(parts)
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class Actor:
+class Actor(Record):
     """One thread of the call: device (linear mesh index), block (linear), warpgroup.
 
     ``block`` is linear over grid points then the blocks of a cluster (C order);
@@ -102,14 +100,36 @@ class Actor:
     (TMA) working for that thread: its async copies are its own actor.
     """
 
-    program: int
-    device: int
-    block: int
-    thread: int
-    grid: tuple[int, ...] = ()
-    cluster: tuple[int, ...] = ()
-    device_coords: tuple[int, ...] = ()
-    agent: bool = False
+    __slots__ = (
+        "program",
+        "device",
+        "block",
+        "thread",
+        "grid",
+        "cluster",
+        "device_coords",
+        "agent",
+    )
+
+    def __init__(
+        self,
+        program: int,
+        device: int,
+        block: int,
+        thread: int,
+        grid: tuple[int, ...] = (),
+        cluster: tuple[int, ...] = (),
+        device_coords: tuple[int, ...] = (),
+        agent: bool = False,
+    ) -> None:
+        self.program = program
+        self.device = device
+        self.block = block
+        self.thread = thread
+        self.grid = grid
+        self.cluster = cluster
+        self.device_coords = device_coords
+        self.agent = agent
 
     def describe(self) -> str:
         prog = f"program {self.program} " if self.program else ""
@@ -137,19 +157,23 @@ class Actor:
         }
 
 
-@dataclass(unsafe_hash=True)
-class Location:
+class Location(Record):
     """A piece of memory: a buffer's storage on one device (and one block for SMEM/TMEM).
 
     ``kind`` keeps apart what may share a name: an input buffer ``out`` and an output
     ``out`` are two places (``"input"``, ``"output"``, ``"scratch"``).
     """
 
-    memory: str  # "GMEM", "SMEM", "TMEM"
-    buffer: str  # buffer, output or scratch name
-    device: int
-    block: int | None = None  # the owning block for per-block memory
-    kind: str = "input"
+    __slots__ = ("memory", "buffer", "device", "block", "kind")
+
+    def __init__(
+        self, memory: str, buffer: str, device: int, block: int | None = None, kind: str = "input"
+    ) -> None:
+        self.memory = memory  # "GMEM", "SMEM", "TMEM"
+        self.buffer = buffer  # buffer, output or scratch name
+        self.device = device
+        self.block = block  # the owning block for per-block memory
+        self.kind = kind
 
     def describe(self) -> str:
         where = f"device {self.device}"
@@ -168,20 +192,40 @@ class Location:
         }
 
 
-@dataclass(eq=False)
-class Access:
-    """One read, write or atomic update by one actor in one statement."""
+class Access(Record):
+    """One read, write or atomic update by one actor in one statement (equal only to
+    itself)."""
 
-    id: int
-    kind: Kind
-    actor: Actor
-    statement: int  # index into the program's flat (pre-order) statement list
-    op: str  # "copy", "add", "fill", "tma_store", "multimem_store", ...
-    ref: str  # the body name the statement used
-    location: Location
-    spans: np.ndarray = field(repr=False)  # (n, 2) [start, stop) runs of flat indices
-    path: str = ""  # the statement's field path
-    field: str = ""  # the statement's field that named the ref (``src``, ``dst``)
+    __slots__ = (
+        "id", "kind", "actor", "statement", "op", "ref", "location", "spans", "path", "field"
+    )  # fmt: skip
+    _unshown = ("spans",)
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(
+        self,
+        id: int,
+        kind: Kind,
+        actor: Actor,
+        statement: int,
+        op: str,
+        ref: str,
+        location: Location,
+        spans: np.ndarray,
+        path: str = "",
+        field: str = "",
+    ) -> None:
+        self.id = id
+        self.kind = kind
+        self.actor = actor
+        self.statement = statement  # index into the program's flat (pre-order) statement list
+        self.op = op  # "copy", "add", "fill", "tma_store", "multimem_store", ...
+        self.ref = ref  # the body name the statement used
+        self.location = location
+        self.spans = spans  # (n, 2) [start, stop) runs of flat indices
+        self.path = path  # the statement's field path
+        self.field = field  # the statement's field that named the ref (``src``, ``dst``)
 
     @property
     def elements(self) -> np.ndarray:
@@ -222,15 +266,27 @@ class Access:
         }
 
 
-@dataclass(eq=False)
-class Race:
+class Race(Record):
     """Two accesses not ordered by happens-before that touch the same elements (one a
-    write), by different actors or by a thread and its own async copies."""
+    write), by different actors or by a thread and its own async copies (equal only to
+    itself)."""
 
-    kind: Literal["write-write", "read-write"]
-    first: Access  # the earlier access in the simulator's order
-    second: Access
-    spans: np.ndarray = field(repr=False)  # the overlap, as runs
+    __slots__ = ("kind", "first", "second", "spans")
+    _unshown = ("spans",)
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(
+        self,
+        kind: Literal["write-write", "read-write"],
+        first: Access,
+        second: Access,
+        spans: np.ndarray,
+    ) -> None:
+        self.kind = kind
+        self.first = first  # the earlier access in the simulator's order
+        self.second = second
+        self.spans = spans  # the overlap, as runs
 
     @property
     def elements(self) -> np.ndarray:

@@ -8,22 +8,38 @@ its code. The knowledge base (``mpmd_lab.knowledge``) adds the long explanations
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from mpmd_lab.record import Record
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class Entry:
-    code: str
-    type: str  # the exception JAX raises ("" for mpmd-lab's own findings)
-    pattern: str  # a regex that finds the message in JAX's text
-    stage: str
-    title: str
-    severity: str = "error"
-    also: tuple[str, ...] = ()  # other stages JAX raises it at (``stage`` is the earliest)
-    #: for an entry whose ``pattern`` is generic (``^...$``, type-checked): a specific
-    #: message of the same code, searched anywhere whatever the exception type
-    loose: str = ""
+class Entry(Record):
+    """One code: ``type`` the exception JAX raises ("" for mpmd-lab's own findings),
+    ``pattern`` a regex that finds the message in JAX's text, ``also`` the other stages
+    JAX raises it at (``stage`` is the earliest), ``loose`` for an entry whose
+    ``pattern`` is generic (``^...$``, type-checked): a specific message of the same
+    code, searched anywhere whatever the exception type."""
+
+    __slots__ = ("code", "type", "pattern", "stage", "title", "severity", "also", "loose")
+
+    def __init__(
+        self,
+        code: str,
+        type: str,
+        pattern: str,
+        stage: str,
+        title: str,
+        severity: str = "error",
+        also: tuple[str, ...] = (),
+        loose: str = "",
+    ) -> None:
+        self.code = code
+        self.type = type
+        self.pattern = pattern
+        self.stage = stage
+        self.title = title
+        self.severity = severity
+        self.also = also
+        self.loose = loose
 
 
 def _e(

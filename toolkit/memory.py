@@ -8,12 +8,12 @@ the transform ops (:mod:`mpmd_lab.ops`) reshape, permute and index.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from mpmd_lab.accesslog import Location, unique_sorted
 from mpmd_lab.dtypes import np_dtype
+from mpmd_lab.record import Record
 
 # ---------------------------------------------------------------- dtypes and fills
 
@@ -75,26 +75,31 @@ def host_value(b: Any, num_devices: int) -> np.ndarray:
 # ---------------------------------------------------------------- memory and views
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class Abstract:
+class Abstract(Record):
     """A value without data (the data-free race check): only its shape and dtype."""
 
-    shape: tuple[int, ...]
-    dtype: np.dtype
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
 
     def astype(self, dt: Any) -> Abstract:
         return Abstract(self.shape, np.dtype(dt))
 
 
-@dataclass
-class Storage:
-    """One buffer's bytes in one place."""
+class Storage(Record):
+    """One buffer's bytes in one place (``data``: uint8, flat)."""
 
-    location: Location
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    data: np.ndarray  # uint8, flat
+    __slots__ = ("location", "dtype", "shape", "data")
+
+    def __init__(
+        self, location: Location, dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray
+    ) -> None:
+        self.location = location
+        self.dtype = dtype
+        self.shape = shape
+        self.data = data
 
     @classmethod
     def of(cls, location: Location, value: np.ndarray) -> Storage:
@@ -109,19 +114,24 @@ class Storage:
         return self.data.view(self.dtype).reshape(self.shape).copy()
 
 
-@dataclass(unsafe_hash=True)
-class Base:
+class Base(Record):
     """What a kernel parameter names: a buffer of some memory space.
 
     ``kind``: ``"input"``, ``"output"``, ``"scratch"``, or ``"semaphore"`` /
-    ``"barrier"`` (synchronisation objects: indexed, never read or written as data).
+    ``"barrier"`` (synchronisation objects: indexed, never read or written as data);
+    ``name``: the buffer / output / scratch name; ``memory``: "GMEM", "SMEM", "TMEM".
     """
 
-    kind: str
-    name: str  # the buffer / output / scratch name
-    memory: str  # "GMEM", "SMEM", "TMEM"
-    dtype: np.dtype
-    shape: tuple[int, ...]
+    __slots__ = ("kind", "name", "memory", "dtype", "shape")
+
+    def __init__(
+        self, kind: str, name: str, memory: str, dtype: np.dtype, shape: tuple[int, ...]
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.memory = memory
+        self.dtype = dtype
+        self.shape = shape
 
     @property
     def is_sync(self) -> bool:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mpmd_lab import dtypes
 from mpmd_lab.ops import Let, Return
+from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
@@ -90,60 +90,111 @@ class Stack:
         return f"Stack({tuple(self)!r})"
 
 
-@dataclass(slots=True)
-class Binding:
-    """A name the kernel body can use."""
+class Binding(Record):
+    """A name the kernel body can use: ``info`` None when unusable (a failed view, or a
+    tuple param itself); ``kind`` arg, leaf, tuple, output, scratch, capture or view;
+    ``path`` where it is defined; ``origin`` the buffers / outputs / scratch it aliases;
+    ``stmt`` the body index of a let; ``stack`` every transform from the untransformed
+    ref to this view, as (field path, transform); ``parent`` the binding a let's view
+    is made from (its stack is this one's, less the let's own steps): what the rules
+    reuse, so a chain of views is checked in linear time."""
 
-    name: str
-    info: RefInfo | None  # None: unusable (a failed view, or a tuple param itself)
-    kind: str  # arg, leaf, tuple, output, scratch, capture, view
-    path: str  # where it is defined
-    origin: tuple[str, ...] = ()  # the buffers / outputs / scratch it aliases
-    stmt: int = -1  # body index of a let
-    #: every transform from the untransformed ref to this view: (field path, transform)
-    stack: tuple[tuple[str, Any], ...] | Stack = ()
-    #: the binding a let's view is made from (its stack is this one's, less the let's
-    #: own steps): what the rules reuse, so a chain of views is checked in linear time
-    parent: Binding | None = None
+    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent")
+
+    def __init__(
+        self,
+        name: str,
+        info: RefInfo | None,
+        kind: str,
+        path: str,
+        origin: tuple[str, ...] = (),
+        stmt: int = -1,
+        stack: tuple[tuple[str, Any], ...] | Stack = (),
+        parent: Binding | None = None,
+    ) -> None:
+        self.name = name
+        self.info = info
+        self.kind = kind
+        self.path = path
+        self.origin = origin
+        self.stmt = stmt
+        self.stack = stack
+        self.parent = parent
 
 
-@dataclass(slots=True)
-class Stmt:
-    """One body statement, resolved."""
+class Stmt(Record):
+    """One body statement, resolved: ``refs`` field -> binding (ops), ``steps`` a let's
+    transform steps, ``ok`` False once a name could not be resolved, ``defines`` the
+    view a let names, ``scope`` the control statements (loops, conditions) it is inside,
+    outermost first, ``bound`` the names its expressions may use (mesh axes, device
+    axes, enclosing loop variables), ``unbound`` ``(field, name)`` of the first
+    expression name that is not bound, if any."""
 
-    index: int
-    path: str
-    node: Any
-    refs: dict[str, Binding] = field(default_factory=dict)  # field -> binding (ops)
-    steps: list[Step] = field(default_factory=list)  # a let's transform steps
-    ok: bool = True  # False once a name could not be resolved
-    defines: Binding | None = None  # the view a let names
-    #: the control statements (loops, conditions) it is inside, outermost first
-    scope: tuple[Stmt, ...] = ()
-    #: the names its expressions may use: mesh axes, device axes, enclosing loop variables
-    bound: frozenset[str] = frozenset()
-    #: ``(field, name)`` of the first expression name that is not bound, if any
-    unbound: tuple[str, str] | None = None
+    __slots__ = (
+        "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound"
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        node: Any,
+        refs: dict[str, Binding] | None = None,
+        steps: list[Step] | None = None,
+        ok: bool = True,
+        defines: Binding | None = None,
+        scope: tuple[Stmt, ...] = (),
+        bound: frozenset[str] = frozenset(),
+        unbound: tuple[str, str] | None = None,
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.node = node
+        self.refs = {} if refs is None else refs
+        self.steps = [] if steps is None else steps
+        self.ok = ok
+        self.defines = defines
+        self.scope = scope
+        self.bound = bound
+        self.unbound = unbound
 
     @property
     def loop_vars(self) -> tuple[str, ...]:
         return tuple(s.node.var for s in self.scope if s.node.kind == "loop")
 
 
-@dataclass(slots=True)
-class ProgramInfo:
-    index: int
-    path: str
-    stmts: list[Stmt] = field(default_factory=list)
-    trace_failed: bool = False  # a trace-time error stops this body
+class ProgramInfo(Record):
+    """One program's resolved statements (``trace_failed``: a trace-time error stops
+    this body)."""
+
+    __slots__ = ("index", "path", "stmts", "trace_failed")
+
+    def __init__(
+        self, index: int, path: str, stmts: list[Stmt] | None = None, trace_failed: bool = False
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.stmts = [] if stmts is None else stmts
+        self.trace_failed = trace_failed
 
 
-@dataclass(slots=True)
-class ArgInfo:
-    index: int
-    path: str
-    leaves: list[tuple[str, RefInfo | None]]  # (buffer, info after the arg's transforms)
-    steps: list[list[Step]]  # per leaf
+class ArgInfo(Record):
+    """One argument: its leaves (buffer, info after the arg's transforms) and each
+    leaf's steps."""
+
+    __slots__ = ("index", "path", "leaves", "steps")
+
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        leaves: list[tuple[str, RefInfo | None]],
+        steps: list[list[Step]],
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.leaves = leaves
+        self.steps = steps
 
 
 class Resolved:

@@ -341,7 +341,7 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
         error=res.error,
         outputs={k: np.asarray(v) for k, v in res.outputs.items()},
         seconds=res.seconds,
-        startup_seconds=getattr(res, "startup", 0.0),
+        startup_seconds=res.startup,
         wall_seconds=wall,
         detail=res,
     )

@@ -10,11 +10,8 @@ module holds the ref type they share and the one driver.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-import operator
-from dataclasses import dataclass, field
 from typing import Any
 
 from mpmd_lab import dtypes
@@ -51,37 +48,92 @@ class Dim(Record):
         self.stride = stride
 
 
-@dataclass(slots=True)
-class RefInfo:
-    """A ref (or view of one) as JAX types it."""
+class RefInfo(Record):
+    """A ref (or view of one) as JAX types it.
 
-    shape: tuple[int, ...]
-    dtype: str
-    memory_space: str = "GMEM"  # GMEM, SMEM, TMEM, or VALUE (not a ref: a plain array)
-    base: str = ""
-    peer: bool = False
-    multicast: bool = False
-    cluster: bool = False
-    transposed: bool = False
-    reshaped: bool = False
-    bitcast: bool = False
-    sliced: bool = False
-    int_indexed: bool = False
-    transformed: bool = False  # any transform at all (a TransformedRef)
-    dynamic: bool = False  # an index depends on the kernel axis or program id
-    #: per base dimension: the region this view covers, None once unknowable
-    region: tuple[Dim, ...] | None = None
-    #: which base dims the view's dims are (None once a reshape/bitcast/transpose hides it)
-    view_dims: tuple[int, ...] | None = None
-    #: integer indices into the base, for the out-of-bounds check
-    int_indices: tuple[tuple[int, int], ...] = ()
-    peer_device: Any = None
-    multicast_axes: tuple[str, ...] = ()
-    cluster_block: tuple[tuple[str, int], ...] = ()
-    #: a lazy error waiting for the ref's type to be computed (see StepError.lazy)
-    pending: StepError | None = None
-    #: dim 0 is sharded over these device axes (an input without shard_map)
-    sharded: str | None = None
+    ``memory_space``: GMEM, SMEM, TMEM, or VALUE (not a ref: a plain array);
+    ``transformed``: any transform at all (a TransformedRef); ``dynamic``: an index
+    depends on the kernel axis or program id; ``region``: per base dimension, the region
+    this view covers, None once unknowable; ``view_dims``: which base dims the view's
+    dims are (None once a reshape, bitcast or transpose hides it); ``int_indices``:
+    integer indices into the base, for the out-of-bounds check; ``pending``: a lazy
+    error waiting for the ref's type to be computed (see ``StepError.lazy``);
+    ``sharded``: dim 0 is sharded over these device axes (an input without shard_map).
+    Mutable only while ``replace`` builds a changed copy.
+    """
+
+    __slots__ = (
+        "shape",
+        "dtype",
+        "memory_space",
+        "base",
+        "peer",
+        "multicast",
+        "cluster",
+        "transposed",
+        "reshaped",
+        "bitcast",
+        "sliced",
+        "int_indexed",
+        "transformed",
+        "dynamic",
+        "region",
+        "view_dims",
+        "int_indices",
+        "peer_device",
+        "multicast_axes",
+        "cluster_block",
+        "pending",
+        "sharded",
+    )
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: str,
+        memory_space: str = "GMEM",
+        base: str = "",
+        peer: bool = False,
+        multicast: bool = False,
+        cluster: bool = False,
+        transposed: bool = False,
+        reshaped: bool = False,
+        bitcast: bool = False,
+        sliced: bool = False,
+        int_indexed: bool = False,
+        transformed: bool = False,
+        dynamic: bool = False,
+        region: tuple[Dim, ...] | None = None,
+        view_dims: tuple[int, ...] | None = None,
+        int_indices: tuple[tuple[int, int], ...] = (),
+        peer_device: Any = None,
+        multicast_axes: tuple[str, ...] = (),
+        cluster_block: tuple[tuple[str, int], ...] = (),
+        pending: StepError | None = None,
+        sharded: str | None = None,
+    ) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.memory_space = memory_space
+        self.base = base
+        self.peer = peer
+        self.multicast = multicast
+        self.cluster = cluster
+        self.transposed = transposed
+        self.reshaped = reshaped
+        self.bitcast = bitcast
+        self.sliced = sliced
+        self.int_indexed = int_indexed
+        self.transformed = transformed
+        self.dynamic = dynamic
+        self.region = region
+        self.view_dims = view_dims
+        self.int_indices = int_indices
+        self.peer_device = peer_device
+        self.multicast_axes = multicast_axes
+        self.cluster_block = cluster_block
+        self.pending = pending
+        self.sharded = sharded
 
     @property
     def is_ref(self) -> bool:
@@ -103,44 +155,64 @@ class RefInfo:
         return text + ("" if not flags else " " + " ".join(flags))
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class StepError:
-    """What one transform step raises (or warns about)."""
+class StepError(Record):
+    """What one transform step raises (or warns about): JAX's exact ``message`` (or
+    mpmd-lab's words for own codes), ``field`` a sub-field of the transform
+    (``index[1]``, ``perm``), ``lazy``: raised only when the ref's type is next computed
+    (a later index, bitcast or reshape, or a load / store through the view), not when
+    the transform is applied; ``path`` the field path of the transform (set by
+    ``propagate``)."""
 
-    code: str
-    message: str  # JAX's exact message, or mpmd-lab's words for own codes
-    jax_type: str = ""
-    stage: str = "trace"
-    severity: str = "error"
-    field: str = ""  # a sub-field of the transform (``index[1]``, ``perm``)
-    #: raised only when the ref's type is next computed (a later index, bitcast or reshape,
-    #: or a load / store through the view), not when the transform is applied
-    lazy: bool = False
-    path: str = ""  # the field path of the transform (set by ``propagate``)
+    __slots__ = ("code", "message", "jax_type", "stage", "severity", "field", "lazy", "path")
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        jax_type: str = "",
+        stage: str = "trace",
+        severity: str = "error",
+        field: str = "",
+        lazy: bool = False,
+        path: str = "",
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.jax_type = jax_type
+        self.stage = stage
+        self.severity = severity
+        self.field = field
+        self.lazy = lazy
+        self.path = path
 
 
-@dataclass(unsafe_hash=True)
-class Step:
+class Step(Record):
     """One transform applied: the ref before and after, and what it raises."""
 
-    index: int
-    op: str
-    before: RefInfo
-    after: RefInfo | None
-    error: StepError | None = None
-    notes: tuple[StepError, ...] = field(default=())
+    __slots__ = ("index", "op", "before", "after", "error", "notes")
+
+    def __init__(
+        self,
+        index: int,
+        op: str,
+        before: RefInfo,
+        after: RefInfo | None,
+        error: StepError | None = None,
+        notes: tuple[StepError, ...] = (),
+    ) -> None:
+        self.index = index
+        self.op = op
+        self.before = before
+        self.after = after
+        self.error = error
+        self.notes = notes
 
 
-_REF_FIELDS = tuple(f.name for f in dataclasses.fields(RefInfo))
-_ref_values = operator.attrgetter(*_REF_FIELDS)
-
-
-def replace(obj: Any, **changes: Any) -> Any:
-    """``dataclasses.replace``, with a fast path for RefInfo (built once per step)."""
-    if type(obj) is not RefInfo:
-        return dataclasses.replace(obj, **changes)
-    new = RefInfo(*_ref_values(obj))
+def replace(obj: Record, **changes: Any) -> Any:
+    """A copy of ``obj`` with ``changes`` (``dataclasses.replace`` for a Record: its
+    fields are its ``__init__``'s arguments, in order)."""
+    cls: Any = obj.__class__
+    new = cls(*obj._values(obj))
     for name, value in changes.items():
         setattr(new, name, value)
     return new

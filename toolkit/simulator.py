@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +54,7 @@ from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.engine import MAX_STEPS, Blocked, Engine, Limits, SimError
 from mpmd_lab.memory import Storage
+from mpmd_lab.record import Record
 from mpmd_lab.scenario import Scenario, load_scenario
 
 BACKEND = "simulate"
@@ -157,24 +157,59 @@ def _synchronises(s: Scenario) -> bool:
 # ---------------------------------------------------------------- results
 
 
-@dataclass
-class SimResult:
-    """What ``simulate`` returns: outputs (global arrays, in out_type order, then the
-    as_ref buffers' final values), the access log, the races, a deadlock if any."""
+class SimResult(Record):
+    """What ``simulate`` returns: ``status`` "ok" or "error", outputs (global arrays, in
+    out_type order, then the as_ref buffers' final values), the access log, the races, a
+    deadlock if any, ``leftover``: semaphores not zero at the end (which, value, a
+    signal's path), ``startup``: seconds a worker process took to start for it (0 when
+    simulated in this process)."""
 
-    status: str  # "ok" | "error"
-    devices: int
-    outputs: dict[str, np.ndarray] = field(default_factory=dict)
-    log: AccessLog = field(default_factory=AccessLog)
-    error: Diagnostic | None = None
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    backend: str = BACKEND
-    memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
-    deadlock: list[Blocked] = field(default_factory=list)
-    #: semaphores not zero at the end: (which, value, a signal's path)
-    leftover: list[tuple[str, int, str]] = field(default_factory=list)
-    steps: int = 0
+    __slots__ = (
+        "status",
+        "devices",
+        "outputs",
+        "log",
+        "error",
+        "seconds",
+        "notes",
+        "backend",
+        "memory",
+        "deadlock",
+        "leftover",
+        "steps",
+        "startup",
+    )
+    _unshown = ("memory",)
+
+    def __init__(
+        self,
+        status: str,
+        devices: int,
+        outputs: dict[str, np.ndarray] | None = None,
+        log: AccessLog | None = None,
+        error: Diagnostic | None = None,
+        seconds: float = 0.0,
+        notes: list[str] | None = None,
+        backend: str = BACKEND,
+        memory: dict[Location, Storage] | None = None,
+        deadlock: list[Blocked] | None = None,
+        leftover: list[tuple[str, int, str]] | None = None,
+        steps: int = 0,
+        startup: float = 0.0,
+    ) -> None:
+        self.status = status
+        self.devices = devices
+        self.outputs = {} if outputs is None else outputs
+        self.log = AccessLog() if log is None else log
+        self.error = error
+        self.seconds = seconds
+        self.notes = [] if notes is None else notes
+        self.backend = backend
+        self.memory = {} if memory is None else memory
+        self.deadlock = [] if deadlock is None else deadlock
+        self.leftover = [] if leftover is None else leftover
+        self.steps = steps
+        self.startup = startup
 
     @property
     def ok(self) -> bool:

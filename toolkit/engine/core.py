@@ -36,7 +36,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +47,7 @@ from mpmd_lab.engine.shadow import Shadow
 from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
 from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
+from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 
 #: Steps (one statement of one actor) a run may take.
@@ -69,72 +69,137 @@ class _Skip(Exception):
     """Data-free mode: this actor's statement is skipped (its finding is recorded)."""
 
 
-@dataclass
-class Limits:
-    """What one run may take: steps, seconds (None: no bound), actors."""
+class Limits(Record):
+    """What one run may take: steps, seconds (None: no bound), actors, and view offsets
+    indexed the slow way (a strided or copied view; None: no bound)."""
 
-    max_steps: int = MAX_STEPS
-    max_seconds: float | None = None
-    max_actors: int = MAX_ACTORS
-    #: view offsets indexed the slow way (a strided or copied view), None: no bound
-    max_work: int | None = None
+    __slots__ = ("max_steps", "max_seconds", "max_actors", "max_work")
+
+    def __init__(
+        self,
+        max_steps: int = MAX_STEPS,
+        max_seconds: float | None = None,
+        max_actors: int = MAX_ACTORS,
+        max_work: int | None = None,
+    ) -> None:
+        self.max_steps = max_steps
+        self.max_seconds = max_seconds
+        self.max_actors = max_actors
+        self.max_work = max_work
 
 
-@dataclass
-class Finding:
+class Finding(Record):
     """What the data-free mode found for one actor (an out-of-bounds view, a device id
-    outside the mesh): where, and the actor's coordinates then."""
+    outside the mesh): where, and the actor's coordinates then. ``path``: the field that
+    placed it (an index entry, a device id); ``stmt``: the statement's path; ``field``:
+    the statement's field accessing it ("" for a signal); ``access``: "r", "w" or "";
+    ``values``: axis indices and loop variables."""
 
-    code: str
-    path: str  # the field that placed it (an index entry, a device id)
-    message: str
-    stmt: str  # the statement's path
-    field: str  # the statement's field accessing it ("" for a signal)
-    access: str  # "r", "w" or ""
-    actor: Actor
-    values: dict[str, int]  # axis indices and loop variables
-    pids: tuple[int, ...]
+    __slots__ = ("code", "path", "message", "stmt", "field", "access", "actor", "values", "pids")
 
-
-@dataclass
-class Blocked:
-    """A deadlocked actor: who, at which statement, waiting for what."""
-
-    actor: Actor
-    path: str
-    kind: str  # "semaphore" | "barrier"
-    what: str  # the wait's description
-    sem: str = ""  # the semaphore scratch it waits on
-
-
-@dataclass
-class Outcome:
-    """What a run produced."""
-
-    outputs: dict[str, np.ndarray] = field(default_factory=dict)
-    log: AccessLog = field(default_factory=AccessLog)
-    findings: list[Finding] = field(default_factory=list)
-    deadlock: list[Blocked] = field(default_factory=list)
-    #: semaphores not zero at the end: (label, value, path of a signal)
-    leftover: list[tuple[str, int, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: SimError | None = None
-    steps: int = 0
-    stopped: str = ""  # why a data-free run stopped early ("" when it ran to the end)
-    memory: dict[Location, Storage] = field(default_factory=dict, repr=False)
-    used_pid: bool = False
-    #: semaphore scratch name -> paths of the statements that signalled it / waited on it
-    signals: dict[str, set[str]] = field(default_factory=dict)
-    waits: dict[str, set[str]] = field(default_factory=dict)
+    def __init__(
+        self,
+        code: str,
+        path: str,
+        message: str,
+        stmt: str,
+        field: str,
+        access: str,
+        actor: Actor,
+        values: dict[str, int],
+        pids: tuple[int, ...],
+    ) -> None:
+        self.code = code
+        self.path = path
+        self.message = message
+        self.stmt = stmt
+        self.field = field
+        self.access = access
+        self.actor = actor
+        self.values = values
+        self.pids = pids
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class _Node:
-    index: int  # flat pre-order index (as mpmd_lab.resolve numbers statements)
-    path: str
-    op: Any
-    children: tuple[_Node, ...] = ()
+class Blocked(Record):
+    """A deadlocked actor: who, at which statement, waiting for what (``kind``
+    "semaphore" or "barrier"; ``what``: the wait's description; ``sem``: the semaphore
+    scratch it waits on)."""
+
+    __slots__ = ("actor", "path", "kind", "what", "sem")
+
+    def __init__(self, actor: Actor, path: str, kind: str, what: str, sem: str = "") -> None:
+        self.actor = actor
+        self.path = path
+        self.kind = kind
+        self.what = what
+        self.sem = sem
+
+
+class Outcome(Record):
+    """What a run produced. ``leftover``: semaphores not zero at the end (label, value,
+    path of a signal); ``stopped``: why a data-free run stopped early ("" when it ran to
+    the end); ``signals`` / ``waits``: semaphore scratch name -> paths of the statements
+    that signalled it / waited on it."""
+
+    __slots__ = (
+        "outputs",
+        "log",
+        "findings",
+        "deadlock",
+        "leftover",
+        "notes",
+        "error",
+        "steps",
+        "stopped",
+        "memory",
+        "used_pid",
+        "signals",
+        "waits",
+    )
+    _unshown = ("memory",)
+
+    def __init__(
+        self,
+        outputs: dict[str, np.ndarray] | None = None,
+        log: AccessLog | None = None,
+        findings: list[Finding] | None = None,
+        deadlock: list[Blocked] | None = None,
+        leftover: list[tuple[str, int, str]] | None = None,
+        notes: list[str] | None = None,
+        error: SimError | None = None,
+        steps: int = 0,
+        stopped: str = "",
+        memory: dict[Location, Storage] | None = None,
+        used_pid: bool = False,
+        signals: dict[str, set[str]] | None = None,
+        waits: dict[str, set[str]] | None = None,
+    ) -> None:
+        self.outputs = {} if outputs is None else outputs
+        self.log = AccessLog() if log is None else log
+        self.findings = [] if findings is None else findings
+        self.deadlock = [] if deadlock is None else deadlock
+        self.leftover = [] if leftover is None else leftover
+        self.notes = [] if notes is None else notes
+        self.error = error
+        self.steps = steps
+        self.stopped = stopped
+        self.memory = {} if memory is None else memory
+        self.used_pid = used_pid
+        self.signals = {} if signals is None else signals
+        self.waits = {} if waits is None else waits
+
+
+class _Node(Record):
+    """One statement of a compiled body: its flat pre-order index (as
+    mpmd_lab.resolve numbers statements), path, op and nested statements."""
+
+    __slots__ = ("index", "path", "op", "children")
+
+    def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
+        self.index = index
+        self.path = path
+        self.op = op
+        self.children = children
 
 
 def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[_Node, ...], bool]:

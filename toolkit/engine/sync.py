@@ -18,34 +18,53 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from mpmd_lab.record import Record
 
 #: Completed phases a barrier remembers (a waiter lagging further is not modelled).
 KEEP_PHASES = 16
 
 
-@dataclass
-class Token:
-    units: int
-    vc: np.ndarray
-    sender: str  # who signalled (for deadlock reports)
-    path: str
+class Token(Record):
+    """Signalled units of a semaphore, with the signaller's clock, who signalled (for
+    deadlock reports) and where."""
+
+    __slots__ = ("units", "vc", "sender", "path")
+
+    def __init__(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
+        self.units = units
+        self.vc = vc
+        self.sender = sender
+        self.path = path
 
 
-@dataclass
-class Semaphore:
-    """One semaphore of one block on one device."""
+class Semaphore(Record):
+    """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
+    0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
+    ``kept``: a wait left its value on purpose (decrement=False), ``senders``: the first
+    few signallers."""
 
-    label: str  # "sems[1] on device 0 block 0"
-    key: tuple = ()  # (scratch name, element, device, block)
-    value: int = 0
-    tokens: deque[Token] = field(default_factory=deque)
-    received: int = 0  # signals so far
-    kept: bool = False  # a wait left its value on purpose (decrement=False)
-    senders: list[str] = field(default_factory=list)  # the first few signallers
+    __slots__ = ("label", "key", "value", "tokens", "received", "kept", "senders")
+
+    def __init__(
+        self,
+        label: str,
+        key: tuple = (),
+        value: int = 0,
+        tokens: deque[Token] | None = None,
+        received: int = 0,
+        kept: bool = False,
+        senders: list[str] | None = None,
+    ) -> None:
+        self.label = label
+        self.key = key
+        self.value = value
+        self.tokens = deque() if tokens is None else tokens
+        self.received = received
+        self.kept = kept
+        self.senders = [] if senders is None else senders
 
     def signal(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
         self.value += units
@@ -79,8 +98,7 @@ class Semaphore:
         return out
 
 
-@dataclass
-class Barrier:
+class Barrier(Record):
     """One barrier (a block's, or a cluster's shared one).
 
     ``barrier_arrive`` arrivals complete a phase as soon as there are ``target`` of
@@ -91,13 +109,25 @@ class Barrier:
     bytes add up, as JAX's kernels rely on).
     """
 
-    label: str
-    target: int  # arrivals per phase
-    arrivals: int = 0
-    phase: int = 0  # phases completed
-    pending: list[np.ndarray] = field(default_factory=list)  # this phase's clocks
-    copies: int = 0  # copies in flight in this phase
-    done: dict[int, np.ndarray | None] = field(default_factory=dict)
+    __slots__ = ("label", "target", "arrivals", "phase", "pending", "copies", "done")
+
+    def __init__(
+        self,
+        label: str,
+        target: int,
+        arrivals: int = 0,
+        phase: int = 0,
+        pending: list[np.ndarray] | None = None,
+        copies: int = 0,
+        done: dict[int, np.ndarray | None] | None = None,
+    ) -> None:
+        self.label = label
+        self.target = target  # arrivals per phase
+        self.arrivals = arrivals
+        self.phase = phase  # phases completed
+        self.pending = [] if pending is None else pending  # this phase's clocks
+        self.copies = copies  # copies in flight in this phase
+        self.done = {} if done is None else done
 
     def arrive(self, vc: np.ndarray | None, copy: bool = False) -> None:
         self.arrivals += 1

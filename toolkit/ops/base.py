@@ -26,28 +26,40 @@ of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import Model
+from mpmd_lab.record import Record
 
 #: How a statement's ref field is used (the graph's edges and the race check's accesses).
 READ, WRITE, SYNC = "read", "write", "sync"
 
 
-@dataclass
-class Fit:
-    """What a new op should fit (the Lab's "add" buttons): the scenario's names."""
+class Fit(Record):
+    """What a new op should fit (the Lab's "add" buttons): the scenario's names
+    (``refs``: every name a body can use)."""
 
-    refs: list[str] = field(default_factory=list)  # every name a body can use
-    outputs: list[str] = field(default_factory=list)
-    device_axes: list[str] = field(default_factory=list)
-    cluster_axes: list[str] = field(default_factory=list)
-    semaphores: list[str] = field(default_factory=list)
-    barriers: list[str] = field(default_factory=list)
-    smem: list[str] = field(default_factory=list)
+    __slots__ = ("refs", "outputs", "device_axes", "cluster_axes", "semaphores", "barriers", "smem")
+
+    def __init__(
+        self,
+        refs: list[str] | None = None,
+        outputs: list[str] | None = None,
+        device_axes: list[str] | None = None,
+        cluster_axes: list[str] | None = None,
+        semaphores: list[str] | None = None,
+        barriers: list[str] | None = None,
+        smem: list[str] | None = None,
+    ) -> None:
+        self.refs = [] if refs is None else refs
+        self.outputs = [] if outputs is None else outputs
+        self.device_axes = [] if device_axes is None else device_axes
+        self.cluster_axes = [] if cluster_axes is None else cluster_axes
+        self.semaphores = [] if semaphores is None else semaphores
+        self.barriers = [] if barriers is None else barriers
+        self.smem = [] if smem is None else smem
 
     def first(self, names: list[str], default: str) -> str:
         return names[0] if names else default

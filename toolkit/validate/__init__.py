@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.record import Record
 from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate.context import Ctx
@@ -33,14 +33,17 @@ from mpmd_lab.validate.context import Ctx
 RUNS = 0
 
 
-# immutable by convention, not frozen=True (why: mpmd_lab.record)
-@dataclass(unsafe_hash=True)
-class Analysis:
+class Analysis(Record):
     """One scenario version, resolved and checked: what every view reads."""
 
-    scenario: Scenario
-    resolved: Resolved
-    diagnostics: tuple[Diagnostic, ...]
+    __slots__ = ("scenario", "resolved", "diagnostics")
+
+    def __init__(
+        self, scenario: Scenario, resolved: Resolved, diagnostics: tuple[Diagnostic, ...]
+    ) -> None:
+        self.scenario = scenario
+        self.resolved = resolved
+        self.diagnostics = diagnostics
 
     @property
     def valid(self) -> bool:
