@@ -193,12 +193,13 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
         name = e.unbound(bound)
         if name is not None:
             return name
-        if OUTSIDE in bound and not _PID_CALLS.isdisjoint(e.calls()):
+        if OUTSIDE in bound and not PID_CALLS.isdisjoint(e.calls()):
             return "<pid>"
     return None
 
 
-_PID_CALLS = frozenset(("program_id", "num_programs"))
+#: the calls that are not available outside the kernel
+PID_CALLS = frozenset(("program_id", "num_programs"))
 
 
 #: marks the axis names bound outside the kernel (pl.program_id is not available there)
@@ -212,7 +213,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
     shard_map axes, loop variables), or None not to check.
     """
     op = t.op  # (a transform's kind)
-    axis = unbound_axis(t, bound)
+    axis = None if bound is None else t.unbound_axis(bound)
     if axis == "<pid>":  # pl.program_id outside a kernel: an internal assertion fails
         error = err("JAX_ASSERTION", "AssertionError", "")
         return Step(index=index, op=op, before=ref, after=None, error=error)

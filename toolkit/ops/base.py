@@ -31,6 +31,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
+from mpmd_lab import shapes
 from mpmd_lab.fields import Model
 
 #: How a statement's ref field is used (the graph's edges and the race check's accesses).
@@ -81,6 +82,10 @@ class Op(Model):
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())
+
+    def uses_call(self, fn: str) -> bool:
+        """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
+        return any(fn in e.calls() for _, e in self.exprs())
 
     @classmethod
     def op_name(cls) -> str:
@@ -139,6 +144,10 @@ class TransformOp(Op):
                 f"The HLO interpreter has no discharge rule for {op} views.",
             )
         return None
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        """``shapes.unbound_axis`` of this transform where ``bound`` is known."""
+        return shapes.unbound_axis(self, bound)
 
     def needs_type(self, ref: Any) -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""

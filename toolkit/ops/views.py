@@ -18,7 +18,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
+from mpmd_lab.shapes import OUTSIDE, PID_CALLS, Dim, RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, model_validator
 
 # ---------------------------------------------------------------- index entries
@@ -225,6 +225,44 @@ class At(TransformOp):
         for k, ix in enumerate(self._entries):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        # ``shapes.unbound_axis``, a block or pid entry read off its kind (its start is
+        # resolve_entry's own: ``axis * stride`` names the axis and calls nothing,
+        # ``program_id(d) * size`` names nothing and calls program_id)
+        for ix in self._entries:
+            start = ix.start
+            if start is None:
+                continue
+            legacy = ix.legacy
+            if legacy is None:
+                name = start.unbound(bound)
+                if name is not None:
+                    return name
+                if OUTSIDE in bound and not PID_CALLS.isdisjoint(start.calls()):
+                    return "<pid>"
+            elif legacy[0] == "block":
+                if legacy[1] not in bound:
+                    return legacy[1]
+            elif OUTSIDE in bound:
+                return "<pid>"
+        return None
+
+    def uses_call(self, fn: str) -> bool:
+        # a block or pid entry's start is resolve_entry's own: ``axis * stride`` calls
+        # nothing, ``program_id(d) * size`` calls program_id; only a written expression is
+        # walked (once per let and check: the walks of every index were most of it)
+        for ix in self._entries:
+            start = ix.start
+            if start is None:
+                continue
+            legacy = ix.legacy
+            if legacy is None:
+                if fn in start.calls():
+                    return True
+            elif legacy[0] == "pid" and fn == "program_id":
+                return True
+        return False
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """The HLO interpreter cannot evaluate ``lax.axis_index`` of a kernel axis."""
