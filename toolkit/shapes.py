@@ -134,16 +134,20 @@ class Step:
 
 _REF_FIELDS = tuple(f.name for f in dataclasses.fields(RefInfo))
 _ref_values = operator.attrgetter(*_REF_FIELDS)
+#: a RefInfo field's position in ``RefInfo(...)``'s arguments
+_REF_POS = {name: i for i, name in enumerate(_REF_FIELDS)}
 
 
 def replace(obj: Any, **changes: Any) -> Any:
     """``dataclasses.replace``, with a fast path for RefInfo (built once per step)."""
     if type(obj) is not RefInfo:
         return dataclasses.replace(obj, **changes)
-    new = RefInfo(*_ref_values(obj))
+    # (the new values in place, then one positional call: a setattr per change after
+    # the copy cost more than the copy)
+    values = list(_ref_values(obj))
     for name, value in changes.items():
-        setattr(new, name, value)
-    return new
+        values[_REF_POS[name]] = value
+    return RefInfo(*values)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -167,14 +171,31 @@ def base_info(
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
     shape = tuple(shape)
+    # (every field positionally, in RefInfo's order: keywords into its 22 parameters
+    # cost twice the object, and every argument, output and capture is one)
     return RefInfo(
         shape,
         dtypes.canonical(dtype) if canonical else dtype,
         memory_space,
         base,
-        region=tuple(map(_whole, shape)),
-        view_dims=tuple(range(len(shape))),
-        sharded=sharded,
+        False,  # peer
+        False,  # multicast
+        False,  # cluster
+        False,  # transposed
+        False,  # reshaped
+        False,  # bitcast
+        False,  # sliced
+        False,  # int_indexed
+        False,  # transformed
+        False,  # dynamic
+        tuple(map(_whole, shape)),  # region
+        tuple(range(len(shape))),  # view_dims
+        (),  # int_indices
+        None,  # peer_device
+        (),  # multicast_axes
+        (),  # cluster_block
+        None,  # pending
+        sharded,
     )
 
 
