@@ -585,7 +585,8 @@ def _access(
             )
         )
     root = v.root
-    if info.memory_space == "GMEM" and root is not None and not splat:
+    # (only a scratch's root is SMEM, ``_root_spec``: without scratch there is none)
+    if info.memory_space == "GMEM" and root is not None and not splat and ctx.s.call.scratch:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
         for f, acc in st.node.REFS:
