@@ -282,7 +282,8 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
     # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
     # is a slow ABC check)
-    if type(node) is Let or not st.ok or ctx.never_traced(st):
+    # (a program's own statement, no scope, is always traced: no call to ask)
+    if type(node) is Let or not st.ok or (st.scope and ctx.never_traced(st)):
         return False
     for b in st.refs.values():
         if b.info is None:
@@ -355,11 +356,6 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
         verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
 
 
-def _moved(t: Any) -> bool:
-    """A view step the lowering moves others past (or that stays after them)."""
-    return t.op in ("transpose", "bitcast")
-
-
 def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
@@ -381,8 +377,13 @@ class _View(NamedTuple):
 
     #: ``_root_spec`` of the view (one root along a chain of views)
     root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    #: a step that ``_moved`` holds for
+    #: a step the lowering moves others past, or that stays after them: a transpose or
+    #: a bitcast
     moved: bool
+    #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
+    #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
+    #: view of GMEM without one: its transposes all come last)
+    tangled: bool
     #: the position of the first step that ``_may_stop`` holds for (None: none)
     stop: int | None
     #: ``layout_rules.view_memref`` of the view from its untransformed ref: the memref,
@@ -404,22 +405,28 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
     own = own_steps(y)
     if src is None:  # a view of an untransformed ref: all of its stack is its own
         root = _root_spec(ctx, y)
-        moved, stop, m, bad = False, None, None, None
+        moved, tangled, stop, m, bad = False, False, None, None, None
         if root is not None:
             m, bad = L.view_memref(root[0], [t for _, t in own])
         at = 0
     else:
-        root, moved, stop, m, bad = src
+        root, moved, tangled, stop, m, bad = src
         assert y.parent is not None
         at = len(y.parent.stack)
         if m is not None and own:  # its source's memref, followed by its own steps
             m, bad = L.view_memref_from(m, [t for _, t in own], at)
-    if not moved or stop is None:
+    if not tangled or stop is None:  # (tangled: moved too, and both stay so)
         for k, (_, t) in enumerate(own, at):
-            moved = moved or _moved(t)
+            op = t.op
+            if op == "transpose":
+                moved = True
+            elif op == "bitcast":
+                moved = tangled = True
+            elif moved:
+                tangled = True
             if stop is None and _may_stop(t):
                 stop = k
-    return _View(root, moved, stop, m, bad)
+    return _View(root, moved, tangled, stop, m, bad)
 
 
 def _view_rules(
@@ -440,10 +447,11 @@ def _view_rules(
     if v.root is None:
         return False, None
     shape, dtype, space, layout_stack = v.root
-    if space == "GMEM" and not layout_stack and not v.moved:
+    if space == "GMEM" and not layout_stack and not v.tangled:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
-        # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
-        # below is about SMEM and TMEM; once per view, not a walk of its whole stack
+        # bitcast, no step after a transpose but transposes): view_lowering_error_at has
+        # nothing to say, and the rest below is about SMEM and TMEM; once per view, not a
+        # walk of its whole stack
         return False, None
     where = _where(st, field)
     view = [t for _, t in b.stack]
