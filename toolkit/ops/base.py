@@ -128,13 +128,7 @@ class TransformOp(Op):
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
         access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
         if interp == "gpu" and self.GPU_INTERP_REPR is not None:
-            op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
-            return InterpLimit(
-                "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-                f"JAX's CPU interpreter can't run {op}; simulate does",
-                L.interpret_transform_error(self.GPU_INTERP_REPR).message,
-                f"The GPU interpreter runs only index and transpose views, not {op}.",
-            )
+            return self.gpu_interp_limit(L.interpret_transform_error(self.GPU_INTERP_REPR).message)
         if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
             op = self.kind
             return InterpLimit(
@@ -148,6 +142,16 @@ class TransformOp(Op):
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
         """``shapes.unbound_axis`` of this transform where ``bound`` is known."""
         return shapes.unbound_axis(self, bound)
+
+    def gpu_interp_limit(self, jax_message: str) -> InterpLimit:
+        """The GPU interpreter's limit for this view, JAX's message ``jax_message``."""
+        op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
+        return InterpLimit(
+            "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+            f"JAX's CPU interpreter can't run {op}; simulate does",
+            jax_message,
+            f"The GPU interpreter runs only index and transpose views, not {op}.",
+        )
 
     def needs_type(self, ref: Any) -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
