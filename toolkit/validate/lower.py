@@ -356,6 +356,11 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
         verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
 
 
+def _moved(t: Any) -> bool:
+    """A view step the lowering moves others past (or that stays after them)."""
+    return t.op in ("transpose", "bitcast")
+
+
 def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
@@ -377,8 +382,7 @@ class _View(NamedTuple):
 
     #: ``_root_spec`` of the view (one root along a chain of views)
     root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    #: a step the lowering moves others past, or that stays after them: a transpose or
-    #: a bitcast
+    #: a step that ``_moved`` holds for
     moved: bool
     #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
     #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
@@ -417,7 +421,7 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
             m, bad = L.view_memref_from(m, [t for _, t in own], at)
     if not tangled or stop is None:  # (tangled: moved too, and both stay so)
         for k, (_, t) in enumerate(own, at):
-            op = t.op
+            op = t.op  # (``_moved``: a transpose or a bitcast, read once)
             if op == "transpose":
                 moved = True
             elif op == "bitcast":
