@@ -210,7 +210,12 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
     outside a kernel."""
     if bound is None:
         return None
-    for _, e in t.exprs():
+    return first_unbound([e for _, e in t.exprs()], bound)
+
+
+def first_unbound(exprs: list[Any], bound: frozenset[str] | set[str]) -> str | None:
+    """``unbound_axis`` of these expressions, in order."""
+    for e in exprs:
         name = e.unbound(bound)
         if name is not None:
             return name

@@ -21,7 +21,7 @@ from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import RefInfo, StepError, err, replace
+from mpmd_lab.shapes import RefInfo, StepError, err, first_unbound, replace
 from pydantic import Field, StrictInt, field_validator
 
 
@@ -326,6 +326,17 @@ class ClusterRef(TransformOp):
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for axis, v in self.block.items():
             yield f"block.{axis}", E.parse(v)
+
+    def _written(self) -> list[E.Expr]:
+        """The block's expressions that are not ints (an int is a constant: it names
+        and calls nothing, and a cluster block is mostly ints)."""
+        return [E.parse(v) for v in self.block.values() if type(v) is not int]
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        return first_unbound(self._written(), bound)
+
+    def uses_call(self, fn: str) -> bool:
+        return any(fn in e.calls() for e in self._written())
 
     def label(self) -> str:
         return (
