@@ -88,7 +88,8 @@ def _random_chain(rng: random.Random, lets: int) -> dict:
 def test_the_incremental_memref_is_the_whole_walk() -> None:
     """For every view of random chains: the memref (and the first reshape it cannot
     make) computed from the source view's equals ``view_memref`` over the whole stack,
-    and so do its first step that may stop the lowering and whether a step is moved."""
+    and so do its first step that may stop the lowering, whether a step is moved and
+    whether the view is tangled."""
     rng = random.Random(16)
     compared = 0
     for _ in range(30):
@@ -104,6 +105,12 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
                 assert (v.memref, v.bad) == L.view_memref(root[0], view), [t.op for t in view]
                 assert v.stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
                 assert v.moved == any(_moved(t) for t in view)
+                # tangled: a bitcast, or a step after a moved one that is not a transpose
+                first = next((k for k, t in enumerate(view) if _moved(t)), len(view))
+                assert v.tangled == any(
+                    t.op == "bitcast" or (k > first and t.op != "transpose")
+                    for k, t in enumerate(view)
+                )
                 compared += 1
     assert compared > 300
 

@@ -948,36 +948,44 @@ def _dtype_repr(dtype: str) -> str:
     return f"dtype('{dtype}')" if dtype in _NUMPY_DTYPES else f"dtype({dtype})"
 
 
+#: an integer index (immutable: one for every entry that is one)
+_IX_INT = _Ix("int")
+_DYN_START = "JitTracer(int32[])"
+
+
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
     """An ``at``'s entries as ``NDIndexer.from_indices_shape`` makes them (padded with
     whole slices; Python slices clamped as ``slice.indices`` does), or None when the
     index is not one the trace accepts."""
-    if len(entries) > len(shape):
+    n = len(entries)
+    if n > len(shape):
         return None
     out: list[_Ix] = []
+    # (each _Ix with all its fields, positionally: a NamedTuple's defaults and keywords
+    # cost more than the tuple, once per entry of every index the lowering folds)
     for k, d in enumerate(shape):
-        e = entries[k] if k < len(entries) else None
+        e = entries[k] if k < n else None
         if e is None:
-            out.append(_Ix("slice", 0, d))
+            out.append(_Ix("slice", 0, d, 1, ""))
         elif isinstance(e, bool):
             return None
         elif isinstance(e, _INT_ENTRY):  # a static or traced (an expression) integer
-            out.append(_Ix("int"))
+            out.append(_IX_INT)
         elif isinstance(e, list):
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
-            out.append(_Ix("slice", start, max(0, stop - start)))
+            out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
         else:
             ds = _get(e, "ds")
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
-                out.append(_Ix("slice", None, ds[1], dyn="JitTracer(int32[])"))
+                out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
             elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
-                out.append(_Ix("slice", ds[0], ds[1]))
+                out.append(_Ix("slice", ds[0], ds[1], 1, ""))
             else:
-                out.append(_Ix("slice", None, _get(e, "size"), dyn="JitTracer(int32[])"))
+                out.append(_Ix("slice", None, _get(e, "size"), 1, _DYN_START))
     return out
 
 

@@ -35,6 +35,8 @@ class Record:
     #: fields the repr leaves out (a dataclass's ``field(repr=False)``)
     _unshown: tuple[str, ...] = ()
     _shown: tuple[str, ...] = ()
+    #: each field's position in ``__slots__`` (and in ``__init__``'s arguments)
+    _position: dict[str, int] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -43,6 +45,7 @@ class Record:
             get: Callable[[Any], Any] = operator.attrgetter(*names)
             cls._values = staticmethod((lambda e: (get(e),)) if len(names) == 1 else get)
             cls._shown = tuple(n for n in names if n not in cls._unshown)
+            cls._position = {n: i for i, n in enumerate(names)}
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

@@ -326,12 +326,17 @@ def along_chain(
     binding: ``step(view, its source's answer)`` (None for a view with no source, or
     whose source's answer is None) gives the view's answer, kept in ``memo`` (by id, the
     binding kept alive with it). Linear in a chain of views, where asking each view's
-    whole stack is quadratic; the rules' per-view memos are all this one fold."""
+    whole stack is quadratic; the rules' per-view memos are all this one fold.
+
+    A view of a name with no transform (an empty stack, its sources' too) is folded as
+    one with no source, from None: its stack is all its own steps, and each fold here
+    answers of a stack from its steps and its root (the same along a chain), so the
+    answer is the same without the source's (most views are of a kernel parameter)."""
     hit = memo.get(id(b))
     if hit is not None:
         return hit[1]
     x = b.parent
-    if x is None:  # (a name with no source view: most of the refs a body names)
+    if x is None or not x.stack:  # (no source view, or one with no step)
         found = step(b, None)
         memo[id(b)] = (b, found)
         return found
@@ -344,6 +349,8 @@ def along_chain(
             break
         todo.append(x)
         x = x.parent
+        if x is not None and not x.stack:
+            break  # (folded from None: see above)
     for y in reversed(todo):
         found = step(y, found)
         memo[id(y)] = (y, found)

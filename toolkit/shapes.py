@@ -210,12 +210,15 @@ class Step(Record):
 
 def replace(obj: Record, **changes: Any) -> Any:
     """A copy of ``obj`` with ``changes`` (``dataclasses.replace`` for a Record: its
-    fields are its ``__init__``'s arguments, in order)."""
+    fields are its ``__init__``'s arguments, in order). The new values are put in place
+    before one positional call: a setattr per change after the copy cost more than the
+    copy (a RefInfo is copied once per step)."""
     cls: Any = obj.__class__
-    new = cls(*obj._values(obj))
+    values = list(obj._values(obj))
+    at = cls._position
     for name, value in changes.items():
-        setattr(new, name, value)
-    return new
+        values[at[name]] = value
+    return cls(*values)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -239,14 +242,31 @@ def base_info(
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
     shape = tuple(shape)
+    # (every field positionally, in RefInfo's order: keywords into its 22 parameters
+    # cost twice the object, and every argument, output and capture is one)
     return RefInfo(
         shape,
         dtypes.canonical(dtype) if canonical else dtype,
         memory_space,
         base,
-        region=tuple(map(_whole, shape)),
-        view_dims=tuple(range(len(shape))),
-        sharded=sharded,
+        False,  # peer
+        False,  # multicast
+        False,  # cluster
+        False,  # transposed
+        False,  # reshaped
+        False,  # bitcast
+        False,  # sliced
+        False,  # int_indexed
+        False,  # transformed
+        False,  # dynamic
+        tuple(map(_whole, shape)),  # region
+        tuple(range(len(shape))),  # view_dims
+        (),  # int_indices
+        None,  # peer_device
+        (),  # multicast_axes
+        (),  # cluster_block
+        None,  # pending
+        sharded,
     )
 
 
@@ -261,16 +281,22 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
     outside a kernel."""
     if bound is None:
         return None
-    for _, e in t.exprs():
+    return first_unbound([e for _, e in t.exprs()], bound)
+
+
+def first_unbound(exprs: list[Any], bound: frozenset[str] | set[str]) -> str | None:
+    """``unbound_axis`` of these expressions, in order."""
+    for e in exprs:
         name = e.unbound(bound)
         if name is not None:
             return name
-        if OUTSIDE in bound and not _PID_CALLS.isdisjoint(e.calls()):
+        if OUTSIDE in bound and not PID_CALLS.isdisjoint(e.calls()):
             return "<pid>"
     return None
 
 
-_PID_CALLS = frozenset(("program_id", "num_programs"))
+#: the calls that are not available outside the kernel
+PID_CALLS = frozenset(("program_id", "num_programs"))
 
 
 #: marks the axis names bound outside the kernel (pl.program_id is not available there)
@@ -284,7 +310,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
     shard_map axes, loop variables), or None not to check.
     """
     op = t.op  # (a transform's kind)
-    axis = unbound_axis(t, bound)
+    axis = None if bound is None else t.unbound_axis(bound)
     if axis == "<pid>":  # pl.program_id outside a kernel: an internal assertion fails
         error = err("JAX_ASSERTION", "AssertionError", "")
         return Step(index=index, op=op, before=ref, after=None, error=error)

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
+from mpmd_lab import shapes
 from mpmd_lab.fields import Model
 from mpmd_lab.record import Record
 
@@ -94,6 +95,10 @@ class Op(Model):
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())
 
+    def uses_call(self, fn: str) -> bool:
+        """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
+        return any(fn in e.calls() for _, e in self.exprs())
+
     @classmethod
     def op_name(cls) -> str:
         from typing import get_args
@@ -135,13 +140,7 @@ class TransformOp(Op):
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
         access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
         if interp == "gpu" and self.GPU_INTERP_REPR is not None:
-            op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
-            return InterpLimit(
-                "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-                f"JAX's CPU interpreter can't run {op}; simulate does",
-                L.interpret_transform_error(self.GPU_INTERP_REPR).message,
-                f"The GPU interpreter runs only index and transpose views, not {op}.",
-            )
+            return self.gpu_interp_limit(L.interpret_transform_error(self.GPU_INTERP_REPR).message)
         if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
             op = self.kind
             return InterpLimit(
@@ -151,6 +150,20 @@ class TransformOp(Op):
                 f"The HLO interpreter has no discharge rule for {op} views.",
             )
         return None
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        """``shapes.unbound_axis`` of this transform where ``bound`` is known."""
+        return shapes.unbound_axis(self, bound)
+
+    def gpu_interp_limit(self, jax_message: str) -> InterpLimit:
+        """The GPU interpreter's limit for this view, JAX's message ``jax_message``."""
+        op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
+        return InterpLimit(
+            "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+            f"JAX's CPU interpreter can't run {op}; simulate does",
+            jax_message,
+            f"The GPU interpreter runs only index and transpose views, not {op}.",
+        )
 
     def needs_type(self, ref: Any) -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""

@@ -21,7 +21,7 @@ from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import RefInfo, StepError, err, replace
+from mpmd_lab.shapes import RefInfo, StepError, err, first_unbound, replace
 from pydantic import Field, StrictInt, field_validator
 
 
@@ -282,6 +282,10 @@ class MulticastRef(TransformOp):
         return v.with_(multicast=self.axis_names)
 
 
+#: what a constant expression is evaluated against (it reads nothing of it)
+_NO_ENV = E.Env({}, {})
+
+
 class ClusterRef(TransformOp):
     """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
 
@@ -303,27 +307,36 @@ class ClusterRef(TransformOp):
     _v = field_validator("block")(classmethod(lambda cls, v: _check_mapping_names(v)))
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
-        found = super().interpret_limit(interp)
-        if found is None or interp != "gpu":
-            return found
+        if interp != "gpu":
+            return super().interpret_limit(interp)
         # the transform as JAX prints it: its cluster axes, and each index a traced int32
-        # (of constant indices only: JAX's message of any other is not known)
-        env = E.Env({}, {})
+        # (of constant indices only: JAX's message of any other is not known, and the
+        # generic limit, with the class's repr, stands)
         arrays = []
         for v in self.block.values():
             e = E.parse(v)
             if not e.is_const:
-                return found
-            arrays.append(f"Array({e.eval(env)}, dtype=int32)")
+                return super().interpret_limit(interp)
+            arrays.append(f"Array({e.eval(_NO_ENV)}, dtype=int32)")
         idxs = ", ".join(arrays)
         idxs = f"({idxs},)" if len(arrays) == 1 else f"({idxs})"
         repr_ = f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs={idxs})"
-        jax_message = L.interpret_transform_error(repr_).message
-        return InterpLimit(found.code, found.message, jax_message, found.why)
+        return self.gpu_interp_limit(L.interpret_transform_error(repr_).message)
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for axis, v in self.block.items():
             yield f"block.{axis}", E.parse(v)
+
+    def _written(self) -> list[E.Expr]:
+        """The block's expressions that are not ints (an int is a constant: it names
+        and calls nothing, and a cluster block is mostly ints)."""
+        return [E.parse(v) for v in self.block.values() if type(v) is not int]
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        return first_unbound(self._written(), bound)
+
+    def uses_call(self, fn: str) -> bool:
+        return any(fn in e.calls() for e in self._written())
 
     def label(self) -> str:
         return (

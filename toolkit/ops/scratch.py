@@ -15,6 +15,7 @@ exported source allocates it (``source``).
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import (
     MAX_BYTES_PER_ARRAY,
     AxisNames,
@@ -22,6 +23,7 @@ from mpmd_lab.fields import (
     Shape,
     axes_tuple,
 )
+from mpmd_lab.shapes import base_info, replace
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
 if TYPE_CHECKING:
@@ -67,8 +69,6 @@ class ArrayScratch(Model):
         return {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}
 
     def ref_info(self, name: str) -> Any:
-        from mpmd_lab.shapes import base_info, replace
-
         info = base_info(self.shape, self.dtype, self.memory_space, name)
         # with a layout the kernel gets a TransformedRef (the layout's undo transforms)
         return replace(info, transformed=True) if self.transforms else info
@@ -77,8 +77,6 @@ class ArrayScratch(Model):
 
     def build_error(self) -> tuple[Any, str] | None:
         """What constructing the type raises (``SwizzleTransform``, ``MemorySpace.__call__``)."""
-        from mpmd_lab import layout_rules as L
-
         return L.scratch_build_error_at(
             dtypes.bits(self.dtype),
             self.memory_space,
@@ -89,15 +87,11 @@ class ArrayScratch(Model):
 
     def type_error(self) -> tuple[Any, str] | None:
         """What computing the physical type raises at trace (the layout stack, in order)."""
-        from mpmd_lab import layout_rules as L
-
         _, e, k = L.physical_shape_at(self.shape, dtypes.bits(self.dtype), self.transforms)
         return None if e is None else (e, f"transforms[{k}]")
 
     def physical_shape(self) -> tuple[int, ...] | None:
         """The shape the lowering allocates (after tiling), None where the type fails."""
-        from mpmd_lab import layout_rules as L
-
         shape, _ = L.physical_shape(self.shape, dtypes.bits(self.dtype), self.transforms)
         return shape
 
@@ -170,8 +164,6 @@ class SemaphoreScratch(_Special):
         return "GMEM"
 
     def ref_info(self, name: str) -> Any:
-        from mpmd_lab.shapes import base_info
-
         return base_info(self.shape, SEMAPHORE_DTYPE, "GMEM", name)
 
     def label(self) -> str:
@@ -213,8 +205,6 @@ class BarrierScratch(_Special):
         return "SMEM"
 
     def ref_info(self, name: str) -> Any:
-        from mpmd_lab.shapes import base_info
-
         return base_info(self.shape, BARRIER_DTYPE, "SMEM", name)
 
     def label(self) -> str:

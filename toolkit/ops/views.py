@@ -18,7 +18,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import Dim, RefInfo, StepError, err, replace
+from mpmd_lab.shapes import OUTSIDE, PID_CALLS, Dim, RefInfo, StepError, err, replace
 from pydantic import Field, StrictInt, model_validator
 
 # ---------------------------------------------------------------- index entries
@@ -115,20 +115,22 @@ def resolve_entry(e: Any) -> Ix:
         return _ALL
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
+    # (Ix(kind, start, size, lo, hi, stride, legacy) positionally: keywords cost more
+    # than the object, once per entry of every index)
     if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
-        return Ix("int", start=E.parse(e))
+        return Ix("int", E.parse(e))
     if isinstance(e, list):
-        return Ix("slice", lo=e[0], hi=e[1])
+        return Ix("slice", None, None, e[0], e[1])
     kind = type(e)  # (the entry models have no subclasses: a failing isinstance is slow)
     if kind is DsIndex:
-        return Ix("ds", start=E.parse(e.ds[0]), size=int(e.ds[1]))
+        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
     if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
         start = E.BinOp("*", E.Name(e.block), E.Const(stride))
-        return Ix("ds", start=start, size=e.size, stride=stride, legacy=("block", e.block))
+        return Ix("ds", start, e.size, None, None, stride, ("block", e.block))
     if kind is PidIndex:
         start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
-        return Ix("ds", start=start, size=e.size, stride=e.size, legacy=("pid", e.pid))
+        return Ix("ds", start, e.size, None, None, e.size, ("pid", e.pid))
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
 
 
@@ -225,6 +227,44 @@ class At(TransformOp):
         for k, ix in enumerate(self._entries):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
+
+    def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
+        # ``shapes.unbound_axis``, a block or pid entry read off its kind (its start is
+        # resolve_entry's own: ``axis * stride`` names the axis and calls nothing,
+        # ``program_id(d) * size`` names nothing and calls program_id)
+        for ix in self._entries:
+            start = ix.start
+            if start is None:
+                continue
+            legacy = ix.legacy
+            if legacy is None:
+                name = start.unbound(bound)
+                if name is not None:
+                    return name
+                if OUTSIDE in bound and not PID_CALLS.isdisjoint(start.calls()):
+                    return "<pid>"
+            elif legacy[0] == "block":
+                if legacy[1] not in bound:
+                    return legacy[1]
+            elif OUTSIDE in bound:
+                return "<pid>"
+        return None
+
+    def uses_call(self, fn: str) -> bool:
+        # a block or pid entry's start is resolve_entry's own: ``axis * stride`` calls
+        # nothing, ``program_id(d) * size`` calls program_id; only a written expression is
+        # walked (once per let and check: the walks of every index were most of it)
+        for ix in self._entries:
+            start = ix.start
+            if start is None:
+                continue
+            legacy = ix.legacy
+            if legacy is None:
+                if fn in start.calls():
+                    return True
+            elif legacy[0] == "pid" and fn == "program_id":
+                return True
+        return False
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """The HLO interpreter cannot evaluate ``lax.axis_index`` of a kernel axis."""
@@ -380,16 +420,31 @@ class At(TransformOp):
                 new_shape.append(size)
                 sels.append(("slice", 0, size, axis, ix.stride or 1))
         region, view_dims = _compose_region(ref, sels)
-        after = replace(
-            ref,
-            shape=tuple(new_shape),
-            transformed=True,
-            sliced=True,
-            int_indexed=ref.int_indexed or has_int,
-            dynamic=dynamic,
-            region=region,
-            view_dims=view_dims,
-            int_indices=ref.int_indices + tuple(ints),
+        # (``replace(ref, shape=..., ...)`` of 8 fields, every field positionally in
+        # RefInfo's order: once per index step, where keywords cost three times the copy)
+        after = RefInfo(
+            tuple(new_shape),
+            ref.dtype,
+            ref.memory_space,
+            ref.base,
+            ref.peer,
+            ref.multicast,
+            ref.cluster,
+            ref.transposed,
+            ref.reshaped,
+            ref.bitcast,
+            True,  # sliced
+            ref.int_indexed or has_int,
+            True,  # transformed
+            dynamic,
+            region,
+            view_dims,
+            ref.int_indices + tuple(ints),
+            ref.peer_device,
+            ref.multicast_axes,
+            ref.cluster_block,
+            ref.pending,
+            ref.sharded,
         )
         return after, None, notes
 

@@ -58,6 +58,8 @@ def _views(ctx: Ctx) -> None:
             if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
                 continue
             for b in st.refs.values():
+                if not b.stack:
+                    continue  # no view step: nothing to run (and none along its chain)
                 hit = along_chain(memo, b, first)
                 if hit is not None:
                     path, found = hit

@@ -282,7 +282,8 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
     # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
     # is a slow ABC check)
-    if type(node) is Let or not st.ok or ctx.never_traced(st):
+    # (a program's own statement, no scope, is always traced: no call to ask)
+    if type(node) is Let or not st.ok or (st.scope and ctx.never_traced(st)):
         return False
     for b in st.refs.values():
         if b.info is None:
@@ -383,6 +384,10 @@ class _View(NamedTuple):
     root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
     #: a step that ``_moved`` holds for
     moved: bool
+    #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
+    #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
+    #: view of GMEM without one: its transposes all come last)
+    tangled: bool
     #: the position of the first step that ``_may_stop`` holds for (None: none)
     stop: int | None
     #: ``layout_rules.view_memref`` of the view from its untransformed ref: the memref,
@@ -404,22 +409,28 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
     own = own_steps(y)
     if src is None:  # a view of an untransformed ref: all of its stack is its own
         root = _root_spec(ctx, y)
-        moved, stop, m, bad = False, None, None, None
+        moved, tangled, stop, m, bad = False, False, None, None, None
         if root is not None:
             m, bad = L.view_memref(root[0], [t for _, t in own])
         at = 0
     else:
-        root, moved, stop, m, bad = src
+        root, moved, tangled, stop, m, bad = src
         assert y.parent is not None
         at = len(y.parent.stack)
         if m is not None and own:  # its source's memref, followed by its own steps
             m, bad = L.view_memref_from(m, [t for _, t in own], at)
-    if not moved or stop is None:
+    if not tangled or stop is None:  # (tangled: moved too, and both stay so)
         for k, (_, t) in enumerate(own, at):
-            moved = moved or _moved(t)
+            op = t.op  # (``_moved``: a transpose or a bitcast, read once)
+            if op == "transpose":
+                moved = True
+            elif op == "bitcast":
+                moved = tangled = True
+            elif moved:
+                tangled = True
             if stop is None and _may_stop(t):
                 stop = k
-    return _View(root, moved, stop, m, bad)
+    return _View(root, moved, tangled, stop, m, bad)
 
 
 def _view_rules(
@@ -440,10 +451,11 @@ def _view_rules(
     if v.root is None:
         return False, None
     shape, dtype, space, layout_stack = v.root
-    if space == "GMEM" and not layout_stack and not v.moved:
+    if space == "GMEM" and not layout_stack and not v.tangled:
         # nothing for the lowering to move the view's steps past (no scratch layout, no
-        # transpose or bitcast): view_lowering_error_at has nothing to say, and the rest
-        # below is about SMEM and TMEM; once per view, not a walk of its whole stack
+        # bitcast, no step after a transpose but transposes): view_lowering_error_at has
+        # nothing to say, and the rest below is about SMEM and TMEM; once per view, not a
+        # walk of its whole stack
         return False, None
     where = _where(st, field)
     view = [t for _, t in b.stack]
@@ -585,7 +597,8 @@ def _access(
             )
         )
     root = v.root
-    if info.memory_space == "GMEM" and root is not None and not splat:
+    # (only a scratch's root is SMEM, ``_root_spec``: without scratch there is none)
+    if info.memory_space == "GMEM" and root is not None and not splat and ctx.s.call.scratch:
         # the value takes the register layout of tiled SMEM on the statement's other side
         other = WRITE if kind == "load" else READ
         for f, acc in st.node.REFS:

@@ -37,7 +37,7 @@ def _program_id(ctx: Ctx) -> None:
             where: list[str] = []
             if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
                 for k, t in enumerate(st.node.transforms):
-                    if any("program_id" in e.calls() for _, e in t.exprs()):
+                    if t.uses_call("program_id"):
                         where.append(f"{st.path}.transforms[{k}]")
             else:
                 where += [

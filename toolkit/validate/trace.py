@@ -78,7 +78,8 @@ def check_trace(ctx: Ctx) -> None:
                 )
                 return _stop(ctx)
             seen[buf] = (i, None if isinstance(arg, BufferArg) else j)
-    if c.entry == "pl.kernel" and _bad_operands(ctx, updaters, plgpu=False):
+    # (pl.kernel's operands are bad only as updaters: none, nothing to report)
+    if c.entry == "pl.kernel" and updaters and _bad_operands(ctx, updaters, plgpu=False):
         return _stop(ctx)
     # 3. several programs
     if len(c.programs) > 1:
@@ -111,7 +112,7 @@ def check_trace(ctx: Ctx) -> None:
         return _stop(ctx)
     # scratch types are typed when the kernel's arguments are made (pl.kernel), or
     # allocated by run_scoped at the start of the body (plgpu.kernel)
-    if _scratch_types(ctx):
+    if c.scratch and _scratch_types(ctx):
         return _stop(ctx)
     # 4. bodies
     for prog in ctx.programs:
@@ -370,13 +371,13 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
-        if ctx.never_traced(st):
+        if st.scope and ctx.never_traced(st):  # (no scope: a program's own, always traced)
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
-            if _unrolled_bounds(ctx, st):
+            if st.scope and _unrolled_bounds(ctx, st):  # (none: no loop around it)
                 return True
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
@@ -388,8 +389,13 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        if any(b.info is None for b in st.refs.values()):
-            continue  # a tuple used as a ref, or a failed view: reported elsewhere
+        usable = True  # (a loop, not any() of a generator: once per statement)
+        for b in st.refs.values():
+            if b.info is None:
+                usable = False  # a tuple used as a ref, or a failed view: reported elsewhere
+                break
+        if not usable:
+            continue
         t = TraceCtx(ctx, st)
         if node.trace(t):
             return True
