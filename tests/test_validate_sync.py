@@ -172,12 +172,29 @@ RACE_CASES = {
 }
 
 
+#: runs of a case JAX's GPU interpreter crashed on, at most (see ``race_runs``)
+JAX_CRASH_RETRIES = 5
+
+
 @pytest.fixture(scope="module")
 def race_runs() -> dict:
-    scenarios = [load_scenario(_case(n, *c)) for n, c in RACE_CASES.items()]
+    """JAX's verdict on every case: no error, or its race detector's. Its GPU
+    interpreter on two devices sometimes fails inside itself instead (jax 0.12: an
+    AssertionError "Barrier remains allocated at key ..." from its shared memory, in
+    about one run in four of warpgroups-barrier-2dev here): that is no verdict, and the
+    case is run again, up to ``JAX_CRASH_RETRIES`` times."""
     stages = ("build", "trace", "gpu-lower", "interpret")
-    results = probe.probe_many(scenarios, stages, timeout=300)
-    return dict(zip(RACE_CASES, results, strict=True))
+    runs: dict = {}
+    todo = list(RACE_CASES)
+    for _ in range(1 + JAX_CRASH_RETRIES):
+        scenarios = [load_scenario(_case(n, *RACE_CASES[n])) for n in todo]
+        runs.update(zip(todo, probe.probe_many(scenarios, stages, timeout=300), strict=True))
+        todo = [
+            n for n in todo if not runs[n].ok and "Barrier remains allocated" in runs[n].message
+        ]
+        if not todo:
+            break
+    return runs
 
 
 @pytest.mark.parametrize("name", list(RACE_CASES))
