@@ -6,8 +6,8 @@ where ``python -c pass`` took 22 ms, so ``check`` within 9.1x ``python -c pass``
 absolute times are shown too; a loaded or slower machine scales both).
 
 Wall time is what a user waits; CPU time (user + system of the child) is what the
-process itself costs, and moves much less with the machine's load. See
-/work/research/perf/STARTUP.md for where the time goes and what was tried.
+process itself costs, and moves much less with the machine's load. bench/README.md
+says where the time goes.
 """
 
 from __future__ import annotations
