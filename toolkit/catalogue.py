@@ -42,126 +42,113 @@ class Entry(Record):
         self.loose = loose
 
 
-def _e(
-    code: str,
-    type_: str,
-    pattern: str,
-    stage: str,
-    title: str,
-    severity: str = "error",
-    also: tuple[str, ...] = (),
-    loose: str = "",
-) -> Entry:
-    return Entry(code, type_, pattern, stage, title, severity, also, loose)
-
-
 ENTRIES: list[Entry] = [
-    _e(
+    Entry(
         "MPMD_DUP_REF",
         "NotImplementedError",
         r"Cannot pass the same ref into a mpmd map multiple times",
         "trace",
         "The same Ref passed more than once",
     ),
-    _e(
+    Entry(
         "MPMD_CLOSED_REF_ALIAS",
         "NotImplementedError",
         r"Closed-over ref aliases with a passed-in ref",
         "trace",
         "A captured Ref is also passed in",
     ),
-    _e(
+    Entry(
         "MPMD_CAPTURED_ARRAY",
         "ValueError",
         r"captures non-scalar array constants",
         "trace",
         "The kernel captures an array",
     ),
-    _e(
+    Entry(
         "MPMD_RETURNS_VALUE",
         "ValueError",
         r"should return None\. It returns",
         "trace",
         "The kernel returns a value",
     ),
-    _e(
+    Entry(
         "MPMD_SCRATCH_CORE_TYPE",
         "NotImplementedError",
         r"requires scratch_type to have a `core_type`",
         "trace",
         "Scratch with several meshes",
     ),
-    _e(
+    Entry(
         "MPMD_NO_PROGRAMS",
         "ValueError",
         r"At least one mesh/function pair is required",
         "build",
         "No programs",
     ),
-    _e(
+    Entry(
         "MPMD_NOT_MANUAL",
         "ValueError",
         r"mpmd_map requires all mesh axes to be Manual",
         "trace",
         "Device-mesh axes are not Manual (no shard_map)",
     ),
-    _e(
+    Entry(
         "MPMD_GPU_SCRATCH",
         "NotImplementedError",
         r"Scratch operands are not supported by the Mosaic GPU mpmd_map lowering",
         "gpu-lower",
         "Scratch through pl.kernel does not lower",
     ),
-    _e(
+    Entry(
         "MESH_CLUSTER_RANK",
         "ValueError",
         r"cluster= must be at most 3D",
         "build",
         "Cluster of more than 3 axes",
     ),
-    _e(
+    Entry(
         "MESH_THREADS_PAIR",
         "ValueError",
         r"num_threads and thread_name must be either both set",
         "build",
         "Thread count without a name",
     ),
-    _e(
+    Entry(
         "MESH_TOO_MANY_THREADS",
         "ValueError",
         r"Requested too many CUDA threads per block",
         "build",
         "Too many threads per block",
     ),
-    _e(
+    Entry(
         "GPU_TOO_MANY_BARRIERS",
         "ValueError",
         r"Too many CTA barriers requested",
         "gpu-lower",
         "Too many barriers",
     ),
-    _e(
+    Entry(
         "REF_PEER_TO_MULTICAST",
         "ValueError",
         r"Can't make a peer reference into a multicast reference\.",
         "trace",
         "A multicast view of a peer view",
     ),
-    _e(
+    Entry(
         "REF_MULTICAST_TO_PEER",
         "ValueError",
         r"Can't make a multicast reference into a peer reference\.",
         "trace",
         "A peer view of a multicast view",
     ),
-    _e(
+    Entry(
         "COLLECTIVE_AXES_NOT_ALL",
         "NotImplementedError",
         r"Only collective_axes that include all JAX device mesh",
         "gpu-lower",
         "Multicast over some device axes only",
     ),
-    _e(
+    Entry(
         "MULTICAST_NO_DEVICE_MESH",
         "ValueError",
         r"JAX device mesh is required by (?:multicast copies|multimem_store|multimem_load_reduce)"
@@ -169,50 +156,50 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "Multicast (a copy, a signal, a multimem op) without a device mesh",
     ),
-    _e(
+    Entry(
         "MULTICAST_PLAIN_STORE",
         "NotImplementedError",
         r"Multicast references are not allowed in the lowering of this primitive",
         "gpu-lower",
         "A plain store through a multicast view",
     ),
-    _e(
+    Entry(
         "DEVICE_ID_UNKNOWN_AXIS",
         "ValueError",
         r"Unrecognized axes in device_id",
         "gpu-lower",
         "remote_ref names an axis the device mesh lacks",
     ),
-    _e(
+    Entry(
         "CLUSTER_REF_UNKNOWN_AXIS",
         "LookupError",
         r"Unknown cluster axis",
         "gpu-lower",
         "A cluster axis the cluster lacks (cluster_ref, ClusterBarrier)",
     ),
-    _e(
+    Entry(
         "GPU_CLUSTER_SMEM_STORE",
         "ValueError",
         r"Unsupported memory space: #mosaic_gpu\.smem_cluster",
         "gpu-lower",
         "A plain store into another block's SMEM",
     ),
-    _e("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
-    _e(
+    Entry("AT_OOB_SLICE", "ValueError", r"Out of bound slice", "trace", "Slice out of bounds"),
+    Entry(
         "AT_TOO_MANY_INDICES",
         "ValueError",
         r"`indices` must not be longer than `shape`",
         "trace",
         "More indices than dimensions",
     ),
-    _e(
+    Entry(
         "BITCAST_1D_WIDTH_CHANGE",
         "NotImplementedError",
         r"Bitcast 1D ref with bitwidth change is not supported",
         "trace",
         "1-D bitcast that changes width",
     ),
-    _e(
+    Entry(
         "BITCAST_SECOND_MINOR",
         "ValueError",
         r"Expected input and output shapes are the same after multiplying the second-minor"
@@ -220,28 +207,28 @@ ENTRIES: list[Entry] = [
         "trace",
         "Bitcast shape mismatch",
     ),
-    _e(
+    Entry(
         "SWAP_SHAPE_MISMATCH",
         "ValueError",
         r"Invalid shape for `swap`",
         "trace",
         "Store of the wrong shape",
     ),
-    _e(
+    Entry(
         "SWAP_DTYPE_MISMATCH",
         "ValueError",
         r"Invalid dtype for `swap`",
         "trace",
         "Store of the wrong dtype",
     ),
-    _e(
+    Entry(
         "REMOTE_SMEM",
         "ValueError",
         r"Can't find the kernel argument",
         "gpu-lower",
         "A peer view of shared memory",
     ),
-    _e(
+    Entry(
         "SEMAPHORE_FILL",
         "AttributeError",
         r"AbstractSemaphoreTyRules' has no attribute 'full'"
@@ -249,7 +236,7 @@ ENTRIES: list[Entry] = [
         "trace",
         "Filling a semaphore or barrier",
     ),
-    _e(
+    Entry(
         "SEMAPHORE_ARITH",
         "TypeError",
         r"add does not accept dtype semaphore"
@@ -257,7 +244,7 @@ ENTRIES: list[Entry] = [
         "trace",
         "Arithmetic on a semaphore's value",
     ),
-    _e(
+    Entry(
         "ADD_SHAPE_MISMATCH",
         "TypeError",
         r"add got incompatible shapes for broadcasting"
@@ -265,7 +252,7 @@ ENTRIES: list[Entry] = [
         "trace",
         "Adding values of different shapes",
     ),
-    _e(
+    Entry(
         "TMA_SHAPE_MISMATCH",
         "ValueError",
         r"Expected shapes to match, but src has shape|Expected source shape to be"
@@ -273,92 +260,92 @@ ENTRIES: list[Entry] = [
         "trace",
         "TMA copy between refs of different shapes",
     ),
-    _e(
+    Entry(
         "GPU_WG_TRANSFORMS",
         "NotImplementedError",
         r"Transforms are not yet implemented for warpgroup semantics",
         "gpu-lower",
         "Transforms under warpgroup semantics",
     ),
-    _e(
+    Entry(
         "RESHAPE_MINUS_ONE",
         "ValueError",
         r"At most one dimension can be -1|can only specify one unknown axis size",
         "trace",
         "More than one -1 in a reshape",
     ),
-    _e("RESHAPE_SIZE", "ValueError", r"cannot reshape", "trace", "Reshape to a different size"),
-    _e(
+    Entry("RESHAPE_SIZE", "ValueError", r"cannot reshape", "trace", "Reshape to a different size"),
+    Entry(
         "TRANSPOSE_RANK",
         "ValueError",
         r"Permutation .* does not match the rank|transpose permutation isn't a permutation of",
         "trace",
         "Permutation of the wrong rank",
     ),
-    _e(
+    Entry(
         "TRANSPOSE_INVALID_PERM_GPU",
         "RuntimeError",
         r"Invalid permutation when attempting to create an AffineMap",
         "gpu-lower",
         "Invalid permutation",
     ),
-    _e(
+    Entry(
         "TRANSPOSE_TMEM",
         "ValueError",
         r"Can't transpose a TMEM reference",
         "trace",
         "Transpose of a TMEM ref",
     ),
-    _e(
+    Entry(
         "TRANSPOSE_REF_RAW_BUG",
         "ValueError",
         r"The 'memory_space' attribute is not available on traced array",
         "trace",
         "transpose_ref on a raw ref (a JAX bug)",
     ),
-    _e(
+    Entry(
         "GPU_LAYOUT_INFERENCE",
         "ValueError",
         r"Failed to infer a possible set of layouts",
         "gpu-lower",
         "Layout inference failed",
     ),
-    _e(
+    Entry(
         "SWIZZLE_VALUE",
         "ValueError",
         r"Swizzle \d+ is not supported",
         "build",
         "Unsupported swizzle",
     ),
-    _e(
+    Entry(
         "SWIZZLE_TRAILING_DIM",
         "ValueError",
         r"Swizzle \d+ requires the trailing dimension",
         "trace",
         "Swizzle wider than the trailing dim",
     ),
-    _e(
+    Entry(
         "TMEM_DTYPE_PACKED",
         "ValueError",
         r"dtypes narrower than 32-bit require",
         "build",
         "Narrow TMEM dtype without packed",
     ),
-    _e(
+    Entry(
         "TMEM_ONLY_ARGS",
         "ValueError",
         r"packed, collective and layout arguments are only supported for TMEM",
         "build",
         "TMEM-only arguments on another memory space",
     ),
-    _e(
+    Entry(
         "TMEM_NO_TRANSFORMS",
         "ValueError",
         r"transforms are not supported for TMEM",
         "build",
         "Transforms on TMEM scratch",
     ),
-    _e(
+    Entry(
         "UNBOUND_AXIS",
         "NameError",
         r"Found an unbound axis name",
@@ -367,63 +354,63 @@ ENTRIES: list[Entry] = [
         also=("interpret",),
     ),
     # the layout and lowering rules of issue 18 (mpmd_lab.layout_rules; jax 0.12)
-    _e(
+    Entry(
         "GPU_GMEM_SCRATCH",
         "NotImplementedError",
         r"^Unsupported memory space: gmem$",
         "gpu-lower",
         "GMEM scratch in plgpu.kernel",
     ),
-    _e(
+    Entry(
         "SMEM_CAPACITY",
         "ValueError",
         r"Mosaic GPU kernel exceeds available shared memory",
         "gpu-lower",
         "More SMEM scratch than the GPU has",
     ),
-    _e(
+    Entry(
         "TMEM_PLAIN_ACCESS",
         "ValueError",
         r"Expected the same number of in_tmem_layouts \(0\) as TMEM ref operands",
         "gpu-lower",
         "A plain load or store of a TMEM ref",
     ),
-    _e(
+    Entry(
         "TMEM_RESHAPE",
         "NotImplementedError",
         r"CollapseShape is only implemented for variables in SMEM",
         "gpu-lower",
         "A reshaped TMEM view",
     ),
-    _e(
+    Entry(
         "TILED_SLICE_ALIGN",
         "ValueError",
         r"Expected slice start \(.*\) and slice size \(.*\) to be divisible by the tile size",
         "gpu-lower",
         "A slice of a tiled ref that does not fall on tile boundaries",
     ),
-    _e(
+    Entry(
         "TILED_INDEX_TYPE",
         "TypeError",
         r"^Unsupported index type: <class '[\w.]*DynamicJaxprTracer'>$",
         "gpu-lower",
         "An integer index into a tiled dimension",
     ),
-    _e(
+    Entry(
         "SWIZZLED_SLICE",
         "ValueError",
         r"^Swizzled dims cannot be sliced$",
         "gpu-lower",
         "A slice of the swizzled (minor) dimension",
     ),
-    _e(
+    Entry(
         "SWIZZLED_INDEX",
         "NotImplementedError",
         r"Non-slice indices are not supported in 2 minormost dims",
         "gpu-lower",
         "An integer index in the two minor dims of a swizzled ref",
     ),
-    _e(
+    Entry(
         "TILED_RESHAPE",
         "NotImplementedError",
         r"Unfolding dimensions is not supported when commuting|Folding tiled dimensions "
@@ -432,70 +419,70 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "A reshape a tiled ref's tiling cannot follow",
     ),
-    _e(
+    Entry(
         "SWIZZLED_RESHAPE",
         "ValueError",
         r"^Reshape shape .* is not divisible by swizzle elements",
         "gpu-lower",
         "A reshape of a swizzled ref that changes its minor dimension",
     ),
-    _e(
+    Entry(
         "TRACED_BOOL",
         "TracerBoolConversionError",
         r"Attempted boolean conversion of traced array",
         "gpu-lower",
         "A traced value where Python needs a bool (a dynamic start in a swizzled row)",
     ),
-    _e(
+    Entry(
         "TMA_SRC_TRANSFORM",
         "NotImplementedError",
         r"^<class 'jax\._src\.state\.types\.BitcastTransform'>$",
         "gpu-lower",
         "A TMA copy from a bitcast SMEM view",
     ),
-    _e(
+    Entry(
         "SMEM_TRANSFORMS_ORDER",
         "NotImplementedError",
         r"^Unsupported transforms \[(?:<SwizzlingMode|TileTransform)",
         "gpu-lower",
         "An SMEM layout the Mosaic GPU dialect cannot take (a swizzle before a tiling)",
     ),
-    _e(
+    Entry(
         "CAPTURED_SCALAR",
         "AssertionError",
         r"Scalar type must match ShapedArray dtype, got: memref<",
         "gpu-lower",
         "A kernel that closes over a rank-0 array",
     ),
-    _e(
+    Entry(
         "GPU_SMEM_TRANSFER",
         "UnsupportedTransferError",
         r"Tiled strides must be a multiple of the vector length",
         "gpu-lower",
         "A register transfer from or to tiled SMEM the lowering cannot make",
     ),
-    _e(
+    Entry(
         "GPU_GMEM_TRANSFER",
         "TransferPlanDerivationError",
         r"^GMEM transfer ",
         "gpu-lower",
         "A GMEM load or store of a value laid out for tiled SMEM (narrow dtypes)",
     ),
-    _e(
+    Entry(
         "SMEM_NOT_CONTIGUOUS",
         "NotImplementedError",
         r"We cannot apply swizzle to non-contiguous refs",
         "gpu-lower",
         "An SMEM view with no contiguous dim (an integer index on the minor dim)",
     ),
-    _e(
+    Entry(
         "TMA_TILING_NO_SWIZZLE",
         "ValueError",
         r"Cannot apply tiling .* with no swizzle to memref",
         "gpu-lower",
         "A TMA copy of SMEM tiled by more dims than the GMEM ref has, unswizzled",
     ),
-    _e(
+    Entry(
         "TMA_GMEM_STRIDES",
         "ValueError",
         r"Async copies require all GMEM strides except the last one to be a multiple of 16"
@@ -503,21 +490,21 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "A TMA copy whose GMEM rows or box are not whole 16-byte units",
     ),
-    _e(
+    Entry(
         "TMA_MINOR_STRIDE",
         "ValueError",
         r"TMA requires the stride of the last dimension after transforming the GMEM",
         "gpu-lower",
         "A TMA copy from a transposed SMEM view",
     ),
-    _e(
+    Entry(
         "TMA_SMEM_NOT_CONTIGUOUS",
         "ValueError",
         r"async_copy needs the SMEM reference to be contiguous",
         "gpu-lower",
         "A TMA copy from a strided SMEM view",
     ),
-    _e(
+    Entry(
         "HLO_INTERP_NO_DISCHARGE",
         "NotImplementedError",
         # (a bitcast's class is the TMA lowering's error, TMA_SRC_TRANSFORM, not this one)
@@ -526,7 +513,7 @@ ENTRIES: list[Entry] = [
         "The HLO interpreter cannot run this transform",
         severity="warning",  # a limit of the CPU, not of the kernel
     ),
-    _e(
+    Entry(
         "GPU_INTERP_UNSUPPORTED_TRANSFORM",
         "ValueError",
         r"Unsupported transform: "
@@ -535,7 +522,7 @@ ENTRIES: list[Entry] = [
         "JAX's CPU interpreter cannot run this view (simulate can)",
         severity="warning",  # a limit of the CPU, not of the kernel
     ),
-    _e(
+    Entry(
         "GPU_INTERP_MULTICAST",
         "AttributeError",
         r"'MulticastRef' object has no attribute (?!'get_indexer_shape')",
@@ -543,16 +530,16 @@ ENTRIES: list[Entry] = [
         "JAX's CPU interpreter cannot run multicast (simulate can)",
         severity="warning",  # a limit of the CPU, not of the kernel
     ),
-    _e(
+    Entry(
         "GPU_INTERP_NOT_A_REF",
         "TypeError",
         r"ref must be a reference, got",
         "interpret",
         "The GPU interpreter got a non-ref",
     ),
-    _e("RACE_DETECTED", "RuntimeError", r"RACE DETECTED", "interpret", "A race between writers"),
-    _e("OOB_READ", "IndexError", r"Out-of-bounds read", "interpret", "Out-of-bounds read"),
-    _e(
+    Entry("RACE_DETECTED", "RuntimeError", r"RACE DETECTED", "interpret", "A race between writers"),
+    Entry("OOB_READ", "IndexError", r"Out-of-bounds read", "interpret", "Out-of-bounds read"),
+    Entry(
         "GPU_VERIFICATION",
         "VerificationError",
         r"verification error|failed to verify|VerificationError",
@@ -560,91 +547,91 @@ ENTRIES: list[Entry] = [
         "Mosaic GPU IR failed verification",
     ),
     # rows added by the validate helper (found by running jax 0.12)
-    _e(
+    Entry(
         "RESHAPE_NOT_DIVISIBLE",
         "ValueError",
         r"do not evenly divide the size of the ref",
         "trace",
         "Reshape with -1 that does not divide the size",
     ),
-    _e(
+    Entry(
         "AT_NEGATIVE_SLICE",
         "NotImplementedError",
         r"has negative bounds|\): invalid memref size",
         "gpu-lower",
         "pl.ds with a negative start",
     ),
-    _e(
+    Entry(
         "GPU_SPLAT_STORE",
         "NotImplementedError",
         r"Arrays with the splat layout can only be stored",
         "gpu-lower",
         "Fill of a size that is not a multiple of 128",
     ),
-    _e(
+    Entry(
         "DEVICE_ID_RANK",
         "ValueError",
         r"Number of device ids must match the number of mesh axes",
         "gpu-lower",
         "An integer device id with no (or a multi-axis) device mesh",
     ),
-    _e(
+    Entry(
         "TMA_SRC_NOT_SMEM",
         "ValueError",
         r"src must be a SMEM reference",
         "trace",
         "tma_store from a ref that is not in SMEM",
     ),
-    _e(
+    Entry(
         "TMA_DST_NOT_GMEM",
         "ValueError",
         r"dst must be a GMEM reference",
         "trace",
         "tma_store into a ref that is not in GMEM",
     ),
-    _e(
+    Entry(
         "CLUSTER_REF_MULTI_AXIS",
         "NotImplementedError",
         r"Only overriding a single cluster axis is supported",
         "gpu-lower",
         "cluster_ref over more than one axis",
     ),
-    _e(
+    Entry(
         "STORE_TO_ARRAY",
         "TypeError",
         r"JAX arrays are immutable and do not support in-place item assignment",
         "trace",
         "A store into a captured array",
     ),
-    _e(
+    Entry(
         "ARG_TRANSFORM_ON_ARRAY",
         "TypeError",
         r"_IndexUpdateRef.* is not a valid JAX type",
         "trace",
         "A view of a plain array passed as an argument",
     ),
-    _e(
+    Entry(
         "REF_NOT_A_REF",
         "TypeError",
         r"^ref must be a reference$",
         "trace",
         "remote/multicast/cluster view of a plain array",
     ),
-    _e(
+    Entry(
         "GPU_TRANSFORMS_UNSUPPORTED",
         "NotImplementedError",
         r"^\((?:\w+Transform|NDIndexer)\(",
         "gpu-lower",
         "A transform sequence the Mosaic GPU lowering cannot handle",
     ),
-    _e(
+    Entry(
         "TRANSPOSE_NEGATIVE_PERM_GPU",
         "TypeError",
         r"get_permutation\(\): incompatible function arguments",
         "gpu-lower",
         "A transpose with negative axes",
     ),
-    _e(
+    Entry(
         "GPU_CLUSTER_GMEM",
         "KeyError",
         r"ValueSite\(operation=",
@@ -653,28 +640,28 @@ ENTRIES: list[Entry] = [
     ),
     # rows added by the knowledge helper for codes the validate rules emit
     # rows found by the validate helper running jax 0.12
-    _e(
+    Entry(
         "TMA_DTYPE_MISMATCH",
         "ValueError",
         r"Expected dtypes to match but src had type",
         "trace",
         "A TMA copy between refs of different dtypes",
     ),
-    _e(
+    Entry(
         "MULTIMEM_DST_NOT_GMEM",
         "ValueError",
         r"^ref must be a GMEM reference, got",
         "trace",
         "A multimem op on a ref that is not in GMEM",
     ),
-    _e(
+    Entry(
         "MULTIMEM_MISMATCH",
         "ValueError",
         r"^Value (?:dtype|shape) .* does not match ref (?:dtype|shape)",
         "trace",
         "multimem_store of a value of another dtype or shape",
     ),
-    _e(
+    Entry(
         "GPU_RESHAPE_STRIDED",
         "NotImplementedError",
         r"by composing independent folds/unfolds|^strides=\[.*fold_rank="
@@ -682,49 +669,49 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "A reshape of a strided (sliced) view",
     ),
-    _e(
+    Entry(
         "GPU_8BIT_ARITH",
         "NotImplementedError",
         r"Pointwise operations on 8-bit types are unsupported",
         "gpu-lower",
         "Arithmetic on 8-bit values",
     ),
-    _e(
+    Entry(
         "ARRAY_NO_METHOD",
         "AttributeError",
         r"(?:_IndexUpdateRef'? object|DynamicJaxprTracer|ArrayImpl'? object) has no attribute",
         "trace",
         "A ref method applied to a plain array (or to array.at[...])",
     ),
-    _e(
+    Entry(
         "ARG_VIEW_PLGPU",
         "TransformedRefAvalError",
         r"TransformedRefs cannot be abstractified",
         "trace",
         "A view of a Ref passed as an argument to plgpu.kernel",
     ),
-    _e(
+    Entry(
         "SHARDED_REF_SLICE",
         "ValueError",
         r"sharded ref \(array reference\) can only be (?:sliced along unsharded axes|indexed by)",
         "trace",
         "Slicing a sharded input along its sharded axis (no shard_map)",
     ),
-    _e(
+    Entry(
         "JAX_ASSERTION",
         "AssertionError",
         r"^$",
         "trace",
         "JAX failed an internal assertion (pl.program_id outside a kernel, scratch transforms)",
     ),
-    _e(
+    Entry(
         "OOB_WRITE",
         "ValueError",
         r"Out-of-bounds swap",
         "interpret",
         "Out-of-bounds write (GPU interpreter)",
     ),
-    _e(
+    Entry(
         "MULTIMEM_STORE_WIDTH",
         "ValueError",
         r"Only 32-, 64- and 128-bit stores are supported",
@@ -733,70 +720,70 @@ ENTRIES: list[Entry] = [
     ),
     # rows added for the collectives language (semaphores, barriers, async copies, loops,
     # compute), each found by running jax 0.12's trace and Mosaic GPU lowering
-    _e(
+    Entry(
         "SEMAPHORE_NOT_A_REF",
         "ValueError",
         r"Cannot \w+ on a non-semaphore Ref",
         "trace",
         "A semaphore op on a plain array",
     ),
-    _e(
+    Entry(
         "SEMAPHORE_NOT_SCALAR",
         "ValueError",
         r"Cannot \w+ on a non-\(\)-shaped semaphore",
         "trace",
         "A semaphore op on an array of semaphores (or on a non-scalar ref)",
     ),
-    _e(
+    Entry(
         "SEMAPHORE_WRONG_TYPE",
         "ValueError",
         r"Must \w+ semaphores of the following types",
         "trace",
         "A semaphore op on a ref that is not a semaphore",
     ),
-    _e(
+    Entry(
         "SEMAPHORE_VIEW_TRANSFORM",
         "AttributeError",
         r"object has no attribute 'get_indexer_shape'",
         "trace",
         "A semaphore view whose last transform is not an index",
     ),
-    _e(
+    Entry(
         "GPU_TRACED_CONSTANT",
         "NotImplementedError",
         r"Unsupported constant: ",
         "gpu-lower",
         "A traced value where the lowering needs a constant (a signal's increment)",
     ),
-    _e(
+    Entry(
         "SIGNAL_MULTICAST_AXES",
         "ValueError",
         r"collective_axes .* must equal entire mesh axes",
         "gpu-lower",
         "A multicast signal along some device axes only",
     ),
-    _e(
+    Entry(
         "TMA_SRC_NOT_GMEM",
         "ValueError",
         r"src must be a GMEM reference",
         "trace",
         "copy_gmem_to_smem from a ref that is not in GMEM",
     ),
-    _e(
+    Entry(
         "TMA_DST_NOT_SMEM",
         "ValueError",
         r"dst must be a SMEM reference",
         "trace",
         "copy_gmem_to_smem into a ref that is not in SMEM",
     ),
-    _e(
+    Entry(
         "BARRIER_NOT_SMEM",
         "ValueError",
         r"barrier must be a (?:SMEM )?reference",
         "trace",
         "A barrier op on a ref that is not in SMEM (a semaphore, a GMEM ref)",
     ),
-    _e(
+    Entry(
         "BARRIER_NOT_A_BARRIER",
         "AttributeError",
         r"'jaxlib\.mlir\._mlir_libs\._mlir\.ir\.OpResult' object has no attribute "
@@ -804,126 +791,126 @@ ENTRIES: list[Entry] = [
         "gpu-lower",
         "A barrier op on an SMEM array that is not a barrier",
     ),
-    _e(
+    Entry(
         "BARRIER_NOT_SINGLE",
         "ValueError",
         r"Operation is only valid for a single barrier",
         "gpu-lower",
         "A barrier op on a whole array of barriers",
     ),
-    _e(
+    Entry(
         "BARRIER_TRANSFORM",
         "ValueError",
         r"Barrier does not support arbitrary transforms",
         "gpu-lower",
         "A barrier view through a transform other than an index",
     ),
-    _e(
+    Entry(
         "TMA_LOAD_NO_BARRIER",
         "ValueError",
         r"copy_gmem_to_smem without a barrier is only supported on pre-Hopper GPUs",
         "gpu-lower",
         "A TMA load without a barrier",
     ),
-    _e(
+    Entry(
         "MULTICAST_TMA_LOAD",
         "ValueError",
         r"Multicast refs are not supported by this primitive",
         "gpu-lower",
         "A TMA load through a multicast view",
     ),
-    _e(
+    Entry(
         "TMA_GMEM_TRANSFORM",
         "NotImplementedError",
         r"Non-indexing transforms on GMEM refs are not implemented",
         "gpu-lower",
         "A TMA copy of a transposed, reshaped, bitcast or cluster view of GMEM",
     ),
-    _e(
+    Entry(
         "TMA_SMEM_CLUSTER",
         "ValueError",
         r"Only SMEM <-> GMEM copies supported",
         "gpu-lower",
         "A TMA copy from or into another block's SMEM",
     ),
-    _e(
+    Entry(
         "TMA_LAST_DIM_BITS",
         "ValueError",
         r"Async copies require the number of bits copied along the last dimension",
         "gpu-lower",
         "A TMA copy whose last dimension is not a multiple of 16 bytes",
     ),
-    _e(
+    Entry(
         "MULTIMEM_PEER_REF",
         "NotImplementedError",
         r"Peer device references are not allowed in the lowering of this primitive",
         "gpu-lower",
         "A multimem op through a peer view",
     ),
-    _e(
+    Entry(
         "MULTIMEM_LOAD_WIDTH",
         "ValueError",
         r"Only 32-, 64- and 128-bit loads are supported",
         "gpu-lower",
         "A multimem load of fewer than 32 bits per thread",
     ),
-    _e(
+    Entry(
         "GPU_WG_STRIDED_SIZE",
         "ValueError",
         r"\(WGStridedFragLayout\(shape=\([\d, ]*\), vec_size=\d+\), 128\)",
         "gpu-lower",
         "A strided layout over a warpgroup of a size that is not a multiple of 128",
     ),
-    _e(
+    Entry(
         "DOT_SHAPE_MISMATCH",
         "ValueError",
         r"Incompatible shapes for matrix multiplication",
         "trace",
         "A dot whose operands' K dimensions differ",
     ),
-    _e(
+    Entry(
         "DOT_DTYPE_MISMATCH",
         "ValueError",
         r"Mixed input dtypes for matrix multiplication unsupported",
         "trace",
         "A dot of operands of different dtypes",
     ),
-    _e(
+    Entry(
         "DOT_OPERAND_NOT_SMEM",
         "ValueError",
         r"Unsupported memory space for: memref",
         "gpu-lower",
         "A dot whose lhs is not in SMEM",
     ),
-    _e(
+    Entry(
         "DOT_SMEM_TILING",
         "ValueError",
         r"No valid tiling found for SMEM reference",
         "gpu-lower",
         "A dot operand no WGMMA tiling divides",
     ),
-    _e(
+    Entry(
         "DOT_DTYPE",
         "ValueError",
         r"Only f16 WGMMA supports transposes",
         "gpu-lower",
         "A dot of operands that are not 16-bit floats",
     ),
-    _e(
+    Entry(
         "DOT_INT_ACC",
         "TypeError",
         r"is_signed must be non-None if and only if the MLIR type is an integer type",
         "gpu-lower",
         "A dot of 8-bit integers (into a float32 accumulator)",
     ),
-    _e(
+    Entry(
         "DOT_N_TOO_LARGE",
         "ValueError",
         r"N must be a multiple of 8 and <= 256",
         "gpu-lower",
         "A dot wider than 256 columns",
     ),
-    _e(
+    Entry(
         "LOOP_PYTHON_TRACED",
         "TracerIntegerConversionError",
         r"The __index__\(\) method was called on traced array",
@@ -931,14 +918,14 @@ ENTRIES: list[Entry] = [
         "A Python loop over traced bounds",
     ),
     # last: very generic messages
-    _e(
+    Entry(
         "DOT_RANK",
         "ValueError",
         r"^(?:too many|not enough) values to unpack \(expected 2",
         "trace",
         "A dot operand that is not a matrix",
     ),
-    _e(
+    Entry(
         "TRANSPOSE_BAD_AXIS",
         "IndexError",
         r"^tuple index out of range$",
@@ -946,14 +933,14 @@ ENTRIES: list[Entry] = [
         "Permutation names an axis the ref lacks",
         loose=r"axis -?\d+ is out of bounds for array of dimension",  # an array's transpose
     ),
-    _e(
+    Entry(
         "BITCAST_1D_SAME_WIDTH_BUG",
         "IndexError",
         r"^list index out of range$",
         "trace",
         "1-D same-width bitcast (a JAX bug)",
     ),
-    _e(
+    Entry(
         "MPMD_GPU_MESH_NOT_COMBINABLE",
         "NotImplementedError",
         r"^$",
@@ -1005,7 +992,7 @@ OWN = {
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).
 OWN_PATTERNS: list[Entry] = [
-    _e(
+    Entry(
         "INTERP_LIMIT",
         "",
         r"nan \+ (?:semaphore|barrier)\b|Barrier remains allocated at key"
@@ -1013,14 +1000,14 @@ OWN_PATTERNS: list[Entry] = [
         "interpret",
         "The CPU interpreters cannot run this (a limit of this machine)",
     ),
-    _e(
+    Entry(
         "XREF_UNKNOWN_NAME",
         "NameError",
         r"^name '\w+' is not defined$",
         "schema",
         "A statement names an unknown parameter or view",
     ),
-    _e(
+    Entry(
         "XREF_DUPLICATE_NAME",
         "SyntaxError",
         r"^duplicate argument '\w+' in function definition",
