@@ -458,9 +458,8 @@ def _view_rules(
         # walk of its whole stack
         return False, None
     where = _where(st, field)
-    view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
-        e = L.tmem_access_error(shape, view, dtype)
+        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
@@ -470,7 +469,13 @@ def _view_rules(
             return False, e
         _report(ctx, e, where)
         return True, None
-    found = L.view_lowering_error_at(shape, dtype, layout_stack, view, access)
+    # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
+    # memory space, as above: its transposes all come last; SMEM scratch skips the walk)
+    found = (
+        L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
+        if layout_stack or v.tangled
+        else None
+    )
     if found is not None:
         e, i = found
         if e.code in L.LEFTOVER_CODES:
