@@ -1551,7 +1551,7 @@ def view_memref_from(
     for i, t in enumerate(view, offset):
         if m is None:
             return None, None
-        op = _op(t)
+        op = t["op"] if isinstance(t, dict) else t.op  # (``_op``, once per step of a view)
         if op == "at":
             ix = _index_entries(list(_get(t, "index")), m.shape)
             if ix is None:
