@@ -47,11 +47,19 @@ def canonical(dtype: str) -> str:
     return CANONICAL.get(dtype, dtype)
 
 
+#: ``bits`` of every name it knows: the table's (canonical: float64 is 32 bits), the
+#: canonical forms' own spellings (uint64), the special dtypes'
+_BITS: dict[str, int] = {
+    **{d: _TABLE[canonical(d)][0] for d in (*_TABLE, *CANONICAL)},
+    **{d: v[0] for d, v in _SPECIAL.items()},
+}
+
+
 def bits(dtype: str) -> int:
     """Bit width of a dtype as JAX sees it (canonical; a semaphore 32, a barrier 64)."""
-    if dtype in _SPECIAL:
-        return _SPECIAL[dtype][0]
-    return _TABLE[canonical(dtype)][0]
+    # (one lookup: every rule asks it; an unknown name is the KeyError of its name, as
+    # the table's own lookup raised it)
+    return _BITS[dtype]
 
 
 def storage_bytes(dtype: str) -> int:

@@ -331,7 +331,8 @@ def smem_bytes(
     ``barriers`` mbarriers. ``scratch``: ``(shape, dtype_bits, stack)`` per SMEM buffer."""
     total = 0
     for shape, bits, stack in scratch:
-        phys, err = physical_shape(shape, bits, stack)
+        # (no layout stack: the shape is its own physical shape, no walk of it)
+        phys, err = physical_shape(shape, bits, stack) if stack else (shape, None)
         if err is None and phys is not None:
             n = math.prod(phys) * bits // 8
             total += -(-n // SMEM_ALIGNMENT) * SMEM_ALIGNMENT
@@ -1550,7 +1551,7 @@ def view_memref_from(
     for i, t in enumerate(view, offset):
         if m is None:
             return None, None
-        op = _op(t)
+        op = t["op"] if isinstance(t, dict) else t.op  # (``_op``, once per step of a view)
         if op == "at":
             ix = _index_entries(list(_get(t, "index")), m.shape)
             if ix is None:

@@ -314,6 +314,9 @@ class ClusterRef(TransformOp):
         # generic limit, with the class's repr, stands)
         arrays = []
         for v in self.block.values():
+            if type(v) is int:  # (a StrictInt: its own constant, no expression to parse)
+                arrays.append(f"Array({v}, dtype=int32)")
+                continue
             e = E.parse(v)
             if not e.is_const:
                 return super().interpret_limit(interp)

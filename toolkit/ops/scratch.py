@@ -87,6 +87,8 @@ class ArrayScratch(Model):
 
     def type_error(self) -> tuple[Any, str] | None:
         """What computing the physical type raises at trace (the layout stack, in order)."""
+        if not self.transforms:  # no layout: the shape is its own physical shape
+            return None
         _, e, k = L.physical_shape_at(self.shape, dtypes.bits(self.dtype), self.transforms)
         return None if e is None else (e, f"transforms[{k}]")
 

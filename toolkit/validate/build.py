@@ -70,9 +70,11 @@ def check_build(ctx: Ctx) -> None:
             continue
     for name, sc in c.scratch.items():
         path = f"call.scratch.{name}"
-        bad = next(
-            ((k, t) for k, t in enumerate(sc.transforms) if t.op not in ("swizzle", "tiling")),
-            None,
+        ts = sc.transforms
+        bad = (
+            next(((k, t) for k, t in enumerate(ts) if t.op not in ("swizzle", "tiling")), None)
+            if ts  # (no layout, no walk)
+            else None
         )
         if bad is not None:
             ctx.add(

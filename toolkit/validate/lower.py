@@ -97,10 +97,22 @@ def _resources(ctx: Ctx) -> bool:
     (``layout_rules.gmem_scratch_error``), then Mosaic GPU checks the SMEM it needs
     against the GPU's (``layout_rules.smem_capacity_error``, physical shapes)."""
     c = ctx.s.call
+    # (one walk of the scratch: SMEM arrays and barriers counted, a GMEM array's error
+    # raised on the way, as the estimate's walk before the capacity check raises it)
+    smem: list[tuple[Any, int, Any]] = []
+    barriers = 0
     for name, sc in c.scratch.items():
-        if sc.KIND != "array":  # semaphores live in GMEM: the estimate knows them
+        kind = sc.KIND
+        if kind in ("barrier", "cluster_barrier"):
+            barriers += sc.num_barriers
             continue
-        e = L.gmem_scratch_error(c.entry, [(sc.memory_space, sc.dtype)])
+        if kind != "array":  # semaphores live in GMEM: the estimate knows them
+            continue
+        space = sc.memory_space
+        if space == "SMEM":  # (gmem_scratch_error is about GMEM arrays only)
+            smem.append((sc.shape, dtypes.bits(sc.dtype), sc.transforms))
+            continue
+        e = L.gmem_scratch_error(c.entry, [(space, sc.dtype)])
         if e is not None:
             ctx.raised(
                 e,
@@ -113,16 +125,6 @@ def _resources(ctx: Ctx) -> bool:
                 ),
             )
             return True
-    smem = [
-        (sc.shape, dtypes.bits(sc.dtype), sc.transforms)
-        for sc in c.scratch.values()
-        if sc.memory_space == "SMEM" and sc.KIND == "array"
-    ]
-    barriers = sum(
-        getattr(sc, "num_barriers", 0)
-        for sc in c.scratch.values()
-        if sc.KIND in ("barrier", "cluster_barrier")
-    )
     e = L.smem_capacity_error(smem, barriers)
     if e is not None:
         ctx.raised(e, "call.scratch")
@@ -458,9 +460,8 @@ def _view_rules(
         # walk of its whole stack
         return False, None
     where = _where(st, field)
-    view = [t for _, t in b.stack]
     if space == "TMEM" and access != "tma":
-        e = L.tmem_access_error(shape, view, dtype)
+        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
@@ -470,7 +471,13 @@ def _view_rules(
             return False, e
         _report(ctx, e, where)
         return True, None
-    found = L.view_lowering_error_at(shape, dtype, layout_stack, view, access)
+    # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
+    # memory space, as above: its transposes all come last; SMEM scratch skips the walk)
+    found = (
+        L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
+        if layout_stack or v.tangled
+        else None
+    )
     if found is not None:
         e, i = found
         if e.code in L.LEFTOVER_CODES:

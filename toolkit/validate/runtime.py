@@ -34,21 +34,24 @@ def _program_id(ctx: Ctx) -> None:
         if blocks <= 1:
             continue
         for st in prog.stmts:
-            where: list[str] = []
-            if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
-                for k, t in enumerate(st.node.transforms):
+            node = st.node
+            # (each hit reported as it is found, in the op's order: no list per statement)
+            if type(node) is Let:  # (no subclasses; a failing isinstance is slow)
+                for k, t in enumerate(node.transforms):
                     if t.uses_call("program_id"):
-                        where.append(f"{st.path}.transforms[{k}]")
+                        _pid_warning(ctx, f"{st.path}.transforms[{k}]", blocks)
             else:
-                where += [
-                    f"{st.path}.{sub}" for sub, e in st.node.exprs() if "program_id" in e.calls()
-                ]
-            for path in where:
-                ctx.add(
-                    "PROGRAM_ID_GPU_INTERP",
-                    path,
-                    "pl.program_id is 0 in every block under the GPU interpreter: "
-                    f"all {blocks} blocks use the same slice here (on a GPU they "
-                    "differ); use a `block` index (lax.axis_index) instead",
-                    severity="warning",
-                )
+                for sub, e in node.exprs():
+                    if "program_id" in e.calls():
+                        _pid_warning(ctx, f"{st.path}.{sub}", blocks)
+
+
+def _pid_warning(ctx: Ctx, path: str, blocks: int) -> None:
+    ctx.add(
+        "PROGRAM_ID_GPU_INTERP",
+        path,
+        "pl.program_id is 0 in every block under the GPU interpreter: "
+        f"all {blocks} blocks use the same slice here (on a GPU they "
+        "differ); use a `block` index (lax.axis_index) instead",
+        severity="warning",
+    )
