@@ -104,7 +104,8 @@ def _resources(ctx: Ctx) -> bool:
     for name, sc in c.scratch.items():
         kind = sc.KIND
         if kind in ("barrier", "cluster_barrier"):
-            barriers += sc.num_barriers
+            barrier: Any = sc  # (a barrier scratch, by its KIND: no isinstance to narrow)
+            barriers += barrier.num_barriers
             continue
         if kind != "array":  # semaphores live in GMEM: the estimate knows them
             continue
