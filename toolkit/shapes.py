@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from mpmd_lab import dtypes
@@ -284,7 +285,7 @@ def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
     return first_unbound([e for _, e in t.exprs()], bound)
 
 
-def first_unbound(exprs: list[Any], bound: frozenset[str] | set[str]) -> str | None:
+def first_unbound(exprs: Sequence[Any], bound: frozenset[str] | set[str]) -> str | None:
     """``unbound_axis`` of these expressions, in order."""
     for e in exprs:
         name = e.unbound(bound)

@@ -18,7 +18,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import OUTSIDE, PID_CALLS, Dim, RefInfo, StepError, err, replace
+from mpmd_lab.shapes import OUTSIDE, Dim, RefInfo, StepError, err, first_unbound, replace
 from pydantic import Field, StrictInt, model_validator
 
 # ---------------------------------------------------------------- index entries
@@ -238,11 +238,9 @@ class At(TransformOp):
                 continue
             legacy = ix.legacy
             if legacy is None:
-                name = start.unbound(bound)
+                name = first_unbound((start,), bound)
                 if name is not None:
                     return name
-                if OUTSIDE in bound and not PID_CALLS.isdisjoint(start.calls()):
-                    return "<pid>"
             elif legacy[0] == "block":
                 if legacy[1] not in bound:
                     return legacy[1]
