@@ -210,8 +210,8 @@ class Resolved:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: names that do not resolve: (code, field path, message)
         self.problems: list[tuple[str, str, str]] = []
-        #: first_step's answers: key -> id(binding) -> (binding, answer)
-        self._first: dict[str, dict[int, tuple[Binding, Any]]] = {}
+        #: first_step's answers and fold per key: (id(binding) -> (binding, answer), step)
+        self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
         #: axis names lax.axis_index knows outside the kernel: shard_map's
         self.bound_outside: frozenset[str] = (
             frozenset(scenario.device_mesh) | {OUTSIDE}
@@ -246,23 +246,26 @@ class Resolved:
     def stack(self, b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
         return b.stack
 
-    def first_step(self, b: Binding, key: str, pred: Any) -> tuple[str, Any] | None:
-        """The first ``(path, transform)`` of ``b``'s stack for which ``pred(transform)``
-        holds (None: none), computed once per binding from its parent's answer and its
-        own steps (``key`` names ``pred``): linear in a chain of views, where walking
-        every view's whole stack is quadratic."""
-        memo = self._first.get(key)
-        if memo is None:
-            memo = self._first[key] = {}
+    def first_step(
+        self, b: Binding, key: str, find: Callable[[Any], Any]
+    ) -> tuple[str, Any] | None:
+        """``(path, find(transform))`` for the first step of ``b``'s stack where
+        ``find`` answers something (not None; None: no step), computed once per binding
+        from its parent's answer and its own steps (``key`` names ``find``): linear in a
+        chain of views, where walking every view's whole stack is quadratic."""
+        hit = self._first.get(key)
+        if hit is None:
 
-        def step(y: Binding, found: Any) -> Any:
-            if found is None:
-                for pt in own_steps(y):
-                    if pred(pt[1]):
-                        return pt
-            return found
+            def step(y: Binding, found: Any) -> Any:
+                if found is None:
+                    for path, t in own_steps(y):
+                        answer = find(t)
+                        if answer is not None:
+                            return path, answer
+                return found
 
-        return along_chain(memo, b, step)
+            hit = self._first[key] = ({}, step)
+        return along_chain(hit[0], b, hit[1])
 
     def chain(self, b: Binding) -> list[str]:
         """The transform ops from the root ref to this view, in order."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpmd_lab.ops import Let, StatementOp
-from mpmd_lab.resolve import Binding, along_chain, own_steps
+from mpmd_lab.ops.base import InterpLimit
 from mpmd_lab.validate.context import Ctx
 
 _WHY = (
@@ -42,17 +42,12 @@ def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
 
-    def first(y: Binding, found: Any) -> Any:
-        # the view's first step it cannot run, with its limit: its source view's, else
-        # the first of its own steps (``resolve.along_chain``: once per view)
-        if found is None:
-            for path, t in own_steps(y):
-                limit = t.interpret_limit(interp)
-                if limit is not None:
-                    return path, limit
-        return found
+    def limit(t: Any) -> InterpLimit | None:
+        return t.interpret_limit(interp)
 
-    memo: dict[int, tuple[Binding, Any]] = {}
+    # (the view's first step it cannot run, with its limit: its source view's, else the
+    # first of its own steps; once per view)
+    key = f"interpret_limit:{interp}"
     for prog in ctx.programs:
         for st in prog.stmts:
             if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
@@ -60,7 +55,7 @@ def _views(ctx: Ctx) -> None:
             for b in st.refs.values():
                 if not b.stack:
                     continue  # no view step: nothing to run (and none along its chain)
-                hit = along_chain(memo, b, first)
+                hit = ctx.r.first_step(b, key, limit)
                 if hit is not None:
                     path, found = hit
                     ctx.add(

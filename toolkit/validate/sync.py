@@ -213,8 +213,9 @@ def _uses_pid(ctx: Ctx) -> bool:
     return False
 
 
-def _uses_program_id(t: Any) -> bool:
-    return any("program_id" in e.calls() for _, e in t.exprs())
+def _uses_program_id(t: Any) -> bool | None:
+    """True where the transform evaluates ``pl.program_id`` (None: it does not)."""
+    return True if any("program_id" in e.calls() for _, e in t.exprs()) else None
 
 
 # ---------------------------------------------------------------- lookups
