@@ -176,35 +176,42 @@ RACE_CASES = {
 JAX_CRASH_RETRIES = 5
 
 
+def _verdict(r: probe.ProbeResult) -> bool:
+    """Whether JAX answered: no error, or its race detector's."""
+    return r.ok or (r.stage, r.code) == ("interpret", "RACE_DETECTED")
+
+
 @pytest.fixture(scope="module")
 def race_runs() -> dict:
     """JAX's verdict on every case: no error, or its race detector's. Its GPU
     interpreter on two devices sometimes fails inside itself instead (jax 0.12: an
-    AssertionError "Barrier remains allocated at key ..." from its shared memory, in
-    about one run in four of warpgroups-barrier-2dev here): that is no verdict, and the
-    case is run again, up to ``JAX_CRASH_RETRIES`` times."""
+    AssertionError "Barrier remains allocated at key ..." from its shared memory, in 9
+    of 40 runs of warpgroups-barrier-2dev here): that is no verdict, and the case is
+    run again, up to ``JAX_CRASH_RETRIES`` times."""
     stages = ("build", "trace", "gpu-lower", "interpret")
     runs: dict = {}
     todo = list(RACE_CASES)
     for _ in range(1 + JAX_CRASH_RETRIES):
         scenarios = [load_scenario(_case(n, *RACE_CASES[n])) for n in todo]
         runs.update(zip(todo, probe.probe_many(scenarios, stages, timeout=300), strict=True))
-        todo = [
-            n for n in todo if not runs[n].ok and "Barrier remains allocated" in runs[n].message
-        ]
+        todo = [n for n in todo if not _verdict(runs[n])]
         if not todo:
             break
     return runs
 
 
+def _said(runs: dict) -> list:
+    return [(n, r.stage, r.code, (r.message or "")[-300:]) for n, r in runs.items() if not r.ok]
+
+
 @pytest.mark.parametrize("name", list(RACE_CASES))
 def test_races_agree_with_the_gpu_interpreters_detector(name, race_runs):
     r = race_runs[name]
+    assert _verdict(r), (r.stage, r.code, r.message)  # JAX answered, in one of its runs
     mine = first_error(check(load_scenario(_case(name, *RACE_CASES[name]))))
     if r.ok:
         assert mine is None, mine.one_line()
     else:
-        assert (r.stage, r.code) == ("interpret", "RACE_DETECTED"), r.message
         assert (mine.code, mine.stage) == ("RACE_DETECTED", "interpret"), mine
     # the cases do exercise both answers (guards the agreement above)
     assert {n for n, x in race_runs.items() if not x.ok} == {
@@ -213,7 +220,7 @@ def test_races_agree_with_the_gpu_interpreters_detector(name, race_runs):
         "store-refill-before-wait",
         "warpgroups-no-wait",
         "warpgroups-no-wait-2dev",
-    }
+    }, _said(race_runs)
 
 
 def _view(name: str, ref: str, index: list) -> dict:
