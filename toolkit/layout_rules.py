@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
@@ -951,6 +951,11 @@ def _dtype_repr(dtype: str) -> str:
 
 #: an integer index (immutable: one for every entry that is one)
 _IX_INT = _Ix("int")
+#: ``_Ix`` of all five fields as one tuple: a NamedTuple's ``__new__`` is a Python
+#: function, ``tuple.__new__`` is not (once per entry of every index the rules fold)
+_new_ix: Callable[[tuple[str, int | None, int, int, str]], _Ix] = functools.partial(
+    tuple.__new__, _Ix
+)
 _DYN_START = "JitTracer(int32[])"
 
 
@@ -962,12 +967,12 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
     if n > len(shape):
         return None
     out: list[_Ix] = []
-    # (each _Ix with all its fields, positionally: a NamedTuple's defaults and keywords
-    # cost more than the tuple, once per entry of every index the lowering folds)
+    # (each _Ix made of all its fields at once, ``_new_ix``: a NamedTuple's own
+    # constructor costs more than the tuple, once per entry of every index folded)
     for k, d in enumerate(shape):
         e = entries[k] if k < n else None
         if e is None:
-            out.append(_Ix("slice", 0, d, 1, ""))
+            out.append(_new_ix(("slice", 0, d, 1, "")))
         elif isinstance(e, bool):
             return None
         elif isinstance(e, _INT_ENTRY):  # a static or traced (an expression) integer
@@ -976,17 +981,26 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
-            out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
+            out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
         else:
-            ds = _get(e, "ds")
+            # (``_get(e, "ds")`` and ``_get(e, "size")`` inline: a block or pid entry
+            # misses ``ds``, once per entry of every index)
+            own: Any = e if isinstance(e, dict) else getattr(e, "__dict__", ())
+            if "ds" in own:
+                ds = own["ds"]
+            elif not isinstance(e, dict) and _defines(e.__class__, "ds"):
+                ds = getattr(e, "ds", None)
+            else:
+                ds = None
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
-                out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
+                out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
             elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
-                out.append(_Ix("slice", ds[0], ds[1], 1, ""))
+                out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
             else:
-                out.append(_Ix("slice", None, _get(e, "size"), 1, _DYN_START))
+                size = own["size"] if "size" in own else _get(e, "size")
+                out.append(_new_ix(("slice", None, size, 1, _DYN_START)))
     return out
 
 
@@ -1386,6 +1400,12 @@ class Memref(NamedTuple):
     identity: bool = True
 
 
+_MemrefFields = tuple[tuple[int, ...], tuple[int, ...], bool]
+#: ``Memref`` of all three fields as one tuple (``tuple.__new__``: a NamedTuple's own
+#: constructor is a Python function; once or twice per view the lowering follows)
+_new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__, Memref)
+
+
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     out = [1] * len(shape)
     s = 1
@@ -1540,7 +1560,7 @@ def view_memref(
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape)), view)
+    return view_memref_from(_new_memref((tuple(shape), contiguous_strides(shape), True)), view)
 
 
 def view_memref_from(
@@ -1553,18 +1573,24 @@ def view_memref_from(
             return None, None
         op = t["op"] if isinstance(t, dict) else t.op  # (``_op``, once per step of a view)
         if op == "at":
-            ix = _index_entries(list(_get(t, "index")), m.shape)
+            # (the op's own index, read directly, not copied: it is only read)
+            index: Any = t.get("index") if isinstance(t, dict) else t.index
+            ix = _index_entries(index, m.shape)
             if ix is None:
                 return None, None
             strides = m.strides
             keep = [k for k, e in enumerate(ix) if e.kind != "int"]
-            m = Memref(tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
+            m = _new_memref(
+                (tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
+            )
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
             shape, strides = m.shape, m.strides
             if sorted(perm) != list(range(len(shape))):
                 return None, None
-            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+            m = _new_memref(
+                (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+            )
         elif op == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
