@@ -959,6 +959,26 @@ _new_ix: Callable[[tuple[str, int | None, int, int, str]], _Ix] = functools.part
 _DYN_START = "JitTracer(int32[])"
 
 
+#: ``_entry_form``'s answers: the branch of the index rules an entry takes
+_BOOL, _INT, _LIST, _DICT, _OTHER = range(5)
+
+
+@functools.cache
+def _entry_form(cls: type) -> int:
+    """Which kind of index entry an instance of ``cls`` is: a bool, an integer or an
+    expression, a Python slice (a list), a dict, or another object (an entry model). Per
+    class, not per entry: an entry model fails five ``isinstance`` tests on the way to
+    its branch, each a lookup of its ``__class__``. (The isinstance tests of an entry
+    are its class's: no entry object reports a ``__class__`` other than its type.)"""
+    if issubclass(cls, bool):
+        return _BOOL
+    if issubclass(cls, _INT_ENTRY):
+        return _INT
+    if issubclass(cls, list):
+        return _LIST
+    return _DICT if issubclass(cls, dict) else _OTHER
+
+
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
     """An ``at``'s entries as ``NDIndexer.from_indices_shape`` makes them (padded with
     whole slices; Python slices clamped as ``slice.indices`` does), or None when the
@@ -973,11 +993,13 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
         e = entries[k] if k < n else None
         if e is None:
             out.append(_new_ix(("slice", 0, d, 1, "")))
-        elif isinstance(e, bool):
+            continue
+        form = _entry_form(e.__class__)
+        if form == _BOOL:
             return None
-        elif isinstance(e, _INT_ENTRY):  # a static or traced (an expression) integer
+        elif form == _INT:  # a static or traced (an expression) integer
             out.append(_IX_INT)
-        elif isinstance(e, list):
+        elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
@@ -985,10 +1007,10 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
         else:
             # (``_get(e, "ds")`` and ``_get(e, "size")`` inline: a block or pid entry
             # misses ``ds``, once per entry of every index)
-            own: Any = e if isinstance(e, dict) else getattr(e, "__dict__", ())
+            own: Any = e if form == _DICT else getattr(e, "__dict__", ())
             if "ds" in own:
                 ds = own["ds"]
-            elif not isinstance(e, dict) and _defines(e.__class__, "ds"):
+            elif form != _DICT and _defines(e.__class__, "ds"):
                 ds = getattr(e, "ds", None)
             else:
                 ds = None
@@ -1571,18 +1593,23 @@ def view_memref_from(
     for i, t in enumerate(view, offset):
         if m is None:
             return None, None
-        op = t["op"] if isinstance(t, dict) else t.op  # (``_op``, once per step of a view)
+        raw = isinstance(t, dict)  # (once: a failing isinstance of an op model is not free)
+        op = t["op"] if raw else t.op  # (``_op``, once per step of a view)
         if op == "at":
             # (the op's own index, read directly, not copied: it is only read)
-            index: Any = t.get("index") if isinstance(t, dict) else t.index
+            index: Any = t.get("index") if raw else t.index
             ix = _index_entries(index, m.shape)
             if ix is None:
                 return None, None
             strides = m.strides
-            keep = [k for k, e in enumerate(ix) if e.kind != "int"]
-            m = _new_memref(
-                (tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
-            )
+            # the dims an integer index leaves (one pass, both lists)
+            sizes: list[int] = []
+            kept: list[int] = []
+            for k, x in enumerate(ix):
+                if x.kind != "int":
+                    sizes.append(x.size)
+                    kept.append(strides[k])
+            m = _new_memref((tuple(sizes), tuple(kept), False))
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
             shape, strides = m.shape, m.strides
