@@ -686,9 +686,15 @@ def interpret_transform_error(transform_repr: str) -> JaxError:
     return JaxError(
         "GPU_INTERP_UNSUPPORTED_TRANSFORM",
         "ValueError",
-        f"Unsupported transform: {transform_repr}",
+        interpret_transform_message(transform_repr),
         "interpret",
     )
+
+
+def interpret_transform_message(transform_repr: str) -> str:
+    """``interpret_transform_error``'s message, for a view's interpreter limit (which
+    reads the message only: once per view of a check)."""
+    return f"Unsupported transform: {transform_repr}"
 
 
 def cluster_ref_repr(block: dict[str, int]) -> str:
