@@ -846,12 +846,12 @@ def index_bounds_error_at(
         e = entries[k] if k < n else None
         if e is None:
             start, size = 0, d
-        elif isinstance(e, _INT_ENTRY):
+        elif (form := _entry_form(e.__class__)) == _BOOL or form == _INT:
             continue  # an integer (or an expression): not a slice
-        elif isinstance(e, list):
+        elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
+        elif (ds := _entry_ds(e, form)) is not None and isinstance(ds[0], int):
             start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
@@ -985,6 +985,17 @@ def _entry_form(cls: type) -> int:
     return _DICT if issubclass(cls, dict) else _OTHER
 
 
+def _entry_ds(e: Any, form: int) -> Any:
+    """``_get(e, "ds")`` of an entry of ``_entry_form`` ``form`` (a dict or another
+    object): a block or pid entry model misses it, and ``_get``'s miss asks the class."""
+    own: Any = e if form == _DICT else getattr(e, "__dict__", ())
+    if "ds" in own:
+        return own["ds"]
+    if form != _DICT and _defines(e.__class__, "ds"):
+        return getattr(e, "ds", None)
+    return None
+
+
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
     """An ``at``'s entries as ``NDIndexer.from_indices_shape`` makes them (padded with
     whole slices; Python slices clamped as ``slice.indices`` does), or None when the
@@ -1011,15 +1022,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                 return None
             out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
         else:
-            # (``_get(e, "ds")`` and ``_get(e, "size")`` inline: a block or pid entry
-            # misses ``ds``, once per entry of every index)
-            own: Any = e if form == _DICT else getattr(e, "__dict__", ())
-            if "ds" in own:
-                ds = own["ds"]
-            elif form != _DICT and _defines(e.__class__, "ds"):
-                ds = getattr(e, "ds", None)
-            else:
-                ds = None
+            ds = _entry_ds(e, form)
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
                 out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
             elif ds is not None:
@@ -1027,7 +1030,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                     return None  # NDIndexer's own bounds check fails at trace
                 out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
             else:
-                size = own["size"] if "size" in own else _get(e, "size")
+                size = _get(e, "size")  # (a block or pid entry's, found in its dict)
                 out.append(_new_ix(("slice", None, size, 1, _DYN_START)))
     return out
 
