@@ -1022,7 +1022,14 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                 return None
             out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
         else:
-            ds = _entry_ds(e, form)
+            # (``_entry_ds`` and ``_get(e, "size")`` inline: once per entry of every index)
+            own: Any = e if form == _DICT else getattr(e, "__dict__", ())
+            if "ds" in own:
+                ds = own["ds"]
+            elif form != _DICT and _defines(e.__class__, "ds"):
+                ds = getattr(e, "ds", None)
+            else:
+                ds = None
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
                 out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
             elif ds is not None:
@@ -1030,7 +1037,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                     return None  # NDIndexer's own bounds check fails at trace
                 out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
             else:
-                size = _get(e, "size")  # (a block or pid entry's, found in its dict)
+                size = own["size"] if "size" in own else _get(e, "size")
                 out.append(_new_ix(("slice", None, size, 1, _DYN_START)))
     return out
 
