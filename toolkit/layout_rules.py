@@ -1440,7 +1440,7 @@ class Memref(NamedTuple):
 
 _MemrefFields = tuple[tuple[int, ...], tuple[int, ...], bool]
 #: ``Memref`` of all three fields as one tuple (``tuple.__new__``: a NamedTuple's own
-#: constructor is a Python function; once or twice per view the lowering follows)
+#: constructor is a Python function; once or more per view the lowering follows)
 _new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__, Memref)
 
 
@@ -1478,7 +1478,7 @@ def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | Non
         )
     shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
     strides[dim : dim + rank] = [strides[dim + rank - 1]]
-    return Memref(tuple(shape), tuple(strides), m.identity), None
+    return _new_memref((tuple(shape), tuple(strides), m.identity)), None
 
 
 def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
@@ -1491,7 +1491,7 @@ def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
         prev *= f
     shape[dim : dim + 1] = list(factors)
     strides[dim : dim + 1] = list(reversed(inserted))
-    return Memref(tuple(shape), tuple(strides), m.identity)
+    return _new_memref((tuple(shape), tuple(strides), m.identity))
 
 
 def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
@@ -1504,7 +1504,7 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
         # the untransformed ref (contiguous): every parallel fold and unfold, or the one
         # fold and unfold of a contiguous memref, gives the target's contiguous strides
         target = tuple(target)
-        return Memref(target, contiguous_strides(target), True), None
+        return _new_memref((target, contiguous_strides(target), True)), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1517,7 +1517,7 @@ def _memref_reshape(
     if m.shape == target:
         return m, None, False
     if not m.shape or not target:
-        return Memref(target, (1,) * len(target), m.identity), None, not target
+        return _new_memref((target, (1,) * len(target), m.identity)), None, not target
     sh0, sh1 = list(m.shape), list(target)
     cur = m
     i0 = i1 = 0
@@ -1538,7 +1538,7 @@ def _memref_reshape(
         if _contiguous(m):
             flat = contiguous_strides(target)
             minor = m.strides[-1] if m.strides else 1
-            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
+            return _new_memref((target, tuple(s * minor for s in flat), m.identity)), None, True
         return (
             None,
             JaxError(
@@ -1588,7 +1588,7 @@ def _memref_reshape(
 def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
     only unfolds (expands) them."""
-    m = Memref(tuple(shape), contiguous_strides(shape), False)
+    m = _new_memref((tuple(shape), contiguous_strides(shape), False))
     return _memref_reshape(m, target)[2]
 
 
@@ -1694,7 +1694,7 @@ def _tiled_view_memref(
             del d
         dims, logical = keep, new_logical
     out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
-    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
+    return _new_memref((tuple(s for s, _ in out), tuple(st for _, st in out), False))
 
 
 def tma_smem_error(
@@ -1743,7 +1743,7 @@ def tma_smem_error(
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order
     order = sorted(range(len(m.shape)), key=lambda k: -m.strides[k])
-    ms = Memref(tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False)
+    ms = _new_memref((tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False))
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
         return JaxError(
