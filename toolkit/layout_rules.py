@@ -1445,6 +1445,8 @@ _new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    if len(shape) < 2:
+        return (1,) * len(shape)  # (the loop's answer: no stride but the minor one's)
     out = [1] * len(shape)
     s = 1
     for k in range(len(shape) - 1, 0, -1):
