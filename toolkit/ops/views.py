@@ -113,24 +113,26 @@ def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    if isinstance(e, bool):  # pragma: no cover - the schema refuses it
-        raise TypeError("a boolean index")
     # (Ix(kind, start, size, lo, hi, stride, legacy) positionally: keywords cost more
     # than the object, once per entry of every index)
-    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
-        return Ix("int", E.parse(e))
-    if isinstance(e, list):
-        return Ix("slice", None, None, e[0], e[1])
-    kind = type(e)  # (the entry models have no subclasses: a failing isinstance is slow)
-    if kind is DsIndex:
-        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
+    kind = type(e)
+    # an entry model first, told by its class (the entry models have no subclasses, and
+    # none is a bool, int, str or list: each isinstance test an object fails is slow)
     if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
         start = E.BinOp("*", E.Name(e.block), E.Const(stride))
         return Ix("ds", start, e.size, None, None, stride, ("block", e.block))
+    if kind is DsIndex:
+        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
     if kind is PidIndex:
         start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
         return Ix("ds", start, e.size, None, None, e.size, ("pid", e.pid))
+    if isinstance(e, bool):  # pragma: no cover - the schema refuses it
+        raise TypeError("a boolean index")
+    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
+        return Ix("int", E.parse(e))
+    if isinstance(e, list):
+        return Ix("slice", None, None, e[0], e[1])
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
 
 
