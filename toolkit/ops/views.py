@@ -708,13 +708,32 @@ class Reshape(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), []
-        after = replace(
-            ref,
-            shape=target,
-            transformed=True,
-            reshaped=True,
-            region=ref.region if target == ref.shape else None,
-            view_dims=ref.view_dims if target == ref.shape else None,
+        same = target == ref.shape
+        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
+        # as At.typed makes it: keywords cost more than the copy, once per reshape step)
+        after = RefInfo(
+            target,
+            ref.dtype,
+            ref.memory_space,
+            ref.base,
+            ref.peer,
+            ref.multicast,
+            ref.cluster,
+            ref.transposed,
+            True,  # reshaped
+            ref.bitcast,
+            ref.sliced,
+            ref.int_indexed,
+            True,  # transformed
+            ref.dynamic,
+            ref.region if same else None,
+            ref.view_dims if same else None,
+            ref.int_indices,
+            ref.peer_device,
+            ref.multicast_axes,
+            ref.cluster_block,
+            ref.pending,
+            ref.sharded,
         )
         return after, None, []
 
@@ -812,12 +831,31 @@ class Transpose(TransformOp):
                 [],
             )
         dims = ref.view_dims
-        after = replace(
-            ref,
-            shape=tuple([shape[p] for p in perm]),
-            transformed=True,
-            transposed=True if perm != tuple(range(rank)) else ref.transposed,
-            view_dims=None if dims is None else tuple([dims[p] for p in perm]),
+        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
+        # as At.typed makes it: keywords cost more than the copy, once per transpose step)
+        after = RefInfo(
+            tuple([shape[p] for p in perm]),
+            ref.dtype,
+            ref.memory_space,
+            ref.base,
+            ref.peer,
+            ref.multicast,
+            ref.cluster,
+            True if perm != tuple(range(rank)) else ref.transposed,
+            ref.reshaped,
+            ref.bitcast,
+            ref.sliced,
+            ref.int_indexed,
+            True,  # transformed
+            ref.dynamic,
+            ref.region,
+            None if dims is None else tuple([dims[p] for p in perm]),
+            ref.int_indices,
+            ref.peer_device,
+            ref.multicast_axes,
+            ref.cluster_block,
+            ref.pending,
+            ref.sharded,
         )
         return after, None, []
 
