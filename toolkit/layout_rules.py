@@ -1445,8 +1445,11 @@ _new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    # (the loop's own answers for rank 0, 1 and 2, without it: most refs are of these)
     if len(shape) < 2:
-        return (1,) * len(shape)  # (the loop's answer: no stride but the minor one's)
+        return (1,) * len(shape)
+    if len(shape) == 2:
+        return (1 * shape[1], 1)
     out = [1] * len(shape)
     s = 1
     for k in range(len(shape) - 1, 0, -1):
