@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
@@ -686,9 +686,15 @@ def interpret_transform_error(transform_repr: str) -> JaxError:
     return JaxError(
         "GPU_INTERP_UNSUPPORTED_TRANSFORM",
         "ValueError",
-        f"Unsupported transform: {transform_repr}",
+        interpret_transform_message(transform_repr),
         "interpret",
     )
+
+
+def interpret_transform_message(transform_repr: str) -> str:
+    """``interpret_transform_error``'s message, for a view's interpreter limit (which
+    reads the message only: once per view of a check)."""
+    return f"Unsupported transform: {transform_repr}"
 
 
 def cluster_ref_repr(block: dict[str, int]) -> str:
@@ -840,12 +846,12 @@ def index_bounds_error_at(
         e = entries[k] if k < n else None
         if e is None:
             start, size = 0, d
-        elif isinstance(e, _INT_ENTRY):
+        elif (form := _entry_form(e.__class__)) == _BOOL or form == _INT:
             continue  # an integer (or an expression): not a slice
-        elif isinstance(e, list):
+        elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
+        elif (ds := _entry_ds(e, form)) is not None and isinstance(ds[0], int):
             start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
@@ -951,7 +957,43 @@ def _dtype_repr(dtype: str) -> str:
 
 #: an integer index (immutable: one for every entry that is one)
 _IX_INT = _Ix("int")
+#: ``_Ix`` of all five fields as one tuple: a NamedTuple's ``__new__`` is a Python
+#: function, ``tuple.__new__`` is not (once per entry of every index the rules fold)
+_new_ix: Callable[[tuple[str, int | None, int, int, str]], _Ix] = functools.partial(
+    tuple.__new__, _Ix
+)
 _DYN_START = "JitTracer(int32[])"
+
+
+#: ``_entry_form``'s answers: the branch of the index rules an entry takes
+_BOOL, _INT, _LIST, _DICT, _OTHER = range(5)
+
+
+@functools.cache
+def _entry_form(cls: type) -> int:
+    """Which kind of index entry an instance of ``cls`` is: a bool, an integer or an
+    expression, a Python slice (a list), a dict, or another object (an entry model). Per
+    class, not per entry: an entry model fails five ``isinstance`` tests on the way to
+    its branch, each a lookup of its ``__class__``. (The isinstance tests of an entry
+    are its class's: no entry object reports a ``__class__`` other than its type.)"""
+    if issubclass(cls, bool):
+        return _BOOL
+    if issubclass(cls, _INT_ENTRY):
+        return _INT
+    if issubclass(cls, list):
+        return _LIST
+    return _DICT if issubclass(cls, dict) else _OTHER
+
+
+def _entry_ds(e: Any, form: int) -> Any:
+    """``_get(e, "ds")`` of an entry of ``_entry_form`` ``form`` (a dict or another
+    object): a block or pid entry model misses it, and ``_get``'s miss asks the class."""
+    own: Any = e if form == _DICT else getattr(e, "__dict__", ())
+    if "ds" in own:
+        return own["ds"]
+    if form != _DICT and _defines(e.__class__, "ds"):
+        return getattr(e, "ds", None)
+    return None
 
 
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
@@ -962,31 +1004,41 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
     if n > len(shape):
         return None
     out: list[_Ix] = []
-    # (each _Ix with all its fields, positionally: a NamedTuple's defaults and keywords
-    # cost more than the tuple, once per entry of every index the lowering folds)
+    # (each _Ix made of all its fields at once, ``_new_ix``: a NamedTuple's own
+    # constructor costs more than the tuple, once per entry of every index folded)
     for k, d in enumerate(shape):
         e = entries[k] if k < n else None
         if e is None:
-            out.append(_Ix("slice", 0, d, 1, ""))
-        elif isinstance(e, bool):
+            out.append(_new_ix(("slice", 0, d, 1, "")))
+            continue
+        form = _entry_form(e.__class__)
+        if form == _BOOL:
             return None
-        elif isinstance(e, _INT_ENTRY):  # a static or traced (an expression) integer
+        elif form == _INT:  # a static or traced (an expression) integer
             out.append(_IX_INT)
-        elif isinstance(e, list):
+        elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
-            out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
+            out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
         else:
-            ds = _get(e, "ds")
+            # (``_entry_ds`` and ``_get(e, "size")`` inline: once per entry of every index)
+            own: Any = e if form == _DICT else getattr(e, "__dict__", ())
+            if "ds" in own:
+                ds = own["ds"]
+            elif form != _DICT and _defines(e.__class__, "ds"):
+                ds = getattr(e, "ds", None)
+            else:
+                ds = None
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
-                out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
+                out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
             elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
-                out.append(_Ix("slice", ds[0], ds[1], 1, ""))
+                out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
             else:
-                out.append(_Ix("slice", None, _get(e, "size"), 1, _DYN_START))
+                size = own["size"] if "size" in own else _get(e, "size")
+                out.append(_new_ix(("slice", None, size, 1, _DYN_START)))
     return out
 
 
@@ -1386,7 +1438,18 @@ class Memref(NamedTuple):
     identity: bool = True
 
 
+_MemrefFields = tuple[tuple[int, ...], tuple[int, ...], bool]
+#: ``Memref`` of all three fields as one tuple (``tuple.__new__``: a NamedTuple's own
+#: constructor is a Python function; once or more per view the lowering follows)
+_new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__, Memref)
+
+
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    # (the loop's own answers for rank 0, 1 and 2, without it: most refs are of these)
+    if len(shape) < 2:
+        return (1,) * len(shape)
+    if len(shape) == 2:
+        return (1 * shape[1], 1)
     out = [1] * len(shape)
     s = 1
     for k in range(len(shape) - 1, 0, -1):
@@ -1420,7 +1483,7 @@ def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | Non
         )
     shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
     strides[dim : dim + rank] = [strides[dim + rank - 1]]
-    return Memref(tuple(shape), tuple(strides), m.identity), None
+    return _new_memref((tuple(shape), tuple(strides), m.identity)), None
 
 
 def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
@@ -1433,7 +1496,7 @@ def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
         prev *= f
     shape[dim : dim + 1] = list(factors)
     strides[dim : dim + 1] = list(reversed(inserted))
-    return Memref(tuple(shape), tuple(strides), m.identity)
+    return _new_memref((tuple(shape), tuple(strides), m.identity))
 
 
 def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
@@ -1446,7 +1509,7 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
         # the untransformed ref (contiguous): every parallel fold and unfold, or the one
         # fold and unfold of a contiguous memref, gives the target's contiguous strides
         target = tuple(target)
-        return Memref(target, contiguous_strides(target), True), None
+        return _new_memref((target, contiguous_strides(target), True)), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1459,7 +1522,7 @@ def _memref_reshape(
     if m.shape == target:
         return m, None, False
     if not m.shape or not target:
-        return Memref(target, (1,) * len(target), m.identity), None, not target
+        return _new_memref((target, (1,) * len(target), m.identity)), None, not target
     sh0, sh1 = list(m.shape), list(target)
     cur = m
     i0 = i1 = 0
@@ -1480,7 +1543,7 @@ def _memref_reshape(
         if _contiguous(m):
             flat = contiguous_strides(target)
             minor = m.strides[-1] if m.strides else 1
-            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
+            return _new_memref((target, tuple(s * minor for s in flat), m.identity)), None, True
         return (
             None,
             JaxError(
@@ -1530,7 +1593,7 @@ def _memref_reshape(
 def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
     only unfolds (expands) them."""
-    m = Memref(tuple(shape), contiguous_strides(shape), False)
+    m = _new_memref((tuple(shape), contiguous_strides(shape), False))
     return _memref_reshape(m, target)[2]
 
 
@@ -1540,7 +1603,7 @@ def view_memref(
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape)), view)
+    return view_memref_from(_new_memref((tuple(shape), contiguous_strides(shape), True)), view)
 
 
 def view_memref_from(
@@ -1551,20 +1614,31 @@ def view_memref_from(
     for i, t in enumerate(view, offset):
         if m is None:
             return None, None
-        op = t["op"] if isinstance(t, dict) else t.op  # (``_op``, once per step of a view)
+        raw = isinstance(t, dict)  # (once: a failing isinstance of an op model is not free)
+        op = t["op"] if raw else t.op  # (``_op``, once per step of a view)
         if op == "at":
-            ix = _index_entries(list(_get(t, "index")), m.shape)
+            # (the op's own index, read directly, not copied: it is only read)
+            index: Any = t.get("index") if raw else t.index
+            ix = _index_entries(index, m.shape)
             if ix is None:
                 return None, None
             strides = m.strides
-            keep = [k for k, e in enumerate(ix) if e.kind != "int"]
-            m = Memref(tuple([ix[k].size for k in keep]), tuple([strides[k] for k in keep]), False)
+            # the dims an integer index leaves (one pass, both lists)
+            sizes: list[int] = []
+            kept: list[int] = []
+            for k, x in enumerate(ix):
+                if x.kind != "int":
+                    sizes.append(x.size)
+                    kept.append(strides[k])
+            m = _new_memref((tuple(sizes), tuple(kept), False))
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
             shape, strides = m.shape, m.strides
             if sorted(perm) != list(range(len(shape))):
                 return None, None
-            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+            m = _new_memref(
+                (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+            )
         elif op == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
@@ -1625,7 +1699,7 @@ def _tiled_view_memref(
             del d
         dims, logical = keep, new_logical
     out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
-    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
+    return _new_memref((tuple(s for s, _ in out), tuple(st for _, st in out), False))
 
 
 def tma_smem_error(
@@ -1674,7 +1748,7 @@ def tma_smem_error(
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order
     order = sorted(range(len(m.shape)), key=lambda k: -m.strides[k])
-    ms = Memref(tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False)
+    ms = _new_memref((tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False))
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
         return JaxError(

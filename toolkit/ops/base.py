@@ -140,7 +140,7 @@ class TransformOp(Op):
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
         access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
         if interp == "gpu" and self.GPU_INTERP_REPR is not None:
-            return self.gpu_interp_limit(L.interpret_transform_error(self.GPU_INTERP_REPR).message)
+            return self.gpu_interp_limit(L.interpret_transform_message(self.GPU_INTERP_REPR))
         if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
             op = self.kind
             return InterpLimit(

@@ -324,7 +324,7 @@ class ClusterRef(TransformOp):
         idxs = ", ".join(arrays)
         idxs = f"({idxs},)" if len(arrays) == 1 else f"({idxs})"
         repr_ = f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs={idxs})"
-        return self.gpu_interp_limit(L.interpret_transform_error(repr_).message)
+        return self.gpu_interp_limit(L.interpret_transform_message(repr_))
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for axis, v in self.block.items():

@@ -113,24 +113,26 @@ def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    if isinstance(e, bool):  # pragma: no cover - the schema refuses it
-        raise TypeError("a boolean index")
     # (Ix(kind, start, size, lo, hi, stride, legacy) positionally: keywords cost more
     # than the object, once per entry of every index)
-    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
-        return Ix("int", E.parse(e))
-    if isinstance(e, list):
-        return Ix("slice", None, None, e[0], e[1])
-    kind = type(e)  # (the entry models have no subclasses: a failing isinstance is slow)
-    if kind is DsIndex:
-        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
+    kind = type(e)
+    # an entry model first, told by its class (the entry models have no subclasses, and
+    # none is a bool, int, str or list: each isinstance test an object fails is slow)
     if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
         start = E.BinOp("*", E.Name(e.block), E.Const(stride))
         return Ix("ds", start, e.size, None, None, stride, ("block", e.block))
+    if kind is DsIndex:
+        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
     if kind is PidIndex:
         start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
         return Ix("ds", start, e.size, None, None, e.size, ("pid", e.pid))
+    if isinstance(e, bool):  # pragma: no cover - the schema refuses it
+        raise TypeError("a boolean index")
+    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
+        return Ix("int", E.parse(e))
+    if isinstance(e, list):
+        return Ix("slice", None, None, e[0], e[1])
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
 
 
@@ -706,13 +708,32 @@ class Reshape(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), []
-        after = replace(
-            ref,
-            shape=target,
-            transformed=True,
-            reshaped=True,
-            region=ref.region if target == ref.shape else None,
-            view_dims=ref.view_dims if target == ref.shape else None,
+        same = target == ref.shape
+        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
+        # as At.typed makes it: keywords cost more than the copy, once per reshape step)
+        after = RefInfo(
+            target,
+            ref.dtype,
+            ref.memory_space,
+            ref.base,
+            ref.peer,
+            ref.multicast,
+            ref.cluster,
+            ref.transposed,
+            True,  # reshaped
+            ref.bitcast,
+            ref.sliced,
+            ref.int_indexed,
+            True,  # transformed
+            ref.dynamic,
+            ref.region if same else None,
+            ref.view_dims if same else None,
+            ref.int_indices,
+            ref.peer_device,
+            ref.multicast_axes,
+            ref.cluster_block,
+            ref.pending,
+            ref.sharded,
         )
         return after, None, []
 
@@ -810,12 +831,31 @@ class Transpose(TransformOp):
                 [],
             )
         dims = ref.view_dims
-        after = replace(
-            ref,
-            shape=tuple([shape[p] for p in perm]),
-            transformed=True,
-            transposed=True if perm != tuple(range(rank)) else ref.transposed,
-            view_dims=None if dims is None else tuple([dims[p] for p in perm]),
+        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
+        # as At.typed makes it: keywords cost more than the copy, once per transpose step)
+        after = RefInfo(
+            tuple([shape[p] for p in perm]),
+            ref.dtype,
+            ref.memory_space,
+            ref.base,
+            ref.peer,
+            ref.multicast,
+            ref.cluster,
+            True if perm != tuple(range(rank)) else ref.transposed,
+            ref.reshaped,
+            ref.bitcast,
+            ref.sliced,
+            ref.int_indexed,
+            True,  # transformed
+            ref.dynamic,
+            ref.region,
+            None if dims is None else tuple([dims[p] for p in perm]),
+            ref.int_indices,
+            ref.peer_device,
+            ref.multicast_axes,
+            ref.cluster_block,
+            ref.pending,
+            ref.sharded,
         )
         return after, None, []
 
