@@ -851,7 +851,7 @@ def index_bounds_error_at(
         elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif (ds := _entry_ds(e, form)) is not None and isinstance(ds[0], int):
+        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
             start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
@@ -966,34 +966,23 @@ _DYN_START = "JitTracer(int32[])"
 
 
 #: ``_entry_form``'s answers: the branch of the index rules an entry takes
-_BOOL, _INT, _LIST, _DICT, _OTHER = range(5)
+_BOOL, _INT, _LIST, _OTHER = range(4)
 
 
 @functools.cache
 def _entry_form(cls: type) -> int:
     """Which kind of index entry an instance of ``cls`` is: a bool, an integer or an
-    expression, a Python slice (a list), a dict, or another object (an entry model). Per
-    class, not per entry: an entry model fails five ``isinstance`` tests on the way to
-    its branch, each a lookup of its ``__class__``. (The isinstance tests of an entry
-    are its class's: no entry object reports a ``__class__`` other than its type.)"""
+    expression, a Python slice (a list), or another (a dict or an entry model, whose
+    ``ds`` ``_get`` reads). Per class, not per entry: an entry model fails each
+    ``isinstance`` test on the way to its branch. (The isinstance tests of an entry are
+    its class's: no entry object reports a ``__class__`` other than its type.)"""
     if issubclass(cls, bool):
         return _BOOL
     if issubclass(cls, _INT_ENTRY):
         return _INT
     if issubclass(cls, list):
         return _LIST
-    return _DICT if issubclass(cls, dict) else _OTHER
-
-
-def _entry_ds(e: Any, form: int) -> Any:
-    """``_get(e, "ds")`` of an entry of ``_entry_form`` ``form`` (a dict or another
-    object): a block or pid entry model misses it, and ``_get``'s miss asks the class."""
-    own: Any = e if form == _DICT else getattr(e, "__dict__", ())
-    if "ds" in own:
-        return own["ds"]
-    if form != _DICT and _defines(e.__class__, "ds"):
-        return getattr(e, "ds", None)
-    return None
+    return _OTHER
 
 
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
@@ -1022,14 +1011,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                 return None
             out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
         else:
-            # (``_entry_ds`` and ``_get(e, "size")`` inline: once per entry of every index)
-            own: Any = e if form == _DICT else getattr(e, "__dict__", ())
-            if "ds" in own:
-                ds = own["ds"]
-            elif form != _DICT and _defines(e.__class__, "ds"):
-                ds = getattr(e, "ds", None)
-            else:
-                ds = None
+            ds = _get(e, "ds")
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
                 out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
             elif ds is not None:
@@ -1037,8 +1019,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                     return None  # NDIndexer's own bounds check fails at trace
                 out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
             else:
-                size = own["size"] if "size" in own else _get(e, "size")
-                out.append(_new_ix(("slice", None, size, 1, _DYN_START)))
+                out.append(_new_ix(("slice", None, _get(e, "size"), 1, _DYN_START)))
     return out
 
 
