@@ -18,7 +18,16 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
 from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
 from mpmd_lab.record import Record
-from mpmd_lab.shapes import OUTSIDE, Dim, RefInfo, StepError, err, first_unbound, replace
+from mpmd_lab.shapes import (
+    OUTSIDE,
+    Dim,
+    RefInfo,
+    StepError,
+    err,
+    first_unbound,
+    replace,
+    view_info,
+)
 from pydantic import Field, StrictInt, model_validator
 
 # ---------------------------------------------------------------- index entries
@@ -420,31 +429,15 @@ class At(TransformOp):
                 new_shape.append(size)
                 sels.append(("slice", 0, size, axis, ix.stride or 1))
         region, view_dims = _compose_region(ref, sels)
-        # (``replace(ref, shape=..., ...)`` of 8 fields, every field positionally in
-        # RefInfo's order: once per index step, where keywords cost three times the copy)
-        after = RefInfo(
+        after = view_info(
+            ref,
             tuple(new_shape),
-            ref.dtype,
-            ref.memory_space,
-            ref.base,
-            ref.peer,
-            ref.multicast,
-            ref.cluster,
-            ref.transposed,
-            ref.reshaped,
-            ref.bitcast,
-            True,  # sliced
-            ref.int_indexed or has_int,
-            True,  # transformed
-            dynamic,
             region,
             view_dims,
-            ref.int_indices + tuple(ints),
-            ref.peer_device,
-            ref.multicast_axes,
-            ref.cluster_block,
-            ref.pending,
-            ref.sharded,
+            sliced=True,
+            int_indexed=ref.int_indexed or has_int,
+            dynamic=dynamic,
+            int_indices=ref.int_indices + tuple(ints),
         )
         return after, None, notes
 
@@ -709,31 +702,12 @@ class Reshape(TransformOp):
         if ref.sharded:
             return None, sharded_error(), []
         same = target == ref.shape
-        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
-        # as At.typed makes it: keywords cost more than the copy, once per reshape step)
-        after = RefInfo(
+        after = view_info(
+            ref,
             target,
-            ref.dtype,
-            ref.memory_space,
-            ref.base,
-            ref.peer,
-            ref.multicast,
-            ref.cluster,
-            ref.transposed,
-            True,  # reshaped
-            ref.bitcast,
-            ref.sliced,
-            ref.int_indexed,
-            True,  # transformed
-            ref.dynamic,
             ref.region if same else None,
             ref.view_dims if same else None,
-            ref.int_indices,
-            ref.peer_device,
-            ref.multicast_axes,
-            ref.cluster_block,
-            ref.pending,
-            ref.sharded,
+            reshaped=True,
         )
         return after, None, []
 
@@ -831,31 +805,12 @@ class Transpose(TransformOp):
                 [],
             )
         dims = ref.view_dims
-        # (``replace(ref, shape=..., ...)``, every field positionally in RefInfo's order,
-        # as At.typed makes it: keywords cost more than the copy, once per transpose step)
-        after = RefInfo(
+        after = view_info(
+            ref,
             tuple([shape[p] for p in perm]),
-            ref.dtype,
-            ref.memory_space,
-            ref.base,
-            ref.peer,
-            ref.multicast,
-            ref.cluster,
-            True if perm != tuple(range(rank)) else ref.transposed,
-            ref.reshaped,
-            ref.bitcast,
-            ref.sliced,
-            ref.int_indexed,
-            True,  # transformed
-            ref.dynamic,
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
-            ref.int_indices,
-            ref.peer_device,
-            ref.multicast_axes,
-            ref.cluster_block,
-            ref.pending,
-            ref.sharded,
+            transposed=True if perm != tuple(range(rank)) else ref.transposed,
         )
         return after, None, []
 
