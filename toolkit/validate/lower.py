@@ -285,8 +285,7 @@ def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
     node = st.node
     # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
     # is a slow ABC check)
-    # (a program's own statement, no scope, is always traced: no call to ask)
-    if type(node) is Let or not st.ok or (st.scope and ctx.never_traced(st)):
+    if type(node) is Let or not st.ok or ctx.never_traced(st):
         return False
     for b in st.refs.values():
         if b.info is None:
@@ -359,11 +358,6 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
         verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
 
 
-def _moved(t: Any) -> bool:
-    """A view step the lowering moves others past (or that stays after them)."""
-    return t.op in ("transpose", "bitcast")
-
-
 def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
@@ -385,7 +379,8 @@ class _View(NamedTuple):
 
     #: ``_root_spec`` of the view (one root along a chain of views)
     root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    #: a step that ``_moved`` holds for
+    #: a transpose or a bitcast: a step the lowering moves others past (or that stays
+    #: after them)
     moved: bool
     #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
     #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
@@ -424,7 +419,7 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
             m, bad = L.view_memref_from(m, [t for _, t in own], at)
     if not tangled or stop is None:  # (tangled: moved too, and both stay so)
         for k, (_, t) in enumerate(own, at):
-            op = t.op  # (``_moved``: a transpose or a bitcast, read once)
+            op = t.op  # (read once)
             if op == "transpose":
                 moved = True
             elif op == "bitcast":

@@ -371,13 +371,13 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
-        if st.scope and ctx.never_traced(st):  # (no scope: a program's own, always traced)
+        if ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
-            if st.scope and _unrolled_bounds(ctx, st):  # (none: no loop around it)
+            if _unrolled_bounds(ctx, st):
                 return True
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
@@ -389,13 +389,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        usable = True  # (a loop, not any() of a generator: once per statement)
-        for b in st.refs.values():
-            if b.info is None:
-                usable = False  # a tuple used as a ref, or a failed view: reported elsewhere
-                break
-        if not usable:
-            continue
+        if any(b.info is None for b in st.refs.values()):
+            continue  # a tuple used as a ref, or a failed view: reported elsewhere
         t = TraceCtx(ctx, st)
         if node.trace(t):
             return True
