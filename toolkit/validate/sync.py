@@ -215,7 +215,7 @@ def _uses_pid(ctx: Ctx) -> bool:
 
 def _uses_program_id(t: Any) -> bool | None:
     """True where the transform evaluates ``pl.program_id`` (None: it does not)."""
-    return True if any("program_id" in e.calls() for _, e in t.exprs()) else None
+    return True if t.uses_call("program_id") else None
 
 
 # ---------------------------------------------------------------- lookups
