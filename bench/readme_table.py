@@ -13,6 +13,7 @@ from typing import Any
 
 #: Rows without a target worth showing too (by the start of their measure).
 ALSO = (
+    "least speed-up over",
     "`mpmd-lab check` 13 gallery files",
     "  the same, CPU time",
     "run overhead",

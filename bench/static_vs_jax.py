@@ -9,17 +9,26 @@ The check is three parts, timed apart (``validate.analyze(timings=...)``):
 - the *fixes*: each proposed fix checked again (rules and race check) and kept only if
   it leaves fewer errors.
 
-The >= 10x target is held against the rules, JAX's trace answering the same question;
-the whole check (all three) gets its own least-speed-up row and verdict.
+Each target compares the same question on both sides. The rules answer what JAX's trace
+answers: at least 10x faster than the trace, on every scenario (the issue's measure: its
+"static check" was the rules alone then). The whole check also answers what only a run
+answers (races, deadlocks, out-of-bounds) and checks its fixes; JAX answers the race
+question with its GPU interpreter's race detector, which runs a call on a CPU only where it
+reaches no other device: there, the whole check at least 10x faster than that run. Its
+speed-up over the trace alone is shown with no target (the trace answers neither).
 """
 
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
-from bench.jaxcall import module_of, trace, trace_and_lower
+from bench.jaxcall import detect_races, module_of, trace, trace_and_lower
 from bench.table import Row, verdict
 from bench.timing import fmt_s, median_fresh, median_seconds
+
+if TYPE_CHECKING:
+    from mpmd_lab.scenario import Scenario
 
 TYPICAL_TARGET_S = 1e-3
 #: the static check at least this many times faster than JAX's trace, every scenario
@@ -57,6 +66,7 @@ def rows(repeats: int = 3, trace_repeats: int = 9) -> list[Row]:
     checks = []
     whole_ups: list[tuple[float, str]] = []
     rules_ups: list[tuple[float, str]] = []
+    detector: list[tuple[str, float, float | None]] = []  # name, whole check, JAX's run
     for name in gallery.names():
         s = gallery.load(name)
         text = gallery.path_of(name).read_text()
@@ -66,6 +76,9 @@ def rows(repeats: int = 3, trace_repeats: int = 9) -> list[Row]:
         ns = module_of(s)
         t_trace = median_seconds(lambda ns=ns: trace(ns), repeats=trace_repeats)
         t_lower = median_seconds(lambda ns=ns: trace_and_lower(ns), repeats=repeats)
+        if interpreter_runs(s):
+            t_detect = median_seconds(lambda ns=ns: detect_races(ns), repeats=repeats)
+            detector.append((name, t_check, t_detect if detect_races(ns) else None))
         whole_ups.append((t_trace / t_check, name))
         rules_ups.append((t_trace / t_rules, name))
         out.append(
@@ -84,22 +97,36 @@ def rows(repeats: int = 3, trace_repeats: int = 9) -> list[Row]:
                 base=t_trace,  # --json: the rules against the trace alone
             )
         )
-    for label, ups in (
-        ("rules", rules_ups),
-        ("whole check", whole_ups),
-    ):
-        worst, worst_name = min(ups)
-        met = sum(1 for r, _ in ups if r >= SPEEDUP_TARGET)
+    out.append(_least(rules_ups, "trace / rules", target=True))
+    out.append(_least(whole_ups, "trace / whole check; no target: the trace judges no race", False))
+    detect_ups: list[tuple[float, str]] = []
+    for name, t_check, t_detect in detector:
+        up = None if t_detect is None else t_detect / t_check
+        if up is not None:
+            detect_ups.append((up, name))
         out.append(
             Row(
                 "static vs JAX",
-                f"least speed-up over {len(ups)} gallery scenarios (trace / {label}): "
-                f"{worst_name}; {met}/{len(ups)} at >= {SPEEDUP_TARGET}x",
-                f"{worst:.1f}x",
-                target=f">= {SPEEDUP_TARGET}x",
-                verdict=verdict(worst >= SPEEDUP_TARGET),
-                value=worst,
-                unit="x",
+                f"{name}: the whole check | JAX's GPU interpreter with its race detector "
+                "(build, trace, run)",
+                fmt_s(t_check),
+                "no answer" if t_detect is None else fmt_s(t_detect),
+                "" if up is None else f"check {up:.0f}x",
+                f"run >= {SPEEDUP_TARGET}x check",
+                verdict(up is not None and up >= SPEEDUP_TARGET),
+                value=t_check,
+                unit="s",
+                base=t_detect,
+            )
+        )
+    if detector:
+        out.append(
+            _least(
+                detect_ups,
+                "JAX's race-detecting run / whole check, where its GPU interpreter runs "
+                "the call on a CPU",
+                target=True,
+                of=len(detector),
             )
         )
     typical = statistics.median(checks)
@@ -115,3 +142,35 @@ def rows(repeats: int = 3, trace_repeats: int = 9) -> list[Row]:
         )
     )
     return out
+
+
+def interpreter_runs(scenario: Scenario) -> bool:
+    """Whether JAX's GPU interpreter can run the call here, by the check: no code that
+    says it cannot (``INTERP_CANNOT``: a cross-device ref, an interpreter limit) and no
+    error before the run (schema, build, trace). A Mosaic GPU lowering error does not
+    stop the interpreter, which does not lower."""
+    from mpmd_lab.diagnostics import INTERP_CANNOT
+    from mpmd_lab.validate import check
+
+    return not any(
+        d.code in INTERP_CANNOT or (d.is_error and d.stage in ("schema", "build", "trace"))
+        for d in check(scenario)
+    )
+
+
+def _least(ups: list[tuple[float, str]], label: str, target: bool, of: int = 0) -> Row:
+    """The least speed-up of ``ups`` and how many reach the target (``of``: out of how
+    many scenarios, when some had no answer); ``target``: whether it is held to it."""
+    n = of or len(ups)
+    worst, worst_name = min(ups) if ups else (float("nan"), "none")
+    met = sum(1 for r, _ in ups if r >= SPEEDUP_TARGET)
+    return Row(
+        "static vs JAX",
+        f"least speed-up over {n} gallery scenarios ({label}): {worst_name}; "
+        f"{met}/{n} at >= {SPEEDUP_TARGET}x",
+        f"{worst:.1f}x",
+        target=f">= {SPEEDUP_TARGET}x" if target else "",
+        verdict=verdict(met == n and worst >= SPEEDUP_TARGET) if target else "",
+        value=worst,
+        unit="x",
+    )
