@@ -271,6 +271,12 @@ def _whole(d: int) -> Dim:
     return Dim(0, d)
 
 
+@functools.lru_cache(maxsize=1024)
+def _whole_dims(shape: tuple[int, ...]) -> tuple[tuple[Dim, ...], tuple[int, ...]]:
+    """A whole ref's region and view dims (both immutable: shared per shape)."""
+    return tuple(map(_whole, shape)), tuple(range(len(shape)))
+
+
 def base_info(
     shape: list[int] | tuple[int, ...],
     dtype: str,
@@ -303,8 +309,7 @@ def base_info(
         False,  # int_indexed
         False,  # transformed
         False,  # dynamic
-        tuple(map(_whole, shape)),  # region
-        tuple(range(len(shape))),  # view_dims
+        *_whole_dims(shape),  # region, view_dims
         (),  # int_indices
         None,  # peer_device
         (),  # multicast_axes

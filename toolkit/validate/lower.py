@@ -14,6 +14,7 @@ each code).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
@@ -394,6 +395,11 @@ class _View(NamedTuple):
     bad: tuple[L.JaxError, int] | None
 
 
+#: ``_View`` of all its fields as one tuple (``tuple.__new__``: a NamedTuple's own
+#: constructor is a Python function; once per view the lowering follows)
+_new_view: Callable[[tuple[Any, ...]], _View] = functools.partial(tuple.__new__, _View)
+
+
 def _view(ctx: Ctx, b: Binding) -> _View:
     """``b``'s ``_View``, once per binding from its source view's answer and its own
     steps (``resolve.along_chain``): every access asks it of each of its views."""
@@ -428,7 +434,7 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
                 tangled = True
             if stop is None and _may_stop(t):
                 stop = k
-    return _View(root, moved, tangled, stop, m, bad)
+    return _new_view((root, moved, tangled, stop, m, bad))
 
 
 def _view_rules(
