@@ -189,17 +189,35 @@ class Outcome(Record):
         self.waits = {} if waits is None else waits
 
 
+#: what a compiled statement is, for the engine's dispatch
+_LET, _LOOP, _WHEN, _STMT = "let", "loop", "when", "stmt"
+
+
 class _Node(Record):
     """One statement of a compiled body: its flat pre-order index (as
-    mpmd_lab.resolve numbers statements), path, op and nested statements."""
+    mpmd_lab.resolve numbers statements), path, op and nested statements; ``flavor``:
+    ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
+    transforms with their field paths."""
 
-    __slots__ = ("index", "path", "op", "children")
+    __slots__ = ("index", "path", "op", "children", "flavor", "steps")
 
     def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
         self.index = index
         self.path = path
         self.op = op
         self.children = children
+        self.steps: tuple[tuple[Any, str], ...] = ()
+        if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
+            self.flavor = _LET
+            self.steps = _steps(op.transforms, path)
+        else:
+            kind = op.kind
+            self.flavor = kind if kind in (_LOOP, _WHEN) else _STMT
+
+
+def _steps(transforms: list[Any], path: str) -> tuple[tuple[Any, str], ...]:
+    """A transform stack with each transform's field path."""
+    return tuple((t, f"{path}.transforms[{i}]") for i, t in enumerate(transforms))
 
 
 def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[_Node, ...], bool]:
@@ -226,15 +244,18 @@ class _Run:
         "a",
         "actor",
         "blocked",
+        "agent",
         "committed",
         "env",
         "gen",
         "grid_point",
         "groups",
         "open_group",
+        "own",
         "pids",
         "values",
         "waits",
+        "who",
     )
 
     def __init__(self, a: int, actor: Actor, values: dict[str, int], env: E.Env, gp: int, pids):
@@ -250,6 +271,9 @@ class _Run:
         self.groups: list[np.ndarray] = []  # committed copy groups' clocks
         self.open_group: list[np.ndarray] = []
         self.waits: dict[tuple, int] = {}  # barrier key -> waits done
+        self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
+        self.agent: Actor | None = None  # its copy engine (``_log``)
+        self.who = ""  # "device 0 block 1": who signals (``signal``)
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -294,6 +318,11 @@ class Engine:
         self._origin: dict[int, int] = {}  # owner -> its data address
         self._locs: dict[tuple, Location] = {}
         self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
+        # the same cache by offsets array (kept alive, its id stays its own) and dtype:
+        # a view's offsets are shared (``sliced``, a whole), and its data address costs
+        # a microsecond to read
+        self._spans_of: dict[int, tuple[np.ndarray, np.dtype, Any]] = {}
+        self._sliced: dict[tuple[int, tuple], tuple[np.ndarray, np.ndarray]] = {}
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
@@ -366,6 +395,9 @@ class Engine:
         for i, cap in enumerate(c.captures):
             self.params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
         self.inputs = inputs
+        self._param_steps = {
+            name: _steps(transforms, ppath) for name, (_, transforms, ppath) in self.params.items()
+        }
         for name, o in c.outputs.items():
             dt = np_dtype(o.dtype)
             base = Base("output", name, "GMEM", dt, tuple(o.shape))
@@ -478,7 +510,7 @@ class Engine:
                         pids = (0,) * (len(gcoords) + len(ccoords) + 1)
                     env = E.Env(values, info["sizes"], pids, info["grid_shape"])
                     run = _Run(k, actor, values, env, gi, pids)
-                    run.gen = self._actor_gen(run, info)
+                    run.gen = self._body(run, info["nodes"], {})
                     runs.append(run)
                     k += 1
         return runs
@@ -523,7 +555,9 @@ class Engine:
     def peer(self, dref: Any, run: _Run, path: str) -> int:
         """The device a resolved device id names, seen from this actor (``path``: the
         device field; REMOTE_DEVICE_OOB when it names no device of the mesh)."""
-        own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
+        own = run.own
+        if own is None:  # (target copies it)
+            own = run.own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
         try:
             return dref.target(own, self.mesh, run.env)
         except IndexError:  # (before LookupError, its base)
@@ -579,34 +613,51 @@ class Engine:
         )
         raise _Skip
 
-    def _stack(self, view: View, transforms: list[Any], run: _Run, path: str) -> View:
-        for i, t in enumerate(transforms):
-            view = t.view(view, self, run, f"{path}.transforms[{i}]")
+    def _stack(self, view: View, steps: tuple[tuple[Any, str], ...], run: _Run) -> View:
+        """The view after a transform stack (``_steps``: each transform, its path)."""
+        for t, tpath in steps:
+            view = t.view(view, self, run, tpath)
         return view
 
     def _lookup(self, env: dict[str, View], name: str, run: _Run, path: str) -> View:
         v = env.get(name)
         if v is not None:
             return v
-        if name in self.params:
-            base, transforms, ppath = self.params[name]
-            whole = self._whole.get(base)
-            if whole is None:  # offsets are never written: share them
-                whole = self._whole[base] = View.whole(base, compact=self.compact)
-                owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
-                self._owners[id(owner)] = owner
-                self._origin[id(owner)] = owner.__array_interface__["data"][0]
-            view = self._stack(whole, transforms, run, ppath)
-            env[name] = view
-            return view
-        raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+        p = self.params.get(name)
+        if p is None:
+            raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+        base = p[0]
+        whole = self._whole.get(base)
+        if whole is None:  # offsets are never written: share them
+            whole = self._whole[base] = View.whole(base, compact=self.compact)
+            owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
+            self._owners[id(owner)] = owner
+            self._origin[id(owner)] = owner.__array_interface__["data"][0]
+        steps = self._param_steps.get(name)
+        view = self._stack(whole, steps, run) if steps else whole
+        env[name] = view
+        return view
 
     # ------------------------------------------------------------ memory access
+
+    def sliced(self, offsets: np.ndarray, index: tuple) -> np.ndarray:
+        """``offsets[index]`` (basic indexing: ints and slices), one array per offsets
+        array and index (offsets are never written: views share them)."""
+        key = (id(offsets), index)
+        hit = self._sliced.get(key)
+        if hit is None:
+            if len(self._sliced) > 65536:
+                self._sliced.clear()
+            hit = self._sliced[key] = (offsets, offsets[index])  # (keeps offsets alive)
+        return hit[1]
 
     def spans(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
         """The base elements a view covers, as runs (numpy, and as a list of pairs;
         cached for views of a shared base)."""
         o = view.offsets
+        seen = self._spans_of.get(id(o))
+        if seen is not None and seen[1] == view.dtype:
+            return seen[2]
         owner = o.base
         key = None
         ptr = 0
@@ -615,6 +666,7 @@ class Engine:
             key = (id(owner), ptr, o.shape, o.strides, view.dtype)
             hit = self._spans.get(key)
             if hit is not None:
+                self._spans_of[id(o)] = (o, view.dtype, hit)
                 return hit
         pairs = (
             _affine_spans(view, ptr - self._origin[id(owner)], self._whole[view.base])
@@ -637,7 +689,9 @@ class Engine:
         if key is not None:
             if len(self._spans) > 65536:
                 self._spans.clear()
+                self._spans_of.clear()
             self._spans[key] = both
+            self._spans_of[id(o)] = (o, view.dtype, both)
         return both
 
     def _block_of(self, view: View, run: _Run) -> int:
@@ -694,9 +748,10 @@ class Engine:
         view, name = self._access(x, fld, "r")
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
-        (dev,) = self._targets(view, x.run, None)
-        loc = self.location(view.base, dev, self._block_of(view, x.run))
-        a = x.run.a + (self.n_actors if agent else 0)
+        run = x.run
+        dev = run.actor.device if view.device is None else view.device
+        loc = self.location(view.base, dev, self._block_of(view, run))
+        a = run.a + (self.n_actors if agent else 0)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
@@ -779,7 +834,7 @@ class Engine:
         )
 
     def _check_data(self, view: View, name: str, path: str) -> None:
-        if view.base.is_sync:
+        if view.base.kind in _SYNC_KINDS:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is a {view.base.kind}: it holds no data"
             )
@@ -787,30 +842,32 @@ class Engine:
     def _log(
         self, kind: str, a: int, x: StmtCtx, name: str, loc: Location, view: View, fld: str
     ) -> None:
-        actor = x.run.actor
+        run = x.run
+        actor = run.actor
         if a >= self.n_actors:
-            actor = Actor(
-                actor.program,
-                actor.device,
-                actor.block,
-                actor.thread,
-                actor.grid,
-                actor.cluster,
-                actor.device_coords,
-                agent=True,
-            )
-        stmt = (x.node.index, x.stmt.op, name, x.path, fld)
+            agent = run.agent
+            if agent is None:
+                t = actor
+                agent = run.agent = Actor(
+                    t.program, t.device, t.block, t.thread, t.grid, t.cluster, t.device_coords, True
+                )
+            actor = agent
+        node = x.node
+        stmt = (node.index, node.op.op, name, node.path, fld)
         spans, pyspans = self.spans(view)
-        self.shadow.access(kind, a, actor, stmt, loc, math.prod(view.base.shape), spans, pyspans)
+        self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
 
     def _one(self, view: View, name: str, what: str, path: str) -> int:
-        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
+        kind = view.base.kind
+        if kind not in _SYNC_KINDS or (what == "semaphore") != (kind == "semaphore"):
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
         pairs = self.spans(view)[1]
-        count = sum(b - a for a, b in pairs)
-        if count != 1 or view.shape:
+        count = 0
+        for a, b in pairs:
+            count += b - a
+        if count != 1 or view.offsets.ndim > 1:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
             )
@@ -844,8 +901,11 @@ class Engine:
         else:
             devs = [run.actor.device if view.device is None else view.device]
         vc = self.clocks.snapshot(run.a)
-        many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
-        who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
+        who = run.who
+        if not who:
+            many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
+            who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
+            run.who = who
         for d in devs:
             self.semaphore(view.base, e, d, run.actor.block).signal(inc, vc, who, x.path)
         self._signal_paths.setdefault(view.base.name, set()).add(x.path)
@@ -957,14 +1017,26 @@ class Engine:
         used = self._cur.get("used")
         for node in nodes:
             op = node.op
-            if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
+            flavor = node.flavor
+            if flavor is _STMT:
+                x = StmtCtx(self, run, node, env)
+                try:
+                    w = op.execute(x)
+                except _Skip:
+                    w = None
+                if w is not None:
+                    while not w.ready():
+                        yield w
+                    w.complete()
+                yield None
+                continue
+            if flavor is _LET:
                 if used is None or op.let in used:
                     base = self._lookup(env, op.ref, run, node.path)
-                    env[op.let] = self._stack(base, op.transforms, run, node.path)
+                    env[op.let] = self._stack(base, node.steps, run) if node.steps else base
                 yield None  # (a step all the same: the interleaving stays as it was)
                 continue
-            kind = op.kind
-            if kind == "loop":
+            if flavor is _LOOP:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
                 stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
                 yield None
@@ -978,25 +1050,11 @@ class Engine:
                 else:
                     run.values.pop(op.var, None)
                 continue
-            if kind == "when":
-                cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
-                yield None
-                if cond:
-                    yield from self._body(run, node.children, dict(env))
-                continue
-            x = StmtCtx(self, run, node, env)
-            try:
-                w = op.execute(x)
-            except _Skip:
-                w = None
-            if w is not None:
-                while not w.ready():
-                    yield w
-                w.complete()
+            # a when
+            cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
             yield None
-
-    def _actor_gen(self, run: _Run, info: dict):
-        yield from self._body(run, info["nodes"], {})
+            if cond:
+                yield from self._body(run, node.children, dict(env))
 
     def run(self) -> Outcome:
         """Run every actor to the end (or a deadlock, an error, a bound)."""
@@ -1134,6 +1192,10 @@ class Engine:
             if self.s.buffers[b].as_ref:
                 out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b, "input")
         return out
+
+
+#: the kinds of base that hold no data
+_SYNC_KINDS = ("semaphore", "barrier")
 
 
 class _Stop(Exception):

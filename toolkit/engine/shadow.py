@@ -13,6 +13,7 @@ FastTrack/DJIT+ discipline (a write clears the reads it is checked against).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from typing import Any
 
@@ -107,6 +108,9 @@ class Shadow:
         self._kept: dict[int, Access] = {}
         self.locs: dict[Location, _Loc] = {}
         self._seen: set[tuple] = set()
+        #: id(location) -> (location, its shadow): the place's state without hashing
+        #: the location (kept alive, its id stays its own)
+        self._places: dict[int, tuple[Location, _Loc]] = {}
 
     @property
     def count(self) -> int:
@@ -126,11 +130,13 @@ class Shadow:
         actor: Any,
         stmt: tuple[int, str, str, str, str],
         loc: Location,
-        size: int,
+        shape: tuple[int, ...],
         spans: np.ndarray | None,
         pyspans: list[tuple[int, int]],
     ) -> None:
-        """Log one access by actor index ``a`` and check it against what came before."""
+        """Log one access by actor index ``a`` and check it against what came before
+        (``shape``: the location's buffer's; ``loc``: one object per place, as the
+        engine makes them)."""
         if not pyspans:
             return
         i = len(self._info)
@@ -145,12 +151,22 @@ class Shadow:
             self._kept[i] = acc
             log.add(acc)
         else:
-            log.count(actor.program, stmt[0], loc.buffer, kind, sum(b - a for a, b in pyspans))
-        sh = self.locs.get(loc)
-        if sh is None:
-            sh = self.locs[loc] = _Loc(size)
+            n = 0
+            for lo, hi in pyspans:
+                n += hi - lo
+            log.count(actor.program, stmt[0], loc.buffer, kind, n)
+        place = self._places.get(id(loc))
+        if place is None:
+            found = self.locs.get(loc)
+            if found is None:
+                found = self.locs[loc] = _Loc(math.prod(shape))
+            place = self._places[id(loc)] = (loc, found)
+        sh = place[1]
+        size = sh.size
         if kind == "read":
-            self._check(i, a, sh.writes, pyspans, "read-write")
+            writes = sh.writes
+            if len(writes.vals) > 1 or writes.vals[0] >= 0:
+                self._check(i, a, writes, pyspans, "read-write")
             for r, m in sh.atomics.items():
                 if r != a:
                     self._check(i, a, m, pyspans, "read-write")
@@ -159,7 +175,9 @@ class Shadow:
                 own = sh.reads[a] = RunMap(size)
             own.assign(pyspans, i)
             return
-        self._check(i, a, sh.writes, pyspans, "write-write")
+        writes = sh.writes
+        if len(writes.vals) > 1 or writes.vals[0] >= 0:
+            self._check(i, a, writes, pyspans, "write-write")
         for r, m in sh.reads.items():
             if r != a:
                 self._check(i, a, m, pyspans, "read-write")
@@ -172,12 +190,13 @@ class Shadow:
         for r, m in sh.atomics.items():
             if r != a:
                 self._check(i, a, m, pyspans, "write-write")
-        sh.writes.assign(pyspans, i)
+        writes.assign(pyspans, i)
         for table in (sh.reads, sh.atomics):
             if table:
                 for r in list(table):
-                    table[r].assign(pyspans, -1)
-                    if table[r].empty:
+                    m = table[r]
+                    m.assign(pyspans, -1)
+                    if len(m.vals) == 1 and m.vals[0] < 0:  # (empty)
                         del table[r]
 
     def _check(self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str) -> None:

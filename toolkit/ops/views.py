@@ -444,28 +444,30 @@ class At(TransformOp):
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         """numpy indexing of the offsets; an index outside the ref marks the view
         (``View.oob``, clipped offsets): the access through it fails, not the view."""
-        import numpy as np
-
         shape = v.shape
         if len(self.index) > len(shape):
             sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
         # NDIndexer's bounds check of static slices (JAX raises it at trace): the rule
-        # the type rule reads too, layout_rules.index_bounds_error_at
+        # the type rule reads too, layout_rules.index_bounds_error_at; and each entry's
+        # field path (a failing index says it), once per shape and path
         bad, entries = sim.memo(
             self,
-            ("at", shape),
-            lambda: (L.index_bounds_error_at(shape, self.index), self.entries()),
+            ("at", shape, path),
+            lambda: (
+                L.index_bounds_error_at(shape, self.index),
+                [(ix, f"{path}.index[{k}]") for k, ix in enumerate(self.entries())],
+            ),
         )
         if bad is not None:
             sim.fail(bad[0].code, f"{path}.index[{bad[1]}]", bad[0].message)
         idx: list[Any] = []
         clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
         oob = v.oob
-        for dim, (ix, size) in enumerate(zip(entries, shape, strict=False)):
-            where = f"{path}.index[{dim}]"
-            if ix.kind == "all":
-                idx.append(slice(None))
-            elif ix.kind == "int":
+        for dim, ((ix, where), size) in enumerate(zip(entries, shape, strict=False)):
+            kind = ix.kind
+            if kind == "all":
+                idx.append(_WHOLE)
+            elif kind == "int":
                 i = sim.eval(ix.start, actor, where)
                 if not -size <= i < size:
                     if size == 0:
@@ -474,7 +476,7 @@ class At(TransformOp):
                         oob = ("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
                     i = min(max(i, 0), size - 1)
                 idx.append(i % size)
-            elif ix.kind == "slice":
+            elif kind == "slice":
                 idx.append(slice(ix.lo, ix.hi))
             else:
                 start, n = sim.eval(ix.start, actor, where), ix.size or 0
@@ -488,15 +490,29 @@ class At(TransformOp):
                             f"slice [{start}, {start + n}) out of bounds for size {size} "
                             f"({actor.describe()})",
                         )
-                    idx.append(slice(None))
-                    kept = sum(1 for e in entries[:dim] if e.kind != "int")
-                    clipped.append((kept, np.clip(np.arange(start, start + n), 0, size - 1)))
+                    idx.append(_WHOLE)
+                    kept = sum(1 for e, _ in entries[:dim] if e.kind != "int")
+                    clipped.append((kept, _clip(start, n, size)))
                 else:
                     idx.append(slice(start, start + n))
-        offsets = v.offsets[tuple(idx)]
-        for axis, take in clipped:
-            offsets = np.take(offsets, take, axis=axis)
+        offsets = sim.sliced(v.offsets, tuple(idx))
+        if clipped:
+            import numpy as np
+
+            for axis, take in clipped:
+                offsets = np.take(offsets, take, axis=axis)
         return v.with_(offsets=offsets, oob=oob)
+
+
+#: a whole dimension, as numpy indexes it
+_WHOLE = slice(None)
+
+
+def _clip(start: int, n: int, size: int) -> Any:
+    """The indices ``start .. start + n - 1`` clipped into ``[0, size)``."""
+    import numpy as np
+
+    return np.clip(np.arange(start, start + n), 0, size - 1)
 
 
 def _compose_region(
