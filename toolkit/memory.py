@@ -210,6 +210,11 @@ class View:
         starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
         return unique_sorted(starts // bsz)
 
+    def with_offsets(self, offsets: np.ndarray, oob: tuple[str, str, str] | None = None) -> View:
+        """A copy with other offsets and ``oob`` (``with_``'s most common change, at a
+        third of its cost)."""
+        return View(self.base, self.dtype, offsets, self.device, self.multicast, self.cluster, oob)
+
     def with_(self, **kw: Any) -> View:
         """A copy with the fields in ``kw`` changed."""
         new = View.__new__(View)

@@ -344,7 +344,14 @@ class Engine:
     def _coords_of(self, d: int) -> tuple[int, ...]:
         if not self.mesh:
             return ()
-        return tuple(int(i) for i in np.unravel_index(d, tuple(self.mesh.values())))
+        sizes = tuple(self.mesh.values())
+        if not 0 <= d < math.prod(sizes):  # (numpy's error, as unravel_index raises it)
+            return tuple(int(i) for i in np.unravel_index(d, sizes))
+        out = []
+        for n in reversed(sizes):  # C order: the last axis varies fastest
+            d, i = divmod(d, n)
+            out.append(i)
+        return tuple(reversed(out))
 
     def device_coords(self, d: int) -> tuple[int, ...]:
         if self._dev_coords is not None:
@@ -540,8 +547,9 @@ class Engine:
         """Stop the simulation: the call fails at ``path``."""
         raise SimError(code, path, message)
 
-    def eval(self, e: E.Expr, run: _Run, path: str) -> int:
-        """An index expression's value for one actor."""
+    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "") -> int:
+        """An index expression's value for one actor (``path``, and ``sub`` under it:
+        where a failing one is)."""
         uses = self._pid_use.get(id(e))
         if uses is None:
             uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
@@ -550,7 +558,7 @@ class Engine:
         try:
             return e.eval(run.env)
         except E.ExprError as ex:
-            raise SimError("XREF_UNKNOWN_NAME", path, str(ex)) from None
+            raise SimError("XREF_UNKNOWN_NAME", f"{path}.{sub}" if sub else path, str(ex)) from None
 
     def peer(self, dref: Any, run: _Run, path: str) -> int:
         """The device a resolved device id names, seen from this actor (``path``: the
@@ -731,9 +739,10 @@ class Engine:
     def _access(self, x: StmtCtx, fld: str, kind: str) -> tuple[View, str]:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
+        if view.base.kind in _SYNC_KINDS:
+            self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -750,7 +759,8 @@ class Engine:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         run = x.run
         dev = run.actor.device if view.device is None else view.device
-        loc = self.location(view.base, dev, self._block_of(view, run))
+        block = run.actor.block if view.cluster is None else self._block_of(view, run)
+        loc = self.location(view.base, dev, block)
         a = run.a + (self.n_actors if agent else 0)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
@@ -779,9 +789,11 @@ class Engine:
         kind: str = "write",
         agent: bool = False,
     ) -> None:
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        if view.base.kind in _SYNC_KINDS:
+            self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -789,7 +801,7 @@ class Engine:
                 f"Invalid shape for `swap`: storing {tuple(value.shape)} into {name!r} of shape "
                 f"{view.shape}",
             )
-        if np.dtype(value.dtype) != view.dtype:
+        if value.dtype is not view.dtype and np.dtype(value.dtype) != view.dtype:
             raise SimError(
                 "SIM_DTYPE_MISMATCH",
                 x.path,
@@ -797,14 +809,18 @@ class Engine:
             )
         if view.oob is not None:
             code, where, msg = view.oob
-            self.soft(SimError(code, where, msg), x.run, x.node, fld, "w")
-        a = x.run.a + (self.n_actors if agent else 0)
+            self.soft(SimError(code, where, msg), run, x.node, fld, "w")
+        a = run.a + (self.n_actors if agent else 0)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
             raw = raw.reshape(*view.shape, view.dtype.itemsize)
-        block = self._block_of(view, x.run)
-        for dev in self._targets(view, x.run, fan_out):
+        block = run.actor.block if view.cluster is None else self._block_of(view, run)
+        if view.multicast is None and fan_out is None:
+            devs = [run.actor.device if view.device is None else view.device]
+        else:
+            devs = self._targets(view, run, fan_out)
+        for dev in devs:
             loc = self.location(view.base, dev, block)
             self._log(kind, a, x, name, loc, view, fld)
             if raw is not None:
@@ -854,7 +870,11 @@ class Engine:
             actor = agent
         node = x.node
         stmt = (node.index, node.op.op, name, node.path, fld)
-        spans, pyspans = self.spans(view)
+        seen = self._spans_of.get(id(view.offsets))
+        if seen is not None and (seen[1] is view.dtype or seen[1] == view.dtype):
+            spans, pyspans = seen[2]
+        else:
+            spans, pyspans = self.spans(view)
         self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
@@ -1243,7 +1263,7 @@ class StmtCtx:
 
     def eval(self, raw: Any, sub: str = "") -> int:
         e = self.engine.expr(raw)
-        return self.engine.eval(e, self.run, f"{self.path}.{sub}" if sub else self.path)
+        return self.engine.eval(e, self.run, self.path, sub)
 
     def signal(
         self, field: str, inc: int, device: Any = None, axes: tuple[str, ...] | None = None

@@ -40,11 +40,11 @@ class RunMap:
 
     def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
-        if self.empty:
-            return []
         bounds, vals, size = self.bounds, self.vals, self.size
-        out = []
         n = len(bounds)
+        if n == 1 and vals[0] < 0:  # (empty)
+            return []
+        out = []
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
             while i < n and bounds[i] < b:
@@ -56,24 +56,26 @@ class RunMap:
                 i += 1
         return out
 
-    def _split(self, x: int) -> int:
-        """Make ``x`` a segment start; its index."""
-        bounds = self.bounds
-        i = bisect_right(bounds, x) - 1
-        if bounds[i] == x:
-            return i
-        bounds.insert(i + 1, x)
-        self.vals.insert(i + 1, self.vals[i])
-        return i + 1
-
     def assign(self, spans: list[tuple[int, int]], value: int) -> None:
         """Set every index inside ``spans`` to ``value``."""
-        if value < 0 and self.empty:
+        bounds, vals, size = self.bounds, self.vals, self.size
+        if value < 0 and len(vals) == 1 and vals[0] < 0:  # (empty already)
             return
-        bounds, vals = self.bounds, self.vals
         for a, b in spans:
-            i = self._split(a)
-            j = self._split(b) if b < self.size else len(bounds)
+            # make a and b segment starts (i and j their segments)
+            i = bisect_right(bounds, a) - 1
+            if bounds[i] != a:
+                i += 1
+                bounds.insert(i, a)
+                vals.insert(i, vals[i - 1])
+            if b < size:
+                j = bisect_right(bounds, b) - 1
+                if bounds[j] != b:
+                    j += 1
+                    bounds.insert(j, b)
+                    vals.insert(j, vals[j - 1])
+            else:
+                j = len(bounds)
             bounds[i + 1 : j] = []
             vals[i:j] = [value]
             # merge with equal neighbours
