@@ -197,7 +197,7 @@ class View:
         n = math.prod(base.shape)
         if compact:
             small = n * isz < 2**31
-            offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
+            offs = np.arange(0, n * isz, isz, dtype=np.int32 if small else np.int64)
             return cls(base, base.dtype, offs.reshape(*base.shape, 1))
         it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
         offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)

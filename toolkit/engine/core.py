@@ -314,6 +314,7 @@ class Engine:
         self.memory = self.out.memory
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}
+        self._param_whole: dict[str, View] = {}  # parameter name -> its base's whole view
         self._owners: dict[int, np.ndarray] = {}
         self._origin: dict[int, int] = {}  # owner -> its data address
         self._locs: dict[tuple, Location] = {}
@@ -330,6 +331,7 @@ class Engine:
         self.semaphores: dict[tuple, Semaphore] = {}
         self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
+        self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
         self.compact = not data and not _uses_bitcast(scenario)
         self._dev_coords = (
             [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
@@ -499,25 +501,28 @@ class Engine:
         cluster_shape = tuple(cluster.values())
         runs = []
         k = offset
+        p, sizes, grid_shape, nodes = info["p"], info["sizes"], info["grid_shape"], info["nodes"]
+        gvalues = dict(zip(grid, gcoords, strict=True))
+        blocks = [
+            (ci, ccoords, dict(zip(cluster, ccoords, strict=True)))
+            for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape)))
+        ]
         for d in self.devices:
             dcoords = self.device_coords(d)
-            for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape))):
+            dvalues = dict(zip(self.mesh, dcoords, strict=True))
+            for ci, ccoords, cvalues in blocks:
                 for t in range(nthreads):
-                    actor = Actor(info["p"], d, gi * ncl + ci, t, gcoords, ccoords, dcoords)
-                    values = {
-                        **dict(zip(self.mesh, dcoords, strict=True)),
-                        **dict(zip(grid, gcoords, strict=True)),
-                        **dict(zip(cluster, ccoords, strict=True)),
-                    }
+                    actor = Actor(p, d, gi * ncl + ci, t, gcoords, ccoords, dcoords)
+                    values = {**dvalues, **gvalues, **cvalues}
                     if tname:
                         values[tname] = t
                     if self.pid_mode == "grid":
                         pids = (*gcoords, *ccoords, t)
                     else:
                         pids = (0,) * (len(gcoords) + len(ccoords) + 1)
-                    env = E.Env(values, info["sizes"], pids, info["grid_shape"])
+                    env = E.Env(values, sizes, pids, grid_shape)
                     run = _Run(k, actor, values, env, gi, pids)
-                    run.gen = self._body(run, info["nodes"], {})
+                    run.gen = self._body(run, nodes, {})
                     runs.append(run)
                     k += 1
         return runs
@@ -631,16 +636,19 @@ class Engine:
         v = env.get(name)
         if v is not None:
             return v
-        p = self.params.get(name)
-        if p is None:
-            raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
-        base = p[0]
-        whole = self._whole.get(base)
-        if whole is None:  # offsets are never written: share them
-            whole = self._whole[base] = View.whole(base, compact=self.compact)
-            owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
-            self._owners[id(owner)] = owner
-            self._origin[id(owner)] = owner.__array_interface__["data"][0]
+        whole = self._param_whole.get(name)
+        if whole is None:
+            p = self.params.get(name)
+            if p is None:
+                raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+            base = p[0]
+            whole = self._whole.get(base)
+            if whole is None:  # offsets are never written: share them
+                whole = self._whole[base] = View.whole(base, compact=self.compact)
+                owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
+                self._owners[id(owner)] = owner
+                self._origin[id(owner)] = owner.__array_interface__["data"][0]
+            self._param_whole[name] = whole
         steps = self._param_steps.get(name)
         view = self._stack(whole, steps, run) if steps else whole
         env[name] = view
@@ -903,12 +911,12 @@ class Engine:
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
         if inc < 0:
             raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
-        run = x.run
         if axes:
             devs = self._targets(view.with_(device=None), run, axes)
         elif dref is not None:
@@ -926,25 +934,37 @@ class Engine:
             many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
             who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
             run.who = who
+        block = run.actor.block
         for d in devs:
-            self.semaphore(view.base, e, d, run.actor.block).signal(inc, vc, who, x.path)
-        self._signal_paths.setdefault(view.base.name, set()).add(x.path)
+            self.semaphore(view.base, e, d, block).signal(inc, vc, who, x.path)
+        paths = self._signal_paths.get(view.base.name)
+        if paths is None:
+            paths = self._signal_paths[view.base.name] = set()
+        paths.add(x.path)
         self.clocks.tick(run.a)
 
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
-        dev = x.run.actor.device if view.device is None else view.device
-        sem = self.semaphore(view.base, e, dev, x.run.actor.block)
-        self.out.waits.setdefault(view.base.name, set()).add(x.path)
+        dev = run.actor.device if view.device is None else view.device
+        sem = self.semaphore(view.base, e, dev, run.actor.block)
+        waits = self.out.waits
+        paths = waits.get(view.base.name)
+        if paths is None:
+            paths = waits[view.base.name] = set()
+        paths.add(x.path)
         if self.sample is not None:
             return None  # a sampled run: the signallers may not run at all
-        return SemaphoreWait(self, x.run.a, sem, value, decrement, x.path)
+        return SemaphoreWait(self, run.a, sem, value, decrement, x.path)
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
         name = view.base.name
+        mine = self._bar_of.get((name, e, run.a))
+        if mine is not None:
+            return mine
         spec = self.scratch[name]
         assert isinstance(spec, BarrierScratch)  # (_one checked it is a barrier)
         dev = run.actor.device
@@ -972,7 +992,8 @@ class Engine:
         if bar is None:
             label = f"{name}[{e}]" if spec.num_barriers > 1 else name
             bar = self.barriers[key] = Barrier(f"{label} of {where}", target)
-        return key, bar
+        mine = self._bar_of[name, e, run.a] = (key, bar)
+        return mine
 
     def arrive(self, x: StmtCtx, fld: str) -> None:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
