@@ -62,22 +62,25 @@ class RunMap:
         if value < 0 and len(vals) == 1 and vals[0] < 0:  # (empty already)
             return
         for a, b in spans:
-            # make a and b segment starts (i and j their segments)
             i = bisect_right(bounds, a) - 1
-            if bounds[i] != a:
-                i += 1
-                bounds.insert(i, a)
-                vals.insert(i, vals[i - 1])
-            if b < size:
-                j = bisect_right(bounds, b) - 1
-                if bounds[j] != b:
-                    j += 1
-                    bounds.insert(j, b)
-                    vals.insert(j, vals[j - 1])
+            if bounds[i] == a and (bounds[i + 1] == b if i + 1 < len(bounds) else b == size):
+                vals[i] = value  # [a, b) is segment i already (a thread reading it again)
             else:
-                j = len(bounds)
-            bounds[i + 1 : j] = []
-            vals[i:j] = [value]
+                # make a and b segment starts (i and j their segments)
+                if bounds[i] != a:
+                    i += 1
+                    bounds.insert(i, a)
+                    vals.insert(i, vals[i - 1])
+                if b < size:
+                    j = bisect_right(bounds, b) - 1
+                    if bounds[j] != b:
+                        j += 1
+                        bounds.insert(j, b)
+                        vals.insert(j, vals[j - 1])
+                else:
+                    j = len(bounds)
+                bounds[i + 1 : j] = []
+                vals[i:j] = [value]
             # merge with equal neighbours
             if i + 1 < len(bounds) and vals[i + 1] == value:
                 del bounds[i + 1]
