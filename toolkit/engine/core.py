@@ -287,7 +287,8 @@ class _Run:
 
 
 class Engine:
-    """One run of one scenario (see the module docstring)."""
+    """One run of one scenario (see the module docstring). ``log_limit``, ``max_races``
+    and ``log_tally``: the access log's bounds (:class:`~mpmd_lab.accesslog.AccessLog`)."""
 
     def __init__(
         self,
@@ -297,6 +298,7 @@ class Engine:
         program_id: str = "grid",
         limits: Limits | None = None,
         log_limit: int | None = DEFAULT_LIMIT,
+        log_tally: bool = True,
         max_races: int = MAX_RACES,
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
@@ -310,7 +312,7 @@ class Engine:
         self.ndev = scenario.num_devices
         self.sample = sample
         self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
-        self.out = Outcome(log=AccessLog(log_limit, max_races))
+        self.out = Outcome(log=AccessLog(log_limit, max_races, log_tally))
         self.memory = self.out.memory
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}

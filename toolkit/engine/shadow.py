@@ -155,7 +155,7 @@ class Shadow:
             acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
             self._kept[i] = acc
             log.add(acc)
-        else:
+        elif log.tally:
             n = 0
             for lo, hi in pyspans:
                 n += hi - lo

@@ -163,6 +163,7 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
             program_id=pid,
             limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
             log_limit=0,
+            log_tally=False,  # (only the races are read)
             max_races=16,
             **kw,
         )
