@@ -1285,6 +1285,8 @@ class StmtCtx:
         return Abstract(tuple(shape), np.dtype(dtype))
 
     def eval(self, raw: Any, sub: str = "") -> int:
+        if type(raw) is int:  # (a constant: what parsing and evaluating it gives)
+            return raw
         e = self.engine.expr(raw)
         return self.engine.eval(e, self.run, self.path, sub)
 
