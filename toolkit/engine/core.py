@@ -362,12 +362,6 @@ class Engine:
             return self._dev_coords[d]
         return self._coords_of(d)
 
-    def _device_of(self, coords: dict[str, int]) -> int:
-        flat = 0
-        for a, n in self.mesh.items():
-            flat = flat * n + coords[a]
-        return flat
-
     def _setup(self) -> None:
         s, c = self.s, self.s.call
         inputs: dict[str, Base] = {}
@@ -725,10 +719,19 @@ class Engine:
         axes = view.multicast or fan_out
         if not axes:
             return [dev]
-        own = dict(zip(self.mesh, self.device_coords(dev), strict=True))
+        own = list(self.device_coords(dev))
+        ranges = [range(self.mesh[a]) for a in axes]  # (KeyError: an axis the mesh lacks)
+        names, sizes = list(self.mesh), list(self.mesh.values())
+        where = [names.index(a) for a in axes]
         out = []
-        for combo in itertools.product(*(range(self.mesh[a]) for a in axes)):
-            out.append(self._device_of({**own, **dict(zip(axes, combo, strict=True))}))
+        for combo in itertools.product(*ranges):
+            coords = own.copy()
+            for k, c in zip(where, combo, strict=True):
+                coords[k] = c  # (an axis named twice: the last)
+            flat = 0
+            for n, c in zip(sizes, coords, strict=True):
+                flat = flat * n + c
+            out.append(flat)
         return out
 
     def location(self, base: Base, device: int, block: int) -> Location:

@@ -171,10 +171,10 @@ class Shadow:
         if kind == "read":
             writes = sh.writes
             if len(writes.vals) > 1 or writes.vals[0] >= 0:
-                self._check(i, a, writes, pyspans, "read-write")
+                self._check(i, a, writes, pyspans, "read-write", sh)
             for r, m in sh.atomics.items():
                 if r != a:
-                    self._check(i, a, m, pyspans, "read-write")
+                    self._check(i, a, m, pyspans, "read-write", sh)
             own = sh.reads.get(a)
             if own is None:
                 own = sh.reads[a] = RunMap(size)
@@ -182,10 +182,10 @@ class Shadow:
             return
         writes = sh.writes
         if len(writes.vals) > 1 or writes.vals[0] >= 0:
-            self._check(i, a, writes, pyspans, "write-write")
+            self._check(i, a, writes, pyspans, "write-write", sh)
         for r, m in sh.reads.items():
             if r != a:
-                self._check(i, a, m, pyspans, "read-write")
+                self._check(i, a, m, pyspans, "read-write", sh)
         if kind == "atomic":
             own = sh.atomics.get(a)
             if own is None:
@@ -194,7 +194,7 @@ class Shadow:
             return
         for r, m in sh.atomics.items():
             if r != a:
-                self._check(i, a, m, pyspans, "write-write")
+                self._check(i, a, m, pyspans, "write-write", sh)
         writes.assign(pyspans, i)
         for table in (sh.reads, sh.atomics):
             if table:
@@ -204,7 +204,12 @@ class Shadow:
                     if len(m.vals) == 1 and m.vals[0] < 0:  # (empty)
                         del table[r]
 
-    def _check(self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str) -> None:
+    def _check(
+        self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str, place: _Loc
+    ) -> None:
+        """Races of access ``i`` by ``a`` with the accesses ``m`` holds over ``spans`` at
+        ``place`` (its location's state: one per location, it stands for it in the keys
+        of the races seen, without hashing the location)."""
         hits = m.query(spans)
         if not hits:
             return
@@ -218,7 +223,7 @@ class Shadow:
             bad.setdefault(v, []).append((lo, hi))
         for prev, segs in bad.items():
             pk, pactor, pstmt, _ = self._info[prev]
-            key = (kind, actor[prev], pstmt, a, self._info[i][2], self._info[i][3])
+            key = (kind, actor[prev], pstmt, a, self._info[i][2], place)
             if key in self._seen:
                 continue
             self._seen.add(key)
