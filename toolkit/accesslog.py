@@ -321,13 +321,17 @@ class AccessLog:
     """The accesses of a simulated call, in the simulator's order (bounded), and its races.
 
     ``accesses`` holds the first ``limit`` accesses (``None``: all); every access is
-    counted in ``counts`` (by program, statement, buffer, kind) and ``total``.
+    counted in ``counts`` (by program, statement, buffer, kind) and ``total``, past the
+    limit too unless ``tally`` is False (the static check, which reads only the races).
     ``races`` holds the first ``MAX_RACES`` distinct races; ``race_count`` counts all.
     """
 
-    def __init__(self, limit: int | None = DEFAULT_LIMIT, max_races: int = MAX_RACES) -> None:
+    def __init__(
+        self, limit: int | None = DEFAULT_LIMIT, max_races: int = MAX_RACES, tally: bool = True
+    ) -> None:
         self.limit = limit
         self.max_races = max_races
+        self.tally = tally
         self.accesses: list[Access] = []
         self.races: list[Race] = []
         self.total = 0

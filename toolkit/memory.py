@@ -197,7 +197,7 @@ class View:
         n = math.prod(base.shape)
         if compact:
             small = n * isz < 2**31
-            offs = np.arange(n, dtype=np.int32 if small else np.int64) * isz
+            offs = np.arange(0, n * isz, isz, dtype=np.int32 if small else np.int64)
             return cls(base, base.dtype, offs.reshape(*base.shape, 1))
         it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
         offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
@@ -209,6 +209,11 @@ class View:
         # a view element holds whole base elements (widening) or lies inside one
         starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
         return unique_sorted(starts // bsz)
+
+    def with_offsets(self, offsets: np.ndarray, oob: tuple[str, str, str] | None = None) -> View:
+        """A copy with other offsets and ``oob`` (``with_``'s most common change, at a
+        third of its cost)."""
+        return View(self.base, self.dtype, offsets, self.device, self.multicast, self.cluster, oob)
 
     def with_(self, **kw: Any) -> View:
         """A copy with the fields in ``kw`` changed."""

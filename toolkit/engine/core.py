@@ -189,17 +189,35 @@ class Outcome(Record):
         self.waits = {} if waits is None else waits
 
 
+#: what a compiled statement is, for the engine's dispatch
+_LET, _LOOP, _WHEN, _STMT = "let", "loop", "when", "stmt"
+
+
 class _Node(Record):
     """One statement of a compiled body: its flat pre-order index (as
-    mpmd_lab.resolve numbers statements), path, op and nested statements."""
+    mpmd_lab.resolve numbers statements), path, op and nested statements; ``flavor``:
+    ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
+    transforms with their field paths."""
 
-    __slots__ = ("index", "path", "op", "children")
+    __slots__ = ("index", "path", "op", "children", "flavor", "steps")
 
     def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
         self.index = index
         self.path = path
         self.op = op
         self.children = children
+        self.steps: tuple[tuple[Any, str], ...] = ()
+        if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
+            self.flavor = _LET
+            self.steps = _steps(op.transforms, path)
+        else:
+            kind = op.kind
+            self.flavor = kind if kind in (_LOOP, _WHEN) else _STMT
+
+
+def _steps(transforms: list[Any], path: str) -> tuple[tuple[Any, str], ...]:
+    """A transform stack with each transform's field path."""
+    return tuple((t, f"{path}.transforms[{i}]") for i, t in enumerate(transforms))
 
 
 def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[_Node, ...], bool]:
@@ -226,15 +244,18 @@ class _Run:
         "a",
         "actor",
         "blocked",
+        "agent",
         "committed",
         "env",
         "gen",
         "grid_point",
         "groups",
         "open_group",
+        "own",
         "pids",
         "values",
         "waits",
+        "who",
     )
 
     def __init__(self, a: int, actor: Actor, values: dict[str, int], env: E.Env, gp: int, pids):
@@ -250,6 +271,9 @@ class _Run:
         self.groups: list[np.ndarray] = []  # committed copy groups' clocks
         self.open_group: list[np.ndarray] = []
         self.waits: dict[tuple, int] = {}  # barrier key -> waits done
+        self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
+        self.agent: Actor | None = None  # its copy engine (``_log``)
+        self.who = ""  # "device 0 block 1": who signals (``signal``)
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -263,7 +287,8 @@ class _Run:
 
 
 class Engine:
-    """One run of one scenario (see the module docstring)."""
+    """One run of one scenario (see the module docstring). ``log_limit``, ``max_races``
+    and ``log_tally``: the access log's bounds (:class:`~mpmd_lab.accesslog.AccessLog`)."""
 
     def __init__(
         self,
@@ -273,6 +298,7 @@ class Engine:
         program_id: str = "grid",
         limits: Limits | None = None,
         log_limit: int | None = DEFAULT_LIMIT,
+        log_tally: bool = True,
         max_races: int = MAX_RACES,
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
@@ -286,14 +312,20 @@ class Engine:
         self.ndev = scenario.num_devices
         self.sample = sample
         self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
-        self.out = Outcome(log=AccessLog(log_limit, max_races))
+        self.out = Outcome(log=AccessLog(log_limit, max_races, log_tally))
         self.memory = self.out.memory
         self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}
+        self._param_whole: dict[str, View] = {}  # parameter name -> its base's whole view
         self._owners: dict[int, np.ndarray] = {}
         self._origin: dict[int, int] = {}  # owner -> its data address
         self._locs: dict[tuple, Location] = {}
         self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
+        # the same cache by offsets array (kept alive, its id stays its own) and dtype:
+        # a view's offsets are shared (``sliced``, a whole), and its data address costs
+        # a microsecond to read
+        self._spans_of: dict[int, tuple[np.ndarray, np.dtype, Any]] = {}
+        self._sliced: dict[tuple[int, tuple], tuple[np.ndarray, np.ndarray]] = {}
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
@@ -301,6 +333,7 @@ class Engine:
         self.semaphores: dict[tuple, Semaphore] = {}
         self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
+        self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
         self.compact = not data and not _uses_bitcast(scenario)
         self._dev_coords = (
             [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
@@ -315,18 +348,19 @@ class Engine:
     def _coords_of(self, d: int) -> tuple[int, ...]:
         if not self.mesh:
             return ()
-        return tuple(int(i) for i in np.unravel_index(d, tuple(self.mesh.values())))
+        sizes = tuple(self.mesh.values())
+        if not 0 <= d < math.prod(sizes):  # (numpy's error, as unravel_index raises it)
+            return tuple(int(i) for i in np.unravel_index(d, sizes))
+        out = []
+        for n in reversed(sizes):  # C order: the last axis varies fastest
+            d, i = divmod(d, n)
+            out.append(i)
+        return tuple(reversed(out))
 
     def device_coords(self, d: int) -> tuple[int, ...]:
         if self._dev_coords is not None:
             return self._dev_coords[d]
         return self._coords_of(d)
-
-    def _device_of(self, coords: dict[str, int]) -> int:
-        flat = 0
-        for a, n in self.mesh.items():
-            flat = flat * n + coords[a]
-        return flat
 
     def _setup(self) -> None:
         s, c = self.s, self.s.call
@@ -366,6 +400,9 @@ class Engine:
         for i, cap in enumerate(c.captures):
             self.params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
         self.inputs = inputs
+        self._param_steps = {
+            name: _steps(transforms, ppath) for name, (_, transforms, ppath) in self.params.items()
+        }
         for name, o in c.outputs.items():
             dt = np_dtype(o.dtype)
             base = Base("output", name, "GMEM", dt, tuple(o.shape))
@@ -460,25 +497,28 @@ class Engine:
         cluster_shape = tuple(cluster.values())
         runs = []
         k = offset
+        p, sizes, grid_shape, nodes = info["p"], info["sizes"], info["grid_shape"], info["nodes"]
+        gvalues = dict(zip(grid, gcoords, strict=True))
+        blocks = [
+            (ci, ccoords, dict(zip(cluster, ccoords, strict=True)))
+            for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape)))
+        ]
         for d in self.devices:
             dcoords = self.device_coords(d)
-            for ci, ccoords in enumerate(itertools.product(*(range(n) for n in cluster_shape))):
+            dvalues = dict(zip(self.mesh, dcoords, strict=True))
+            for ci, ccoords, cvalues in blocks:
                 for t in range(nthreads):
-                    actor = Actor(info["p"], d, gi * ncl + ci, t, gcoords, ccoords, dcoords)
-                    values = {
-                        **dict(zip(self.mesh, dcoords, strict=True)),
-                        **dict(zip(grid, gcoords, strict=True)),
-                        **dict(zip(cluster, ccoords, strict=True)),
-                    }
+                    actor = Actor(p, d, gi * ncl + ci, t, gcoords, ccoords, dcoords)
+                    values = {**dvalues, **gvalues, **cvalues}
                     if tname:
                         values[tname] = t
                     if self.pid_mode == "grid":
                         pids = (*gcoords, *ccoords, t)
                     else:
                         pids = (0,) * (len(gcoords) + len(ccoords) + 1)
-                    env = E.Env(values, info["sizes"], pids, info["grid_shape"])
+                    env = E.Env(values, sizes, pids, grid_shape)
                     run = _Run(k, actor, values, env, gi, pids)
-                    run.gen = self._actor_gen(run, info)
+                    run.gen = self._body(run, nodes, {})
                     runs.append(run)
                     k += 1
         return runs
@@ -508,8 +548,9 @@ class Engine:
         """Stop the simulation: the call fails at ``path``."""
         raise SimError(code, path, message)
 
-    def eval(self, e: E.Expr, run: _Run, path: str) -> int:
-        """An index expression's value for one actor."""
+    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "") -> int:
+        """An index expression's value for one actor (``path``, and ``sub`` under it:
+        where a failing one is)."""
         uses = self._pid_use.get(id(e))
         if uses is None:
             uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
@@ -518,12 +559,14 @@ class Engine:
         try:
             return e.eval(run.env)
         except E.ExprError as ex:
-            raise SimError("XREF_UNKNOWN_NAME", path, str(ex)) from None
+            raise SimError("XREF_UNKNOWN_NAME", f"{path}.{sub}" if sub else path, str(ex)) from None
 
     def peer(self, dref: Any, run: _Run, path: str) -> int:
         """The device a resolved device id names, seen from this actor (``path``: the
         device field; REMOTE_DEVICE_OOB when it names no device of the mesh)."""
-        own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
+        own = run.own
+        if own is None:  # (target copies it)
+            own = run.own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
         try:
             return dref.target(own, self.mesh, run.env)
         except IndexError:  # (before LookupError, its base)
@@ -579,34 +622,54 @@ class Engine:
         )
         raise _Skip
 
-    def _stack(self, view: View, transforms: list[Any], run: _Run, path: str) -> View:
-        for i, t in enumerate(transforms):
-            view = t.view(view, self, run, f"{path}.transforms[{i}]")
+    def _stack(self, view: View, steps: tuple[tuple[Any, str], ...], run: _Run) -> View:
+        """The view after a transform stack (``_steps``: each transform, its path)."""
+        for t, tpath in steps:
+            view = t.view(view, self, run, tpath)
         return view
 
     def _lookup(self, env: dict[str, View], name: str, run: _Run, path: str) -> View:
         v = env.get(name)
         if v is not None:
             return v
-        if name in self.params:
-            base, transforms, ppath = self.params[name]
+        whole = self._param_whole.get(name)
+        if whole is None:
+            p = self.params.get(name)
+            if p is None:
+                raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+            base = p[0]
             whole = self._whole.get(base)
             if whole is None:  # offsets are never written: share them
                 whole = self._whole[base] = View.whole(base, compact=self.compact)
                 owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
                 self._owners[id(owner)] = owner
                 self._origin[id(owner)] = owner.__array_interface__["data"][0]
-            view = self._stack(whole, transforms, run, ppath)
-            env[name] = view
-            return view
-        raise SimError("XREF_UNKNOWN_NAME", path, f"no parameter or view named {name!r}")
+            self._param_whole[name] = whole
+        steps = self._param_steps.get(name)
+        view = self._stack(whole, steps, run) if steps else whole
+        env[name] = view
+        return view
 
     # ------------------------------------------------------------ memory access
+
+    def sliced(self, offsets: np.ndarray, index: tuple) -> np.ndarray:
+        """``offsets[index]`` (basic indexing: ints and slices), one array per offsets
+        array and index (offsets are never written: views share them)."""
+        key = (id(offsets), index)
+        hit = self._sliced.get(key)
+        if hit is None:
+            if len(self._sliced) > 65536:
+                self._sliced.clear()
+            hit = self._sliced[key] = (offsets, offsets[index])  # (keeps offsets alive)
+        return hit[1]
 
     def spans(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
         """The base elements a view covers, as runs (numpy, and as a list of pairs;
         cached for views of a shared base)."""
         o = view.offsets
+        seen = self._spans_of.get(id(o))
+        if seen is not None and seen[1] == view.dtype:
+            return seen[2]
         owner = o.base
         key = None
         ptr = 0
@@ -615,6 +678,7 @@ class Engine:
             key = (id(owner), ptr, o.shape, o.strides, view.dtype)
             hit = self._spans.get(key)
             if hit is not None:
+                self._spans_of[id(o)] = (o, view.dtype, hit)
                 return hit
         pairs = (
             _affine_spans(view, ptr - self._origin[id(owner)], self._whole[view.base])
@@ -637,7 +701,9 @@ class Engine:
         if key is not None:
             if len(self._spans) > 65536:
                 self._spans.clear()
+                self._spans_of.clear()
             self._spans[key] = both
+            self._spans_of[id(o)] = (o, view.dtype, both)
         return both
 
     def _block_of(self, view: View, run: _Run) -> int:
@@ -653,10 +719,19 @@ class Engine:
         axes = view.multicast or fan_out
         if not axes:
             return [dev]
-        own = dict(zip(self.mesh, self.device_coords(dev), strict=True))
+        own = list(self.device_coords(dev))
+        ranges = [range(self.mesh[a]) for a in axes]  # (KeyError: an axis the mesh lacks)
+        names, sizes = list(self.mesh), list(self.mesh.values())
+        where = [names.index(a) for a in axes]
         out = []
-        for combo in itertools.product(*(range(self.mesh[a]) for a in axes)):
-            out.append(self._device_of({**own, **dict(zip(axes, combo, strict=True))}))
+        for combo in itertools.product(*ranges):
+            coords = own.copy()
+            for k, c in zip(where, combo, strict=True):
+                coords[k] = c  # (an axis named twice: the last)
+            flat = 0
+            for n, c in zip(sizes, coords, strict=True):
+                flat = flat * n + c
+            out.append(flat)
         return out
 
     def location(self, base: Base, device: int, block: int) -> Location:
@@ -677,9 +752,10 @@ class Engine:
     def _access(self, x: StmtCtx, fld: str, kind: str) -> tuple[View, str]:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
+        if view.base.kind in _SYNC_KINDS:
+            self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -694,9 +770,11 @@ class Engine:
         view, name = self._access(x, fld, "r")
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
-        (dev,) = self._targets(view, x.run, None)
-        loc = self.location(view.base, dev, self._block_of(view, x.run))
-        a = x.run.a + (self.n_actors if agent else 0)
+        run = x.run
+        dev = run.actor.device if view.device is None else view.device
+        block = run.actor.block if view.cluster is None else self._block_of(view, run)
+        loc = self.location(view.base, dev, block)
+        a = run.a + (self.n_actors if agent else 0)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
@@ -724,9 +802,11 @@ class Engine:
         kind: str = "write",
         agent: bool = False,
     ) -> None:
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
-        self._check_data(view, name, x.path)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        if view.base.kind in _SYNC_KINDS:
+            self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -734,7 +814,7 @@ class Engine:
                 f"Invalid shape for `swap`: storing {tuple(value.shape)} into {name!r} of shape "
                 f"{view.shape}",
             )
-        if np.dtype(value.dtype) != view.dtype:
+        if value.dtype is not view.dtype and np.dtype(value.dtype) != view.dtype:
             raise SimError(
                 "SIM_DTYPE_MISMATCH",
                 x.path,
@@ -742,14 +822,18 @@ class Engine:
             )
         if view.oob is not None:
             code, where, msg = view.oob
-            self.soft(SimError(code, where, msg), x.run, x.node, fld, "w")
-        a = x.run.a + (self.n_actors if agent else 0)
+            self.soft(SimError(code, where, msg), run, x.node, fld, "w")
+        a = run.a + (self.n_actors if agent else 0)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
             raw = raw.reshape(*view.shape, view.dtype.itemsize)
-        block = self._block_of(view, x.run)
-        for dev in self._targets(view, x.run, fan_out):
+        block = run.actor.block if view.cluster is None else self._block_of(view, run)
+        if view.multicast is None and fan_out is None:
+            devs = [run.actor.device if view.device is None else view.device]
+        else:
+            devs = self._targets(view, run, fan_out)
+        for dev in devs:
             loc = self.location(view.base, dev, block)
             self._log(kind, a, x, name, loc, view, fld)
             if raw is not None:
@@ -779,7 +863,7 @@ class Engine:
         )
 
     def _check_data(self, view: View, name: str, path: str) -> None:
-        if view.base.is_sync:
+        if view.base.kind in _SYNC_KINDS:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is a {view.base.kind}: it holds no data"
             )
@@ -787,30 +871,36 @@ class Engine:
     def _log(
         self, kind: str, a: int, x: StmtCtx, name: str, loc: Location, view: View, fld: str
     ) -> None:
-        actor = x.run.actor
+        run = x.run
+        actor = run.actor
         if a >= self.n_actors:
-            actor = Actor(
-                actor.program,
-                actor.device,
-                actor.block,
-                actor.thread,
-                actor.grid,
-                actor.cluster,
-                actor.device_coords,
-                agent=True,
-            )
-        stmt = (x.node.index, x.stmt.op, name, x.path, fld)
-        spans, pyspans = self.spans(view)
-        self.shadow.access(kind, a, actor, stmt, loc, math.prod(view.base.shape), spans, pyspans)
+            agent = run.agent
+            if agent is None:
+                t = actor
+                agent = run.agent = Actor(
+                    t.program, t.device, t.block, t.thread, t.grid, t.cluster, t.device_coords, True
+                )
+            actor = agent
+        node = x.node
+        stmt = (node.index, node.op.op, name, node.path, fld)
+        seen = self._spans_of.get(id(view.offsets))
+        if seen is not None and (seen[1] is view.dtype or seen[1] == view.dtype):
+            spans, pyspans = seen[2]
+        else:
+            spans, pyspans = self.spans(view)
+        self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
 
     def _one(self, view: View, name: str, what: str, path: str) -> int:
-        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
+        kind = view.base.kind
+        if kind not in _SYNC_KINDS or (what == "semaphore") != (kind == "semaphore"):
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
         pairs = self.spans(view)[1]
-        count = sum(b - a for a, b in pairs)
-        if count != 1 or view.shape:
+        count = 0
+        for a, b in pairs:
+            count += b - a
+        if count != 1 or view.offsets.ndim > 1:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
             )
@@ -826,12 +916,12 @@ class Engine:
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
         if inc < 0:
             raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
-        run = x.run
         if axes:
             devs = self._targets(view.with_(device=None), run, axes)
         elif dref is not None:
@@ -844,27 +934,42 @@ class Engine:
         else:
             devs = [run.actor.device if view.device is None else view.device]
         vc = self.clocks.snapshot(run.a)
-        many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
-        who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
+        who = run.who
+        if not who:
+            many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
+            who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
+            run.who = who
+        block = run.actor.block
         for d in devs:
-            self.semaphore(view.base, e, d, run.actor.block).signal(inc, vc, who, x.path)
-        self._signal_paths.setdefault(view.base.name, set()).add(x.path)
+            self.semaphore(view.base, e, d, block).signal(inc, vc, who, x.path)
+        paths = self._signal_paths.get(view.base.name)
+        if paths is None:
+            paths = self._signal_paths[view.base.name] = set()
+        paths.add(x.path)
         self.clocks.tick(run.a)
 
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
-        view = x.view(fld)
         name = getattr(x.stmt, fld)
+        run = x.run
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
-        dev = x.run.actor.device if view.device is None else view.device
-        sem = self.semaphore(view.base, e, dev, x.run.actor.block)
-        self.out.waits.setdefault(view.base.name, set()).add(x.path)
+        dev = run.actor.device if view.device is None else view.device
+        sem = self.semaphore(view.base, e, dev, run.actor.block)
+        waits = self.out.waits
+        paths = waits.get(view.base.name)
+        if paths is None:
+            paths = waits[view.base.name] = set()
+        paths.add(x.path)
         if self.sample is not None:
             return None  # a sampled run: the signallers may not run at all
-        return SemaphoreWait(self, x.run.a, sem, value, decrement, x.path)
+        return SemaphoreWait(self, run.a, sem, value, decrement, x.path)
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
         name = view.base.name
+        mine = self._bar_of.get((name, e, run.a))
+        if mine is not None:
+            return mine
         spec = self.scratch[name]
         assert isinstance(spec, BarrierScratch)  # (_one checked it is a barrier)
         dev = run.actor.device
@@ -892,7 +997,8 @@ class Engine:
         if bar is None:
             label = f"{name}[{e}]" if spec.num_barriers > 1 else name
             bar = self.barriers[key] = Barrier(f"{label} of {where}", target)
-        return key, bar
+        mine = self._bar_of[name, e, run.a] = (key, bar)
+        return mine
 
     def arrive(self, x: StmtCtx, fld: str) -> None:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
@@ -957,14 +1063,26 @@ class Engine:
         used = self._cur.get("used")
         for node in nodes:
             op = node.op
-            if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
+            flavor = node.flavor
+            if flavor is _STMT:
+                x = StmtCtx(self, run, node, env)
+                try:
+                    w = op.execute(x)
+                except _Skip:
+                    w = None
+                if w is not None:
+                    while not w.ready():
+                        yield w
+                    w.complete()
+                yield None
+                continue
+            if flavor is _LET:
                 if used is None or op.let in used:
                     base = self._lookup(env, op.ref, run, node.path)
-                    env[op.let] = self._stack(base, op.transforms, run, node.path)
+                    env[op.let] = self._stack(base, node.steps, run) if node.steps else base
                 yield None  # (a step all the same: the interleaving stays as it was)
                 continue
-            kind = op.kind
-            if kind == "loop":
+            if flavor is _LOOP:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
                 stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
                 yield None
@@ -978,25 +1096,11 @@ class Engine:
                 else:
                     run.values.pop(op.var, None)
                 continue
-            if kind == "when":
-                cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
-                yield None
-                if cond:
-                    yield from self._body(run, node.children, dict(env))
-                continue
-            x = StmtCtx(self, run, node, env)
-            try:
-                w = op.execute(x)
-            except _Skip:
-                w = None
-            if w is not None:
-                while not w.ready():
-                    yield w
-                w.complete()
+            # a when
+            cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
             yield None
-
-    def _actor_gen(self, run: _Run, info: dict):
-        yield from self._body(run, info["nodes"], {})
+            if cond:
+                yield from self._body(run, node.children, dict(env))
 
     def run(self) -> Outcome:
         """Run every actor to the end (or a deadlock, an error, a bound)."""
@@ -1136,6 +1240,10 @@ class Engine:
         return out
 
 
+#: the kinds of base that hold no data
+_SYNC_KINDS = ("semaphore", "barrier")
+
+
 class _Stop(Exception):
     def __init__(self, message: str, code: str):
         super().__init__(message)
@@ -1180,8 +1288,10 @@ class StmtCtx:
         return Abstract(tuple(shape), np.dtype(dtype))
 
     def eval(self, raw: Any, sub: str = "") -> int:
+        if type(raw) is int:  # (a constant: what parsing and evaluating it gives)
+            return raw
         e = self.engine.expr(raw)
-        return self.engine.eval(e, self.run, f"{self.path}.{sub}" if sub else self.path)
+        return self.engine.eval(e, self.run, self.path, sub)
 
     def signal(
         self, field: str, inc: int, device: Any = None, axes: tuple[str, ...] | None = None

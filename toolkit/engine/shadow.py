@@ -13,6 +13,7 @@ FastTrack/DJIT+ discipline (a write clears the reads it is checked against).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from typing import Any
 
@@ -39,11 +40,11 @@ class RunMap:
 
     def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
-        if self.empty:
-            return []
         bounds, vals, size = self.bounds, self.vals, self.size
-        out = []
         n = len(bounds)
+        if n == 1 and vals[0] < 0:  # (empty)
+            return []
+        out = []
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
             while i < n and bounds[i] < b:
@@ -55,26 +56,31 @@ class RunMap:
                 i += 1
         return out
 
-    def _split(self, x: int) -> int:
-        """Make ``x`` a segment start; its index."""
-        bounds = self.bounds
-        i = bisect_right(bounds, x) - 1
-        if bounds[i] == x:
-            return i
-        bounds.insert(i + 1, x)
-        self.vals.insert(i + 1, self.vals[i])
-        return i + 1
-
     def assign(self, spans: list[tuple[int, int]], value: int) -> None:
         """Set every index inside ``spans`` to ``value``."""
-        if value < 0 and self.empty:
+        bounds, vals, size = self.bounds, self.vals, self.size
+        if value < 0 and len(vals) == 1 and vals[0] < 0:  # (empty already)
             return
-        bounds, vals = self.bounds, self.vals
         for a, b in spans:
-            i = self._split(a)
-            j = self._split(b) if b < self.size else len(bounds)
-            bounds[i + 1 : j] = []
-            vals[i:j] = [value]
+            i = bisect_right(bounds, a) - 1
+            if bounds[i] == a and (bounds[i + 1] == b if i + 1 < len(bounds) else b == size):
+                vals[i] = value  # [a, b) is segment i already (a thread reading it again)
+            else:
+                # make a and b segment starts (i and j their segments)
+                if bounds[i] != a:
+                    i += 1
+                    bounds.insert(i, a)
+                    vals.insert(i, vals[i - 1])
+                if b < size:
+                    j = bisect_right(bounds, b) - 1
+                    if bounds[j] != b:
+                        j += 1
+                        bounds.insert(j, b)
+                        vals.insert(j, vals[j - 1])
+                else:
+                    j = len(bounds)
+                bounds[i + 1 : j] = []
+                vals[i:j] = [value]
             # merge with equal neighbours
             if i + 1 < len(bounds) and vals[i + 1] == value:
                 del bounds[i + 1]
@@ -107,6 +113,9 @@ class Shadow:
         self._kept: dict[int, Access] = {}
         self.locs: dict[Location, _Loc] = {}
         self._seen: set[tuple] = set()
+        #: id(location) -> (location, its shadow): the place's state without hashing
+        #: the location (kept alive, its id stays its own)
+        self._places: dict[int, tuple[Location, _Loc]] = {}
 
     @property
     def count(self) -> int:
@@ -126,11 +135,13 @@ class Shadow:
         actor: Any,
         stmt: tuple[int, str, str, str, str],
         loc: Location,
-        size: int,
+        shape: tuple[int, ...],
         spans: np.ndarray | None,
         pyspans: list[tuple[int, int]],
     ) -> None:
-        """Log one access by actor index ``a`` and check it against what came before."""
+        """Log one access by actor index ``a`` and check it against what came before
+        (``shape``: the location's buffer's; ``loc``: one object per place, as the
+        engine makes them)."""
         if not pyspans:
             return
         i = len(self._info)
@@ -144,25 +155,37 @@ class Shadow:
             acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
             self._kept[i] = acc
             log.add(acc)
-        else:
-            log.count(actor.program, stmt[0], loc.buffer, kind, sum(b - a for a, b in pyspans))
-        sh = self.locs.get(loc)
-        if sh is None:
-            sh = self.locs[loc] = _Loc(size)
+        elif log.tally:
+            n = 0
+            for lo, hi in pyspans:
+                n += hi - lo
+            log.count(actor.program, stmt[0], loc.buffer, kind, n)
+        place = self._places.get(id(loc))
+        if place is None:
+            found = self.locs.get(loc)
+            if found is None:
+                found = self.locs[loc] = _Loc(math.prod(shape))
+            place = self._places[id(loc)] = (loc, found)
+        sh = place[1]
+        size = sh.size
         if kind == "read":
-            self._check(i, a, sh.writes, pyspans, "read-write")
+            writes = sh.writes
+            if len(writes.vals) > 1 or writes.vals[0] >= 0:
+                self._check(i, a, writes, pyspans, "read-write", sh)
             for r, m in sh.atomics.items():
                 if r != a:
-                    self._check(i, a, m, pyspans, "read-write")
+                    self._check(i, a, m, pyspans, "read-write", sh)
             own = sh.reads.get(a)
             if own is None:
                 own = sh.reads[a] = RunMap(size)
             own.assign(pyspans, i)
             return
-        self._check(i, a, sh.writes, pyspans, "write-write")
+        writes = sh.writes
+        if len(writes.vals) > 1 or writes.vals[0] >= 0:
+            self._check(i, a, writes, pyspans, "write-write", sh)
         for r, m in sh.reads.items():
             if r != a:
-                self._check(i, a, m, pyspans, "read-write")
+                self._check(i, a, m, pyspans, "read-write", sh)
         if kind == "atomic":
             own = sh.atomics.get(a)
             if own is None:
@@ -171,16 +194,22 @@ class Shadow:
             return
         for r, m in sh.atomics.items():
             if r != a:
-                self._check(i, a, m, pyspans, "write-write")
-        sh.writes.assign(pyspans, i)
+                self._check(i, a, m, pyspans, "write-write", sh)
+        writes.assign(pyspans, i)
         for table in (sh.reads, sh.atomics):
             if table:
                 for r in list(table):
-                    table[r].assign(pyspans, -1)
-                    if table[r].empty:
+                    m = table[r]
+                    m.assign(pyspans, -1)
+                    if len(m.vals) == 1 and m.vals[0] < 0:  # (empty)
                         del table[r]
 
-    def _check(self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str) -> None:
+    def _check(
+        self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str, place: _Loc
+    ) -> None:
+        """Races of access ``i`` by ``a`` with the accesses ``m`` holds over ``spans`` at
+        ``place`` (its location's state: one per location, it stands for it in the keys
+        of the races seen, without hashing the location)."""
         hits = m.query(spans)
         if not hits:
             return
@@ -194,7 +223,7 @@ class Shadow:
             bad.setdefault(v, []).append((lo, hi))
         for prev, segs in bad.items():
             pk, pactor, pstmt, _ = self._info[prev]
-            key = (kind, actor[prev], pstmt, a, self._info[i][2], self._info[i][3])
+            key = (kind, actor[prev], pstmt, a, self._info[i][2], place)
             if key in self._seen:
                 continue
             self._seen.add(key)

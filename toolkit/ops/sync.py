@@ -175,7 +175,7 @@ class SemaphoreSignal(StatementOp):
 
     def execute(self, x: Any) -> None:
         """Add inc to the semaphore here or on the peer (the same block there)."""
-        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        inc = x.eval(self.inc, "inc")
         dref = None if self.device is None else x.memo("dref", self.device_ref)
         x.signal("sem", inc, device=dref)
 
@@ -239,7 +239,7 @@ class SemaphoreSignalMulticast(StatementOp):
 
     def execute(self, x: Any) -> None:
         """Add inc to the semaphore on every device along axes (this one included)."""
-        inc = x.eval(x.memo("inc", lambda: E.parse(self.inc)), "inc")
+        inc = x.eval(self.inc, "inc")
         axes = axes_tuple(self.axes)
         for a in axes:
             if a not in x.mesh:
@@ -280,7 +280,7 @@ class SemaphoreWait(StatementOp):
 
     def execute(self, x: Any) -> Any:
         """Blocks (the returned wait) until the semaphore reaches value."""
-        value = x.eval(x.memo("value", lambda: E.parse(self.value)), "value")
+        value = x.eval(self.value, "value")
         return x.wait_semaphore("sem", value, self.decrement)
 
 

@@ -441,31 +441,56 @@ class At(TransformOp):
         )
         return after, None, notes
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
-        """numpy indexing of the offsets; an index outside the ref marks the view
-        (``View.oob``, clipped offsets): the access through it fails, not the view."""
-        import numpy as np
+    @functools.cached_property
+    def _plans(self) -> dict[tuple[tuple[int, ...], str], tuple[tuple[Any, ...], tuple]]:
+        """``view``'s plan per ref shape and field path (``_plan``)."""
+        return {}
 
-        shape = v.shape
+    def _plan(self, shape: tuple[int, ...], path: str, sim: Any) -> tuple[tuple[Any, ...], tuple]:
+        """What indexing a ref of ``shape`` takes: the numpy index, its entries known
+        without an actor (the whole dims, static slices, constant indices inside the
+        dim), and ``(dim, entry, size, field path)`` of the others, evaluated per actor."""
         if len(self.index) > len(shape):
             sim.fail("AT_TOO_MANY_INDICES", path, "`indices` must not be longer than `shape`")
         # NDIndexer's bounds check of static slices (JAX raises it at trace): the rule
         # the type rule reads too, layout_rules.index_bounds_error_at
-        bad, entries = sim.memo(
-            self,
-            ("at", shape),
-            lambda: (L.index_bounds_error_at(shape, self.index), self.entries()),
-        )
+        bad = L.index_bounds_error_at(shape, self.index)
         if bad is not None:
             sim.fail(bad[0].code, f"{path}.index[{bad[1]}]", bad[0].message)
-        idx: list[Any] = []
+        static: list[Any] = []
+        per_actor = []
+        for dim, (ix, size) in enumerate(zip(self._entries, shape, strict=False)):
+            kind = ix.kind
+            start = ix.start.value if type(ix.start) is E.Const else None
+            n = ix.size or 0
+            if kind == "all":
+                static.append(_WHOLE)
+            elif kind == "slice":
+                static.append(slice(ix.lo, ix.hi))
+            elif kind == "int" and start is not None and -size <= start < size:
+                static.append(start % size)
+            elif kind == "ds" and start is not None and 0 <= start and 0 <= n <= size - start:
+                static.append(slice(start, start + n))
+            else:
+                static.append(None)
+                per_actor.append((dim, ix, size, f"{path}.index[{dim}]"))
+        plan = (tuple(static), tuple(per_actor))
+        self._plans[shape, path] = plan
+        return plan
+
+    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+        """numpy indexing of the offsets; an index outside the ref marks the view
+        (``View.oob``, clipped offsets): the access through it fails, not the view."""
+        shape = v.offsets.shape[:-1]
+        plan = self._plans.get((shape, path)) or self._plan(shape, path, sim)
+        static, per_actor = plan
+        if not per_actor:
+            return v.with_offsets(sim.sliced(v.offsets, static), v.oob)
+        idx = list(static)
         clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
         oob = v.oob
-        for dim, (ix, size) in enumerate(zip(entries, shape, strict=False)):
-            where = f"{path}.index[{dim}]"
-            if ix.kind == "all":
-                idx.append(slice(None))
-            elif ix.kind == "int":
+        for dim, ix, size, where in per_actor:
+            if ix.kind == "int":
                 i = sim.eval(ix.start, actor, where)
                 if not -size <= i < size:
                     if size == 0:
@@ -473,9 +498,7 @@ class At(TransformOp):
                     if oob is None:
                         oob = ("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
                     i = min(max(i, 0), size - 1)
-                idx.append(i % size)
-            elif ix.kind == "slice":
-                idx.append(slice(ix.lo, ix.hi))
+                idx[dim] = i % size
             else:
                 start, n = sim.eval(ix.start, actor, where), ix.size or 0
                 if start < 0 or n < 0 or start + n > size:
@@ -488,15 +511,29 @@ class At(TransformOp):
                             f"slice [{start}, {start + n}) out of bounds for size {size} "
                             f"({actor.describe()})",
                         )
-                    idx.append(slice(None))
-                    kept = sum(1 for e in entries[:dim] if e.kind != "int")
-                    clipped.append((kept, np.clip(np.arange(start, start + n), 0, size - 1)))
+                    idx[dim] = _WHOLE
+                    kept = sum(1 for e in self._entries[:dim] if e.kind != "int")
+                    clipped.append((kept, _clip(start, n, size)))
                 else:
-                    idx.append(slice(start, start + n))
-        offsets = v.offsets[tuple(idx)]
-        for axis, take in clipped:
-            offsets = np.take(offsets, take, axis=axis)
-        return v.with_(offsets=offsets, oob=oob)
+                    idx[dim] = slice(start, start + n)
+        offsets = sim.sliced(v.offsets, tuple(idx))
+        if clipped:
+            import numpy as np
+
+            for axis, take in clipped:
+                offsets = np.take(offsets, take, axis=axis)
+        return v.with_offsets(offsets, oob)
+
+
+#: a whole dimension, as numpy indexes it
+_WHOLE = slice(None)
+
+
+def _clip(start: int, n: int, size: int) -> Any:
+    """The indices ``start .. start + n - 1`` clipped into ``[0, size)``."""
+    import numpy as np
+
+    return np.clip(np.arange(start, start + n), 0, size - 1)
 
 
 def _compose_region(

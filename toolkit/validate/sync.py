@@ -163,6 +163,7 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
             program_id=pid,
             limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
             log_limit=0,
+            log_tally=False,  # (only the races are read)
             max_races=16,
             **kw,
         )
@@ -466,6 +467,8 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
     RACE: overlapping accesses in a kernel that orders nothing at all."""
     from mpmd_lab.simulator import _synchronises
 
+    if not gpu.log.races and not interp.log.races:
+        return  # (nothing to say: the fix and the code are for races)
     s = ctx.s
     fix = _wait_fix(ctx, gpu)
     code = "RACE_DETECTED" if _synchronises(s) else "RACE"
