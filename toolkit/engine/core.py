@@ -753,9 +753,8 @@ class Engine:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
         name = getattr(x.stmt, fld)
-        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
-        if view.base.kind in _SYNC_KINDS:
-            self._check_data(view, name, x.path)
+        view = self._lookup(x.env, name, x.run, x.path)
+        self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -804,9 +803,8 @@ class Engine:
     ) -> None:
         name = getattr(x.stmt, fld)
         run = x.run
-        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
-        if view.base.kind in _SYNC_KINDS:
-            self._check_data(view, name, x.path)
+        view = self._lookup(x.env, name, run, x.path)
+        self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -863,7 +861,7 @@ class Engine:
         )
 
     def _check_data(self, view: View, name: str, path: str) -> None:
-        if view.base.kind in _SYNC_KINDS:
+        if view.base.is_sync:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is a {view.base.kind}: it holds no data"
             )
@@ -883,24 +881,17 @@ class Engine:
             actor = agent
         node = x.node
         stmt = (node.index, node.op.op, name, node.path, fld)
-        seen = self._spans_of.get(id(view.offsets))
-        if seen is not None and (seen[1] is view.dtype or seen[1] == view.dtype):
-            spans, pyspans = seen[2]
-        else:
-            spans, pyspans = self.spans(view)
+        spans, pyspans = self.spans(view)
         self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
 
     def _one(self, view: View, name: str, what: str, path: str) -> int:
-        kind = view.base.kind
-        if kind not in _SYNC_KINDS or (what == "semaphore") != (kind == "semaphore"):
+        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
         pairs = self.spans(view)[1]
-        count = 0
-        for a, b in pairs:
-            count += b - a
-        if count != 1 or view.offsets.ndim > 1:
+        count = sum(b - a for a, b in pairs)
+        if count != 1 or view.shape:
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
             )
@@ -918,7 +909,7 @@ class Engine:
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
         name = getattr(x.stmt, fld)
         run = x.run
-        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        view = self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
         if inc < 0:
             raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
@@ -951,7 +942,7 @@ class Engine:
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
         name = getattr(x.stmt, fld)
         run = x.run
-        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        view = self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
         dev = run.actor.device if view.device is None else view.device
         sem = self.semaphore(view.base, e, dev, run.actor.block)
@@ -1238,10 +1229,6 @@ class Engine:
             if self.s.buffers[b].as_ref:
                 out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b, "input")
         return out
-
-
-#: the kinds of base that hold no data
-_SYNC_KINDS = ("semaphore", "barrier")
 
 
 class _Stop(Exception):

@@ -40,10 +40,10 @@ class RunMap:
 
     def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
+        if self.empty:
+            return []
         bounds, vals, size = self.bounds, self.vals, self.size
         n = len(bounds)
-        if n == 1 and vals[0] < 0:  # (empty)
-            return []
         out = []
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
@@ -56,29 +56,28 @@ class RunMap:
                 i += 1
         return out
 
+    def _split(self, x: int) -> int:
+        """Make ``x`` a segment start; its index."""
+        bounds = self.bounds
+        i = bisect_right(bounds, x) - 1
+        if bounds[i] == x:
+            return i
+        bounds.insert(i + 1, x)
+        self.vals.insert(i + 1, self.vals[i])
+        return i + 1
+
     def assign(self, spans: list[tuple[int, int]], value: int) -> None:
         """Set every index inside ``spans`` to ``value``."""
-        bounds, vals, size = self.bounds, self.vals, self.size
-        if value < 0 and len(vals) == 1 and vals[0] < 0:  # (empty already)
+        if value < 0 and self.empty:
             return
+        bounds, vals, size = self.bounds, self.vals, self.size
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
             if bounds[i] == a and (bounds[i + 1] == b if i + 1 < len(bounds) else b == size):
                 vals[i] = value  # [a, b) is segment i already (a thread reading it again)
             else:
-                # make a and b segment starts (i and j their segments)
-                if bounds[i] != a:
-                    i += 1
-                    bounds.insert(i, a)
-                    vals.insert(i, vals[i - 1])
-                if b < size:
-                    j = bisect_right(bounds, b) - 1
-                    if bounds[j] != b:
-                        j += 1
-                        bounds.insert(j, b)
-                        vals.insert(j, vals[j - 1])
-                else:
-                    j = len(bounds)
+                i = self._split(a)
+                j = self._split(b) if b < size else len(bounds)
                 bounds[i + 1 : j] = []
                 vals[i:j] = [value]
             # merge with equal neighbours
@@ -170,7 +169,7 @@ class Shadow:
         size = sh.size
         if kind == "read":
             writes = sh.writes
-            if len(writes.vals) > 1 or writes.vals[0] >= 0:
+            if not writes.empty:
                 self._check(i, a, writes, pyspans, "read-write", sh)
             for r, m in sh.atomics.items():
                 if r != a:
@@ -181,7 +180,7 @@ class Shadow:
             own.assign(pyspans, i)
             return
         writes = sh.writes
-        if len(writes.vals) > 1 or writes.vals[0] >= 0:
+        if not writes.empty:
             self._check(i, a, writes, pyspans, "write-write", sh)
         for r, m in sh.reads.items():
             if r != a:
@@ -201,7 +200,7 @@ class Shadow:
                 for r in list(table):
                     m = table[r]
                     m.assign(pyspans, -1)
-                    if len(m.vals) == 1 and m.vals[0] < 0:  # (empty)
+                    if m.empty:
                         del table[r]
 
     def _check(
