@@ -206,12 +206,17 @@ def source_for(source: dict[str, str], path: str) -> str | None:
 # ---------------------------------------------------------------- tracing, bounded
 
 
+#: seconds between the watchdog's raises after the first (a finalizer can drop one):
+#: short, so a dropped stop costs little past the limit
+_RETRY = 0.05
+
+
 def bounded(fn: Any, timeout: float | None) -> Any:
     """``fn()`` in this thread, stopped with ImportTimeout after ``timeout`` seconds.
 
     The exception is raised into this thread asynchronously; Python drops one that lands
     in a finalizer (``Exception ignored in ...``), so the watchdog raises it again every
-    half second until ``fn`` has stopped. When ``fn`` is done (returned or raised), the
+    ``_RETRY`` seconds until ``fn`` has stopped. When ``fn`` is done (returned or raised), the
     watchdog is joined and any exception still pending is taken back, so none escapes
     past this call."""
     if not timeout:
@@ -226,7 +231,7 @@ def bounded(fn: Any, timeout: float | None) -> Any:
             if state["finished"]:
                 return
             ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(ImportTimeout))
-            wait = 0.5
+            wait = _RETRY
 
     t = threading.Thread(target=watchdog, name="mpmd-lab-import-watchdog", daemon=True)
     t.start()
