@@ -30,17 +30,35 @@ GOOD = "two-block-copy"  # 1 device, interprets in well under a second once warm
 IOTA256 = np.arange(256, dtype=np.float32)
 
 
-def _signal_worker_at(sig: int, stage: str = "interpret"):
-    """An on_progress callback that sends ``sig`` to the worker when ``stage`` starts."""
-    sent: list[int] = []
+def _stop_warm_worker() -> object:
+    """The warm worker, stopped (SIGSTOP: a deadlock as the OS sees it). A request sent
+    to it now gets no answer, however little the call costs: a warm worker answers a
+    call it built before in ~10 ms, which a signal sent once the kernel starts can miss
+    on a loaded machine (the run then ends ok, and the worker dies idle)."""
+    w = workers._POOL[(1, "cpu")]
+    assert w.alive()
+    os.kill(_pid(w), signal.SIGSTOP)
+    return w
 
-    def on_progress(s: str, fraction: float) -> None:
-        if s == stage and not sent:
-            pid = _pid(workers._POOL[(1, "cpu")])
-            os.kill(pid, sig)
-            sent.append(pid)
 
-    return on_progress, sent
+def _kill_in_flight(w: object, sig: int) -> threading.Thread:
+    """Once a request is in flight to the stopped worker ``w``, ``sig`` kills it (then
+    SIGCONT delivers the signal): it dies holding the request, whatever the call costs."""
+    n = w.requests
+
+    def kill() -> None:
+        deadline = time.monotonic() + 120
+        while w.requests == n and time.monotonic() < deadline:
+            time.sleep(0.005)
+        for s in (sig, signal.SIGCONT):
+            try:
+                os.kill(_pid(w), s)
+            except ProcessLookupError:
+                pass
+
+    t = threading.Thread(target=kill, name="test-kill-in-flight", daemon=True)
+    t.start()
+    return t
 
 
 def _pid(worker: object) -> int:
@@ -65,28 +83,30 @@ def test_hang_is_killed_at_its_timeout_then_a_crash_is_reported_then_runs_work()
     first = runtime.run(good, "interpret", timeout=300)  # warm: JAX imported in the worker
     assert first.ok, first.summary()
 
-    # a hang: the worker stops answering mid-kernel; the run must end at its timeout
-    on_progress, stopped = _signal_worker_at(signal.SIGSTOP)
+    # a hang: the worker stops answering with the request in flight; the run must end
+    # at its timeout
+    stopped = _stop_warm_worker()
     t0 = time.perf_counter()
-    hung = runtime.run(good, "interpret", timeout=3, on_progress=on_progress)
+    hung = runtime.run(good, "interpret", timeout=3)
     took = time.perf_counter() - t0
-    assert stopped, "the run never reached the interpret stage"
+    assert stopped.requests > 0 and stopped.last_stage is not None  # it had served runs
     assert hung.status == "error" and hung.error.code == "RUN_TIMEOUT", hung.to_json()
     assert 3 <= took < 3 + 20, f"killed after {took:.1f} s, the timeout was 3 s"
-    assert _gone(stopped[0]), "the hung worker is still alive"
+    assert _gone(_pid(stopped)), "the hung worker is still alive"
 
     after_hang = runtime.run(good, "interpret", timeout=300)
     assert after_hang.ok, after_hang.summary()
     np.testing.assert_array_equal(after_hang.outputs["out"], first.outputs["out"])
 
-    # a crash: the worker segfaults mid-kernel
-    on_progress, killed = _signal_worker_at(signal.SIGSEGV)
-    crashed = runtime.run(good, "interpret", timeout=300, on_progress=on_progress)
-    assert killed
-    assert crashed.status == "error" and crashed.error.code == "RUN_CRASHED"
+    # a crash: the worker segfaults holding the request
+    crashing = _stop_warm_worker()
+    killer = _kill_in_flight(crashing, signal.SIGSEGV)
+    crashed = runtime.run(good, "interpret", timeout=300)
+    killer.join(10)
+    assert crashed.status == "error" and crashed.error.code == "RUN_CRASHED", crashed.to_json()
     assert "SIGSEGV" in crashed.error.error_json()["message"], crashed.error
     assert "Traceback" not in crashed.summary()
-    assert _gone(killed[0])
+    assert _gone(_pid(crashing))
 
     after_crash = runtime.run(good, "interpret", timeout=300)
     assert after_crash.ok, after_crash.summary()
@@ -231,24 +251,21 @@ def test_lab_keeps_its_scenario_through_hang_crash_bad_load_and_failed_save(tmp_
     mine = lab.state.scenario.to_dict()
 
     def run_with(sig: int | None, timeout: int = 300) -> object:
+        """A Run from the panel; ``sig``: its worker stops answering (SIGSTOP) or dies
+        (SIGKILL) with the request in flight."""
         lab.runner.timeout.value = timeout
-        w = workers._POOL.get((1, "cpu"))
-        n = w.requests if w is not None else 0
-        if sig == signal.SIGSTOP and w is not None and w.alive():
-            # a warm worker answers a call it built before within milliseconds: stopped
-            # first, it hangs whatever the request is
-            os.kill(_pid(w), sig)
-            sig = None
+        killer = None
+        if sig is not None:
+            w = workers._POOL.get((1, "cpu"))
+            if w is None or not w.alive():  # a warm worker to stop (earlier tests kill them)
+                assert runtime.run(gallery.load(GOOD), "interpret").ok
+            w = _stop_warm_worker()
+            if sig != signal.SIGSTOP:
+                killer = _kill_in_flight(w, sig)
         lab.runner.run()
-        if sig is not None:  # wait for the request to be in flight, then hit the worker
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                w = workers._POOL.get((1, "cpu"))
-                if w is not None and w.requests > n and w.last_stage == "interpret":
-                    os.kill(_pid(w), sig)
-                    break
-                time.sleep(0.01)
         assert lab.runner.done.wait(300), "the run panel is stuck"
+        if killer is not None:
+            killer.join(10)
         return lab.runner.outcome
 
     hung = run_with(signal.SIGSTOP, timeout=5)

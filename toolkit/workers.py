@@ -67,7 +67,10 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytearray:
             raise _Timeout
         if not poller.poll(min(left, 1.0) * 1000):
             continue
-        k = os.readv(fd, [view[got : got + (1 << 24)]])
+        try:
+            k = os.readv(fd, [view[got : got + (1 << 24)]])
+        except ConnectionResetError as e:  # it died with our request unread in its socket
+            raise _Dead from e
         if not k:
             raise _Dead
         got += k
