@@ -484,21 +484,21 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     size = math.prod(shape)
     if size % 128:
         return 0
-    vec = min(64 // bits, size // 128)
+    vec = 64 // bits
+    if size // 128 < vec:  # (min() is a call)
+        vec = size // 128
     while vec > 0 and size % (vec * 128):
         vec //= 2
     return vec
 
 
-def transposed_access_error(
-    view_shape: Sequence[int], dtype: str, m: Memref | None, access: str
-) -> JaxError | None:
-    """A plain load or store of a GMEM view of ``dtype`` whose memref ``m``
-    (``view_memref``) has a minor dim that is not unit-stride (a transpose moved the
-    ref's): the lowering emits ``vector.load`` / ``vector.store`` of ``strided_vec_size``
-    elements per thread on it. MLIR's verifier lets a one-element vector through (it is
-    a scalar access) and rejects a longer one (``transpose_view_error``)."""
-    if not minor_strided(m) or strided_vec_size(view_shape, dtype_bits(dtype)) <= 1:
+def transposed_access_error(vec: int, m: Memref | None, access: str) -> JaxError | None:
+    """A plain load or store of a GMEM view whose memref ``m`` (``view_memref``) has a
+    minor dim that is not unit-stride (a transpose moved the ref's): the lowering emits
+    ``vector.load`` / ``vector.store`` of ``vec`` elements per thread on it (the view's
+    ``strided_vec_size``). MLIR's verifier lets a one-element vector through (it is a
+    scalar access) and rejects a longer one (``transpose_view_error``)."""
+    if vec <= 1 or not minor_strided(m):
         return None
     return transpose_view_error(access)
 
