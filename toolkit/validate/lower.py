@@ -22,12 +22,15 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import ClusterBarrierScratch, Let
+from mpmd_lab.ops import ClusterBarrierScratch, Let, MulticastRef
 from mpmd_lab.ops.base import READ, WRITE
+from mpmd_lab.ops.control import is_static
+from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stmt, along_chain, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
+from mpmd_lab.validate.trace import _root
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -51,10 +54,6 @@ def check_lower(ctx: Ctx) -> None:
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
         return
-    # errors of later lowering phases, in statement order, by phase in the order they
-    # run: verifying the module the lowering rules built, layout inference (deriving
-    # constraints, solving them, assigning the solution), the Mosaic GPU dialect
-    # lowering (p3), IR verification (p4)
     low = LowerCtx(ctx)
     for prog in ctx.programs:
         mesh = c.programs[prog.index].mesh
@@ -73,11 +72,18 @@ def check_lower(ctx: Ctx) -> None:
         if _captured_scalar(ctx, prog):
             return
         low.mesh = mesh
+        # (never_traced reads only the statement's scope, which the statements of one
+        # body share: asked once per run of them)
+        scope, skip = None, False
         for st in prog.stmts:
             node = st.node
             # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a
             # model class is a slow ABC check)
-            if type(node) is Let or not st.ok or ctx.never_traced(st):
+            if type(node) is Let or not st.ok:
+                continue
+            if st.scope is not scope:
+                scope, skip = st.scope, ctx.never_traced(st)
+            if skip:
                 continue
             for b in st.refs.values():
                 if b.info is None:
@@ -147,7 +153,7 @@ class LowerCtx:
 
     __slots__ = (
         "ctx",
-        "scratch",
+        "layouts",
         "st",
         "mesh",
         "layout",
@@ -160,8 +166,13 @@ class LowerCtx:
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
-        #: whether the call has scratch (no SMEM ref without)
-        self.scratch = bool(ctx.s.call.scratch)
+        scratch = ctx.s.call.scratch
+        #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
+        self.layouts = bool(scratch) and any(sc.transforms for sc in scratch.values())
+        #: errors of later lowering phases, in statement order, by phase in the order
+        #: they run: verifying the module the lowering rules built, layout inference
+        #: (deriving constraints, solving them, assigning the solution), the Mosaic GPU
+        #: dialect lowering (p3), IR verification (p4)
         self.verify: dict[str, list[tuple[Any, ...]]] = {
             "verify-early": [],
             "derive": [],
@@ -259,8 +270,7 @@ class LowerCtx:
                 )
             )
         root = v.root
-        # (only a scratch's root is SMEM, ``_root_spec``: without scratch there is none)
-        if self.scratch and info.memory_space == "GMEM" and root is not None and not splat:
+        if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
             # the value takes the register layout of tiled SMEM on the statement's other side
             other = WRITE if kind == "load" else READ
             for f, acc in st.node.REFS:
@@ -331,19 +341,16 @@ class LowerCtx:
         return self.st.refs[field]
 
     def root_space(self, field: str) -> str:
-        from mpmd_lab.validate.trace import _root
-
         return _root(self.ctx, self.st.refs[field])[0]
 
     def static(self, e: Any) -> bool:
         """The expression is a Python int where this statement is lowered."""
-        from mpmd_lab.ops.control import is_static
-
         return is_static(e, self.st)
 
-    def device_id(self, dev: Any, path: str) -> bool:
-        """A device id the lowering cannot resolve against the device mesh."""
-        return device_id_problem(self.ctx, dev, path)
+    def device_id(self, dev: Any, field: str) -> bool:
+        """A device id (the statement's ``field``) the lowering cannot resolve against the
+        device mesh."""
+        return device_id_problem(self.ctx, dev, self.st, field)
 
     def barrier(self, field: str, method: str) -> bool:
         """A barrier operand: indexed only, one barrier, a barrier's memory (``method``:
@@ -353,12 +360,11 @@ class LowerCtx:
     def multimem_ref(self, field: str) -> bool:
         """A multimem op's ref: indexed only (``allow_peer_refs=False``, no multicast)."""
         b = self.st.refs[field]
-        path = _where(self.st, field)
         for _p, t in b.stack:
             if t.op == "multicast_ref":
                 self.ctx.jax(
                     "MULTICAST_PLAIN_STORE",
-                    path,
+                    _where(self.st, field),
                     "Multicast references are not allowed in the lowering of this primitive.",
                     explanation="A multimem op already reaches every device along its axes: "
                     "give it the plain ref, not a multicast view of it.",
@@ -366,11 +372,11 @@ class LowerCtx:
                 return True
         for _p, t in b.stack:
             if t.op == "remote_ref":
-                if device_id_problem(self.ctx, t.device, path):
+                if device_id_problem(self.ctx, t.device, self.st, field):
                     return True
                 self.ctx.jax(
                     "MULTIMEM_PEER_REF",
-                    path,
+                    _where(self.st, field),
                     "Peer device references are not allowed in the lowering of this primitive.",
                 )
                 return True
@@ -448,22 +454,19 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
-    key = ("root", b.origin[0] if b.origin else "")
+    o = b.origin[0] if b.origin else ""
+    key = ("root", o)
     memo = ctx.stack_cache
     found = memo.get(key, memo)
     if found is memo:
         spec = ctx.r.root_spec(b)
-        scratch = bool(b.origin) and b.origin[0].startswith("scratch:")
-        found = memo[key] = (
-            None
-            if spec is None
-            else (
-                tuple(spec.shape),
-                spec.dtype,
-                spec.memory_space if scratch else "GMEM",
-                tuple(spec.transforms) if scratch else (),
-            )
-        )
+        if spec is None:
+            found = None
+        elif o.startswith("scratch:"):  # its own memory space and layout
+            found = (tuple(spec.shape), spec.dtype, spec.memory_space, tuple(spec.transforms))
+        else:
+            found = (tuple(spec.shape), spec.dtype, "GMEM", ())
+        memo[key] = found
     return found
 
 
@@ -483,7 +486,7 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
 
 def _may_stop(t: Any) -> bool:
     """Whether a view step may stop ``_apply_steps`` (a reshape: one the lowering cannot
-    make, ``_memref``)."""
+    make, ``LowerCtx.memref``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
     if op == "at":
         for ix in t.entries():
@@ -578,20 +581,20 @@ def _view_rules(
     b = st.refs[field]
     assert v.root is not None and v.rules
     shape, dtype, space, layout_stack = v.root
-    where = _where(st, field)
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
-            _later(verify, layout, e, where, _TMEM_WHY)
+            _later(verify, layout, e, _where(st, field), _TMEM_WHY)
             return False, None
         if e.code in L.LEFTOVER_CODES:
             return False, e
-        _report(ctx, e, where)
+        _report(ctx, e, _where(st, field))
         return True, None
     # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
-    # memory space, as above: its transposes all come last; SMEM scratch skips the walk)
+    # memory space, as of GMEM above: its transposes all come last; SMEM scratch skips
+    # the walk)
     found = (
         L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
         if layout_stack or v.tangled
@@ -602,16 +605,17 @@ def _view_rules(
         if e.code in L.LEFTOVER_CODES:
             leftover: L.JaxError | None = e
         else:
-            _report(ctx, e, b.stack[i][0] if i is not None else where, _COMMUTE_WHY)
+            _report(ctx, e, b.stack[i][0] if i is not None else _where(st, field), _COMMUTE_WHY)
             return True, None
     else:
         leftover = None
-    if space == "SMEM" and leftover is None:
-        # (the view's memref from its untransformed ref, as ``_memref`` keeps it per view:
-        # ``smem_contiguity_error`` of the same shape and steps)
+    if space == "SMEM" and leftover is None and b.stack:
+        # (the view's memref from its untransformed ref, as ``LowerCtx.memref`` keeps it
+        # per view: ``smem_contiguity_error`` of the same shape and steps; a view of no
+        # step is the ref itself, contiguous)
         e = L.smem_memref_contiguity_error(low.memref(b)[0])
         if e is not None:
-            _later(verify, layout, e, where)
+            _later(verify, layout, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
@@ -628,7 +632,7 @@ def _view_rules(
                 splat,
             )
             if e is not None:
-                _later(verify, layout, e, where, _REGISTERS_WHY)
+                _later(verify, layout, e, _where(st, field), _REGISTERS_WHY)
     return False, leftover
 
 
@@ -709,7 +713,7 @@ def _apply_steps(low: LowerCtx, field: str, v: _View, info: RefInfo) -> bool:
                 ctx.raised(bad[0], path)
                 return True
         elif op == "remote_ref":
-            if _device_id(ctx, st, field, t.device):
+            if device_id_problem(ctx, t.device, st, field):
                 return True
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
@@ -764,25 +768,20 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
     return False
 
 
-def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
-    return device_id_problem(ctx, dev, _where(st, field))
-
-
-def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
+def device_id_problem(ctx: Ctx, dev: Any, st: Stmt, field: str) -> bool:
     """What the lowering's ``device_id_to_logical`` rejects in a device id (``remote_ref``,
-    ``semaphore_signal``): one flat id on a device mesh of another rank (none, or more
-    than one axis), or a mapping that names an axis the device mesh lacks."""
+    ``semaphore_signal``; reported at the statement's ``field``): one flat id on a device
+    mesh of another rank (none, or more than one axis), or a mapping that names an axis
+    the device mesh lacks."""
     found = device_id_error(ctx, dev)
     if found is None:
         return False
-    ctx.jax(found[0], path, found[1])
+    ctx.jax(found[0], _where(st, field), found[1])
     return True
 
 
 def device_id_error(ctx: Ctx, dev: Any) -> tuple[str, str] | None:
     """``device_id_problem``'s code and JAX's message, or None (it reports nothing)."""
-    from mpmd_lab.ops.peers import resolve_device
-
     axes = ctx.mesh_axes
     dref = resolve_device(dev)
     if dref.linear is not None:
@@ -836,6 +835,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 dtypes.bits(dtype),
                 stack,
                 [t for _, t in st.refs[src_field].stack],
+                low.memref(st.refs[src_field])[0],
                 dm.shape,
                 dm.strides,
             )
@@ -850,7 +850,6 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     b = st.refs[field]
     info = b.info
     assert info is not None
-    path = _where(st, field)
     for p, t in b.stack:
         if t.op != "at":
             ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
@@ -858,7 +857,7 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     if info.dtype != "barrier":
         ctx.jax(
             "BARRIER_NOT_A_BARRIER",
-            path,
+            _where(st, field),
             f"'jaxlib.mlir._mlir_libs._mlir.ir.OpResult' object has no attribute '{method}'",
             explanation="The ref is not a barrier: a `plgpu.Barrier` or `ClusterBarrier` "
             "scratch is (`kind: barrier`); an SMEM array cannot stand in for one.",
@@ -867,7 +866,7 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     if info.size > 1:
         ctx.jax(
             "BARRIER_NOT_SINGLE",
-            path,
+            _where(st, field),
             f"Operation is only valid for a single barrier, but barrier ref contains "
             f"{info.size}. Individual barriers can be accessed by indexing into the ref.",
             fix=_index_fix(ctx, st, field),
@@ -901,15 +900,16 @@ def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) ->
     """``_extract_gmem_copy_params``: the GMEM ref of a TMA copy may be indexed, a peer's
     (its device id resolved) or, for a store, multicast to the whole device mesh."""
     b = st.refs[field]
-    path = _where(st, field)
     for _p, t in b.stack:
-        if t.op == "at":
+        op = t.op
+        if op == "at":
             continue
-        if t.op == "remote_ref":
-            if device_id_problem(ctx, t.device, path):
+        if op == "remote_ref":
+            if device_id_problem(ctx, t.device, st, field):
                 return True
             continue
-        if t.op == "multicast_ref":
+        path = _where(st, field)
+        if op == "multicast_ref":
             if not multicast_ok:
                 ctx.jax(
                     "MULTICAST_TMA_LOAD",
@@ -960,8 +960,6 @@ _TMA_WHY = (
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
-    from mpmd_lab.ops import MulticastRef
-
     for _k, t in enumerate(ctx.stack(b)):
         if isinstance(t[1], MulticastRef):
             return Fix(
