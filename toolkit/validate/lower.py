@@ -189,7 +189,7 @@ class LowerCtx:
         self._views: dict[int, tuple[Binding, _View]] = {}
         self._view_step = functools.partial(_view_step, ctx)
         self._memrefs: dict[int, tuple[Binding, Any]] = {}
-        self._memref_step = functools.partial(_memref_step, ctx)
+        self._memref_step: Callable[[Binding, Any], Any] | None = None
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
@@ -201,7 +201,10 @@ class LowerCtx:
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
-        return along_chain(self._memrefs, b, self._memref_step)
+        step = self._memref_step
+        if step is None:  # (made when first asked: many checks ask none)
+            step = self._memref_step = functools.partial(_memref_step, self.ctx)
+        return along_chain(self._memrefs, b, step)
 
     @property
     def path(self) -> str:
