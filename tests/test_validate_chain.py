@@ -1,6 +1,6 @@
 """The static check of a long chain of views (issue 16) is linear in its length, and
 no less correct: each view's rules are computed once from its source view's answer
-(``Resolved.first_step``, ``validate.lower._view``), and agree with walking every
+(``Resolved.first_step``, ``validate.lower.LowerCtx.view``), and agree with walking every
 view's whole stack from its buffer. The chains are generated here, not committed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.lower import _may_stop, _root_spec, _view
+from mpmd_lab.validate.lower import LowerCtx, _may_stop, _root_spec
 
 from bench.scaling import chain_of_views
 
@@ -100,14 +100,15 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
     for _ in range(30):
         s = load_scenario(_random_chain(rng, 12))
         ctx = Ctx(s, resolve(s))
+        low = LowerCtx(ctx)
         for st in ctx.programs[0].stmts:
             for b in [*st.refs.values(), *([st.defines] if st.defines else [])]:
                 root = _root_spec(ctx, b)
                 if root is None or b.info is None:
                     continue
                 view = [t for _, t in b.stack]
-                v = _view(ctx, b)
-                assert (v.memref, v.bad) == L.view_memref(root[0], view), [t.op for t in view]
+                v = low.view(b)
+                assert low.memref(b) == L.view_memref(root[0], view), [t.op for t in view]
                 assert v.stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
                 assert v.moved == any(_moved(t) for t in view)
                 # tangled: a bitcast, or a step after a moved one that is not a transpose
@@ -116,6 +117,8 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
                     t.op == "bitcast" or (k > first and t.op != "transpose")
                     for k, t in enumerate(view)
                 )
+                # rules: anything for _view_rules to check (SMEM, TMEM, a layout, tangled)
+                assert v.rules == (root[2] != "GMEM" or bool(root[3]) or v.tangled)
                 compared += 1
     assert compared > 300
 

@@ -484,21 +484,21 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     size = math.prod(shape)
     if size % 128:
         return 0
-    vec = min(64 // bits, size // 128)
+    vec = 64 // bits
+    if size // 128 < vec:  # (min() is a call)
+        vec = size // 128
     while vec > 0 and size % (vec * 128):
         vec //= 2
     return vec
 
 
-def transposed_access_error(
-    view_shape: Sequence[int], dtype: str, m: Memref | None, access: str
-) -> JaxError | None:
-    """A plain load or store of a GMEM view of ``dtype`` whose memref ``m``
-    (``view_memref``) has a minor dim that is not unit-stride (a transpose moved the
-    ref's): the lowering emits ``vector.load`` / ``vector.store`` of ``strided_vec_size``
-    elements per thread on it. MLIR's verifier lets a one-element vector through (it is
-    a scalar access) and rejects a longer one (``transpose_view_error``)."""
-    if not minor_strided(m) or strided_vec_size(view_shape, dtype_bits(dtype)) <= 1:
+def transposed_access_error(vec: int, m: Memref | None, access: str) -> JaxError | None:
+    """A plain load or store of a GMEM view whose memref ``m`` (``view_memref``) has a
+    minor dim that is not unit-stride (a transpose moved the ref's): the lowering emits
+    ``vector.load`` / ``vector.store`` of ``vec`` elements per thread on it (the view's
+    ``strided_vec_size``). MLIR's verifier lets a one-element vector through (it is a
+    scalar access) and rejects a longer one (``transpose_view_error``)."""
+    if vec <= 1 or not minor_strided(m):
         return None
     return transpose_view_error(access)
 
@@ -1600,18 +1600,20 @@ def view_memref_from(
         if op == "at":
             # (the op's own index, read directly, not copied: it is only read)
             index: Any = t.get("index") if raw else t.index
-            ix = _index_entries(index, m.shape)
+            # (the dims after the index's entries are whole slices: kept as they are)
+            n = len(index)
+            ix = _index_entries(index, m.shape[:n])
             if ix is None:
                 return None, None
             strides = m.strides
             # the dims an integer index leaves (one pass, both lists)
             sizes: list[int] = []
             kept: list[int] = []
-            for k, x in enumerate(ix):
-                if x.kind != "int":
-                    sizes.append(x.size)
+            for k, (kind, _start, size, _stride, _dyn) in enumerate(ix):
+                if kind != "int":
+                    sizes.append(size)
                     kept.append(strides[k])
-            m = _new_memref((tuple(sizes), tuple(kept), False))
+            m = _new_memref(((*sizes, *m.shape[n:]), (*kept, *strides[n:]), False))
         elif op == "transpose":
             perm = [int(p) for p in _get(t, "perm")]
             shape, strides = m.shape, m.strides
@@ -1688,13 +1690,14 @@ def tma_smem_error(
     dtype_bits: int,
     stack: Sequence[Any],
     view: Sequence[Any],
+    m: Memref | None,
     dst_shape: Sequence[int],
     dst_strides: Sequence[int],
 ) -> JaxError | None:
     """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
-    (scratch layout ``stack``) into a GMEM ref of ``dst_shape`` / ``dst_strides`` raises
-    when the Mosaic GPU dialect lowers it (``LaunchContext.async_copy``), once the view
-    lowered (``view_lowering_error``):
+    (scratch layout ``stack``; ``m``: the view's ``view_memref``) into a GMEM ref of
+    ``dst_shape`` / ``dst_strides`` raises when the Mosaic GPU dialect lowers it
+    (``LaunchContext.async_copy``), once the view lowered (``view_lowering_error``):
 
     - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
       apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
@@ -1709,8 +1712,17 @@ def tma_smem_error(
       needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
       (of the physical, tiled memref, without its unit dims).
     """
-    kinds = [_op(t) for t in stack]
-    tile = next((list(_get(t, "tile")) for t in stack if _op(t) == "tiling"), None)
+    # the layout's kinds, its (first) tiling's tile and swizzle's bytes, in one pass
+    kinds: list[str] = []
+    tile: list[int] | None = None
+    swz = None
+    for t in stack:
+        kind = _op(t)
+        kinds.append(kind)
+        if kind == "tiling" and tile is None:
+            tile = list(_get(t, "tile"))
+        elif kind == "swizzle" and swz is None:
+            swz = _get(t, "bytes")
     if tile is not None and "swizzle" not in kinds and len(tile) > len(dst_shape):
         return JaxError(
             "TMA_TILING_NO_SWIZZLE",
@@ -1719,7 +1731,6 @@ def tma_smem_error(
             f"swizzle to memref with shape {_tuple(dst_shape)}.",
             "gpu-lower",
         )
-    m, _ = view_memref(shape, view)
     if m is None or not m.shape:
         return None
     moved = m.strides[-1] != 1
@@ -1728,18 +1739,23 @@ def tma_smem_error(
         return layout_inference_error()  # (no SMEM layout for the transposed view)
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order
-    order = sorted(range(len(m.shape)), key=lambda k: -m.strides[k])
-    ms = _new_memref((tuple(m.shape[k] for k in order), tuple(m.strides[k] for k in order), False))
+    # (stable: dims of equal strides keep their order)
+    order = sorted(range(len(m.shape)), key=m.strides.__getitem__, reverse=True)
+    ms = _new_memref(
+        (tuple([m.shape[k] for k in order]), tuple([m.strides[k] for k in order]), False)
+    )
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
-    if any(st * dtype_bits % 128 for st in contiguous_strides(dst_shape)[:-1]):
-        return JaxError(
-            "TMA_GMEM_STRIDES",
-            "ValueError",
-            "Async copies require all GMEM strides except the last one to be a multiple of 16 "
-            "bytes",
-            "gpu-lower",
-        )
-    pm = ms if tile is None else _tiled_view_memref(shape, tile, view)
+    for st in contiguous_strides(dst_shape)[:-1]:
+        if st * dtype_bits % 128:
+            return JaxError(
+                "TMA_GMEM_STRIDES",
+                "ValueError",
+                "Async copies require all GMEM strides except the last one to be a multiple "
+                "of 16 bytes",
+                "gpu-lower",
+            )
+    tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
+    pm = ms if tile is None else tiled
     if pm is not None:
         full = list(pm.shape)
     else:  # a view of more than indices: the box is the tiled allocation's
@@ -1747,7 +1763,6 @@ def tma_smem_error(
     box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
     if (bits_error := tma_last_dim_error(box[-1], dtype_bits)) is not None:
         return bits_error
-    swz = next((_get(t, "bytes") for t in stack if _op(t) == "swizzle"), None)
     if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):
         e = swizzle_elems(swz, dtype_bits)
         return JaxError(
@@ -1758,12 +1773,11 @@ def tma_smem_error(
             f"elements, but got {box[-1]} elements.",
             "gpu-lower",
         )
-    transposed = any(_op(t) == "transpose" for t in view)
-    phys = ms if tile is None else (None if transposed else _tiled_view_memref(shape, tile, view))
+    transposed = "transpose" in [_op(t) for t in view]
+    phys = ms if tile is None else (None if transposed else tiled)
     if phys is not None:
         kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
-        want = contiguous_strides([d for d, _ in kept])
-        if any(s != w for (_, s), w in zip(kept, want, strict=True)):
+        if tuple([s for _, s in kept]) != contiguous_strides([d for d, _ in kept]):
             return JaxError(
                 "TMA_SMEM_NOT_CONTIGUOUS",
                 "ValueError",

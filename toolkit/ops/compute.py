@@ -319,10 +319,11 @@ class Dot(StatementOp):
             if _scratch_transforms(low, field):
                 continue  # the user's own tiling and swizzle (of the scratch under the view)
             bits = dtypes.bits(info.dtype)
-            candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
-            if not any(
-                all(d % t == 0 for d, t in zip(info.shape, c, strict=True)) for c in candidates
-            ):
+            rows, cols = info.shape
+            # the candidate tilings (8 rows of a swizzle's width: 128, 64, 32 bytes):
+            # the narrowest divides the shape whenever a wider one does
+            if rows % 8 or cols % (32 * 8 // bits):
+                candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
                 low.later(
                     "p2",
                     "DOT_SMEM_TILING",

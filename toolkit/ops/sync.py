@@ -95,13 +95,14 @@ def check_semaphore(t: Any, field: str, name: str) -> bool:
     return False
 
 
-def _constant(low: Any, path: str, value: int | str) -> bool:
-    """The lowering writes an increment as an MLIR constant: a traced one fails."""
+def _constant(low: Any, field: str, value: int | str) -> bool:
+    """The lowering writes an increment (the statement's ``field``) as an MLIR constant:
+    a traced one fails."""
     if low.static(E.parse(value)):
         return False
     low.jax(
         "GPU_TRACED_CONSTANT",
-        path,
+        f"{low.path}.{field}",
         "Unsupported constant: <jaxlib.mlir._mlir_libs._mlir.ir.OpResult object at 0x...>",
         explanation=f"The increment {E.parse(value).label()!r} is computed inside the kernel "
         "(it depends on an axis index or a loop variable), but the Mosaic GPU lowering of a "
@@ -169,9 +170,9 @@ class SemaphoreSignal(StatementOp):
 
     def lower(self, low: Any) -> bool:
         # the semaphore's transforms, then the device id, then the increment
-        if self.device is not None and low.device_id(self.device, f"{low.path}.device"):
+        if self.device is not None and low.device_id(self.device, "device"):
             return True
-        return _constant(low, f"{low.path}.inc", self.inc)
+        return _constant(low, "inc", self.inc)
 
     def execute(self, x: Any) -> None:
         """Add inc to the semaphore here or on the peer (the same block there)."""
@@ -235,7 +236,7 @@ class SemaphoreSignalMulticast(StatementOp):
                 ),
             )
             return True
-        return _constant(low, f"{low.path}.inc", self.inc)
+        return _constant(low, "inc", self.inc)
 
     def execute(self, x: Any) -> None:
         """Add inc to the semaphore on every device along axes (this one included)."""

@@ -22,12 +22,15 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import ClusterBarrierScratch, Let
+from mpmd_lab.ops import ClusterBarrierScratch, Let, MulticastRef
 from mpmd_lab.ops.base import READ, WRITE
+from mpmd_lab.ops.control import is_static
+from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.resolve import Binding, Stmt, along_chain, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
+from mpmd_lab.validate.trace import _root
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -51,17 +54,7 @@ def check_lower(ctx: Ctx) -> None:
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
         return
-    # errors of later lowering phases, in statement order: layout inference (deriving
-    # constraints, solving them: ``layout``, assigning the solution), the Mosaic GPU
-    # dialect lowering (p3), IR verification (p4)
-    layout: list[tuple[Any, ...]] = []
-    verify: dict[str, list[tuple[Any, ...]]] = {
-        "verify-early": [],
-        "derive": [],
-        "assign": [],
-        "p3": [],
-        "p4": [],
-    }
+    low = LowerCtx(ctx)
     for prog in ctx.programs:
         mesh = c.programs[prog.index].mesh
         if mesh.threads is not None and mesh.threads.count >= 16:
@@ -78,15 +71,32 @@ def check_lower(ctx: Ctx) -> None:
             return
         if _captured_scalar(ctx, prog):
             return
+        low.mesh = mesh
+        # (never_traced reads only the statement's scope, which the statements of one
+        # body share: asked once per run of them)
+        scope, skip = None, False
         for st in prog.stmts:
-            if _stmt(ctx, st, mesh, layout, verify):
-                return
-    for p in ("verify-early", "derive", "solve", "assign", "p3", "p4"):
-        phase = layout if p == "solve" else verify[p]
-        if phase:
-            code, path, msg, why, *jt = phase[0]
-            ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
-            return
+            node = st.node
+            # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a
+            # model class is a slow ABC check)
+            if type(node) is Let or not st.ok:
+                continue
+            if st.scope is not scope:
+                scope, skip = st.scope, ctx.never_traced(st)
+            if skip:
+                continue
+            for b in st.refs.values():
+                if b.info is None:
+                    break
+            else:
+                low.st = st
+                if node.lower(low):
+                    return
+    # the first error of the first phase that has one
+    phase = next(filter(None, low.verify.values()), None)
+    if phase is not None:
+        code, path, msg, why, *jt = phase[0]
+        ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
 
 
 LAYOUT_MSG = L.layout_inference_error().message
@@ -135,12 +145,66 @@ def _resources(ctx: Ctx) -> bool:
 
 
 class LowerCtx:
-    """What a statement op's ``lower`` rule sees: its refs, and the lowering's checks."""
+    """What a statement op's ``lower`` rule sees: its refs (``st``, the statement being
+    lowered, in ``mesh``), and the lowering's checks. One per check: ``verify`` holds
+    the errors of later phases, by phase in the order they run (``layout``: layout
+    inference's solving), and each view's ``_View`` and memref are folded once per
+    binding (``view``, ``memref``)."""
 
-    __slots__ = ("ctx", "st", "mesh", "layout", "verify")
+    __slots__ = (
+        "ctx",
+        "layouts",
+        "st",
+        "mesh",
+        "layout",
+        "verify",
+        "_views",
+        "_view_step",
+        "_memrefs",
+        "_memref_step",
+    )
 
-    def __init__(self, ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict):
-        self.ctx, self.st, self.mesh, self.layout, self.verify = ctx, st, mesh, layout, verify
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        scratch = ctx.s.call.scratch
+        #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
+        self.layouts = bool(scratch) and any(sc.transforms for sc in scratch.values())
+        #: errors of later lowering phases, in statement order, by phase in the order
+        #: they run: verifying the module the lowering rules built, layout inference
+        #: (deriving constraints, solving them, assigning the solution), the Mosaic GPU
+        #: dialect lowering (p3), IR verification (p4)
+        self.verify: dict[str, list[tuple[Any, ...]]] = {
+            "verify-early": [],
+            "derive": [],
+            "solve": [],
+            "assign": [],
+            "p3": [],
+            "p4": [],
+        }
+        self.layout = self.verify["solve"]
+        self.st: Stmt
+        self.mesh: Any
+        # (each fold's memo and step once per check, here: in ctx, which the steps
+        # hold, they would make a reference cycle)
+        self._views: dict[int, tuple[Binding, _View]] = {}
+        self._view_step = functools.partial(_view_step, ctx)
+        self._memrefs: dict[int, tuple[Binding, Any]] = {}
+        self._memref_step: Callable[[Binding, Any], Any] | None = None
+
+    def view(self, b: Binding) -> _View:
+        """``b``'s ``_View``, once per binding from its source view's answer and its own
+        steps (``resolve.along_chain``): every access asks it of each of its views."""
+        return along_chain(self._views, b, self._view_step)
+
+    def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+        """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
+        and the first reshape the lowering cannot make with its position in the stack.
+        Folded on demand (most accesses ask no rule that reads it), once per binding from
+        its source view's (``resolve.along_chain``)."""
+        step = self._memref_step
+        if step is None:  # (made when first asked: many checks ask none)
+            step = self._memref_step = functools.partial(_memref_step, self.ctx)
+        return along_chain(self._memrefs, b, step)
 
     @property
     def path(self) -> str:
@@ -154,21 +218,104 @@ class LowerCtx:
     def access(self, field: str, kind: str, check_layout: bool = True, splat: bool = False) -> bool:
         """A plain load or store through the ref (``ref[...]``; ``splat``: a store of a
         constant, ``jnp.full``)."""
-        return _access(
-            self.ctx,
-            self.st,
-            field,
-            kind,
-            self.mesh,
-            self.layout,
-            self.verify,
-            check_layout,
-            splat,
-        )
+        st = self.st
+        b = st.refs[field]
+        info = b.info
+        assert info is not None
+        if not info.is_ref:
+            return False
+        v = self.view(b)
+        stop, leftover = _view_rules(self, field, v, kind, splat) if v.rules else _LOWERS
+        if stop or (v.stop is not None and _apply_steps(self, field, v, info)):
+            return True
+        if info.cluster:
+            if info.memory_space == "GMEM":
+                self.layout.append(
+                    (
+                        "GPU_CLUSTER_GMEM",
+                        _where(st, field),
+                        "ValueSite(operation=<UnrealizedConversionCastOp>, "
+                        "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
+                        "cluster_ref addresses another block's shared memory; a GMEM ref has no "
+                        "cluster-peer form, and layout inference fails with an internal KeyError.",
+                    )
+                )
+            elif kind == "store" and info.memory_space == "SMEM":
+                self.verify["p3"].append(
+                    (
+                        "GPU_CLUSTER_SMEM_STORE",
+                        _where(st, field),
+                        "Unsupported memory space: #mosaic_gpu.smem_cluster",
+                        "A plain store into another block's SMEM (cluster_ref) does not lower; "
+                        "copy with TMA or have the owning block write it.",
+                    )
+                )
+        if leftover is not None:
+            self.ctx.raised(
+                leftover,
+                _where(st, field),
+                explanation="A plain load or store through a bitcast view is not lowered by "
+                "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
+                "(lax.bitcast_convert_type).",
+            )
+            return True
+        if info.memory_space == "TMEM":
+            return False  # its layout errors are tmem_access_error's
+        if info.shape and check_layout and info.size % LANES:
+            self.layout.append(
+                (
+                    "GPU_LAYOUT_INFERENCE",
+                    _where(st, field),
+                    LAYOUT_MSG,
+                    f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
+                    f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
+                    f"its size must be a multiple of {LANES}.",
+                )
+            )
+        root = v.root
+        if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
+            # the value takes the register layout of tiled SMEM on the statement's other side
+            other = WRITE if kind == "load" else READ
+            for f, acc in st.node.REFS:
+                o = st.refs.get(f) if acc == other else None
+                spec = None if o is None else _root_spec(self.ctx, o)
+                if o is None or spec is None or spec[2] != "SMEM":
+                    continue
+                if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
+                    om = self.memref(o)[0]
+                    e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
+                    if e is not None:
+                        self.verify["p3"].append(
+                            (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
+                        )
+                    break
+        # (a view of no step is the ref itself, contiguous: its minor dim is unit-stride;
+        # the view's memref only for a vector of more than one element a thread: for
+        # one, any stride will do)
+        if (
+            b.stack
+            and root is not None
+            and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3]))
+        ):
+            vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
+            e = L.transposed_access_error(vec, self.memref(b)[0], kind) if vec > 1 else None
+            if e is not None:
+                self.verify["p4"].append(
+                    (
+                        e.code,
+                        _where(st, field),
+                        e.message,
+                        "The view's minor dimension is not the ref's (a transpose moved it, or an "
+                        "integer index dropped the ref's), so a plain load or store would need a "
+                        "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
+                        "registers instead.",
+                    )
+                )
+        return False
 
     def tma(self, src: str, dst: str) -> bool:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
-        return _tma(self.ctx, self.st, src, dst, self.mesh, self.layout, self.verify)
+        return _tma(self, src, dst)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -197,19 +344,16 @@ class LowerCtx:
         return self.st.refs[field]
 
     def root_space(self, field: str) -> str:
-        from mpmd_lab.validate.trace import _root
-
         return _root(self.ctx, self.st.refs[field])[0]
 
     def static(self, e: Any) -> bool:
         """The expression is a Python int where this statement is lowered."""
-        from mpmd_lab.ops.control import is_static
-
         return is_static(e, self.st)
 
-    def device_id(self, dev: Any, path: str) -> bool:
-        """A device id the lowering cannot resolve against the device mesh."""
-        return device_id_problem(self.ctx, dev, path)
+    def device_id(self, dev: Any, field: str) -> bool:
+        """A device id (the statement's ``field``) the lowering cannot resolve against the
+        device mesh."""
+        return device_id_problem(self.ctx, dev, self.st, field)
 
     def barrier(self, field: str, method: str) -> bool:
         """A barrier operand: indexed only, one barrier, a barrier's memory (``method``:
@@ -219,12 +363,11 @@ class LowerCtx:
     def multimem_ref(self, field: str) -> bool:
         """A multimem op's ref: indexed only (``allow_peer_refs=False``, no multicast)."""
         b = self.st.refs[field]
-        path = _where(self.st, field)
         for _p, t in b.stack:
             if t.op == "multicast_ref":
                 self.ctx.jax(
                     "MULTICAST_PLAIN_STORE",
-                    path,
+                    _where(self.st, field),
                     "Multicast references are not allowed in the lowering of this primitive.",
                     explanation="A multimem op already reaches every device along its axes: "
                     "give it the plain ref, not a multicast view of it.",
@@ -232,11 +375,11 @@ class LowerCtx:
                 return True
         for _p, t in b.stack:
             if t.op == "remote_ref":
-                if device_id_problem(self.ctx, t.device, path):
+                if device_id_problem(self.ctx, t.device, self.st, field):
                     return True
                 self.ctx.jax(
                     "MULTIMEM_PEER_REF",
-                    path,
+                    _where(self.st, field),
                     "Peer device references are not allowed in the lowering of this primitive.",
                 )
                 return True
@@ -282,18 +425,6 @@ def _scratch_lowering(ctx: Ctx) -> bool:
     return False
 
 
-def _stmt(ctx: Ctx, st: Stmt, mesh: Any, layout: list, verify: dict) -> bool:
-    node = st.node
-    # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a model class
-    # is a slow ABC check)
-    if type(node) is Let or not st.ok or ctx.never_traced(st):
-        return False
-    for b in st.refs.values():
-        if b.info is None:
-            return False
-    return node.lower(LowerCtx(ctx, st, mesh, layout, verify))
-
-
 def _where(st: Stmt, field: str) -> str:
     return f"{st.path}.{field}"
 
@@ -326,22 +457,19 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
 def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
     """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
     (once per root: every access asks it of each of its views)."""
-    key = ("root", b.origin[0] if b.origin else "")
+    o = b.origin[0] if b.origin else ""
+    key = ("root", o)
     memo = ctx.stack_cache
     found = memo.get(key, memo)
     if found is memo:
         spec = ctx.r.root_spec(b)
-        scratch = bool(b.origin) and b.origin[0].startswith("scratch:")
-        found = memo[key] = (
-            None
-            if spec is None
-            else (
-                tuple(spec.shape),
-                spec.dtype,
-                spec.memory_space if scratch else "GMEM",
-                tuple(spec.transforms) if scratch else (),
-            )
-        )
+        if spec is None:
+            found = None
+        elif o.startswith("scratch:"):  # its own memory space and layout
+            found = (tuple(spec.shape), spec.dtype, spec.memory_space, tuple(spec.transforms))
+        else:
+            found = (tuple(spec.shape), spec.dtype, "GMEM", ())
+        memo[key] = found
     return found
 
 
@@ -360,7 +488,8 @@ def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") 
 
 
 def _may_stop(t: Any) -> bool:
-    """Whether a view step may stop ``_apply_steps`` (reshapes aside: ``_View.bad``)."""
+    """Whether a view step may stop ``_apply_steps`` (a reshape: one the lowering cannot
+    make, ``LowerCtx.memref``)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
     if op == "at":
         for ix in t.entries():
@@ -372,7 +501,7 @@ def _may_stop(t: Any) -> bool:
         return sorted(perm) != list(range(len(perm)))
     # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
     # which the step alone does not know)
-    return op in ("remote_ref", "multicast_ref", "cluster_ref")
+    return op in ("reshape", "remote_ref", "multicast_ref", "cluster_ref")
 
 
 class _View(NamedTuple):
@@ -387,12 +516,12 @@ class _View(NamedTuple):
     #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
     #: view of GMEM without one: its transposes all come last)
     tangled: bool
-    #: the position of the first step that ``_may_stop`` holds for (None: none)
+    #: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a scratch
+    #: layout, or a tangled view (without any, the lowering moves no step past another)
+    rules: bool
+    #: the position of the first step that ``_may_stop`` holds for (None: none; every
+    #: step lowers, ``_apply_steps`` has nothing to check)
     stop: int | None
-    #: ``layout_rules.view_memref`` of the view from its untransformed ref: the memref,
-    #: and the first reshape the lowering cannot make with its position in the stack
-    memref: L.Memref | None
-    bad: tuple[L.JaxError, int] | None
 
 
 #: ``_View`` of all its fields as one tuple (``tuple.__new__``: a NamedTuple's own
@@ -400,29 +529,18 @@ class _View(NamedTuple):
 _new_view: Callable[[tuple[Any, ...]], _View] = functools.partial(tuple.__new__, _View)
 
 
-def _view(ctx: Ctx, b: Binding) -> _View:
-    """``b``'s ``_View``, once per binding from its source view's answer and its own
-    steps (``resolve.along_chain``): every access asks it of each of its views."""
-    memo = ctx.stack_cache.get(("view", None))
-    if memo is None:
-        memo = ctx.stack_cache[("view", None)] = {}
-    return along_chain(memo, b, functools.partial(_view_step, ctx))
-
-
 def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
-    own = own_steps(y)
     if src is None:  # a view of an untransformed ref: all of its stack is its own
+        own = y.stack
         root = _root_spec(ctx, y)
-        moved, tangled, stop, m, bad = False, False, None, None, None
-        if root is not None:
-            m, bad = L.view_memref(root[0], [t for _, t in own])
+        moved, tangled, stop = False, False, None
+        rules = root is not None and (root[2] != "GMEM" or root[3] != ())
         at = 0
     else:
-        root, moved, tangled, stop, m, bad = src
+        own = own_steps(y)
+        root, moved, tangled, rules, stop = src
         assert y.parent is not None
         at = len(y.parent.stack)
-        if m is not None and own:  # its source's memref, followed by its own steps
-            m, bad = L.view_memref_from(m, [t for _, t in own], at)
     if not tangled or stop is None:  # (tangled: moved too, and both stay so)
         for k, (_, t) in enumerate(own, at):
             op = t.op  # (read once)
@@ -434,47 +552,52 @@ def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
                 tangled = True
             if stop is None and _may_stop(t):
                 stop = k
-    return _new_view((root, moved, tangled, stop, m, bad))
+        rules = rules or (tangled and root is not None)
+    return _new_view((root, moved, tangled, rules, stop))
+
+
+def _memref_step(
+    ctx: Ctx, y: Binding, src: tuple[L.Memref | None, Any] | None
+) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+    if src is None:  # a view of an untransformed ref: all of its stack is its own
+        root = _root_spec(ctx, y)
+        return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
+    own = own_steps(y)
+    if src[0] is None or not own:
+        return src
+    assert y.parent is not None  # its source's memref, followed by its own steps
+    return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
 
 
 def _view_rules(
-    ctx: Ctx,
-    st: Stmt,
-    field: str,
-    v: _View,
-    access: str,
-    layout: list,
-    verify: dict,
-    splat: bool = False,
+    low: LowerCtx, field: str, v: _View, access: str, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
     ``smem_transforms_error``) of the ref's view ``v``: (stops here, the bitcast left over
-    that the access itself rejects once the view's steps are lowered)."""
+    that the access itself rejects once the view's steps are lowered). Asked of a view
+    with ``_View.rules`` only: a view of GMEM without one has nothing for the lowering to
+    move its steps past (no scratch layout, no bitcast, no step after a transpose but
+    transposes), so view_lowering_error_at has nothing to say, and the rest is about SMEM
+    and TMEM."""
+    ctx, st, layout, verify = low.ctx, low.st, low.layout, low.verify
     b = st.refs[field]
-    if v.root is None:
-        return False, None
+    assert v.root is not None and v.rules
     shape, dtype, space, layout_stack = v.root
-    if space == "GMEM" and not layout_stack and not v.tangled:
-        # nothing for the lowering to move the view's steps past (no scratch layout, no
-        # bitcast, no step after a transpose but transposes): view_lowering_error_at has
-        # nothing to say, and the rest below is about SMEM and TMEM; once per view, not a
-        # walk of its whole stack
-        return False, None
-    where = _where(st, field)
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
-            _later(verify, layout, e, where, _TMEM_WHY)
+            _later(verify, layout, e, _where(st, field), _TMEM_WHY)
             return False, None
         if e.code in L.LEFTOVER_CODES:
             return False, e
-        _report(ctx, e, where)
+        _report(ctx, e, _where(st, field))
         return True, None
     # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
-    # memory space, as above: its transposes all come last; SMEM scratch skips the walk)
+    # memory space, as of GMEM above: its transposes all come last; SMEM scratch skips
+    # the walk)
     found = (
         L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
         if layout_stack or v.tangled
@@ -485,16 +608,17 @@ def _view_rules(
         if e.code in L.LEFTOVER_CODES:
             leftover: L.JaxError | None = e
         else:
-            _report(ctx, e, b.stack[i][0] if i is not None else where, _COMMUTE_WHY)
+            _report(ctx, e, b.stack[i][0] if i is not None else _where(st, field), _COMMUTE_WHY)
             return True, None
     else:
         leftover = None
-    if space == "SMEM" and leftover is None:
-        # (the view's memref from its untransformed ref, as ``_view`` keeps it per view:
-        # ``smem_contiguity_error`` of the same shape and steps)
-        e = L.smem_memref_contiguity_error(v.memref)
+    if space == "SMEM" and leftover is None and b.stack:
+        # (the view's memref from its untransformed ref, as ``LowerCtx.memref`` keeps it
+        # per view: ``smem_contiguity_error`` of the same shape and steps; a view of no
+        # step is the ref itself, contiguous)
+        e = L.smem_memref_contiguity_error(low.memref(b)[0])
         if e is not None:
-            _later(verify, layout, e, where)
+            _later(verify, layout, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
@@ -504,12 +628,19 @@ def _view_rules(
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
-                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(v.memref), splat
+                layout_stack,
+                info.shape,
+                dtypes.bits(dtype),
+                L.minor_strided(low.memref(b)[0]),
+                splat,
             )
             if e is not None:
-                _later(verify, layout, e, where, _REGISTERS_WHY)
+                _later(verify, layout, e, _where(st, field), _REGISTERS_WHY)
     return False, leftover
 
+
+#: ``_view_rules``' answer for a view it has nothing to check (``_View.rules``)
+_LOWERS: tuple[bool, L.JaxError | None] = (False, None)
 
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
@@ -539,118 +670,16 @@ _COMMUTE_WHY = (
 )
 
 
-def _access(
-    ctx: Ctx,
-    st: Stmt,
-    field: str,
-    kind: str,
-    mesh: Any,
-    layout: list,
-    verify: dict,
-    check_layout: bool = True,
-    splat: bool = False,
-) -> bool:
-    """A plain load or store through a ref view (``ref[...]``; ``splat``: the store of a
-    constant)."""
-    b = st.refs[field]
-    info = b.info
-    assert info is not None
-    if not info.is_ref:
-        return False
-    v = _view(ctx, b)
-    stop, leftover = _view_rules(ctx, st, field, v, kind, layout, verify, splat)
-    if stop or _apply_steps(ctx, st, field, v, info, mesh):
-        return True
-    if info.cluster:
-        if info.memory_space == "GMEM":
-            layout.append(
-                (
-                    "GPU_CLUSTER_GMEM",
-                    _where(st, field),
-                    "ValueSite(operation=<UnrealizedConversionCastOp>, "
-                    "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
-                    "cluster_ref addresses another block's shared memory; a GMEM ref has no "
-                    "cluster-peer form, and layout inference fails with an internal KeyError.",
-                )
-            )
-        elif kind == "store" and info.memory_space == "SMEM":
-            verify["p3"].append(
-                (
-                    "GPU_CLUSTER_SMEM_STORE",
-                    _where(st, field),
-                    "Unsupported memory space: #mosaic_gpu.smem_cluster",
-                    "A plain store into another block's SMEM (cluster_ref) does not lower; "
-                    "copy with TMA or have the owning block write it.",
-                )
-            )
-    if leftover is not None:
-        ctx.raised(
-            leftover,
-            _where(st, field),
-            explanation="A plain load or store through a bitcast view is not lowered by "
-            "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
-            "(lax.bitcast_convert_type).",
-        )
-        return True
-    if info.memory_space == "TMEM":
-        return False  # its layout errors are tmem_access_error's
-    if info.shape and check_layout and info.size % LANES:
-        layout.append(
-            (
-                "GPU_LAYOUT_INFERENCE",
-                _where(st, field),
-                LAYOUT_MSG,
-                f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
-                f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
-                f"its size must be a multiple of {LANES}.",
-            )
-        )
-    root = v.root
-    # (only a scratch's root is SMEM, ``_root_spec``: without scratch there is none)
-    if info.memory_space == "GMEM" and root is not None and not splat and ctx.s.call.scratch:
-        # the value takes the register layout of tiled SMEM on the statement's other side
-        other = WRITE if kind == "load" else READ
-        for f, acc in st.node.REFS:
-            o = st.refs.get(f) if acc == other else None
-            spec = None if o is None else _root_spec(ctx, o)
-            if o is None or spec is None or spec[2] != "SMEM":
-                continue
-            if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
-                om = _view(ctx, o).memref
-                e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
-                if e is not None:
-                    verify["p3"].append((e.code, _where(st, field), e.message, _GMEM_XFER_WHY))
-                break
-    if root is not None and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3])):
-        e = L.transposed_access_error(info.shape, info.dtype, v.memref, kind)
-        if e is not None:
-            verify["p4"].append(
-                (
-                    e.code,
-                    _where(st, field),
-                    e.message,
-                    "The view's minor dimension is not the ref's (a transpose moved it, or an "
-                    "integer index dropped the ref's), so a plain load or store would need a "
-                    "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
-                    "registers instead.",
-                )
-            )
-    return False
-
-
-def _apply_steps(ctx: Ctx, st: Stmt, field: str, v: _View, info: RefInfo, mesh: Any) -> bool:
+def _apply_steps(low: LowerCtx, field: str, v: _View, info: RefInfo) -> bool:
     """The steps of the ref's view ``v`` lowered in order (``_handle_transforms`` after the
-    commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views."""
+    commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views.
+    Asked of a view with a step that may stop it (``_View.stop``): the steps before it
+    lower."""
+    ctx, st = low.ctx, low.st
     b = st.refs[field]
-    # the steps before the first that may stop the lowering and the first reshape it
-    # cannot make (a scratch layout's reshapes are the commute rules') lower
-    bad = v.bad if v.root is not None and not v.root[3] else None
-    if v.stop is None and bad is None:
-        return False  # every step lowers
-    n = len(b.stack)
-    at = min(v.stop if v.stop is not None else n, bad[1] if bad else n)
-    rest = list(b.stack)[at:] if at < n else []
-    for pos, (path, t) in enumerate(rest, at):
+    root = v.root
+    assert v.stop is not None
+    for pos, (path, t) in enumerate(list(b.stack)[v.stop :], v.stop):
         op = t.op
         if op == "at":
             for k, ix in enumerate(t.entries()):
@@ -679,15 +708,16 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, v: _View, info: RefInfo, mesh: 
                     "Invalid permutation when attempting to create an AffineMap",
                 )
                 return True
-        elif op == "reshape":
-            e = bad[0] if bad and bad[1] == pos else None
-            if e is not None:
-                ctx.raised(e, path)
+        elif op == "reshape" and root is not None and not root[3]:
+            # the first reshape the lowering cannot make (a scratch layout's reshapes are
+            # the commute rules')
+            bad = low.memref(b)[1]
+            if bad is not None and bad[1] == pos:
+                ctx.raised(bad[0], path)
                 return True
         elif op == "remote_ref":
-            if _device_id(ctx, st, field, t.device):
+            if device_id_problem(ctx, t.device, st, field):
                 return True
-            root = v.root
             if root is not None and root[2] == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
@@ -712,7 +742,7 @@ def _apply_steps(ctx: Ctx, st: Stmt, field: str, v: _View, info: RefInfo, mesh: 
             )
             return True
         elif op == "cluster_ref":
-            if _cluster(ctx, st, field, info, mesh):
+            if _cluster(ctx, st, field, info, low.mesh):
                 return True
     return False
 
@@ -741,25 +771,20 @@ def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
     return False
 
 
-def _device_id(ctx: Ctx, st: Stmt, field: str, dev: Any) -> bool:
-    return device_id_problem(ctx, dev, _where(st, field))
-
-
-def device_id_problem(ctx: Ctx, dev: Any, path: str) -> bool:
+def device_id_problem(ctx: Ctx, dev: Any, st: Stmt, field: str) -> bool:
     """What the lowering's ``device_id_to_logical`` rejects in a device id (``remote_ref``,
-    ``semaphore_signal``): one flat id on a device mesh of another rank (none, or more
-    than one axis), or a mapping that names an axis the device mesh lacks."""
+    ``semaphore_signal``; reported at the statement's ``field``): one flat id on a device
+    mesh of another rank (none, or more than one axis), or a mapping that names an axis
+    the device mesh lacks."""
     found = device_id_error(ctx, dev)
     if found is None:
         return False
-    ctx.jax(found[0], path, found[1])
+    ctx.jax(found[0], _where(st, field), found[1])
     return True
 
 
 def device_id_error(ctx: Ctx, dev: Any) -> tuple[str, str] | None:
     """``device_id_problem``'s code and JAX's message, or None (it reports nothing)."""
-    from mpmd_lab.ops.peers import resolve_device
-
     axes = ctx.mesh_axes
     dref = resolve_device(dev)
     if dref.linear is not None:
@@ -780,17 +805,16 @@ def device_id_error(ctx: Ctx, dev: Any) -> tuple[str, str] | None:
     return None
 
 
-def _tma(
-    ctx: Ctx, st: Stmt, src_field: str, dst_field: str, mesh: Any, layout: list, verify: dict
-) -> bool:
+def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     """``copy_smem_to_gmem``'s lowering: the SMEM source's view (``_handle_transforms``),
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
-    v = _view(ctx, st.refs[src_field])
-    stop, leftover = _view_rules(ctx, st, src_field, v, "tma", layout, verify)
+    ctx, st = low.ctx, low.st
+    v = low.view(st.refs[src_field])
+    stop, leftover = _view_rules(low, src_field, v, "tma") if v.rules else _LOWERS
     src = st.refs[src_field].info
     assert src is not None
-    if stop or _apply_steps(ctx, st, src_field, v, src, mesh):
+    if stop or (v.stop is not None and _apply_steps(low, src_field, v, src)):
         return True
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
@@ -806,7 +830,7 @@ def _tma(
     src_root = v.root
     dst_root = _root_spec(ctx, st.refs[dst_field])
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
-        dm = _view(ctx, st.refs[dst_field]).memref
+        dm = low.memref(st.refs[dst_field])[0]
         if dm is not None:
             shape, dtype, _space, stack = src_root
             e = L.tma_smem_error(
@@ -814,11 +838,12 @@ def _tma(
                 dtypes.bits(dtype),
                 stack,
                 [t for _, t in st.refs[src_field].stack],
+                low.memref(st.refs[src_field])[0],
                 dm.shape,
                 dm.strides,
             )
             if e is not None:
-                _later(verify, layout, e, f"{st.path}.{src_field}", _TMA_WHY)
+                _later(low.verify, low.layout, e, f"{st.path}.{src_field}", _TMA_WHY)
     return False
 
 
@@ -828,7 +853,6 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     b = st.refs[field]
     info = b.info
     assert info is not None
-    path = _where(st, field)
     for p, t in b.stack:
         if t.op != "at":
             ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
@@ -836,7 +860,7 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     if info.dtype != "barrier":
         ctx.jax(
             "BARRIER_NOT_A_BARRIER",
-            path,
+            _where(st, field),
             f"'jaxlib.mlir._mlir_libs._mlir.ir.OpResult' object has no attribute '{method}'",
             explanation="The ref is not a barrier: a `plgpu.Barrier` or `ClusterBarrier` "
             "scratch is (`kind: barrier`); an SMEM array cannot stand in for one.",
@@ -845,7 +869,7 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     if info.size > 1:
         ctx.jax(
             "BARRIER_NOT_SINGLE",
-            path,
+            _where(st, field),
             f"Operation is only valid for a single barrier, but barrier ref contains "
             f"{info.size}. Individual barriers can be accessed by indexing into the ref.",
             fix=_index_fix(ctx, st, field),
@@ -879,15 +903,16 @@ def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) ->
     """``_extract_gmem_copy_params``: the GMEM ref of a TMA copy may be indexed, a peer's
     (its device id resolved) or, for a store, multicast to the whole device mesh."""
     b = st.refs[field]
-    path = _where(st, field)
     for _p, t in b.stack:
-        if t.op == "at":
+        op = t.op
+        if op == "at":
             continue
-        if t.op == "remote_ref":
-            if device_id_problem(ctx, t.device, path):
+        if op == "remote_ref":
+            if device_id_problem(ctx, t.device, st, field):
                 return True
             continue
-        if t.op == "multicast_ref":
+        path = _where(st, field)
+        if op == "multicast_ref":
             if not multicast_ok:
                 ctx.jax(
                     "MULTICAST_TMA_LOAD",
@@ -938,8 +963,6 @@ _TMA_WHY = (
 
 
 def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
-    from mpmd_lab.ops import MulticastRef
-
     for _k, t in enumerate(ctx.stack(b)):
         if isinstance(t[1], MulticastRef):
             return Fix(
