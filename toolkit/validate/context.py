@@ -12,10 +12,21 @@ from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
 
-# ``Model(**fields)``, fully validated, without BaseModel.__init__'s Python frame and
-# keyword packing (~9k of a diagnostic's ~45k instructions)
-_diagnostic = Diagnostic.__pydantic_validator__.validate_python
-_jax_error = JaxError.__pydantic_validator__.validate_python
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
+    """``cls.model_construct(**fields)`` (``given``: the fields given, every field in
+    ``fields``): what validating them makes, for values that are already what the
+    fields hold, as ``Ctx.add`` makes them (validating cost a diagnostic ~25k
+    instructions: its model validator and every field)."""
+    m = _new(cls)
+    _set(m, "__dict__", fields)
+    _set(m, "__pydantic_fields_set__", given)
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
+    return m
 
 
 class Ctx:
@@ -108,14 +119,17 @@ class Ctx:
             severity = entry.severity if entry else "error"
         jax = None
         if jax_message is not None:
-            jax = _jax_error(
-                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
+            jax = _made(
+                JaxError,
+                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message},
+                {"type", "message"},
             )
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
         options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
-        d = _diagnostic(
+        d = _made(
+            Diagnostic,
             {
                 "code": code,
                 "severity": severity,
@@ -124,9 +138,11 @@ class Ctx:
                 "message": message,
                 "jax": jax,
                 "explanation": explanation,
-                "fix": options[0] if options else None,
+                "fix": options[0] if options else None,  # (the model validator's rule)
                 "fixes": options,
-            }
+                "source": None,
+            },
+            {"code", "severity", "stage", "path", "message", "jax", "explanation", "fix", "fixes"},
         )
         self.diags.append(d)
         return d
