@@ -8,6 +8,7 @@ from typing import Any
 
 from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
+from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
@@ -91,8 +92,6 @@ class Ctx:
         key = ("never_traced", id(st.scope))
         hit = self.stack_cache.get(key)
         if hit is None:
-            from mpmd_lab.ops.control import never_traced
-
             hit = self.stack_cache[key] = (st.scope, never_traced(st, self))  # (scope kept alive)
         return hit[1]
 
