@@ -85,7 +85,8 @@ def analyze(
         ctx = Ctx(s, resolve(s))
         clock("resolve")
         check_build(ctx)
-        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
+        # (a list, not a generator: most checks have no diagnostic here)
+        ctx.build_failed = any([d.is_error and d.stage in ("schema", "build") for d in ctx.diags])
         clock("build")
         for stage, rule in (
             ("trace", check_trace),

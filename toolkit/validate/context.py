@@ -111,8 +111,8 @@ class Ctx:
         fix: Fix | list[Fix | None] | None = None,
     ) -> Diagnostic:
         entry = BY_CODE.get(code)
-        own = OWN.get(code)
         if stage is None:
+            own = OWN.get(code)
             stage = entry.stage if entry else (own[1] if own else "trace")
         if severity is None:
             severity = entry.severity if entry else "error"
@@ -126,7 +126,10 @@ class Ctx:
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
-        options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
+        if fix is None:
+            options = []
+        else:
+            options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
         d = _made(
             Diagnostic,
             {
