@@ -34,8 +34,15 @@ class Ctx:
     """One check: the resolved scenario (read-only) and the diagnostics so far."""
 
     def __init__(self, scenario: Scenario, resolved: Resolved | None = None):
-        self.r = resolved if resolved is not None else resolve(scenario)
+        r = self.r = resolved if resolved is not None else resolve(scenario)
         self.s = scenario
+        # the resolved form, as the rules read it (``r``'s own objects: attributes, not
+        # properties, as every rule reads them)
+        self.args: list[ArgInfo] = r.args
+        self.params: dict[str, Binding] = r.params
+        self.programs: list[ProgramInfo] = r.programs
+        self.array_errors: dict[tuple[int, int], Any] = r.array_errors
+        self.bound_outside: frozenset[str] = r.bound_outside
         self.diags: list[Diagnostic] = []
         self.trace_failed = False
         self.build_failed = False
@@ -43,33 +50,14 @@ class Ctx:
         self.deferred: list[tuple[Any, str]] = []
         #: (base, stack step paths) -> (root info, propagated steps, step index by path)
         self.stack_cache: dict[tuple[str, Any], Any] = {}
-        for code, path, message in self.r.problems:
+        #: id(scope) -> (scope, never_traced of its statements)
+        self._never: dict[int, tuple[tuple, bool]] = {}
+        for code, path, message in r.problems:
             self.add(code, path, message)
-
-    # the resolved form, as the rules read it
-    @property
-    def args(self) -> list[ArgInfo]:
-        return self.r.args
-
-    @property
-    def params(self) -> dict[str, Binding]:
-        return self.r.params
-
-    @property
-    def programs(self) -> list[ProgramInfo]:
-        return self.r.programs
-
-    @property
-    def array_errors(self) -> dict[tuple[int, int], Any]:
-        return self.r.array_errors
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
         return self.r.mesh_axes
-
-    @property
-    def bound_outside(self) -> frozenset[str]:
-        return self.r.bound_outside
 
     def bound_in(self, p: int) -> frozenset[str]:
         return self.r.bound_in(p)
@@ -87,12 +75,12 @@ class Ctx:
     def never_traced(self, st: Any) -> bool:
         """``ops.control.never_traced`` of a statement, once per body: it reads only the
         statement's scope, which the statements of one body share (one tuple)."""
-        if not st.scope:
+        scope = st.scope
+        if not scope:
             return False  # a program's own statement: always traced
-        key = ("never_traced", id(st.scope))
-        hit = self.stack_cache.get(key)
+        hit = self._never.get(id(scope))
         if hit is None:
-            hit = self.stack_cache[key] = (st.scope, never_traced(st, self))  # (scope kept alive)
+            hit = self._never[id(scope)] = (scope, never_traced(st, self))  # (scope kept alive)
         return hit[1]
 
     # ------------------------------------------------------------ reporting
