@@ -80,7 +80,8 @@ class Diagnostic(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _one_list(cls, data: Any) -> Any:
-        """``fix`` is ``fixes[0]``: giving either one gives both."""
+        """``fix`` is ``fixes[0]``: giving either one gives both (``validate.context``'s
+        ``Ctx.add``, which makes its diagnostics unvalidated, gives both itself)."""
         if isinstance(data, dict):
             fix, fixes = data.get("fix"), data.get("fixes")
             if fix is not None and not fixes:

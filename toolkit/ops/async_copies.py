@@ -18,6 +18,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
 from mpmd_lab.ops.base import READ, SYNC, WRITE, Fit, StatementOp
 from mpmd_lab.ops.statements import LANES
+from mpmd_lab.ops.sync import check_barrier
 from pydantic import Field, StrictBool, StrictInt
 
 
@@ -74,8 +75,6 @@ class MultimemStore(StatementOp):
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     def interpret_error(self, interp: str) -> Any:
-        from mpmd_lab import layout_rules as L
-
         return L.multimem_interpret_error() if interp == "gpu" else None
 
     op: Literal["multimem_store"]
@@ -236,8 +235,6 @@ def _copy_width(low: Any, field: str) -> None:
 def trace_load(t: Any) -> bool:
     """copy_gmem_to_smem's abstract eval: memory spaces (src, dst, barrier), then dtypes,
     then shapes."""
-    from mpmd_lab.ops.sync import check_barrier
-
     for field, space in (("src", "GMEM"), ("dst", "SMEM")):
         info = t.info(field)
         if not info.is_ref:

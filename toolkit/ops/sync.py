@@ -57,13 +57,12 @@ def check_semaphore(t: Any, field: str, name: str) -> bool:
 
     ``name`` is the verb JAX's messages use (``signal``, ``wait``,
     ``semaphore_signal_multicast``). True when tracing stops."""
-    path = f"{t.path}.{field}"
     b = t.binding(field)
     info = b.info
     if not info.is_ref:
         t.jax(
             "SEMAPHORE_NOT_A_REF",
-            path,
+            f"{t.path}.{field}",
             f"Cannot {name} on a non-semaphore Ref: {info.dtype}[{','.join(map(str, info.shape))}]",
         )
         return True
@@ -72,7 +71,7 @@ def check_semaphore(t: Any, field: str, name: str) -> bool:
         last = b.stack[-1][1].op
         t.jax(
             "SEMAPHORE_VIEW_TRANSFORM",
-            path,
+            f"{t.path}.{field}",
             f"'{TRANSFORM_CLASS.get(last, last)}' object has no attribute 'get_indexer_shape'",
         )
         return True
@@ -81,14 +80,14 @@ def check_semaphore(t: Any, field: str, name: str) -> bool:
     if info.shape:
         t.jax(
             "SEMAPHORE_NOT_SCALAR",
-            path,
+            f"{t.path}.{field}",
             f"Cannot {name} on a non-()-shaped semaphore: {tuple(info.shape)!r}",
         )
         return True
     if info.dtype not in SEM_DTYPES:
         t.jax(
             "SEMAPHORE_WRONG_TYPE",
-            path,
+            f"{t.path}.{field}",
             f"Must {name} semaphores of the following types: {SEM_TYPES}. Got {info.dtype}.",
         )
         return True
@@ -349,11 +348,10 @@ class BarrierArrive(StatementOp):
 def check_barrier(t: Any, field: str) -> bool:
     """``_check_ref(barrier, "barrier", SMEM)``: a ref in SMEM (a barrier's memory)."""
     info = t.info(field)
-    path = f"{t.path}.{field}"
     if not info.is_ref:
         t.jax(
             "BARRIER_NOT_SMEM",
-            path,
+            f"{t.path}.{field}",
             f"barrier must be a reference, got {info.dtype}[{','.join(map(str, info.shape))}]",
             jax_type="TypeError",
         )
@@ -361,7 +359,7 @@ def check_barrier(t: Any, field: str) -> bool:
     if t.root_space(field) != "SMEM":
         t.jax(
             "BARRIER_NOT_SMEM",
-            path,
+            f"{t.path}.{field}",
             f"barrier must be a SMEM reference, got {t.base_type(field)}",
             explanation="A barrier is a `plgpu.Barrier` (or `ClusterBarrier`) scratch, in "
             "shared memory; a semaphore or a GMEM ref is not one. Semaphores are waited on "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import time
+from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
 from mpmd_lab.record import Record
@@ -66,13 +67,7 @@ def analyze(
     checks each fixed scenario with ``fixes=False``). ``timings``: filled with the seconds
     each stage took (``resolve``, ``build``, ``trace``, ``lower``, ``runtime``,
     ``interp``, ``sync``, ``fixes``), for ``make bench``."""
-    from mpmd_lab.validate.build import check_build
-    from mpmd_lab.validate.interp import check_interpret
-    from mpmd_lab.validate.lower import check_lower
-    from mpmd_lab.validate.runtime import check_runtime
-    from mpmd_lab.validate.sync import check_sync
-    from mpmd_lab.validate.trace import check_trace
-
+    check_build, stages = _RULES or _import_rules()
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
@@ -85,15 +80,10 @@ def analyze(
         ctx = Ctx(s, resolve(s))
         clock("resolve")
         check_build(ctx)
-        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
+        # (a list, not a generator: most checks have no diagnostic here)
+        ctx.build_failed = any([d.is_error and d.stage in ("schema", "build") for d in ctx.diags])
         clock("build")
-        for stage, rule in (
-            ("trace", check_trace),
-            ("lower", check_lower),
-            ("runtime", check_runtime),
-            ("interp", check_interpret),
-            ("sync", check_sync),
-        ):
+        for stage, rule in stages:
             rule(ctx)
             clock(stage)
     finally:
@@ -106,6 +96,34 @@ def analyze(
         diags = offer(s, diags)
         clock("fixes")
     return Analysis(s, ctx.r, tuple(diags))
+
+
+#: ``(check_build, ((stage, rule), ...))``: the rule modules, imported by the first check
+#: (the race check brings the engine and numpy, which importing this package does not);
+#: an import statement per rule cost each check ~14k instructions
+_RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
+
+
+def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
+    global _RULES
+    from mpmd_lab.validate.build import check_build
+    from mpmd_lab.validate.interp import check_interpret
+    from mpmd_lab.validate.lower import check_lower
+    from mpmd_lab.validate.runtime import check_runtime
+    from mpmd_lab.validate.sync import check_sync
+    from mpmd_lab.validate.trace import check_trace
+
+    _RULES = (
+        check_build,
+        (
+            ("trace", check_trace),
+            ("lower", check_lower),
+            ("runtime", check_runtime),
+            ("interp", check_interpret),
+            ("sync", check_sync),
+        ),
+    )
+    return _RULES
 
 
 class _Clock:

@@ -69,7 +69,6 @@ def check_build(ctx: Ctx) -> None:
             )
             continue
     for name, sc in c.scratch.items():
-        path = f"call.scratch.{name}"
         ts = sc.transforms
         bad = (
             next(((k, t) for k, t in enumerate(ts) if t.op not in ("swizzle", "tiling")), None)
@@ -79,7 +78,7 @@ def check_build(ctx: Ctx) -> None:
         if bad is not None:
             ctx.add(
                 "SCRATCH_TRANSFORM",
-                f"{path}.transforms[{bad[0]}]",
+                f"call.scratch.{name}.transforms[{bad[0]}]",
                 f"scratch transforms are tiling or swizzle, not {bad[1].op}",
                 stage="schema",
             )
@@ -87,6 +86,7 @@ def check_build(ctx: Ctx) -> None:
         found = sc.build_error()  # JAX's rule: mpmd_lab.layout_rules.scratch_build_error
         if found is not None:
             e, field = found
+            path = f"call.scratch.{name}"
             ctx.raised(
                 e,
                 f"{path}.{field}",

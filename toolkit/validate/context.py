@@ -8,22 +8,41 @@ from typing import Any
 
 from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
+from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
 
-# ``Model(**fields)``, fully validated, without BaseModel.__init__'s Python frame and
-# keyword packing (~9k of a diagnostic's ~45k instructions)
-_diagnostic = Diagnostic.__pydantic_validator__.validate_python
-_jax_error = JaxError.__pydantic_validator__.validate_python
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
+    """``cls.model_construct(**fields)`` (``given``: the fields given, every field in
+    ``fields``): what validating them makes, for values that are already what the
+    fields hold, as ``Ctx.add`` makes them (validating cost a diagnostic ~25k
+    instructions: its model validator and every field)."""
+    m = _new(cls)
+    _set(m, "__dict__", fields)
+    _set(m, "__pydantic_fields_set__", given)
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
+    return m
 
 
 class Ctx:
     """One check: the resolved scenario (read-only) and the diagnostics so far."""
 
     def __init__(self, scenario: Scenario, resolved: Resolved | None = None):
-        self.r = resolved if resolved is not None else resolve(scenario)
+        r = self.r = resolved if resolved is not None else resolve(scenario)
         self.s = scenario
+        # the resolved form, as the rules read it (``r``'s own objects: attributes, not
+        # properties, as every rule reads them)
+        self.args: list[ArgInfo] = r.args
+        self.params: dict[str, Binding] = r.params
+        self.programs: list[ProgramInfo] = r.programs
+        self.array_errors: dict[tuple[int, int], Any] = r.array_errors
+        self.bound_outside: frozenset[str] = r.bound_outside
         self.diags: list[Diagnostic] = []
         self.trace_failed = False
         self.build_failed = False
@@ -31,33 +50,14 @@ class Ctx:
         self.deferred: list[tuple[Any, str]] = []
         #: (base, stack step paths) -> (root info, propagated steps, step index by path)
         self.stack_cache: dict[tuple[str, Any], Any] = {}
-        for code, path, message in self.r.problems:
+        #: id(scope) -> (scope, never_traced of its statements)
+        self._never: dict[int, tuple[tuple, bool]] = {}
+        for code, path, message in r.problems:
             self.add(code, path, message)
-
-    # the resolved form, as the rules read it
-    @property
-    def args(self) -> list[ArgInfo]:
-        return self.r.args
-
-    @property
-    def params(self) -> dict[str, Binding]:
-        return self.r.params
-
-    @property
-    def programs(self) -> list[ProgramInfo]:
-        return self.r.programs
-
-    @property
-    def array_errors(self) -> dict[tuple[int, int], Any]:
-        return self.r.array_errors
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
         return self.r.mesh_axes
-
-    @property
-    def bound_outside(self) -> frozenset[str]:
-        return self.r.bound_outside
 
     def bound_in(self, p: int) -> frozenset[str]:
         return self.r.bound_in(p)
@@ -75,14 +75,12 @@ class Ctx:
     def never_traced(self, st: Any) -> bool:
         """``ops.control.never_traced`` of a statement, once per body: it reads only the
         statement's scope, which the statements of one body share (one tuple)."""
-        if not st.scope:
+        scope = st.scope
+        if not scope:
             return False  # a program's own statement: always traced
-        key = ("never_traced", id(st.scope))
-        hit = self.stack_cache.get(key)
+        hit = self._never.get(id(scope))
         if hit is None:
-            from mpmd_lab.ops.control import never_traced
-
-            hit = self.stack_cache[key] = (st.scope, never_traced(st, self))  # (scope kept alive)
+            hit = self._never[id(scope)] = (scope, never_traced(st, self))  # (scope kept alive)
         return hit[1]
 
     # ------------------------------------------------------------ reporting
@@ -101,21 +99,27 @@ class Ctx:
         fix: Fix | list[Fix | None] | None = None,
     ) -> Diagnostic:
         entry = BY_CODE.get(code)
-        own = OWN.get(code)
         if stage is None:
+            own = OWN.get(code)
             stage = entry.stage if entry else (own[1] if own else "trace")
         if severity is None:
             severity = entry.severity if entry else "error"
         jax = None
         if jax_message is not None:
-            jax = _jax_error(
-                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
+            jax = _made(
+                JaxError,
+                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message},
+                {"type", "message"},
             )
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
-        options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
-        d = _diagnostic(
+        if fix is None:
+            options = []
+        else:
+            options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
+        d = _made(
+            Diagnostic,
             {
                 "code": code,
                 "severity": severity,
@@ -124,9 +128,11 @@ class Ctx:
                 "message": message,
                 "jax": jax,
                 "explanation": explanation,
-                "fix": options[0] if options else None,
+                "fix": options[0] if options else None,  # (the model validator's rule)
                 "fixes": options,
-            }
+                "source": None,
+            },
+            {"code", "severity", "stage", "path", "message", "jax", "explanation", "fix", "fixes"},
         )
         self.diags.append(d)
         return d

@@ -16,10 +16,9 @@ simulate instead.
 
 from __future__ import annotations
 
-from typing import Any
+from operator import methodcaller
 
 from mpmd_lab.ops import Let, StatementOp
-from mpmd_lab.ops.base import InterpLimit
 from mpmd_lab.validate.context import Ctx
 
 _WHY = (
@@ -41,13 +40,12 @@ def check_interpret(ctx: Ctx) -> None:
 def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
-
-    def limit(t: Any) -> InterpLimit | None:
-        return t.interpret_limit(interp)
-
+    # a transform's ``t.interpret_limit(interp)`` (a C callable: no Python frame per step)
+    limit = methodcaller("interpret_limit", interp)
     # (the view's first step it cannot run, with its limit: its source view's, else the
     # first of its own steps; once per view)
     key = f"interpret_limit:{interp}"
+    first_step = ctx.r.first_step
     for prog in ctx.programs:
         for st in prog.stmts:
             if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
@@ -55,7 +53,7 @@ def _views(ctx: Ctx) -> None:
             for b in st.refs.values():
                 if not b.stack:
                     continue  # no view step: nothing to run (and none along its chain)
-                hit = ctx.r.first_step(b, key, limit)
+                hit = first_step(b, key, limit)
                 if hit is not None:
                     path, found = hit
                     ctx.add(
@@ -81,25 +79,27 @@ def _statements(ctx: Ctx) -> None:
     devices = ctx.s.num_devices
     for prog in ctx.programs:
         for st in prog.stmts:
-            # (a let first by type(): a failing isinstance of a model class is a slow ABC check)
-            if type(st.node) is not Let and isinstance(st.node, StatementOp):
-                e = st.node.interpret_error(interp)
-                if e is not None:  # JAX's own error, as its interpreter raises it
-                    ctx.add(
-                        e.code,
-                        st.path,
-                        f"JAX's CPU interpreter can't run {st.node.kind}; simulate does",
-                        jax_message=e.message,
-                        jax_type=e.jax_type,
-                        severity="warning",
-                        stage="interpret",
-                        explanation=f"The GPU interpreter has no rule for {st.node.kind}." + _WHY,
-                    )
-                    return
-                why = st.node.interpret_limit(interp, devices)
-                if why:
-                    _limit(ctx, st.path, why)
-                    return
+            node: StatementOp = st.node
+            # (a statement is a let or a StatementOp: no isinstance, a slow ABC check)
+            if type(node) is Let:
+                continue
+            e = node.interpret_error(interp)
+            if e is not None:  # JAX's own error, as its interpreter raises it
+                ctx.add(
+                    e.code,
+                    st.path,
+                    f"JAX's CPU interpreter can't run {node.kind}; simulate does",
+                    jax_message=e.message,
+                    jax_type=e.jax_type,
+                    severity="warning",
+                    stage="interpret",
+                    explanation=f"The GPU interpreter has no rule for {node.kind}." + _WHY,
+                )
+                return
+            why = node.interpret_limit(interp, devices)
+            if why:
+                _limit(ctx, st.path, why)
+                return
 
 
 def _limit(ctx: Ctx, path: str, why: str) -> None:

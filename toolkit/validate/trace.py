@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
@@ -50,8 +53,11 @@ def check_trace(ctx: Ctx) -> None:
     # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
     #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
     seen: dict[str, tuple[int, int | None]] = {}
+    arg: Any
     for i, arg in enumerate(c.args if c.entry == "pl.kernel" else []):
-        leaves = [arg.buffer] if isinstance(arg, BufferArg) else list(arg.tuple)
+        # (``type() is``: no subclasses, and isinstance of a model class is an ABC check)
+        one = type(arg) is BufferArg
+        leaves = [arg.buffer] if one else list(arg.tuple)
         for j, buf in enumerate(leaves):
             b = s.buffers.get(buf)
             if b is None or not b.as_ref:
@@ -61,7 +67,7 @@ def check_trace(ctx: Ctx) -> None:
                 where = f"call.args[{first[0]}]" + (
                     "" if first[1] is None else f".tuple[{first[1]}]"
                 )
-                path = f"call.args[{i}]" + ("" if isinstance(arg, BufferArg) else f".tuple[{j}]")
+                path = f"call.args[{i}]" + ("" if one else f".tuple[{j}]")
                 ctx.jax(
                     "MPMD_DUP_REF",
                     path,
@@ -72,12 +78,10 @@ def check_trace(ctx: Ctx) -> None:
                         f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
                         "two views of one Ref count as the same Ref even when they do not overlap."
                     ),
-                    fix=fixes_for.dup_ref(
-                        s, i, j if not isinstance(arg, BufferArg) else None, first
-                    ),
+                    fix=fixes_for.dup_ref(s, i, None if one else j, first),
                 )
                 return _stop(ctx)
-            seen[buf] = (i, None if isinstance(arg, BufferArg) else j)
+            seen[buf] = (i, None if one else j)
     # (pl.kernel's operands are bad only as updaters: none, nothing to report)
     if c.entry == "pl.kernel" and updaters and _bad_operands(ctx, updaters, plgpu=False):
         return _stop(ctx)
@@ -302,16 +306,9 @@ def _raise(ctx: Ctx, e: Any, st: Step | None = None) -> None:
         ctx.add(e.code, e.path, e.message, stage=e.stage)
 
 
-def _use(ctx: Ctx, b: Binding) -> bool:
-    """A load or store computes the view's type: a waiting lazy error is raised."""
-    if b.info is not None and b.info.pending is not None:
-        _raise(ctx, b.info.pending)
-        return True
-    return False
-
-
 class TraceCtx:
-    """What a statement op's ``trace`` rule sees: its refs, resolved, and how to report."""
+    """What a statement op's ``trace`` rule sees: its refs, resolved, and how to report
+    (one per body, ``st`` each statement in turn)."""
 
     __slots__ = ("ctx", "st", "ended")
 
@@ -337,22 +334,30 @@ class TraceCtx:
 
     def static(self, e: Any) -> bool:
         """The expression is a Python int where this statement is traced."""
-        from mpmd_lab.ops.control import is_static
-
         return is_static(e, self.st)
 
     def use(self, field: str) -> bool:
         """A load or store computes the view's type: a waiting lazy error is raised."""
-        return _use(self.ctx, self.st.refs[field])
+        info = self.st.refs[field].info
+        if info is not None and info.pending is not None:
+            _raise(self.ctx, info.pending)
+            return True
+        return False
 
     def store(self, field: str, shape: tuple[int, ...], dtype: str) -> bool:
-        return _store(self.ctx, self.st, field, self.info(field), shape, dtype)
+        info = self.st.refs[field].info
+        assert info is not None
+        return _store(self.ctx, self.st, field, info, shape, dtype)
 
     def store_to_array(self) -> bool:
         return _store_to_array(self.ctx, self.st)
 
     def root_space(self, field: str) -> str:
-        return _root(self.ctx, self.st.refs[field])[0]
+        """The memory space of the untransformed ref: the view's own (a view keeps its
+        ref's space: ``shapes.derive``; ``_root``'s first)."""
+        info = self.st.refs[field].info
+        assert info is not None
+        return info.memory_space
 
     def base_type(self, field: str) -> str:
         return _base_type(self.ctx, self.st.refs[field])
@@ -368,16 +373,20 @@ class TraceCtx:
 
 def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
     """One program's statements in order; True when tracing stops."""
+    if not stmts:
+        return False
+    t = TraceCtx(ctx, stmts[0])
     for st in stmts:
         if not st.ok:
             return True  # a NameError in the generated code
-        if ctx.never_traced(st):
+        # (a statement outside any loop or condition: always traced, no unrolled loop)
+        if st.scope and ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
-            if _unrolled_bounds(ctx, st):
+            if st.scope and _unrolled_bounds(ctx, st):
                 return True
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
@@ -389,9 +398,9 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        if any(b.info is None for b in st.refs.values()):
+        if any([b.info is None for b in st.refs.values()]):  # (a list: no generator)
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
-        t = TraceCtx(ctx, st)
+        t.st = st
         if node.trace(t):
             return True
         if t.ended:
@@ -402,17 +411,10 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
 def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     """A view inside unrolled (Python) loops: an index expression of their variables is a
     Python int when JAX traces each iteration, so ``NDIndexer`` checks the bounds of that
-    iteration's slices (``Out of bound slice``, raised by the first one out of bounds)."""
-    if not st.scope:
-        return False  # no loop around it
-    from mpmd_lab.ops.control import python_vars
-
+    iteration's slices (``Out of bound slice``, raised by the first one out of bounds).
+    ``st`` is inside a loop or condition (``st.scope``)."""
     if not python_vars(st):
-        return False  # no unrolled loop around it (the other imports only past here)
-    from mpmd_lab import expr as E
-    from mpmd_lab import layout_rules as L
-    from mpmd_lab.ops.control import is_static, loop_envs, static_value
-
+        return False  # no unrolled loop around it
     envs: list[dict[str, int]] | None = None
     for step in st.steps:
         t = st.node.transforms[step.index]
