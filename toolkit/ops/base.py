@@ -169,8 +169,9 @@ class TransformOp(Op):
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
         return self.NEEDS_TYPE
 
-    def typed(self, ref: Any) -> tuple[Any, Any, list[Any]]:
-        """JAX's type rule: ``(ref after | None, StepError | None, notes)``."""
+    def typed(self, ref: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+        """JAX's type rule: ``(ref after | None, StepError | None, notes)`` (a tuple:
+        the step's own)."""
         raise NotImplementedError
 
     def source(self, base: str, g: Any) -> str:
