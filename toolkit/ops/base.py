@@ -152,8 +152,9 @@ class TransformOp(Op):
         return None
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
-        """``shapes.unbound_axis`` of this transform where ``bound`` is known."""
-        return shapes.unbound_axis(self, bound)
+        """``shapes.unbound_axis`` of this transform where ``bound`` is known (its
+        expressions' ``first_unbound``, without the test of ``bound`` first)."""
+        return shapes.first_unbound([e for _, e in self.exprs()], bound)
 
     def gpu_interp_limit(self, jax_message: str) -> InterpLimit:
         """The GPU interpreter's limit for this view, JAX's message ``jax_message``."""

@@ -228,7 +228,8 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        return tuple(map(resolve_entry, self.index))
+        # (a comprehension: ``map`` calls a Python function from C, which costs more)
+        return tuple([resolve_entry(e) for e in self.index])
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""
