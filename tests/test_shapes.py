@@ -224,3 +224,19 @@ def test_unbound_is_the_least_name_not_bound() -> None:
             bound = set(rnd.sample(names, rnd.randint(0, len(names))))
             want = min((n for n in every if n not in bound), default=None)
             assert e.unbound(bound) == e.unbound(frozenset(bound)) == want
+
+
+def test_every_refinfo_maker_sets_every_field() -> None:
+    """base_info, view_info and replace store RefInfo's fields one by one on a new
+    object (not through its __init__): each sets every field, and a copy is equal to
+    the RefInfo its __init__ makes of the same values."""
+    from mpmd_lab.shapes import RefInfo, replace, view_info
+
+    ref = base_info([4, 256], "float32", "SMEM", "x", "dev")
+    made = [ref, view_info(ref, (4, 256), ref.region, ref.view_dims), replace(ref, peer=True)]
+    for info in made:
+        values = [getattr(info, name) for name in RefInfo.__slots__]  # (none unset)
+        assert RefInfo(*values) == info
+    assert replace(ref, peer=True) == RefInfo(
+        *[True if n == "peer" else getattr(ref, n) for n in RefInfo.__slots__]
+    )
