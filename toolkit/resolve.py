@@ -530,6 +530,13 @@ def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> 
     return out
 
 
+#: ``[i]`` of the field paths of the first statements of a body and transforms of a
+#: stack, written once (formatting an int is most of the cost of a path, and every
+#: statement and transform of every check has one)
+_INDEXED = 64
+_INDEX = tuple([f"[{i}]" for i in range(_INDEXED)])
+
+
 def _body(
     ctx: Resolved,
     out: ProgramInfo,
@@ -543,7 +550,7 @@ def _body(
     order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
     this body only. False once a ``return`` ends it."""
     for j, st in enumerate(body):
-        path = f"{base}[{j}]"
+        path = base + _INDEX[j] if j < _INDEXED else f"{base}[{j}]"
         index = len(out.stmts)
         refs: dict[str, Binding] = {}
         ok = True
@@ -568,7 +575,12 @@ def _body(
                 if transforms:
                     steps = propagate(info, transforms, tpath, bound)
                     info = steps[-1].after
-            own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
+            own = tuple(
+                [
+                    (tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t)
+                    for k, t in enumerate(transforms)
+                ]
+            )
             # (Binding and Stmt called with positional arguments: calling a class with
             # keywords builds a dict of them, once per statement here)
             env[st.let] = defines = Binding(
