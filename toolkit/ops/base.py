@@ -97,7 +97,10 @@ class Op(Model):
 
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
-        return any(fn in e.calls() for _, e in self.exprs())
+        for _, e in self.exprs():  # (a loop: a generator in any() costs more)
+            if fn in e.calls():
+                return True
+        return False
 
     @classmethod
     def op_name(cls) -> str:

@@ -339,7 +339,10 @@ class ClusterRef(TransformOp):
         return first_unbound(self._written(), bound)
 
     def uses_call(self, fn: str) -> bool:
-        return any(fn in e.calls() for e in self._written())
+        for e in self._written():  # (a loop: a generator costs more than a block's few)
+            if fn in e.calls():
+                return True
+        return False
 
     def label(self) -> str:
         return (
