@@ -366,17 +366,10 @@ def err(code: str, jax_type: str, message: str, **kw: Any) -> StepError:
     return StepError(code=code, message=message, jax_type=jax_type, **kw)
 
 
-def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
-    """The first axis name a transform evaluates with ``lax.axis_index`` that is not bound
-    where it runs (None: all bound, or unknown); ``"<pid>"`` for ``pl.program_id``
-    outside a kernel."""
-    if bound is None:
-        return None
-    return first_unbound([e for _, e in t.exprs()], bound)
-
-
 def first_unbound(exprs: Sequence[Any], bound: frozenset[str] | set[str]) -> str | None:
-    """``unbound_axis`` of these expressions, in order."""
+    """The first axis name these expressions (in order) evaluate with ``lax.axis_index``
+    that ``bound`` lacks (None: all bound); ``"<pid>"`` for ``pl.program_id`` outside a
+    kernel: a transform's ``unbound_axis``."""
     for e in exprs:
         name = e.unbound(bound)
         if name is not None:

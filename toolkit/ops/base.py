@@ -155,8 +155,9 @@ class TransformOp(Op):
         return None
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
-        """``shapes.unbound_axis`` of this transform where ``bound`` is known (its
-        expressions' ``first_unbound``, without the test of ``bound`` first)."""
+        """The first axis name the transform evaluates with ``lax.axis_index`` that is
+        not bound where it runs (``bound``), or ``"<pid>"``: ``shapes.first_unbound`` of
+        its expressions (``apply`` asks it where ``bound`` is known)."""
         return shapes.first_unbound([e for _, e in self.exprs()], bound)
 
     def gpu_interp_limit(self, jax_message: str) -> InterpLimit:

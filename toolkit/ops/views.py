@@ -241,7 +241,7 @@ class At(TransformOp):
                 yield f"index[{k}]", ix.start
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
-        # ``shapes.unbound_axis``, a block or pid entry read off its kind (its start is
+        # ``TransformOp.unbound_axis``, a block or pid entry read off its kind (its start is
         # resolve_entry's own: ``axis * stride`` names the axis and calls nothing,
         # ``program_id(d) * size`` names nothing and calls program_id)
         for ix in self._entries:
