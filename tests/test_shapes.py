@@ -184,3 +184,59 @@ def test_flags_and_regions() -> None:
     assert step.error.code == "REF_PEER_TO_MULTICAST"
     assert step.error.message == "Can't make a peer reference into a multicast reference."
     assert "f32[2,128] GMEM peer" == after.describe()
+
+
+def test_unbound_is_the_least_name_not_bound() -> None:
+    """``Expr.unbound``, answered from each node's parts, is the least of its names
+    (``names()``) that ``bound`` lacks, on random expressions of every node kind."""
+    import random
+
+    from mpmd_lab import expr as E
+
+    names = ["a", "b", "dev", "i", "x"]
+    rnd = random.Random(17)
+
+    def text(depth: int) -> str:
+        r = rnd.random()
+        if depth > 3 or r < 0.25:
+            leaves = [str(rnd.randint(0, 9)), rnd.choice(names), "program_id(0)"]
+            return rnd.choice([*leaves, f"axis_size({rnd.choice(names)})"])
+        a, b = text(depth + 1), text(depth + 1)
+        if r < 0.5:
+            return f"({a} {rnd.choice(['+', '-', '*', '//', '%'])} {b})"
+        if r < 0.6:
+            return f"-{a}"
+        if r < 0.7:
+            return f"({a} {rnd.choice(['==', '<', '>='])} {b})"
+        if r < 0.8:
+            return f"(({a} < 1) {rnd.choice(['and', 'or'])} ({b} == 2))"
+        if r < 0.9:
+            return f"(not {a})"
+        return f"(({a} == 1) & ({b} > 0))"
+
+    for _ in range(2000):
+        t = text(0)
+        if len(t) > E.MAX_TEXT:
+            continue
+        e = E.parse(t)
+        every = e.names()
+        for _ in range(3):
+            bound = set(rnd.sample(names, rnd.randint(0, len(names))))
+            want = min((n for n in every if n not in bound), default=None)
+            assert e.unbound(bound) == e.unbound(frozenset(bound)) == want
+
+
+def test_every_refinfo_maker_sets_every_field() -> None:
+    """base_info, view_info and replace store RefInfo's fields one by one on a new
+    object (not through its __init__): each sets every field, and a copy is equal to
+    the RefInfo its __init__ makes of the same values."""
+    from mpmd_lab.shapes import RefInfo, replace, view_info
+
+    ref = base_info([4, 256], "float32", "SMEM", "x", "dev")
+    made = [ref, view_info(ref, (4, 256), ref.region, ref.view_dims), replace(ref, peer=True)]
+    for info in made:
+        values = [getattr(info, name) for name in RefInfo.__slots__]  # (none unset)
+        assert RefInfo(*values) == info
+    assert replace(ref, peer=True) == RefInfo(
+        *[True if n == "peer" else getattr(ref, n) for n in RefInfo.__slots__]
+    )

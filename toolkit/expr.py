@@ -87,6 +87,11 @@ LABEL = _LabelWriter()
 _NONE: frozenset[str] = frozenset()
 
 
+def _union(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
+    """``a | b``, without a new set when one is empty (a constant's, mostly)."""
+    return (a | b if a else b) if b else a
+
+
 class Expr(Record):
     """A parsed expression (immutable, hashable): a :class:`~mpmd_lab.record.Record`
     (a dataclass's eq, hash and repr, without its cost at import)."""
@@ -112,7 +117,9 @@ class Expr(Record):
         return _NONE
 
     def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        """The first name (in sorted order) the expression reads that ``bound`` lacks."""
+        """The first name (in sorted order) the expression reads that ``bound`` lacks.
+        (Each node with names answers from its parts', the least of them, building no
+        set: every statement's expressions are asked once per check.)"""
         names = self.names()
         if names and not names <= bound:
             return min(n for n in names if n not in bound)
@@ -137,6 +144,9 @@ class Const(Expr):
     def eval(self, env: Env) -> int:
         return self.value
 
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        return None
+
     def source(self, w: Writer) -> str:
         return repr(self.value)
 
@@ -159,6 +169,9 @@ class Name(Expr):
 
     def names(self) -> frozenset[str]:
         return frozenset((self.id,))
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        return None if self.id in bound else self.id
 
 
 class Call(Expr):
@@ -192,6 +205,11 @@ class Call(Expr):
 
     def names(self) -> frozenset[str]:
         return frozenset((str(self.arg),)) if self.fn == "axis_size" else _NONE
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        if self.fn != "axis_size" or str(self.arg) in bound:
+            return None
+        return str(self.arg)
 
 
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
@@ -250,10 +268,14 @@ class BinOp(Expr):
         return self._text(lambda e: e.source(w))
 
     def names(self) -> frozenset[str]:
-        return self.a.names() | self.b.names()
+        return _union(self.a.names(), self.b.names())
 
     def calls(self) -> frozenset[str]:
-        return self.a.calls() | self.b.calls()
+        return _union(self.a.calls(), self.b.calls())
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        a, b = self.a.unbound(bound), self.b.unbound(bound)
+        return b if a is None else a if b is None or a <= b else b
 
 
 class Neg(Expr):
@@ -274,6 +296,9 @@ class Neg(Expr):
 
     def calls(self) -> frozenset[str]:
         return self.a.calls()
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        return self.a.unbound(bound)
 
 
 class Compare(Expr):
@@ -308,10 +333,14 @@ class Compare(Expr):
         return self._text(lambda e: e.source(w))
 
     def names(self) -> frozenset[str]:
-        return self.a.names() | self.b.names()
+        return _union(self.a.names(), self.b.names())
 
     def calls(self) -> frozenset[str]:
-        return self.a.calls() | self.b.calls()
+        return _union(self.a.calls(), self.b.calls())
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        a, b = self.a.unbound(bound), self.b.unbound(bound)
+        return b if a is None else a if b is None or a <= b else b
 
     @property
     def is_bool(self) -> bool:
@@ -349,6 +378,14 @@ class BoolOp(Expr):
     def calls(self) -> frozenset[str]:
         return frozenset().union(*(e.calls() for e in self.items))
 
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        least = None
+        for e in self.items:
+            name = e.unbound(bound)
+            if name is not None and (least is None or name < least):
+                least = name
+        return least
+
     @property
     def is_bool(self) -> bool:
         return True
@@ -375,6 +412,9 @@ class Not(Expr):
     def calls(self) -> frozenset[str]:
         return self.a.calls()
 
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        return self.a.unbound(bound)
+
     @property
     def is_bool(self) -> bool:
         return True
@@ -385,13 +425,7 @@ class Not(Expr):
 
 def parse(text: str | int | Expr) -> Expr:
     """An expression from its text (or an int, or an Expr); ExprError when it is none."""
-    if isinstance(text, Expr):
-        return text
-    if isinstance(text, bool):
-        raise ExprError("a boolean is not an index expression")
-    if isinstance(text, int):
-        return Const(text)
-    if isinstance(text, str):
+    if isinstance(text, str):  # (the usual case first)
         e = _PARSED.get(text)
         if e is None:
             e = _parse_text(text)
@@ -399,6 +433,12 @@ def parse(text: str | int | Expr) -> Expr:
                 _PARSED.clear()
             _PARSED[text] = e
         return e
+    if isinstance(text, Expr):
+        return text
+    if isinstance(text, bool):
+        raise ExprError("a boolean is not an index expression")
+    if isinstance(text, int):
+        return Const(text)
     return _parse_text(text)
 
 

@@ -197,6 +197,10 @@ class ArgInfo(Record):
         self.steps = steps
 
 
+#: no axis name is bound outside the kernel without shard_map's (immutable: shared)
+_OUTSIDE_ONLY = frozenset((OUTSIDE,))
+
+
 class Resolved:
     """A scenario with its names bound and views propagated (see the module docstring)."""
 
@@ -214,9 +218,9 @@ class Resolved:
         self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
         #: axis names lax.axis_index knows outside the kernel: shard_map's
         self.bound_outside: frozenset[str] = (
-            frozenset(scenario.device_mesh) | {OUTSIDE}
+            frozenset(scenario.device_mesh) | _OUTSIDE_ONLY
             if scenario.device_mesh and scenario.run.shard_map is not False
-            else frozenset({OUTSIDE})
+            else _OUTSIDE_ONLY
         )
 
     @property
@@ -371,23 +375,24 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
+def _define(ctx: Resolved, seen: dict[str, str], name: str, path: str, b: Binding) -> None:
+    """Bind kernel parameter ``name`` (``seen``: where each is defined so far)."""
+    if name in seen:
+        ctx.problem(
+            "XREF_DUPLICATE_NAME",
+            path,
+            f"kernel parameter {name!r} is already defined at {seen[name]}; "
+            "Python rejects a function with two parameters of one name",
+        )
+        return
+    seen[name] = path
+    ctx.params[name] = b
+
+
 def _resolve_into(ctx: Resolved) -> None:
     s = ctx.s
     c = s.call
-    seen_params: dict[str, str] = {}
-
-    def define(name: str, path: str, b: Binding) -> None:
-        if name in seen_params:
-            ctx.problem(
-                "XREF_DUPLICATE_NAME",
-                path,
-                f"kernel parameter {name!r} is already defined at {seen_params[name]}; "
-                "Python rejects a function with two parameters of one name",
-            )
-            return
-        seen_params[name] = path
-        ctx.params[name] = b
-
+    seen: dict[str, str] = {}  # (a parameter's name -> where it is defined)
     outside = ctx.bound_outside
     # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
     global_view = bool(s.device_mesh) and s.run.shard_map is False
@@ -432,7 +437,7 @@ def _resolve_into(ctx: Resolved) -> None:
                 ok = r.error is None and not r.updater
                 leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
-            info = base_info(shape, b.dtype, "GMEM", buf, sharded=sharded)
+            info = base_info(shape, b.dtype, "GMEM", buf, sharded)
             if transforms:
                 st = propagate(info, transforms, f"{path}.transforms", outside)
                 steps.append(st)
@@ -448,13 +453,16 @@ def _resolve_into(ctx: Resolved) -> None:
         )
         # (a Binding's stmt, -1 here: no let defines it)
         if isinstance(a, BufferArg):
-            define(
+            _define(
+                ctx,
+                seen,
                 a.param,
                 path + ".param",
                 Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), -1, stack),
             )
         else:
-            define(a.param, path + ".param", Binding(a.param, None, "tuple", path, tuple(a.tuple)))
+            whole = Binding(a.param, None, "tuple", path, tuple(a.tuple))
+            _define(ctx, seen, a.param, path + ".param", whole)
             for j, (buf, leaf_info) in enumerate(leaves):
                 ctx.params[leaf_name(a.param, j)] = Binding(
                     leaf_name(a.param, j),
@@ -467,7 +475,9 @@ def _resolve_into(ctx: Resolved) -> None:
                 )
     for name, o in c.outputs.items():
         path = f"call.outputs.{name}"
-        define(
+        _define(
+            ctx,
+            seen,
             name,
             path,
             Binding(
@@ -478,13 +488,15 @@ def _resolve_into(ctx: Resolved) -> None:
                 (f"out:{name}",),
             ),
         )
-    for name, sc in c.scratch.items():
+    # (scratch and captures tested first: most kernels have none, and a loop over an
+    # empty mapping or list still makes its iterator)
+    for name, sc in c.scratch.items() if c.scratch else ():
         path = f"call.scratch.{name}"
         info = sc.ref_info(name)
-        define(name, path, Binding(name, info, "scratch", path, (f"scratch:{name}",)))
+        _define(ctx, seen, name, path, Binding(name, info, "scratch", path, (f"scratch:{name}",)))
 
     captures = ctx.captures
-    for i, cap in enumerate(c.captures):
+    for i, cap in enumerate(c.captures) if c.captures else ():
         path = f"call.captures[{i}]"
         b = s.buffers.get(cap.buffer)
         if b is None:
@@ -518,6 +530,13 @@ def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> 
     return out
 
 
+#: ``[i]`` of the field paths of the first statements of a body and transforms of a
+#: stack, written once (formatting an int is most of the cost of a path, and every
+#: statement and transform of every check has one)
+_INDEXED = 64
+_INDEX = tuple([f"[{i}]" for i in range(_INDEXED)])
+
+
 def _body(
     ctx: Resolved,
     out: ProgramInfo,
@@ -531,7 +550,7 @@ def _body(
     order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
     this body only. False once a ``return`` ends it."""
     for j, st in enumerate(body):
-        path = f"{base}[{j}]"
+        path = base + _INDEX[j] if j < _INDEXED else f"{base}[{j}]"
         index = len(out.stmts)
         refs: dict[str, Binding] = {}
         ok = True
@@ -556,7 +575,12 @@ def _body(
                 if transforms:
                     steps = propagate(info, transforms, tpath, bound)
                     info = steps[-1].after
-            own = tuple([(f"{tpath}[{k}]", t) for k, t in enumerate(transforms)])
+            own = tuple(
+                [
+                    (tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t)
+                    for k, t in enumerate(transforms)
+                ]
+            )
             # (Binding and Stmt called with positional arguments: calling a class with
             # keywords builds a dict of them, once per statement here)
             env[st.let] = defines = Binding(

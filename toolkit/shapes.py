@@ -213,8 +213,15 @@ def replace(obj: Record, **changes: Any) -> Any:
     """A copy of ``obj`` with ``changes`` (``dataclasses.replace`` for a Record: its
     fields are its ``__init__``'s arguments, in order). The new values are put in place
     before one positional call: a setattr per change after the copy cost more than the
-    copy (a RefInfo is copied once per step)."""
+    copy. A RefInfo is copied by ``_copy_info`` and then changed: reading its 22 fields
+    by name and calling the class with them cost twice that (a peer, multicast, cluster
+    or bitcast view makes one)."""
     cls: Any = obj.__class__
+    if cls is RefInfo:
+        new = _copy_info(obj)  # type: ignore[arg-type]
+        for name, value in changes.items():
+            setattr(new, name, value)  # (a new object: nothing else sees it yet)
+        return new
     values = list(obj._values(obj))
     at = cls._position
     for name, value in changes.items():
@@ -239,30 +246,65 @@ def view_info(
     new ``shape``, ``region`` and ``view_dims``, and the flags given (None: ``ref``'s).
     ``replace`` of the same fields, without its keyword dict and loop: once per view step
     of every check, where those cost three times the copy."""
-    return RefInfo(
-        shape,
-        ref.dtype,
-        ref.memory_space,
-        ref.base,
-        ref.peer,
-        ref.multicast,
-        ref.cluster,
-        ref.transposed if transposed is None else transposed,
-        ref.reshaped if reshaped is None else reshaped,
-        ref.bitcast,
-        ref.sliced if sliced is None else sliced,
-        ref.int_indexed if int_indexed is None else int_indexed,
-        True,  # transformed
-        ref.dynamic if dynamic is None else dynamic,
-        region,
-        view_dims,
-        ref.int_indices if int_indices is None else int_indices,
-        ref.peer_device,
-        ref.multicast_axes,
-        ref.cluster_block,
-        ref.pending,
-        ref.sharded,
-    )
+    # (each field stored on a new object, in RefInfo's order: calling the class with 22
+    # arguments costs 1.7x that, through its __init__)
+    new = _new(RefInfo)
+    new.shape = shape
+    new.dtype = ref.dtype
+    new.memory_space = ref.memory_space
+    new.base = ref.base
+    new.peer = ref.peer
+    new.multicast = ref.multicast
+    new.cluster = ref.cluster
+    new.transposed = ref.transposed if transposed is None else transposed
+    new.reshaped = ref.reshaped if reshaped is None else reshaped
+    new.bitcast = ref.bitcast
+    new.sliced = ref.sliced if sliced is None else sliced
+    new.int_indexed = ref.int_indexed if int_indexed is None else int_indexed
+    new.transformed = True
+    new.dynamic = ref.dynamic if dynamic is None else dynamic
+    new.region = region
+    new.view_dims = view_dims
+    new.int_indices = ref.int_indices if int_indices is None else int_indices
+    new.peer_device = ref.peer_device
+    new.multicast_axes = ref.multicast_axes
+    new.cluster_block = ref.cluster_block
+    new.pending = ref.pending
+    new.sharded = ref.sharded
+    return new
+
+
+def _copy_info(ref: RefInfo) -> RefInfo:
+    """A copy of ``ref``, each field stored on a new object (``replace`` changes it)."""
+    new = _new(RefInfo)
+    new.shape = ref.shape
+    new.dtype = ref.dtype
+    new.memory_space = ref.memory_space
+    new.base = ref.base
+    new.peer = ref.peer
+    new.multicast = ref.multicast
+    new.cluster = ref.cluster
+    new.transposed = ref.transposed
+    new.reshaped = ref.reshaped
+    new.bitcast = ref.bitcast
+    new.sliced = ref.sliced
+    new.int_indexed = ref.int_indexed
+    new.transformed = ref.transformed
+    new.dynamic = ref.dynamic
+    new.region = ref.region
+    new.view_dims = ref.view_dims
+    new.int_indices = ref.int_indices
+    new.peer_device = ref.peer_device
+    new.multicast_axes = ref.multicast_axes
+    new.cluster_block = ref.cluster_block
+    new.pending = ref.pending
+    new.sharded = ref.sharded
+    return new
+
+
+#: an object of a class, its fields not set yet (``view_info``, ``base_info``,
+#: ``_copy_info``)
+_new = object.__new__
 
 
 @functools.lru_cache(maxsize=1024)
@@ -292,31 +334,31 @@ def base_info(
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
     shape = tuple(shape)
-    # (every field positionally, in RefInfo's order: keywords into its 22 parameters
-    # cost twice the object, and every argument, output and capture is one)
-    return RefInfo(
-        shape,
-        dtypes.canonical(dtype) if canonical else dtype,
-        memory_space,
-        base,
-        False,  # peer
-        False,  # multicast
-        False,  # cluster
-        False,  # transposed
-        False,  # reshaped
-        False,  # bitcast
-        False,  # sliced
-        False,  # int_indexed
-        False,  # transformed
-        False,  # dynamic
-        *_whole_dims(shape),  # region, view_dims
-        (),  # int_indices
-        None,  # peer_device
-        (),  # multicast_axes
-        (),  # cluster_block
-        None,  # pending
-        sharded,
-    )
+    # (each field stored on a new object, in RefInfo's order, as view_info does: every
+    # argument, output and capture is one)
+    new = _new(RefInfo)
+    new.shape = shape
+    new.dtype = dtypes.canonical(dtype) if canonical else dtype
+    new.memory_space = memory_space
+    new.base = base
+    new.peer = False
+    new.multicast = False
+    new.cluster = False
+    new.transposed = False
+    new.reshaped = False
+    new.bitcast = False
+    new.sliced = False
+    new.int_indexed = False
+    new.transformed = False
+    new.dynamic = False
+    new.region, new.view_dims = _whole_dims(shape)
+    new.int_indices = ()
+    new.peer_device = None
+    new.multicast_axes = ()
+    new.cluster_block = ()
+    new.pending = None
+    new.sharded = sharded
+    return new
 
 
 def err(code: str, jax_type: str, message: str, **kw: Any) -> StepError:
@@ -324,17 +366,10 @@ def err(code: str, jax_type: str, message: str, **kw: Any) -> StepError:
     return StepError(code=code, message=message, jax_type=jax_type, **kw)
 
 
-def unbound_axis(t: Any, bound: frozenset[str] | set[str] | None) -> str | None:
-    """The first axis name a transform evaluates with ``lax.axis_index`` that is not bound
-    where it runs (None: all bound, or unknown); ``"<pid>"`` for ``pl.program_id``
-    outside a kernel."""
-    if bound is None:
-        return None
-    return first_unbound([e for _, e in t.exprs()], bound)
-
-
 def first_unbound(exprs: Sequence[Any], bound: frozenset[str] | set[str]) -> str | None:
-    """``unbound_axis`` of these expressions, in order."""
+    """The first axis name these expressions (in order) evaluate with ``lax.axis_index``
+    that ``bound`` lacks (None: all bound); ``"<pid>"`` for ``pl.program_id`` outside a
+    kernel: a transform's ``unbound_axis``."""
     for e in exprs:
         name = e.unbound(bound)
         if name is not None:
@@ -389,11 +424,11 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
                 ref, transformed=True, pending=error, region=None, view_dims=None, **flags
             ),
             error=error,
-            notes=tuple(notes),
+            notes=notes,
         )
     if error is not None:
         after = None
-    return Step(index, op, ref, after, error, tuple(notes))
+    return Step(index, op, ref, after, error, notes)
 
 
 def propagate(

@@ -97,7 +97,10 @@ class Op(Model):
 
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
-        return any(fn in e.calls() for _, e in self.exprs())
+        for _, e in self.exprs():  # (a loop: a generator in any() costs more)
+            if fn in e.calls():
+                return True
+        return False
 
     @classmethod
     def op_name(cls) -> str:
@@ -152,8 +155,10 @@ class TransformOp(Op):
         return None
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
-        """``shapes.unbound_axis`` of this transform where ``bound`` is known."""
-        return shapes.unbound_axis(self, bound)
+        """The first axis name the transform evaluates with ``lax.axis_index`` that is
+        not bound where it runs (``bound``), or ``"<pid>"``: ``shapes.first_unbound`` of
+        its expressions (``apply`` asks it where ``bound`` is known)."""
+        return shapes.first_unbound([e for _, e in self.exprs()], bound)
 
     def gpu_interp_limit(self, jax_message: str) -> InterpLimit:
         """The GPU interpreter's limit for this view, JAX's message ``jax_message``."""
@@ -169,8 +174,9 @@ class TransformOp(Op):
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
         return self.NEEDS_TYPE
 
-    def typed(self, ref: Any) -> tuple[Any, Any, list[Any]]:
-        """JAX's type rule: ``(ref after | None, StepError | None, notes)``."""
+    def typed(self, ref: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+        """JAX's type rule: ``(ref after | None, StepError | None, notes)`` (a tuple:
+        the step's own)."""
         raise NotImplementedError
 
     def source(self, base: str, g: Any) -> str:

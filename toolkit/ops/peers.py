@@ -186,7 +186,7 @@ class RemoteRef(TransformOp):
     def source(self, base: str, g: Any) -> str:
         return f"plgpu.remote_ref({base}, {device_source(self.device, g)})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         e = _not_a_ref(ref)
         if e is None and ref.multicast:
             e = err(
@@ -195,8 +195,8 @@ class RemoteRef(TransformOp):
                 "Can't make a multicast reference into a peer reference.",
             )
         if e is not None:
-            return None, e, []
-        return replace(ref, peer=True, transformed=True, peer_device=self.device), None, []
+            return None, e, ()
+        return replace(ref, peer=True, transformed=True, peer_device=self.device), None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         if v.multicast is not None:
@@ -253,7 +253,7 @@ class MulticastRef(TransformOp):
     def source(self, base: str, g: Any) -> str:
         return f"plgpu.multicast_ref({base}, {g.axes(self.axes)})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         e = _not_a_ref(ref)
         if e is None and ref.peer:
             e = err(
@@ -262,11 +262,11 @@ class MulticastRef(TransformOp):
                 "Can't make a peer reference into a multicast reference.",
             )
         if e is not None:
-            return None, e, []
+            return None, e, ()
         return (
             replace(ref, multicast=True, transformed=True, multicast_axes=self.axis_names),
             None,
-            [],
+            (),
         )
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
@@ -339,7 +339,10 @@ class ClusterRef(TransformOp):
         return first_unbound(self._written(), bound)
 
     def uses_call(self, fn: str) -> bool:
-        return any(fn in e.calls() for e in self._written())
+        for e in self._written():  # (a loop: a generator costs more than a block's few)
+            if fn in e.calls():
+                return True
+        return False
 
     def label(self) -> str:
         return (
@@ -350,14 +353,14 @@ class ClusterRef(TransformOp):
         inner = ", ".join(f"{k!r}: {g.expr(E.parse(v))}" for k, v in self.block.items())
         return f"plgpu.cluster_ref({base}, {{{inner}}})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         e = _not_a_ref(ref)
         if e is not None:
-            return None, e, []
+            return None, e, ()
         return (
             replace(ref, cluster=True, transformed=True, cluster_block=tuple(self.block.items())),
             None,
-            [],
+            (),
         )
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:

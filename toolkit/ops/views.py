@@ -228,7 +228,8 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        return tuple(map(resolve_entry, self.index))
+        # (a comprehension: ``map`` calls a Python function from C, which costs more)
+        return tuple([resolve_entry(e) for e in self.index])
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""
@@ -240,7 +241,7 @@ class At(TransformOp):
                 yield f"index[{k}]", ix.start
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
-        # ``shapes.unbound_axis``, a block or pid entry read off its kind (its start is
+        # ``TransformOp.unbound_axis``, a block or pid entry read off its kind (its start is
         # resolve_entry's own: ``axis * stride`` names the axis and calls nothing,
         # ``program_id(d) * size`` names nothing and calls program_id)
         for ix in self._entries:
@@ -299,8 +300,8 @@ class At(TransformOp):
         inner = ", ".join(_entry_source(e, g) for e in self.index)
         return f"{base}.at[{inner or '...'}]"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
-        notes: list[StepError] = []
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
+        notes: tuple[StepError, ...] = ()  # (rare: a tuple grown by one)
         shape = ref.shape
         index = self.index
         if len(index) > len(shape):
@@ -354,9 +355,13 @@ class At(TransformOp):
                 )
         # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
         oob = L.index_bounds_error_at(shape, index)
+        # the base region narrowed by each view dim's selection, as the loop makes it
+        # (``out`` None once unknowable); ``keep``: the base dims the view still shows
+        view_dims = ref.view_dims or ()
+        out = list(ref.region) if ref.region is not None and len(view_dims) == len(shape) else None
+        keep: list[int] = []
         new_shape: list[int] = []
-        sels: list[tuple[Any, ...]] = []
-        ints: list[tuple[int, int]] = []
+        ints: tuple[tuple[int, int], ...] = ()
         has_int = False
         dynamic = ref.dynamic
         for k, d in enumerate(shape):  # (one ix per dim; indexed: zip(strict=) builds a dict)
@@ -364,37 +369,49 @@ class At(TransformOp):
             if oob is not None and oob[1] == k:
                 e = oob[0]
                 return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
-            if ix.kind == "all":
-                new_shape.append(d)
-                sels.append(("slice", 0, d, None, 0))
-            elif ix.kind == "int" and isinstance(ix.start, E.Const):
-                i = ix.start.value
+            kind = ix.kind
+            if kind == "int":  # the dim is dropped
                 has_int = True
-                ints.append((i, d))
-                if not -d <= i < d:
-                    notes.append(
-                        err(
-                            "OOB_INDEX",
-                            "",
-                            f"integer index {i} is out of bounds for a dimension of size {d}; "
-                            "JAX does not check integer indices inside a kernel, so it reads "
-                            "or writes outside the ref",
-                            stage="interpret",
-                            field=f"index[{k}]",
+                if isinstance(ix.start, E.Const):
+                    i = ix.start.value
+                    ints += ((i, d),)
+                    if not -d <= i < d:
+                        notes += (
+                            err(
+                                "OOB_INDEX",
+                                "",
+                                f"integer index {i} is out of bounds for a dimension of size "
+                                f"{d}; JAX does not check integer indices inside a kernel, so "
+                                "it reads or writes outside the ref",
+                                stage="interpret",
+                                field=f"index[{k}]",
+                            ),
                         )
-                    )
-                sels.append(("int", i))
-            elif ix.kind == "int":  # a traced integer index: the dim is dropped
-                has_int = True
-                dynamic = True
-                sels.append(("dynint", ix.start))
-            elif ix.kind == "slice":
+                    if out is not None:
+                        r = out[view_dims[k]]
+                        out[view_dims[k]] = Dim(r.start + i * r.step, 1, r.step, r.axis, r.stride)
+                    continue
+                dynamic = True  # a traced integer index
+                if out is not None:
+                    r = out[view_dims[k]]
+                    if r.axis is not None:
+                        out = None
+                    else:
+                        out[view_dims[k]] = Dim(r.start, 1, r.step, ("expr", ix.start), r.step)
+                continue
+            # a slice of the dim: ``size`` elements from ``start``, at a kernel axis's
+            # index times ``stride`` when ``axis`` is one
+            axis: tuple[str, Any] | None = None
+            stride = 0
+            if kind == "all":
+                start, size = 0, d
+            elif kind == "slice":
                 a, b = ix.lo, ix.hi
                 start = 0 if a is None else (min(d, a) if a >= 0 else max(0, d + a))
                 stop = d if b is None else (min(d, b) if b >= 0 else max(0, d + b))
                 size = max(0, stop - start)
                 if b is not None and b > d:
-                    notes.append(
+                    notes += (
                         err(
                             "AT_SLICE_CLAMPED",
                             "",
@@ -403,14 +420,12 @@ class At(TransformOp):
                             f"({size} elements, not {b - (a or 0)})",
                             severity="warning",
                             field=f"index[{k}]",
-                        )
+                        ),
                     )
-                new_shape.append(size)
-                sels.append(("slice", start, size, None, 0))
             elif isinstance(ix.start, E.Const):  # pl.ds with a static start
                 start, size = ix.start.value, ix.size or 0
                 if start < 0:
-                    notes.append(
+                    notes += (
                         err(
                             "AT_NEGATIVE_SLICE",
                             "NotImplementedError",
@@ -418,26 +433,35 @@ class At(TransformOp):
                             "negative bounds",
                             stage="gpu-lower",
                             field=f"index[{k}]",
-                        )
+                        ),
                     )
-                new_shape.append(max(0, size))
-                sels.append(("slice", start, max(0, size), None, 0))
+                size = max(0, size)
             else:  # pl.ds with a traced start
                 dynamic = True
-                size = ix.size or 0
+                start, size = 0, ix.size or 0
                 axis = ix.legacy if ix.legacy is not None else ("expr", ix.start)
-                new_shape.append(size)
-                sels.append(("slice", 0, size, axis, ix.stride or 1))
-        region, view_dims = _compose_region(ref, sels)
+                stride = ix.stride or 1
+            new_shape.append(size)
+            if out is not None:
+                bd = view_dims[k]
+                r = out[bd]
+                if axis is not None:
+                    if r.axis is not None:
+                        out = None
+                        continue
+                    out[bd] = Dim(r.start + start * r.step, size, r.step, axis, stride * r.step)
+                elif start or size != r.size:
+                    out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
+                keep.append(bd)  # (a whole dim: unchanged)
         after = view_info(
             ref,
             tuple(new_shape),
-            region,
-            view_dims,
+            None if out is None else tuple(out),
+            None if out is None else tuple(keep),
             sliced=True,
             int_indexed=ref.int_indexed or has_int,
             dynamic=dynamic,
-            int_indices=ref.int_indices + tuple(ints),
+            int_indices=ref.int_indices + ints if ints else None,
         )
         return after, None, notes
 
@@ -536,48 +560,6 @@ def _clip(start: int, n: int, size: int) -> Any:
     return np.clip(np.arange(start, start + n), 0, size - 1)
 
 
-def _compose_region(
-    ref: RefInfo, sels: list[tuple[Any, ...]]
-) -> tuple[tuple[Dim, ...] | None, tuple[int, ...] | None]:
-    """The base region of ``ref`` narrowed by one selection per view dim.
-
-    A selection is ``("int", i)``, ``("dynint", expr)`` or
-    ``("slice", start, size, axis, stride)``. Returns the new region and which base
-    dims the view still shows (None once unknowable).
-    """
-    view_dims = ref.view_dims
-    if ref.region is None or view_dims is None or len(view_dims) != len(sels):
-        return None, None
-    out = list(ref.region)
-    keep: list[int] = []
-    for k, bd in enumerate(view_dims):  # (indexed, as in At.typed)
-        sel = sels[k]
-        r = out[bd]
-        if sel[0] == "int":
-            out[bd] = Dim(r.start + sel[1] * r.step, 1, r.step, r.axis, r.stride)
-            continue
-        if sel[0] == "dynint":
-            if r.axis is not None:
-                return None, None
-            out[bd] = Dim(r.start, 1, r.step, ("expr", sel[1]), r.step)
-            continue
-        _, start, size, axis, stride = sel
-        if axis is not None and r.axis is not None:
-            return None, None
-        if start == 0 and axis is None and size == r.size:
-            keep.append(bd)  # the whole dim: unchanged
-            continue
-        out[bd] = Dim(
-            r.start + start * r.step,
-            size,
-            r.step,
-            axis if axis is not None else r.axis,
-            stride * r.step if axis is not None else r.stride,
-        )
-        keep.append(bd)
-    return tuple(out), tuple(keep)
-
-
 # ---------------------------------------------------------------- bitcast, reshape, transpose
 
 
@@ -609,9 +591,9 @@ class Bitcast(TransformOp):
     def source(self, base: str, g: Any) -> str:
         return f"{base}.bitcast({dtypes.jnp_expr(self.dtype)})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         if ref.sharded:
-            return None, sharded_error(), []
+            return None, sharded_error(), ()
         new = dtypes.canonical(self.dtype)
         old_bits, new_bits = dtypes.bits(ref.dtype), dtypes.bits(new)
         shape = ref.shape
@@ -625,14 +607,14 @@ class Bitcast(TransformOp):
                         "Bitcast 1D ref with bitwidth change is not supported.",
                         lazy=True,
                     ),
-                    [],
+                    (),
                 )
             return (
                 None,
                 err(
                     "BITCAST_1D_SAME_WIDTH_BUG", "IndexError", "list index out of range", lazy=True
                 ),
-                [],
+                (),
             )
         second_minor = shape[-2]
         if old_bits != new_bits:
@@ -646,7 +628,7 @@ class Bitcast(TransformOp):
                         "second-minor dimension by the bitwidths.",
                         lazy=True,
                     ),
-                    [],
+                    (),
                 )
             new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
         else:
@@ -660,7 +642,7 @@ class Bitcast(TransformOp):
             region=None if old_bits != new_bits else ref.region,
             view_dims=None if old_bits != new_bits else ref.view_dims,
         )
-        return after, None, []
+        return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         from mpmd_lab.memory import bitcast_offsets
@@ -699,7 +681,7 @@ class Reshape(TransformOp):
     def source(self, base: str, g: Any) -> str:
         return f"{base}.reshape({', '.join(map(repr, self.shape))})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         target = tuple(self.shape)
         if target.count(-1) > 1:
             return (
@@ -709,7 +691,7 @@ class Reshape(TransformOp):
                     "ValueError",
                     f"At most one dimension can be -1, but got {target!r}",
                 ),
-                [],
+                (),
             )
         size = ref.size
         if -1 in target:
@@ -723,7 +705,7 @@ class Reshape(TransformOp):
                         f"Specified dims {target!r} do not evenly divide the size of the ref "
                         f"({size}).",
                     ),
-                    [],
+                    (),
                 )
             target = tuple(size // rest if d == -1 else d for d in target)
         if math.prod(target) != size:
@@ -734,10 +716,10 @@ class Reshape(TransformOp):
                     "ValueError",
                     f"cannot reshape shape {ref.shape!r} into shape {target!r}",
                 ),
-                [],
+                (),
             )
         if ref.sharded:
-            return None, sharded_error(), []
+            return None, sharded_error(), ()
         same = target == ref.shape
         after = view_info(
             ref,
@@ -746,7 +728,7 @@ class Reshape(TransformOp):
             ref.view_dims if same else None,
             reshaped=True,
         )
-        return after, None, []
+        return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         try:
@@ -791,7 +773,7 @@ class Transpose(TransformOp):
             return f"plgpu.transpose_ref({base}, {perm})"
         return f"{base}.transpose({perm})"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         perm = tuple(self.perm)
         if self.via == "transpose_ref":
             if not ref.transformed:
@@ -805,13 +787,13 @@ class Transpose(TransformOp):
                         f"shape Ref<{ref.memory_space.lower()}>{{{ref.dtype}[{sh}]}}. Use "
                         "`jax.typeof(x).memory_space` instead.",
                     ),
-                    [],
+                    (),
                 )
             if ref.memory_space == "TMEM":
                 return (
                     None,
                     err("TRANSPOSE_TMEM", "ValueError", "Can't transpose a TMEM reference."),
-                    [],
+                    (),
                 )
         shape = ref.shape
         rank = len(shape)
@@ -825,10 +807,10 @@ class Transpose(TransformOp):
                     field="perm",
                     lazy=True,
                 ),
-                [],
+                (),
             )
         if ref.sharded:
-            return None, sharded_error(), []
+            return None, sharded_error(), ()
         if perm and (min(perm) < -rank or max(perm) >= rank):
             return (
                 None,
@@ -839,7 +821,7 @@ class Transpose(TransformOp):
                     field="perm",
                     lazy=True,
                 ),
-                [],
+                (),
             )
         dims = ref.view_dims
         after = view_info(
@@ -849,7 +831,7 @@ class Transpose(TransformOp):
             None if dims is None else tuple([dims[p] for p in perm]),
             transposed=True if perm != tuple(range(rank)) else ref.transposed,
         )
-        return after, None, []
+        return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
         rank = len(v.shape)
@@ -866,7 +848,7 @@ class _ScratchOnly(TransformOp):
     SCRATCH_ONLY: ClassVar[bool] = True
     FAMILY: ClassVar[str] = "layout"
 
-    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, list[StepError]]:
+    def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
         return (
             None,
             err(
@@ -875,7 +857,7 @@ class _ScratchOnly(TransformOp):
                 f"{self.op_name()} is a scratch-only transform: no JAX call applies it to a ref",
                 stage="build",
             ),
-            [],
+            (),
         )
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
