@@ -196,6 +196,31 @@ def test_two_block_copy_has_no_race_and_a_precise_log():
     assert data["accesses"][3]["actor"]["block"] == 1
 
 
+@pytest.mark.parametrize("name", ["two-block-race", "multicast-2d", "cluster-exchange"])
+def test_a_log_pickles_by_column_and_comes_back_the_same(name):
+    """The simulate worker sends its log back pickled (by column): every access, race,
+    count and shared actor comes back equal, a race's accesses the log's own objects."""
+    import pickle
+
+    log = simulate(gallery.load(name)).log
+    back = pickle.loads(pickle.dumps(log, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back.accesses and len(back.accesses) == len(log.accesses)
+    assert back.to_json() == log.to_json() and back.summary() == log.summary()
+    for a, b in zip(log.accesses, back.accesses, strict=True):
+        assert (a.id, a.kind, a.actor, a.statement, a.op, a.ref, a.location, a.path, a.field) == (
+            b.id, b.kind, b.actor, b.statement, b.op, b.ref, b.location, b.path, b.field
+        )  # fmt: skip
+        np.testing.assert_array_equal(a.spans, b.spans)
+    kept = {id(a) for a in back.accesses}
+    for r in back.races:
+        assert id(r.first) in kept and id(r.second) in kept
+    assert (back.total, back.race_count, back.counts, back.elements_touched) == (
+        log.total, log.race_count, log.counts, log.elements_touched
+    )  # fmt: skip
+    # actors are shared as the engine shares them (one object per thread, not per access)
+    assert len({id(a.actor) for a in back.accesses}) == len({id(a.actor) for a in log.accesses})
+
+
 def test_read_after_another_blocks_write_is_a_read_write_race():
     d = gallery.load("two-block-copy").to_dict()
     body = d["call"]["programs"][0]["body"]
