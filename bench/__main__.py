@@ -42,7 +42,7 @@ SECTIONS = {
     "simulate": "bench.simulate_scaling",
 }
 QUICK = {
-    "static": {"repeats": 1, "trace_repeats": 3},
+    "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},
     "run": {"repeats": 3},
     "widgets": {"edits": 5},
     "graph": {"repeats": 1},
