@@ -375,35 +375,45 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
-def _define(ctx: Resolved, seen: dict[str, str], name: str, path: str, b: Binding) -> None:
-    """Bind kernel parameter ``name`` (``seen``: where each is defined so far)."""
-    if name in seen:
-        ctx.problem(
-            "XREF_DUPLICATE_NAME",
-            path,
-            f"kernel parameter {name!r} is already defined at {seen[name]}; "
-            "Python rejects a function with two parameters of one name",
-        )
-        return
-    seen[name] = path
-    ctx.params[name] = b
+def _duplicate(ctx: Resolved, name: str, path: str) -> None:
+    """Kernel parameter ``name``, defined again at ``path``: where it is defined first
+    is its binding's (an argument's at its ``.param``)."""
+    first = ctx.params[name]
+    where = first.path + ".param" if first.kind in ("arg", "tuple") else first.path
+    ctx.problem(
+        "XREF_DUPLICATE_NAME",
+        path,
+        f"kernel parameter {name!r} is already defined at {where}; "
+        "Python rejects a function with two parameters of one name",
+    )
+
+
+#: field paths with an index, for the first arguments and programs (see ``_INDEX``)
+_ARG_PATH = tuple([f"call.args[{i}]" for i in range(64)])
+_PROGRAM_PATH = tuple([f"call.programs[{p}]" for p in range(64)])
 
 
 def _resolve_into(ctx: Resolved) -> None:
     s = ctx.s
     c = s.call
-    seen: dict[str, str] = {}  # (a parameter's name -> where it is defined)
+    params = ctx.params  # (a kernel parameter's name -> its binding: defined once)
     outside = ctx.bound_outside
     # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
     global_view = bool(s.device_mesh) and s.run.shard_map is False
-    # arguments (the call evaluates each argument's transforms first)
-    for i, a in enumerate(c.args):
-        path = f"call.args[{i}]"
+    # arguments (the call evaluates each argument's transforms first). Loops count
+    # their index (``enumerate`` costs more than most of these loops' few items).
+    i = -1
+    for a in c.args:
+        i += 1
+        path = _ARG_PATH[i] if i < 64 else f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
         steps: list[list[Step]] = []
-        single = isinstance(a, BufferArg)
+        # (``type() is``: isinstance of a model class is an ABC check, slow when it fails)
+        single = type(a) is BufferArg
         transforms = a.transforms
-        for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
+        j = -1
+        for buf in (a.buffer,) if single else a.tuple:
+            j += 1
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
@@ -451,49 +461,39 @@ def _resolve_into(ctx: Resolved) -> None:
             if transforms
             else ()
         )
-        # (a Binding's stmt, -1 here: no let defines it)
-        if isinstance(a, BufferArg):
-            _define(
-                ctx,
-                seen,
-                a.param,
-                path + ".param",
-                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), -1, stack),
-            )
+        name = a.param
+        if name in params:
+            _duplicate(ctx, name, path + ".param")
+        elif single:
+            # (a Binding's stmt, -1 here: no let defines it)
+            params[name] = Binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack)
         else:
-            whole = Binding(a.param, None, "tuple", path, tuple(a.tuple))
-            _define(ctx, seen, a.param, path + ".param", whole)
-            for j, (buf, leaf_info) in enumerate(leaves):
-                ctx.params[leaf_name(a.param, j)] = Binding(
-                    leaf_name(a.param, j),
-                    leaf_info,
-                    "leaf",
-                    f"{path}.tuple[{j}]",
-                    (buf,),
-                    -1,
-                    stack,
+            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
+        if not single:
+            j = -1
+            for buf, leaf_info in leaves:
+                j += 1
+                leaf = leaf_name(name, j)
+                params[leaf] = Binding(
+                    leaf, leaf_info, "leaf", f"{path}.tuple[{j}]", (buf,), -1, stack
                 )
     for name, o in c.outputs.items():
-        path = f"call.outputs.{name}"
-        _define(
-            ctx,
-            seen,
-            name,
-            path,
-            Binding(
-                name,
-                base_info(o.shape, o.dtype, "GMEM", name, canonical=False),  # out_type as given
-                "output",
-                path,
-                (f"out:{name}",),
-            ),
-        )
+        path = "call.outputs." + name
+        if name in params:
+            _duplicate(ctx, name, path)
+            continue
+        # (the out_type as given: not canonical)
+        info = base_info(o.shape, o.dtype, "GMEM", name, None, False)
+        params[name] = Binding(name, info, "output", path, ("out:" + name,))
     # (scratch and captures tested first: most kernels have none, and a loop over an
     # empty mapping or list still makes its iterator)
     for name, sc in c.scratch.items() if c.scratch else ():
-        path = f"call.scratch.{name}"
+        path = "call.scratch." + name
+        if name in params:
+            _duplicate(ctx, name, path)
+            continue
         info = sc.ref_info(name)
-        _define(ctx, seen, name, path, Binding(name, info, "scratch", path, (f"scratch:{name}",)))
+        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,))
 
     captures = ctx.captures
     for i, cap in enumerate(c.captures) if c.captures else ():
@@ -515,19 +515,21 @@ def _resolve_into(ctx: Resolved) -> None:
             cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
         )
 
-    for p, prog in enumerate(c.programs):
-        ctx.programs.append(_program(ctx, p, prog, captures))
+    # the programs: each body sees the parameters and captures (a let binds its name in
+    # the body's own copy)
+    env = {**params, **captures} if captures else params
+    programs = ctx.programs
+    p = -1
+    for prog in c.programs:
+        p += 1
+        path = _PROGRAM_PATH[p] if p < 64 else f"call.programs[{p}]"
+        out = ProgramInfo(p, path)
+        _body(ctx, out, prog.body, path + ".body", dict(env), ctx.bound_in(p), ())
+        programs.append(out)
 
 
 def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
     return propagate(info, transforms, base_path, bound) if transforms else []
-
-
-def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> ProgramInfo:
-    out = ProgramInfo(p, f"call.programs[{p}]")
-    env = {**ctx.params, **captures}
-    _body(ctx, out, prog.body, f"{out.path}.body", env, ctx.bound_in(p), ())
-    return out
 
 
 #: ``[i]`` of the field paths of the first statements of a body and transforms of a
