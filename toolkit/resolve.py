@@ -21,6 +21,8 @@ from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
+_new = object.__new__
+
 
 class Stack:
     """A view's transform stack from the untransformed ref, ``(field path, transform)``
@@ -551,59 +553,91 @@ def _body(
     """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
     order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
     this body only. False once a ``return`` ends it."""
-    for j, st in enumerate(body):
+    stmts = out.stmts
+    j = -1
+    for st in body:
+        j += 1
         path = base + _INDEX[j] if j < _INDEXED else f"{base}[{j}]"
-        index = len(out.stmts)
+        index = len(stmts)
         refs: dict[str, Binding] = {}
         ok = True
-        for fname, name, _access in st.ref_fields():
-            b = env.get(name)
-            if b is None:
-                ok = False
-                msg = _unknown_name(body, j, fname, name)
-                ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
-            else:
-                refs[fname] = b
         # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
         # is an ABC check that is slow when it fails, once per statement here)
         if type(st) is Let:
-            src = refs.get("ref")
+            # its one ref field (``Let.ref_fields``)
+            src = env.get(st.ref)
+            if src is None:
+                ok = False
+                ctx.problem(
+                    "XREF_UNKNOWN_NAME", path + ".ref", _unknown_name(body, j, "ref", st.ref)
+                )
+            else:
+                refs["ref"] = src
             info = None
             steps: list[Step] = []
             transforms = st.transforms
-            tpath = f"{path}.transforms"
-            if src is not None and src.info is not None:
-                info = src.info
-                if transforms:
-                    steps = propagate(info, transforms, tpath, bound)
+            own: tuple[tuple[str, Any], ...] = ()
+            if transforms:
+                tpath = path + ".transforms"
+                if src is not None and src.info is not None:
+                    steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-            own = tuple(
-                [
-                    (tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t)
-                    for k, t in enumerate(transforms)
-                ]
-            )
-            # (Binding and Stmt called with positional arguments: calling a class with
-            # keywords builds a dict of them, once per statement here)
-            env[st.let] = defines = Binding(
-                st.let,
-                info,
-                "view",
-                path,
-                src.origin if src else (),
-                index,
-                Stack(src.stack, own) if src and src.stack else own,
-                src,
-            )
-            out.stmts.append(Stmt(index, path, st, refs, steps, ok, defines, scope, bound))
+                pairs = []
+                k = -1
+                for t in transforms:
+                    k += 1
+                    pairs.append((tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t))
+                own = tuple(pairs)
+            elif src is not None:
+                info = src.info
+            # (each field stored on a new object, as ``shapes.base_info`` makes a RefInfo:
+            # calling the class costs twice that, once per let and statement here)
+            defines = _new(Binding)
+            defines.name = st.let
+            defines.info = info
+            defines.kind = "view"
+            defines.path = path
+            if src is not None:
+                defines.origin = src.origin
+                defines.stack = Stack(src.stack, own) if src.stack else own
+            else:
+                defines.origin = ()
+                defines.stack = own
+            defines.stmt = index
+            defines.parent = src
+            env[st.let] = defines
+            unbound = None
+        else:
+            for fname, name, _access in st.ref_fields():
+                b = env.get(name)
+                if b is None:
+                    ok = False
+                    msg = _unknown_name(body, j, fname, name)
+                    ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
+                else:
+                    refs[fname] = b
+            steps = []
+            defines = None
+            unbound = _unbound(st, bound)
+        stmt = _new(Stmt)
+        stmt.index = index
+        stmt.path = path
+        stmt.node = st
+        stmt.refs = refs
+        stmt.steps = steps
+        stmt.ok = ok
+        stmt.defines = defines
+        stmt.scope = scope
+        stmt.bound = bound
+        stmt.unbound = unbound
+        stmts.append(stmt)
+        if defines is not None:
             continue
-        stmt = Stmt(index, path, st, refs, [], ok, None, scope, bound, _unbound(st, bound))
-        out.stmts.append(stmt)
         if type(st) is Return:
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
-            if not _body(ctx, out, st.body, f"{path}.body", dict(env), inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, path + ".body", dict(env), inner, (*scope, stmt)):
                 return False
     return True
 
