@@ -467,8 +467,17 @@ def _resolve_into(ctx: Resolved) -> None:
         if name in params:
             _duplicate(ctx, name, path + ".param")
         elif single:
-            # (a Binding's stmt, -1 here: no let defines it)
-            params[name] = Binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack)
+            # (each field stored on a new object, as a let's binding is: see ``_body``;
+            # its stmt -1: no let defines it)
+            params[name] = arg = _new(Binding)
+            arg.name = name
+            arg.info = leaves[0][1]
+            arg.kind = "arg"
+            arg.path = path
+            arg.origin = (a.buffer,)
+            arg.stmt = -1
+            arg.stack = stack
+            arg.parent = None
         else:
             params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
         if not single:
@@ -484,9 +493,15 @@ def _resolve_into(ctx: Resolved) -> None:
         if name in params:
             _duplicate(ctx, name, path)
             continue
-        # (the out_type as given: not canonical)
-        info = base_info(o.shape, o.dtype, "GMEM", name, None, False)
-        params[name] = Binding(name, info, "output", path, ("out:" + name,))
+        params[name] = bo = _new(Binding)  # (as an argument's)
+        bo.name = name
+        bo.info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
+        bo.kind = "output"
+        bo.path = path
+        bo.origin = ("out:" + name,)
+        bo.stmt = -1
+        bo.stack = ()
+        bo.parent = None
     # (scratch and captures tested first: most kernels have none, and a loop over an
     # empty mapping or list still makes its iterator)
     for name, sc in c.scratch.items() if c.scratch else ():
