@@ -299,10 +299,12 @@ class Resolved:
     def bound_in(self, p: int) -> frozenset[str]:
         """... and inside program ``p``: also its grid, cluster and thread axes."""
         m = self.s.call.programs[p].mesh
-        names = {*self.bound_outside, *m.grid, *m.cluster}
-        if m.threads is not None and m.threads.name:
-            names.add(m.threads.name)
-        names.discard(OUTSIDE)
+        t = m.threads
+        names = {*m.grid, *m.cluster, t.name} if t is not None and t.name else {*m.grid, *m.cluster}
+        outside = self.bound_outside
+        if outside is not _OUTSIDE_ONLY:  # (shard_map's axes)
+            names.update(outside)
+            names.discard(OUTSIDE)
         return frozenset(names)
 
     @property
@@ -457,7 +459,12 @@ def _resolve_into(ctx: Resolved) -> None:
             else:
                 steps.append([])
                 leaves.append((buf, info))
-        ctx.args.append(ArgInfo(i, path, leaves, steps))
+        arg_info = _new(ArgInfo)  # (as a Binding is, below)
+        arg_info.index = i
+        arg_info.path = path
+        arg_info.leaves = leaves
+        arg_info.steps = steps
+        ctx.args.append(arg_info)
         stack = (
             tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
             if transforms
@@ -532,16 +539,19 @@ def _resolve_into(ctx: Resolved) -> None:
             cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
         )
 
-    # the programs: each body sees the parameters and captures (a let binds its name in
-    # the body's own copy)
+    # the programs: each body sees the parameters and captures
     env = {**params, **captures} if captures else params
     programs = ctx.programs
     p = -1
     for prog in c.programs:
         p += 1
         path = _PROGRAM_PATH[p] if p < 64 else f"call.programs[{p}]"
-        out = ProgramInfo(p, path)
-        _body(ctx, out, prog.body, path + ".body", dict(env), ctx.bound_in(p), ())
+        out = _new(ProgramInfo)  # (as a Binding is, above)
+        out.index = p
+        out.path = path
+        out.stmts = []
+        out.trace_failed = False
+        _body(ctx, out, prog.body, path + ".body", env, ctx.bound_in(p), ())
         programs.append(out)
 
 
@@ -566,9 +576,11 @@ def _body(
     scope: tuple[Stmt, ...],
 ) -> bool:
     """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
-    order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
-    this body only. False once a ``return`` ends it."""
+    order; a ``let`` binds its name in ``env`` for the rest of this body only (in the
+    body's own copy, made at its first let: ``env`` is the caller's). False once a
+    ``return`` ends it."""
     stmts = out.stmts
+    copied = False
     j = -1
     for st in body:
         j += 1
@@ -620,6 +632,9 @@ def _body(
                 defines.stack = own
             defines.stmt = index
             defines.parent = src
+            if not copied:
+                env = dict(env)
+                copied = True
             env[st.let] = defines
             unbound = None
         else:
@@ -652,7 +667,7 @@ def _body(
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
-            if not _body(ctx, out, st.body, path + ".body", dict(env), inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, path + ".body", env, inner, (*scope, stmt)):
                 return False
     return True
 
