@@ -303,8 +303,9 @@ def _copy_info(ref: RefInfo) -> RefInfo:
 
 
 #: an object of a class, its fields not set yet (``view_info``, ``base_info``,
-#: ``_copy_info``)
+#: ``_copy_info``, ``apply``)
 _new = object.__new__
+_CANONICAL = dtypes.CANONICAL
 
 
 @functools.lru_cache(maxsize=1024)
@@ -338,7 +339,7 @@ def base_info(
     # argument, output and capture is one)
     new = _new(RefInfo)
     new.shape = shape
-    new.dtype = dtypes.canonical(dtype) if canonical else dtype
+    new.dtype = _CANONICAL.get(dtype, dtype) if canonical else dtype  # (dtypes.canonical)
     new.memory_space = memory_space
     new.base = base
     new.peer = False
@@ -426,9 +427,16 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             error=error,
             notes=notes,
         )
-    if error is not None:
-        after = None
-    return Step(index, op, ref, after, error, notes)
+    # (each field stored on a new object, as ``view_info`` makes a RefInfo: calling the
+    # class costs more, once per step of every stack)
+    step = _new(Step)
+    step.index = index
+    step.op = op
+    step.before = ref
+    step.after = None if error is not None else after
+    step.error = error
+    step.notes = notes
+    return step
 
 
 def propagate(
@@ -442,7 +450,9 @@ def propagate(
     """
     steps: list[Step] = []
     cur = ref
-    for i, t in enumerate(transforms):
+    i = -1  # (counted: ``enumerate`` costs more than most stacks' one or two steps)
+    for t in transforms:
+        i += 1
         step = apply(cur, t, i, bound)
         if step.error is not None and not step.error.path:
             e = step.error
