@@ -364,7 +364,9 @@ class At(TransformOp):
         ints: tuple[tuple[int, int], ...] = ()
         has_int = False
         dynamic = ref.dynamic
-        for k, d in enumerate(shape):  # (one ix per dim; indexed: zip(strict=) builds a dict)
+        k = -1  # (counted: ``enumerate`` costs more than the one or two dims of most views)
+        for d in shape:  # (one ix per dim; indexed: zip(strict=) builds a dict)
+            k += 1
             ix = ixs[k]
             if oob is not None and oob[1] == k:
                 e = oob[0]
