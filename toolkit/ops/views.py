@@ -455,16 +455,16 @@ class At(TransformOp):
                 elif start or size != r.size:
                     out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
                 keep.append(bd)  # (a whole dim: unchanged)
-        after = view_info(
-            ref,
-            tuple(new_shape),
-            None if out is None else tuple(out),
-            None if out is None else tuple(keep),
-            sliced=True,
-            int_indexed=ref.int_indexed or has_int,
-            dynamic=dynamic,
-            int_indices=ref.int_indices + ints if ints else None,
-        )
+        if out is None:
+            after = view_info(ref, tuple(new_shape), None, None)
+        else:
+            after = view_info(ref, tuple(new_shape), tuple(out), tuple(keep))
+        after.sliced = True
+        if has_int:
+            after.int_indexed = True
+        after.dynamic = dynamic
+        if ints:
+            after.int_indices = ref.int_indices + ints
         return after, None, notes
 
     @functools.cached_property
@@ -723,13 +723,11 @@ class Reshape(TransformOp):
         if ref.sharded:
             return None, sharded_error(), ()
         same = target == ref.shape
-        after = view_info(
-            ref,
-            target,
-            ref.region if same else None,
-            ref.view_dims if same else None,
-            reshaped=True,
-        )
+        if same:
+            after = view_info(ref, target, ref.region, ref.view_dims)
+        else:
+            after = view_info(ref, target, None, None)
+        after.reshaped = True
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
@@ -831,8 +829,9 @@ class Transpose(TransformOp):
             tuple([shape[p] for p in perm]),
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
-            transposed=True if perm != tuple(range(rank)) else ref.transposed,
         )
+        if perm != tuple(range(rank)):
+            after.transposed = True
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
