@@ -129,13 +129,13 @@ def resolve_entry(e: Any) -> Ix:
     # none is a bool, int, str or list: each isinstance test an object fails is slow)
     if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
-        start = E.BinOp("*", E.Name(e.block), E.Const(stride))
-        return Ix("ds", start, e.size, None, None, stride, ("block", e.block))
+        start = E.scaled(E.Name(e.block), stride)
+        return _ds(start, e.size, stride, ("block", e.block))
     if kind is DsIndex:
         return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
     if kind is PidIndex:
-        start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
-        return Ix("ds", start, e.size, None, None, e.size, ("pid", e.pid))
+        start = E.scaled(E.Call("program_id", e.pid), e.size)
+        return _ds(start, e.size, e.size, ("pid", e.pid))
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
     if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
@@ -143,6 +143,23 @@ def resolve_entry(e: Any) -> Ix:
     if isinstance(e, list):
         return Ix("slice", None, None, e[0], e[1])
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
+
+
+def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
+    """``Ix("ds", start, size, None, None, stride, legacy)`` (a block or pid entry), its
+    fields stored on a new object: calling the class cost more, once per entry."""
+    ix = _new(Ix)
+    ix.kind = "ds"
+    ix.start = start
+    ix.size = size
+    ix.lo = None
+    ix.hi = None
+    ix.stride = stride
+    ix.legacy = legacy
+    return ix
+
+
+_new = object.__new__
 
 
 def _entry_repr(e: Any) -> str:
