@@ -468,7 +468,15 @@ class At(TransformOp):
                     if r.axis is not None:
                         out = None
                         continue
-                    out[bd] = Dim(r.start + start * r.step, size, r.step, axis, stride * r.step)
+                    # (its fields stored on a new object, as ``_ds`` makes an Ix: once per
+                    # dim of every view a kernel axis slices)
+                    dim = _new(Dim)
+                    dim.start = r.start + start * r.step
+                    dim.size = size
+                    dim.step = r.step
+                    dim.axis = axis
+                    dim.stride = stride * r.step
+                    out[bd] = dim
                 elif start or size != r.size:
                     out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
                 keep.append(bd)  # (a whole dim: unchanged)
