@@ -407,6 +407,7 @@ def _resolve_into(ctx: Resolved) -> None:
     # arguments (the call evaluates each argument's transforms first). Loops count
     # their index (``enumerate`` costs more than most of these loops' few items).
     i = -1
+    a: Any  # (a BufferArg or a TupleArg: ``single`` tells which)
     for a in c.args:
         i += 1
         path = _ARG_PATH[i] if i < 64 else f"call.args[{i}]"
