@@ -21,6 +21,8 @@ from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
+_new = object.__new__
+
 
 class Stack:
     """A view's transform stack from the untransformed ref, ``(field path, transform)``
@@ -297,10 +299,12 @@ class Resolved:
     def bound_in(self, p: int) -> frozenset[str]:
         """... and inside program ``p``: also its grid, cluster and thread axes."""
         m = self.s.call.programs[p].mesh
-        names = {*self.bound_outside, *m.grid, *m.cluster}
-        if m.threads is not None and m.threads.name:
-            names.add(m.threads.name)
-        names.discard(OUTSIDE)
+        t = m.threads
+        names = {*m.grid, *m.cluster, t.name} if t is not None and t.name else {*m.grid, *m.cluster}
+        outside = self.bound_outside
+        if outside is not _OUTSIDE_ONLY:  # (shard_map's axes)
+            names.update(outside)
+            names.discard(OUTSIDE)
         return frozenset(names)
 
     @property
@@ -375,35 +379,46 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
-def _define(ctx: Resolved, seen: dict[str, str], name: str, path: str, b: Binding) -> None:
-    """Bind kernel parameter ``name`` (``seen``: where each is defined so far)."""
-    if name in seen:
-        ctx.problem(
-            "XREF_DUPLICATE_NAME",
-            path,
-            f"kernel parameter {name!r} is already defined at {seen[name]}; "
-            "Python rejects a function with two parameters of one name",
-        )
-        return
-    seen[name] = path
-    ctx.params[name] = b
+def _duplicate(ctx: Resolved, name: str, path: str) -> None:
+    """Kernel parameter ``name``, defined again at ``path``: where it is defined first
+    is its binding's (an argument's at its ``.param``)."""
+    first = ctx.params[name]
+    where = first.path + ".param" if first.kind in ("arg", "tuple") else first.path
+    ctx.problem(
+        "XREF_DUPLICATE_NAME",
+        path,
+        f"kernel parameter {name!r} is already defined at {where}; "
+        "Python rejects a function with two parameters of one name",
+    )
+
+
+#: field paths with an index, for the first arguments and programs (see ``_INDEX``)
+_ARG_PATH = tuple([f"call.args[{i}]" for i in range(64)])
+_PROGRAM_PATH = tuple([f"call.programs[{p}]" for p in range(64)])
 
 
 def _resolve_into(ctx: Resolved) -> None:
     s = ctx.s
     c = s.call
-    seen: dict[str, str] = {}  # (a parameter's name -> where it is defined)
+    params = ctx.params  # (a kernel parameter's name -> its binding: defined once)
     outside = ctx.bound_outside
     # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
     global_view = bool(s.device_mesh) and s.run.shard_map is False
-    # arguments (the call evaluates each argument's transforms first)
-    for i, a in enumerate(c.args):
-        path = f"call.args[{i}]"
+    # arguments (the call evaluates each argument's transforms first). Loops count
+    # their index (``enumerate`` costs more than most of these loops' few items).
+    i = -1
+    a: Any  # (a BufferArg or a TupleArg: ``single`` tells which)
+    for a in c.args:
+        i += 1
+        path = _ARG_PATH[i] if i < 64 else f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
         steps: list[list[Step]] = []
-        single = isinstance(a, BufferArg)
+        # (``type() is``: isinstance of a model class is an ABC check, slow when it fails)
+        single = type(a) is BufferArg
         transforms = a.transforms
-        for j, buf in enumerate([a.buffer] if isinstance(a, BufferArg) else a.tuple):
+        j = -1
+        for buf in (a.buffer,) if single else a.tuple:
+            j += 1
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
@@ -445,55 +460,65 @@ def _resolve_into(ctx: Resolved) -> None:
             else:
                 steps.append([])
                 leaves.append((buf, info))
-        ctx.args.append(ArgInfo(i, path, leaves, steps))
+        arg_info = _new(ArgInfo)  # (as a Binding is, below)
+        arg_info.index = i
+        arg_info.path = path
+        arg_info.leaves = leaves
+        arg_info.steps = steps
+        ctx.args.append(arg_info)
         stack = (
             tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
             if transforms
             else ()
         )
-        # (a Binding's stmt, -1 here: no let defines it)
-        if isinstance(a, BufferArg):
-            _define(
-                ctx,
-                seen,
-                a.param,
-                path + ".param",
-                Binding(a.param, leaves[0][1], "arg", path, (leaves[0][0],), -1, stack),
-            )
+        name = a.param
+        if name in params:
+            _duplicate(ctx, name, path + ".param")
+        elif single:
+            # (each field stored on a new object, as a let's binding is: see ``_body``;
+            # its stmt -1: no let defines it)
+            params[name] = arg = _new(Binding)
+            arg.name = name
+            arg.info = leaves[0][1]
+            arg.kind = "arg"
+            arg.path = path
+            arg.origin = (a.buffer,)
+            arg.stmt = -1
+            arg.stack = stack
+            arg.parent = None
         else:
-            whole = Binding(a.param, None, "tuple", path, tuple(a.tuple))
-            _define(ctx, seen, a.param, path + ".param", whole)
-            for j, (buf, leaf_info) in enumerate(leaves):
-                ctx.params[leaf_name(a.param, j)] = Binding(
-                    leaf_name(a.param, j),
-                    leaf_info,
-                    "leaf",
-                    f"{path}.tuple[{j}]",
-                    (buf,),
-                    -1,
-                    stack,
+            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
+        if not single:
+            j = -1
+            for buf, leaf_info in leaves:
+                j += 1
+                leaf = leaf_name(name, j)
+                params[leaf] = Binding(
+                    leaf, leaf_info, "leaf", f"{path}.tuple[{j}]", (buf,), -1, stack
                 )
     for name, o in c.outputs.items():
-        path = f"call.outputs.{name}"
-        _define(
-            ctx,
-            seen,
-            name,
-            path,
-            Binding(
-                name,
-                base_info(o.shape, o.dtype, "GMEM", name, canonical=False),  # out_type as given
-                "output",
-                path,
-                (f"out:{name}",),
-            ),
-        )
+        path = "call.outputs." + name
+        if name in params:
+            _duplicate(ctx, name, path)
+            continue
+        params[name] = bo = _new(Binding)  # (as an argument's)
+        bo.name = name
+        bo.info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
+        bo.kind = "output"
+        bo.path = path
+        bo.origin = ("out:" + name,)
+        bo.stmt = -1
+        bo.stack = ()
+        bo.parent = None
     # (scratch and captures tested first: most kernels have none, and a loop over an
     # empty mapping or list still makes its iterator)
     for name, sc in c.scratch.items() if c.scratch else ():
-        path = f"call.scratch.{name}"
+        path = "call.scratch." + name
+        if name in params:
+            _duplicate(ctx, name, path)
+            continue
         info = sc.ref_info(name)
-        _define(ctx, seen, name, path, Binding(name, info, "scratch", path, (f"scratch:{name}",)))
+        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,))
 
     captures = ctx.captures
     for i, cap in enumerate(c.captures) if c.captures else ():
@@ -515,19 +540,24 @@ def _resolve_into(ctx: Resolved) -> None:
             cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
         )
 
-    for p, prog in enumerate(c.programs):
-        ctx.programs.append(_program(ctx, p, prog, captures))
+    # the programs: each body sees the parameters and captures
+    env = {**params, **captures} if captures else params
+    programs = ctx.programs
+    p = -1
+    for prog in c.programs:
+        p += 1
+        path = _PROGRAM_PATH[p] if p < 64 else f"call.programs[{p}]"
+        out = _new(ProgramInfo)  # (as a Binding is, above)
+        out.index = p
+        out.path = path
+        out.stmts = []
+        out.trace_failed = False
+        _body(ctx, out, prog.body, path + ".body", env, ctx.bound_in(p), ())
+        programs.append(out)
 
 
 def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
     return propagate(info, transforms, base_path, bound) if transforms else []
-
-
-def _program(ctx: Resolved, p: int, prog: Any, captures: dict[str, Binding]) -> ProgramInfo:
-    out = ProgramInfo(p, f"call.programs[{p}]")
-    env = {**ctx.params, **captures}
-    _body(ctx, out, prog.body, f"{out.path}.body", env, ctx.bound_in(p), ())
-    return out
 
 
 #: ``[i]`` of the field paths of the first statements of a body and transforms of a
@@ -547,61 +577,98 @@ def _body(
     scope: tuple[Stmt, ...],
 ) -> bool:
     """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
-    order; a ``let`` binds its name in ``env`` (the body's own copy) for the rest of
-    this body only. False once a ``return`` ends it."""
-    for j, st in enumerate(body):
+    order; a ``let`` binds its name in ``env`` for the rest of this body only (in the
+    body's own copy, made at its first let: ``env`` is the caller's). False once a
+    ``return`` ends it."""
+    stmts = out.stmts
+    copied = False
+    j = -1
+    for st in body:
+        j += 1
         path = base + _INDEX[j] if j < _INDEXED else f"{base}[{j}]"
-        index = len(out.stmts)
+        index = len(stmts)
         refs: dict[str, Binding] = {}
         ok = True
-        for fname, name, _access in st.ref_fields():
-            b = env.get(name)
-            if b is None:
-                ok = False
-                msg = _unknown_name(body, j, fname, name)
-                ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
-            else:
-                refs[fname] = b
         # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
         # is an ABC check that is slow when it fails, once per statement here)
         if type(st) is Let:
-            src = refs.get("ref")
+            # its one ref field (``Let.ref_fields``)
+            src = env.get(st.ref)
+            if src is None:
+                ok = False
+                ctx.problem(
+                    "XREF_UNKNOWN_NAME", path + ".ref", _unknown_name(body, j, "ref", st.ref)
+                )
+            else:
+                refs["ref"] = src
             info = None
             steps: list[Step] = []
             transforms = st.transforms
-            tpath = f"{path}.transforms"
-            if src is not None and src.info is not None:
-                info = src.info
-                if transforms:
-                    steps = propagate(info, transforms, tpath, bound)
+            own: tuple[tuple[str, Any], ...] = ()
+            if transforms:
+                tpath = path + ".transforms"
+                if src is not None and src.info is not None:
+                    steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-            own = tuple(
-                [
-                    (tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t)
-                    for k, t in enumerate(transforms)
-                ]
-            )
-            # (Binding and Stmt called with positional arguments: calling a class with
-            # keywords builds a dict of them, once per statement here)
-            env[st.let] = defines = Binding(
-                st.let,
-                info,
-                "view",
-                path,
-                src.origin if src else (),
-                index,
-                Stack(src.stack, own) if src and src.stack else own,
-                src,
-            )
-            out.stmts.append(Stmt(index, path, st, refs, steps, ok, defines, scope, bound))
+                pairs = []
+                k = -1
+                for t in transforms:
+                    k += 1
+                    pairs.append((tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t))
+                own = tuple(pairs)
+            elif src is not None:
+                info = src.info
+            # (each field stored on a new object, as ``shapes.base_info`` makes a RefInfo:
+            # calling the class costs twice that, once per let and statement here)
+            defines = _new(Binding)
+            defines.name = st.let
+            defines.info = info
+            defines.kind = "view"
+            defines.path = path
+            if src is not None:
+                defines.origin = src.origin
+                defines.stack = Stack(src.stack, own) if src.stack else own
+            else:
+                defines.origin = ()
+                defines.stack = own
+            defines.stmt = index
+            defines.parent = src
+            if not copied:
+                env = dict(env)
+                copied = True
+            env[st.let] = defines
+            unbound = None
+        else:
+            for fname, name, _access in st.ref_fields():
+                b = env.get(name)
+                if b is None:
+                    ok = False
+                    msg = _unknown_name(body, j, fname, name)
+                    ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
+                else:
+                    refs[fname] = b
+            steps = []
+            defines = None
+            unbound = _unbound(st, bound)
+        stmt = _new(Stmt)
+        stmt.index = index
+        stmt.path = path
+        stmt.node = st
+        stmt.refs = refs
+        stmt.steps = steps
+        stmt.ok = ok
+        stmt.defines = defines
+        stmt.scope = scope
+        stmt.bound = bound
+        stmt.unbound = unbound
+        stmts.append(stmt)
+        if defines is not None:
             continue
-        stmt = Stmt(index, path, st, refs, [], ok, None, scope, bound, _unbound(st, bound))
-        out.stmts.append(stmt)
         if type(st) is Return:
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound
-            if not _body(ctx, out, st.body, f"{path}.body", dict(env), inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, path + ".body", env, inner, (*scope, stmt)):
                 return False
     return True
 

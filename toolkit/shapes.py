@@ -234,18 +234,13 @@ def view_info(
     shape: tuple[int, ...],
     region: tuple[Dim, ...] | None,
     view_dims: tuple[int, ...] | None,
-    *,
-    transposed: bool | None = None,
-    reshaped: bool | None = None,
-    sliced: bool | None = None,
-    int_indexed: bool | None = None,
-    dynamic: bool | None = None,
-    int_indices: tuple[tuple[int, int], ...] | None = None,
 ) -> RefInfo:
     """``ref`` seen through one index, reshape or transpose step (``transformed``): its
-    new ``shape``, ``region`` and ``view_dims``, and the flags given (None: ``ref``'s).
-    ``replace`` of the same fields, without its keyword dict and loop: once per view step
-    of every check, where those cost three times the copy."""
+    new ``shape``, ``region`` and ``view_dims``, every other field ``ref``'s. The step
+    then sets the flags it changes (``sliced``, ``reshaped``, ...) on the new object,
+    which nothing else sees yet: ``replace`` of the same fields without its keyword dict
+    and loop, once per view step of every check (a keyword argument costs more than a
+    field)."""
     # (each field stored on a new object, in RefInfo's order: calling the class with 22
     # arguments costs 1.7x that, through its __init__)
     new = _new(RefInfo)
@@ -256,16 +251,16 @@ def view_info(
     new.peer = ref.peer
     new.multicast = ref.multicast
     new.cluster = ref.cluster
-    new.transposed = ref.transposed if transposed is None else transposed
-    new.reshaped = ref.reshaped if reshaped is None else reshaped
+    new.transposed = ref.transposed
+    new.reshaped = ref.reshaped
     new.bitcast = ref.bitcast
-    new.sliced = ref.sliced if sliced is None else sliced
-    new.int_indexed = ref.int_indexed if int_indexed is None else int_indexed
+    new.sliced = ref.sliced
+    new.int_indexed = ref.int_indexed
     new.transformed = True
-    new.dynamic = ref.dynamic if dynamic is None else dynamic
+    new.dynamic = ref.dynamic
     new.region = region
     new.view_dims = view_dims
-    new.int_indices = ref.int_indices if int_indices is None else int_indices
+    new.int_indices = ref.int_indices
     new.peer_device = ref.peer_device
     new.multicast_axes = ref.multicast_axes
     new.cluster_block = ref.cluster_block
@@ -303,8 +298,9 @@ def _copy_info(ref: RefInfo) -> RefInfo:
 
 
 #: an object of a class, its fields not set yet (``view_info``, ``base_info``,
-#: ``_copy_info``)
+#: ``_copy_info``, ``apply``)
 _new = object.__new__
+_CANONICAL = dtypes.CANONICAL
 
 
 @functools.lru_cache(maxsize=1024)
@@ -338,7 +334,7 @@ def base_info(
     # argument, output and capture is one)
     new = _new(RefInfo)
     new.shape = shape
-    new.dtype = dtypes.canonical(dtype) if canonical else dtype
+    new.dtype = _CANONICAL.get(dtype, dtype) if canonical else dtype  # (dtypes.canonical)
     new.memory_space = memory_space
     new.base = base
     new.peer = False
@@ -426,9 +422,16 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             error=error,
             notes=notes,
         )
-    if error is not None:
-        after = None
-    return Step(index, op, ref, after, error, notes)
+    # (each field stored on a new object, as ``view_info`` makes a RefInfo: calling the
+    # class costs more, once per step of every stack)
+    step = _new(Step)
+    step.index = index
+    step.op = op
+    step.before = ref
+    step.after = None if error is not None else after
+    step.error = error
+    step.notes = notes
+    return step
 
 
 def propagate(
@@ -442,7 +445,9 @@ def propagate(
     """
     steps: list[Step] = []
     cur = ref
-    for i, t in enumerate(transforms):
+    i = -1  # (counted: ``enumerate`` costs more than most stacks' one or two steps)
+    for t in transforms:
+        i += 1
         step = apply(cur, t, i, bound)
         if step.error is not None and not step.error.path:
             e = step.error

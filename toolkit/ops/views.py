@@ -129,13 +129,13 @@ def resolve_entry(e: Any) -> Ix:
     # none is a bool, int, str or list: each isinstance test an object fails is slow)
     if kind is BlockIndex:
         stride = e.size if e.stride is None else e.stride
-        start = E.BinOp("*", E.Name(e.block), E.Const(stride))
-        return Ix("ds", start, e.size, None, None, stride, ("block", e.block))
+        start = E.scaled(E.Name(e.block), stride)
+        return _ds(start, e.size, stride, ("block", e.block))
     if kind is DsIndex:
         return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
     if kind is PidIndex:
-        start = E.BinOp("*", E.Call("program_id", e.pid), E.Const(e.size))
-        return Ix("ds", start, e.size, None, None, e.size, ("pid", e.pid))
+        start = E.scaled(E.Call("program_id", e.pid), e.size)
+        return _ds(start, e.size, e.size, ("pid", e.pid))
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
     if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
@@ -143,6 +143,23 @@ def resolve_entry(e: Any) -> Ix:
     if isinstance(e, list):
         return Ix("slice", None, None, e[0], e[1])
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
+
+
+def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
+    """``Ix("ds", start, size, None, None, stride, legacy)`` (a block or pid entry), its
+    fields stored on a new object: calling the class cost more, once per entry."""
+    ix = _new(Ix)
+    ix.kind = "ds"
+    ix.start = start
+    ix.size = size
+    ix.lo = None
+    ix.hi = None
+    ix.stride = stride
+    ix.legacy = legacy
+    return ix
+
+
+_new = object.__new__
 
 
 def _entry_repr(e: Any) -> str:
@@ -364,7 +381,9 @@ class At(TransformOp):
         ints: tuple[tuple[int, int], ...] = ()
         has_int = False
         dynamic = ref.dynamic
-        for k, d in enumerate(shape):  # (one ix per dim; indexed: zip(strict=) builds a dict)
+        k = -1  # (counted: ``enumerate`` costs more than the one or two dims of most views)
+        for d in shape:  # (one ix per dim; indexed: zip(strict=) builds a dict)
+            k += 1
             ix = ixs[k]
             if oob is not None and oob[1] == k:
                 e = oob[0]
@@ -449,20 +468,28 @@ class At(TransformOp):
                     if r.axis is not None:
                         out = None
                         continue
-                    out[bd] = Dim(r.start + start * r.step, size, r.step, axis, stride * r.step)
+                    # (its fields stored on a new object, as ``_ds`` makes an Ix: once per
+                    # dim of every view a kernel axis slices)
+                    dim = _new(Dim)
+                    dim.start = r.start + start * r.step
+                    dim.size = size
+                    dim.step = r.step
+                    dim.axis = axis
+                    dim.stride = stride * r.step
+                    out[bd] = dim
                 elif start or size != r.size:
                     out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
                 keep.append(bd)  # (a whole dim: unchanged)
-        after = view_info(
-            ref,
-            tuple(new_shape),
-            None if out is None else tuple(out),
-            None if out is None else tuple(keep),
-            sliced=True,
-            int_indexed=ref.int_indexed or has_int,
-            dynamic=dynamic,
-            int_indices=ref.int_indices + ints if ints else None,
-        )
+        if out is None:
+            after = view_info(ref, tuple(new_shape), None, None)
+        else:
+            after = view_info(ref, tuple(new_shape), tuple(out), tuple(keep))
+        after.sliced = True
+        if has_int:
+            after.int_indexed = True
+        after.dynamic = dynamic
+        if ints:
+            after.int_indices = ref.int_indices + ints
         return after, None, notes
 
     @functools.cached_property
@@ -721,13 +748,11 @@ class Reshape(TransformOp):
         if ref.sharded:
             return None, sharded_error(), ()
         same = target == ref.shape
-        after = view_info(
-            ref,
-            target,
-            ref.region if same else None,
-            ref.view_dims if same else None,
-            reshaped=True,
-        )
+        if same:
+            after = view_info(ref, target, ref.region, ref.view_dims)
+        else:
+            after = view_info(ref, target, None, None)
+        after.reshaped = True
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
@@ -829,8 +854,9 @@ class Transpose(TransformOp):
             tuple([shape[p] for p in perm]),
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
-            transposed=True if perm != tuple(range(rank)) else ref.transposed,
         )
+        if perm != tuple(range(rank)):
+            after.transposed = True
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:

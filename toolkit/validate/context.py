@@ -52,8 +52,9 @@ class Ctx:
         self.stack_cache: dict[tuple[str, Any], Any] = {}
         #: id(scope) -> (scope, never_traced of its statements)
         self._never: dict[int, tuple[tuple, bool]] = {}
-        for code, path, message in r.problems:
-            self.add(code, path, message)
+        if r.problems:
+            for code, path, message in r.problems:
+                self.add(code, path, message)
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
