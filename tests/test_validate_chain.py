@@ -15,7 +15,7 @@ from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.lower import LowerCtx, _may_stop, _root_spec
+from mpmd_lab.validate.lower import LowerCtx, _may_stop
 
 from bench.scaling import chain_of_views
 
@@ -103,7 +103,7 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
         low = LowerCtx(ctx)
         for st in ctx.programs[0].stmts:
             for b in [*st.refs.values(), *([st.defines] if st.defines else [])]:
-                root = _root_spec(ctx, b)
+                root = low.root_view(b).root
                 if root is None or b.info is None:
                     continue
                 view = [t for _, t in b.stack]

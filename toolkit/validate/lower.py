@@ -14,6 +14,7 @@ each code).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -50,7 +51,8 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    if _scratch_lowering(ctx):
+    # (each asked only where it has something to check: a call is ~400 instructions)
+    if c.scratch and _scratch_lowering(ctx):
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
         return
@@ -69,7 +71,7 @@ def check_lower(ctx: Ctx) -> None:
                 ),
             )
             return
-        if _captured_scalar(ctx, prog):
+        if c.captures and _captured_scalar(ctx, prog):
             return
         low.mesh = mesh
         # (never_traced reads only the statement's scope, which the statements of one
@@ -93,9 +95,8 @@ def check_lower(ctx: Ctx) -> None:
                 if node.lower(low):
                     return
     # the first error of the first phase that has one
-    phase = next(filter(None, low.verify.values()), None)
-    if phase is not None:
-        code, path, msg, why, *jt = phase[0]
+    if low.found:
+        code, path, msg, why, *jt = min(low.found, key=_rank)[1]
         ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
 
 
@@ -146,65 +147,104 @@ def _resources(ctx: Ctx) -> bool:
 
 class LowerCtx:
     """What a statement op's ``lower`` rule sees: its refs (``st``, the statement being
-    lowered, in ``mesh``), and the lowering's checks. One per check: ``verify`` holds
-    the errors of later phases, by phase in the order they run (``layout``: layout
-    inference's solving), and each view's ``_View`` and memref are folded once per
-    binding (``view``, ``memref``)."""
+    lowered, in ``mesh``), and the lowering's checks. One per check: ``found`` holds
+    the errors of later phases with their phase's rank (``later_error``), and each
+    view's ``_View`` and memref are folded once per binding (``view``, ``memref``)."""
 
-    __slots__ = (
-        "ctx",
-        "layouts",
-        "st",
-        "mesh",
-        "layout",
-        "verify",
-        "_views",
-        "_view_step",
-        "_memrefs",
-        "_memref_step",
-    )
+    __slots__ = ("ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs")
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
         scratch = ctx.s.call.scratch
         #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
         self.layouts = bool(scratch) and any(sc.transforms for sc in scratch.values())
-        #: errors of later lowering phases, in statement order, by phase in the order
-        #: they run: verifying the module the lowering rules built, layout inference
-        #: (deriving constraints, solving them, assigning the solution), the Mosaic GPU
-        #: dialect lowering (p3), IR verification (p4)
-        self.verify: dict[str, list[tuple[Any, ...]]] = {
-            "verify-early": [],
-            "derive": [],
-            "solve": [],
-            "assign": [],
-            "p3": [],
-            "p4": [],
-        }
-        self.layout = self.verify["solve"]
+        #: errors of later lowering phases, in statement order, each with its phase's
+        #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
+        #: built, layout inference (deriving constraints, solving them, assigning the
+        #: solution), the Mosaic GPU dialect lowering (p3), IR verification (p4)
+        self.found: list[tuple[int, tuple[Any, ...]]] = []
         self.st: Stmt
         self.mesh: Any
-        # (each fold's memo and step once per check, here: in ctx, which the steps
-        # hold, they would make a reference cycle)
+        # (each fold's memo, by root's origin or by binding; the folds are bound methods:
+        # one step of a fold is a plain method call)
+        self._roots: dict[str, _View] = {}
         self._views: dict[int, tuple[Binding, _View]] = {}
-        self._view_step = functools.partial(_view_step, ctx)
         self._memrefs: dict[int, tuple[Binding, Any]] = {}
-        self._memref_step: Callable[[Binding, Any], Any] | None = None
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
-        steps (``resolve.along_chain``): every access asks it of each of its views."""
+        steps (``resolve.along_chain``): every access asks it of each of its views. A
+        binding of no step is its untransformed ref's (``root_view``)."""
+        if not b.stack:
+            return self.root_view(b)
         return along_chain(self._views, b, self._view_step)
+
+    def root_view(self, b: Binding) -> _View:
+        """The ``_View`` of the untransformed ref under ``b`` (its stack without a step),
+        once per root: its ``root`` is (shape, dtype, memory space, layout stack) of what
+        declares it (``Resolved.root_spec``; None: unknown)."""
+        o = b.origin[0] if b.origin else ""
+        v = self._roots.get(o)
+        if v is None:
+            spec = self.ctx.r.root_spec(b)
+            if spec is None:
+                v = _new_view((None, False, False, False, None))
+            else:
+                if o.startswith("scratch:"):  # its own memory space and layout
+                    space, stack = spec.memory_space, tuple(spec.transforms)
+                else:
+                    space, stack = "GMEM", ()
+                root = (tuple(spec.shape), spec.dtype, space, stack)
+                v = _new_view((root, False, False, space != "GMEM" or stack != (), None))
+            self._roots[o] = v
+        return v
+
+    def _view_step(self, y: Binding, src: _View | None) -> _View:
+        if src is None:  # a view of an untransformed ref: all of its stack is its own
+            own = y.stack
+            root, moved, tangled, rules, stop = self.root_view(y)
+            at = 0
+        else:
+            own = own_steps(y)
+            root, moved, tangled, rules, stop = src
+            assert y.parent is not None
+            at = len(y.parent.stack)
+        if not tangled or stop is None:  # (tangled: moved too, and both stay so)
+            for k, (_, t) in enumerate(own, at):
+                op = t.op  # (read once)
+                if op == "transpose":
+                    moved = True
+                elif op == "bitcast":
+                    moved = tangled = True
+                elif moved:
+                    tangled = True
+                if stop is None and _may_stop(t):
+                    stop = k
+            rules = rules or (tangled and root is not None)
+        return _new_view((root, moved, tangled, rules, stop))
 
     def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
         """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
-        step = self._memref_step
-        if step is None:  # (made when first asked: many checks ask none)
-            step = self._memref_step = functools.partial(_memref_step, self.ctx)
-        return along_chain(self._memrefs, b, step)
+        return along_chain(self._memrefs, b, self._memref_step)
+
+    def _memref_step(
+        self, y: Binding, src: tuple[L.Memref | None, Any] | None
+    ) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+        if src is None:  # a view of an untransformed ref: all of its stack is its own
+            root = self.root_view(y).root
+            return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
+        own = own_steps(y)
+        if src[0] is None or not own:
+            return src
+        assert y.parent is not None  # its source's memref, followed by its own steps
+        return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
+
+    def later_error(self, phase: str, item: tuple[Any, ...]) -> None:
+        """An error of the later lowering phase ``phase`` (a key of ``_RANK``)."""
+        self.found.append((_RANK[phase], item))
 
     @property
     def path(self) -> str:
@@ -230,7 +270,8 @@ class LowerCtx:
             return True
         if info.cluster:
             if info.memory_space == "GMEM":
-                self.layout.append(
+                self.later_error(
+                    "solve",
                     (
                         "GPU_CLUSTER_GMEM",
                         _where(st, field),
@@ -238,17 +279,18 @@ class LowerCtx:
                         "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
                         "cluster_ref addresses another block's shared memory; a GMEM ref has no "
                         "cluster-peer form, and layout inference fails with an internal KeyError.",
-                    )
+                    ),
                 )
             elif kind == "store" and info.memory_space == "SMEM":
-                self.verify["p3"].append(
+                self.later_error(
+                    "p3",
                     (
                         "GPU_CLUSTER_SMEM_STORE",
                         _where(st, field),
                         "Unsupported memory space: #mosaic_gpu.smem_cluster",
                         "A plain store into another block's SMEM (cluster_ref) does not lower; "
                         "copy with TMA or have the owning block write it.",
-                    )
+                    ),
                 )
         if leftover is not None:
             self.ctx.raised(
@@ -262,7 +304,8 @@ class LowerCtx:
         if info.memory_space == "TMEM":
             return False  # its layout errors are tmem_access_error's
         if info.shape and check_layout and info.size % LANES:
-            self.layout.append(
+            self.later_error(
+                "solve",
                 (
                     "GPU_LAYOUT_INFERENCE",
                     _where(st, field),
@@ -270,7 +313,7 @@ class LowerCtx:
                     f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
                     f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
                     f"its size must be a multiple of {LANES}.",
-                )
+                ),
             )
         root = v.root
         if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
@@ -278,15 +321,15 @@ class LowerCtx:
             other = WRITE if kind == "load" else READ
             for f, acc in st.node.REFS:
                 o = st.refs.get(f) if acc == other else None
-                spec = None if o is None else _root_spec(self.ctx, o)
+                spec = None if o is None else self.root_view(o).root
                 if o is None or spec is None or spec[2] != "SMEM":
                     continue
                 if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o)[0]
                     e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                     if e is not None:
-                        self.verify["p3"].append(
-                            (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
+                        self.later_error(
+                            "p3", (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
                         )
                     break
         # (a view of no step is the ref itself, contiguous: its minor dim is unit-stride;
@@ -300,7 +343,8 @@ class LowerCtx:
             vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
             e = L.transposed_access_error(vec, self.memref(b)[0], kind) if vec > 1 else None
             if e is not None:
-                self.verify["p4"].append(
+                self.later_error(
+                    "p4",
                     (
                         e.code,
                         _where(st, field),
@@ -309,7 +353,7 @@ class LowerCtx:
                         "integer index dropped the ref's), so a plain load or store would need a "
                         "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
                         "registers instead.",
-                    )
+                    ),
                 )
         return False
 
@@ -324,12 +368,7 @@ class LowerCtx:
         """An error of a later lowering phase (``p1``: verifying the module the lowering
         rules built, ``p2``: layout and transform inference, ``p3``: dialect lowering,
         ``p4``: verifying the lowered module)."""
-        if phase == "p2":
-            self.layout.append((code, path, message, why))
-        else:
-            self.verify["verify-early" if phase == "p1" else phase].append(
-                (code, path, message, why)
-            )
+        self.found.append((_RANK[phase], (code, path, message, why)))
 
     # the lowering rules' own checks, raised where the statement is lowered
 
@@ -432,9 +471,7 @@ def _where(st: Stmt, field: str) -> str:
 def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
     lowering binds the kernel's constants before its first statement."""
-    s = ctx.s
-    if not s.call.captures:
-        return False
+    s = ctx.s  # (asked of a call with captures)
     used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
     for i, cap in enumerate(s.call.captures):
         b = s.buffers.get(cap.buffer)
@@ -454,37 +491,33 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
-def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
-    """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
-    (once per root: every access asks it of each of its views)."""
-    o = b.origin[0] if b.origin else ""
-    key = ("root", o)
-    memo = ctx.stack_cache
-    found = memo.get(key, memo)
-    if found is memo:
-        spec = ctx.r.root_spec(b)
-        if spec is None:
-            found = None
-        elif o.startswith("scratch:"):  # its own memory space and layout
-            found = (tuple(spec.shape), spec.dtype, spec.memory_space, tuple(spec.transforms))
-        else:
-            found = (tuple(spec.shape), spec.dtype, "GMEM", ())
-        memo[key] = found
-    return found
-
-
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
     ctx.raised(e, path, stage=e.stage, explanation=why)
 
 
-def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
+def _later(low: LowerCtx, e: L.JaxError, path: str, why: str = "") -> None:
     """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
-    phase = L.lowering_phase(e.code, e.message)
-    item = (e.code, path, e.message, why, e.jax_type)
-    if phase == "solve":
-        layout.append(item)
-    else:
-        verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
+    low.found.append(
+        (_RANK[L.lowering_phase(e.code, e.message)], (e.code, path, e.message, why, e.jax_type))
+    )
+
+
+#: the later lowering phases in the order they run (``LowerCtx.later``'s p1-p4 and
+#: ``layout_rules.lowering_phase``'s names): the first error of the first phase that has
+#: one is reported
+_RANK = {
+    "verify-early": 0,
+    "p1": 0,
+    "derive": 1,
+    "solve": 2,
+    "p2": 2,
+    "assign": 3,
+    "p3": 4,
+    "dialect": 4,
+    "p4": 5,
+    "verify": 5,
+}
+_rank: Callable[[tuple[int, Any]], int] = operator.itemgetter(0)
 
 
 def _may_stop(t: Any) -> bool:
@@ -507,7 +540,8 @@ def _may_stop(t: Any) -> bool:
 class _View(NamedTuple):
     """What the lowering rules ask of a view's whole stack (``_view``)."""
 
-    #: ``_root_spec`` of the view (one root along a chain of views)
+    #: (shape, dtype, memory space, layout stack) of the untransformed ref under the
+    #: view (``LowerCtx.root_view``: one root along a chain of views)
     root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
     #: a transpose or a bitcast: a step the lowering moves others past (or that stays
     #: after them)
@@ -529,46 +563,6 @@ class _View(NamedTuple):
 _new_view: Callable[[tuple[Any, ...]], _View] = functools.partial(tuple.__new__, _View)
 
 
-def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
-    if src is None:  # a view of an untransformed ref: all of its stack is its own
-        own = y.stack
-        root = _root_spec(ctx, y)
-        moved, tangled, stop = False, False, None
-        rules = root is not None and (root[2] != "GMEM" or root[3] != ())
-        at = 0
-    else:
-        own = own_steps(y)
-        root, moved, tangled, rules, stop = src
-        assert y.parent is not None
-        at = len(y.parent.stack)
-    if not tangled or stop is None:  # (tangled: moved too, and both stay so)
-        for k, (_, t) in enumerate(own, at):
-            op = t.op  # (read once)
-            if op == "transpose":
-                moved = True
-            elif op == "bitcast":
-                moved = tangled = True
-            elif moved:
-                tangled = True
-            if stop is None and _may_stop(t):
-                stop = k
-        rules = rules or (tangled and root is not None)
-    return _new_view((root, moved, tangled, rules, stop))
-
-
-def _memref_step(
-    ctx: Ctx, y: Binding, src: tuple[L.Memref | None, Any] | None
-) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
-    if src is None:  # a view of an untransformed ref: all of its stack is its own
-        root = _root_spec(ctx, y)
-        return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
-    own = own_steps(y)
-    if src[0] is None or not own:
-        return src
-    assert y.parent is not None  # its source's memref, followed by its own steps
-    return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
-
-
 def _view_rules(
     low: LowerCtx, field: str, v: _View, access: str, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
@@ -580,7 +574,7 @@ def _view_rules(
     move its steps past (no scratch layout, no bitcast, no step after a transpose but
     transposes), so view_lowering_error_at has nothing to say, and the rest is about SMEM
     and TMEM."""
-    ctx, st, layout, verify = low.ctx, low.st, low.layout, low.verify
+    ctx, st = low.ctx, low.st
     b = st.refs[field]
     assert v.root is not None and v.rules
     shape, dtype, space, layout_stack = v.root
@@ -589,7 +583,7 @@ def _view_rules(
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
-            _later(verify, layout, e, _where(st, field), _TMEM_WHY)
+            _later(low, e, _where(st, field), _TMEM_WHY)
             return False, None
         if e.code in L.LEFTOVER_CODES:
             return False, e
@@ -618,13 +612,13 @@ def _view_rules(
         # step is the ref itself, contiguous)
         e = L.smem_memref_contiguity_error(low.memref(b)[0])
         if e is not None:
-            _later(verify, layout, e, _where(st, field))
+            _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
-            _later(verify, layout, e, spath)
+            _later(low, e, spath)
         if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
-            _later(verify, layout, e, spath, _TILE_RANK_WHY)
+            _later(low, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -635,7 +629,7 @@ def _view_rules(
                 splat,
             )
             if e is not None:
-                _later(verify, layout, e, _where(st, field), _REGISTERS_WHY)
+                _later(low, e, _where(st, field), _REGISTERS_WHY)
     return False, leftover
 
 
@@ -828,7 +822,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
         )
         return True
     src_root = v.root
-    dst_root = _root_spec(ctx, st.refs[dst_field])
+    dst_root = low.root_view(st.refs[dst_field]).root
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
         dm = low.memref(st.refs[dst_field])[0]
         if dm is not None:
@@ -843,7 +837,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 dm.strides,
             )
             if e is not None:
-                _later(low.verify, low.layout, e, f"{st.path}.{src_field}", _TMA_WHY)
+                _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)
     return False
 
 
