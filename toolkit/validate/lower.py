@@ -13,10 +13,9 @@ each code).
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
@@ -188,14 +187,14 @@ class LowerCtx:
         if v is None:
             spec = self.ctx.r.root_spec(b)
             if spec is None:
-                v = _new_view((None, False, False, False, None))
+                v = (None, False, False, False, None)
             else:
                 if o.startswith("scratch:"):  # its own memory space and layout
                     space, stack = spec.memory_space, tuple(spec.transforms)
                 else:
                     space, stack = "GMEM", ()
                 root = (tuple(spec.shape), spec.dtype, space, stack)
-                v = _new_view((root, False, False, space != "GMEM" or stack != (), None))
+                v = (root, False, False, space != "GMEM" or stack != (), None)
             self._roots[o] = v
         return v
 
@@ -221,7 +220,7 @@ class LowerCtx:
                 if stop is None and _may_stop(t):
                     stop = k
             rules = rules or (tangled and root is not None)
-        return _new_view((root, moved, tangled, rules, stop))
+        return (root, moved, tangled, rules, stop)
 
     def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
         """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
@@ -234,7 +233,7 @@ class LowerCtx:
         self, y: Binding, src: tuple[L.Memref | None, Any] | None
     ) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
         if src is None:  # a view of an untransformed ref: all of its stack is its own
-            root = self.root_view(y).root
+            root = self.root_view(y)[0]
             return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
         own = own_steps(y)
         if src[0] is None or not own:
@@ -264,9 +263,13 @@ class LowerCtx:
         assert info is not None
         if not info.is_ref:
             return False
-        v = self.view(b)
-        stop, leftover = _view_rules(self, field, v, kind, splat) if v.rules else _LOWERS
-        if stop or (v.stop is not None and _apply_steps(self, field, v, info)):
+        root, _, tangled, rules, stop = self.view(b)
+        leftover = None
+        if rules:
+            done, leftover = _view_rules(self, field, root, tangled, kind, splat)
+            if done:
+                return True
+        if stop is not None and _apply_steps(self, field, root, stop, info):
             return True
         if info.cluster:
             if info.memory_space == "GMEM":
@@ -315,13 +318,12 @@ class LowerCtx:
                     f"its size must be a multiple of {LANES}.",
                 ),
             )
-        root = v.root
         if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
             # the value takes the register layout of tiled SMEM on the statement's other side
             other = WRITE if kind == "load" else READ
             for f, acc in st.node.REFS:
                 o = st.refs.get(f) if acc == other else None
-                spec = None if o is None else self.root_view(o).root
+                spec = None if o is None else self.root_view(o)[0]
                 if o is None or spec is None or spec[2] != "SMEM":
                     continue
                 if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
@@ -537,47 +539,40 @@ def _may_stop(t: Any) -> bool:
     return op in ("reshape", "remote_ref", "multicast_ref", "cluster_ref")
 
 
-class _View(NamedTuple):
-    """What the lowering rules ask of a view's whole stack (``_view``)."""
-
-    #: (shape, dtype, memory space, layout stack) of the untransformed ref under the
-    #: view (``LowerCtx.root_view``: one root along a chain of views)
-    root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    #: a transpose or a bitcast: a step the lowering moves others past (or that stays
-    #: after them)
-    moved: bool
-    #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
-    #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
-    #: view of GMEM without one: its transposes all come last)
-    tangled: bool
-    #: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a scratch
-    #: layout, or a tangled view (without any, the lowering moves no step past another)
-    rules: bool
-    #: the position of the first step that ``_may_stop`` holds for (None: none; every
-    #: step lowers, ``_apply_steps`` has nothing to check)
-    stop: int | None
-
-
-#: ``_View`` of all its fields as one tuple (``tuple.__new__``: a NamedTuple's own
-#: constructor is a Python function; once per view the lowering follows)
-_new_view: Callable[[tuple[Any, ...]], _View] = functools.partial(tuple.__new__, _View)
+_Root = tuple[tuple[int, ...], str, str, tuple[Any, ...]]
+#: What the lowering rules ask of a view's whole stack (``LowerCtx.view``), a plain tuple
+#: (making a NamedTuple costs ~2k instructions, once per view the lowering follows):
+#:
+#: - ``root``: (shape, dtype, memory space, layout stack) of the untransformed ref under
+#:   the view (``LowerCtx.root_view``: one root along a chain of views; None: unknown)
+#: - ``moved``: a transpose or a bitcast, a step the lowering moves others past (or that
+#:   stays after them)
+#: - ``tangled``: a bitcast, or a step after a moved one that is not a transpose: the
+#:   lowering must commute them (``layout_rules.view_lowering_error_at``, which finds
+#:   nothing in a view of GMEM without one: its transposes all come last)
+#: - ``rules``: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a
+#:   scratch layout, or a tangled view (without any, the lowering moves no step past
+#:   another)
+#: - ``stop``: the position of the first step that ``_may_stop`` holds for (None: none;
+#:   every step lowers, ``_apply_steps`` has nothing to check)
+_View = tuple[_Root | None, bool, bool, bool, int | None]
 
 
 def _view_rules(
-    low: LowerCtx, field: str, v: _View, access: str, splat: bool = False
+    low: LowerCtx, field: str, root: _Root | None, tangled: bool, access: str, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
-    ``smem_transforms_error``) of the ref's view ``v``: (stops here, the bitcast left over
-    that the access itself rejects once the view's steps are lowered). Asked of a view
-    with ``_View.rules`` only: a view of GMEM without one has nothing for the lowering to
-    move its steps past (no scratch layout, no bitcast, no step after a transpose but
-    transposes), so view_lowering_error_at has nothing to say, and the rest is about SMEM
-    and TMEM."""
+    ``smem_transforms_error``) of the ref's view (its ``_View``'s ``root`` and
+    ``tangled``): (stops here, the bitcast left over that the access itself rejects once
+    the view's steps are lowered). Asked of a view with ``rules`` (``_View``) only: a
+    view of GMEM without one has nothing for the lowering to move its steps past (no
+    scratch layout, no bitcast, no step after a transpose but transposes), so
+    view_lowering_error_at has nothing to say, and the rest is about SMEM and TMEM."""
     ctx, st = low.ctx, low.st
     b = st.refs[field]
-    assert v.root is not None and v.rules
-    shape, dtype, space, layout_stack = v.root
+    assert root is not None
+    shape, dtype, space, layout_stack = root
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
@@ -594,7 +589,7 @@ def _view_rules(
     # the walk)
     found = (
         L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
-        if layout_stack or v.tangled
+        if layout_stack or tangled
         else None
     )
     if found is not None:
@@ -633,9 +628,6 @@ def _view_rules(
     return False, leftover
 
 
-#: ``_view_rules``' answer for a view it has nothing to check (``_View.rules``)
-_LOWERS: tuple[bool, L.JaxError | None] = (False, None)
-
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
     "or store of a TMEM ref (or of a view of one) does not lower."
@@ -664,16 +656,14 @@ _COMMUTE_WHY = (
 )
 
 
-def _apply_steps(low: LowerCtx, field: str, v: _View, info: RefInfo) -> bool:
-    """The steps of the ref's view ``v`` lowered in order (``_handle_transforms`` after the
+def _apply_steps(low: LowerCtx, field: str, root: _Root | None, stop: int, info: RefInfo) -> bool:
+    """The steps of the ref's view lowered in order (``_handle_transforms`` after the
     commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views.
-    Asked of a view with a step that may stop it (``_View.stop``): the steps before it
+    Asked of a view with a step that may stop it (``stop``, ``_View``): the steps before it
     lower."""
     ctx, st = low.ctx, low.st
     b = st.refs[field]
-    root = v.root
-    assert v.stop is not None
-    for pos, (path, t) in enumerate(list(b.stack)[v.stop :], v.stop):
+    for pos, (path, t) in enumerate(b.stack[stop:], stop):
         op = t.op
         if op == "at":
             for k, ix in enumerate(t.entries()):
@@ -804,11 +794,15 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
     ctx, st = low.ctx, low.st
-    v = low.view(st.refs[src_field])
-    stop, leftover = _view_rules(low, src_field, v, "tma") if v.rules else _LOWERS
+    src_root, _, tangled, rules, stop = low.view(st.refs[src_field])
+    leftover = None
+    if rules:
+        done, leftover = _view_rules(low, src_field, src_root, tangled, "tma")
+        if done:
+            return True
     src = st.refs[src_field].info
     assert src is not None
-    if stop or (v.stop is not None and _apply_steps(low, src_field, v, src)):
+    if stop is not None and _apply_steps(low, src_field, src_root, stop, src):
         return True
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
@@ -821,8 +815,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    src_root = v.root
-    dst_root = low.root_view(st.refs[dst_field]).root
+    dst_root = low.root_view(st.refs[dst_field])[0]
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
         dm = low.memref(st.refs[dst_field])[0]
         if dm is not None:
