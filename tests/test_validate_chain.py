@@ -153,5 +153,5 @@ def test_reshaping_an_untransformed_ref_is_the_general_rule() -> None:
             left //= f
         if left > 1 or not target:
             target.append(left)
-        m = L.Memref(tuple(dims), L.contiguous_strides(dims))
+        m = (tuple(dims), L.contiguous_strides(dims), True)
         assert L.memref_reshape(m, target) == L._memref_reshape(m, target)[:2], (dims, target)

@@ -826,8 +826,8 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 stack,
                 [t for _, t in st.refs[src_field].stack],
                 low.memref(st.refs[src_field])[0],
-                dm.shape,
-                dm.strides,
+                dm[0],
+                dm[1],
             )
             if e is not None:
                 _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)
