@@ -944,6 +944,11 @@ class _T(NamedTuple):
         return self.name
 
 
+#: ``_T`` of all four fields as one tuple (``tuple.__new__``: its own constructor with a
+#: keyword costs ~2.5k instructions more; once per step of a view the commute rules follow)
+_new_t: Callable[[tuple[str, Any, str, int]], _T] = functools.partial(tuple.__new__, _T)
+
+
 #: dtypes numpy itself defines print as ``dtype('float32')``; ml_dtypes' as ``dtype(bfloat16)``
 _NUMPY_DTYPES = {
     "float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool"
@@ -1043,9 +1048,9 @@ def jax_transforms(
     out: list[_T] = []
     for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
         if _op(t) == "tiling":
-            out.append(_T("untile", tuple(_get(t, "tile"))))
+            out.append(_new_t(("untile", tuple(_get(t, "tile")), "", -1)))
         elif _op(t) == "swizzle":
-            out.append(_T("unswizzle", _get(t, "bytes")))
+            out.append(_new_t(("unswizzle", _get(t, "bytes"), "", -1)))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
@@ -1054,30 +1059,30 @@ def jax_transforms(
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_T("index", (tuple(idx), cur), pos=i))
+            out.append(_new_t(("index", (tuple(idx), cur), "", i)))
             cur = tuple([i.size for i in idx if i.kind != "int"])
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_T("reshape", new, pos=i))
+            out.append(_new_t(("reshape", new, "", i)))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_T("transpose", perm, pos=i))
+            out.append(_new_t(("transpose", perm, "", i)))
             cur = tuple([cur[p] for p in perm])
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_T("bitcast", new, pos=i))
+            out.append(_new_t(("bitcast", new, "", i)))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, other_repr(t), pos=i))
+            out.append(_new_t(("other", None, other_repr(t), i)))
     return out
 
 
