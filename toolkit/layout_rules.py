@@ -484,10 +484,11 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     size = math.prod(shape)
     if size % 128:
         return 0
+    per_thread = size // 128  # (the elements of each of the 128 threads)
     vec = 64 // bits
-    if size // 128 < vec:  # (min() is a call)
-        vec = size // 128
-    while vec > 0 and size % (vec * 128):
+    if per_thread < vec:  # (min() is a call)
+        vec = per_thread
+    while vec > 1 and per_thread % vec:  # (1 always divides it)
         vec //= 2
     return vec
 
