@@ -154,9 +154,12 @@ class LowerCtx:
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
-        scratch = ctx.s.call.scratch
         #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
-        self.layouts = bool(scratch) and any(sc.transforms for sc in scratch.values())
+        self.layouts = False
+        for sc in ctx.s.call.scratch.values():  # (no generator: it costs more than a loop)
+            if sc.transforms:
+                self.layouts = True
+                break
         #: errors of later lowering phases, in statement order, each with its phase's
         #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
         #: built, layout inference (deriving constraints, solving them, assigning the
