@@ -93,9 +93,8 @@ def check_lower(ctx: Ctx) -> None:
                 low.st = st
                 if node.lower(low):
                     return
-    # the first error of the first phase that has one
     if low.found:
-        code, path, msg, why, *jt = min(low.found, key=_rank)[1]
+        code, path, msg, why, *jt = low.first_later()
         ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
 
 
@@ -247,6 +246,11 @@ class LowerCtx:
     def later_error(self, phase: str, item: tuple[Any, ...]) -> None:
         """An error of the later lowering phase ``phase`` (a key of ``_RANK``)."""
         self.found.append((_RANK[phase], item))
+
+    def first_later(self) -> tuple[Any, ...]:
+        """The error of the later phases the lowering raises: the first (in statement
+        order) of the first phase that has one (``found`` is not empty)."""
+        return min(self.found, key=_rank)[1]
 
     @property
     def path(self) -> str:
