@@ -15,7 +15,7 @@ from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.lower import LowerCtx, _may_stop, _root_spec
+from mpmd_lab.validate.lower import LowerCtx, _may_stop
 
 from bench.scaling import chain_of_views
 
@@ -103,22 +103,22 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
         low = LowerCtx(ctx)
         for st in ctx.programs[0].stmts:
             for b in [*st.refs.values(), *([st.defines] if st.defines else [])]:
-                root = _root_spec(ctx, b)
+                root = low.root_view(b)[0]
                 if root is None or b.info is None:
                     continue
                 view = [t for _, t in b.stack]
-                v = low.view(b)
+                _root, moved, tangled, rules, stop = low.view(b)
                 assert low.memref(b) == L.view_memref(root[0], view), [t.op for t in view]
-                assert v.stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
-                assert v.moved == any(_moved(t) for t in view)
+                assert stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
+                assert moved == any(_moved(t) for t in view)
                 # tangled: a bitcast, or a step after a moved one that is not a transpose
                 first = next((k for k, t in enumerate(view) if _moved(t)), len(view))
-                assert v.tangled == any(
+                assert tangled == any(
                     t.op == "bitcast" or (k > first and t.op != "transpose")
                     for k, t in enumerate(view)
                 )
                 # rules: anything for _view_rules to check (SMEM, TMEM, a layout, tangled)
-                assert v.rules == (root[2] != "GMEM" or bool(root[3]) or v.tangled)
+                assert rules == (root[2] != "GMEM" or bool(root[3]) or tangled)
                 compared += 1
     assert compared > 300
 
@@ -153,5 +153,5 @@ def test_reshaping_an_untransformed_ref_is_the_general_rule() -> None:
             left //= f
         if left > 1 or not target:
             target.append(left)
-        m = L.Memref(tuple(dims), L.contiguous_strides(dims))
+        m = (tuple(dims), L.contiguous_strides(dims), True)
         assert L.memref_reshape(m, target) == L._memref_reshape(m, target)[:2], (dims, target)

@@ -484,10 +484,11 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     size = math.prod(shape)
     if size % 128:
         return 0
+    per_thread = size // 128  # (the elements of each of the 128 threads)
     vec = 64 // bits
-    if size // 128 < vec:  # (min() is a call)
-        vec = size // 128
-    while vec > 0 and size % (vec * 128):
+    if per_thread < vec:  # (min() is a call)
+        vec = per_thread
+    while vec > 1 and per_thread % vec:  # (1 always divides it)
         vec //= 2
     return vec
 
@@ -944,6 +945,11 @@ class _T(NamedTuple):
         return self.name
 
 
+#: ``_T`` of all four fields as one tuple (``tuple.__new__``: its own constructor with a
+#: keyword costs ~2.5k instructions more; once per step of a view the commute rules follow)
+_new_t: Callable[[tuple[str, Any, str, int]], _T] = functools.partial(tuple.__new__, _T)
+
+
 #: dtypes numpy itself defines print as ``dtype('float32')``; ml_dtypes' as ``dtype(bfloat16)``
 _NUMPY_DTYPES = {
     "float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool"
@@ -1043,9 +1049,9 @@ def jax_transforms(
     out: list[_T] = []
     for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
         if _op(t) == "tiling":
-            out.append(_T("untile", tuple(_get(t, "tile"))))
+            out.append(_new_t(("untile", tuple(_get(t, "tile")), "", -1)))
         elif _op(t) == "swizzle":
-            out.append(_T("unswizzle", _get(t, "bytes")))
+            out.append(_new_t(("unswizzle", _get(t, "bytes"), "", -1)))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
@@ -1054,30 +1060,30 @@ def jax_transforms(
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_T("index", (tuple(idx), cur), pos=i))
+            out.append(_new_t(("index", (tuple(idx), cur), "", i)))
             cur = tuple([i.size for i in idx if i.kind != "int"])
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_T("reshape", new, pos=i))
+            out.append(_new_t(("reshape", new, "", i)))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_T("transpose", perm, pos=i))
+            out.append(_new_t(("transpose", perm, "", i)))
             cur = tuple([cur[p] for p in perm])
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_T("bitcast", new, pos=i))
+            out.append(_new_t(("bitcast", new, "", i)))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, other_repr(t), pos=i))
+            out.append(_new_t(("other", None, other_repr(t), i)))
     return out
 
 
@@ -1410,19 +1416,11 @@ def view_lowering_error_at(
 # (in elements of the untransformed ref) the same way.
 
 
-class Memref(NamedTuple):
-    """A memref as the lowering types it: shape, strides and whether its layout is still
-    the identity (the untransformed ref: folds need no contiguity check)."""
-
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    identity: bool = True
-
-
-_MemrefFields = tuple[tuple[int, ...], tuple[int, ...], bool]
-#: ``Memref`` of all three fields as one tuple (``tuple.__new__``: a NamedTuple's own
-#: constructor is a Python function; once or more per view the lowering follows)
-_new_memref: Callable[[_MemrefFields], Memref] = functools.partial(tuple.__new__, Memref)
+#: A memref as the lowering types it: ``(shape, strides, identity)``, ``identity``
+#: whether its layout is still the identity (the untransformed ref: folds need no
+#: contiguity check). A plain tuple (a NamedTuple costs ~1.7k instructions more to make
+#: and free; one or more per view the lowering follows).
+Memref = tuple[tuple[int, ...], tuple[int, ...], bool]
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -1441,19 +1439,21 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
     """``_is_contiguous_shape_slice``: each dim fits exactly in the next larger stride."""
-    if m.identity:
+    shape, strides, identity = m
+    if identity:
         return True
-    hi = len(m.shape) if hi is None else hi
+    hi = len(shape) if hi is None else hi
     for k in range(lo + 1, hi):
-        if m.strides[k] * m.shape[k] != m.strides[k - 1]:
+        if strides[k] * shape[k] != strides[k - 1]:
             return False
     return True
 
 
 def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | None]:
     """``memref_fold``: the ``rank`` dims from ``dim`` become one."""
-    shape, strides = list(m.shape), list(m.strides)
-    if not (m.identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
+    shape, strides = list(m[0]), list(m[1])
+    identity = m[2]
+    if not (identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
         m, dim, dim + rank
     ):
         return None, JaxError(
@@ -1464,12 +1464,12 @@ def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | Non
         )
     shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
     strides[dim : dim + rank] = [strides[dim + rank - 1]]
-    return _new_memref((tuple(shape), tuple(strides), m.identity)), None
+    return (tuple(shape), tuple(strides), identity), None
 
 
 def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
     """``memref_unfold``: dim ``dim`` becomes ``factors``."""
-    shape, strides = list(m.shape), list(m.strides)
+    shape, strides = list(m[0]), list(m[1])
     prev = strides[dim]
     inserted = []
     for f in reversed(list(factors)):
@@ -1477,7 +1477,7 @@ def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
         prev *= f
     shape[dim : dim + 1] = list(factors)
     strides[dim : dim + 1] = list(reversed(inserted))
-    return _new_memref((tuple(shape), tuple(strides), m.identity))
+    return (tuple(shape), tuple(strides), m[2])
 
 
 def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
@@ -1486,11 +1486,11 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
-    if m.identity:
+    if m[2]:
         # the untransformed ref (contiguous): every parallel fold and unfold, or the one
         # fold and unfold of a contiguous memref, gives the target's contiguous strides
         target = tuple(target)
-        return _new_memref((target, contiguous_strides(target), True)), None
+        return (target, contiguous_strides(target), True), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1500,11 +1500,11 @@ def _memref_reshape(
 ) -> tuple[Memref | None, JaxError | None, bool]:
     """``memref_reshape`` and whether it folds any dims."""
     target = tuple(target)
-    if m.shape == target:
+    if m[0] == target:
         return m, None, False
-    if not m.shape or not target:
-        return _new_memref((target, (1,) * len(target), m.identity)), None, not target
-    sh0, sh1 = list(m.shape), list(target)
+    if not m[0] or not target:
+        return (target, (1,) * len(target), m[2]), None, not target
+    sh0, sh1 = list(m[0]), list(target)
     cur = m
     i0 = i1 = 0
 
@@ -1523,8 +1523,8 @@ def _memref_reshape(
     def not_parallel() -> tuple[Memref | None, JaxError | None, bool]:
         if _contiguous(m):
             flat = contiguous_strides(target)
-            minor = m.strides[-1] if m.strides else 1
-            return _new_memref((target, tuple(s * minor for s in flat), m.identity)), None, True
+            minor = m[1][-1] if m[1] else 1
+            return (target, tuple(s * minor for s in flat), m[2]), None, True
         return (
             None,
             JaxError(
@@ -1574,7 +1574,7 @@ def _memref_reshape(
 def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
     only unfolds (expands) them."""
-    m = _new_memref((tuple(shape), contiguous_strides(shape), False))
+    m = (tuple(shape), contiguous_strides(shape), False)
     return _memref_reshape(m, target)[2]
 
 
@@ -1584,7 +1584,7 @@ def view_memref(
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    return view_memref_from(_new_memref((tuple(shape), contiguous_strides(shape), True)), view)
+    return view_memref_from((tuple(shape), contiguous_strides(shape), True), view)
 
 
 def view_memref_from(
@@ -1602,10 +1602,10 @@ def view_memref_from(
             index: Any = t.get("index") if raw else t.index
             # (the dims after the index's entries are whole slices: kept as they are)
             n = len(index)
-            ix = _index_entries(index, m.shape[:n])
+            shape, strides, _ = m
+            ix = _index_entries(index, shape[:n])
             if ix is None:
                 return None, None
-            strides = m.strides
             # the dims an integer index leaves (one pass, both lists)
             sizes: list[int] = []
             kept: list[int] = []
@@ -1613,17 +1613,16 @@ def view_memref_from(
                 if kind != "int":
                     sizes.append(size)
                     kept.append(strides[k])
-            m = _new_memref(((*sizes, *m.shape[n:]), (*kept, *strides[n:]), False))
+            m = ((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
         elif op == "transpose":
-            perm = [int(p) for p in _get(t, "perm")]
-            shape, strides = m.shape, m.strides
+            # (an op's perm is a list of ints already: its field is StrictInt)
+            perm = [int(p) for p in t.get("perm")] if raw else t.perm
+            shape, strides, _ = m
             if sorted(perm) != list(range(len(shape))):
                 return None, None
-            m = _new_memref(
-                (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
-            )
+            m = (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
         elif op == "reshape":
-            target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
+            target = _resolve_reshape(_get(t, "shape"), math.prod(m[0]))
             if target is None:
                 return None, None
             m, e = memref_reshape(m, target)
@@ -1636,7 +1635,7 @@ def view_memref_from(
 
 def minor_strided(m: Memref | None) -> bool:
     """Whether the memref's minor dim is not unit-stride (True when unknown)."""
-    return m is None or (bool(m.shape) and m.strides[-1] != 1)
+    return m is None or (bool(m[0]) and m[1][-1] != 1)
 
 
 # ---------------------------------------------------------------- TMA copies from SMEM
@@ -1682,7 +1681,7 @@ def _tiled_view_memref(
             del d
         dims, logical = keep, new_logical
     out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
-    return _new_memref((tuple(s for s, _ in out), tuple(st for _, st in out), False))
+    return (tuple(s for s, _ in out), tuple(st for _, st in out), False)
 
 
 def tma_smem_error(
@@ -1731,19 +1730,18 @@ def tma_smem_error(
             f"swizzle to memref with shape {_tuple(dst_shape)}.",
             "gpu-lower",
         )
-    if m is None or not m.shape:
+    if m is None or not m[0]:
         return None
-    moved = m.strides[-1] != 1
+    m_shape, m_strides, _ = m
+    moved = m_strides[-1] != 1
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
     if moved and kinds == ["tiling", "swizzle"] and flat_tile:
         return layout_inference_error()  # (no SMEM layout for the transposed view)
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order
     # (stable: dims of equal strides keep their order)
-    order = sorted(range(len(m.shape)), key=m.strides.__getitem__, reverse=True)
-    ms = _new_memref(
-        (tuple([m.shape[k] for k in order]), tuple([m.strides[k] for k in order]), False)
-    )
+    order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
+    ms = (tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     for st in contiguous_strides(dst_shape)[:-1]:
         if st * dtype_bits % 128:
@@ -1757,9 +1755,9 @@ def tma_smem_error(
     tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
     pm = ms if tile is None else tiled
     if pm is not None:
-        full = list(pm.shape)
+        full = list(pm[0])
     else:  # a view of more than indices: the box is the tiled allocation's
-        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m.shape)
+        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
     box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
     if (bits_error := tma_last_dim_error(box[-1], dtype_bits)) is not None:
         return bits_error
@@ -1776,7 +1774,7 @@ def tma_smem_error(
     transposed = "transpose" in [_op(t) for t in view]
     phys = ms if tile is None else (None if transposed else tiled)
     if phys is not None:
-        kept = [(d, s) for d, s in zip(phys.shape, phys.strides, strict=True) if d != 1]
+        kept = [(d, s) for d, s in zip(phys[0], phys[1], strict=True) if d != 1]
         if tuple([s for _, s in kept]) != contiguous_strides([d for d, _ in kept]):
             return JaxError(
                 "TMA_SMEM_NOT_CONTIGUOUS",
@@ -1785,8 +1783,8 @@ def tma_smem_error(
                 f"{[s for _, s in kept]} for shape {[d for d, _ in kept]}",
                 "gpu-lower",
             )
-    if moved and 1 in m.strides and len(dst_strides) == len(m.shape):
-        q = m.strides.index(1)
+    if moved and 1 in m_strides and len(dst_strides) == len(m_shape):
+        q = m_strides.index(1)
         return JaxError(
             "TMA_MINOR_STRIDE",
             "ValueError",
@@ -1821,7 +1819,7 @@ def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError
 def smem_memref_contiguity_error(m: Memref | None) -> JaxError | None:
     """``smem_contiguity_error`` of the view's memref (``view_memref``), where the caller
     has it."""
-    if m is None or not m.shape or 1 in m.strides:
+    if m is None or not m[0] or 1 in m[1]:
         return None
     return JaxError(
         "SMEM_NOT_CONTIGUOUS",

@@ -13,9 +13,9 @@ each code).
 
 from __future__ import annotations
 
-import functools
+import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
@@ -50,7 +50,8 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    if _scratch_lowering(ctx):
+    # (each asked only where it has something to check: a call is ~400 instructions)
+    if c.scratch and _scratch_lowering(ctx):
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
         return
@@ -69,7 +70,7 @@ def check_lower(ctx: Ctx) -> None:
                 ),
             )
             return
-        if _captured_scalar(ctx, prog):
+        if c.captures and _captured_scalar(ctx, prog):
             return
         low.mesh = mesh
         # (never_traced reads only the statement's scope, which the statements of one
@@ -92,10 +93,8 @@ def check_lower(ctx: Ctx) -> None:
                 low.st = st
                 if node.lower(low):
                     return
-    # the first error of the first phase that has one
-    phase = next(filter(None, low.verify.values()), None)
-    if phase is not None:
-        code, path, msg, why, *jt = phase[0]
+    if low.found:
+        code, path, msg, why, *jt = low.first_later()
         ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
 
 
@@ -146,65 +145,112 @@ def _resources(ctx: Ctx) -> bool:
 
 class LowerCtx:
     """What a statement op's ``lower`` rule sees: its refs (``st``, the statement being
-    lowered, in ``mesh``), and the lowering's checks. One per check: ``verify`` holds
-    the errors of later phases, by phase in the order they run (``layout``: layout
-    inference's solving), and each view's ``_View`` and memref are folded once per
-    binding (``view``, ``memref``)."""
+    lowered, in ``mesh``), and the lowering's checks. One per check: ``found`` holds
+    the errors of later phases with their phase's rank (``later_error``), and each
+    view's ``_View`` and memref are folded once per binding (``view``, ``memref``)."""
 
-    __slots__ = (
-        "ctx",
-        "layouts",
-        "st",
-        "mesh",
-        "layout",
-        "verify",
-        "_views",
-        "_view_step",
-        "_memrefs",
-        "_memref_step",
-    )
+    __slots__ = ("ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs")
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
-        scratch = ctx.s.call.scratch
         #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
-        self.layouts = bool(scratch) and any(sc.transforms for sc in scratch.values())
-        #: errors of later lowering phases, in statement order, by phase in the order
-        #: they run: verifying the module the lowering rules built, layout inference
-        #: (deriving constraints, solving them, assigning the solution), the Mosaic GPU
-        #: dialect lowering (p3), IR verification (p4)
-        self.verify: dict[str, list[tuple[Any, ...]]] = {
-            "verify-early": [],
-            "derive": [],
-            "solve": [],
-            "assign": [],
-            "p3": [],
-            "p4": [],
-        }
-        self.layout = self.verify["solve"]
+        self.layouts = False
+        for sc in ctx.s.call.scratch.values():  # (no generator: it costs more than a loop)
+            if sc.transforms:
+                self.layouts = True
+                break
+        #: errors of later lowering phases, in statement order, each with its phase's
+        #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
+        #: built, layout inference (deriving constraints, solving them, assigning the
+        #: solution), the Mosaic GPU dialect lowering (p3), IR verification (p4)
+        self.found: list[tuple[int, tuple[Any, ...]]] = []
         self.st: Stmt
         self.mesh: Any
-        # (each fold's memo and step once per check, here: in ctx, which the steps
-        # hold, they would make a reference cycle)
+        # (each fold's memo, by root's origin or by binding; the folds are bound methods:
+        # one step of a fold is a plain method call)
+        self._roots: dict[str, _View] = {}
         self._views: dict[int, tuple[Binding, _View]] = {}
-        self._view_step = functools.partial(_view_step, ctx)
         self._memrefs: dict[int, tuple[Binding, Any]] = {}
-        self._memref_step: Callable[[Binding, Any], Any] | None = None
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
-        steps (``resolve.along_chain``): every access asks it of each of its views."""
+        steps (``resolve.along_chain``): every access asks it of each of its views. A
+        binding of no step is its untransformed ref's (``root_view``)."""
+        if not b.stack:
+            return self.root_view(b)
         return along_chain(self._views, b, self._view_step)
+
+    def root_view(self, b: Binding) -> _View:
+        """The ``_View`` of the untransformed ref under ``b`` (its stack without a step),
+        once per root: its ``root`` is (shape, dtype, memory space, layout stack) of what
+        declares it (``Resolved.root_spec``; None: unknown)."""
+        o = b.origin[0] if b.origin else ""
+        v = self._roots.get(o)
+        if v is None:
+            spec = self.ctx.r.root_spec(b)
+            if spec is None:
+                v = (None, False, False, False, None)
+            else:
+                if o.startswith("scratch:"):  # its own memory space and layout
+                    space, stack = spec.memory_space, tuple(spec.transforms)
+                else:
+                    space, stack = "GMEM", ()
+                root = (tuple(spec.shape), spec.dtype, space, stack)
+                v = (root, False, False, space != "GMEM" or stack != (), None)
+            self._roots[o] = v
+        return v
+
+    def _view_step(self, y: Binding, src: _View | None) -> _View:
+        if src is None:  # a view of an untransformed ref: all of its stack is its own
+            own = y.stack
+            root, moved, tangled, rules, stop = self.root_view(y)
+            at = 0
+        else:
+            own = own_steps(y)
+            root, moved, tangled, rules, stop = src
+            assert y.parent is not None
+            at = len(y.parent.stack)
+        if not tangled or stop is None:  # (tangled: moved too, and both stay so)
+            for k, (_, t) in enumerate(own, at):
+                op = t.op  # (read once)
+                if op == "transpose":
+                    moved = True
+                elif op == "bitcast":
+                    moved = tangled = True
+                elif moved:
+                    tangled = True
+                if stop is None and _may_stop(t):
+                    stop = k
+            rules = rules or (tangled and root is not None)
+        return (root, moved, tangled, rules, stop)
 
     def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
         """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
-        step = self._memref_step
-        if step is None:  # (made when first asked: many checks ask none)
-            step = self._memref_step = functools.partial(_memref_step, self.ctx)
-        return along_chain(self._memrefs, b, step)
+        return along_chain(self._memrefs, b, self._memref_step)
+
+    def _memref_step(
+        self, y: Binding, src: tuple[L.Memref | None, Any] | None
+    ) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+        if src is None:  # a view of an untransformed ref: all of its stack is its own
+            root = self.root_view(y)[0]
+            return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
+        own = own_steps(y)
+        if src[0] is None or not own:
+            return src
+        assert y.parent is not None  # its source's memref, followed by its own steps
+        return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
+
+    def later_error(self, phase: str, item: tuple[Any, ...]) -> None:
+        """An error of the later lowering phase ``phase`` (a key of ``_RANK``)."""
+        self.found.append((_RANK[phase], item))
+
+    def first_later(self) -> tuple[Any, ...]:
+        """The error of the later phases the lowering raises: the first (in statement
+        order) of the first phase that has one (``found`` is not empty)."""
+        return min(self.found, key=_rank)[1]
 
     @property
     def path(self) -> str:
@@ -224,13 +270,18 @@ class LowerCtx:
         assert info is not None
         if not info.is_ref:
             return False
-        v = self.view(b)
-        stop, leftover = _view_rules(self, field, v, kind, splat) if v.rules else _LOWERS
-        if stop or (v.stop is not None and _apply_steps(self, field, v, info)):
+        root, _, tangled, rules, stop = self.view(b)
+        leftover = None
+        if rules:
+            done, leftover = _view_rules(self, field, root, tangled, kind, splat)
+            if done:
+                return True
+        if stop is not None and _apply_steps(self, field, root, stop, info):
             return True
         if info.cluster:
             if info.memory_space == "GMEM":
-                self.layout.append(
+                self.later_error(
+                    "solve",
                     (
                         "GPU_CLUSTER_GMEM",
                         _where(st, field),
@@ -238,17 +289,18 @@ class LowerCtx:
                         "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
                         "cluster_ref addresses another block's shared memory; a GMEM ref has no "
                         "cluster-peer form, and layout inference fails with an internal KeyError.",
-                    )
+                    ),
                 )
             elif kind == "store" and info.memory_space == "SMEM":
-                self.verify["p3"].append(
+                self.later_error(
+                    "p3",
                     (
                         "GPU_CLUSTER_SMEM_STORE",
                         _where(st, field),
                         "Unsupported memory space: #mosaic_gpu.smem_cluster",
                         "A plain store into another block's SMEM (cluster_ref) does not lower; "
                         "copy with TMA or have the owning block write it.",
-                    )
+                    ),
                 )
         if leftover is not None:
             self.ctx.raised(
@@ -262,7 +314,8 @@ class LowerCtx:
         if info.memory_space == "TMEM":
             return False  # its layout errors are tmem_access_error's
         if info.shape and check_layout and info.size % LANES:
-            self.layout.append(
+            self.later_error(
+                "solve",
                 (
                     "GPU_LAYOUT_INFERENCE",
                     _where(st, field),
@@ -270,23 +323,22 @@ class LowerCtx:
                     f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
                     f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
                     f"its size must be a multiple of {LANES}.",
-                )
+                ),
             )
-        root = v.root
         if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
             # the value takes the register layout of tiled SMEM on the statement's other side
             other = WRITE if kind == "load" else READ
             for f, acc in st.node.REFS:
                 o = st.refs.get(f) if acc == other else None
-                spec = None if o is None else _root_spec(self.ctx, o)
+                spec = None if o is None else self.root_view(o)[0]
                 if o is None or spec is None or spec[2] != "SMEM":
                     continue
                 if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o)[0]
                     e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                     if e is not None:
-                        self.verify["p3"].append(
-                            (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
+                        self.later_error(
+                            "p3", (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
                         )
                     break
         # (a view of no step is the ref itself, contiguous: its minor dim is unit-stride;
@@ -300,7 +352,8 @@ class LowerCtx:
             vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
             e = L.transposed_access_error(vec, self.memref(b)[0], kind) if vec > 1 else None
             if e is not None:
-                self.verify["p4"].append(
+                self.later_error(
+                    "p4",
                     (
                         e.code,
                         _where(st, field),
@@ -309,7 +362,7 @@ class LowerCtx:
                         "integer index dropped the ref's), so a plain load or store would need a "
                         "strided minor dimension, which the GPU vector ops cannot do. Transpose in "
                         "registers instead.",
-                    )
+                    ),
                 )
         return False
 
@@ -324,12 +377,7 @@ class LowerCtx:
         """An error of a later lowering phase (``p1``: verifying the module the lowering
         rules built, ``p2``: layout and transform inference, ``p3``: dialect lowering,
         ``p4``: verifying the lowered module)."""
-        if phase == "p2":
-            self.layout.append((code, path, message, why))
-        else:
-            self.verify["verify-early" if phase == "p1" else phase].append(
-                (code, path, message, why)
-            )
+        self.found.append((_RANK[phase], (code, path, message, why)))
 
     # the lowering rules' own checks, raised where the statement is lowered
 
@@ -432,9 +480,7 @@ def _where(st: Stmt, field: str) -> str:
 def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     """A rank-0 array the body closes over (``layout_rules.captured_scalar_error``): the
     lowering binds the kernel's constants before its first statement."""
-    s = ctx.s
-    if not s.call.captures:
-        return False
+    s = ctx.s  # (asked of a call with captures)
     used = {b.name for st in prog.stmts for b in st.refs.values() if b.kind == "capture"}
     for i, cap in enumerate(s.call.captures):
         b = s.buffers.get(cap.buffer)
@@ -454,37 +500,33 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
-def _root_spec(ctx: Ctx, b: Binding) -> tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None:
-    """(shape, dtype, memory space, layout stack) of the untransformed ref under a view
-    (once per root: every access asks it of each of its views)."""
-    o = b.origin[0] if b.origin else ""
-    key = ("root", o)
-    memo = ctx.stack_cache
-    found = memo.get(key, memo)
-    if found is memo:
-        spec = ctx.r.root_spec(b)
-        if spec is None:
-            found = None
-        elif o.startswith("scratch:"):  # its own memory space and layout
-            found = (tuple(spec.shape), spec.dtype, spec.memory_space, tuple(spec.transforms))
-        else:
-            found = (tuple(spec.shape), spec.dtype, "GMEM", ())
-        memo[key] = found
-    return found
-
-
 def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
     ctx.raised(e, path, stage=e.stage, explanation=why)
 
 
-def _later(verify: dict, layout: list, e: L.JaxError, path: str, why: str = "") -> None:
+def _later(low: LowerCtx, e: L.JaxError, path: str, why: str = "") -> None:
     """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
-    phase = L.lowering_phase(e.code, e.message)
-    item = (e.code, path, e.message, why, e.jax_type)
-    if phase == "solve":
-        layout.append(item)
-    else:
-        verify[{"verify": "p4", "dialect": "p3"}.get(phase, phase)].append(item)
+    low.found.append(
+        (_RANK[L.lowering_phase(e.code, e.message)], (e.code, path, e.message, why, e.jax_type))
+    )
+
+
+#: the later lowering phases in the order they run (``LowerCtx.later``'s p1-p4 and
+#: ``layout_rules.lowering_phase``'s names): the first error of the first phase that has
+#: one is reported
+_RANK = {
+    "verify-early": 0,
+    "p1": 0,
+    "derive": 1,
+    "solve": 2,
+    "p2": 2,
+    "assign": 3,
+    "p3": 4,
+    "dialect": 4,
+    "p4": 5,
+    "verify": 5,
+}
+_rank: Callable[[tuple[int, Any]], int] = operator.itemgetter(0)
 
 
 def _may_stop(t: Any) -> bool:
@@ -504,92 +546,46 @@ def _may_stop(t: Any) -> bool:
     return op in ("reshape", "remote_ref", "multicast_ref", "cluster_ref")
 
 
-class _View(NamedTuple):
-    """What the lowering rules ask of a view's whole stack (``_view``)."""
-
-    #: ``_root_spec`` of the view (one root along a chain of views)
-    root: tuple[tuple[int, ...], str, str, tuple[Any, ...]] | None
-    #: a transpose or a bitcast: a step the lowering moves others past (or that stays
-    #: after them)
-    moved: bool
-    #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
-    #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
-    #: view of GMEM without one: its transposes all come last)
-    tangled: bool
-    #: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a scratch
-    #: layout, or a tangled view (without any, the lowering moves no step past another)
-    rules: bool
-    #: the position of the first step that ``_may_stop`` holds for (None: none; every
-    #: step lowers, ``_apply_steps`` has nothing to check)
-    stop: int | None
-
-
-#: ``_View`` of all its fields as one tuple (``tuple.__new__``: a NamedTuple's own
-#: constructor is a Python function; once per view the lowering follows)
-_new_view: Callable[[tuple[Any, ...]], _View] = functools.partial(tuple.__new__, _View)
-
-
-def _view_step(ctx: Ctx, y: Binding, src: _View | None) -> _View:
-    if src is None:  # a view of an untransformed ref: all of its stack is its own
-        own = y.stack
-        root = _root_spec(ctx, y)
-        moved, tangled, stop = False, False, None
-        rules = root is not None and (root[2] != "GMEM" or root[3] != ())
-        at = 0
-    else:
-        own = own_steps(y)
-        root, moved, tangled, rules, stop = src
-        assert y.parent is not None
-        at = len(y.parent.stack)
-    if not tangled or stop is None:  # (tangled: moved too, and both stay so)
-        for k, (_, t) in enumerate(own, at):
-            op = t.op  # (read once)
-            if op == "transpose":
-                moved = True
-            elif op == "bitcast":
-                moved = tangled = True
-            elif moved:
-                tangled = True
-            if stop is None and _may_stop(t):
-                stop = k
-        rules = rules or (tangled and root is not None)
-    return _new_view((root, moved, tangled, rules, stop))
-
-
-def _memref_step(
-    ctx: Ctx, y: Binding, src: tuple[L.Memref | None, Any] | None
-) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
-    if src is None:  # a view of an untransformed ref: all of its stack is its own
-        root = _root_spec(ctx, y)
-        return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
-    own = own_steps(y)
-    if src[0] is None or not own:
-        return src
-    assert y.parent is not None  # its source's memref, followed by its own steps
-    return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
+_Root = tuple[tuple[int, ...], str, str, tuple[Any, ...]]
+#: What the lowering rules ask of a view's whole stack (``LowerCtx.view``), a plain tuple
+#: (making a NamedTuple costs ~2k instructions, once per view the lowering follows):
+#:
+#: - ``root``: (shape, dtype, memory space, layout stack) of the untransformed ref under
+#:   the view (``LowerCtx.root_view``: one root along a chain of views; None: unknown)
+#: - ``moved``: a transpose or a bitcast, a step the lowering moves others past (or that
+#:   stays after them)
+#: - ``tangled``: a bitcast, or a step after a moved one that is not a transpose: the
+#:   lowering must commute them (``layout_rules.view_lowering_error_at``, which finds
+#:   nothing in a view of GMEM without one: its transposes all come last)
+#: - ``rules``: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a
+#:   scratch layout, or a tangled view (without any, the lowering moves no step past
+#:   another)
+#: - ``stop``: the position of the first step that ``_may_stop`` holds for (None: none;
+#:   every step lowers, ``_apply_steps`` has nothing to check)
+_View = tuple[_Root | None, bool, bool, bool, int | None]
 
 
 def _view_rules(
-    low: LowerCtx, field: str, v: _View, access: str, splat: bool = False
+    low: LowerCtx, field: str, root: _Root | None, tangled: bool, access: str, splat: bool = False
 ) -> tuple[bool, L.JaxError | None]:
     """The Mosaic GPU lowering's handling of the view's transforms
     (``layout_rules.view_lowering_error_at``, ``tmem_access_error``,
-    ``smem_transforms_error``) of the ref's view ``v``: (stops here, the bitcast left over
-    that the access itself rejects once the view's steps are lowered). Asked of a view
-    with ``_View.rules`` only: a view of GMEM without one has nothing for the lowering to
-    move its steps past (no scratch layout, no bitcast, no step after a transpose but
-    transposes), so view_lowering_error_at has nothing to say, and the rest is about SMEM
-    and TMEM."""
-    ctx, st, layout, verify = low.ctx, low.st, low.layout, low.verify
+    ``smem_transforms_error``) of the ref's view (its ``_View``'s ``root`` and
+    ``tangled``): (stops here, the bitcast left over that the access itself rejects once
+    the view's steps are lowered). Asked of a view with ``rules`` (``_View``) only: a
+    view of GMEM without one has nothing for the lowering to move its steps past (no
+    scratch layout, no bitcast, no step after a transpose but transposes), so
+    view_lowering_error_at has nothing to say, and the rest is about SMEM and TMEM."""
+    ctx, st = low.ctx, low.st
     b = st.refs[field]
-    assert v.root is not None and v.rules
-    shape, dtype, space, layout_stack = v.root
+    assert root is not None
+    shape, dtype, space, layout_stack = root
     if space == "TMEM" and access != "tma":
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
-            _later(verify, layout, e, _where(st, field), _TMEM_WHY)
+            _later(low, e, _where(st, field), _TMEM_WHY)
             return False, None
         if e.code in L.LEFTOVER_CODES:
             return False, e
@@ -600,7 +596,7 @@ def _view_rules(
     # the walk)
     found = (
         L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
-        if layout_stack or v.tangled
+        if layout_stack or tangled
         else None
     )
     if found is not None:
@@ -618,13 +614,13 @@ def _view_rules(
         # step is the ref itself, contiguous)
         e = L.smem_memref_contiguity_error(low.memref(b)[0])
         if e is not None:
-            _later(verify, layout, e, _where(st, field))
+            _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         if (e := L.smem_transforms_error(layout_stack)) is not None:
-            _later(verify, layout, e, spath)
+            _later(low, e, spath)
         if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
-            _later(verify, layout, e, spath, _TILE_RANK_WHY)
+            _later(low, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -635,12 +631,9 @@ def _view_rules(
                 splat,
             )
             if e is not None:
-                _later(verify, layout, e, _where(st, field), _REGISTERS_WHY)
+                _later(low, e, _where(st, field), _REGISTERS_WHY)
     return False, leftover
 
-
-#: ``_view_rules``' answer for a view it has nothing to check (``_View.rules``)
-_LOWERS: tuple[bool, L.JaxError | None] = (False, None)
 
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
@@ -670,16 +663,14 @@ _COMMUTE_WHY = (
 )
 
 
-def _apply_steps(low: LowerCtx, field: str, v: _View, info: RefInfo) -> bool:
-    """The steps of the ref's view ``v`` lowered in order (``_handle_transforms`` after the
+def _apply_steps(low: LowerCtx, field: str, root: _Root | None, stop: int, info: RefInfo) -> bool:
+    """The steps of the ref's view lowered in order (``_handle_transforms`` after the
     commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views.
-    Asked of a view with a step that may stop it (``_View.stop``): the steps before it
+    Asked of a view with a step that may stop it (``stop``, ``_View``): the steps before it
     lower."""
     ctx, st = low.ctx, low.st
     b = st.refs[field]
-    root = v.root
-    assert v.stop is not None
-    for pos, (path, t) in enumerate(list(b.stack)[v.stop :], v.stop):
+    for pos, (path, t) in enumerate(b.stack[stop:], stop):
         op = t.op
         if op == "at":
             for k, ix in enumerate(t.entries()):
@@ -810,11 +801,15 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
     ctx, st = low.ctx, low.st
-    v = low.view(st.refs[src_field])
-    stop, leftover = _view_rules(low, src_field, v, "tma") if v.rules else _LOWERS
+    src_root, _, tangled, rules, stop = low.view(st.refs[src_field])
+    leftover = None
+    if rules:
+        done, leftover = _view_rules(low, src_field, src_root, tangled, "tma")
+        if done:
+            return True
     src = st.refs[src_field].info
     assert src is not None
-    if stop or (v.stop is not None and _apply_steps(low, src_field, v, src)):
+    if stop is not None and _apply_steps(low, src_field, src_root, stop, src):
         return True
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
@@ -827,8 +822,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    src_root = v.root
-    dst_root = _root_spec(ctx, st.refs[dst_field])
+    dst_root = low.root_view(st.refs[dst_field])[0]
     if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
         dm = low.memref(st.refs[dst_field])[0]
         if dm is not None:
@@ -839,11 +833,11 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 stack,
                 [t for _, t in st.refs[src_field].stack],
                 low.memref(st.refs[src_field])[0],
-                dm.shape,
-                dm.strides,
+                dm[0],
+                dm[1],
             )
             if e is not None:
-                _later(low.verify, low.layout, e, f"{st.path}.{src_field}", _TMA_WHY)
+                _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)
     return False
 
 
