@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from mpmd_lab.catalogue import BY_CODE, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.ops.control import never_traced
@@ -14,7 +16,12 @@ from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
 
 _new = object.__new__
-_set = object.__setattr__
+# a model's ``__dict__`` and its slots, set as ``object.__setattr__`` would (the
+# descriptors' own setters: a third cheaper than ``object.__setattr__``'s lookup)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_given = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
@@ -23,10 +30,10 @@ def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
     fields hold, as ``Ctx.add`` makes them (validating cost a diagnostic ~25k
     instructions: its model validator and every field)."""
     m = _new(cls)
-    _set(m, "__dict__", fields)
-    _set(m, "__pydantic_fields_set__", given)
-    _set(m, "__pydantic_extra__", None)
-    _set(m, "__pydantic_private__", None)
+    _set_dict(m, fields)
+    _set_given(m, given)
+    _set_extra(m, None)
+    _set_private(m, None)
     return m
 
 
