@@ -75,17 +75,22 @@ def analyze(
     # costs time (it grows with the heap); the collector resumes at the end
     collecting = gc.isenabled()
     gc.disable()
-    clock = _Clock(timings)
+    # (stage, time.perf_counter() after it), from the start: only when timed, and added
+    # up into ``timings`` at the end (no call per stage)
+    marks = None if timings is None else [("", time.perf_counter())]
     try:
         ctx = Ctx(s, resolve(s))
-        clock("resolve")
+        if marks is not None:
+            marks.append(("resolve", time.perf_counter()))
         check_build(ctx)
         # (a list, not a generator: most checks have no diagnostic here)
         ctx.build_failed = any([d.is_error and d.stage in ("schema", "build") for d in ctx.diags])
-        clock("build")
+        if marks is not None:
+            marks.append(("build", time.perf_counter()))
         for stage, rule in stages:
             rule(ctx)
-            clock(stage)
+            if marks is not None:
+                marks.append((stage, time.perf_counter()))
     finally:
         if collecting:
             gc.enable()
@@ -94,7 +99,11 @@ def analyze(
         from mpmd_lab.fixes import offer
 
         diags = offer(s, diags)
-        clock("fixes")
+        if marks is not None:
+            marks.append(("fixes", time.perf_counter()))
+    if timings is not None and marks is not None:
+        for (_, before), (stage, after) in zip(marks, marks[1:], strict=False):
+            timings[stage] = timings.get(stage, 0.0) + after - before
     return Analysis(s, ctx.r, tuple(diags))
 
 
@@ -124,21 +133,6 @@ def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
         ),
     )
     return _RULES
-
-
-class _Clock:
-    """Seconds since the last call, added to ``timings[stage]`` (nothing when None)."""
-
-    def __init__(self, timings: dict[str, float] | None) -> None:
-        self.timings = timings
-        self.last = time.perf_counter() if timings is not None else 0.0
-
-    def __call__(self, stage: str) -> None:
-        if self.timings is None:
-            return
-        now = time.perf_counter()
-        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
-        self.last = now
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:

@@ -12,9 +12,15 @@ from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
+from pydantic import BaseModel
 
 _new = object.__new__
-_set = object.__setattr__
+# a model's ``__dict__`` and its slots, set as ``object.__setattr__`` would (the
+# descriptors' own setters: a third cheaper than ``object.__setattr__``'s lookup)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_given = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
@@ -23,10 +29,10 @@ def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
     fields hold, as ``Ctx.add`` makes them (validating cost a diagnostic ~25k
     instructions: its model validator and every field)."""
     m = _new(cls)
-    _set(m, "__dict__", fields)
-    _set(m, "__pydantic_fields_set__", given)
-    _set(m, "__pydantic_extra__", None)
-    _set(m, "__pydantic_private__", None)
+    _set_dict(m, fields)
+    _set_given(m, given)
+    _set_extra(m, None)
+    _set_private(m, None)
     return m
 
 

@@ -37,14 +37,19 @@ def check_interpret(ctx: Ctx) -> None:
         _statements(ctx)
 
 
+#: interpreter -> (``first_step``'s key, a transform's ``t.interpret_limit(interp)``: a C
+#: callable, no Python frame per step)
+_FIND = {
+    interp: (f"interpret_limit:{interp}", methodcaller("interpret_limit", interp))
+    for interp in ("gpu", "hlo")
+}
+
+
 def _views(ctx: Ctx) -> None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
-    interp = ctx.s.run.interpret
-    # a transform's ``t.interpret_limit(interp)`` (a C callable: no Python frame per step)
-    limit = methodcaller("interpret_limit", interp)
     # (the view's first step it cannot run, with its limit: its source view's, else the
     # first of its own steps; once per view)
-    key = f"interpret_limit:{interp}"
+    key, limit = _FIND[ctx.s.run.interpret]
     first_step = ctx.r.first_step
     for prog in ctx.programs:
         for st in prog.stmts:

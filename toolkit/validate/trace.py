@@ -51,37 +51,13 @@ def check_trace(ctx: Ctx) -> None:
         if _bad_operands(ctx, updaters, plgpu=True):
             return _stop(ctx)
     # 2. the same Ref passed twice (plgpu.kernel passes its operands through a
-    #    custom_vmap, so mpmd_map sees distinct tracers there and never complains)
-    seen: dict[str, tuple[int, int | None]] = {}
-    arg: Any
-    for i, arg in enumerate(c.args if c.entry == "pl.kernel" else []):
-        # (``type() is``: no subclasses, and isinstance of a model class is an ABC check)
-        one = type(arg) is BufferArg
-        leaves = [arg.buffer] if one else list(arg.tuple)
-        for j, buf in enumerate(leaves):
-            b = s.buffers.get(buf)
-            if b is None or not b.as_ref:
-                continue
-            if buf in seen:
-                first = seen[buf]
-                where = f"call.args[{first[0]}]" + (
-                    "" if first[1] is None else f".tuple[{first[1]}]"
-                )
-                path = f"call.args[{i}]" + ("" if one else f".tuple[{j}]")
-                ctx.jax(
-                    "MPMD_DUP_REF",
-                    path,
-                    "Cannot pass the same ref into a mpmd map multiple times",
-                    explanation=(
-                        f"Buffer {buf!r} is a Ref (as_ref) and reaches the kernel twice: "
-                        f"at {where} "
-                        f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
-                        "two views of one Ref count as the same Ref even when they do not overlap."
-                    ),
-                    fix=fixes_for.dup_ref(s, i, None if one else j, first),
-                )
-                return _stop(ctx)
-            seen[buf] = (i, None if one else j)
+    #    custom_vmap, so mpmd_map sees distinct tracers there and never complains;
+    #    one buffer argument cannot repeat: no walk)
+    if c.entry == "pl.kernel" and (
+        len(c.args) > 1 or (c.args and type(c.args[0]) is not BufferArg)
+    ):
+        if _dup_ref(ctx):
+            return _stop(ctx)
     # (pl.kernel's operands are bad only as updaters: none, nothing to report)
     if c.entry == "pl.kernel" and updaters and _bad_operands(ctx, updaters, plgpu=False):
         return _stop(ctx)
@@ -122,7 +98,7 @@ def check_trace(ctx: Ctx) -> None:
     for prog in ctx.programs:
         if _body(ctx, prog.stmts):
             return _stop(ctx)
-        for i, cap in enumerate(c.captures):
+        for i, cap in enumerate(c.captures) if c.captures else ():
             b = s.buffers.get(cap.buffer)
             if b is None or b.as_ref or not b.shape or not _capture_used(prog.stmts, cap.name):
                 continue
@@ -138,24 +114,7 @@ def check_trace(ctx: Ctx) -> None:
             )
             return _stop(ctx)
     # 5. closed-over Refs aliasing an argument
-    captures = c.captures if c.entry == "pl.kernel" else []
-    arg_bufs = (
-        {buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)}
-        if captures
-        else set()
-    )
-    for i, cap in enumerate(captures):
-        b = s.buffers.get(cap.buffer)
-        if b is None or not b.as_ref or cap.buffer not in arg_bufs:
-            continue
-        if not any(_capture_used(p.stmts, cap.name) for p in ctx.programs):
-            continue
-        ctx.jax(
-            "MPMD_CLOSED_REF_ALIAS",
-            f"call.captures[{i}]",
-            "Closed-over ref aliases with a passed-in ref is not supported.",
-            fix=fixes_for.drop_capture(s, i),
-        )
+    if c.captures and c.entry == "pl.kernel" and _closed_ref_alias(ctx):
         return _stop(ctx)
     if s.device_mesh is not None and s.run.shard_map is False:
         axes = ", ".join("Explicit" for _ in s.device_mesh) if c.entry == "pl.kernel" else ""
@@ -171,6 +130,65 @@ def check_trace(ctx: Ctx) -> None:
             ),
         )
         return _stop(ctx)
+
+
+def _closed_ref_alias(ctx: Ctx) -> bool:
+    """A captured Ref that is also passed as an argument, used in a body."""
+    s = ctx.s
+    c = s.call
+    arg_bufs = {
+        buf for a in c.args for buf in ([a.buffer] if isinstance(a, BufferArg) else a.tuple)
+    }
+    for i, cap in enumerate(c.captures):
+        b = s.buffers.get(cap.buffer)
+        if b is None or not b.as_ref or cap.buffer not in arg_bufs:
+            continue
+        if not any(_capture_used(p.stmts, cap.name) for p in ctx.programs):
+            continue
+        ctx.jax(
+            "MPMD_CLOSED_REF_ALIAS",
+            f"call.captures[{i}]",
+            "Closed-over ref aliases with a passed-in ref is not supported.",
+            fix=fixes_for.drop_capture(s, i),
+        )
+        return True
+    return False
+
+
+def _dup_ref(ctx: Ctx) -> bool:
+    """``mpmd_map``'s argument check: the same Ref passed twice (MPMD_DUP_REF)."""
+    s = ctx.s
+    seen: dict[str, tuple[int, int | None]] = {}
+    arg: Any
+    for i, arg in enumerate(s.call.args):
+        # (``type() is``: no subclasses, and isinstance of a model class is an ABC check)
+        one = type(arg) is BufferArg
+        leaves = [arg.buffer] if one else list(arg.tuple)
+        for j, buf in enumerate(leaves):
+            b = s.buffers.get(buf)
+            if b is None or not b.as_ref:
+                continue
+            if buf in seen:
+                first = seen[buf]
+                where = f"call.args[{first[0]}]" + (
+                    "" if first[1] is None else f".tuple[{first[1]}]"
+                )
+                path = f"call.args[{i}]" + ("" if one else f".tuple[{j}]")
+                ctx.jax(
+                    "MPMD_DUP_REF",
+                    path,
+                    "Cannot pass the same ref into a mpmd map multiple times",
+                    explanation=(
+                        f"Buffer {buf!r} is a Ref (as_ref) and reaches the kernel twice: "
+                        f"at {where} "
+                        f"and at {path}. mpmd_map gives each Ref argument one kernel parameter; "
+                        "two views of one Ref count as the same Ref even when they do not overlap."
+                    ),
+                    fix=fixes_for.dup_ref(s, i, None if one else j, first),
+                )
+                return True
+            seen[buf] = (i, None if one else j)
+    return False
 
 
 def _scratch_types(ctx: Ctx) -> bool:
@@ -398,7 +416,12 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        if any([b.info is None for b in st.refs.values()]):  # (a list: no generator)
+        typed = True  # (a loop: any() of a generator or a list costs more)
+        for b in st.refs.values():
+            if b.info is None:
+                typed = False
+                break
+        if not typed:
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
         t.st = st
         if node.trace(t):
