@@ -174,10 +174,14 @@ def test_every_gallery_scenario_in_the_lab(lab_server, page, artifacts, run_note
     shots = artifacts / "gallery"
     shots.mkdir(exist_ok=True)
     problems = page.locator(".mpl-problems")
+    # (the kernel is done with an open when the dropdown is back at its placeholder:
+    # choosing the next one before that raced the reset of the previous one)
+    reset = "() => document.querySelector('.mpl-gallery select').selectedIndex === 0"
     for name in gallery.names():
+        page.wait_for_function(reset, timeout=60_000)
         page.locator(".mpl-gallery select").select_option(label=name)
         # (opening runs the check and redraws the graph: give a loaded machine time)
-        expect(page.locator(".mpl-titlebar")).to_contain_text(name, timeout=30_000)
+        expect(page.locator(".mpl-titlebar")).to_contain_text(name, timeout=60_000)
         diags = [d for d in validate.check(gallery.load(name)) if not runtime.interpreter_limit(d)]
         errors = sum(d.is_error for d in diags)
         if diags:
