@@ -107,9 +107,10 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
                 if root is None or b.info is None:
                     continue
                 view = [t for _, t in b.stack]
-                _root, moved, tangled, rules, stop = low.view(b)
+                _root, moved, tangled, rules, stop, reshape = low.view(b)
                 assert low.memref(b) == L.view_memref(root[0], view), [t.op for t in view]
                 assert stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
+                assert reshape == any(t.op == "reshape" for t in view)
                 assert moved == any(_moved(t) for t in view)
                 # tangled: a bitcast, or a step after a moved one that is not a transpose
                 first = next((k for k, t in enumerate(view) if _moved(t)), len(view))

@@ -189,28 +189,28 @@ class LowerCtx:
         if v is None:
             spec = self.ctx.r.root_spec(b)
             if spec is None:
-                v = (None, False, False, False, None)
+                v = (None, False, False, False, None, False)
             else:
                 if o.startswith("scratch:"):  # its own memory space and layout
                     space, stack = spec.memory_space, tuple(spec.transforms)
                 else:
                     space, stack = "GMEM", ()
                 root = (tuple(spec.shape), spec.dtype, space, stack)
-                v = (root, False, False, space != "GMEM" or stack != (), None)
+                v = (root, False, False, space != "GMEM" or stack != (), None, False)
             self._roots[o] = v
         return v
 
     def _view_step(self, y: Binding, src: _View | None) -> _View:
         if src is None:  # a view of an untransformed ref: all of its stack is its own
             own = y.stack
-            root, moved, tangled, rules, stop = self.root_view(y)
+            root, moved, tangled, rules, stop, reshape = self.root_view(y)
             at = 0
         else:
             own = own_steps(y)
-            root, moved, tangled, rules, stop = src
+            root, moved, tangled, rules, stop, reshape = src
             assert y.parent is not None
             at = len(y.parent.stack)
-        if not tangled or stop is None:  # (tangled: moved too, and both stay so)
+        if not (tangled and reshape) or stop is None:  # (all three stay so once set)
             for k, (_, t) in enumerate(own, at):
                 op = t.op  # (read once)
                 if op == "transpose":
@@ -219,10 +219,12 @@ class LowerCtx:
                     moved = tangled = True
                 elif moved:
                     tangled = True
-                if stop is None and _may_stop(t):
+                if op == "reshape":
+                    reshape = True
+                elif stop is None and _may_stop(t):
                     stop = k
             rules = rules or (tangled and root is not None)
-        return (root, moved, tangled, rules, stop)
+        return (root, moved, tangled, rules, stop, reshape)
 
     def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
         """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
@@ -270,13 +272,13 @@ class LowerCtx:
         assert info is not None
         if not info.is_ref:
             return False
-        root, _, tangled, rules, stop = self.view(b)
+        root, _, tangled, rules, stop, reshape = self.view(b)
         leftover = None
         if rules:
             done, leftover = _view_rules(self, field, root, tangled, kind, splat)
             if done:
                 return True
-        if stop is not None and _apply_steps(self, field, root, stop, info):
+        if (stop is not None or reshape) and _apply_steps(self, field, root, stop, reshape):
             return True
         if info.cluster:
             if info.memory_space == "GMEM":
@@ -530,8 +532,9 @@ _rank: Callable[[tuple[int, Any]], int] = operator.itemgetter(0)
 
 
 def _may_stop(t: Any) -> bool:
-    """Whether a view step may stop ``_apply_steps`` (a reshape: one the lowering cannot
-    make, ``LowerCtx.memref``)."""
+    """Whether a view step other than a reshape may stop ``_apply_steps`` (a reshape
+    stops it where the lowering cannot make it: ``LowerCtx.memref`` says which, once per
+    view, and ``_View``'s ``reshape`` says whether to ask)."""
     op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
     if op == "at":
         for ix in t.entries():
@@ -543,7 +546,7 @@ def _may_stop(t: Any) -> bool:
         return sorted(perm) != list(range(len(perm)))
     # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
     # which the step alone does not know)
-    return op in ("reshape", "remote_ref", "multicast_ref", "cluster_ref")
+    return op in ("remote_ref", "multicast_ref", "cluster_ref")
 
 
 _Root = tuple[tuple[int, ...], str, str, tuple[Any, ...]]
@@ -560,9 +563,10 @@ _Root = tuple[tuple[int, ...], str, str, tuple[Any, ...]]
 #: - ``rules``: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a
 #:   scratch layout, or a tangled view (without any, the lowering moves no step past
 #:   another)
-#: - ``stop``: the position of the first step that ``_may_stop`` holds for (None: none;
-#:   every step lowers, ``_apply_steps`` has nothing to check)
-_View = tuple[_Root | None, bool, bool, bool, int | None]
+#: - ``stop``: the position of the first step that ``_may_stop`` holds for (None: none)
+#: - ``reshape``: a reshape, which ``_apply_steps`` stops at where the lowering cannot
+#:   make it (with neither, every step lowers: it has nothing to check)
+_View = tuple[_Root | None, bool, bool, bool, int | None, bool]
 
 
 def _view_rules(
@@ -663,13 +667,26 @@ _COMMUTE_WHY = (
 )
 
 
-def _apply_steps(low: LowerCtx, field: str, root: _Root | None, stop: int, info: RefInfo) -> bool:
+def _apply_steps(
+    low: LowerCtx, field: str, root: _Root | None, stop: int | None, reshape: bool
+) -> bool:
     """The steps of the ref's view lowered in order (``_handle_transforms`` after the
     commutes): slices, transposes, reshapes, peer device ids, multicast and cluster views.
-    Asked of a view with a step that may stop it (``stop``, ``_View``): the steps before it
-    lower."""
+    Asked of a view with a step that may stop it (``stop``, ``_View``) or a reshape: the
+    steps before the first that fails lower. The first reshape the lowering cannot make
+    is the view's memref fold's (``LowerCtx.memref``, linear in a chain of views): the
+    walk starts at it or at ``stop``, whichever comes first, and a view whose only such
+    steps are reshapes is not walked at all (a walk per access from its first reshape
+    was quadratic in a chain of reshaped views)."""
     ctx, st = low.ctx, low.st
     b = st.refs[field]
+    # (a scratch layout's reshapes are the commute rules')
+    bad = low.memref(b)[1] if reshape and root is not None and not root[3] else None
+    if bad is not None and (stop is None or bad[1] < stop):
+        ctx.raised(bad[0], b.stack[bad[1]][0])
+        return True
+    if stop is None:
+        return False
     for pos, (path, t) in enumerate(b.stack[stop:], stop):
         op = t.op
         if op == "at":
@@ -699,11 +716,8 @@ def _apply_steps(low: LowerCtx, field: str, root: _Root | None, stop: int, info:
                     "Invalid permutation when attempting to create an AffineMap",
                 )
                 return True
-        elif op == "reshape" and root is not None and not root[3]:
-            # the first reshape the lowering cannot make (a scratch layout's reshapes are
-            # the commute rules')
-            bad = low.memref(b)[1]
-            if bad is not None and bad[1] == pos:
+        elif op == "reshape":
+            if bad is not None and bad[1] == pos:  # (the first the lowering cannot make)
                 ctx.raised(bad[0], path)
                 return True
         elif op == "remote_ref":
@@ -733,6 +747,8 @@ def _apply_steps(low: LowerCtx, field: str, root: _Root | None, stop: int, info:
             )
             return True
         elif op == "cluster_ref":
+            info = b.info
+            assert info is not None  # (the callers' ref)
             if _cluster(ctx, st, field, info, low.mesh):
                 return True
     return False
@@ -801,7 +817,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
     ctx, st = low.ctx, low.st
-    src_root, _, tangled, rules, stop = low.view(st.refs[src_field])
+    src_root, _, tangled, rules, stop, reshape = low.view(st.refs[src_field])
     leftover = None
     if rules:
         done, leftover = _view_rules(low, src_field, src_root, tangled, "tma")
@@ -809,7 +825,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             return True
     src = st.refs[src_field].info
     assert src is not None
-    if stop is not None and _apply_steps(low, src_field, src_root, stop, src):
+    if (stop is not None or reshape) and _apply_steps(low, src_field, src_root, stop, reshape):
         return True
     if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
         return True
