@@ -379,6 +379,32 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
+def _binding(
+    name: str,
+    info: RefInfo | None,
+    kind: str,
+    path: str,
+    origin: tuple[str, ...],
+    stmt: int,
+    stack: tuple[tuple[str, Any], ...] | Stack,
+    parent: Binding | None,
+) -> Binding:
+    """``Binding(...)`` of every field, each stored on a new object, as
+    ``shapes.base_info`` makes a RefInfo: calling the class (``__init__`` through
+    ``type.__call__``) costs about twice a plain function's call, once per argument,
+    output and let of every check."""
+    b = _new(Binding)
+    b.name = name
+    b.info = info
+    b.kind = kind
+    b.path = path
+    b.origin = origin
+    b.stmt = stmt
+    b.stack = stack
+    b.parent = parent
+    return b
+
+
 def _duplicate(ctx: Resolved, name: str, path: str) -> None:
     """Kernel parameter ``name``, defined again at ``path``: where it is defined first
     is its binding's (an argument's at its ``.param``)."""
@@ -460,7 +486,7 @@ def _resolve_into(ctx: Resolved) -> None:
             else:
                 steps.append([])
                 leaves.append((buf, info))
-        arg_info = _new(ArgInfo)  # (as a Binding is, below)
+        arg_info = _new(ArgInfo)  # (as ``_binding`` makes a Binding)
         arg_info.index = i
         arg_info.path = path
         arg_info.leaves = leaves
@@ -474,18 +500,8 @@ def _resolve_into(ctx: Resolved) -> None:
         name = a.param
         if name in params:
             _duplicate(ctx, name, path + ".param")
-        elif single:
-            # (each field stored on a new object, as a let's binding is: see ``_body``;
-            # its stmt -1: no let defines it)
-            params[name] = arg = _new(Binding)
-            arg.name = name
-            arg.info = leaves[0][1]
-            arg.kind = "arg"
-            arg.path = path
-            arg.origin = (a.buffer,)
-            arg.stmt = -1
-            arg.stack = stack
-            arg.parent = None
+        elif single:  # (stmt -1: no let defines it)
+            params[name] = _binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack, None)
         else:
             params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
         if not single:
@@ -501,15 +517,8 @@ def _resolve_into(ctx: Resolved) -> None:
         if name in params:
             _duplicate(ctx, name, path)
             continue
-        params[name] = bo = _new(Binding)  # (as an argument's)
-        bo.name = name
-        bo.info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
-        bo.kind = "output"
-        bo.path = path
-        bo.origin = ("out:" + name,)
-        bo.stmt = -1
-        bo.stack = ()
-        bo.parent = None
+        info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
+        params[name] = _binding(name, info, "output", path, ("out:" + name,), -1, (), None)
     # (scratch and captures tested first: most kernels have none, and a loop over an
     # empty mapping or list still makes its iterator)
     for name, sc in c.scratch.items() if c.scratch else ():
@@ -547,7 +556,7 @@ def _resolve_into(ctx: Resolved) -> None:
     for prog in c.programs:
         p += 1
         path = _PROGRAM_PATH[p] if p < 64 else f"call.programs[{p}]"
-        out = _new(ProgramInfo)  # (as a Binding is, above)
+        out = _new(ProgramInfo)  # (as ``_binding`` makes a Binding)
         out.index = p
         out.path = path
         out.stmts = []
@@ -618,21 +627,11 @@ def _body(
                 own = tuple(pairs)
             elif src is not None:
                 info = src.info
-            # (each field stored on a new object, as ``shapes.base_info`` makes a RefInfo:
-            # calling the class costs twice that, once per let and statement here)
-            defines = _new(Binding)
-            defines.name = st.let
-            defines.info = info
-            defines.kind = "view"
-            defines.path = path
             if src is not None:
-                defines.origin = src.origin
-                defines.stack = Stack(src.stack, own) if src.stack else own
+                origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
             else:
-                defines.origin = ()
-                defines.stack = own
-            defines.stmt = index
-            defines.parent = src
+                origin, stack = (), own
+            defines = _binding(st.let, info, "view", path, origin, index, stack, src)
             if not copied:
                 env = dict(env)
                 copied = True

@@ -54,8 +54,6 @@ class Ctx:
         self.build_failed = False
         #: notes JAX raises later (gpu-lower, interpret), with their field paths
         self.deferred: list[tuple[Any, str]] = []
-        #: (base, stack step paths) -> (root info, propagated steps, step index by path)
-        self.stack_cache: dict[tuple[str, Any], Any] = {}
         #: id(scope) -> (scope, never_traced of its statements)
         self._never: dict[int, tuple[tuple, bool]] = {}
         if r.problems:
