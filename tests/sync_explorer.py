@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -411,6 +412,9 @@ class Verdict:
     deadlocks: set[str] = field(default_factory=set)
     imbalance: set[str] = field(default_factory=set)
     states: int = 0
+    #: a shortest schedule to each race ("A | B": the steps, then both accesses are
+    #: next) and to a deadlock ("deadlock": the steps, then who is blocked where)
+    witnesses: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def label(self) -> dict[str, Any]:
         kinds = [
@@ -428,6 +432,7 @@ class Verdict:
             "deadlocks": sorted(self.deadlocks),
             "imbalance": sorted(self.imbalance),
             "states": self.states,
+            "witnesses": dict(sorted(self.witnesses.items())),
         }
 
 
@@ -498,6 +503,16 @@ class _Machine:
             return _set(arr, b, 0), _set(ph, b, ph[b] + 1)
         return _set(arr, b, arr[b] + 1), ph
 
+    def name(self, s: State, step: tuple) -> str:
+        """A step as a person reads it: "device 1: PATH", or "device 0: PATH lands
+        (copy k)" for the landing of the actor's k-th async copy."""
+        kind, who = step
+        if kind == "actor":
+            return f"{self.p.actors[who]}: {self.p.actions[who][s[0][who]].path}"
+        a, pc = who
+        k = sum(1 for x in self.p.actions[a][:pc] if x.kind in ("load", "store"))
+        return f"{self.p.actors[a]}: {self.p.actions[a][pc].path} lands (copy {k})"
+
     def done(self, s: State) -> bool:
         return all(pc >= len(acts) for pc, acts in zip(s[0], self.p.actions, strict=True))
 
@@ -517,42 +532,84 @@ def _set(t: tuple, i: int, v: int) -> tuple:
 
 
 def explore(prog: Program, max_states: int = 2_000_000) -> Verdict:
-    """Every reachable state of ``prog`` (depth-first, memoised)."""
+    """Every reachable state of ``prog`` (breadth-first, memoised, so each witness is a
+    shortest schedule). Raises ``TooBig`` past ``max_states``: never a partial verdict."""
     m = _Machine(prog)
     verdict = Verdict()
-    seen = {m.initial()}
-    stack = [m.initial()]
+    parent: dict[State, tuple[State, tuple] | None] = {m.initial(): None}
+    queue = deque([m.initial()])
     conflicts: dict[tuple[int, int, int, int], bool] = {}
-    while stack:
-        s = stack.pop()
+
+    def schedule(s: State) -> list[str]:
+        steps = []
+        while (link := parent[s]) is not None:
+            s, step = link
+            steps.append(m.name(s, step))
+        return steps[::-1]
+
+    while queue:
+        s = queue.popleft()
         live = []
         for a in range(m.na):
             act = m.action(a, s[0][a])
             if act is not None and act.kind == "access":
-                live.append((a, s[0][a], act))
+                live.append((a, s[0][a], act, m.name(s, ("actor", a))))
         for a, pc in s[5]:
-            live.append((a, pc, prog.actions[a][pc]))
+            live.append((a, pc, prog.actions[a][pc], m.name(s, ("land", (a, pc)))))
         # each live access is a different actor's next action or a different copy
-        for (a1, p1, x1), (a2, p2, x2) in itertools.combinations(live, 2):
+        for (a1, p1, x1, n1), (a2, p2, x2, n2) in itertools.combinations(live, 2):
             key = (a1, p1, a2, p2)
             if key not in conflicts:
                 conflicts[key] = _conflict(x1, x2)
             if conflicts[key]:
-                verdict.races.add((min(x1.path, x2.path), max(x1.path, x2.path)))
+                pair = (min(x1.path, x2.path), max(x1.path, x2.path))
+                if pair not in verdict.races:
+                    verdict.races.add(pair)
+                    verdict.witnesses[" | ".join(pair)] = {
+                        "steps": schedule(s),
+                        "then": [n1, n2],
+                    }
         nxt = m.steps(s)
         if not nxt:
             if m.done(s):
                 verdict.imbalance |= m.imbalance(s)
             else:
                 verdict.deadlocks |= m.blocked(s)
-        for _, t in nxt:
-            if t not in seen:
-                seen.add(t)
-                if len(seen) > max_states:
+                verdict.witnesses.setdefault(
+                    "deadlock", {"steps": schedule(s), "blocked": sorted(m.blocked(s))}
+                )
+        for step, t in nxt:
+            if t not in parent:
+                parent[t] = (s, step)
+                if len(parent) > max_states:
                     raise TooBig(f"more than {max_states} states")
-                stack.append(t)
-    verdict.states = len(seen)
+                queue.append(t)
+    verdict.states = len(parent)
     return verdict
+
+
+def replay(prog: Program, steps: list[str]) -> tuple[State, list[str]]:
+    """Run a witness's named steps; the state reached and the names of the steps then
+    possible. Raises ``ValueError`` at a step that cannot be taken there."""
+    m = _Machine(prog)
+    s = m.initial()
+    for want in steps:
+        options = {m.name(s, step): t for step, t in m.steps(s)}
+        if want not in options:
+            raise ValueError(f"cannot take {want!r} here; possible: {sorted(options)}")
+        s = options[want]
+    return s, sorted(m.name(s, step) for step, _ in m.steps(s))
+
+
+def live_accesses(prog: Program, s: State) -> list[str]:
+    """The names of the accesses next in ``s``: actors' next accesses, copies in flight."""
+    m = _Machine(prog)
+    names = [
+        m.name(s, ("actor", a))
+        for a in range(m.na)
+        if (act := m.action(a, s[0][a])) is not None and act.kind == "access"
+    ]
+    return names + [m.name(s, ("land", ap)) for ap in sorted(s[5])]
 
 
 # ----------------------------------------------------------------------------- naive
@@ -656,4 +713,6 @@ __all__ = [
     "enumerate_traces",
     "evaluate",
     "explore",
+    "live_accesses",
+    "replay",
 ]

@@ -22,7 +22,13 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(CORPUS))
 
 import make_corpus  # noqa: E402
-from sync_explorer import compile_scenario, enumerate_traces, explore  # noqa: E402
+from sync_explorer import (  # noqa: E402
+    compile_scenario,
+    enumerate_traces,
+    explore,
+    live_accesses,
+    replay,
+)
 
 LABELS: dict[str, dict] = json.loads((CORPUS / "labels.json").read_text())
 
@@ -131,6 +137,31 @@ def test_explorer_finds_the_issue_example_in_both_orders() -> None:
         ((a, b),) = races
         assert a != b  # the sender's copy and the target's read
     assert not explore(compile_scenario(CORPUS / "pw3-t2-all-01.json")).races
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, lab in LABELS.items() if lab["kinds"] != ["clean"])
+)
+def test_every_witness_replays(name: str) -> None:
+    """Each labelled race's schedule leads to a state where both accesses are next;
+    each deadlock's to a state where nothing can move and those actors are blocked."""
+    prog = compile_scenario(CORPUS / f"{name}.json")
+    label = LABELS[name]
+    assert len(label["witnesses"]) == len(label["races"]) + bool(label["deadlocks"])
+    for key, w in label["witnesses"].items():
+        state, possible = replay(prog, w["steps"])
+        if key == "deadlock":
+            assert possible == []
+            assert set(w["blocked"]) <= set(label["deadlocks"])
+        else:
+            assert set(w["then"]) <= set(live_accesses(prog, state)) & set(possible)
+
+
+def test_replay_refuses_a_step_that_cannot_go() -> None:
+    """Device 2 cannot pass its wait before anyone signals (issue 28's example)."""
+    prog = compile_scenario(CORPUS / "pw3-t2-each-01.json")
+    with pytest.raises(ValueError, match="cannot take"):
+        replay(prog, ["device 2: call.programs[0].body[3].body[0]"])
 
 
 def test_naive_enumerator_counts_every_interleaving() -> None:
