@@ -51,6 +51,7 @@ ONE_SCHEDULE = {
     "rr3-2-reused",  # one semaphore reused across rounds by several senders
     "rr3-3-reused",
     "rr4-2-reused",
+    "tp3-d1-shared",  # one semaphore for two purposes, two senders
     "cw-race",  # two warpgroups competing for one semaphore
     "cw-deadlock",
     "loads1-wait-second",  # two async loads, only the second waited

@@ -506,6 +506,34 @@ def reused_rounds(d: int, rounds: int, per_round: bool) -> dict:
     )
 
 
+def two_purposes(data_from: int, shared: bool) -> dict:
+    """Device ``data_from`` writes device 0's ``out`` and signals; the other of devices
+    1 and 2 signals device 0 to say hello. Device 0 waits once for the data (then
+    reads it) and once for the hello. On one semaphore, the hello can stand in for the
+    data; on two, it cannot."""
+    hello_from = 3 - data_from
+    data_sem, hello_sem = ("s", "s") if shared else ("s", "t")
+    body = [
+        let("s", "sems", at(0)),
+        let("t", "sems", at(1)),
+        let("dst", "out", remote(0)),
+        when(f"dev == {data_from}", copy_("x_ref", "dst"), signal(data_sem, 0)),
+        when(f"dev == {hello_from}", signal(hello_sem, 0)),
+        when("dev == 0", wait(data_sem), copy_("out", "res"), wait(hello_sem)),
+    ]
+    how = "one semaphore for both" if shared else "a semaphore for each"
+    return scenario(
+        f"tp3-d{data_from}-{'shared' if shared else 'split'}",
+        f"device {data_from} sends data, device {hello_from} a hello, to device 0: {how}",
+        3,
+        {"x": [K]},
+        [("x", "x_ref")],
+        {"out": [K], "res": [K]},
+        {"sems": sems(2)},
+        body,
+    )
+
+
 def competing_waiters(mut: str) -> dict:
     """Two warpgroups of device 0 each wait once on one semaphore that device 1 signals."""
     if mut in ("race", "race-fixed"):
@@ -672,6 +700,7 @@ FAMILIES: dict[str, bool] = {
     "cm": False,
     "pw": True,
     "rr": True,
+    "tp": True,
     "cw": True,
     "loads": True,
     "hs": False,
@@ -704,6 +733,9 @@ def corpus() -> Iterator[dict]:
     for d, rounds in [(3, 2), (3, 3), (4, 2)]:
         for per_round in (False, True):
             cases.append(lambda d=d, r=rounds, p=per_round: reused_rounds(d, r, p))
+    for data_from in (1, 2):
+        for shared in (True, False):
+            cases.append(lambda f=data_from, sh=shared: two_purposes(f, sh))
     for m in ("race", "race-fixed", "deadlock", "deadlock-fixed", "always-deadlock"):
         cases.append(lambda m=m: competing_waiters(m))
     for d in (1, 2):
