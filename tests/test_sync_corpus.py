@@ -118,7 +118,22 @@ def test_committed_corpus_is_what_the_script_writes(tmp_path: Path) -> None:
         assert _load(name) == json.loads((tmp_path / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("name", SMALL)
+#: larger cases whose traces the naive enumerator still walks (2k-23k traces each)
+MEDIUM = [
+    "ag3-wait-2",
+    "ag4-no-signal",
+    "rs4-wait-2",
+    "pw4-t3-each-012",
+    "pw4-t3-each-210",
+    "loads2-one-barrier-two-arrivals",
+    "loads2-wait-none",
+    "loads2-wait-second",
+]
+
+
+@pytest.mark.parametrize(
+    "name", [*SMALL, *(pytest.param(n, marks=pytest.mark.slow) for n in MEDIUM)]
+)
 def test_explorer_agrees_with_naive_enumerator(name: str) -> None:
     prog = compile_scenario(CORPUS / f"{name}.json")
     memo = explore(prog)
