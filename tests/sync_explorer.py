@@ -41,8 +41,6 @@ from typing import Any
 
 import numpy as np
 
-ACCESS_KINDS = {"copy", "add", "fill", "dot", "atomic_add"}
-
 
 class Unsupported(Exception):
     """The scenario uses something outside this explorer's subset."""
@@ -172,6 +170,8 @@ def _index(view: View, entries: list, env: dict[str, int], sizes: dict[str, int]
             sel.append(slice(evaluate(e[0], env, sizes), evaluate(e[1], env, sizes)))
         elif isinstance(e, dict) and "ds" in e:
             start = evaluate(e["ds"][0], env, sizes)
+            if not 0 <= start <= view.idx.shape[len(sel)] - e["ds"][1]:
+                raise Unsupported(f"pl.ds({start}, {e['ds'][1]}) out of bounds")
             sel.append(slice(start, start + e["ds"][1]))
         elif isinstance(e, dict) and "block" in e:
             k = e["size"]

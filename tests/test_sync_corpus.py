@@ -23,6 +23,7 @@ sys.path.insert(0, str(CORPUS))
 
 import make_corpus  # noqa: E402
 from sync_explorer import (  # noqa: E402
+    Unsupported,
     compile_scenario,
     enumerate_traces,
     explore,
@@ -171,6 +172,39 @@ def test_every_witness_replays(name: str) -> None:
             assert set(w["blocked"]) <= set(label["deadlocks"])
         else:
             assert set(w["then"]) <= set(live_accesses(prog, state)) & set(possible)
+
+
+GALLERY = HERE.parent / "toolkit" / "gallery"
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("ring-shift", {"clean"}),
+        ("ring-all-gather", {"clean"}),
+        ("ring-all-gather-no-wait", {"race", "imbalance"}),
+        ("ring-all-gather-deadlock", {"deadlock"}),
+        ("ring-reduce-scatter", {"clean"}),
+        ("exchange-shards", {"clean"}),
+        ("collective-matmul", {"clean"}),
+    ],
+)
+def test_explorer_on_the_gallery_collectives(name: str, kinds: set[str]) -> None:
+    """The gallery's 4-device collectives over every schedule: the explorer and the
+    check agree on each."""
+    label = explore(compile_scenario(GALLERY / f"{name}.json")).label()
+    assert set(label["kinds"]) == kinds
+    import mpmd_lab
+
+    said = {KIND_OF[d.code] for d in mpmd_lab.check(name) if d.code in KIND_OF}
+    assert (said or {"clean"}) == kinds
+
+
+def test_explorer_refuses_what_it_does_not_model() -> None:
+    """A cluster (cluster_ref) is outside the explorer's subset: no verdict, not a
+    wrong one."""
+    with pytest.raises(Unsupported, match="clusters"):
+        compile_scenario(GALLERY / "cluster-exchange.json")
 
 
 def test_replay_refuses_a_step_that_cannot_go() -> None:
