@@ -55,6 +55,7 @@ ONE_SCHEDULE = {
     "tp3-d1-shared",  # one semaphore for two purposes, two senders
     "cw-race",  # two warpgroups competing for one semaphore
     "cw-deadlock",
+    "cw-deadlock-mirror",
     "loads1-wait-second",  # two async loads, only the second waited
     "loads2-wait-second",
 }
@@ -260,6 +261,7 @@ JAX_SAMPLE = [
     "rr3-2-reused",
     "cw-race",
     "cw-deadlock",
+    "cw-deadlock-mirror",
     "loads2-wait-second",
     "hs-no-wait",
 ]

@@ -534,8 +534,10 @@ def two_purposes(data_from: int, shared: bool) -> dict:
     )
 
 
-def competing_waiters(mut: str) -> dict:
-    """Two warpgroups of device 0 each wait once on one semaphore that device 1 signals."""
+def competing_waiters(mut: str, mirror: bool = False) -> dict:
+    """Two warpgroups of device 0 each wait once on one semaphore that device 1 signals
+    (``mirror``: the two warpgroups' parts swapped)."""
+    w0, w1 = (1, 0) if mirror else (0, 1)
     if mut in ("race", "race-fixed"):
         a, b = ("s", "s") if mut == "race" else ("s", "t")
         body = [
@@ -552,14 +554,14 @@ def competing_waiters(mut: str) -> dict:
                 signal(b, 0),
             ),
             when(
-                "(dev == 0) & (wg == 0)",
+                f"(dev == 0) & (wg == {w0})",
                 wait(a),
                 let("mine", "out", at(ds(0, K))),
                 let("keep", "res", at(ds(0, K))),
                 copy_("mine", "keep"),
             ),
             when(
-                "(dev == 0) & (wg == 1)",
+                f"(dev == 0) & (wg == {w1})",
                 wait(b),
                 let("mine", "out", at(ds(K, K))),
                 let("keep", "res", at(ds(K, K))),
@@ -567,7 +569,7 @@ def competing_waiters(mut: str) -> dict:
             ),
         ]
         what = (
-            "one semaphore: if warpgroup 1 takes the first signal"
+            f"one semaphore: if warpgroup {w1} takes the first signal"
             " it reads the second half as it is written"
         )
         if mut == "race-fixed":
@@ -582,19 +584,19 @@ def competing_waiters(mut: str) -> dict:
             let("t", "sems", at(1)),
             let("ack", "sems", at(2)),
             when("(dev == 1) & (wg == 0)", *sender),
-            when("(dev == 0) & (wg == 0)", wait(a), signal("ack", 1)),
-            when("(dev == 0) & (wg == 1)", wait(b)),
+            when(f"(dev == 0) & (wg == {w0})", wait(a), signal("ack", 1)),
+            when(f"(dev == 0) & (wg == {w1})", wait(b)),
         ]
         what = {
             "deadlock": (
-                "one semaphore: if warpgroup 1 takes the first signal,"
-                " warpgroup 0 and device 1 wait forever"
+                f"one semaphore: if warpgroup {w1} takes the first signal,"
+                f" warpgroup {w0} and device 1 wait forever"
             ),
             "deadlock-fixed": "a semaphore per warpgroup",
             "always-deadlock": "two waiters, one signal",
         }[mut]
     return scenario(
-        f"cw-{mut}",
+        f"cw-{mut}{'-mirror' if mirror else ''}",
         f"two warpgroups waiting on device 1's signals: {what}",
         2,
         {"x": [K]},
@@ -738,6 +740,8 @@ def corpus() -> Iterator[dict]:
             cases.append(lambda f=data_from, sh=shared: two_purposes(f, sh))
     for m in ("race", "race-fixed", "deadlock", "deadlock-fixed", "always-deadlock"):
         cases.append(lambda m=m: competing_waiters(m))
+    for m in ("race", "deadlock"):
+        cases.append(lambda m=m: competing_waiters(m, mirror=True))
     for d in (1, 2):
         cases += [lambda d=d, m=m: async_loads(d, m) for m in LOAD_MODES]
     cases += [lambda m=m: handshake(m) for m in HANDSHAKE_MODES]
