@@ -82,7 +82,10 @@ def check_sync(ctx: Ctx) -> None:
     interp_gpu = s.run.interpret == "gpu"
     pid_bug = interp_gpu and _uses_pid(ctx)
     if steps > MAX_STEPS:
-        _sampled(ctx, steps, pid_bug)
+        from mpmd_lab.validate.symmetry import judge
+
+        # uniform in the device: judged on small rings (None), else why not
+        _sampled(ctx, steps, pid_bug, unlike=judge(ctx, steps))
         return
     need = offsets_bytes(s)
     if need > CHECK_MEMORY:
@@ -634,8 +637,11 @@ def _affine(ctx: Ctx) -> bool:
     return True
 
 
-def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
-    """Too big to run every actor: run the corners for indices and device ids, say so."""
+def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> None:
+    """Too big to run every actor: run the corners for indices and device ids, say so.
+
+    ``unlike``: None when symmetry gave the synchronisation verdict (only the indices are
+    then checked here), else why it could not (said in the warning)."""
     s = ctx.s
     sample: dict[int, list[tuple[int, ...]]] = {}
     for p, prog in enumerate(s.call.programs):
@@ -661,12 +667,14 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
     if gpu is not None:
         reported = _interp_findings(ctx, interp or gpu)
         _gpu_findings(ctx, gpu, reported, pid_bug)
-        if plain:  # nothing orders threads: a race among the sampled ones is a race
+        if plain and unlike is not None:  # nothing orders threads: a sampled race is one
             _races(ctx, interp or gpu, gpu)
     exact = _affine(ctx) and gpu is not None
     if failed:
         _FAILED[:] = failed
         _not_run(ctx)
+    if unlike is None:
+        return
     unchecked = (
         "races are checked only among those blocks and devices"
         if plain
@@ -683,7 +691,8 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
             if exact
             else " (an index with // or % may still go out of bounds in between)"
         )
-        + f"; {unchecked} (simulate a smaller model of the call to check them all)",
+        + f"; {unchecked} (simulate a smaller model of the call to check them all)"
+        + (f"; symmetry does not reduce it: {unlike}" if unlike else ""),
         severity="warning",
     )
 
