@@ -125,6 +125,11 @@ def _index_names(e: E.Expr) -> set[str]:
     return out
 
 
+#: The fields that steer control or counts (not an index): a loop's bounds, a condition,
+#: a semaphore's increment or awaited value.
+_CONTROL = ("cond", "start", "stop", "inc", "value")
+
+
 def _stands_for(v: int, n: int) -> bool:
     """A constant that may stand for a mesh size ``n`` (n - 1, n, n + 1 or a multiple)."""
     return n > 2 and (abs(v - n) <= 1 or (v >= n and v % n == 0))
@@ -172,7 +177,7 @@ def not_uniform(s: Any) -> Ring | str:
                     elif _stands_for(e.eval(E.Env({}, {axis: size})), size):
                         return f"the device id at {where} names a device near the ring's end"
                     continue
-                if axis in names and field in ("cond", "start", "stop"):
+                if axis in names and field in _CONTROL:
                     return f"{where} depends on the device ({field} {e.label()})"
                 for m in _moduli(e):
                     if m.is_const:
@@ -181,7 +186,7 @@ def not_uniform(s: Any) -> Ring | str:
                             return f"{where} takes a modulus {v} too large to keep on a small ring"
                         if abs(v) > 1:
                             moduli.add(abs(v))
-                if field in ("cond", "start", "stop", "inc", "value"):
+                if field in _CONTROL:
                     bad = [v for v in _consts(e) if _stands_for(v, size)]
                     if bad:
                         return (
@@ -194,13 +199,71 @@ def not_uniform(s: Any) -> Ring | str:
     return Ring(axis, size, offsets, moduli)
 
 
-def _reduced(s: Any, axis: str, n: int) -> Any:
-    """The scenario on a ring of ``n`` devices (shapes as they are: no index of the small
-    ring reaches further than at full size)."""
+#: A grid axis of fewer blocks is run whole.
+MIN_BLOCKS = 4
+
+
+def symmetric_blocks(s: Any) -> dict[int, list[str]] | str:
+    """The grid axes of each program whose blocks are interchangeable, or why none are.
+
+    A grid axis is reduced when its block index (the axis name or ``pl.program_id``)
+    is read only by affine indices (``a * b + c``: two blocks' slices overlap exactly when
+    two neighbouring blocks' do, so blocks 0 and 1 show it), never by a device id, a
+    condition, a loop bound or a semaphore count, and no such field holds a constant that
+    may stand for the axis's size. Blocks then meet only through memory (semaphores and
+    barriers are each block's own, a signal goes to the same block on its device), which
+    the engine judges between the blocks it keeps."""
+    from mpmd_lab.validate.sync import _nonaffine
+
+    out: dict[int, list[str]] = {}
+    why = "no grid axis has enough blocks to reduce"
+    for p, prog in enumerate(s.call.programs):
+        grid = prog.mesh.grid
+        axes = [a for a, n in grid.items() if n >= MIN_BLOCKS]
+        for st in _walk(list(prog.body)):
+            for field, e in _exprs(st):
+                reads = _index_names(e) & set(axes)
+                if "program_id" in e.calls() or "num_programs" in e.calls():
+                    # (by position: conservatively every axis)
+                    reads |= set(axes) if "program_id" in e.calls() else set()
+                for a in list(reads):
+                    if field.startswith(("device", "block")) or field in _CONTROL:
+                        why = f"{st.label()} uses the block index {a} in its {field}"
+                        axes.remove(a)
+                    elif _nonaffine(e):
+                        why = f"{st.label()} indexes by {a} with // or % ({e.label()})"
+                        axes.remove(a)
+                if field in _CONTROL:
+                    for a in list(axes):
+                        if any(_stands_for(v, grid[a]) for v in _consts(e)):
+                            why = (
+                                f"{st.label()} has a constant that may stand for the "
+                                f"{grid[a]} blocks of {a} (write num_programs)"
+                            )
+                            axes.remove(a)
+            v = vars(st).get("value")
+            for a in list(axes):
+                if type(v) is int and _stands_for(v, grid[a]):
+                    why = f"{st.label()} waits for {v}, a count that may stand for the blocks"
+                    axes.remove(a)
+        if axes:
+            out[p] = axes
+    return out or why
+
+
+def _reduced(s: Any, devices: int | None, blocks: dict[int, list[str]], n: int) -> Any:
+    """The scenario on a ring of ``devices`` (None: as it is) with ``n`` blocks along each
+    reduced grid axis (shapes as they are: no index of the small mesh reaches further
+    than at full size)."""
     from mpmd_lab.scenario import load_scenario
 
     data = s.to_dict()
-    data["device_mesh"] = {axis: n}
+    if devices is not None:
+        ((axis, _),) = s.device_mesh.items()
+        data["device_mesh"] = {axis: devices}
+    for p, axes in blocks.items():
+        for a in axes:
+            data["call"]["programs"][p]["mesh"]["grid"][a] = n
     return load_scenario(data)
 
 
@@ -209,55 +272,77 @@ def _verdict(diags: tuple[Diagnostic, ...]) -> set[tuple[str, str]]:
 
 
 def judge(ctx: Ctx, steps: int) -> str | None:
-    """Give the verdict of a call too big to run whole from small rings; None when done,
-    else why symmetry does not hold (the caller then explores a bounded sample)."""
+    """Give the verdict of a call too big to run whole from small meshes (a ring of few
+    devices, few blocks); None when done, else why symmetry does not hold (the caller
+    then explores a bounded sample)."""
     from mpmd_lab.validate import analyze
+    from mpmd_lab.validate.sync import _affine
 
-    ring = not_uniform(ctx.s)
-    if isinstance(ring, str):
-        return ring
-    sizes = ring.sizes()
-    if len(sizes) < 2:
-        return f"no two smaller rings keep its pattern ({ring.size} devices)"
-    runs = [analyze(_reduced(ctx.s, ring.axis, n), fixes=False).diagnostics for n in sizes]
+    s = ctx.s
+    ring = not_uniform(s)
+    blocks = symmetric_blocks(s)
+    if isinstance(ring, str) and isinstance(blocks, str):
+        return f"{ring}; {blocks}"
+    sizes: list[int | None] = [None, None]
+    used = []
+    if isinstance(ring, Ring):
+        found = ring.sizes()
+        if len(found) < 2:
+            return f"no two smaller rings keep its pattern ({ring.size} devices)"
+        sizes = list(found)
+        offsets = ", ".join(f"dev {'+' if c >= 0 else '-'} {abs(c)}" for c in sorted(ring.offsets))
+        used.append(
+            f"uniform in {ring.axis!r} (every device runs the same statements, talking only "
+            f"to {offsets or 'itself'} round the ring): judged at D'={found[0]} and {found[1]} "
+            f"for all {ring.size} devices"
+        )
+    reduced: dict[int, list[str]] = blocks if isinstance(blocks, dict) else {}
+    for p, axes in reduced.items():
+        grid = s.call.programs[p].mesh.grid
+        names = ", ".join(f"{a} ({grid[a]} blocks)" for a in axes)
+        used.append(
+            f"symmetric blocks along {names}"
+            f"{f' of program {p}' if len(s.call.programs) > 1 else ''}: judged on blocks "
+            "0 and 1, then 0, 1 and 2"
+        )
+    runs = [analyze(_reduced(s, sizes[k], reduced, 2 + k), fixes=False).diagnostics for k in (0, 1)]
     if _verdict(runs[0]) != _verdict(runs[1]):
         return (
-            f"the rings of {sizes[0]} and {sizes[1]} devices get different verdicts, so "
-            "the kernel is not uniform round the ring in effect"
+            "the two small meshes it reduces to get different verdicts, so the kernel is "
+            "not symmetric in effect"
         )
-    shown = " and ".join(str(n) for n in sizes)
+    small = []
+    if sizes[0] is not None and isinstance(ring, Ring):
+        small.append(f"a ring of {sizes[0]} devices standing for all {ring.size}")
+    if reduced:
+        small.append("blocks 0 and 1 standing for every block")
     for d in runs[0]:
         if d.code in VERDICT_CODES:
             ctx.add(
                 d.code,
                 d.path,
-                f"(on a ring of {sizes[0]} devices, standing for all {ring.size}) {d.message}",
+                f"(on {' and '.join(small)}) {d.message}",
                 jax_message=d.jax.message if d.jax else None,
                 jax_type=d.jax.type if d.jax else None,
                 severity=d.severity,
                 stage=d.stage,
                 fix=list(d.fixes) or None,
             )
-    from mpmd_lab.validate.sync import _affine
-
     bounds = (
         "which bounds every index (all are affine in the axes)"
         if _affine(ctx)
-        else "and on the small rings (an index with // or % only there)"
+        else "and on the small meshes (an index with // or % only there)"
     )
-    offsets = ", ".join(f"dev {'+' if c >= 0 else '-'} {abs(c)}" for c in sorted(ring.offsets))
     ctx.add(
         "SYNC_BY_SYMMETRY",
         "call.programs",
-        f"this call runs about {steps:,} thread-steps; it is uniform in {ring.axis!r} "
-        f"(every device runs the same statements, talking only to {offsets or 'itself'} "
-        f"round the ring): races, deadlocks and semaphore balance judged at D'={shown} "
-        f"(same verdict at both), standing for all {ring.size} devices; out-of-bounds "
-        f"indices and device ids checked at the first two and last two devices and blocks "
-        f"of the full mesh {bounds}",
+        f"this call runs about {steps:,} thread-steps; races, deadlocks and semaphore "
+        f"balance judged by symmetry ({'; '.join(used)}; the same verdict at both sizes); "
+        "out-of-bounds indices and device ids checked at the first two and last two "
+        f"devices and blocks of the full mesh {bounds}",
         severity="info",
     )
     return None
 
 
-__all__ = ["MIN_DEVICES", "Ring", "judge", "not_uniform"]
+__all__ = ["MIN_BLOCKS", "MIN_DEVICES", "Ring", "judge", "not_uniform", "symmetric_blocks"]

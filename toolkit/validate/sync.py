@@ -616,16 +616,19 @@ def _corners(n: int) -> list[int]:
     return sorted({k for k in (0, 1, n - 2, n - 1) if 0 <= k < n})
 
 
+def _nonaffine(e: Any) -> bool:
+    """Whether ``e`` uses // or %."""
+    if isinstance(e, E.BinOp):
+        return e.op in ("//", "%") or _nonaffine(e.a) or _nonaffine(e.b)
+    for sub in ("a", "b"):
+        if hasattr(e, sub) and _nonaffine(getattr(e, sub)):
+            return True
+    return any(_nonaffine(x) for x in getattr(e, "items", ()))
+
+
 def _affine(ctx: Ctx) -> bool:
     """No index expression uses // or % (corners then bound every actor's index)."""
-
-    def nonaffine(e: Any) -> bool:
-        if isinstance(e, E.BinOp):
-            return e.op in ("//", "%") or nonaffine(e.a) or nonaffine(e.b)
-        for sub in ("a", "b"):
-            if hasattr(e, sub) and nonaffine(getattr(e, sub)):
-                return True
-        return any(nonaffine(x) for x in getattr(e, "items", ()))
+    nonaffine = _nonaffine
 
     for prog in ctx.programs:
         for st in prog.stmts:
