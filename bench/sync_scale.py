@@ -15,10 +15,15 @@ from typing import Any
 
 from mpmd_lab import gallery
 
+from bench.table import Row, timed
+from bench.table import verdict as verdict_text
+
 #: The ring collectives of the gallery and the sizes they are judged at.
 RINGS = ("ring-all-gather", "ring-reduce-scatter", "ring-all-gather-no-wait")
 RINGS_MORE = ("ring-all-gather-deadlock",)
 SIZES = (64, 256, 1024)
+#: Elements of a chunk in the gallery's rings (one per device).
+CHUNK = 256
 #: Seconds a verdict may take (the issue's target).
 TARGET_S = 2.0
 #: JAX's collective matmul on an H100: one block per SM, three warpgroups.
@@ -36,8 +41,8 @@ def scaled(name: str, devices: int) -> dict[str, Any]:
     def grow(shape: list[int]) -> list[int]:
         if shape[0] == was - 1:
             return [devices - 1, *shape[1:]]
-        if shape[0] % was == 0 and shape[0] // was >= 64:  # one chunk per device
-            return [shape[0] // was * devices, *shape[1:]]
+        if shape[0] == was * CHUNK:  # one chunk per device
+            return [CHUNK * devices, *shape[1:]]
         return shape
 
     c = data["call"]
@@ -153,12 +158,81 @@ def real_matmul(devices: int = 4, blocks: int = SMS, tile_n: int = 128) -> dict[
     return data
 
 
-def verdict(data: dict[str, Any]) -> tuple[list[str], float]:
-    """The check's codes (errors, then the notes that say how it judged) and seconds."""
+def verdict(data: dict[str, Any]) -> tuple[set[tuple[str, str]], set[str], float, float]:
+    """The check's verdict (error and balance codes, with their paths), the codes of its
+    notes on coverage (``SYNC_*``), and the wall and CPU seconds of the whole check
+    (``validate.analyze`` with its fixes, as ``mpmd-lab check`` runs it; loading not timed)."""
     from mpmd_lab.scenario import load_scenario
     from mpmd_lab.validate import analyze
 
     s = load_scenario(data)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     diags = analyze(s).diagnostics
-    return [d.code for d in diags], time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    found = {(d.code, d.path) for d in diags if d.code in VERDICT}
+    return found, {d.code for d in diags if d.code.startswith("SYNC_")}, wall, cpu
+
+
+#: The codes a verdict is made of.
+VERDICT = frozenset(
+    {"RACE", "RACE_DETECTED", "DEADLOCK_SEMAPHORE", "DEADLOCK_BARRIER", "SEMAPHORE_IMBALANCE"}
+)
+
+
+def _row(
+    measure: str, big: dict[str, Any], small: dict[str, Any], repeats: int
+) -> tuple[Row, float]:
+    """One timed verdict against the engine's own on the small mesh (run whole)."""
+    want, small_notes, _, _ = verdict(small)
+    times = []
+    for _ in range(repeats):
+        found, notes, wall, cpu = verdict(big)
+        times.append((wall, cpu))
+    wall, cpu = sorted(times)[len(times) // 2]
+    codes = ", ".join(sorted({c for c, _ in found})) or "clean"
+    same = found == want and not small_notes and notes == {"SYNC_BY_SYMMETRY"}
+    row = timed(
+        "symmetry",
+        f"{measure}: {codes}",
+        wall,
+        baseline="same verdict as the small mesh" if same else "DIFFERENT verdict or coverage",
+        ratio=f"cpu {cpu:.2f} s",
+        target_s=TARGET_S,
+    )
+    if not same:
+        row.verdict = "MISSED"
+    return row, cpu
+
+
+def rows(quick: bool = False) -> list[Row]:
+    """``make bench``'s symmetry section: each ring at 64, 256 and 1,024 devices and the
+    collective matmul at 132 x 3 x 4, a full verdict (no SYNC_NOT_CHECKED) equal to the
+    small mesh's, in under 2 s."""
+    repeats = 1 if quick else 3
+    made = []
+    for name in RINGS + RINGS_MORE:
+        for n in SIZES:
+            made.append(_row(f"{name}, {n} devices", scaled(name, n), scaled(name, 4), repeats))
+    made.append(
+        _row(
+            f"collective-matmul, {SMS} blocks x {WARPGROUPS} warpgroups x 4 devices",
+            real_matmul(4, SMS),
+            real_matmul(4, 2),
+            repeats,
+        )
+    )
+    out = [row for row, _ in made]
+    # the process's CPU time, which a loaded machine does not inflate as it does wall time
+    worst, which = max((cpu, row.measure.split(":")[0]) for row, cpu in made)
+    out.append(
+        Row(
+            "symmetry",
+            f"  slowest in CPU time ({which})",
+            f"{worst:.2f} s",
+            target=f"< {TARGET_S:.2f} s",
+            verdict=verdict_text(worst < TARGET_S),
+            value=worst,
+            unit="s",
+        )
+    )
+    return out
