@@ -145,3 +145,24 @@ def test_blocks_that_steer_by_their_index_are_not_reduced():
     _, notes = verdict(data)
     assert "SYNC_BY_SYMMETRY" not in notes
     assert "uses the block index b in its cond" in notes["SYNC_NOT_CHECKED"]
+
+
+def test_a_race_at_one_step_only_is_kept_on_the_small_rings():
+    """The wait skipped at step 6 alone: the race is at step 7, which forwards the chunk
+    not waited for, so the small rings must run past it (D'=10 and 11: a ring of 8
+    runs steps 0..6 only and is clean, one of 9 races; the check would then see the two
+    small rings disagree and give no verdict)."""
+
+    def skip_wait_at_6(devices: int) -> dict:
+        data = scaled("ring-all-gather", devices)
+        body = data["call"]["programs"][0]["body"][3]["body"]
+        assert body[-1]["op"] == "semaphore_wait"
+        body[-1] = {"op": "when", "cond": "i != 6", "body": [body[-1]]}
+        return data
+
+    whole, notes = verdict(skip_wait_at_6(16))  # the engine runs every device
+    assert not notes
+    assert "RACE_DETECTED" in {c for c, _ in whole}
+    found, notes = verdict(skip_wait_at_6(256))
+    assert found == whole
+    assert "judged at D'=10 and 11 for all 256 devices" in notes["SYNC_BY_SYMMETRY"]

@@ -32,6 +32,8 @@ from mpmd_lab.validate.context import Ctx
 MIN_DEVICES = 8
 #: The smallest ring judged: four devices (a device, both neighbours and one more).
 SMALLEST = 4
+#: The largest small ring judged (a pattern that needs more is not reduced).
+MAX_RING = 32
 #: A constant modulus past this is not reproduced on a small ring: no reduction.
 MAX_MODULUS = 16
 
@@ -55,17 +57,25 @@ class Ring:
     """What the check of the argument found: the device axis, its size and what a
     reduced ring must keep (neighbour offsets, constant moduli)."""
 
-    def __init__(self, axis: str, size: int, offsets: set[int], moduli: set[int]) -> None:
+    def __init__(
+        self, axis: str, size: int, offsets: set[int], moduli: set[int], least: int = 0
+    ) -> None:
         self.axis = axis
         self.size = size
         self.offsets = offsets
         self.moduli = moduli
+        self.least = least
 
     def sizes(self) -> list[int]:
         """Two small ring sizes that keep the pattern: every offset distinct mod D' from
-        the others and from 0 (D' > 2 max|c|), and D' = D modulo every constant modulus."""
+        the others and from 0 (D' > 2 max|c|); past every threshold a condition or a
+        size-dependent loop bound sets (``least``: a constant ``c`` in a condition needs
+        a ring of ``c + 4``, as ``i == 5`` needs a loop that reaches 5 and goes on twice
+        more before its last step: a chunk skipped at step 5 is forwarded at step 6; a
+        bound ``axis_size(dev) - k`` needs a loop of at least three steps); and D' = D
+        modulo every constant modulus."""
         reach = max((abs(c) for c in self.offsets), default=0)
-        low = max(SMALLEST, 2 * reach + 1)
+        low = max(SMALLEST, 2 * reach + 1, self.least)
         step = math.lcm(*self.moduli) if self.moduli else 1
         first = low + (self.size - low) % step
         return [d for d in (first, first + step) if d < self.size]
@@ -157,6 +167,7 @@ def not_uniform(s: Any) -> Ring | str:
     if size < MIN_DEVICES:
         return f"the {size} devices are few enough to run every one"
     offsets: set[int] = set()
+    least = 0  # the smallest ring every condition and size-dependent loop bound still sees
     moduli: set[int] = set()
     for p, prog in enumerate(s.call.programs):
         for st in _walk(list(prog.body)):
@@ -186,6 +197,10 @@ def not_uniform(s: Any) -> Ring | str:
                             return f"{where} takes a modulus {v} too large to keep on a small ring"
                         if abs(v) > 1:
                             moduli.add(abs(v))
+                if field == "cond":
+                    least = max([least, *(abs(v) + 4 for v in _consts(e))])
+                elif field in ("start", "stop") and "axis_size" in e.calls():
+                    least = max([least, *(abs(v) + 3 for v in _consts(e))])
                 if field in _CONTROL:
                     bad = [v for v in _consts(e) if _stands_for(v, size)]
                     if bad:
@@ -196,7 +211,12 @@ def not_uniform(s: Any) -> Ring | str:
             v = vars(st).get("value")
             if type(v) is int and _stands_for(v, size):
                 return f"{where} waits for {v}, a count that may stand for the ring's size"
-    return Ring(axis, size, offsets, moduli)
+    if least > MAX_RING:
+        return (
+            f"a condition or loop bound needs a ring of {least} devices to keep its "
+            f"pattern, more than the {MAX_RING} the reduction runs"
+        )
+    return Ring(axis, size, offsets, moduli, least)
 
 
 #: A grid axis of fewer blocks is run whole.
