@@ -166,3 +166,17 @@ def test_a_race_at_one_step_only_is_kept_on_the_small_rings():
     found, notes = verdict(skip_wait_at_6(256))
     assert found == whole
     assert "judged at D'=10 and 11 for all 256 devices" in notes["SYNC_BY_SYMMETRY"]
+
+
+def test_a_small_mesh_still_too_big_gives_no_verdict():
+    """The card's relay (999 rounds on 8 devices) is judged on rings of 4 and 5; with
+    2,999 rounds even a ring of 4 is past the bound, and the check says so."""
+    from mpmd_lab.knowledge import EXAMPLES
+
+    data = json.loads((EXAMPLES / "SYNC_BY_SYMMETRY.json").read_text())
+    found, notes = verdict(data)
+    assert found == set() and set(notes) == {"SYNC_BY_SYMMETRY"}
+    data["call"]["programs"][0]["body"][1]["stop"] = 2999
+    found, notes = verdict(data)
+    assert found == set() and "SYNC_BY_SYMMETRY" not in notes
+    assert "even the small mesh is too big to run whole" in notes["SYNC_NOT_CHECKED"]

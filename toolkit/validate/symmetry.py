@@ -326,6 +326,14 @@ def judge(ctx: Ctx, steps: int) -> str | None:
             "0 and 1, then 0, 1 and 2"
         )
     runs = [analyze(_reduced(s, sizes[k], reduced, 2 + k), fixes=False).diagnostics for k in (0, 1)]
+    had = {d.code for d in ctx.diags if d.is_error}
+    for run in runs:
+        other = sorted({d.code for d in run if d.is_error} - VERDICT_CODES - BOUNDS_CODES - had)
+        if other:  # the small mesh is not the same kernel to JAX's rules
+            return f"the small mesh it reduces to gets {other[0]}, which the call does not"
+        unchecked = next((d for d in run if d.code == "SYNC_NOT_CHECKED"), None)
+        if unchecked is not None:
+            return f"even the small mesh is too big to run whole ({unchecked.message})"
     if _verdict(runs[0]) != _verdict(runs[1]):
         return (
             "the two small meshes it reduces to get different verdicts, so the kernel is "

@@ -22,8 +22,11 @@ copies and their waits) orders them. What it reports:
   (``pl.program_id``, which the GPU interpreter makes 0);
 - REMOTE_DEVICE_OOB: a device id (``remote_ref``, ``semaphore_signal``) outside the mesh;
 - SYNC_NOT_CHECKED (warning): a call too big to run every actor here (the limit is
-  said); out-of-bounds indices and device ids are then checked at the corners of the
-  grid and the device mesh, exactly for indices affine in the axes.
+  said) and not reduced by symmetry (why is said); out-of-bounds indices and device ids
+  are then checked at the corners of the grid and the device mesh, exactly for indices
+  affine in the axes;
+- SYNC_BY_SYMMETRY (a note): a call too big to run whole whose devices or blocks stand
+  for each other, judged on a small mesh (:mod:`mpmd_lab.validate.symmetry`).
 """
 
 from __future__ import annotations
