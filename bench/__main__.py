@@ -4,7 +4,9 @@ Sections: static (check vs JAX trace + GPU lowering), scaling (check vs argument
 and stack depth), run (generated call vs hand-written pl.kernel), widgets (edit-to-
 feedback latency), graph (the matplotlib picture, and the Lab's fast view in Chromium,
 at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process), simulate
-(the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices).
+(the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices),
+symmetry (ring collectives at 64 ... 1,024 devices and the collective matmul at 132 x 3 x
+4, judged by symmetry).
 
 ``--json``: one JSON document instead of the table: the machine (``header``) and
 ``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
@@ -40,6 +42,7 @@ SECTIONS = {
     "graph": "bench.graph_section",
     "startup": "bench.startup",
     "simulate": "bench.simulate_scaling",
+    "symmetry": "bench.sync_scale",
 }
 QUICK = {
     "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},
@@ -48,6 +51,7 @@ QUICK = {
     "graph": {"repeats": 1},
     "startup": {"repeats": 3},
     "simulate": {"quick": True},
+    "symmetry": {"quick": True},
 }
 
 

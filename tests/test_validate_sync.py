@@ -331,7 +331,8 @@ def test_program_id_is_each_blocks_index_for_the_gpu_and_zero_for_the_interprete
 
 def test_many_blocks_are_checked_at_the_corners_and_say_so():
     """The block-OOB rule used to stop silently above 4096 blocks; past its bound the
-    check runs the corners of the grid (exact for affine indices) and warns."""
+    check runs the corners of the grid for indices (exact for affine indices) and judges
+    the blocks, which are interchangeable, by symmetry (and says so)."""
     from test_validate_block_oob import blocks
 
     for n in (4096, 4097, 100_000):
@@ -340,10 +341,11 @@ def test_many_blocks_are_checked_at_the_corners_and_say_so():
         d = first_error(ds)
         assert d is not None and d.code == "OOB_READ", (n, d)
         assert f"b={n - 1}" in d.message
-        warned = [x for x in ds if x.code == "SYNC_NOT_CHECKED"]
-        assert bool(warned) == (n * 3 > 20_000), n
-        if warned:
-            assert "which bounds them all" in warned[0].message
+        assert "SYNC_NOT_CHECKED" not in {x.code for x in ds}
+        noted = [x for x in ds if x.code == "SYNC_BY_SYMMETRY"]
+        assert bool(noted) == (n * 3 > 20_000), n
+        if noted:
+            assert "which bounds every index" in noted[0].message
     ok = load_scenario(blocks(128 * 100_000, 128 * 100_000, 100_000))
     assert first_error(check(ok)) is None
 
@@ -354,7 +356,7 @@ def test_a_race_among_many_blocks_is_still_found_at_the_corners():
     d = blocks(128 * 10_000, 128 * 10_000, 10_000)
     d["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [[0, 128]]  # one tile
     codes = [x.code for x in check(load_scenario(d))]
-    assert "RACE" in codes and "SYNC_NOT_CHECKED" in codes
+    assert "RACE" in codes and "SYNC_BY_SYMMETRY" in codes  # judged on blocks 0 and 1
 
 
 def test_a_big_ring_says_what_it_did_not_check():

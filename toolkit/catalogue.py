@@ -988,6 +988,7 @@ OWN = {
     "DEADLOCK_BARRIER": ("a barrier wait whose phase can never complete (a hang)", "gpu-run"),
     "SEMAPHORE_IMBALANCE": ("a semaphore is not zero when the kernel ends", "gpu-run"),
     "SYNC_NOT_CHECKED": ("too many threads for the static check to run every one", "gpu-run"),
+    "SYNC_BY_SYMMETRY": ("a big mesh judged on small rings by symmetry (a note)", "gpu-run"),
 }
 
 #: Errors of a generated call that are mpmd-lab codes, not JAX's (tried after ENTRIES).

@@ -35,8 +35,10 @@ def format_diagnostics(name: str, diags: list[Diagnostic]) -> str:
     """Every diagnostic of a scenario, in the order JAX would raise them, and a verdict."""
     diags = ordered(diags)
     errors = sum(d.is_error for d in diags)
-    warnings = len(diags) - errors
+    notes = sum(d.severity == "info" for d in diags)  # how a verdict was reached
+    warnings = len(diags) - errors - notes
     body = [format_diagnostic(d) for d in diags]
     verdict = "valid" if not errors else "invalid"
-    body.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s))")
+    said = f", {notes} note(s)" if notes else ""
+    body.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s){said})")
     return "\n".join(body)

@@ -22,8 +22,11 @@ copies and their waits) orders them. What it reports:
   (``pl.program_id``, which the GPU interpreter makes 0);
 - REMOTE_DEVICE_OOB: a device id (``remote_ref``, ``semaphore_signal``) outside the mesh;
 - SYNC_NOT_CHECKED (warning): a call too big to run every actor here (the limit is
-  said); out-of-bounds indices and device ids are then checked at the corners of the
-  grid and the device mesh, exactly for indices affine in the axes.
+  said) and not reduced by symmetry (why is said); out-of-bounds indices and device ids
+  are then checked at the corners of the grid and the device mesh, exactly for indices
+  affine in the axes;
+- SYNC_BY_SYMMETRY (a note): a call too big to run whole whose devices or blocks stand
+  for each other, judged on a small mesh (:mod:`mpmd_lab.validate.symmetry`).
 """
 
 from __future__ import annotations
@@ -82,7 +85,10 @@ def check_sync(ctx: Ctx) -> None:
     interp_gpu = s.run.interpret == "gpu"
     pid_bug = interp_gpu and _uses_pid(ctx)
     if steps > MAX_STEPS:
-        _sampled(ctx, steps, pid_bug)
+        from mpmd_lab.validate.symmetry import judge
+
+        # uniform in the device: judged on small rings (None), else why not
+        _sampled(ctx, steps, pid_bug, unlike=judge(ctx, steps))
         return
     need = offsets_bytes(s)
     if need > CHECK_MEMORY:
@@ -613,16 +619,19 @@ def _corners(n: int) -> list[int]:
     return sorted({k for k in (0, 1, n - 2, n - 1) if 0 <= k < n})
 
 
+def _nonaffine(e: Any) -> bool:
+    """Whether ``e`` uses // or %."""
+    if isinstance(e, E.BinOp):
+        return e.op in ("//", "%") or _nonaffine(e.a) or _nonaffine(e.b)
+    for sub in ("a", "b"):
+        if hasattr(e, sub) and _nonaffine(getattr(e, sub)):
+            return True
+    return any(_nonaffine(x) for x in getattr(e, "items", ()))
+
+
 def _affine(ctx: Ctx) -> bool:
     """No index expression uses // or % (corners then bound every actor's index)."""
-
-    def nonaffine(e: Any) -> bool:
-        if isinstance(e, E.BinOp):
-            return e.op in ("//", "%") or nonaffine(e.a) or nonaffine(e.b)
-        for sub in ("a", "b"):
-            if hasattr(e, sub) and nonaffine(getattr(e, sub)):
-                return True
-        return any(nonaffine(x) for x in getattr(e, "items", ()))
+    nonaffine = _nonaffine
 
     for prog in ctx.programs:
         for st in prog.stmts:
@@ -634,8 +643,11 @@ def _affine(ctx: Ctx) -> bool:
     return True
 
 
-def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
-    """Too big to run every actor: run the corners for indices and device ids, say so."""
+def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> None:
+    """Too big to run every actor: run the corners for indices and device ids, say so.
+
+    ``unlike``: None when symmetry gave the synchronisation verdict (only the indices are
+    then checked here), else why it could not (said in the warning)."""
     s = ctx.s
     sample: dict[int, list[tuple[int, ...]]] = {}
     for p, prog in enumerate(s.call.programs):
@@ -661,12 +673,14 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
     if gpu is not None:
         reported = _interp_findings(ctx, interp or gpu)
         _gpu_findings(ctx, gpu, reported, pid_bug)
-        if plain:  # nothing orders threads: a race among the sampled ones is a race
+        if plain and unlike is not None:  # nothing orders threads: a sampled race is one
             _races(ctx, interp or gpu, gpu)
     exact = _affine(ctx) and gpu is not None
     if failed:
         _FAILED[:] = failed
         _not_run(ctx)
+    if unlike is None:
+        return
     unchecked = (
         "races are checked only among those blocks and devices"
         if plain
@@ -683,7 +697,8 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
             if exact
             else " (an index with // or % may still go out of bounds in between)"
         )
-        + f"; {unchecked} (simulate a smaller model of the call to check them all)",
+        + f"; {unchecked} (simulate a smaller model of the call to check them all)"
+        + (f"; symmetry does not reduce it: {unlike}" if unlike else ""),
         severity="warning",
     )
 
