@@ -105,9 +105,21 @@ def check_sync(ctx: Ctx) -> None:
         interp = gpu
     reported = _interp_findings(ctx, interp)
     _gpu_findings(ctx, gpu, reported, pid_bug)
-    _races(ctx, interp, gpu)
-    _deadlock(ctx, gpu)
+    ex = _explore(s, gpu) if not gpu.stopped else None
+    witnesses = _merge(s, gpu, ex)
+    _races(ctx, interp, gpu, witnesses)
+    _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
+    if ex is not None and not ex.complete:
+        # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"races and deadlocks were judged over {ex.runs} schedule(s), not every one the "
+            f"GPU allows: {ex.why}; a race or deadlock only the other schedules have is not "
+            "checked",
+            severity="warning",
+        )
     if gpu.stopped:
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -176,6 +188,67 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
     except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
         _FAILED.append(f"it stopped on {type(e).__name__}")
         return None
+
+
+#: Schedules the check explores at most, and for how long.
+MAX_SCHEDULES = 500
+EXPLORE_SECONDS = 4.0
+
+
+def _explore(s: Any, first: Outcome) -> Any:
+    """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
+    semaphore wait saw, which of two competing waits went first. None where the engine
+    could not run (the lockstep run's verdict stands, with what it said)."""
+    from mpmd_lab.engine.explore import explore
+
+    def make(chooser: Any) -> Engine:
+        return Engine(
+            s,
+            data=False,
+            program_id="grid",
+            limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
+            log_limit=0,
+            log_tally=False,
+            max_races=16,
+            chooser=chooser,
+        )
+
+    try:
+        return explore(make, max_runs=MAX_SCHEDULES, max_seconds=EXPLORE_SECONDS)
+    except (SimError, MemoryError):
+        return None
+
+
+def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
+    """The races and deadlock exploring found, into the lockstep run's outcome (what the
+    lockstep schedule found stays found); id(race or deadlock list) -> its witness."""
+    from mpmd_lab.validate.witness import deadlock_witness, race_witness
+
+    out: dict[int, Any] = {}
+    if ex is None:
+        return out
+    have = {(r.first.path, r.second.path): r for r in gpu.log.races}
+    found = []
+    for race, sched, _pts in ex.races:
+        key = (race.first.path, race.second.path)
+        if key in have or (key[1], key[0]) in have:
+            old = have.get(key) or have[(key[1], key[0])]
+            out[id(old)] = race_witness(race, sched, s)
+            continue
+        found.append(race)
+        out[id(race)] = race_witness(race, sched, s)
+    gpu.log.races[:0] = found  # (schedule-dependent races first: lockstep missed them)
+    if ex.deadlock is not None:
+        dl_out, sched, _pts = ex.deadlock
+        if not gpu.deadlock:
+            gpu.deadlock = dl_out.deadlock
+            gpu.signals = dl_out.signals
+        out[id(gpu.deadlock)] = deadlock_witness(dl_out, sched)
+    seen = {(lab, path) for lab, _, path in gpu.leftover}
+    for lab, v, path in ex.leftover:
+        if (lab, path) not in seen and not gpu.deadlock:
+            gpu.leftover.append((lab, v, path))
+    return out
 
 
 def _not_run(ctx: Ctx) -> None:
@@ -436,7 +509,9 @@ def _who(a: Any, b: Any, ctx: Ctx) -> str:
     return "Executors " + ", ".join(parts) if parts else "Two executors"
 
 
-def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None) -> None:
+def _race_diag(
+    ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None, witness: Any = None
+) -> None:
     first, second = race.first, race.second
     p1 = f"{first.path}.{first.field}" if first.field else first.path
     p2 = f"{second.path}.{second.field}" if second.field else second.path
@@ -446,10 +521,19 @@ def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | Non
         "write and nothing ordering them: "
         f"{race.describe()}"
     )
+    if witness is not None:
+        msg += f". {witness['explain']}"
     if interpreter:  # JAX's GPU interpreter runs the call with detect_races: it says so
         ctx.add(code, p2, msg, jax_message="RACE DETECTED", jax_type="RuntimeError", fix=fix)
     else:
         ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
+    _attach(ctx, witness)
+
+
+def _attach(ctx: Ctx, witness: Any) -> None:
+    """Give the last diagnostic its witness (the schedule that shows it, as data)."""
+    if witness is not None:
+        ctx.diags[-1] = ctx.diags[-1].model_copy(update={"witness": witness})
 
 
 def _threads_only(a: Any, b: Any) -> bool:
@@ -457,7 +541,7 @@ def _threads_only(a: Any, b: Any) -> bool:
     return (a.device, a.grid, a.cluster) == (b.device, b.grid, b.cluster)
 
 
-def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
+def _races(ctx: Ctx, interp: Outcome, gpu: Outcome, witnesses: dict | None = None) -> None:
     """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
 
     RACE_DETECTED: what a race detector over happens-before finds in a kernel that
@@ -488,7 +572,7 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
         if len(done) >= MAX_RACES:
             break
         done.add(key)
-        _race_diag(ctx, r, code, False, fix)
+        _race_diag(ctx, r, code, False, fix, (witnesses or {}).get(id(r)))
 
 
 def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
@@ -519,13 +603,16 @@ def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
 # ---------------------------------------------------------------- deadlocks, balance
 
 
-def _deadlock(ctx: Ctx, out: Outcome) -> None:
+def _deadlock(ctx: Ctx, out: Outcome, witnesses: dict | None = None) -> None:
     if not out.deadlock:
         return
     from mpmd_lab.simulator import deadlock_diagnostic
 
     d = deadlock_diagnostic(out.deadlock, stage="gpu-run")
-    ctx.add(d.code, d.path, d.message, fix=_signal_fix(ctx, out))
+    witness = (witnesses or {}).get(id(out.deadlock))
+    msg = d.message if witness is None else f"{d.message}. {witness['explain']}"
+    ctx.add(d.code, d.path, msg, fix=_signal_fix(ctx, out))
+    _attach(ctx, witness)
 
 
 def _signal_fix(ctx: Ctx, out: Outcome) -> Fix | None:
