@@ -144,6 +144,7 @@ class Point:
         "value",
         "done_time",
         "signals_before",
+        "vc",
     )
 
     def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
@@ -160,6 +161,7 @@ class Point:
         self.value = 0
         self.done_time = 0
         self.signals_before = 0
+        self.vc: Any = None  # the waiter's clock before it completed
 
 
 class Chooser:
@@ -198,6 +200,7 @@ class Chooser:
         pt.base = frozenset(w.sem.arrived)
         pt.taken, pt.value = w.sem.taken, w.value
         pt.signals_before = len(self.signals)
+        pt.vc = w.engine.clocks.snapshot(w.a)
         self.points.append(pt)
         complete_wait(w, pt.seen)
         pt.done_time = w.engine.clocks.time[w.a]
@@ -218,17 +221,34 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
     return have < pt.value
 
 
+def _lead(points: list[Point], i: int, actor: int, vc: Any) -> set[int]:
+    """Who should go first at point ``i`` for something by ``actor`` whose clock is
+    ``vc`` to come before point ``i``'s wait: that actor if it is ready there, else the
+    first ready one whose later wait led to it, else every other ready one."""
+    pt = points[i]
+    if actor in pt.options:
+        return {actor}
+    for q in points[i + 1 :]:
+        if q.actor in pt.options and q.actor != pt.actor and int(vc[q.actor]) >= q.done_time:
+            return {q.actor}
+    return {a for a in pt.options if a != pt.actor}
+
+
 def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict[int, set[int]]:
     """The choice points where another actor should go first (point -> actors): two
-    ready waits on one semaphore (both orders), and a wait completed before a signal to
-    its semaphore that did not depend on it and that it could need (the actor whose
-    wait, completed later, led to that signal)."""
+    waits on one semaphore by different actors, the later not depending on the earlier
+    (both orders), and a wait completed before a signal to its semaphore that did not
+    depend on it and that it could need (the actor whose wait, completed later, led to
+    that signal)."""
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.keys[pt.options.index(pt.actor)]
-        rivals = {a for a, k in zip(pt.options, pt.keys, strict=True) if k == key}
-        if len(rivals) > 1:
-            out.setdefault(i, set()).update(rivals - {pt.actor})
+        for q in points[i + 1 :]:
+            if q.actor == pt.actor or q.keys[q.options.index(q.actor)] != key:
+                continue
+            if int(q.vc[pt.actor]) >= pt.done_time:
+                continue  # q's waiter came after this wait
+            out.setdefault(i, set()).update(_lead(points, i, q.actor, q.vc))
         for sem, idx in signals[pt.signals_before :]:
             if sem.key != key:
                 continue
@@ -237,21 +257,7 @@ def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict
                 continue  # the same actor's, or it depends on this wait
             if not _useful(pt, sem, idx):
                 continue
-            led = [
-                q.actor
-                for q in points[i + 1 :]
-                if q.actor in pt.options
-                and q.actor != pt.actor
-                and tok.actor >= 0
-                and int(tok.vc[q.actor]) >= q.done_time
-            ]
-            want = out.setdefault(i, set())
-            if tok.actor in pt.options:
-                want.add(tok.actor)
-            elif led:
-                want.add(led[0])
-            else:
-                want.update(a for a in pt.options if a != pt.actor)
+            out.setdefault(i, set()).update(_lead(points, i, tok.actor, tok.vc))
     return out
 
 

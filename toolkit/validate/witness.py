@@ -35,14 +35,17 @@ def region(s: Any, name: str, spans: Any) -> str:
         if count == hi - lo:
             return f"{name}[{lo}:{hi}]"
         return f"{name}[{lo}:{hi}] ({count} elements within)"
-    first = np.unravel_index(lo, shape)
-    last = np.unravel_index(hi - 1, shape)
+    if count <= 1 << 16:
+        flat = np.concatenate([np.arange(x, y) for x, y in spans.tolist()])
+    else:  # (a huge region: its runs' ends bound it)
+        flat = np.concatenate([spans[:, 0], spans[:, 1] - 1])
+    coords = np.unravel_index(flat, shape)
     box = []
     size = 1
-    for a, b in zip(first, last, strict=True):
-        a, b = int(min(a, b)), int(max(a, b))
-        box.append(f"{a}:{b + 1}")
-        size *= b + 1 - a
+    for c in coords:
+        first, last = int(c.min()), int(c.max())
+        box.append(f"{first}:{last + 1}")
+        size *= last + 1 - first
     text = f"{name}[{', '.join(box)}]"
     return text if size == count else f"{text} ({count} elements within)"
 
@@ -125,10 +128,13 @@ def deadlock_witness(out: Any, sched: Any) -> dict[str, Any]:
         took = (
             f"; in it {c['who']}'s wait at {c['wait']} took the signal(s) of {', '.join(c['saw'])}"
         )
+    chain = " -> ".join(f"{c['actor']} ({c['at']})" for c in cycle)
+    if len(cycle) > 1:
+        what = f"wait-for cycle: {chain}, each waiting for what only another blocked one could give"
+    else:
+        what = f"{chain} waits for a signal no thread is left to send (the others finished)"
     explain = (
-        f"wait-for cycle: {' -> '.join(f'{c["actor"]} ({c["at"]})' for c in cycle)}, each "
-        f"waiting for what only another blocked thread could give (witness: {choices} "
-        f"choice(s){took}; replay with simulate(..., schedule=witness))"
+        f"{what} (witness: {choices} choice(s){took}; replay with simulate(..., schedule=witness))"
     )
     return {"kind": "deadlock", "wait_for": cycle, "schedule": sched.to_json(), "explain": explain}
 
