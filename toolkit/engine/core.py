@@ -1087,7 +1087,12 @@ class Engine:
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
-        for node in nodes:
+        merged = 0
+        for k, node in enumerate(nodes):
+            if merged:
+                merged -= 1
+                yield None  # (a wait merged into the one before: its step all the same)
+                continue
             op = node.op
             flavor = node.flavor
             if flavor is _STMT:
@@ -1099,7 +1104,8 @@ class Engine:
                 if self.chooser is not None:
                     self.trail.append((run.a, node.path))
                 if w is not None:
-                    if self.chooser is not None and w.kind == "semaphore":
+                    if self.chooser is not None and isinstance(w, SemaphoreWait):
+                        merged = self._merge_waits(run, nodes, k, w, env)
                         yield w  # parked: the scheduler completes it (a choice point)
                     else:
                         while not w.ready():
@@ -1132,6 +1138,31 @@ class Engine:
             yield None
             if cond:
                 yield from self._body(run, node.children, dict(env))
+
+    def _merge_waits(
+        self, run: _Run, nodes: tuple[_Node, ...], k: int, w: SemaphoreWait, env: dict[str, View]
+    ) -> int:
+        """(Exploring mode) the decrementing waits on the same semaphore view that follow
+        wait ``w`` (statement ``k``) with nothing in between: one wait for their sum, as
+        nothing the thread does between them could tell them apart (one choice of the
+        signals they saw, not one per wait). How many statements it took in."""
+        first = nodes[k].op
+        if not w.decrement:
+            return 0
+        n = 0
+        for node in nodes[k + 1 :]:
+            op = node.op
+            if node.flavor is not _STMT or type(op) is not type(first) or op.sem != first.sem:
+                break
+            if not getattr(op, "decrement", False):
+                break
+            more = op.execute(StmtCtx(self, run, node, env))
+            if not isinstance(more, SemaphoreWait) or more.sem is not w.sem:
+                break  # (not reached: the same name in the same scope is the same view)
+            w.value += more.value
+            self.trail.append((run.a, node.path))
+            n += 1
+        return n
 
     def run(self) -> Outcome:
         """Run every actor to the end (or a deadlock, an error, a bound)."""
