@@ -4,7 +4,8 @@ Sections: static (check vs JAX trace + GPU lowering), scaling (check vs argument
 and stack depth), run (generated call vs hand-written pl.kernel), widgets (edit-to-
 feedback latency), graph (the matplotlib picture, and the Lab's fast view in Chromium,
 at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process), simulate
-(the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices).
+(the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices),
+sync (the race/deadlock verdict over every schedule of the gallery's 4-device collectives).
 
 ``--json``: one JSON document instead of the table: the machine (``header``) and
 ``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
@@ -40,6 +41,7 @@ SECTIONS = {
     "graph": "bench.graph_section",
     "startup": "bench.startup",
     "simulate": "bench.simulate_scaling",
+    "sync": "bench.sync_schedules",
 }
 QUICK = {
     "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},
@@ -48,6 +50,7 @@ QUICK = {
     "graph": {"repeats": 1},
     "startup": {"repeats": 3},
     "simulate": {"quick": True},
+    "sync": {"quick": True},
 }
 
 

@@ -155,6 +155,7 @@ class Outcome(Record):
         "used_pid",
         "signals",
         "waits",
+        "unordered",
     )
     _unshown = ("memory",)
 
@@ -187,6 +188,8 @@ class Outcome(Record):
         self.used_pid = used_pid
         self.signals = {} if signals is None else signals
         self.waits = {} if waits is None else waits
+        #: barriers whose arrivals joined a phase in an order the schedule chose
+        self.unordered: list[str] = []
 
 
 #: what a compiled statement is, for the engine's dispatch
@@ -1025,7 +1028,7 @@ class Engine:
 
     def arrive(self, x: StmtCtx, fld: str) -> None:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
-        bar.arrive(self.clocks.snapshot(x.run.a))
+        bar.arrive(self.clocks.snapshot(x.run.a), actor=x.run.a)
         self.clocks.tick(x.run.a)
 
     def wait_barrier(self, x: StmtCtx, fld: str) -> Wait | None:
@@ -1047,7 +1050,7 @@ class Engine:
         self.clocks.join(g, self.clocks.snapshot(run.a))
         value = self.read(x, src, agent=g)
         self.write(x, dst, value, agent=g)
-        bar.arrive(self.clocks.snapshot(g), copy=True)
+        bar.arrive(self.clocks.snapshot(g), copy=True, actor=g)
         self.clocks.tick(g)
         self.clocks.tick(run.a)
 
@@ -1272,6 +1275,7 @@ class Engine:
         except SimError as e:
             out.error = e
         out.steps = steps
+        out.unordered = sorted(b.label for b in self.barriers.values() if b.unordered)
         if out.error is None and not out.deadlock and not out.stopped:
             for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
                 if sem.unbalanced:

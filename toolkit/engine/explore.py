@@ -382,6 +382,14 @@ def explore(
             break
         pts = chooser.points
         res.points = max(res.points, len(pts))
+        odd = sorted(b.label for b in engine.barriers.values() if b.unordered)
+        if odd and res.complete:
+            res.complete = False
+            res.why = (
+                f"threads arrive at {', '.join(odd[:3])} in more than one phase without "
+                "an order between them: which phase each arrival joined was explored only "
+                "in the engine's order"
+            )
         if chooser.cut:
             res.complete = False
             res.why = (

@@ -144,7 +144,18 @@ class Barrier(Record):
     bytes add up, as JAX's kernels rely on).
     """
 
-    __slots__ = ("label", "target", "arrivals", "phase", "pending", "copies", "done")
+    __slots__ = (
+        "label",
+        "target",
+        "arrivals",
+        "phase",
+        "pending",
+        "copies",
+        "done",
+        "arrivers",
+        "last",
+        "unordered",
+    )
 
     def __init__(
         self,
@@ -163,8 +174,18 @@ class Barrier(Record):
         self.pending = [] if pending is None else pending  # this phase's clocks
         self.copies = copies  # copies in flight in this phase
         self.done = {} if done is None else done
+        #: this phase's and the last completed phase's arrivals: (actor, its time)
+        self.arrivers: list[tuple[int, int]] = []
+        self.last: list[tuple[int, int]] = []
+        #: an arrival not ordered after an earlier phase's arrival by another thread:
+        #: which phase each went to depended on the schedule
+        self.unordered = False
 
-    def arrive(self, vc: np.ndarray | None, copy: bool = False) -> None:
+    def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
+        if actor >= 0 and vc is not None:
+            if any(b != actor and int(vc[b]) < t for b, t in self.last):
+                self.unordered = True
+            self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
         if vc is not None:
             self.pending.append(vc)
@@ -187,6 +208,8 @@ class Barrier(Record):
         self.arrivals = 0
         self.copies = 0
         self.pending = []
+        self.last = self.arrivers
+        self.arrivers = []
 
 
 class Wait:

@@ -96,7 +96,10 @@ def check_sync(ctx: Ctx) -> None:
             severity="warning",
         )
         return
-    gpu = _run(s, "grid")
+    # every schedule that matters, its first run standing for the call (its findings,
+    # balance); the races and deadlock of the others merged in, each with its witness
+    ex = _explore(s)
+    gpu = ex.first if ex is not None else None
     if gpu is None:
         _not_run(ctx)
         return
@@ -105,12 +108,11 @@ def check_sync(ctx: Ctx) -> None:
         interp = gpu
     reported = _interp_findings(ctx, interp)
     _gpu_findings(ctx, gpu, reported, pid_bug)
-    ex = _explore(s, gpu) if not gpu.stopped else None
     witnesses = _merge(s, gpu, ex)
     _races(ctx, interp, gpu, witnesses)
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
-    if ex is not None and not ex.complete:
+    if not ex.complete and not gpu.stopped:
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -195,10 +197,10 @@ MAX_SCHEDULES = 500
 EXPLORE_SECONDS = 4.0
 
 
-def _explore(s: Any, first: Outcome) -> Any:
+def _explore(s: Any) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first. None where the engine
-    could not run (the lockstep run's verdict stands, with what it said)."""
+    could not run (``_FAILED`` says why when it was not a rule's error)."""
     from mpmd_lab.engine.explore import explore
 
     def make(chooser: Any) -> Engine:
@@ -213,20 +215,25 @@ def _explore(s: Any, first: Outcome) -> Any:
             chooser=chooser,
         )
 
+    _FAILED.clear()
     try:
         return explore(make, max_runs=MAX_SCHEDULES, max_seconds=EXPLORE_SECONDS)
-    except (SimError, MemoryError):
+    except SimError:
+        return None  # what the engine cannot make sense of, JAX's rules have said
+    except MemoryError:
+        _FAILED.append("it ran out of memory")
+        return None
+    except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
+        _FAILED.append(f"it stopped on {type(e).__name__}")
         return None
 
 
 def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
-    """The races and deadlock exploring found, into the lockstep run's outcome (what the
-    lockstep schedule found stays found); id(race or deadlock list) -> its witness."""
+    """The races and deadlock every explored run found, into the first run's outcome
+    ``gpu``; id(race or deadlock list) -> its witness."""
     from mpmd_lab.validate.witness import deadlock_witness, race_witness
 
     out: dict[int, Any] = {}
-    if ex is None:
-        return out
     have = {(r.first.path, r.second.path): r for r in gpu.log.races}
     found = []
     for race, sched, _pts in ex.races:
@@ -237,7 +244,7 @@ def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
             continue
         found.append(race)
         out[id(race)] = race_witness(race, sched, s)
-    gpu.log.races[:0] = found  # (schedule-dependent races first: lockstep missed them)
+    gpu.log.races[:0] = found  # (schedule-dependent races first: the first run missed them)
     if ex.deadlock is not None:
         dl_out, sched, _pts = ex.deadlock
         if not gpu.deadlock:
