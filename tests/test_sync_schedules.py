@@ -110,6 +110,16 @@ def test_waiting_for_both_signals_is_valid_in_every_schedule():
     assert not [d for d in diags if d.code.startswith(("RACE", "DEADLOCK", "SYNC_NOT", "SEMA"))]
 
 
+def test_a_semaphore_per_round_is_valid_in_every_schedule():
+    """The correct variant of the reused semaphore: round 1 signals its own semaphore."""
+    data = json.loads((HERE / "semaphore_reused_across_rounds.json").read_text())
+    body = data["call"]["programs"][0]["body"]
+    body[7]["sem"] = body[8]["sem"] = "t"
+    data["call"]["scratch"]["t"] = {"kind": "semaphore"}
+    diags = check(load_scenario(data))
+    assert not [d for d in diags if d.code.startswith(("RACE", "DEADLOCK", "SYNC_NOT", "SEMA"))]
+
+
 def test_waiting_on_both_barriers_is_valid():
     data = json.loads((HERE / "loads_complete_out_of_order.json").read_text())
     body = data["call"]["programs"][0]["body"]
@@ -146,3 +156,20 @@ def test_a_schedule_that_does_not_fit_is_said():
     s = _scenario("competing_waiters")
     res = simulate(s, schedule={"schema": "mpmd-lab/schedule@1", "choices": [{"actor": 7}]})
     assert any("does not fit" in n for n in res.notes)
+
+
+def test_a_witness_draws_as_a_timeline_with_the_race_marked():
+    from mpmd_lab.timeline import plot_witness, witness_png
+
+    d = _found("partial_wait_reads_first_signallers_half", "RACE_DETECTED")
+    fig = plot_witness(d.witness)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "device 0 block 0 thread 0",
+        "device 1 block 0 thread 0",
+        "device 2 block 0 thread 0",
+    ]
+    texts = [t.get_text() for t in ax.texts]
+    assert "write body[5].body[0]" in texts and "read body[11].body[1]" in texts
+    assert "saw device 1" in texts  # the wait's choice that lets the race happen
+    assert witness_png(d.witness).startswith(b"\x89PNG")

@@ -93,8 +93,8 @@ def race_witness(race: Any, sched: Any, s: Any) -> dict[str, Any]:
         "race": {
             "kind": race.kind,
             "region": where,
-            "first": {"actor": a, "access": first.kind, "at": first.where},
-            "second": {"actor": b, "access": second.kind, "at": second.where},
+            "first": {"actor": a, "access": first.kind, "at": first.where, "path": first.path},
+            "second": {"actor": b, "access": second.kind, "at": second.where, "path": second.path},
             "missing_edge": edge,
         },
         "schedule": sched.to_json(),
