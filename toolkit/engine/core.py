@@ -965,7 +965,7 @@ class Engine:
         block = run.actor.block
         for d in devs:
             sem = self.semaphore(view.base, e, d, block)
-            sem.signal(inc, vc, who, x.path, run.a)
+            sem.signal(inc, vc, who, x.path, run.a, self.chooser is not None)
             if self.chooser is not None:
                 self.chooser.signalled(sem)
         paths = self._signal_paths.get(view.base.name)

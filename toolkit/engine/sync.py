@@ -94,14 +94,24 @@ class Semaphore(Record):
         self.arrived: frozenset[int] = frozenset()
         self.taken = 0
 
-    def signal(self, units: int, vc: np.ndarray, sender: str, path: str, actor: int = -1) -> None:
+    def signal(
+        self,
+        units: int,
+        vc: np.ndarray,
+        sender: str,
+        path: str,
+        actor: int = -1,
+        keep: bool = False,
+    ) -> None:
+        """``units`` more, from ``actor`` (``keep``: also in ``history``, for exploring)."""
         self.value += units
         self.received += 1
         if len(self.senders) < 4 and sender not in self.senders:
             self.senders.append(sender)
         token = Token(units, vc, sender, path, actor)
         self.tokens.append(token)
-        self.history.append(token)
+        if keep:
+            self.history.append(token)
 
     @property
     def unbalanced(self) -> int:
