@@ -3,7 +3,12 @@ data-free through the simulation engine (:mod:`mpmd_lab.engine`).
 
 Every actor (device x block x warpgroup) runs its statements with accesses only (no
 buffer is allocated); happens-before (program order, signal -> wait, barriers, async
-copies and their waits) orders them. What it reports:
+copies and their waits) orders them. Races and deadlocks are judged over every schedule
+that matters (:mod:`mpmd_lab.engine.explore`: which signals each semaphore wait saw,
+which of competing waits went first; its first run stands for the call), each found one
+with its witness (``Diagnostic.witness``, :mod:`mpmd_lab.validate.witness`); where the
+bound on schedules stops the exploration, SYNC_NOT_CHECKED says how far it went. What it
+reports:
 
 - RACE / RACE_DETECTED: two accesses to overlapping elements, at least one a write,
   that nothing orders (every source: plain stores and loads, TMA copies, multimem,
