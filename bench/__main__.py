@@ -6,7 +6,8 @@ feedback latency), graph (the matplotlib picture, and the Lab's fast view in Chr
 at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process), simulate
 (the simulator's cost against devices x steps: a ring all-gather on 8 ... 256 devices),
 symmetry (ring collectives at 64 ... 1,024 devices and the collective matmul at 132 x 3 x
-4, judged by symmetry).
+4, judged by symmetry),
+sync (the race/deadlock verdict over every schedule of the gallery's 4-device collectives).
 
 ``--json``: one JSON document instead of the table: the machine (``header``) and
 ``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
@@ -43,6 +44,7 @@ SECTIONS = {
     "startup": "bench.startup",
     "simulate": "bench.simulate_scaling",
     "symmetry": "bench.sync_scale",
+    "sync": "bench.sync_schedules",
 }
 QUICK = {
     "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},
@@ -52,6 +54,7 @@ QUICK = {
     "startup": {"repeats": 3},
     "simulate": {"quick": True},
     "symmetry": {"quick": True},
+    "sync": {"quick": True},
 }
 
 

@@ -286,7 +286,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from mpmd_lab import runtime
 
-    result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
+    if args.schedule:
+        result = _replay(scenario, args)
+    else:
+        result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
     if args.json:
         import json
 
@@ -294,6 +297,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(result.summary())
     return EXIT_OK if result.status == "ok" else EXIT_PROBLEMS
+
+
+def _replay(scenario: Any, args: argparse.Namespace) -> Any:
+    """``run --schedule FILE``: the simulator in one schedule (a witness of ``check
+    --json``, or its ``schedule``)."""
+    import json
+
+    if args.backend not in ("auto", "simulate"):
+        raise UsageError("--schedule replays a schedule in the simulator: use --backend simulate")
+    try:
+        data = json.loads(Path(args.schedule).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{clip(args.schedule, QUOTE)}: not a schedule ({e})") from None
+    from mpmd_lab.simulator import simulate
+
+    return simulate(scenario, schedule=data, max_seconds=args.timeout)
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -456,6 +475,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", choices=["auto", "gpu", "interpret", "simulate"], default="auto")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a run is killed")
+    s.add_argument(
+        "--schedule",
+        metavar="SCHEDULE.json",
+        help="with the simulator: replay this schedule (a race's or deadlock's witness)",
+    )
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("graph", help="draw the aliasing graph")

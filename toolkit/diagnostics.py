@@ -76,6 +76,10 @@ class Diagnostic(BaseModel):
     fixes: list[Fix] = []
     #: ``"FILE:LINE"`` of the user's source line that caused it (an imported kernel), or None
     source: str | None = None
+    #: a race's or deadlock's witness: the schedule that shows it (``mpmd-lab/schedule@1``,
+    #: replayable with ``simulate(..., schedule=...)``), what each actor did, the racing
+    #: accesses or the wait-for cycle (``mpmd_lab.validate.witness``), or None
+    witness: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod

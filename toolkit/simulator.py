@@ -358,6 +358,7 @@ def simulate(
     log: str | int | None = "bounded",
     max_seconds: float | None = MAX_SECONDS,
     max_steps: int = MAX_STEPS_DEFAULT,
+    schedule: Any = None,
 ) -> SimResult:
     """Simulate a scenario's call (see the module docstring for the model), in this
     process, bounded in memory (refused past ``memory_limit()``), steps and seconds.
@@ -367,6 +368,9 @@ def simulate(
     the caller has them) or by checking it once. ``program_id``: ``"grid"`` (each
     block's index, as on a GPU) or ``"zero"`` (JAX's GPU interpreter). ``log``:
     ``"bounded"`` (the first accesses in full, the rest counted), ``"full"``, or a count.
+    ``schedule``: run one schedule of the static check's exploration (a race's or
+    deadlock's ``Diagnostic.witness``, its ``schedule``, or a list of (actor, set)
+    choices), with data, step by step as it was found.
     """
     start = time.perf_counter()
     s = load_scenario(scenario)
@@ -404,6 +408,19 @@ def simulate(
         )
     limit_log = None if log == "full" else (DEFAULT_LIMIT if log in ("bounded", None) else int(log))
     err: SimError | None = None
+    chooser = None
+    if schedule is not None:
+        from mpmd_lab.engine.explore import Chooser, Schedule
+
+        if isinstance(schedule, dict) and "schedule" in schedule:
+            schedule = schedule["schedule"]  # a witness
+        try:
+            chooser = Chooser(Schedule.from_json(schedule).choices)
+        except (ValueError, KeyError, TypeError) as e:
+            error = Diagnostic(
+                code="SIM_UNSUPPORTED", stage="simulate", path="schedule", message=str(e)
+            )
+            return SimResult("error", ndev, error=error, seconds=time.perf_counter() - start)
     try:
         engine = Engine(
             s,
@@ -411,6 +428,7 @@ def simulate(
             program_id=program_id,
             limits=Limits(max_steps=max_steps, max_seconds=max_seconds),
             log_limit=limit_log,
+            chooser=chooser,
         )
         out = engine.run()
     except SimError as e:
@@ -420,6 +438,13 @@ def simulate(
         return refused("buffers", "the simulation ran out of memory (MemoryError)")
     if out is not None:
         err = out.error
+    if chooser is not None:
+        notes.append(
+            f"run in the given schedule ({len(chooser.points)} choice(s) of semaphore waits)"
+            if not chooser.mismatch
+            else f"the given schedule does not fit this scenario ({chooser.mismatch}); "
+            "the run went on with the first ready wait"
+        )
     if out is not None and out.used_pid and s.run.interpret == "gpu":
         notes.append(
             "pl.program_id is each block's grid index here, as on a GPU; JAX's GPU "

@@ -155,6 +155,7 @@ class Outcome(Record):
         "used_pid",
         "signals",
         "waits",
+        "unordered",
     )
     _unshown = ("memory",)
 
@@ -187,6 +188,8 @@ class Outcome(Record):
         self.used_pid = used_pid
         self.signals = {} if signals is None else signals
         self.waits = {} if waits is None else waits
+        #: barriers whose arrivals joined a phase in an order the schedule chose
+        self.unordered: list[str] = []
 
 
 #: what a compiled statement is, for the engine's dispatch
@@ -302,8 +305,16 @@ class Engine:
         max_races: int = MAX_RACES,
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
+        chooser: Any = None,
     ):
         self.s = scenario
+        #: the exploring mode's choices (:class:`~mpmd_lab.engine.explore.Chooser`):
+        #: semaphore waits complete only when nothing else can run, one chosen at a time
+        self.chooser = chooser
+        #: (exploring mode) the statements in the order they ran: (actor index, path)
+        self.trail: list[tuple[int, str]] = []
+        #: (exploring mode) actor index -> the actor, for the trail and the choices
+        self.actors: dict[int, Actor] = {}
         self.data = data
         self.mode = scenario.run.interpret
         self.pid_mode = program_id
@@ -340,7 +351,17 @@ class Engine:
         )
         self._setup()
         self._plan()
-        self.clocks = Clocks(2 * self.n_actors)
+        # each barrier's async copies have their own copy engine (a wait on one barrier
+        # says nothing of copies landing on another), where the clocks stay small
+        self._bar_agent: dict[tuple[str, int], int] = {}
+        nbars = sum(sc.num_barriers for sc in c_scratch(scenario) if isinstance(sc, BarrierScratch))
+        self._agents = nbars if self.n_actors * (2 + nbars) <= 1 << 16 else 0
+        if nbars and not self._agents:
+            self.out.notes.append(
+                "async copies into different barriers are taken to land in the order they "
+                "were issued (too many threads to give each barrier's copies a clock)"
+            )
+        self.clocks = Clocks((2 + self._agents) * self.n_actors)
         self.shadow = Shadow(self.clocks, self.out.log)
 
     # ------------------------------------------------------------ set-up
@@ -519,6 +540,8 @@ class Engine:
                     env = E.Env(values, sizes, pids, grid_shape)
                     run = _Run(k, actor, values, env, gi, pids)
                     run.gen = self._body(run, nodes, {})
+                    if self.chooser is not None:
+                        self.actors[k] = actor
                     runs.append(run)
                     k += 1
         return runs
@@ -765,7 +788,7 @@ class Engine:
         raw = self._storage(loc, view.base).data[view.offsets]
         return np.ascontiguousarray(raw).view(view.dtype).reshape(view.shape)
 
-    def read(self, x: StmtCtx, fld: str, agent: bool = False) -> Any:
+    def read(self, x: StmtCtx, fld: str, agent: bool | int = False) -> Any:
         view, name = self._access(x, fld, "r")
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
@@ -773,7 +796,7 @@ class Engine:
         dev = run.actor.device if view.device is None else view.device
         block = run.actor.block if view.cluster is None else self._block_of(view, run)
         loc = self.location(view.base, dev, block)
-        a = run.a + (self.n_actors if agent else 0)
+        a = self._agent_index(run, agent)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
@@ -799,7 +822,7 @@ class Engine:
         value: Any,
         fan_out: tuple[str, ...] | None = None,
         kind: str = "write",
-        agent: bool = False,
+        agent: bool | int = False,
     ) -> None:
         name = getattr(x.stmt, fld)
         run = x.run
@@ -821,7 +844,7 @@ class Engine:
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), run, x.node, fld, "w")
-        a = run.a + (self.n_actors if agent else 0)
+        a = self._agent_index(run, agent)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
@@ -859,6 +882,15 @@ class Engine:
         st.data[view.offsets] = (
             np.ascontiguousarray(new).reshape(-1).view(np.uint8).reshape(*view.shape, -1)
         )
+
+    def _agent_index(self, run: _Run, agent: bool | int) -> int:
+        """The clock index of an access: the thread's, or its copy engine's (``True``:
+        the one for SMEM -> GMEM copies; an int: that index)."""
+        if agent is False:
+            return run.a
+        if agent is True:
+            return run.a + self.n_actors
+        return int(agent)
 
     def _check_data(self, view: View, name: str, path: str) -> None:
         if view.base.is_sync:
@@ -932,7 +964,10 @@ class Engine:
             run.who = who
         block = run.actor.block
         for d in devs:
-            self.semaphore(view.base, e, d, block).signal(inc, vc, who, x.path)
+            sem = self.semaphore(view.base, e, d, block)
+            sem.signal(inc, vc, who, x.path, run.a, self.chooser is not None)
+            if self.chooser is not None:
+                self.chooser.signalled(sem)
         paths = self._signal_paths.get(view.base.name)
         if paths is None:
             paths = self._signal_paths[view.base.name] = set()
@@ -993,7 +1028,7 @@ class Engine:
 
     def arrive(self, x: StmtCtx, fld: str) -> None:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
-        bar.arrive(self.clocks.snapshot(x.run.a))
+        bar.arrive(self.clocks.snapshot(x.run.a), actor=x.run.a)
         self.clocks.tick(x.run.a)
 
     def wait_barrier(self, x: StmtCtx, fld: str) -> Wait | None:
@@ -1009,10 +1044,13 @@ class Engine:
         run = x.run
         key, bar = self.barrier(x.view(barrier), getattr(x.stmt, barrier), run, x.path)
         g = run.a + self.n_actors
+        if self._agents:
+            j = self._bar_agent.setdefault((key[0], key[1]), len(self._bar_agent))
+            g = run.a + (2 + j) * self.n_actors
         self.clocks.join(g, self.clocks.snapshot(run.a))
-        value = self.read(x, src, agent=True)
-        self.write(x, dst, value, agent=True)
-        bar.arrive(self.clocks.snapshot(g), copy=True)
+        value = self.read(x, src, agent=g)
+        self.write(x, dst, value, agent=g)
+        bar.arrive(self.clocks.snapshot(g), copy=True, actor=g)
         self.clocks.tick(g)
         self.clocks.tick(run.a)
 
@@ -1052,7 +1090,12 @@ class Engine:
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
-        for node in nodes:
+        merged = 0
+        for k, node in enumerate(nodes):
+            if merged:
+                merged -= 1
+                yield None  # (a wait merged into the one before: its step all the same)
+                continue
             op = node.op
             flavor = node.flavor
             if flavor is _STMT:
@@ -1061,10 +1104,16 @@ class Engine:
                     w = op.execute(x)
                 except _Skip:
                     w = None
+                if self.chooser is not None:
+                    self.trail.append((run.a, node.path))
                 if w is not None:
-                    while not w.ready():
-                        yield w
-                    w.complete()
+                    if self.chooser is not None and isinstance(w, SemaphoreWait):
+                        merged = self._merge_waits(run, nodes, k, w, env)
+                        yield w  # parked: the scheduler completes it (a choice point)
+                    else:
+                        while not w.ready():
+                            yield w
+                        w.complete()
                 yield None
                 continue
             if flavor is _LET:
@@ -1093,6 +1142,31 @@ class Engine:
             if cond:
                 yield from self._body(run, node.children, dict(env))
 
+    def _merge_waits(
+        self, run: _Run, nodes: tuple[_Node, ...], k: int, w: SemaphoreWait, env: dict[str, View]
+    ) -> int:
+        """(Exploring mode) the decrementing waits on the same semaphore view that follow
+        wait ``w`` (statement ``k``) with nothing in between: one wait for their sum, as
+        nothing the thread does between them could tell them apart (one choice of the
+        signals they saw, not one per wait). How many statements it took in."""
+        first = nodes[k].op
+        if not w.decrement:
+            return 0
+        n = 0
+        for node in nodes[k + 1 :]:
+            op = node.op
+            if node.flavor is not _STMT or type(op) is not type(first) or op.sem != first.sem:
+                break
+            if not getattr(op, "decrement", False):
+                break
+            more = op.execute(StmtCtx(self, run, node, env))
+            if not isinstance(more, SemaphoreWait) or more.sem is not w.sem:
+                break  # (not reached: the same name in the same scope is the same view)
+            w.value += more.value
+            self.trail.append((run.a, node.path))
+            n += 1
+        return n
+
     def run(self) -> Outcome:
         """Run every actor to the end (or a deadlock, an error, a bound)."""
         import gc
@@ -1113,6 +1187,7 @@ class Engine:
         deadline = None if self.limits.max_seconds is None else start + self.limits.max_seconds
         max_steps = self.limits.max_steps
         units = self._unit_iter()
+        parking = self.chooser is not None
         active: list[_Run] = []
         nxt = next(units, None)
         steps = 0
@@ -1141,7 +1216,7 @@ class Engine:
                 still = []
                 for run in active:
                     w = run.blocked
-                    if w is not None and not w.ready():
+                    if w is not None and (parking and w.kind == "semaphore" or not w.ready()):
                         still.append(run)
                         continue
                     try:
@@ -1167,19 +1242,32 @@ class Engine:
                                     "RUN_TIMEOUT",
                                 )
                 active = still
-                if not progressed and active and not admit():
-                    out.deadlock = [
-                        Blocked(
-                            r.actor,
-                            r.blocked.path,
-                            r.blocked.kind,
-                            self._why(r.blocked),
-                            r.blocked.sem.key[0] if isinstance(r.blocked, SemaphoreWait) else "",
-                        )
+                if progressed or not active or admit():
+                    continue
+                if parking:  # every thread waits: one ready semaphore wait goes on
+                    ready = [
+                        r
                         for r in active
                         if r.blocked is not None
+                        and r.blocked.kind == "semaphore"
+                        and r.blocked.ready()
                     ]
-                    break
+                    if ready:
+                        chosen, _ = self.chooser.pick(ready)
+                        chosen.blocked = None
+                        continue
+                out.deadlock = [
+                    Blocked(
+                        r.actor,
+                        r.blocked.path,
+                        r.blocked.kind,
+                        self._why(r.blocked),
+                        r.blocked.sem.key[0] if isinstance(r.blocked, SemaphoreWait) else "",
+                    )
+                    for r in active
+                    if r.blocked is not None
+                ]
+                break
         except _Stop as e:
             out.stopped = str(e)
             if self.data:
@@ -1187,9 +1275,10 @@ class Engine:
         except SimError as e:
             out.error = e
         out.steps = steps
+        out.unordered = sorted(b.label for b in self.barriers.values() if b.unordered)
         if out.error is None and not out.deadlock and not out.stopped:
             for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
-                if sem.value and not sem.kept:
+                if sem.unbalanced:
                     last = sem.tokens[-1].path if sem.tokens else ""
                     out.leftover.append((sem.label, sem.value, last))
             if self.data:
@@ -1352,6 +1441,11 @@ def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, 
     if length == 1 or np.any(np.diff(starts) < length):
         return None  # runs that touch or overlap: the generic path merges them
     return [(int(a), int(a) + length) for a in starts.tolist()]
+
+
+def c_scratch(s: Scenario) -> list[Any]:
+    """The call's scratch kinds."""
+    return list(s.call.scratch.values())
 
 
 def _names_used(body: Any) -> set[str]:

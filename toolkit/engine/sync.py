@@ -29,24 +29,49 @@ KEEP_PHASES = 16
 
 class Token(Record):
     """Signalled units of a semaphore, with the signaller's clock, who signalled (for
-    deadlock reports) and where."""
+    deadlock reports) and where; ``actor``: the signaller's index (-1: not known),
+    ``time``: its own time in ``vc`` (a later token whose clock has at least that
+    entry is ordered after this one)."""
 
-    __slots__ = ("units", "vc", "sender", "path")
+    __slots__ = ("units", "vc", "sender", "path", "actor", "time")
 
-    def __init__(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
+    def __init__(self, units: int, vc: np.ndarray, sender: str, path: str, actor: int = -1) -> None:
         self.units = units
         self.vc = vc
         self.sender = sender
         self.path = path
+        self.actor = actor
+        self.time = int(vc[actor]) if actor >= 0 else 0
+
+    def before(self, other: Token) -> bool:
+        """Whether this signal happens before ``other`` (its clock knows this one)."""
+        return self.actor >= 0 and int(other.vc[self.actor]) >= self.time
 
 
 class Semaphore(Record):
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
-    ``kept``: a wait left its value on purpose (decrement=False), ``senders``: the first
-    few signallers."""
+    ``kept``: the most a wait with decrement=False waited for (that much is left on
+    purpose), ``senders``: the first few signallers.
 
-    __slots__ = ("label", "key", "value", "tokens", "received", "kept", "senders")
+    In the exploring mode (:mod:`mpmd_lab.engine.explore`) the semaphore is the
+    counter a GPU has: ``history`` holds every signal in the order they were issued,
+    ``arrived`` those a completed wait saw (a wait is ordered after every signal that
+    reached the counter before it: the release sequence of atomic adds), ``taken`` the
+    units decrementing waits took off."""
+
+    __slots__ = (
+        "label",
+        "key",
+        "value",
+        "tokens",
+        "received",
+        "kept",
+        "senders",
+        "history",
+        "arrived",
+        "taken",
+    )
 
     def __init__(
         self,
@@ -55,7 +80,7 @@ class Semaphore(Record):
         value: int = 0,
         tokens: deque[Token] | None = None,
         received: int = 0,
-        kept: bool = False,
+        kept: int = 0,
         senders: list[str] | None = None,
     ) -> None:
         self.label = label
@@ -65,20 +90,40 @@ class Semaphore(Record):
         self.received = received
         self.kept = kept
         self.senders = [] if senders is None else senders
+        self.history: list[Token] = []
+        self.arrived: frozenset[int] = frozenset()
+        self.taken = 0
 
-    def signal(self, units: int, vc: np.ndarray, sender: str, path: str) -> None:
+    def signal(
+        self,
+        units: int,
+        vc: np.ndarray,
+        sender: str,
+        path: str,
+        actor: int = -1,
+        keep: bool = False,
+    ) -> None:
+        """``units`` more, from ``actor`` (``keep``: also in ``history``, for exploring)."""
         self.value += units
         self.received += 1
         if len(self.senders) < 4 and sender not in self.senders:
             self.senders.append(sender)
-        self.tokens.append(Token(units, vc, sender, path))
+        token = Token(units, vc, sender, path, actor)
+        self.tokens.append(token)
+        if keep:
+            self.history.append(token)
+
+    @property
+    def unbalanced(self) -> int:
+        """Units left at the end beyond what a decrement=False wait left on purpose."""
+        return self.value - self.kept if self.value > self.kept else 0
 
     def take(self, value: int, decrement: bool) -> list[np.ndarray]:
         """The clocks of the first ``value`` units (consumed when ``decrement``)."""
         out: list[np.ndarray] = []
         need = value
         if not decrement:
-            self.kept = True
+            self.kept = max(self.kept, value)
             for t in self.tokens:
                 if need <= 0:
                     break
@@ -109,7 +154,18 @@ class Barrier(Record):
     bytes add up, as JAX's kernels rely on).
     """
 
-    __slots__ = ("label", "target", "arrivals", "phase", "pending", "copies", "done")
+    __slots__ = (
+        "label",
+        "target",
+        "arrivals",
+        "phase",
+        "pending",
+        "copies",
+        "done",
+        "arrivers",
+        "last",
+        "unordered",
+    )
 
     def __init__(
         self,
@@ -128,8 +184,18 @@ class Barrier(Record):
         self.pending = [] if pending is None else pending  # this phase's clocks
         self.copies = copies  # copies in flight in this phase
         self.done = {} if done is None else done
+        #: this phase's and the last completed phase's arrivals: (actor, its time)
+        self.arrivers: list[tuple[int, int]] = []
+        self.last: list[tuple[int, int]] = []
+        #: an arrival not ordered after an earlier phase's arrival by another thread:
+        #: which phase each went to depended on the schedule
+        self.unordered = False
 
-    def arrive(self, vc: np.ndarray | None, copy: bool = False) -> None:
+    def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
+        if actor >= 0 and vc is not None:
+            if any(b != actor and int(vc[b]) < t for b, t in self.last):
+                self.unordered = True
+            self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
         if vc is not None:
             self.pending.append(vc)
@@ -152,6 +218,8 @@ class Barrier(Record):
         self.arrivals = 0
         self.copies = 0
         self.pending = []
+        self.last = self.arrivers
+        self.arrivers = []
 
 
 class Wait:

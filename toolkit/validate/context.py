@@ -136,6 +136,7 @@ class Ctx:
                 "fix": options[0] if options else None,  # (the model validator's rule)
                 "fixes": options,
                 "source": None,
+                "witness": None,
             },
             {"code", "severity", "stage", "path", "message", "jax", "explanation", "fix", "fixes"},
         )

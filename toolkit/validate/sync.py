@@ -3,7 +3,12 @@ data-free through the simulation engine (:mod:`mpmd_lab.engine`).
 
 Every actor (device x block x warpgroup) runs its statements with accesses only (no
 buffer is allocated); happens-before (program order, signal -> wait, barriers, async
-copies and their waits) orders them. What it reports:
+copies and their waits) orders them. Races and deadlocks are judged over every schedule
+that matters (:mod:`mpmd_lab.engine.explore`: which signals each semaphore wait saw,
+which of competing waits went first; its first run stands for the call), each found one
+with its witness (``Diagnostic.witness``, :mod:`mpmd_lab.validate.witness`); where the
+bound on schedules stops the exploration, SYNC_NOT_CHECKED says how far it went. What it
+reports:
 
 - RACE / RACE_DETECTED: two accesses to overlapping elements, at least one a write,
   that nothing orders (every source: plain stores and loads, TMA copies, multimem,
@@ -102,7 +107,10 @@ def check_sync(ctx: Ctx) -> None:
             severity="warning",
         )
         return
-    gpu = _run(s, "grid")
+    # every schedule that matters, its first run standing for the call (its findings,
+    # balance); the races and deadlock of the others merged in, each with its witness
+    ex = _explore(s)
+    gpu = ex.first if ex is not None else None
     if gpu is None:
         _not_run(ctx)
         return
@@ -111,9 +119,20 @@ def check_sync(ctx: Ctx) -> None:
         interp = gpu
     reported = _interp_findings(ctx, interp)
     _gpu_findings(ctx, gpu, reported, pid_bug)
-    _races(ctx, interp, gpu)
-    _deadlock(ctx, gpu)
+    witnesses = _merge(s, gpu, ex)
+    _races(ctx, interp, gpu, witnesses)
+    _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
+    if not ex.complete and not gpu.stopped:
+        # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            "call.programs",
+            f"races and deadlocks were judged over {ex.runs} schedule(s), not every one the "
+            f"GPU allows: {ex.why}; a race or deadlock only the other schedules have is not "
+            "checked",
+            severity="warning",
+        )
     if gpu.stopped:
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -182,6 +201,72 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
     except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
         _FAILED.append(f"it stopped on {type(e).__name__}")
         return None
+
+
+#: Schedules the check explores at most, and for how long.
+MAX_SCHEDULES = 500
+EXPLORE_SECONDS = 4.0
+
+
+def _explore(s: Any) -> Any:
+    """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
+    semaphore wait saw, which of two competing waits went first. None where the engine
+    could not run (``_FAILED`` says why when it was not a rule's error)."""
+    from mpmd_lab.engine.explore import explore
+
+    def make(chooser: Any) -> Engine:
+        return Engine(
+            s,
+            data=False,
+            program_id="grid",
+            limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
+            log_limit=0,
+            log_tally=False,
+            max_races=16,
+            chooser=chooser,
+        )
+
+    _FAILED.clear()
+    try:
+        return explore(make, max_runs=MAX_SCHEDULES, max_seconds=EXPLORE_SECONDS)
+    except SimError:
+        return None  # what the engine cannot make sense of, JAX's rules have said
+    except MemoryError:
+        _FAILED.append("it ran out of memory")
+        return None
+    except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
+        _FAILED.append(f"it stopped on {type(e).__name__}")
+        return None
+
+
+def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
+    """The races and deadlock every explored run found, into the first run's outcome
+    ``gpu``; id(race or deadlock list) -> its witness."""
+    from mpmd_lab.validate.witness import deadlock_witness, race_witness
+
+    out: dict[int, Any] = {}
+    have = {(r.first.path, r.second.path): r for r in gpu.log.races}
+    found = []
+    for race, sched, _pts in ex.races:
+        key = (race.first.path, race.second.path)
+        if key in have or (key[1], key[0]) in have:
+            old = have.get(key) or have[(key[1], key[0])]
+            out[id(old)] = race_witness(race, sched, s)
+            continue
+        found.append(race)
+        out[id(race)] = race_witness(race, sched, s)
+    gpu.log.races[:0] = found  # (schedule-dependent races first: the first run missed them)
+    if ex.deadlock is not None:
+        dl_out, sched, _pts = ex.deadlock
+        if not gpu.deadlock:
+            gpu.deadlock = dl_out.deadlock
+            gpu.signals = dl_out.signals
+        out[id(gpu.deadlock)] = deadlock_witness(dl_out, sched)
+    seen = {(lab, path) for lab, _, path in gpu.leftover}
+    for lab, v, path in ex.leftover:
+        if (lab, path) not in seen and not gpu.deadlock:
+            gpu.leftover.append((lab, v, path))
+    return out
 
 
 def _not_run(ctx: Ctx) -> None:
@@ -442,7 +527,9 @@ def _who(a: Any, b: Any, ctx: Ctx) -> str:
     return "Executors " + ", ".join(parts) if parts else "Two executors"
 
 
-def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None) -> None:
+def _race_diag(
+    ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None, witness: Any = None
+) -> None:
     first, second = race.first, race.second
     p1 = f"{first.path}.{first.field}" if first.field else first.path
     p2 = f"{second.path}.{second.field}" if second.field else second.path
@@ -452,10 +539,19 @@ def _race_diag(ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | Non
         "write and nothing ordering them: "
         f"{race.describe()}"
     )
+    if witness is not None:
+        msg += f". {witness['explain']}"
     if interpreter:  # JAX's GPU interpreter runs the call with detect_races: it says so
         ctx.add(code, p2, msg, jax_message="RACE DETECTED", jax_type="RuntimeError", fix=fix)
     else:
         ctx.add(code, p2, msg, stage="gpu-run", fix=fix)
+    _attach(ctx, witness)
+
+
+def _attach(ctx: Ctx, witness: Any) -> None:
+    """Give the last diagnostic its witness (the schedule that shows it, as data)."""
+    if witness is not None:
+        ctx.diags[-1] = ctx.diags[-1].model_copy(update={"witness": witness})
 
 
 def _threads_only(a: Any, b: Any) -> bool:
@@ -463,7 +559,7 @@ def _threads_only(a: Any, b: Any) -> bool:
     return (a.device, a.grid, a.cluster) == (b.device, b.grid, b.cluster)
 
 
-def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
+def _races(ctx: Ctx, interp: Outcome, gpu: Outcome, witnesses: dict | None = None) -> None:
     """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
 
     RACE_DETECTED: what a race detector over happens-before finds in a kernel that
@@ -494,7 +590,7 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome) -> None:
         if len(done) >= MAX_RACES:
             break
         done.add(key)
-        _race_diag(ctx, r, code, False, fix)
+        _race_diag(ctx, r, code, False, fix, (witnesses or {}).get(id(r)))
 
 
 def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
@@ -525,13 +621,16 @@ def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
 # ---------------------------------------------------------------- deadlocks, balance
 
 
-def _deadlock(ctx: Ctx, out: Outcome) -> None:
+def _deadlock(ctx: Ctx, out: Outcome, witnesses: dict | None = None) -> None:
     if not out.deadlock:
         return
     from mpmd_lab.simulator import deadlock_diagnostic
 
     d = deadlock_diagnostic(out.deadlock, stage="gpu-run")
-    ctx.add(d.code, d.path, d.message, fix=_signal_fix(ctx, out))
+    witness = (witnesses or {}).get(id(out.deadlock))
+    msg = d.message if witness is None else f"{d.message}. {witness['explain']}"
+    ctx.add(d.code, d.path, msg, fix=_signal_fix(ctx, out))
+    _attach(ctx, witness)
 
 
 def _signal_fix(ctx: Ctx, out: Outcome) -> Fix | None:

@@ -1,0 +1,476 @@
+"""Every schedule that matters: the engine's runs, explored over the choices a GPU makes.
+
+One run of the engine (:mod:`mpmd_lab.engine.core`) is one schedule. What a schedule
+can change is only what synchronises: accesses are judged by happens-before
+(vector clocks), which does not depend on the order of unordered steps, and control flow
+does not read data. So the explorer runs the engine in its *exploring* mode, where
+every choice that decides happens-before is made by a :class:`Chooser`:
+
+- **Which signals a semaphore wait saw.** A semaphore is a counter: a wait for ``v``
+  goes on once the counter reaches ``v`` and is ordered after every signal that reached
+  the counter before it (release/acquire on the counter; atomic adds continue the
+  release sequence). Which ones did is the schedule's: the exploring mode makes every
+  actor run as far as it can before any semaphore wait completes (a wait can always be
+  slow), then a choice point picks one ready wait and the set of signals that had
+  arrived: any *minimal* set closed under happens-before that holds the value (a
+  larger set only adds order). Every minimal set is explored.
+- **Which wait goes first.** Two waits on one semaphore compete for its value (both
+  orders are explored). A wait completed before a signal to its semaphore that did not
+  depend on it might have seen that signal had some other actor gone first: when the
+  signal could change what the wait needs (it is in some minimal set), the explorer
+  tries the other actor first at that choice point (dynamic partial-order reduction:
+  the reversal is added only where a run showed the two as racing and not ordered).
+- **When async copies land.** Each barrier's copies have their own copy engine (its own
+  clock), so a wait on one barrier says nothing about copies on another.
+
+Barrier waits complete as soon as their phase has (what a phase holds is fixed by its
+arrivals, in the engine's order of arrivals: a barrier that two or more threads arrive
+at for more than one phase is explored only in that order, and the result says so).
+
+A run's choices are its *schedule* (:class:`Schedule`): replaying them makes the same
+run, with data too (``simulate(..., schedule=...)``). The explorer stops after
+``max_runs`` runs or ``max_seconds``; the result then says what was covered.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mpmd_lab.engine.sync import Semaphore, SemaphoreWait, Token
+
+#: Minimal signal sets offered at one wait at most (beyond: the first ones, and said).
+MAX_SETS = 32
+#: Signals of a semaphore not yet seen that one choice point considers at most.
+MAX_FREE = 16
+
+SCHEMA = "mpmd-lab/schedule@1"
+
+
+def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[frozenset[int]], bool]:
+    """The sets of ``sem``'s signals (indices into ``history``) a wait for ``value`` by an
+    actor whose clock is ``vc`` may have seen: each holds every signal ordered before the
+    waiter and every one an earlier wait saw, is closed under happens-before, holds the
+    value, and is minimal (dropping a last signal leaves too little). Also whether the
+    list was cut at :data:`MAX_SETS` or :data:`MAX_FREE`."""
+    hist = sem.history
+    base = set(sem.arrived)
+    for i, t in enumerate(hist):
+        if i not in base and t.actor >= 0 and vc is not None and int(vc[t.actor]) >= t.time:
+            base.add(i)
+    have = sum(hist[i].units for i in base) - sem.taken
+    need = value - have
+    if need <= 0:
+        return [frozenset(base)], False
+    free = [i for i in range(len(hist)) if i not in base]
+    cut = len(free) > MAX_FREE
+    free = free[:MAX_FREE]
+    preds = {i: [j for j in free if j < i and hist[j].before(hist[i])] for i in free}
+    out: list[frozenset[int]] = []
+
+    def minimal(chosen: list[int]) -> bool:
+        units = sum(hist[i].units for i in chosen)
+        for m in chosen:  # a last signal: nothing chosen comes after it
+            if any(hist[m].before(hist[k]) for k in chosen if k != m):
+                continue
+            if units - hist[m].units >= need:
+                return False
+        return True
+
+    def walk(k: int, chosen: list[int], units: int) -> None:
+        nonlocal cut
+        if len(out) >= MAX_SETS:
+            cut = True
+            return
+        if units >= need:
+            if minimal(chosen):
+                out.append(frozenset(base | set(chosen)))
+            return
+        if k == len(free):
+            return
+        i = free[k]
+        if all(j in chosen for j in preds[i]):
+            walk(k + 1, [*chosen, i], units + hist[i].units)
+        walk(k + 1, chosen, units)
+
+    walk(0, [], 0)
+    return out, cut
+
+
+def complete_wait(w: SemaphoreWait, seen: frozenset[int]) -> None:
+    """Complete a semaphore wait that saw the signals ``seen``: its actor is ordered
+    after each of them; a decrementing wait takes its value off."""
+    sem = w.sem
+    clocks = w.engine.clocks
+    for i in sorted(seen):
+        clocks.join(w.a, sem.history[i].vc)
+    sem.arrived = seen
+    if w.decrement:
+        sem.value -= w.value
+        sem.taken += w.value
+        _drop_units(sem, w.value)
+    else:
+        sem.kept = max(sem.kept, w.value)
+
+
+def _drop_units(sem: Semaphore, n: int) -> None:
+    """Keep the FIFO view (``tokens``, read by deadlock reports) in step with the counter."""
+    while n > 0 and sem.tokens:
+        t = sem.tokens[0]
+        if t.units <= n:
+            n -= t.units
+            sem.tokens.popleft()
+        else:
+            t.units -= n
+            n = 0
+
+
+class Point:
+    """One choice point of a run: the actors whose semaphore waits were ready
+    (``options``, each with its wait's semaphore key and path), the one chosen and the
+    signal set it saw (index ``choice`` of ``nsets``; ``sets``: the sets offered)."""
+
+    __slots__ = (
+        "options",
+        "keys",
+        "paths",
+        "actor",
+        "choice",
+        "nsets",
+        "sets",
+        "seen",
+        "base",
+        "taken",
+        "value",
+        "done_time",
+        "signals_before",
+        "vc",
+    )
+
+    def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
+        self.options = options
+        self.keys = keys
+        self.paths = paths
+        self.actor = -1
+        self.choice = 0
+        self.nsets = 1
+        self.sets: list[frozenset[int]] = []
+        self.seen: frozenset[int] = frozenset()
+        self.base: frozenset[int] = frozenset()
+        self.taken = 0
+        self.value = 0
+        self.done_time = 0
+        self.signals_before = 0
+        self.vc: Any = None  # the waiter's clock before it completed
+
+
+class Chooser:
+    """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
+    takes the first option; records every point (``points``) and every signal
+    (``signals``: semaphore, index in its history)."""
+
+    def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
+        self.prefix = list(prefix or [])
+        self.points: list[Point] = []
+        self.signals: list[tuple[Semaphore, int]] = []
+        self.cut = False  # a choice point offered fewer sets than there are
+        self.mismatch = ""  # the replayed schedule does not fit this scenario
+
+    def pick(self, frontier: list[Any]) -> tuple[Any, frozenset[int]]:
+        """Choose a ready wait of ``frontier`` (runs parked at semaphore waits) and the
+        signals it saw."""
+        ws = [r.blocked for r in frontier]
+        pt = Point([r.a for r in frontier], [w.sem.key for w in ws], [w.path for w in ws])
+        k = len(self.points)
+        actor, choice = self.prefix[k] if k < len(self.prefix) else (pt.options[0], 0)
+        if actor not in pt.options:
+            self.mismatch = (
+                f"choice {k}: actor {actor} has no ready semaphore wait there (ready: {pt.options})"
+            )
+            actor, choice = pt.options[0], 0
+        run = frontier[pt.options.index(actor)]
+        w = run.blocked
+        sets, cut = minimal_sets(w.sem, w.engine.clocks.vc[w.a], w.value)
+        self.cut = self.cut or cut
+        if choice >= len(sets):
+            self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
+            choice = 0
+        pt.actor, pt.choice, pt.nsets, pt.sets = actor, choice, len(sets), sets
+        pt.seen = sets[choice]
+        pt.base = frozenset(w.sem.arrived)
+        pt.taken, pt.value = w.sem.taken, w.value
+        pt.signals_before = len(self.signals)
+        pt.vc = w.engine.clocks.snapshot(w.a)
+        self.points.append(pt)
+        complete_wait(w, pt.seen)
+        pt.done_time = w.engine.clocks.time[w.a]
+        return run, pt.seen
+
+    def signalled(self, sem: Semaphore) -> None:
+        self.signals.append((sem, len(sem.history) - 1))
+
+
+def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
+    """Whether a wait (at ``pt``) that completed before signal ``idx`` of its semaphore
+    could need that signal: in the smallest set holding it, its ordered-before signals
+    and what the wait had to see, the signal is not spare."""
+    hist = sem.history
+    t = hist[idx]
+    closed = set(pt.base) | {j for j in range(idx) if hist[j].before(t)}
+    have = sum(hist[j].units for j in closed) - pt.taken
+    return have < pt.value
+
+
+def _lead(points: list[Point], i: int, actor: int, vc: Any) -> set[int]:
+    """Who should go first at point ``i`` for something by ``actor`` whose clock is
+    ``vc`` to come before point ``i``'s wait: that actor if it is ready there, else the
+    first ready one whose later wait led to it, else every other ready one."""
+    pt = points[i]
+    if actor in pt.options:
+        return {actor}
+    for q in points[i + 1 :]:
+        if q.actor in pt.options and q.actor != pt.actor and int(vc[q.actor]) >= q.done_time:
+            return {q.actor}
+    return {a for a in pt.options if a != pt.actor}
+
+
+def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict[int, set[int]]:
+    """The choice points where another actor should go first (point -> actors): two
+    waits on one semaphore by different actors, the later not depending on the earlier
+    (both orders), and a wait completed before a signal to its semaphore that did not
+    depend on it and that it could need (the actor whose wait, completed later, led to
+    that signal)."""
+    out: dict[int, set[int]] = {}
+    for i, pt in enumerate(points):
+        key = pt.keys[pt.options.index(pt.actor)]
+        for q in points[i + 1 :]:
+            if q.actor == pt.actor or q.keys[q.options.index(q.actor)] != key:
+                continue
+            if int(q.vc[pt.actor]) >= pt.done_time:
+                continue  # q's waiter came after this wait
+            out.setdefault(i, set()).update(_lead(points, i, q.actor, q.vc))
+        for sem, idx in signals[pt.signals_before :]:
+            if sem.key != key:
+                continue
+            tok: Token = sem.history[idx]
+            if tok.actor == pt.actor or int(tok.vc[pt.actor]) >= pt.done_time:
+                continue  # the same actor's, or it depends on this wait
+            if not _useful(pt, sem, idx):
+                continue
+            out.setdefault(i, set()).update(_lead(points, i, tok.actor, tok.vc))
+    return out
+
+
+class Schedule:
+    """A replayable schedule: the choices of one exploring run (``choices``: actor and
+    signal-set index per point) and, for people, what each choice was (``said``) and
+    the statements in the order they ran (``steps``)."""
+
+    def __init__(
+        self,
+        choices: list[tuple[int, int]],
+        said: list[dict[str, Any]] | None = None,
+        steps: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.choices = choices
+        self.said = said or []
+        self.steps = steps or []
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "choices": [
+                {"actor": a, "set": c, **(self.said[k] if k < len(self.said) else {})}
+                for k, (a, c) in enumerate(self.choices)
+            ],
+            "steps": self.steps,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Schedule:
+        """A schedule from its JSON form (a dict, or a list of choices)."""
+        if isinstance(data, Schedule):
+            return data
+        if isinstance(data, dict):
+            if data.get("schema", SCHEMA) != SCHEMA:
+                raise ValueError(f"not a schedule: schema {data.get('schema')!r}")
+            items = data.get("choices", [])
+        else:
+            items = data
+        choices = []
+        for c in items:
+            if isinstance(c, dict):
+                choices.append((int(c["actor"]), int(c.get("set", 0))))
+            else:
+                a, k = c
+                choices.append((int(a), int(k)))
+        return cls(choices)
+
+
+#: Statements a witness lists at most (its choices are what replays it).
+MAX_TRAIL = 2000
+
+
+def described(engine: Any, pts: list[Point]) -> Schedule:
+    """A run's schedule with what each choice was and the statements in order."""
+    names = {a: actor.describe() for a, actor in engine.actors.items()}
+    said = []
+    for p in pts:
+        k = p.options.index(p.actor)
+        sem = _sem(engine, p.keys[k])
+        saw = [f"{sem.history[i].sender} ({sem.history[i].path})" for i in sorted(p.seen)]
+        said.append(
+            {
+                "who": names.get(p.actor, str(p.actor)),
+                "wait": p.paths[k],
+                "semaphore": sem.label,
+                "saw": saw,
+                "ready": [names.get(a, str(a)) for a in p.options],
+                "sets": p.nsets,
+            }
+        )
+    steps = [{"actor": names.get(a, str(a)), "at": path} for a, path in engine.trail[:MAX_TRAIL]]
+    return Schedule([(p.actor, p.choice) for p in pts], said, steps)
+
+
+def _sem(engine: Any, key: tuple) -> Semaphore:
+    return engine.semaphores[key]
+
+
+class Explored:
+    """What exploring found: one outcome per kind of finding with the schedule that
+    shows it (``races``: (race, schedule, points), ``deadlock``: (outcome, schedule,
+    points)), the union of balance warnings, runs made, and whether every schedule that
+    matters was covered (``complete``; else ``why``)."""
+
+    def __init__(self) -> None:
+        self.races: list[tuple[Any, Schedule, list[Point]]] = []
+        self.deadlock: tuple[Any, Schedule, list[Point]] | None = None
+        self.leftover: list[tuple[str, int, str]] = []
+        self.first: Any = None
+        self.runs = 0
+        self.points = 0
+        self.complete = True
+        self.why = ""
+        self.seconds = 0.0
+
+
+def explore(
+    make: Any, *, max_runs: int = 2000, max_seconds: float = 5.0, max_races: int = 16
+) -> Explored:
+    """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
+    run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
+    every run are collected with the first schedule that shows each."""
+    res = Explored()
+    start = time.perf_counter()
+    stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
+    prefix: list[tuple[int, int]] = []
+    seen_races: set[tuple] = set()
+    seen_left: set[tuple[str, str]] = set()
+    while True:
+        chooser = Chooser(prefix)
+        engine = make(chooser)
+        out = engine.run()
+        res.runs += 1
+        if res.first is None:
+            res.first = out
+        if out.stopped or out.error is not None:
+            res.complete = False
+            res.why = out.stopped or str(out.error)
+            if res.first is not out:
+                res.first.stopped = res.first.stopped or out.stopped
+            break
+        pts = chooser.points
+        res.points = max(res.points, len(pts))
+        odd = sorted(b.label for b in engine.barriers.values() if b.unordered)
+        if odd and res.complete:
+            res.complete = False
+            res.why = (
+                f"threads arrive at {', '.join(odd[:3])} in more than one phase without "
+                "an order between them: which phase each arrival joined was explored only "
+                "in the engine's order"
+            )
+        if chooser.cut:
+            res.complete = False
+            res.why = (
+                f"a wait had more than {MAX_SETS} minimal sets of signals it may have seen "
+                f"(or more than {MAX_FREE} unseen signals): the first ones were explored"
+            )
+        sched = Schedule([(p.actor, p.choice) for p in pts])
+        if (out.log.races and len(res.races) < max_races) or (
+            out.deadlock and res.deadlock is None
+        ):
+            sched = described(engine, pts)
+        for r in out.log.races:
+            key = (r.first.path, r.first.field, r.second.path, r.second.field)
+            if key in seen_races or len(res.races) >= max_races:
+                continue
+            seen_races.add(key)
+            res.races.append((r, sched, pts))
+        if out.deadlock and res.deadlock is None:
+            res.deadlock = (out, sched, pts)
+        for item in out.leftover:
+            k = (item[0], item[2])
+            if k not in seen_left:
+                seen_left.add(k)
+                res.leftover.append(item)
+        # the tree: new points, their other signal sets, the reversals this run showed
+        for i, p in enumerate(pts):
+            if i < len(stack):
+                node = stack[i]
+                if node["chosen"] != (p.actor, p.choice):
+                    break  # (a replay that did not fit: stop extending)
+                if i == len(prefix) - 1 and p.actor not in node["expanded"]:
+                    node["expanded"].add(p.actor)
+                    for c in range(1, p.nsets):
+                        node["todo"].append((p.actor, c))
+                continue
+            stack.append(
+                {
+                    "chosen": (p.actor, p.choice),
+                    "todo": [(p.actor, c) for c in range(1, p.nsets)],
+                    "done": {(p.actor, p.choice)},
+                    "expanded": {p.actor},
+                }
+            )
+        for i, actors in reversals(pts, chooser.signals).items():
+            if i >= len(stack):
+                continue
+            node = stack[i]
+            for a in sorted(actors):
+                if (a, 0) not in node["done"] and (a, 0) not in node["todo"]:
+                    node["todo"].append((a, 0))
+        # the next run: the deepest point with something left to try
+        while stack and not stack[-1]["todo"]:
+            stack.pop()
+        if not stack:
+            break
+        if res.runs >= max_runs or time.perf_counter() - start > max_seconds:
+            res.complete = False
+            left = sum(len(n["todo"]) for n in stack)
+            res.why = (
+                f"stopped after {res.runs} schedules"
+                + (f" and {time.perf_counter() - start:.1f} s" if res.runs < max_runs else "")
+                + f" with {left} choice(s) at {len(stack)} point(s) not yet tried"
+            )
+            break
+        node = stack[-1]
+        nxt = node["todo"].pop(0)
+        node["done"].add(nxt)
+        node["chosen"] = nxt
+        prefix = [n["chosen"] for n in stack]
+    res.seconds = time.perf_counter() - start
+    return res
+
+
+__all__ = [
+    "SCHEMA",
+    "Chooser",
+    "Explored",
+    "Point",
+    "Schedule",
+    "complete_wait",
+    "explore",
+    "minimal_sets",
+    "reversals",
+]
