@@ -47,6 +47,7 @@ from mpmd_lab.engine.shadow import Shadow
 from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
 from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
+from mpmd_lab.ops.control import trip_count
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 
@@ -235,6 +236,17 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
         if st.kind == "return" or not going:
             return tuple(out), False
     return tuple(out), True
+
+
+class _Trips:
+    """What an actor yields for a loop with an empty body: its trips, each a step toward
+    the step and time bounds (nothing runs in them, so they are counted at once: a loop
+    of 2**31 empty trips costs one yield, and stops the run at the step bound)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
 
 
 class _Run:
@@ -1077,6 +1089,9 @@ class Engine:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
                 stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
                 yield None
+                if not node.children:  # nothing runs, but every trip is a step all the same
+                    yield _Trips(trip_count(start, stop, op.step))
+                    continue
                 had = op.var in run.values
                 old = run.values.get(op.var)
                 for i in range(start, stop, op.step):
@@ -1151,6 +1166,9 @@ class Engine:
                         continue
                     run.blocked = r
                     still.append(run)
+                    if type(r) is _Trips:  # an empty loop's trips, counted at once
+                        steps = min(steps + r.n, max_steps) - 1
+                        run.blocked = r = None
                     if r is None:
                         progressed = True
                         steps += 1

@@ -672,6 +672,11 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool) -> None:
         if plain
         else "races, deadlocks and semaphore balance are not checked"
     )
+    if gpu is not None and gpu.stopped:  # (a loop of 2**31 trips: the corners did not finish)
+        unchecked += (
+            f"; the run of those blocks and devices {gpu.stopped.replace('simulator', 'check')}"
+            ": what comes after that point is not checked at all"
+        )
     ctx.add(
         "SYNC_NOT_CHECKED",
         "call.programs",
