@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from mpmd_lab import gallery
 from mpmd_lab.scenario import load_scenario
@@ -112,3 +116,192 @@ def test_empty_loops_nested_in_others_check_and_edit_at_once():
     assert sess.edit(("replace", "call.programs[0].body[1].stop", 1000)).ok
     assert "SYNC_NOT_CHECKED" in {d.code for d in sess.diagnostics}
     assert time.perf_counter() - t0 < 30
+
+
+# ------------------------------------------------------------ 2, 3. the import child
+
+KERNELS = ROOT / "tests" / "kernels"
+EXCHANGE = KERNELS / "exchange_2dev.py"  # DEVICES = 2
+
+
+def _module(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / f"{name}.py"
+    p.write_text(
+        f"import sys\nsys.path.insert(0, {str(KERNELS)!r})\n" + textwrap.dedent(text),
+        encoding="utf-8",
+    )
+    return p
+
+
+def _import_children(root: psutil.Process) -> list[psutil.Process]:
+    out = []
+    for k in root.children(recursive=True):
+        try:
+            if any("mpmd_lab.importer.child" in part for part in k.cmdline()):
+                out.append(k)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            pass
+    return out
+
+
+def _gone(procs: list[psutil.Process], within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = []
+        for p in procs:
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_import_o_refuses_a_link_onto_its_own_module(tmp_path):
+    """Every other ``-o`` refused its input; ``import -o link.json`` (a symlink onto the
+    module) replaced the user's source by JSON, exit 0. Refused before any import."""
+    mod = tmp_path / "k.py"
+    mod.write_bytes(EXCHANGE.read_bytes())
+    (tmp_path / "link.json").symlink_to(mod)
+    t0 = time.monotonic()
+    p = _cli("import", f"{mod}:make", "-o", str(tmp_path / "link.json"))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "is the input file" in p.stderr
+    assert mod.read_bytes() == EXCHANGE.read_bytes()
+    assert time.monotonic() - t0 < 30  # (refused before JAX started)
+
+
+@pytest.mark.parametrize("n", ["100000", "-5", "0"])
+def test_import_devices_out_of_range_is_refused_clearly(n):
+    """``--devices 100000`` was accepted (6.2 GB, 90 s); ``-5`` gave JAX's
+    "vector::reserve"."""
+    p = _cli("import", f"{EXCHANGE}:make", f"--devices={n}", timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"--devices {n}: give between 1 and 4096 devices" in p.stderr
+    from mpmd_lab.importer import child
+
+    with pytest.raises(child.SpecError, match="between 1 and 4096"):
+        child.run(f"{EXCHANGE}:make", devices=int(n))
+
+
+def test_the_parent_reads_only_a_bounded_head_of_the_module(tmp_path):
+    """The parent parsed the whole module for its ``DEVICES = n`` before any bound: a
+    5 MB module took 2.4 GB and 10.7 s in-process."""
+    import tracemalloc
+
+    from mpmd_lab.importer.child import module_devices
+
+    big = tmp_path / "big.py"
+    rows = "\n".join(f"x{i} = [{', '.join(['1'] * 200)}]" for i in range(8000))
+    big.write_text(f"DEVICES = 2\n{rows}\nDEVICES = 4  # the last one wins\n")
+    assert big.stat().st_size > 4_000_000
+    tracemalloc.start()
+    try:
+        t0 = time.perf_counter()
+        found = module_devices(big)
+        took = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == 2  # (past the head: the child's business)
+    assert peak < 8 * 2**20 and took < 5, (peak, took)
+    small = tmp_path / "small.py"
+    small.write_text("import x\nDEVICES = 2\ndef f():\n    DEVICES = 9\nDEVICES = 4  # last\n")
+    assert module_devices(small) == 4
+
+
+def test_import_time_bound_starts_with_the_users_code(tmp_path):
+    """A ``make()`` spinning (or blocked in C) held ``--timeout 3`` to 63 s: the parent
+    waited timeout + 60 s. The child's start has its own bound; the user's code has
+    the timeout from when it begins."""
+    from mpmd_lab.importer import child
+
+    mod = _module(tmp_path, "spin", "def make():\n    while True:\n        pass\n")
+    t0 = time.monotonic()
+    imp = child.run(f"{mod}:make", devices=1, timeout=3)
+    took = time.monotonic() - t0
+    assert [d.code for d in imp.diagnostics] == ["IMPORT_TIMEOUT"]
+    assert took < 3 + 45, took  # JAX's start (~5-10 s here) + 3 s + 2 s of grace
+
+
+def test_a_background_process_of_the_users_code_holds_no_import(tmp_path):
+    """A process the user's function starts inherited the child's stdout: a finished
+    import waited for it to the timeout and was thrown away as IMPORT_TIMEOUT. Now it
+    answers at once, and the process is killed with the child's group."""
+    from mpmd_lab.importer import child
+
+    pidfile = tmp_path / "bg.pid"
+    mod = _module(
+        tmp_path,
+        "bg",
+        f"""
+        import subprocess
+        from exchange_2dev import make as _make
+
+        def make():
+            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+            open({str(pidfile)!r}, "w").write(str(p.pid))
+            return _make()
+        """,
+    )
+    t0 = time.monotonic()
+    imp = child.run(f"{mod}:make", devices=2, timeout=100)
+    took = time.monotonic() - t0
+    assert imp.scenario is not None, imp.summary()
+    assert took < 60, took
+    assert _gone([psutil.Process(int(pidfile.read_text()))]), "the background process lived on"
+
+
+def test_the_import_child_has_a_memory_bound(tmp_path):
+    """The child grew to 6.4 GB (at 50 GB an outside limit stopped it, the message
+    blaming numpy's line). Its address space is bounded past JAX's start."""
+    from mpmd_lab.importer import child
+
+    mod = _module(
+        tmp_path,
+        "hog",
+        """
+        import numpy as np
+
+        def make():
+            xs = []
+            while True:
+                xs.append(np.ones(1 << 24))
+        """,
+    )
+    with pytest.raises(child.SpecError, match=r"ran past its memory limit \(0.5 GiB"):
+        child.run(f"{mod}:make", devices=1, timeout=60, memory=2**29)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_import_leaves_no_child_and_no_temp_file(tmp_path, sig):
+    """The import child was the one worker without a parent-death watch: killing the
+    CLI left it running (parent 1, ~97 % CPU) and its temp file behind."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    mod = _module(tmp_path, "spin", "def make():\n    while True:\n        pass\n")
+    exe = Path(sys.executable).with_name("mpmd-lab")
+    proc = subprocess.Popen(
+        [str(exe), "import", f"{mod}:make", "--devices", "1", "--timeout", "600"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        kids: list[psutil.Process] = []
+        while not kids and time.monotonic() < deadline:
+            kids = _import_children(psutil.Process(proc.pid))
+            time.sleep(0.2)
+        assert kids, "the import child never started"
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert _gone(kids), "the import child outlived the CLI"
+        assert sorted(os.listdir(tmp)) == [], "temp files left behind"
+    finally:
+        proc.kill()

@@ -377,18 +377,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Read a JAX function's kernel call into a scenario (in a child process)."""
+    from mpmd_lab import files
     from mpmd_lab.importer import child
 
     if args.output and Path(args.output).suffix.lower() != ".json":
         raise UsageError(f"{args.output}: the scenario is written as .json")
     try:
+        module, _ = child.parse_spec(args.spec)
+        if args.output:  # refused before the import's seconds: never its own module
+            files.target_of(args.output, [module])
         imp = child.run(args.spec, devices=args.devices, timeout=args.timeout)
     except child.SpecError as e:
         raise UsageError(str(e)) from None
     if imp.scenario is not None and args.output:
-        from mpmd_lab import files
-
-        files.write_text(args.output, imp.scenario.to_json() + "\n")
+        files.write_text(args.output, imp.scenario.to_json() + "\n", [module])
     if args.json:
         import json
 
@@ -405,6 +407,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+
+
+def _devices(text: str) -> int:
+    """An import's ``--devices``: 1 to 4096 (JAX makes each one, with its memory)."""
+    from mpmd_lab.importer.child import SpecError, check_devices
+
+    try:
+        return check_devices(int(text))
+    except ValueError as e:
+        msg = str(e) if isinstance(e, SpecError) else f"{text!r} is not a number of devices"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _seconds(text: str) -> float:
@@ -481,9 +494,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="SCENARIO.json", help="write the scenario here")
     s.add_argument(
         "--devices",
-        type=int,
+        type=_devices,
         default=None,
-        help="CPU devices for JAX (default: the module's DEVICES, else 8)",
+        help="CPU devices for JAX, 1 to 4096 (default: the module's DEVICES, else 8)",
     )
     s.add_argument("--json", action="store_true", help="print the whole import as JSON")
     s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped")
