@@ -305,3 +305,69 @@ def test_a_killed_import_leaves_no_child_and_no_temp_file(tmp_path, sig):
         assert sorted(os.listdir(tmp)) == [], "temp files left behind"
     finally:
         proc.kill()
+
+
+# ------------------------------------------------------------ 4. Save
+
+
+def _saved_session(tmp_path: Path):
+    from mpmd_lab.session import Session
+
+    f = tmp_path / "mine.json"
+    f.write_text(gallery.load("ring-shift").to_json())
+    sess = Session(str(f))
+    assert sess.edit(("replace", "description", "my edit")).ok
+    return f, sess
+
+
+def test_save_refuses_a_file_changed_since_it_was_loaded(tmp_path):
+    """Save overwrote what another process wrote since loading (nothing of what was
+    loaded was kept). Now it refuses, asks, and replaces only with overwrite=True."""
+    f, sess = _saved_session(tmp_path)
+    theirs = json.loads(f.read_text())
+    theirs["description"] = "their edit"
+    f.write_text(json.dumps(theirs))
+    r = sess.save()
+    assert not r.ok and "changed by another program" in r.message(), r.message()
+    assert "confirm to replace" in r.message()
+    assert json.loads(f.read_text())["description"] == "their edit"
+    assert sess.save(overwrite=True).ok
+    assert json.loads(f.read_text())["description"] == "my edit"
+    # once saved, what is on disk is ours: the next save goes through
+    assert sess.edit(("replace", "description", "again")).ok and sess.save().ok
+    os.utime(f)  # touched, same bytes: not a change
+    assert sess.edit(("replace", "description", "more")).ok and sess.save().ok
+
+
+def test_save_resolves_its_target_again(tmp_path):
+    """A symlink or a folder swapped in at the session's path after loading was
+    written through."""
+    f, sess = _saved_session(tmp_path)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("precious")
+    f.unlink()
+    f.symlink_to(elsewhere)
+    r = sess.save(overwrite=True)
+    assert not r.ok and "now leads to" in r.message(), r.message()
+    assert elsewhere.read_text() == "precious"
+    f.unlink()
+    f.mkdir()
+    r = sess.save(overwrite=True)
+    assert not r.ok and "is a directory" in r.message(), r.message()
+    assert f.is_dir()
+
+
+def test_the_lab_asks_before_replacing_a_changed_file(tmp_path):
+    """The Lab's Save shows "Replace it" for the session's own file changed elsewhere."""
+    from mpmd_lab.widgets.lab import Lab
+
+    f = tmp_path / "mine.json"
+    f.write_text(gallery.load("ring-shift").to_json())
+    lab = Lab(str(f))
+    assert lab.state.edit(("replace", "description", "my edit")).ok
+    f.write_text(f.read_text().replace("Each device", "Their device"))
+    lab.save()
+    assert "Their device" in f.read_text()
+    assert lab.replace_button.layout.display is None  # shown: the user is asked
+    lab.confirm_replace()
+    assert json.loads(f.read_text())["description"] == "my edit"
