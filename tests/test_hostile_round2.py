@@ -371,3 +371,66 @@ def test_the_lab_asks_before_replacing_a_changed_file(tmp_path):
     assert lab.replace_button.layout.display is None  # shown: the user is asked
     lab.confirm_replace()
     assert json.loads(f.read_text())["description"] == "my edit"
+
+
+# ------------------------------------------------------------ 5. int32 index arithmetic
+
+
+def _two_block_dst(start: str) -> dict:
+    data = gallery.load("two-block-copy").to_dict()
+    data["name"] = "int32-" + "".join(ch for ch in start if ch.isalnum())[:40]
+    data["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [{"ds": [start, 128]}]
+    return data
+
+
+INT32_CASES = {
+    # in bounds in Python (b = 1: 128), out of bounds in int32 (-128)
+    "wraps": "(b * 65536 * 32768) // 16777216",
+    # in bounds in both: the model is not simply "too big is wrong"
+    "in-range": "(b * 65536) // 512",
+    # a traced value divided by zero: jax.numpy's int32 value (-1 at 0), not an error
+    "dynamic-zero-division": "(b // 0 + 1) * 128",
+}
+
+
+@pytest.fixture(scope="module")
+def int32_interpreted() -> dict[str, dict]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from jaxprobe import probe_many
+
+    cases = [_two_block_dst(e) for e in INT32_CASES.values()]
+    res = probe_many(cases, stages=("build", "trace", "gpu-lower", "interpret"))
+    return dict(zip(INT32_CASES, res, strict=True))
+
+
+@pytest.mark.parametrize("name", list(INT32_CASES))
+def test_index_arithmetic_is_jaxs_int32(name, int32_interpreted):
+    """Index arithmetic was Python's: ``(b * 65536 * 32768) // 16777216`` was 128 (in
+    bounds: check valid, simulate ok) where JAX's int32 wraps to -128 and its
+    interpreter raises OOB_WRITE; a traced ``b // 0`` surfaced as XREF_UNKNOWN_NAME.
+    The check and the simulator now agree with JAX's interpreter."""
+    from mpmd_lab import simulate
+
+    s = load_scenario(_two_block_dst(INT32_CASES[name]))
+    jax_says = int32_interpreted[name]
+    errors = [d for d in analyze(s).diagnostics if d.is_error]
+    ours = errors[0].code if errors else None
+    assert ours == jax_says.get("code"), (ours, jax_says)
+    sim = simulate(s)
+    assert "XREF_UNKNOWN_NAME" not in str(sim.error and sim.error.code)
+    assert (sim.error is None) == (jax_says["stage"] is None), (sim.error, jax_says)
+
+
+def test_int32_wraparound_in_the_expression_model():
+    from mpmd_lab import expr as E
+
+    env = E.Env({"b": 1}, {"dev": 4})
+    assert E.parse("b * 65536 * 32768").eval(env) == -(2**31)
+    assert E.parse("(b * 65536 * 32768) // 16777216").eval(env) == -128
+    assert E.parse("-(b * 65536 * 32768)").eval(env) == -(2**31)
+    # Python ints (no traced value) stay Python's: JAX never sees them as int32
+    assert E.parse("65536 * 32768 // 16777216").eval(env) == 128
+    assert E.parse("b // 0").eval(E.Env({"b": 0}, {})) == -1
+    assert E.parse("b // 0").eval(env) == -2 and E.parse("b % 0").eval(env) == 0
+    with pytest.raises(E.ExprZeroDivision, match="integer modulo by zero"):
+        E.parse("b * (axis_size(dev) % 0)").eval(env)
