@@ -434,3 +434,42 @@ def test_int32_wraparound_in_the_expression_model():
     assert E.parse("b // 0").eval(env) == -2 and E.parse("b % 0").eval(env) == 0
     with pytest.raises(E.ExprZeroDivision, match="integer modulo by zero"):
         E.parse("b * (axis_size(dev) % 0)").eval(env)
+
+
+# ------------------------------------------------------------ 6. semaphore indices
+
+
+def _sems_past(kind: str) -> dict:
+    data = gallery.load("ring-all-gather").to_dict()  # sems: a [3] semaphore array
+    loop = data["call"]["programs"][0]["body"][3]
+    if kind == "static":  # sems.at[5]
+        for k in (3, 5):
+            loop["body"][k]["transforms"][0]["index"] = [5]
+    else:  # the loop's i runs to 3
+        loop["stop"] = "axis_size(dev)"
+    data["name"] = f"sems-past-{kind}"
+    return data
+
+
+@pytest.mark.parametrize("kind", ["static", "loop"])
+def test_a_semaphore_index_outside_its_array_is_reported(kind):
+    """``sems.at[5]`` on a [3] semaphore array (or a loop running past it) checked valid,
+    and the simulator invented the missing semaphores. JAX checks it neither at trace
+    nor in the lowering (held below), and its interpreter cannot run semaphores: the
+    check says OOB_INDEX at gpu-run, the simulator refuses it."""
+    from mpmd_lab import simulate
+
+    s = load_scenario(_sems_past(kind))
+    found = [d for d in analyze(s).diagnostics if d.code == "OOB_INDEX"]
+    assert found and found[0].stage == "gpu-run", found
+    assert "semaphore index" in found[0].message and "out of bounds for size 3" in found[0].message
+    sim = simulate(s)
+    assert sim.error is not None and sim.error.code == "OOB_INDEX", sim.error
+
+
+def test_jax_checks_no_semaphore_index_at_trace_or_lowering():
+    sys.path.insert(0, str(Path(__file__).parent))
+    from jaxprobe import probe_many
+
+    for r in probe_many([_sems_past("static"), _sems_past("loop")]):
+        assert r["stage"] is None, r  # build, trace and the Mosaic GPU lowering pass

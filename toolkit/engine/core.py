@@ -909,6 +909,16 @@ class Engine:
             )
         return pairs[0][0]
 
+    def _sem_view(self, x: StmtCtx, fld: str) -> tuple[View, int]:
+        """The semaphore a statement's field names, and its element: an index outside
+        the semaphore array is an out-of-bounds finding (no semaphore is made for it)."""
+        name = getattr(x.stmt, fld)
+        view = self._lookup(x.env, name, x.run, x.path)
+        if view.oob is not None and view.base.is_sync:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, f"semaphore {msg}"), x.run, x.node, fld, "")
+        return view, self._one(view, name, "semaphore", x.path)
+
     def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
         name = base.name
         key = (name, e, dev, block)
@@ -919,10 +929,8 @@ class Engine:
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
-        name = getattr(x.stmt, fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        e = self._one(view, name, "semaphore", x.path)
+        view, e = self._sem_view(x, fld)
         if inc < 0:
             raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
         if axes:
@@ -952,10 +960,8 @@ class Engine:
         self.clocks.tick(run.a)
 
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
-        name = getattr(x.stmt, fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        e = self._one(view, name, "semaphore", x.path)
+        view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
         sem = self.semaphore(view.base, e, dev, run.actor.block)
         waits = self.out.waits

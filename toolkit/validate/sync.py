@@ -381,7 +381,8 @@ def _grid_fix(ctx: Ctx, stmt_path: str, d: Any, extent: int, mesh: Any) -> Fix |
 
 def _interp_findings(ctx: Ctx, out: Outcome) -> set[str]:
     """Out-of-bounds accesses as JAX's interpreter meets them; the paths reported."""
-    oob = [f for f in out.findings if f.code == "OOB_INDEX"]
+    # (a semaphore's index is no access the interpreter checks: it cannot run semaphores)
+    oob = [f for f in out.findings if f.code == "OOB_INDEX" and f.access]
     if not oob:
         return set()
     if ctx.s.run.interpret == "gpu":
@@ -404,6 +405,15 @@ def _gpu_findings(ctx: Ctx, out: Outcome, reported: set[str], pid_bug: bool) -> 
         seen.add(f.path)
         if f.code == "REMOTE_DEVICE_OOB":
             ctx.add("REMOTE_DEVICE_OOB", f.path, f.message)
+        elif f.code == "OOB_INDEX" and not f.access:  # a semaphore index outside its array
+            ctx.add(
+                "OOB_INDEX",
+                f.path,
+                f"in {_where(ctx, f)}: {f.message}; JAX checks a semaphore index neither at "
+                "trace nor in the lowering, and its interpreter cannot run semaphores: on a "
+                "GPU the signal or wait goes to memory outside the semaphore array",
+                stage="gpu-run",
+            )
         elif f.code == "OOB_INDEX" and pid_bug:
             _oob_diag(
                 ctx,
