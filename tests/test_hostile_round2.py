@@ -473,3 +473,24 @@ def test_jax_checks_no_semaphore_index_at_trace_or_lowering():
 
     for r in probe_many([_sems_past("static"), _sems_past("loop")]):
         assert r["stage"] is None, r  # build, trace and the Mosaic GPU lowering pass
+
+
+@pytest.mark.parametrize(
+    "start,message",
+    [
+        ("b * (128 // (2 - 2))", "integer division or modulo by zero"),
+        ("b * (axis_size(b) % 0)", "integer modulo by zero"),
+    ],
+)
+def test_a_constant_division_by_zero_is_pythons_error_at_trace(start, message):
+    """A ``1 // 0`` of Python ints checked valid while JAX's trace raises Python's
+    ZeroDivisionError (the card's example holds it against JAX)."""
+    s = load_scenario(_two_block_dst(start))
+    (d,) = [d for d in analyze(s).diagnostics if d.is_error]
+    assert (d.code, d.stage, d.jax.type, d.jax.message) == (
+        "EXPR_ZERO_DIVISION",
+        "trace",
+        "ZeroDivisionError",
+        message,
+    )
+    assert d.path == "call.programs[0].body[1].transforms[0].index[0]"

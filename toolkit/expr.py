@@ -69,10 +69,11 @@ def traced(e: Expr) -> bool:
         return True
     if isinstance(e, Call):
         return e.fn == "program_id"
-    return any(traced(sub) for sub in _parts(e))
+    return any(traced(sub) for sub in parts(e))
 
 
-def _parts(e: Expr) -> tuple[Expr, ...]:
+def parts(e: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions of ``e`` (its operands)."""
     items = getattr(e, "items", None)
     if items is not None:
         return tuple(items)
