@@ -438,19 +438,23 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     axis sizes: no traced value, so Python computes it while JAX traces the statement,
     and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
     node = st.node
-    found = [(f, e) for f, e in node.exprs() if _python_divisions(e)]
-    for k, t in enumerate(getattr(node, "transforms", None) or ()):
-        found += [(f"transforms[{k}].{f}", e) for f, e in t.exprs() if _python_divisions(e)]
-    for field, e in found:
-        for d in _python_divisions(e):
-            if static_value(d.b, ctx) == 0:
-                ctx.jax(
-                    "EXPR_ZERO_DIVISION",
-                    f"{st.path}.{field}",
-                    E.ZERO_DIVISION[d.op],
-                    jax_type="ZeroDivisionError",
-                )
-                return True
+    for field, e in node.exprs():
+        if _python_divisions(e) and _report_zero(ctx, f"{st.path}.{field}", e):
+            return True
+    if type(node) is Let:
+        for k, t in enumerate(node.transforms):
+            for field, e in t.exprs():
+                where = f"{st.path}.transforms[{k}].{field}"
+                if _python_divisions(e) and _report_zero(ctx, where, e):
+                    return True
+    return False
+
+
+def _report_zero(ctx: Ctx, path: str, e: E.Expr) -> bool:
+    for d in _python_divisions(e):
+        if static_value(d.b, ctx) == 0:
+            ctx.jax("EXPR_ZERO_DIVISION", path, E.ZERO_DIVISION[d.op], jax_type="ZeroDivisionError")
+            return True
     return False
 
 
