@@ -494,3 +494,112 @@ def test_a_constant_division_by_zero_is_pythons_error_at_trace(start, message):
         message,
     )
     assert d.path == "call.programs[0].body[1].transforms[0].index[0]"
+
+
+# ------------------------------------------------------------ 7. the low ones
+
+
+def test_a_negative_ds_size_is_not_a_scenario(tmp_path):
+    """``{"ds": [start, -1]}`` loaded and checked valid; SCENARIO.md says exit 2."""
+    data = _two_block_dst("b * 128")
+    data["call"]["programs"][0]["body"][1]["transforms"][0]["index"] = [{"ds": ["b * 128", -1]}]
+    f = tmp_path / "neg.json"
+    f.write_text(json.dumps(data))
+    p = _cli("check", str(f))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "the size of pl.ds is not negative (got -1)" in p.stderr
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -1.0])
+def test_infinite_or_nan_timeouts_are_refused_clearly(bad):
+    """``timeout=inf`` had no bound; ``nan`` left a stray exception that surfaced later
+    in unrelated code."""
+    from mpmd_lab import runtime, simulate
+    from mpmd_lab.importer import child
+
+    with pytest.raises(ValueError, match="positive, finite number of seconds"):
+        runtime.run(gallery.load("ring-shift"), "simulate", timeout=bad)
+    with pytest.raises(ValueError, match="positive, finite number of seconds"):
+        simulate("ring-shift", max_seconds=bad)
+    with pytest.raises(child.SpecError, match="positive, finite number of seconds"):
+        child.run(f"{EXCHANGE}:make", timeout=bad)
+
+
+def test_an_exclusive_write_never_replaces_a_file_made_meanwhile(tmp_path):
+    """Concurrent ``gallery -o`` without --force overwrote each other: the check for an
+    existing file came before a write that renamed over whatever was there by then."""
+    from mpmd_lab import files
+
+    target = tmp_path / "g.json"
+
+    def racing(f):  # another process makes the file while this one writes
+        target.write_text("theirs")
+        f.write(b"ours")
+
+    with pytest.raises(FileExistsError):
+        files.write_with(target, racing, exclusive=True)
+    assert target.read_text() == "theirs"
+    assert sorted(os.listdir(tmp_path)) == ["g.json"]  # no temp file left
+    procs = [
+        subprocess.Popen(
+            [str(Path(sys.executable).with_name("mpmd-lab")), "gallery", name, "-o", str(target)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ["ring-shift", "two-block-copy"] * 3
+    ]
+    target.unlink()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert sum("exists: pass --force" in err for _, err in outs) >= 5
+    assert json.loads(target.read_text())["name"] in ("ring-shift", "two-block-copy")
+
+
+def _ring_inc(inc: int, twice: bool = False) -> dict:
+    data = gallery.load("ring-all-gather").to_dict()
+    body = data["call"]["programs"][0]["body"][3]["body"]
+    body[4]["inc"] = inc
+    if twice:
+        body.insert(5, dict(body[4]))
+    return data
+
+
+@pytest.mark.parametrize(
+    "data,what",
+    [
+        (_ring_inc(-1), "a negative semaphore increment (-1)"),
+        (_ring_inc(2**31 - 1, twice=True), "a semaphore value past int32"),
+    ],
+    ids=["negative-increment", "past-int32"],
+)
+def test_what_the_simulator_refuses_the_check_does_not_call_checked(data, what):
+    """A negative increment passed check while simulate refused it; semaphore values
+    past int32 (a GPU's wraps) were not modelled. Both now say the same: simulate
+    refuses, the check says where its run stopped (never a silent pass)."""
+    from mpmd_lab import simulate
+
+    s = load_scenario(data)
+    (w,) = [d for d in analyze(s).diagnostics if d.code == "SYNC_NOT_CHECKED"]
+    assert what in w.message and w.path.startswith("call.programs[0].body[3].body["), w
+    sim = simulate(s)
+    assert sim.error is not None and sim.error.code == "SIM_UNSUPPORTED"
+    assert what in sim.error.message
+
+
+def test_check_folder_reports_fifos_sockets_and_dangling_links(tmp_path):
+    """``check FOLDER`` silently skipped them (only regular files were listed)."""
+    import socket
+
+    (tmp_path / "ok.json").write_text(gallery.load("ring-shift").to_json())
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "sock.json"))
+        p = _cli("check", str(tmp_path), timeout=60)
+    finally:
+        sock.close()
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "checked 4 scenario file(s): 1 valid, 3 unusable" in p.stdout
+    assert "fifo.json: <top>: a FIFO" in p.stderr and "sock.json: <top>: a socket" in p.stderr
+    assert "dangling.json" in p.stderr

@@ -149,18 +149,25 @@ def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
         return EXIT_OK
     if os.path.lexists(args.output) and not args.force:
         raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it")
-    written = save_scenario(scenario, args.output, inputs=_inputs(args.name))
+    try:  # (exclusive: another process may make the file meanwhile)
+        written = save_scenario(
+            scenario, args.output, inputs=_inputs(args.name), exclusive=not args.force
+        )
+    except FileExistsError:
+        raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it") from None
     _say(f"wrote {written}: gallery scenario {args.name}")  # a real path: bounded
     return EXIT_OK
 
 
 def _check_sources(items: list[str]) -> list[str]:
     """FILE arguments of ``check``: files and gallery names as given; a folder stands
-    for every ``*.json`` under it (sorted), or, holding none, for itself."""
+    for every ``*.json`` entry under it that is not a folder (sorted: a FIFO, a socket
+    or a dangling link among them fails to load, said like any bad file, never skipped),
+    or, holding none, for itself."""
     out: list[str] = []
     for item in items:
         p = Path(item)
-        found = sorted(str(f) for f in p.rglob("*.json") if f.is_file()) if p.is_dir() else []
+        found = sorted(str(f) for f in p.rglob("*.json") if not f.is_dir()) if p.is_dir() else []
         out += found or [item]  # a folder without scenarios fails to load like any file
     return out
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import math
 import re
 import shutil
 import time
@@ -367,6 +368,8 @@ def run(
     called as the run goes through its stages. ``analysis``: the scenario's
     ``validate.analyze`` result when the caller has it.
     """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout={timeout!r}: give a positive, finite number of seconds")
     t0 = time.perf_counter()
     if analysis is None:
         from mpmd_lab.validate import analyze

@@ -952,7 +952,14 @@ class Engine:
             run.who = who
         block = run.actor.block
         for d in devs:
-            self.semaphore(view.base, e, d, block).signal(inc, vc, who, x.path)
+            sem = self.semaphore(view.base, e, d, block)
+            if sem.value + inc > E.INT32_MAX:  # a GPU's semaphore is an int32: it would wrap
+                raise SimError(
+                    "SIM_UNSUPPORTED",
+                    x.path,
+                    f"a semaphore value past int32 ({sem.label} would hold {sem.value + inc})",
+                )
+            sem.signal(inc, vc, who, x.path)
         paths = self._signal_paths.get(view.base.name)
         if paths is None:
             paths = self._signal_paths[view.base.name] = set()

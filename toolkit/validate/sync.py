@@ -108,6 +108,16 @@ def check_sync(ctx: Ctx) -> None:
     _races(ctx, interp, gpu)
     _deadlock(ctx, gpu)
     _leftover(ctx, gpu)
+    if gpu.error is not None and gpu.error.code == "SIM_UNSUPPORTED":
+        # (no rule says it, simulate refuses it: the check says it stopped there)
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            gpu.error.path or "call.programs",
+            f"the synchronisation check stopped at {gpu.error}, which the simulator does "
+            "not model: races, deadlocks and out-of-bounds indices past that point are not "
+            "checked",
+            severity="warning",
+        )
     if gpu.stopped:
         ctx.add(
             "SYNC_NOT_CHECKED",
