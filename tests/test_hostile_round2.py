@@ -603,3 +603,51 @@ def test_check_folder_reports_fifos_sockets_and_dangling_links(tmp_path):
     assert "checked 4 scenario file(s): 1 valid, 3 unusable" in p.stdout
     assert "fifo.json: <top>: a FIFO" in p.stderr and "sock.json: <top>: a socket" in p.stderr
     assert "dangling.json" in p.stderr
+
+
+def test_a_loop_variable_named_like_a_ref_exports_a_script_jax_runs():
+    """A loop variable ``out`` checked valid, but the exported script's loop function
+    took ``out`` as its index and the body's ``out.at[...]`` indexed an int."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from jaxprobe import probe_many
+    from mpmd_lab.codegen import generate
+
+    data = gallery.load("two-block-copy").to_dict()
+    data["name"] = "loop-var-named-out"
+    body = data["call"]["programs"][0]["body"]
+    view = {"op": "at", "index": [{"ds": ["b * 128 + out * 0", 128]}]}
+    data["call"]["programs"][0]["body"] = [
+        body[0],
+        {
+            "op": "loop",
+            "var": "out",
+            "stop": 2,
+            "body": [{"let": "dst", "ref": "out", "transforms": [view]}, body[2]],
+        },
+    ]
+    s = load_scenario(data)
+    assert not [d for d in analyze(s).diagnostics if d.is_error]
+    assert "def _loop1(_out_i, " in generate(s)
+    (r,) = probe_many([data], stages=("build", "trace", "gpu-lower", "interpret"))
+    assert r["stage"] is None, r
+
+
+def test_result_keys_stay_distinct_when_outputs_take_the_ref_names():
+    """Two outputs ``x`` and ``x_ref`` and an as_ref buffer ``x``: the buffer's final
+    value was keyed ``x_ref`` too, overwriting the output (export and simulator)."""
+    from mpmd_lab import simulate
+    from mpmd_lab.codegen import generate, output_names
+
+    data = gallery.load("ring-shift").to_dict()
+    data["buffers"]["x"]["as_ref"] = True
+    data["call"]["args"][0]["param"] = "xin"
+    data["call"]["programs"][0]["body"][1]["src"] = "xin"
+    data["call"]["outputs"]["x"] = {"shape": [256], "dtype": "float32"}
+    data["call"]["outputs"]["x_ref"] = {"shape": [256], "dtype": "float32"}
+    s = load_scenario(data)
+    names = output_names(s)
+    assert names == ["out", "x", "x_ref", "x_ref2"]
+    src = generate(s)
+    assert "result['x_ref'] = outs[2]" in src and "result['x_ref2'] = x[...]" in src
+    sim = simulate(s)
+    assert sim.error is None and list(sim.outputs) == names

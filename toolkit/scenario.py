@@ -790,6 +790,21 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
         ) from None
 
 
+def ref_result_keys(outputs: Iterable[str], buffers: Iterable[str]) -> dict[str, str]:
+    """The result key of each ``as_ref`` buffer's final value (after the outputs): its
+    name, or ``NAME_ref`` when an output has that name (``NAME_ref2``, ... when that is
+    taken too): every key distinct, whatever the names."""
+    taken = set(outputs)
+    keys: dict[str, str] = {}
+    for b in buffers:
+        key, k = (b if b not in taken else f"{b}_ref"), 2
+        while key in taken:
+            key, k = f"{b}_ref{k}", k + 1
+        taken.add(key)
+        keys[b] = key
+    return keys
+
+
 def save_scenario(
     scenario: Scenario,
     path: str | os.PathLike[str],

@@ -49,7 +49,7 @@ from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitial
 from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
 from mpmd_lab.ops.control import trip_count
 from mpmd_lab.record import Record
-from mpmd_lab.scenario import BufferArg, Scenario
+from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
 
 #: Steps (one statement of one actor) a run may take.
 MAX_STEPS = 1 << 21
@@ -1256,9 +1256,9 @@ class Engine:
             return np.concatenate(parts, axis=0)
 
         out = {name: gather(name, "output") for name in self.s.call.outputs}
-        for b in self.inputs:
-            if self.s.buffers[b].as_ref:
-                out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b, "input")
+        refs = [b for b in self.inputs if self.s.buffers[b].as_ref]
+        for b, key in ref_result_keys(self.s.call.outputs, refs).items():
+            out[key] = gather(b, "input")
         return out
 
 
