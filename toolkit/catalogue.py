@@ -346,6 +346,13 @@ ENTRIES: list[Entry] = [
         "Transforms on TMEM scratch",
     ),
     Entry(
+        "EXPR_ZERO_DIVISION",
+        "ZeroDivisionError",
+        r"^integer (division or )?modulo by zero",
+        "trace",
+        "An index expression divides Python ints by zero",
+    ),
+    Entry(
         "UNBOUND_AXIS",
         "NameError",
         r"Found an unbound axis name",

@@ -149,18 +149,25 @@ def _gallery_one(args: argparse.Namespace, names: list[str]) -> int:
         return EXIT_OK
     if os.path.lexists(args.output) and not args.force:
         raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it")
-    written = save_scenario(scenario, args.output, inputs=_inputs(args.name))
+    try:  # (exclusive: another process may make the file meanwhile)
+        written = save_scenario(
+            scenario, args.output, inputs=_inputs(args.name), exclusive=not args.force
+        )
+    except FileExistsError:
+        raise UsageError(f"{clip(args.output, QUOTE)} exists: pass --force to replace it") from None
     _say(f"wrote {written}: gallery scenario {args.name}")  # a real path: bounded
     return EXIT_OK
 
 
 def _check_sources(items: list[str]) -> list[str]:
     """FILE arguments of ``check``: files and gallery names as given; a folder stands
-    for every ``*.json`` under it (sorted), or, holding none, for itself."""
+    for every ``*.json`` entry under it that is not a folder (sorted: a FIFO, a socket
+    or a dangling link among them fails to load, said like any bad file, never skipped),
+    or, holding none, for itself."""
     out: list[str] = []
     for item in items:
         p = Path(item)
-        found = sorted(str(f) for f in p.rglob("*.json") if f.is_file()) if p.is_dir() else []
+        found = sorted(str(f) for f in p.rglob("*.json") if not f.is_dir()) if p.is_dir() else []
         out += found or [item]  # a folder without scenarios fails to load like any file
     return out
 
@@ -396,18 +403,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Read a JAX function's kernel call into a scenario (in a child process)."""
+    from mpmd_lab import files
     from mpmd_lab.importer import child
 
     if args.output and Path(args.output).suffix.lower() != ".json":
         raise UsageError(f"{args.output}: the scenario is written as .json")
     try:
+        module, _ = child.parse_spec(args.spec)
+        if args.output:  # refused before the import's seconds: never its own module
+            files.target_of(args.output, [module])
         imp = child.run(args.spec, devices=args.devices, timeout=args.timeout)
     except child.SpecError as e:
         raise UsageError(str(e)) from None
     if imp.scenario is not None and args.output:
-        from mpmd_lab import files
-
-        files.write_text(args.output, imp.scenario.to_json() + "\n")
+        files.write_text(args.output, imp.scenario.to_json() + "\n", [module])
     if args.json:
         import json
 
@@ -424,6 +433,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+
+
+def _devices(text: str) -> int:
+    """An import's ``--devices``: 1 to 4096 (JAX makes each one, with its memory)."""
+    from mpmd_lab.importer.child import SpecError, check_devices
+
+    try:
+        return check_devices(int(text))
+    except ValueError as e:
+        msg = str(e) if isinstance(e, SpecError) else f"{text!r} is not a number of devices"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _seconds(text: str) -> float:
@@ -505,9 +525,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="SCENARIO.json", help="write the scenario here")
     s.add_argument(
         "--devices",
-        type=int,
+        type=_devices,
         default=None,
-        help="CPU devices for JAX (default: the module's DEVICES, else 8)",
+        help="CPU devices for JAX, 1 to 4096 (default: the module's DEVICES, else 8)",
     )
     s.add_argument("--json", action="store_true", help="print the whole import as JSON")
     s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped")

@@ -19,7 +19,7 @@ from mpmd_lab import callsupport
 from mpmd_lab import expr as E
 from mpmd_lab.dtypes import jnp_expr as dtype_expr
 from mpmd_lab.ops import Let
-from mpmd_lab.scenario import Program, Scenario
+from mpmd_lab.scenario import Program, Scenario, ref_result_keys
 
 #: Names the generated module uses itself; user names equal to one get a ``_`` suffix.
 RESERVED = frozenset(
@@ -108,13 +108,28 @@ class Source(E.Writer):
         self.loop_vars: set[str] = set()
         self.bound: set[str] = set() if bound is None else set(bound)
         self._fresh = 0
+        self._refs: set[str] | None = None
 
     # names and expressions
     def name(self, n: str) -> str:
-        return py(n) if n in self.loop_vars else f"lax.axis_index({n!r})"
+        return self.name_of(n) if n in self.loop_vars else f"lax.axis_index({n!r})"
 
     def name_of(self, var: str) -> str:
+        """A loop variable's Python name: its own, or ``_NAME_i`` where a ref, a view or
+        a capture has that name (the two are apart in a scenario, one scope in Python;
+        ``py`` never makes a name that starts with ``_`` and does not end with one)."""
+        if var in self._ref_names():
+            return f"_{var}_i"
         return py(var)
+
+    def _ref_names(self) -> set[str]:
+        """Every parameter, capture and view name of the scenario (once per writer)."""
+        if self._refs is None:
+            c = self.scenario.call
+            self._refs = set(params_of(self.scenario)) | {cap.name for cap in c.captures}
+            for p in c.programs:
+                self._refs |= _lets(p.body)
+        return self._refs
 
     def axis_size(self, n: str) -> str:
         size = (self.scenario.device_mesh or {}).get(n)
@@ -217,6 +232,17 @@ def transform_expr(base: str, t: Any, scenario: Scenario, path: str = "") -> str
     return t.source(base, Source(scenario, path))
 
 
+def _lets(body: list[Any]) -> set[str]:
+    """The view names a body's lets make (nested bodies too)."""
+    out: set[str] = set()
+    for st in body:
+        if isinstance(st, Let):
+            out.add(st.let)
+        elif getattr(st, "BODY", False):
+            out |= _lets(st.body)
+    return out
+
+
 def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     c = scenario.call
     params = ", ".join(py(n) for n in params_of(scenario))
@@ -246,7 +272,7 @@ def output_names(scenario: Scenario) -> list[str]:
     """Result keys in order: the outputs, then each as_ref buffer's final value."""
     c = scenario.call
     refs = [b for b in _input_names(scenario) if scenario.buffers[b].as_ref]
-    return list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
+    return list(c.outputs) + list(ref_result_keys(c.outputs, refs).values())
 
 
 def _input_names(scenario: Scenario) -> list[str]:
@@ -391,9 +417,9 @@ def generate(
     L.append("        result = {}")
     for j, name in enumerate(c.outputs):
         L.append(f"        result[{name!r}] = outs[{j}]")
+    ref_keys = ref_result_keys(c.outputs, refs)
     for b in refs:
-        key = b if b not in c.outputs else f"{b}_ref"
-        L.append(f"        result[{key!r}] = {py(b)}[...]")
+        L.append(f"        result[{ref_keys[b]!r}] = {py(b)}[...]")
     L.append("        return result")
     L.append("")
     if s.device_mesh is not None:
@@ -402,10 +428,10 @@ def generate(
         ]
         if use_shard_map:
             in_specs = "(" + "".join(f"{_spec(s.buffers[b].shape, axes)}, " for b in inputs) + ")"
-            out_names = list(c.outputs) + [b if b not in c.outputs else f"{b}_ref" for b in refs]
+            out_names = list(c.outputs) + [ref_keys[b] for b in refs]
             shapes = {**{k: o.shape for k, o in c.outputs.items()}}
             for b in refs:
-                shapes[b if b not in c.outputs else f"{b}_ref"] = s.buffers[b].shape
+                shapes[ref_keys[b]] = s.buffers[b].shape
             out_specs = "{" + ", ".join(f"{k!r}: {_spec(shapes[k], axes)}" for k in out_names) + "}"
             L += [
                 "    fn = jax.shard_map(",

@@ -13,8 +13,12 @@ A name is a loop variable (innermost first) or a mesh axis, whose value is
 device-mesh axis. Names are bound by :mod:`mpmd_lab.resolve`; here an expression only
 knows how to evaluate, print as JAX source and print as a label.
 
-Python semantics throughout: ``//`` and ``%`` floor, as jax.numpy's operators do on traced
-integers, so the exported source writes them as they are.
+Python semantics for Python ints (constants, axis sizes): ``//`` and ``%`` floor, as
+jax.numpy's operators do on traced integers, so the exported source writes them as they
+are. A result that reads a traced value (an axis index, a program id, a loop variable)
+is JAX's int32: it wraps past 2**31 (``b * 65536 * 32768`` is -2**31 at ``b = 1``), and
+``x // 0`` / ``x % 0`` give jax.numpy's values (-1 at 0 else -2, and 0); of Python ints
+they are Python's ZeroDivisionError at trace (:class:`ExprZeroDivision`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,46 @@ FUNCTIONS = ("program_id", "num_programs", "axis_size")
 
 class ExprError(ValueError):
     """Not an expression of the grammar above (the message says what)."""
+
+
+class ExprZeroDivision(ExprError):
+    """``//`` or ``%`` by zero of Python ints (no traced value): Python's
+    ZeroDivisionError when JAX traces the kernel. ``message``: Python's exact one."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(f"{message} in {where}")
+        self.message = message
+
+
+#: Python's ZeroDivisionError messages, per operator
+ZERO_DIVISION = {"//": "integer division or modulo by zero", "%": "integer modulo by zero"}
+
+#: the range of JAX's index type (int32 unless x64): a traced result outside wraps
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def wrap_int32(v: int) -> int:
+    """``v`` as int32 arithmetic leaves it (two's complement wraparound)."""
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def traced(e: Expr) -> bool:
+    """Whether ``e`` is a traced int32 when JAX traces the kernel (it reads an axis
+    index, a program id or a loop variable), not a Python int (constants, axis sizes,
+    ``num_programs``): traced arithmetic is int32 and wraps, Python's does not."""
+    if isinstance(e, Name):
+        return True
+    if isinstance(e, Call):
+        return e.fn == "program_id"
+    return any(traced(sub) for sub in parts(e))
+
+
+def parts(e: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions of ``e`` (its operands)."""
+    items = getattr(e, "items", None)
+    if items is not None:
+        return tuple(items)
+    return tuple(x for x in (getattr(e, "a", None), getattr(e, "b", None)) if isinstance(x, Expr))
 
 
 class Env(Record):
@@ -249,14 +293,20 @@ class BinOp(Expr):
     def eval(self, env: Env) -> int:
         x, y = self.a.eval(env), self.b.eval(env)
         if self.op == "+":
-            return x + y
-        if self.op == "-":
-            return x - y
-        if self.op == "*":
-            return x * y
-        if y == 0:
-            raise ExprError(f"division by zero in {self.label()}")
-        return x // y if self.op == "//" else x % y
+            r = x + y
+        elif self.op == "-":
+            r = x - y
+        elif self.op == "*":
+            r = x * y
+        elif y == 0:
+            if not traced(self):  # Python's own error, at trace
+                raise ExprZeroDivision(ZERO_DIVISION[self.op], self.label())
+            return (-1 if x == 0 else -2) if self.op == "//" else 0  # jax.numpy's int32
+        else:
+            r = x // y if self.op == "//" else x % y
+        if INT32_MIN <= r <= INT32_MAX or not traced(self):
+            return r
+        return wrap_int32(r)
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC[self.op]
@@ -303,7 +353,8 @@ class Neg(Expr):
         self.a = a
 
     def eval(self, env: Env) -> int:
-        return -self.a.eval(env)
+        r = -self.a.eval(env)
+        return wrap_int32(r) if r > INT32_MAX and traced(self) else r
 
     def source(self, w: Writer) -> str:
         return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])

@@ -217,14 +217,21 @@ def _link_in(fd: int, real: Path, guard: _SignalGuard) -> Path:
 
 
 def write_with(
-    path: PathLike, write: Callable[[BinaryIO], object], inputs: Iterable[PathLike] = ()
+    path: PathLike,
+    write: Callable[[BinaryIO], object],
+    inputs: Iterable[PathLike] = (),
+    exclusive: bool = False,
 ) -> Path:
     """``write(f)`` into a temp file (binary), then put it in place of ``path``.
 
     Returns the path written (a symlink's target). The old file stays whole if
-    anything fails, and no temp file is left (see the module's doc).
+    anything fails, and no temp file is left (see the module's doc). ``exclusive``:
+    only a new file (FileExistsError if ``path`` exists, also one another process made
+    while this one wrote: the temp file is linked in, never renamed over it).
     """
     real, st = target_of(path, inputs)
+    if exclusive and st is not None:
+        raise FileExistsError(errno.EEXIST, "exists: refusing to replace it", os.fspath(path))
     with _SignalGuard() as guard:
         fd, name = _open_temp(real)
         try:
@@ -237,8 +244,16 @@ def write_with(
             os.fsync(fd)
             if name is None:
                 name = _link_in(fd, real, guard)
-            os.replace(name, real)
-            name = guard.named = None
+            if exclusive:  # (the temp name goes below)
+                try:
+                    os.link(name, real)
+                except FileExistsError:
+                    raise FileExistsError(
+                        errno.EEXIST, "exists: refusing to replace it", os.fspath(path)
+                    ) from None
+            else:
+                os.replace(name, real)
+                name = guard.named = None
         finally:
             guard.quiet = True  # from here a signal waits until the temp file is gone
             os.close(fd)
@@ -248,14 +263,18 @@ def write_with(
     return real
 
 
-def write_bytes(path: PathLike, data: bytes, inputs: Iterable[PathLike] = ()) -> Path:
+def write_bytes(
+    path: PathLike, data: bytes, inputs: Iterable[PathLike] = (), exclusive: bool = False
+) -> Path:
     """Write ``data`` to ``path`` (see ``write_with``)."""
-    return write_with(path, lambda f: f.write(data), inputs)
+    return write_with(path, lambda f: f.write(data), inputs, exclusive)
 
 
-def write_text(path: PathLike, text: str, inputs: Iterable[PathLike] = ()) -> Path:
+def write_text(
+    path: PathLike, text: str, inputs: Iterable[PathLike] = (), exclusive: bool = False
+) -> Path:
     """Write ``text`` as UTF-8 to ``path`` (see ``write_with``)."""
-    return write_bytes(path, text.encode("utf-8"), inputs)
+    return write_bytes(path, text.encode("utf-8"), inputs, exclusive)
 
 
 __all__ = ["RefusedWrite", "kind_of", "target_of", "write_bytes", "write_text", "write_with"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import math
 import re
 import shutil
 import time
@@ -68,6 +69,8 @@ class RunResult:
     startup_seconds: float = 0.0
     #: seconds from asking to the answer, all in (``seconds``: the call itself)
     wall_seconds: float = 0.0
+    #: seconds of the static check ``run`` made first (0 when the caller gave its analysis)
+    check_seconds: float = 0.0
 
     def timing(self) -> str:
         """What the time covers: ``"the call 1.29 s · JAX start-up 5.10 s · 8.00 s in all"``."""
@@ -79,6 +82,8 @@ class RunResult:
             parts.append(f"simulator start-up {_secs(self.startup_seconds)} (once)")
         elif self.startup_seconds >= 0.005:
             parts.append(f"JAX start-up {_secs(self.startup_seconds)} (once per device count)")
+        if self.check_seconds >= 0.005:
+            parts.append(f"static check {_secs(self.check_seconds)}")
         if self.wall_seconds > self.seconds + 0.005:
             parts.append(f"{_secs(self.wall_seconds)} in all (building and tracing included)")
         return " · ".join(parts)
@@ -99,6 +104,7 @@ class RunResult:
             "seconds": round(self.seconds, 4),
             "startup_seconds": round(self.startup_seconds, 4),
             "wall_seconds": round(self.wall_seconds, 4),
+            "check_seconds": round(self.check_seconds, 4),
             "cached": self.cached,
         }
         to_json = getattr(self.detail, "to_json", None)
@@ -356,15 +362,44 @@ def run(
 ) -> RunResult:
     """Run the scenario's call on ``backend``; every JAX failure comes back as data.
 
-    ``timeout`` seconds bound the run (not the one-off start of a JAX worker); a hang
-    is stopped and reported as ``RUN_TIMEOUT``, a dead child as ``RUN_CRASHED``.
-    ``on_progress(stage, fraction)`` is called as the run goes through its stages.
-    ``analysis``: the scenario's ``validate.analyze`` result when the caller has it.
+    ``timeout`` seconds bound the run, the static check it makes first included (not
+    the one-off start of a JAX worker); a hang is stopped and reported as
+    ``RUN_TIMEOUT``, a dead child as ``RUN_CRASHED``. ``on_progress(stage, fraction)`` is
+    called as the run goes through its stages. ``analysis``: the scenario's
+    ``validate.analyze`` result when the caller has it.
     """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout={timeout!r}: give a positive, finite number of seconds")
+    t0 = time.perf_counter()
     if analysis is None:
         from mpmd_lab.validate import analyze
 
         analysis = analyze(scenario)
+    checked = time.perf_counter() - t0
+    left = round(timeout - checked, 2)  # (the messages name it)
+    res = _run_checked(scenario, backend, left, on_progress, analysis)
+    res.check_seconds = checked
+    res.wall_seconds = max(res.wall_seconds, res.seconds) + checked
+    return res
+
+
+def _run_checked(
+    scenario: Scenario,
+    backend: Backend | str,
+    timeout: float,
+    on_progress: ProgressFn | None,
+    analysis: Any,
+) -> RunResult:
+    """``run`` once the scenario is checked: ``timeout``, what is left of the caller's."""
+    if timeout <= 0:
+        return _error(
+            scenario,
+            str(backend),
+            "RUN_TIMEOUT",
+            "TimeoutError",
+            "the static check took the whole timeout: nothing was run (give a longer --timeout)",
+            "simulate" if backend == "simulate" else "interpret",
+        )
     chosen, reason = choose_backend(backend, analysis)
     if chosen == "simulate":
         if on_progress:

@@ -392,7 +392,10 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 def problems_of(err: ValidationError) -> list[tuple[str, str]]:
     """Every problem of a pydantic error as ``(field path, message)``, deduplicated."""
     seen: dict[str, list[str]] = {}
-    for e in err.errors(include_url=False):
+    # our own validators' messages first: in a union they say what the entry meant, the
+    # other members only that it is not them
+    errors = sorted(err.errors(include_url=False), key=lambda e: e["type"] != "value_error")
+    for e in errors:
         path = format_path(_clean_loc(tuple(e["loc"])))
         if path.startswith("schema_"):
             path = "schema" + path[len("schema_") :]
@@ -787,13 +790,32 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
         ) from None
 
 
+def ref_result_keys(outputs: Iterable[str], buffers: Iterable[str]) -> dict[str, str]:
+    """The result key of each ``as_ref`` buffer's final value (after the outputs): its
+    name, or ``NAME_ref`` when an output has that name (``NAME_ref2``, ... when that is
+    taken too): every key distinct, whatever the names."""
+    taken = set(outputs)
+    keys: dict[str, str] = {}
+    for b in buffers:
+        key, k = (b if b not in taken else f"{b}_ref"), 2
+        while key in taken:
+            key, k = f"{b}_ref{k}", k + 1
+        taken.add(key)
+        keys[b] = key
+    return keys
+
+
 def save_scenario(
-    scenario: Scenario, path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+    scenario: Scenario,
+    path: str | os.PathLike[str],
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    exclusive: bool = False,
 ) -> Path:
     """Write the scenario as JSON, whole or not at all (``mpmd_lab.files``: never over a
     device, a FIFO or a directory; a symlink's target; an existing file keeps its mode;
-    a path among ``inputs`` is refused). Returns the file written."""
+    a path among ``inputs`` is refused; ``exclusive``: only a new file). Returns the
+    file written."""
     from mpmd_lab import files
 
     text = scenario.to_json() + "\n"
-    return files.write_text(path, text, inputs)
+    return files.write_text(path, text, inputs, exclusive)

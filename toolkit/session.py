@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +34,7 @@ from typing import Any
 
 from mpmd_lab import files, validate
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.fields import MAX_FILE_BYTES
 from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import Fit
@@ -134,6 +138,8 @@ class Session:
         self._import_shape = _shape(self.imported.scenario) if self.imported else None
         self.scenario: Scenario = _load(source)
         self.path: Path | None = _path_of(source)
+        #: what the session's file was when loaded or last saved (Save compares)
+        self._disk: _OnDisk | None = _OnDisk.of(self.path)
         self.version = 0
         #: the version that was opened (a load): a run of an older one is of another scenario
         self.opened_version = 0
@@ -412,6 +418,7 @@ class Session:
         except ScenarioError as e:
             return EditResult(False, e.problems)
         self.path = _path_of(source)
+        self._disk = _OnDisk.of(self.path)
         self._undo.push(self.scenario, f"load {new.name}")
         self._redo.clear()
         self.opened_version = self.version + 1  # the version _set makes (views see it)
@@ -425,16 +432,35 @@ class Session:
 
         With no ``path``, the session's own file (an error when it has none: "save as").
         A ``path`` other than the session's own that already exists is replaced only
-        with ``overwrite=True`` (the caller asked the user)."""
+        with ``overwrite=True`` (the caller asked the user); so is the session's own file
+        when another program changed it since it was loaded (or last saved). The target
+        is resolved again now: a link or folder swapped in since is refused."""
         target = Path(path) if path else self.path
         if target is None:
             return EditResult(False, [("", "this scenario has no file yet: save it as a file")])
         shown = clip(str(target), 120)
         try:
-            _real, existing = files.target_of(target)  # never a device, a FIFO, a folder
+            real, existing = files.target_of(target)  # never a device, a FIFO, a folder
         except OSError as e:
             return EditResult(False, [("", f"cannot save to {shown}: {e.strerror or e}")])
         own = self.path is not None and _same_file(target, self.path)
+        if own and self._disk is not None and real != self._disk.real:
+            return EditResult(
+                False,
+                [
+                    (
+                        "",
+                        f"{shown} now leads to {clip(str(real), 120)}, not the file that was "
+                        "loaded (a link swapped in since): save it as a file",
+                    )
+                ],
+            )
+        if own and self._disk is not None and not overwrite:
+            why = self._disk.changed(real, existing)
+            if why:
+                return EditResult(
+                    False, [("", f"{shown} {why} since it was loaded: confirm to replace it")]
+                )
         if existing is not None and not own and not overwrite:
             return EditResult(
                 False,
@@ -446,6 +472,7 @@ class Session:
             msg = getattr(e, "strerror", None) or str(e)
             return EditResult(False, [("", f"cannot save to {shown}: {clip(msg, 200)}")])
         self.path = target
+        self._disk = _OnDisk.of(target)
         self._saved = self.scenario
         self.message = f"saved to {target}"
         self._notify("saved")
@@ -516,6 +543,52 @@ def _path_of(source: Any) -> Path | None:
     ):
         return Path(source)
     return None
+
+
+class _OnDisk:
+    """A file as the session read or wrote it: where it leads (symlinks followed), its
+    identity and time, and the hash of its bytes."""
+
+    __slots__ = ("real", "dev", "ino", "mtime_ns", "size", "digest")
+
+    def __init__(self, real: Path, st: os.stat_result, digest: str) -> None:
+        self.real = real
+        self.dev, self.ino = st.st_dev, st.st_ino
+        self.mtime_ns, self.size = st.st_mtime_ns, st.st_size
+        self.digest = digest
+
+    @classmethod
+    def of(cls, path: Path | None) -> _OnDisk | None:
+        """``path``'s file now (None: no path, or not a readable regular file)."""
+        if path is None:
+            return None
+        try:
+            real = Path(os.path.realpath(path))
+            with open(real, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+                    return None
+                return cls(real, st, hashlib.sha256(f.read()).hexdigest())
+        except (OSError, ValueError):
+            return None
+
+    def changed(self, real: Path, st: os.stat_result | None) -> str:
+        """How the file at ``real`` (stat ``st``, None: gone) differs from this one, in
+        words ("" when the same bytes are there)."""
+        if st is None:
+            return "was removed"
+        same = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) == (
+            self.dev,
+            self.ino,
+            self.mtime_ns,
+            self.size,
+        )
+        if same:
+            return ""
+        now = _OnDisk.of(real)
+        if now is not None and now.digest == self.digest:
+            return ""  # touched or rewritten with the same bytes
+        return "was changed by another program"
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -372,6 +372,12 @@ def simulate(
     deadlock's ``Diagnostic.witness``, its ``schedule``, or a list of (actor, set)
     choices), with data, step by step as it was found.
     """
+    if max_seconds is not None and not (
+        isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
+    ):  # (inf never stops; nan compares false everywhere and fails later, elsewhere)
+        raise ValueError(
+            f"max_seconds={max_seconds!r}: give a positive, finite number of seconds (or None)"
+        )
     start = time.perf_counter()
     s = load_scenario(scenario)
     ndev = s.num_devices

@@ -180,12 +180,13 @@ class Lab(w.VBox):
 
     def save(self, path: str | Path | None = None) -> None:
         """Save to ``path`` (or the path in the toolbar). A file this session did not open
-        or create is replaced only after "Replace it"."""
-        target = path or self.path.value.strip() or None
+        or create, or its own file changed by another program since it was loaded, is
+        replaced only after "Replace it"."""
+        target = path or self.path.value.strip() or self.state.path or None
         result = self.state.save(target)
         self._say(result)
         exists = not result.ok and any("confirm to replace" in m for _, m in result.problems)
-        self._ask_replace(str(target) if exists else None)
+        self._ask_replace(str(target) if exists and target else None)
 
     def confirm_replace(self) -> None:
         """The user confirmed: replace the file named when Save asked."""

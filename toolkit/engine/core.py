@@ -47,8 +47,9 @@ from mpmd_lab.engine.shadow import Shadow
 from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
 from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
+from mpmd_lab.ops.control import trip_count
 from mpmd_lab.record import Record
-from mpmd_lab.scenario import BufferArg, Scenario
+from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
 
 #: Steps (one statement of one actor) a run may take.
 MAX_STEPS = 1 << 21
@@ -238,6 +239,17 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
         if st.kind == "return" or not going:
             return tuple(out), False
     return tuple(out), True
+
+
+class _Trips:
+    """What an actor yields for a loop with an empty body: its trips, each a step toward
+    the step and time bounds (nothing runs in them, so they are counted at once: a loop
+    of 2**31 empty trips costs one yield, and stops the run at the step bound)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
 
 
 class _Run:
@@ -929,6 +941,16 @@ class Engine:
             )
         return pairs[0][0]
 
+    def _sem_view(self, x: StmtCtx, fld: str) -> tuple[View, int]:
+        """The semaphore a statement's field names, and its element: an index outside
+        the semaphore array is an out-of-bounds finding (no semaphore is made for it)."""
+        name = getattr(x.stmt, fld)
+        view = self._lookup(x.env, name, x.run, x.path)
+        if view.oob is not None and view.base.is_sync:
+            code, where, msg = view.oob
+            self.soft(SimError(code, where, f"semaphore {msg}"), x.run, x.node, fld, "")
+        return view, self._one(view, name, "semaphore", x.path)
+
     def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
         name = base.name
         key = (name, e, dev, block)
@@ -939,10 +961,8 @@ class Engine:
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
-        name = getattr(x.stmt, fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        e = self._one(view, name, "semaphore", x.path)
+        view, e = self._sem_view(x, fld)
         if inc < 0:
             raise SimError("SIM_UNSUPPORTED", x.path, f"a negative semaphore increment ({inc})")
         if axes:
@@ -965,6 +985,12 @@ class Engine:
         block = run.actor.block
         for d in devs:
             sem = self.semaphore(view.base, e, d, block)
+            if sem.value + inc > E.INT32_MAX:  # a GPU's semaphore is an int32: it would wrap
+                raise SimError(
+                    "SIM_UNSUPPORTED",
+                    x.path,
+                    f"a semaphore value past int32 ({sem.label} would hold {sem.value + inc})",
+                )
             sem.signal(inc, vc, who, x.path, run.a, self.chooser is not None)
             if self.chooser is not None:
                 self.chooser.signalled(sem)
@@ -975,10 +1001,8 @@ class Engine:
         self.clocks.tick(run.a)
 
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
-        name = getattr(x.stmt, fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        e = self._one(view, name, "semaphore", x.path)
+        view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
         sem = self.semaphore(view.base, e, dev, run.actor.block)
         waits = self.out.waits
@@ -1126,6 +1150,9 @@ class Engine:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
                 stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
                 yield None
+                if not node.children:  # nothing runs, but every trip is a step all the same
+                    yield _Trips(trip_count(start, stop, op.step))
+                    continue
                 had = op.var in run.values
                 old = run.values.get(op.var)
                 for i in range(start, stop, op.step):
@@ -1226,6 +1253,9 @@ class Engine:
                         continue
                     run.blocked = r
                     still.append(run)
+                    if type(r) is _Trips:  # an empty loop's trips, counted at once
+                        steps = min(steps + r.n, max_steps) - 1
+                        run.blocked = r = None
                     if r is None:
                         progressed = True
                         steps += 1
@@ -1314,9 +1344,9 @@ class Engine:
             return np.concatenate(parts, axis=0)
 
         out = {name: gather(name, "output") for name in self.s.call.outputs}
-        for b in self.inputs:
-            if self.s.buffers[b].as_ref:
-                out[b if b not in self.s.call.outputs else f"{b}_ref"] = gather(b, "input")
+        refs = [b for b in self.inputs if self.s.buffers[b].as_ref]
+        for b, key in ref_result_keys(self.s.call.outputs, refs).items():
+            out[key] = gather(b, "input")
         return out
 
 

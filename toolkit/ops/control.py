@@ -216,7 +216,8 @@ def statements_run(
 ) -> int:
     """Statements a body runs, counting each loop's trips (constants and axis sizes, in
     closed form: ``axis_size(dev) * 2**31`` costs nothing; a loop whose bounds are not
-    static counts once) and each ``when`` body once. ``unrolled_only``: count the trips
+    static counts once; a trip of an empty body counts one, as the engine counts it) and
+    each ``when`` body once. ``unrolled_only``: count the trips
     of Python loops only (``via: python``), as JAX's trace meets the statements (a
     ``fori_loop`` or ``pl.loop`` body is traced once). ``loops``: gets ``(statements,
     field path)`` of every loop whose trips were counted (``base``: the body's path)."""
@@ -232,7 +233,8 @@ def statements_run(
                 continue
             a = static_value(E.parse(st.start), ctx)
             b = static_value(E.parse(st.stop), ctx)
-            here = (1 if a is None or b is None else trip_count(a, b, st.step)) * inner
+            trips = 1 if a is None or b is None else trip_count(a, b, st.step)
+            here = trips * max(inner, 1)  # an empty body's trips are steps all the same
             if loops is not None:
                 loops.append((here, path))
             n += here

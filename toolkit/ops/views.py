@@ -44,6 +44,8 @@ class DsIndex(Model):
     def _static_size(self) -> "DsIndex":
         if not isinstance(self.ds[1], int):
             raise ValueError("the size of pl.ds is a static int")
+        if self.ds[1] < 0:
+            raise ValueError(f"the size of pl.ds is not negative (got {self.ds[1]})")
         return self
 
 

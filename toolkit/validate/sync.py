@@ -133,6 +133,16 @@ def check_sync(ctx: Ctx) -> None:
             "checked",
             severity="warning",
         )
+    if gpu.error is not None and gpu.error.code == "SIM_UNSUPPORTED":
+        # (no rule says it, simulate refuses it: the check says it stopped there)
+        ctx.add(
+            "SYNC_NOT_CHECKED",
+            gpu.error.path or "call.programs",
+            f"the synchronisation check stopped at {gpu.error}, which the simulator does "
+            "not model: races, deadlocks and out-of-bounds indices past that point are not "
+            "checked",
+            severity="warning",
+        )
     if gpu.stopped:
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -472,7 +482,8 @@ def _grid_fix(ctx: Ctx, stmt_path: str, d: Any, extent: int, mesh: Any) -> Fix |
 
 def _interp_findings(ctx: Ctx, out: Outcome) -> set[str]:
     """Out-of-bounds accesses as JAX's interpreter meets them; the paths reported."""
-    oob = [f for f in out.findings if f.code == "OOB_INDEX"]
+    # (a semaphore's index is no access the interpreter checks: it cannot run semaphores)
+    oob = [f for f in out.findings if f.code == "OOB_INDEX" and f.access]
     if not oob:
         return set()
     if ctx.s.run.interpret == "gpu":
@@ -495,6 +506,15 @@ def _gpu_findings(ctx: Ctx, out: Outcome, reported: set[str], pid_bug: bool) -> 
         seen.add(f.path)
         if f.code == "REMOTE_DEVICE_OOB":
             ctx.add("REMOTE_DEVICE_OOB", f.path, f.message)
+        elif f.code == "OOB_INDEX" and not f.access:  # a semaphore index outside its array
+            ctx.add(
+                "OOB_INDEX",
+                f.path,
+                f"in {_where(ctx, f)}: {f.message}; JAX checks a semaphore index neither at "
+                "trace nor in the lowering, and its interpreter cannot run semaphores: on a "
+                "GPU the signal or wait goes to memory outside the semaphore array",
+                stage="gpu-run",
+            )
         elif f.code == "OOB_INDEX" and pid_bug:
             _oob_diag(
                 ctx,
@@ -785,6 +805,11 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> No
         if plain
         else "races, deadlocks and semaphore balance are not checked"
     )
+    if gpu is not None and gpu.stopped:  # (a loop of 2**31 trips: the corners did not finish)
+        unchecked += (
+            f"; the run of those blocks and devices {gpu.stopped.replace('simulator', 'check')}"
+            ": what comes after that point is not checked at all"
+        )
     ctx.add(
         "SYNC_NOT_CHECKED",
         "call.programs",

@@ -401,6 +401,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if st.scope and ctx.never_traced(st):
             continue  # inside pl.when(False) or a Python loop with no iteration
         node = st.node
+        if _zero_division(ctx, st):
+            return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
@@ -429,6 +431,52 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if t.ended:
             break
     return False
+
+
+def _zero_division(ctx: Ctx, st: Stmt) -> bool:
+    """``//`` or ``%`` of Python ints by zero in an expression of ``st`` (constants and
+    axis sizes: no traced value, so Python computes it while JAX traces the statement,
+    and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
+    node = st.node
+    for field, e in node.exprs():
+        if _python_divisions(e) and _report_zero(ctx, f"{st.path}.{field}", e):
+            return True
+    if type(node) is Let:
+        for k, t in enumerate(node.transforms):
+            for field, e in t.exprs():
+                where = f"{st.path}.transforms[{k}].{field}"
+                if _python_divisions(e) and _report_zero(ctx, where, e):
+                    return True
+    return False
+
+
+def _report_zero(ctx: Ctx, path: str, e: E.Expr) -> bool:
+    for d in _python_divisions(e):
+        if static_value(d.b, ctx) == 0:
+            ctx.jax("EXPR_ZERO_DIVISION", path, E.ZERO_DIVISION[d.op], jax_type="ZeroDivisionError")
+            return True
+    return False
+
+
+_DIVISIONS: dict[E.Expr, tuple[E.BinOp, ...]] = {}
+
+
+def _python_divisions(e: E.Expr) -> tuple[E.BinOp, ...]:
+    """The ``//`` and ``%`` in ``e`` Python computes (no traced value in them), cached
+    per expression (expressions are shared and immutable)."""
+    hit = _DIVISIONS.get(e)
+    if hit is None:
+        out: list[E.BinOp] = []
+        todo = [e]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, E.BinOp) and x.op in E.ZERO_DIVISION and not E.traced(x):
+                out.append(x)
+            todo += E.parts(x)
+        hit = tuple(out)
+        if len(_DIVISIONS) < 4096:
+            _DIVISIONS[e] = hit
+    return hit
 
 
 def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
