@@ -54,6 +54,7 @@ VALID = [
     "gather_matmul_wgmma",
     "uneven_split",
     "pair_swap_where",
+    "scratch_dict",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -70,6 +71,7 @@ UNSUPPORTED = [
         "a sum of a constant and a_ref stored into b_ref (a_ref and b_ref are one Ref",
         "b_ref[...] = a_ref[...] + 1.0",
     ),
+    ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
 ]
 
 
@@ -321,6 +323,71 @@ def test_unsupported_named_at_its_line(imported, name, what, text):
     hits = [u for u in imp.unsupported if u.startswith(what)]
     assert hits and all(f"{name}.py:{line})" in u for u in hits), imp.unsupported
     assert imp.scenario is not None  # the rest is still there to look at
+
+
+@pytest.mark.parametrize("name,what,text", UNSUPPORTED)
+def test_a_partial_import_is_never_valid_or_ok(imported, name, what, text):
+    """What the import left out is an error at the user's line (their own text, their
+    own names), the scenario says it is partial (a saved file too), and neither the
+    check, simulate nor a run says "valid" or "ok" about it."""
+    from mpmd_lab import runtime, simulate, validate
+    from mpmd_lab.scenario import load_scenario
+
+    imp = imported[name]["obj"]
+    assert not imp.faithful and not imp.ok
+    line = _line_of(name, text)
+    errors = [d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED"]
+    assert errors and all(d.is_error for d in errors)
+    assert len(errors) == len(imp.unsupported)
+    mine = [d for d in errors if d.source == f"{KERNELS / name}.py:{line}"]
+    assert mine and all(text in d.message for d in mine), [d.message for d in errors]
+    assert all(f"{name}.py:{line}: " in d.message for d in mine)
+    # a saved partial scenario stays partial
+    again = load_scenario(imp.scenario.to_json())
+    assert again.not_imported == imp.scenario.not_imported
+    analysis = validate.analyze(again)
+    assert not analysis.valid
+    assert analysis.first_error is not None
+    assert "IMPORT_UNSUPPORTED" in [d.code for d in analysis.diagnostics if d.is_error]
+    for check in (True, False):
+        r = simulate(again, check=check)
+        assert not r.ok and r.outputs == {}
+        assert r.error is not None and r.error.is_error
+    assert simulate(again, check=False).error.code == "IMPORT_UNSUPPORTED"
+    for backend in ("simulate", "interpret"):
+        res = runtime.run(again, backend, analysis=analysis)
+        assert res.status == "error" and res.error.code == "IMPORT_UNSUPPORTED", backend
+        assert not res.outputs
+
+
+def test_a_body_construct_left_out_points_into_the_body(imported):
+    s = imported["exp_partial"]["obj"].scenario
+    assert s.call.programs[0].body == []  # the store of exp(x) is the one left out
+    (n,) = s.not_imported
+    assert n.path == "call.programs[0].body" and n.what.startswith("exp")
+    assert n.source == f"{KERNELS / 'exp_partial.py'}:{_line_of('exp_partial', 'jnp.exp(')}"
+
+
+def test_a_written_scenario_has_no_not_imported_field():
+    from mpmd_lab.gallery import path_of
+    from mpmd_lab.scenario import load_scenario
+
+    s = load_scenario(path_of("ring-all-gather"))
+    assert s.not_imported == [] and "not_imported" not in s.to_dict()
+
+
+def test_scratch_given_as_a_dict_keeps_each_name(imported):
+    """JAX binds a scratch dict by keyword, keys sorted: each ref keeps its own name
+    (smem_ref the SMEM array, barrier_ref the barrier), not the def's positions."""
+    s = imported["scratch_dict"]["obj"].scenario
+    sc = s.call.scratch
+    assert sc["smem_ref"].KIND == "array" and sc["smem_ref"].shape == [8, 128]
+    assert sc["barrier_ref"].KIND == "barrier"
+    body = s.call.programs[0].body
+    load = next(st for st in body if st.kind == "copy_gmem_to_smem")
+    assert (load.dst, load.barrier) == ("smem_ref", "barrier_ref")
+    wait = next(st for st in body if st.kind == "barrier_wait")
+    assert wait.barrier == "barrier_ref"
 
 
 # ---------------------------------------------------------------- never run, never hang

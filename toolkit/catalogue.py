@@ -969,6 +969,10 @@ OWN = {
     "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "IMPORT_TIMEOUT": ("tracing the function to import did not finish in time", "trace"),
+    "IMPORT_UNSUPPORTED": (
+        "the import could not carry part of the kernel: the scenario is partial",
+        "trace",
+    ),
     "RUN_CRASHED": ("the child process running JAX died", "interpret"),
     "RUN_CANCELLED": ("the run was cancelled and its JAX worker stopped", "interpret"),
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),

@@ -235,6 +235,17 @@ class RunOptions(Model):
     shard_map: StrictBool | None = None
 
 
+class NotImported(Model):
+    """Something of a JAX kernel that ``mpmd_lab.from_jax`` could not carry into the
+    scenario: the scenario is partial, and every check, run and simulation says so."""
+
+    what: Annotated[str, Field(min_length=1, max_length=2000)]
+    #: ``"FILE:LINE"`` of the user's line it is at (None: unknown)
+    source: Annotated[str, Field(max_length=4096)] | None = None
+    #: the field path of the body (or part of the call) where it belongs
+    path: Annotated[str, Field(max_length=1000)] = ""
+
+
 class Scenario(Model):
     """One Pallas MPMD kernel call (SCENARIO.md)."""
 
@@ -250,6 +261,8 @@ class Scenario(Model):
     buffers: Annotated[dict[str, Buffer], Field(max_length=MAX_ARGS)] = {}
     call: Call
     run: RunOptions = RunOptions()
+    #: what an import left out (``from_jax``): empty for a scenario written whole
+    not_imported: Annotated[list[NotImported], Field(max_length=MAX_ITEMS)] = []
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
 
@@ -285,8 +298,12 @@ class Scenario(Model):
         return math.prod(self.device_mesh.values()) if self.device_mesh else 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: every field, ``schema`` first."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        """The JSON form: every field, ``schema`` first (``not_imported`` only when an
+        import left something out)."""
+        out = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        if not out.get("not_imported"):
+            out.pop("not_imported", None)
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

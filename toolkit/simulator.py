@@ -36,6 +36,8 @@ The model, in short:
   run with a ``DEADLOCK_*`` error naming who waits for what. ``run(..., "simulate")``
   runs it in a child process (:mod:`mpmd_lab.engine.child`) with the JAX backends'
   timeout and cancel.
+* **A partial import** (``not_imported``: what ``from_jax`` could not carry) is refused
+  with its first IMPORT_UNSUPPORTED: its outputs would not be the kernel's.
 * **Errors** JAX would raise are the validator's: when ``mpmd_lab.validate.check``
   reports an error at the build, trace or GPU-lowering stage, the result is an error
   carrying that diagnostic (what a GPU compile, and ``run --backend interpret``, say).
@@ -374,6 +376,11 @@ def simulate(
     notes: list[str] = []
     if program_id == "auto":
         program_id = "grid"
+    if s.not_imported:  # a partial import: what it computes is not the kernel's
+        from mpmd_lab.validate.imported import not_imported_diagnostics
+
+        first = not_imported_diagnostics(s.not_imported[:1])[0]
+        return SimResult("error", ndev, error=first, seconds=time.perf_counter() - start)
     if check:
         if diagnostics is None:
             from mpmd_lab.validate import check as static_check

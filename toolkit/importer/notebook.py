@@ -19,6 +19,7 @@ import argparse
 import shlex
 from typing import Any
 
+from mpmd_lab.importer import frames as F
 from mpmd_lab.importer.api import DEFAULT_TIMEOUT, Imported, import_call
 
 
@@ -64,7 +65,12 @@ def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
     except SystemExit:
         raise ValueError("usage: %%mpmd_lab [NAME] [-o VAR] [--timeout S] [--no-lab]") from None
     ns = shell.user_ns
-    filename = shell.compile.cache(cell)  # in linecache: the lines show where they are
+    number = int(getattr(shell, "execution_count", 0) or 0)
+    # in linecache: the lines show where they are, named by the cell (the magic's line
+    # is the cell's first: the code starts on its second)
+    filename = shell.compile.cache(cell, number)
+    if number:
+        F.name_cell(filename, number, 1)
     exec(shell.compile(cell, filename, "exec"), ns)  # noqa: S102 - the user's own cell
     target = ns.get(opts.name)
     if target is None:
