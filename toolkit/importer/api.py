@@ -334,10 +334,8 @@ def error_diagnostic(exc: BaseException, stage: str = "trace") -> Diagnostic:
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 # ---------------------------------------------------------------- from_jax

@@ -244,10 +244,8 @@ def _host_eval(eqn: Any, ins: list[Any]) -> list[Any] | None:
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 # ---------------------------------------------------------------- meshes and specs

@@ -1496,10 +1496,8 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 def _stem(param: str) -> str:
