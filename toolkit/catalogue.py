@@ -969,6 +969,7 @@ OWN = {
     "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "IMPORT_TIMEOUT": ("tracing the function to import did not finish in time", "trace"),
+    "ALIASED_REF": ("one Ref passed twice to plgpu.kernel, written through one of them", "trace"),
     "IMPORT_UNSUPPORTED": (
         "the import could not carry part of the kernel: the scenario is partial",
         "trace",
