@@ -390,6 +390,56 @@ def test_scratch_given_as_a_dict_keeps_each_name(imported):
     assert wait.barrier == "barrier_ref"
 
 
+def test_a_device_order_is_kept_and_its_lowering_error_reported(tmp_path):
+    """A mesh listing its devices as 2, 0, 3, 1: the scenario keeps the order, the check
+    reports the Mosaic GPU lowering's own error, which real JAX gives both for the user's
+    function and for the exported scenario."""
+    name = "ring_shift_device_order"
+    imp = Imported.from_json(_import_all([name], tmp_path)[name]["imported"])
+    assert imp.faithful and imp.scenario.device_order == [2, 0, 3, 1]
+    (d,) = [d for d in imp.diagnostics if d.is_error]
+    want = (
+        "Mosaic GPU only supports meshes with device ordering that follows row-major "
+        "device ids. Got: [2 0 3 1] device ids."
+    )
+    assert (d.code, d.stage, d.jax.message) == ("MESH_DEVICE_ORDER", "gpu-lower", want)
+    # what real JAX says: the user's function, and the scenario exported
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, importlib.util; sys.path.insert(0, 'tests');"
+            "import importer_driver as d;"
+            f"m = d.load(__import__('pathlib').Path({str(KERNELS / (name + '.py'))!r}));"
+            "fn, args = m.make(); print('LOWER', d.lower(fn, args))",
+        ],
+        env=child_env(4),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE.parent,
+    )
+    assert f"LOWER NotImplementedError: {want}" in done.stdout, done.stdout + done.stderr[-2000:]
+    r = probe.probe(imp.scenario, ("build", "trace", "gpu-lower"), timeout=300)
+    assert (r.stage, r.error_type, r.message) == ("gpu-lower", "NotImplementedError", want)
+    # row-major again: the error goes, the kernel lowers
+    fixed = imp.scenario.model_copy(update={"device_order": None})
+    from mpmd_lab import validate
+
+    assert not any(d.code == "MESH_DEVICE_ORDER" for d in validate.check(fixed))
+
+
+def test_an_old_scenario_without_device_order_keeps_loading():
+    from mpmd_lab.scenario import ScenarioError, load_scenario
+
+    data = json.loads((HERE.parent / "toolkit/gallery/ring-shift.json").read_text())
+    assert "device_order" not in data
+    s = load_scenario(data)
+    assert s.device_order is None and "device_order" not in s.to_dict()
+    with pytest.raises(ScenarioError):
+        load_scenario({**data, "device_order": [0, 0, 1, 2]})
+
+
 # ---------------------------------------------------------------- never run, never hang
 
 

@@ -72,6 +72,13 @@ ENTRIES: list[Entry] = [
         "The kernel returns a value",
     ),
     Entry(
+        "MESH_DEVICE_ORDER",
+        "NotImplementedError",
+        r"Mosaic GPU only supports meshes with device ordering that follows row-major device ids",
+        "gpu-lower",
+        "A device mesh whose ids are not in row-major order",
+    ),
+    Entry(
         "MPMD_SCRATCH_CORE_TYPE",
         "NotImplementedError",
         r"requires scratch_type to have a `core_type`",

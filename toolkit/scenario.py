@@ -258,6 +258,12 @@ class Scenario(Model):
         Annotated[dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES)]], Field(max_length=8)]
         | None
     ) = None
+    #: the device ids in the device mesh's row-major order, as ``jax.sharding.Mesh(
+    #: np.array(devices)[order].reshape(sizes), axes)`` lists them (None: ``0 .. n-1``,
+    #: ``jax.make_mesh``'s)
+    device_order: (
+        Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_DEVICES)] | None
+    ) = None
     buffers: Annotated[dict[str, Buffer], Field(max_length=MAX_ARGS)] = {}
     call: Call
     run: RunOptions = RunOptions()
@@ -280,6 +286,12 @@ class Scenario(Model):
     @model_validator(mode="after")
     def _global_inits(self) -> "Scenario":
         n = self.num_devices
+        order = self.device_order
+        if order is not None and sorted(order) != list(range(n)):
+            raise ValueError(
+                f"device_order: {order[:16]} is not an order of the {n} device id(s) "
+                f"0 .. {n - 1} of the device mesh (each once)"
+            )
         for name, b in self.buffers.items():
             k = b.init_devices()
             if k != 1 and k != n:
@@ -298,11 +310,13 @@ class Scenario(Model):
         return math.prod(self.device_mesh.values()) if self.device_mesh else 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: every field, ``schema`` first (``not_imported`` only when an
-        import left something out)."""
+        """The JSON form: every field, ``schema`` first (``device_order`` only when
+        given, ``not_imported`` only when an import left something out)."""
         out = self.model_dump(mode="json", by_alias=True, exclude_none=False)
         if not out.get("not_imported"):
             out.pop("not_imported", None)
+        if out.get("device_order") is None:
+            out.pop("device_order", None)
         return out
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -558,8 +558,9 @@ class Builder:
         where = self.found.where
         if where:
             self.source["call"] = where
+        order = None
         if self.found.mesh is not None:
-            problem = C.mesh_order_problem(self.found.mesh)
+            order, problem = C.mesh_device_order(self.found.mesh)
             if problem:
                 self.unsupported.append(problem)
         if p.get("input_output_aliases"):
@@ -621,6 +622,8 @@ class Builder:
         }
         if self.axes:
             data["device_mesh"] = dict(self.axes)
+            if order is not None:  # the user's mesh lists its devices in another order
+                data["device_order"] = order
         return data
 
     def _compiler_params(self, cp: Any) -> None:

@@ -9,6 +9,8 @@ module then reads that result and has one job:
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
+- ``devices``: a device mesh whose ids are not row-major, for a kernel that talks to
+  other devices (the lowering's last check);
 - ``runtime``: what only runs reveal (program ids);
 - ``interp``: what the CPU interpreters cannot run (views, statements);
 - ``sync``: races, deadlocks, semaphore balance, out-of-bounds indices and device ids,
@@ -118,6 +120,7 @@ _RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
 def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
     global _RULES
     from mpmd_lab.validate.build import check_build
+    from mpmd_lab.validate.devices import check_device_order
     from mpmd_lab.validate.imported import check_imported
     from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
@@ -130,6 +133,7 @@ def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
         (
             ("trace", check_trace),
             ("lower", check_lower),
+            ("devices", check_device_order),
             ("runtime", check_runtime),
             ("interp", check_interpret),
             ("sync", check_sync),
