@@ -200,9 +200,9 @@ def _aliased_params(ctx: Ctx) -> None:
     s = ctx.s
     params: dict[str, list[str]] = {}  # an as_ref buffer -> the parameters given it
     for a in s.call.args:
-        if type(a) is BufferArg and (b := s.buffers.get(a.buffer)) is not None and b.as_ref:
+        if type(a) is BufferArg and (given := s.buffers.get(a.buffer)) is not None and given.as_ref:
             params.setdefault(a.buffer, []).append(a.param)
-    shared = {p: buf for buf, ps in params.items() if len(ps) > 1 for p in ps}
+    shared = {p for ps in params.values() if len(ps) > 1 for p in ps}
     if not shared:
         return
     # parameter -> (the first statement reading it, the first writing it)
@@ -211,11 +211,11 @@ def _aliased_params(ctx: Ctx) -> None:
         for st in prog.stmts:
             fields = getattr(st.node, "ref_fields", None)
             for f, _, access in fields() if fields is not None else ():
-                b = st.refs.get(f)
-                while b is not None and b.parent is not None:
-                    b = b.parent
-                if b is not None and b.name in shared and access in ("read", "write"):
-                    used.setdefault(b.name, {}).setdefault(access, st.path)
+                root = st.refs.get(f)
+                while root is not None and root.parent is not None:
+                    root = root.parent
+                if root is not None and root.name in shared and access in ("read", "write"):
+                    used.setdefault(root.name, {}).setdefault(access, st.path)
     for buf, ps in params.items():
         for i, p in enumerate(ps):
             for q in ps[i + 1 :]:
