@@ -54,6 +54,7 @@ VALID = [
     "gather_matmul_wgmma",
     "uneven_split",
     "pair_swap_where",
+    "scratch_dict",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -70,6 +71,7 @@ UNSUPPORTED = [
         "a sum of a constant and a_ref stored into b_ref (a_ref and b_ref are one Ref",
         "b_ref[...] = a_ref[...] + 1.0",
     ),
+    ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
 ]
 
 
@@ -321,6 +323,121 @@ def test_unsupported_named_at_its_line(imported, name, what, text):
     hits = [u for u in imp.unsupported if u.startswith(what)]
     assert hits and all(f"{name}.py:{line})" in u for u in hits), imp.unsupported
     assert imp.scenario is not None  # the rest is still there to look at
+
+
+@pytest.mark.parametrize("name,what,text", UNSUPPORTED)
+def test_a_partial_import_is_never_valid_or_ok(imported, name, what, text):
+    """What the import left out is an error at the user's line (their own text, their
+    own names), the scenario says it is partial (a saved file too), and neither the
+    check, simulate nor a run says "valid" or "ok" about it."""
+    from mpmd_lab import runtime, simulate, validate
+    from mpmd_lab.scenario import load_scenario
+
+    imp = imported[name]["obj"]
+    assert not imp.faithful and not imp.ok
+    line = _line_of(name, text)
+    errors = [d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED"]
+    assert errors and all(d.is_error for d in errors)
+    assert len(errors) == len(imp.unsupported)
+    mine = [d for d in errors if d.source == f"{KERNELS / name}.py:{line}"]
+    assert mine and all(text in d.message for d in mine), [d.message for d in errors]
+    assert all(f"{name}.py:{line}: " in d.message for d in mine)
+    # a saved partial scenario stays partial
+    again = load_scenario(imp.scenario.to_json())
+    assert again.not_imported == imp.scenario.not_imported
+    analysis = validate.analyze(again)
+    assert not analysis.valid
+    assert analysis.first_error is not None
+    assert "IMPORT_UNSUPPORTED" in [d.code for d in analysis.diagnostics if d.is_error]
+    for check in (True, False):
+        r = simulate(again, check=check)
+        assert not r.ok and r.outputs == {}
+        assert r.error is not None and r.error.is_error
+    assert simulate(again, check=False).error.code == "IMPORT_UNSUPPORTED"
+    for backend in ("simulate", "interpret"):
+        res = runtime.run(again, backend, analysis=analysis)
+        assert res.status == "error" and res.error.code == "IMPORT_UNSUPPORTED", backend
+        assert not res.outputs
+
+
+def test_a_body_construct_left_out_points_into_the_body(imported):
+    s = imported["exp_partial"]["obj"].scenario
+    assert s.call.programs[0].body == []  # the store of exp(x) is the one left out
+    (n,) = s.not_imported
+    assert n.path == "call.programs[0].body" and n.what.startswith("exp")
+    assert n.source == f"{KERNELS / 'exp_partial.py'}:{_line_of('exp_partial', 'jnp.exp(')}"
+
+
+def test_a_written_scenario_has_no_not_imported_field():
+    from mpmd_lab.gallery import path_of
+    from mpmd_lab.scenario import load_scenario
+
+    s = load_scenario(path_of("ring-all-gather"))
+    assert s.not_imported == [] and "not_imported" not in s.to_dict()
+
+
+def test_scratch_given_as_a_dict_keeps_each_name(imported):
+    """JAX binds a scratch dict by keyword, keys sorted: each ref keeps its own name
+    (smem_ref the SMEM array, barrier_ref the barrier), not the def's positions."""
+    s = imported["scratch_dict"]["obj"].scenario
+    sc = s.call.scratch
+    assert sc["smem_ref"].KIND == "array" and sc["smem_ref"].shape == [8, 128]
+    assert sc["barrier_ref"].KIND == "barrier"
+    body = s.call.programs[0].body
+    load = next(st for st in body if st.kind == "copy_gmem_to_smem")
+    assert (load.dst, load.barrier) == ("smem_ref", "barrier_ref")
+    wait = next(st for st in body if st.kind == "barrier_wait")
+    assert wait.barrier == "barrier_ref"
+
+
+def test_a_device_order_is_kept_and_its_lowering_error_reported(tmp_path):
+    """A mesh listing its devices as 2, 0, 3, 1: the scenario keeps the order, the check
+    reports the Mosaic GPU lowering's own error, which real JAX gives both for the user's
+    function and for the exported scenario."""
+    name = "ring_shift_device_order"
+    imp = Imported.from_json(_import_all([name], tmp_path)[name]["imported"])
+    assert imp.faithful and imp.scenario.device_order == [2, 0, 3, 1]
+    (d,) = [d for d in imp.diagnostics if d.is_error]
+    want = (
+        "Mosaic GPU only supports meshes with device ordering that follows row-major "
+        "device ids. Got: [2 0 3 1] device ids."
+    )
+    assert (d.code, d.stage, d.jax.message) == ("MESH_DEVICE_ORDER", "gpu-lower", want)
+    # what real JAX says: the user's function, and the scenario exported
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, importlib.util; sys.path.insert(0, 'tests');"
+            "import importer_driver as d;"
+            f"m = d.load(__import__('pathlib').Path({str(KERNELS / (name + '.py'))!r}));"
+            "fn, args = m.make(); print('LOWER', d.lower(fn, args))",
+        ],
+        env=child_env(4),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE.parent,
+    )
+    assert f"LOWER NotImplementedError: {want}" in done.stdout, done.stdout + done.stderr[-2000:]
+    r = probe.probe(imp.scenario, ("build", "trace", "gpu-lower"), timeout=300)
+    assert (r.stage, r.error_type, r.message) == ("gpu-lower", "NotImplementedError", want)
+    # row-major again: the error goes, the kernel lowers
+    fixed = imp.scenario.model_copy(update={"device_order": None})
+    from mpmd_lab import validate
+
+    assert not any(d.code == "MESH_DEVICE_ORDER" for d in validate.check(fixed))
+
+
+def test_an_old_scenario_without_device_order_keeps_loading():
+    from mpmd_lab.scenario import ScenarioError, load_scenario
+
+    data = json.loads((HERE.parent / "toolkit/gallery/ring-shift.json").read_text())
+    assert "device_order" not in data
+    s = load_scenario(data)
+    assert s.device_order is None and "device_order" not in s.to_dict()
+    with pytest.raises(ScenarioError):
+        load_scenario({**data, "device_order": [0, 0, 1, 2]})
 
 
 # ---------------------------------------------------------------- never run, never hang

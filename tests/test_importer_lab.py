@@ -85,6 +85,25 @@ def test_lab_on_a_faithful_import(ring):
     )
 
 
+def test_lab_on_a_partial_import_says_so_first():
+    from mpmd_lab.widgets import Lab
+
+    part = child.run(f"{KERNELS / 'exp_partial.py'}:make", timeout=120)
+    assert not part.faithful
+    lab = Lab(part, background=False, graph=False)
+    texts = [
+        getattr(k, "value", "")
+        for box in lab.problems.section.children
+        for k in [box, *getattr(box, "children", ())]
+    ]
+    texts = [t for t in texts if t]
+    assert "Partial import" in texts[0] and "exp_partial.py:" in texts[0]
+    assert not any("no problems found" in t for t in texts)
+    assert "partial import: 1 construct(s) not imported" in lab.title.value
+    assert "valid" not in lab.title.value.replace("not imported", "")
+    assert not lab.state.valid
+
+
 SHELL = textwrap.dedent(
     '''
     import json, os
@@ -127,6 +146,20 @@ SHELL = textwrap.dedent(
     out["seed"] = [type(lab).__name__, d.code, d.source.rpartition(":")[2]]
     r = ip.run_cell("import mpmd_lab; lab2 = mpmd_lab.show(*make())")
     out["show"] = [r.success, type(ip.user_ns["lab2"]).__name__]
+    partial = KERNEL.replace(
+        "plgpu.remote_ref(o_ref, other)[...] = x_ref[...]", "o_ref[...] = jnp.exp(x_ref[...])"
+    )
+    n = ip.execution_count
+    r = ip.run_cell("%%mpmd_lab --no-lab -o part\\n" + partial, store_history=True)
+    imp = ip.user_ns["part"]
+    d = next(d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED")
+    out["magic_partial"] = [n, imp.faithful, imp.ok, d.message]
+    n = ip.execution_count
+    ip.run_cell(partial.lstrip(), store_history=True)  # the cell as typed: code on line 1
+    ip.run_cell("fn, args = make(); imp3 = mpmd_lab.from_jax(fn, *args)", store_history=True)
+    imp = ip.user_ns["imp3"]
+    d = next(d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED")
+    out["cell_partial"] = [n, imp.faithful, d.message]
     r = ip.run_cell("%%mpmd_lab nothing_here\\nx = 1")
     out["missing"] = [r.success, type(r.error_in_exec).__name__]
     print("RESULT " + json.dumps(out))
@@ -150,3 +183,10 @@ def test_cell_magic_and_show_in_an_ipython_shell():
     assert out["seed"] == ["Lab", "REF_MULTICAST_TO_PEER", "9"]
     assert out["show"] == [True, "Lab"]
     assert out["missing"] == [False, "NameError"]
+    # a construct left out is named at the cell and line the user sees, with their text
+    n, faithful, ok, message = out["magic_partial"]
+    assert (faithful, ok) == (False, False)
+    assert message.endswith(f"at cell [{n}], line 10: o_ref[...] = jnp.exp(x_ref[...])"), message
+    n, faithful, message = out["cell_partial"]
+    assert not faithful
+    assert message.endswith(f"at cell [{n}], line 8: o_ref[...] = jnp.exp(x_ref[...])"), message

@@ -72,6 +72,13 @@ ENTRIES: list[Entry] = [
         "The kernel returns a value",
     ),
     Entry(
+        "MESH_DEVICE_ORDER",
+        "NotImplementedError",
+        r"Mosaic GPU only supports meshes with device ordering that follows row-major device ids",
+        "gpu-lower",
+        "A device mesh whose ids are not in row-major order",
+    ),
+    Entry(
         "MPMD_SCRATCH_CORE_TYPE",
         "NotImplementedError",
         r"requires scratch_type to have a `core_type`",
@@ -976,6 +983,11 @@ OWN = {
     "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
     "RUN_TIMEOUT": ("the run did not finish in time", "interpret"),
     "IMPORT_TIMEOUT": ("tracing the function to import did not finish in time", "trace"),
+    "ALIASED_REF": ("one Ref passed twice to plgpu.kernel, written through one of them", "trace"),
+    "IMPORT_UNSUPPORTED": (
+        "the import could not carry part of the kernel: the scenario is partial",
+        "trace",
+    ),
     "RUN_CRASHED": ("the child process running JAX died", "interpret"),
     "RUN_CANCELLED": ("the run was cancelled and its JAX worker stopped", "interpret"),
     "JAX_UNKNOWN": ("JAX raised an error no rule knows", "trace"),

@@ -423,9 +423,16 @@ def generate(
     L.append("        return result")
     L.append("")
     if s.device_mesh is not None:
-        L += [
-            f"    device_mesh = jax.make_mesh({tuple(s.device_mesh.values())!r}, {axes!r})",
-        ]
+        if s.device_order is not None:  # the device ids in the user's order
+            L += [
+                f"    devices = [jax.devices()[k] for k in {list(s.device_order)!r}]",
+                "    device_mesh = jax.sharding.Mesh("
+                f"np.array(devices).reshape({tuple(s.device_mesh.values())!r}), {axes!r})",
+            ]
+        else:
+            L.append(
+                f"    device_mesh = jax.make_mesh({tuple(s.device_mesh.values())!r}, {axes!r})"
+            )
         if use_shard_map:
             in_specs = "(" + "".join(f"{_spec(s.buffers[b].shape, axes)}, " for b in inputs) + ")"
             out_names = list(c.outputs) + [ref_keys[b] for b in refs]

@@ -401,6 +401,16 @@ def _run_checked(
             "simulate" if backend == "simulate" else "interpret",
         )
     chosen, reason = choose_backend(backend, analysis)
+    partial = next((d for d in analysis.diagnostics if d.code == "IMPORT_UNSUPPORTED"), None)
+    if partial is not None:  # a partial import: no backend runs what the kernel is
+        return RunResult(
+            scenario=scenario.name,
+            status="error",
+            backend=chosen,
+            devices=probe.devices_of(scenario),
+            error=partial,
+            reason=reason,
+        )
     if chosen == "simulate":
         if on_progress:
             on_progress("simulate", 0.0)

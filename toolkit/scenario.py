@@ -235,6 +235,17 @@ class RunOptions(Model):
     shard_map: StrictBool | None = None
 
 
+class NotImported(Model):
+    """Something of a JAX kernel that ``mpmd_lab.from_jax`` could not carry into the
+    scenario: the scenario is partial, and every check, run and simulation says so."""
+
+    what: Annotated[str, Field(min_length=1, max_length=2000)]
+    #: ``"FILE:LINE"`` of the user's line it is at (None: unknown)
+    source: Annotated[str, Field(max_length=4096)] | None = None
+    #: the field path of the body (or part of the call) where it belongs
+    path: Annotated[str, Field(max_length=1000)] = ""
+
+
 class Scenario(Model):
     """One Pallas MPMD kernel call (SCENARIO.md)."""
 
@@ -247,9 +258,17 @@ class Scenario(Model):
         Annotated[dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES)]], Field(max_length=8)]
         | None
     ) = None
+    #: the device ids in the device mesh's row-major order, as ``jax.sharding.Mesh(
+    #: np.array(devices)[order].reshape(sizes), axes)`` lists them (None: ``0 .. n-1``,
+    #: ``jax.make_mesh``'s)
+    device_order: (
+        Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_DEVICES)] | None
+    ) = None
     buffers: Annotated[dict[str, Buffer], Field(max_length=MAX_ARGS)] = {}
     call: Call
     run: RunOptions = RunOptions()
+    #: what an import left out (``from_jax``): empty for a scenario written whole
+    not_imported: Annotated[list[NotImported], Field(max_length=MAX_ITEMS)] = []
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
 
@@ -267,6 +286,12 @@ class Scenario(Model):
     @model_validator(mode="after")
     def _global_inits(self) -> "Scenario":
         n = self.num_devices
+        order = self.device_order
+        if order is not None and sorted(order) != list(range(n)):
+            raise ValueError(
+                f"device_order: {order[:16]} is not an order of the {n} device id(s) "
+                f"0 .. {n - 1} of the device mesh (each once)"
+            )
         for name, b in self.buffers.items():
             k = b.init_devices()
             if k != 1 and k != n:
@@ -285,8 +310,14 @@ class Scenario(Model):
         return math.prod(self.device_mesh.values()) if self.device_mesh else 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: every field, ``schema`` first."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        """The JSON form: every field, ``schema`` first (``device_order`` only when
+        given, ``not_imported`` only when an import left something out)."""
+        out = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        if not out.get("not_imported"):
+            out.pop("not_imported", None)
+        if out.get("device_order") is None:
+            out.pop("device_order", None)
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

@@ -36,6 +36,8 @@ The model, in short:
   run with a ``DEADLOCK_*`` error naming who waits for what. ``run(..., "simulate")``
   runs it in a child process (:mod:`mpmd_lab.engine.child`) with the JAX backends'
   timeout and cancel.
+* **A partial import** (``not_imported``: what ``from_jax`` could not carry) is refused
+  with its first IMPORT_UNSUPPORTED: its outputs would not be the kernel's.
 * **Errors** JAX would raise are the validator's: when ``mpmd_lab.validate.check``
   reports an error at the build, trace or GPU-lowering stage, the result is an error
   carrying that diagnostic (what a GPU compile, and ``run --backend interpret``, say).
@@ -178,6 +180,7 @@ class SimResult(Record):
         "leftover",
         "steps",
         "startup",
+        "lowering",
     )
     _unshown = ("memory",)
 
@@ -196,6 +199,7 @@ class SimResult(Record):
         leftover: list[tuple[str, int, str]] | None = None,
         steps: int = 0,
         startup: float = 0.0,
+        lowering: Diagnostic | None = None,
     ) -> None:
         self.status = status
         self.devices = devices
@@ -210,6 +214,9 @@ class SimResult(Record):
         self.leftover = [] if leftover is None else leftover
         self.steps = steps
         self.startup = startup
+        #: the GPU-lowering error a simulation asked to run past it ran despite
+        #: (``simulate(..., past_lowering=True)``): a GPU compile stops there
+        self.lowering = lowering
 
     @property
     def ok(self) -> bool:
@@ -247,6 +254,8 @@ class SimResult(Record):
             "note": self.note,
             "races": [r.to_dict() for r in self.races],
         }
+        if self.lowering is not None:
+            out["lowering_error"] = self.lowering.error_json()
         if self.deadlock:
             out["deadlock"] = [
                 {"actor": b.actor.to_dict(), "path": b.path, "waits": b.what} for b in self.deadlock
@@ -256,8 +265,10 @@ class SimResult(Record):
         return out
 
     def diagnostics(self) -> list[Diagnostic]:
-        """The error, each race (``RACE`` at the later access) and unbalanced semaphores."""
-        out = [self.error] if self.error else []
+        """The GPU-lowering error it ran past (first), the error, each race (``RACE`` at
+        the later access) and unbalanced semaphores."""
+        out = [self.lowering] if self.lowering else []
+        out += [self.error] if self.error else []
         seen = set()
         for r in self.races:
             path = r.second.path or (
@@ -290,10 +301,18 @@ class SimResult(Record):
         return out
 
     def summary(self) -> str:
+        lines = []
+        if self.lowering is not None:
+            e = self.lowering
+            lines.append(
+                f"GPU lowering: error {e.code} at {e.path or '<scenario>'}: {e.message} "
+                "(a GPU compile stops there; simulated as JAX's interpreter runs it)"
+            )
         if self.error is not None:
             e = self.error
-            return f"simulate: error {e.code} at {e.path or '<scenario>'}: {e.message}"
-        lines = [f"simulate: ok on {self.devices} device(s), {self.log.total} accesses"]
+            lines.append(f"simulate: error {e.code} at {e.path or '<scenario>'}: {e.message}")
+            return "\n".join(lines)
+        lines.append(f"simulate: ok on {self.devices} device(s), {self.log.total} accesses")
         for name, value in self.outputs.items():
             lines.append(f"  {name}: shape={list(value.shape)} dtype={value.dtype}")
         lines += [f"  race: {r.describe()}" for r in self.races[:10]]
@@ -309,17 +328,27 @@ class SimResult(Record):
 BLOCKING_STAGES = ("schema", "build", "trace", "gpu-lower")
 
 
-def _static_findings(diags: Any) -> tuple[Diagnostic | None, list[str]]:
-    """(the first error that stops every run, notes) of the scenario's diagnostics.
+def _static_findings(
+    diags: Any, past_lowering: bool = False
+) -> tuple[Diagnostic | None, Diagnostic | None]:
+    """(the first error that stops the run, the first GPU-lowering error run past) of
+    the scenario's diagnostics.
 
-    Errors at the build, trace or GPU-lowering stage stop the run, as JAX stops it.
+    Errors at the build, trace or GPU-lowering stage stop the run, as JAX stops it
+    (``past_lowering``: a GPU-lowering error does not, as JAX's interpreters, which
+    never lower for the GPU, run the call anyway; it is kept, not dropped).
     Errors of the ``interpret`` and ``gpu-run`` stages are what running shows (the
     interpreters' limits, races, deadlocks): the simulator runs the call and shows them.
     """
+    lowering = None
     for d in diags:
-        if d.is_error and d.stage in BLOCKING_STAGES:
-            return d, []
-    return None, []
+        if not d.is_error or d.stage not in BLOCKING_STAGES:
+            continue
+        if past_lowering and d.stage == "gpu-lower":
+            lowering = lowering or d
+            continue
+        return d, lowering
+    return None, lowering
 
 
 def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:
@@ -359,6 +388,7 @@ def simulate(
     max_seconds: float | None = MAX_SECONDS,
     max_steps: int = MAX_STEPS_DEFAULT,
     schedule: Any = None,
+    past_lowering: bool = False,
 ) -> SimResult:
     """Simulate a scenario's call (see the module docstring for the model), in this
     process, bounded in memory (refused past ``memory_limit()``), steps and seconds.
@@ -371,6 +401,9 @@ def simulate(
     ``schedule``: run one schedule of the static check's exploration (a race's or
     deadlock's ``Diagnostic.witness``, its ``schedule``, or a list of (actor, set)
     choices), with data, step by step as it was found.
+    ``past_lowering``: simulate a call the Mosaic GPU lowering refuses (JAX's
+    interpreters run it: its races are found), its lowering error kept as
+    ``result.lowering``, first in ``diagnostics()`` and the summary.
     """
     if max_seconds is not None and not (
         isinstance(max_seconds, int | float) and math.isfinite(max_seconds) and max_seconds > 0
@@ -382,16 +415,24 @@ def simulate(
     s = load_scenario(scenario)
     ndev = s.num_devices
     notes: list[str] = []
+    lowering: Diagnostic | None = None
     if program_id == "auto":
         program_id = "grid"
+    if s.not_imported:  # a partial import: what it computes is not the kernel's
+        from mpmd_lab.validate.imported import not_imported_diagnostics
+
+        first = not_imported_diagnostics(s.not_imported[:1])[0]
+        return SimResult("error", ndev, error=first, seconds=time.perf_counter() - start)
     if check:
         if diagnostics is None:
             from mpmd_lab.validate import check as static_check
 
             diagnostics = static_check(s)
-        diag, notes = _static_findings(diagnostics)
+        diag, lowering = _static_findings(diagnostics, past_lowering)
         if diag is not None:
-            return SimResult("error", ndev, error=diag, seconds=time.perf_counter() - start)
+            return SimResult(
+                "error", ndev, error=diag, seconds=time.perf_counter() - start, lowering=lowering
+            )
 
     def refused(path: str, message: str) -> SimResult:
         error = Diagnostic(code="SIM_TOO_LARGE", stage="simulate", path=path, message=message)
@@ -470,6 +511,7 @@ def simulate(
             seconds=seconds,
             notes=notes,
             steps=out.steps if out else 0,
+            lowering=lowering,
         )
     assert out is not None
     if out.deadlock:
@@ -482,6 +524,7 @@ def simulate(
             notes=notes,
             deadlock=out.deadlock,
             steps=out.steps,
+            lowering=lowering,
         )
     if out.log.truncated:
         notes.append(
@@ -498,6 +541,7 @@ def simulate(
         memory=out.memory,
         leftover=out.leftover,
         steps=out.steps,
+        lowering=lowering,
     )
 
 

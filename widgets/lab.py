@@ -125,6 +125,11 @@ class Lab(w.VBox):
             verdict = (
                 f"<span style='color:#b00020'>✘ {len(errors)} problem(s) JAX does not report</span>"
             )
+        if st.scenario.not_imported:  # before any other verdict: not the whole kernel
+            verdict = (
+                f"<span style='color:#b00020'>✘ partial import: {len(st.scenario.not_imported)} "
+                "construct(s) not imported</span>"
+            )
         if st.empty and not st.diagnostics:
             verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"
         if st.check_error:

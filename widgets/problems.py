@@ -11,6 +11,7 @@ from typing import Any
 
 import ipywidgets as w
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.importer.frames import display
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -70,12 +71,19 @@ class ProblemsView(w.VBox):
         notes = services.interpreter_notes(st)
         rows: list[w.Widget] = []
         imported = getattr(st, "imported", None)
-        if imported is not None and imported.unsupported:
-            items = "".join(f"<li>{c.esc(u)}</li>" for u in imported.unsupported)
+        left_out = [
+            f"{n.what}" + (f" <code>({c.esc(display(n.source))})</code>" if n.source else "")
+            for n in st.scenario.not_imported
+        ]
+        if not left_out and imported is not None and imported.unsupported:
+            left_out = list(imported.unsupported)
+        if left_out:  # the first thing shown: this is not the whole kernel
+            items = "".join(f"<li>{u if '<code>' in u else c.esc(u)}</li>" for u in left_out)
             rows.append(
                 w.HTML(
-                    "<div class='mpl-note mpl-unsupported'><b>Not imported</b> (the scenario "
-                    f"leaves these out of your kernel):<ul>{items}</ul></div>"
+                    "<div class='mpl-note mpl-unsupported'><b>Partial import: not imported</b> "
+                    "(the scenario leaves these out of your kernel, so nothing here is said "
+                    f"valid, and simulate and run refuse it):<ul>{items}</ul></div>"
                 )
             )
         if not problems:
@@ -146,11 +154,10 @@ def source_html(where: str, context: int = 2) -> str:
         mark = "▶" if k == n else " "
         style = " style='background:#fff3c4;font-weight:600'" if k == n else ""
         rows.append(f"<span{style}>{mark} {k:>4} │ {c.esc(text.rstrip())}</span>")
-    short = file.rsplit("/", 1)[-1]
     code = "\n".join(rows)
     return (
         f"<div class='mpl-source' data-source='{c.esc(where)}'><span class='mpl-hint'>your line: "
-        f"<code>{c.esc(short)}:{n}</code></span><pre style='margin:2px 0;font-size:12px'>"
+        f"<code>{c.esc(display(where))}</code></span><pre style='margin:2px 0;font-size:12px'>"
         f"{code}</pre></div>"
     )
 

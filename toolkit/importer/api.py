@@ -88,6 +88,7 @@ class Imported:
 
     @property
     def faithful(self) -> bool:
+        """The scenario carries the whole kernel (False: partial, or none at all)."""
         return self.scenario is not None and not self.unsupported
 
     def source_of(self, path: str) -> str | None:
@@ -160,11 +161,20 @@ class Imported:
         what = self.function or "?"
         head = f"imported {what}" if what == name else f"imported {what} -> {name}"
         lines.append(f"{head} in {self.seconds:.2f} s")
+        if self.unsupported:
+            lines.append(
+                f"  PARTIAL: {len(self.unsupported)} construct(s) not imported; the scenario "
+                "is not your whole kernel (check, simulate and run say so)"
+            )
+        said = any(d.code == "IMPORT_UNSUPPORTED" for d in self.diagnostics)
         for d in self.diagnostics:
-            where = f" at {d.source}" if d.source else ""
+            where = f" ({F.display(d.source)})" if d.source and d.source not in d.message else ""
+            if d.code == "IMPORT_UNSUPPORTED":
+                where = ""  # its message says where, as the user reads it
             lines.append(f"  {d.severity} {d.code}{where}: {d.message}")
-        for u in self.unsupported:
-            lines.append(f"  unsupported: {u}")
+        if not said:
+            for u in self.unsupported:
+                lines.append(f"  unsupported: {u}")
         for n in self.notes:
             lines.append(f"  note: {n}")
         if self.faithful and not self.diagnostics:
@@ -324,10 +334,8 @@ def error_diagnostic(exc: BaseException, stage: str = "trace") -> Diagnostic:
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 # ---------------------------------------------------------------- from_jax
@@ -398,6 +406,15 @@ def import_call(
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
     imp.function = imp.scenario.name if imp.scenario is not None else fname
+    if imp.unsupported and (imp.scenario is None or not check):  # else the check says it
+        from mpmd_lab.validate.imported import not_imported_diagnostics
+
+        entries = (
+            imp.scenario.not_imported
+            if imp.scenario is not None
+            else not_imported(imp.unsupported, [], imp.source.get("call"))
+        )
+        imp.diagnostics += not_imported_diagnostics(entries)
     if check and imp.scenario is not None:
         try:
             imp.diagnostics += bounded(lambda: static_diagnostics(imp), left())
@@ -475,6 +492,7 @@ def build(
     for r in results:
         if r.kind == "computed" and r.what:
             unsupported.append(r.what)
+    data["not_imported"] = not_imported(unsupported, b.not_imported, b.source.get("call"))
     try:
         scenario = Scenario.model_validate(data)
     except Exception as e:  # noqa: BLE001 - a translation the schema refuses: our bug
@@ -498,6 +516,23 @@ def build(
     )
 
 
+def not_imported(
+    unsupported: list[str], in_body: list[dict[str, Any]], where: str | None
+) -> list[dict[str, Any]]:
+    """The scenario's ``not_imported``: each unsupported construct once, those of the
+    kernel body at their own lines and bodies, the others (around the kernel call, in
+    its parameters) at the call."""
+    by_text = {e["text"]: e for e in in_body}
+    out = []
+    for u in unsupported:
+        e = by_text.get(u)
+        if e is not None:
+            out.append({"what": e["what"], "source": e["source"], "path": e["path"]})
+        else:
+            out.append({"what": u, "source": where, "path": "call"})
+    return out
+
+
 class Builder:
     """The scenario of one found kernel call."""
 
@@ -506,6 +541,8 @@ class Builder:
         self.values = values
         self.name = name
         self.unsupported: list[str] = []
+        #: the kernel body's constructs left out, at their lines (``Translator``)
+        self.not_imported: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.source: dict[str, str] = {}
         self.axes: dict[str, int] = C.mesh_axes(found.mesh) if found.mesh is not None else {}
@@ -521,8 +558,9 @@ class Builder:
         where = self.found.where
         if where:
             self.source["call"] = where
+        order = None
         if self.found.mesh is not None:
-            problem = C.mesh_order_problem(self.found.mesh)
+            order, problem = C.mesh_device_order(self.found.mesh)
             if problem:
                 self.unsupported.append(problem)
         if p.get("input_output_aliases"):
@@ -538,6 +576,7 @@ class Builder:
         n_scratch = len(jaxprs[0].invars) - n_in - n_out + len(scoped)
         kernel_frame = _kernel_frame(body0, n_in + n_out + n_scratch)
         names = self._param_names(kernel_frame, n_in, n_out, n_scratch)
+        names[n_in + n_out :] = K.scoped_names(body0, len(scoped), names[n_in + n_out :])
         fname = kernel_frame.function.rsplit(".", 1)[-1] if kernel_frame else "kernel"
         if kernel_frame is not None:
             line = kernel_frame.start_line or kernel_frame.line
@@ -583,6 +622,8 @@ class Builder:
         }
         if self.axes:
             data["device_mesh"] = dict(self.axes)
+            if order is not None:  # the user's mesh lists its devices in another order
+                data["device_order"] = order
         return data
 
     def _compiler_params(self, cp: Any) -> None:
@@ -797,6 +838,7 @@ class Builder:
         for name, spec in t.scratch.items():
             scratch[name] = spec
         self.unsupported += [u for u in t.unsupported if u not in self.unsupported]
+        self.not_imported += t.not_imported
         self.source.update(t.source)
         prog = {"mesh": {"grid": grid, "cluster": cluster, "threads": threads}, "body": scope.body}
         return prog, scratch

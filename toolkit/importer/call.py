@@ -244,10 +244,8 @@ def _host_eval(eqn: Any, ins: list[Any]) -> list[Any] | None:
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 # ---------------------------------------------------------------- meshes and specs
@@ -263,21 +261,25 @@ def mesh_axes(mesh: Any) -> dict[str, int]:
     return {str(n): int(s) for n, s in zip(names, sizes, strict=True)}
 
 
-def mesh_order_problem(mesh: Any) -> str | None:
-    """Why Mosaic GPU would refuse the mesh's device order (None when row-major)."""
+def mesh_device_order(mesh: Any) -> tuple[list[int] | None, str | None]:
+    """(the scenario's ``device_order`` of a jax mesh: None when its ids are row-major
+    ``0 .. n-1``; why it cannot be said, or None). A mesh over other ids than the first
+    n devices (``jax.devices()[4:8]``) has no scenario form."""
     devices = getattr(mesh, "devices", None)
     if devices is None:
-        return None
+        return None, None
     try:
         ids = [int(d.id) for d in np.asarray(devices).flat]
     except Exception:  # noqa: BLE001 - an abstract mesh
-        return None
-    if ids != sorted(ids) or (ids and ids != list(range(ids[0], ids[0] + len(ids)))):
-        return (
-            "a device mesh whose devices are not in row-major id order (the scenario's "
-            "device mesh is jax.make_mesh's; Mosaic GPU refuses any other order when lowering)"
-        )
-    return None
+        return None, None
+    if ids == list(range(len(ids))):
+        return None, None
+    if sorted(ids) == list(range(len(ids))):
+        return ids, None
+    return None, (
+        f"a device mesh over the device ids {ids[:16]}, not the first {len(ids)} devices "
+        "(the scenario's device mesh holds devices 0 .. n-1, in some order)"
+    )
 
 
 def _spec_entries(spec: Any, ndim: int) -> list[tuple[str, ...]]:
@@ -398,7 +400,7 @@ __all__ = [
     "assemble",
     "init_of",
     "mesh_axes",
-    "mesh_order_problem",
+    "mesh_device_order",
     "shard_slices",
     "shards_of",
     "spec_is_default",

@@ -13,6 +13,8 @@ import ast
 import functools
 import linecache
 import os
+import re
+import sys
 import sysconfig
 import traceback
 from dataclasses import dataclass
@@ -125,6 +127,61 @@ def line_text(where: str | None) -> str:
         return ""
 
 
+#: notebook cells whose source the import registered (``%%mpmd_lab``): file name ->
+#: (the cell's execution count, lines above its code: the magic's own line)
+CELLS: dict[str, tuple[int, int]] = {}
+#: a terminal IPython cell's file name: ``<ipython-input-3-...>``
+_INPUT = re.compile(r"^<ipython-input-(\d+)-")
+
+
+def name_cell(file: str, number: int, offset: int = 0) -> None:
+    """Say that ``file`` holds the code of notebook cell ``[number]`` (``offset`` lines
+    of the cell come before it)."""
+    CELLS[file] = (number, offset)
+
+
+def cell_of(file: str) -> tuple[int, int] | None:
+    """(execution count, line offset) of the notebook cell ``file`` holds, or None.
+
+    A cell the import registered; a terminal IPython's ``<ipython-input-N-...>``; a
+    Jupyter kernel's cell file (not on disk), found among the shell's inputs."""
+    if file in CELLS:
+        return CELLS[file]
+    m = _INPUT.match(file)
+    if m:
+        return int(m.group(1)), 0
+    if os.path.exists(file) or "IPython" not in sys.modules:
+        return None
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except Exception:  # noqa: BLE001 - no IPython to ask
+        return None
+    if shell is None:
+        return None
+    text = "".join(linecache.getlines(file)).rstrip()
+    inputs = shell.user_ns.get("In") or []
+    if not text:
+        return None
+    for k in range(len(inputs) - 1, 0, -1):
+        if str(inputs[k]).rstrip() == text:
+            return k, 0
+    return None
+
+
+def display(where: str | None) -> str:
+    """``"FILE:LINE"`` as a user reads it: ``cell [3], line 11`` for a notebook cell,
+    else the file's name and the line (``kernels.py:11``)."""
+    if not where or ":" not in where:
+        return "?"
+    file, _, line = where.rpartition(":")
+    cell = cell_of(file)
+    if cell is not None and line.isdigit():
+        return f"cell [{cell[0]}], line {int(line) + cell[1]}"
+    return f"{file.rsplit('/', 1)[-1]}:{line}"
+
+
 @functools.lru_cache(maxsize=256)
 def _tree(file: str) -> ast.Module | None:
     lines = linecache.getlines(file)
@@ -184,13 +241,17 @@ def function_of(eqns: Any, exclude: Frame | None = None, params: int | None = No
 
 
 __all__ = [
+    "CELLS",
     "Frame",
+    "cell_of",
+    "display",
     "eqn_frames",
     "eqn_source",
     "exception_source",
     "function_of",
     "is_user_file",
     "line_text",
+    "name_cell",
     "parameters",
     "user_frames",
 ]

@@ -229,6 +229,10 @@ class Translator:
             self.names.add(mesh.threads[0])
         self.source: dict[str, str] = {}
         self.unsupported: list[str] = []
+        #: each of ``unsupported`` as the scenario's ``not_imported`` says it: what, the
+        #: user's line, the body it belongs in
+        self.not_imported: list[dict[str, Any]] = []
+        self.path = f"call.programs[{program}].body"  # the body being translated
         self.stamp = 0
         self.effects: list[Effect] = []
         self.uses: list[Use] = []
@@ -253,6 +257,9 @@ class Translator:
         text = f"{what} (at {_short(where)})" if where else what
         if text not in self.unsupported:
             self.unsupported.append(text)
+            self.not_imported.append(
+                {"what": what, "source": where, "path": self.path, "text": text}
+            )
 
     def fresh(self, base: str) -> str:
         base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"
@@ -391,7 +398,8 @@ class Translator:
     def body(self, jaxpr: Any, scope: Scope) -> None:
         # an equation without a user frame of its own (made inside JAX's helpers, or past
         # a jit boundary, where JAX cuts the traceback) keeps its enclosing one's line
-        outer = self.where
+        outer, outer_path = self.where, self.path
+        self.path = scope.path
         for eqn in jaxpr.eqns:
             self.where = F.eqn_source(eqn) or outer
             try:
@@ -402,7 +410,7 @@ class Translator:
                     self.unsupported_(str(e))
                 for v in eqn.outvars:
                     self.env[v] = Opaque(f"{eqn.primitive.name} (unsupported)", derived=True)
-        self.where = outer
+        self.where, self.path = outer, outer_path
 
     def eqn(self, eqn: Any, scope: Scope) -> None:
         name = eqn.primitive.name
@@ -1380,6 +1388,8 @@ class Translator:
         scoped = allinv[len(ops) :]
         fr = F.function_of(inner.eqns, params=len(scoped)) if scoped else None
         names = F.parameters(fr.file, fr.start_line) if fr and fr.start_line else None
+        if names is not None and len(names) == len(scoped):
+            names = scoped_names(inner, len(scoped), names)
         transforms = eqn.params.get("ref_transforms", ()) or ()
         for k, v in enumerate(scoped):
             if type(v.aval).__name__ == "WGMMAAbstractAccumulatorRef":
@@ -1406,6 +1416,20 @@ class Translator:
 
 
 # ---------------------------------------------------------------- scratch
+
+
+def scoped_names(inner: Any, n: int, names: list[str]) -> list[str]:
+    """The names of the last ``n`` parameters ``names`` of a ``run_scoped`` body, in the
+    order of its jaxpr. Scratch given as a dict is bound by keyword, its keys flattened
+    sorted (``{"smem_ref": .., "barrier_ref": ..}``: barrier_ref first), which is not the
+    order of the ``def``: JAX's own argument names of the body say which is which."""
+    arg_names = tuple(getattr(getattr(inner, "debug_info", None), "arg_names", None) or ())
+    given = [str(a) for a in arg_names[len(arg_names) - n :]] if n else []
+    keep = names[: len(names) - n]
+    tail = names[len(names) - n :]
+    if len(given) == n and all(a.isidentifier() for a in given) and set(given) == set(tail):
+        return keep + given
+    return names
 
 
 def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any], View]:
@@ -1472,10 +1496,8 @@ def scratch_of(name: str, aval: Any, ref_transforms: Any) -> tuple[dict[str, Any
 
 
 def _short(where: str | None) -> str:
-    if not where:
-        return "?"
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
+    """The user's line as they read it (``cell [3], line 11``, ``kernels.py:11``)."""
+    return F.display(where)
 
 
 def _stem(param: str) -> str:

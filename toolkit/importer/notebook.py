@@ -19,6 +19,7 @@ import argparse
 import shlex
 from typing import Any
 
+from mpmd_lab.importer import frames as F
 from mpmd_lab.importer.api import DEFAULT_TIMEOUT, Imported, import_call
 
 
@@ -64,7 +65,12 @@ def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
     except SystemExit:
         raise ValueError("usage: %%mpmd_lab [NAME] [-o VAR] [--timeout S] [--no-lab]") from None
     ns = shell.user_ns
-    filename = shell.compile.cache(cell)  # in linecache: the lines show where they are
+    number = _cell_number(shell)
+    # in linecache: the lines show where they are, named by the cell (the magic's line
+    # is the cell's first: the code starts on its second)
+    filename = shell.compile.cache(cell, number)
+    if number:
+        F.name_cell(filename, number, 1)
     exec(shell.compile(cell, filename, "exec"), ns)  # noqa: S102 - the user's own cell
     target = ns.get(opts.name)
     if target is None:
@@ -74,6 +80,16 @@ def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
     imported = import_call(fn, args, kwargs, timeout=opts.timeout)
     ns[opts.output] = imported
     return imported if opts.no_lab else lab(imported)
+
+
+def _cell_number(shell: Any) -> int:
+    """The ``In [N]`` of the cell running now: a cell kept in the history is stored,
+    and the count moved on to the next, before it runs (0: not known)."""
+    count = int(getattr(shell, "execution_count", 0) or 0)
+    inputs = shell.user_ns.get("In") or []
+    if count and len(inputs) == count and "mpmd_lab" in str(inputs[-1]):
+        return count - 1
+    return count
 
 
 def load_ipython_extension(ipython: Any) -> None:

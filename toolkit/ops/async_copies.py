@@ -68,6 +68,10 @@ class MultimemStore(StatementOp):
     """``plgpu.multimem_store(src[...], dst, axes)``: ``dst`` on every device along ``axes``."""
 
     HELP: ClassVar[str] = "store to dst on every device along axes (multimem)"
+
+    def cross_device(self) -> bool:
+        return True
+
     FAMILY: ClassVar[str] = "async"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for multimem_store.",

@@ -133,6 +133,9 @@ class TransformOp(Op):
     #: the type of the ref must be computed to apply it (a lazy error is raised here)
     NEEDS_TYPE: ClassVar[bool] = False
 
+    #: it names another device's memory (NVSHMEM): the Mosaic GPU lowering then holds
+    #: the device mesh to row-major ids (``validate.devices``)
+    CROSS_DEVICE: ClassVar[bool] = False
     #: the repr of its transform in the GPU interpreter's ``Unsupported transform: ...``
     #: (None: that interpreter follows it)
     GPU_INTERP_REPR: ClassVar[str | None] = None
@@ -206,6 +209,11 @@ class StatementOp(Op):
     #: why a CPU interpreter cannot run it, by interpreter (``"gpu"``, ``"hlo"``;
     #: ``"gpu-multi"``: the GPU interpreter on several devices); ``INTERP_LIMIT`` warnings
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
+
+    def cross_device(self) -> bool:
+        """It talks to other devices (NVSHMEM: a peer's semaphore, a multimem access):
+        the Mosaic GPU lowering then holds the device mesh to row-major ids."""
+        return False
 
     def interpret_error(self, interp: str) -> Any:
         """JAX's own error (a ``layout_rules.JaxError``) where the CPU interpreter

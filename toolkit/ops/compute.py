@@ -81,6 +81,10 @@ class MultimemLoadReduce(StatementOp):
     """``dst[...] = plgpu.multimem_load_reduce(src, collective_axes, reduction_op)``."""
 
     HELP: ClassVar[str] = "dst = src reduced over every device along axes (multimem)"
+
+    def cross_device(self) -> bool:
+        return True
+
     FAMILY: ClassVar[str] = "compute"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "gpu": "The GPU interpreter cannot run multimem_load_reduce (TypeError: ref must be a "

@@ -161,6 +161,7 @@ class RemoteRef(TransformOp):
 
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
+    CROSS_DEVICE: ClassVar[bool] = True
     GPU_INTERP_REPR: ClassVar[str | None] = (
         "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
     )
@@ -225,6 +226,7 @@ class MulticastRef(TransformOp):
         return {"op": "multicast_ref", "axes": dev[0] if len(dev) == 1 else dev or "dev"}
 
     HELP: ClassVar[str] = "every device along axes: plgpu.multicast_ref(ref, axes)"
+    CROSS_DEVICE: ClassVar[bool] = True
     FAMILY: ClassVar[str] = "devices"
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.MulticastRef"
 

@@ -125,6 +125,9 @@ class SemaphoreSignal(StatementOp):
     SYNC_ROLE: ClassVar[str] = "signal"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("sem", SYNC),)
 
+    def cross_device(self) -> bool:
+        return self.device is not None
+
     op: Literal["semaphore_signal"]
     sem: RefName = Field(description="a semaphore (or an element of a semaphore array)")
     inc: Expr = Field(1, description="how much to add (an int or an expression)")
@@ -184,6 +187,10 @@ class SemaphoreSignalMulticast(StatementOp):
     """``plgpu.semaphore_signal_multicast(sem, inc, collective_axes=axes)``."""
 
     HELP: ClassVar[str] = "add inc to a semaphore on every device along axes"
+
+    def cross_device(self) -> bool:
+        return True
+
     FAMILY: ClassVar[str] = "sync"
     SYNC_ROLE: ClassVar[str] = "signal"
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {

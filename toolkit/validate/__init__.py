@@ -9,10 +9,14 @@ module then reads that result and has one job:
 - ``build``: meshes, scratch types, the kernel object;
 - ``trace``: argument transforms, duplicate Refs, bodies, returns, captures;
 - ``lower``: what the Mosaic GPU lowering rejects;
+- ``devices``: a device mesh whose ids are not row-major, for a kernel that talks to
+  other devices (the lowering's last check);
 - ``runtime``: what only runs reveal (program ids);
 - ``interp``: what the CPU interpreters cannot run (views, statements);
 - ``sync``: races, deadlocks, semaphore balance, out-of-bounds indices and device ids,
-  judged by running the call data-free through the simulation engine.
+  judged by running the call data-free through the simulation engine;
+- ``imported``: what an import could not carry (IMPORT_UNSUPPORTED: the scenario is
+  partial).
 
 ``analyze(scenario)`` returns the resolved form with its diagnostics (an
 :class:`Analysis`): compute it once per scenario version and pass it along.
@@ -116,6 +120,8 @@ _RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
 def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
     global _RULES
     from mpmd_lab.validate.build import check_build
+    from mpmd_lab.validate.devices import check_device_order
+    from mpmd_lab.validate.imported import check_imported
     from mpmd_lab.validate.interp import check_interpret
     from mpmd_lab.validate.lower import check_lower
     from mpmd_lab.validate.runtime import check_runtime
@@ -127,9 +133,11 @@ def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
         (
             ("trace", check_trace),
             ("lower", check_lower),
+            ("devices", check_device_order),
             ("runtime", check_runtime),
             ("interp", check_interpret),
             ("sync", check_sync),
+            ("imported", check_imported),
         ),
     )
     return _RULES

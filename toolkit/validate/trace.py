@@ -58,6 +58,8 @@ def check_trace(ctx: Ctx) -> None:
     ):
         if _dup_ref(ctx):
             return _stop(ctx)
+    if c.entry == "plgpu.kernel":
+        _aliased_params(ctx)
     # (pl.kernel's operands are bad only as updaters: none, nothing to report)
     if c.entry == "pl.kernel" and updaters and _bad_operands(ctx, updaters, plgpu=False):
         return _stop(ctx)
@@ -189,6 +191,55 @@ def _dup_ref(ctx: Ctx) -> bool:
                 return True
             seen[buf] = (i, None if one else j)
     return False
+
+
+def _aliased_params(ctx: Ctx) -> None:
+    """``plgpu.kernel`` given one Ref twice (JAX accepts it; ``pl.kernel`` refuses it,
+    MPMD_DUP_REF): its parameters are one memory. ALIASED_REF (a warning) where one
+    is written and the other read or written."""
+    s = ctx.s
+    params: dict[str, list[str]] = {}  # an as_ref buffer -> the parameters given it
+    for a in s.call.args:
+        if type(a) is BufferArg and (given := s.buffers.get(a.buffer)) is not None and given.as_ref:
+            params.setdefault(a.buffer, []).append(a.param)
+    shared = {p for ps in params.values() if len(ps) > 1 for p in ps}
+    if not shared:
+        return
+    # parameter -> (the first statement reading it, the first writing it)
+    used: dict[str, dict[str, str]] = {}
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            fields = getattr(st.node, "ref_fields", None)
+            for f, _, access in fields() if fields is not None else ():
+                root = st.refs.get(f)
+                while root is not None and root.parent is not None:
+                    root = root.parent
+                if root is not None and root.name in shared and access in ("read", "write"):
+                    used.setdefault(root.name, {}).setdefault(access, st.path)
+    for buf, ps in params.items():
+        for i, p in enumerate(ps):
+            for q in ps[i + 1 :]:
+                if p == q:
+                    continue
+                writes = [x for x in (p, q) if "write" in used.get(x, {})]
+                if not writes:
+                    continue
+                w = writes[0]
+                other = q if w == p else p
+                how = "write" if "write" in used.get(other, {}) else "read"
+                if how == "read" and "read" not in used.get(other, {}):
+                    continue
+                at = used[other][how]
+                ctx.add(
+                    "ALIASED_REF",
+                    used[w]["write"],
+                    f"{w} and {other} are one Ref ({buf!r}) passed twice to plgpu.kernel: "
+                    f"{w} is written here and {other} is {'written' if how == 'write' else 'read'} "
+                    f"at {at}; a write "
+                    "through either changes both",
+                    severity="warning",
+                    stage="trace",
+                )
 
 
 def _scratch_types(ctx: Ctx) -> bool:
