@@ -752,7 +752,7 @@ class Engine:
     def _access(self, x: StmtCtx, fld: str, kind: str) -> tuple[View, str]:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         view = self._lookup(x.env, name, x.run, x.path)
         self._check_data(view, name, x.path)
         if view.oob is not None:
@@ -801,7 +801,7 @@ class Engine:
         kind: str = "write",
         agent: bool = False,
     ) -> None:
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         run = x.run
         view = self._lookup(x.env, name, run, x.path)
         self._check_data(view, name, x.path)
@@ -907,7 +907,7 @@ class Engine:
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         run = x.run
         view = self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
@@ -940,7 +940,7 @@ class Engine:
         self.clocks.tick(run.a)
 
     def wait_semaphore(self, x: StmtCtx, fld: str, value: int, decrement: bool) -> Wait | None:
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         run = x.run
         view = self._lookup(x.env, name, run, x.path)
         e = self._one(view, name, "semaphore", x.path)
@@ -1257,7 +1257,7 @@ class StmtCtx:
         return self.engine.data
 
     def view(self, field: str) -> View:
-        return self.engine._lookup(self.env, getattr(self.stmt, field), self.run, self.path)
+        return self.engine._lookup(self.env, self.stmt.ref_name(field), self.run, self.path)
 
     def read(self, field: str) -> Any:
         return self.engine.read(self, field)
