@@ -166,9 +166,7 @@ def test_value_errors_are_jaxs_own():
     at the value's field path."""
     from mpmd_lab import probe
 
-    scenarios = [
-        load_scenario(_scenario(n, v, o, d, shapes=sh)) for n, v, o, d, sh in ERRORS
-    ]
+    scenarios = [load_scenario(_scenario(n, v, o, d, shapes=sh)) for n, v, o, d, sh in ERRORS]
     results = probe.probe_many(scenarios, ("build", "trace"), timeout=120)
     for s, r in zip(scenarios, results, strict=True):
         d = first_error(check(s))

@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab.fields import RefName
-from mpmd_lab.ops.base import READ, WRITE, StatementOp
+from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
 from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
 from mpmd_lab.record import Record
 from pydantic import AfterValidator, Field
@@ -630,6 +630,15 @@ ValueText = Annotated[str, AfterValidator(_check)]
 
 class Compute(StatementOp):
     """``dst[...] = value``: an elementwise value computed in registers, then stored."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        src = fit.first(fit.refs, "x_ref")
+        return {
+            "op": "compute",
+            "dst": fit.first(fit.outputs, fit.first(fit.refs, "out")),
+            "value": f"{src}[...] * 2.0",
+        }
 
     HELP: ClassVar[str] = "dst[...] = a value computed from loads (a[...] + b[...] * 2.0)"
     FAMILY: ClassVar[str] = "compute"
