@@ -58,6 +58,7 @@ VALID = [
     "values_axpy",
     "values_iota_cast",
     "values_max_bf16",
+    "values_device_index",
     "two_programs_warpgroups",
     "dup_ref_one_memory",
 ]

@@ -119,6 +119,29 @@ def test_compute_simulates_bit_for_bit_as_jax_interprets_it():
     assert problems == []
 
 
+def test_values_read_where_the_kernel_runs():
+    """Axis indices in a value (a bare axis name, ``lax.axis_index``), on 2 devices,
+    against JAX's GPU interpreter; an unknown name is JAX's UNBOUND_AXIS at the value."""
+    values = [
+        "a_ref[...] + dev",
+        "jnp.where(lax.axis_index('dev') == 0, a_ref[...], -b_ref[...])",
+        "(a_ref[...] * (dev + 1)).astype(jnp.int32) % 4",
+    ]
+    scenarios = []
+    for i, v in enumerate(values):
+        data = _scenario(f"index-{i}", v, "int32" if "int32" in v else "float32")
+        data["device_mesh"] = {"dev": 2}
+        scenarios.append(load_scenario(data))
+    for s, got in zip(scenarios, run_in_jax(scenarios), strict=True):
+        assert first_error(check(s)) is None, [d.one_line() for d in check(s)]
+        assert not isinstance(got, str), got
+        sim = simulate(s, check=False)
+        assert sim.ok and same_bits(sim.outputs["o"], got["o"], flushed=True), s.name
+    d = first_error(check(load_scenario(_scenario("unbound", "a_ref[...] + foo"))))
+    assert d is not None and d.code == "UNBOUND_AXIS", d
+    assert d.path == "call.programs[0].body[0].value"
+
+
 def test_where_xlas_cpu_backend_fuses_the_simulator_rounds_each_step():
     """XLA's CPU backend contracts ``a * b + c`` into one fused multiply-add and divides
     by a constant as a multiplication by its reciprocal; the simulator rounds each step
@@ -182,7 +205,7 @@ def test_value_errors_are_jaxs_own():
 @pytest.mark.parametrize(
     "value",
     [
-        "a_ref + 1.0",  # a ref, not a load
+        "a_ref[...] + 1j",  # a complex literal
         "np.sin(a_ref[...])",
         "a_ref[0]",
         "a_ref[...].astype(jnp.complex64)",

@@ -559,10 +559,7 @@ class Translator:
                         "the scenario's expressions cannot write without a cast"
                     )
                 return self.out(eqn, r)
-            raise Unsupported(
-                f"convert_element_type of an integer scalar to {new} (a value computed from "
-                "an index): the scenario's fill takes constants only"
-            )
+            return self._computed(eqn, "cast", (v,), new)  # an index as a number
         if isinstance(v, Const):
             return self.out(eqn, Const(_cast(v.value, new), new, v.shape))
         if _dtype_of(v) == new:
@@ -656,16 +653,13 @@ class Translator:
         out_aval = eqn.outvars[0].aval
         shape = tuple(getattr(out_aval, "shape", ()))
         dtype = str(getattr(out_aval, "dtype", ""))
-        computed = isinstance(a, Computed) or isinstance(b, Computed)
+        computed = any(
+            isinstance(x, Computed) or isinstance(x, V.Int) and x.const is None for x in (a, b)
+        )
         if what in ("add", "sub") and not computed:
             for x in (a, b):
                 if isinstance(x, Opaque):
                     raise Unsupported(f"{what} of {x.reason}")
-                if isinstance(x, V.Int) and x.const is None:
-                    raise Unsupported(
-                        f"{what} of an array and an integer computed from indices: a "
-                        "compute value takes loads and constants"
-                    )
             if isinstance(a, Const) and isinstance(b, Const) and not a.shape and not b.shape:
                 value = a.value + b.value if what == "add" else a.value - b.value
                 return self.out(eqn, Const(value, dtype, shape))
@@ -688,10 +682,10 @@ class Translator:
         for x in args:
             if isinstance(x, Opaque):
                 raise Unsupported(f"{eqn.primitive.name} of {x.reason}")
-            if isinstance(x, V.Int) and x.const is None:
+            if isinstance(x, V.Int) and not V.fits(x):
                 raise Unsupported(
-                    f"{eqn.primitive.name} of an array and an integer computed from indices: "
-                    "a compute value takes loads and constants"
+                    f"{eqn.primitive.name} of an index whose expression is longer than a "
+                    "scenario allows"
                 )
             if not isinstance(x, Load | Const | Sum | Computed | V.Int):
                 raise Unsupported(f"{eqn.primitive.name} of a value a compute cannot load")
@@ -721,11 +715,9 @@ class Translator:
         shape = tuple(eqn.params["shape"])
         if isinstance(v, Const) and (not v.shape or all(d == 1 for d in v.shape)):
             return self.out(eqn, Const(_scalar(v.value), v.dtype, shape))
-        if isinstance(v, V.Int):
-            raise Unsupported(
-                "broadcast_in_dim of an integer computed from indices (an array filled with a "
-                "traced value): the scenario's fill takes constants only"
-            )
+        if isinstance(v, V.Int):  # an index, broadcast where an operation uses it
+            dtype = "bool" if v.is_bool else "int32"
+            return self.out(eqn, Computed("broadcast", (v,), dtype, shape))
         dims = tuple(eqn.params.get("broadcast_dimensions", ()))
         rank = len(getattr(eqn.invars[0].aval, "shape", ()))
         if isinstance(v, Load | Sum | Computed) and dims == tuple(
@@ -972,7 +964,7 @@ class Translator:
         for i, x in enumerate(loads):
             self.use(scope, x)
             names[f"#{i}"] = self.ref(scope, x.view)
-        text = node.source(lambda n: names[n])
+        text = node.source(VAL.Label(names))
         if len(text) > VAL.MAX_TEXT:
             raise Unsupported("a computed value longer than a compute statement takes")
         d = self.ref(scope, dst)
@@ -988,6 +980,8 @@ class Translator:
             return VAL.Load(f"#{len(loads) - 1}")
         if isinstance(v, V.Int) and v.const is not None:
             return VAL.Lit(bool(v.const) if v.is_bool else int(v.const))
+        if isinstance(v, V.Int):  # where the kernel runs: an index expression
+            return VAL.Index(E.parse(v.text()))
         if isinstance(v, Const):
             return VAL.Lit(_scalar(v.value))
         if isinstance(v, Sum):

@@ -8,7 +8,9 @@
 
 The grammar (parsed with :mod:`ast`; nothing is evaluated by Python): loads ``ref[...]``
 of a parameter, output, scratch or ``let`` view (a rank-0 view is a scalar load; a tuple
-leaf is ``x[0][...]``), int, float and bool literals (weakly typed, as JAX's Python
+leaf is ``x[0][...]``), where the kernel runs (``lax.axis_index('dev')`` or the bare
+axis name ``dev``, ``pl.program_id(0)``, ``lax.axis_size('dev')``, a loop variable:
+int32), int, float and bool literals (weakly typed, as JAX's Python
 scalars), ``+ - * / // %``, unary ``-``, comparisons, ``jnp.where(c, x, y)``,
 ``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)`` and
 ``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``. Shapes broadcast as numpy's do and
@@ -22,10 +24,11 @@ A tree types itself (JAX's shape and dtype rules, JAX's messages), evaluates wit
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.fields import RefName
 from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
 from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
@@ -76,8 +79,29 @@ class Ty(Record):
         self.shape, self.dtype, self.weak = shape, dtype, weak
 
 
-#: how a load's name is written (codegen: the ref's source; labels: the name)
-Namer = Callable[[str], str]
+class Writer(Protocol):
+    """How a value is written out: its loads' refs and its index expressions (the
+    exporter's source writer has both; ``LABEL`` writes them as a scenario does)."""
+
+    def ref(self, name: str) -> str: ...
+
+    def expr(self, e: E.Expr) -> str: ...
+
+
+class Label:
+    """A value as a scenario writes it, its loads renamed by ``names`` (default: none)."""
+
+    def __init__(self, names: Mapping[str, str] | None = None) -> None:
+        self.names = names or {}
+
+    def ref(self, name: str) -> str:
+        return self.names.get(name, name)
+
+    def expr(self, e: E.Expr) -> str:
+        return e.label()
+
+
+LABEL = Label()
 
 
 class Node(Record):
@@ -93,6 +117,11 @@ class Node(Record):
     def children(self) -> tuple[Node, ...]:
         return ()
 
+    def indices(self) -> Iterator[Index]:
+        """The index expressions it reads."""
+        for c in self.children():
+            yield from c.indices()
+
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         """JAX's type of the value (``refs``: name -> (shape, dtype) of each load);
         ValueTypeError where JAX raises."""
@@ -102,7 +131,7 @@ class Node(Record):
         """``(numpy array, weak)``: the value from the loaded arrays ``refs``."""
         raise NotImplementedError
 
-    def source(self, name: Namer) -> str:
+    def source(self, w: Writer) -> str:
         raise NotImplementedError
 
 
@@ -123,8 +152,8 @@ class Load(Node):
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         return refs[self.name], False
 
-    def source(self, name: Namer) -> str:
-        return f"{name(self.name)}[...]"
+    def source(self, w: Writer) -> str:
+        return f"{w.ref(self.name)}[...]"
 
 
 class Lit(Node):
@@ -149,8 +178,38 @@ class Lit(Node):
 
         return np.asarray(self.value, dtypes.np_dtype(self.dtype)), True
 
-    def source(self, name: Namer) -> str:
+    def source(self, w: Writer) -> str:
         return repr(self.value)
+
+
+class Index(Node):
+    """An index expression (``mpmd_lab.expr``) as a scalar: ``lax.axis_index('dev')``,
+    ``pl.program_id(0)``, a loop variable; int32 (bool for a condition), as JAX's."""
+
+    __slots__ = ("e",)
+    e: E.Expr
+
+    def __init__(self, e: E.Expr) -> None:
+        self.e = e
+
+    @property
+    def key(self) -> str:
+        """Its value's key among the loaded refs (no ref name has a space)."""
+        return f"index {self.e.label()}"
+
+    def indices(self) -> Iterator[Index]:
+        yield self
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        return Ty((), "bool" if self.e.is_bool else "int32", False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        return np.asarray(refs[self.key], "bool" if self.e.is_bool else np.int32), False
+
+    def source(self, w: Writer) -> str:
+        return w.expr(self.e)
 
 
 #: binary operators: the symbol -> JAX's primitive (named in its shape message)
@@ -301,13 +360,13 @@ class Bin(Node):
             out = getattr(np, _NP[self.op])(x, y)
         return np.asarray(out if self.op in _CMP else np.asarray(out).astype(dt)), weak
 
-    def source(self, name: Namer) -> str:
+    def source(self, w: Writer) -> str:
         if self.op in ("max", "min"):
             fn = "maximum" if self.op == "max" else "minimum"
-            return f"jnp.{fn}({self.a.source(name)}, {self.b.source(name)})"
+            return f"jnp.{fn}({self.a.source(w)}, {self.b.source(w)})"
         p = _PREC["cmp" if self.op in _CMP else self.op]
-        left = _wrap(self.a, self.a.source(name), p)
-        right = _wrap(self.b, self.b.source(name), p + 1)
+        left = _wrap(self.a, self.a.source(w), p)
+        right = _wrap(self.b, self.b.source(w), p + 1)
         return f"{left} {self.op} {right}"
 
 
@@ -340,8 +399,8 @@ class Neg(Node):
         with np.errstate(all="ignore"):
             return np.negative(x), w
 
-    def source(self, name: Namer) -> str:
-        return "-" + _wrap(self.a, self.a.source(name), _PREC["neg"])
+    def source(self, w: Writer) -> str:
+        return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
 
 
 class Where(Node):
@@ -385,8 +444,8 @@ class Where(Node):
         dt = dtypes.np_dtype(dtype)
         return np.where(np.asarray(c).astype(bool), x.astype(dt), y.astype(dt)), weak
 
-    def source(self, name: Namer) -> str:
-        c, x, y = (n.source(name) for n in self.children())
+    def source(self, w: Writer) -> str:
+        c, x, y = (n.source(w) for n in self.children())
         return f"jnp.where({c}, {x}, {y})"
 
 
@@ -415,8 +474,8 @@ class Cast(Node):
         with np.errstate(all="ignore"):
             return np.asarray(x).astype(dtypes.np_dtype(self.dtype)), False
 
-    def source(self, name: Namer) -> str:
-        return f"{_wrap(self.a, self.a.source(name), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
+    def source(self, w: Writer) -> str:
+        return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
 
 
 class Iota(Node):
@@ -442,7 +501,7 @@ class Iota(Node):
         view[self.dim] = self.shape[self.dim]
         return np.broadcast_to(line.reshape(view), self.shape).copy(), False
 
-    def source(self, name: Namer) -> str:
+    def source(self, w: Writer) -> str:
         return f"lax.broadcasted_iota({dtypes.jnp_expr(self.dtype)}, {self.shape!r}, {self.dim})"
 
 
@@ -455,6 +514,8 @@ def _name(a: Any) -> str:
 
 
 def _prec(n: Node) -> int:
+    if isinstance(n, Index):
+        return 99 if isinstance(n.e, E.Name | E.Call | E.Const) else 0
     if isinstance(n, Bin) and n.op not in ("max", "min"):
         return _PREC["cmp" if n.op in _CMP else n.op]
     if isinstance(n, Neg):
@@ -480,8 +541,9 @@ _BINOPS = {
 }
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _GRAMMAR = (
-    "loads ref[...], numbers, + - * / // %, comparisons, jnp.where, jnp.maximum, "
-    "jnp.minimum, x.astype(jnp.DTYPE), lax.broadcasted_iota(jnp.DTYPE, shape, dim)"
+    "loads ref[...], numbers, axis names, lax.axis_index, pl.program_id, + - * / // %, "
+    "comparisons, jnp.where, jnp.maximum, jnp.minimum, x.astype(jnp.DTYPE), "
+    "lax.broadcasted_iota(jnp.DTYPE, shape, dim)"
 )
 
 
@@ -535,9 +597,48 @@ def _node(n: ast.AST, depth: int) -> Node:
         if len(n.ops) != 1 or type(n.ops[0]) not in _CMPOPS:
             raise ValueSyntaxError("a comparison compares two values with ==, !=, <, <=, > or >=")
         return Bin(_CMPOPS[type(n.ops[0])], _node(n.left, d), _node(n.comparators[0], d))
+    if isinstance(n, ast.Name):
+        return Index(_index(n.id))
+    if isinstance(n, ast.Call) and _dotted(n.func) in _INDEX_CALLS:
+        return _index_call(n)
     if isinstance(n, ast.Call):
         return _call(n, d)
     raise ValueSyntaxError(f"{ast.unparse(n)[:40]!r} is not part of a value ({_GRAMMAR})")
+
+
+#: the calls that read where the kernel runs, as JAX writes them and as index
+#: expressions do
+_INDEX_CALLS = {
+    "lax.axis_index": "",
+    "jax.lax.axis_index": "",
+    "pl.program_id": "program_id",
+    "pl.num_programs": "num_programs",
+    "lax.axis_size": "axis_size",
+    "jax.lax.axis_size": "axis_size",
+    "program_id": "program_id",
+    "num_programs": "num_programs",
+    "axis_size": "axis_size",
+}
+
+
+def _index(text: str) -> E.Expr:
+    try:
+        return E.parse(text)
+    except E.ExprError as e:
+        raise ValueSyntaxError(str(e)) from None
+
+
+def _index_call(n: ast.Call) -> Index:
+    """``lax.axis_index('dev')`` (the name ``dev``), ``pl.program_id(0)``, ...: an index
+    expression read where the kernel runs."""
+    fn = _INDEX_CALLS[_dotted(n.func)]
+    if len(n.args) != 1 or n.keywords:
+        raise ValueSyntaxError(f"{_dotted(n.func)}() takes one argument")
+    a = n.args[0]
+    arg = a.value if isinstance(a, ast.Constant) else a.id if isinstance(a, ast.Name) else None
+    if not isinstance(arg, str | int) or isinstance(arg, bool):
+        raise ValueSyntaxError(f"{_dotted(n.func)}() takes an axis name or a grid dimension")
+    return Index(_index(str(arg) if not fn else f"{fn}({arg})"))
 
 
 def _ref_name(n: ast.AST) -> str:
@@ -665,14 +766,18 @@ class Compute(StatementOp):
         reads = [(f"value.{n}", n, READ) for n in self.load_names()]
         return [*reads, ("dst", self.dst, WRITE)]
 
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        for idx in self.tree.indices():
+            yield "value", idx.e
+
     def ref_name(self, field: str) -> str:
         return field.removeprefix("value.") if field.startswith("value.") else self.dst
 
     def label(self) -> str:
-        return f"{self.dst} <- {self.tree.source(str)}"
+        return f"{self.dst} <- {self.tree.source(LABEL)}"
 
     def source(self, g: Any) -> list[str]:
-        return [f"{g.ref(self.dst)}[...] = {self.tree.source(g.ref)}"]
+        return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
 
     def trace(self, t: Any) -> bool:
         """The loads (in order), the value's shape and dtype rules, then the store."""
@@ -718,6 +823,8 @@ class Compute(StatementOp):
         import numpy as np
 
         loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
+        for idx in self.tree.indices():
+            loaded[idx.key] = x.eval(idx.e, "value")
         dst = x.view("dst")
         if not x.data:
             x.write("dst", x.like(dst.shape, dst.dtype))
