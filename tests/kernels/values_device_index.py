@@ -1,5 +1,6 @@
 """values_device_index: each device adds a number made of its own index
-(``lax.axis_index``) to its shard: a value computed from where the kernel runs. ``expected`` runs the kernel with JAX's interpreter (``interpret=True``).
+(``lax.axis_index``) to its shard: a value computed from where the kernel runs.
+``expected`` runs the kernel with JAX's interpreter (``interpret=True``).
 """
 
 import jax
