@@ -352,8 +352,10 @@ class Bin(Node):
 
         (x, xw), (y, yw) = self.a.eval(refs), self.b.eval(refs)
         dtype, weak = promote(Ty(x.shape, _name(x), xw), Ty(y.shape, _name(y), yw))
-        if self.op == "/" and not dtypes.is_float(dtype) or self.op == "//" and dtype == "bool":
-            dtype = "float32" if self.op == "/" else "int32"
+        if self.op == "/" and not dtypes.is_float(dtype):
+            dtype = "float32"  # true division of integers
+        elif self.op == "//" and dtype == "bool":
+            dtype = "int32"
         dt = dtypes.np_dtype(dtype)
         x, y = np.asarray(x).astype(dt), np.asarray(y).astype(dt)
         with np.errstate(all="ignore"):
@@ -423,7 +425,6 @@ class Where(Node):
             _operand_dtype("select_n", t, i)
         dtype, weak = promote(x, y)
         shapes = [c.shape, x.shape, y.shape]
-        rank = max(len(s) for s in shapes)
         try:
             shape = broadcast(shapes, "select_n")
         except ValueTypeError:  # jnp.where ranks up and broadcasts its three at once
@@ -433,7 +434,6 @@ class Where(Node):
                 f"Incompatible shapes for broadcasting: shapes=[{shown}]",
                 "ValueError",
             ) from None
-        assert len(shape) == rank
         return Ty(shape, dtype, weak)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
