@@ -252,12 +252,19 @@ ENTRIES: list[Entry] = [
         "Arithmetic on a semaphore's value",
     ),
     Entry(
+        "VALUE_DTYPE",
+        "TypeError",
+        r"(?:neg|sub) does not accept dtype bool",
+        "trace",
+        "Negating or subtracting booleans",
+    ),
+    Entry(
         "ADD_SHAPE_MISMATCH",
         "TypeError",
-        r"add got incompatible shapes for broadcasting"
+        r"\w+ got incompatible shapes for broadcasting"
         r"|Incompatible shapes for broadcasting: shapes=",
         "trace",
-        "Adding values of different shapes",
+        "Adding (or combining) values of shapes that do not broadcast",
     ),
     Entry(
         "TMA_SHAPE_MISMATCH",

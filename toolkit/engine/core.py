@@ -787,7 +787,7 @@ class Engine:
     def _access(self, x: StmtCtx, fld: str, kind: str) -> tuple[View, str]:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         view = self._lookup(x.env, name, x.run, x.path)
         self._check_data(view, name, x.path)
         if view.oob is not None:
@@ -836,7 +836,7 @@ class Engine:
         kind: str = "write",
         agent: bool | int = False,
     ) -> None:
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         run = x.run
         view = self._lookup(x.env, name, run, x.path)
         self._check_data(view, name, x.path)
@@ -944,7 +944,7 @@ class Engine:
     def _sem_view(self, x: StmtCtx, fld: str) -> tuple[View, int]:
         """The semaphore a statement's field names, and its element: an index outside
         the semaphore array is an out-of-bounds finding (no semaphore is made for it)."""
-        name = getattr(x.stmt, fld)
+        name = x.stmt.ref_name(fld)
         view = self._lookup(x.env, name, x.run, x.path)
         if view.oob is not None and view.base.is_sync:
             code, where, msg = view.oob
@@ -1376,7 +1376,7 @@ class StmtCtx:
         return self.engine.data
 
     def view(self, field: str) -> View:
-        return self.engine._lookup(self.env, getattr(self.stmt, field), self.run, self.path)
+        return self.engine._lookup(self.env, self.stmt.ref_name(field), self.run, self.path)
 
     def read(self, field: str) -> Any:
         return self.engine.read(self, field)

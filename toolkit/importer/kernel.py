@@ -104,6 +104,20 @@ class Sum:
 
 
 @dataclass(frozen=True)
+class Computed:
+    """An elementwise value computed in registers (a ``compute`` statement's value):
+    ``op`` a binary operator of ``mpmd_lab.ops.values`` (``+``, ``max``, ``<``...),
+    ``neg``, ``where`` (cond, x, y), ``cast`` (``param``: the dtype) or ``iota``
+    (``param``: the dimension)."""
+
+    op: str
+    args: tuple[Any, ...]
+    dtype: str
+    shape: tuple[int, ...]
+    param: Any = None
+
+
+@dataclass(frozen=True)
 class Reduce:
     src: View
     axes: Any  # a name or a list of names, as the user gave them
@@ -477,13 +491,13 @@ class Translator:
         self.out(eqn, r)
 
     def p_neg(self, eqn, scope):
-        if _array_aval(eqn.outvars[0]):
-            raise Unsupported("neg of an array value: the scenario language adds, copies, fills")
+        if self._is_value(eqn):
+            return self._computed(eqn, "neg", (self.read(eqn.invars[0]),))
         self.out(eqn, V.neg(self.int_(eqn.invars[0])))
 
     def _compare(self, eqn: Any, op: str) -> None:
-        if _array_aval(eqn.outvars[0]):
-            raise Unsupported(f"a comparison ({eqn.primitive.name}) of array values")
+        if self._is_value(eqn):
+            return self._computed(eqn, op, tuple(self.read(x) for x in eqn.invars))
         self.out(eqn, V.compare(op, self.int_(eqn.invars[0]), self.int_(eqn.invars[1])))
 
     def p_eq(self, eqn, scope):
@@ -523,6 +537,10 @@ class Translator:
         self.out(eqn, V.logical_not(a))
 
     def p_select_n(self, eqn, scope):
+        if self._is_value(eqn) and len(eqn.invars) == 3:
+            pred, no, yes = (self.read(x) for x in eqn.invars)
+            if str(eqn.invars[0].aval.dtype) == "bool" and not isinstance(pred, V.Int):
+                return self._computed(eqn, "where", (pred, yes, no))
         pred = self.int_(eqn.invars[0], "a select predicate")
         cases = [self.read(x) for x in eqn.invars[1:]]
         c = pred.const
@@ -549,15 +567,12 @@ class Translator:
                         "the scenario's expressions cannot write without a cast"
                     )
                 return self.out(eqn, r)
-            raise Unsupported(
-                f"convert_element_type of an integer scalar to {new} (a value computed from "
-                "an index): the scenario's fill takes constants only"
-            )
+            return self._computed(eqn, "cast", (v,), new)  # an index as a number
         if isinstance(v, Const):
             return self.out(eqn, Const(_cast(v.value, new), new, v.shape))
         if _dtype_of(v) == new:
             return self.out(eqn, v)
-        raise Unsupported(f"convert_element_type of an array value to {new}")
+        self._computed(eqn, "cast", (v,), new)
 
     def p_axis_index(self, eqn, scope):
         axes = eqn.params["axis_name"]
@@ -606,6 +621,9 @@ class Translator:
                 if r is None:
                     raise Unsupported(f"{fn} by a divisor that is not a constant")
                 return self.out(eqn, r)
+        ops = {"remainder": "%", "floor_divide": "//"}
+        if fn in ops and len(eqn.invars) == 2 and self._is_value(eqn):
+            return self._computed(eqn, ops[fn], tuple(self.read(x) for x in eqn.invars))
         return self.inline(eqn, scope)
 
     def inline(self, eqn: Any, scope: Scope) -> None:
@@ -643,35 +661,79 @@ class Translator:
         out_aval = eqn.outvars[0].aval
         shape = tuple(getattr(out_aval, "shape", ()))
         dtype = str(getattr(out_aval, "dtype", ""))
-        if what in ("add", "sub"):
+        computed = any(
+            isinstance(x, Computed) or isinstance(x, V.Int) and x.const is None for x in (a, b)
+        )
+        if what in ("add", "sub") and not computed:
             for x in (a, b):
                 if isinstance(x, Opaque):
                     raise Unsupported(f"{what} of {x.reason}")
-                if isinstance(x, V.Int):
-                    raise Unsupported(
-                        f"{what} of an array and an integer computed from indices: the "
-                        "scenario's fill takes constants only"
-                    )
             if isinstance(a, Const) and isinstance(b, Const) and not a.shape and not b.shape:
                 value = a.value + b.value if what == "add" else a.value - b.value
                 return self.out(eqn, Const(value, dtype, shape))
             return self.out(eqn, Sum(a, b, 1 if what == "add" else -1, dtype, shape))
-        raise Unsupported(
-            f"{what}: an elementwise {what} of values (the scenario language copies, fills "
-            "and adds)"
-        )
+        ops = {"add": "+", "sub": "-", "mul": "*", "max": "max", "min": "min"}
+        if what.startswith("div") and dtypes.is_float(dtype):
+            op = "/"  # lax.div of floats is true division
+        elif what in ops:
+            op = ops[what]
+        else:
+            raise Unsupported(
+                f"{what} of integer arrays: lax.div and lax.rem truncate, a compute value's "
+                "// and % floor (jnp's); write // or % where the floor is meant"
+            )
+        self._computed(eqn, op, (a, b))
+
+    def _computed(self, eqn: Any, op: str, args: tuple[Any, ...], param: Any = None) -> None:
+        """The equation's value as a ``Computed`` of ``args`` (each a load, a constant, a
+        sum or a computed value)."""
+        for x in args:
+            if isinstance(x, Opaque):
+                raise Unsupported(f"{eqn.primitive.name} of {x.reason}")
+            if isinstance(x, V.Int) and not V.fits(x):
+                raise Unsupported(
+                    f"{eqn.primitive.name} of an index whose expression is longer than a "
+                    "scenario allows"
+                )
+            if not isinstance(x, Load | Const | Sum | Computed | V.Int):
+                raise Unsupported(f"{eqn.primitive.name} of a value a compute cannot load")
+        aval = eqn.outvars[0].aval
+        shape = tuple(int(d) for d in getattr(aval, "shape", ()))
+        self.out(eqn, Computed(op, tuple(args), str(aval.dtype), shape, param))
+
+    def _is_value(self, eqn: Any) -> bool:
+        """An equation on array values (not on the integers of indices)."""
+        return _array_aval(eqn.outvars[0]) or any(_is_array_value(self.read(x)) for x in eqn.invars)
+
+    def p_iota(self, eqn, scope):
+        self._computed(eqn, "iota", (), int(eqn.params["dimension"]))
+
+    def p_integer_pow(self, eqn, scope):
+        if eqn.params.get("y") != 2:
+            raise Unsupported(f"integer_pow (x ** {eqn.params.get('y')}): only x ** 2 is x * x")
+        a = self.read(eqn.invars[0])
+        self._computed(eqn, "*", (a, a))
+
+    def p_square(self, eqn, scope):
+        a = self.read(eqn.invars[0])
+        self._computed(eqn, "*", (a, a))
 
     def p_broadcast_in_dim(self, eqn, scope):
         v = self.read(eqn.invars[0])
         shape = tuple(eqn.params["shape"])
         if isinstance(v, Const) and (not v.shape or all(d == 1 for d in v.shape)):
             return self.out(eqn, Const(_scalar(v.value), v.dtype, shape))
-        if isinstance(v, V.Int):
-            raise Unsupported(
-                "broadcast_in_dim of an integer computed from indices (an array filled with a "
-                "traced value): the scenario's fill takes constants only"
-            )
-        raise Unsupported("broadcast_in_dim of an array value")
+        if isinstance(v, V.Int):  # an index, broadcast where an operation uses it
+            dtype = "bool" if v.is_bool else "int32"
+            return self.out(eqn, Computed("broadcast", (v,), dtype, shape))
+        dims = tuple(eqn.params.get("broadcast_dimensions", ()))
+        rank = len(getattr(eqn.invars[0].aval, "shape", ()))
+        if isinstance(v, Load | Sum | Computed) and dims == tuple(
+            range(len(shape) - rank, len(shape))
+        ):
+            # numpy's broadcasting: the operation that uses it broadcasts the same way
+            return self.out(eqn, Computed("broadcast", (v,), _dtype_of(v) or "", shape))
+        raise Unsupported("broadcast_in_dim of an array value along its leading dims")
 
     def p_multiple_of(self, eqn, scope):  # pl.multiple_of: a hint, the same value
         self.out(eqn, self.read(eqn.invars[0]))
@@ -862,7 +924,12 @@ class Translator:
             )
             return
         if isinstance(value, Sum):
-            return self._store_sum(scope, dst, value)
+            try:
+                return self._store_sum(scope, dst, value)
+            except Unsupported:
+                return self._store_value(scope, dst, value)  # a compute value instead
+        if isinstance(value, Computed):
+            return self._store_value(scope, dst, value)
         if isinstance(value, Dot):
             if dst.dtype != value.dtype:
                 raise Unsupported(
@@ -888,6 +955,60 @@ class Translator:
                 "storing an integer computed from indices (the scenario's fill takes constants)"
             )
         raise Unsupported("storing a value the scenario language cannot compute")
+
+    def _store_value(self, scope: Scope, dst: View, value: Sum | Computed) -> None:
+        """``dst[...] = value`` as one ``compute`` statement."""
+        from mpmd_lab.ops import values as VAL
+
+        loads: list[Load] = []
+        node = self._value_node(value, loads)
+        ty = node.typed({f"#{i}": (x.view.shape, x.view.dtype) for i, x in enumerate(loads)})
+        if ty.shape != tuple(dst.shape):
+            raise Unsupported(
+                f"storing a value of shape {ty.shape} into {dst.param} {tuple(dst.shape)} "
+                "(broadcast by the store)"
+            )
+        names = {}
+        for i, x in enumerate(loads):
+            self.use(scope, x)
+            names[f"#{i}"] = self.ref(scope, x.view)
+        text = node.source(VAL.Label(names))
+        if len(text) > VAL.MAX_TEXT:
+            raise Unsupported("a computed value longer than a compute statement takes")
+        d = self.ref(scope, dst)
+        self.emit(scope, {"op": "compute", "dst": d, "value": text}, writes=(dst,))
+
+    def _value_node(self, v: Any, loads: list[Load]) -> Any:
+        """``v`` as a compute value (``mpmd_lab.ops.values``); each load is named
+        ``#k``, its index in ``loads``."""
+        from mpmd_lab.ops import values as VAL
+
+        if isinstance(v, Load):
+            loads.append(v)
+            return VAL.Load(f"#{len(loads) - 1}")
+        if isinstance(v, V.Int) and v.const is not None:
+            return VAL.Lit(bool(v.const) if v.is_bool else int(v.const))
+        if isinstance(v, V.Int):  # where the kernel runs: an index expression
+            return VAL.Index(E.parse(v.text()))
+        if isinstance(v, Const):
+            return VAL.Lit(_scalar(v.value))
+        if isinstance(v, Sum):
+            a, b = self._value_node(v.a, loads), self._value_node(v.b, loads)
+            return VAL.Bin("+" if v.sign > 0 else "-", a, b)
+        if not isinstance(v, Computed):
+            raise Unsupported("a value a compute statement cannot load")
+        args = [self._value_node(x, loads) for x in v.args]
+        if v.op == "neg":
+            return VAL.Neg(args[0])
+        if v.op == "where":
+            return VAL.Where(*args)
+        if v.op == "cast":
+            return VAL.Cast(args[0], v.param)
+        if v.op == "iota":
+            return VAL.Iota(v.dtype, v.shape, v.param)
+        if v.op == "broadcast":
+            return args[0]
+        return VAL.Bin(v.op, args[0], args[1])
 
     def _store_sum(self, scope: Scope, dst: View, s: Sum) -> None:
         """``dst = t0 + t1 + ...`` as JAX adds them, left to right: the first two terms
@@ -1558,7 +1679,7 @@ def _array_aval(v: Any) -> bool:
 
 
 def _is_array_value(v: Any) -> bool:
-    return isinstance(v, Load | Sum | Reduce | Dot) or (
+    return isinstance(v, Load | Sum | Reduce | Dot | Computed) or (
         isinstance(v, Const) and not _is_int_dtype(v.dtype)
     )
 

@@ -41,6 +41,7 @@ from mpmd_lab.ops.sync import (
     SemaphoreSignalMulticast,
     SemaphoreWait,
 )
+from mpmd_lab.ops.values import Compute
 from mpmd_lab.ops.views import (
     At,
     Bitcast,
@@ -81,6 +82,7 @@ AnyStatementOp = (
     | AtomicAdd
     | MultimemLoadReduce
     | Dot
+    | Compute
 )
 TRANSFORM_CLASSES: tuple[type[TransformOp], ...] = get_args(AnyTransform)
 STATEMENT_CLASSES: tuple[type[StatementOp], ...] = get_args(AnyStatementOp)
@@ -168,6 +170,7 @@ __all__ = [
     "CommitSmem",
     "CopyGmemToSmem",
     "CopySmemToGmem",
+    "Compute",
     "Dot",
     "Loop",
     "MultimemLoadReduce",

@@ -240,6 +240,11 @@ class StatementOp(Op):
                 out.append((f, name, access))
         return out
 
+    def ref_name(self, field: str) -> str:
+        """The ref a field of ``ref_fields`` names (the field's value, unless the op
+        names its refs inside another field, as ``compute``'s value does)."""
+        return getattr(self, field)
+
     def trace(self, t: Any) -> bool:
         """Trace-time rules (``t``: the trace context); True when tracing stops."""
         return False

@@ -1,0 +1,48 @@
+"""values_device_index: each device adds a number made of its own index
+(``lax.axis_index``) to its shard: a value computed from where the kernel runs.
+``expected`` runs the kernel with JAX's interpreter (``interpret=True``).
+"""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental.pallas import mosaic_gpu as plgpu
+from jax.sharding import PartitionSpec as P
+
+DEVICES = 2
+EXPECT = "valid"
+
+N = 128
+
+
+def kernel(x_ref, o_ref):
+    dev = lax.axis_index("dev")
+    o_ref[...] = x_ref[...] * 0.5 + (dev * 10 + 3).astype(jnp.float32)
+
+
+def build(mesh, interpret=None):
+    k = plgpu.kernel(
+        kernel,
+        out_type=jax.ShapeDtypeStruct((N,), jnp.float32),
+        interpret=interpret,
+    )
+    return jax.jit(
+        jax.shard_map(k, mesh=mesh, in_specs=P("dev"), out_specs=P("dev"), check_vma=False)
+    )
+
+
+def _mesh():
+    return jax.make_mesh((DEVICES,), ("dev",))
+
+
+def _sharded(x):
+    return jax.device_put(jnp.asarray(x), jax.NamedSharding(_mesh(), P("dev")))
+
+
+def make():
+    x = jnp.arange(DEVICES * N, dtype=jnp.float32)
+    return build(_mesh()), (_sharded(x),)
+
+
+def expected(x):
+    return {"out": jax.device_get(build(_mesh(), interpret=True)(_sharded(x)))}

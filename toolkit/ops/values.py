@@ -1,0 +1,858 @@
+"""Values computed in registers: ``compute {dst, value}`` is ``dst[...] = value``.
+
+``value`` is an elementwise expression written as a Pallas kernel writes it::
+
+    "a_ref[...] + b_ref[...] * 2.0"
+    "jnp.where(x_ref[...] > 0, x_ref[...], 0.0)"
+    "lax.broadcasted_iota(jnp.int32, (8, 128), 1).astype(jnp.float32) * s_ref[...]"
+
+The grammar (parsed with :mod:`ast`; nothing is evaluated by Python): loads ``ref[...]``
+of a parameter, output, scratch or ``let`` view (a rank-0 view is a scalar load; a tuple
+leaf is ``x[0][...]``), where the kernel runs (``lax.axis_index('dev')`` or the bare
+axis name ``dev``, ``pl.program_id(0)``, ``lax.axis_size('dev')``, a loop variable:
+int32), int, float and bool literals (weakly typed, as JAX's Python
+scalars), ``+ - * / // %``, unary ``-``, comparisons, ``jnp.where(c, x, y)``,
+``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)`` and
+``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``. Shapes broadcast as numpy's do and
+dtypes promote as jax.numpy's do (a Python scalar takes the other operand's dtype); the
+store wants the destination's shape and dtype, as ``ref[...] = v`` does.
+
+A tree types itself (JAX's shape and dtype rules, JAX's messages), evaluates with numpy
+(each step in the dtype JAX computes it in) and prints as JAX source and as a label.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Protocol
+
+from mpmd_lab import dtypes
+from mpmd_lab import expr as E
+from mpmd_lab.fields import RefName
+from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
+from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
+from mpmd_lab.record import Record
+from pydantic import AfterValidator, Field
+
+#: longest value text accepted, deepest nesting
+MAX_TEXT = 2000
+MAX_DEPTH = 48
+
+_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "int32",
+    "int16",
+    "int8",
+    "uint32",
+    "uint16",
+    "uint8",
+    "bool",
+    "float8_e4m3fn",
+    "float8_e5m2",
+)
+
+
+class ValueSyntaxError(ValueError):
+    """Not a value of the grammar above (the message says what)."""
+
+
+class ValueTypeError(Exception):
+    """JAX's error for a value: the code, JAX's message and exception type."""
+
+    def __init__(self, code: str, message: str, jax_type: str) -> None:
+        super().__init__(message)
+        self.code, self.message, self.jax_type = code, message, jax_type
+
+
+class Ty(Record):
+    """A value's type: shape, dtype, and whether it is weakly typed (a Python scalar)."""
+
+    __slots__ = ("shape", "dtype", "weak")
+    shape: tuple[int, ...]
+    dtype: str
+    weak: bool
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, weak: bool = False) -> None:
+        self.shape, self.dtype, self.weak = shape, dtype, weak
+
+
+class Writer(Protocol):
+    """How a value is written out: its loads' refs and its index expressions (the
+    exporter's source writer has both; ``LABEL`` writes them as a scenario does)."""
+
+    def ref(self, name: str) -> str: ...
+
+    def expr(self, e: E.Expr) -> str: ...
+
+
+class Label:
+    """A value as a scenario writes it, its loads renamed by ``names`` (default: none)."""
+
+    def __init__(self, names: Mapping[str, str] | None = None) -> None:
+        self.names = names or {}
+
+    def ref(self, name: str) -> str:
+        return self.names.get(name, name)
+
+    def expr(self, e: E.Expr) -> str:
+        return e.label()
+
+
+LABEL = Label()
+
+
+class Node(Record):
+    """A value expression (immutable)."""
+
+    __slots__ = ()
+
+    def loads(self) -> Iterator[str]:
+        """The names of the refs it loads, in evaluation order (repeats included)."""
+        for c in self.children():
+            yield from c.loads()
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def indices(self) -> Iterator[Index]:
+        """The index expressions it reads."""
+        for c in self.children():
+            yield from c.indices()
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        """JAX's type of the value (``refs``: name -> (shape, dtype) of each load);
+        ValueTypeError where JAX raises."""
+        raise NotImplementedError
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        """``(numpy array, weak)``: the value from the loaded arrays ``refs``."""
+        raise NotImplementedError
+
+    def source(self, w: Writer) -> str:
+        raise NotImplementedError
+
+
+class Load(Node):
+    __slots__ = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def loads(self) -> Iterator[str]:
+        yield self.name
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        shape, dtype = refs[self.name]
+        return Ty(tuple(shape), dtype)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        return refs[self.name], False
+
+    def source(self, w: Writer) -> str:
+        return f"{w.ref(self.name)}[...]"
+
+
+class Lit(Node):
+    """A Python scalar: weakly typed (int32, float32 or bool until it meets an array)."""
+
+    __slots__ = ("value",)
+    value: bool | int | float
+
+    def __init__(self, value: bool | int | float) -> None:
+        self.value = value
+
+    @property
+    def dtype(self) -> str:
+        v = self.value
+        return "bool" if isinstance(v, bool) else "int32" if isinstance(v, int) else "float32"
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        return Ty((), self.dtype, True)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        return np.asarray(self.value, dtypes.np_dtype(self.dtype)), True
+
+    def source(self, w: Writer) -> str:
+        return repr(self.value)
+
+
+class Index(Node):
+    """An index expression (``mpmd_lab.expr``) as a scalar: ``lax.axis_index('dev')``,
+    ``pl.program_id(0)``, a loop variable; int32 (bool for a condition), as JAX's."""
+
+    __slots__ = ("e",)
+    e: E.Expr
+
+    def __init__(self, e: E.Expr) -> None:
+        self.e = e
+
+    @property
+    def key(self) -> str:
+        """Its value's key among the loaded refs (no ref name has a space)."""
+        return f"index {self.e.label()}"
+
+    def indices(self) -> Iterator[Index]:
+        yield self
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        return Ty((), "bool" if self.e.is_bool else "int32", False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        return np.asarray(refs[self.key], "bool" if self.e.is_bool else np.int32), False
+
+    def source(self, w: Writer) -> str:
+        return w.expr(self.e)
+
+
+#: binary operators: the symbol -> JAX's primitive (named in its shape message)
+_PRIM = {
+    "+": "add",
+    "-": "sub",
+    "*": "mul",
+    "/": "div",
+    "//": "rem",
+    "%": "rem",
+    "==": "eq",
+    "!=": "ne",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+    "max": "max",
+    "min": "min",
+}
+_CMP = ("==", "!=", "<", "<=", ">", ">=")
+_PREC = {"cmp": 4, "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "neg": 7}
+_NP = {
+    "+": "add",
+    "-": "subtract",
+    "*": "multiply",
+    "/": "true_divide",
+    "//": "floor_divide",
+    "%": "remainder",
+    "==": "equal",
+    "!=": "not_equal",
+    "<": "less",
+    "<=": "less_equal",
+    ">": "greater",
+    ">=": "greater_equal",
+    "max": "maximum",
+    "min": "minimum",
+}
+
+
+def _kind(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if dtypes.is_float(dtype) else 1
+
+
+def promote(a: Ty, b: Ty) -> tuple[str, bool]:
+    """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
+    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32), and its weakness."""
+    if a.weak and b.weak:
+        return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
+    if a.weak or b.weak:
+        weak, strong = (a, b) if a.weak else (b, a)
+        if _kind(weak.dtype) <= _kind(strong.dtype):
+            return strong.dtype, False
+        return weak.dtype, False
+    return dtypes.promote(a.dtype, b.dtype), False
+
+
+def broadcast(shapes: list[tuple[int, ...]], prim: str) -> tuple[int, ...]:
+    """numpy's broadcast of ``shapes`` with JAX's messages: operands of different ranks
+    are ranked up first (a ValueError there), then each dim agrees or is 1 (``prim``'s
+    TypeError)."""
+    rank = max(len(s) for s in shapes)
+    shown = ", ".join(repr(tuple(s)) for s in shapes)
+    out: list[int] = []
+    for dims in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes], strict=True):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            if any(len(s) != rank for s in shapes):
+                raise ValueTypeError(
+                    "ADD_SHAPE_MISMATCH",
+                    f"Incompatible shapes for broadcasting: shapes=[{shown}]",
+                    "ValueError",
+                )
+            raise ValueTypeError(
+                "ADD_SHAPE_MISMATCH",
+                f"{prim} got incompatible shapes for broadcasting: {shown}.",
+                "TypeError",
+            )
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def _operand_dtype(prim: str, ty: Ty, pos: int, other: Ty | None = None) -> None:
+    """jax.numpy's dtype checks of an operand: no semaphore or barrier values, no
+    arithmetic negation or subtraction of booleans."""
+    if ty.dtype in (SEMAPHORE_DTYPE, BARRIER_DTYPE):
+        if other is not None and other.dtype != ty.dtype:
+            raise ValueTypeError(
+                "SEMAPHORE_ARITH",
+                f"dtype={ty.dtype} is not a valid dtype for JAX type promotion.",
+                "ValueError",
+            )
+        raise ValueTypeError(
+            "SEMAPHORE_ARITH",
+            f"{prim} does not accept dtype {ty.dtype} at position {pos}. Accepted dtypes at "
+            f"position {pos} are subtypes of integer, floating, complexfloating.",
+            "TypeError",
+        )
+
+
+class Bin(Node):
+    """``a OP b``: arithmetic, a comparison, or ``jnp.maximum`` / ``jnp.minimum``."""
+
+    __slots__ = ("op", "a", "b")
+    op: str
+    a: Node
+    b: Node
+
+    def __init__(self, op: str, a: Node, b: Node) -> None:
+        self.op, self.a, self.b = op, a, b
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.a, self.b)
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        a, b = self.a.typed(refs), self.b.typed(refs)
+        prim = _PRIM[self.op]
+        _operand_dtype(prim, a, 0, b)
+        _operand_dtype(prim, b, 1, a)
+        dtype, weak = promote(a, b)
+        if self.op == "-" and dtype == "bool":
+            raise ValueTypeError(
+                "VALUE_DTYPE",
+                "sub does not accept dtype bool at position 0. Accepted dtypes at position 0 "
+                "are subtypes of integer, floating, complexfloating.",
+                "TypeError",
+            )
+        if self.op == "//" and _kind(dtype) < 2:
+            prim = "div"  # jnp.floor_divide of integers divides first (of floats: rem)
+        shape = broadcast([a.shape, b.shape], prim)
+        if self.op in _CMP:
+            return Ty(shape, "bool", False)
+        if self.op == "/" and not dtypes.is_float(dtype):
+            return Ty(shape, "float32", weak)  # true division of integers
+        if self.op == "//" and dtype == "bool":
+            return Ty(shape, "int32", weak)
+        return Ty(shape, dtype, weak)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        (x, xw), (y, yw) = self.a.eval(refs), self.b.eval(refs)
+        dtype, weak = promote(Ty(x.shape, _name(x), xw), Ty(y.shape, _name(y), yw))
+        if self.op == "/" and not dtypes.is_float(dtype):
+            dtype = "float32"  # true division of integers
+        elif self.op == "//" and dtype == "bool":
+            dtype = "int32"
+        dt = dtypes.np_dtype(dtype)
+        x, y = np.asarray(x).astype(dt), np.asarray(y).astype(dt)
+        with np.errstate(all="ignore"):
+            out = getattr(np, _NP[self.op])(x, y)
+        return np.asarray(out if self.op in _CMP else np.asarray(out).astype(dt)), weak
+
+    def source(self, w: Writer) -> str:
+        if self.op in ("max", "min"):
+            fn = "maximum" if self.op == "max" else "minimum"
+            return f"jnp.{fn}({self.a.source(w)}, {self.b.source(w)})"
+        p = _PREC["cmp" if self.op in _CMP else self.op]
+        left = _wrap(self.a, self.a.source(w), p)
+        right = _wrap(self.b, self.b.source(w), p + 1)
+        return f"{left} {self.op} {right}"
+
+
+class Neg(Node):
+    __slots__ = ("a",)
+    a: Node
+
+    def __init__(self, a: Node) -> None:
+        self.a = a
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.a,)
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        a = self.a.typed(refs)
+        _operand_dtype("neg", a, 0)
+        if a.dtype == "bool":
+            raise ValueTypeError(
+                "VALUE_DTYPE",
+                "neg does not accept dtype bool. Accepted dtypes are subtypes of integer, "
+                "floating, complexfloating.",
+                "TypeError",
+            )
+        return a
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        x, w = self.a.eval(refs)
+        with np.errstate(all="ignore"):
+            return np.negative(x), w
+
+    def source(self, w: Writer) -> str:
+        return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
+
+
+class Where(Node):
+    """``jnp.where(c, x, y)``: ``c`` taken as a truth value."""
+
+    __slots__ = ("c", "x", "y")
+    c: Node
+    x: Node
+    y: Node
+
+    def __init__(self, c: Node, x: Node, y: Node) -> None:
+        self.c, self.x, self.y = c, x, y
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.c, self.x, self.y)
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        c, x, y = (n.typed(refs) for n in self.children())
+        for i, t in enumerate((c, x, y)):
+            _operand_dtype("select_n", t, i)
+        dtype, weak = promote(x, y)
+        shapes = [c.shape, x.shape, y.shape]
+        try:
+            shape = broadcast(shapes, "select_n")
+        except ValueTypeError:  # jnp.where ranks up and broadcasts its three at once
+            shown = ", ".join(repr(tuple(s)) for s in shapes)
+            raise ValueTypeError(
+                "ADD_SHAPE_MISMATCH",
+                f"Incompatible shapes for broadcasting: shapes=[{shown}]",
+                "ValueError",
+            ) from None
+        return Ty(shape, dtype, weak)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        (c, _), (x, xw), (y, yw) = (n.eval(refs) for n in self.children())
+        dtype, weak = promote(Ty(x.shape, _name(x), xw), Ty(y.shape, _name(y), yw))
+        dt = dtypes.np_dtype(dtype)
+        return np.where(np.asarray(c).astype(bool), x.astype(dt), y.astype(dt)), weak
+
+    def source(self, w: Writer) -> str:
+        c, x, y = (n.source(w) for n in self.children())
+        return f"jnp.where({c}, {x}, {y})"
+
+
+class Cast(Node):
+    """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
+
+    __slots__ = ("a", "dtype")
+    a: Node
+    dtype: str
+
+    def __init__(self, a: Node, dtype: str) -> None:
+        self.a, self.dtype = a, dtype
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.a,)
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        a = self.a.typed(refs)
+        _operand_dtype("convert_element_type", a, 0)
+        return Ty(a.shape, dtypes.canonical(self.dtype), False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        x, _ = self.a.eval(refs)
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(dtypes.np_dtype(self.dtype)), False
+
+    def source(self, w: Writer) -> str:
+        return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
+
+
+class Iota(Node):
+    """``lax.broadcasted_iota(dtype, shape, dim)``: each element's index along ``dim``."""
+
+    __slots__ = ("dtype", "shape", "dim")
+    dtype: str
+    shape: tuple[int, ...]
+    dim: int
+
+    def __init__(self, dtype: str, shape: tuple[int, ...], dim: int) -> None:
+        self.dtype, self.shape, self.dim = dtype, shape, dim
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        return Ty(self.shape, self.dtype, False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        dt = dtypes.np_dtype(self.dtype)
+        line = np.arange(self.shape[self.dim]).astype(dt)
+        view = [1] * len(self.shape)
+        view[self.dim] = self.shape[self.dim]
+        return np.broadcast_to(line.reshape(view), self.shape).copy(), False
+
+    def source(self, w: Writer) -> str:
+        return f"lax.broadcasted_iota({dtypes.jnp_expr(self.dtype)}, {self.shape!r}, {self.dim})"
+
+
+def _name(a: Any) -> str:
+    """A numpy array's dtype as a scenario names it."""
+    import numpy as np
+
+    dt = np.asarray(a).dtype
+    return "bool" if dt == np.bool_ else str(dt.name)
+
+
+def _prec(n: Node) -> int:
+    if isinstance(n, Index):
+        return 99 if isinstance(n.e, E.Name | E.Call | E.Const) else 0
+    if isinstance(n, Bin) and n.op not in ("max", "min"):
+        return _PREC["cmp" if n.op in _CMP else n.op]
+    if isinstance(n, Neg):
+        return _PREC["neg"]
+    if isinstance(n, Lit) and not isinstance(n.value, bool) and n.value < 0:
+        return _PREC["neg"]
+    return 99
+
+
+def _wrap(n: Node, text: str, prec: int) -> str:
+    return f"({text})" if _prec(n) < prec else text
+
+
+# ---------------------------------------------------------------- parsing
+
+_BINOPS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_GRAMMAR = (
+    "loads ref[...], numbers, axis names, lax.axis_index, pl.program_id, + - * / // %, "
+    "comparisons, jnp.where, jnp.maximum, jnp.minimum, x.astype(jnp.DTYPE), "
+    "lax.broadcasted_iota(jnp.DTYPE, shape, dim)"
+)
+
+
+def parse(text: str) -> Node:
+    """A value from its text; ValueSyntaxError when it is none."""
+    hit = _PARSED.get(text)
+    if hit is not None:
+        return hit
+    if not isinstance(text, str) or not text.strip():
+        raise ValueSyntaxError("a value is a non-empty string")
+    if len(text) > MAX_TEXT:
+        raise ValueSyntaxError(f"a value is at most {MAX_TEXT} characters")
+    if not text.isascii() or any(not ch.isprintable() for ch in text):
+        raise ValueSyntaxError("a value is printable ASCII")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ValueSyntaxError(f"not an expression: {e.msg} at column {e.offset}") from None
+    node = _node(tree.body, 0)
+    if len(_PARSED) >= 1024:
+        _PARSED.clear()
+    _PARSED[text] = node
+    return node
+
+
+_PARSED: dict[str, Node] = {}
+
+
+def _node(n: ast.AST, depth: int) -> Node:
+    if depth > MAX_DEPTH:
+        raise ValueSyntaxError("value nested too deeply")
+    d = depth + 1
+    if isinstance(n, ast.Constant) and isinstance(n.value, bool | int | float):
+        v = n.value
+        if isinstance(v, int) and not isinstance(v, bool) and not -(2**31) <= v < 2**31:
+            raise ValueSyntaxError(f"{v} does not fit an int32")
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            raise ValueSyntaxError("a literal is finite")
+        return Lit(v)
+    if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
+        if n.slice.value is Ellipsis:
+            return Load(_ref_name(n.value))
+    if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
+        return Bin(_BINOPS[type(n.op)], _node(n.left, d), _node(n.right, d))
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        inner = _node(n.operand, d)
+        if isinstance(inner, Lit) and not isinstance(inner.value, bool):
+            return Lit(-inner.value)
+        return Neg(inner)
+    if isinstance(n, ast.Compare):
+        if len(n.ops) != 1 or type(n.ops[0]) not in _CMPOPS:
+            raise ValueSyntaxError("a comparison compares two values with ==, !=, <, <=, > or >=")
+        return Bin(_CMPOPS[type(n.ops[0])], _node(n.left, d), _node(n.comparators[0], d))
+    if isinstance(n, ast.Name):
+        return Index(_index(n.id))
+    if isinstance(n, ast.Call) and _dotted(n.func) in _INDEX_CALLS:
+        return _index_call(n)
+    if isinstance(n, ast.Call):
+        return _call(n, d)
+    raise ValueSyntaxError(f"{ast.unparse(n)[:40]!r} is not part of a value ({_GRAMMAR})")
+
+
+#: the calls that read where the kernel runs, as JAX writes them and as index
+#: expressions do
+_INDEX_CALLS = {
+    "lax.axis_index": "",
+    "jax.lax.axis_index": "",
+    "pl.program_id": "program_id",
+    "pl.num_programs": "num_programs",
+    "lax.axis_size": "axis_size",
+    "jax.lax.axis_size": "axis_size",
+    "program_id": "program_id",
+    "num_programs": "num_programs",
+    "axis_size": "axis_size",
+}
+
+
+def _index(text: str) -> E.Expr:
+    try:
+        return E.parse(text)
+    except E.ExprError as e:
+        raise ValueSyntaxError(str(e)) from None
+
+
+def _index_call(n: ast.Call) -> Index:
+    """``lax.axis_index('dev')`` (the name ``dev``), ``pl.program_id(0)``, ...: an index
+    expression read where the kernel runs."""
+    fn = _INDEX_CALLS[_dotted(n.func)]
+    if len(n.args) != 1 or n.keywords:
+        raise ValueSyntaxError(f"{_dotted(n.func)}() takes one argument")
+    a = n.args[0]
+    arg = a.value if isinstance(a, ast.Constant) else a.id if isinstance(a, ast.Name) else None
+    if not isinstance(arg, str | int) or isinstance(arg, bool):
+        raise ValueSyntaxError(f"{_dotted(n.func)}() takes an axis name or a grid dimension")
+    return Index(_index(str(arg) if not fn else f"{fn}({arg})"))
+
+
+def _ref_name(n: ast.AST) -> str:
+    """The ref a load names: ``x`` or a tuple leaf ``x[0]``."""
+    if isinstance(n, ast.Name):
+        return n.id
+    if (
+        isinstance(n, ast.Subscript)
+        and isinstance(n.value, ast.Name)
+        and isinstance(n.slice, ast.Constant)
+        and type(n.slice.value) is int
+    ):
+        return f"{n.value.id}[{n.slice.value}]"
+    raise ValueSyntaxError("a load is ref[...] (or param[i][...] for a tuple leaf)")
+
+
+def _dotted(n: ast.AST) -> str:
+    if isinstance(n, ast.Name):
+        return n.id
+    if isinstance(n, ast.Attribute):
+        return f"{_dotted(n.value)}.{n.attr}"
+    return "?"
+
+
+def _dtype(n: ast.AST) -> str:
+    text = _dotted(n)
+    name = text.removeprefix("jnp.").removeprefix("np.")
+    name = "bool" if name == "bool_" else name
+    if name not in _DTYPES:
+        raise ValueSyntaxError(f"{text} is not a dtype (jnp.float32, jnp.int32, ...)")
+    return name
+
+
+def _call(n: ast.Call, d: int) -> Node:
+    fn = _dotted(n.func)
+    if n.keywords:
+        raise ValueSyntaxError(f"{fn}(...) takes positional arguments only")
+    args = n.args
+    if isinstance(n.func, ast.Attribute) and n.func.attr == "astype":
+        if len(args) != 1:
+            raise ValueSyntaxError("x.astype(dtype) takes one dtype")
+        return Cast(_node(n.func.value, d), _dtype(args[0]))
+    if fn == "jnp.where":
+        if len(args) != 3:
+            raise ValueSyntaxError("jnp.where(c, x, y) takes three values")
+        c, x, y = (_node(a, d) for a in args)
+        return Where(c, x, y)
+    if fn in ("jnp.maximum", "jnp.minimum"):
+        if len(args) != 2:
+            raise ValueSyntaxError(f"{fn}(x, y) takes two values")
+        return Bin("max" if fn == "jnp.maximum" else "min", _node(args[0], d), _node(args[1], d))
+    if fn == "lax.broadcasted_iota":
+        if len(args) != 3:
+            raise ValueSyntaxError("lax.broadcasted_iota(dtype, shape, dim) takes three arguments")
+        dtype = _dtype(args[0])
+        try:
+            shape = ast.literal_eval(args[1])
+            dim = ast.literal_eval(args[2])
+        except ValueError:
+            raise ValueSyntaxError(
+                "broadcasted_iota's shape and dim are literal integers"
+            ) from None
+        shape = (shape,) if type(shape) is int else shape
+        ok = isinstance(shape, tuple | list) and all(type(s) is int and s > 0 for s in shape)
+        if not ok or type(dim) is not int or not 0 <= dim < len(shape):
+            raise ValueSyntaxError(
+                "broadcasted_iota takes a shape of positive ints and a dim in it"
+            )
+        if dtype == "bool":
+            raise ValueSyntaxError("broadcasted_iota makes numbers: an integer or float dtype")
+        if len(shape) > 8 or any(s > 2**20 for s in shape):
+            raise ValueSyntaxError("broadcasted_iota's shape is too large")
+        return Iota(dtype, tuple(shape), dim)
+    raise ValueSyntaxError(f"unknown function {fn}(...): {_GRAMMAR}")
+
+
+def _check(text: str) -> str:
+    try:
+        parse(text)
+    except ValueSyntaxError as e:
+        raise ValueError(str(e)) from None
+    return text
+
+
+ValueText = Annotated[str, AfterValidator(_check)]
+
+
+# ---------------------------------------------------------------- the statement
+
+
+class Compute(StatementOp):
+    """``dst[...] = value``: an elementwise value computed in registers, then stored."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        src = fit.first(fit.refs, "x_ref")
+        return {
+            "op": "compute",
+            "dst": fit.first(fit.outputs, fit.first(fit.refs, "out")),
+            "value": f"{src}[...] * 2.0",
+        }
+
+    HELP: ClassVar[str] = "dst[...] = a value computed from loads (a[...] + b[...] * 2.0)"
+    FAMILY: ClassVar[str] = "compute"
+    #: the destination; the refs ``value`` loads are ``value.NAME`` (``ref_fields``)
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("dst", WRITE),)
+
+    op: Literal["compute"]
+    dst: RefName = Field(description="the ref written")
+    value: ValueText = Field(
+        description="the value, as JAX writes it: x_ref[...] * 2.0 + y_ref[...], jnp.where, "
+        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0)"
+    )
+
+    @property
+    def tree(self) -> Node:
+        return parse(self.value)
+
+    def load_names(self) -> list[str]:
+        """The refs ``value`` loads, each once, in order."""
+        return list(dict.fromkeys(self.tree.loads()))
+
+    def ref_fields(self) -> list[tuple[str, str, str]]:
+        """``value.NAME`` for each ref the value loads (read), then ``dst`` (written)."""
+        reads = [(f"value.{n}", n, READ) for n in self.load_names()]
+        return [*reads, ("dst", self.dst, WRITE)]
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        for idx in self.tree.indices():
+            yield "value", idx.e
+
+    def ref_name(self, field: str) -> str:
+        return field.removeprefix("value.") if field.startswith("value.") else self.dst
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.tree.source(LABEL)}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
+
+    def trace(self, t: Any) -> bool:
+        """The loads (in order), the value's shape and dtype rules, then the store."""
+        refs: dict[str, tuple[tuple[int, ...], str]] = {}
+        for name in self.load_names():
+            if t.use(f"value.{name}"):
+                return True
+            info = t.info(f"value.{name}")
+            refs[name] = (tuple(info.shape), info.dtype)
+        try:
+            ty = self.tree.typed(refs)
+        except ValueTypeError as e:
+            t.jax(e.code, f"{t.path}.value", e.message, jax_type=e.jax_type)
+            return True
+        if t.use("dst"):
+            return True
+        return t.store("dst", ty.shape, ty.dtype)
+
+    def lower(self, low: Any) -> bool:
+        """Each load, the arithmetic (none on 8-bit values), the store."""
+        refs = {}
+        for name in self.load_names():
+            if low.access(f"value.{name}", "load"):
+                return True
+            info = low.info(f"value.{name}")
+            refs[name] = (tuple(info.shape), info.dtype)
+        for node in _walk(self.tree):
+            if isinstance(node, Bin | Neg) and _computes_8bit(node, refs):
+                low.later(
+                    "p3",
+                    "GPU_8BIT_ARITH",
+                    low.path,
+                    "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                    "operations). Upcast to a 16- or 32-bit type before performing the "
+                    "operation.",
+                )
+                break
+        return low.access("dst", "store", check_layout=False)
+
+    def execute(self, x: Any) -> None:
+        """Load each ref, compute the value as JAX does (numpy, each step in JAX's
+        dtype), store it."""
+        import numpy as np
+
+        loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
+        for idx in self.tree.indices():
+            loaded[idx.key] = x.eval(idx.e, "value")
+        dst = x.view("dst")
+        if not x.data:
+            x.write("dst", x.like(dst.shape, dst.dtype))
+            return
+        value, _ = self.tree.eval(loaded)
+        value = np.asarray(value)
+        if value.shape != tuple(dst.shape):
+            x.fail("SIM_SHAPE_MISMATCH", f"storing {value.shape} into {self.dst} {dst.shape}")
+        if value.dtype != dst.dtype:
+            if not (value.dtype.kind in "iu" and np.dtype(dst.dtype).kind in "iu"):
+                x.fail("SIM_DTYPE_MISMATCH", f"storing {value.dtype} into {dst.dtype}")
+            value = value.astype(dst.dtype)
+        x.write("dst", value)
+
+
+def _computes_8bit(node: Bin | Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """The operation computes on 8-bit numbers (its operands promoted)."""
+    if isinstance(node, Neg):
+        dtype = node.a.typed(refs).dtype
+    else:
+        dtype = promote(node.a.typed(refs), node.b.typed(refs))[0]
+    return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _walk(n: Node) -> Iterator[Node]:
+    yield n
+    for c in n.children():
+        yield from _walk(c)
+
+
+__all__ = ["Compute", "Node", "Ty", "ValueTypeError", "parse", "promote"]
