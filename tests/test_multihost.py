@@ -177,6 +177,24 @@ def test_the_exported_script_refuses_on_a_cpu_what_the_interpreter_cannot_run(tm
     )
 
 
+def test_the_gpu_check_runs_across_hosts_as_a_cpu_rehearsal(tmp_path):
+    """``python -m mpmd_lab.gpucheck --hosts --cpu`` launched twice, as on two hosts."""
+    names = ["peer-then-multicast-fixed", "multicast-then-peer", "two-block-copy"]
+    script = tmp_path / "check.py"
+    script.write_text("import sys\nfrom mpmd_lab.gpucheck import main\nsys.exit(main())\n")
+    (rc0, out0, err0), (rc1, out1, _) = _launch(script, 2, "--hosts", "--cpu", "--json", *names)
+    assert (rc0, rc1) == (0, 0), err0[-2000:]
+    report = json.loads(out0[out0.index("{") :])
+    assert report["hosts"].startswith("2 processes x 2 cpu devices (a rehearsal")
+    verdicts = {r["name"]: r["verdict"] for r in report["rows"]}
+    assert verdicts == {
+        "peer-then-multicast-fixed": "match",
+        "multicast-then-peer": "match",
+        "two-block-copy": "skipped",
+    }
+    assert "{" not in out1
+
+
 # ---------------------------------------------------------------- no process left behind
 
 

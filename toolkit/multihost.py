@@ -79,7 +79,8 @@ def refusal(
     if limit is not None:
         code, path = limit
         return (
-            f"the processes run {WHY_HLO}, and it cannot run this call ({code} at {path}); "
+            f"JAX's HLO interpreter cannot run this call ({code} at {path}), and the "
+            "processes run it (JAX's GPU interpreter hung across processes here, jax 0.12); "
             "run it as one process (`--backend auto` simulates it)"
         )
     return None
