@@ -95,6 +95,18 @@ def test_what_cannot_run_across_processes_is_refused_before_starting(runs):
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
 
 
+def test_the_cli_runs_two_processes(runs, capsys):
+    from mpmd_lab import cli
+
+    name = "peer-then-multicast-fixed"
+    assert cli.main(["run", name, "--processes", "2", "--local-devices", "2", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["status"] == "ok" and j["reason"].startswith("2 processes x 2 CPU devices")
+    assert j["outputs"] == runs[name][0].to_json()["outputs"]
+    assert cli.main(["run", "two-block-copy", "--processes", "2"]) == 1
+    assert "PROCESSES_UNSUPPORTED" in capsys.readouterr().out
+
+
 def _launch(path: Path, processes: int, *args: str, env: dict[str, str] | None = None):
     """The exported file started once per process, as a cluster launcher starts it."""
     base = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

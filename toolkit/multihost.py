@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mpmd_lab import workers
-from mpmd_lab.probe import CODEGEN_CODE, ProbeResult, _code, devices_of
+from mpmd_lab.probe import CODEGEN_CODE, ProbeResult, _code, beyond_this_machine, devices_of
 from mpmd_lab.scenario import Scenario
 
 _CHILD = Path(__file__).with_name("_multihost_child.py")
@@ -75,6 +75,9 @@ def refusal(
         return f"the call's {ndev} devices cannot be split evenly over {processes} processes"
     if local_devices is not None and local_devices < per:
         return f"each process needs {per} of the call's {ndev} devices; {local_devices} given"
+    too_big = beyond_this_machine(scenario, "cpu")
+    if too_big is not None:  # every process makes the inputs' host values
+        return too_big
     limit = cpu_limit_of(scenario, MODE, analysis if scenario.run.interpret == MODE else None)
     if limit is not None:
         code, path = limit
