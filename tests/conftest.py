@@ -65,6 +65,7 @@ SLOW_MODULES = frozenset(
         "test_loader_bounds",
         "test_memory_estimate",
         "test_notebooks",
+        "test_multihost",
         "test_orphans",
         "test_probe",
         "test_runtime",

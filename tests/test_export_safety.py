@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from mpmd_lab import callsupport, codegen, gallery
+from mpmd_lab.diagnostics import INTERP_CANNOT
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.scenario import Scenario, load_scenario
 from scenario_strategies import scenarios
@@ -28,7 +29,7 @@ from scenario_strategies import scenarios
 BUILD_TEMPLATE = {
     "build", "interpret", "detect_races", "interp", "interpret_params", "captured", "plgpu",
     "pl", "jax", "jnp", "lax", "kernel", "call", "outs", "result", "fn", "device_mesh", "P",
-    "INTERPRET", "DETECT_RACES",
+    "INTERPRET", "DETECT_RACES", "NUM_DEVICES", "mesh_devices",
 }  # fmt: skip
 NUMBERED = re.compile(r"^(program|mesh)\d+$")
 #: local names an op's source makes itself (``Source.fresh``: a loop's body function, a
@@ -42,13 +43,14 @@ MODULE_TEMPLATE = {
     "make_inputs",
     "host_array", "build", "place", "inputs", "device_mesh", "axes", "v", "main", "argv",
     "fn", "outputs", "k", "encode_outputs", "name", "value", "print", "__name__",
+    "CPU_LIMITS",
 }  # fmt: skip
 KEYWORDS = {
     "out_type", "mesh", "scratch_types", "interpret", "grid", "grid_names", "cluster",
     "cluster_names", "num_threads", "thread_name", "transforms", "packed", "collective",
     "in_specs", "out_specs", "check_vma",
     "device_id", "collective_axes", "reduction_op", "vec_size", "num_arrivals", "num_barriers",
-    "decrement", "commit_group", "step",
+    "decrement", "commit_group", "step", "devices",
 }  # fmt: skip
 ATTRIBUTES = {
     "at", "bitcast", "reshape", "transpose", "transpose_ref", "remote_ref", "multicast_ref",
@@ -71,9 +73,9 @@ STRINGS = {
 DEVICE_COUNT = re.compile(r"^ --xla_force_host_platform_device_count=\d+$")
 
 
-def _support() -> tuple[set[str], set[str], set[str]]:
-    """Identifiers, attributes and strings of the inlined support code (not user input)."""
-    tree = ast.parse(inspect.getsource(callsupport))
+def _support(source: str) -> tuple[set[str], set[str], set[str]]:
+    """Identifiers, attributes and strings of fixed template code (not user input)."""
+    tree = ast.parse(source)
     ids, attrs, strs = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -93,7 +95,16 @@ def _support() -> tuple[set[str], set[str], set[str]]:
     return ids, attrs, strs
 
 
-SUPPORT_IDS, SUPPORT_ATTRS, SUPPORT_STRS = _support()
+#: the inlined support code, the exported file's ``main`` and its device-count preamble:
+#: fixed text, the same for every scenario
+SUPPORT_IDS, SUPPORT_ATTRS, SUPPORT_STRS = (
+    a | b
+    for a, b in zip(
+        _support(inspect.getsource(callsupport)),
+        _support("\n".join(codegen._MAIN) + codegen._device_count_preamble(4, True)),
+        strict=True,
+    )
+)
 
 
 def user_names(s: Scenario) -> tuple[set[str], set[str]]:
@@ -184,8 +195,17 @@ def assert_export_is_safe(s: Scenario) -> None:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             v = node.value
             ok = v in STRINGS or v in SUPPORT_STRS or v in texts or DEVICE_COUNT.match(v)
-            ok = ok or _is_template_doc(v, s)
+            ok = ok or _is_template_doc(v, s) or _is_cpu_limit(v)
             assert ok, f"string literal not from the template nor a user name: {v!r}"
+
+
+#: a field path as ``CPU_LIMITS`` names one (made of the scenario's structure, no name)
+FIELD_PATH = re.compile(r"^call(\.[a-z_]+|\[\d+\])*$")
+
+
+def _is_cpu_limit(v: str) -> bool:
+    """A ``CPU_LIMITS`` entry: the code of an interpreter limit, or its field path."""
+    return v in INTERP_CANNOT or bool(FIELD_PATH.match(v))
 
 
 def _is_template_doc(v: str, s: Scenario) -> bool:

@@ -26,7 +26,7 @@ NO_EXAMPLE |= {
 }
 #: Run-time events of mpmd-lab itself (no GPU, no simulator, a failed run) and the
 #: traffic simulator's own stops: JAX is never asked, so no example scenario.
-NO_EXAMPLE |= {"GPU_UNAVAILABLE", "SIMULATE_UNAVAILABLE", "RUN_ERROR"}
+NO_EXAMPLE |= {"GPU_UNAVAILABLE", "SIMULATE_UNAVAILABLE", "RUN_ERROR", "PROCESSES_UNSUPPORTED"}
 NO_EXAMPLE |= {"SIM_DTYPE_MISMATCH", "SIM_SHAPE_MISMATCH", "SIM_TOO_LARGE", "SIM_UNSUPPORTED"}
 #: the importer's own stop: a user's function traced too long (tests/test_importer.py)
 NO_EXAMPLE |= {"IMPORT_TIMEOUT"}

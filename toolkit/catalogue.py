@@ -1002,6 +1002,10 @@ OWN = {
     "SCRATCH_ONLY_TRANSFORM": ("tiling or swizzle applied to a view (scratch only)", "schema"),
     "CODEGEN": ("the scenario cannot be written as a JAX call", "schema"),
     "GPU_UNAVAILABLE": ("the gpu backend was asked for but JAX sees no GPU", "gpu-run"),
+    "PROCESSES_UNSUPPORTED": (
+        "the call cannot run as several local processes (devices, interpreter, backend)",
+        "interpret",
+    ),
     "SIMULATE_UNAVAILABLE": ("the simulate backend cannot be imported", "interpret"),
     "RUN_ERROR": ("the run failed before JAX reported an error (Run panel)", "gpu-run"),
     # the traffic simulator (mpmd_lab.simulator) stops at a statement it cannot model

@@ -296,7 +296,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.schedule:
         result = _replay(scenario, args)
     else:
-        result = runtime.run(scenario, backend=args.backend, timeout=args.timeout)
+        result = runtime.run(
+            scenario,
+            backend=args.backend,
+            timeout=args.timeout,
+            processes=args.processes,
+            local_devices=args.local_devices,
+        )
     if args.json:
         import json
 
@@ -348,18 +354,27 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mpmd_lab.codegen import CodegenError, generate
+    from mpmd_lab.codegen import CodegenError, cpu_limit_of, generate
 
     scenario = _load(args.file)
+    from mpmd_lab.validate import analyze
+
+    analysis = analyze(scenario, fixes=False)
     try:
-        source = generate(scenario)
+        source = generate(scenario, analysis=analysis)
     except CodegenError as e:
         where = f"{clip(args.file, QUOTE)}: {e.path or 'call'}"
         print(f"{where}: cannot export: {clip(str(e), 2 * QUOTE)}", file=sys.stderr)
         return EXIT_PROBLEMS
-    from mpmd_lab.validate import check
-
-    errors = [d for d in check(scenario) if d.is_error]
+    errors = [d for d in analysis.diagnostics if d.is_error]
+    limit = cpu_limit_of(scenario, scenario.run.interpret, analysis)
+    if limit is not None:  # what runs where
+        _say(
+            f"note: on a GPU the exported script runs the kernel; on a CPU it stops with a "
+            f"sentence, as JAX's {scenario.run.interpret} interpreter cannot run it "
+            f"({limit[0]} at {limit[1]}): here, use `mpmd-lab run {clip(args.file, QUOTE)} "
+            "--backend simulate`"
+        )
     if errors:  # written all the same (to try it, or to show JAX's error), but said
         first = errors[0]
         more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
@@ -459,6 +474,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    """A ``--processes`` / ``--local-devices``: a whole number from 1 to 64."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: give between 1 and 64")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mpmd-lab",
@@ -499,6 +525,21 @@ def parser() -> argparse.ArgumentParser:
         "--schedule",
         metavar="SCHEDULE.json",
         help="with the simulator: replay this schedule (a race's or deadlock's witness)",
+    )
+    s.add_argument(
+        "--processes",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="run as N JAX controller processes on this machine, as a cluster runs one per "
+        "host (CPU devices, JAX's HLO interpreter; see docs/CLUSTER.md)",
+    )
+    s.add_argument(
+        "--local-devices",
+        type=_count,
+        default=None,
+        metavar="K",
+        help="with --processes: CPU devices per process (default: its share of the call's)",
     )
     s.set_defaults(func=cmd_run)
 

@@ -1,8 +1,10 @@
 """Scenario -> plain JAX source code.
 
 The one way a scenario becomes a real call: ``mpmd-lab export`` writes this source
-to a file, and the runtime executes the very same source in a child process, so
-an exported file always reproduces what ``run`` did.
+to a file, and the runtime executes the very same source in a child process (less
+``CPU_LIMITS``, which only the file's ``main`` reads), so an exported file always
+reproduces what ``run`` did. The file runs as one process, or as one process per host
+(multi-controller JAX: ``callsupport.start_processes``), see ``_HEADER``.
 
 Only validated names (ASCII identifiers, never keywords) and numbers reach the
 source, each through ``repr``; nothing a scenario holds is evaluated.
@@ -57,6 +59,8 @@ RESERVED = frozenset(
         "BUFFERS",
         "ARG_ORDER",
         "OUTPUT_NAMES",
+        "CPU_LIMITS",
+        "os",
     }
     | {n for n in dir(callsupport) if not n.startswith("__")}
 )
@@ -289,15 +293,29 @@ def _input_names(scenario: Scenario) -> list[str]:
 
 
 def generate(
-    scenario: Scenario, *, interpret: str | None = None, detect_races: bool | None = None
+    scenario: Scenario,
+    *,
+    interpret: str | None = None,
+    detect_races: bool | None = None,
+    analysis: Any = None,
+    cpu_limits: bool = True,
 ) -> str:
-    """Self-contained JAX source for the scenario's call (see module docstring)."""
+    """Self-contained JAX source for the scenario's call (see module docstring).
+
+    ``cpu_limits``: find what JAX's CPU interpreter cannot run of the call (from
+    ``analysis``, computed when not given), so that the script refuses on a CPU with a
+    sentence instead of crashing; the runtime, which never calls ``main``, skips it."""
     s = scenario
     c = s.call
     if interpret is None:
         interpret = s.run.interpret
     if detect_races is None:
         detect_races = s.run.detect_races
+    cpu_limits_ = {
+        mode: cpu_limit_of(s, mode, analysis) if cpu_limits else None
+        for mode in dict.fromkeys([interpret, "hlo"])
+        if mode is not None
+    }
     names = params_of(s) + [cap.name for cap in c.captures]
     for name in names:
         if names.count(name) > 1:
@@ -322,14 +340,16 @@ def generate(
     L += [
         f'"""{_safe_doc(s.name)}: a Pallas mpmd call exported by mpmd-lab.',
         "",
-        "Runs alone with jax and numpy: python this_file.py [--json] [--compile]",
-        "(--compile runs on a GPU instead of the Pallas CPU interpreter).",
+        *_HEADER,
         '"""',
         "",
-        _device_count_preamble(ndev, s.device_mesh is not None),
         "import json",
+        "import os",
         "import sys",
         "",
+        "# ---- support code (toolkit/callsupport.py) ----",
+        _support_source(),
+        _device_count_preamble(ndev, s.device_mesh is not None),
         "import jax",
         "import jax.numpy as jnp",
         "from jax import lax",
@@ -338,14 +358,14 @@ def generate(
         "from jax.sharding import NamedSharding",
         "from jax.sharding import PartitionSpec as P",
         "",
-        "# ---- support code (toolkit/callsupport.py) ----",
-        _support_source(),
         "# ---- the scenario ----",
         f"NUM_DEVICES = {ndev!r}",
         f"DEVICE_MESH = {dict(s.device_mesh or {})!r}",
         f"SHARD_MAP = {use_shard_map!r}",
         f"INTERPRET = {interpret!r}  # 'gpu', 'hlo', or None to compile for a GPU",
         f"DETECT_RACES = {bool(detect_races)!r}",
+        "# by CPU interpreter: what it cannot run of this call (code, field path), or None",
+        f"CPU_LIMITS = {cpu_limits_!r}",
         "# outputs in declared order, then the final values of as_ref buffers",
         f"OUTPUT_NAMES = {output_names(s)!r}",
         "",
@@ -430,9 +450,13 @@ def generate(
                 f"np.array(devices).reshape({tuple(s.device_mesh.values())!r}), {axes!r})",
             ]
         else:
-            L.append(
-                f"    device_mesh = jax.make_mesh({tuple(s.device_mesh.values())!r}, {axes!r})"
-            )
+            L += [
+                "    device_mesh = jax.make_mesh(",
+                f"        {tuple(s.device_mesh.values())!r},",
+                f"        {axes!r},",
+                "        devices=mesh_devices(NUM_DEVICES),",
+                "    )",
+            ]
         if use_shard_map:
             in_specs = "(" + "".join(f"{_spec(s.buffers[b].shape, axes)}, " for b in inputs) + ")"
             out_names = list(c.outputs) + [ref_keys[b] for b in refs]
@@ -463,26 +487,12 @@ def generate(
         "        return [jnp.asarray(v) for v in inputs.values()]",
         "    axes = tuple(device_mesh.axis_names)",
         "    return [",
-        "        jax.device_put(v, NamedSharding(device_mesh, P(axes) if v.ndim else P()))",
+        "        shard(v, NamedSharding(device_mesh, P(axes) if v.ndim else P()))",
         "        for v in inputs.values()",
         "    ]",
         "",
         "",
-        "def main(argv=None):",
-        "    argv = sys.argv[1:] if argv is None else argv",
-        '    fn, device_mesh = build(None if "--compile" in argv else INTERPRET)',
-        "    outputs = fn(*place(make_inputs(), device_mesh))",
-        "    outputs = {k: jax.device_get(outputs[k]) for k in OUTPUT_NAMES}",
-        '    if "--json" in argv:',
-        "        print(json.dumps(encode_outputs(outputs)))",
-        "    else:",
-        "        for name, value in outputs.items():",
-        '            print(f"{name}: shape={value.shape} dtype={value.dtype}")',
-        "            print(value)",
-        "",
-        "",
-        'if __name__ == "__main__":',
-        "    main()",
+        *_MAIN,
         "",
     ]
     return "\n".join(L)
@@ -503,17 +513,115 @@ def _support_source() -> str:
 
 
 def _device_count_preamble(ndev: int, has_mesh: bool) -> str:
-    """Simulated CPU devices must be requested before jax is imported."""
+    """Simulated CPU devices must be requested before jax is imported: all of the
+    mesh's in one process, an even share in each of several; a count already set is kept."""
     if not has_mesh or ndev <= 1:
         return ""
     return (
-        "import os\n\n"
-        "# Simulated CPU devices for the device mesh: must be set before jax starts.\n"
-        'os.environ["XLA_FLAGS"] = (\n'
-        '    os.environ.get("XLA_FLAGS", "")\n'
-        f'    + " --xla_force_host_platform_device_count={int(ndev)}"\n'
-        ")\n"
+        "# Simulated CPU devices for the device mesh (set before jax starts): one process\n"
+        "# has them all, each of several processes its share; a count already set is kept.\n"
+        'if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):\n'
+        '    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + (\n'
+        '        " --xla_force_host_platform_device_count="\n'
+        f"        + str(max(1, {int(ndev)} // launched_processes(os.environ)))\n"
+        "    )\n\n"
     )
+
+
+def cpu_limit_of(scenario: Scenario, interpret: str | None, analysis: Any = None) -> Any:
+    """``(code, field path)`` of the first thing JAX's CPU interpreter ``interpret``
+    (``"gpu"``, ``"hlo"``) cannot run of the call, or None (it can; or None: compiled).
+    ``analysis``: the scenario's, when the caller has it (for its own interpreter)."""
+    if interpret is None:
+        return None
+    from mpmd_lab.runtime import interpreter_limit
+
+    if analysis is None or interpret != scenario.run.interpret:
+        from mpmd_lab.validate import analyze
+
+        run = scenario.run.model_copy(update={"interpret": interpret})
+        analysis = analyze(scenario.model_copy(update={"run": run}), fixes=False)
+    d = next((d for d in analysis.diagnostics if interpreter_limit(d)), None)
+    return None if d is None else (d.code, d.path or "call")
+
+
+#: the exported file's docstring after its first line: how to run it, alone or per host
+_HEADER = """\
+Run it as one process (every device of this machine; CPU devices are simulated):
+
+    python this_file.py [--json] [--compile | --interpret] [--expect RUN.json]
+
+On a GPU the kernel is compiled and run; on a CPU it runs in JAX's Pallas interpreter
+(--compile, --interpret choose). Where JAX's CPU interpreter cannot run the call
+(CPU_LIMITS below) the file says so on a CPU and exits 2: there, simulate the scenario
+with `mpmd-lab run SCENARIO.json --backend simulate`. --expect compares the outputs
+with a `mpmd-lab run --json` result (or this file's own --json output): exit 1 when
+they differ.
+
+Or as one process per host (multi-controller JAX): the call's devices are split
+evenly over the processes, process 0's first; every process runs the call on the
+global mesh and process 0 gathers the outputs and prints them. On a GPU cluster:
+
+    srun --nodes=2 --ntasks-per-node=1 python this_file.py --json    (SLURM)
+    mpirun -n 2 -H host0,host1 python this_file.py --json            (Open MPI)
+
+JAX finds the coordinator itself. Without a launcher, on each host i of N:
+
+    MPMD_LAB_COORDINATOR=host0:PORT MPMD_LAB_NUM_PROCESSES=N MPMD_LAB_PROCESS_ID=i \\
+        python this_file.py
+
+On one machine with CPU devices: `mpmd-lab run SCENARIO.json --processes 2`, or the
+line above twice with MPMD_LAB_COORDINATOR=127.0.0.1:PORT (CPU devices talk through
+gloo; across processes the file runs JAX's HLO interpreter, as JAX's GPU interpreter
+hung there).
+See docs/CLUSTER.md in mpmd-lab.""".splitlines()
+
+#: the exported file's ``main``
+_MAIN = """\
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    processes = start_processes(os.environ)
+    compiled = "--compile" in argv or (jax.default_backend() == "gpu" and "--interpret" not in argv)
+    # across processes JAX's GPU interpreter hangs (jax 0.12, CPU): its HLO interpreter runs
+    mode = None if compiled else INTERPRET if processes == 1 else "hlo"
+    if mode is not None and CPU_LIMITS.get(mode) is not None:
+        print(
+            "JAX's %s interpreter cannot run this call (%s at %s)" % (mode, *CPU_LIMITS[mode])
+            + ": run this file on a GPU, or simulate the scenario on this machine: "
+            "mpmd-lab run SCENARIO.json --backend simulate",
+            file=sys.stderr,
+        )
+        return 2
+    if processes > 1 and not DEVICE_MESH:
+        print("this call runs on one device: launch it as one process", file=sys.stderr)
+        return 2
+    fn, device_mesh = build(mode)
+    outputs = fn(*place(make_inputs(), device_mesh))
+    outputs = {k: fetch(outputs[k]) for k in OUTPUT_NAMES}  # every process takes part
+    if jax.process_index() != 0:
+        return 0
+    if "--json" in argv:
+        print(json.dumps(encode_outputs(outputs)))
+    else:
+        for name, value in outputs.items():
+            print(f"{name}: shape={value.shape} dtype={value.dtype}")
+            print(value)
+    if "--expect" in argv:
+        with open(argv[argv.index("--expect") + 1]) as f:
+            expected = json.load(f)
+        expected = expected["outputs"] if "status" in expected else expected
+        got = encode_outputs(outputs)
+        differ = [k for k in OUTPUT_NAMES if got[k] != expected.get(k)]
+        if differ:
+            print("outputs differ from the expected ones: " + ", ".join(differ), file=sys.stderr)
+            return 1
+        print("outputs equal the expected ones", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+""".splitlines()
 
 
 def global_shape(shape: list[int], num_devices: int) -> tuple[int, ...]:

@@ -1,21 +1,32 @@
 """Run the gallery on a real GPU and compare with the CPU interpreter.
 
-    python -m mpmd_lab.gpucheck [NAME ...] [--timeout S] [--json]
+    python -m mpmd_lab.gpucheck [NAME ...] [--timeout S] [--json] [--hosts [--cpu]]
 
 Single-device scenarios compile and run on the GPU (``gpu-run``); cross-device ones
 are lowered for the GPU (``jax.export`` for ``cuda``) and run only where the machine
 has as many GPUs as the scenario has devices. Each is compared with ``run(...,
 backend="interpret")`` on the CPU. Prints a table; exits 0 when nothing disagrees,
 1 on a mismatch, 2 when no CUDA GPU (compute capability >= 9.0) is visible.
+
+``--hosts``: launched once per host (``srun ... python -m mpmd_lab.gpucheck --hosts``, or
+with the ``MPMD_LAB_*`` variables, docs/CLUSTER.md), every process joins
+``jax.distributed``; each scenario whose devices split evenly over the processes runs
+compiled on the global GPU mesh (the exported file's own functions, every process in the
+same order), and process 0 compares the gathered outputs with the single-process CPU
+interpreter run and prints the table. ``--cpu`` rehearses that on CPU devices, with JAX's
+HLO interpreter standing in for the GPU (what ``mpmd-lab run --processes`` runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from mpmd_lab import gallery, probe, runtime
@@ -133,6 +144,75 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _across_hosts(s: Scenario, processes: int, devices: int, cpu: bool) -> Any:
+    """The scenario run on the global mesh by this process (all processes do the same):
+    a ProbeResult, or the reason it is not run (a str)."""
+    from mpmd_lab import codegen, ladder, multihost
+
+    ndev = probe.devices_of(s)
+    if cpu:
+        why = multihost.refusal(s, processes, None)
+    elif s.device_mesh is None or ndev % processes or ndev > devices:
+        why = f"{ndev} devices do not split evenly over {processes} processes of {devices}"
+    else:
+        why = None
+    if why is not None:
+        return why
+    mode = multihost.MODE if cpu else None
+    stage = "interpret" if cpu else "gpu-run"
+    try:
+        source = codegen.generate(s, interpret=mode, detect_races=False, cpu_limits=False)
+    except codegen.CodegenError as e:
+        return f"cannot be exported: {e}"
+    t0 = time.perf_counter()
+    r = ladder.climb(source, ["build", "trace", stage], mode=mode, processes=True)
+    return probe.ProbeResult(
+        ok=r["ok"],
+        stage=r["stage"],
+        error_type=r["error_type"],
+        message=r["message"],
+        code=None if r["ok"] else probe._code(r["error_type"], r["message"]),
+        outputs=r["outputs"],
+        seconds=time.perf_counter() - t0,
+        stages=runtime.GPU_STAGES,  # cpu: the HLO interpreter stands for the GPU run
+        devices=ndev,
+        platform="cpu" if cpu else "gpu",
+    )
+
+
+def main_hosts(names: Sequence[str], timeout: float, as_json: bool, cpu: bool) -> int:
+    """``--hosts``: this process is one of several (see the module docstring)."""
+    import jax
+    from mpmd_lab.callsupport import start_processes
+
+    processes = start_processes(os.environ)
+    devices = jax.device_count()
+    if not cpu and jax.default_backend() != "gpu":
+        print("no GPU is visible to JAX in this process (--cpu rehearses on CPUs)", file=sys.stderr)
+        return 2
+    # every process runs every scenario in the same order: the runs are collective
+    results = {n: _across_hosts(gallery.load(n), processes, devices, cpu) for n in names}
+    if jax.process_index() != 0:
+        return 0
+    rows = []
+    for n, res in results.items():
+        s = gallery.load(n)
+        if isinstance(res, str):
+            rows.append(Row(n, probe.devices_of(s), "-", "-", "skipped", res))
+            continue
+        rows.append(compare(n, runtime.run(s, "interpret", timeout=timeout), res))
+    where = f"{processes} processes x {devices // processes} {jax.default_backend()} devices"
+    if cpu:
+        where += " (a rehearsal: JAX's HLO interpreter stands for the GPU)"
+    if as_json:
+        print(json.dumps({"hosts": where, "rows": [asdict(r) for r in rows]}, indent=2))
+    else:
+        print(where)
+        print(format_table(rows))
+    bad = [r for r in rows if r.verdict in FAILING]
+    return 1 if bad else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m mpmd_lab.gpucheck", description=__doc__.split("\n")[0]
@@ -140,7 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("names", nargs="*", metavar="NAME", help="gallery scenarios (default: all)")
     p.add_argument("--timeout", type=float, default=180.0)
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--hosts", action="store_true", help="one of several processes, one per host")
+    p.add_argument("--cpu", action="store_true", help="with --hosts: rehearse on CPU devices")
     args = p.parse_args(argv)
+    if args.hosts:
+        return main_hosts(args.names or gallery.names(), args.timeout, args.json, args.cpu)
     info = runtime.gpu_info()
     if info is None or not runtime.has_gpu():
         print(

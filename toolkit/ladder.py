@@ -92,6 +92,7 @@ def climb(
     on_stage: Callable[[str], None] | None = None,
     name: str = "mpmd_lab_scenario",
     reuse: bool = False,
+    processes: bool = False,
 ) -> dict[str, Any]:
     """Take the call of ``source`` up ``stages`` (``build`` always runs first).
 
@@ -101,6 +102,10 @@ def climb(
     is then True). Returns ``{"ok", "stage" (where it failed, else None),
     "error_type", "qualname", "message", "traceback", "outputs" (numpy, after a run
     stage), "nan" (unwritten floats per output), "poisoned", "cached"}``.
+
+    ``processes``: this is one of several controller processes (the source's
+    ``start_processes`` joins them from the environment; every process takes part in
+    fetching the outputs).
     """
     import jax
 
@@ -121,6 +126,8 @@ def climb(
     try:
         enter("build")
         ns = load(source, name)
+        if processes:
+            ns["start_processes"](os.environ)
         fn: Any = None
         args: Any = None
         if wanted & {"build", "trace", "gpu-lower", "gpu-run"}:
@@ -141,7 +148,8 @@ def climb(
                 fn, mesh = ns["build"](mode, bool(detect_races))
                 args = ns["place"](ns["make_inputs"](), mesh)
             enter(run_stage)
-            _run(result, fn, args, ns.get("OUTPUT_NAMES"), run_stage, detect_races)
+            names = ns.get("OUTPUT_NAMES")
+            _run(result, fn, args, names, run_stage, detect_races, ns.get("fetch"))
             if reuse and _nbytes(args) <= MAX_CACHED_BYTES:
                 _CALLS[key] = (fn, args, ns.get("OUTPUT_NAMES"))
                 while len(_CALLS) > MAX_CACHED_CALLS:
@@ -170,12 +178,19 @@ def _result(cached: bool) -> dict[str, Any]:
 
 
 def _run(
-    result: dict[str, Any], fn: Any, args: Any, names: Any, run_stage: str, detect_races: bool
+    result: dict[str, Any],
+    fn: Any,
+    args: Any,
+    names: Any,
+    run_stage: str,
+    detect_races: bool,
+    fetch: Any = None,
 ) -> None:
     """The run stage: the outputs (numpy) and their unwritten floats; a race the GPU
-    interpreter recorded fails it. ``poisoned`` while an interpreter run is unfinished."""
+    interpreter recorded fails it. ``poisoned`` while an interpreter run is unfinished.
+    ``fetch``: the source's own (it gathers a global array over processes)."""
     result["poisoned"] = run_stage == "interpret"
-    outputs = _outputs(fn(*args), names)
+    outputs = _outputs(fn(*args), names, fetch)
     if run_stage == "interpret" and detect_races and races_found():
         raise RuntimeError("RACE DETECTED (recorded by the GPU interpreter's get_races())")
     result.update(outputs=outputs, nan=_nan(outputs), poisoned=False)
@@ -197,11 +212,13 @@ def _failed(result: dict[str, Any], e: BaseException, stage: str) -> None:
         reset_interpreter()
 
 
-def _outputs(outs: Any, names: Any) -> dict[str, Any]:
+def _outputs(outs: Any, names: Any, fetch: Any = None) -> dict[str, Any]:
     import jax
     import numpy as np
 
     keys = names if names is not None else list(outs)
+    if fetch is not None:
+        return {k: fetch(outs[k]) for k in keys}
     return {k: np.asarray(jax.device_get(outs[k])) for k in keys}
 
 

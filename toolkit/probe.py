@@ -259,7 +259,7 @@ def probe(
     base: dict[str, Any] = {"stages": stages, "devices": ndev, "platform": platform}
     t0 = time.perf_counter()
     try:
-        source = generate(scenario, interpret=mode, detect_races=races)
+        source = generate(scenario, interpret=mode, detect_races=races, cpu_limits=False)
     except CodegenError as e:
         return ProbeResult(
             ok=False,

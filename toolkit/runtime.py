@@ -353,12 +353,52 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
     )
 
 
+def _run_processes(
+    scenario: Scenario,
+    backend: str,
+    processes: int,
+    local_devices: int | None,
+    timeout: float,
+    on_progress: ProgressFn | None,
+    analysis: Any,
+) -> RunResult:
+    """``run`` as several local controller processes (``mpmd_lab.multihost``)."""
+    from mpmd_lab import multihost
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; backends are {', '.join(BACKENDS)}")
+    why = {
+        "gpu": "a GPU run across processes is the exported file's: launch it once per host "
+        "(docs/CLUSTER.md)",
+        "simulate": "the simulator runs as one process",
+    }.get(backend) or multihost.refusal(scenario, processes, local_devices, analysis)
+    if why is not None:
+        msg = f"cannot run as {processes} processes: {why}"
+        res = _error(scenario, backend, "PROCESSES_UNSUPPORTED", "ValueError", msg, "interpret")
+        res.reason = f"{processes} processes asked for"
+        return res
+    r = multihost.probe(
+        scenario,
+        INTERPRET_STAGES,
+        processes=processes,
+        local_devices=local_devices,
+        timeout=timeout,
+        on_progress=on_progress,
+    )
+    res = _from_probe(scenario, "interpret", r, analysis)
+    local = local_devices or probe.devices_of(scenario) // processes
+    res.reason = f"{processes} processes x {local} CPU devices, in {multihost.WHY_HLO}"
+    return res
+
+
 def run(
     scenario: Scenario,
     backend: Backend | str = "auto",
     timeout: float = 120.0,
     on_progress: ProgressFn | None = None,
     analysis: Any = None,
+    processes: int = 1,
+    local_devices: int | None = None,
 ) -> RunResult:
     """Run the scenario's call on ``backend``; every JAX failure comes back as data.
 
@@ -367,6 +407,9 @@ def run(
     ``RUN_TIMEOUT``, a dead child as ``RUN_CRASHED``. ``on_progress(stage, fraction)`` is
     called as the run goes through its stages. ``analysis``: the scenario's
     ``validate.analyze`` result when the caller has it.
+    ``processes``: run it as that many JAX controller processes on this machine
+    (``mpmd_lab.multihost``; each with ``local_devices`` CPU devices, by default its
+    share of the call's), as a cluster runs one process per host.
     """
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout={timeout!r}: give a positive, finite number of seconds")
@@ -377,6 +420,10 @@ def run(
         analysis = analyze(scenario)
     checked = time.perf_counter() - t0
     left = round(timeout - checked, 2)  # (the messages name it)
+    if processes != 1:
+        return _run_processes(
+            scenario, backend, processes, local_devices, left, on_progress, analysis
+        )
     res = _run_checked(scenario, backend, left, on_progress, analysis)
     res.check_seconds = checked
     res.wall_seconds = max(res.wall_seconds, res.seconds) + checked

@@ -481,7 +481,8 @@ class Session:
     # ------------------------------------------------------------ running, exporting
 
     def run(self, backend: str = "auto", **kwargs: Any) -> Any:
-        """Run this version (``runtime.run``); the result is kept as ``last_run``."""
+        """Run this version (``runtime.run``; ``processes=N``: as N JAX controller
+        processes here); the result is kept as ``last_run``."""
         from mpmd_lab import runtime
 
         version = self.version
@@ -494,7 +495,7 @@ class Session:
         """The plain JAX program of this version (``codegen.generate``)."""
         from mpmd_lab import codegen
 
-        return codegen.generate(self.scenario)
+        return codegen.generate(self.scenario, analysis=self.analysis)
 
     def graph(self, access_log: Any = None) -> Any:
         """The aliasing graph model of this version (``graph.build_graph``)."""

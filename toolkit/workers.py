@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 #: Seconds a fresh worker may take to import JAX (not counted in a probe's timeout).
 STARTUP_TIMEOUT = 180.0
@@ -338,6 +338,10 @@ class Worker:
                 continue
             return msg["result"]
 
+    def kill(self) -> None:
+        """Kill the worker's process group now (``close`` reaps it)."""
+        _kill_group(self.pid)
+
     def close(self) -> None:
         """Kill the worker (its whole process group) and reap it."""
         if not self._dead:
@@ -373,15 +377,25 @@ class Worker:
 _LOCK = threading.RLock()
 _POOL: dict[tuple[int, str], Worker] = {}
 
-#: the worker serving a request now (``cancel`` stops it); its own lock, not _LOCK,
+
+class Busy(Protocol):
+    """What serves the request in progress: a worker, or the processes of a
+    multi-process run (``mpmd_lab.multihost``)."""
+
+    cancelled: bool
+
+    def kill(self) -> None: ...
+
+
+#: what serves a request now (``cancel`` stops it); its own lock, not _LOCK,
 #: which the running request holds
-_BUSY: list[Worker] = []
+_BUSY: list[Busy] = []
 _BUSY_LOCK = threading.Lock()
 #: set by ``cancel``: the run in progress (or starting) stops, cleared by the next run
 CANCELLED = threading.Event()
 
 
-def busy(w: Worker | None) -> None:
+def busy(w: Busy | None) -> None:
     """Mark ``w`` as serving the request in progress (None: done)."""
     with _BUSY_LOCK:
         _BUSY[:] = [w] if w is not None else []
@@ -396,7 +410,7 @@ def cancel() -> bool:
     if w is None:
         return _pool_in_use()
     w.cancelled = True
-    _kill_group(w.pid)
+    w.kill()
     return True
 
 
