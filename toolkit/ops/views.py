@@ -122,8 +122,6 @@ def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    # (Ix(kind, start, size, lo, hi, stride, legacy) positionally: keywords cost more
-    # than the object, once per entry of every index)
     kind = type(e)
     # an entry model first, told by its class (the entry models have no subclasses, and
     # none is a bool, int, str or list: each isinstance test an object fails is slow)
@@ -146,20 +144,8 @@ def resolve_entry(e: Any) -> Ix:
 
 
 def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
-    """``Ix("ds", start, size, None, None, stride, legacy)`` (a block or pid entry), its
-    fields stored on a new object: calling the class cost more, once per entry."""
-    ix = _new(Ix)
-    ix.kind = "ds"
-    ix.start = start
-    ix.size = size
-    ix.lo = None
-    ix.hi = None
-    ix.stride = stride
-    ix.legacy = legacy
-    return ix
-
-
-_new = object.__new__
+    """A block or pid entry: ``pl.ds(start, size)`` with its stride and where it came from."""
+    return Ix("ds", start, size, None, None, stride, legacy)
 
 
 def _entry_repr(e: Any) -> str:
@@ -468,28 +454,20 @@ class At(TransformOp):
                     if r.axis is not None:
                         out = None
                         continue
-                    # (its fields stored on a new object, as ``_ds`` makes an Ix: once per
-                    # dim of every view a kernel axis slices)
-                    dim = _new(Dim)
-                    dim.start = r.start + start * r.step
-                    dim.size = size
-                    dim.step = r.step
-                    dim.axis = axis
-                    dim.stride = stride * r.step
-                    out[bd] = dim
+                    out[bd] = Dim(r.start + start * r.step, size, r.step, axis, stride * r.step)
                 elif start or size != r.size:
                     out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
                 keep.append(bd)  # (a whole dim: unchanged)
-        if out is None:
-            after = view_info(ref, tuple(new_shape), None, None)
-        else:
-            after = view_info(ref, tuple(new_shape), tuple(out), tuple(keep))
-        after.sliced = True
-        if has_int:
-            after.int_indexed = True
-        after.dynamic = dynamic
-        if ints:
-            after.int_indices = ref.int_indices + ints
+        after = view_info(
+            ref,
+            tuple(new_shape),
+            None if out is None else tuple(out),
+            None if out is None else tuple(keep),
+            sliced=True,
+            int_indexed=ref.int_indexed or has_int,
+            dynamic=dynamic,
+            int_indices=ref.int_indices + ints if ints else ref.int_indices,
+        )
         return after, None, notes
 
     @functools.cached_property
@@ -747,12 +725,10 @@ class Reshape(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), ()
-        same = target == ref.shape
-        if same:
-            after = view_info(ref, target, ref.region, ref.view_dims)
+        if target == ref.shape:
+            after = view_info(ref, target, ref.region, ref.view_dims, reshaped=True)
         else:
-            after = view_info(ref, target, None, None)
-        after.reshaped = True
+            after = view_info(ref, target, None, None, reshaped=True)
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
@@ -854,9 +830,8 @@ class Transpose(TransformOp):
             tuple([shape[p] for p in perm]),
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
+            transposed=ref.transposed or perm != tuple(range(rank)),
         )
-        if perm != tuple(range(rank)):
-            after.transposed = True
         return after, None, ()
 
     def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
