@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
@@ -85,23 +85,10 @@ def _op(t: Any) -> str:
 
 
 def _get(t: Any, name: str, default: Any = None) -> Any:
+    """A field of a transform or index entry, in its model or JSON (dict) form."""
     if isinstance(t, dict):
         return t.get(name, default)
-    d: Any = getattr(t, "__dict__", ())
-    if name in d:
-        # (the instance's own value, read from its dict: a model's getattr goes through
-        # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
-        return d[name]
-    if _defines(t.__class__, name):
-        return getattr(t, name, default)
-    return default  # found nowhere: no lookup that fails (a model's miss raises inside)
-
-
-@functools.cache
-def _defines(cls: type, name: str) -> bool:
-    """Whether a class of ``cls``'s MRO defines ``name`` (per class and name, not per
-    object: the MRO walk of ``_get``'s every miss, e.g. ``ds`` of a block index)."""
-    return any(name in k.__dict__ for k in cls.__mro__)
+    return getattr(t, name, default)
 
 
 def _tuple(shape: Sequence[int]) -> str:
@@ -945,11 +932,6 @@ class _T(NamedTuple):
         return self.name
 
 
-#: ``_T`` of all four fields as one tuple (``tuple.__new__``: its own constructor with a
-#: keyword costs ~2.5k instructions more; once per step of a view the commute rules follow)
-_new_t: Callable[[tuple[str, Any, str, int]], _T] = functools.partial(tuple.__new__, _T)
-
-
 #: dtypes numpy itself defines print as ``dtype('float32')``; ml_dtypes' as ``dtype(bfloat16)``
 _NUMPY_DTYPES = {
     "float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool"
@@ -963,11 +945,6 @@ def _dtype_repr(dtype: str) -> str:
 
 #: an integer index (immutable: one for every entry that is one)
 _IX_INT = _Ix("int")
-#: ``_Ix`` of all five fields as one tuple: a NamedTuple's ``__new__`` is a Python
-#: function, ``tuple.__new__`` is not (once per entry of every index the rules fold)
-_new_ix: Callable[[tuple[str, int | None, int, int, str]], _Ix] = functools.partial(
-    tuple.__new__, _Ix
-)
 _DYN_START = "JitTracer(int32[])"
 
 
@@ -1004,7 +981,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
     for k, d in enumerate(shape):
         e = entries[k] if k < n else None
         if e is None:
-            out.append(_new_ix(("slice", 0, d, 1, "")))
+            out.append(_Ix("slice", 0, d, 1, ""))
             continue
         form = _entry_form(e.__class__)
         if form == _BOOL:
@@ -1015,17 +992,17 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
-            out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
+            out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
         else:
             ds = _get(e, "ds")
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
-                out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
+                out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
             elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
-                out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
+                out.append(_Ix("slice", ds[0], ds[1], 1, ""))
             else:
-                out.append(_new_ix(("slice", None, _get(e, "size"), 1, _DYN_START)))
+                out.append(_Ix("slice", None, _get(e, "size"), 1, _DYN_START))
     return out
 
 
@@ -1049,9 +1026,9 @@ def jax_transforms(
     out: list[_T] = []
     for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
         if _op(t) == "tiling":
-            out.append(_new_t(("untile", tuple(_get(t, "tile")), "", -1)))
+            out.append(_T("untile", tuple(_get(t, "tile")), "", -1))
         elif _op(t) == "swizzle":
-            out.append(_new_t(("unswizzle", _get(t, "bytes"), "", -1)))
+            out.append(_T("unswizzle", _get(t, "bytes"), "", -1))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
@@ -1060,30 +1037,30 @@ def jax_transforms(
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_new_t(("index", (tuple(idx), cur), "", i)))
+            out.append(_T("index", (tuple(idx), cur), "", i))
             cur = tuple([i.size for i in idx if i.kind != "int"])
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_new_t(("reshape", new, "", i)))
+            out.append(_T("reshape", new, "", i))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_new_t(("transpose", perm, "", i)))
+            out.append(_T("transpose", perm, "", i))
             cur = tuple([cur[p] for p in perm])
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_new_t(("bitcast", new, "", i)))
+            out.append(_T("bitcast", new, "", i))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_new_t(("other", None, other_repr(t), i)))
+            out.append(_T("other", None, other_repr(t), i))
     return out
 
 
