@@ -1393,11 +1393,30 @@ def view_lowering_error_at(
 # (in elements of the untransformed ref) the same way.
 
 
-#: A memref as the lowering types it: ``(shape, strides, identity)``, ``identity``
-#: whether its layout is still the identity (the untransformed ref: folds need no
-#: contiguity check). A plain tuple (a NamedTuple costs ~1.7k instructions more to make
-#: and free; one or more per view the lowering follows).
-Memref = tuple[tuple[int, ...], tuple[int, ...], bool]
+class Memref(NamedTuple):
+    """A memref as the lowering types it: its ``shape`` and ``strides`` (in elements of
+    the untransformed ref), ``identity`` whether its layout is still the identity (the
+    untransformed ref: folds need no contiguity check)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    identity: bool
+
+
+class Unmade(NamedTuple):
+    """The first reshape of a view the lowering cannot make: its error and position."""
+
+    error: JaxError
+    pos: int
+
+
+class MemrefFold(NamedTuple):
+    """What ``view_memref`` says of a view: its ``memref`` (None where it is not
+    followed: a bitcast, a step the trace rejects) and the first reshape the lowering
+    cannot make (``unmade``, None: none)."""
+
+    memref: Memref | None
+    unmade: Unmade | None
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -1428,8 +1447,8 @@ def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
 
 def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | None]:
     """``memref_fold``: the ``rank`` dims from ``dim`` become one."""
-    shape, strides = list(m[0]), list(m[1])
-    identity = m[2]
+    shape, strides = list(m.shape), list(m.strides)
+    identity = m.identity
     if not (identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
         m, dim, dim + rank
     ):
@@ -1441,12 +1460,12 @@ def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | Non
         )
     shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
     strides[dim : dim + rank] = [strides[dim + rank - 1]]
-    return (tuple(shape), tuple(strides), identity), None
+    return Memref(tuple(shape), tuple(strides), identity), None
 
 
 def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
     """``memref_unfold``: dim ``dim`` becomes ``factors``."""
-    shape, strides = list(m[0]), list(m[1])
+    shape, strides = list(m.shape), list(m.strides)
     prev = strides[dim]
     inserted = []
     for f in reversed(list(factors)):
@@ -1454,7 +1473,7 @@ def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
         prev *= f
     shape[dim : dim + 1] = list(factors)
     strides[dim : dim + 1] = list(reversed(inserted))
-    return (tuple(shape), tuple(strides), m[2])
+    return Memref(tuple(shape), tuple(strides), m.identity)
 
 
 def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
@@ -1463,11 +1482,11 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
-    if m[2]:
+    if m.identity:
         # the untransformed ref (contiguous): every parallel fold and unfold, or the one
         # fold and unfold of a contiguous memref, gives the target's contiguous strides
         target = tuple(target)
-        return (target, contiguous_strides(target), True), None
+        return Memref(target, contiguous_strides(target), True), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1477,11 +1496,11 @@ def _memref_reshape(
 ) -> tuple[Memref | None, JaxError | None, bool]:
     """``memref_reshape`` and whether it folds any dims."""
     target = tuple(target)
-    if m[0] == target:
+    if m.shape == target:
         return m, None, False
-    if not m[0] or not target:
-        return (target, (1,) * len(target), m[2]), None, not target
-    sh0, sh1 = list(m[0]), list(target)
+    if not m.shape or not target:
+        return Memref(target, (1,) * len(target), m.identity), None, not target
+    sh0, sh1 = list(m.shape), list(target)
     cur = m
     i0 = i1 = 0
 
@@ -1500,8 +1519,8 @@ def _memref_reshape(
     def not_parallel() -> tuple[Memref | None, JaxError | None, bool]:
         if _contiguous(m):
             flat = contiguous_strides(target)
-            minor = m[1][-1] if m[1] else 1
-            return (target, tuple(s * minor for s in flat), m[2]), None, True
+            minor = m.strides[-1] if m.strides else 1
+            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
         return (
             None,
             JaxError(
@@ -1551,27 +1570,27 @@ def _memref_reshape(
 def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
     only unfolds (expands) them."""
-    m = (tuple(shape), contiguous_strides(shape), False)
+    m = Memref(tuple(shape), contiguous_strides(shape), False)
     return _memref_reshape(m, target)[2]
 
 
-def view_memref(
-    shape: Sequence[int], view: Sequence[Any]
-) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+#: a view whose memref is not followed
+_UNFOLLOWED = MemrefFold(None, None)
+
+
+def view_memref(shape: Sequence[int], view: Sequence[Any]) -> MemrefFold:
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    return view_memref_from((tuple(shape), contiguous_strides(shape), True), view)
+    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape), True), view)
 
 
-def view_memref_from(
-    m: Memref | None, view: Sequence[Any], offset: int = 0
-) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> MemrefFold:
     """``view_memref`` continued: the steps ``view`` applied to the memref ``m`` of the
     view they extend (``offset``: how many steps came before them, for the position)."""
     for i, t in enumerate(view, offset):
         if m is None:
-            return None, None
+            return _UNFOLLOWED
         raw = isinstance(t, dict)  # (once: a failing isinstance of an op model is not free)
         op = t["op"] if raw else t.op  # (``_op``, once per step of a view)
         if op == "at":
@@ -1582,7 +1601,7 @@ def view_memref_from(
             shape, strides, _ = m
             ix = _index_entries(index, shape[:n])
             if ix is None:
-                return None, None
+                return _UNFOLLOWED
             # the dims an integer index leaves (one pass, both lists)
             sizes: list[int] = []
             kept: list[int] = []
@@ -1590,29 +1609,29 @@ def view_memref_from(
                 if kind != "int":
                     sizes.append(size)
                     kept.append(strides[k])
-            m = ((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
+            m = Memref((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
         elif op == "transpose":
             # (an op's perm is a list of ints already: its field is StrictInt)
             perm = [int(p) for p in t.get("perm")] if raw else t.perm
             shape, strides, _ = m
             if sorted(perm) != list(range(len(shape))):
-                return None, None
-            m = (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+                return _UNFOLLOWED
+            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
         elif op == "reshape":
-            target = _resolve_reshape(_get(t, "shape"), math.prod(m[0]))
+            target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
-                return None, None
+                return _UNFOLLOWED
             m, e = memref_reshape(m, target)
             if e is not None:
-                return None, (e, i)
+                return MemrefFold(None, Unmade(e, i))
         elif op == "bitcast":
-            return None, None
-    return m, None
+            return _UNFOLLOWED
+    return MemrefFold(m, None)
 
 
 def minor_strided(m: Memref | None) -> bool:
     """Whether the memref's minor dim is not unit-stride (True when unknown)."""
-    return m is None or (bool(m[0]) and m[1][-1] != 1)
+    return m is None or (bool(m.shape) and m.strides[-1] != 1)
 
 
 # ---------------------------------------------------------------- TMA copies from SMEM
@@ -1658,7 +1677,7 @@ def _tiled_view_memref(
             del d
         dims, logical = keep, new_logical
     out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
-    return (tuple(s for s, _ in out), tuple(st for _, st in out), False)
+    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
 
 
 def tma_smem_error(
@@ -1707,9 +1726,9 @@ def tma_smem_error(
             f"swizzle to memref with shape {_tuple(dst_shape)}.",
             "gpu-lower",
         )
-    if m is None or not m[0]:
+    if m is None or not m.shape:
         return None
-    m_shape, m_strides, _ = m
+    m_shape, m_strides = m.shape, m.strides
     moved = m_strides[-1] != 1
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
     if moved and kinds == ["tiling", "swizzle"] and flat_tile:
@@ -1718,7 +1737,7 @@ def tma_smem_error(
     # is the view's with its dims in memory order
     # (stable: dims of equal strides keep their order)
     order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
-    ms = (tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
+    ms = Memref(tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     for st in contiguous_strides(dst_shape)[:-1]:
         if st * dtype_bits % 128:
@@ -1732,7 +1751,7 @@ def tma_smem_error(
     tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
     pm = ms if tile is None else tiled
     if pm is not None:
-        full = list(pm[0])
+        full = list(pm.shape)
     else:  # a view of more than indices: the box is the tiled allocation's
         full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
     box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
@@ -1796,7 +1815,7 @@ def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError
 def smem_memref_contiguity_error(m: Memref | None) -> JaxError | None:
     """``smem_contiguity_error`` of the view's memref (``view_memref``), where the caller
     has it."""
-    if m is None or not m[0] or 1 in m[1]:
+    if m is None or not m.shape or 1 in m.strides:
         return None
     return JaxError(
         "SMEM_NOT_CONTIGUOUS",
