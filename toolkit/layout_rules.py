@@ -976,8 +976,6 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
     if n > len(shape):
         return None
     out: list[_Ix] = []
-    # (each _Ix made of all its fields at once, ``_new_ix``: a NamedTuple's own
-    # constructor costs more than the tuple, once per entry of every index folded)
     for k, d in enumerate(shape):
         e = entries[k] if k < n else None
         if e is None:
@@ -1591,8 +1589,8 @@ def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> 
     for i, t in enumerate(view, offset):
         if m is None:
             return _UNFOLLOWED
-        raw = isinstance(t, dict)  # (once: a failing isinstance of an op model is not free)
-        op = t["op"] if raw else t.op  # (``_op``, once per step of a view)
+        raw = isinstance(t, dict)
+        op = t["op"] if raw else t.op
         if op == "at":
             # (the op's own index, read directly, not copied: it is only read)
             index: Any = t.get("index") if raw else t.index

@@ -97,10 +97,7 @@ class Op(Model):
 
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
-        for _, e in self.exprs():  # (a loop: a generator in any() costs more)
-            if fn in e.calls():
-                return True
-        return False
+        return any(fn in e.calls() for _, e in self.exprs())
 
     @classmethod
     def op_name(cls) -> str:

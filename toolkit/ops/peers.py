@@ -339,10 +339,7 @@ class ClusterRef(TransformOp):
         return first_unbound(self._written(), bound)
 
     def uses_call(self, fn: str) -> bool:
-        for e in self._written():  # (a loop: a generator costs more than a block's few)
-            if fn in e.calls():
-                return True
-        return False
+        return any(fn in e.calls() for e in self._written())
 
     def label(self) -> str:
         return (

@@ -231,8 +231,7 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        # (a comprehension: ``map`` calls a Python function from C, which costs more)
-        return tuple([resolve_entry(e) for e in self.index])
+        return tuple(resolve_entry(e) for e in self.index)
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""
@@ -367,10 +366,7 @@ class At(TransformOp):
         ints: tuple[tuple[int, int], ...] = ()
         has_int = False
         dynamic = ref.dynamic
-        k = -1  # (counted: ``enumerate`` costs more than the one or two dims of most views)
-        for d in shape:  # (one ix per dim; indexed: zip(strict=) builds a dict)
-            k += 1
-            ix = ixs[k]
+        for k, (d, ix) in enumerate(zip(shape, ixs, strict=True)):
             if oob is not None and oob[1] == k:
                 e = oob[0]
                 return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes

@@ -50,7 +50,6 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    # (each asked only where it has something to check: a call is ~400 instructions)
     if c.scratch and _scratch_lowering(ctx):
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
@@ -154,11 +153,7 @@ class LowerCtx:
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
         #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
-        self.layouts = False
-        for sc in ctx.s.call.scratch.values():  # (no generator: it costs more than a loop)
-            if sc.transforms:
-                self.layouts = True
-                break
+        self.layouts = any(sc.transforms for sc in ctx.s.call.scratch.values())
         #: errors of later lowering phases, in statement order, each with its phase's
         #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
         #: built, layout inference (deriving constraints, solving them, assigning the
@@ -212,7 +207,7 @@ class LowerCtx:
             at = len(y.parent.stack)
         if not (tangled and reshape) or stop is None:  # (all three stay so once set)
             for k, (_, t) in enumerate(own, at):
-                op = t.op  # (read once)
+                op = t.op
                 if op == "transpose":
                     moved = True
                 elif op == "bitcast":
@@ -535,7 +530,7 @@ def _may_stop(t: Any) -> bool:
     """Whether a view step other than a reshape may stop ``_apply_steps`` (a reshape
     stops it where the lowering cannot make it: ``LowerCtx.memref`` says which, once per
     view, and ``_View``'s ``reshape`` says whether to ask)."""
-    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
+    op = t.op
     if op == "at":
         for ix in t.entries():
             if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
