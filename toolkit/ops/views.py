@@ -115,28 +115,22 @@ class Ix(Record):
 _ALL = Ix("all")
 
 
-_INT_OR_TEXT = (int, str)
-
-
 def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    kind = type(e)
-    # an entry model first, told by its class (the entry models have no subclasses, and
-    # none is a bool, int, str or list: each isinstance test an object fails is slow)
-    if kind is BlockIndex:
+    if isinstance(e, BlockIndex):
         stride = e.size if e.stride is None else e.stride
         start = E.scaled(E.Name(e.block), stride)
         return _ds(start, e.size, stride, ("block", e.block))
-    if kind is DsIndex:
+    if isinstance(e, DsIndex):
         return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
-    if kind is PidIndex:
+    if isinstance(e, PidIndex):
         start = E.scaled(E.Call("program_id", e.pid), e.size)
         return _ds(start, e.size, e.size, ("pid", e.pid))
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
-    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
+    if isinstance(e, int | str):
         return Ix("int", E.parse(e))
     if isinstance(e, list):
         return Ix("slice", None, None, e[0], e[1])

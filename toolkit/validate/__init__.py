@@ -78,16 +78,14 @@ def analyze(
     # costs time (it grows with the heap); the collector resumes at the end
     collecting = gc.isenabled()
     gc.disable()
-    # (stage, time.perf_counter() after it), from the start: only when timed, and added
-    # up into ``timings`` at the end (no call per stage)
+    # (stage, clock() after it), from the start: only when timed, added up at the end
     marks = None if timings is None else [("", clock())]
     try:
         ctx = Ctx(s, resolve(s))
         if marks is not None:
             marks.append(("resolve", clock()))
         check_build(ctx)
-        # (a list, not a generator: most checks have no diagnostic here)
-        ctx.build_failed = any([d.is_error and d.stage in ("schema", "build") for d in ctx.diags])
+        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
         if marks is not None:
             marks.append(("build", clock()))
         for stage, rule in stages:
@@ -111,8 +109,7 @@ def analyze(
 
 
 #: ``(check_build, ((stage, rule), ...))``: the rule modules, imported by the first check
-#: (the race check brings the engine and numpy, which importing this package does not);
-#: an import statement per rule cost each check ~14k instructions
+#: (the race check brings the engine and numpy, which importing this package does not)
 _RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
 
 
