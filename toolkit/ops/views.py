@@ -10,13 +10,13 @@ its label and what the simulator does with it.
 import functools
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
-from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
+from mpmd_lab.ops.base import Actor, Fit, InterpLimit, SourceWriter, TransformOp, ViewContext
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import (
     OUTSIDE,
@@ -29,6 +29,9 @@ from mpmd_lab.shapes import (
     view_info,
 )
 from pydantic import Field, StrictInt, model_validator
+
+if TYPE_CHECKING:
+    from mpmd_lab.memory import View
 
 # ---------------------------------------------------------------- index entries
 
@@ -178,14 +181,15 @@ def _entry_label(e: Any) -> str:
     return f"ds({ix.start.label()},{ix.size})"  # type: ignore[union-attr]
 
 
-def _entry_source(e: Any, g: Any) -> str:
+def _entry_source(e: Any, g: SourceWriter) -> str:
     ix = resolve_entry(e)
     if ix.kind == "all":
         return ":"
-    if ix.kind == "int":
-        return g.expr(ix.start)
     if ix.kind == "slice":
         return f"{'' if ix.lo is None else ix.lo}:{'' if ix.hi is None else ix.hi}"
+    assert ix.start is not None  # (an int or ds entry has a start)
+    if ix.kind == "int":
+        return g.expr(ix.start)
     return f"pl.ds({g.expr(ix.start)}, {ix.size!r})"
 
 
@@ -292,7 +296,7 @@ class At(TransformOp):
     def label(self) -> str:
         return f"at[{','.join(_entry_label(e) for e in self.index) or '...'}]"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         inner = ", ".join(_entry_source(e, g) for e in self.index)
         return f"{base}.at[{inner or '...'}]"
 
@@ -465,7 +469,9 @@ class At(TransformOp):
         """``view``'s plan per ref shape and field path (``_plan``)."""
         return {}
 
-    def _plan(self, shape: tuple[int, ...], path: str, sim: Any) -> tuple[tuple[Any, ...], tuple]:
+    def _plan(
+        self, shape: tuple[int, ...], path: str, sim: ViewContext
+    ) -> tuple[tuple[Any, ...], tuple]:
         """What indexing a ref of ``shape`` takes: the numpy index, its entries known
         without an actor (the whole dims, static slices, constant indices inside the
         dim), and ``(dim, entry, size, field path)`` of the others, evaluated per actor."""
@@ -497,7 +503,7 @@ class At(TransformOp):
         self._plans[shape, path] = plan
         return plan
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         """numpy indexing of the offsets; an index outside the ref marks the view
         (``View.oob``, clipped offsets): the access through it fails, not the view."""
         shape = v.offsets.shape[:-1]
@@ -583,7 +589,7 @@ class Bitcast(TransformOp):
     def label(self) -> str:
         return f"bitcast({dtypes.short(self.dtype)})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"{base}.bitcast({dtypes.jnp_expr(self.dtype)})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -639,7 +645,7 @@ class Bitcast(TransformOp):
         )
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         from mpmd_lab.memory import bitcast_offsets
 
         new = dtypes.np_dtype(self.dtype)
@@ -673,7 +679,7 @@ class Reshape(TransformOp):
     def label(self) -> str:
         return f"reshape({','.join(map(str, self.shape))})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"{base}.reshape({', '.join(map(repr, self.shape))})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -721,7 +727,7 @@ class Reshape(TransformOp):
             after = view_info(ref, target, None, None, reshaped=True)
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         try:
             return v.with_(offsets=v.offsets.reshape(*self.shape, v.offsets.shape[-1]))
         except ValueError:
@@ -758,7 +764,7 @@ class Transpose(TransformOp):
         name = "transpose_ref" if self.via == "transpose_ref" else "transpose"
         return f"{name}({','.join(map(str, self.perm))})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         perm = repr(tuple(self.perm))
         if self.via == "transpose_ref":
             return f"plgpu.transpose_ref({base}, {perm})"
@@ -824,7 +830,7 @@ class Transpose(TransformOp):
         )
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         rank = len(v.shape)
         perm = [p % rank if rank else p for p in self.perm]
         if sorted(perm) != list(range(rank)):
@@ -851,10 +857,10 @@ class _ScratchOnly(TransformOp):
             (),
         )
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         sim.fail("SIM_UNSUPPORTED", path, f"{self.op_name()} applies to scratch types only")
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         g.fail(f"{self.op_name()} is a scratch-only transform: no JAX call applies it to a ref")
         return base  # pragma: no cover
 
