@@ -88,3 +88,37 @@ def test_dup_ref_fix_rebinds_parameter() -> None:
     assert [a.param for a in after.call.args] == ["a_ref"]
     body = after.call.programs[0].body[0]
     assert (body.lhs, body.rhs) == ("a_ref", "a_ref")
+
+
+def test_a_candidate_is_checked_once_by_content() -> None:
+    """``fixes.checked`` keeps each candidate's check by content: checking a scenario
+    again offers the same fixes without checking its candidates again, and the fixed
+    scenario's own check (what applying the fix gives) is the candidate's."""
+    from mpmd_lab import fixes, validate
+
+    fixes.clear_cache()
+    first = check(gallery.load("dup-ref"))
+    (fix,) = first[0].fixes
+    assert len(fixes._CHECKED) == 1
+    data = fixes._fixed_data(gallery.load("dup-ref"), fix)
+    kept = fixes.checked(data)
+    assert kept is not None
+    again = check(gallery.load("dup-ref"))
+    assert again == first and len(fixes._CHECKED) == 1
+    # the fixes' part of a check, in bytecode instructions: checking a candidate again
+    # (its rules and race check) costs several times what finding it kept does
+    from bench.icount import Counter
+
+    parts: list[dict[str, float]] = []
+    for clear in (True, False):
+        if clear:
+            fixes.clear_cache()
+        parts.append({})
+        with Counter() as clock:
+            validate.analyze(gallery.load("dup-ref"), timings=parts[-1], clock=clock)
+    assert parts[1]["fixes"] * 3 < parts[0]["fixes"]
+    fixed = fixes.apply_fix(gallery.load("dup-ref"), fix)
+    assert tuple(validate.analyze(fixed, fixes=False).diagnostics) == kept
+    fixes.clear_cache()
+    assert check(gallery.load("dup-ref")) == first  # (the same answer, checked afresh)
+    assert fixes.checked({"not": "a scenario"}) is None

@@ -227,9 +227,9 @@ def test_unbound_is_the_least_name_not_bound() -> None:
 
 
 def test_every_refinfo_maker_sets_every_field() -> None:
-    """base_info, view_info and replace store RefInfo's fields one by one on a new
-    object (not through its __init__): each sets every field, and a copy is equal to
-    the RefInfo its __init__ makes of the same values."""
+    """base_info, view_info and replace make a RefInfo with every field set, equal to
+    the RefInfo its __init__ makes of the same values, and replace changes only the
+    fields it is given."""
     from mpmd_lab.shapes import RefInfo, replace, view_info
 
     ref = base_info([4, 256], "float32", "SMEM", "x", "dev")

@@ -103,12 +103,12 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
         low = LowerCtx(ctx)
         for st in ctx.programs[0].stmts:
             for b in [*st.refs.values(), *([st.defines] if st.defines else [])]:
-                root = low.root_view(b)[0]
+                root = low.root_view(b).root
                 if root is None or b.info is None:
                     continue
                 view = [t for _, t in b.stack]
                 _root, moved, tangled, rules, stop, reshape = low.view(b)
-                assert low.memref(b) == L.view_memref(root[0], view), [t.op for t in view]
+                assert low.memref(b) == L.view_memref(root.shape, view), [t.op for t in view]
                 assert stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
                 assert reshape == any(t.op == "reshape" for t in view)
                 assert moved == any(_moved(t) for t in view)
@@ -154,5 +154,5 @@ def test_reshaping_an_untransformed_ref_is_the_general_rule() -> None:
             left //= f
         if left > 1 or not target:
             target.append(left)
-        m = (tuple(dims), L.contiguous_strides(dims), True)
+        m = L.Memref(tuple(dims), L.contiguous_strides(dims), True)
         assert L.memref_reshape(m, target) == L._memref_reshape(m, target)[:2], (dims, target)

@@ -328,21 +328,9 @@ class BinOp(Expr):
         return b if a is None else a if b is None or a <= b else b
 
 
-#: an object of a class, its fields not set yet (``scaled``)
-_new = object.__new__
-
-
 def scaled(a: Expr, k: int) -> BinOp:
-    """``BinOp("*", a, Const(k))``: a block or pid index entry's start, ``axis * stride``.
-    Its two nodes' fields are stored on new objects (calling the two classes cost twice
-    this, once per such entry of every check)."""
-    c = _new(Const)
-    c.value = k
-    m = _new(BinOp)
-    m.op = "*"
-    m.a = a
-    m.b = c
-    return m
+    """``a * k``: a block or pid index entry's start, ``axis * stride``."""
+    return BinOp("*", a, Const(k))
 
 
 class Neg(Expr):

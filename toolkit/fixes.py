@@ -16,7 +16,9 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 from __future__ import annotations
 
 import copy
+import json
 import re
+from collections import OrderedDict
 from typing import Any
 
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Edit, Fix
@@ -74,10 +76,49 @@ def apply_edit(data: dict[str, Any], edit: Edit) -> None:
 
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
     """A new scenario with the fix's edits applied (in order)."""
+    return Scenario.model_validate(_fixed_data(scenario, fix))
+
+
+def _fixed_data(scenario: Scenario, fix: Fix) -> dict[str, Any]:
+    """The JSON form of the scenario with the fix's edits applied (in order)."""
     data = scenario.to_dict()
     for edit in fix.edits:
         apply_edit(data, edit)
-    return Scenario.model_validate(data)
+    return data
+
+
+#: how many candidates' checks ``offer`` keeps (``checked``)
+CACHE_SIZE = 512
+_CHECKED: OrderedDict[str, tuple[Diagnostic, ...] | None] = OrderedDict()
+
+
+def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
+    """The diagnostics of the scenario ``data`` (its JSON form) checked without fixes,
+    by content: a candidate checked before (by this call or an earlier check of the same
+    or another scenario: the Lab checking again, ``check --fix``) is not checked again.
+    None when ``data`` is not a valid scenario. The last ``CACHE_SIZE`` are kept."""
+    from mpmd_lab.validate import analyze
+
+    key = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    if key in _CHECKED:
+        _CHECKED.move_to_end(key)
+        return _CHECKED[key]
+    try:
+        got: tuple[Diagnostic, ...] | None = analyze(
+            Scenario.model_validate(data), fixes=False
+        ).diagnostics
+    except Exception:  # a fix that does not apply is not offered
+        got = None
+    _CHECKED[key] = got
+    if len(_CHECKED) > CACHE_SIZE:
+        _CHECKED.popitem(last=False)
+    return got
+
+
+def clear_cache() -> None:
+    """Forget every candidate's check (``make bench`` and ``bench.icount`` time a first
+    check)."""
+    _CHECKED.clear()
 
 
 def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
@@ -115,9 +156,8 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
     from mpmd_lab import suggest
-    from mpmd_lab.validate import analyze
 
-    found: dict[str, tuple[Scenario, list[Diagnostic]] | None] = {}
+    found: dict[str, tuple[Diagnostic, ...] | None] = {}
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
@@ -137,15 +177,16 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             key = fix.model_copy(update={"after": None}).model_dump_json()
             if key not in found:
                 try:
-                    fixed = apply_fix(scenario, fix)
-                    found[key] = (fixed, list(analyze(fixed, fixes=False).diagnostics))
+                    data = _fixed_data(scenario, fix)
                 except Exception:  # a fix that does not apply is not offered
                     found[key] = None
+                else:
+                    found[key] = checked(data)
             got = found[key]
-            if got is None or not _judge(d, diags, got[1]):
+            if got is None or not _judge(d, diags, list(got)):
                 continue
-            left = [x.code for x in got[1] if x.is_error]
-            errors, warnings = len(left), len(got[1]) - len(left)
+            left = [x.code for x in got if x.is_error]
+            errors, warnings = len(left), len(got) - len(left)
             shown = fix.model_copy(update={"after": list(dict.fromkeys(left))})
             if all(f.edits != fix.edits for _, f in ranked):
                 ranked.append(((errors, warnings, len(fix.edits), k), shown))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
@@ -85,23 +85,10 @@ def _op(t: Any) -> str:
 
 
 def _get(t: Any, name: str, default: Any = None) -> Any:
+    """A field of a transform or index entry, in its model or JSON (dict) form."""
     if isinstance(t, dict):
         return t.get(name, default)
-    d: Any = getattr(t, "__dict__", ())
-    if name in d:
-        # (the instance's own value, read from its dict: a model's getattr goes through
-        # pydantic's __getattr__ hook; no class here defines a data descriptor of a field)
-        return d[name]
-    if _defines(t.__class__, name):
-        return getattr(t, name, default)
-    return default  # found nowhere: no lookup that fails (a model's miss raises inside)
-
-
-@functools.cache
-def _defines(cls: type, name: str) -> bool:
-    """Whether a class of ``cls``'s MRO defines ``name`` (per class and name, not per
-    object: the MRO walk of ``_get``'s every miss, e.g. ``ds`` of a block index)."""
-    return any(name in k.__dict__ for k in cls.__mro__)
+    return getattr(t, name, default)
 
 
 def _tuple(shape: Sequence[int]) -> str:
@@ -945,11 +932,6 @@ class _T(NamedTuple):
         return self.name
 
 
-#: ``_T`` of all four fields as one tuple (``tuple.__new__``: its own constructor with a
-#: keyword costs ~2.5k instructions more; once per step of a view the commute rules follow)
-_new_t: Callable[[tuple[str, Any, str, int]], _T] = functools.partial(tuple.__new__, _T)
-
-
 #: dtypes numpy itself defines print as ``dtype('float32')``; ml_dtypes' as ``dtype(bfloat16)``
 _NUMPY_DTYPES = {
     "float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool"
@@ -963,11 +945,6 @@ def _dtype_repr(dtype: str) -> str:
 
 #: an integer index (immutable: one for every entry that is one)
 _IX_INT = _Ix("int")
-#: ``_Ix`` of all five fields as one tuple: a NamedTuple's ``__new__`` is a Python
-#: function, ``tuple.__new__`` is not (once per entry of every index the rules fold)
-_new_ix: Callable[[tuple[str, int | None, int, int, str]], _Ix] = functools.partial(
-    tuple.__new__, _Ix
-)
 _DYN_START = "JitTracer(int32[])"
 
 
@@ -999,12 +976,10 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
     if n > len(shape):
         return None
     out: list[_Ix] = []
-    # (each _Ix made of all its fields at once, ``_new_ix``: a NamedTuple's own
-    # constructor costs more than the tuple, once per entry of every index folded)
     for k, d in enumerate(shape):
         e = entries[k] if k < n else None
         if e is None:
-            out.append(_new_ix(("slice", 0, d, 1, "")))
+            out.append(_Ix("slice", 0, d, 1, ""))
             continue
         form = _entry_form(e.__class__)
         if form == _BOOL:
@@ -1015,17 +990,17 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
             start, stop, _ = slice(e[0], e[1]).indices(d)
             if start >= d:
                 return None
-            out.append(_new_ix(("slice", start, max(0, stop - start), 1, "")))
+            out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
         else:
             ds = _get(e, "ds")
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
-                out.append(_new_ix(("slice", None, ds[1], 1, _DYN_START)))
+                out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
             elif ds is not None:
                 if ds[0] >= d or (ds[1] and ds[0] + ds[1] - 1 >= d):
                     return None  # NDIndexer's own bounds check fails at trace
-                out.append(_new_ix(("slice", ds[0], ds[1], 1, "")))
+                out.append(_Ix("slice", ds[0], ds[1], 1, ""))
             else:
-                out.append(_new_ix(("slice", None, _get(e, "size"), 1, _DYN_START)))
+                out.append(_Ix("slice", None, _get(e, "size"), 1, _DYN_START))
     return out
 
 
@@ -1049,9 +1024,9 @@ def jax_transforms(
     out: list[_T] = []
     for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
         if _op(t) == "tiling":
-            out.append(_new_t(("untile", tuple(_get(t, "tile")), "", -1)))
+            out.append(_T("untile", tuple(_get(t, "tile")), "", -1))
         elif _op(t) == "swizzle":
-            out.append(_new_t(("unswizzle", _get(t, "bytes"), "", -1)))
+            out.append(_T("unswizzle", _get(t, "bytes"), "", -1))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
@@ -1060,30 +1035,30 @@ def jax_transforms(
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
-            out.append(_new_t(("index", (tuple(idx), cur), "", i)))
+            out.append(_T("index", (tuple(idx), cur), "", i))
             cur = tuple([i.size for i in idx if i.kind != "int"])
         elif op == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
-            out.append(_new_t(("reshape", new, "", i)))
+            out.append(_T("reshape", new, "", i))
             cur = new
         elif op == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
-            out.append(_new_t(("transpose", perm, "", i)))
+            out.append(_T("transpose", perm, "", i))
             cur = tuple([cur[p] for p in perm])
         elif op == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
                 return None
-            out.append(_new_t(("bitcast", new, "", i)))
+            out.append(_T("bitcast", new, "", i))
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_new_t(("other", None, other_repr(t), i)))
+            out.append(_T("other", None, other_repr(t), i))
     return out
 
 
@@ -1416,11 +1391,30 @@ def view_lowering_error_at(
 # (in elements of the untransformed ref) the same way.
 
 
-#: A memref as the lowering types it: ``(shape, strides, identity)``, ``identity``
-#: whether its layout is still the identity (the untransformed ref: folds need no
-#: contiguity check). A plain tuple (a NamedTuple costs ~1.7k instructions more to make
-#: and free; one or more per view the lowering follows).
-Memref = tuple[tuple[int, ...], tuple[int, ...], bool]
+class Memref(NamedTuple):
+    """A memref as the lowering types it: its ``shape`` and ``strides`` (in elements of
+    the untransformed ref), ``identity`` whether its layout is still the identity (the
+    untransformed ref: folds need no contiguity check)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    identity: bool
+
+
+class Unmade(NamedTuple):
+    """The first reshape of a view the lowering cannot make: its error and position."""
+
+    error: JaxError
+    pos: int
+
+
+class MemrefFold(NamedTuple):
+    """What ``view_memref`` says of a view: its ``memref`` (None where it is not
+    followed: a bitcast, a step the trace rejects) and the first reshape the lowering
+    cannot make (``unmade``, None: none)."""
+
+    memref: Memref | None
+    unmade: Unmade | None
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -1451,8 +1445,8 @@ def _contiguous(m: Memref, lo: int = 0, hi: int | None = None) -> bool:
 
 def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | None]:
     """``memref_fold``: the ``rank`` dims from ``dim`` become one."""
-    shape, strides = list(m[0]), list(m[1])
-    identity = m[2]
+    shape, strides = list(m.shape), list(m.strides)
+    identity = m.identity
     if not (identity or (len(shape) == 1 and strides == [1])) and not _contiguous(
         m, dim, dim + rank
     ):
@@ -1464,12 +1458,12 @@ def _fold(m: Memref, dim: int, rank: int) -> tuple[Memref | None, JaxError | Non
         )
     shape[dim : dim + rank] = [math.prod(shape[dim : dim + rank])]
     strides[dim : dim + rank] = [strides[dim + rank - 1]]
-    return (tuple(shape), tuple(strides), identity), None
+    return Memref(tuple(shape), tuple(strides), identity), None
 
 
 def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
     """``memref_unfold``: dim ``dim`` becomes ``factors``."""
-    shape, strides = list(m[0]), list(m[1])
+    shape, strides = list(m.shape), list(m.strides)
     prev = strides[dim]
     inserted = []
     for f in reversed(list(factors)):
@@ -1477,7 +1471,7 @@ def _unfold(m: Memref, dim: int, factors: Sequence[int]) -> Memref:
         prev *= f
     shape[dim : dim + 1] = list(factors)
     strides[dim : dim + 1] = list(reversed(inserted))
-    return (tuple(shape), tuple(strides), m[2])
+    return Memref(tuple(shape), tuple(strides), m.identity)
 
 
 def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, JaxError | None]:
@@ -1486,11 +1480,11 @@ def memref_reshape(m: Memref, target: Sequence[int]) -> tuple[Memref | None, Jax
     reshape neither does raises ``NotImplementedError: Can't reshape [..] to [..] by
     composing independent folds/unfolds.``; a fold of dims that are not contiguous
     raises ``ValueError: strides=[..], ref_ty.shape=[..], dim=D, fold_rank=K``."""
-    if m[2]:
+    if m.identity:
         # the untransformed ref (contiguous): every parallel fold and unfold, or the one
         # fold and unfold of a contiguous memref, gives the target's contiguous strides
         target = tuple(target)
-        return (target, contiguous_strides(target), True), None
+        return Memref(target, contiguous_strides(target), True), None
     out, e, _ = _memref_reshape(m, target)
     return out, e
 
@@ -1500,11 +1494,11 @@ def _memref_reshape(
 ) -> tuple[Memref | None, JaxError | None, bool]:
     """``memref_reshape`` and whether it folds any dims."""
     target = tuple(target)
-    if m[0] == target:
+    if m.shape == target:
         return m, None, False
-    if not m[0] or not target:
-        return (target, (1,) * len(target), m[2]), None, not target
-    sh0, sh1 = list(m[0]), list(target)
+    if not m.shape or not target:
+        return Memref(target, (1,) * len(target), m.identity), None, not target
+    sh0, sh1 = list(m.shape), list(target)
     cur = m
     i0 = i1 = 0
 
@@ -1523,8 +1517,8 @@ def _memref_reshape(
     def not_parallel() -> tuple[Memref | None, JaxError | None, bool]:
         if _contiguous(m):
             flat = contiguous_strides(target)
-            minor = m[1][-1] if m[1] else 1
-            return (target, tuple(s * minor for s in flat), m[2]), None, True
+            minor = m.strides[-1] if m.strides else 1
+            return Memref(target, tuple(s * minor for s in flat), m.identity), None, True
         return (
             None,
             JaxError(
@@ -1574,29 +1568,29 @@ def _memref_reshape(
 def _reshape_folds(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether ``memref_reshape`` of ``shape`` into ``target`` folds (collapses) dims, or
     only unfolds (expands) them."""
-    m = (tuple(shape), contiguous_strides(shape), False)
+    m = Memref(tuple(shape), contiguous_strides(shape), False)
     return _memref_reshape(m, target)[2]
 
 
-def view_memref(
-    shape: Sequence[int], view: Sequence[Any]
-) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+#: a view whose memref is not followed
+_UNFOLLOWED = MemrefFold(None, None)
+
+
+def view_memref(shape: Sequence[int], view: Sequence[Any]) -> MemrefFold:
     """The memref a view of an untransformed ref of ``shape`` lowers to (None where it is
     not followed: a bitcast, a step the trace rejects), and the first reshape the
     lowering cannot make, with its position in ``view``."""
-    return view_memref_from((tuple(shape), contiguous_strides(shape), True), view)
+    return view_memref_from(Memref(tuple(shape), contiguous_strides(shape), True), view)
 
 
-def view_memref_from(
-    m: Memref | None, view: Sequence[Any], offset: int = 0
-) -> tuple[Memref | None, tuple[JaxError, int] | None]:
+def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> MemrefFold:
     """``view_memref`` continued: the steps ``view`` applied to the memref ``m`` of the
     view they extend (``offset``: how many steps came before them, for the position)."""
     for i, t in enumerate(view, offset):
         if m is None:
-            return None, None
-        raw = isinstance(t, dict)  # (once: a failing isinstance of an op model is not free)
-        op = t["op"] if raw else t.op  # (``_op``, once per step of a view)
+            return _UNFOLLOWED
+        raw = isinstance(t, dict)
+        op = t["op"] if raw else t.op
         if op == "at":
             # (the op's own index, read directly, not copied: it is only read)
             index: Any = t.get("index") if raw else t.index
@@ -1605,7 +1599,7 @@ def view_memref_from(
             shape, strides, _ = m
             ix = _index_entries(index, shape[:n])
             if ix is None:
-                return None, None
+                return _UNFOLLOWED
             # the dims an integer index leaves (one pass, both lists)
             sizes: list[int] = []
             kept: list[int] = []
@@ -1613,29 +1607,29 @@ def view_memref_from(
                 if kind != "int":
                     sizes.append(size)
                     kept.append(strides[k])
-            m = ((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
+            m = Memref((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
         elif op == "transpose":
             # (an op's perm is a list of ints already: its field is StrictInt)
             perm = [int(p) for p in t.get("perm")] if raw else t.perm
             shape, strides, _ = m
             if sorted(perm) != list(range(len(shape))):
-                return None, None
-            m = (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
+                return _UNFOLLOWED
+            m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
         elif op == "reshape":
-            target = _resolve_reshape(_get(t, "shape"), math.prod(m[0]))
+            target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
-                return None, None
+                return _UNFOLLOWED
             m, e = memref_reshape(m, target)
             if e is not None:
-                return None, (e, i)
+                return MemrefFold(None, Unmade(e, i))
         elif op == "bitcast":
-            return None, None
-    return m, None
+            return _UNFOLLOWED
+    return MemrefFold(m, None)
 
 
 def minor_strided(m: Memref | None) -> bool:
     """Whether the memref's minor dim is not unit-stride (True when unknown)."""
-    return m is None or (bool(m[0]) and m[1][-1] != 1)
+    return m is None or (bool(m.shape) and m.strides[-1] != 1)
 
 
 # ---------------------------------------------------------------- TMA copies from SMEM
@@ -1681,7 +1675,7 @@ def _tiled_view_memref(
             del d
         dims, logical = keep, new_logical
     out = [(sz, st) for sz, st in zip(sizes, strides, strict=True) if sz != 0]
-    return (tuple(s for s, _ in out), tuple(st for _, st in out), False)
+    return Memref(tuple(s for s, _ in out), tuple(st for _, st in out), False)
 
 
 def tma_smem_error(
@@ -1730,9 +1724,9 @@ def tma_smem_error(
             f"swizzle to memref with shape {_tuple(dst_shape)}.",
             "gpu-lower",
         )
-    if m is None or not m[0]:
+    if m is None or not m.shape:
         return None
-    m_shape, m_strides, _ = m
+    m_shape, m_strides = m.shape, m.strides
     moved = m_strides[-1] != 1
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
     if moved and kinds == ["tiling", "swizzle"] and flat_tile:
@@ -1741,7 +1735,7 @@ def tma_smem_error(
     # is the view's with its dims in memory order
     # (stable: dims of equal strides keep their order)
     order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
-    ms = (tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
+    ms = Memref(tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     for st in contiguous_strides(dst_shape)[:-1]:
         if st * dtype_bits % 128:
@@ -1755,7 +1749,7 @@ def tma_smem_error(
     tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
     pm = ms if tile is None else tiled
     if pm is not None:
-        full = list(pm[0])
+        full = list(pm.shape)
     else:  # a view of more than indices: the box is the tiled allocation's
         full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
     box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
@@ -1819,7 +1813,7 @@ def smem_contiguity_error(shape: Sequence[int], view: Sequence[Any]) -> JaxError
 def smem_memref_contiguity_error(m: Memref | None) -> JaxError | None:
     """``smem_contiguity_error`` of the view's memref (``view_memref``), where the caller
     has it."""
-    if m is None or not m[0] or 1 in m[1]:
+    if m is None or not m.shape or 1 in m.strides:
         return None
     return JaxError(
         "SMEM_NOT_CONTIGUOUS",

@@ -21,8 +21,6 @@ from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
-_new = object.__new__
-
 
 class Stack:
     """A view's transform stack from the untransformed ref, ``(field path, transform)``
@@ -379,32 +377,6 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
-def _binding(
-    name: str,
-    info: RefInfo | None,
-    kind: str,
-    path: str,
-    origin: tuple[str, ...],
-    stmt: int,
-    stack: tuple[tuple[str, Any], ...] | Stack,
-    parent: Binding | None,
-) -> Binding:
-    """``Binding(...)`` of every field, each stored on a new object, as
-    ``shapes.base_info`` makes a RefInfo: calling the class (``__init__`` through
-    ``type.__call__``) costs about twice a plain function's call, once per argument,
-    output and let of every check."""
-    b = _new(Binding)
-    b.name = name
-    b.info = info
-    b.kind = kind
-    b.path = path
-    b.origin = origin
-    b.stmt = stmt
-    b.stack = stack
-    b.parent = parent
-    return b
-
-
 def _duplicate(ctx: Resolved, name: str, path: str) -> None:
     """Kernel parameter ``name``, defined again at ``path``: where it is defined first
     is its binding's (an argument's at its ``.param``)."""
@@ -418,11 +390,6 @@ def _duplicate(ctx: Resolved, name: str, path: str) -> None:
     )
 
 
-#: field paths with an index, for the first arguments and programs (see ``_INDEX``)
-_ARG_PATH = tuple([f"call.args[{i}]" for i in range(64)])
-_PROGRAM_PATH = tuple([f"call.programs[{p}]" for p in range(64)])
-
-
 def _resolve_into(ctx: Resolved) -> None:
     s = ctx.s
     c = s.call
@@ -430,21 +397,15 @@ def _resolve_into(ctx: Resolved) -> None:
     outside = ctx.bound_outside
     # no shard_map: the kernel sees the global arrays (dim 0 sharded over the device mesh)
     global_view = bool(s.device_mesh) and s.run.shard_map is False
-    # arguments (the call evaluates each argument's transforms first). Loops count
-    # their index (``enumerate`` costs more than most of these loops' few items).
-    i = -1
+    # arguments (the call evaluates each argument's transforms first)
     a: Any  # (a BufferArg or a TupleArg: ``single`` tells which)
-    for a in c.args:
-        i += 1
-        path = _ARG_PATH[i] if i < 64 else f"call.args[{i}]"
+    for i, a in enumerate(c.args):
+        path = f"call.args[{i}]"
         leaves: list[tuple[str, RefInfo | None]] = []
         steps: list[list[Step]] = []
-        # (``type() is``: isinstance of a model class is an ABC check, slow when it fails)
-        single = type(a) is BufferArg
+        single = isinstance(a, BufferArg)
         transforms = a.transforms
-        j = -1
-        for buf in (a.buffer,) if single else a.tuple:
-            j += 1
+        for j, buf in enumerate((a.buffer,) if single else a.tuple):
             b = s.buffers.get(buf)
             if b is None:
                 ctx.problem(
@@ -486,12 +447,7 @@ def _resolve_into(ctx: Resolved) -> None:
             else:
                 steps.append([])
                 leaves.append((buf, info))
-        arg_info = _new(ArgInfo)  # (as ``_binding`` makes a Binding)
-        arg_info.index = i
-        arg_info.path = path
-        arg_info.leaves = leaves
-        arg_info.steps = steps
-        ctx.args.append(arg_info)
+        ctx.args.append(ArgInfo(i, path, leaves, steps))
         stack = (
             tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
             if transforms
@@ -501,13 +457,11 @@ def _resolve_into(ctx: Resolved) -> None:
         if name in params:
             _duplicate(ctx, name, path + ".param")
         elif single:  # (stmt -1: no let defines it)
-            params[name] = _binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack, None)
+            params[name] = Binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack, None)
         else:
             params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
         if not single:
-            j = -1
-            for buf, leaf_info in leaves:
-                j += 1
+            for j, (buf, leaf_info) in enumerate(leaves):
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
                     leaf, leaf_info, "leaf", f"{path}.tuple[{j}]", (buf,), -1, stack
@@ -518,10 +472,8 @@ def _resolve_into(ctx: Resolved) -> None:
             _duplicate(ctx, name, path)
             continue
         info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
-        params[name] = _binding(name, info, "output", path, ("out:" + name,), -1, (), None)
-    # (scratch and captures tested first: most kernels have none, and a loop over an
-    # empty mapping or list still makes its iterator)
-    for name, sc in c.scratch.items() if c.scratch else ():
+        params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None)
+    for name, sc in c.scratch.items():
         path = "call.scratch." + name
         if name in params:
             _duplicate(ctx, name, path)
@@ -530,7 +482,7 @@ def _resolve_into(ctx: Resolved) -> None:
         params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,))
 
     captures = ctx.captures
-    for i, cap in enumerate(c.captures) if c.captures else ():
+    for i, cap in enumerate(c.captures):
         path = f"call.captures[{i}]"
         b = s.buffers.get(cap.buffer)
         if b is None:
@@ -552,28 +504,15 @@ def _resolve_into(ctx: Resolved) -> None:
     # the programs: each body sees the parameters and captures
     env = {**params, **captures} if captures else params
     programs = ctx.programs
-    p = -1
-    for prog in c.programs:
-        p += 1
-        path = _PROGRAM_PATH[p] if p < 64 else f"call.programs[{p}]"
-        out = _new(ProgramInfo)  # (as ``_binding`` makes a Binding)
-        out.index = p
-        out.path = path
-        out.stmts = []
-        out.trace_failed = False
+    for p, prog in enumerate(c.programs):
+        path = f"call.programs[{p}]"
+        out = ProgramInfo(p, path)
         _body(ctx, out, prog.body, path + ".body", env, ctx.bound_in(p), ())
         programs.append(out)
 
 
 def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
     return propagate(info, transforms, base_path, bound) if transforms else []
-
-
-#: ``[i]`` of the field paths of the first statements of a body and transforms of a
-#: stack, written once (formatting an int is most of the cost of a path, and every
-#: statement and transform of every check has one)
-_INDEXED = 64
-_INDEX = tuple([f"[{i}]" for i in range(_INDEXED)])
 
 
 def _body(
@@ -591,16 +530,12 @@ def _body(
     ``return`` ends it."""
     stmts = out.stmts
     copied = False
-    j = -1
-    for st in body:
-        j += 1
-        path = base + _INDEX[j] if j < _INDEXED else f"{base}[{j}]"
+    for j, st in enumerate(body):
+        path = f"{base}[{j}]"
         index = len(stmts)
         refs: dict[str, Binding] = {}
         ok = True
-        # (``type() is``: neither class has subclasses, and ``isinstance`` of a model class
-        # is an ABC check that is slow when it fails, once per statement here)
-        if type(st) is Let:
+        if isinstance(st, Let):
             # its one ref field (``Let.ref_fields``)
             src = env.get(st.ref)
             if src is None:
@@ -619,19 +554,14 @@ def _body(
                 if src is not None and src.info is not None:
                     steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-                pairs = []
-                k = -1
-                for t in transforms:
-                    k += 1
-                    pairs.append((tpath + _INDEX[k] if k < _INDEXED else f"{tpath}[{k}]", t))
-                own = tuple(pairs)
+                own = tuple((f"{tpath}[{k}]", t) for k, t in enumerate(transforms))
             elif src is not None:
                 info = src.info
             if src is not None:
                 origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
             else:
                 origin, stack = (), own
-            defines = _binding(st.let, info, "view", path, origin, index, stack, src)
+            defines = Binding(st.let, info, "view", path, origin, index, stack, src)
             if not copied:
                 env = dict(env)
                 copied = True
@@ -649,21 +579,11 @@ def _body(
             steps = []
             defines = None
             unbound = _unbound(st, bound)
-        stmt = _new(Stmt)
-        stmt.index = index
-        stmt.path = path
-        stmt.node = st
-        stmt.refs = refs
-        stmt.steps = steps
-        stmt.ok = ok
-        stmt.defines = defines
-        stmt.scope = scope
-        stmt.bound = bound
-        stmt.unbound = unbound
+        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound)
         stmts.append(stmt)
         if defines is not None:
             continue
-        if type(st) is Return:
+        if isinstance(st, Return):
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if st.kind == "loop" else bound

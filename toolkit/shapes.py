@@ -211,17 +211,8 @@ class Step(Record):
 
 def replace(obj: Record, **changes: Any) -> Any:
     """A copy of ``obj`` with ``changes`` (``dataclasses.replace`` for a Record: its
-    fields are its ``__init__``'s arguments, in order). The new values are put in place
-    before one positional call: a setattr per change after the copy cost more than the
-    copy. A RefInfo is copied by ``_copy_info`` and then changed: reading its 22 fields
-    by name and calling the class with them cost twice that (a peer, multicast, cluster
-    or bitcast view makes one)."""
+    fields are its ``__init__``'s arguments, in order)."""
     cls: Any = obj.__class__
-    if cls is RefInfo:
-        new = _copy_info(obj)  # type: ignore[arg-type]
-        for name, value in changes.items():
-            setattr(new, name, value)  # (a new object: nothing else sees it yet)
-        return new
     values = list(obj._values(obj))
     at = cls._position
     for name, value in changes.items():
@@ -234,53 +225,12 @@ def view_info(
     shape: tuple[int, ...],
     region: tuple[Dim, ...] | None,
     view_dims: tuple[int, ...] | None,
+    **flags: Any,
 ) -> RefInfo:
     """``ref`` seen through one index, reshape or transpose step (``transformed``): its
-    new ``shape``, ``region`` and ``view_dims``, every other field ``ref``'s. The step
-    then sets the flags it changes (``sliced``, ``reshaped``, ...) on the new object,
-    which nothing else sees yet: ``replace`` of the same fields without its keyword dict
-    and loop, once per view step of every check (a keyword argument costs more than a
-    field)."""
-    new = _copy_info(ref)
-    new.shape = shape
-    new.transformed = True
-    new.region = region
-    new.view_dims = view_dims
-    return new
-
-
-def _copy_info(ref: RefInfo) -> RefInfo:
-    """A copy of ``ref``, each field stored on a new object (``replace`` changes it)."""
-    new = _new(RefInfo)
-    new.shape = ref.shape
-    new.dtype = ref.dtype
-    new.memory_space = ref.memory_space
-    new.base = ref.base
-    new.peer = ref.peer
-    new.multicast = ref.multicast
-    new.cluster = ref.cluster
-    new.transposed = ref.transposed
-    new.reshaped = ref.reshaped
-    new.bitcast = ref.bitcast
-    new.sliced = ref.sliced
-    new.int_indexed = ref.int_indexed
-    new.transformed = ref.transformed
-    new.dynamic = ref.dynamic
-    new.region = ref.region
-    new.view_dims = ref.view_dims
-    new.int_indices = ref.int_indices
-    new.peer_device = ref.peer_device
-    new.multicast_axes = ref.multicast_axes
-    new.cluster_block = ref.cluster_block
-    new.pending = ref.pending
-    new.sharded = ref.sharded
-    return new
-
-
-#: an object of a class, its fields not set yet (``view_info``, ``base_info``,
-#: ``_copy_info``, ``apply``)
-_new = object.__new__
-_CANONICAL = dtypes.CANONICAL
+    new ``shape``, ``region`` and ``view_dims``, and the ``flags`` the step sets
+    (``sliced``, ``reshaped``, ...); every other field ``ref``'s."""
+    return replace(ref, shape=shape, transformed=True, region=region, view_dims=view_dims, **flags)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -310,31 +260,16 @@ def base_info(
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
     shape = tuple(shape)
-    # (each field stored on a new object, in RefInfo's order, as view_info does: every
-    # argument, output and capture is one)
-    new = _new(RefInfo)
-    new.shape = shape
-    new.dtype = _CANONICAL.get(dtype, dtype) if canonical else dtype  # (dtypes.canonical)
-    new.memory_space = memory_space
-    new.base = base
-    new.peer = False
-    new.multicast = False
-    new.cluster = False
-    new.transposed = False
-    new.reshaped = False
-    new.bitcast = False
-    new.sliced = False
-    new.int_indexed = False
-    new.transformed = False
-    new.dynamic = False
-    new.region, new.view_dims = _whole_dims(shape)
-    new.int_indices = ()
-    new.peer_device = None
-    new.multicast_axes = ()
-    new.cluster_block = ()
-    new.pending = None
-    new.sharded = sharded
-    return new
+    region, view_dims = _whole_dims(shape)
+    return RefInfo(
+        shape,
+        dtypes.canonical(dtype) if canonical else dtype,
+        memory_space,
+        base,
+        region=region,
+        view_dims=view_dims,
+        sharded=sharded,
+    )
 
 
 def err(code: str, jax_type: str, message: str, **kw: Any) -> StepError:
@@ -402,16 +337,7 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
             error=error,
             notes=notes,
         )
-    # (each field stored on a new object, as ``view_info`` makes a RefInfo: calling the
-    # class costs more, once per step of every stack)
-    step = _new(Step)
-    step.index = index
-    step.op = op
-    step.before = ref
-    step.after = None if error is not None else after
-    step.error = error
-    step.notes = notes
-    return step
+    return Step(index, op, ref, None if error is not None else after, error, notes)
 
 
 def propagate(
@@ -425,9 +351,7 @@ def propagate(
     """
     steps: list[Step] = []
     cur = ref
-    i = -1  # (counted: ``enumerate`` costs more than most stacks' one or two steps)
-    for t in transforms:
-        i += 1
+    for i, t in enumerate(transforms):
         step = apply(cur, t, i, bound)
         if step.error is not None and not step.error.path:
             e = step.error

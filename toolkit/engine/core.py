@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from mpmd_lab import expr as E
@@ -579,7 +579,7 @@ class Engine:
             e = self._parsed[raw] = E.parse(raw)
         return e
 
-    def fail(self, code: str, path: str, message: str) -> None:
+    def fail(self, code: str, path: str, message: str) -> NoReturn:
         """Stop the simulation: the call fails at ``path``."""
         raise SimError(code, path, message)
 

@@ -16,7 +16,17 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, SYNC, WRITE, Fit, StatementOp
+from mpmd_lab.ops.base import (
+    READ,
+    SYNC,
+    WRITE,
+    ExecuteContext,
+    Fit,
+    LowerContext,
+    SourceWriter,
+    StatementOp,
+    TraceContext,
+)
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.ops.sync import check_barrier
 from pydantic import Field, StrictBool, StrictInt
@@ -47,20 +57,20 @@ class TmaStore(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.src}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [
             "plgpu.commit_smem()",
             f"plgpu.copy_smem_to_gmem({g.ref(self.src)}, {g.ref(self.dst)})",
             "plgpu.wait_smem_to_gmem(0)",
         ]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return trace_store(t)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return lower_store(low)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.write("dst", x.read("src"))
 
 
@@ -89,12 +99,12 @@ class MultimemStore(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.src} over {','.join(axes_tuple(self.axes))}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [
             f"plgpu.multimem_store({g.ref(self.src)}[...], {g.ref(self.dst)}, {g.axes(self.axes)})"
         ]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
         if t.use("src"):
             return True
@@ -124,7 +134,7 @@ class MultimemStore(StatementOp):
             return True
         return False
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         if low.access("src", "load"):
             return True
         if low.collective(self.axes, "multimem_store"):
@@ -143,7 +153,7 @@ class MultimemStore(StatementOp):
             )
         return False
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         value = x.read("src")
         axes = axes_tuple(self.axes)
         for a in axes:
@@ -152,7 +162,7 @@ class MultimemStore(StatementOp):
         x.write("dst", value, fan_out=axes)
 
 
-def trace_store(t: Any) -> bool:
+def trace_store(t: TraceContext) -> bool:
     """copy_smem_to_gmem's abstract eval: memory spaces, then dtypes, then shapes."""
     if t.root_space("src") != "SMEM":
         t.jax(
@@ -199,7 +209,7 @@ def trace_store(t: Any) -> bool:
     return False
 
 
-def lower_store(low: Any) -> bool:
+def lower_store(low: LowerContext) -> bool:
     """copy_smem_to_gmem's lowering: the GMEM side's transforms, then (dialect lowering)
     the copy's width."""
     if low.tma("src", "dst"):
@@ -217,7 +227,7 @@ def lower_store(low: Any) -> bool:
     return False
 
 
-def _copy_width(low: Any, field: str) -> None:
+def _copy_width(low: LowerContext, field: str) -> None:
     """``async_copy``: the bits along the last dimension, a multiple of 128
     (``layout_rules.tma_last_dim_error``)."""
     info = low.info(field)
@@ -236,7 +246,7 @@ def _copy_width(low: Any, field: str) -> None:
         )
 
 
-def trace_load(t: Any) -> bool:
+def trace_load(t: TraceContext) -> bool:
     """copy_gmem_to_smem's abstract eval: memory spaces (src, dst, barrier), then dtypes,
     then shapes."""
     for field, space in (("src", "GMEM"), ("dst", "SMEM")):
@@ -278,7 +288,7 @@ def trace_load(t: Any) -> bool:
     return False
 
 
-def lower_load(low: Any) -> bool:
+def lower_load(low: LowerContext) -> bool:
     """copy_gmem_to_smem's lowering: the barrier, the GMEM side's transforms, the SMEM
     side (no other block's), then (dialect lowering) the copy's width."""
     if low.st.node.barrier is None:
@@ -351,17 +361,17 @@ class CopyGmemToSmem(StatementOp):
         on = "no barrier" if self.barrier is None else f"on {self.barrier}"
         return f"{self.dst} <~ {self.src} ({on})"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         bar = "" if self.barrier is None else f", {g.ref(self.barrier)}"
         return [f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}{bar})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return trace_load(t)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return lower_load(low)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Issued now by this thread's copy engine; its data has landed once its barrier's
         phase completes (barrier_wait)."""
         x.copy_to_smem("src", "dst", "barrier")
@@ -393,17 +403,17 @@ class CopySmemToGmem(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <~ {self.src}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         extra = "" if self.commit_group else ", commit_group=False"
         return [f"plgpu.copy_smem_to_gmem({g.ref(self.src)}, {g.ref(self.dst)}{extra})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return trace_store(t)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return lower_store(low)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Issued now (it sees this thread's SMEM writes up to its last commit_smem); done
         at the wait_smem_to_gmem that covers its commit group."""
         x.copy_to_gmem("src", "dst", self.commit_group)
@@ -420,10 +430,10 @@ class CommitSmem(StatementOp):
     def label(self) -> str:
         return "commit SMEM"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return ["plgpu.commit_smem()"]
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.commit()
 
 
@@ -441,10 +451,10 @@ class WaitSmemToGmem(StatementOp):
     def label(self) -> str:
         return f"wait copies (<= {self.n} in flight)"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"plgpu.wait_smem_to_gmem({self.n!r})"]
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.wait_copies(self.n)
 
 

@@ -21,12 +21,16 @@ The class holds, in one place:
   ========== ====================================== ==========================
 
 The rooms provide the machinery (a trace context, a source writer, the simulator);
-the op says what it means in their terms. Adding an op is adding a class to a module
+the op says what it means in their terms. Each room's machinery is a typed
+``Protocol`` below (``TraceContext``, ``LowerContext``, ``ExecuteContext``,
+``ViewContext`` and ``Actor``, ``SourceWriter``; a transform's ``typed`` takes a
+``shapes.RefInfo``): the one interface an op is written against, which the type
+checker holds both the ops and the stages' classes to. Adding an op is adding a class to a module
 of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
 from collections.abc import Iterator
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn, Protocol
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
@@ -34,8 +38,160 @@ from mpmd_lab import shapes
 from mpmd_lab.fields import Model
 from mpmd_lab.record import Record
 
+if TYPE_CHECKING:  # (the stages import the ops: their types are named for the checker only)
+    import numpy as np
+    from mpmd_lab.codegen import Source
+    from mpmd_lab.engine.core import Engine, StmtCtx, _Run
+    from mpmd_lab.engine.sync import Wait
+    from mpmd_lab.memory import Abstract, View
+    from mpmd_lab.resolve import Binding, Stmt
+    from mpmd_lab.shapes import RefInfo, StepError
+    from mpmd_lab.validate.context import Ctx
+    from mpmd_lab.validate.lower import LowerCtx
+    from mpmd_lab.validate.trace import TraceCtx
+
 #: How a statement's ref field is used (the graph's edges and the race check's accesses).
 READ, WRITE, SYNC = "read", "write", "sync"
+
+
+# ---------------------------------------------------------------- the stages' contexts
+#
+# What each stage hands an op's hook: the one interface an op is written against. The
+# stages' own classes (named in each docstring) implement them; ``_conforms`` below has
+# the type checker hold them to it.
+
+
+class TraceContext(Protocol):
+    """What a statement's ``trace`` rule sees (``validate.trace.TraceCtx``): its refs,
+    resolved, and how to report."""
+
+    st: "Stmt"
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def entry(self) -> str: ...
+    def info(self, field: str) -> "RefInfo": ...
+    def binding(self, field: str) -> "Binding": ...
+    def static(self, e: Any) -> bool: ...
+    def use(self, field: str) -> bool: ...
+    def store(self, field: str, shape: tuple[int, ...], dtype: str) -> bool: ...
+    def store_to_array(self) -> bool: ...
+    def root_space(self, field: str) -> str: ...
+    def base_type(self, field: str) -> str: ...
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None: ...
+    def end_body(self) -> bool: ...
+
+
+class LowerContext(Protocol):
+    """What a statement's ``lower`` rule sees (``validate.lower.LowerCtx``): its refs,
+    the program's mesh, and the Mosaic GPU lowering's checks of an access."""
+
+    ctx: "Ctx"
+    st: "Stmt"
+    mesh: Any
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def mesh_axes(self) -> tuple[str, ...]: ...
+    def info(self, field: str) -> "RefInfo": ...
+    def binding(self, field: str) -> "Binding": ...
+    def root_space(self, field: str) -> str: ...
+    def static(self, e: Any) -> bool: ...
+    def access(
+        self, field: str, kind: str, check_layout: bool = True, splat: bool = False
+    ) -> bool: ...
+    def tma(self, src: str, dst: str) -> bool: ...
+    def collective(self, axes: Any, what: str) -> bool: ...
+    def later(self, phase: str, code: str, path: str, message: str, why: str = "") -> None: ...
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None: ...
+    def device_id(self, dev: Any, field: str) -> bool: ...
+    def barrier(self, field: str, method: str) -> bool: ...
+    def multimem_ref(self, field: str) -> bool: ...
+    def gmem_transforms(self, field: str, multicast_ok: bool) -> bool: ...
+
+
+class ExecuteContext(Protocol):
+    """What a statement's ``execute`` sees while simulated for one actor
+    (``engine.core.StmtCtx``): its refs' views and the engine's memory and sync."""
+
+    @property
+    def mesh(self) -> dict[str, int]: ...
+    @property
+    def data(self) -> bool: ...
+    def view(self, field: str) -> "View": ...
+    def read(self, field: str) -> Any: ...
+    def read_all(self, field: str, axes: tuple[str, ...]) -> list[Any]: ...
+    def write(self, field: str, value: Any, fan_out: tuple[str, ...] | None = None) -> None: ...
+    def atomic_add(self, field: str, value: Any) -> None: ...
+    def like(self, shape: tuple[int, ...], dtype: Any) -> "Abstract": ...
+    def eval(self, raw: Any, sub: str = "") -> int: ...
+    def signal(
+        self, field: str, inc: int, device: Any = None, axes: tuple[str, ...] | None = None
+    ) -> None: ...
+    def wait_semaphore(self, field: str, value: int, decrement: bool) -> "Wait | None": ...
+    def arrive(self, field: str) -> None: ...
+    def wait_barrier(self, field: str) -> "Wait | None": ...
+    def copy_to_smem(self, src: str, dst: str, barrier: str) -> None: ...
+    def copy_to_gmem(self, src: str, dst: str, commit_group: bool = True) -> None: ...
+    def commit(self) -> None: ...
+    def wait_copies(self, n: int) -> None: ...
+    def memo(self, key: str, fn: Any) -> Any: ...
+    def fail(self, code: str, message: str) -> None: ...
+
+
+class ViewContext(Protocol):
+    """What a transform's ``view`` sees (``engine.core.Engine``): the mesh, expressions
+    evaluated for an actor, peers, and how to fail."""
+
+    mesh: dict[str, int]
+
+    @property
+    def cluster_sizes(self) -> dict[str, int]: ...
+    def memo(self, obj: Any, key: Any, fn: Any) -> Any: ...
+    def expr(self, raw: Any) -> E.Expr: ...
+    def fail(self, code: str, path: str, message: str) -> NoReturn: ...
+    def eval(self, e: E.Expr, run: Any, path: str, sub: str = "") -> int: ...
+    def peer(self, dref: Any, run: Any, path: str) -> int: ...
+    def sliced(self, offsets: "np.ndarray", index: tuple) -> "np.ndarray": ...
+
+
+class Actor(Protocol):
+    """Who a transform's ``view`` is taken for (``engine.core._Run``)."""
+
+    @property
+    def cluster(self) -> tuple[int, ...]: ...
+    def describe(self) -> str: ...
+
+
+class SourceWriter(Protocol):
+    """What an op's ``source`` writes with (``codegen.Source``): names, expressions and
+    nested bodies as JAX source."""
+
+    def name_of(self, var: str) -> str: ...
+    def expr(self, e: E.Expr) -> str: ...
+    def ref(self, name: str) -> str: ...
+    def axes(self, axes: str | list[str]) -> str: ...
+    def fresh(self, prefix: str) -> str: ...
+    def fail(self, message: str) -> None: ...
+    def body(self, body: list[Any], loop_var: str | None = None) -> list[str]: ...
+
+
+#: A transform's type rule's answer: ``(ref after | None, StepError | None, notes)``
+Typed = tuple["RefInfo | None", "StepError | None", tuple["StepError", ...]]
+
+
+if TYPE_CHECKING:
+
+    def _conforms(
+        t: "TraceCtx", low: "LowerCtx", x: "StmtCtx", e: "Engine", r: "_Run", g: "Source"
+    ) -> None:
+        """The stages' classes implement the contexts (checked by mypy, never run)."""
+        contexts: tuple[
+            TraceContext, LowerContext, ExecuteContext, ViewContext, Actor, SourceWriter
+        ] = (t, low, x, e, r, g)
+        del contexts
 
 
 class Fit(Record):
@@ -97,10 +253,7 @@ class Op(Model):
 
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
-        for _, e in self.exprs():  # (a loop: a generator in any() costs more)
-            if fn in e.calls():
-                return True
-        return False
+        return any(fn in e.calls() for _, e in self.exprs())
 
     @classmethod
     def op_name(cls) -> str:
@@ -173,20 +326,20 @@ class TransformOp(Op):
             f"The GPU interpreter runs only index and transpose views, not {op}.",
         )
 
-    def needs_type(self, ref: Any) -> bool:
+    def needs_type(self, ref: "RefInfo") -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""
         return self.NEEDS_TYPE
 
-    def typed(self, ref: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    def typed(self, ref: "RefInfo") -> Typed:
         """JAX's type rule: ``(ref after | None, StepError | None, notes)`` (a tuple:
         the step's own)."""
         raise NotImplementedError
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         """``base`` with this transform applied, as JAX source."""
         raise NotImplementedError
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         """The simulator's view after this transform (``mpmd_lab.memory.View``)."""
         raise NotImplementedError
 
@@ -245,19 +398,19 @@ class StatementOp(Op):
         names its refs inside another field, as ``compute``'s value does)."""
         return getattr(self, field)
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """Trace-time rules (``t``: the trace context); True when tracing stops."""
         return False
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """GPU-lowering rules (``low``: the lowering context); True when lowering stops."""
         return False
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> "Wait | None":
         """Simulate the statement for one actor (``x``: the statement's sim context)."""
         raise NotImplementedError
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         """The statement as lines of JAX source."""
         raise NotImplementedError
 

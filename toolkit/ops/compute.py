@@ -14,7 +14,16 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
-from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
+from mpmd_lab.ops.base import (
+    READ,
+    WRITE,
+    ExecuteContext,
+    Fit,
+    LowerContext,
+    SourceWriter,
+    StatementOp,
+    TraceContext,
+)
 from mpmd_lab.ops.statements import LANES
 from pydantic import Field
 
@@ -40,10 +49,10 @@ class AtomicAdd(StatementOp):
     def label(self) -> str:
         return f"{self.dst} += {self.src} (atomic)"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"plgpu.atomic_add({g.ref(self.dst)}, {g.ref(self.src)}[...])"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """The value is loaded, then ``atomic_store``'s abstract eval: shape, then dtype
         (strict: no implicit integer cast, unlike a plain store)."""
         if t.use("src") or t.use("dst"):
@@ -68,11 +77,11 @@ class AtomicAdd(StatementOp):
             return True
         return False
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         # the value's load, then the atomic store (a peer's ref is fine, a multicast not)
         return low.access("src", "load") or low.access("dst", "store")
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """``dst += src`` as one atomic update (atomics do not race with each other)."""
         x.atomic_add("dst", x.read("src"))
 
@@ -104,7 +113,7 @@ class MultimemLoadReduce(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.reduction}({self.src}) over {','.join(axes_tuple(self.axes))}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [
             f"{g.ref(self.dst)}[...] = plgpu.layout_cast(",
             f"    plgpu.multimem_load_reduce({g.ref(self.src)}, "
@@ -113,7 +122,7 @@ class MultimemLoadReduce(StatementOp):
             ")",
         ]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """``multimem_load_reduce``'s abstract eval (a GMEM ref), then the store of the
         reduced value into ``dst``."""
         src = t.info("src")
@@ -136,7 +145,7 @@ class MultimemLoadReduce(StatementOp):
             return True
         return t.store("dst", src.shape, src.dtype)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """The device mesh and the axes, the ref's transforms (no peer, no multicast);
         what the reduction supports is checked when the module is verified; the layout
         cast wants a multiple of 128 elements (one per thread of the warpgroup)."""
@@ -178,7 +187,7 @@ class MultimemLoadReduce(StatementOp):
             )
         return low.access("dst", "store", check_layout=False)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """``src`` read on every device along ``axes`` (this one included), reduced in device
         order, stored into ``dst``."""
         import numpy as np
@@ -226,7 +235,7 @@ class Dot(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.lhs} @ {self.rhs}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         acc = g.fresh("acc")
         fn = g.fresh("mma")
         return [
@@ -240,7 +249,7 @@ class Dot(StatementOp):
             ")",
         ]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """``plgpu.wgmma``'s checks (two 2-D operands, K agreeing, one dtype), then the
         store of the float32 accumulator ``[M, N]`` into ``dst``."""
         if t.use("lhs") or t.use("rhs"):
@@ -277,7 +286,7 @@ class Dot(StatementOp):
             return True
         return t.store("dst", (m, n), "float32")
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """WGMMA as the Mosaic GPU lowering takes it: the module's verifier (M a multiple
         of 64), layout and transform inference (operands in SMEM, tileable), the dialect
         lowering (16-bit operands, N at most 256)."""
@@ -368,7 +377,7 @@ class Dot(StatementOp):
             )
         return low.access("dst", "store", check_layout=False)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """``dst = lhs @ rhs``, the products summed in float32 (the WGMMA accumulator)."""
         import numpy as np
 
@@ -421,7 +430,7 @@ def _mlir(dtype: str) -> str:
     return _MLIR.get(dtype, dtype)
 
 
-def _scratch_transforms(low: Any, field: str) -> bool:
+def _scratch_transforms(low: LowerContext, field: str) -> bool:
     b = low.binding(field)
     name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
     sc = low.ctx.s.call.scratch.get(name)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr
-from mpmd_lab.ops.base import Fit, StatementOp
+from mpmd_lab.ops.base import Fit, SourceWriter, StatementOp, TraceContext
 from pydantic import AfterValidator, Field, StrictInt
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Loop(StatementOp):
         a, b = E.parse(self.start).label(), E.parse(self.stop).label()
         return f"for {self.var} in {a}..{b}{step} ({self.via})"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         start, stop = g.expr(E.parse(self.start)), g.expr(E.parse(self.stop))
         inner = g.body(self.body, loop_var=self.var)
         var = g.name_of(self.var)
@@ -86,7 +86,7 @@ class Loop(StatementOp):
             f"lax.fori_loop({trips}, {fn}, None)",
         ]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """An unrolled Python loop needs Python ints: ``range`` of a traced bound fails."""
         if self.via != "python":
             return False
@@ -134,7 +134,7 @@ class When(StatementOp):
     def label(self) -> str:
         return f"when {self.condition().label()}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         fn = g.fresh("when")
         inner = g.body(self.body)
         return [f"@pl.when({g.expr(self.condition())})", f"def {fn}():", *_indent(inner)]

@@ -13,16 +13,19 @@ evaluated per device by the simulator, the graph and the rules):
 
 import itertools
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
+from mpmd_lab.ops.base import Actor, Fit, InterpLimit, SourceWriter, TransformOp, ViewContext
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import RefInfo, StepError, err, first_unbound, replace
 from pydantic import Field, StrictInt, field_validator
+
+if TYPE_CHECKING:
+    from mpmd_lab.memory import View
 
 
 class Offset(Model):
@@ -119,7 +122,7 @@ def device_label(device: Any) -> str:
     return ",".join(parts)
 
 
-def device_source(device: Any, g: Any) -> str:
+def device_source(device: Any, g: SourceWriter) -> str:
     dref = resolve_device(device)
     if dref.linear is not None:
         return g.expr(dref.linear)
@@ -184,7 +187,7 @@ class RemoteRef(TransformOp):
     def label(self) -> str:
         return f"remote_ref({device_label(self.device)})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"plgpu.remote_ref({base}, {device_source(self.device, g)})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -199,7 +202,7 @@ class RemoteRef(TransformOp):
             return None, e, ()
         return replace(ref, peer=True, transformed=True, peer_device=self.device), None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         if v.multicast is not None:
             sim.fail(
                 "REF_MULTICAST_TO_PEER",
@@ -252,7 +255,7 @@ class MulticastRef(TransformOp):
     def label(self) -> str:
         return f"multicast_ref({','.join(self.axis_names)})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"plgpu.multicast_ref({base}, {g.axes(self.axes)})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -271,7 +274,7 @@ class MulticastRef(TransformOp):
             (),
         )
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         if v.device is not None:
             sim.fail(
                 "REF_PEER_TO_MULTICAST",
@@ -341,17 +344,14 @@ class ClusterRef(TransformOp):
         return first_unbound(self._written(), bound)
 
     def uses_call(self, fn: str) -> bool:
-        for e in self._written():  # (a loop: a generator costs more than a block's few)
-            if fn in e.calls():
-                return True
-        return False
+        return any(fn in e.calls() for e in self._written())
 
     def label(self) -> str:
         return (
             f"cluster_ref({','.join(f'{k}={E.parse(v).label()}' for k, v in self.block.items())})"
         )
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         inner = ", ".join(f"{k!r}: {g.expr(E.parse(v))}" for k, v in self.block.items())
         return f"plgpu.cluster_ref({base}, {{{inner}}})"
 
@@ -365,7 +365,7 @@ class ClusterRef(TransformOp):
             (),
         )
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         sizes = sim.cluster_sizes
         coords = list(actor.cluster)
         names = list(sizes)

@@ -11,7 +11,16 @@ from typing import Annotated, Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import RefName
-from mpmd_lab.ops.base import READ, WRITE, Fit, StatementOp
+from mpmd_lab.ops.base import (
+    READ,
+    WRITE,
+    ExecuteContext,
+    Fit,
+    LowerContext,
+    SourceWriter,
+    StatementOp,
+    TraceContext,
+)
 from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
@@ -33,20 +42,20 @@ class Copy(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.src}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"{g.ref(self.dst)}[...] = {g.ref(self.src)}[...]"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         # the load first, then the store
         if t.use("src") or t.use("dst"):
             return True
         src = t.info("src")
         return t.store("dst", src.shape, src.dtype)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return low.access("src", "load") or low.access("dst", "store")
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.write("dst", x.read("src"))
 
 
@@ -76,10 +85,10 @@ class Add(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.lhs} + {self.rhs}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"{g.ref(self.dst)}[...] = {g.ref(self.lhs)}[...] + {g.ref(self.rhs)}[...]"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         if t.use("lhs") or t.use("rhs"):
             return True
         lhs, rhs = t.info("lhs"), t.info("rhs")
@@ -106,7 +115,7 @@ class Add(StatementOp):
             return True
         return t.store("dst", shape, dtypes.promote(lhs.dtype, rhs.dtype))
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         if low.access("lhs", "load") or low.access("rhs", "load"):
             return True
         dtype = dtypes.promote(low.info("lhs").dtype, low.info("rhs").dtype)
@@ -120,7 +129,7 @@ class Add(StatementOp):
             )
         return low.access("dst", "store", check_layout=False)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         import numpy as np
 
         lhs, rhs = x.read("lhs"), x.read("rhs")
@@ -136,7 +145,7 @@ class Add(StatementOp):
         x.write("dst", total)
 
 
-def _semaphore_operand(t: Any, a: str, b: str) -> bool:
+def _semaphore_operand(t: TraceContext, a: str, b: str) -> bool:
     """``lhs[...] + rhs[...]`` where an operand is a semaphore's value: jnp's dtype checks
     (promotion first when the dtypes differ, then ``add``'s accepted dtypes)."""
     if SEMAPHORE_DTYPE not in (a, b):
@@ -190,11 +199,11 @@ class Fill(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.value!r}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         d = g.ref(self.dst)
         return [f"{d}[...] = jnp.full({d}.shape, {self.value!r}, {d}.dtype)"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         dst = t.info("dst")
         if not dst.is_ref:
             return t.store_to_array()
@@ -218,7 +227,7 @@ class Fill(StatementOp):
         # jnp.full(..., dst.dtype) is canonical (no x64): float32 for a float64 output
         return t.store("dst", dst.shape, dtypes.canonical(dst.dtype))
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         dst = low.info("dst")
         if low.access("dst", "store", check_layout=False, splat=True):
             return True
@@ -232,7 +241,7 @@ class Fill(StatementOp):
             )
         return False
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         from mpmd_lab.memory import fill_value
 
         dst = x.view("dst")
@@ -259,10 +268,10 @@ class Return(StatementOp):
     def label(self) -> str:
         return f"return {self.src}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"return {g.ref(self.src)}[...]"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         if t.entry != "pl.kernel":
             return t.end_body()  # plgpu.kernel runs the body in run_scoped: the value is dropped
         program = t.path.split("[")[1].split("]")[0]
@@ -278,7 +287,7 @@ class Return(StatementOp):
         )
         return True
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.fail("MPMD_RETURNS_VALUE", "the kernel returns a value")
 
 

@@ -23,7 +23,15 @@ from typing import Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple
-from mpmd_lab.ops.base import SYNC, Fit, StatementOp
+from mpmd_lab.ops.base import (
+    SYNC,
+    ExecuteContext,
+    Fit,
+    LowerContext,
+    SourceWriter,
+    StatementOp,
+    TraceContext,
+)
 from mpmd_lab.ops.peers import (
     DeviceId,
     check_device,
@@ -52,13 +60,13 @@ TRANSFORM_CLASS = {
 }
 
 
-def check_semaphore(t: Any, field: str, name: str) -> bool:
+def check_semaphore(t: TraceContext, field: str, name: str) -> bool:
     """``check_sem_avals``: a ref, scalar after its last index, of a semaphore dtype.
 
     ``name`` is the verb JAX's messages use (``signal``, ``wait``,
     ``semaphore_signal_multicast``). True when tracing stops."""
     b = t.binding(field)
-    info = b.info
+    info = t.info(field)
     if not info.is_ref:
         t.jax(
             "SEMAPHORE_NOT_A_REF",
@@ -94,7 +102,7 @@ def check_semaphore(t: Any, field: str, name: str) -> bool:
     return False
 
 
-def _constant(low: Any, field: str, value: int | str) -> bool:
+def _constant(low: LowerContext, field: str, value: int | str) -> bool:
     """The lowering writes an increment (the statement's ``field``) as an MLIR constant:
     a traced one fails."""
     if low.static(E.parse(value)):
@@ -159,7 +167,7 @@ class SemaphoreSignal(StatementOp):
         to = "" if self.device is None else f" -> {device_label(self.device)}"
         return f"signal {self.sem}{inc}{to}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         args = [g.ref(self.sem)]
         if self.inc != 1:
             args.append(g.expr(E.parse(self.inc)))
@@ -167,16 +175,16 @@ class SemaphoreSignal(StatementOp):
             args.append(f"device_id={device_source(self.device, g)}")
         return [f"pl.semaphore_signal({', '.join(args)})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return check_semaphore(t, "sem", "signal")
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         # the semaphore's transforms, then the device id, then the increment
         if self.device is not None and low.device_id(self.device, "device"):
             return True
         return _constant(low, "inc", self.inc)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Add inc to the semaphore here or on the peer (the same block there)."""
         inc = x.eval(self.inc, "inc")
         dref = None if self.device is None else x.memo("dref", self.device_ref)
@@ -209,17 +217,17 @@ class SemaphoreSignalMulticast(StatementOp):
     def label(self) -> str:
         return f"signal {self.sem} on all of {','.join(axes_tuple(self.axes))}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         args = [g.ref(self.sem)]
         if self.inc != 1:
             args.append(g.expr(E.parse(self.inc)))
         args.append(f"collective_axes={g.axes(self.axes)}")
         return [f"plgpu.semaphore_signal_multicast({', '.join(args)})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return check_semaphore(t, "sem", "semaphore_signal_multicast")
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         axes = axes_tuple(self.axes)  # JAX wraps a bare name in a tuple
         mesh = low.mesh_axes
         if not mesh:
@@ -244,7 +252,7 @@ class SemaphoreSignalMulticast(StatementOp):
             return True
         return _constant(low, "inc", self.inc)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Add inc to the semaphore on every device along axes (this one included)."""
         inc = x.eval(self.inc, "inc")
         axes = axes_tuple(self.axes)
@@ -274,7 +282,7 @@ class SemaphoreWait(StatementOp):
         v = "" if self.value == 1 else f" >= {E.parse(self.value).label()}"
         return f"wait {self.sem}{v}" + ("" if self.decrement else " (keep)")
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         args = [g.ref(self.sem)]
         if self.value != 1 or not self.decrement:
             args.append(g.expr(E.parse(self.value)))
@@ -282,10 +290,10 @@ class SemaphoreWait(StatementOp):
             args.append("decrement=False")
         return [f"pl.semaphore_wait({', '.join(args)})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return check_semaphore(t, "sem", "wait")
 
-    def execute(self, x: Any) -> Any:
+    def execute(self, x: ExecuteContext) -> Any:
         """Blocks (the returned wait) until the semaphore reaches value."""
         value = x.eval(self.value, "value")
         return x.wait_semaphore("sem", value, self.decrement)
@@ -308,16 +316,16 @@ class BarrierWait(StatementOp):
     def label(self) -> str:
         return f"wait {self.barrier}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"plgpu.barrier_wait({g.ref(self.barrier)})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return check_barrier(t, "barrier")
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return low.barrier("barrier", "wait")
 
-    def execute(self, x: Any) -> Any:
+    def execute(self, x: ExecuteContext) -> Any:
         """Blocks (the returned wait) until this thread's next phase of the barrier."""
         return x.wait_barrier("barrier")
 
@@ -339,20 +347,20 @@ class BarrierArrive(StatementOp):
     def label(self) -> str:
         return f"arrive {self.barrier}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"plgpu.barrier_arrive({g.ref(self.barrier)})"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         return check_barrier(t, "barrier")
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         return low.barrier("barrier", "arrive")
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         x.arrive("barrier")
 
 
-def check_barrier(t: Any, field: str) -> bool:
+def check_barrier(t: TraceContext, field: str) -> bool:
     """``_check_ref(barrier, "barrier", SMEM)``: a ref in SMEM (a barrier's memory)."""
     info = t.info(field)
     if not info.is_ref:

@@ -10,13 +10,13 @@ its label and what the simulator does with it.
 import functools
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
-from mpmd_lab.ops.base import Fit, InterpLimit, TransformOp
+from mpmd_lab.ops.base import Actor, Fit, InterpLimit, SourceWriter, TransformOp, ViewContext
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import (
     OUTSIDE,
@@ -29,6 +29,9 @@ from mpmd_lab.shapes import (
     view_info,
 )
 from pydantic import Field, StrictInt, model_validator
+
+if TYPE_CHECKING:
+    from mpmd_lab.memory import View
 
 # ---------------------------------------------------------------- index entries
 
@@ -117,30 +120,22 @@ class Ix(Record):
 _ALL = Ix("all")
 
 
-_INT_OR_TEXT = (int, str)
-
-
 def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    # (Ix(kind, start, size, lo, hi, stride, legacy) positionally: keywords cost more
-    # than the object, once per entry of every index)
-    kind = type(e)
-    # an entry model first, told by its class (the entry models have no subclasses, and
-    # none is a bool, int, str or list: each isinstance test an object fails is slow)
-    if kind is BlockIndex:
+    if isinstance(e, BlockIndex):
         stride = e.size if e.stride is None else e.stride
         start = E.scaled(E.Name(e.block), stride)
         return _ds(start, e.size, stride, ("block", e.block))
-    if kind is DsIndex:
+    if isinstance(e, DsIndex):
         return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
-    if kind is PidIndex:
+    if isinstance(e, PidIndex):
         start = E.scaled(E.Call("program_id", e.pid), e.size)
         return _ds(start, e.size, e.size, ("pid", e.pid))
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it
         raise TypeError("a boolean index")
-    if isinstance(e, _INT_OR_TEXT):  # (a tuple: a union type would be built per call)
+    if isinstance(e, int | str):
         return Ix("int", E.parse(e))
     if isinstance(e, list):
         return Ix("slice", None, None, e[0], e[1])
@@ -148,20 +143,8 @@ def resolve_entry(e: Any) -> Ix:
 
 
 def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
-    """``Ix("ds", start, size, None, None, stride, legacy)`` (a block or pid entry), its
-    fields stored on a new object: calling the class cost more, once per entry."""
-    ix = _new(Ix)
-    ix.kind = "ds"
-    ix.start = start
-    ix.size = size
-    ix.lo = None
-    ix.hi = None
-    ix.stride = stride
-    ix.legacy = legacy
-    return ix
-
-
-_new = object.__new__
+    """A block or pid entry: ``pl.ds(start, size)`` with its stride and where it came from."""
+    return Ix("ds", start, size, None, None, stride, legacy)
 
 
 def _entry_repr(e: Any) -> str:
@@ -200,14 +183,15 @@ def _entry_label(e: Any) -> str:
     return f"ds({ix.start.label()},{ix.size})"  # type: ignore[union-attr]
 
 
-def _entry_source(e: Any, g: Any) -> str:
+def _entry_source(e: Any, g: SourceWriter) -> str:
     ix = resolve_entry(e)
     if ix.kind == "all":
         return ":"
-    if ix.kind == "int":
-        return g.expr(ix.start)
     if ix.kind == "slice":
         return f"{'' if ix.lo is None else ix.lo}:{'' if ix.hi is None else ix.hi}"
+    assert ix.start is not None  # (an int or ds entry has a start)
+    if ix.kind == "int":
+        return g.expr(ix.start)
     return f"pl.ds({g.expr(ix.start)}, {ix.size!r})"
 
 
@@ -247,8 +231,7 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        # (a comprehension: ``map`` calls a Python function from C, which costs more)
-        return tuple([resolve_entry(e) for e in self.index])
+        return tuple(resolve_entry(e) for e in self.index)
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""
@@ -315,7 +298,7 @@ class At(TransformOp):
     def label(self) -> str:
         return f"at[{','.join(_entry_label(e) for e in self.index) or '...'}]"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         inner = ", ".join(_entry_source(e, g) for e in self.index)
         return f"{base}.at[{inner or '...'}]"
 
@@ -383,10 +366,7 @@ class At(TransformOp):
         ints: tuple[tuple[int, int], ...] = ()
         has_int = False
         dynamic = ref.dynamic
-        k = -1  # (counted: ``enumerate`` costs more than the one or two dims of most views)
-        for d in shape:  # (one ix per dim; indexed: zip(strict=) builds a dict)
-            k += 1
-            ix = ixs[k]
+        for k, (d, ix) in enumerate(zip(shape, ixs, strict=True)):
             if oob is not None and oob[1] == k:
                 e = oob[0]
                 return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
@@ -470,28 +450,20 @@ class At(TransformOp):
                     if r.axis is not None:
                         out = None
                         continue
-                    # (its fields stored on a new object, as ``_ds`` makes an Ix: once per
-                    # dim of every view a kernel axis slices)
-                    dim = _new(Dim)
-                    dim.start = r.start + start * r.step
-                    dim.size = size
-                    dim.step = r.step
-                    dim.axis = axis
-                    dim.stride = stride * r.step
-                    out[bd] = dim
+                    out[bd] = Dim(r.start + start * r.step, size, r.step, axis, stride * r.step)
                 elif start or size != r.size:
                     out[bd] = Dim(r.start + start * r.step, size, r.step, r.axis, r.stride)
                 keep.append(bd)  # (a whole dim: unchanged)
-        if out is None:
-            after = view_info(ref, tuple(new_shape), None, None)
-        else:
-            after = view_info(ref, tuple(new_shape), tuple(out), tuple(keep))
-        after.sliced = True
-        if has_int:
-            after.int_indexed = True
-        after.dynamic = dynamic
-        if ints:
-            after.int_indices = ref.int_indices + ints
+        after = view_info(
+            ref,
+            tuple(new_shape),
+            None if out is None else tuple(out),
+            None if out is None else tuple(keep),
+            sliced=True,
+            int_indexed=ref.int_indexed or has_int,
+            dynamic=dynamic,
+            int_indices=ref.int_indices + ints if ints else ref.int_indices,
+        )
         return after, None, notes
 
     @functools.cached_property
@@ -499,7 +471,9 @@ class At(TransformOp):
         """``view``'s plan per ref shape and field path (``_plan``)."""
         return {}
 
-    def _plan(self, shape: tuple[int, ...], path: str, sim: Any) -> tuple[tuple[Any, ...], tuple]:
+    def _plan(
+        self, shape: tuple[int, ...], path: str, sim: ViewContext
+    ) -> tuple[tuple[Any, ...], tuple]:
         """What indexing a ref of ``shape`` takes: the numpy index, its entries known
         without an actor (the whole dims, static slices, constant indices inside the
         dim), and ``(dim, entry, size, field path)`` of the others, evaluated per actor."""
@@ -531,7 +505,7 @@ class At(TransformOp):
         self._plans[shape, path] = plan
         return plan
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         """numpy indexing of the offsets; an index outside the ref marks the view
         (``View.oob``, clipped offsets): the access through it fails, not the view."""
         shape = v.offsets.shape[:-1]
@@ -617,7 +591,7 @@ class Bitcast(TransformOp):
     def label(self) -> str:
         return f"bitcast({dtypes.short(self.dtype)})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"{base}.bitcast({dtypes.jnp_expr(self.dtype)})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -673,7 +647,7 @@ class Bitcast(TransformOp):
         )
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         from mpmd_lab.memory import bitcast_offsets
 
         new = dtypes.np_dtype(self.dtype)
@@ -707,7 +681,7 @@ class Reshape(TransformOp):
     def label(self) -> str:
         return f"reshape({','.join(map(str, self.shape))})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         return f"{base}.reshape({', '.join(map(repr, self.shape))})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
@@ -749,15 +723,13 @@ class Reshape(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), ()
-        same = target == ref.shape
-        if same:
-            after = view_info(ref, target, ref.region, ref.view_dims)
+        if target == ref.shape:
+            after = view_info(ref, target, ref.region, ref.view_dims, reshaped=True)
         else:
-            after = view_info(ref, target, None, None)
-        after.reshaped = True
+            after = view_info(ref, target, None, None, reshaped=True)
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         try:
             return v.with_(offsets=v.offsets.reshape(*self.shape, v.offsets.shape[-1]))
         except ValueError:
@@ -794,7 +766,7 @@ class Transpose(TransformOp):
         name = "transpose_ref" if self.via == "transpose_ref" else "transpose"
         return f"{name}({','.join(map(str, self.perm))})"
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         perm = repr(tuple(self.perm))
         if self.via == "transpose_ref":
             return f"plgpu.transpose_ref({base}, {perm})"
@@ -856,12 +828,11 @@ class Transpose(TransformOp):
             tuple([shape[p] for p in perm]),
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
+            transposed=ref.transposed or perm != tuple(range(rank)),
         )
-        if perm != tuple(range(rank)):
-            after.transposed = True
         return after, None, ()
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         rank = len(v.shape)
         perm = [p % rank if rank else p for p in self.perm]
         if sorted(perm) != list(range(rank)):
@@ -888,10 +859,10 @@ class _ScratchOnly(TransformOp):
             (),
         )
 
-    def view(self, v: Any, sim: Any, actor: Any, path: str) -> Any:
+    def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         sim.fail("SIM_UNSUPPORTED", path, f"{self.op_name()} applies to scratch types only")
 
-    def source(self, base: str, g: Any) -> str:
+    def source(self, base: str, g: SourceWriter) -> str:
         g.fail(f"{self.op_name()} is a scratch-only transform: no JAX call applies it to a ref")
         return base  # pragma: no cover
 

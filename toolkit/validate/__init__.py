@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
@@ -64,13 +65,15 @@ def analyze(
     *,
     fixes: bool = True,
     timings: dict[str, float] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Analysis:
     """Resolve the scenario and run every rule once: the :class:`Analysis` views share.
 
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
     checks each fixed scenario with ``fixes=False``). ``timings``: filled with the seconds
     each stage took (``resolve``, ``build``, ``trace``, ``lower``, ``runtime``,
-    ``interp``, ``sync``, ``fixes``), for ``make bench``."""
+    ``interp``, ``sync``, ``fixes``), for ``make bench``; ``clock``: what measures them
+    (``bench.icount`` counts instructions)."""
     check_build, stages = _RULES or _import_rules()
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
@@ -79,22 +82,20 @@ def analyze(
     # costs time (it grows with the heap); the collector resumes at the end
     collecting = gc.isenabled()
     gc.disable()
-    # (stage, time.perf_counter() after it), from the start: only when timed, and added
-    # up into ``timings`` at the end (no call per stage)
-    marks = None if timings is None else [("", time.perf_counter())]
+    # (stage, clock() after it), from the start: only when timed, added up at the end
+    marks = None if timings is None else [("", clock())]
     try:
         ctx = Ctx(s, resolve(s))
         if marks is not None:
-            marks.append(("resolve", time.perf_counter()))
+            marks.append(("resolve", clock()))
         check_build(ctx)
-        # (a list, not a generator: most checks have no diagnostic here)
-        ctx.build_failed = any([d.is_error and d.stage in ("schema", "build") for d in ctx.diags])
+        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
         if marks is not None:
-            marks.append(("build", time.perf_counter()))
+            marks.append(("build", clock()))
         for stage, rule in stages:
             rule(ctx)
             if marks is not None:
-                marks.append((stage, time.perf_counter()))
+                marks.append((stage, clock()))
     finally:
         if collecting:
             gc.enable()
@@ -104,7 +105,7 @@ def analyze(
 
         diags = offer(s, diags)
         if marks is not None:
-            marks.append(("fixes", time.perf_counter()))
+            marks.append(("fixes", clock()))
     if timings is not None and marks is not None:
         for (_, before), (stage, after) in zip(marks, marks[1:], strict=False):
             timings[stage] = timings.get(stage, 0.0) + after - before
@@ -112,8 +113,7 @@ def analyze(
 
 
 #: ``(check_build, ((stage, rule), ...))``: the rule modules, imported by the first check
-#: (the race check brings the engine and numpy, which importing this package does not);
-#: an import statement per rule cost each check ~14k instructions
+#: (the race check brings the engine and numpy, which importing this package does not)
 _RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
 
 

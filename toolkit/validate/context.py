@@ -12,28 +12,6 @@ from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.explain import EXPLANATIONS
-from pydantic import BaseModel
-
-_new = object.__new__
-# a model's ``__dict__`` and its slots, set as ``object.__setattr__`` would (the
-# descriptors' own setters: a third cheaper than ``object.__setattr__``'s lookup)
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_given = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def _made(cls: Any, fields: dict[str, Any], given: set[str]) -> Any:
-    """``cls.model_construct(**fields)`` (``given``: the fields given, every field in
-    ``fields``): what validating them makes, for values that are already what the
-    fields hold, as ``Ctx.add`` makes them (validating cost a diagnostic ~25k
-    instructions: its model validator and every field)."""
-    m = _new(cls)
-    _set_dict(m, fields)
-    _set_given(m, given)
-    _set_extra(m, None)
-    _set_private(m, None)
-    return m
 
 
 class Ctx:
@@ -111,11 +89,7 @@ class Ctx:
             severity = entry.severity if entry else "error"
         jax = None
         if jax_message is not None:
-            jax = _made(
-                JaxError,
-                {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message},
-                {"type", "message"},
-            )
+            jax = JaxError(type=jax_type or (entry.type if entry else "Error"), message=jax_message)
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
@@ -123,22 +97,16 @@ class Ctx:
             options = []
         else:
             options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
-        d = _made(
-            Diagnostic,
-            {
-                "code": code,
-                "severity": severity,
-                "stage": stage,
-                "path": path,
-                "message": message,
-                "jax": jax,
-                "explanation": explanation,
-                "fix": options[0] if options else None,  # (the model validator's rule)
-                "fixes": options,
-                "source": None,
-                "witness": None,
-            },
-            {"code", "severity", "stage", "path", "message", "jax", "explanation", "fix", "fixes"},
+        d = Diagnostic(
+            code=code,
+            severity=severity,
+            stage=stage,
+            path=path,
+            message=message,
+            jax=jax,
+            explanation=explanation,
+            fix=options[0] if options else None,
+            fixes=options,
         )
         self.diags.append(d)
         return d

@@ -53,7 +53,7 @@ def _views(ctx: Ctx) -> None:
     first_step = ctx.r.first_step
     for prog in ctx.programs:
         for st in prog.stmts:
-            if type(st.node) is Let:  # (no subclasses; a failing isinstance is slow)
+            if isinstance(st.node, Let):
                 continue
             for b in st.refs.values():
                 if not b.stack:

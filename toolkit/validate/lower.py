@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
@@ -50,7 +50,6 @@ def check_lower(ctx: Ctx) -> None:
             ),
         )
         return
-    # (each asked only where it has something to check: a call is ~400 instructions)
     if c.scratch and _scratch_lowering(ctx):
         return
     if c.entry == "plgpu.kernel" and _resources(ctx):
@@ -154,11 +153,7 @@ class LowerCtx:
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
         #: whether a scratch of the call has a layout (only such a root is tiled SMEM)
-        self.layouts = False
-        for sc in ctx.s.call.scratch.values():  # (no generator: it costs more than a loop)
-            if sc.transforms:
-                self.layouts = True
-                break
+        self.layouts = any(sc.transforms for sc in ctx.s.call.scratch.values())
         #: errors of later lowering phases, in statement order, each with its phase's
         #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
         #: built, layout inference (deriving constraints, solving them, assigning the
@@ -189,14 +184,14 @@ class LowerCtx:
         if v is None:
             spec = self.ctx.r.root_spec(b)
             if spec is None:
-                v = (None, False, False, False, None, False)
+                v = _View(None, False, False, False, None, False)
             else:
                 if o.startswith("scratch:"):  # its own memory space and layout
                     space, stack = spec.memory_space, tuple(spec.transforms)
                 else:
                     space, stack = "GMEM", ()
-                root = (tuple(spec.shape), spec.dtype, space, stack)
-                v = (root, False, False, space != "GMEM" or stack != (), None, False)
+                root = _Root(tuple(spec.shape), spec.dtype, space, stack)
+                v = _View(root, False, False, space != "GMEM" or stack != (), None, False)
             self._roots[o] = v
         return v
 
@@ -212,7 +207,7 @@ class LowerCtx:
             at = len(y.parent.stack)
         if not (tangled and reshape) or stop is None:  # (all three stay so once set)
             for k, (_, t) in enumerate(own, at):
-                op = t.op  # (read once)
+                op = t.op
                 if op == "transpose":
                     moved = True
                 elif op == "bitcast":
@@ -224,26 +219,26 @@ class LowerCtx:
                 elif stop is None and _may_stop(t):
                     stop = k
             rules = rules or (tangled and root is not None)
-        return (root, moved, tangled, rules, stop, reshape)
+        return _View(root, moved, tangled, rules, stop, reshape)
 
-    def memref(self, b: Binding) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+    def memref(self, b: Binding) -> L.MemrefFold:
         """``layout_rules.view_memref`` of ``b`` from its untransformed ref: the memref,
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
         return along_chain(self._memrefs, b, self._memref_step)
 
-    def _memref_step(
-        self, y: Binding, src: tuple[L.Memref | None, Any] | None
-    ) -> tuple[L.Memref | None, tuple[L.JaxError, int] | None]:
+    def _memref_step(self, y: Binding, src: L.MemrefFold | None) -> L.MemrefFold:
         if src is None:  # a view of an untransformed ref: all of its stack is its own
-            root = self.root_view(y)[0]
-            return (None, None) if root is None else L.view_memref(root[0], [t for _, t in y.stack])
+            root = self.root_view(y).root
+            if root is None:
+                return L.MemrefFold(None, None)
+            return L.view_memref(root.shape, [t for _, t in y.stack])
         own = own_steps(y)
-        if src[0] is None or not own:
+        if src.memref is None or not own:
             return src
         assert y.parent is not None  # its source's memref, followed by its own steps
-        return L.view_memref_from(src[0], [t for _, t in own], len(y.parent.stack))
+        return L.view_memref_from(src.memref, [t for _, t in own], len(y.parent.stack))
 
     def later_error(self, phase: str, item: tuple[Any, ...]) -> None:
         """An error of the later lowering phase ``phase`` (a key of ``_RANK``)."""
@@ -332,11 +327,11 @@ class LowerCtx:
             other = WRITE if kind == "load" else READ
             for f, acc in st.node.REFS:
                 o = st.refs.get(f) if acc == other else None
-                spec = None if o is None else self.root_view(o)[0]
-                if o is None or spec is None or spec[2] != "SMEM":
+                spec = None if o is None else self.root_view(o).root
+                if o is None or spec is None or spec.space != "SMEM":
                     continue
-                if [t.op for t in spec[3]] in (["tiling"], ["tiling", "swizzle"]):
-                    om = self.memref(o)[0]
+                if [t.op for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
+                    om = self.memref(o).memref
                     e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                     if e is not None:
                         self.later_error(
@@ -349,10 +344,10 @@ class LowerCtx:
         if (
             b.stack
             and root is not None
-            and (root[2] == "GMEM" or (root[2] == "SMEM" and not root[3]))
+            and (root.space == "GMEM" or (root.space == "SMEM" and not root.layout))
         ):
             vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
-            e = L.transposed_access_error(vec, self.memref(b)[0], kind) if vec > 1 else None
+            e = L.transposed_access_error(vec, self.memref(b).memref, kind) if vec > 1 else None
             if e is not None:
                 self.later_error(
                     "p4",
@@ -535,7 +530,7 @@ def _may_stop(t: Any) -> bool:
     """Whether a view step other than a reshape may stop ``_apply_steps`` (a reshape
     stops it where the lowering cannot make it: ``LowerCtx.memref`` says which, once per
     view, and ``_View``'s ``reshape`` says whether to ask)."""
-    op = t.op  # (once: a model's attribute goes through pydantic's __getattr__ hook)
+    op = t.op
     if op == "at":
         for ix in t.entries():
             if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
@@ -549,24 +544,37 @@ def _may_stop(t: Any) -> bool:
     return op in ("remote_ref", "multicast_ref", "cluster_ref")
 
 
-_Root = tuple[tuple[int, ...], str, str, tuple[Any, ...]]
-#: What the lowering rules ask of a view's whole stack (``LowerCtx.view``), a plain tuple
-#: (making a NamedTuple costs ~2k instructions, once per view the lowering follows):
-#:
-#: - ``root``: (shape, dtype, memory space, layout stack) of the untransformed ref under
-#:   the view (``LowerCtx.root_view``: one root along a chain of views; None: unknown)
-#: - ``moved``: a transpose or a bitcast, a step the lowering moves others past (or that
-#:   stays after them)
-#: - ``tangled``: a bitcast, or a step after a moved one that is not a transpose: the
-#:   lowering must commute them (``layout_rules.view_lowering_error_at``, which finds
-#:   nothing in a view of GMEM without one: its transposes all come last)
-#: - ``rules``: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a
-#:   scratch layout, or a tangled view (without any, the lowering moves no step past
-#:   another)
-#: - ``stop``: the position of the first step that ``_may_stop`` holds for (None: none)
-#: - ``reshape``: a reshape, which ``_apply_steps`` stops at where the lowering cannot
-#:   make it (with neither, every step lowers: it has nothing to check)
-_View = tuple[_Root | None, bool, bool, bool, int | None, bool]
+class _Root(NamedTuple):
+    """The untransformed ref under a view, as what declares it: its shape, dtype, memory
+    space and scratch layout (``layout``: its transforms; empty for GMEM)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    space: str
+    layout: tuple[Any, ...]
+
+
+class _View(NamedTuple):
+    """What the lowering rules ask of a view's whole stack (``LowerCtx.view``)."""
+
+    #: the untransformed ref under the view (``LowerCtx.root_view``: one root along a
+    #: chain of views; None: unknown)
+    root: _Root | None
+    #: a transpose or a bitcast, a step the lowering moves others past (or that stays
+    #: after them)
+    moved: bool
+    #: a bitcast, or a step after a moved one that is not a transpose: the lowering must
+    #: commute them (``layout_rules.view_lowering_error_at``, which finds nothing in a
+    #: view of GMEM without one: its transposes all come last)
+    tangled: bool
+    #: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a scratch
+    #: layout, or a tangled view (without any, the lowering moves no step past another)
+    rules: bool
+    #: the position of the first step that ``_may_stop`` holds for (None: none)
+    stop: int | None
+    #: a reshape, which ``_apply_steps`` stops at where the lowering cannot make it
+    #: (with neither, every step lowers: it has nothing to check)
+    reshape: bool
 
 
 def _view_rules(
@@ -616,7 +624,7 @@ def _view_rules(
         # (the view's memref from its untransformed ref, as ``LowerCtx.memref`` keeps it
         # per view: ``smem_contiguity_error`` of the same shape and steps; a view of no
         # step is the ref itself, contiguous)
-        e = L.smem_memref_contiguity_error(low.memref(b)[0])
+        e = L.smem_memref_contiguity_error(low.memref(b).memref)
         if e is not None:
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
@@ -631,7 +639,7 @@ def _view_rules(
                 layout_stack,
                 info.shape,
                 dtypes.bits(dtype),
-                L.minor_strided(low.memref(b)[0]),
+                L.minor_strided(low.memref(b).memref),
                 splat,
             )
             if e is not None:
@@ -681,9 +689,9 @@ def _apply_steps(
     ctx, st = low.ctx, low.st
     b = st.refs[field]
     # (a scratch layout's reshapes are the commute rules')
-    bad = low.memref(b)[1] if reshape and root is not None and not root[3] else None
-    if bad is not None and (stop is None or bad[1] < stop):
-        ctx.raised(bad[0], b.stack[bad[1]][0])
+    bad = low.memref(b).unmade if reshape and root is not None and not root.layout else None
+    if bad is not None and (stop is None or bad.pos < stop):
+        ctx.raised(bad.error, b.stack[bad.pos][0])
         return True
     if stop is None:
         return False
@@ -717,13 +725,13 @@ def _apply_steps(
                 )
                 return True
         elif op == "reshape":
-            if bad is not None and bad[1] == pos:  # (the first the lowering cannot make)
-                ctx.raised(bad[0], path)
+            if bad is not None and bad.pos == pos:  # (the first the lowering cannot make)
+                ctx.raised(bad.error, path)
                 return True
         elif op == "remote_ref":
             if device_id_problem(ctx, t.device, st, field):
                 return True
-            if root is not None and root[2] == "SMEM":
+            if root is not None and root.space == "SMEM":
                 # the peer pointer is taken from a kernel argument (GMEM); an SMEM
                 # allocation is none (JAX's message goes on with the MLIR of the slice)
                 ctx.jax(
@@ -838,9 +846,9 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    dst_root = low.root_view(st.refs[dst_field])[0]
-    if src_root is not None and dst_root is not None and src_root[2] == "SMEM":
-        dm = low.memref(st.refs[dst_field])[0]
+    dst_root = low.root_view(st.refs[dst_field]).root
+    if src_root is not None and dst_root is not None and src_root.space == "SMEM":
+        dm = low.memref(st.refs[dst_field]).memref
         if dm is not None:
             shape, dtype, _space, stack = src_root
             e = L.tma_smem_error(
@@ -848,9 +856,9 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 dtypes.bits(dtype),
                 stack,
                 [t for _, t in st.refs[src_field].stack],
-                low.memref(st.refs[src_field])[0],
-                dm[0],
-                dm[1],
+                low.memref(st.refs[src_field]).memref,
+                dm.shape,
+                dm.strides,
             )
             if e is not None:
                 _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)

@@ -36,7 +36,7 @@ def _program_id(ctx: Ctx) -> None:
         for st in prog.stmts:
             node = st.node
             # (each hit reported as it is found, in the op's order: no list per statement)
-            if type(node) is Let:  # (no subclasses; a failing isinstance is slow)
+            if isinstance(node, Let):
                 for k, t in enumerate(node.transforms):
                     if t.uses_call("program_id"):
                         _pid_warning(ctx, f"{st.path}.transforms[{k}]", blocks)

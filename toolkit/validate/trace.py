@@ -469,12 +469,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        typed = True  # (a loop: any() of a generator or a list costs more)
-        for b in st.refs.values():
-            if b.info is None:
-                typed = False
-                break
-        if not typed:
+        if any(b.info is None for b in st.refs.values()):
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
         t.st = st
         if node.trace(t):
