@@ -579,7 +579,11 @@ def test_what_the_simulator_refuses_the_check_does_not_call_checked(data, what):
     from mpmd_lab import simulate
 
     s = load_scenario(data)
-    (w,) = [d for d in analyze(s).diagnostics if d.code == "SYNC_NOT_CHECKED"]
+    (w,) = [
+        d
+        for d in analyze(s).diagnostics
+        if d.code == "SYNC_NOT_CHECKED" and "stopped at" in d.message
+    ]
     assert what in w.message and w.path.startswith("call.programs[0].body[3].body["), w
     sim = simulate(s)
     assert sim.error is not None and sim.error.code == "SIM_UNSUPPORTED"
