@@ -100,6 +100,7 @@ def test_contract_shape(gallery_runs):
         "startup_seconds",
         "wall_seconds",
         "cached",
+        "check_seconds",
     }  # docs/SCENARIO.md, run --json
     assert j["status"] == "ok" and j["error"] is None and j["devices"] == 1
     assert j["outputs"]["out"] == {

@@ -23,7 +23,7 @@ from mpmd_lab.ops.async_copies import (
     WaitSmemToGmem,
 )
 from mpmd_lab.ops.base import READ, SYNC, WRITE, Op, StatementOp, TransformOp
-from mpmd_lab.ops.compute import AtomicAdd, Dot, MultimemLoadReduce
+from mpmd_lab.ops.compute import AtomicAdd, Compute, Dot, MultimemLoadReduce
 from mpmd_lab.ops.control import Loop, When
 from mpmd_lab.ops.peers import ClusterRef, DeviceRef, MulticastRef, Offset, RemoteRef
 from mpmd_lab.ops.scratch import (
@@ -41,7 +41,6 @@ from mpmd_lab.ops.sync import (
     SemaphoreSignalMulticast,
     SemaphoreWait,
 )
-from mpmd_lab.ops.values import Compute
 from mpmd_lab.ops.views import (
     At,
     Bitcast,

@@ -7,13 +7,18 @@ from every device at once (multimem), and a matrix product for the collective ma
   (``src`` reduced over every device along ``axes``);
 - ``dot {dst, lhs, rhs}``: ``dst[...] = lhs @ rhs`` with float32 accumulation, exported
   in the simplest form the Mosaic GPU lowering accepts: ``plgpu.wgmma`` on SMEM
-  operands into a ``plgpu.ACC`` accumulator (``pl.run_scoped``), stored into ``dst``.
+  operands into a ``plgpu.ACC`` accumulator (``pl.run_scoped``), stored into ``dst``;
+- ``compute {dst, value}``: ``dst[...] = value``, an elementwise value computed in
+  registers (the value language is :mod:`mpmd_lab.ops.values`).
 """
 
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
+from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
     READ,
     WRITE,
@@ -435,6 +440,132 @@ def _scratch_transforms(low: LowerContext, field: str) -> bool:
     name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
     sc = low.ctx.s.call.scratch.get(name)
     return bool(sc is not None and sc.transforms)
+
+
+class Compute(StatementOp):
+    """``dst[...] = value``: an elementwise value computed in registers, then stored."""
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        src = fit.first(fit.refs, "x_ref")
+        return {
+            "op": "compute",
+            "dst": fit.first(fit.outputs, fit.first(fit.refs, "out")),
+            "value": f"{src}[...] * 2.0",
+        }
+
+    HELP: ClassVar[str] = "dst[...] = a value computed from loads (a[...] + b[...] * 2.0)"
+    FAMILY: ClassVar[str] = "compute"
+    #: the destination; the refs ``value`` loads are ``value.NAME`` (``ref_fields``)
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("dst", WRITE),)
+
+    op: Literal["compute"]
+    dst: RefName = Field(description="the ref written")
+    value: V.ValueText = Field(
+        description="the value, as JAX writes it: x_ref[...] * 2.0 + y_ref[...], jnp.where, "
+        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0)"
+    )
+
+    @property
+    def tree(self) -> V.Node:
+        return V.parse(self.value)
+
+    def load_names(self) -> list[str]:
+        """The refs ``value`` loads, each once, in order."""
+        return list(dict.fromkeys(self.tree.loads()))
+
+    def ref_fields(self) -> list[tuple[str, str, str]]:
+        """``value.NAME`` for each ref the value loads (read), then ``dst`` (written)."""
+        reads = [(f"value.{n}", n, READ) for n in self.load_names()]
+        return [*reads, ("dst", self.dst, WRITE)]
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        for idx in self.tree.indices():
+            yield "value", idx.e
+
+    def ref_name(self, field: str) -> str:
+        return field.removeprefix("value.") if field.startswith("value.") else self.dst
+
+    def label(self) -> str:
+        return f"{self.dst} <- {self.tree.source(V.LABEL)}"
+
+    def source(self, g: Any) -> list[str]:
+        return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
+
+    def trace(self, t: Any) -> bool:
+        """The loads (in order), the value's shape and dtype rules, then the store."""
+        refs: dict[str, tuple[tuple[int, ...], str]] = {}
+        for name in self.load_names():
+            if t.use(f"value.{name}"):
+                return True
+            info = t.info(f"value.{name}")
+            refs[name] = (tuple(info.shape), info.dtype)
+        try:
+            ty = self.tree.typed(refs)
+        except V.ValueTypeError as e:
+            t.jax(e.code, f"{t.path}.value", e.message, jax_type=e.jax_type)
+            return True
+        if t.use("dst"):
+            return True
+        return t.store("dst", ty.shape, ty.dtype)
+
+    def lower(self, low: Any) -> bool:
+        """Each load, the arithmetic (none on 8-bit values), the store."""
+        refs = {}
+        for name in self.load_names():
+            if low.access(f"value.{name}", "load"):
+                return True
+            info = low.info(f"value.{name}")
+            refs[name] = (tuple(info.shape), info.dtype)
+        for node in _walk(self.tree):
+            if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
+                low.later(
+                    "p3",
+                    "GPU_8BIT_ARITH",
+                    low.path,
+                    "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                    "operations). Upcast to a 16- or 32-bit type before performing the "
+                    "operation.",
+                )
+                break
+        return low.access("dst", "store", check_layout=False)
+
+    def execute(self, x: Any) -> None:
+        """Load each ref, compute the value as JAX does (numpy, each step in JAX's
+        dtype), store it."""
+        import numpy as np
+
+        loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
+        for idx in self.tree.indices():
+            loaded[idx.key] = x.eval(idx.e, "value")
+        dst = x.view("dst")
+        if not x.data:
+            x.write("dst", x.like(dst.shape, dst.dtype))
+            return
+        value, _ = self.tree.eval(loaded)
+        value = np.asarray(value)
+        if value.shape != tuple(dst.shape):
+            x.fail("SIM_SHAPE_MISMATCH", f"storing {value.shape} into {self.dst} {dst.shape}")
+        if value.dtype != dst.dtype:
+            if not (value.dtype.kind in "iu" and np.dtype(dst.dtype).kind in "iu"):
+                x.fail("SIM_DTYPE_MISMATCH", f"storing {value.dtype} into {dst.dtype}")
+            value = value.astype(dst.dtype)
+        x.write("dst", value)
+
+
+def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """The operation computes on 8-bit numbers (its operands promoted)."""
+    if isinstance(node, V.Neg):
+        dtype = node.a.typed(refs).dtype
+    else:
+        dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
+    return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _walk(n: V.Node) -> Iterator[V.Node]:
+    yield n
+    for c in n.children():
+        yield from _walk(c)
 
 
 __all__ = ["REDUCTIONS", "AtomicAdd", "Dot", "MultimemLoadReduce"]
