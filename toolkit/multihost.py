@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mpmd_lab import workers
-from mpmd_lab.probe import CODEGEN_CODE, ProbeResult, _code, beyond_this_machine, devices_of
+from mpmd_lab.probe import ProbeResult, _code, beyond_this_machine, devices_of
 from mpmd_lab.scenario import Scenario
 
 _CHILD = Path(__file__).with_name("_multihost_child.py")
@@ -199,15 +199,7 @@ def probe(
     try:
         source = generate(scenario, interpret=MODE, detect_races=False, cpu_limits=False)
     except CodegenError as e:
-        return ProbeResult(
-            ok=False,
-            stage="build",
-            error_type="CodegenError",
-            message=str(e),
-            code=CODEGEN_CODE,
-            path=e.path,
-            **base,
-        )
+        return ProbeResult.codegen_failed(e, **base)
 
     def failed(stage: str | None, type_: str, code: str, message: str, **kw: Any) -> ProbeResult:
         wall = time.perf_counter() - t0

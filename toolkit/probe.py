@@ -27,12 +27,16 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mpmd_lab import workers
 from mpmd_lab.catalogue import classify
 from mpmd_lab.scenario import Scenario
+
+if TYPE_CHECKING:
+    from mpmd_lab.codegen import CodegenError
+
 from mpmd_lab.workers import (
     _LOCK,
     Worker,
@@ -87,6 +91,20 @@ class ProbeResult:
             "message": self.message,
             "stage": self.stage,
         }
+
+    @classmethod
+    def codegen_failed(cls, e: CodegenError, **base: Any) -> ProbeResult:
+        """The scenario could not be written as JAX code (``base``: stages, devices,
+        platform, seconds): failed at ``build`` with the codegen error's path."""
+        return cls(
+            ok=False,
+            stage="build",
+            error_type="CodegenError",
+            message=str(e),
+            code=CODEGEN_CODE,
+            path=e.path,
+            **base,
+        )
 
 
 # ---------------------------------------------------------------- probing
@@ -261,16 +279,7 @@ def probe(
     try:
         source = generate(scenario, interpret=mode, detect_races=races, cpu_limits=False)
     except CodegenError as e:
-        return ProbeResult(
-            ok=False,
-            stage="build",
-            error_type="CodegenError",
-            message=str(e),
-            code=CODEGEN_CODE,
-            path=e.path,
-            seconds=time.perf_counter() - t0,
-            **base,
-        )
+        return ProbeResult.codegen_failed(e, seconds=time.perf_counter() - t0, **base)
     unrolled = beyond_the_trace(scenario, timeout)
     if unrolled is not None:
         path, message = unrolled
