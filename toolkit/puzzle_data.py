@@ -54,6 +54,8 @@ class Puzzle:
     start: dict[str, Any]
     key: dict[str, Any]
     expected: Callable[[Arrays], Arrays]
+    #: what the starting point shows when graded: a diagnostic code, or wrong values
+    symptom: str
     #: what the key fixes, in a line (the facilitator's key, docs/PUZZLES.md)
     fix: str
     requirements: tuple[Requirement, ...] = ()
@@ -320,6 +322,7 @@ def _puzzles() -> list[Puzzle]:
             start=_shift({"dev": {"offset": 0}}, "A ring shift that never leaves home."),
             key=_shift({"dev": {"offset": 1}}, "Each device writes x into out on its right."),
             expected=_shifted_right,
+            symptom="values wrong on every device",
             fix="`p = out.remote_ref(dev + 1)`: the offset 0 becomes 1",
             requirements=(_pushes_remotely(),),
         )
@@ -342,6 +345,7 @@ def _puzzles() -> list[Puzzle]:
             start=_shift({"dev": "dev - 1"}, "A shift to the left that falls off the ring."),
             key=_shift({"dev": LEFT}, "Each device writes x into out on its left."),
             expected=_shifted_left,
+            symptom="REMOTE_DEVICE_OOB",
             fix="the device `dev - 1` becomes `(dev + axis_size(dev) - 1) % axis_size(dev)`",
             requirements=(_pushes_remotely(),),
         )
@@ -370,6 +374,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("exchange-shards", "pull-handshake", "A guarded pull.", _keep),
             expected=_shifted_left,
+            symptom="SEMAPHORE_IMBALANCE",
             fix="`semaphore_wait(done)` as the last statement (body[5])",
             requirements=(_has_ops("semaphore_wait", what="the read waits for `ready`"),),
         )
@@ -393,6 +398,7 @@ def _puzzles() -> list[Puzzle]:
             start=_shift_add("A landing nobody announces.", drop="semaphore_signal"),
             key=_shift_add("Shift right and add, with a handshake."),
             expected=_shift_added,
+            symptom="DEADLOCK_SEMAPHORE",
             fix="`semaphore_signal(landed, right)` after the copy into `right_recv` (body[2])",
             requirements=(_uses_semaphores_no_loop(),),
         )
@@ -414,6 +420,7 @@ def _puzzles() -> list[Puzzle]:
             start=_shift_add("A read that may come too early.", drop="semaphore_wait"),
             key=_shift_add("Shift right and add, with a handshake."),
             expected=_shift_added,
+            symptom="RACE_DETECTED",
             fix="`semaphore_wait(landed)` before `add(out, recv, x_ref)` (body[3])",
             requirements=(_uses_semaphores_no_loop(),),
         )
@@ -435,6 +442,7 @@ def _puzzles() -> list[Puzzle]:
             start=_from_gallery("ring-all-gather", "gather-own-shard", "No own shard.", _drop(1)),
             key=_from_gallery("ring-all-gather", "gather-own-shard", "The all-gather.", _keep),
             expected=_gathered,
+            symptom="values wrong on every device (never written)",
             fix="`copy(x_ref -> mine)` as body[1]",
             requirements=ring_sync,
         )
@@ -462,6 +470,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-all-gather", "gather-signal-target", "The ring.", _keep),
             expected=_gathered,
+            symptom="RACE_DETECTED",
             fix="the signal's device `left` becomes `(dev + 1) % axis_size(dev)` (loop body[4])",
             requirements=ring_sync,
         )
@@ -484,6 +493,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-all-gather", "gather-deadlock", "The ring.", _keep),
             expected=_gathered,
+            symptom="DEADLOCK_SEMAPHORE",
             fix="`sent = sems.at[i]` (was `sems.at[0]`, loop body[3])",
             requirements=ring_sync,
         )
@@ -511,6 +521,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-all-gather", "gather-chunk-index", "The ring.", _keep),
             expected=_gathered,
+            symptom="RACE_DETECTED",
             fix="chunk index `(dev + i) % D` becomes `(dev + D - i) % D` in loop body[0] and [1]",
             requirements=ring_sync,
         )
@@ -535,6 +546,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-all-gather", "gather-trip-count", "The ring.", _keep),
             expected=_gathered,
+            symptom="OOB_INDEX",
             fix="the loop's stop `axis_size(dev)` becomes `axis_size(dev) - 1`",
             requirements=ring_sync,
         )
@@ -563,6 +575,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-reduce-scatter", "scatter-first-chunk", "The ring.", _keep),
             expected=_reduced,
+            symptom="values wrong on every device",
             fix="`first` starts at `(dev - 1) % axis_size(dev) * 256` (was `dev * 256`)",
             requirements=(_has_ops("add", "semaphore_wait", "loop", what=_RING),),
         )
@@ -586,6 +599,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("ring-reduce-scatter", "scatter-wait", "The ring.", _keep),
             expected=_reduced,
+            symptom="RACE_DETECTED",
             fix="`semaphore_wait(sem)` as the loop's last statement (body[7].body[6])",
             requirements=(_has_ops("add", "semaphore_wait", "loop", what=_RING),),
         )
@@ -613,6 +627,7 @@ def _puzzles() -> list[Puzzle]:
             start=_double_buffer("Two slots, no credit.", credit=False),
             key=_double_buffer("Two slots, handed back with a credit.", credit=True),
             expected=_gathered,
+            symptom="RACE_DETECTED",
             fix="`when(i >= 2): semaphore_wait(free)` before writing `to_right`",
             requirements=(_has_ops("semaphore_wait", "loop", "when", what=_RING),),
         )
@@ -644,6 +659,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("collective-matmul", "matmul-rows", "The collective matmul.", _keep),
             expected=_matmul,
+            symptom="values wrong on every device (half the rows)",
             fix="the loop's `block` rows `(dev - i) % D * 64` become `(dev + i) % D * 64`",
             requirements=(_has_ops("dot", "semaphore_wait", "loop", what=_RING),),
         )
@@ -668,6 +684,7 @@ def _puzzles() -> list[Puzzle]:
             ),
             key=_from_gallery("collective-matmul", "matmul-wait", "The collective matmul.", _keep),
             expected=_matmul,
+            symptom="RACE_DETECTED",
             fix="`semaphore_wait(received)` as the `when`'s last statement",
             requirements=(_has_ops("dot", "semaphore_wait", "loop", what=_RING),),
         )
