@@ -185,3 +185,36 @@ def test_hints_go_from_a_question_to_the_answer():
 def test_unknown_puzzle_names_the_known_ones():
     with pytest.raises(KeyError, match="shift-right"):
         grade("no-such-puzzle", puzzles.start("shift-right"))
+
+
+def test_the_board_shows_the_puzzle_and_grades_what_is_on_screen():
+    """The widget only views and calls: Check shows the library's verdict on the Lab's
+    scenario, Hint one more hint, the picker another puzzle, Start over the start."""
+    from mpmd_lab.widgets.puzzle import PuzzleBoard
+    from mpmd_lab.widgets.testing import find, text_of
+
+    board = PuzzleBoard("gather-deadlock", background=False, graph=True)
+    assert "Signal the slot that is waited on" in board.goal.value
+    assert board.lab.graph in list(board.lab.children)  # the puzzle's graph is on the board
+    find(board, "mpl-puzzle-check").click()
+    assert board.last is not None and not board.last.right
+    assert "DEADLOCK_SEMAPHORE" in board.verdict.value and "not yet" in board.verdict.value
+
+    hint = find(board, "mpl-puzzle-hint")
+    for shown in (1, 2, 3):
+        hint.click()
+        assert puzzles.hint("gather-deadlock", shown - 1) in text_of(board)
+    assert hint.disabled and "no hints left" in board.hints.value
+
+    board.lab.state.replace(puzzles.key("gather-deadlock"), "the learner's edits")
+    assert board.check().right and "right" in board.verdict.value
+
+    find(board, "mpl-puzzle-reset").click()
+    assert board.lab.state.scenario == puzzles.start("gather-deadlock")
+    assert board.verdict.value == ""
+
+    find(board, "mpl-puzzle-picker").value = "double-buffer"
+    assert board.name == "double-buffer" and "Give the slot back" in board.goal.value
+    assert board.lab.state.scenario == puzzles.start("double-buffer")
+    assert not hint.disabled and "3 hint(s) left" in board.hints.value
+    assert "RACE_DETECTED" in board.check().message

@@ -11,6 +11,8 @@ are the same kernel but for the hole.
 from __future__ import annotations
 
 import copy
+import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +69,19 @@ class Puzzle:
         if self.requirements:
             lines += ["", "Also:"] + [f"- {r.description}" for r in self.requirements]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Title and goal as HTML (a notebook shows a puzzle so; the board too)."""
+        goal = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(self.goal, quote=False))
+        parts = [f"<h4>{self.level}. {html.escape(self.title)} <small>({self.topic})</small></h4>"]
+        parts.append(f"<p>{goal}</p>")
+        if self.requirements:
+            parts.append(
+                "<p>Also: "
+                + "; ".join(html.escape(r.description) for r in self.requirements)
+                + ".</p>"
+            )
+        return "".join(parts)
 
 
 # ---------------------------------------------------------------- building blocks
