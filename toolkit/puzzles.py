@@ -66,6 +66,19 @@ def hint(name: str, level: int = 0) -> str:
     return hints[min(max(level, 0), len(hints) - 1)]
 
 
+def facilitator_key() -> str:
+    """The facilitator's key as a Markdown table: each puzzle's hole, what its start shows
+    when graded, and the fix (docs/PUZZLES.md holds this table; a test keeps it so)."""
+    lines = [
+        "| # | puzzle | topic | the start shows | the key's fix |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in names():
+        p = get(name)
+        lines.append(f"| {p.level} | `{name}`: {p.title} | {p.topic} | {p.symptom} | {p.fix} |")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- grading
 
 
