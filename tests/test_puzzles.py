@@ -218,3 +218,10 @@ def test_the_board_shows_the_puzzle_and_grades_what_is_on_screen():
     assert board.lab.state.scenario == puzzles.start("double-buffer")
     assert not hint.disabled and "3 hint(s) left" in board.hints.value
     assert "RACE_DETECTED" in board.check().message
+
+
+def test_the_facilitators_key_in_the_docs_is_the_librarys():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "PUZZLES.md").read_text()
+    assert puzzles.facilitator_key() in doc
