@@ -105,17 +105,17 @@ def grade(name: str, scenario: Any) -> Verdict:
             return Verdict(False, f"not what was asked: {req.description}", first_hint)
 
     want = puzzle.expected(inputs_of(s))
-    missing = [k for k in want if k not in s.call.outputs]
-    if missing:
-        return Verdict(False, f"the call must return an output named `{missing[0]}`", first_hint)
+    absent = [k for k in want if k not in s.call.outputs]
+    if absent:
+        return Verdict(False, f"the call must return an output named `{absent[0]}`", first_hint)
     sim = simulator.simulate(s, diagnostics=list(analysis.diagnostics), log=0)
     if not sim.ok or sim.races:
-        problems = sim.diagnostics()
+        found = sim.diagnostics()
         return Verdict(
             False,
-            f"the simulator could not run it: {problems[0].one_line()}",
+            f"the simulator could not run it: {found[0].one_line()}",
             first_hint,
-            [d.one_line() for d in problems[1:4]],
+            [d.one_line() for d in found[1:4]],
         )
     details = [
         line
