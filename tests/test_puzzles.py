@@ -225,3 +225,14 @@ def test_the_facilitators_key_in_the_docs_is_the_librarys():
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "PUZZLES.md").read_text()
     assert puzzles.facilitator_key() in doc
+
+
+def test_a_ring_too_big_to_check_every_schedule_is_not_graded_right():
+    """A verdict is a promise: 64 devices x 63 steps is past the static bound, so the
+    grade says it could not judge every schedule, rather than "right"."""
+    from bench.simulate_scaling import ring
+
+    verdict = grade("gather-chunk-index", ring(64))
+    assert not verdict.right
+    assert verdict.message.startswith("not graded: the check could not run every schedule")
+    assert "SYNC_NOT_CHECKED" in verdict.details[0]

@@ -391,7 +391,7 @@ def _puzzles() -> list[Puzzle]:
             expected=_shifted_left,
             symptom="SEMAPHORE_IMBALANCE",
             fix="`semaphore_wait(done)` as the last statement (body[5])",
-            requirements=(_has_ops("semaphore_wait", what="the read waits for `ready`"),),
+            requirements=(_uses_semaphores_no_loop(),),
         )
     )
     p.append(
@@ -586,7 +586,7 @@ def _puzzles() -> list[Puzzle]:
                 "ring-reduce-scatter",
                 "scatter-first-chunk",
                 "A reduce-scatter that starts with its own chunk.",
-                _set((1, "transforms", 0, "index", 0, "ds", 0), "dev % axis_size(dev) * 256"),
+                _set((1, "transforms", 0, "index", 0, "ds", 0), "dev * 256"),
             ),
             key=_from_gallery("ring-reduce-scatter", "scatter-first-chunk", "The ring.", _keep),
             expected=_reduced,
