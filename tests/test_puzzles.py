@@ -76,6 +76,10 @@ def test_feedback_names_devices_and_elements_in_their_own_coordinates():
         "device 0: `out` wrong at 16384 of 32768 elements, rows [64:128], [192:256]"
         in (verdict.details[0])
     )
+    # a ring one device off: each device holds what its right neighbour should get
+    verdict = grade("shift-right", puzzles.start("shift-right"))
+    assert verdict.details[0].endswith("; it holds what device 1 should get")
+    assert verdict.details[3].endswith("; it holds what device 0 should get")
     verdict = grade("shift-add-wait", puzzles.start("shift-add-wait"))
     assert "recv (output) on device 0: elements 0..255" in verdict.details[0]
 

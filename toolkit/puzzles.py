@@ -156,16 +156,18 @@ def _headline(d: Diagnostic) -> str:
 def differences(name: str, got: np.ndarray, want: np.ndarray, devices: int) -> list[str]:
     """One line per device whose part of output ``name`` is not ``want``'s: how many
     elements, where (runs in the device's own coordinates: rows for a 2-D output), the
-    first one's got and expected values, and how many were never written (NaN)."""
+    first one's got and expected values, how many were never written (NaN), and whether
+    it holds what another device should (a device index off by some)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return [
             f"all devices: `{name}` is {got.dtype}{list(got.shape)} (global), expected "
             f"{want.dtype}{list(want.shape)}"
         ]
+    wants = _split(want, devices)
     lines = []
-    for d, (g, w) in enumerate(zip(_split(got, devices), _split(want, devices), strict=True)):
-        bad = ~np.isclose(g, w, rtol=1e-6, atol=0.0) if w.dtype.kind == "f" else g != w
+    for d, (g, w) in enumerate(zip(_split(got, devices), wants, strict=True)):
+        bad = _wrong(g, w)
         if not bad.any():
             continue
         first = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -180,8 +182,18 @@ def differences(name: str, got: np.ndarray, want: np.ndarray, devices: int) -> l
         )
         if g.dtype.kind == "f" and np.isnan(g[bad]).any():
             line += f"; {int(np.isnan(g[bad]).sum())} never written (NaN)"
+        others = [e for e, other in enumerate(wants) if e != d and not _wrong(g, other).any()]
+        if others:
+            line += f"; it holds what device {others[0]} should get"
         lines.append(line)
     return lines
+
+
+def _wrong(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Where ``got`` is not ``want`` (floats to a relative 1e-6; NaN is never right)."""
+    if want.dtype.kind == "f":
+        return ~np.isclose(got, want, rtol=1e-6, atol=0.0)
+    return np.asarray(got != want)
 
 
 def _split(a: np.ndarray, devices: int) -> list[np.ndarray]:
