@@ -160,6 +160,19 @@ def test_wrong_answers_fail_for_the_right_reason():
     verdict = grade("shift-add-wait", _key_edited("shift-add-wait", extra_signal))
     assert not verdict.right and "SEMAPHORE_IMBALANCE" in verdict.message
 
+    # the expected values follow the inputs: changing them is no answer
+    def zeros(d):
+        d["buffers"]["x"]["init"] = "zeros"
+
+    verdict = grade("shift-right", _key_edited("shift-right", zeros))
+    assert not verdict.right and "keep the inputs as given: buffer `x`" in verdict.message
+
+    def two_devices(d):
+        d["device_mesh"] = {"dev": 2}
+
+    verdict = grade("shift-right", _key_edited("shift-right", two_devices))
+    assert not verdict.right and "keep the device mesh as given" in verdict.message
+
     # not a scenario: each problem named by its field
     verdict = grade("shift-right", {"name": "x"})
     assert not verdict.right and any(d.startswith("call") for d in verdict.details)
@@ -231,12 +244,17 @@ def test_the_facilitators_key_in_the_docs_is_the_librarys():
     assert puzzles.facilitator_key() in doc
 
 
-def test_a_ring_too_big_to_check_every_schedule_is_not_graded_right():
-    """A verdict is a promise: 64 devices x 63 steps is past the static bound, so the
-    grade says it could not judge every schedule, rather than "right"."""
-    from bench.simulate_scaling import ring
+def test_an_answer_too_long_to_check_every_schedule_is_not_graded_right():
+    """A verdict is a promise: an all-gather that also copies its shard 8,000 times runs
+    past the static check's bound, so the grade says it could not judge every schedule,
+    rather than "right" (the values would be)."""
 
-    verdict = grade("gather-chunk-index", ring(64))
+    def busy(d):
+        copies = [{"op": "copy", "src": "x_ref", "dst": "mine"}]
+        loop = {"op": "loop", "var": "k", "start": 0, "stop": 8000, "body": copies}
+        _body(d).insert(2, loop)
+
+    verdict = grade("gather-own-shard", _key_edited("gather-own-shard", busy))
     assert not verdict.right
     assert verdict.message.startswith("not graded: the check could not run every schedule")
     assert "SYNC_NOT_CHECKED" in verdict.details[0]

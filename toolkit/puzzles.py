@@ -3,6 +3,8 @@ matmul, for workshops on a laptop (the puzzles are data: :mod:`mpmd_lab.puzzle_d
 
 ``grade(name, scenario)`` judges any answer on a CPU, in milliseconds:
 
+0. the inputs and the device mesh must be the puzzle's (the expected values follow
+   from the inputs: changing them is no answer);
 1. the static check (what JAX would raise, and races and deadlocks judged over every
    schedule that matters): any error fails, and so does a semaphore left raised
    (SEMAPHORE_IMBALANCE) or a call the check could not run whole (SYNC_NOT_CHECKED:
@@ -22,6 +24,7 @@ static check stands for them, and the tests hold every key to real JAX.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -94,6 +97,9 @@ def grade(name: str, scenario: Any) -> Verdict:
         problems = [f"{p or '<top>'}: {m}" for p, m in e.problems]
         return Verdict(False, "this is not a scenario yet", first_hint, problems)
 
+    changed = _inputs_changed(name, s)
+    if changed:
+        return Verdict(False, changed, first_hint)
     analysis = validate.analyze(s, fixes=False)
     failing = [d for d in analysis.diagnostics if d.is_error or d.code in FAILING_WARNINGS]
     if failing:
@@ -136,6 +142,28 @@ def grade(name: str, scenario: Any) -> Verdict:
         f"{outs} right on all {s.num_devices} devices, no race or deadlock in any schedule "
         "(static check and simulator; JAX's lowering not run here)",
     )
+
+
+def _inputs_changed(name: str, s: Scenario) -> str:
+    """Why the answer's inputs or device mesh are not the puzzle's ("" when they are):
+    the expected outputs are worked out from the inputs, so changing them (x = zeros) is
+    no answer."""
+    given = _given(name)
+    if dict(s.device_mesh) != dict(given.device_mesh):
+        return f"keep the device mesh as given: {dict(given.device_mesh)}"
+    for buf, b in given.buffers.items():
+        if s.buffers.get(buf) != b:
+            return (
+                f"keep the inputs as given: buffer `{buf}` is {b.dtype}{list(b.shape)}, "
+                f"init={b.init!r}"
+            )
+    return ""
+
+
+@functools.cache
+def _given(name: str) -> Scenario:
+    """The key as loaded once (only read): its mesh and buffers are the puzzle's."""
+    return key(name)
 
 
 def _headline(d: Diagnostic) -> str:
