@@ -18,20 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from mpmd_lab.exercise_data import (
-    Arrays,
-    Requirement,
-    _add,
-    _arg,
-    _at,
-    _buf,
-    _copy,
-    _let,
-    _out,
-    _scenario,
-    _uses_semaphores,
-    _walk,
-)
+from mpmd_lab import scenario_json as J
+from mpmd_lab.exercise_data import Arrays, Requirement, uses_semaphores, walk_statements
 from mpmd_lab.scenario import Scenario
 
 D, S = 4, 256
@@ -102,7 +90,7 @@ def _keep(body: Body) -> None:
 
 
 def _remote(name: str, ref: str, device: Any) -> dict[str, Any]:
-    return _let(name, ref, {"op": "remote_ref", "device": device})
+    return J.let(name, ref, {"op": "remote_ref", "device": device})
 
 
 def _signal(sem: str, device: str) -> dict[str, Any]:
@@ -129,14 +117,16 @@ def _rolled(x: np.ndarray, k: int) -> np.ndarray:
 
 def _has_ops(*ops: str, what: str) -> Requirement:
     def holds(s: Scenario) -> bool:
-        return set(ops) <= {getattr(st, "op", None) for st in _walk(s.call.programs[0].body)}
+        return set(ops) <= {
+            getattr(st, "op", None) for st in walk_statements(s.call.programs[0].body)
+        }
 
     return Requirement(what, holds)
 
 
 def _pushes_remotely() -> Requirement:
     def holds(s: Scenario) -> bool:
-        for st in _walk(s.call.programs[0].body):
+        for st in walk_statements(s.call.programs[0].body):
             for t in getattr(st, "transforms", []) or []:
                 if getattr(t, "op", None) == "remote_ref":
                     return True
@@ -150,13 +140,13 @@ def _pushes_remotely() -> Requirement:
 
 def _shift(device: Any, description: str) -> dict[str, Any]:
     """Each device copies its x into ``out`` on ``device``."""
-    return _scenario(
+    return J.scenario(
         "puzzle-shift",
         description,
-        buffers={"x": _buf([S])},
-        args=[_arg("x", "x_ref")],
-        outputs={"out": _out([S])},
-        body=[_remote("p", "out", device), _copy("x_ref", "p")],
+        buffers={"x": J.buffer([S])},
+        args=[J.arg("x", "x_ref")],
+        outputs={"out": J.output([S])},
+        body=[_remote("p", "out", device), J.copy("x_ref", "p")],
         device_mesh={"dev": D},
     )
 
@@ -166,17 +156,17 @@ def _shift_add(description: str, drop: str = "") -> dict[str, Any]:
     it has landed, then each device adds. ``drop``: the op left out (the hole)."""
     body = [
         _remote("right_recv", "recv", RIGHT),
-        _copy("x_ref", "right_recv"),
+        J.copy("x_ref", "right_recv"),
         _signal("landed", RIGHT),
         _wait("landed"),
-        _add("out", "recv", "x_ref"),
+        J.add("out", "recv", "x_ref"),
     ]
-    data = _scenario(
+    data = J.scenario(
         "puzzle-shift-add",
         description,
-        buffers={"x": _buf([S])},
-        args=[_arg("x", "x_ref")],
-        outputs={"out": _out([S]), "recv": _out([S])},
+        buffers={"x": J.buffer([S])},
+        args=[J.arg("x", "x_ref")],
+        outputs={"out": J.output([S]), "recv": J.output([S])},
         body=[st for st in body if st.get("op") != drop],
         device_mesh={"dev": D},
         entry="plgpu.kernel",
@@ -194,20 +184,20 @@ def _double_buffer(description: str, credit: bool) -> dict[str, Any]:
     cur, nxt = "(i - 1) % 2", "i % 2"
     chunk = "(dev + axis_size(dev) - i) % axis_size(dev) * 256"
     send = [
-        _let("to_right", "right_recv", _at(nxt)),
-        _copy("got", "to_right"),
-        _let("filled", "full", _at(nxt)),
+        J.let("to_right", "right_recv", J.at(nxt)),
+        J.copy("got", "to_right"),
+        J.let("filled", "full", J.at(nxt)),
         _signal("filled", RIGHT),
     ]
     if credit:
         send = [_when("i >= 2", _wait("free")), *send]
     body = [
-        _let("mine", "out", _at({"ds": ["dev * 256", S]})),
-        _copy("x_ref", "mine"),
+        J.let("mine", "out", J.at({"ds": ["dev * 256", S]})),
+        J.copy("x_ref", "mine"),
         _remote("right_recv", "recv", RIGHT),
-        _let("slot0", "right_recv", _at(0)),
-        _copy("x_ref", "slot0"),
-        _let("full0", "full", _at(0)),
+        J.let("slot0", "right_recv", J.at(0)),
+        J.copy("x_ref", "slot0"),
+        J.let("full0", "full", J.at(0)),
         _signal("full0", RIGHT),
         {
             "op": "loop",
@@ -216,22 +206,22 @@ def _double_buffer(description: str, credit: bool) -> dict[str, Any]:
             "stop": "axis_size(dev)",
             "via": "fori_loop",
             "body": [
-                _let("arrived", "full", _at(cur)),
+                J.let("arrived", "full", J.at(cur)),
                 _wait("arrived"),
-                _let("got", "recv", _at(cur)),
-                _let("place", "out", _at({"ds": [chunk, S]})),
-                _copy("got", "place"),
+                J.let("got", "recv", J.at(cur)),
+                J.let("place", "out", J.at({"ds": [chunk, S]})),
+                J.copy("got", "place"),
                 _when("i < axis_size(dev) - 1", *send),
                 _when("i < axis_size(dev) - 2", _signal("free", LEFT)),
             ],
         },
     ]
-    return _scenario(
+    return J.scenario(
         "puzzle-double-buffer",
         description,
-        buffers={"x": _buf([S])},
-        args=[_arg("x", "x_ref")],
-        outputs={"out": _out([D * S]), "recv": _out([2, S])},
+        buffers={"x": J.buffer([S])},
+        args=[J.arg("x", "x_ref")],
+        outputs={"out": J.output([D * S]), "recv": J.output([2, S])},
         body=body,
         device_mesh={"dev": D},
         entry="plgpu.kernel",
@@ -311,7 +301,7 @@ _RING = "the ring keeps its loop, its signals and its waits"
 
 
 def _puzzles() -> list[Puzzle]:
-    ring_sync = (_uses_semaphores(),)
+    ring_sync = (uses_semaphores(),)
     gather_goal = (
         "The ring all-gather: `x [256] -> out [1024]`, every device's `out` is `concat(x_0, "
         "x_1, x_2, x_3)`. Each device puts its own shard in place, then in 3 steps forwards "
