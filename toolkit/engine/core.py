@@ -1059,6 +1059,7 @@ class Engine:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
         k = x.run.waits.get(key, 0)
         x.run.waits[key] = k + 1
+        bar.waited = True
         if self.sample is not None:
             return None
         return BarrierWait(self, x.run.a, bar, k, x.path)
@@ -1305,7 +1306,7 @@ class Engine:
         except SimError as e:
             out.error = e
         out.steps = steps
-        out.unordered = sorted(b.label for b in self.barriers.values() if b.unordered)
+        out.unordered = sorted(b.label for b in self.barriers.values() if b.order_matters)
         if out.error is None and not out.deadlock and not out.stopped:
             for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
                 if sem.unbalanced:

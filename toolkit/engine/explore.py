@@ -25,11 +25,16 @@ every choice that decides happens-before is made by a :class:`Chooser`:
 
 Barrier waits complete as soon as their phase has (what a phase holds is fixed by its
 arrivals, in the engine's order of arrivals: a barrier that two or more threads arrive
-at for more than one phase is explored only in that order, and the result says so).
+at for more than one phase without an order between them, and that some thread waits
+on, is explored only in that order, and the result says so; a barrier nobody waits on
+orders nothing, so its arrivals' order cannot matter).
 
 A run's choices are its *schedule* (:class:`Schedule`): replaying them makes the same
 run, with data too (``simulate(..., schedule=...)``). The explorer stops after
-``max_runs`` runs or ``max_seconds``; the result then says what was covered.
+``max_runs`` runs or ``max_steps`` thread-steps over all runs (bounds that do not depend
+on the machine or its load: the same scenario always gets the same verdict); the result
+then says what was covered. ``max_seconds`` is a last-resort cancel, set far above what
+the other bounds allow, and says it was time.
 """
 
 from __future__ import annotations
@@ -356,22 +361,31 @@ class Explored:
 
 
 def explore(
-    make: Any, *, max_runs: int = 2000, max_seconds: float = 5.0, max_races: int = 16
+    make: Any,
+    *,
+    max_runs: int = 2000,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    max_races: int = 16,
 ) -> Explored:
     """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
     run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
-    every run are collected with the first schedule that shows each."""
+    every run are collected with the first schedule that shows each. Bounded by
+    ``max_runs`` runs and ``max_steps`` thread-steps in all (deterministic);
+    ``max_seconds`` (None: none) only cancels a runaway exploration."""
     res = Explored()
     start = time.perf_counter()
     stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
     prefix: list[tuple[int, int]] = []
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
+    steps = 0
     while True:
         chooser = Chooser(prefix)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
+        steps += out.steps
         if res.first is None:
             res.first = out
         if out.stopped or out.error is not None:
@@ -382,7 +396,7 @@ def explore(
             break
         pts = chooser.points
         res.points = max(res.points, len(pts))
-        odd = sorted(b.label for b in engine.barriers.values() if b.unordered)
+        odd = sorted(b.label for b in engine.barriers.values() if b.order_matters)
         if odd and res.complete:
             res.complete = False
             res.why = (
@@ -445,14 +459,11 @@ def explore(
             stack.pop()
         if not stack:
             break
-        if res.runs >= max_runs or time.perf_counter() - start > max_seconds:
+        why = _bound(res.runs, max_runs, steps, max_steps, time.perf_counter() - start, max_seconds)
+        if why:
             res.complete = False
             left = sum(len(n["todo"]) for n in stack)
-            res.why = (
-                f"stopped after {res.runs} schedules"
-                + (f" and {time.perf_counter() - start:.1f} s" if res.runs < max_runs else "")
-                + f" with {left} choice(s) at {len(stack)} point(s) not yet tried"
-            )
+            res.why = f"{why}, with {left} choice(s) at {len(stack)} point(s) not yet tried"
             break
         node = stack[-1]
         nxt = node["todo"].pop(0)
@@ -461,6 +472,31 @@ def explore(
         prefix = [n["chosen"] for n in stack]
     res.seconds = time.perf_counter() - start
     return res
+
+
+def _bound(
+    runs: int,
+    max_runs: int,
+    steps: int,
+    max_steps: int | None,
+    seconds: float,
+    max_seconds: float | None,
+) -> str:
+    """Why exploring stops here ("" to go on): a bound on runs or thread-steps reached,
+    or (a last resort, said as such) the time."""
+    if runs >= max_runs:
+        return f"stopped at its bound of {max_runs} schedules ({steps:,} thread-steps)"
+    if max_steps is not None and steps >= max_steps:
+        return (
+            f"stopped at its bound of {max_steps:,} thread-steps over all schedules "
+            f"(after {runs} schedules)"
+        )
+    if max_seconds is not None and seconds > max_seconds:
+        return (
+            f"cancelled after {seconds:.0f} s, its time bound (a last resort: this "
+            f"machine was slow or loaded; {runs} schedules, {steps:,} thread-steps run)"
+        )
+    return ""
 
 
 __all__ = [

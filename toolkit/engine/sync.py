@@ -165,6 +165,7 @@ class Barrier(Record):
         "arrivers",
         "last",
         "unordered",
+        "waited",
     )
 
     def __init__(
@@ -190,6 +191,9 @@ class Barrier(Record):
         #: an arrival not ordered after an earlier phase's arrival by another thread:
         #: which phase each went to depended on the schedule
         self.unordered = False
+        #: some thread waits on it (a barrier nobody waits on orders nothing, so which
+        #: phase an arrival joined cannot matter)
+        self.waited = False
 
     def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
         if actor >= 0 and vc is not None:
@@ -203,6 +207,11 @@ class Barrier(Record):
             self.copies += 1
         elif self.arrivals >= self.target and not self.copies:
             self._complete()
+
+    @property
+    def order_matters(self) -> bool:
+        """Arrivals joined phases in an order the schedule chose, and a wait sees it."""
+        return self.unordered and self.waited
 
     def settle(self) -> None:
         """Copies in flight have landed: complete the phase if it has its arrivals."""

@@ -50,8 +50,9 @@ from mpmd_lab.validate.context import Ctx
 MAX_STEPS = 20_000
 #: View offsets it indexes the slow way at most (strided or copied views).
 MAX_WORK = 1 << 24
-#: Seconds it runs at most (a last resort: the bounds above are what decide).
-MAX_SECONDS = 10.0
+#: Seconds one run may take at most: a last resort against a runaway run, far above
+#: what the step bound allows (the bounds above are what decide, on any machine).
+MAX_SECONDS = 120.0
 #: Races reported per call (distinct pairs of statements).
 MAX_RACES = 3
 #: bytes of view offsets the data-free run may hold (it keeps one offset per element of
@@ -213,9 +214,12 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
         return None
 
 
-#: Schedules the check explores at most, and for how long.
+#: Schedules the check explores at most, and thread-steps over all of them: the bounds
+#: that decide how far it goes (the same on every machine, whatever its load).
 MAX_SCHEDULES = 500
-EXPLORE_SECONDS = 4.0
+MAX_EXPLORE_STEPS = 2_000_000
+#: Seconds the whole exploration may take: only a last resort (it says it was time).
+EXPLORE_SECONDS = 300.0
 
 
 def _explore(s: Any) -> Any:
@@ -238,7 +242,12 @@ def _explore(s: Any) -> Any:
 
     _FAILED.clear()
     try:
-        return explore(make, max_runs=MAX_SCHEDULES, max_seconds=EXPLORE_SECONDS)
+        return explore(
+            make,
+            max_runs=MAX_SCHEDULES,
+            max_steps=MAX_EXPLORE_STEPS,
+            max_seconds=EXPLORE_SECONDS,
+        )
     except SimError:
         return None  # what the engine cannot make sense of, JAX's rules have said
     except MemoryError:
