@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from typing import Any
 
@@ -48,6 +49,40 @@ class Token(Record):
         return self.actor >= 0 and int(other.vc[self.actor]) >= self.time
 
 
+class Lane:
+    """One signaller's signals to one semaphore, in its program order (exploring mode):
+    ``indices`` into the semaphore's ``history``, ``times`` (the signaller's own time at
+    each) and ``units`` (``units[k]``: the units of its first ``k``). A set of signals
+    closed under happens-before holds a prefix of every lane, so it is a *cut*: how many
+    of each lane's first signals it holds."""
+
+    __slots__ = ("indices", "times", "units")
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+        self.times: list[int] = []
+        self.units = [0]
+
+    def add(self, index: int, token: Token) -> None:
+        self.indices.append(index)
+        self.times.append(token.time)
+        self.units.append(self.units[-1] + token.units)
+
+    def known(self, time: int) -> int:
+        """How many of these signals happen before a clock whose entry for the
+        signaller is ``time``."""
+        return bisect_right(self.times, time)
+
+    def position(self, index: int) -> int:
+        """How many of these signals come before the one at ``history[index]``."""
+        return bisect_left(self.indices, index)
+
+
+#: A set of a semaphore's signals closed under happens-before: signaller -> how many of
+#: its first signals (see :class:`Lane`).
+Cut = dict[int, int]
+
+
 class Semaphore(Record):
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
@@ -57,8 +92,9 @@ class Semaphore(Record):
     In the exploring mode (:mod:`mpmd_lab.engine.explore`) the semaphore is the
     counter a GPU has: ``history`` holds every signal in the order they were issued,
     ``arrived`` those a completed wait saw (a wait is ordered after every signal that
-    reached the counter before it: the release sequence of atomic adds), ``taken`` the
-    units decrementing waits took off."""
+    reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
+    ``joined`` the join of their clocks, ``lanes`` the history per signaller and
+    ``taken`` the units decrementing waits took off."""
 
     __slots__ = (
         "label",
@@ -69,7 +105,9 @@ class Semaphore(Record):
         "kept",
         "senders",
         "history",
+        "lanes",
         "arrived",
+        "joined",
         "taken",
     )
 
@@ -91,7 +129,9 @@ class Semaphore(Record):
         self.kept = kept
         self.senders = [] if senders is None else senders
         self.history: list[Token] = []
-        self.arrived: frozenset[int] = frozenset()
+        self.lanes: dict[int, Lane] = {}
+        self.arrived: Cut = {}
+        self.joined: np.ndarray | None = None
         self.taken = 0
 
     def signal(
@@ -111,7 +151,15 @@ class Semaphore(Record):
         token = Token(units, vc, sender, path, actor)
         self.tokens.append(token)
         if keep:
+            lane = self.lanes.get(actor)
+            if lane is None:
+                lane = self.lanes[actor] = Lane()
+            lane.add(len(self.history), token)
             self.history.append(token)
+
+    def units_of(self, cut: Cut) -> int:
+        """The units the signals of ``cut`` added."""
+        return sum(self.lanes[b].units[k] for b, k in cut.items())
 
     @property
     def unbalanced(self) -> int:
@@ -297,4 +345,4 @@ class BarrierWait(Wait):
         )
 
 
-__all__ = ["Barrier", "BarrierWait", "Semaphore", "SemaphoreWait", "Token", "Wait"]
+__all__ = ["Barrier", "BarrierWait", "Cut", "Lane", "Semaphore", "SemaphoreWait", "Token", "Wait"]
