@@ -86,8 +86,8 @@ Cut = dict[int, int]
 class Semaphore(Record):
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
-    ``kept``: the most a wait with decrement=False waited for (that much is left on
-    purpose), ``senders``: the first few signallers.
+    ``kept``: the most a wait with decrement=False waited for (it left that much),
+    ``senders``: the first few signallers.
 
     In the exploring mode (:mod:`mpmd_lab.engine.explore`) the semaphore is the
     counter a GPU has: ``history`` holds every signal in the order they were issued,
@@ -163,8 +163,9 @@ class Semaphore(Record):
 
     @property
     def unbalanced(self) -> int:
-        """Units left at the end beyond what a decrement=False wait left on purpose."""
-        return self.value - self.kept if self.value > self.kept else 0
+        """Units left at the end (a semaphore must end at zero; what a decrement=False
+        wait left counts too: ``kept`` only says how much of it such a wait left)."""
+        return max(self.value, 0)
 
     def take(self, value: int, decrement: bool) -> list[np.ndarray]:
         """The clocks of the first ``value`` units (consumed when ``decrement``)."""

@@ -726,6 +726,13 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
     for label, value, path in out.leftover:
         groups.setdefault(path, []).append((label, value))
     fix = _wait_fix(ctx, out)
+    keeping = _keeping_waits(ctx)
+    kept = (
+        f" (a semaphore_wait with decrement=False, as at {keeping[0]}, takes nothing off: "
+        "what it waited for stays on the semaphore)"
+        if keeping
+        else ""
+    )
     for path, items in list(groups.items())[:3]:
         shown = ", ".join(f"{lab} = {v}" for lab, v in items[:3])
         more = f" and {len(items) - 3} more" if len(items) > 3 else ""
@@ -733,10 +740,20 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
             "SEMAPHORE_IMBALANCE",
             path or "call.scratch",
             f"semaphores are not zero when the kernel ends ({shown}{more}): the signals "
-            f"sent at {path} outnumber the waits that take them off",
+            f"sent at {path} outnumber the waits that take them off{kept}",
             severity="warning",
             fix=fix,
         )
+
+
+def _keeping_waits(ctx: Ctx) -> list[str]:
+    """The semaphore waits with decrement=False (they leave their value on the semaphore)."""
+    return [
+        st.path
+        for prog in ctx.programs
+        for st in prog.stmts
+        if st.node.kind == "semaphore_wait" and not st.node.decrement
+    ]
 
 
 # ---------------------------------------------------------------- big launches
