@@ -173,3 +173,26 @@ def test_a_witness_draws_as_a_timeline_with_the_race_marked():
     assert "write body[5].body[0]" in texts and "read body[11].body[1]" in texts
     assert "saw device 1" in texts  # the wait's choice that lets the race happen
     assert witness_png(d.witness).startswith(b"\x89PNG")
+
+
+def test_the_lab_shows_a_witness_timeline_from_the_problems_panel():
+    """The race's card has a toggle; clicking it draws the witness (mpmd_lab.timeline's
+    PNG, the same bytes the library gives), clicking again hides it."""
+    from mpmd_lab.session import Session
+    from mpmd_lab.timeline import witness_png
+    from mpmd_lab.widgets.problems import ProblemsView
+    from mpmd_lab.widgets.testing import find, find_all
+
+    view = ProblemsView(Session(_scenario("partial_wait_reads_first_signallers_half")))
+    card = find(view, "mpl-diag-RACE_DETECTED")
+    toggle = find(card, "mpl-witness-toggle")
+    assert find_all(card, "mpl-witness-timeline") == []  # drawn only when asked
+    toggle.set_state({"value": True})
+    (image,) = find_all(card, "mpl-witness-timeline")
+    d = _found("partial_wait_reads_first_signallers_half", "RACE_DETECTED")
+    png = bytes(image.value)
+    assert png.startswith(b"\x89PNG") and png == witness_png(d.witness)
+    toggle.set_state({"value": False})
+    assert find_all(card, "mpl-witness-timeline") == []
+    clean = ProblemsView(Session(gallery.load("ring-all-gather")))
+    assert find_all(clean, "mpl-witness-toggle") == []
