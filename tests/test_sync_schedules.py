@@ -196,3 +196,29 @@ def test_the_lab_shows_a_witness_timeline_from_the_problems_panel():
     assert find_all(card, "mpl-witness-timeline") == []
     clean = ProblemsView(Session(gallery.load("ring-all-gather")))
     assert find_all(clean, "mpl-witness-toggle") == []
+
+
+def _explore(name: str, **bounds):
+    from mpmd_lab.engine import Engine, Limits
+    from mpmd_lab.engine.explore import explore
+
+    s = _scenario(name)
+    return explore(
+        lambda ch: Engine(s, data=False, limits=Limits(max_steps=20_000), log_limit=0, chooser=ch),
+        **bounds,
+    )
+
+
+def test_the_exploration_is_bounded_by_schedules_and_steps_not_by_the_clock():
+    """The same scenario always gets the same verdict, whatever the machine's load: the
+    bounds are runs and thread-steps; the clock only cancels (and says it was time)."""
+    whole = _explore("competing_waiters", max_runs=500)
+    assert whole.complete and whole.runs > 1 and whole.deadlock is not None
+    for _ in range(2):
+        cut = _explore("competing_waiters", max_runs=500, max_steps=1)
+        assert (cut.complete, cut.runs) == (False, 1)
+        assert cut.why.startswith("stopped at its bound of 1 thread-steps over all schedules")
+        assert "not yet tried" in cut.why
+    late = _explore("competing_waiters", max_runs=500, max_seconds=0.0)
+    assert not late.complete and late.why.startswith("cancelled after")
+    assert "its time bound (a last resort" in late.why
