@@ -380,7 +380,9 @@ MAX_TRAIL = 2000
 
 
 def described(engine: Any, pts: list[Point]) -> Schedule:
-    """A run's schedule with what each choice was and the statements in order."""
+    """A run's schedule with what each choice was (``saw``: the signals the wait saw
+    that no earlier wait on its semaphore had: the ones it took) and the statements in
+    order."""
     names = {a: actor.describe() for a, actor in engine.actors.items()}
     said = []
     for p in pts:
