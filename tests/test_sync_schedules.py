@@ -27,6 +27,8 @@ EXPECTED = {
     "competing_waiters_late": "DEADLOCK_SEMAPHORE",
     "loads_complete_out_of_order": "RACE_DETECTED",
     "keep_wait_leaves_more": "SEMAPHORE_IMBALANCE",
+    # a barrier of one arrival: whichever warpgroup arrives first completes phase 0
+    "barrier_arrivals_in_either_phase": "RACE_DETECTED",
 }
 
 
@@ -66,6 +68,7 @@ def test_a_partial_wait_race_is_said_in_the_buffers_terms_with_the_missing_edge(
         "partial_wait_reads_first_signallers_half",
         "semaphore_reused_across_rounds",
         "loads_complete_out_of_order",
+        "barrier_arrivals_in_either_phase",
     ],
 )
 def test_a_race_witness_replays_in_the_simulator(name):
@@ -222,3 +225,16 @@ def test_the_exploration_is_bounded_by_schedules_and_steps_not_by_the_clock():
     late = _explore("competing_waiters", max_runs=500, max_seconds=0.0)
     assert not late.complete and late.why.startswith("cancelled after")
     assert "its time bound (a last resort" in late.why
+
+
+def test_which_phase_a_barrier_arrival_joins_is_explored():
+    """Warpgroup 1's arrival may come first and complete phase 0 alone (the lockstep
+    order has warpgroup 0's first, and was only said not checked); with a barrier of two
+    arrivals the phase holds both whichever comes first, and the kernel is clean."""
+    d = _found("barrier_arrivals_in_either_phase", "RACE_DETECTED")
+    assert d.witness["race"]["region"] == "smem[0:128]"
+    edge = d.witness["race"]["missing_edge"]
+    assert "device 0 block 0 thread 1's arrival at call.programs[0].body[1].body[0] joined " in edge
+    assert "phase 0 of bar of device 0 block 0" in edge
+    diags = check(_scenario("barrier_arrivals_in_one_phase"))
+    assert not [d for d in diags if d.code.startswith(("RACE", "DEADLOCK", "SYNC_NOT", "SEMA"))]

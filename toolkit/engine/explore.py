@@ -23,11 +23,15 @@ every choice that decides happens-before is made by a :class:`Chooser`:
 - **When async copies land.** Each barrier's copies have their own copy engine (its own
   clock), so a wait on one barrier says nothing about copies on another.
 
-Barrier waits complete as soon as their phase has (what a phase holds is fixed by its
-arrivals, in the engine's order of arrivals: a barrier that two or more threads arrive
-at for more than one phase without an order between them, and that some thread waits
-on, is explored only in that order, and the result says so; a barrier nobody waits on
-orders nothing, so its arrivals' order cannot matter).
+- **Which phase a barrier arrival joins.** A ``barrier_arrive`` is held like a wait and
+  lands when the scheduler picks it, into the phase open then; two arrivals by different
+  threads that joined different phases, the later not depending on the earlier, are
+  explored in the other order too (within one phase the order does not matter).
+
+Barrier waits complete as soon as their phase has. Async copies arrive when issued and
+land together; copies by two threads onto one barrier in more than one phase without an
+order between them are explored only in the engine's order (a barrier some thread waits
+on: the result says so; one nobody waits on orders nothing).
 
 A run's choices are its *schedule* (:class:`Schedule`): replaying them makes the same
 run, with data too (``simulate(..., schedule=...)``). The explorer stops after
@@ -44,7 +48,7 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
-from mpmd_lab.engine.sync import Cut, Semaphore, SemaphoreWait, Token
+from mpmd_lab.engine.sync import BarrierArrival, Cut, Semaphore, SemaphoreWait, Token
 
 #: Minimal signal sets offered at one wait at most (beyond: the first ones, and said).
 MAX_SETS = 32
@@ -175,6 +179,7 @@ class Point:
         "done_time",
         "signals_before",
         "vc",
+        "phase",
     )
 
     def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
@@ -192,6 +197,7 @@ class Point:
         self.done_time = 0
         self.signals_before = 0
         self.vc: Any = None  # the waiter's clock before it completed
+        self.phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
 
 
 class Chooser:
@@ -207,20 +213,29 @@ class Chooser:
         self.mismatch = ""  # the replayed schedule does not fit this scenario
 
     def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
-        """Choose a ready wait of ``frontier`` (runs parked at semaphore waits) and the
-        signals it saw."""
+        """Choose a ready wait of ``frontier`` (runs parked at semaphore waits or barrier
+        arrivals) and the signals it saw (none for an arrival)."""
         ws = [r.blocked for r in frontier]
-        pt = Point([r.a for r in frontier], [w.sem.key for w in ws], [w.path for w in ws])
+        pt = Point([r.a for r in frontier], [w.key for w in ws], [w.path for w in ws])
         k = len(self.points)
         actor, choice = self.prefix[k] if k < len(self.prefix) else (pt.options[0], 0)
         if actor not in pt.options:
             self.mismatch = (
-                f"choice {k}: actor {actor} has no ready semaphore wait there (ready: {pt.options})"
+                f"choice {k}: actor {actor} has no ready semaphore wait or barrier arrival "
+                f"there (ready: {pt.options})"
             )
             actor, choice = pt.options[0], 0
         run = frontier[pt.options.index(actor)]
         w = run.blocked
         pt.vc = w.engine.clocks.snapshot(w.a)
+        if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
+            pt.actor = actor
+            pt.signals_before = len(self.signals)
+            self.points.append(pt)
+            pt.done_time = w.engine.clocks.time[w.a]  # (the time its arrival publishes)
+            w.complete()
+            pt.phase = w.phase
+            return run, pt.seen
         sets, cut = minimal_sets(w.sem, pt.vc, w.value)
         self.cut = self.cut or cut
         if choice >= len(sets):
@@ -294,12 +309,18 @@ def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> se
     return {a for a in pt.options if a != pt.actor}
 
 
-def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict[int, set[int]]:
+def reversals(
+    points: list[Point],
+    signals: list[tuple[Semaphore, int]],
+    unwatched: frozenset[tuple] = frozenset(),
+) -> dict[int, set[int]]:
     """The choice points where another actor should go first (point -> actors): two
     waits on one semaphore by different actors, the later not depending on the earlier
-    (both orders), and a wait completed before a signal to its semaphore that did not
-    depend on it and that it could need (the actor whose wait, completed later, led to
-    that signal).
+    (both orders; the same for two arrivals at one barrier that joined different
+    phases: the later could have joined the earlier's), and a wait completed before a
+    signal to its semaphore that did not depend on it and that it could need (the actor
+    whose wait, completed later, led to that signal). ``unwatched``: the barriers no
+    thread waits on (which phase an arrival there joined cannot matter).
 
     Near-linear: per point, each other actor's later waits (signals) on the same
     semaphore are looked at only up to the first that depends on the point's wait
@@ -308,6 +329,8 @@ def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.keys[pt.options.index(pt.actor)]
+        if key in unwatched:
+            continue
         for b, mine in index.waits[key].items():
             if b == pt.actor:
                 continue
@@ -315,6 +338,8 @@ def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict
                 q = points[mine[j]]
                 if int(q.vc[pt.actor]) >= pt.done_time:
                     break  # q's waiter came after this wait (and so do its later ones)
+                if q.phase == pt.phase >= 0:
+                    continue  # two arrivals in one phase: either order makes that phase
                 out.setdefault(i, set()).update(_lead(points, index, i, b, q.vc))
         for b, mine in index.sends.get(key, {}).items():
             if b == pt.actor:
@@ -387,6 +412,18 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
     said = []
     for p in pts:
         k = p.options.index(p.actor)
+        if p.phase >= 0:
+            said.append(
+                {
+                    "who": names.get(p.actor, str(p.actor)),
+                    "arrives": p.paths[k],
+                    "barrier": engine.barriers[p.keys[k]].label,
+                    "phase": p.phase,
+                    "ready": [names.get(a, str(a)) for a in p.options],
+                    "sets": 1,
+                }
+            )
+            continue
         sem = _sem(engine, p.keys[k])
         saw = [
             f"{sem.history[i].sender} ({sem.history[i].path})"
@@ -468,9 +505,9 @@ def explore(
         if odd and res.complete:
             res.complete = False
             res.why = (
-                f"threads arrive at {', '.join(odd[:3])} in more than one phase without "
-                "an order between them: which phase each arrival joined was explored only "
-                "in the engine's order"
+                f"async copies issued by more than one thread land on {', '.join(odd[:3])} "
+                "in more than one phase without an order between them: which phase each "
+                "joined was explored only in the engine's order"
             )
         if chooser.cut:
             res.complete = False
@@ -515,7 +552,8 @@ def explore(
                     "expanded": {p.actor},
                 }
             )
-        for i, actors in reversals(pts, chooser.signals).items():
+        unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
+        for i, actors in reversals(pts, chooser.signals, unwatched).items():
             if i >= len(stack):
                 continue
             node = stack[i]

@@ -237,8 +237,8 @@ class Barrier(Record):
         #: this phase's and the last completed phase's arrivals: (actor, its time)
         self.arrivers: list[tuple[int, int]] = []
         self.last: list[tuple[int, int]] = []
-        #: an arrival not ordered after an earlier phase's arrival by another thread:
-        #: which phase each went to depended on the schedule
+        #: a copy's arrival not ordered after an earlier phase's arrival by another
+        #: thread: which phase each went to depended on the schedule
         self.unordered = False
         #: some thread waits on it (a barrier nobody waits on orders nothing, so which
         #: phase an arrival joined cannot matter)
@@ -246,7 +246,8 @@ class Barrier(Record):
 
     def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
         if actor >= 0 and vc is not None:
-            if any(b != actor and int(vc[b]) < t for b, t in self.last):
+            # (explicit arrivals are the explorer's choices: only copies are said)
+            if copy and any(b != actor and int(vc[b]) < t for b, t in self.last):
                 self.unordered = True
             self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
@@ -310,6 +311,11 @@ class SemaphoreWait(Wait):
             path,
         )
 
+    @property
+    def key(self) -> tuple:
+        """What it competes for with other choices: its semaphore."""
+        return self.sem.key
+
     def ready(self) -> bool:
         return self.sem.value >= self.value
 
@@ -323,6 +329,30 @@ class SemaphoreWait(Wait):
         if self.sem.senders:
             got += f", from {', '.join(self.sem.senders)}"
         return f"waits for {self.sem.label} to reach {self.value} (it is {self.sem.value}; {got})"
+
+
+class BarrierArrival(Wait):
+    """(Exploring mode) a ``barrier_arrive`` held until the scheduler lets it land: which
+    phase an arrival joins is the schedule's, so arrivals are choices too (``phase``:
+    the one it joined, once it has)."""
+
+    kind = "arrive"
+
+    def __init__(self, engine: Any, a: int, key: tuple, bar: Barrier, path: str) -> None:
+        self.engine, self.a, self.key, self.bar, self.path = engine, a, key, bar, path
+        self.phase = -1
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self) -> None:
+        clocks = self.engine.clocks
+        self.phase = self.bar.phase
+        self.bar.arrive(clocks.snapshot(self.a), actor=self.a)
+        clocks.tick(self.a)
+
+    def describe(self) -> str:
+        return f"arrives at {self.bar.label} (phase {self.bar.phase})"
 
 
 class BarrierWait(Wait):

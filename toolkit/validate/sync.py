@@ -224,7 +224,8 @@ EXPLORE_SECONDS = 300.0
 
 def _explore(s: Any) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
-    semaphore wait saw, which of two competing waits went first. None where the engine
+    semaphore wait saw, which of two competing waits went first, which phase each barrier
+    arrival joined. None where the engine
     could not run (``_FAILED`` says why when it was not a rule's error)."""
     from mpmd_lab.engine.explore import explore
 
