@@ -238,3 +238,15 @@ def test_which_phase_a_barrier_arrival_joins_is_explored():
     assert "phase 0 of bar of device 0 block 0" in edge
     diags = check(_scenario("barrier_arrivals_in_one_phase"))
     assert not [d for d in diags if d.code.startswith(("RACE", "DEADLOCK", "SYNC_NOT", "SEMA"))]
+
+
+def test_the_barrier_scenarios_are_kernels_jax_lowers():
+    """Both barrier scenarios build, trace and lower for the GPU in real JAX (the race is
+    the schedule's, not a rule JAX applies)."""
+    from mpmd_lab import probe
+
+    names = ["barrier_arrivals_in_either_phase", "barrier_arrivals_in_one_phase"]
+    results = probe.probe_many(
+        [_scenario(n) for n in names], ("build", "trace", "gpu-lower"), timeout=300
+    )
+    assert [r.ok for r in results] == [True, True], [r.message for r in results]
