@@ -139,7 +139,12 @@ def deadlock_witness(out: Any, sched: Any) -> dict[str, Any]:
     if len(cycle) > 1:
         what = f"wait-for cycle: {chain}, each waiting for what only another blocked one could give"
     else:
-        what = f"{chain} waits for a signal no thread is left to send (the others finished)"
+        needs = (
+            "an arrival no thread is left to make"
+            if out.deadlock[0].kind == "barrier"
+            else "a signal no thread is left to send"
+        )
+        what = f"{chain} waits for {needs} (the others finished)"
     explain = (
         f"{what} (witness: {choices} choice(s){took}; replay with simulate(..., schedule=witness))"
     )
