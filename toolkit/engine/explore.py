@@ -269,11 +269,12 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
 
 
 class _Index:
-    """A run's choice points and signals by semaphore and actor, so that each point
-    looks only at the later waits and signals that could race with it."""
+    """A run's choice points and signals by semaphore (or barrier) and actor, so that
+    each point looks only at the later waits, arrivals and signals that could race with
+    it."""
 
     def __init__(self, points: list[Point], signals: list[tuple[Semaphore, int]]) -> None:
-        #: semaphore key -> waiting actor -> its points (indices, in order)
+        #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
         self.waits: dict[tuple, dict[int, list[int]]] = {}
         #: actor -> the points where it was chosen
         self.chosen: dict[int, list[int]] = {}
