@@ -304,7 +304,7 @@ def lower_load(low: LowerContext) -> bool:
         return True
     if low.barrier("barrier", "as_barrier_memref"):
         return True
-    if low.gmem_transforms("src", multicast_ok=False):
+    if low.gmem_transforms("src", load=True):
         return True
     if low.info("dst").cluster:
         low.jax(
