@@ -339,6 +339,12 @@ class TransformOp(Op):
     #: lazy error waits, the view is only marked transformed
     DEFERS_TYPE: ClassVar[bool] = False
 
+    #: which of JAX's transforms it lowers as, in the Mosaic GPU lowering's algebra of a
+    #: view (``layout_rules``): ``index`` (``NDIndexer``), ``reshape``, ``transpose``,
+    #: ``bitcast``, the scratch layouts ``tiling`` and ``swizzle``, or ``other`` (no
+    #: algebra: it is printed by ``jax_repr``)
+    LOWERS_AS: ClassVar[str] = "other"
+
     #: it names another device's memory (NVSHMEM): the Mosaic GPU lowering then holds
     #: the device mesh to row-major ids (``validate.devices``)
     CROSS_DEVICE: ClassVar[bool] = False
@@ -391,6 +397,10 @@ class TransformOp(Op):
     REACH: ClassVar[str] = ""
     #: it only indexes (``ref.at[...]``): a barrier, a TMA copy's GMEM side take it
     INDEXES: ClassVar[bool] = False
+
+    def jax_repr(self) -> str:
+        """The transform as JAX prints it (its traced values elided as ``...``)."""
+        return self.kind
 
     def int_indices(self) -> Iterator[E.Expr]:
         """The integer index expressions of the dims it drops, in order (``at``)."""

@@ -182,6 +182,9 @@ class RemoteRef(TransformOp):
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.PeerMemRef"
     REACH: ClassVar[str] = "peer"
 
+    def jax_repr(self) -> str:
+        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+
     def root_dims(self, dims: list[int]) -> list[int] | None:
         return dims  # (the same ref's dims, elsewhere)
 
@@ -292,6 +295,9 @@ class MulticastRef(TransformOp):
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.MulticastRef"
     REACH: ClassVar[str] = "multicast"
 
+    def jax_repr(self) -> str:
+        return f"MulticastRef(collective_axes={self.axis_names!r})"
+
     def root_dims(self, dims: list[int]) -> list[int] | None:
         return dims  # (the same ref's dims, elsewhere)
 
@@ -394,6 +400,9 @@ class ClusterRef(TransformOp):
     GPU_INTERP_REPR: ClassVar[str | None] = "ClusterRefTransform(dims=..., idxs=...)"
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.ClusterRefTransform"
     REACH: ClassVar[str] = "cluster"
+
+    def jax_repr(self) -> str:
+        return f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs=(...))"
 
     def root_dims(self, dims: list[int]) -> list[int] | None:
         return dims  # (the same ref's dims, elsewhere)

@@ -234,6 +234,7 @@ class At(TransformOp):
     FAMILY: ClassVar[str] = "views"
     NEEDS_TYPE: ClassVar[bool] = True
     INDEXES: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "index"
 
     op: Literal["at"]
     index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)] = Field(
@@ -655,6 +656,7 @@ class Bitcast(TransformOp):
     NEEDS_TYPE: ClassVar[bool] = True
     MOVES_AXES: ClassVar[bool] = True
     REINTERPRETS: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "bitcast"
 
     def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
         """An array has no ``bitcast`` method."""
@@ -752,6 +754,7 @@ class Reshape(TransformOp):
     GPU_INTERP_REPR: ClassVar[str | None] = "ReshapeTransform(shape=...)"
     NEEDS_TYPE: ClassVar[bool] = True
     RESHAPES: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "reshape"
 
     def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
         """The first reshape the lowering cannot make (``layout_rules.view_memref``)."""
@@ -863,6 +866,7 @@ class Transpose(TransformOp):
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.state.types.TransposeTransform"
     MOVES_AXES: ClassVar[bool] = True
     DEFERS_TYPE: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "transpose"
 
     def root_dims(self, dims: list[int]) -> list[int] | None:
         try:
@@ -1062,6 +1066,7 @@ class Tiling(_ScratchOnly):
         return {"op": "tiling", "tile": [8, 32]}
 
     HELP: ClassVar[str] = "tile the layout in memory (scratch only)"
+    LOWERS_AS: ClassVar[str] = "tiling"
 
     op: Literal["tiling"]
     tile: Annotated[list[Size], Field(min_length=1, max_length=MAX_RANK)] = Field(
@@ -1083,6 +1088,7 @@ class Swizzle(_ScratchOnly):
         return {"op": "swizzle", "bytes": 128}
 
     HELP: ClassVar[str] = "swizzle the layout in memory (scratch only)"
+    LOWERS_AS: ClassVar[str] = "swizzle"
 
     op: Literal["swizzle"]
     bytes: Annotated[StrictInt, Field(ge=0, le=2**20)] = Field(

@@ -328,7 +328,7 @@ class LowerCtx:
                 spec = None if o is None else self.root_view(o).root
                 if o is None or spec is None or spec.space != "SMEM":
                     continue
-                if [t.op for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
+                if [t.LOWERS_AS for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o).memref
                     e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                     if e is not None:
