@@ -8,8 +8,9 @@ type, its exact message (or the part before an IR dump, ``exact=False``), the st
 real JAX in ``tests/test_layout_rules.py``; ``research/agree/FINDINGS.md`` says where in
 JAX's source each rule comes from.
 
-Transforms are scenario transforms: pydantic models (``mpmd_lab.scenario``) or their
-JSON dicts (``{"op": "tiling", "tile": [8, 32]}``) alike. Dtype widths are in bits.
+Transforms are the scenario's op objects (``mpmd_lab.ops``), read by the JAX transform
+each lowers as (``TransformOp.LOWERS_AS``) and printed by its ``jax_repr``; no rule here
+names an op. Dtype widths are in bits.
 """
 
 from __future__ import annotations
@@ -149,13 +150,13 @@ def physical_shape_at(
     """``physical_shape`` and the index in ``stack`` of the transform that fails (None)."""
     cur = tuple(shape)
     for k, t in enumerate(stack):
-        op = _kind(t)
-        if op == "tiling":
+        kind = _kind(t)
+        if kind == "tiling":
             nxt = tile_shape(cur, _get(t, "tile"))
             if nxt is None:
                 return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace"), k
             cur = nxt
-        elif op == "swizzle":
+        elif kind == "swizzle":
             s = _get(t, "bytes")
             if not cur:
                 return (
@@ -560,15 +561,15 @@ def tmem_access_error(
         else:
             merged.append(t)
     for t in merged:
-        op = _kind(t)
-        if op == "bitcast":
+        kind = _kind(t)
+        if kind == "bitcast":
             return JaxError(
                 "GPU_WG_TRANSFORMS",
                 "NotImplementedError",
                 "Transforms are not yet implemented for warpgroup semantics",
                 "gpu-lower",
             )
-        if op == "reshape":
+        if kind == "reshape":
             # a reshape lowers to folds (collapse_shape) and unfolds (expand_shape): layout
             # inference follows neither for TMEM; a collapse is refused outright
             target = None if cur is None else _resolve_reshape(_get(t, "shape"), math.prod(cur))
@@ -577,7 +578,7 @@ def tmem_access_error(
             elif tuple(target) != tuple(cur):
                 kinds.add("strided")
             cur = None if target is None else list(target)
-        elif op == "transpose":
+        elif kind == "transpose":
             perm = list(_get(t, "perm"))
             # a memref_transpose is emitted even for the identity; only an identity of a
             # view an ``at`` already made strided leaves the memref type as it was
@@ -585,7 +586,7 @@ def tmem_access_error(
                 kinds.add("strided")
             if cur is not None and sorted(perm) == list(range(len(cur))):
                 cur = [cur[p] for p in perm]
-        elif op == "index":
+        elif kind == "index":
             sliced = True
             ix = None if cur is None else _index_entries(list(_get(t, "index")), cur)
             # a slice of columns keeps a TMEM layout; a slice of the rows (the lanes), an
@@ -1033,26 +1034,26 @@ def jax_transforms(
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
-        op = _kind(t)
-        if op == "index":
+        kind = _kind(t)
+        if kind == "index":
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
             out.append(_T("index", (tuple(idx), cur), "", i))
             cur = tuple([i.size for i in idx if i.kind != "int"])
-        elif op == "reshape":
+        elif kind == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
             out.append(_T("reshape", new, "", i))
             cur = new
-        elif op == "transpose":
+        elif kind == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
             out.append(_T("transpose", perm, "", i))
             cur = tuple([cur[p] for p in perm])
-        elif op == "bitcast":
+        elif kind == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
@@ -1577,8 +1578,8 @@ def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> 
     for i, t in enumerate(view, offset):
         if m is None:
             return _UNFOLLOWED
-        op = t.LOWERS_AS
-        if op == "index":
+        kind = t.LOWERS_AS
+        if kind == "index":
             # (the op's own index, read directly, not copied: it is only read)
             index: Any = t.index
             # (the dims after the index's entries are whole slices: kept as they are)
@@ -1595,21 +1596,21 @@ def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> 
                     sizes.append(size)
                     kept.append(strides[k])
             m = Memref((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
-        elif op == "transpose":
+        elif kind == "transpose":
             # (an op's perm is a list of ints already: its field is StrictInt)
             perm = t.perm
             shape, strides, _ = m
             if sorted(perm) != list(range(len(shape))):
                 return _UNFOLLOWED
             m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
-        elif op == "reshape":
+        elif kind == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
                 return _UNFOLLOWED
             m, e = memref_reshape(m, target)
             if e is not None:
                 return MemrefFold(None, Unmade(e, i))
-        elif op == "bitcast":
+        elif kind == "bitcast":
             return _UNFOLLOWED
     return MemrefFold(m, None)
 
