@@ -165,7 +165,19 @@ def _not_a_ref(ref: RefInfo) -> StepError | None:
     return err("REF_NOT_A_REF", "TypeError", "ref must be a reference")
 
 
-class RemoteRef(TransformOp):
+class _Elsewhere(TransformOp):
+    """A view of the same ref in other memory (a peer's, every device's, another
+    block's): the same dims; the lowering of a plain access may stop at it (a bad
+    device id or block, SMEM of a peer, any multicast access)."""
+
+    def root_dims(self, dims: list[int]) -> list[int] | None:
+        return dims
+
+    def stops_access(self) -> bool:
+        return True
+
+
+class RemoteRef(_Elsewhere):
     """``plgpu.remote_ref(ref, device_id)``: the same ref on another device."""
 
     @classmethod
@@ -184,12 +196,6 @@ class RemoteRef(TransformOp):
 
     def jax_repr(self) -> str:
         return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
-
-    def root_dims(self, dims: list[int]) -> list[int] | None:
-        return dims  # (the same ref's dims, elsewhere)
-
-    def stops_access(self) -> bool:
-        return True  # (at a bad device id, or of SMEM: the root's space)
 
     def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
         """The device id resolves against the mesh; the peer's pointer is a kernel
@@ -281,7 +287,7 @@ class RemoteRef(TransformOp):
             return v.with_(oob=(e.code, e.path, str(e)))  # fails at the access
 
 
-class MulticastRef(TransformOp):
+class MulticastRef(_Elsewhere):
     """``plgpu.multicast_ref(ref, axes)``: every device along ``axes`` (writes fan out)."""
 
     @classmethod
@@ -297,12 +303,6 @@ class MulticastRef(TransformOp):
 
     def jax_repr(self) -> str:
         return f"MulticastRef(collective_axes={self.axis_names!r})"
-
-    def root_dims(self, dims: list[int]) -> list[int] | None:
-        return dims  # (the same ref's dims, elsewhere)
-
-    def stops_access(self) -> bool:
-        return True
 
     def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
         """Only a TMA store writes through a multicast view."""
@@ -387,7 +387,7 @@ class MulticastRef(TransformOp):
 _NO_ENV = E.Env({}, {})
 
 
-class ClusterRef(TransformOp):
+class ClusterRef(_Elsewhere):
     """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
 
     @classmethod
@@ -403,12 +403,6 @@ class ClusterRef(TransformOp):
 
     def jax_repr(self) -> str:
         return f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs=(...))"
-
-    def root_dims(self, dims: list[int]) -> list[int] | None:
-        return dims  # (the same ref's dims, elsewhere)
-
-    def stops_access(self) -> bool:
-        return True
 
     def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
         return a.cluster()
