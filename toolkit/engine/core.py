@@ -1524,7 +1524,7 @@ def _uses_bitcast(s: Scenario) -> bool:
     every = [a.transforms for a in c.args]
     for prog in c.programs:
         every.extend(stacks(list(prog.body)))
-    return any(t.op == "bitcast" for ts in every for t in ts)
+    return any(t.REINTERPRETS for ts in every for t in ts)
 
 
 __all__ = [
