@@ -109,45 +109,77 @@ def assemble(shards: Sequence[Any], spec: Any, axes: Mapping[str, int]) -> Any:
 
 
 def spec_error(
-    spec: Any, ndim: int, axes: Mapping[str, int], where: str
-) -> tuple[str, str, str, str] | None:
-    """The first thing JAX refuses in ``spec`` for a rank-``ndim`` value:
-    ``(code, exception type, message, stage)``, or None.
+    spec: Any,
+    shape: Sequence[int],
+    dtype: str,
+    axes: Mapping[str, int],
+    where: str,
+    label: str = "",
+    explicit: bool = True,
+) -> tuple[str, str, str] | None:
+    """The first thing JAX refuses in ``spec`` for a value of per-device ``shape``:
+    ``(code, exception type, JAX's message)``, or None.
 
     ``where`` is ``"in"`` (an argument: the exported call places it with
-    ``NamedSharding`` before ``jax.shard_map`` sees it) or ``"out"`` (an out spec,
-    checked by ``jax.shard_map`` as it traces)."""
+    ``NamedSharding`` before ``jax.shard_map`` sees it: the build stage) or ``"out"`` (an
+    out spec, checked by ``jax.shard_map`` once the body traced: the trace stage);
+    ``label`` the out spec's key (``"o"``: ``out_specs['o']``); ``explicit`` whether the
+    mesh's axes are Explicit (``jax.make_mesh``'s) or Auto (a ``Mesh`` built by hand)."""
     if spec is None:
         return None
-    p = text(spec, ndim, axes)
+    p = text(spec, len(spec), axes)
     ents = entries(spec, len(spec), axes)
-    for e in ents:
-        for n in e:
-            if n not in axes:
-                if where == "in":
-                    msg = f"Resource axis: {n} of {p} is not found in mesh: {tuple(axes)!r}."
-                    return "SHARD_SPEC_AXIS", "ValueError", msg, "build"
+    for n in (n for e in ents for n in e):
+        if n not in axes:
+            if where == "in":
+                msg = f"Resource axis: {n} of {p} is not found in mesh: {tuple(axes)!r}."
+            else:
                 msg = (
                     "shard_map out_specs argument must refer to an axis marked as manual "
-                    f"({_frozenset(axes)}), but:\n\n  out_specs refers to {n!r}\n\n"
+                    f"({_frozenset(axes)}), but:\n\n  out_specs[{label!r}] refers to {n!r}\n\n"
                     "Check the out_specs values passed to shard_map."
                 )
-                return "SHARD_SPEC_AXIS", "ValueError", msg, "trace"
+            return "SHARD_SPEC_AXIS", "ValueError", msg
     seen: set[str] = set()
-    for e in ents:
-        for n in e:
-            if n in seen:
-                msg = (
-                    "A single NamedSharding spec specification can map every mesh axis to at "
-                    f"most one positional dimension, but {p} has duplicate entries for `{n}`"
-                )
-                return "SHARD_SPEC_DUPLICATE", "DuplicateSpecError", msg, (
-                    "build" if where == "in" else "trace"
-                )
-            seen.add(n)
-    if len(spec) > ndim:  # the message names the value: the caller writes it
-        return "SHARD_SPEC_RANK", "ValueError", "", "build" if where == "in" else "trace"
-    return None
+    for n in (n for e in ents for n in e):
+        if n in seen:
+            msg = (
+                "A single NamedSharding spec specification can map every mesh axis to at "
+                f"most one positional dimension, but {p} has duplicate entries for `{n}`"
+            )
+            return "SHARD_SPEC_DUPLICATE", "DuplicateSpecError", msg
+        seen.add(n)
+    ndim = len(shape)
+    if len(spec) <= ndim:
+        return None
+    if where == "in":
+        kind = "Explicit" if explicit else "Auto"
+        mesh = (
+            "AbstractMesh("
+            + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
+            + f", axis_types=({', '.join(kind for _ in axes)}"
+            + ("," if len(axes) == 1 else "")
+            + "), device_kind=cpu, num_cores=None, platform=cpu)"
+        )
+        msg = (
+            f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
+            f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
+            f"NamedSharding(mesh={mesh}, spec={p})"
+        )
+        return "SHARD_SPEC_RANK", "ValueError", msg
+    local = ",".join(map(str, shape))  # (the body's value: one device's)
+    msg = (
+        "shard_map applied to the function 'call' was given an out_specs entry which is too "
+        "long to be compatible with the corresponding output value from the function:\n\n"
+        f"out_specs[{label!r}] is {p} which has length {len(spec)}, but "
+        f"call(*args)[{label!r}] has shape {dtype}[{local}], which has rank {ndim} "
+        f"(and {ndim} < {len(spec)})\n\n"
+        "Entries in out_specs must be of length no greater than the number of axes in the "
+        "corresponding output value.\n\n"
+        "Either revise the spec to be shorter, or modify 'call' so that its outputs have "
+        "sufficient rank."
+    )
+    return "SHARD_SPEC_RANK", "ValueError", msg
 
 
 def _frozenset(axes: Mapping[str, int]) -> str:
