@@ -37,7 +37,7 @@ def host_array(init, shape, dtype, seed, num_devices, gshape=None):
     one = value.reshape(shape)
     if not shape:
         return one
-    return np.tile(one, [g // d if d else 1 for g, d in zip(gshape, shape)])
+    return np.tile(one, [g // d if d else 1 for g, d in zip(gshape, shape, strict=True)])
 
 
 def interpret_params(mode, detect_races=False):

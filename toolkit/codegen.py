@@ -17,9 +17,8 @@ import math
 import re
 from typing import Any
 
-from mpmd_lab import callsupport
+from mpmd_lab import callsupport, sharding
 from mpmd_lab import expr as E
-from mpmd_lab import sharding
 from mpmd_lab.dtypes import jnp_expr as dtype_expr
 from mpmd_lab.ops import Let
 from mpmd_lab.scenario import Program, Scenario, ref_result_keys

@@ -73,7 +73,9 @@ def mesh_coords(axes: Mapping[str, int]) -> list[dict[str, int]]:
     ]
 
 
-def shard_slices(spec: Any, axes: Mapping[str, int], gshape: Sequence[int]) -> list[tuple[slice, ...]]:
+def shard_slices(
+    spec: Any, axes: Mapping[str, int], gshape: Sequence[int]
+) -> list[tuple[slice, ...]]:
     """For each device (row-major over the mesh), the slices of the global array it holds."""
     ents = entries(spec, len(gshape), axes)
     out = []

@@ -738,8 +738,10 @@ class Builder:
                     self.source[f"buffers.{bname}"] = self.found.where
             arg: dict[str, Any] = {"buffer": bname, "param": param}
             spec = _in_spec(origin)
-            if spec is not None and self.axes and not sharding.is_default(
-                spec, len(buffers[bname]["shape"]), self.axes
+            if (
+                spec is not None
+                and self.axes
+                and not sharding.is_default(spec, len(buffers[bname]["shape"]), self.axes)
             ):
                 arg["spec"] = _spec_json(spec)
             args.append(arg)

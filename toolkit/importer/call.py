@@ -281,7 +281,9 @@ def mesh_device_order(mesh: Any) -> tuple[list[int] | None, str | None]:
     )
 
 
-def shard_slices(spec: Any, axes: dict[str, int], gshape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+def shard_slices(
+    spec: Any, axes: dict[str, int], gshape: tuple[int, ...]
+) -> list[tuple[slice, ...]]:
     """For each device (row-major over the mesh), the slices of the global array it holds."""
     return sharding.shard_slices(_spec_list(spec), axes, gshape)
 
