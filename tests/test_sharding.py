@@ -224,3 +224,14 @@ def test_export_with_specs_is_safe():
     from test_export_safety import assert_export_is_safe
 
     assert_export_is_safe(load_scenario(SPECS))
+
+
+def test_graph_says_which_shape_is_which():
+    from mpmd_lab.graph import build_graph
+
+    g = build_graph(load_scenario(SPECS))
+    a, o = g.nodes["buffer:a"], g.nodes["output:o"]
+    assert a["type"] == "f32[2,128] per device, f32[2,256] global P(None, 'y') array"
+    assert a["global_shape"] == [2, 256] and a["spec"] == "P(None, 'y')"
+    assert o["global_shape"] == [2, 256]
+    assert g.nodes["output:r"]["type"] == "f32[2,128] per device, f32[2,128] global P(None,)"

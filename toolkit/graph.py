@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
-from mpmd_lab import dtypes, shapes
+from mpmd_lab import dtypes, shapes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
@@ -200,6 +200,7 @@ class _Builder:
             return self.node(nid, "buffer", name, None, missing=True, type="missing", shape=None)
         kind = "Ref" if b.as_ref else "array"
         self.info[nid] = _info(list(b.shape), b.dtype)
+        spec, gshape = self.s.buffer_spec(name), self.s.global_shape(name)
         return self.node(
             nid,
             "buffer",
@@ -209,8 +210,24 @@ class _Builder:
             as_ref=b.as_ref,
             shape=list(b.shape),
             dtype=b.dtype,
-            type=f"{type_label(b.shape, b.dtype)} {kind}",
+            global_shape=gshape,
+            spec=self._spec_text(spec, b.shape),
+            type=f"{self._sharded_type(b.shape, b.dtype, gshape, spec)} {kind}",
         )
+
+    def _spec_text(self, spec: Any, shape: list[int]) -> str | None:
+        """The partition spec as JAX prints it (None without a device mesh)."""
+        mesh = self.s.device_mesh
+        return sharding.text(spec, len(shape), mesh) if mesh else None
+
+    def _sharded_type(self, shape: list[int], dtype: str, gshape: list[int], spec: Any) -> str:
+        """``f32[256]``, or on a device mesh ``f32[256] per device, f32[1024] global
+        P('dev',)``: which shape is which, and the spec between them."""
+        local = type_label(shape, dtype)
+        if not self.s.device_mesh:
+            return local
+        where = self._spec_text(spec, shape)
+        return f"{local} per device, {type_label(gshape, dtype)} global {where}"
 
     def stack(
         self,
@@ -379,7 +396,11 @@ class _Builder:
                 name=name,
                 shape=list(o.shape),
                 dtype=o.dtype,
-                type=type_label(o.shape, o.dtype),
+                global_shape=self.s.output_global_shape(name),
+                spec=self._spec_text(o.spec, o.shape),
+                type=self._sharded_type(
+                    o.shape, o.dtype, self.s.output_global_shape(name), o.spec
+                ),
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
             self.info[nid] = _info(list(o.shape), o.dtype)
