@@ -227,11 +227,14 @@ def test_export_with_specs_is_safe():
 
 
 def test_graph_says_which_shape_is_which():
-    from mpmd_lab.graph import build_graph
+    from mpmd_lab.graph import build_graph, to_text
 
     g = build_graph(load_scenario(SPECS))
     a, o = g.nodes["buffer:a"], g.nodes["output:o"]
-    assert a["type"] == "f32[2,128] per device, f32[2,256] global P(None, 'y') array"
+    assert a["type"] == "f32[2,128] array"
+    assert a["sharding"] == "per device; global f32[2,256] P(None, 'y')"
     assert a["global_shape"] == [2, 256] and a["spec"] == "P(None, 'y')"
     assert o["global_shape"] == [2, 256]
-    assert g.nodes["output:r"]["type"] == "f32[2,128] per device, f32[2,128] global P(None,)"
+    assert g.nodes["output:r"]["sharding"] == "per device; global f32[2,128] P(None,)"
+    text = to_text(g)
+    assert "output q  f32[2,128] (per device; global f32[8,128] P(('y', 'x'),))" in text

@@ -212,7 +212,8 @@ class _Builder:
             dtype=b.dtype,
             global_shape=gshape,
             spec=self._spec_text(spec, b.shape),
-            type=f"{self._sharded_type(b.shape, b.dtype, gshape, spec)} {kind}",
+            sharding=self._sharding(b.dtype, gshape, spec, b.shape),
+            type=f"{type_label(b.shape, b.dtype)} {kind}",
         )
 
     def _spec_text(self, spec: Any, shape: list[int]) -> str | None:
@@ -220,14 +221,13 @@ class _Builder:
         mesh = self.s.device_mesh
         return sharding.text(spec, len(shape), mesh) if mesh else None
 
-    def _sharded_type(self, shape: list[int], dtype: str, gshape: list[int], spec: Any) -> str:
-        """``f32[256]``, or on a device mesh ``f32[256] per device, f32[1024] global
-        P('dev',)``: which shape is which, and the spec between them."""
-        local = type_label(shape, dtype)
+    def _sharding(self, dtype: str, gshape: list[int], spec: Any, shape: list[int]) -> str:
+        """On a device mesh, which shape the node's type is and the global one:
+        ``per device; global f32[1024] P('dev',)`` ("" without a mesh)."""
         if not self.s.device_mesh:
-            return local
+            return ""
         where = self._spec_text(spec, shape)
-        return f"{local} per device, {type_label(gshape, dtype)} global {where}"
+        return f"per device; global {type_label(gshape, dtype)} {where}"
 
     def stack(
         self,
@@ -398,9 +398,8 @@ class _Builder:
                 dtype=o.dtype,
                 global_shape=self.s.output_global_shape(name),
                 spec=self._spec_text(o.spec, o.shape),
-                type=self._sharded_type(
-                    o.shape, o.dtype, self.s.output_global_shape(name), o.spec
-                ),
+                sharding=self._sharding(o.dtype, self.s.output_global_shape(name), o.spec, o.shape),
+                type=type_label(o.shape, o.dtype),
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
             self.info[nid] = _info(list(o.shape), o.dtype)
@@ -925,6 +924,8 @@ def node_text(g: nx.MultiDiGraph, n: str) -> str:
     if kind == "argument":
         return d["label"]
     extra = d.get("type") or ""
+    if d.get("sharding"):
+        extra += f" ({d['sharding']})"
     return f"{kind} {d['label']}  {extra}".rstrip()
 
 
