@@ -238,3 +238,26 @@ def test_graph_says_which_shape_is_which():
     assert g.nodes["output:r"]["sharding"] == "per device; global f32[2,128] P(None,)"
     text = to_text(g)
     assert "output q  f32[2,128] (per device; global f32[8,128] P(('y', 'x'),))" in text
+
+
+def test_a_spec_needs_a_device_mesh():
+    data = two_by_two(None, {"o": [None]})
+    del data["device_mesh"]
+    with pytest.raises(ScenarioError, match=r"call.outputs.o.spec: a partition spec splits"):
+        load_scenario(data)
+
+
+def test_a_tuple_arguments_spec_splits_every_leaf():
+    data = two_by_two()
+    data["buffers"]["b"] = {"shape": [2, 128], "dtype": "float32", "init": "ones"}
+    data["call"]["args"] = [{"tuple": ["a", "b"], "param": "t", "spec": [None, "y"]}]
+    data["call"]["programs"][0]["body"] = [{"op": "copy", "src": "t[0]", "dst": "o"}]
+    s = load_scenario(data)
+    assert s.global_shape("a") == s.global_shape("b") == [2, 256]
+    assert "'a': P(None, 'y')," in generate(s) and "'b': P(None, 'y')," in generate(s)
+    assert probe_many([data])[0]["stage"] is None
+    r = simulate(s)
+    assert r.ok, r.summary()
+    a = np.arange(512, dtype=np.float32).reshape(2, 256)
+    np.testing.assert_array_equal(r.outputs["o"][:2], a[:, :128])  # device (0, 0)
+    np.testing.assert_array_equal(r.outputs["o"][2:4], a[:, 128:])  # device (0, 1)

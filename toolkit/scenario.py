@@ -306,6 +306,15 @@ class Scenario(Model):
                 f"device_order: {order[:16]} is not an order of the {n} device id(s) "
                 f"0 .. {n - 1} of the device mesh (each once)"
             )
+        if self.device_mesh is None:
+            parts = [(f"call.args[{i}]", a.spec) for i, a in enumerate(self.call.args)]
+            parts += [(f"call.outputs.{k}", o.spec) for k, o in self.call.outputs.items()]
+            given = next((where for where, spec in parts if spec is not None), None)
+            if given is not None:
+                raise ValueError(
+                    f"{given}.spec: a partition spec splits a value over the device mesh, and "
+                    "this scenario has none (add `device_mesh`, or drop the spec)"
+                )
         specs: dict[str, tuple[str, Any]] = {}
         for i, a in enumerate(self.call.args):
             for buf in [a.buffer] if isinstance(a, BufferArg) else a.tuple:
