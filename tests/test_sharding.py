@@ -261,3 +261,26 @@ def test_a_tuple_arguments_spec_splits_every_leaf():
     a = np.arange(512, dtype=np.float32).reshape(2, 256)
     np.testing.assert_array_equal(r.outputs["o"][:2], a[:, :128])  # device (0, 0)
     np.testing.assert_array_equal(r.outputs["o"][2:4], a[:, 128:])  # device (0, 1)
+
+
+@pytest.mark.parametrize("init", ["iota", "random", "local", "global"])
+def test_host_values_follow_the_spec_as_the_export_does(init):
+    from mpmd_lab.callsupport import host_array
+    from mpmd_lab.memory import host_value
+
+    data = two_by_two([None, "y"])
+    b = data["buffers"]["a"]
+    if init == "local":
+        b["init"] = np.arange(256).reshape(2, 128).tolist()
+    elif init == "global":
+        b["init"] = (np.arange(512).reshape(2, 256) % 7).tolist()
+    else:
+        b["init"] = init
+    s = load_scenario(data)
+    buf, gshape = s.buffers["a"], s.global_shape("a")
+    got = host_value(buf, 4, gshape)
+    want = np.asarray(host_array(buf.init, buf.shape, buf.dtype, buf.seed, 4, gshape))
+    assert got.shape == (2, 256)
+    np.testing.assert_array_equal(got, want)
+    if init == "local":  # one device's value, on every device
+        np.testing.assert_array_equal(got[:, 128:], got[:, :128])

@@ -145,7 +145,9 @@ def _outline_body(body: list[Any], parent: str, indent: str) -> list[str]:
 def inputs_of(scenario: Scenario) -> Arrays:
     """Every buffer's global host value, as the real call receives it."""
     return {
-        name: host_array(b.init, b.shape, b.dtype, b.seed, scenario.num_devices)
+        name: host_array(
+            b.init, b.shape, b.dtype, b.seed, scenario.num_devices, scenario.global_shape(name)
+        )
         for name, b in scenario.buffers.items()
     }
 
