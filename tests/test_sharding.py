@@ -284,3 +284,46 @@ def test_host_values_follow_the_spec_as_the_export_does(init):
     np.testing.assert_array_equal(got, want)
     if init == "local":  # one device's value, on every device
         np.testing.assert_array_equal(got[:, 128:], got[:, :128])
+
+
+@pytest.mark.parametrize(
+    "text,spec",
+    [
+        ("", None),
+        ("P()", []),
+        ("P('x',)", ["x"]),
+        ("P(None,)", [None]),
+        ("P(None, 'y')", [None, "y"]),
+        ("P(('x', 'y'),)", [["x", "y"]]),
+        ("None, 'y'", [None, "y"]),
+    ],
+)
+def test_spec_text_round_trips(text, spec):
+    assert sharding.parse_text(text) == spec
+    if spec is not None:
+        assert sharding.parse_text(sharding.text(spec, len(spec), {"x": 2, "y": 2})) == spec
+
+
+def test_lab_edits_a_spec():
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets.call_editor import CallEditor
+
+    st = Session(load_scenario(two_by_two()))
+    ed = CallEditor(st)
+    boxes = [
+        b
+        for b in _walk(ed)
+        if "mpl-arg-spec" in getattr(b, "_dom_classes", ()) and hasattr(b, "value")
+    ]
+    assert len(boxes) == 1
+    boxes[0].value = "P(None, 'y')"  # (committed as it changes)
+    assert st.scenario.call.args[0].spec == [None, "y"]
+    assert st.scenario.global_shape("a") == [2, 256]
+    with pytest.raises(ValueError, match="partition spec"):
+        sharding.parse_text("P(None, 3")
+
+
+def _walk(wd):
+    yield wd
+    for k in getattr(wd, "children", ()):
+        yield from _walk(k)

@@ -54,6 +54,32 @@ def text(spec: Any, ndim: int, axes: Mapping[str, int]) -> str:
     return "P" + repr(tuple(items))
 
 
+def parse_text(source: str) -> SpecJson | None:
+    """A spec as a user writes it, ``P(None, 'y')`` (or ``None, 'y'``), as JSON;
+    ``""`` is None (the default). ValueError when it is not one."""
+    import ast
+
+    body = source.strip()
+    if not body:
+        return None
+    if body.startswith("P(") and body.endswith(")"):
+        body = body[2:-1]
+    try:
+        body = body.strip()
+        value = ast.literal_eval(f"({body}{'' if not body or body.endswith(',') else ','})")
+    except (ValueError, SyntaxError):
+        raise ValueError(f"{source!r} is not a partition spec such as P(None, 'y')") from None
+    out: SpecJson = []
+    for e in value:
+        if e is None or isinstance(e, str):
+            out.append(e)
+        elif isinstance(e, tuple) and all(isinstance(x, str) for x in e):
+            out.append(list(e))
+        else:
+            raise ValueError(f"a spec entry is None, an axis name or a tuple of them, not {e!r}")
+    return out
+
+
 def parts(names: Sequence[str], axes: Mapping[str, int]) -> int:
     """How many pieces a dimension split over ``names`` is cut into."""
     return math.prod(axes.get(n, 1) for n in names)
@@ -196,6 +222,7 @@ __all__ = [
     "global_shape",
     "is_default",
     "mesh_coords",
+    "parse_text",
     "parts",
     "shard_slices",
     "shards_of",
