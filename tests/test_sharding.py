@@ -114,6 +114,7 @@ def test_bad_specs_say_what_jax_says():
         assert d.jax is not None and d.jax.type == r["type"], (name, r)
         assert same_set_order(d.jax.message) == same_set_order(r["message"]), (name, r)
         assert d.path.endswith(".spec"), d.path
+        assert d.fixes and d.fixes[0].after == [], (name, d.fixes)  # a verified fix
 
 
 def test_good_specs_pass_check_and_jax():

@@ -210,6 +210,19 @@ def spec_error(
     return "SHARD_SPEC_RANK", "ValueError", msg
 
 
+def repaired(spec: SpecJson, ndim: int, axes: Mapping[str, int]) -> SpecJson:
+    """``spec`` with what JAX refuses taken out: names the mesh lacks, a second use of an
+    axis, entries past ``ndim`` (a fix to offer; the check verifies it)."""
+    seen: set[str] = set()
+    out: SpecJson = []
+    for e in spec[:ndim]:
+        names = [e] if isinstance(e, str) else list(e or [])
+        keep = [n for n in names if n in axes and n not in seen]
+        seen.update(keep)
+        out.append(None if not keep else keep[0] if isinstance(e, str) else keep)
+    return out
+
+
 def _frozenset(axes: Mapping[str, int]) -> str:
     # a frozenset's order is the hash's: the catalogue pattern does not pin it
     return "frozenset({" + ", ".join(repr(a) for a in axes) + "})"
@@ -224,6 +237,7 @@ __all__ = [
     "mesh_coords",
     "parse_text",
     "parts",
+    "repaired",
     "shard_slices",
     "shards_of",
     "spec_error",

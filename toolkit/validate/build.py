@@ -139,8 +139,21 @@ def _in_specs(ctx: Ctx) -> None:
             )
             if found is not None:
                 code, jtype, msg = found
-                ctx.jax(code, f"call.args[{i}].spec", msg, jax_type=jtype, stage="build")
+                path = f"call.args[{i}].spec"
+                fix = spec_fix(path, a.spec, len(b.shape), s.device_mesh)
+                ctx.jax(code, path, msg, jax_type=jtype, stage="build", fix=fix)
                 return
+
+
+def spec_fix(path: str, spec: Any, ndim: int, axes: dict[str, int]) -> Fix:
+    """The spec without what JAX refuses in it (``sharding.repaired``)."""
+    better = sharding.repaired(spec, ndim, axes)
+    text = sharding.text(better, len(better), axes)
+    return Fix(
+        description=f"use {text}: only the device mesh's axes, each once, one entry per "
+        "dimension at most",
+        edits=[Edit(op="replace", path=path, value=better)],
+    )
 
 
 def _scratch_fix(sc: Any, path: str, code: str, field: str) -> Fix | None:

@@ -23,6 +23,7 @@ from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
+from mpmd_lab.validate.build import spec_fix
 from mpmd_lab.validate.context import Ctx
 
 
@@ -46,7 +47,9 @@ def _out_specs(ctx: Ctx) -> None:
         )
         if found is not None:
             code, jtype, msg = found
-            ctx.jax(code, f"call.outputs.{name}.spec", msg, jax_type=jtype, stage="trace")
+            path = f"call.outputs.{name}.spec"
+            fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
+            ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
             return _stop(ctx)
 
 
