@@ -41,7 +41,7 @@ MODULE_TEMPLATE = {
     "os", "json", "sys", "jax", "jnp", "lax", "pl", "plgpu", "NamedSharding", "P",
     "NUM_DEVICES", "DEVICE_MESH", "SHARD_MAP", "INTERPRET", "DETECT_RACES", "OUTPUT_NAMES",
     "make_inputs",
-    "host_array", "build", "place", "inputs", "device_mesh", "axes", "v", "main", "argv",
+    "host_array", "build", "place", "inputs", "device_mesh", "axes", "specs", "v", "main", "argv",
     "fn", "outputs", "k", "encode_outputs", "name", "value", "print", "__name__",
     "CPU_LIMITS",
 }  # fmt: skip
@@ -213,7 +213,7 @@ def _is_template_doc(v: str, s: Scenario) -> bool:
         f"{codegen._safe_doc(s.name)}: a Pallas mpmd call exported by mpmd-lab.",
         "Host values of the buffers the call takes",
         "(function, device mesh): the jitted call",
-        "Inputs as jax arrays, sharded on dim 0",
+        "Inputs as jax arrays, each sharded by its partition spec",
     ]
     return any(v.startswith(d) for d in docs)
 

@@ -241,13 +241,13 @@ def test_text_of_ring_shift():
     text = to_text(build_graph(gallery.load("ring-shift"), diagnostics=[]))
     assert text.splitlines() == [
         "graph ring-shift  (device mesh dev=4)",
-        "buffer x  f32[256] array",
+        "buffer x  f32[256] array (per device; global f32[1024] P('dev',))",
         "  --passed-as--> args[0]",
         "args[0]",
         "  --passed-as--> param x_ref  f32[256]",
         "param x_ref  f32[256]",
         "  --reads--> copy p <- x_ref  (program 0)",
-        "output out  f32[256]",
+        "output out  f32[256] (per device; global f32[1024] P('dev',))",
         "  --derived-by remote_ref(dev+1)--> view p = remote_ref(dev+1)  f32[256]",
         "view p = remote_ref(dev+1)  f32[256]",
         "copy p <- x_ref  (program 0)",

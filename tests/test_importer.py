@@ -232,12 +232,12 @@ def test_buffers_hold_the_arguments_values(imported):
 
     want = (np.arange(4 * 4 * 256) % 97).astype(np.float32)
     np.testing.assert_array_equal(host_value(rs, 4), want)
-    # a transposed spec: each device holds its column block
-    ts = imported["transposed_spec"]["obj"].scenario.buffers["x"]
+    # a transposed spec: the scenario keeps P(None, 'dev') and the global value, each
+    # device holding its column block
+    s = imported["transposed_spec"]["obj"].scenario
+    assert s.call.args[0].spec == [None, "dev"] and s.global_shape("x") == [8, 256]
     g = (np.arange(8 * 256) % 251).astype(np.float32).reshape(8, 256)
-    got = host_value(ts, 2)
-    np.testing.assert_array_equal(got[:8], g[:, :128])
-    np.testing.assert_array_equal(got[8:], g[:, 128:])
+    np.testing.assert_array_equal(host_value(s.buffers["x"], 2, s.global_shape("x")), g)
 
 
 def test_scratch_layouts_and_barriers(imported):
@@ -280,27 +280,10 @@ def test_simulate_gives_what_the_kernel_computes(imported, name):
     for g, e in zip(got, r["expected"], strict=True):
         assert g is not None
         np.testing.assert_array_equal(g, e)
-    # where the user's out_spec stacks the devices' outputs on dim 0 (the scenario's own
-    # global form), simulate's outputs themselves are the function's results
-    direct = 0
+    # the scenario carries the user's in and out specs: simulate's outputs themselves
+    # are the function's results (side by side for transposed_spec's P(None, "dev"))
     for res, e in zip(imp.results, r["expected"], strict=True):
-        if _stacked_on_dim0(res.spec, imp.device_axes):
-            np.testing.assert_array_equal(result.outputs[res.name], e)
-            direct += 1
-    if name != "transposed_spec":  # its out_spec puts the device outputs side by side
-        assert direct == len(imp.results)
-
-
-def _stacked_on_dim0(spec, axes) -> bool:
-    """The out_spec puts device outputs one after another on dim 0 over every device axis,
-    row-major (``P("dev")``, ``P(("x", "y"))``), or there is no device mesh."""
-    if not axes:
-        return True
-    if not spec:
-        return False
-    first, rest = spec[0], spec[1:]
-    names = tuple(first) if isinstance(first, tuple | list) else (first,)
-    return names == tuple(axes) and all(x is None for x in rest)
+        np.testing.assert_array_equal(result.outputs[res.name], e)
 
 
 # ---------------------------------------------------------------- errors at the user's line

@@ -104,3 +104,47 @@ def test_jaxs_interpreter_agrees_on_the_race():
         assert bool(r.races) is out[wait][0]
     safe = simulate(load_scenario(SAFE), past_lowering=True)
     np.testing.assert_array_equal(safe.outputs["out"], np.asarray(out["True"][1]))
+
+
+def test_cli_run_simulates_past_the_lowering_error(capsys):
+    """``mpmd-lab run --backend simulate --past-lowering``: the races, the lowering error
+    first; without the flag the lowering error stops it and says how to go past."""
+    from mpmd_lab.cli import main
+
+    cli = ["run", str(RACY), "--backend", "simulate"]
+    assert main(cli) == 1
+    out = capsys.readouterr().out
+    assert "GPU_LAYOUT_INFERENCE" in out and "--past-lowering" in out
+    assert main([*cli, "--past-lowering", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["status"] == "ok" and got["backend"] == "simulate"
+    assert got["lowering_error"]["code"] == "GPU_LAYOUT_INFERENCE"
+    assert got["races"]
+    assert main([*cli, "--past-lowering"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].startswith("cluster-peer-gmem-racy: GPU lowering error")
+    assert main(["run", str(RACY), "--backend", "interpret", "--past-lowering"]) == 2
+    assert "use --backend simulate" in capsys.readouterr().err
+
+
+def test_lab_run_offers_and_shows_the_simulation_past_lowering():
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets.run_panel import RunPanel
+
+    panel = RunPanel(Session(load_scenario(RACY)), background=False)
+    panel.backend.value = "simulate"
+    panel.run()
+    assert panel.outcome is not None and panel.outcome.status == "error"
+    past = [
+        b
+        for box in panel.results.children
+        for b in getattr(box, "children", ())
+        if "mpl-past-lowering" in getattr(b, "_dom_classes", ())
+    ]
+    assert len(past) == 1
+    past[0].click()
+    o = panel.outcome
+    assert o.status == "ok" and o.backend == "simulate" and o.races
+    assert o.lowering is not None and o.lowering.code == "GPU_LAYOUT_INFERENCE"
+    first = panel.results.children[0]
+    assert "mpl-run-lowering" in first._dom_classes  # the lowering error on top

@@ -13,13 +13,16 @@ import numpy as np
 MAX_VALUES = 1024
 
 
-def host_array(init, shape, dtype, seed, num_devices):
-    """A buffer's global host value (dim 0 times the device count), per SCENARIO.md."""
+def host_array(init, shape, dtype, seed, num_devices, gshape=None):
+    """A buffer's global host value, per SCENARIO.md: ``gshape`` the global shape its
+    partition spec makes (None: dim 0 times the device count)."""
     import jax.numpy as jnp
 
     dtype = jnp.dtype(dtype)
     shape = tuple(shape)
-    gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    if gshape is None:
+        gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    gshape = tuple(gshape)
     if init == "zeros":
         return np.zeros(gshape, dtype)
     if init == "ones":
@@ -30,11 +33,11 @@ def host_array(init, shape, dtype, seed, num_devices):
         return np.random.default_rng(seed).standard_normal(gshape).astype(dtype)
     value = np.asarray(init).astype(dtype)
     if shape and value.shape == gshape and gshape != shape:
-        return value  # the global value: dim 0 split over the devices
+        return value  # the global value: split over the devices by the spec
     one = value.reshape(shape)
     if not shape:
         return one
-    return np.concatenate([one] * num_devices, axis=0)
+    return np.tile(one, [g // d if d else 1 for g, d in zip(gshape, shape, strict=True)])
 
 
 def interpret_params(mode, detect_races=False):

@@ -79,6 +79,33 @@ ENTRIES: list[Entry] = [
         "A device mesh whose ids are not in row-major order",
     ),
     Entry(
+        "SHARD_SPEC_AXIS",
+        "ValueError",
+        r"Resource axis: .* is not found in mesh|"
+        r"shard_map (?:in|out)_specs argument must refer to an axis marked as manual",
+        "build",
+        "A partition spec names an axis the device mesh lacks",
+        also=("trace",),
+    ),
+    Entry(
+        "SHARD_SPEC_DUPLICATE",
+        "DuplicateSpecError",
+        r"A single NamedSharding spec specification can map every mesh axis to at most one "
+        r"positional dimension",
+        "build",
+        "A partition spec uses one mesh axis twice",
+        also=("trace",),
+    ),
+    Entry(
+        "SHARD_SPEC_RANK",
+        "ValueError",
+        r"Length of sharding\.spec \(\d+\) must be equal to aval's ndim|"
+        r"was given an (?:in|out)_specs entry which is too long",
+        "build",
+        "A partition spec longer than the value's rank",
+        also=("trace",),
+    ),
+    Entry(
         "MPMD_SCRATCH_CORE_TYPE",
         "NotImplementedError",
         r"requires scratch_type to have a `core_type`",

@@ -293,6 +293,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = _load(args.file)  # before importing JAX: bad input fails fast
     from mpmd_lab import runtime
 
+    if args.past_lowering and args.backend not in ("auto", "simulate"):
+        raise UsageError(
+            "--past-lowering runs the simulator past a GPU-lowering error (as JAX's "
+            "interpreters run the call): use --backend simulate"
+        )
     if args.schedule:
         result = _replay(scenario, args)
     else:
@@ -302,6 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             processes=args.processes,
             local_devices=args.local_devices,
+            past_lowering=args.past_lowering,
         )
     if args.json:
         import json
@@ -325,7 +331,9 @@ def _replay(scenario: Any, args: argparse.Namespace) -> Any:
         raise UsageError(f"{clip(args.schedule, QUOTE)}: not a schedule ({e})") from None
     from mpmd_lab.simulator import simulate
 
-    return simulate(scenario, schedule=data, max_seconds=args.timeout)
+    return simulate(
+        scenario, schedule=data, max_seconds=args.timeout, past_lowering=args.past_lowering
+    )
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -525,6 +533,12 @@ def parser() -> argparse.ArgumentParser:
         "--schedule",
         metavar="SCHEDULE.json",
         help="with the simulator: replay this schedule (a race's or deadlock's witness)",
+    )
+    s.add_argument(
+        "--past-lowering",
+        action="store_true",
+        help="simulate a call the Mosaic GPU lowering refuses (as JAX's interpreters run "
+        "it); the lowering error is shown first",
     )
     s.add_argument(
         "--processes",

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any
 
-from mpmd_lab import callsupport
+from mpmd_lab import callsupport, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.dtypes import jnp_expr as dtype_expr
 from mpmd_lab.ops import Let
@@ -379,7 +379,7 @@ def generate(
         init = buf.init if isinstance(buf.init, str) else buf.init
         L.append(
             f"        {b!r}: host_array({init!r}, {tuple(buf.shape)!r}, {buf.dtype!r}, "
-            f"{buf.seed!r}, NUM_DEVICES),"
+            f"{buf.seed!r}, NUM_DEVICES, {tuple(s.global_shape(b))!r}),"
         )
     L += ["    }", "", ""]
 
@@ -458,12 +458,11 @@ def generate(
                 "    )",
             ]
         if use_shard_map:
-            in_specs = "(" + "".join(f"{_spec(s.buffers[b].shape, axes)}, " for b in inputs) + ")"
-            out_names = list(c.outputs) + [ref_keys[b] for b in refs]
-            shapes = {**{k: o.shape for k, o in c.outputs.items()}}
+            in_specs = "(" + "".join(f"{_in_spec(s, b)}, " for b in inputs) + ")"
+            specs = {k: _spec(o.spec, o.shape, s) for k, o in c.outputs.items()}
             for b in refs:
-                shapes[ref_keys[b]] = s.buffers[b].shape
-            out_specs = "{" + ", ".join(f"{k!r}: {_spec(shapes[k], axes)}" for k in out_names) + "}"
+                specs[ref_keys[b]] = _in_spec(s, b)
+            out_specs = "{" + ", ".join(f"{k!r}: {v}" for k, v in specs.items()) + "}"
             L += [
                 "    fn = jax.shard_map(",
                 "        call,",
@@ -482,14 +481,13 @@ def generate(
         "",
         "",
         "def place(inputs, device_mesh):",
-        '    """Inputs as jax arrays, sharded on dim 0 over every device-mesh axis."""',
+        '    """Inputs as jax arrays, each sharded by its partition spec."""',
         "    if device_mesh is None:",
         "        return [jnp.asarray(v) for v in inputs.values()]",
-        "    axes = tuple(device_mesh.axis_names)",
-        "    return [",
-        "        shard(v, NamedSharding(device_mesh, P(axes) if v.ndim else P()))",
-        "        for v in inputs.values()",
-        "    ]",
+        "    specs = {",
+        *(f"        {b!r}: {_in_spec(s, b)}," for b in inputs),
+        "    }",
+        "    return [shard(v, NamedSharding(device_mesh, specs[k])) for k, v in inputs.items()]",
         "",
         "",
         *_MAIN,
@@ -498,8 +496,13 @@ def generate(
     return "\n".join(L)
 
 
-def _spec(shape: list[int], axes: tuple[str, ...]) -> str:
-    return f"P({axes!r})" if shape else "P()"
+def _spec(spec: Any, shape: list[int], s: Scenario) -> str:
+    """A partition spec as the source that makes it (None: dim 0 over every axis)."""
+    return sharding.text(spec, len(shape), s.device_mesh or {})
+
+
+def _in_spec(s: Scenario, buf: str) -> str:
+    return _spec(s.buffer_spec(buf), s.buffers[buf].shape, s)
 
 
 def _safe_doc(name: str) -> str:

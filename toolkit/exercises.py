@@ -145,7 +145,10 @@ def _outline_body(body: list[Any], parent: str, indent: str) -> list[str]:
 def inputs_of(scenario: Scenario) -> Arrays:
     """Every buffer's global host value, as the real call receives it (computed without
     JAX: ``memory.host_value``, which the tests hold equal to ``callsupport.host_array``)."""
-    return {name: host_value(b, scenario.num_devices) for name, b in scenario.buffers.items()}
+    return {
+        name: host_value(b, scenario.num_devices, scenario.global_shape(name))
+        for name, b in scenario.buffers.items()
+    }
 
 
 def _execute(scenario: Scenario, backend: str, analysis: Any) -> tuple[Arrays | None, str, str]:

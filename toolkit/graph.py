@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
-from mpmd_lab import dtypes, shapes
+from mpmd_lab import dtypes, shapes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import Diagnostic
@@ -200,6 +200,7 @@ class _Builder:
             return self.node(nid, "buffer", name, None, missing=True, type="missing", shape=None)
         kind = "Ref" if b.as_ref else "array"
         self.info[nid] = _info(list(b.shape), b.dtype)
+        spec, gshape = self.s.buffer_spec(name), self.s.global_shape(name)
         return self.node(
             nid,
             "buffer",
@@ -209,8 +210,24 @@ class _Builder:
             as_ref=b.as_ref,
             shape=list(b.shape),
             dtype=b.dtype,
+            global_shape=gshape,
+            spec=self._spec_text(spec, b.shape),
+            sharding=self._sharding(b.dtype, gshape, spec, b.shape),
             type=f"{type_label(b.shape, b.dtype)} {kind}",
         )
+
+    def _spec_text(self, spec: Any, shape: list[int]) -> str | None:
+        """The partition spec as JAX prints it (None without a device mesh)."""
+        mesh = self.s.device_mesh
+        return sharding.text(spec, len(shape), mesh) if mesh else None
+
+    def _sharding(self, dtype: str, gshape: list[int], spec: Any, shape: list[int]) -> str:
+        """On a device mesh, which shape the node's type is and the global one:
+        ``per device; global f32[1024] P('dev',)`` ("" without a mesh)."""
+        if not self.s.device_mesh:
+            return ""
+        where = self._spec_text(spec, shape)
+        return f"per device; global {type_label(gshape, dtype)} {where}"
 
     def stack(
         self,
@@ -379,6 +396,9 @@ class _Builder:
                 name=name,
                 shape=list(o.shape),
                 dtype=o.dtype,
+                global_shape=self.s.output_global_shape(name),
+                spec=self._spec_text(o.spec, o.shape),
+                sharding=self._sharding(o.dtype, self.s.output_global_shape(name), o.spec, o.shape),
                 type=type_label(o.shape, o.dtype),
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
@@ -898,6 +918,8 @@ def node_text(g: nx.MultiDiGraph, n: str) -> str:
     if kind == "argument":
         return d["label"]
     extra = d.get("type") or ""
+    if d.get("sharding"):
+        extra += f" ({d['sharding']})"
     return f"{kind} {d['label']}  {extra}".rstrip()
 
 

@@ -8,6 +8,7 @@ the transform ops (:mod:`mpmd_lab.ops`) reshape, permute and index.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,11 +53,14 @@ def fill_value(value: bool | int | float, shape: tuple[int, ...], dt: np.dtype) 
         return np.full(shape, src.astype(dt), dt)
 
 
-def host_value(b: Any, num_devices: int) -> np.ndarray:
-    """``callsupport.host_array`` without importing JAX (the tests hold the two equal)."""
+def host_value(b: Any, num_devices: int, gshape: Sequence[int] | None = None) -> np.ndarray:
+    """``callsupport.host_array`` without importing JAX (the tests hold the two equal):
+    ``gshape`` the global shape (None: dim 0 times the device count)."""
     dt = np_dtype(b.dtype)
     shape = tuple(b.shape)
-    gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    if gshape is None:
+        gshape = (shape[0] * num_devices, *shape[1:]) if shape else ()
+    gshape = tuple(gshape)
     if b.init == "zeros":
         return np.zeros(gshape, dt)
     if b.init == "ones":
@@ -67,9 +71,11 @@ def host_value(b: Any, num_devices: int) -> np.ndarray:
         return np.random.default_rng(b.seed).standard_normal(gshape).astype(dt)
     value = np.asarray(b.init).astype(dt)
     if shape and value.shape == gshape and gshape != shape:
-        return value  # the global value: dim 0 split over the devices
+        return value  # the global value: split over the devices by the spec
     one = value.reshape(shape)
-    return np.concatenate([one] * num_devices, axis=0) if shape else one
+    if not shape:
+        return one
+    return np.tile(one, [g // d if d else 1 for g, d in zip(gshape, shape, strict=True)])
 
 
 # ---------------------------------------------------------------- memory and views

@@ -414,7 +414,7 @@ def _resolve_into(ctx: Resolved) -> None:
             shape = b.shape
             sharded = None
             if global_view and shape:
-                shape = [shape[0] * s.num_devices, *shape[1:]]
+                shape = s.global_shape(buf)
                 axes = tuple(s.device_mesh or ())
                 sharded = axes[0] if len(axes) == 1 else repr(axes)
             if not b.as_ref and transforms:

@@ -71,6 +71,8 @@ class RunResult:
     wall_seconds: float = 0.0
     #: seconds of the static check ``run`` made first (0 when the caller gave its analysis)
     check_seconds: float = 0.0
+    #: the GPU-lowering error a simulation ran past (``run(..., past_lowering=True)``)
+    lowering: Diagnostic | None = None
 
     def timing(self) -> str:
         """What the time covers: ``"the call 1.29 s · JAX start-up 5.10 s · 8.00 s in all"``."""
@@ -110,6 +112,8 @@ class RunResult:
         to_json = getattr(self.detail, "to_json", None)
         if to_json is not None:  # simulate adds ``note`` and ``races``
             out.update({k: v for k, v in to_json().items() if k in ("note", "races")})
+        if self.lowering is not None:
+            out["lowering_error"] = self.lowering.error_json()
         return out
 
     def races(self) -> list[dict[str, Any]]:
@@ -133,8 +137,16 @@ class RunResult:
     def summary(self) -> str:
         """A few lines for a terminal or a notebook."""
         where = f"{self.backend}, {self.devices} device{'s' if self.devices != 1 else ''}"
+        top = []
+        low = self.lowering
+        if low is not None:  # first: a GPU compile stops there
+            top.append(
+                f"{self.scenario}: GPU lowering error {low.code} at {low.path or '<scenario>'} "
+                "(a GPU compile stops there; simulated past it, as JAX's interpreter runs it)"
+            )
+            top.append("  " + low.message.replace("\n", "\n  "))
         if self.ok:
-            lines = [f"{self.scenario}: ok ({where}): {self.timing()}"]
+            lines = [*top, f"{self.scenario}: ok ({where}): {self.timing()}"]
             if self.reason:
                 lines.append(f"  ({self.reason})")
             with np.printoptions(threshold=8, edgeitems=3, precision=4):
@@ -146,10 +158,18 @@ class RunResult:
         e = self.error
         assert e is not None
         head = _short(e.jax.type, e.jax.message) if e.jax else e.message
-        lines = [f"{self.scenario}: error {e.code} at stage {e.stage} ({where}): {self.timing()}"]
+        lines = [
+            *top,
+            f"{self.scenario}: error {e.code} at stage {e.stage} ({where}): {self.timing()}",
+        ]
         if self.reason:
             lines.append(f"  ({self.reason})")
         lines.append("  " + head.replace("\n", "\n  "))
+        if e.stage == "gpu-lower" and self.backend in ("simulate", "interpret"):
+            lines.append(
+                "  (JAX's interpreters never lower for the GPU: `run --backend simulate "
+                "--past-lowering` simulates the call past this error)"
+            )
         return "\n".join(lines)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
@@ -331,13 +351,20 @@ def _from_probe(scenario: Scenario, backend: str, r: probe.ProbeResult, analysis
     )
 
 
-def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
+def _simulate(
+    scenario: Scenario, analysis: Any, timeout: float, past_lowering: bool = False
+) -> RunResult:
     """The simulator in a child process (:mod:`mpmd_lab.engine.child`): the same timeout,
     memory bound and cancel as the JAX backends; this process never holds the run."""
     from mpmd_lab.engine.child import simulate_in_child
 
     t0 = time.perf_counter()
-    res = simulate_in_child(scenario, diagnostics=analysis.diagnostics, timeout=timeout)
+    res = simulate_in_child(
+        scenario,
+        diagnostics=analysis.diagnostics,
+        timeout=timeout,
+        past_lowering=past_lowering,
+    )
     wall = time.perf_counter() - t0
     return RunResult(
         scenario=scenario.name,
@@ -350,6 +377,7 @@ def _simulate(scenario: Scenario, analysis: Any, timeout: float) -> RunResult:
         startup_seconds=res.startup,
         wall_seconds=wall,
         detail=res,
+        lowering=res.lowering,
     )
 
 
@@ -399,6 +427,7 @@ def run(
     analysis: Any = None,
     processes: int = 1,
     local_devices: int | None = None,
+    past_lowering: bool = False,
 ) -> RunResult:
     """Run the scenario's call on ``backend``; every JAX failure comes back as data.
 
@@ -410,6 +439,10 @@ def run(
     ``processes``: run it as that many JAX controller processes on this machine
     (``mpmd_lab.multihost``; each with ``local_devices`` CPU devices, by default its
     share of the call's), as a cluster runs one process per host.
+    ``past_lowering``: simulate a call the Mosaic GPU lowering refuses (as JAX's
+    interpreters run it, never lowering for the GPU), the lowering error kept as
+    ``RunResult.lowering`` and first in the summary; ``auto`` then means ``simulate``
+    where there is no GPU. Only the simulator runs past it.
     """
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout={timeout!r}: give a positive, finite number of seconds")
@@ -424,7 +457,7 @@ def run(
         return _run_processes(
             scenario, backend, processes, local_devices, left, on_progress, analysis
         )
-    res = _run_checked(scenario, backend, left, on_progress, analysis)
+    res = _run_checked(scenario, backend, left, on_progress, analysis, past_lowering)
     res.check_seconds = checked
     res.wall_seconds = max(res.wall_seconds, res.seconds) + checked
     return res
@@ -436,6 +469,7 @@ def _run_checked(
     timeout: float,
     on_progress: ProgressFn | None,
     analysis: Any,
+    past_lowering: bool = False,
 ) -> RunResult:
     """``run`` once the scenario is checked: ``timeout``, what is left of the caller's."""
     if timeout <= 0:
@@ -448,6 +482,17 @@ def _run_checked(
             "simulate" if backend == "simulate" else "interpret",
         )
     chosen, reason = choose_backend(backend, analysis)
+    lowering = next(
+        (d for d in analysis.diagnostics if d.is_error and d.stage == "gpu-lower"), None
+    )
+    if past_lowering and backend == "auto" and chosen == "interpret" and lowering is not None:
+        chosen, reason = (
+            "simulate",
+            (
+                f"auto: no GPU here, and the call has a GPU-lowering error ({lowering.code}) "
+                "the interpret backend stops at; asked to run past it, the simulator does"
+            ),
+        )
     partial = next((d for d in analysis.diagnostics if d.code == "IMPORT_UNSUPPORTED"), None)
     if partial is not None:  # a partial import: no backend runs what the kernel is
         return RunResult(
@@ -461,7 +506,7 @@ def _run_checked(
     if chosen == "simulate":
         if on_progress:
             on_progress("simulate", 0.0)
-        res = _simulate(scenario, analysis, timeout)
+        res = _simulate(scenario, analysis, timeout, past_lowering)
         if on_progress:
             on_progress("done", 1.0)
     elif chosen == "gpu":

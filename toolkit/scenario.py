@@ -34,6 +34,7 @@ from mpmd_lab.fields import check_identifier as _check_identifier
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops import STATEMENT_OPS, TRANSFORM_OPS, Scratch, Statement, Transforms
 from mpmd_lab.ops.scratch import SCRATCH_KINDS
+from mpmd_lab.sharding import global_shape
 from pydantic import (
     ConfigDict,
     Discriminator,
@@ -101,14 +102,13 @@ class Buffer(Model):
 
             got = _nested_shape(self.init)  # the numbers themselves (finite, 64-bit)
             shape = list(self.shape)
-            # one device's value (repeated on every device) or the global value (dim 0 a
-            # multiple: the scenario checks it is the device count's)
+            # one device's value (repeated on every device) or the global value (each dim a
+            # multiple: the scenario checks it is the one its partition spec makes)
             glob = bool(
                 shape
-                and got
-                and got[1:] == shape[1:]
-                and got[0] % shape[0] == 0
-                and got[0] > shape[0]
+                and len(got) == len(shape)
+                and got != shape
+                and all(g % d == 0 if d else g == 0 for g, d in zip(got, shape, strict=True))
             )
             if not init_fits(self.shape, self.init) and not glob:
                 hint = (
@@ -121,16 +121,26 @@ class Buffer(Model):
                 raise ValueError(f"explicit init has shape {got}, the buffer {shape}{hint}")
         return self
 
-    def init_devices(self) -> int:
-        """How many devices' values an explicit init holds (1: one, repeated)."""
-        if not isinstance(self.init, list) or not self.shape:
-            return 1
-        return _nested_shape(self.init)[0] // self.shape[0]
+    def init_shape(self) -> list[int]:
+        """The shape of an explicit init (the buffer's own for a fill)."""
+        if not isinstance(self.init, list):
+            return list(self.shape)
+        return _nested_shape(self.init)
+
+
+#: a ``jax.sharding.PartitionSpec`` as JSON (mpmd_lab.sharding): per dimension ``null``,
+#: an axis name or a list of them; absent: dim 0 over every device-mesh axis
+PartitionSpec = Annotated[
+    list[Name | list[Name] | None],
+    Field(max_length=MAX_RANK + 1),
+]
 
 
 class OutputSpec(Model):
     shape: Shape
     dtype: Dtype
+    #: ``jax.shard_map``'s out spec of this output (None: dim 0 over every axis)
+    spec: PartitionSpec | None = None
 
     @model_validator(mode="after")
     def _size(self) -> "OutputSpec":
@@ -145,6 +155,8 @@ class BufferArg(Model):
     buffer: Name
     param: Name
     transforms: Transforms = []
+    #: ``jax.shard_map``'s in spec of the buffer (None: dim 0 over every axis)
+    spec: PartitionSpec | None = None
 
     _p = field_validator("param")(classmethod(lambda cls, v: _check_identifier(v)))
     _b = field_validator("buffer")(classmethod(lambda cls, v: _check_identifier(v)))
@@ -154,6 +166,8 @@ class TupleArg(Model):
     tuple: Annotated[list[Name], Field(min_length=1, max_length=64)]
     param: Name
     transforms: Transforms = []
+    #: the in spec of every leaf, as a pytree prefix (None: dim 0 over every axis)
+    spec: PartitionSpec | None = None
 
     _p = field_validator("param")(classmethod(lambda cls, v: _check_identifier(v)))
 
@@ -292,13 +306,32 @@ class Scenario(Model):
                 f"device_order: {order[:16]} is not an order of the {n} device id(s) "
                 f"0 .. {n - 1} of the device mesh (each once)"
             )
+        if self.device_mesh is None:
+            parts = [(f"call.args[{i}]", a.spec) for i, a in enumerate(self.call.args)]
+            parts += [(f"call.outputs.{k}", o.spec) for k, o in self.call.outputs.items()]
+            given = next((where for where, spec in parts if spec is not None), None)
+            if given is not None:
+                raise ValueError(
+                    f"{given}.spec: a partition spec splits a value over the device mesh, and "
+                    "this scenario has none (add `device_mesh`, or drop the spec)"
+                )
+        specs: dict[str, tuple[str, Any]] = {}
+        for i, a in enumerate(self.call.args):
+            for buf in [a.buffer] if isinstance(a, BufferArg) else a.tuple:
+                where, spec = specs.setdefault(buf, (f"call.args[{i}]", a.spec))
+                if spec != a.spec:
+                    raise ValueError(
+                        f"call.args[{i}].spec: buffer {buf!r} is passed with the spec "
+                        f"{a.spec!r} here and {spec!r} at {where}: a buffer's shape is per "
+                        "device under one spec (pass a second buffer)"
+                    )
         for name, b in self.buffers.items():
-            k = b.init_devices()
-            if k != 1 and k != n:
+            got = b.init_shape()
+            if got != list(b.shape) and got != self.global_shape(name):
                 raise ValueError(
                     f"buffers.{name}.init: an explicit init holds one device's value "
-                    f"(shape {list(b.shape)}) or the global value (dim 0 times the {n} "
-                    f"device(s): {[b.shape[0] * n, *b.shape[1:]]}), not {k} devices' values"
+                    f"(shape {list(b.shape)}) or the global value (shape "
+                    f"{self.global_shape(name)} over the {n} device(s)), not shape {got}"
                 )
         return self
 
@@ -309,10 +342,36 @@ class Scenario(Model):
         """Devices the call runs on: the device mesh's size, else 1."""
         return math.prod(self.device_mesh.values()) if self.device_mesh else 1
 
+    def buffer_spec(self, name: str) -> list[Any] | None:
+        """The partition spec the call's arguments give buffer ``name`` (None: the
+        default, dim 0 over every device-mesh axis)."""
+        for a in self.call.args:
+            if name in ([a.buffer] if isinstance(a, BufferArg) else a.tuple):
+                return a.spec
+        return None
+
+    def global_shape(self, name: str) -> list[int]:
+        """The global shape of buffer ``name`` (its ``shape`` is one device's)."""
+        shape = list(self.buffers[name].shape)
+        if not self.device_mesh:
+            return shape
+        return global_shape(shape, self.buffer_spec(name), self.device_mesh)
+
+    def output_global_shape(self, name: str) -> list[int]:
+        """The global shape of output ``name`` under its out spec."""
+        o = self.call.outputs[name]
+        if not self.device_mesh:
+            return list(o.shape)
+        return global_shape(o.shape, o.spec, self.device_mesh)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every field, ``schema`` first (``device_order`` only when
-        given, ``not_imported`` only when an import left something out)."""
+        given, ``not_imported`` only when an import left something out, a ``spec``
+        only where one is given)."""
         out = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        for part in [*out["call"]["args"], *out["call"]["outputs"].values()]:
+            if part.get("spec", 0) is None:
+                del part["spec"]
         if not out.get("not_imported"):
             out.pop("not_imported", None)
         if out.get("device_order") is None:

@@ -107,6 +107,7 @@ def _hover(g: Any, node: L.DNode) -> dict[str, Any]:
         "kind": data["kind"],
         "label": label,
         "type": str(data.get("type") or data.get("mesh") or ""),
+        "sharding": str(data.get("sharding") or ""),
         "path": data.get("path") or "",
         "problems": _problems(data["diagnostics"]),
     }
@@ -449,7 +450,7 @@ def _svg_node(n: dict[str, Any], s: dict[str, Any], titles: bool = True) -> str:
 def _title(n: dict[str, Any]) -> str:
     lines = [f"{n['kind']} {n['label']}".strip()]
     if n["type"]:
-        lines.append(n["type"])
+        lines.append(n["type"] + (f" ({n['sharding']})" if n.get("sharding") else ""))
     if n["path"]:
         lines.append(n["path"])
     lines += [f"{p['code']}: {p['message']}" for p in n["problems"]]

@@ -11,6 +11,7 @@ from itertools import islice
 from typing import Any
 
 import ipywidgets as w
+from mpmd_lab import sharding
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_CLASSES, STATEMENT_OPS, Let
@@ -235,6 +236,7 @@ class CallEditor(w.VBox):
             c.field(
                 c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
             ),
+            *_spec_field(st, p, a.spec, "mpl-arg-spec"),
             *extra,
             c.small("↑", partial(_move, st, "call.args", i, -1), "move up"),
             c.small("✕", partial(_remove, st, p), "remove argument", css="mpl-remove-arg"),
@@ -273,6 +275,7 @@ class CallEditor(w.VBox):
                 css="mpl-output-shape",
             ),
             c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+            *_spec_field(st, p, o.spec, "mpl-output-spec"),
             c.small("✕", partial(_remove, st, p), "remove output"),
             c.badges_at(st, p),
         )
@@ -604,6 +607,17 @@ def _row(*kids: w.Widget) -> w.HBox:
 
 def _dtype(value: str) -> w.Dropdown:
     return c.make(w.Dropdown, options=DTYPES, value=value, layout=c.lay(width="92px"))
+
+
+def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
+    """On a device mesh, the partition spec of an argument or output as JAX writes it
+    (empty: the default, dim 0 over every axis)."""
+    if not st.scenario.device_mesh:
+        return []
+    shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
+    box = c.text(shown, "110px", placeholder="P(...) default", live=False)
+    box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
+    return [c.field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 
 
 def _set(st: Session, path: str) -> c.Commit:

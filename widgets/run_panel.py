@@ -260,8 +260,9 @@ class RunPanel(w.VBox):
         """A run is going (its Cancel button shows)."""
         return self.cancel_button.layout.display != "none"
 
-    def run(self) -> None:
-        """Start a run (in a thread inside a kernel, so the UI stays live)."""
+    def run(self, past_lowering: bool = False) -> None:
+        """Start a run (in a thread inside a kernel, so the UI stays live);
+        ``past_lowering``: simulate past a GPU-lowering error."""
         if self.running:
             return
         self._token += 1
@@ -273,16 +274,18 @@ class RunPanel(w.VBox):
         self.status.value = "running…"
         self._started = time.perf_counter()
         backend, timeout = self.backend.value, self.timeout.value
+        if past_lowering:
+            backend = "simulate"
         if self.background:
             self._thread = threading.Thread(
                 target=self._work,
-                args=(backend, timeout, token),
+                args=(backend, timeout, token, past_lowering),
                 daemon=True,
                 name="mpmd-lab-run",
             )
             self._thread.start()
         else:
-            self._work(backend, timeout, token)
+            self._work(backend, timeout, token, past_lowering)
 
     def cancel(self) -> None:
         """Stop the run in progress: its JAX worker is killed (the next run starts a
@@ -322,9 +325,13 @@ class RunPanel(w.VBox):
         what = "starting JAX…" if stage == "start" else f"running… {stage}"
         self.status.value = f"{c.esc(what)} ({secs:.1f} s)"
 
-    def _work(self, backend: str, timeout: float, token: int = 0) -> None:
+    def _work(
+        self, backend: str, timeout: float, token: int = 0, past_lowering: bool = False
+    ) -> None:
         try:
-            outcome = services.run(self.state, backend, timeout, self._on_progress)
+            outcome = services.run(
+                self.state, backend, timeout, self._on_progress, past_lowering=past_lowering
+            )
         except Exception as e:  # never leave the panel stuck in "running"
             outcome = services.RunOutcome("error", backend, error=services.run_error(e))
         if token and token != self._token:
@@ -366,7 +373,7 @@ class RunPanel(w.VBox):
             self.status.value = (
                 f"<b style='color:#2e7d32'>✔ ran</b> on {c.esc(outcome.backend)}:{timing}{reason}"
             )
-            self.results.children = self._outputs(outcome)
+            self.results.children = self._lowering(outcome) + self._outputs(outcome)
         else:
             self.progress.bar_style = "danger"
             who = "error" if outcome.backend == "simulate" else "JAX error"
@@ -416,12 +423,43 @@ class RunPanel(w.VBox):
             cells.append(w.HTML(f"<div class='mpl-hint mpl-run-note'>{c.esc(outcome.note)}</div>"))
         return cells or [w.HTML("<i>the call has no outputs</i>")]
 
+    def _lowering(self, outcome: services.RunOutcome) -> list[w.Widget]:
+        """The GPU-lowering error a simulation ran past: first, above the outputs."""
+        if outcome.lowering is None:
+            return []
+        note = w.HTML(
+            "<span class='mpl-hint'>a GPU compile stops at this error; simulated past it, "
+            "as JAX's interpreters run the call:</span>"
+        )
+        box = w.VBox([note, w.HTML(run_error_html(outcome.lowering))])
+        box.add_class("mpl-run-lowering")
+        return [box]
+
     def _error(self, outcome: services.RunOutcome) -> list[w.Widget]:
         d = outcome.error or Diagnostic(
             code="RUN_ERROR", stage="interpret", message="the run failed"
         )
         code = d.code
-        kids: list[w.Widget] = [w.HTML(run_error_html(d))]
+        kids: list[w.Widget] = [*self._lowering(outcome), w.HTML(run_error_html(d))]
+        if d.stage == "gpu-lower" and outcome.lowering is None:
+            b = c.button(
+                "▶ Simulate past it",
+                lambda: self.run(past_lowering=True),
+                "simulate the call as JAX's interpreters run it (they never lower for the GPU)",
+                css="mpl-past-lowering",
+            )
+            kids.append(
+                w.HBox(
+                    [
+                        w.HTML(
+                            "<span class='mpl-hint'>JAX's interpreters never lower for the "
+                            "GPU: the simulator runs the call past this error:</span>"
+                        ),
+                        b,
+                    ],
+                    layout=c.lay(align_items="center", flex_flow="row wrap"),
+                )
+            )
         # JAX's CPU interpreter cannot run the call; ``simulate`` can
         if code in INTERP_CANNOT and outcome.backend != "simulate":
             b = c.use_simulate_button(lambda: self.use_backend("simulate"))

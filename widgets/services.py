@@ -162,6 +162,8 @@ class RunOutcome:
     races: list[str] = field(default_factory=list)  # the simulator's races, summarised
     note: str = ""  # the simulator's note (what a simulation is)
     name: str = ""  # the scenario's name when it ran
+    #: the GPU-lowering error a simulation ran past (shown first), None otherwise
+    lowering: Diagnostic | None = None
 
 
 def backends() -> tuple[str, ...]:
@@ -174,11 +176,15 @@ def run(
     backend: str = "auto",
     timeout: float = 120.0,
     on_progress: Callable[[str, float], None] | None = None,
+    past_lowering: bool = False,
 ) -> RunOutcome:
-    """Run the session's version; a crash comes back as an error outcome."""
+    """Run the session's version; a crash comes back as an error outcome.
+    ``past_lowering``: simulate past a GPU-lowering error (``runtime.run``'s)."""
     version, name = session.version, session.scenario.name
     try:
-        result = session.run(backend, timeout=timeout, on_progress=on_progress)
+        result = session.run(
+            backend, timeout=timeout, on_progress=on_progress, past_lowering=past_lowering
+        )
     except Exception as e:  # errors are data: the panel shows it
         return RunOutcome("error", backend, error=run_error(e), version=version, name=name)
     note = getattr(result.detail, "note", "") or ""
@@ -194,6 +200,7 @@ def run(
         races=result.race_lines(),
         note=note if isinstance(note, str) else "",
         name=name,
+        lowering=result.lowering,
     )
 
 

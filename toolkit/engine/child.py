@@ -114,10 +114,12 @@ def simulate_in_child(
     diagnostics: Any = None,
     timeout: float = 120.0,
     program_id: str = "grid",
+    past_lowering: bool = False,
 ) -> Any:
     """``mpmd_lab.simulator.simulate`` in a warm child process, bounded by ``timeout``
     seconds (``RUN_TIMEOUT``) and the simulator's memory limit; a dead child is
-    ``RUN_CRASHED``. Never raises for what the run does; an interrupt kills the child."""
+    ``RUN_CRASHED``. Never raises for what the run does; an interrupt kills the child.
+    ``past_lowering``: as ``simulate``'s (a GPU-lowering error kept, not stopping it)."""
     from mpmd_lab import workers
 
     global _WORKER
@@ -127,6 +129,7 @@ def simulate_in_child(
         "diagnostics": None if diagnostics is None else [d.model_dump() for d in diagnostics],
         "timeout": float(timeout),
         "program_id": program_id,
+        "past_lowering": bool(past_lowering),
     }
     with _LOCK:
         try:
@@ -260,7 +263,13 @@ def serve(fd: int, parent: int) -> None:
         # within the caller's timeout
         bound = max(0.05, timeout - min(3.0, 0.2 * timeout))
         try:
-            res = simulate(s, diagnostics=diags, program_id=req["program_id"], max_seconds=bound)
+            res = simulate(
+                s,
+                diagnostics=diags,
+                program_id=req["program_id"],
+                max_seconds=bound,
+                past_lowering=req.get("past_lowering", False),
+            )
             if res.error is not None and res.error.code == "RUN_TIMEOUT":
                 said = res.error.message.replace(
                     f"did not finish in {bound:g} s", f"did not finish in {timeout:g} s"

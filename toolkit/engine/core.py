@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 from mpmd_lab import expr as E
+from mpmd_lab import sharding
 from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Location, runs_of
 from mpmd_lab.dtypes import canonical, np_dtype
 from mpmd_lab.engine.clocks import Clocks
@@ -419,15 +420,14 @@ class Engine:
                 dt = dtypes_np.get(b.dtype)
                 if dt is None:  # as jax.device_put makes it (no x64)
                     dt = dtypes_np[b.dtype] = np_dtype(canonical(b.dtype))
-                shape = tuple(b.shape)
-                if s.device_mesh and not shard and shape:
-                    shape = (shape[0] * self.ndev, *shape[1:])
-                inputs[buf] = Base("input", buf, "GMEM", dt, shape)
+                gshape = tuple(s.global_shape(buf))
+                # no shard_map: the kernel closes over the global value
+                inputs[buf] = Base("input", buf, "GMEM", dt, tuple(b.shape) if shard else gshape)
                 if self.data:
-                    g = host_value(b, self.ndev)
-                    n = b.shape[0] if b.shape else 0
-                    for d in range(self.ndev):
-                        local = g[d * n : (d + 1) * n] if (b.shape and shard) else g
+                    g = host_value(b, self.ndev, gshape)
+                    spec, mesh = s.buffer_spec(buf), s.device_mesh or {}
+                    locals_ = sharding.shards_of(g, spec, mesh) if shard else [g] * self.ndev
+                    for d, local in enumerate(locals_):
                         loc = Location("GMEM", buf, d, None, "input")
                         self.memory[loc] = Storage.of(loc, local.astype(dt))
             return inputs[buf]
@@ -1350,18 +1350,20 @@ class Engine:
     def _outputs(self) -> dict[str, np.ndarray]:
         shard = self.s.device_mesh is not None and self.s.run.shard_map is not False
 
-        def gather(name: str, kind: str) -> np.ndarray:
+        def gather(name: str, kind: str, spec: Any) -> np.ndarray:
+            """The global array shard_map makes of each device's value under ``spec``."""
             parts = [
                 self.memory[Location("GMEM", name, d, None, kind)].value() for d in range(self.ndev)
             ]
-            if not parts[0].shape or not shard:
+            if not shard:
                 return parts[0]
-            return np.concatenate(parts, axis=0)
+            return sharding.assemble(parts, spec, self.s.device_mesh or {})
 
-        out = {name: gather(name, "output") for name in self.s.call.outputs}
+        outs = self.s.call.outputs
+        out = {name: gather(name, "output", o.spec) for name, o in outs.items()}
         refs = [b for b in self.inputs if self.s.buffers[b].as_ref]
-        for b, key in ref_result_keys(self.s.call.outputs, refs).items():
-            out[key] = gather(b, "input")
+        for b, key in ref_result_keys(outs, refs).items():
+            out[key] = gather(b, "input", self.s.buffer_spec(b))
         return out
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Diagnostic, JaxError
 from mpmd_lab.importer import call as C
 from mpmd_lab.importer import frames as F
@@ -111,12 +112,19 @@ class Imported:
                 out.append(None)
                 continue
             value = np.asarray(outputs[r.name])
-            if not self.device_axes or r.spec is None:
-                out.append(value)
+            if not self.device_axes or r.spec is None or self._carried_spec(r):
+                out.append(value)  # (a spec the scenario carries: already put together)
                 continue
             shards = np.split(value, n, axis=0) if value.ndim else [value] * n
             out.append(C.assemble(shards, r.spec, self.device_axes))
         return out
+
+    def _carried_spec(self, r: Result) -> bool:
+        """Whether the scenario gathers this result by its own out spec."""
+        if self.scenario is None:
+            return False
+        o = self.scenario.call.outputs.get(r.name) if r.kind == "output" else None
+        return o is not None and o.spec is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -183,6 +191,14 @@ class Imported:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
         p.text(self.summary())
+
+
+def _in_spec(origin: Any) -> Any:
+    """The ``shard_map`` in spec an operand is split by (None: not under one)."""
+    o = origin.of if isinstance(origin, C.NewRef) else origin
+    if isinstance(origin, C.Shard):
+        return origin.spec
+    return o.spec if isinstance(o, C.Shard) else None
 
 
 def _spec_json(spec: Any) -> Any:
@@ -489,6 +505,11 @@ def build(
     data = b.scenario()
     unsupported += b.unsupported
     results = b.results(jaxpr.outvars, env)
+    for r in results:  # the user's out specs, where they are not the scenario's default
+        o = data["call"]["outputs"].get(r.name) if r.kind == "output" else None
+        if o is not None and r.spec is not None and b.axes:
+            if not sharding.is_default(r.spec, len(o["shape"]), b.axes):
+                o["spec"] = _spec_json(r.spec)
     for r in results:
         if r.kind == "computed" and r.what:
             unsupported.append(r.what)
@@ -715,7 +736,15 @@ class Builder:
                 buffers[bname] = self._buffer(origin, aval, bname)
                 if self.found.where:
                     self.source[f"buffers.{bname}"] = self.found.where
-            args.append({"buffer": bname, "param": param})
+            arg: dict[str, Any] = {"buffer": bname, "param": param}
+            spec = _in_spec(origin)
+            if (
+                spec is not None
+                and self.axes
+                and not sharding.is_default(spec, len(buffers[bname]["shape"]), self.axes)
+            ):
+                arg["spec"] = _spec_json(spec)
+            args.append(arg)
             if buffers[bname].get("as_ref"):  # a Ref: one memory, however often passed
                 self.param_buffer[param] = bname
             if self.found.where:
@@ -768,7 +797,7 @@ class Builder:
                 f"kernel's operand {tuple(shape)}"
             )
             return buf
-        init, note = C.init_of(shards, dtype)
+        init, note = C.init_of(shards, dtype, value if mesh is not None else None)
         buf["init"] = init
         if note:
             self.unsupported.append(f"buffer {bname}: {note}")

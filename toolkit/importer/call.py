@@ -12,13 +12,12 @@ kernel's outputs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from mpmd_lab import dtypes
+from mpmd_lab import dtypes, sharding
 from mpmd_lab.fields import MAX_INIT_VALUES
 from mpmd_lab.importer import frames as F
 
@@ -282,83 +281,44 @@ def mesh_device_order(mesh: Any) -> tuple[list[int] | None, str | None]:
     )
 
 
-def _spec_entries(spec: Any, ndim: int) -> list[tuple[str, ...]]:
-    entries = list(spec) if spec is not None else []
-    out: list[tuple[str, ...]] = []
-    for i in range(ndim):
-        e = entries[i] if i < len(entries) else None
-        if e is None:
-            out.append(())
-        elif isinstance(e, tuple | list):
-            out.append(tuple(str(x) for x in e))
-        else:
-            out.append((str(e),))
-    return out
-
-
-def _coords(axes: dict[str, int]) -> list[dict[str, int]]:
-    import itertools
-
-    return [
-        dict(zip(axes, c, strict=True))
-        for c in itertools.product(*(range(n) for n in axes.values()))
-    ]
-
-
 def shard_slices(
     spec: Any, axes: dict[str, int], gshape: tuple[int, ...]
 ) -> list[tuple[slice, ...]]:
     """For each device (row-major over the mesh), the slices of the global array it holds."""
-    entries = _spec_entries(spec, len(gshape))
-    out = []
-    for c in _coords(axes):
-        sl = []
-        for dim, names in zip(gshape, entries, strict=True):
-            parts = math.prod(axes[n] for n in names) if names else 1
-            idx = 0
-            for n in names:
-                idx = idx * axes[n] + c[n]
-            size = dim // parts
-            sl.append(slice(idx * size, (idx + 1) * size))
-        out.append(tuple(sl))
-    return out
+    return sharding.shard_slices(_spec_list(spec), axes, gshape)
 
 
 def spec_is_default(spec: Any, axes: dict[str, int], ndim: int) -> bool:
     """Whether ``spec`` is the scenario's convention: dim 0 over every axis in order."""
-    entries = _spec_entries(spec, ndim)
-    if ndim == 0:
-        return True
-    return entries[0] == tuple(axes) and all(not e for e in entries[1:])
+    return sharding.is_default(_spec_list(spec), ndim, axes)
 
 
 def shards_of(value: np.ndarray, spec: Any, axes: dict[str, int]) -> list[np.ndarray]:
-    return [value[s] for s in shard_slices(spec, axes, tuple(value.shape))]
+    return sharding.shards_of(value, _spec_list(spec), axes)
 
 
 def assemble(shards: list[np.ndarray], spec: Any, axes: dict[str, int]) -> np.ndarray:
     """The global array whose shards (row-major over the mesh) these are, per ``spec``."""
-    first = shards[0]
-    entries = _spec_entries(spec, first.ndim)
-    gshape = tuple(
-        d * (math.prod(axes[n] for n in e) if e else 1)
-        for d, e in zip(first.shape, entries, strict=True)
-    )
-    out = np.empty(gshape, first.dtype)
-    for s, sl in zip(shards, shard_slices(spec, axes, gshape), strict=True):
-        out[sl] = s
-    return out
+    return sharding.assemble(shards, _spec_list(spec), axes)
+
+
+def _spec_list(spec: Any) -> list[Any]:
+    """A user's ``PartitionSpec`` (None: not split, ``P()``) as a list of entries."""
+    return [] if spec is None else list(spec)
 
 
 # ---------------------------------------------------------------- buffer values
 
 
-def init_of(shards: list[np.ndarray], dtype: str) -> tuple[Any, str | None]:
-    """The scenario ``init`` whose host value is these per-device shards (stacked on dim
-    0), and a note when it is not exact."""
+def init_of(
+    shards: list[np.ndarray], dtype: str, glob: np.ndarray | None = None
+) -> tuple[Any, str | None]:
+    """The scenario ``init`` whose host value is ``glob`` split into these per-device
+    shards (``glob`` None: the shards stacked on dim 0), and a note when it is not exact."""
     dt = dtypes.np_dtype(dtype)
     shards = [np.asarray(s) for s in shards]
-    glob = np.concatenate(shards, axis=0) if shards[0].ndim else shards[0]
+    if glob is None:
+        glob = np.concatenate(shards, axis=0) if shards[0].ndim else shards[0]
     if not glob.size or not np.any(glob):
         return "zeros", None
     if np.all(glob == 1):

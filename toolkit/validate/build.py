@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.dtypes import bits
-from mpmd_lab.scenario import KernelMesh
+from mpmd_lab.dtypes import bits, canonical
+from mpmd_lab.scenario import BufferArg, KernelMesh
 from mpmd_lab.validate.context import Ctx
 
 MAX_THREADS = 2048 // 128
@@ -112,6 +113,47 @@ def check_build(ctx: Ctx) -> None:
         return
     if not c.programs:
         ctx.jax("MPMD_NO_PROGRAMS", "call.programs", "At least one mesh/function pair is required")
+        return
+    _in_specs(ctx)
+
+
+def _in_specs(ctx: Ctx) -> None:
+    """The exported call places each buffer with ``NamedSharding(mesh, spec)`` once the
+    kernel is built, in call order: the first spec JAX refuses stops it."""
+    s = ctx.s
+    if not s.device_mesh:
+        return
+    for i, a in enumerate(s.call.args):
+        leaves = [a.buffer] if isinstance(a, BufferArg) else a.tuple
+        for buf in leaves:
+            b = s.buffers.get(buf)
+            if b is None:
+                continue
+            found = sharding.spec_error(
+                a.spec,
+                b.shape,
+                canonical(b.dtype),
+                s.device_mesh,
+                "in",
+                explicit=s.device_order is None,
+            )
+            if found is not None:
+                code, jtype, msg = found
+                path = f"call.args[{i}].spec"
+                fix = spec_fix(path, a.spec, len(b.shape), s.device_mesh)
+                ctx.jax(code, path, msg, jax_type=jtype, stage="build", fix=fix)
+                return
+
+
+def spec_fix(path: str, spec: Any, ndim: int, axes: dict[str, int]) -> Fix:
+    """The spec without what JAX refuses in it (``sharding.repaired``)."""
+    better = sharding.repaired(spec, ndim, axes)
+    text = sharding.text(better, len(better), axes)
+    return Fix(
+        description=f"use {text}: only the device mesh's axes, each once, one entry per "
+        "dimension at most",
+        edits=[Edit(op="replace", path=path, value=better)],
+    )
 
 
 def _scratch_fix(sc: Any, path: str, code: str, field: str) -> Fix | None:

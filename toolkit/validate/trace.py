@@ -14,6 +14,7 @@ from typing import Any
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
+from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
@@ -22,14 +23,40 @@ from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
+from mpmd_lab.validate.build import spec_fix
 from mpmd_lab.validate.context import Ctx
 
 
 def check_trace(ctx: Ctx) -> None:
-    s = ctx.s
-    c = s.call
     if ctx.build_failed:
         return
+    _check_kernel(ctx)
+    if not ctx.trace_failed and not any(d.is_error and d.stage == "trace" for d in ctx.diags):
+        _out_specs(ctx)
+
+
+def _out_specs(ctx: Ctx) -> None:
+    """``jax.shard_map`` checks its out specs once the body (the kernel call) traced:
+    every output's axis names, then each spec's rank."""
+    s = ctx.s
+    if not s.device_mesh or s.run.shard_map is False:
+        return
+    for name, o in s.call.outputs.items():
+        found = sharding.spec_error(
+            o.spec, o.shape, canonical(o.dtype), s.device_mesh, "out", label=name
+        )
+        if found is not None:
+            code, jtype, msg = found
+            path = f"call.outputs.{name}.spec"
+            fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
+            ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
+            return _stop(ctx)
+
+
+def _check_kernel(ctx: Ctx) -> None:
+    """The kernel call's trace: its arguments, then every program's body."""
+    s = ctx.s
+    c = s.call
     # 1. argument transforms, argument by argument, leaf by leaf
     updaters: list[tuple[int, int, str]] = []
     array_errors = ctx.array_errors

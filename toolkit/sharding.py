@@ -1,0 +1,245 @@
+"""Partition specs over the device mesh, as ``jax.shard_map`` reads them (no JAX here).
+
+A scenario's spec is the JSON form of a ``jax.sharding.PartitionSpec``: one entry per
+array dimension, ``null`` (not sharded), an axis name, or a list of axis names (the
+dimension split over their product, the first major). ``None`` instead of a spec is the
+scenario's convention since schema@1: dim 0 over every device-mesh axis in order (a
+rank-0 value replicated). Buffer and output shapes stay **per device**; the global shape
+multiplies each dimension by the sizes of the axes its entry names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: the JSON form: one entry per leading dimension
+SpecJson = list[str | list[str] | None]
+
+
+def entries(spec: Any, ndim: int, axes: Mapping[str, int]) -> list[tuple[str, ...]]:
+    """The axis names each of ``ndim`` dimensions is split over (``()``: not split).
+
+    ``spec`` None is the schema@1 default; a ``jax.sharding.PartitionSpec`` or the JSON
+    list are read alike. Entries past ``ndim`` are ignored (``spec_error`` reports them)."""
+    if spec is None:
+        return [tuple(axes) if i == 0 else () for i in range(ndim)]
+    given = list(spec)
+    out: list[tuple[str, ...]] = []
+    for i in range(ndim):
+        e = given[i] if i < len(given) else None
+        if e is None:
+            out.append(())
+        elif isinstance(e, tuple | list):
+            out.append(tuple(str(x) for x in e))
+        else:
+            out.append((str(e),))
+    return out
+
+
+def is_default(spec: Any, ndim: int, axes: Mapping[str, int]) -> bool:
+    """Whether ``spec`` splits as the schema@1 default does (dim 0 over every axis)."""
+    return entries(spec, ndim, axes) == entries(None, ndim, axes)
+
+
+def text(spec: Any, ndim: int, axes: Mapping[str, int]) -> str:
+    """The spec as JAX prints a ``PartitionSpec``: ``P('x',)``, ``P(None, 'y')``, ``P()``."""
+    if spec is None:
+        spec = [tuple(axes)] if ndim and axes else []
+    items = [tuple(e) if isinstance(e, list | tuple) else e for e in spec]
+    if len(items) == 1 and isinstance(items[0], tuple) and len(items[0]) == 1:
+        items = [items[0][0]]  # P(('x',)) prints as P('x',)
+    return "P" + repr(tuple(items))
+
+
+def parse_text(source: str) -> SpecJson | None:
+    """A spec as a user writes it, ``P(None, 'y')`` (or ``None, 'y'``), as JSON;
+    ``""`` is None (the default). ValueError when it is not one."""
+    import ast
+
+    body = source.strip()
+    if not body:
+        return None
+    if body.startswith("P(") and body.endswith(")"):
+        body = body[2:-1]
+    try:
+        body = body.strip()
+        value = ast.literal_eval(f"({body}{'' if not body or body.endswith(',') else ','})")
+    except (ValueError, SyntaxError):
+        raise ValueError(f"{source!r} is not a partition spec such as P(None, 'y')") from None
+    out: SpecJson = []
+    for e in value:
+        if e is None or isinstance(e, str):
+            out.append(e)
+        elif isinstance(e, tuple) and all(isinstance(x, str) for x in e):
+            out.append(list(e))
+        else:
+            raise ValueError(f"a spec entry is None, an axis name or a tuple of them, not {e!r}")
+    return out
+
+
+def parts(names: Sequence[str], axes: Mapping[str, int]) -> int:
+    """How many pieces a dimension split over ``names`` is cut into."""
+    return math.prod(axes.get(n, 1) for n in names)
+
+
+def global_shape(local: Sequence[int], spec: Any, axes: Mapping[str, int]) -> list[int]:
+    """The global shape of a value whose per-device shape is ``local``."""
+    ents = entries(spec, len(local), axes)
+    return [d * parts(e, axes) for d, e in zip(local, ents, strict=True)]
+
+
+def mesh_coords(axes: Mapping[str, int]) -> list[dict[str, int]]:
+    """Each device's coordinates on the mesh, in row-major order (device id order)."""
+    return [
+        dict(zip(axes, c, strict=True))
+        for c in itertools.product(*(range(n) for n in axes.values()))
+    ]
+
+
+def shard_slices(
+    spec: Any, axes: Mapping[str, int], gshape: Sequence[int]
+) -> list[tuple[slice, ...]]:
+    """For each device (row-major over the mesh), the slices of the global array it holds."""
+    ents = entries(spec, len(gshape), axes)
+    out = []
+    for c in mesh_coords(axes):
+        sl = []
+        for dim, names in zip(gshape, ents, strict=True):
+            idx = 0
+            for n in names:
+                idx = idx * axes.get(n, 1) + c.get(n, 0)
+            size = dim // parts(names, axes)
+            sl.append(slice(idx * size, (idx + 1) * size))
+        out.append(tuple(sl))
+    return out
+
+
+def shards_of(value: Any, spec: Any, axes: Mapping[str, int]) -> list[Any]:
+    """Each device's shard of the global numpy array ``value``."""
+    return [value[s] for s in shard_slices(spec, axes, tuple(value.shape))]
+
+
+def assemble(shards: Sequence[Any], spec: Any, axes: Mapping[str, int]) -> Any:
+    """The global array ``jax.shard_map`` makes of these per-device values (row-major over
+    the mesh) under the out spec ``spec``: along an axis the spec does not name the
+    values are taken as equal (``check_vma=False``) and the first device's is kept."""
+    import numpy as np
+
+    first = shards[0]
+    out = np.empty(tuple(global_shape(first.shape, spec, axes)), first.dtype)
+    slices = shard_slices(spec, axes, out.shape)
+    for s, sl in reversed(list(zip(shards, slices, strict=True))):
+        out[sl] = s  # the first device writes last: its value is the one kept
+    return out
+
+
+def spec_error(
+    spec: Any,
+    shape: Sequence[int],
+    dtype: str,
+    axes: Mapping[str, int],
+    where: str,
+    label: str = "",
+    explicit: bool = True,
+) -> tuple[str, str, str] | None:
+    """The first thing JAX refuses in ``spec`` for a value of per-device ``shape``:
+    ``(code, exception type, JAX's message)``, or None.
+
+    ``where`` is ``"in"`` (an argument: the exported call places it with
+    ``NamedSharding`` before ``jax.shard_map`` sees it: the build stage) or ``"out"`` (an
+    out spec, checked by ``jax.shard_map`` once the body traced: the trace stage);
+    ``label`` the out spec's key (``"o"``: ``out_specs['o']``); ``explicit`` whether the
+    mesh's axes are Explicit (``jax.make_mesh``'s) or Auto (a ``Mesh`` built by hand)."""
+    if spec is None:
+        return None
+    p = text(spec, len(spec), axes)
+    ents = entries(spec, len(spec), axes)
+    for n in (n for e in ents for n in e):
+        if n not in axes:
+            if where == "in":
+                msg = f"Resource axis: {n} of {p} is not found in mesh: {tuple(axes)!r}."
+            else:
+                msg = (
+                    "shard_map out_specs argument must refer to an axis marked as manual "
+                    f"({_frozenset(axes)}), but:\n\n  out_specs[{label!r}] refers to {n!r}\n\n"
+                    "Check the out_specs values passed to shard_map."
+                )
+            return "SHARD_SPEC_AXIS", "ValueError", msg
+    seen: set[str] = set()
+    for n in (n for e in ents for n in e):
+        if n in seen:
+            msg = (
+                "A single NamedSharding spec specification can map every mesh axis to at "
+                f"most one positional dimension, but {p} has duplicate entries for `{n}`"
+            )
+            return "SHARD_SPEC_DUPLICATE", "DuplicateSpecError", msg
+        seen.add(n)
+    ndim = len(shape)
+    if len(spec) <= ndim:
+        return None
+    if where == "in":
+        kind = "Explicit" if explicit else "Auto"
+        mesh = (
+            "AbstractMesh("
+            + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
+            + f", axis_types=({', '.join(kind for _ in axes)}"
+            + ("," if len(axes) == 1 else "")
+            + "), device_kind=cpu, num_cores=None, platform=cpu)"
+        )
+        msg = (
+            f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
+            f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
+            f"NamedSharding(mesh={mesh}, spec={p})"
+        )
+        return "SHARD_SPEC_RANK", "ValueError", msg
+    local = ",".join(map(str, shape))  # (the body's value: one device's)
+    msg = (
+        "shard_map applied to the function 'call' was given an out_specs entry which is too "
+        "long to be compatible with the corresponding output value from the function:\n\n"
+        f"out_specs[{label!r}] is {p} which has length {len(spec)}, but "
+        f"call(*args)[{label!r}] has shape {dtype}[{local}], which has rank {ndim} "
+        f"(and {ndim} < {len(spec)})\n\n"
+        "Entries in out_specs must be of length no greater than the number of axes in the "
+        "corresponding output value.\n\n"
+        "Either revise the spec to be shorter, or modify 'call' so that its outputs have "
+        "sufficient rank."
+    )
+    return "SHARD_SPEC_RANK", "ValueError", msg
+
+
+def repaired(spec: SpecJson, ndim: int, axes: Mapping[str, int]) -> SpecJson:
+    """``spec`` with what JAX refuses taken out: names the mesh lacks, a second use of an
+    axis, entries past ``ndim`` (a fix to offer; the check verifies it)."""
+    seen: set[str] = set()
+    out: SpecJson = []
+    for e in spec[:ndim]:
+        names = [e] if isinstance(e, str) else list(e or [])
+        keep = [n for n in names if n in axes and n not in seen]
+        seen.update(keep)
+        out.append(None if not keep else keep[0] if isinstance(e, str) else keep)
+    return out
+
+
+def _frozenset(axes: Mapping[str, int]) -> str:
+    # a frozenset's order is the hash's: the catalogue pattern does not pin it
+    return "frozenset({" + ", ".join(repr(a) for a in axes) + "})"
+
+
+__all__ = [
+    "SpecJson",
+    "assemble",
+    "entries",
+    "global_shape",
+    "is_default",
+    "mesh_coords",
+    "parse_text",
+    "parts",
+    "repaired",
+    "shard_slices",
+    "shards_of",
+    "spec_error",
+    "text",
+]
