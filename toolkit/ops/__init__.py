@@ -36,6 +36,7 @@ from mpmd_lab.ops.scratch import (
 from mpmd_lab.ops.statements import Add, Copy, Fill, Return
 from mpmd_lab.ops.sync import (
     BarrierArrive,
+    BarrierArriveAndWait,
     BarrierWait,
     SemaphoreSignal,
     SemaphoreSignalMulticast,
@@ -76,6 +77,7 @@ AnyStatementOp = (
     | WaitSmemToGmem
     | BarrierWait
     | BarrierArrive
+    | BarrierArriveAndWait
     | Loop
     | When
     | AtomicAdd
@@ -163,6 +165,7 @@ __all__ = [
     "ArrayScratch",
     "AtomicAdd",
     "BarrierArrive",
+    "BarrierArriveAndWait",
     "BarrierScratch",
     "BarrierWait",
     "ClusterBarrierScratch",

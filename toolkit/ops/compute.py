@@ -474,9 +474,14 @@ class Compute(StatementOp):
         """The refs ``value`` loads, each once, in order."""
         return list(dict.fromkeys(self.tree.loads()))
 
+    def sem_names(self) -> list[str]:
+        """The semaphores ``value`` reads (``pl.semaphore_read``), each once, in order."""
+        return list(dict.fromkeys(r.name for r in self.tree.sem_reads()))
+
     def ref_fields(self) -> list[tuple[str, str, str]]:
-        """``value.NAME`` for each ref the value loads (read), then ``dst`` (written)."""
-        reads = [(f"value.{n}", n, READ) for n in self.load_names()]
+        """``value.NAME`` for each ref the value loads and each semaphore it reads (read),
+        then ``dst`` (written)."""
+        reads = [(f"value.{n}", n, READ) for n in [*self.load_names(), *self.sem_names()]]
         return [*reads, ("dst", self.dst, WRITE)]
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
@@ -500,6 +505,9 @@ class Compute(StatementOp):
                 return True
             info = t.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+        for name in self.sem_names():  # (JAX's semaphore_read checks nothing at trace)
+            if t.use(f"value.{name}"):
+                return True
         try:
             ty = self.tree.typed(refs)
         except V.ValueTypeError as e:
@@ -538,6 +546,8 @@ class Compute(StatementOp):
         loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
         for idx in self.tree.indices():
             loaded[idx.key] = x.eval(idx.e, "value")
+        for r in self.tree.sem_reads():
+            loaded[r.key] = x.semaphore_value(f"value.{r.name}")
         dst = x.view("dst")
         if not x.data:
             x.write("dst", x.like(dst.shape, dst.dtype))
