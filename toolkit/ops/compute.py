@@ -518,13 +518,25 @@ class Compute(StatementOp):
         return t.store("dst", ty.shape, ty.dtype)
 
     def lower(self, low: Any) -> bool:
-        """Each load, the arithmetic (none on 8-bit values), the store."""
+        """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
             if low.access(f"value.{name}", "load"):
                 return True
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+        for name in self.sem_names():
+            if low.root_space(f"value.{name}") == "SMEM":
+                low.jax(
+                    "SEMAPHORE_READ_SMEM",
+                    f"{low.path}.value",
+                    "No layout inference rule defined for %0 = unrealized_conversion_cast "
+                    "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
+                    explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
+                    f"{name!r} is in shared memory, which the lowering cannot address that "
+                    "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+                )
+                return True
         for node in _walk(self.tree):
             if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
                 low.later(
