@@ -289,3 +289,14 @@ def test_an_old_scenario_without_alloc_keeps_loading():
     s = load_scenario(data)
     assert s.call.scratch["smem"].alloc == "scratch_types"
     assert s.call.programs[0].body[5].wait_read_only is False
+
+
+def test_the_gpu_interpreter_cannot_allocate_a_global_semaphore(imported):
+    """JAX's GPU interpreter has no rule for ``pl.get_global`` (jax 0.12): the check's
+    interpreter limit says so, and the interpreter itself fails."""
+    s = _scenario(imported, "sync_get_global")
+    limits = [d for d in check(s) if d.code == "INTERP_LIMIT"]
+    assert [d.path for d in limits] == ["call.scratch.sem"]
+    assert "pl.get_global" in limits[0].message and not limits[0].is_error
+    r = probe_many([s], ("build", "trace", "interpret"))[0]
+    assert r["stage"] == "interpret", r

@@ -79,6 +79,10 @@ class ArrayScratch(Model):
     collective: StrictBool | None = Field(None, description="TMEM only")
     alloc: ScopedAlloc = Field("scratch_types", description=ALLOC_HELP)
 
+    def interpret_limit(self, interp: str) -> str | None:
+        """Why JAX's CPU interpreter ``interp`` cannot allocate it (None: it can)."""
+        return self.INTERPRET_LIMITS.get(interp)
+
     @model_validator(mode="after")
     def _size(self) -> "ArrayScratch":
         check_size(self.shape, self.dtype)
@@ -145,6 +149,10 @@ class _Special(Model):
     #: why a CPU interpreter cannot allocate it, by interpreter (as a statement's)
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
 
+    def interpret_limit(self, interp: str) -> str | None:
+        """Why JAX's CPU interpreter ``interp`` cannot allocate it (None: it can)."""
+        return self.INTERPRET_LIMITS.get(interp)
+
     @property
     def transforms(self) -> list[Any]:
         return []
@@ -186,6 +194,11 @@ class SemaphoreScratch(_Special):
         """Shared by every block of the device (``pl.get_global``), not one per block."""
         return self.alloc == "get_global"
 
+    def interpret_limit(self, interp: str) -> str | None:
+        if self.shared:  # neither interpreter has a rule for get_global (jax 0.12)
+            return GLOBAL_INTERPRET_LIMITS.get(interp)
+        return self.INTERPRET_LIMITS.get(interp)
+
     @classmethod
     def example(cls, fit: Any = None) -> dict[str, Any]:
         return {"kind": "semaphore"}
@@ -209,6 +222,14 @@ class SemaphoreScratch(_Special):
         if self.shape:
             return f"plgpu.SemaphoreType.REGULAR({tuple(self.shape)!r})"
         return "plgpu.SemaphoreType.REGULAR"
+
+
+#: what JAX's CPU interpreters raise on ``pl.get_global`` (jax 0.12)
+GLOBAL_INTERPRET_LIMITS = {
+    "gpu": "The GPU interpreter cannot allocate a pl.get_global semaphore (TypeError: No "
+    "ir_type_handler for aval type: AbstractRef).",
+    "hlo": "The HLO interpreter cannot allocate a pl.get_global semaphore (AssertionError).",
+}
 
 
 class BarrierScratch(_Special):
