@@ -300,3 +300,24 @@ def test_the_gpu_interpreter_cannot_allocate_a_global_semaphore(imported):
     assert "pl.get_global" in limits[0].message and not limits[0].is_error
     r = probe_many([s], ("build", "trace", "interpret"))[0]
     assert r["stage"] == "interpret", r
+
+
+def test_the_lab_moves_pl_kernel_scratch_into_the_body(imported, tmp_path):
+    """In the Lab, the scratch row's ``alloc`` pick list is the fix of MPMD_GPU_SCRATCH:
+    the same scratch allocated by the body with ``pl.run_scoped``."""
+    import ipywidgets as w
+    from mpmd_lab.widgets import Lab
+    from mpmd_lab.widgets.testing import find_all
+
+    operands = _with_alloc(_scenario(imported, "sync_scoped_smem_pl_kernel"), "scratch_types")
+    path = tmp_path / "scoped.json"
+    path.write_text(operands.to_json())
+    lab = Lab(str(path), background=False, graph=False)
+    assert "MPMD_GPU_SCRATCH" in [d.code for d in lab.state.diagnostics]
+    picks = find_all(lab, "mpl-f-alloc", w.Dropdown)
+    assert len(picks) == 2 and all("run_scoped" in p.options for p in picks)
+    for p in picks:
+        p.value = "run_scoped"
+    scratch = lab.state.scenario.call.scratch
+    assert [x.alloc for x in scratch.values()] == ["run_scoped", "run_scoped"]
+    assert "MPMD_GPU_SCRATCH" not in [d.code for d in lab.state.diagnostics]
