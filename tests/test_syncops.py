@@ -44,6 +44,11 @@ PARTIAL = [
         "copy_gmem_to_smem multicast over cluster axes",
         'plgpu.copy_gmem_to_smem(x_ref, smem_ref, barrier, collective_axes="c")',
     ),
+    (
+        "sync_read_in_when",
+        "a condition read from a semaphore (pl.semaphore_read of sem)",
+        "@pl.when(pl.semaphore_read(sem) > 0)",
+    ),
 ]
 
 

@@ -323,9 +323,10 @@ class Translator:
             )
         if isinstance(v, Opaque):
             raise Unsupported(f"{what} computed from {v.reason}")
-        if isinstance(v, SemValue):
+        sem = _semaphore_read_in(v)
+        if sem is not None:
             raise Unsupported(
-                f"{what} read from a semaphore (pl.semaphore_read of {v.view.param}): the "
+                f"{what} read from a semaphore (pl.semaphore_read of {sem.view.param}): the "
                 "scenario's indices and conditions are expressions of axis indices, program "
                 "ids and loop variables (a compute's value may read it)"
             )
@@ -1722,6 +1723,14 @@ def _is_int_dtype(dt: str) -> bool:
 def _array_aval(v: Any) -> bool:
     shape = getattr(getattr(v, "aval", None), "shape", ())
     return bool(shape) or "float" in str(getattr(getattr(v, "aval", None), "dtype", ""))
+
+
+def _semaphore_read_in(v: Any) -> SemValue | None:
+    """The first semaphore read a value is computed from (None: none)."""
+    if isinstance(v, SemValue):
+        return v
+    parts = v.args if isinstance(v, Computed) else (v.a, v.b) if isinstance(v, Sum) else ()
+    return next((r for r in map(_semaphore_read_in, parts) if r is not None), None)
 
 
 def _is_array_value(v: Any) -> bool:
