@@ -952,13 +952,15 @@ class Engine:
             self.soft(SimError(code, where, f"semaphore {msg}"), x.run, x.node, fld, "")
         return view, self._one(view, name, "semaphore", x.path)
 
-    def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
-        """Element ``e`` of a semaphore on device ``dev`` as block ``block`` sees it: its
-        own, or the device's one (``pl.get_global``: every block shares it, key block -1)."""
+    def semaphore(self, base: Base, e: int, dev: int, block: int, program: int = 0) -> Semaphore:
+        """Element ``e`` of a semaphore on device ``dev`` as block ``block`` of program
+        ``program`` sees it: its block's own, or (``pl.get_global``) the one every block
+        of the program shares (each program's ``get_global`` is its own: key block
+        ``-1 - program``)."""
         name = base.name
         spec = self.scratch.get(name)
         shared = isinstance(spec, SemaphoreScratch) and spec.shared
-        key = (name, e, dev, -1 if shared else block)
+        key = (name, e, dev, -1 - program if shared else block)
         sem = self.semaphores.get(key)
         if sem is None:
             label = f"{name}[{e}]" if base.shape else name
@@ -988,9 +990,9 @@ class Engine:
             many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
             who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
             run.who = who
-        block = run.actor.block
+        block, program = run.actor.block, run.actor.program
         for d in devs:
-            sem = self.semaphore(view.base, e, d, block)
+            sem = self.semaphore(view.base, e, d, block, program)
             if sem.value + inc > E.INT32_MAX:  # a GPU's semaphore is an int32: it would wrap
                 raise SimError(
                     "SIM_UNSUPPORTED",
@@ -1010,7 +1012,7 @@ class Engine:
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
-        sem = self.semaphore(view.base, e, dev, run.actor.block)
+        sem = self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
         waits = self.out.waits
         paths = waits.get(view.base.name)
         if paths is None:
@@ -1027,7 +1029,7 @@ class Engine:
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
-        return self.semaphore(view.base, e, dev, run.actor.block).value
+        return self.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
