@@ -326,3 +326,23 @@ def test_the_lab_moves_pl_kernel_scratch_into_the_body(imported, tmp_path):
     scratch = lab.state.scenario.call.scratch
     assert [x.alloc for x in scratch.values()] == ["run_scoped", "run_scoped"]
     assert "MPMD_GPU_SCRATCH" not in [d.code for d in lab.state.diagnostics]
+
+
+def test_jaxs_gpu_interpreter_computes_what_simulate_does(imported):
+    """Where JAX's GPU interpreter runs them (one device, no semaphore, no cluster view),
+    the exports give simulate's values bit for bit."""
+    from simulate_support import run_in_jax, same_bits
+
+    refill = _copy_twice(True, read_out_after=False)
+    refill["run"] = {"interpret": "gpu"}
+    scenarios = [
+        _scenario(imported, "sync_wait_read_only"),
+        _scenario(imported, "sync_scoped_smem_pl_kernel"),
+        load_scenario(refill),
+    ]
+    for s, got in zip(scenarios, run_in_jax(scenarios, timeout=300), strict=True):
+        assert isinstance(got, dict), (s.name, got)
+        sim = simulate(s)
+        assert sim.ok and set(got) == set(sim.outputs)
+        for k, v in got.items():
+            assert same_bits(sim.outputs[k], np.asarray(v)), (s.name, k)
