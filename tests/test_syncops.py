@@ -349,3 +349,62 @@ def test_jaxs_gpu_interpreter_computes_what_simulate_does(imported):
         assert sim.ok and set(got) == set(sim.outputs)
         for k, v in got.items():
             assert same_bits(sim.outputs[k], np.asarray(v)), (s.name, k)
+
+
+def _handoff(by_wait: bool) -> dict:
+    """Block 1 writes out[1] and signals a global semaphore; block 0 then reads out[1]
+    after a semaphore_wait (ordered) or after only reading the semaphore's value."""
+    after = (
+        {"op": "semaphore_wait", "sem": "sem"}
+        if by_wait
+        else {"op": "compute", "dst": "seen", "value": "pl.semaphore_read(sem)"}
+    )
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "handoff",
+        "buffers": {"x": {"shape": [2, 128], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {
+                "o_ref": {"shape": [2, 128], "dtype": "float32"},
+                "seen": {"shape": [], "dtype": "int32"},
+            },
+            "scratch": {"sem": {"kind": "semaphore", "alloc": "get_global"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 2}},
+                    "body": [
+                        {"let": "x1", "ref": "x_ref", "transforms": [{"op": "at", "index": [1]}]},
+                        {"let": "o0", "ref": "o_ref", "transforms": [{"op": "at", "index": [0]}]},
+                        {"let": "o1", "ref": "o_ref", "transforms": [{"op": "at", "index": [1]}]},
+                        {
+                            "op": "when",
+                            "cond": "b == 1",
+                            "body": [
+                                {"op": "copy", "src": "x1", "dst": "o1"},
+                                {"op": "semaphore_signal", "sem": "sem"},
+                            ],
+                        },
+                        {
+                            "op": "when",
+                            "cond": "b == 0",
+                            "body": [after, {"op": "copy", "src": "o1", "dst": "o0"}],
+                        },
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def test_a_semaphore_read_orders_nothing_a_wait_does():
+    """The same handoff ordered by a wait is clean; by a read of the semaphore's value
+    alone it is a race (the read orders nothing here), with the note that says why."""
+    waited = check(load_scenario(_handoff(by_wait=True)))
+    assert [d.one_line() for d in waited if d.is_error] == []
+    read = check(load_scenario(_handoff(by_wait=False)))
+    races = [d for d in read if d.code.startswith("RACE") and d.is_error]
+    assert races
+    notes = [d for d in read if d.code == "SYNC_NOT_CHECKED" and "semaphore_read" in d.message]
+    assert notes and not notes[0].is_error
