@@ -769,6 +769,14 @@ ENTRIES: list[Entry] = [
     # rows added for the collectives language (semaphores, barriers, async copies, loops,
     # compute), each found by running jax 0.12's trace and Mosaic GPU lowering
     Entry(
+        "SEMAPHORE_READ_SMEM",
+        "NotImplementedError",
+        r"No layout inference rule defined for .*unrealized_conversion_cast"
+        r"(?s:.)*address_space<workgroup>",
+        "gpu-lower",
+        "pl.semaphore_read of an SMEM ref",
+    ),
+    Entry(
         "SEMAPHORE_NOT_A_REF",
         "ValueError",
         r"Cannot \w+ on a non-semaphore Ref",

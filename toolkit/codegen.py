@@ -247,10 +247,38 @@ def _lets(body: list[Any]) -> set[str]:
     return out
 
 
+def _kernel_scratch(scenario: Scenario) -> dict[str, Any]:
+    """The scratch the kernel takes as operands (``scratch_types``), in order."""
+    return {n: x for n, x in scenario.call.scratch.items() if x.alloc == "scratch_types"}
+
+
+def _allocating(i: int, scenario: Scenario) -> list[str]:
+    """``program{i}`` when the body allocates scratch itself: it gets its ``pl.get_global``
+    semaphores and its ``pl.run_scoped`` scratch and calls ``program{i}_body`` with every
+    parameter (empty: the kernel passes them all)."""
+    c = scenario.call
+    own = [n for n, x in c.scratch.items() if x.alloc != "scratch_types"]
+    if not own:
+        return []
+    outer = [n for n in params_of(scenario) if n not in own]
+    lines = [f"def program{i}({', '.join(py(n) for n in outer)}):"]
+    for n, x in c.scratch.items():
+        if x.alloc == "get_global":
+            lines.append(f"    {py(n)} = pl.get_global({_scratch_expr(x)})")
+    call = f"program{i}_body({', '.join(py(n) for n in params_of(scenario))})"
+    scoped = [n for n, x in c.scratch.items() if x.alloc == "run_scoped"]
+    if not scoped:
+        return [*lines, f"    {call}"]
+    types = ", ".join(_scratch_expr(c.scratch[n]) for n in scoped)
+    names = ", ".join(py(n) for n in scoped)
+    return [*lines, f"    pl.run_scoped(lambda {names}: {call}, {types})"]
+
+
 def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     c = scenario.call
     params = ", ".join(py(n) for n in params_of(scenario))
-    lines = [f"def program{i}({params}):"]
+    wrapper = _allocating(i, scenario)
+    lines = [f"def program{i}{'_body' if wrapper else ''}({params}):"]
     for cap in c.captures:
         lines.append(f"    {py(cap.name)} = captured[{cap.name!r}]")
     bound = set(params_of(scenario)) | {cap.name for cap in c.captures}
@@ -261,7 +289,7 @@ def _program_fn(i: int, p: Program, scenario: Scenario) -> list[str]:
     ]
     if len(lines) == 1 + len(c.captures):
         lines.append("    pass")
-    return lines
+    return lines + wrapper
 
 
 def _out_types(scenario: Scenario) -> str:
@@ -391,7 +419,8 @@ def generate(
     ]
     for i, p in enumerate(c.programs):
         L.append(f"    mesh{i} = {_mesh_expr(p)}")
-    scratch = "[" + ", ".join(_scratch_expr(x) for x in c.scratch.values()) + "]"
+    kernel_scratch = _kernel_scratch(s)
+    scratch = "[" + ", ".join(_scratch_expr(x) for x in kernel_scratch.values()) + "]"
     for i, p in enumerate(c.programs):
         L += ["", *("    " + line for line in _program_fn(i, p, s))]
     L.append("")
@@ -416,7 +445,7 @@ def generate(
             f"        out_type={_out_types(s)},",
             f"        mesh={meshes},",
         ]
-        if c.scratch:
+        if kernel_scratch:
             L.append(f"        scratch_types={scratch},")
         L += ["        interpret=interp,", "    )"]
 

@@ -338,6 +338,7 @@ class CallEditor(w.VBox):
             kind_field,
             c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
             c.field(mem, _set(st, f"{p}.memory_space")),
+            c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc),
             *extra,
             c.small("✕", partial(_remove, st, p), "remove scratch"),
             c.badges_at(st, p),

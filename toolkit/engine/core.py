@@ -54,7 +54,7 @@ from mpmd_lab.engine.sync import (
     Wait,
 )
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
-from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
+from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let, SemaphoreScratch
 from mpmd_lab.ops.control import trip_count
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
@@ -291,8 +291,9 @@ class _Run:
         self.gen: Any = None
         self.blocked: Wait | None = None
         self.committed = 0  # own time at the last commit_smem
-        self.groups: list[np.ndarray] = []  # committed copy groups' clocks
-        self.open_group: list[np.ndarray] = []
+        # committed copy groups' clocks: (its SMEM reads done, the whole copy done)
+        self.groups: list[tuple[np.ndarray, np.ndarray]] = []
+        self.open_group: list[tuple[np.ndarray, np.ndarray]] = []
         self.waits: dict[tuple, int] = {}  # barrier key -> waits done
         self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
         self.agent: Actor | None = None  # its copy engine (``_log``)
@@ -961,13 +962,20 @@ class Engine:
             self.soft(SimError(code, where, f"semaphore {msg}"), x.run, x.node, fld, "")
         return view, self._one(view, name, "semaphore", x.path)
 
-    def semaphore(self, base: Base, e: int, dev: int, block: int) -> Semaphore:
+    def semaphore(self, base: Base, e: int, dev: int, block: int, program: int = 0) -> Semaphore:
+        """Element ``e`` of a semaphore on device ``dev`` as block ``block`` of program
+        ``program`` sees it: its block's own, or (``pl.get_global``) the one every block
+        of the program shares (each program's ``get_global`` is its own: key block
+        ``-1 - program``)."""
         name = base.name
-        key = (name, e, dev, block)
+        spec = self.scratch.get(name)
+        shared = isinstance(spec, SemaphoreScratch) and spec.shared
+        key = (name, e, dev, -1 - program if shared else block)
         sem = self.semaphores.get(key)
         if sem is None:
             label = f"{name}[{e}]" if base.shape else name
-            sem = self.semaphores[key] = Semaphore(f"{label} on device {dev} block {block}", key)
+            where = f"on device {dev}" + ("" if shared else f" block {block}")
+            sem = self.semaphores[key] = Semaphore(f"{label} {where}", key)
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
@@ -992,9 +1000,9 @@ class Engine:
             many = self._cur["ncl"] * math.prod(self._cur["grid"].values()) > 1
             who = f"device {run.actor.device}" + (f" block {run.actor.block}" if many else "")
             run.who = who
-        block = run.actor.block
+        block, program = run.actor.block, run.actor.program
         for d in devs:
-            sem = self.semaphore(view.base, e, d, block)
+            sem = self.semaphore(view.base, e, d, block, program)
             if sem.value + inc > E.INT32_MAX:  # a GPU's semaphore is an int32: it would wrap
                 raise SimError(
                     "SIM_UNSUPPORTED",
@@ -1014,7 +1022,7 @@ class Engine:
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
-        sem = self.semaphore(view.base, e, dev, run.actor.block)
+        sem = self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
         waits = self.out.waits
         paths = waits.get(view.base.name)
         if paths is None:
@@ -1023,6 +1031,15 @@ class Engine:
         if self.sample is not None:
             return None  # a sampled run: the signallers may not run at all
         return SemaphoreWait(self, run.a, sem, value, decrement, x.path)
+
+    def semaphore_value(self, x: StmtCtx, fld: str) -> int:
+        """``pl.semaphore_read``: the semaphore's value now, as this schedule left it. The
+        read orders nothing (no clock is joined): JAX's ``ld.acquire`` would order the
+        signals it saw, which only a wait does here (``validate.sync`` says so)."""
+        run = x.run
+        view, e = self._sem_view(x, fld)
+        dev = run.actor.device if view.device is None else view.device
+        return self.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
@@ -1100,29 +1117,39 @@ class Engine:
         snap[run.a] = run.committed
         self.clocks.join(g, snap)
         value = self.read(x, src, agent=True)
+        read = self.clocks.snapshot(g)  # its SMEM read (what wait_read_only waits for)
+        self.clocks.tick(g)
         self.write(x, dst, value, agent=True)
-        run.open_group.append(self.clocks.snapshot(g))
+        run.open_group.append((read, self.clocks.snapshot(g)))
         self.clocks.tick(g)
         self.clocks.tick(run.a)
         if commit_group:
-            from mpmd_lab.engine.clocks import join_all
+            self._close_group(run)
 
-            run.groups.append(join_all(run.open_group))  # type: ignore[arg-type]
-            run.open_group = []
+    def _close_group(self, run: _Run) -> None:
+        from mpmd_lab.engine.clocks import join_all
+
+        reads, dones = zip(*run.open_group, strict=True)
+        run.groups.append((join_all(list(reads)), join_all(list(dones))))  # type: ignore[arg-type]
+        run.open_group = []
 
     def commit(self, x: StmtCtx) -> None:
         x.run.committed = self.clocks.now(x.run.a)
         self.clocks.tick(x.run.a)
 
-    def wait_copies(self, x: StmtCtx, n: int) -> None:
+    def wait_copies(self, x: StmtCtx, n: int, read_only: bool = False) -> None:
+        """At most ``n`` commit groups left in flight: this actor is ordered after the
+        older groups' copies (``read_only``: only after their SMEM reads; their GMEM
+        writes stay in flight, and a later full wait still waits for them)."""
         run = x.run
         if run.open_group:
-            from mpmd_lab.engine.clocks import join_all
-
-            run.groups.append(join_all(run.open_group))  # type: ignore[arg-type]
-            run.open_group = []
+            self._close_group(run)
+        if read_only:
+            for read, _done in run.groups[: max(len(run.groups) - n, 0)]:
+                self.clocks.join(run.a, read)
+            return
         while len(run.groups) > n:
-            self.clocks.join(run.a, run.groups.pop(0))
+            self.clocks.join(run.a, run.groups.pop(0)[1])
 
     # ------------------------------------------------------------ running
 
@@ -1428,6 +1455,9 @@ class StmtCtx:
     def wait_semaphore(self, field: str, value: int, decrement: bool) -> Wait | None:
         return self.engine.wait_semaphore(self, field, value, decrement)
 
+    def semaphore_value(self, field: str) -> int:
+        return self.engine.semaphore_value(self, field)
+
     def arrive(self, field: str) -> None:
         self.engine.arrive(self, field)
 
@@ -1443,8 +1473,8 @@ class StmtCtx:
     def commit(self) -> None:
         self.engine.commit(self)
 
-    def wait_copies(self, n: int) -> None:
-        self.engine.wait_copies(self, n)
+    def wait_copies(self, n: int, read_only: bool = False) -> None:
+        self.engine.wait_copies(self, n, read_only)
 
     def memo(self, key: str, fn: Any) -> Any:
         return self.engine.memo(self.stmt, key, fn)

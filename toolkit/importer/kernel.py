@@ -28,6 +28,7 @@ scenario reads at the store.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +117,17 @@ class Computed:
     dtype: str
     shape: tuple[int, ...]
     param: Any = None
+
+
+@dataclass(frozen=True)
+class SemValue:
+    """``pl.semaphore_read(sem)``: the semaphore's value (int32) where it was read
+    (``stamp``: how many statements had been emitted by then)."""
+
+    view: View
+    stamp: int
+    dtype: str = "int32"
+    shape: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -312,6 +324,13 @@ class Translator:
             )
         if isinstance(v, Opaque):
             raise Unsupported(f"{what} computed from {v.reason}")
+        sem = _semaphore_read_in(v)
+        if sem is not None:
+            raise Unsupported(
+                f"{what} read from a semaphore (pl.semaphore_read of {sem.view.param}): the "
+                "scenario's indices and conditions are expressions of axis indices, program "
+                "ids and loop variables (a compute's value may read it)"
+            )
         raise Unsupported(f"{what} that is not an integer scalar")
 
     def text(self, atom: Any, what: str = "an index") -> int | str:
@@ -696,7 +715,7 @@ class Translator:
                     f"{eqn.primitive.name} of an index whose expression is longer than a "
                     "scenario allows"
                 )
-            if not isinstance(x, Load | Const | Sum | Computed | V.Int):
+            if not isinstance(x, Load | Const | Sum | Computed | V.Int | SemValue):
                 raise Unsupported(f"{eqn.primitive.name} of a value a compute cannot load")
         aval = eqn.outvars[0].aval
         shape = tuple(int(d) for d in getattr(aval, "shape", ()))
@@ -727,6 +746,8 @@ class Translator:
         if isinstance(v, V.Int):  # an index, broadcast where an operation uses it
             dtype = "bool" if v.is_bool else "int32"
             return self.out(eqn, Computed("broadcast", (v,), dtype, shape))
+        if isinstance(v, SemValue):
+            return self.out(eqn, Computed("broadcast", (v,), v.dtype, shape))
         dims = tuple(eqn.params.get("broadcast_dimensions", ()))
         rank = len(getattr(eqn.invars[0].aval, "shape", ()))
         if isinstance(v, Load | Sum | Computed) and dims == tuple(
@@ -965,7 +986,7 @@ class Translator:
         """``dst[...] = value`` as one ``compute`` statement."""
         from mpmd_lab.ops import values as VAL
 
-        loads: list[Load] = []
+        loads: list[Load | SemValue] = []
         node = self._value_node(value, loads)
         ty = node.typed({f"#{i}": (x.view.shape, x.view.dtype) for i, x in enumerate(loads)})
         if ty.shape != tuple(dst.shape):
@@ -975,7 +996,14 @@ class Translator:
             )
         names = {}
         for i, x in enumerate(loads):
-            self.use(scope, x)
+            if isinstance(x, SemValue):
+                if x.stamp != self.stamp:  # the compute would read it later than the kernel
+                    raise Unsupported(
+                        f"a semaphore's value (pl.semaphore_read of {x.view.param}) stored "
+                        "after other statements ran: a compute reads it where it stores"
+                    )
+            else:
+                self.use(scope, x)
             names[f"#{i}"] = self.ref(scope, x.view)
         text = node.source(VAL.Label(names))
         if len(text) > VAL.MAX_TEXT:
@@ -983,14 +1011,17 @@ class Translator:
         d = self.ref(scope, dst)
         self.emit(scope, {"op": "compute", "dst": d, "value": text}, writes=(dst,))
 
-    def _value_node(self, v: Any, loads: list[Load]) -> Any:
-        """``v`` as a compute value (``mpmd_lab.ops.values``); each load is named
-        ``#k``, its index in ``loads``."""
+    def _value_node(self, v: Any, loads: list[Load | SemValue]) -> Any:
+        """``v`` as a compute value (``mpmd_lab.ops.values``); each load (and semaphore
+        read) is named ``#k``, its index in ``loads``."""
         from mpmd_lab.ops import values as VAL
 
         if isinstance(v, Load):
             loads.append(v)
             return VAL.Load(f"#{len(loads) - 1}")
+        if isinstance(v, SemValue):
+            loads.append(v)
+            return VAL.SemRead(f"#{len(loads) - 1}")
         if isinstance(v, V.Int) and v.const is not None:
             return VAL.Lit(bool(v.const) if v.is_bool else int(v.const))
         if isinstance(v, V.Int):  # where the kernel runs: an index expression
@@ -1132,16 +1163,21 @@ class Translator:
             self.emit(scope, st)
 
     def p_semaphore_read(self, eqn, scope):
-        raise Unsupported(
-            "semaphore_read (pl.semaphore_read): the scenario language has no statement that "
-            "reads a semaphore's value"
-        )
+        """A value a ``compute`` may use (``pl.semaphore_read(sem)`` in its value)."""
+        ref, transforms = self._unflatten(eqn)
+        self.out(eqn, SemValue(self.view(ref, transforms), self.stamp))
 
     def p_get_global(self, eqn, scope):
-        raise Unsupported(
-            "get_global (pl.get_global): a semaphore shared by every block; the scenario's "
-            "semaphore scratch is per block"
-        )
+        """``pl.get_global(plgpu.SemaphoreType.REGULAR)``: a semaphore scratch every block
+        of the device shares (``alloc: get_global``), named as the user's line names it."""
+        aval = eqn.outvars[0].aval
+        name = self.fresh(_assigned_name(F.line_text(self.where)) or "global_sem")
+        sc, view = scratch_of(name, aval, ())
+        if sc.get("kind") != "semaphore":  # JAX's GPU lowering: NotImplementedError
+            raise Unsupported("get_global of anything but a semaphore")
+        sc["alloc"] = "get_global"
+        self.scratch[name] = sc
+        self.env[eqn.outvars[0]] = view
 
     # ------------------------------------------------------------ barriers, async copies
 
@@ -1164,6 +1200,10 @@ class Translator:
             {"op": "barrier_arrive", "barrier": self.ref(scope, self._barrier(eqn))},
             sync=True,
         )
+
+    def p_barrier_arrive_and_wait(self, eqn, scope):
+        bar = self.ref(scope, self._barrier(eqn))
+        self.emit(scope, {"op": "barrier_arrive_and_wait", "barrier": bar}, sync=True)
 
     def _copy_parts(self, eqn: Any, has_barrier: bool) -> tuple[View, View, View | None]:
         p = eqn.params
@@ -1217,9 +1257,10 @@ class Translator:
         self.emit(scope, {"op": "commit_smem"})
 
     def p_wait_smem_to_gmem(self, eqn, scope):
+        st: dict[str, Any] = {"op": "wait_smem_to_gmem", "n": int(eqn.params.get("n", 0))}
         if eqn.params.get("wait_read_only"):
-            raise Unsupported("wait_smem_to_gmem(wait_read_only=True)")
-        self.emit(scope, {"op": "wait_smem_to_gmem", "n": int(eqn.params.get("n", 0))}, sync=True)
+            st["wait_read_only"] = True
+        self.emit(scope, st, sync=True)
 
     # ------------------------------------------------------------ collectives, atomics
 
@@ -1526,7 +1567,7 @@ class Translator:
             name = self.fresh(base)
             tr = transforms[k] if k < len(transforms) else ()
             sc, view = scratch_of(name, v.aval, tr)
-            self.scratch[name] = sc
+            self.scratch[name] = {**sc, "alloc": "run_scoped"}
             self.env[v] = view
         self.body(inner, scope)
         outs = list(getattr(inner, "outvars", ()))
@@ -1542,6 +1583,12 @@ class Translator:
 
 
 # ---------------------------------------------------------------- scratch
+
+
+def _assigned_name(line: str) -> str | None:
+    """The name a source line assigns (``sem = pl.get_global(...)``: ``sem``)."""
+    m = re.match(r"([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", line)
+    return m.group(1) if m else None
 
 
 def scoped_names(inner: Any, n: int, names: list[str]) -> list[str]:
@@ -1683,8 +1730,16 @@ def _array_aval(v: Any) -> bool:
     return bool(shape) or "float" in str(getattr(getattr(v, "aval", None), "dtype", ""))
 
 
+def _semaphore_read_in(v: Any) -> SemValue | None:
+    """The first semaphore read a value is computed from (None: none)."""
+    if isinstance(v, SemValue):
+        return v
+    parts = v.args if isinstance(v, Computed) else (v.a, v.b) if isinstance(v, Sum) else ()
+    return next((r for r in map(_semaphore_read_in, parts) if r is not None), None)
+
+
 def _is_array_value(v: Any) -> bool:
-    return isinstance(v, Load | Sum | Reduce | Dot | Computed) or (
+    return isinstance(v, Load | Sum | Reduce | Dot | Computed | SemValue) or (
         isinstance(v, Const) and not _is_int_dtype(v.dtype)
     )
 

@@ -37,6 +37,7 @@ from mpmd_lab.ops.scratch import (
 from mpmd_lab.ops.statements import Add, Copy, Fill, Return
 from mpmd_lab.ops.sync import (
     BarrierArrive,
+    BarrierArriveAndWait,
     BarrierWait,
     SemaphoreSignal,
     SemaphoreSignalMulticast,
@@ -86,6 +87,7 @@ AnyStatementOp = (
     | WaitSmemToGmem
     | BarrierWait
     | BarrierArrive
+    | BarrierArriveAndWait
     | Loop
     | When
     | AtomicAdd
@@ -173,6 +175,7 @@ __all__ = [
     "ArrayScratch",
     "AtomicAdd",
     "BarrierArrive",
+    "BarrierArriveAndWait",
     "BarrierScratch",
     "BarrierWait",
     "ClusterBarrierScratch",

@@ -441,7 +441,8 @@ class CommitSmem(StatementOp):
 
 
 class WaitSmemToGmem(StatementOp):
-    """``plgpu.wait_smem_to_gmem(n)``: at most ``n`` commit groups still in flight."""
+    """``plgpu.wait_smem_to_gmem(n, wait_read_only=...)``: at most ``n`` commit groups
+    still in flight (``wait_read_only``: still reading their SMEM source)."""
 
     HELP: ClassVar[str] = "wait until at most n SMEM -> GMEM copy groups are in flight"
     FAMILY: ClassVar[str] = "async"
@@ -450,15 +451,24 @@ class WaitSmemToGmem(StatementOp):
     n: Annotated[StrictInt, Field(ge=0, le=64)] = Field(
         0, description="groups allowed to stay in flight (0: all done)"
     )
+    wait_read_only: StrictBool = Field(
+        False,
+        description="wait only until the copies have read their SMEM source (it may be "
+        "written again); their GMEM writes may still be in flight",
+    )
 
     def label(self) -> str:
-        return f"wait copies (<= {self.n} in flight)"
+        what = "copies' SMEM reads" if self.wait_read_only else "copies"
+        return f"wait {what} (<= {self.n} in flight)"
 
     def source(self, g: SourceWriter) -> list[str]:
-        return [f"plgpu.wait_smem_to_gmem({self.n!r})"]
+        extra = ", wait_read_only=True" if self.wait_read_only else ""
+        return [f"plgpu.wait_smem_to_gmem({self.n!r}{extra})"]
 
     def execute(self, x: ExecuteContext) -> None:
-        x.wait_copies(self.n)
+        """This thread is ordered after the older groups' copies (only after their SMEM
+        reads with ``wait_read_only``: reading their GMEM destination still races)."""
+        x.wait_copies(self.n, self.wait_read_only)
 
 
 __all__ = [

@@ -474,9 +474,14 @@ class Compute(StatementOp):
         """The refs ``value`` loads, each once, in order."""
         return list(dict.fromkeys(self.tree.loads()))
 
+    def sem_names(self) -> list[str]:
+        """The semaphores ``value`` reads (``pl.semaphore_read``), each once, in order."""
+        return list(dict.fromkeys(r.name for r in self.tree.sem_reads()))
+
     def ref_fields(self) -> list[tuple[str, str, str]]:
-        """``value.NAME`` for each ref the value loads (read), then ``dst`` (written)."""
-        reads = [(f"value.{n}", n, READ) for n in self.load_names()]
+        """``value.NAME`` for each ref the value loads and each semaphore it reads (read),
+        then ``dst`` (written)."""
+        reads = [(f"value.{n}", n, READ) for n in [*self.load_names(), *self.sem_names()]]
         return [*reads, ("dst", self.dst, WRITE)]
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
@@ -500,6 +505,9 @@ class Compute(StatementOp):
                 return True
             info = t.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+        for name in self.sem_names():  # (JAX's semaphore_read checks nothing at trace)
+            if t.use(f"value.{name}"):
+                return True
         try:
             ty = self.tree.typed(refs)
         except V.ValueTypeError as e:
@@ -510,13 +518,25 @@ class Compute(StatementOp):
         return t.store("dst", ty.shape, ty.dtype)
 
     def lower(self, low: Any) -> bool:
-        """Each load, the arithmetic (none on 8-bit values), the store."""
+        """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
             if low.access(f"value.{name}", "load"):
                 return True
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+        for name in self.sem_names():
+            if low.root_space(f"value.{name}") == "SMEM":
+                low.jax(
+                    "SEMAPHORE_READ_SMEM",
+                    f"{low.path}.value",
+                    "No layout inference rule defined for %0 = unrealized_conversion_cast "
+                    "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
+                    explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
+                    f"{name!r} is in shared memory, which the lowering cannot address that "
+                    "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+                )
+                return True
         for node in _walk(self.tree):
             if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
                 low.later(
@@ -538,6 +558,8 @@ class Compute(StatementOp):
         loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
         for idx in self.tree.indices():
             loaded[idx.key] = x.eval(idx.e, "value")
+        for r in self.tree.sem_reads():
+            loaded[r.key] = x.semaphore_value(f"value.{r.name}")
         dst = x.view("dst")
         if not x.data:
             x.write("dst", x.like(dst.shape, dst.dtype))

@@ -10,6 +10,13 @@
 
 Each class says how JAX types the ref it gives the kernel (``ref_info``) and how the
 exported source allocates it (``source``).
+
+Where the kernel gets it (``alloc``): ``"scratch_types"`` (the default: an operand of
+the kernel, ``plgpu.kernel(..., scratch_types=[...])``), ``"run_scoped"`` (allocated by
+the body, ``pl.run_scoped(body, *types)``: the form ``pl.kernel`` takes, since its
+mpmd_map lowering has no scratch operands) or, for a semaphore only, ``"get_global"``
+(``pl.get_global(plgpu.SemaphoreType.REGULAR)``: one semaphore shared by every block of
+the device, which outlives the call).
 """
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
@@ -29,9 +36,22 @@ from pydantic import Field, StrictBool, StrictInt, model_validator
 if TYPE_CHECKING:
     from mpmd_lab.ops import Transforms
 
+#: where a kernel gets its scratch (see the module docstring)
+ALLOCS = ("scratch_types", "run_scoped", "get_global")
+ScopedAlloc = Literal["scratch_types", "run_scoped"]
+ALLOC_HELP = (
+    "scratch_types: a kernel operand; run_scoped: allocated by the body with pl.run_scoped "
+    "(what pl.kernel takes)"
+)
+
 #: the dtypes JAX gives semaphore and barrier refs (as the rules and the graph print them)
 SEMAPHORE_DTYPE = "semaphore"
 BARRIER_DTYPE = "barrier"
+
+
+def alloc_note(alloc: str) -> str:
+    """What a label adds for where the scratch comes from (nothing for scratch_types)."""
+    return {"run_scoped": " (run_scoped)", "get_global": " (global)"}.get(alloc, "")
 
 
 def check_size(shape: list[int], dtype: str) -> None:
@@ -57,6 +77,11 @@ class ArrayScratch(Model):
     transforms: "Transforms" = Field([], description="layout transforms: tiling, swizzle")
     packed: StrictBool | None = Field(None, description="TMEM only")
     collective: StrictBool | None = Field(None, description="TMEM only")
+    alloc: ScopedAlloc = Field("scratch_types", description=ALLOC_HELP)
+
+    def interpret_limit(self, interp: str) -> str | None:
+        """Why JAX's CPU interpreter ``interp`` cannot allocate it (None: it can)."""
+        return self.INTERPRET_LIMITS.get(interp)
 
     @model_validator(mode="after")
     def _size(self) -> "ArrayScratch":
@@ -100,8 +125,10 @@ class ArrayScratch(Model):
     def label(self) -> str:
         layout = " ".join(t.label() for t in self.transforms)
         shape = ",".join(map(str, self.shape))
-        return f"{dtypes.short(self.dtype)}[{shape}] {self.memory_space}" + (
-            f" {layout}" if layout else ""
+        return (
+            f"{dtypes.short(self.dtype)}[{shape}] {self.memory_space}"
+            + (f" {layout}" if layout else "")
+            + alloc_note(self.alloc)
         )
 
     def source(self) -> str:
@@ -121,6 +148,10 @@ class _Special(Model):
 
     #: why a CPU interpreter cannot allocate it, by interpreter (as a statement's)
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {}
+
+    def interpret_limit(self, interp: str) -> str | None:
+        """Why JAX's CPU interpreter ``interp`` cannot allocate it (None: it can)."""
+        return self.INTERPRET_LIMITS.get(interp)
 
     @property
     def transforms(self) -> list[Any]:
@@ -152,6 +183,21 @@ class SemaphoreScratch(_Special):
 
     kind: Literal["semaphore"]
     shape: Shape = Field([], description="[] for one semaphore, [n] for an array of them")
+    alloc: Literal[ALLOCS] = Field(  # type: ignore[valid-type]
+        "scratch_types",
+        description=ALLOC_HELP + "; get_global: pl.get_global, one semaphore shared by "
+        "every block of the device",
+    )
+
+    @property
+    def shared(self) -> bool:
+        """Shared by every block of the device (``pl.get_global``), not one per block."""
+        return self.alloc == "get_global"
+
+    def interpret_limit(self, interp: str) -> str | None:
+        if self.shared:  # neither interpreter has a rule for get_global (jax 0.12)
+            return GLOBAL_INTERPRET_LIMITS.get(interp)
+        return self.INTERPRET_LIMITS.get(interp)
 
     @classmethod
     def example(cls, fit: Any = None) -> dict[str, Any]:
@@ -169,12 +215,21 @@ class SemaphoreScratch(_Special):
         return base_info(self.shape, SEMAPHORE_DTYPE, "GMEM", name)
 
     def label(self) -> str:
-        return "semaphore" + (f"[{','.join(map(str, self.shape))}]" if self.shape else "")
+        shape = f"[{','.join(map(str, self.shape))}]" if self.shape else ""
+        return "semaphore" + shape + alloc_note(self.alloc)
 
     def source(self) -> str:
         if self.shape:
             return f"plgpu.SemaphoreType.REGULAR({tuple(self.shape)!r})"
         return "plgpu.SemaphoreType.REGULAR"
+
+
+#: what JAX's CPU interpreters raise on ``pl.get_global`` (jax 0.12)
+GLOBAL_INTERPRET_LIMITS = {
+    "gpu": "The GPU interpreter cannot allocate a pl.get_global semaphore (TypeError: No "
+    "ir_type_handler for aval type: AbstractRef).",
+    "hlo": "The HLO interpreter cannot allocate a pl.get_global semaphore (AssertionError).",
+}
 
 
 class BarrierScratch(_Special):
@@ -189,6 +244,7 @@ class BarrierScratch(_Special):
     num_barriers: Annotated[StrictInt, Field(ge=1, le=64)] = Field(
         1, description="how many barriers (more than 1: index them with at)"
     )
+    alloc: ScopedAlloc = Field("scratch_types", description=ALLOC_HELP)
 
     @classmethod
     def example(cls, fit: Any = None) -> dict[str, Any]:
@@ -211,7 +267,7 @@ class BarrierScratch(_Special):
 
     def label(self) -> str:
         n = f" x{self.num_barriers}" if self.num_barriers > 1 else ""
-        return f"barrier{n} (arrivals {self.num_arrivals})"
+        return f"barrier{n} (arrivals {self.num_arrivals})" + alloc_note(self.alloc)
 
     def source(self) -> str:
         kw = []
@@ -237,7 +293,8 @@ class ClusterBarrierScratch(BarrierScratch):
 
     def label(self) -> str:
         n = f" x{self.num_barriers}" if self.num_barriers > 1 else ""
-        return f"cluster barrier{n} over {','.join(axes_tuple(self.collective_axes))}"
+        axes = ",".join(axes_tuple(self.collective_axes))
+        return f"cluster barrier{n} over {axes}" + alloc_note(self.alloc)
 
     def source(self) -> str:
         kw = [f"collective_axes={axes_tuple(self.collective_axes)!r}"]
@@ -263,6 +320,7 @@ __all__ = [
     "SCRATCH_CLASSES",
     "SCRATCH_KINDS",
     "SEMAPHORE_DTYPE",
+    "ALLOCS",
     "ArrayScratch",
     "BarrierScratch",
     "ClusterBarrierScratch",

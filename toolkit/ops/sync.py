@@ -10,7 +10,9 @@ cluster blocks).
   until ``sem`` reaches ``value``, then take it off (unless ``decrement`` is false);
 - ``barrier_wait {barrier}``: ``plgpu.barrier_wait``: block until the barrier's phase
   completes (its async copies landed, its arrivals came);
-- ``barrier_arrive {barrier}``: ``plgpu.barrier_arrive``: arrive at a (cluster) barrier.
+- ``barrier_arrive {barrier}``: ``plgpu.barrier_arrive``: arrive at a (cluster) barrier;
+- ``barrier_arrive_and_wait {barrier}``: ``plgpu.barrier_arrive_and_wait``: both, in
+  one call.
 
 A signal happens before the wait it satisfies; a copy's completion happens before the
 ``barrier_wait`` on its barrier: that is how kernels order their traffic, and how the
@@ -360,6 +362,40 @@ class BarrierArrive(StatementOp):
         x.arrive("barrier")
 
 
+class BarrierArriveAndWait(StatementOp):
+    """``plgpu.barrier_arrive_and_wait(barrier)``: ``barrier_arrive`` then
+    ``barrier_wait`` on the same barrier, in one call (JAX lowers it as the two)."""
+
+    HELP: ClassVar[str] = "arrive at a (cluster) barrier, then wait for its phase"
+    FAMILY: ClassVar[str] = "sync"
+    # a wait (the graph's and the deadlock marks' role); it arrives first
+    SYNC_ROLE: ClassVar[str] = "wait"
+    INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
+        "hlo": "The HLO interpreter has no rule for barriers.",
+    }
+    REFS: ClassVar[tuple[tuple[str, str], ...]] = (("barrier", SYNC),)
+
+    op: Literal["barrier_arrive_and_wait"]
+    barrier: RefName = Field(description="a barrier (or one of a barrier array)")
+
+    def label(self) -> str:
+        return f"arrive+wait {self.barrier}"
+
+    def source(self, g: SourceWriter) -> list[str]:
+        return [f"plgpu.barrier_arrive_and_wait({g.ref(self.barrier)})"]
+
+    def trace(self, t: TraceContext) -> bool:
+        return check_barrier(t, "barrier")
+
+    def lower(self, low: LowerContext) -> bool:
+        return low.barrier("barrier", "arrive") or low.barrier("barrier", "wait")
+
+    def execute(self, x: ExecuteContext) -> Any:
+        """Arrives, then blocks (the returned wait) until this thread's next phase."""
+        x.arrive("barrier")
+        return x.wait_barrier("barrier")
+
+
 def check_barrier(t: TraceContext, field: str) -> bool:
     """``_check_ref(barrier, "barrier", SMEM)``: a ref in SMEM (a barrier's memory)."""
     info = t.info(field)
@@ -390,6 +426,7 @@ __all__ = [
     "check_barrier",
     "check_semaphore",
     "BarrierArrive",
+    "BarrierArriveAndWait",
     "BarrierWait",
     "SemaphoreSignal",
     "SemaphoreSignalMulticast",

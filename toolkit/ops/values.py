@@ -13,7 +13,8 @@ axis name ``dev``, ``pl.program_id(0)``, ``lax.axis_size('dev')``, a loop variab
 int32), int, float and bool literals (weakly typed, as JAX's Python
 scalars), ``+ - * / // %``, unary ``-``, comparisons, ``jnp.where(c, x, y)``,
 ``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)`` and
-``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``. Shapes broadcast as numpy's do and
+``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``, ``pl.semaphore_read(sem)`` (a
+semaphore's value: int32). Shapes broadcast as numpy's do and
 dtypes promote as jax.numpy's do (a Python scalar takes the other operand's dtype); the
 store wants the destination's shape and dtype, as ``ref[...] = v`` does.
 
@@ -120,6 +121,11 @@ class Node(Record):
         for c in self.children():
             yield from c.indices()
 
+    def sem_reads(self) -> Iterator[SemRead]:
+        """The semaphores it reads (``pl.semaphore_read``), in evaluation order."""
+        for c in self.children():
+            yield from c.sem_reads()
+
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         """JAX's type of the value (``refs``: name -> (shape, dtype) of each load);
         ValueTypeError where JAX raises."""
@@ -208,6 +214,36 @@ class Index(Node):
 
     def source(self, w: Writer) -> str:
         return w.expr(self.e)
+
+
+class SemRead(Node):
+    """``pl.semaphore_read(sem)``: a semaphore's value now, an int32 scalar (what this
+    run's order of signals and waits left in it)."""
+
+    __slots__ = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def key(self) -> str:
+        """Its value's key among the loaded refs (no ref name has a space)."""
+        return f"semaphore_read {self.name}"
+
+    def sem_reads(self) -> Iterator[SemRead]:
+        yield self
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        return Ty((), "int32", False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        return np.asarray(refs[self.key], np.int32), False
+
+    def source(self, w: Writer) -> str:
+        return f"pl.semaphore_read({w.ref(self.name)})"
 
 
 #: binary operators: the symbol -> JAX's primitive (named in its shape message)
@@ -541,7 +577,7 @@ _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 _GRAMMAR = (
     "loads ref[...], numbers, axis names, lax.axis_index, pl.program_id, + - * / // %, "
     "comparisons, jnp.where, jnp.maximum, jnp.minimum, x.astype(jnp.DTYPE), "
-    "lax.broadcasted_iota(jnp.DTYPE, shape, dim)"
+    "lax.broadcasted_iota(jnp.DTYPE, shape, dim), pl.semaphore_read(sem)"
 )
 
 
@@ -679,6 +715,10 @@ def _call(n: ast.Call, d: int) -> Node:
         if len(args) != 1:
             raise ValueSyntaxError("x.astype(dtype) takes one dtype")
         return Cast(_node(n.func.value, d), _dtype(args[0]))
+    if fn == "pl.semaphore_read":
+        if len(args) != 1 or not isinstance(args[0], ast.Name):
+            raise ValueSyntaxError("pl.semaphore_read(sem) takes one semaphore (a name)")
+        return SemRead(args[0].id)
     if fn == "jnp.where":
         if len(args) != 3:
             raise ValueSyntaxError("jnp.where(c, x, y) takes three values")

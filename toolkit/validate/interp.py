@@ -77,7 +77,7 @@ def _statements(ctx: Ctx) -> None:
     """The first scratch or statement the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
     for name, sc in ctx.s.call.scratch.items():
-        why = sc.INTERPRET_LIMITS.get(interp)
+        why = sc.interpret_limit(interp)
         if why:
             _limit(ctx, f"call.scratch.{name}", why)
             return

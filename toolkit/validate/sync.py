@@ -43,6 +43,7 @@ from typing import Any
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import INTERP_CANNOT, Edit, Fix
 from mpmd_lab.engine import Engine, Limits, Outcome, SimError
+from mpmd_lab.ops import Compute
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
 
@@ -124,6 +125,7 @@ def check_sync(ctx: Ctx) -> None:
     _races(ctx, interp, gpu, witnesses)
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
+    _semaphore_reads(ctx)
     if not ex.complete and not gpu.stopped:
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
@@ -152,6 +154,25 @@ def check_sync(ctx: Ctx) -> None:
             "deadlocks and out-of-bounds indices past that point are not checked",
             severity="warning",
         )
+
+
+def _semaphore_reads(ctx: Ctx) -> None:
+    """What the check does not model of ``pl.semaphore_read`` (a compute's value)."""
+    for p in ctx.programs:
+        for st in p.stmts:
+            sems = st.node.sem_names() if isinstance(st.node, Compute) else []
+            if not sems:
+                continue
+            ctx.add(
+                "SYNC_NOT_CHECKED",
+                f"{st.path}.value",
+                f"pl.semaphore_read of {', '.join(sems)}: the value read is the one each "
+                "schedule checked leaves in the semaphore, and the read orders nothing here "
+                "(on a GPU it is an acquire load: it orders the signals it saw before it). "
+                "Races are judged as if only waits order: a kernel that polls a read instead "
+                "of waiting may be reported racy where the acquire orders it",
+                severity="warning",
+            )
 
 
 def offsets_bytes(s: Any) -> int:
