@@ -1172,7 +1172,11 @@ class Engine:
                 if self.chooser is not None:
                     self.trail.append((run.a, node.path))
                     if self._arrival is not None:
-                        w, self._arrival = self._arrival, None
+                        held, self._arrival = self._arrival, None
+                        if w is None:
+                            w = held
+                        else:  # barrier_arrive_and_wait: its arrival lands, then it waits
+                            yield held
                 if w is not None:
                     if self.chooser is not None and isinstance(w, SemaphoreWait | BarrierArrival):
                         if isinstance(w, SemaphoreWait):
