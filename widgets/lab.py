@@ -55,6 +55,7 @@ class Lab(w.VBox):
             self.graph,
         ]
         state.subscribe(self._on_change)
+        state.subscribe_busy(self._on_busy)
         self._sync()
 
     # ------------------------------------------------------------ toolbar
@@ -88,6 +89,8 @@ class Lab(w.VBox):
             b.layout = w.Layout(width="80px")
         self.message = w.HTML()
         self.message.add_class("mpl-message")
+        self.busy = w.HTML(layout=w.Layout(display="none"))
+        self.busy.add_class("mpl-busy-line")
         self.description = w.HTML()
         self.toolbar = w.VBox(
             [
@@ -101,6 +104,7 @@ class Lab(w.VBox):
                         self.replace_button,
                         self.undo_button,
                         self.redo_button,
+                        self.busy,
                     ],
                     layout=w.Layout(align_items="center", flex_flow="row wrap"),
                 ),
@@ -113,6 +117,18 @@ class Lab(w.VBox):
             self.path.value = str(st.path or "")
             self._ask_replace(None)
         self._sync()
+
+    def _on_busy(self, st: Session) -> None:
+        """A change under way: say so, and hold Load, Save and the gallery until the
+        scenario on screen is the session's (the run panel holds Run and Export)."""
+        for control in (self.load_button, self.save_button, self.replace_button, self.gallery):
+            control.disabled = bool(st.busy)
+        if st.busy:
+            self.busy.value = f"<span class='mpl-busy'>⏳ {c.esc(st.busy)}…</span>"
+            self.busy.layout.display = None
+        else:
+            self.busy.value = ""
+            self.busy.layout.display = "none"
 
     def _sync(self) -> None:
         st = self.state
@@ -163,8 +179,11 @@ class Lab(w.VBox):
         self.description.value = start + about
         self.undo_button.disabled = not st.can_undo
         self.redo_button.disabled = not st.can_redo
+        checked = f" · checked in {st.check_ms:.0f} ms"
         self.message.value = (
-            f"<span class='mpl-hint'>{c.esc(st.message)} · checked in {st.check_ms:.0f} ms</span>"
+            c.problems_html([("", st.message)])
+            if st.message.startswith("not set:")  # a typed value refused (``refuse``)
+            else f"<span class='mpl-hint'>{c.esc(st.message)}{checked}</span>"
             if st.message
             else ""
         )
