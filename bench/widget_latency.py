@@ -80,10 +80,10 @@ def open_rows(repeats: int = 5) -> list[Row]:
     return out
 
 
-def rows(edits: int = 15) -> list[Row]:
+def rows(edits: int = 15, opens: int = 5) -> list[Row]:
     from mpmd_lab.widgets import Lab
 
-    out = open_rows()
+    out = open_rows(opens)
     for graph in (False, True):
         lab = Lab("ring-shift", background=False, graph=graph)
         walls, feedback, checks = [], [], []
