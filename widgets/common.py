@@ -63,6 +63,7 @@ CSS = """
 .mpl-unsaved { color: #b26a00; font-size: 12px; font-weight: 600; }
 .mpl-refused input, .mpl-refused textarea { border-color: #b00020 !important;
   background: #fff4f4 !important; }
+.mpl-lab .mpl-labelled .widget-label { color: #667; font-size: 12px; }
 .mpl-busy { color: #1565c0; font-size: 12px; font-weight: 600; margin-left: 8px; }
 .mpl-about-stale { opacity: 0.7; }
 .mpl-shape-line { margin-left: 22px; color: #2e5a88; }
@@ -105,6 +106,17 @@ def make(cls: type[w.Widget], *, width: str | None = None, **kw: Any) -> Any:
         kw["style"] = _STYLES[cls]
     kw.setdefault("layout", lay(width=width) if width else lay())
     return cls(**kw)
+
+
+_LABELLED: dict[type, w.Widget] = {}
+
+
+def _labelled_style(cls: type[w.Widget]) -> Any:
+    """The shared style of a ``cls`` field whose label is its description (as wide as
+    the label, not ipywidgets' fixed column)."""
+    if cls not in _LABELLED:
+        _LABELLED[cls] = cls.class_traits()["style"].klass(description_width="initial")
+    return _LABELLED[cls]
 
 
 def style() -> w.HTML:
@@ -222,13 +234,11 @@ def field(
     through ``commit``. The label carries the widget's tooltip (the field's help) too."""
     if css:
         widget.add_class(css)
-    kids: list[w.Widget] = []
-    if label:
-        tip = getattr(widget, "tooltip", None) or ""
-        title = f" title='{esc(tip)}'" if tip else ""
-        kids.append(make(w.HTML, value=f"<span class='mpl-hint'{title}>{esc(label)}</span>"))
-    kids.append(widget)
-    box = w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
+    if label:  # the widget's own description (one widget less a field: big bodies have 100s)
+        widget.description = label
+        widget.style = _labelled_style(type(widget))
+        widget.add_class("mpl-labelled")
+    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap"))
 
     def refuse(message: str) -> None:
         """Show why the value was refused ("" : taken); the line is made when first needed
