@@ -75,6 +75,9 @@ CSS = """
 .mpl-more p, .mpl-more li { font-size: 12px; margin: 2px 0; }
 .mpl-more pre { font-size: 11px; background: #f3f3f3; padding: 4px; white-space: pre-wrap; }
 .mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
+.mpl-lab .mpl-step-below { margin-left: 22px; }
+.mpl-lab .mpl-run-results { max-width: 100%; overflow-x: auto; }
+.mpl-lab .mpl-run-results .widget-html-content { overflow-x: auto; max-width: 100%; }
 .mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
@@ -109,6 +112,31 @@ def make(cls: type[w.Widget], *, width: str | None = None, **kw: Any) -> Any:
 
 
 _LABELLED: dict[type, w.Widget] = {}
+
+#: px per character of the UI font at 13 px (a little generous), and the widest a field
+#: grows to fit what it holds
+CHAR_PX = 7.6
+MAX_FIELD_PX = 420
+
+
+def text_px(text: str) -> int:
+    """Pixels that show ``text`` whole in a field (its padding and a caret included)."""
+    return int(len(text) * CHAR_PX) + 26
+
+
+def _fit(widget: w.Widget, label: str) -> None:
+    """Widen a fixed-width field so that its label and its value show whole (no
+    truncated ``semaphore_s``, no ``(dev + axis_size(dev) -``): its width is a floor."""
+    width = widget.layout.width or ""
+    if not width.endswith("px") or widget.layout.display == "none":
+        return
+    value = widget.value if isinstance(getattr(widget, "value", None), str) else ""
+    if isinstance(widget, w.Dropdown):
+        value = str(widget.label or "") + "  ▾"
+    need = text_px(value) + (text_px(label) - 14 if label else 0)
+    if need > int(float(width[:-2])):
+        keep = {"display": widget.layout.display} if widget.layout.display else {}
+        widget.layout = lay(width=f"{min(need, MAX_FIELD_PX)}px", **keep)
 
 
 def _labelled_style(cls: type[w.Widget]) -> Any:
@@ -238,6 +266,7 @@ def field(
         widget.description = label
         widget.style = _labelled_style(type(widget))
         widget.add_class("mpl-labelled")
+    _fit(widget, label or "")
     box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap"))
 
     def refuse(message: str) -> None:
