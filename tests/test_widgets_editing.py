@@ -15,7 +15,7 @@ from mpmd_lab.scenario import load_scenario
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import Lab
 from mpmd_lab.widgets.mesh_editor import blocks_svg, devices_svg
-from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into, walk
 
 
 @pytest.fixture
@@ -366,3 +366,21 @@ def test_undo_of_opening_a_big_scenario_reuses_its_rows():
     assert len(again) == len(rows) > 20
     assert sum(a is b for a, b in zip(rows, again, strict=True)) >= len(rows) - 2
     assert all(x.comm is not None for x in again)  # none closed
+
+
+def test_clicking_a_graph_box_brings_its_editor_into_view():
+    """A statement's box: the Call tab, its program, its row marked with the class the
+    graph's browser side scrolls into view; a view's box: its stack in the Views tab."""
+    lab = Lab("collective-matmul", background=False, graph=True)
+    view = lab.graph.view
+    assert view is not None
+    path = "call.programs[0].body[15].body[5].body[4]"  # the loop's semaphore_signal
+    view.set_state({"selected": path})
+    assert lab.tabs.selected_index == 0  # Call
+    row = lab.call.row_of(path)
+    assert row is not None and view.focus and view.focus in row._dom_classes
+    assert any(getattr(x, "value", None) == "semaphore_signal" for x in walk(row))
+    first = view.focus
+    view.set_state({"selected": "call.programs[0].body[0]"})  # a let: its view stack
+    assert lab.tabs.selected_index == 2 and view.focus != first
+    assert view.focus in lab.transforms._dom_classes and first not in row._dom_classes

@@ -634,6 +634,10 @@ class Section(w.VBox):
         self._used[key] = widget
         return widget
 
+    def row(self, ident: Any) -> w.Widget | None:
+        """The row on screen named ``ident`` (``memo``'s), or None."""
+        return self._idents.get(ident)
+
     def _reconcile(self, old: list[w.Widget], new: list[w.Widget]) -> list[w.Widget]:
         """``new``, with each plain HTML line that takes the place of one of the same
         kind kept and given the new text. The browser re-creates every child from the
