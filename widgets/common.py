@@ -76,8 +76,9 @@ CSS = """
 .mpl-more pre { font-size: 11px; background: #f3f3f3; padding: 4px; white-space: pre-wrap; }
 .mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
 .mpl-lab .mpl-step-below { margin-left: 22px; }
-.mpl-lab .mpl-run-results { max-width: 100%; overflow-x: auto; }
-.mpl-lab .mpl-run-results .widget-html-content { overflow-x: auto; max-width: 100%; }
+.mpl-lab .mpl-run-panel, .mpl-lab .mpl-run-results, .mpl-lab .mpl-run-results .widget-html,
+.mpl-lab .mpl-run-results .widget-html-content { min-width: 0; max-width: 100%; }
+.mpl-lab .mpl-table-scroll { overflow-x: auto; max-width: 100%; }
 .mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }

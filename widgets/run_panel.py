@@ -34,7 +34,8 @@ def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
         rows.append(f"<tr>{cells}{'<td>…</td>' if len(r) > MAX_COLS else ''}</tr>")
     if len(m) > MAX_ROWS:
         rows.append("<tr><td>⋮</td></tr>")
-    return f"<div>{head}<table class='mpl-table'>{''.join(rows)}</table></div>"
+    table = f"<table class='mpl-table'>{''.join(rows)}</table>"
+    return f"<div>{head}<div class='mpl-table-scroll'>{table}</div></div>"
 
 
 def _num(v: Any) -> str:
