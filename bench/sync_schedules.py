@@ -16,7 +16,12 @@ def rows(quick: bool = False) -> list[Row]:
     from mpmd_lab import gallery
     from mpmd_lab.engine import Engine, Limits
     from mpmd_lab.engine.explore import explore
-    from mpmd_lab.validate.sync import EXPLORE_SECONDS, MAX_SCHEDULES, MAX_STEPS
+    from mpmd_lab.validate.sync import (
+        EXPLORE_SECONDS,
+        MAX_EXPLORE_STEPS,
+        MAX_SCHEDULES,
+        MAX_STEPS,
+    )
 
     out = []
     for name in KERNELS:
@@ -35,6 +40,7 @@ def rows(quick: bool = False) -> list[Row]:
                     chooser=ch,
                 ),
                 max_runs=MAX_SCHEDULES,
+                max_steps=MAX_EXPLORE_STEPS,
                 max_seconds=EXPLORE_SECONDS,
             )
             dt = time.perf_counter() - t0

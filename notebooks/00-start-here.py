@@ -52,6 +52,7 @@
 # | 06 exercises | scenarios to repair, each checked (06 exercises — solutions: the key) | 60 min |
 # | 07 bring your own kernel | your own `pl.kernel` call read into the Lab: `from_jax`, `show`, `%%mpmd_lab`, `mpmd-lab import` | 15 min |
 # | 08 collectives | semaphores, ring all-gather, reduce-scatter, the collective matmul | 45 min |
+# | 09 collective puzzles | fifteen graded puzzles on 4 devices, from a ring shift to the collective matmul | 60–90 min |
 
 # %%
 # Run once: figures inline, and the repository importable when opened from notebooks/.

@@ -21,6 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
+from mpmd_lab.ops import Transform
+from pydantic import TypeAdapter
+
+_TRANSFORM = TypeAdapter(Transform)
+
+
+def as_ops(stack: list[dict[str, Any]]) -> list[Any]:
+    """A transform stack in its JSON form as the op objects the rules take."""
+    return [_TRANSFORM.validate_python(t) for t in stack]
+
 
 BITS = {
     "int32": 32,
@@ -445,7 +455,7 @@ def rules_verdict(d: dict[str, Any]) -> Verdict:
     if sc is not None:
         bits = L.dtype_bits(sc["dtype"])
         e = L.tiling_swizzle_error(
-            sc["shape"], bits, sc["memory_space"], sc["transforms"], entry=entry,
+            sc["shape"], bits, sc["memory_space"], as_ops(sc["transforms"]), entry=entry,
             packed=sc.get("packed"), collective=sc.get("collective"),
         )  # fmt: skip
         if e is not None:
@@ -475,7 +485,8 @@ def rules_verdict(d: dict[str, Any]) -> Verdict:
     if sc is not None:
         e = L.gmem_scratch_error(entry, [(sc["memory_space"], sc["dtype"])])
         if e is None and sc["memory_space"] == "SMEM":
-            e = L.smem_capacity_error([(sc["shape"], L.dtype_bits(sc["dtype"]), sc["transforms"])])
+            layout = as_ops(sc["transforms"])
+            e = L.smem_capacity_error([(sc["shape"], L.dtype_bits(sc["dtype"]), layout)])
         if e is not None:
             return v(e)
     accessed = use.get("src") if use["op"] in ("copy", "tma_store") else use.get("dst")
@@ -491,8 +502,8 @@ def rules_verdict(d: dict[str, Any]) -> Verdict:
             continue
         shape, dtype, space, sstack = spec
         if space == "TMEM" and access != "tma":
-            return v(L.tmem_access_error(shape, stack, dtype))
-        e = L.view_lowering_error(shape, dtype, sstack, stack, access)
+            return v(L.tmem_access_error(shape, as_ops(stack), dtype))
+        e = L.view_lowering_error(shape, dtype, as_ops(sstack), as_ops(stack), access)
         if e is not None:
             return v(e)
     del accessed

@@ -90,8 +90,16 @@ def test_corpus_kernel_gives_its_expected_value_race_free_and_balanced(name):
     out, want = EXPECTED[name]
     np.testing.assert_array_equal(r.outputs[out], want())
     assert r.races == [], [x.describe() for x in r.races[:3]]
-    assert r.deadlock == [] and r.leftover == []
-    assert r.diagnostics() == []
+    assert r.deadlock == [] and r.leftover == LEFT.get(name, [])
+    assert [d.code for d in r.diagnostics()] == ["SEMAPHORE_IMBALANCE"] * len(r.leftover)
+
+
+#: what a wait with decrement=False leaves on its semaphore (every device's ``done``: 4)
+LEFT = {
+    "multimem_load_reduce": [
+        (f"done on device {d} block 0", 4, "call.programs[0].body[1]") for d in range(4)
+    ]
+}
 
 
 def test_collective_matmul_is_the_all_gathered_product():

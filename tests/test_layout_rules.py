@@ -20,6 +20,9 @@ from mpmd_lab.catalogue import classify, unwrap
 sys.path.insert(0, str(Path(__file__).parent / "agreement"))
 from cases import S, T, at, ds, kernel, out, smem, tma, view  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).parent))
+from agreement_stacks import as_ops  # noqa: E402
+
 LOWER = ("build", "trace", "gpu-lower")
 MPMD_SCRATCH = L.JaxError(
     "MPMD_GPU_SCRATCH",
@@ -87,13 +90,13 @@ def _scratch_cases() -> list[Case]:
             spec = {"shape": shape, "dtype": dt, "memory_space": space, "transforms": stack}
             sc = kernel([], entry=entry, scratch={"s": spec})
             bits = dtypes[dt]
-            pred = L.tiling_swizzle_error(shape, bits, space, stack, entry=entry)
+            pred = L.tiling_swizzle_error(shape, bits, space, as_ops(stack), entry=entry)
             if pred is None and entry == "pl.kernel":
                 pred = MPMD_SCRATCH
             if pred is None:
                 pred = L.gmem_scratch_error(entry, [(space, dt)])
             if pred is None:
-                pred = L.smem_capacity_error([(shape, bits, stack)])
+                pred = L.smem_capacity_error([(shape, bits, as_ops(stack))])
             out_.append(Case(f"scratch-{space}-{entry}-{dt}-{shape}-{i}", sc, pred))
     # TMEM build rules
     for dt, packed, stack in [
@@ -106,7 +109,8 @@ def _scratch_cases() -> list[Case]:
         spec = {"shape": [128, 128], "dtype": dt, "memory_space": "TMEM", "transforms": stack}
         if packed is not None:
             spec["packed"] = packed
-        pred = L.tiling_swizzle_error([128, 128], L.dtype_bits(dt), "TMEM", stack, packed=packed)
+        layout = as_ops(stack)
+        pred = L.tiling_swizzle_error([128, 128], L.dtype_bits(dt), "TMEM", layout, packed=packed)
         out_.append(
             Case(f"scratch-TMEM-{dt}-{packed}-{len(stack)}", kernel([], scratch={"t": spec}), pred)
         )
@@ -150,7 +154,8 @@ def _view_cases() -> list[Case]:
                 body.append(tma("v"))
                 outs = out(vs[0], vs[1])
             sc = kernel(body, scratch=smem(shape, dt, *stack), outputs=outs)
-            pred = L.view_lowering_error(shape, dt, stack, v, "tma" if use == "tma" else "store")
+            access = "tma" if use == "tma" else "store"
+            pred = L.view_lowering_error(shape, dt, as_ops(stack), as_ops(v), access)
             name = f"view-{dt}{shape}-{len(stack)}-{v}-{use}"
             out_.append(Case(name, sc, pred, covers=True))
     return out_
@@ -198,7 +203,7 @@ def _tmem_cases() -> list[Case]:
             body.append({"op": "copy", "src": ref, "dst": "out"})
             outs = out(vs[0], vs[1])
         sc = kernel(body, scratch={"t": spec}, outputs=outs)
-        out_.append(Case(f"tmem-{dt}{shape}-{v}-{use}", sc, L.tmem_access_error(shape, v)))
+        out_.append(Case(f"tmem-{dt}{shape}-{v}-{use}", sc, L.tmem_access_error(shape, as_ops(v))))
     return out_
 
 
@@ -350,8 +355,8 @@ def test_rank0_init_rule_and_jax() -> None:
 
 
 def test_physical_shape_in_stack_order() -> None:
-    assert L.physical_shape([128, 128], 32, [T(8, 32), S(128)]) == ((16, 4, 8, 32), None)
-    shape, err = L.physical_shape([128, 128], 32, [S(128), T(8, 32)])
+    assert L.physical_shape([128, 128], 32, as_ops([T(8, 32), S(128)])) == ((16, 4, 8, 32), None)
+    shape, err = L.physical_shape([128, 128], 32, as_ops([S(128), T(8, 32)]))
     assert shape is None and err.code == "SWIZZLE_TRAILING_DIM"
     assert err.message.endswith("but got shape: (128, 128)")
-    assert L.physical_shape([256], 16, [T(16, 64)]) == ((16, 16, 64), None)
+    assert L.physical_shape([256], 16, as_ops([T(16, 64)])) == ((16, 16, 64), None)

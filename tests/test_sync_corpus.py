@@ -46,20 +46,6 @@ KIND_OF = {
 #: one-schedule engine missed is left unmarked, and none is marked any more
 ONE_SCHEDULE: set[str] = set()
 
-#: ``semaphore_wait(..., decrement=False)`` leaves its value on the semaphore, and
-#: today's check never counts it toward SEMAPHORE_IMBALANCE (issue 28)
-DECREMENT_FALSE = {
-    "ag2-no-decrement",
-    "ag3-no-decrement",
-    "ag4-no-decrement",
-    "rs2-no-decrement",
-    "rs3-no-decrement",
-    "rs4-no-decrement",
-    "ex2-done-no-decrement",
-    "ex3-done-no-decrement",
-    "ex4-done-no-decrement",
-}
-
 #: small enough for every trace to be enumerated (the naive cross-check)
 SMALL = sorted(n for n, lab in LABELS.items() if lab["states"] <= 60)
 
@@ -82,9 +68,6 @@ def _mark(name: str) -> pytest.param:
         return pytest.param(
             name, marks=pytest.mark.xfail(strict=True, reason="one-schedule engine")
         )
-    if name in DECREMENT_FALSE:
-        reason = "decrement=False not counted toward SEMAPHORE_IMBALANCE"
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
     return pytest.param(name)
 
 
@@ -94,7 +77,7 @@ def test_corpus_size_and_mix() -> None:
     for kind in ("clean", "race", "deadlock", "imbalance"):
         assert kinds.count(kind) >= 20, kind
     assert sum(lab["schedule_pattern"] for lab in LABELS.values()) >= 30
-    assert ONE_SCHEDULE | DECREMENT_FALSE <= set(LABELS)
+    assert ONE_SCHEDULE <= set(LABELS)
 
 
 def test_committed_corpus_is_what_the_script_writes(tmp_path: Path) -> None:
@@ -232,7 +215,7 @@ def test_precision_and_recall(capsys: pytest.CaptureFixture[str]) -> None:
     lines.append(f"verdict agrees on {agree}/{len(LABELS)} scenarios")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
-    assert misses <= ONE_SCHEDULE | DECREMENT_FALSE
+    assert misses <= ONE_SCHEDULE
 
 
 #: one scenario of each family and kind of construct, asked of real JAX in the fast run

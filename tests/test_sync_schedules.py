@@ -27,6 +27,8 @@ EXPECTED = {
     "competing_waiters_late": "DEADLOCK_SEMAPHORE",
     "loads_complete_out_of_order": "RACE_DETECTED",
     "keep_wait_leaves_more": "SEMAPHORE_IMBALANCE",
+    # a barrier of one arrival: whichever warpgroup arrives first completes phase 0
+    "barrier_arrivals_in_either_phase": "RACE_DETECTED",
 }
 
 
@@ -66,6 +68,7 @@ def test_a_partial_wait_race_is_said_in_the_buffers_terms_with_the_missing_edge(
         "partial_wait_reads_first_signallers_half",
         "semaphore_reused_across_rounds",
         "loads_complete_out_of_order",
+        "barrier_arrivals_in_either_phase",
     ],
 )
 def test_a_race_witness_replays_in_the_simulator(name):
@@ -173,3 +176,77 @@ def test_a_witness_draws_as_a_timeline_with_the_race_marked():
     assert "write body[5].body[0]" in texts and "read body[11].body[1]" in texts
     assert "saw device 1" in texts  # the wait's choice that lets the race happen
     assert witness_png(d.witness).startswith(b"\x89PNG")
+
+
+def test_the_lab_shows_a_witness_timeline_from_the_problems_panel():
+    """The race's card has a toggle; clicking it draws the witness (mpmd_lab.timeline's
+    PNG, the same bytes the library gives), clicking again hides it."""
+    from mpmd_lab.session import Session
+    from mpmd_lab.timeline import witness_png
+    from mpmd_lab.widgets.problems import ProblemsView
+    from mpmd_lab.widgets.testing import find, find_all
+
+    view = ProblemsView(Session(_scenario("partial_wait_reads_first_signallers_half")))
+    card = find(view, "mpl-diag-RACE_DETECTED")
+    toggle = find(card, "mpl-witness-toggle")
+    assert find_all(card, "mpl-witness-timeline") == []  # drawn only when asked
+    toggle.set_state({"value": True})
+    (image,) = find_all(card, "mpl-witness-timeline")
+    d = _found("partial_wait_reads_first_signallers_half", "RACE_DETECTED")
+    png = bytes(image.value)
+    assert png.startswith(b"\x89PNG") and png == witness_png(d.witness)
+    toggle.set_state({"value": False})
+    assert find_all(card, "mpl-witness-timeline") == []
+    clean = ProblemsView(Session(gallery.load("ring-all-gather")))
+    assert find_all(clean, "mpl-witness-toggle") == []
+
+
+def _explore(name: str, **bounds):
+    from mpmd_lab.engine import Engine, Limits
+    from mpmd_lab.engine.explore import explore
+
+    s = _scenario(name)
+    return explore(
+        lambda ch: Engine(s, data=False, limits=Limits(max_steps=20_000), log_limit=0, chooser=ch),
+        **bounds,
+    )
+
+
+def test_the_exploration_is_bounded_by_schedules_and_steps_not_by_the_clock():
+    """The same scenario always gets the same verdict, whatever the machine's load: the
+    bounds are runs and thread-steps; the clock only cancels (and says it was time)."""
+    whole = _explore("competing_waiters", max_runs=500)
+    assert whole.complete and whole.runs > 1 and whole.deadlock is not None
+    for _ in range(2):
+        cut = _explore("competing_waiters", max_runs=500, max_steps=1)
+        assert (cut.complete, cut.runs) == (False, 1)
+        assert cut.why.startswith("stopped at its bound of 1 thread-steps over all schedules")
+        assert "not yet tried" in cut.why
+    late = _explore("competing_waiters", max_runs=500, max_seconds=0.0)
+    assert not late.complete and late.why.startswith("cancelled after")
+    assert "its time bound (a last resort" in late.why
+
+
+def test_which_phase_a_barrier_arrival_joins_is_explored():
+    """Warpgroup 1's arrival may come first and complete phase 0 alone (the lockstep
+    order has warpgroup 0's first, and was only said not checked); with a barrier of two
+    arrivals the phase holds both whichever comes first, and the kernel is clean."""
+    d = _found("barrier_arrivals_in_either_phase", "RACE_DETECTED")
+    assert d.witness["race"]["region"] == "smem[0:128]"
+    edge = d.witness["race"]["missing_edge"]
+    assert "device 0 block 0 thread 1's arrival at call.programs[0].body[1].body[0] joined " in edge
+    assert "phase 0 of bar of device 0 block 0" in edge
+    diags = check(_scenario("barrier_arrivals_in_one_phase"))
+    assert not [d for d in diags if d.code.startswith(("RACE", "DEADLOCK", "SYNC_NOT", "SEMA"))]
+
+
+def test_the_barrier_scenarios_are_kernels_jax_lowers():
+    """Both barrier scenarios build, trace and lower for the GPU in real JAX (the race is
+    the schedule's, not a rule JAX applies)."""
+    from mpmd_lab import probe
+
+    names = ["barrier_arrivals_in_either_phase", "barrier_arrivals_in_one_phase"]
+    results = probe.probe_many(
+        [_scenario(n) for n in names], ("build", "trace", "gpu-lower"), timeout=300
+    )
+    assert [r.ok for r in results] == [True, True], [r.message for r in results]

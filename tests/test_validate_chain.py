@@ -15,7 +15,7 @@ from mpmd_lab.resolve import resolve
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.lower import LowerCtx, _may_stop
+from mpmd_lab.validate.lower import LowerCtx
 
 from bench.scaling import chain_of_views
 
@@ -109,7 +109,7 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
                 view = [t for _, t in b.stack]
                 _root, moved, tangled, rules, stop, reshape = low.view(b)
                 assert low.memref(b) == L.view_memref(root.shape, view), [t.op for t in view]
-                assert stop == next((k for k, t in enumerate(view) if _may_stop(t)), None)
+                assert stop == next((k for k, t in enumerate(view) if t.stops_access()), None)
                 assert reshape == any(t.op == "reshape" for t in view)
                 assert moved == any(_moved(t) for t in view)
                 # tangled: a bitcast, or a step after a moved one that is not a transpose

@@ -42,7 +42,6 @@ VALID = [
     "device_barrier_sems",
     "exchange_shards",
     "exchange_tma_load",
-    "multimem_load_reduce",
     "per_block_sems_grid",
     "remote_atomic_add",
     "ring_all_gather",
@@ -124,6 +123,16 @@ def test_signals_that_do_not_balance_are_a_warning():
     (w,) = sync_diags(d)
     assert (w.code, w.severity) == ("SEMAPHORE_IMBALANCE", "warning")
     assert "sem on device 0 block 0 = 1" in w.message
+
+
+def test_a_wait_that_does_not_decrement_leaves_its_value_and_is_a_warning():
+    """multimem_load_reduce's kernel waits for all 4 devices' signals with
+    decrement=False: every device's semaphore ends at 4 (issue 28: a semaphore not zero
+    at the end is an imbalance, whichever wait left it)."""
+    diags = sync_diags(fixture("multimem_load_reduce"))
+    assert [(d.code, d.severity) for d in diags] == [("SEMAPHORE_IMBALANCE", "warning")]
+    assert "done on device 0 block 0 = 4" in diags[0].message
+    assert "decrement=False, as at call.programs[0].body[2]" in diags[0].message
 
 
 # ---------------------------------------------------------------- against JAX

@@ -848,6 +848,57 @@ ENTRIES: list[Entry] = [
         "A TMA copy of a transposed, reshaped, bitcast or cluster view of GMEM",
     ),
     Entry(
+        "IM2COL_TRANSFORMED_REF",
+        "TypeError",
+        r"im2col_ref must be applied to an untransformed reference",
+        "trace",
+        "plgpu.im2col_ref of a view, not of the ref itself",
+    ),
+    Entry(
+        "IM2COL_WINDOW",
+        "ValueError",
+        r"im2col_ref requires 1, 2, or 3 spatial dimensions|\(pad_lo, pad_hi\) pairs in padding"
+        r"|window_shape\[\d+\] must be in \[1, \d+\]|padding\[\d+\](\[[01]\])? must be",
+        "trace",
+        "An im2col window or padding outside the TMA's range",
+    ),
+    Entry(
+        "IM2COL_SHAPE",
+        "ValueError",
+        r"im2col_ref with \d+ spatial dims requires a rank-|im2col_ref spatial dim \d+ has "
+        r"non-positive output size",
+        "trace",
+        "An im2col view of a ref that is not (N, *spatial, C) with room for a window",
+    ),
+    Entry(
+        "IM2COL_NOT_A_REF",
+        "ValueError",
+        r"Can only call `im2col_ref` on a `Ref`",
+        "trace",
+        "plgpu.im2col_ref of an array, not a Ref",
+    ),
+    Entry(
+        "IM2COL_NOT_INDEXED",
+        "NotImplementedError",
+        r"Only indexing is supported on im2col-transformed refs",
+        "trace",
+        "A TMA load of an im2col view transformed other than by indexing",
+    ),
+    Entry(
+        "IM2COL_INDEXING",
+        "ValueError",
+        r"im2col_ref must be indexed with a unit-stride row slice",
+        "trace",
+        "A TMA load of an im2col view not indexed down to (rows, channels)",
+    ),
+    Entry(
+        "IM2COL_WARPGROUP",
+        "NotImplementedError",
+        r"im2col copies are not supported under Warpgroup lowering semantics",
+        "gpu-lower",
+        "A TMA load of an im2col view in a warpgroup-semantics kernel",
+    ),
+    Entry(
         "TMA_SMEM_CLUSTER",
         "ValueError",
         r"Only SMEM <-> GMEM copies supported",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from mpmd_lab import scenario_json as J
 from mpmd_lab.ops import Let, MulticastRef, MultimemStore
 from mpmd_lab.scenario import Scenario
 
@@ -51,85 +52,6 @@ class Exercise:
 
 
 # ---------------------------------------------------------------- scenario builders
-
-
-def _scenario(
-    name: str,
-    description: str,
-    *,
-    buffers: dict[str, dict[str, Any]],
-    args: list[dict[str, Any]],
-    outputs: dict[str, dict[str, Any]],
-    body: list[dict[str, Any]],
-    grid: dict[str, int] | None = None,
-    device_mesh: dict[str, int] | None = None,
-    entry: str = "pl.kernel",
-    scratch: dict[str, dict[str, Any]] | None = None,
-    captures: dict[str, str] | None = None,
-    interpret: str = "gpu",
-    detect_races: bool = False,
-) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "schema": "mpmd-lab/scenario@1",
-        "name": name,
-        "description": description,
-        "buffers": buffers,
-        "call": {
-            "entry": entry,
-            "args": args,
-            "outputs": outputs,
-            "programs": [
-                {
-                    "mesh": {"grid": grid or {"b": 1}, "cluster": {}, "threads": None},
-                    "body": body,
-                }
-            ],
-        },
-        "run": {"interpret": interpret, "detect_races": detect_races},
-    }
-    if device_mesh:
-        data["device_mesh"] = device_mesh
-    if scratch:
-        data["call"]["scratch"] = scratch
-    if captures:
-        data["call"]["captures"] = [{"name": n, "buffer": b} for n, b in captures.items()]
-    return data
-
-
-def _buf(shape: list[int], dtype: str = "float32", init: Any = "iota", **kw: Any) -> dict:
-    return {"shape": shape, "dtype": dtype, "init": init, **kw}
-
-
-def _out(shape: list[int], dtype: str = "float32") -> dict[str, Any]:
-    return {"shape": shape, "dtype": dtype}
-
-
-def _arg(buffer: str, param: str, *transforms: dict[str, Any]) -> dict[str, Any]:
-    return {"buffer": buffer, "param": param, "transforms": list(transforms)}
-
-
-def _let(name: str, ref: str, *transforms: dict[str, Any]) -> dict[str, Any]:
-    return {"let": name, "ref": ref, "transforms": list(transforms)}
-
-
-def _copy(src: str, dst: str) -> dict[str, Any]:
-    return {"op": "copy", "src": src, "dst": dst}
-
-
-def _add(dst: str, lhs: str, rhs: str) -> dict[str, Any]:
-    return {"op": "add", "dst": dst, "lhs": lhs, "rhs": rhs}
-
-
-def _at(*index: Any) -> dict[str, Any]:
-    return {"op": "at", "index": list(index)}
-
-
-def _peer(offset: int, axis: str = "dev") -> dict[str, Any]:
-    return {"op": "remote_ref", "device": {axis: {"offset": offset}}}
-
-
-def _multicast(axes: str | list[str] = "dev") -> dict[str, Any]:
-    return {"op": "multicast_ref", "axes": axes}
 
 
 def _by_device(a: np.ndarray, n: int) -> np.ndarray:
@@ -177,7 +99,7 @@ def _exercises() -> list[Exercise]:
     ex: list[Exercise] = []
 
     # --- 03: calls and aliasing -------------------------------------------------------
-    acc = {"acc": _buf([256], as_ref=True)}
+    acc = {"acc": J.buffer([256], as_ref=True)}
     ex.append(
         Exercise(
             name="dup-ref",
@@ -188,21 +110,21 @@ def _exercises() -> list[Exercise]:
             "and `out` holds `acc + acc`.",
             hint="A Ref may be passed to a kernel only once. Drop the second argument and "
             "let the body read the one parameter twice.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-dup-ref",
                 "acc passed twice: two kernel parameters alias one Ref.",
                 buffers=acc,
-                args=[_arg("acc", "a_ref"), _arg("acc", "b_ref")],
-                outputs={"out": _out([256])},
-                body=[_add("out", "a_ref", "b_ref")],
+                args=[J.arg("acc", "a_ref"), J.arg("acc", "b_ref")],
+                outputs={"out": J.output([256])},
+                body=[J.add("out", "a_ref", "b_ref")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-dup-ref",
                 "acc passed once; the body reads the one parameter twice.",
                 buffers=acc,
-                args=[_arg("acc", "a_ref")],
-                outputs={"out": _out([256])},
-                body=[_add("out", "a_ref", "a_ref")],
+                args=[J.arg("acc", "a_ref")],
+                outputs={"out": J.output([256])},
+                body=[J.add("out", "a_ref", "a_ref")],
             ),
             expected=lambda i: {"out": i["acc"] + i["acc"]},
         )
@@ -217,27 +139,27 @@ def _exercises() -> list[Exercise]:
             "`acc.at[0:128]` and `acc.at[128:256]`, as two arguments. Repair it.",
             hint="To JAX two views of one Ref are the same Ref, even when they don't "
             "overlap. Pass `acc` once and make both views inside the kernel with `let`.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-dup-view",
                 "Two disjoint views of one Ref passed as two arguments.",
                 buffers=acc,
                 args=[
-                    _arg("acc", "lo", _at([0, 128])),
-                    _arg("acc", "hi", _at([128, 256])),
+                    J.arg("acc", "lo", J.at([0, 128])),
+                    J.arg("acc", "hi", J.at([128, 256])),
                 ],
-                outputs={"out": _out([128])},
-                body=[_add("out", "lo", "hi")],
+                outputs={"out": J.output([128])},
+                body=[J.add("out", "lo", "hi")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-dup-view",
                 "acc passed once; the halves are views made inside the kernel.",
                 buffers=acc,
-                args=[_arg("acc", "a_ref")],
-                outputs={"out": _out([128])},
+                args=[J.arg("acc", "a_ref")],
+                outputs={"out": J.output([128])},
                 body=[
-                    _let("lo", "a_ref", _at([0, 128])),
-                    _let("hi", "a_ref", _at([128, 256])),
-                    _add("out", "lo", "hi"),
+                    J.let("lo", "a_ref", J.at([0, 128])),
+                    J.let("hi", "a_ref", J.at([128, 256])),
+                    J.add("out", "lo", "hi"),
                 ],
             ),
             expected=lambda i: {"out": i["acc"][:128] + i["acc"][128:]},
@@ -254,29 +176,29 @@ def _exercises() -> list[Exercise]:
             "enclosing scope. JAX refuses (MPMD_CLOSED_REF_ALIAS). Repair it.",
             hint="A captured Ref and a passed-in Ref are two names for one buffer, like a "
             "Ref passed twice. Keep one name: drop the capture and read `a_ref` twice.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-closed-ref",
                 "acc captured by the kernel and also passed in.",
                 buffers=acc,
-                args=[_arg("acc", "a_ref")],
+                args=[J.arg("acc", "a_ref")],
                 captures={"c": "acc"},
-                outputs={"out": _out([256])},
-                body=[_add("out", "a_ref", "c")],
+                outputs={"out": J.output([256])},
+                body=[J.add("out", "a_ref", "c")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-closed-ref",
                 "acc passed once, no capture.",
                 buffers=acc,
-                args=[_arg("acc", "a_ref")],
-                outputs={"out": _out([256])},
-                body=[_add("out", "a_ref", "a_ref")],
+                args=[J.arg("acc", "a_ref")],
+                outputs={"out": J.output([256])},
+                body=[J.add("out", "a_ref", "a_ref")],
             ),
             expected=lambda i: {"out": i["acc"] + i["acc"]},
         )
     )
 
     # --- 04: peers and multicast --------------------------------------------------------
-    ring = {"x": _buf([256])}
+    ring = {"x": J.buffer([256])}
     ex.append(
         Exercise(
             name="ring-left",
@@ -287,29 +209,29 @@ def _exercises() -> list[Exercise]:
             "device d+1's `x` (device 3's holds device 0's).",
             hint="The peer view's device is an offset from this device's own index along "
             "`dev`, wrapped around the ring. Which neighbour should device d write to?",
-            start=_scenario(
+            start=J.scenario(
                 "ex-ring-left",
                 "A ring shift to the right.",
                 device_mesh={"dev": 4},
                 buffers=ring,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
-                body=[_let("p", "out", _peer(1)), _copy("x_ref", "p")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
+                body=[J.let("p", "out", J.peer(1)), J.copy("x_ref", "p")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-ring-left",
                 "A ring shift to the left.",
                 device_mesh={"dev": 4},
                 buffers=ring,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
-                body=[_let("p", "out", _peer(-1)), _copy("x_ref", "p")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
+                body=[J.let("p", "out", J.peer(-1)), J.copy("x_ref", "p")],
             ),
             expected=lambda i: {"out": np.roll(_by_device(i["x"], 4), -1, axis=0).ravel()},
             backend="simulate",
         )
     )
-    pair = {"x": _buf([128])}
+    pair = {"x": J.buffer([128])}
     ex.append(
         Exercise(
             name="multicast-then-peer",
@@ -320,23 +242,23 @@ def _exercises() -> list[Exercise]:
             "(REF_MULTICAST_TO_PEER). Repair the view.",
             hint="A multicast view already means every device; a peer view means one. This "
             "kernel talks to one neighbour: the multicast step has no business here.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-multicast-then-peer",
                 "A peer view built on a multicast view.",
                 device_mesh={"dev": 2},
                 buffers=pair,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("nb", "out", _multicast(), _peer(1)), _copy("x_ref", "nb")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("nb", "out", J.multicast(), J.peer(1)), J.copy("x_ref", "nb")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-multicast-then-peer",
                 "A plain peer view.",
                 device_mesh={"dev": 2},
                 buffers=pair,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("nb", "out", _peer(1)), _copy("x_ref", "nb")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("nb", "out", J.peer(1)), J.copy("x_ref", "nb")],
             ),
             expected=lambda i: {"out": np.roll(_by_device(i["x"], 2), 1, axis=0).ravel()},
             backend="simulate",
@@ -358,30 +280,30 @@ def _exercises() -> list[Exercise]:
             "multicast view cannot be written by a plain copy: stage `x` in SMEM scratch "
             "and `tma_store` it (scratch needs `entry: plgpu.kernel`), or use "
             "`multimem_store` with `axes: ['dev']`.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-peer-then-multicast",
                 "A multicast view built on a peer view.",
                 device_mesh={"dev": 2},
                 buffers=pair,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("slot", "out", _at(mine), _peer(1), _multicast()),
-                    _copy("x_ref", "slot"),
+                    J.let("slot", "out", J.at(mine), J.peer(1), J.multicast()),
+                    J.copy("x_ref", "slot"),
                 ],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-peer-then-multicast",
                 "x staged in SMEM and TMA-stored through a multicast view of its slot.",
                 device_mesh={"dev": 2},
                 entry="plgpu.kernel",
                 buffers=pair,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 scratch={"smem": {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}},
                 body=[
-                    _copy("x_ref", "smem"),
-                    _let("slot", "out", _at(mine), _multicast()),
+                    J.copy("x_ref", "smem"),
+                    J.let("slot", "out", J.at(mine), J.multicast()),
                     {"op": "tma_store", "src": "smem", "dst": "slot"},
                 ],
             ),
@@ -392,7 +314,7 @@ def _exercises() -> list[Exercise]:
     )
 
     # --- 01: meshes (blocks of the kernel mesh) -----------------------------------------
-    x256 = {"x": _buf([256])}
+    x256 = {"x": J.buffer([256])}
     half = {"block": "b", "size": 128}
     ex.append(
         Exercise(
@@ -404,31 +326,31 @@ def _exercises() -> list[Exercise]:
             "Repair it, keeping two blocks.",
             hint="The source view already picks this block's half with the block index; "
             "the destination view should pick the same half.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-race",
                 "Two blocks both write out[0:128].",
                 grid={"b": 2},
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("src", "x_ref", _at(half)),
-                    _let("dst", "out", _at([0, 128])),
-                    _copy("src", "dst"),
+                    J.let("src", "x_ref", J.at(half)),
+                    J.let("dst", "out", J.at([0, 128])),
+                    J.copy("src", "dst"),
                 ],
                 detect_races=True,
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-race",
                 "Each block writes its own half.",
                 grid={"b": 2},
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("src", "x_ref", _at(half)),
-                    _let("dst", "out", _at(half)),
-                    _copy("src", "dst"),
+                    J.let("src", "x_ref", J.at(half)),
+                    J.let("dst", "out", J.at(half)),
+                    J.copy("src", "dst"),
                 ],
                 detect_races=True,
             ),
@@ -436,7 +358,7 @@ def _exercises() -> list[Exercise]:
             requirements=(_grid_blocks(2),),
         )
     )
-    grid2 = {"x": _buf([128])}
+    grid2 = {"x": J.buffer([128])}
     ex.append(
         Exercise(
             name="ring-2d",
@@ -447,23 +369,23 @@ def _exercises() -> list[Exercise]:
             "device (i, j-1)'s `x`. The kernel shifts along the wrong axis.",
             hint="A peer view names a device by device-mesh axes: `{axis: {offset: k}}` "
             "moves k steps along that axis only and keeps the others.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-ring-2d",
                 "A shift along x.",
                 device_mesh={"x": 2, "y": 2},
                 buffers=grid2,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("p", "out", _peer(1, "x")), _copy("x_ref", "p")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("p", "out", J.peer(1, "x")), J.copy("x_ref", "p")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-ring-2d",
                 "A shift along y.",
                 device_mesh={"x": 2, "y": 2},
                 buffers=grid2,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("p", "out", _peer(1, "y")), _copy("x_ref", "p")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("p", "out", J.peer(1, "y")), J.copy("x_ref", "p")],
             ),
             expected=lambda i: {"out": np.roll(i["x"].reshape(2, 2, -1), 1, axis=1).ravel()},
             backend="simulate",
@@ -481,30 +403,30 @@ def _exercises() -> list[Exercise]:
             hint="Under `InterpretGPUParams` `pl.program_id` is always 0. A Mosaic GPU "
             "kernel names its blocks by mesh axis: index with the grid axis `b` "
             "(`lax.axis_index`), i.e. `{'block': 'b', 'size': 128}`.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-program-id",
                 "Halves chosen by pl.program_id.",
                 grid={"b": 2},
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("src", "x_ref", _at(pid)),
-                    _let("dst", "out", _at(pid)),
-                    _copy("src", "dst"),
+                    J.let("src", "x_ref", J.at(pid)),
+                    J.let("dst", "out", J.at(pid)),
+                    J.copy("src", "dst"),
                 ],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-program-id",
                 "Halves chosen by the grid axis index.",
                 grid={"b": 2},
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("src", "x_ref", _at(half)),
-                    _let("dst", "out", _at(half)),
-                    _copy("src", "dst"),
+                    J.let("src", "x_ref", J.at(half)),
+                    J.let("dst", "out", J.at(half)),
+                    J.copy("src", "dst"),
                 ],
             ),
             expected=lambda i: {"out": i["x"]},
@@ -522,27 +444,27 @@ def _exercises() -> list[Exercise]:
             "reshape view of `x_ref`. The reshape asks for the wrong size (RESHAPE_SIZE).",
             hint="A reshape keeps the number of elements: 16 x 16 is 256. `-1` lets JAX "
             "work one dimension out.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-reshape",
                 "A reshape view of the wrong size.",
-                buffers={"x": _buf([16, 16])},
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                buffers={"x": J.buffer([16, 16])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("flat", "x_ref", {"op": "reshape", "shape": [128]}),
-                    _copy("flat", "out"),
+                    J.let("flat", "x_ref", {"op": "reshape", "shape": [128]}),
+                    J.copy("flat", "out"),
                 ],
                 interpret="hlo",
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-reshape",
                 "A reshape view of 256 elements.",
-                buffers={"x": _buf([16, 16])},
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([256])},
+                buffers={"x": J.buffer([16, 16])},
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([256])},
                 body=[
-                    _let("flat", "x_ref", {"op": "reshape", "shape": [256]}),
-                    _copy("flat", "out"),
+                    J.let("flat", "x_ref", {"op": "reshape", "shape": [256]}),
+                    J.copy("flat", "out"),
                 ],
                 interpret="hlo",
             ),
@@ -559,21 +481,21 @@ def _exercises() -> list[Exercise]:
             "(AT_OOB_SLICE). Repair the view.",
             hint="`pl.ds(start, size)` covers start .. start+size-1. The second half of 256 "
             "elements starts at 128.",
-            start=_scenario(
+            start=J.scenario(
                 "ex-oob-slice",
                 "A pl.ds view past the end.",
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("hi", "x_ref", _at({"ds": [192, 128]})), _copy("hi", "out")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("hi", "x_ref", J.at({"ds": [192, 128]})), J.copy("hi", "out")],
             ),
-            solution=_scenario(
+            solution=J.scenario(
                 "ex-oob-slice",
                 "The second half, in bounds.",
                 buffers=x256,
-                args=[_arg("x", "x_ref")],
-                outputs={"out": _out([128])},
-                body=[_let("hi", "x_ref", _at({"ds": [128, 128]})), _copy("hi", "out")],
+                args=[J.arg("x", "x_ref")],
+                outputs={"out": J.output([128])},
+                body=[J.let("hi", "x_ref", J.at({"ds": [128, 128]})), J.copy("hi", "out")],
             ),
             expected=lambda i: {"out": i["x"][128:]},
         )
@@ -607,7 +529,7 @@ def _add_wait(body: list[dict[str, Any]]) -> None:
 
 
 def _signal_slot_i(body: list[dict[str, Any]]) -> None:
-    body[3]["transforms"] = [_at("i")]
+    body[3]["transforms"] = [J.at("i")]
 
 
 def _chunk_from(expr: str) -> Callable[[list[dict[str, Any]]], None]:
@@ -623,19 +545,19 @@ def _gathered(i: Arrays) -> Arrays:
     return {"out": np.tile(i["x"], 4)}
 
 
-def _uses_semaphores() -> Requirement:
+def uses_semaphores() -> Requirement:
     def holds(s: Scenario) -> bool:
-        ops = {getattr(st, "op", None) for st in _walk(s.call.programs[0].body)}
+        ops = {getattr(st, "op", None) for st in walk_statements(s.call.programs[0].body)}
         return {"semaphore_signal", "semaphore_wait", "loop"} <= ops
 
     return Requirement("the ring keeps its loop, its signals and its waits", holds)
 
 
-def _walk(body: list[Any]) -> list[Any]:
+def walk_statements(body: list[Any]) -> list[Any]:
     out = []
     for st in body:
         out.append(st)
-        out += _walk(getattr(st, "body", None) or [])
+        out += walk_statements(getattr(st, "body", None) or [])
     return out
 
 
@@ -657,7 +579,7 @@ def _collective_exercises() -> list[Exercise]:
             start=_ring("ring-all-gather-no-wait", "A ring without its wait.", _keep),
             solution=_ring("ring-all-gather-no-wait", "The ring, with its wait.", _add_wait),
             expected=_gathered,
-            requirements=(_uses_semaphores(),),
+            requirements=(uses_semaphores(),),
             backend="simulate",
         ),
         Exercise(
@@ -673,7 +595,7 @@ def _collective_exercises() -> list[Exercise]:
             start=_ring("ring-all-gather-deadlock", "A ring that deadlocks.", _keep),
             solution=_ring("ring-all-gather-deadlock", "The ring, unblocked.", _signal_slot_i),
             expected=_gathered,
-            requirements=(_uses_semaphores(),),
+            requirements=(uses_semaphores(),),
             backend="simulate",
         ),
         Exercise(
@@ -690,7 +612,7 @@ def _collective_exercises() -> list[Exercise]:
             start=_ring(ring, "A ring with the wrong chunk.", _chunk_from("(dev + i) % 4")),
             solution=_ring(ring, "The ring all-gather.", _chunk_from("(dev + 4 - i) % 4")),
             expected=_gathered,
-            requirements=(_uses_semaphores(),),
+            requirements=(uses_semaphores(),),
             backend="simulate",
         ),
     ]

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from mpmd_lab.callsupport import host_array
 from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.exercise_data import EXERCISES, Arrays, Exercise
+from mpmd_lab.memory import host_value
 from mpmd_lab.ops import Let
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario
 
@@ -143,11 +143,9 @@ def _outline_body(body: list[Any], parent: str, indent: str) -> list[str]:
 
 
 def inputs_of(scenario: Scenario) -> Arrays:
-    """Every buffer's global host value, as the real call receives it."""
-    return {
-        name: host_array(b.init, b.shape, b.dtype, b.seed, scenario.num_devices)
-        for name, b in scenario.buffers.items()
-    }
+    """Every buffer's global host value, as the real call receives it (computed without
+    JAX: ``memory.host_value``, which the tests hold equal to ``callsupport.host_array``)."""
+    return {name: host_value(b, scenario.num_devices) for name, b in scenario.buffers.items()}
 
 
 def _execute(scenario: Scenario, backend: str, analysis: Any) -> tuple[Arrays | None, str, str]:

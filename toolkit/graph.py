@@ -622,9 +622,7 @@ class _Builder:
                 if env:
                     item["steps"].append(env)
                 item["waits"] |= targets
-            label = (
-                self.g.nodes[sid]["text"].split(" ")[1] if " " in self.g.nodes[sid]["text"] else ""
-            )
+            label = rst.node.ref_name("sem")
             spath = f"{rst.path}.sem"
             for w, ps in sorted(pairs.items()):
                 self.edge(sid, w, "signals", label, spath, pairs=sorted(ps), sem=root)
@@ -715,13 +713,9 @@ def _slot(b: Any, values: dict[str, int], sizes: dict[str, int]) -> Any:
     ``at`` steps, evaluated (None when one needs more than ``values``)."""
     out: list[int] = []
     for _p, t in b.stack:
-        if t.op != "at":
-            continue
-        for ix in t.entries():
-            if ix.kind != "int":
-                continue
+        for e in t.int_indices():
             try:
-                out.append(ix.start.eval(E.Env(values, sizes)))
+                out.append(e.eval(E.Env(values, sizes)))
             except E.ExprError:
                 return None
     return tuple(out)

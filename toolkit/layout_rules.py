@@ -8,8 +8,9 @@ type, its exact message (or the part before an IR dump, ``exact=False``), the st
 real JAX in ``tests/test_layout_rules.py``; ``research/agree/FINDINGS.md`` says where in
 JAX's source each rule comes from.
 
-Transforms are scenario transforms: pydantic models (``mpmd_lab.scenario``) or their
-JSON dicts (``{"op": "tiling", "tile": [8, 32]}``) alike. Dtype widths are in bits.
+Transforms are the scenario's op objects (``mpmd_lab.ops``), read by the JAX transform
+each lowers as (``TransformOp.LOWERS_AS``) and printed by its ``jax_repr``; no rule here
+names an op. Dtype widths are in bits.
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ def lowering_phase(code: str, message: str = "") -> str:
     return LOWERING_PHASE.get(code, "statement")
 
 
-def _op(t: Any) -> str:
-    return t["op"] if isinstance(t, dict) else t.op
+def _kind(t: Any) -> str:
+    """Which of JAX's transforms a view or layout step lowers as (the op's
+    ``TransformOp.LOWERS_AS``): ``index``, ``reshape``, ``transpose``, ``bitcast``, the
+    scratch layouts ``tiling`` and ``swizzle``, or ``other``."""
+    return t.LOWERS_AS
 
 
 def _get(t: Any, name: str, default: Any = None) -> Any:
@@ -146,13 +150,13 @@ def physical_shape_at(
     """``physical_shape`` and the index in ``stack`` of the transform that fails (None)."""
     cur = tuple(shape)
     for k, t in enumerate(stack):
-        op = _op(t)
-        if op == "tiling":
+        kind = _kind(t)
+        if kind == "tiling":
             nxt = tile_shape(cur, _get(t, "tile"))
             if nxt is None:
                 return None, JaxError("JAX_ASSERTION", "AssertionError", "", "trace"), k
             cur = nxt
-        elif op == "swizzle":
+        elif kind == "swizzle":
             s = _get(t, "bytes")
             if not cur:
                 return (
@@ -206,7 +210,7 @@ def scratch_build_error_at(
     """``scratch_build_error`` and the scratch field it is about (``transforms[1].bytes``,
     ``transforms``, ``dtype``, ``packed`` or ``collective``)."""
     for k, t in enumerate(stack):
-        if _op(t) == "swizzle" and _get(t, "bytes") not in SWIZZLES:
+        if _kind(t) == "swizzle" and _get(t, "bytes") not in SWIZZLES:
             return (
                 JaxError(
                     "SWIZZLE_VALUE",
@@ -347,7 +351,7 @@ def smem_capacity_error(
 def _layout_repr(t: Any) -> str:
     """A layout transform as the Mosaic GPU dialect prints it (``TileTransform`` and
     ``SwizzlingMode``, ``layouts.from_transform_attr``)."""
-    if _op(t) == "swizzle":
+    if _kind(t) == "swizzle":
         b = _get(t, "bytes")
         return f"<SwizzlingMode.k{b}ByteSwizzle: {b}>"
     return f"TileTransform(tiling={_tuple(_get(t, 'tile'))}, rounding=None)"
@@ -360,7 +364,7 @@ def smem_transforms_error(stack: Sequence[Any]) -> JaxError | None:
     ``[tile, swizzle]`` and ``[swizzle]`` only
     (``_extract_smem_transforms_from_custom_transform_attrs``): a swizzle before a tiling,
     or two tilings, raise ``NotImplementedError: Unsupported transforms [...]``."""
-    kinds = [_op(t) for t in stack]
+    kinds = [_kind(t) for t in stack]
     if kinds in ([], ["tiling"], ["tiling", "swizzle"], ["swizzle"]):
         return None
     items = ", ".join(_layout_repr(t) for t in stack)
@@ -420,7 +424,7 @@ def smem_register_error(
       except for the load vectorized dimension``), a 16-bit one the WGMMA layout
       (``gmem_transfer_error`` on the GMEM side); a constant (``fill``) is stored.
     """
-    kinds = [_op(t) for t in stack]
+    kinds = [_kind(t) for t in stack]
     if kinds == ["swizzle"]:
         return layout_inference_error()
     if kinds not in (["tiling"], ["tiling", "swizzle"]):
@@ -552,20 +556,20 @@ def tmem_access_error(
     # consecutive reshapes are one (MLIR folds an expand_shape into the collapse after it)
     merged: list[Any] = []
     for t in view:
-        if _op(t) == "reshape" and merged and _op(merged[-1]) == "reshape":
+        if _kind(t) == "reshape" and merged and _kind(merged[-1]) == "reshape":
             merged[-1] = t
         else:
             merged.append(t)
     for t in merged:
-        op = _op(t)
-        if op == "bitcast":
+        kind = _kind(t)
+        if kind == "bitcast":
             return JaxError(
                 "GPU_WG_TRANSFORMS",
                 "NotImplementedError",
                 "Transforms are not yet implemented for warpgroup semantics",
                 "gpu-lower",
             )
-        if op == "reshape":
+        if kind == "reshape":
             # a reshape lowers to folds (collapse_shape) and unfolds (expand_shape): layout
             # inference follows neither for TMEM; a collapse is refused outright
             target = None if cur is None else _resolve_reshape(_get(t, "shape"), math.prod(cur))
@@ -574,7 +578,7 @@ def tmem_access_error(
             elif tuple(target) != tuple(cur):
                 kinds.add("strided")
             cur = None if target is None else list(target)
-        elif op == "transpose":
+        elif kind == "transpose":
             perm = list(_get(t, "perm"))
             # a memref_transpose is emitted even for the identity; only an identity of a
             # view an ``at`` already made strided leaves the memref type as it was
@@ -582,7 +586,7 @@ def tmem_access_error(
                 kinds.add("strided")
             if cur is not None and sorted(perm) == list(range(len(cur))):
                 cur = [cur[p] for p in perm]
-        elif op == "at":
+        elif kind == "index":
             sliced = True
             ix = None if cur is None else _index_entries(list(_get(t, "index")), cur)
             # a slice of columns keeps a TMEM layout; a slice of the rows (the lanes), an
@@ -1023,33 +1027,33 @@ def jax_transforms(
     with ``scratch_stack``; None when the trace itself fails (the trace rules say why)."""
     out: list[_T] = []
     for t in reversed(list(scratch_stack)):  # pallas_core.undo_transforms
-        if _op(t) == "tiling":
+        if _kind(t) == "tiling":
             out.append(_T("untile", tuple(_get(t, "tile")), "", -1))
-        elif _op(t) == "swizzle":
+        elif _kind(t) == "swizzle":
             out.append(_T("unswizzle", _get(t, "bytes"), "", -1))
     cur = tuple(shape)
     bits = dtype_bits(dtype)
     for i, t in enumerate(view):
-        op = _op(t)
-        if op == "at":
+        kind = _kind(t)
+        if kind == "index":
             idx = _index_entries(list(_get(t, "index")), cur)
             if idx is None:
                 return None
             out.append(_T("index", (tuple(idx), cur), "", i))
             cur = tuple([i.size for i in idx if i.kind != "int"])
-        elif op == "reshape":
+        elif kind == "reshape":
             new = _resolve_reshape(_get(t, "shape"), math.prod(cur))
             if new is None:
                 return None
             out.append(_T("reshape", new, "", i))
             cur = new
-        elif op == "transpose":
+        elif kind == "transpose":
             perm = tuple(_get(t, "perm"))
             if sorted(perm) != list(range(len(cur))):
                 return None
             out.append(_T("transpose", perm, "", i))
             cur = tuple([cur[p] for p in perm])
-        elif op == "bitcast":
+        elif kind == "bitcast":
             new = _get(t, "dtype")
             nb = dtype_bits(new)
             if len(cur) < 2 or (cur[-2] * bits) % nb:
@@ -1058,23 +1062,8 @@ def jax_transforms(
             cur = (*cur[:-2], cur[-2] * bits // nb, cur[-1])
             bits = nb
         else:
-            out.append(_T("other", None, other_repr(t), i))
+            out.append(_T("other", None, t.jax_repr(), i))
     return out
-
-
-def other_repr(t: Any) -> str:
-    """A peer, multicast or cluster view step roughly as JAX prints its transform (the
-    device ids and block indices are traced values: only their structure is known)."""
-    op = _op(t)
-    if op == "multicast_ref":
-        axes = _get(t, "axes")
-        axes = (axes,) if isinstance(axes, str) else tuple(axes)
-        return f"MulticastRef(collective_axes={axes!r})"
-    if op == "cluster_ref":
-        return f"ClusterRefTransform(dims={tuple(_get(t, 'block'))!r}, idxs=(...))"
-    if op == "remote_ref":
-        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
-    return op
 
 
 def _commute_indexer_untile(t1: _T, t2: _T) -> tuple[_T, JaxError | None]:
@@ -1589,11 +1578,10 @@ def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> 
     for i, t in enumerate(view, offset):
         if m is None:
             return _UNFOLLOWED
-        raw = isinstance(t, dict)
-        op = t["op"] if raw else t.op
-        if op == "at":
+        kind = t.LOWERS_AS
+        if kind == "index":
             # (the op's own index, read directly, not copied: it is only read)
-            index: Any = t.get("index") if raw else t.index
+            index: Any = t.index
             # (the dims after the index's entries are whole slices: kept as they are)
             n = len(index)
             shape, strides, _ = m
@@ -1608,21 +1596,21 @@ def view_memref_from(m: Memref | None, view: Sequence[Any], offset: int = 0) -> 
                     sizes.append(size)
                     kept.append(strides[k])
             m = Memref((*sizes, *shape[n:]), (*kept, *strides[n:]), False)
-        elif op == "transpose":
+        elif kind == "transpose":
             # (an op's perm is a list of ints already: its field is StrictInt)
-            perm = [int(p) for p in t.get("perm")] if raw else t.perm
+            perm = t.perm
             shape, strides, _ = m
             if sorted(perm) != list(range(len(shape))):
                 return _UNFOLLOWED
             m = Memref(tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]), False)
-        elif op == "reshape":
+        elif kind == "reshape":
             target = _resolve_reshape(_get(t, "shape"), math.prod(m.shape))
             if target is None:
                 return _UNFOLLOWED
             m, e = memref_reshape(m, target)
             if e is not None:
                 return MemrefFold(None, Unmade(e, i))
-        elif op == "bitcast":
+        elif kind == "bitcast":
             return _UNFOLLOWED
     return MemrefFold(m, None)
 
@@ -1654,7 +1642,7 @@ def _tiled_view_memref(
     dims += [(lead + j, t) for j, t in enumerate(tile)]
     logical = list(shape)
     for t in view:
-        if _op(t) != "at":
+        if _kind(t) != "index":
             return None
         ix = _index_entries(list(_get(t, "index")), logical)
         if ix is None:
@@ -1710,7 +1698,7 @@ def tma_smem_error(
     tile: list[int] | None = None
     swz = None
     for t in stack:
-        kind = _op(t)
+        kind = _kind(t)
         kinds.append(kind)
         if kind == "tiling" and tile is None:
             tile = list(_get(t, "tile"))
@@ -1765,7 +1753,7 @@ def tma_smem_error(
             f"elements, but got {box[-1]} elements.",
             "gpu-lower",
         )
-    transposed = "transpose" in [_op(t) for t in view]
+    transposed = "transpose" in [_kind(t) for t in view]
     phys = ms if tile is None else (None if transposed else tiled)
     if phys is not None:
         kept = [(d, s) for d, s in zip(phys[0], phys[1], strict=True) if d != 1]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mpmd_lab import workers
-from mpmd_lab.probe import ProbeResult, _code, beyond_this_machine, devices_of
+from mpmd_lab.probe import ProbeResult, beyond_this_machine, devices_of
 from mpmd_lab.scenario import Scenario
 
 _CHILD = Path(__file__).with_name("_multihost_child.py")
@@ -265,21 +265,7 @@ def probe(
         return failed(None, "ChildProcessError", "RUN_CRASHED", "process 0 left no result")
     bad = next((r for r in results if r is not None and not r["ok"]), None)
     res = bad if first["ok"] and bad is not None else first
-    if res["ok"]:
-        return ProbeResult(
-            ok=True, outputs=res["outputs"], seconds=res["seconds"], wall=wall, **base
-        )
-    return ProbeResult(
-        ok=False,
-        stage=res["stage"],
-        error_type=res["error_type"],
-        message=res["message"],
-        code=_code(res["error_type"], res["message"]),
-        seconds=res["seconds"],
-        traceback=res.get("traceback"),
-        wall=wall,
-        **base,
-    )
+    return ProbeResult.answered(res, wall=wall, **base)
 
 
 __all__ = ["MAX_PROCESSES", "MODE", "WHY_HLO", "free_port", "probe", "refusal"]

@@ -93,6 +93,29 @@ class ProbeResult:
         }
 
     @classmethod
+    def answered(cls, res: dict[str, Any], **base: Any) -> ProbeResult:
+        """The result of a child's answer ``res`` (``ok``, ``outputs`` or the failing
+        ``stage``, ``error_type``, ``message``, ``traceback``; ``seconds``)."""
+        if res["ok"]:
+            return cls(
+                ok=True,
+                outputs=res["outputs"],
+                seconds=res["seconds"],
+                cached=bool(res.get("cached")),
+                **base,
+            )
+        return cls(
+            ok=False,
+            stage=res["stage"],
+            error_type=res["error_type"],
+            message=res["message"],
+            code=_code(res["error_type"], res["message"]),
+            seconds=res["seconds"],
+            traceback=res.get("traceback"),
+            **base,
+        )
+
+    @classmethod
     def codegen_failed(cls, e: CodegenError, **base: Any) -> ProbeResult:
         """The scenario could not be written as JAX code (``base``: stages, devices,
         platform, seconds): failed at ``build`` with the codegen error's path."""
@@ -391,28 +414,7 @@ def probe(
     wall = time.perf_counter() - t0
     if on_progress is not None:
         on_progress("done", 1.0)
-    if res["ok"]:
-        return ProbeResult(
-            ok=True,
-            outputs=res["outputs"],
-            seconds=res["seconds"],
-            cached=bool(res.get("cached")),
-            startup=startup,
-            wall=wall,
-            **base,
-        )
-    return ProbeResult(
-        ok=False,
-        stage=res["stage"],
-        error_type=res["error_type"],
-        message=res["message"],
-        code=_code(res["error_type"], res["message"]),
-        seconds=res["seconds"],
-        traceback=res.get("traceback"),
-        startup=startup,
-        wall=wall,
-        **base,
-    )
+    return ProbeResult.answered(res, startup=startup, wall=wall, **base)
 
 
 def _cancelled(base: dict[str, Any], stage: str, t0: float, startup: float = 0.0) -> ProbeResult:

@@ -282,16 +282,10 @@ class Resolved:
             return None
         perm = list(range(len(root)))
         for _, t in b.stack:
-            if t.op == "at":
-                idx = list(t.index) + [None] * (len(perm) - len(t.index))
-                perm = [d for d, e in zip(perm, idx, strict=False) if not isinstance(e, int)]
-            elif t.op == "transpose":
-                try:
-                    perm = [perm[p] for p in t.perm]
-                except IndexError:
-                    return None
-            elif t.op in ("reshape", "bitcast"):
+            dims = t.root_dims(perm)
+            if dims is None:
                 return None
+            perm = dims
         return perm
 
     def bound_in(self, p: int) -> frozenset[str]:

@@ -321,12 +321,12 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
         if t.needs_type(ref):
             # this step computes the ref's type: the waiting error is raised now
             return Step(index=index, op=op, before=ref, after=None, error=ref.pending)
-        if op == "transpose":
+        if t.DEFERS_TYPE:
             return Step(index=index, op=op, before=ref, after=replace(ref, transformed=True))
     after, error, notes = t.typed(ref)
     if error is not None and error.lazy:
         # nothing raised yet: the view exists, its type cannot be computed
-        flags = {"bitcast": True} if op == "bitcast" else {}
+        flags = {"bitcast": True} if t.REINTERPRETS else {}
         return Step(
             index=index,
             op=op,

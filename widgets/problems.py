@@ -15,6 +15,7 @@ from mpmd_lab.importer.frames import display
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
+from mpmd_lab.widgets.timeline_view import WitnessTimeline
 
 
 class ProblemsView(w.VBox):
@@ -129,6 +130,8 @@ class ProblemsView(w.VBox):
         kids: list[w.Widget] = [w.HTML(c.diagnostic_html(d, with_fix=False))]
         if d.source:
             kids.append(w.HTML(source_html(d.source)))
+        if d.witness is not None:  # a race's or deadlock's schedule, drawn on demand
+            kids.append(WitnessTimeline(d.witness))
         for i, fix in enumerate(fixes):
             best = i == 0 and len(fixes) > 1
             kids.append(c.fix_row(fix, i, partial(self.apply, d, fix), best))

@@ -44,7 +44,14 @@ from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Locat
 from mpmd_lab.dtypes import canonical, np_dtype
 from mpmd_lab.engine.clocks import Clocks
 from mpmd_lab.engine.shadow import Shadow
-from mpmd_lab.engine.sync import Barrier, BarrierWait, Semaphore, SemaphoreWait, Wait
+from mpmd_lab.engine.sync import (
+    Barrier,
+    BarrierArrival,
+    BarrierWait,
+    Semaphore,
+    SemaphoreWait,
+    Wait,
+)
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
 from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let
 from mpmd_lab.ops.control import trip_count
@@ -321,8 +328,11 @@ class Engine:
     ):
         self.s = scenario
         #: the exploring mode's choices (:class:`~mpmd_lab.engine.explore.Chooser`):
-        #: semaphore waits complete only when nothing else can run, one chosen at a time
+        #: semaphore waits and barrier arrivals complete only when nothing else can run,
+        #: one chosen at a time
         self.chooser = chooser
+        #: (exploring mode) the barrier arrival the statement running now made, held
+        self._arrival: BarrierArrival | None = None
         #: (exploring mode) the statements in the order they ran: (actor index, path)
         self.trail: list[tuple[int, str]] = []
         #: (exploring mode) actor index -> the actor, for the trail and the choices
@@ -1052,6 +1062,9 @@ class Engine:
 
     def arrive(self, x: StmtCtx, fld: str) -> None:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
+        if self.chooser is not None and self.sample is None:
+            self._arrival = BarrierArrival(self, x.run.a, key, bar, x.path)
+            return  # (held: the scheduler chooses when it lands)
         bar.arrive(self.clocks.snapshot(x.run.a), actor=x.run.a)
         self.clocks.tick(x.run.a)
 
@@ -1059,6 +1072,7 @@ class Engine:
         key, bar = self.barrier(x.view(fld), getattr(x.stmt, fld), x.run, x.path)
         k = x.run.waits.get(key, 0)
         x.run.waits[key] = k + 1
+        bar.waited = True
         if self.sample is not None:
             return None
         return BarrierWait(self, x.run.a, bar, k, x.path)
@@ -1130,9 +1144,12 @@ class Engine:
                     w = None
                 if self.chooser is not None:
                     self.trail.append((run.a, node.path))
+                    if self._arrival is not None:
+                        w, self._arrival = self._arrival, None
                 if w is not None:
-                    if self.chooser is not None and isinstance(w, SemaphoreWait):
-                        merged = self._merge_waits(run, nodes, k, w, env)
+                    if self.chooser is not None and isinstance(w, SemaphoreWait | BarrierArrival):
+                        if isinstance(w, SemaphoreWait):
+                            merged = self._merge_waits(run, nodes, k, w, env)
                         yield w  # parked: the scheduler completes it (a choice point)
                     else:
                         while not w.ready():
@@ -1243,7 +1260,7 @@ class Engine:
                 still = []
                 for run in active:
                     w = run.blocked
-                    if w is not None and (parking and w.kind == "semaphore" or not w.ready()):
+                    if w is not None and (parking and w.kind in _CHOSEN or not w.ready()):
                         still.append(run)
                         continue
                     try:
@@ -1278,9 +1295,7 @@ class Engine:
                     ready = [
                         r
                         for r in active
-                        if r.blocked is not None
-                        and r.blocked.kind == "semaphore"
-                        and r.blocked.ready()
+                        if r.blocked is not None and r.blocked.kind in _CHOSEN and r.blocked.ready()
                     ]
                     if ready:
                         chosen, _ = self.chooser.pick(ready)
@@ -1305,7 +1320,7 @@ class Engine:
         except SimError as e:
             out.error = e
         out.steps = steps
-        out.unordered = sorted(b.label for b in self.barriers.values() if b.unordered)
+        out.unordered = sorted(b.label for b in self.barriers.values() if b.order_matters)
         if out.error is None and not out.deadlock and not out.stopped:
             for _, sem in sorted(self.semaphores.items(), key=lambda kv: kv[0]):
                 if sem.unbalanced:
@@ -1348,6 +1363,10 @@ class Engine:
         for b, key in ref_result_keys(self.s.call.outputs, refs).items():
             out[key] = gather(b, "input")
         return out
+
+
+#: (exploring mode) the blocking statements the scheduler completes, one at a time
+_CHOSEN = ("semaphore", "arrive")
 
 
 class _Stop(Exception):
@@ -1505,7 +1524,7 @@ def _uses_bitcast(s: Scenario) -> bool:
     every = [a.transforms for a in c.args]
     for prog in c.programs:
         every.extend(stacks(list(prog.body)))
-    return any(t.op == "bitcast" for ts in every for t in ts)
+    return any(t.REINTERPRETS for ts in every for t in ts)
 
 
 __all__ = [

@@ -23,21 +23,32 @@ every choice that decides happens-before is made by a :class:`Chooser`:
 - **When async copies land.** Each barrier's copies have their own copy engine (its own
   clock), so a wait on one barrier says nothing about copies on another.
 
-Barrier waits complete as soon as their phase has (what a phase holds is fixed by its
-arrivals, in the engine's order of arrivals: a barrier that two or more threads arrive
-at for more than one phase is explored only in that order, and the result says so).
+- **Which phase a barrier arrival joins.** A ``barrier_arrive`` is held like a wait and
+  lands when the scheduler picks it, into the phase open then; two arrivals by different
+  threads that joined different phases, the later not depending on the earlier, are
+  explored in the other order too (within one phase the order does not matter).
+
+Barrier waits complete as soon as their phase has. Async copies arrive when issued and
+land together; copies by two threads onto one barrier in more than one phase without an
+order between them are explored only in the engine's order (a barrier some thread waits
+on: the result says so; one nobody waits on orders nothing).
 
 A run's choices are its *schedule* (:class:`Schedule`): replaying them makes the same
 run, with data too (``simulate(..., schedule=...)``). The explorer stops after
-``max_runs`` runs or ``max_seconds``; the result then says what was covered.
+``max_runs`` runs or ``max_steps`` thread-steps over all runs (bounds that do not depend
+on the machine or its load: the same scenario always gets the same verdict); the result
+then says what was covered. ``max_seconds`` is a last-resort cancel, set far above what
+the other bounds allow, and says it was time.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from typing import Any
 
-from mpmd_lab.engine.sync import Semaphore, SemaphoreWait, Token
+import numpy as np
+from mpmd_lab.engine.sync import BarrierArrival, Cut, Semaphore, SemaphoreWait, Token
 
 #: Minimal signal sets offered at one wait at most (beyond: the first ones, and said).
 MAX_SETS = 32
@@ -47,26 +58,35 @@ MAX_FREE = 16
 SCHEMA = "mpmd-lab/schedule@1"
 
 
-def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[frozenset[int]], bool]:
-    """The sets of ``sem``'s signals (indices into ``history``) a wait for ``value`` by an
-    actor whose clock is ``vc`` may have seen: each holds every signal ordered before the
-    waiter and every one an earlier wait saw, is closed under happens-before, holds the
-    value, and is minimal (dropping a last signal leaves too little). Also whether the
-    list was cut at :data:`MAX_SETS` or :data:`MAX_FREE`."""
+def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
+    """The sets of ``sem``'s signals (as cuts: see :class:`~mpmd_lab.engine.sync.Lane`) a
+    wait for ``value`` by an actor whose clock is ``vc`` may have seen: each holds every
+    signal ordered before the waiter and every one an earlier wait saw, is closed under
+    happens-before, holds the value, and is minimal (dropping a last signal leaves too
+    little). Also whether the list was cut at :data:`MAX_SETS` or :data:`MAX_FREE`.
+
+    Per wait it looks at each signaller's next :data:`MAX_FREE` signals only, not the
+    whole history (a cut's prefix of every signaller is all it must know)."""
     hist = sem.history
-    base = set(sem.arrived)
-    for i, t in enumerate(hist):
-        if i not in base and t.actor >= 0 and vc is not None and int(vc[t.actor]) >= t.time:
-            base.add(i)
-    have = sum(hist[i].units for i in base) - sem.taken
-    need = value - have
+    base: Cut = {}
+    for b, lane in sem.lanes.items():
+        k = max(sem.arrived.get(b, 0), lane.known(int(vc[b])) if b >= 0 else 0)
+        if k:
+            base[b] = k
+    need = value - (sem.units_of(base) - sem.taken)
     if need <= 0:
-        return [frozenset(base)], False
-    free = [i for i in range(len(hist)) if i not in base]
-    cut = len(free) > MAX_FREE
-    free = free[:MAX_FREE]
+        return [base], False
+    # the signals not in ``base`` in the order they were issued: each lane's rest
+    rest = sorted(
+        i
+        for b, lane in sem.lanes.items()
+        for i in lane.indices[base.get(b, 0) : base.get(b, 0) + MAX_FREE + 1]
+    )
+    left = sum(len(lane.indices) - base.get(b, 0) for b, lane in sem.lanes.items())
+    cut = left > MAX_FREE
+    free = rest[:MAX_FREE]
     preds = {i: [j for j in free if j < i and hist[j].before(hist[i])] for i in free}
-    out: list[frozenset[int]] = []
+    out: list[Cut] = []
 
     def minimal(chosen: list[int]) -> bool:
         units = sum(hist[i].units for i in chosen)
@@ -84,7 +104,10 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[frozenset[in
             return
         if units >= need:
             if minimal(chosen):
-                out.append(frozenset(base | set(chosen)))
+                more = dict(base)
+                for i in chosen:  # (closed under program order: a prefix of each lane)
+                    more[hist[i].actor] = more.get(hist[i].actor, 0) + 1
+                out.append(more)
             return
         if k == len(free):
             return
@@ -97,20 +120,31 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[frozenset[in
     return out, cut
 
 
-def complete_wait(w: SemaphoreWait, seen: frozenset[int]) -> None:
+def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     """Complete a semaphore wait that saw the signals ``seen``: its actor is ordered
-    after each of them; a decrementing wait takes its value off."""
+    after each of them (the semaphore keeps the join of what waits saw, so only the
+    signals new to it are joined); a decrementing wait takes its value off."""
     sem = w.sem
-    clocks = w.engine.clocks
-    for i in sorted(seen):
-        clocks.join(w.a, sem.history[i].vc)
+    joined = sem.joined
+    for b, k in seen.items():
+        lane = sem.lanes[b]
+        for i in lane.indices[sem.arrived.get(b, 0) : k]:
+            vc = sem.history[i].vc
+            joined = vc.copy() if joined is None else np.maximum(joined, vc, out=joined)
+    sem.joined = joined
     sem.arrived = seen
+    w.engine.clocks.join(w.a, joined)
     if w.decrement:
         sem.value -= w.value
         sem.taken += w.value
         _drop_units(sem, w.value)
     else:
         sem.kept = max(sem.kept, w.value)
+
+
+def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
+    """The signals (indices into ``history``) in ``seen`` and not in ``base``."""
+    return sorted(i for b, k in seen.items() for i in sem.lanes[b].indices[base.get(b, 0) : k])
 
 
 def _drop_units(sem: Semaphore, n: int) -> None:
@@ -145,6 +179,7 @@ class Point:
         "done_time",
         "signals_before",
         "vc",
+        "phase",
     )
 
     def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
@@ -154,14 +189,15 @@ class Point:
         self.actor = -1
         self.choice = 0
         self.nsets = 1
-        self.sets: list[frozenset[int]] = []
-        self.seen: frozenset[int] = frozenset()
-        self.base: frozenset[int] = frozenset()
+        self.sets: list[Cut] = []
+        self.seen: Cut = {}
+        self.base: Cut = {}
         self.taken = 0
         self.value = 0
         self.done_time = 0
         self.signals_before = 0
         self.vc: Any = None  # the waiter's clock before it completed
+        self.phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
 
 
 class Chooser:
@@ -176,31 +212,40 @@ class Chooser:
         self.cut = False  # a choice point offered fewer sets than there are
         self.mismatch = ""  # the replayed schedule does not fit this scenario
 
-    def pick(self, frontier: list[Any]) -> tuple[Any, frozenset[int]]:
-        """Choose a ready wait of ``frontier`` (runs parked at semaphore waits) and the
-        signals it saw."""
+    def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
+        """Choose a ready wait of ``frontier`` (runs parked at semaphore waits or barrier
+        arrivals) and the signals it saw (none for an arrival)."""
         ws = [r.blocked for r in frontier]
-        pt = Point([r.a for r in frontier], [w.sem.key for w in ws], [w.path for w in ws])
+        pt = Point([r.a for r in frontier], [w.key for w in ws], [w.path for w in ws])
         k = len(self.points)
         actor, choice = self.prefix[k] if k < len(self.prefix) else (pt.options[0], 0)
         if actor not in pt.options:
             self.mismatch = (
-                f"choice {k}: actor {actor} has no ready semaphore wait there (ready: {pt.options})"
+                f"choice {k}: actor {actor} has no ready semaphore wait or barrier arrival "
+                f"there (ready: {pt.options})"
             )
             actor, choice = pt.options[0], 0
         run = frontier[pt.options.index(actor)]
         w = run.blocked
-        sets, cut = minimal_sets(w.sem, w.engine.clocks.vc[w.a], w.value)
+        pt.vc = w.engine.clocks.snapshot(w.a)
+        if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
+            pt.actor = actor
+            pt.signals_before = len(self.signals)
+            self.points.append(pt)
+            pt.done_time = w.engine.clocks.time[w.a]  # (the time its arrival publishes)
+            w.complete()
+            pt.phase = w.phase
+            return run, pt.seen
+        sets, cut = minimal_sets(w.sem, pt.vc, w.value)
         self.cut = self.cut or cut
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
             choice = 0
         pt.actor, pt.choice, pt.nsets, pt.sets = actor, choice, len(sets), sets
         pt.seen = sets[choice]
-        pt.base = frozenset(w.sem.arrived)
+        pt.base = w.sem.arrived  # (a cut is replaced, never changed)
         pt.taken, pt.value = w.sem.taken, w.value
         pt.signals_before = len(self.signals)
-        pt.vc = w.engine.clocks.snapshot(w.a)
         self.points.append(pt)
         complete_wait(w, pt.seen)
         pt.done_time = w.engine.clocks.time[w.a]
@@ -213,51 +258,100 @@ class Chooser:
 def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
     """Whether a wait (at ``pt``) that completed before signal ``idx`` of its semaphore
     could need that signal: in the smallest set holding it, its ordered-before signals
-    and what the wait had to see, the signal is not spare."""
-    hist = sem.history
-    t = hist[idx]
-    closed = set(pt.base) | {j for j in range(idx) if hist[j].before(t)}
-    have = sum(hist[j].units for j in closed) - pt.taken
+    and what the wait had to see, the signal is not spare. (Per signaller: the longer of
+    the prefix the wait had seen and the prefix ordered before the signal.)"""
+    t = sem.history[idx]
+    have = -pt.taken
+    for b, lane in sem.lanes.items():
+        before = lane.position(idx) if b == t.actor else lane.known(int(t.vc[b])) if b >= 0 else 0
+        have += lane.units[max(before, pt.base.get(b, 0))]
     return have < pt.value
 
 
-def _lead(points: list[Point], i: int, actor: int, vc: Any) -> set[int]:
+class _Index:
+    """A run's choice points and signals by semaphore (or barrier) and actor, so that
+    each point looks only at the later waits, arrivals and signals that could race with
+    it."""
+
+    def __init__(self, points: list[Point], signals: list[tuple[Semaphore, int]]) -> None:
+        #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
+        self.waits: dict[tuple, dict[int, list[int]]] = {}
+        #: actor -> the points where it was chosen
+        self.chosen: dict[int, list[int]] = {}
+        for i, pt in enumerate(points):
+            key = pt.keys[pt.options.index(pt.actor)]
+            self.waits.setdefault(key, {}).setdefault(pt.actor, []).append(i)
+            self.chosen.setdefault(pt.actor, []).append(i)
+        #: semaphore key -> signaller -> its signals (indices into ``signals``)
+        self.sends: dict[tuple, dict[int, list[int]]] = {}
+        for n, (sem, idx) in enumerate(signals):
+            actor = sem.history[idx].actor
+            self.sends.setdefault(sem.key, {}).setdefault(actor, []).append(n)
+
+
+def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> set[int]:
     """Who should go first at point ``i`` for something by ``actor`` whose clock is
     ``vc`` to come before point ``i``'s wait: that actor if it is ready there, else the
     first ready one whose later wait led to it, else every other ready one."""
     pt = points[i]
     if actor in pt.options:
         return {actor}
-    for q in points[i + 1 :]:
-        if q.actor in pt.options and q.actor != pt.actor and int(vc[q.actor]) >= q.done_time:
-            return {q.actor}
+    first = None  # (the first later point whose actor was ready at i and led to vc)
+    for a in pt.options:
+        if a == pt.actor:
+            continue
+        mine = index.chosen.get(a, [])
+        k = bisect_right(mine, i)  # (a's first later wait: its later ones end later still)
+        if k < len(mine) and int(vc[a]) >= points[mine[k]].done_time:
+            if first is None or mine[k] < first[0]:
+                first = (mine[k], a)
+    if first is not None:
+        return {first[1]}
     return {a for a in pt.options if a != pt.actor}
 
 
-def reversals(points: list[Point], signals: list[tuple[Semaphore, int]]) -> dict[int, set[int]]:
+def reversals(
+    points: list[Point],
+    signals: list[tuple[Semaphore, int]],
+    unwatched: frozenset[tuple] = frozenset(),
+) -> dict[int, set[int]]:
     """The choice points where another actor should go first (point -> actors): two
     waits on one semaphore by different actors, the later not depending on the earlier
-    (both orders), and a wait completed before a signal to its semaphore that did not
-    depend on it and that it could need (the actor whose wait, completed later, led to
-    that signal)."""
+    (both orders; the same for two arrivals at one barrier that joined different
+    phases: the later could have joined the earlier's), and a wait completed before a
+    signal to its semaphore that did not depend on it and that it could need (the actor
+    whose wait, completed later, led to that signal). ``unwatched``: the barriers no
+    thread waits on (which phase an arrival there joined cannot matter).
+
+    Near-linear: per point, each other actor's later waits (signals) on the same
+    semaphore are looked at only up to the first that depends on the point's wait
+    (program order makes every later one of that actor depend on it too)."""
+    index = _Index(points, signals)
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.keys[pt.options.index(pt.actor)]
-        for q in points[i + 1 :]:
-            if q.actor == pt.actor or q.keys[q.options.index(q.actor)] != key:
+        if key in unwatched:
+            continue
+        for b, mine in index.waits[key].items():
+            if b == pt.actor:
                 continue
-            if int(q.vc[pt.actor]) >= pt.done_time:
-                continue  # q's waiter came after this wait
-            out.setdefault(i, set()).update(_lead(points, i, q.actor, q.vc))
-        for sem, idx in signals[pt.signals_before :]:
-            if sem.key != key:
+            for j in range(bisect_right(mine, i), len(mine)):
+                q = points[mine[j]]
+                if int(q.vc[pt.actor]) >= pt.done_time:
+                    break  # q's waiter came after this wait (and so do its later ones)
+                if q.phase == pt.phase >= 0:
+                    continue  # two arrivals in one phase: either order makes that phase
+                out.setdefault(i, set()).update(_lead(points, index, i, b, q.vc))
+        for b, mine in index.sends.get(key, {}).items():
+            if b == pt.actor:
                 continue
-            tok: Token = sem.history[idx]
-            if tok.actor == pt.actor or int(tok.vc[pt.actor]) >= pt.done_time:
-                continue  # the same actor's, or it depends on this wait
-            if not _useful(pt, sem, idx):
-                continue
-            out.setdefault(i, set()).update(_lead(points, i, tok.actor, tok.vc))
+            for j in range(bisect_left(mine, pt.signals_before), len(mine)):
+                sem, idx = signals[mine[j]]
+                tok: Token = sem.history[idx]
+                if int(tok.vc[pt.actor]) >= pt.done_time:
+                    break  # it depends on this wait (and so do the signaller's later ones)
+                if _useful(pt, sem, idx):
+                    out.setdefault(i, set()).update(_lead(points, index, i, b, tok.vc))
     return out
 
 
@@ -312,13 +406,30 @@ MAX_TRAIL = 2000
 
 
 def described(engine: Any, pts: list[Point]) -> Schedule:
-    """A run's schedule with what each choice was and the statements in order."""
+    """A run's schedule with what each choice was (``saw``: the signals the wait saw
+    that no earlier wait on its semaphore had: the ones it took) and the statements in
+    order."""
     names = {a: actor.describe() for a, actor in engine.actors.items()}
     said = []
     for p in pts:
         k = p.options.index(p.actor)
+        if p.phase >= 0:
+            said.append(
+                {
+                    "who": names.get(p.actor, str(p.actor)),
+                    "arrives": p.paths[k],
+                    "barrier": engine.barriers[p.keys[k]].label,
+                    "phase": p.phase,
+                    "ready": [names.get(a, str(a)) for a in p.options],
+                    "sets": 1,
+                }
+            )
+            continue
         sem = _sem(engine, p.keys[k])
-        saw = [f"{sem.history[i].sender} ({sem.history[i].path})" for i in sorted(p.seen)]
+        saw = [
+            f"{sem.history[i].sender} ({sem.history[i].path})"
+            for i in new_signals(sem, p.base, p.seen)
+        ]
         said.append(
             {
                 "who": names.get(p.actor, str(p.actor)),
@@ -356,22 +467,31 @@ class Explored:
 
 
 def explore(
-    make: Any, *, max_runs: int = 2000, max_seconds: float = 5.0, max_races: int = 16
+    make: Any,
+    *,
+    max_runs: int = 2000,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    max_races: int = 16,
 ) -> Explored:
     """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
     run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
-    every run are collected with the first schedule that shows each."""
+    every run are collected with the first schedule that shows each. Bounded by
+    ``max_runs`` runs and ``max_steps`` thread-steps in all (deterministic);
+    ``max_seconds`` (None: none) only cancels a runaway exploration."""
     res = Explored()
     start = time.perf_counter()
     stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
     prefix: list[tuple[int, int]] = []
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
+    steps = 0
     while True:
         chooser = Chooser(prefix)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
+        steps += out.steps
         if res.first is None:
             res.first = out
         if out.stopped or out.error is not None:
@@ -382,13 +502,13 @@ def explore(
             break
         pts = chooser.points
         res.points = max(res.points, len(pts))
-        odd = sorted(b.label for b in engine.barriers.values() if b.unordered)
+        odd = sorted(b.label for b in engine.barriers.values() if b.order_matters)
         if odd and res.complete:
             res.complete = False
             res.why = (
-                f"threads arrive at {', '.join(odd[:3])} in more than one phase without "
-                "an order between them: which phase each arrival joined was explored only "
-                "in the engine's order"
+                f"async copies issued by more than one thread land on {', '.join(odd[:3])} "
+                "in more than one phase without an order between them: which phase each "
+                "joined was explored only in the engine's order"
             )
         if chooser.cut:
             res.complete = False
@@ -433,7 +553,8 @@ def explore(
                     "expanded": {p.actor},
                 }
             )
-        for i, actors in reversals(pts, chooser.signals).items():
+        unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
+        for i, actors in reversals(pts, chooser.signals, unwatched).items():
             if i >= len(stack):
                 continue
             node = stack[i]
@@ -445,14 +566,11 @@ def explore(
             stack.pop()
         if not stack:
             break
-        if res.runs >= max_runs or time.perf_counter() - start > max_seconds:
+        why = _bound(res.runs, max_runs, steps, max_steps, time.perf_counter() - start, max_seconds)
+        if why:
             res.complete = False
             left = sum(len(n["todo"]) for n in stack)
-            res.why = (
-                f"stopped after {res.runs} schedules"
-                + (f" and {time.perf_counter() - start:.1f} s" if res.runs < max_runs else "")
-                + f" with {left} choice(s) at {len(stack)} point(s) not yet tried"
-            )
+            res.why = f"{why}, with {left} choice(s) at {len(stack)} point(s) not yet tried"
             break
         node = stack[-1]
         nxt = node["todo"].pop(0)
@@ -461,6 +579,31 @@ def explore(
         prefix = [n["chosen"] for n in stack]
     res.seconds = time.perf_counter() - start
     return res
+
+
+def _bound(
+    runs: int,
+    max_runs: int,
+    steps: int,
+    max_steps: int | None,
+    seconds: float,
+    max_seconds: float | None,
+) -> str:
+    """Why exploring stops here ("" to go on): a bound on runs or thread-steps reached,
+    or (a last resort, said as such) the time."""
+    if runs >= max_runs:
+        return f"stopped at its bound of {max_runs} schedules ({steps:,} thread-steps)"
+    if max_steps is not None and steps >= max_steps:
+        return (
+            f"stopped at its bound of {max_steps:,} thread-steps over all schedules "
+            f"(after {runs} schedules)"
+        )
+    if max_seconds is not None and seconds > max_seconds:
+        return (
+            f"cancelled after {seconds:.0f} s, its time bound (a last resort: this "
+            f"machine was slow or loaded; {runs} schedules, {steps:,} thread-steps run)"
+        )
+    return ""
 
 
 __all__ = [

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from typing import Any
 
@@ -48,17 +49,52 @@ class Token(Record):
         return self.actor >= 0 and int(other.vc[self.actor]) >= self.time
 
 
+class Lane:
+    """One signaller's signals to one semaphore, in its program order (exploring mode):
+    ``indices`` into the semaphore's ``history``, ``times`` (the signaller's own time at
+    each) and ``units`` (``units[k]``: the units of its first ``k``). A set of signals
+    closed under happens-before holds a prefix of every lane, so it is a *cut*: how many
+    of each lane's first signals it holds."""
+
+    __slots__ = ("indices", "times", "units")
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+        self.times: list[int] = []
+        self.units = [0]
+
+    def add(self, index: int, token: Token) -> None:
+        self.indices.append(index)
+        self.times.append(token.time)
+        self.units.append(self.units[-1] + token.units)
+
+    def known(self, time: int) -> int:
+        """How many of these signals happen before a clock whose entry for the
+        signaller is ``time``."""
+        return bisect_right(self.times, time)
+
+    def position(self, index: int) -> int:
+        """How many of these signals come before the one at ``history[index]``."""
+        return bisect_left(self.indices, index)
+
+
+#: A set of a semaphore's signals closed under happens-before: signaller -> how many of
+#: its first signals (see :class:`Lane`).
+Cut = dict[int, int]
+
+
 class Semaphore(Record):
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
-    ``kept``: the most a wait with decrement=False waited for (that much is left on
-    purpose), ``senders``: the first few signallers.
+    ``kept``: the most a wait with decrement=False waited for (it left that much),
+    ``senders``: the first few signallers.
 
     In the exploring mode (:mod:`mpmd_lab.engine.explore`) the semaphore is the
     counter a GPU has: ``history`` holds every signal in the order they were issued,
     ``arrived`` those a completed wait saw (a wait is ordered after every signal that
-    reached the counter before it: the release sequence of atomic adds), ``taken`` the
-    units decrementing waits took off."""
+    reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
+    ``joined`` the join of their clocks, ``lanes`` the history per signaller and
+    ``taken`` the units decrementing waits took off."""
 
     __slots__ = (
         "label",
@@ -69,7 +105,9 @@ class Semaphore(Record):
         "kept",
         "senders",
         "history",
+        "lanes",
         "arrived",
+        "joined",
         "taken",
     )
 
@@ -91,7 +129,9 @@ class Semaphore(Record):
         self.kept = kept
         self.senders = [] if senders is None else senders
         self.history: list[Token] = []
-        self.arrived: frozenset[int] = frozenset()
+        self.lanes: dict[int, Lane] = {}
+        self.arrived: Cut = {}
+        self.joined: np.ndarray | None = None
         self.taken = 0
 
     def signal(
@@ -111,12 +151,21 @@ class Semaphore(Record):
         token = Token(units, vc, sender, path, actor)
         self.tokens.append(token)
         if keep:
+            lane = self.lanes.get(actor)
+            if lane is None:
+                lane = self.lanes[actor] = Lane()
+            lane.add(len(self.history), token)
             self.history.append(token)
+
+    def units_of(self, cut: Cut) -> int:
+        """The units the signals of ``cut`` added."""
+        return sum(self.lanes[b].units[k] for b, k in cut.items())
 
     @property
     def unbalanced(self) -> int:
-        """Units left at the end beyond what a decrement=False wait left on purpose."""
-        return self.value - self.kept if self.value > self.kept else 0
+        """Units left at the end (a semaphore must end at zero; what a decrement=False
+        wait left counts too: ``kept`` only says how much of it such a wait left)."""
+        return max(self.value, 0)
 
     def take(self, value: int, decrement: bool) -> list[np.ndarray]:
         """The clocks of the first ``value`` units (consumed when ``decrement``)."""
@@ -165,6 +214,7 @@ class Barrier(Record):
         "arrivers",
         "last",
         "unordered",
+        "waited",
     )
 
     def __init__(
@@ -187,13 +237,17 @@ class Barrier(Record):
         #: this phase's and the last completed phase's arrivals: (actor, its time)
         self.arrivers: list[tuple[int, int]] = []
         self.last: list[tuple[int, int]] = []
-        #: an arrival not ordered after an earlier phase's arrival by another thread:
-        #: which phase each went to depended on the schedule
+        #: a copy's arrival not ordered after an earlier phase's arrival by another
+        #: thread: which phase each went to depended on the schedule
         self.unordered = False
+        #: some thread waits on it (a barrier nobody waits on orders nothing, so which
+        #: phase an arrival joined cannot matter)
+        self.waited = False
 
     def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
         if actor >= 0 and vc is not None:
-            if any(b != actor and int(vc[b]) < t for b, t in self.last):
+            # (explicit arrivals are the explorer's choices: only copies are said)
+            if copy and any(b != actor and int(vc[b]) < t for b, t in self.last):
                 self.unordered = True
             self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
@@ -203,6 +257,11 @@ class Barrier(Record):
             self.copies += 1
         elif self.arrivals >= self.target and not self.copies:
             self._complete()
+
+    @property
+    def order_matters(self) -> bool:
+        """Arrivals joined phases in an order the schedule chose, and a wait sees it."""
+        return self.unordered and self.waited
 
     def settle(self) -> None:
         """Copies in flight have landed: complete the phase if it has its arrivals."""
@@ -252,6 +311,11 @@ class SemaphoreWait(Wait):
             path,
         )
 
+    @property
+    def key(self) -> tuple:
+        """What it competes for with other choices: its semaphore."""
+        return self.sem.key
+
     def ready(self) -> bool:
         return self.sem.value >= self.value
 
@@ -265,6 +329,30 @@ class SemaphoreWait(Wait):
         if self.sem.senders:
             got += f", from {', '.join(self.sem.senders)}"
         return f"waits for {self.sem.label} to reach {self.value} (it is {self.sem.value}; {got})"
+
+
+class BarrierArrival(Wait):
+    """(Exploring mode) a ``barrier_arrive`` held until the scheduler lets it land: which
+    phase an arrival joins is the schedule's, so arrivals are choices too (``phase``:
+    the one it joined, once it has)."""
+
+    kind = "arrive"
+
+    def __init__(self, engine: Any, a: int, key: tuple, bar: Barrier, path: str) -> None:
+        self.engine, self.a, self.key, self.bar, self.path = engine, a, key, bar, path
+        self.phase = -1
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self) -> None:
+        clocks = self.engine.clocks
+        self.phase = self.bar.phase
+        self.bar.arrive(clocks.snapshot(self.a), actor=self.a)
+        clocks.tick(self.a)
+
+    def describe(self) -> str:
+        return f"arrives at {self.bar.label} (phase {self.bar.phase})"
 
 
 class BarrierWait(Wait):
@@ -288,4 +376,4 @@ class BarrierWait(Wait):
         )
 
 
-__all__ = ["Barrier", "BarrierWait", "Semaphore", "SemaphoreWait", "Token", "Wait"]
+__all__ = ["Barrier", "BarrierWait", "Cut", "Lane", "Semaphore", "SemaphoreWait", "Token", "Wait"]

@@ -36,6 +36,7 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.importer import frames as F
 from mpmd_lab.importer import values as V
+from mpmd_lab.ops import Im2Col
 
 #: Transform kinds that make a view another place's memory (for aliasing)
 ELSEWHERE = ("remote_ref", "multicast_ref", "cluster_ref")
@@ -788,6 +789,10 @@ class Translator:
             via = "transpose_ref" if "transpose_ref" in F.line_text(self.where) else "method"
             shape = tuple(v.shape[p] for p in perm)
             return v.with_({"op": "transpose", "perm": perm, "via": via}, shape)
+        if kind == "Im2ColTransform":
+            pads = [list(p) for p in t.padding]
+            op = {"op": "im2col_ref", "window_shape": list(t.window_shape), "padding": pads}
+            return v.with_(op, Im2Col.model_validate(op).view_shape(v.shape))
         raise Unsupported(f"the ref transform {kind}")
 
     def _indexer(self, v: View, idx: Any) -> View:

@@ -25,6 +25,7 @@ from mpmd_lab.ops.async_copies import (
 from mpmd_lab.ops.base import READ, SYNC, WRITE, Op, StatementOp, TransformOp
 from mpmd_lab.ops.compute import AtomicAdd, Compute, Dot, MultimemLoadReduce
 from mpmd_lab.ops.control import Loop, When
+from mpmd_lab.ops.im2col import Im2Col
 from mpmd_lab.ops.peers import ClusterRef, DeviceRef, MulticastRef, Offset, RemoteRef
 from mpmd_lab.ops.scratch import (
     ArrayScratch,
@@ -57,7 +58,16 @@ from pydantic import Discriminator, Field, Tag
 #: Every transform op, in the order of docs/SCENARIO.md (the one list: the tuples and
 #: the schema's unions are made from it).
 AnyTransform = (
-    At | Bitcast | Reshape | Transpose | RemoteRef | MulticastRef | ClusterRef | Tiling | Swizzle
+    At
+    | Bitcast
+    | Reshape
+    | Transpose
+    | Im2Col
+    | RemoteRef
+    | MulticastRef
+    | ClusterRef
+    | Tiling
+    | Swizzle
 )
 #: Every statement op (``let`` aside), in the order of docs/SCENARIO.md.
 AnyStatementOp = (
@@ -196,6 +206,7 @@ __all__ = [
     "DeviceRef",
     "DsIndex",
     "Fill",
+    "Im2Col",
     "Let",
     "MulticastRef",
     "MultimemStore",

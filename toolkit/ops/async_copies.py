@@ -270,6 +270,9 @@ def trace_load(t: TraceContext) -> bool:
         return True
     if t.use("src") or t.use("dst"):
         return True
+    for k, (_p, step) in enumerate(t.binding("src").stack):  # (each view step's own rule)
+        if step.trace_gmem_load(t, "src", k):
+            return True
     s_, d_ = t.info("src"), t.info("dst")
     if s_.dtype != d_.dtype:
         t.jax(
@@ -304,7 +307,7 @@ def lower_load(low: LowerContext) -> bool:
         return True
     if low.barrier("barrier", "as_barrier_memref"):
         return True
-    if low.gmem_transforms("src", multicast_ok=False):
+    if low.gmem_transforms("src", load=True):
         return True
     if low.info("dst").cluster:
         low.jax(

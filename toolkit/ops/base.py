@@ -109,7 +109,7 @@ class LowerContext(Protocol):
     def device_id(self, dev: Any, field: str) -> bool: ...
     def barrier(self, field: str, method: str) -> bool: ...
     def multimem_ref(self, field: str) -> bool: ...
-    def gmem_transforms(self, field: str, multicast_ok: bool) -> bool: ...
+    def gmem_transforms(self, field: str, load: bool) -> bool: ...
 
 
 class ExecuteContext(Protocol):
@@ -176,6 +176,55 @@ class SourceWriter(Protocol):
     def fresh(self, prefix: str) -> str: ...
     def fail(self, message: str) -> None: ...
     def body(self, body: list[Any], loop_var: str | None = None) -> list[str]: ...
+
+
+class AccessLowering(Protocol):
+    """What a view step's ``lower_access`` sees while the Mosaic GPU lowering takes a
+    plain load or store through the view (``validate.lower._Access``)."""
+
+    @property
+    def where(self) -> str: ...
+    @property
+    def root_space(self) -> str | None: ...
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None: ...
+    def device_id(self, dev: Any) -> bool: ...
+    def unmade_reshape(self, pos: int, path: str) -> bool: ...
+    def cluster(self) -> bool: ...
+
+
+class GmemCopyLowering(Protocol):
+    """What a view step of a TMA copy's GMEM side sees while the copy is lowered
+    (``validate.lower._GmemCopy``): ``load`` for ``copy_gmem_to_smem``, ``after`` the
+    view's steps after this one, ``smem`` the other side's ref."""
+
+    load: bool
+    after: tuple["TransformOp", ...]
+
+    @property
+    def where(self) -> str: ...
+    @property
+    def smem(self) -> "RefInfo": ...
+    @property
+    def smem_layout(self) -> tuple["TransformOp", ...]: ...
+    @property
+    def collective(self) -> bool: ...
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None: ...
+    def device_id(self, dev: Any) -> bool: ...
+    def multicast(self, axes: tuple[str, ...], path: str) -> bool: ...
+
+
+class ArrayValue(Protocol):
+    """A plain array (``jax.Array``, not a Ref) a transform is applied to outside the
+    kernel (``validate.arrays.ArrayResult``): ``updater`` once ``x.at[...]`` made it an
+    update helper."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    updater: bool
+
+
+#: an error of a transform applied to an array: ``(code, JAX's exception type, message)``
+ArrayError = tuple[str, str, str]
 
 
 #: A transform's type rule's answer: ``(ref after | None, StepError | None, notes)``
@@ -290,6 +339,16 @@ class TransformOp(Op):
     #: the type of the ref must be computed to apply it (a lazy error is raised here)
     NEEDS_TYPE: ClassVar[bool] = False
 
+    #: JAX records it without computing the ref's type (``TransformedRef``): while a
+    #: lazy error waits, the view is only marked transformed
+    DEFERS_TYPE: ClassVar[bool] = False
+
+    #: which of JAX's transforms it lowers as, in the Mosaic GPU lowering's algebra of a
+    #: view (``layout_rules``): ``index`` (``NDIndexer``), ``reshape``, ``transpose``,
+    #: ``bitcast``, the scratch layouts ``tiling`` and ``swizzle``, or ``other`` (no
+    #: algebra: it is printed by ``jax_repr``)
+    LOWERS_AS: ClassVar[str] = "other"
+
     #: it names another device's memory (NVSHMEM): the Mosaic GPU lowering then holds
     #: the device mesh to row-major ids (``validate.devices``)
     CROSS_DEVICE: ClassVar[bool] = False
@@ -329,6 +388,68 @@ class TransformOp(Op):
             jax_message,
             f"The GPU interpreter runs only index and transpose views, not {op}.",
         )
+
+    #: how the GPU lowering's memref follows it (``validate.lower``'s fold of a view):
+    #: ``MOVES_AXES`` permutes the memref's axes (a transpose), ``REINTERPRETS`` changes
+    #: its element type, so its strides no longer follow the ref's (a bitcast),
+    #: ``RESHAPES`` folds or unfolds its axes (a reshape)
+    MOVES_AXES: ClassVar[bool] = False
+    REINTERPRETS: ClassVar[bool] = False
+    RESHAPES: ClassVar[bool] = False
+    #: what memory it reaches: ``""`` the ref's own, ``"peer"`` another device's,
+    #: ``"multicast"`` every device along some axes, ``"cluster"`` another block's
+    REACH: ClassVar[str] = ""
+    #: it only indexes (``ref.at[...]``): a barrier, a TMA copy's GMEM side take it
+    INDEXES: ClassVar[bool] = False
+
+    def jax_repr(self) -> str:
+        """The transform as JAX prints it (its traced values elided as ``...``)."""
+        return self.kind
+
+    def int_indices(self) -> Iterator[E.Expr]:
+        """The integer index expressions of the dims it drops, in order (``at``)."""
+        return iter(())
+
+    def root_dims(self, dims: list[int]) -> list[int] | None:
+        """Which root dim each dim of the view after it is, given ``dims`` before it
+        (None: no longer one root dim per view dim)."""
+        return None
+
+    def stops_access(self) -> bool:
+        """Whether ``lower_access`` may stop the lowering of a plain access at this step
+        (a reshape's own is asked through ``RESHAPES``)."""
+        return False
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """The Mosaic GPU lowering's rules of this step (``pos`` in the view's stack, at
+        field ``path``) for a plain load or store through the view; True when it stops."""
+        return False
+
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+        """``_extract_gmem_copy_params``: this step of a TMA copy's GMEM side (at field
+        ``path``); True when the lowering stops. Only indexing, peer and multicast views
+        lower; anything else is refused."""
+        a.jax(
+            "TMA_GMEM_TRANSFORM",
+            a.where,
+            "Non-indexing transforms on GMEM refs are not implemented.",
+            explanation=f"The GMEM side of a TMA copy is addressed by indexing only; this "
+            f"view applies {self.kind}. Copy the whole (indexed) ref and transform the SMEM "
+            "side or the value instead.",
+        )
+        return True
+
+    def trace_gmem_load(self, t: "TraceContext", field: str, pos: int) -> bool:
+        """``copy_gmem_to_smem``'s abstract eval of this step (``pos`` in ``field``'s
+        stack) of the GMEM source; True when tracing stops."""
+        return False
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """Apply it to a plain array outside the kernel (``a``, changed in place; ``bound``
+        the axis names bound there): JAX's error, or None."""
+        if a.updater:  # a ref function wraps an update helper without complaint
+            return None
+        return ("REF_NOT_A_REF", "TypeError", "ref must be a reference")
 
     def needs_type(self, ref: "RefInfo") -> bool:
         """Whether applying it computes the ref's type (so a waiting lazy error is raised)."""

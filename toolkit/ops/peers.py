@@ -19,7 +19,18 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
-from mpmd_lab.ops.base import Actor, Fit, InterpLimit, SourceWriter, TransformOp, ViewContext
+from mpmd_lab.ops.base import (
+    AccessLowering,
+    Actor,
+    ArrayError,
+    ArrayValue,
+    Fit,
+    GmemCopyLowering,
+    InterpLimit,
+    SourceWriter,
+    TransformOp,
+    ViewContext,
+)
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import RefInfo, StepError, err, first_unbound, replace
 from pydantic import Field, StrictInt, field_validator
@@ -154,7 +165,19 @@ def _not_a_ref(ref: RefInfo) -> StepError | None:
     return err("REF_NOT_A_REF", "TypeError", "ref must be a reference")
 
 
-class RemoteRef(TransformOp):
+class _Elsewhere(TransformOp):
+    """A view of the same ref in other memory (a peer's, every device's, another
+    block's): the same dims; the lowering of a plain access may stop at it (a bad
+    device id or block, SMEM of a peer, any multicast access)."""
+
+    def root_dims(self, dims: list[int]) -> list[int] | None:
+        return dims
+
+    def stops_access(self) -> bool:
+        return True
+
+
+class RemoteRef(_Elsewhere):
     """``plgpu.remote_ref(ref, device_id)``: the same ref on another device."""
 
     @classmethod
@@ -169,6 +192,50 @@ class RemoteRef(TransformOp):
         "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
     )
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.PeerMemRef"
+    REACH: ClassVar[str] = "peer"
+
+    def jax_repr(self) -> str:
+        return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """The device id resolves against the mesh; the peer's pointer is a kernel
+        argument's (GMEM)."""
+        if a.device_id(self.device):
+            return True
+        if a.root_space == "SMEM":
+            # the peer pointer is taken from a kernel argument (GMEM); an SMEM
+            # allocation is none (JAX's message goes on with the MLIR of the slice)
+            a.jax(
+                "REMOTE_SMEM",
+                a.where,
+                "Can't find the kernel argument.",
+                jax_type="ValueError",
+                explanation="remote_ref reaches another device's GMEM only (the kernel's "
+                "arguments and outputs); SMEM is per block and no other device can "
+                "address it. Write into the peer's output (GMEM) instead, or, between "
+                "blocks of one cluster, use cluster_ref.",
+            )
+            return True
+        return False
+
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+        return a.device_id(self.device)
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """The device id expression (``lax.axis_index``) is evaluated before the call."""
+        if isinstance(self.device, dict):
+            axis = next(
+                (k for k, v in self.device.items() if not isinstance(v, int) and k not in bound),
+                None,
+            )
+            if axis is not None:
+                return (
+                    "UNBOUND_AXIS",
+                    "NameError",
+                    f"Found an unbound axis name: {axis}. To fix this, please call axis_index "
+                    "under `jax.shard_map`.",
+                )
+        return super().on_array(a, bound)
 
     op: Literal["remote_ref"]
     device: DeviceId = Field(
@@ -220,7 +287,7 @@ class RemoteRef(TransformOp):
             return v.with_(oob=(e.code, e.path, str(e)))  # fails at the access
 
 
-class MulticastRef(TransformOp):
+class MulticastRef(_Elsewhere):
     """``plgpu.multicast_ref(ref, axes)``: every device along ``axes`` (writes fan out)."""
 
     @classmethod
@@ -232,6 +299,35 @@ class MulticastRef(TransformOp):
     CROSS_DEVICE: ClassVar[bool] = True
     FAMILY: ClassVar[str] = "devices"
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.MulticastRef"
+    REACH: ClassVar[str] = "multicast"
+
+    def jax_repr(self) -> str:
+        return f"MulticastRef(collective_axes={self.axis_names!r})"
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """Only a TMA store writes through a multicast view."""
+        a.jax(
+            "MULTICAST_PLAIN_STORE",
+            a.where,
+            "Multicast references are not allowed in the lowering of this primitive.",
+            explanation="A multicast view can only be written by a TMA copy "
+            "(`tma_store` from SMEM); a plain load or store through it does not lower.",
+        )
+        return True
+
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+        """A TMA store may multicast (to the whole device mesh); a load may not."""
+        if a.load:
+            a.jax(
+                "MULTICAST_TMA_LOAD",
+                a.where,
+                "Multicast refs are not supported by this primitive.",
+                explanation="A TMA load reads one device's memory: it cannot read "
+                "through a multicast view. Load from a peer (remote_ref), or reduce over "
+                "every device with multimem_load_reduce.",
+            )
+            return True
+        return a.multicast(self.axis_names, path)
 
     op: Literal["multicast_ref"]
     axes: AxisNames = Field(
@@ -291,7 +387,7 @@ class MulticastRef(TransformOp):
 _NO_ENV = E.Env({}, {})
 
 
-class ClusterRef(TransformOp):
+class ClusterRef(_Elsewhere):
     """``plgpu.cluster_ref(ref, block)``: the SMEM of another block of the cluster."""
 
     @classmethod
@@ -303,6 +399,13 @@ class ClusterRef(TransformOp):
     FAMILY: ClassVar[str] = "devices"
     GPU_INTERP_REPR: ClassVar[str | None] = "ClusterRefTransform(dims=..., idxs=...)"
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.pallas.mosaic_gpu.core.ClusterRefTransform"
+    REACH: ClassVar[str] = "cluster"
+
+    def jax_repr(self) -> str:
+        return f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs=(...))"
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        return a.cluster()
 
     op: Literal["cluster_ref"]
     block: dict[str, Annotated[StrictInt, Field(ge=-64, le=64)] | Expr] = Field(

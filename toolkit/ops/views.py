@@ -15,8 +15,20 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
+from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
-from mpmd_lab.ops.base import Actor, Fit, InterpLimit, SourceWriter, TransformOp, ViewContext
+from mpmd_lab.ops.base import (
+    AccessLowering,
+    Actor,
+    ArrayError,
+    ArrayValue,
+    Fit,
+    GmemCopyLowering,
+    InterpLimit,
+    SourceWriter,
+    TransformOp,
+    ViewContext,
+)
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import (
     OUTSIDE,
@@ -221,6 +233,8 @@ class At(TransformOp):
     HELP: ClassVar[str] = "index or slice: ref.at[...]"
     FAMILY: ClassVar[str] = "views"
     NEEDS_TYPE: ClassVar[bool] = True
+    INDEXES: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "index"
     TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {"index": E.parse_index}
 
     op: Literal["at"]
@@ -242,6 +256,60 @@ class At(TransformOp):
         for k, ix in enumerate(self._entries):
             if ix.start is not None:
                 yield f"index[{k}]", ix.start
+
+    def int_indices(self) -> Iterator[E.Expr]:
+        for ix in self._entries:
+            if ix.kind == "int" and ix.start is not None:
+                yield ix.start
+
+    def root_dims(self, dims: list[int]) -> list[int] | None:
+        idx = list(self.index) + [None] * (len(dims) - len(self.index))
+        return [d for d, e in zip(dims, idx, strict=False) if not isinstance(e, int)]
+
+    def _negative_ds(self) -> int | None:
+        """The first ``pl.ds`` entry with a negative static start (None: none)."""
+        for k, ix in enumerate(self._entries):
+            if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
+                return k
+        return None
+
+    def stops_access(self) -> bool:
+        return self._negative_ds() is not None
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """The lowering's slices have non-negative bounds (``_slice_memref``)."""
+        k = self._negative_ds()
+        if k is None:
+            return False
+        ix = self._entries[k]
+        assert isinstance(ix.start, E.Const) and ix.size is not None
+        start, size = ix.start.value, ix.size
+        a.jax(
+            "AT_NEGATIVE_SLICE",
+            f"{path}.index[{k}]",
+            f"Slice slice({start}, {start + size}, 1) along axis {k} has negative bounds",
+        )
+        return True
+
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+        return False  # (a TMA copy's GMEM side is addressed by indexing)
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """``x.at[...]`` of an array makes an update helper (which no kernel accepts)."""
+        if a.updater:
+            return ("ARRAY_NO_METHOD", "AttributeError", _NO_METHOD.format("at"))
+        for e in self.index:
+            if isinstance(e, PidIndex):
+                return ("JAX_ASSERTION", "AssertionError", "")
+            if isinstance(e, BlockIndex) and e.block not in bound:
+                return (
+                    "UNBOUND_AXIS",
+                    "NameError",
+                    f"Found an unbound axis name: {e.block}. To fix this, please call "
+                    "axis_index under `jax.shard_map`.",
+                )
+        a.updater = True
+        return None
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
         # ``TransformOp.unbound_axis``, a block or pid entry read off its kind (its start is
@@ -567,6 +635,10 @@ def _clip(start: int, n: int, size: int) -> Any:
 # ---------------------------------------------------------------- bitcast, reshape, transpose
 
 
+#: an update helper's (``x.at[...]``) missing method
+_NO_METHOD = "'_IndexUpdateRef' object has no attribute '{}'"
+
+
 def sharded_error() -> StepError:
     """Bitcast, reshape and transpose types reject a sharded array: a bare error."""
     return err("MPMD_GPU_MESH_NOT_COMBINABLE", "NotImplementedError", "", lazy=True)
@@ -583,6 +655,15 @@ class Bitcast(TransformOp):
     FAMILY: ClassVar[str] = "views"
     GPU_INTERP_REPR: ClassVar[str | None] = "BitcastTransform(dtype=...)"
     NEEDS_TYPE: ClassVar[bool] = True
+    MOVES_AXES: ClassVar[bool] = True
+    REINTERPRETS: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "bitcast"
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """An array has no ``bitcast`` method."""
+        if a.updater:
+            return ("ARRAY_NO_METHOD", "AttributeError", _NO_METHOD.format("bitcast"))
+        return ("ARRAY_NO_METHOD", "AttributeError", "DynamicJaxprTracer has no attribute bitcast")
 
     op: Literal["bitcast"]
     dtype: Literal[dtypes.DTYPES] = Field(  # type: ignore[valid-type]
@@ -673,6 +754,39 @@ class Reshape(TransformOp):
     FAMILY: ClassVar[str] = "views"
     GPU_INTERP_REPR: ClassVar[str | None] = "ReshapeTransform(shape=...)"
     NEEDS_TYPE: ClassVar[bool] = True
+    RESHAPES: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "reshape"
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """The first reshape the lowering cannot make (``layout_rules.view_memref``)."""
+        return a.unmade_reshape(pos, path)
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """``jnp.reshape`` of the array (its own messages)."""
+        if a.updater:
+            return ("ARRAY_NO_METHOD", "AttributeError", _NO_METHOD.format("reshape"))
+        target = tuple(self.shape)
+        size = math.prod(a.shape)
+        if target.count(-1) > 1:
+            return (
+                "RESHAPE_MINUS_ONE",
+                "TypeError",
+                f"can only specify one unknown axis size with a `-1` value, got {target!r}",
+            )
+        shown = str(target[0]) if len(target) == 1 else repr(target)
+        if -1 in target:
+            rest = math.prod(d for d in target if d != -1)
+            if rest and size % rest == 0:
+                target = tuple(size // rest if d == -1 else d for d in target)
+        if -1 in target or math.prod(target) != size:
+            return (
+                "RESHAPE_SIZE",
+                "TypeError",
+                f"cannot reshape array of shape {a.shape!r} (size {size}) into shape "
+                f"{shown} (size {abs(math.prod(target))})",
+            )
+        a.shape = target
+        return None
 
     op: Literal["reshape"]
     shape: Annotated[
@@ -751,6 +865,83 @@ class Transpose(TransformOp):
     HELP: ClassVar[str] = "permute the dims: ref.transpose(perm)"
     FAMILY: ClassVar[str] = "views"
     HLO_INTERP_CLASS: ClassVar[str | None] = "jax._src.state.types.TransposeTransform"
+    MOVES_AXES: ClassVar[bool] = True
+    DEFERS_TYPE: ClassVar[bool] = True
+    LOWERS_AS: ClassVar[str] = "transpose"
+
+    def root_dims(self, dims: list[int]) -> list[int] | None:
+        try:
+            return [dims[p] for p in self.perm]
+        except IndexError:
+            return None
+
+    def stops_access(self) -> bool:
+        # (a negative axis is out of order too)
+        return sorted(self.perm) != list(range(len(self.perm)))
+
+    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+        """The lowering's ``memref_transpose`` takes a permutation of non-negative axes."""
+        perm = self.perm
+        if any(p < 0 for p in perm):
+            a.jax(
+                "TRANSPOSE_NEGATIVE_PERM_GPU",
+                f"{path}.perm",
+                "get_permutation(): incompatible function arguments.",
+                fix=self._perm_fix(path),
+            )
+            return True
+        if sorted(perm) != list(range(len(perm))):
+            a.jax(
+                "TRANSPOSE_INVALID_PERM_GPU",
+                f"{path}.perm",
+                "Invalid permutation when attempting to create an AffineMap",
+            )
+            return True
+        return False
+
+    def _perm_fix(self, path: str) -> Fix | None:
+        """The same permutation with non-negative axes (None: it is none)."""
+        n = len(self.perm)
+        fixed = [p % n for p in self.perm]
+        if sorted(fixed) != list(range(n)):
+            return None
+        return Fix(
+            description=f"write the permutation with non-negative axes: {fixed}",
+            edits=[Edit(op="replace", path=f"{path}.perm", value=fixed)],
+        )
+
+    def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
+        """``jnp.transpose`` of the array; ``transpose_ref`` wants a ref."""
+        if a.updater:
+            if self.via == "method":
+                return ("ARRAY_NO_METHOD", "AttributeError", _NO_METHOD.format("transpose"))
+            return ("JAX_ASSERTION", "AssertionError", "")  # it asserts a memory space
+        if self.via == "transpose_ref":
+            sh = ",".join(map(str, a.shape))
+            return (
+                "TRANSPOSE_REF_RAW_BUG",
+                "ValueError",
+                "The 'memory_space' attribute is not available on traced array with shape "
+                f"{a.dtype}[{sh}]. Use `jax.typeof(x).memory_space` instead.",
+            )
+        n = len(a.shape)
+        bad = next((p for p in self.perm if not -n <= p < n), None)
+        if bad is not None:
+            return (
+                "TRANSPOSE_BAD_AXIS",
+                "ValueError",
+                f"axis {bad} is out of bounds for array of dimension {n}",
+            )
+        perm = [p % n for p in self.perm]
+        if sorted(perm) != list(range(n)):
+            return (
+                "TRANSPOSE_RANK",
+                "TypeError",
+                "transpose permutation isn't a permutation of operand dimensions, got "
+                f"permutation {tuple(self.perm)!r} for operand shape {a.shape!r}.",
+            )
+        a.shape = tuple(a.shape[p] for p in perm)
+        return None
 
     op: Literal["transpose"]
     perm: Annotated[
@@ -876,6 +1067,7 @@ class Tiling(_ScratchOnly):
         return {"op": "tiling", "tile": [8, 32]}
 
     HELP: ClassVar[str] = "tile the layout in memory (scratch only)"
+    LOWERS_AS: ClassVar[str] = "tiling"
 
     op: Literal["tiling"]
     tile: Annotated[list[Size], Field(min_length=1, max_length=MAX_RANK)] = Field(
@@ -897,6 +1089,7 @@ class Swizzle(_ScratchOnly):
         return {"op": "swizzle", "bytes": 128}
 
     HELP: ClassVar[str] = "swizzle the layout in memory (scratch only)"
+    LOWERS_AS: ClassVar[str] = "swizzle"
 
     op: Literal["swizzle"]
     bytes: Annotated[StrictInt, Field(ge=0, le=2**20)] = Field(

@@ -71,7 +71,7 @@ def check_build(ctx: Ctx) -> None:
     for name, sc in c.scratch.items():
         ts = sc.transforms
         bad = (
-            next(((k, t) for k, t in enumerate(ts) if t.op not in ("swizzle", "tiling")), None)
+            next(((k, t) for k, t in enumerate(ts) if not t.SCRATCH_ONLY), None)
             if ts  # (no layout, no walk)
             else None
         )

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
-from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import ClusterBarrierScratch, Let, MulticastRef
+from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
@@ -207,16 +206,15 @@ class LowerCtx:
             at = len(y.parent.stack)
         if not (tangled and reshape) or stop is None:  # (all three stay so once set)
             for k, (_, t) in enumerate(own, at):
-                op = t.op
-                if op == "transpose":
-                    moved = True
-                elif op == "bitcast":
+                if t.REINTERPRETS:
                     moved = tangled = True
+                elif t.MOVES_AXES:
+                    moved = True
                 elif moved:
                     tangled = True
-                if op == "reshape":
+                if t.RESHAPES:
                     reshape = True
-                elif stop is None and _may_stop(t):
+                elif stop is None and t.stops_access():
                     stop = k
             rules = rules or (tangled and root is not None)
         return _View(root, moved, tangled, rules, stop, reshape)
@@ -330,7 +328,7 @@ class LowerCtx:
                 spec = None if o is None else self.root_view(o).root
                 if o is None or spec is None or spec.space != "SMEM":
                     continue
-                if [t.op for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
+                if [t.LOWERS_AS for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o).memref
                     e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
                     if e is not None:
@@ -409,7 +407,7 @@ class LowerCtx:
         """A multimem op's ref: indexed only (``allow_peer_refs=False``, no multicast)."""
         b = self.st.refs[field]
         for _p, t in b.stack:
-            if t.op == "multicast_ref":
+            if t.REACH == "multicast":
                 self.ctx.jax(
                     "MULTICAST_PLAIN_STORE",
                     _where(self.st, field),
@@ -419,7 +417,7 @@ class LowerCtx:
                 )
                 return True
         for _p, t in b.stack:
-            if t.op == "remote_ref":
+            if t.REACH == "peer":
                 if device_id_problem(self.ctx, t.device, self.st, field):
                     return True
                 self.ctx.jax(
@@ -430,9 +428,11 @@ class LowerCtx:
                 return True
         return False
 
-    def gmem_transforms(self, field: str, multicast_ok: bool) -> bool:
-        """The GMEM side of a TMA copy: only indexing, peer and multicast transforms."""
-        return _gmem_copy_transforms(self.ctx, self.st, field, multicast_ok)
+    def gmem_transforms(self, field: str, load: bool) -> bool:
+        """The GMEM side of a TMA copy (``load``: copy_gmem_to_smem, the other side
+        ``dst``; else copy_smem_to_gmem, the other side ``src``): each step's
+        ``lower_gmem_copy``."""
+        return _gmem_copy_transforms(self, field, load)
 
 
 def _scratch_lowering(ctx: Ctx) -> bool:
@@ -526,24 +526,6 @@ _RANK = {
 _rank: Callable[[tuple[int, Any]], int] = operator.itemgetter(0)
 
 
-def _may_stop(t: Any) -> bool:
-    """Whether a view step other than a reshape may stop ``_apply_steps`` (a reshape
-    stops it where the lowering cannot make it: ``LowerCtx.memref`` says which, once per
-    view, and ``_View``'s ``reshape`` says whether to ask)."""
-    op = t.op
-    if op == "at":
-        for ix in t.entries():
-            if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
-                return True
-        return False
-    if op == "transpose":  # (a negative axis is out of order too)
-        perm = t.perm
-        return sorted(perm) != list(range(len(perm)))
-    # a peer view stops at a bad device id, or of SMEM (REMOTE_SMEM: the root's space,
-    # which the step alone does not know)
-    return op in ("remote_ref", "multicast_ref", "cluster_ref")
-
-
 class _Root(NamedTuple):
     """The untransformed ref under a view, as what declares it: its shape, dtype, memory
     space and scratch layout (``layout``: its transforms; empty for GMEM)."""
@@ -570,7 +552,7 @@ class _View(NamedTuple):
     #: whether ``_view_rules`` has anything to check: a root in SMEM or TMEM, a scratch
     #: layout, or a tangled view (without any, the lowering moves no step past another)
     rules: bool
-    #: the position of the first step that ``_may_stop`` holds for (None: none)
+    #: the position of the first step that ``stops_access`` holds for (None: none)
     stop: int | None
     #: a reshape, which ``_apply_steps`` stops at where the lowering cannot make it
     #: (with neither, every step lowers: it has nothing to check)
@@ -695,71 +677,47 @@ def _apply_steps(
         return True
     if stop is None:
         return False
+    a = _Access(low, field, root, bad)
     for pos, (path, t) in enumerate(b.stack[stop:], stop):
-        op = t.op
-        if op == "at":
-            for k, ix in enumerate(t.entries()):
-                if ix.kind == "ds" and isinstance(ix.start, E.Const) and ix.start.value < 0:
-                    start, size = ix.start.value, ix.size
-                    ctx.jax(
-                        "AT_NEGATIVE_SLICE",
-                        f"{path}.index[{k}]",
-                        f"Slice slice({start}, {start + size}, 1) along axis {k} has negative "
-                        "bounds",
-                    )
-                    return True
-        elif op == "transpose":
-            if any(p < 0 for p in t.perm):
-                ctx.jax(
-                    "TRANSPOSE_NEGATIVE_PERM_GPU",
-                    f"{path}.perm",
-                    "get_permutation(): incompatible function arguments.",
-                    fix=_perm_fix(path, t.perm),
-                )
-                return True
-            if sorted(t.perm) != list(range(len(t.perm))):
-                ctx.jax(
-                    "TRANSPOSE_INVALID_PERM_GPU",
-                    f"{path}.perm",
-                    "Invalid permutation when attempting to create an AffineMap",
-                )
-                return True
-        elif op == "reshape":
-            if bad is not None and bad.pos == pos:  # (the first the lowering cannot make)
-                ctx.raised(bad.error, path)
-                return True
-        elif op == "remote_ref":
-            if device_id_problem(ctx, t.device, st, field):
-                return True
-            if root is not None and root.space == "SMEM":
-                # the peer pointer is taken from a kernel argument (GMEM); an SMEM
-                # allocation is none (JAX's message goes on with the MLIR of the slice)
-                ctx.jax(
-                    "REMOTE_SMEM",
-                    _where(st, field),
-                    "Can't find the kernel argument.",
-                    jax_type="ValueError",
-                    explanation="remote_ref reaches another device's GMEM only (the kernel's "
-                    "arguments and outputs); SMEM is per block and no other device can "
-                    "address it. Write into the peer's output (GMEM) instead, or, between "
-                    "blocks of one cluster, use cluster_ref.",
-                )
-                return True
-        elif op == "multicast_ref":
-            ctx.jax(
-                "MULTICAST_PLAIN_STORE",
-                _where(st, field),
-                "Multicast references are not allowed in the lowering of this primitive.",
-                explanation="A multicast view can only be written by a TMA copy "
-                "(`tma_store` from SMEM); a plain load or store through it does not lower.",
-            )
+        if t.lower_access(a, pos, path):
             return True
-        elif op == "cluster_ref":
-            info = b.info
-            assert info is not None  # (the callers' ref)
-            if _cluster(ctx, st, field, info, low.mesh):
-                return True
     return False
+
+
+class _Access:
+    """What a view step's ``lower_access`` sees (``ops.base.AccessLowering``): the
+    statement's ref ``field`` lowered for a plain access."""
+
+    def __init__(self, low: LowerCtx, field: str, root: _Root | None, bad: Any) -> None:
+        self.low = low
+        self.field = field
+        self.root = root
+        self.bad = bad  # (the first reshape the lowering cannot make, if asked)
+
+    @property
+    def where(self) -> str:
+        return _where(self.low.st, self.field)
+
+    @property
+    def root_space(self) -> str | None:
+        return None if self.root is None else self.root.space
+
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+        self.low.ctx.jax(code, path, message, **kw)
+
+    def device_id(self, dev: Any) -> bool:
+        return device_id_problem(self.low.ctx, dev, self.low.st, self.field)
+
+    def unmade_reshape(self, pos: int, path: str) -> bool:
+        if self.bad is not None and self.bad.pos == pos:
+            self.low.ctx.raised(self.bad.error, path)
+            return True
+        return False
+
+    def cluster(self) -> bool:
+        info = self.low.st.refs[self.field].info
+        assert info is not None  # (the callers' ref)
+        return _cluster(self.low.ctx, self.low.st, self.field, info, self.low.mesh)
 
 
 def _cluster(ctx: Ctx, st: Stmt, field: str, info: RefInfo, mesh: Any) -> bool:
@@ -835,7 +793,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     assert src is not None
     if (stop is not None or reshape) and _apply_steps(low, src_field, src_root, stop, reshape):
         return True
-    if _gmem_copy_transforms(ctx, st, dst_field, multicast_ok=True):
+    if _gmem_copy_transforms(low, dst_field, load=False):
         return True
     if leftover is not None:
         ctx.raised(
@@ -872,7 +830,7 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
     info = b.info
     assert info is not None
     for p, t in b.stack:
-        if t.op != "at":
+        if not t.INDEXES:
             ctx.jax("BARRIER_TRANSFORM", p, "Barrier does not support arbitrary transforms")
             return True
     if info.dtype != "barrier":
@@ -917,59 +875,80 @@ def _index_fix(ctx: Ctx, st: Stmt, field: str) -> Fix | None:
     )
 
 
-def _gmem_copy_transforms(ctx: Ctx, st: Stmt, field: str, multicast_ok: bool) -> bool:
-    """``_extract_gmem_copy_params``: the GMEM ref of a TMA copy may be indexed, a peer's
-    (its device id resolved) or, for a store, multicast to the whole device mesh."""
-    b = st.refs[field]
-    for _p, t in b.stack:
-        op = t.op
-        if op == "at":
-            continue
-        if op == "remote_ref":
-            if device_id_problem(ctx, t.device, st, field):
-                return True
-            continue
-        path = _where(st, field)
-        if op == "multicast_ref":
-            if not multicast_ok:
-                ctx.jax(
-                    "MULTICAST_TMA_LOAD",
-                    path,
-                    "Multicast refs are not supported by this primitive.",
-                    explanation="A TMA load reads one device's memory: it cannot read "
-                    "through a multicast view. Load from a peer (remote_ref), or reduce over "
-                    "every device with multimem_load_reduce.",
-                )
-                return True
-            if not ctx.s.device_mesh:
-                ctx.jax(
-                    "MULTICAST_NO_DEVICE_MESH",
-                    path,
-                    "JAX device mesh is required by multicast copies, but not defined. Use "
-                    "jax.set_mesh.",
-                )
-                return True
-            if set(t.axis_names) != set(ctx.mesh_axes):
-                ctx.jax(
-                    "COLLECTIVE_AXES_NOT_ALL",
-                    path,
-                    "Only collective_axes that include all JAX device mesh  axes are "
-                    f"supported, but got {tuple(t.axis_names)!r}. Make sure to pass "
-                    f"collective_axes={ctx.mesh_axes!r}",
-                    fix=_all_axes_fix(ctx, b),
-                )
-                return True
-            continue
-        ctx.jax(
-            "TMA_GMEM_TRANSFORM",
-            path,
-            "Non-indexing transforms on GMEM refs are not implemented.",
-            explanation=f"The GMEM side of a TMA copy is addressed by indexing only; this "
-            f"view applies {t.op}. Copy the whole (indexed) ref and transform the SMEM side "
-            "or the value instead.",
-        )
-        return True
+def _gmem_copy_transforms(low: LowerCtx, field: str, load: bool) -> bool:
+    """``_extract_gmem_copy_params``: each step of the GMEM side of a TMA copy, asked in
+    order (``TransformOp.lower_gmem_copy``: indexing, a peer's device id, multicast for a
+    store)."""
+    stack = low.st.refs[field].stack
+    for k, (path, t) in enumerate(stack):
+        if t.lower_gmem_copy(_GmemCopy(low, field, load, k), path):
+            return True
     return False
+
+
+class _GmemCopy:
+    """What a step of a TMA copy's GMEM side sees (``ops.base.GmemCopyLowering``)."""
+
+    def __init__(self, low: LowerCtx, field: str, load: bool, pos: int) -> None:
+        self.low = low
+        self.field = field
+        self.load = load
+        self.after = tuple(t for _, t in low.st.refs[field].stack[pos + 1 :])
+
+    @property
+    def where(self) -> str:
+        return _where(self.low.st, self.field)
+
+    @property
+    def _other(self) -> str:
+        return "dst" if self.load else "src"
+
+    @property
+    def smem(self) -> RefInfo:
+        info = self.low.st.refs[self._other].info
+        assert info is not None  # (the copy's refs resolved)
+        return info
+
+    @property
+    def smem_layout(self) -> tuple[Any, ...]:
+        root = self.low.root_view(self.low.st.refs[self._other]).root
+        return () if root is None else tuple(root.layout)
+
+    @property
+    def collective(self) -> bool:
+        return getattr(self.low.st.node, "collective_axes", None) is not None
+
+    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+        self.low.ctx.jax(code, path, message, **kw)
+
+    def device_id(self, dev: Any) -> bool:
+        return device_id_problem(self.low.ctx, dev, self.low.st, self.field)
+
+    def multicast(self, axes: tuple[str, ...], path: str) -> bool:
+        """A multicast copy: over every axis of the JAX device mesh, which must be set."""
+        ctx = self.low.ctx
+        if not ctx.s.device_mesh:
+            ctx.jax(
+                "MULTICAST_NO_DEVICE_MESH",
+                self.where,
+                "JAX device mesh is required by multicast copies, but not defined. Use "
+                "jax.set_mesh.",
+            )
+            return True
+        if set(axes) != set(ctx.mesh_axes):
+            ctx.jax(
+                "COLLECTIVE_AXES_NOT_ALL",
+                self.where,
+                "Only collective_axes that include all JAX device mesh  axes are "
+                f"supported, but got {tuple(axes)!r}. Make sure to pass "
+                f"collective_axes={ctx.mesh_axes!r}",
+                fix=Fix(
+                    description="multicast over every device-mesh axis",
+                    edits=[Edit(op="replace", path=f"{path}.axes", value=list(ctx.mesh_axes))],
+                ),
+            )
+            return True
+        return False
 
 
 _TMA_WHY = (
@@ -978,16 +957,6 @@ _TMA_WHY = (
     "view is not such a block. Copy the whole scratch (or slices of whole tile rows) and "
     "transpose or slice on the GMEM side or in registers."
 )
-
-
-def _all_axes_fix(ctx: Ctx, b: Binding) -> Fix | None:
-    for _k, t in enumerate(ctx.stack(b)):
-        if isinstance(t[1], MulticastRef):
-            return Fix(
-                description="multicast over every device-mesh axis",
-                edits=[Edit(op="replace", path=f"{t[0]}.axes", value=list(ctx.mesh_axes))],
-            )
-    return None
 
 
 def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
@@ -1017,14 +986,3 @@ def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
         )
         return True
     return False
-
-
-def _perm_fix(path: str, perm: list[int]) -> Fix | None:
-    n = len(perm)
-    fixed = [p % n for p in perm]
-    if sorted(fixed) != list(range(n)):
-        return None
-    return Fix(
-        description=f"write the permutation with non-negative axes: {fixed}",
-        edits=[Edit(op="replace", path=f"{path}.perm", value=fixed)],
-    )

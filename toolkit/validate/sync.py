@@ -50,8 +50,9 @@ from mpmd_lab.validate.context import Ctx
 MAX_STEPS = 20_000
 #: View offsets it indexes the slow way at most (strided or copied views).
 MAX_WORK = 1 << 24
-#: Seconds it runs at most (a last resort: the bounds above are what decide).
-MAX_SECONDS = 10.0
+#: Seconds one run may take at most: a last resort against a runaway run, far above
+#: what the step bound allows (the bounds above are what decide, on any machine).
+MAX_SECONDS = 120.0
 #: Races reported per call (distinct pairs of statements).
 MAX_RACES = 3
 #: bytes of view offsets the data-free run may hold (it keeps one offset per element of
@@ -213,14 +214,18 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
         return None
 
 
-#: Schedules the check explores at most, and for how long.
+#: Schedules the check explores at most, and thread-steps over all of them: the bounds
+#: that decide how far it goes (the same on every machine, whatever its load).
 MAX_SCHEDULES = 500
-EXPLORE_SECONDS = 4.0
+MAX_EXPLORE_STEPS = 2_000_000
+#: Seconds the whole exploration may take: only a last resort (it says it was time).
+EXPLORE_SECONDS = 300.0
 
 
 def _explore(s: Any) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
-    semaphore wait saw, which of two competing waits went first. None where the engine
+    semaphore wait saw, which of two competing waits went first, which phase each barrier
+    arrival joined. None where the engine
     could not run (``_FAILED`` says why when it was not a rule's error)."""
     from mpmd_lab.engine.explore import explore
 
@@ -238,7 +243,12 @@ def _explore(s: Any) -> Any:
 
     _FAILED.clear()
     try:
-        return explore(make, max_runs=MAX_SCHEDULES, max_seconds=EXPLORE_SECONDS)
+        return explore(
+            make,
+            max_runs=MAX_SCHEDULES,
+            max_steps=MAX_EXPLORE_STEPS,
+            max_seconds=EXPLORE_SECONDS,
+        )
     except SimError:
         return None  # what the engine cannot make sense of, JAX's rules have said
     except MemoryError:
@@ -717,6 +727,13 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
     for label, value, path in out.leftover:
         groups.setdefault(path, []).append((label, value))
     fix = _wait_fix(ctx, out)
+    keeping = _keeping_waits(ctx)
+    kept = (
+        f" (a semaphore_wait with decrement=False, as at {keeping[0]}, takes nothing off: "
+        "what it waited for stays on the semaphore)"
+        if keeping
+        else ""
+    )
     for path, items in list(groups.items())[:3]:
         shown = ", ".join(f"{lab} = {v}" for lab, v in items[:3])
         more = f" and {len(items) - 3} more" if len(items) > 3 else ""
@@ -724,10 +741,20 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
             "SEMAPHORE_IMBALANCE",
             path or "call.scratch",
             f"semaphores are not zero when the kernel ends ({shown}{more}): the signals "
-            f"sent at {path} outnumber the waits that take them off",
+            f"sent at {path} outnumber the waits that take them off{kept}",
             severity="warning",
             fix=fix,
         )
+
+
+def _keeping_waits(ctx: Ctx) -> list[str]:
+    """The semaphore waits with decrement=False (they leave their value on the semaphore)."""
+    return [
+        st.path
+        for prog in ctx.programs
+        for st in prog.stmts
+        if st.node.kind == "semaphore_wait" and not st.node.decrement
+    ]
 
 
 # ---------------------------------------------------------------- big launches

@@ -276,7 +276,7 @@ def _trailing(sc: Any, k: int) -> int:
     makes its tile's last dimension the trailing one."""
     trailing = sc.shape[-1] if sc.shape else 0
     for t in sc.transforms[:k]:
-        if t.op == "tiling" and t.tile:
+        if t.LOWERS_AS == "tiling" and t.tile:
             trailing = t.tile[-1]
     return trailing
 
@@ -535,7 +535,7 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
     envs: list[dict[str, int]] | None = None
     for step in st.steps:
         t = st.node.transforms[step.index]
-        if t.op != "at" or step.after is None:
+        if not t.INDEXES or step.after is None:
             continue
         entries = [_plain(e) for e in t.index]
         loose = [

@@ -52,7 +52,7 @@ def region(s: Any, name: str, spans: Any) -> str:
 
 def _waits_before(sched: Any, who: str, path: str) -> list[dict[str, Any]]:
     """The choices of ``who``'s semaphore waits that ran before its statement ``path``."""
-    mine = [c for c in sched.said if c["who"] == who]
+    mine = [c for c in sched.said if c["who"] == who and "wait" in c]
     waits = {c["wait"] for c in mine}
     n = 0
     for step in sched.steps:
@@ -83,6 +83,12 @@ def race_witness(race: Any, sched: Any, s: Any) -> dict[str, Any]:
             edge += f" (one of {c['sets']} sets of signals it may see)"
     elif first.actor.device == second.actor.device and first.actor.agent != second.actor.agent:
         edge += ": no wait completes that async copy before the access"
+    arrivals = [c for c in sched.said if "arrives" in c]
+    if arrivals:  # which phase each arrival joined is the schedule's
+        edge += "; in the witness schedule " + ", then ".join(
+            f"{c['who']}'s arrival at {c['arrives']} joined phase {c['phase']} of {c['barrier']}"
+            for c in arrivals[:3]
+        )
     explain = (
         f"{'write/write' if race.kind == 'write-write' else 'read/write'} race on {where}; "
         f"{edge} (witness: {len(sched.choices)} choice(s), replay with "
@@ -123,8 +129,9 @@ def deadlock_witness(out: Any, sched: Any) -> dict[str, Any]:
         )
     choices = len(sched.choices)
     took = ""
-    if sched.said:
-        c = sched.said[-1]
+    waits = [c for c in sched.said if "wait" in c]  # (not the barrier arrivals)
+    if waits:
+        c = waits[-1]
         took = (
             f"; in it {c['who']}'s wait at {c['wait']} took the signal(s) of {', '.join(c['saw'])}"
         )
@@ -132,7 +139,12 @@ def deadlock_witness(out: Any, sched: Any) -> dict[str, Any]:
     if len(cycle) > 1:
         what = f"wait-for cycle: {chain}, each waiting for what only another blocked one could give"
     else:
-        what = f"{chain} waits for a signal no thread is left to send (the others finished)"
+        needs = (
+            "an arrival no thread is left to make"
+            if out.deadlock[0].kind == "barrier"
+            else "a signal no thread is left to send"
+        )
+        what = f"{chain} waits for {needs} (the others finished)"
     explain = (
         f"{what} (witness: {choices} choice(s){took}; replay with simulate(..., schedule=witness))"
     )
