@@ -23,9 +23,18 @@ $(STAMP): pyproject.toml uv.lock
 
 .venv: $(STAMP)
 
-lab: $(STAMP)
+# No news or update toast over the Lab's corner: the feed is off (news_url=None) and the
+# notification plugin's defaults say so, in this environment's own settings (not ~/.jupyter)
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_OVERRIDES): $(STAMP)
+	@mkdir -p $(dir $@)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
+lab: $(STAMP) $(LAB_OVERRIDES)
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) \
-		$$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=notebooks
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=notebooks \
+		--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 # Chromium (and fonts) for the real-browser test, from Debian's packages.
 system-deps:

@@ -51,7 +51,7 @@ SECTIONS = {
 QUICK = {
     "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},
     "run": {"repeats": 3},
-    "widgets": {"edits": 5},
+    "widgets": {"edits": 5, "opens": 2},
     "graph": {"repeats": 1},
     "startup": {"repeats": 3},
     "simulate": {"quick": True},

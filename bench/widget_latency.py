@@ -9,12 +9,81 @@ from bench.table import Row, verdict
 from bench.timing import fmt_s
 
 TARGET_S = 0.1  # feels instant
+OPEN_TARGET_S = 0.3  # opening or undoing the largest gallery scenario (issue 30)
 
 
-def rows(edits: int = 15) -> list[Row]:
+def largest_gallery() -> str:
+    """The gallery scenario with the most statements (the most editor rows)."""
+    from mpmd_lab import gallery
+
+    def statements(name: str) -> int:
+        def count(body: list) -> int:
+            return sum(1 + count(getattr(st, "body", None) or []) for st in body)
+
+        return sum(count(p.body) for p in gallery.load(name).call.programs)
+
+    return max(gallery.names(), key=statements)
+
+
+def open_rows(repeats: int = 5) -> list[Row]:
+    """Opening the largest gallery scenario in a Lab (from the gallery menu, over a small
+    one), then undoing and redoing that open: each until problems, editors, run panel
+    and graph (Python side, drawn at once) show what was opened."""
+    import ipywidgets as w
     from mpmd_lab.widgets import Lab
 
+    name = largest_gallery()
+    built = [0]
+    opened = w.Widget.open
+
+    def counting(widget: w.Widget) -> None:
+        built[0] += 1
+        opened(widget)
+
+    times: dict[str, list[float]] = {"open": [], "undo": [], "redo": []}
+    made: dict[str, list[int]] = {k: [] for k in times}
+    w.Widget.open = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(repeats):
+            lab = Lab("ring-shift", background=False, graph=True)
+            steps = {
+                "open": lambda lab=lab: lab.gallery.set_trait("value", name),
+                "undo": lab.undo,
+                "redo": lab.redo,
+            }
+            for what, step in steps.items():
+                built[0] = 0
+                t0 = time.perf_counter()
+                step()
+                times[what].append(time.perf_counter() - t0)
+                made[what].append(built[0])
+            assert lab.state.scenario.name == name
+    finally:
+        w.Widget.open = opened  # type: ignore[method-assign]
     out = []
+    for what, ts in times.items():
+        wall = statistics.median(ts)
+        label = {"open": "open", "undo": "undo the open of", "redo": "redo the open of"}[what]
+        out.append(
+            Row(
+                "widgets",
+                f"Lab: {label} the largest gallery scenario ({name}) (median of {repeats})",
+                fmt_s(wall),
+                f"{statistics.median(made[what]):.0f} widgets built",
+                "",
+                f"< {fmt_s(OPEN_TARGET_S)}",
+                verdict(wall < OPEN_TARGET_S),
+                value=wall,
+                unit="s",
+            )
+        )
+    return out
+
+
+def rows(edits: int = 15, opens: int = 5) -> list[Row]:
+    from mpmd_lab.widgets import Lab
+
+    out = open_rows(opens)
     for graph in (False, True):
         lab = Lab("ring-shift", background=False, graph=graph)
         walls, feedback, checks = [], [], []

@@ -15,7 +15,7 @@ from mpmd_lab.scenario import load_scenario
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import Lab
 from mpmd_lab.widgets.mesh_editor import blocks_svg, devices_svg
-from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into, walk
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_transform_stack_palette_fields_reorder_delete():
     ed.add_transform("at")
     index = find_all(ed, "mpl-tf-index", w.Text)[-1]
     type_into(index, '[{"ds": ')
-    assert "not JSON" in text_of(ed) and index.value == '[{"ds": '
+    assert "not an index" in text_of(ed) and index.value == '[{"ds": '
     find_all(ed, "mpl-del-transform", w.Button)[-1].click()
     find(ed, "mpl-del-transform", w.Button).click()
     assert [t.op for t in st.scenario.call.programs[0].body[0].transforms] == ["multicast_ref"]
@@ -291,3 +291,96 @@ def test_edit_view_in_the_body_opens_it_in_the_views_tab():
     assert lab.tabs.selected_index == 2
     lets = [i for i, s in enumerate(lab.state.scenario.call.programs[0].body) if hasattr(s, "let")]
     assert lab.transforms.target == f"call.programs[0].body[{lets[-1]}]"
+
+
+def test_an_index_field_takes_what_a_pallas_user_types():
+    """``0:64``, ``pl.ds(0, 64)``, ``i * 64`` and JSON land as the scenario's entries; a
+    refused value stays in the box, the field is marked and the status line says it was
+    not set (not the last "set")."""
+    lab = Lab("ring-shift", background=False, graph=False)
+    st, ed = lab.state, lab.transforms
+    target = ed.target
+    ed.add_transform("at")
+    path = f"{target}.transforms[{len(st.get(target + '.transforms')) - 1}].index"
+    typed = {
+        "0:64": [[0, 64]],
+        "pl.ds(0, 64)": [{"ds": [0, 64]}],
+        "i * 64": ["i * 64"],
+        ":, pl.ds(dev * 8, 8)": [None, {"ds": ["dev * 8", 8]}],
+        "[[0, 32]]": [[0, 32]],
+    }
+    for text, entries in typed.items():
+        type_into(find_all(ed, "mpl-tf-index", w.Text)[-1], text)
+        assert st.get(path) == entries, text
+    before = st.scenario
+    box = find_all(ed, "mpl-tf-index", w.Text)[-1]
+    type_into(box, "0:64:2")
+    assert st.scenario == before and box.value == "0:64:2"
+    assert "mpl-refused" in box._dom_classes
+    assert "a step is not supported" in text_of(ed)
+    assert lab.message.value.count("not set") == 1 and "set call" not in lab.message.value
+    type_into(box, "0:16")
+    assert st.get(path) == [[0, 16]] and "mpl-refused" not in box._dom_classes
+
+
+def test_a_change_shows_busy_and_holds_run_save_and_export():
+    """While a change runs, the Lab says what it is doing and Run, Save, Load and Show
+    JAX code are disabled; a Run pressed then runs the scenario shown afterwards."""
+    lab = Lab(background=False, graph=False)
+    seen: list[tuple[str, bool, bool, bool, str]] = []
+
+    def watch(st: Session) -> None:
+        seen.append(
+            (
+                st.busy,
+                lab.runner.run_button.disabled,
+                lab.save_button.disabled,
+                lab.runner.code_button.disabled,
+                lab.busy.value,
+            )
+        )
+        if st.busy:
+            lab.runner.run()  # pressed during the load: queued, not run on "untitled"
+
+    lab.state.subscribe_busy(watch)
+    lab.runner.backend.value = "simulate"
+    assert lab.state.load("ring-shift").ok
+    busy, idle = seen[0], seen[-1]
+    assert busy[0] == "opening" and busy[1] and busy[2] and busy[3] and "opening" in busy[4]
+    assert idle == ("", False, False, False, "")
+    outcome = lab.runner.outcome
+    assert outcome is not None and outcome.name == "ring-shift"
+    assert outcome.version == lab.state.version and lab.state.run_is_current
+
+
+def test_undo_of_opening_a_big_scenario_reuses_its_rows():
+    """Undo and redo of a gallery load find the rows built for it (cached by content):
+    the same widgets come back, none are built again."""
+    lab = Lab("ring-shift", background=False, graph=False)
+    lab.state.load("collective-matmul")
+    rows = list(lab.call.body.children)
+    lab.state.undo()
+    assert lab.state.scenario.name == "ring-shift"
+    lab.state.redo()
+    again = list(lab.call.body.children)
+    assert len(again) == len(rows) > 20
+    assert sum(a is b for a, b in zip(rows, again, strict=True)) >= len(rows) - 2
+    assert all(x.comm is not None for x in again)  # none closed
+
+
+def test_clicking_a_graph_box_brings_its_editor_into_view():
+    """A statement's box: the Call tab, its program, its row marked with the class the
+    graph's browser side scrolls into view; a view's box: its stack in the Views tab."""
+    lab = Lab("collective-matmul", background=False, graph=True)
+    view = lab.graph.view
+    assert view is not None
+    path = "call.programs[0].body[15].body[5].body[4]"  # the loop's semaphore_signal
+    view.set_state({"selected": path})
+    assert lab.tabs.selected_index == 0  # Call
+    row = lab.call.row_of(path)
+    assert row is not None and view.focus and view.focus in row._dom_classes
+    assert any(getattr(x, "value", None) == "semaphore_signal" for x in walk(row))
+    first = view.focus
+    view.set_state({"selected": "call.programs[0].body[0]"})  # a let: its view stack
+    assert lab.tabs.selected_index == 2 and view.focus != first
+    assert view.focus in lab.transforms._dom_classes and first not in row._dom_classes

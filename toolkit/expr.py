@@ -24,6 +24,7 @@ they are Python's ZeroDivisionError at trace (:class:`ExprZeroDivision`).
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -604,6 +605,89 @@ def _identifier(name: str) -> str:
     return name
 
 
+#: the names ``pl.ds`` goes by in a typed index
+_DS_NAMES = ("pl.ds", "ds", "pl.dslice", "dslice")
+
+
+def parse_index(text: str) -> list[Any]:
+    """An ``at`` index as a Pallas user types it, as the scenario's JSON entries.
+
+    ``0:64`` -> ``[[0, 64]]``; ``pl.ds(i * 64, 64)`` -> ``[{"ds": ["i * 64", 64]}]``;
+    ``i * 64`` -> ``["i * 64"]`` (an integer index: the dim is dropped); ``:`` ->
+    ``[None]``; entries are separated by commas (``:, pl.ds(0, 8)``), optionally inside
+    ``[...]``. JSON is taken as it is (``[[0, 64]]``; a single entry is put in a list).
+    ExprError (a ValueError) says what is wrong and how to write it."""
+    s = text.strip()
+    if not s:
+        raise ExprError("empty: type an index such as 0:64, pl.ds(i * 64, 64), i or :")
+    if len(s) > MAX_TEXT * 4:
+        raise ExprError(f"an index is at most {MAX_TEXT * 4} characters")
+    try:
+        value = json.loads(s)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return value if isinstance(value, list) else [value]
+    if not s.isascii() or any(not ch.isprintable() for ch in s):
+        raise ExprError("an index is printable ASCII")
+    body = s[1:-1] if s.startswith("[") and s.endswith("]") else s
+    try:
+        tree = ast.parse(f"_[{body}]", mode="eval").body
+    except SyntaxError as e:
+        raise ExprError(
+            f"not an index ({e.msg}): write 0:64, pl.ds(start, size), an expression such "
+            "as i * 64, or : for the whole dim; several entries with commas"
+        ) from None
+    assert isinstance(tree, ast.Subscript)  # (the text parsed as ``_[...]``)
+    items = tree.slice.elts if isinstance(tree.slice, ast.Tuple) else [tree.slice]
+    return [_index_entry(n) for n in items]
+
+
+def _index_entry(n: ast.expr) -> Any:
+    if isinstance(n, ast.Slice):
+        if n.step is not None:
+            raise ExprError(f"{ast.unparse(n)}: a step is not supported in an index")
+        lo, hi = (_static_int(b, ast.unparse(n)) for b in (n.lower, n.upper))
+        return None if lo is None and hi is None else [lo, hi]
+    if isinstance(n, ast.Call) and ast.unparse(n.func) in _DS_NAMES:
+        named = [kw.value for kw in n.keywords if kw.arg in ("start", "size")]
+        args = list(n.args) + named
+        if len(args) != 2 or len(named) != len(n.keywords):
+            raise ExprError(f"{ast.unparse(n)}: write pl.ds(start, size)")
+        start, size = args
+        size_value = _index_expr(size)
+        if not isinstance(size_value, int) or size_value < 0:
+            raise ExprError(f"{ast.unparse(n)}: the size of pl.ds is a static int, not negative")
+        return {"ds": [_index_expr(start), size_value]}
+    if isinstance(n, ast.Constant) and n.value is Ellipsis:
+        raise ExprError("... is not supported in an index: write : for each whole dim")
+    return _index_expr(n)
+
+
+def _static_int(n: ast.expr | None, where: str) -> int | None:
+    """A slice bound or a ds size: None (absent) or an int constant, possibly negative."""
+    if n is None:
+        return None
+    e = _index_expr(n)
+    if not isinstance(e, int):
+        raise ExprError(
+            f"{where}: a slice's bounds are static ints here; for a start computed in the "
+            "kernel write pl.ds(start, size)"
+        )
+    return e
+
+
+def _index_expr(n: ast.expr) -> int | str:
+    """An int, or the text of an index expression (checked by ``parse``)."""
+    text = ast.unparse(n)
+    e = parse(text)
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Neg) and isinstance(e.a, Const):  # (-3)
+        return -e.a.value
+    return text
+
+
 def check_text(value: Any) -> Any:
     """A pydantic validator: the value parses (ints pass through), else ValueError."""
     if isinstance(value, str):
@@ -627,4 +711,5 @@ __all__ = [
     "LABEL",
     "check_text",
     "parse",
+    "parse_index",
 ]

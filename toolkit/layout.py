@@ -126,13 +126,23 @@ def _node_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
         lines = [(_clip(data["name"]), "title")] if data.get("name") else []
         lines += [(label, "body"), (t, "body")]
     elif kind == "statement":
-        lines = [(label, "title"), (_clip(str(data.get("text", ""))), "body")]
+        step = statement_number(str(data.get("path") or ""))
+        title = _clip(f"{step} · {data['label']}" if step else label)
+        lines = [(title, "title"), (_clip(str(data.get("text", ""))), "body")]
         lines += _repeat_line(data)
     elif kind == "unknown":
         lines = [(label, "title"), ("undefined name", "body")]
     else:
         lines = [(label, "title")]
     return lines + _counts_line(data) + _code_lines(data)
+
+
+def statement_number(path: str) -> str:
+    """Where a statement is in its program, as the editors number it: ``body[15].body[5]
+    .body[2]`` -> ``15.5.2`` ("" for a path that is not a statement's)."""
+    if ".body[" not in path:
+        return ""
+    return ".".join(part.split("]", 1)[0] for part in path.split(".body[")[1:])
 
 
 def _full(g: Any) -> Drawing:
@@ -368,9 +378,10 @@ def layout(d: Drawing) -> Drawing:
             members[node.cluster].append(n)
     for p, ns in members.items():
         label = _cluster_label(d.clusters.get(p, {"title": f"program {p}", "codes": []}))
-        a.add_subgraph(
+        sub = a.add_subgraph(
             ns, name=f"cluster_p{p}", label=label, labeljust="l", fontname=FONT, fontsize="10"
         )
+        _program_order(sub, [n for n in ns if d.nodes[n].kind == "statement"])
     with _quiet_stderr():  # the bundled fontconfig warns about the system's config
         a.layout(prog="dot")
     d.bb = tuple(float(v) for v in a.graph_attr["bb"].split(","))  # type: ignore[assignment]
@@ -393,6 +404,23 @@ def layout(d: Drawing) -> Drawing:
         info["bb"] = tuple(float(v) for v in sg.graph_attr["bb"].split(","))
         info["lines"] = len(info["codes"]) + 1
     return d
+
+
+def _program_order(cluster: Any, statements: list[str]) -> None:
+    """A program's statements read top to bottom in program order: one column (a rank
+    of their own), chained in order by invisible edges (``stmt:P.K``: K-th statement)."""
+    ordered = sorted(statements, key=_statement_index)
+    if len(ordered) < 2:
+        return
+    for u, v in zip(ordered, ordered[1:], strict=False):
+        cluster.add_edge(u, v, key=f"order:{u}", style="invis", weight="20", minlen="0")
+
+
+def _statement_index(n: str) -> tuple[int, ...]:
+    """``stmt:0.12`` -> ``(0, 12)``; a summarised box (no index) goes last."""
+    tail = n.split(":", 1)[-1]
+    parts = [int(x) for x in tail.split(".") if x.isdigit()]
+    return (*parts, 0) if parts else (1 << 30,)
 
 
 # ---------------------------------------------------------------- cache

@@ -20,6 +20,7 @@ file the session did not load or create is never replaced unless ``overwrite=Tru
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -27,7 +28,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ __all__ = ["BLANK", "EditResult", "Session", "rename_key"]
 
 Problems = list[tuple[str, str]]
 Listener = Callable[["Session", str], None]
+BusyListener = Callable[["Session"], None]
 
 BLANK: dict[str, Any] = {
     "schema": "mpmd-lab/scenario@1",
@@ -81,6 +83,7 @@ class RunRecord:
     version: int
     backend: str
     result: Any
+    name: str = ""
 
 
 class _History:
@@ -123,6 +126,30 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+#: what a change says while it is under way (``Session.busy``)
+_DOING = {
+    "change": "applying the edit",
+    "replace": "applying the change",
+    "apply_fix": "applying the fix",
+    "load": "opening",
+    "undo": "undoing",
+    "redo": "redoing",
+}
+
+
+def _changing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A change of the scenario: one at a time, and ``busy`` while it runs (views
+    disable Run, Save and Export until the scenario they show is the session's)."""
+    doing = _DOING[method.__name__]
+
+    @functools.wraps(method)
+    def run(self: Session, *args: Any, **kwargs: Any) -> Any:
+        with self._lock, self.working(doing):
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class Session:
     """One scenario under edit; views subscribe and re-render from it."""
 
@@ -155,6 +182,9 @@ class Session:
         self._undo = _History(history_steps, history_bytes)
         self._redo = _History(history_steps, history_bytes)
         self._listeners: list[Listener] = []
+        self._busy_listeners: list[BusyListener] = []
+        #: what the session is doing now ("opening", "undoing"...), "" when idle
+        self.busy: str = ""
         self._analyse()
 
     # ------------------------------------------------------------ observers
@@ -162,6 +192,32 @@ class Session:
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener(session, reason)`` after every change."""
         self._listeners.append(listener)
+
+    def subscribe_busy(self, listener: BusyListener) -> None:
+        """Call ``listener(session)`` when a change starts and when it ends (``busy``)."""
+        self._busy_listeners.append(listener)
+
+    @contextlib.contextmanager
+    def working(self, doing: str) -> Iterator[None]:
+        """Mark the session ``busy`` with ``doing`` while the block runs (nested: the
+        outer one counts); busy listeners hear the start and the end."""
+        if self.busy:
+            yield
+            return
+        self.busy = doing
+        self._notify_busy()
+        try:
+            yield
+        finally:
+            self.busy = ""
+            self._notify_busy()
+
+    def _notify_busy(self) -> None:
+        for listener in list(self._busy_listeners):
+            try:
+                listener(self)
+            except Exception as e:  # one broken view must not stop the others
+                self.message = f"a view failed to update: {type(e).__name__}: {e}"
 
     def _notify(self, reason: str) -> None:
         for listener in list(self._listeners):
@@ -303,7 +359,7 @@ class Session:
 
         return self.change(run, label or ", ".join(f"{e.op} {e.path}" for e in es))
 
-    @_locked
+    @_changing
     def change(self, fn: Callable[[dict[str, Any]], Any], label: str = "edit") -> EditResult:
         """Apply ``fn`` to a JSON copy; commit it if it is still a scenario."""
         t0 = time.perf_counter()
@@ -321,7 +377,7 @@ class Session:
         self._commit(new, label, t0)
         return EditResult(True)
 
-    @_locked
+    @_changing
     def replace(self, scenario: Scenario, label: str) -> None:
         """Commit a whole new scenario (a fix, a load) as one undoable step."""
         self._commit(scenario, label, time.perf_counter())
@@ -365,6 +421,13 @@ class Session:
             self.check_error = f"the check failed: {type(e).__name__}: {e}"
         self.check_ms = (time.perf_counter() - t0) * 1000
 
+    def refuse(self, path: str, why: str) -> None:
+        """A value typed for ``path`` was refused before it reached the scenario: the
+        status line says so (the scenario, its version and history are unchanged)."""
+        self.message = f"not set: {path}: {why}"
+        self._last_label = ""  # the next value typed is a step of its own
+        self._notify("refused")
+
     # ------------------------------------------------------------ history
 
     @property
@@ -375,7 +438,7 @@ class Session:
     def can_redo(self) -> bool:
         return bool(self._redo)
 
-    @_locked
+    @_changing
     def undo(self) -> bool:
         """Step back one change; False when there is none."""
         if not self._undo:
@@ -385,7 +448,7 @@ class Session:
         self._set(old, f"undone: {label}", time.perf_counter())
         return True
 
-    @_locked
+    @_changing
     def redo(self) -> bool:
         """Redo the last undone change; False when there is none."""
         if not self._redo:
@@ -397,7 +460,7 @@ class Session:
 
     # ------------------------------------------------------------ fixes, files
 
-    @_locked
+    @_changing
     def apply_fix(self, fix: Fix) -> EditResult:
         """Apply a diagnostic's fix as one undoable step."""
         try:
@@ -407,7 +470,7 @@ class Session:
         self.replace(fixed, f"fix: {fix.description}")
         return EditResult(True)
 
-    @_locked
+    @_changing
     def load(self, source: Any) -> EditResult:
         """Replace the scenario by a file, gallery name, JSON text or dict (undoable).
 
@@ -485,17 +548,25 @@ class Session:
         processes here); the result is kept as ``last_run``."""
         from mpmd_lab import runtime
 
-        version = self.version
-        result = runtime.run(self.scenario, backend, analysis=self.analysis, **kwargs)
-        self.last_run = RunRecord(version, result.backend, result)
+        version, scenario, analysis = self.snapshot()
+        result = runtime.run(scenario, backend, analysis=analysis, **kwargs)
+        self.last_run = RunRecord(version, result.backend, result, scenario.name)
         self._notify("ran")
         return result
+
+    def snapshot(self) -> tuple[int, Scenario, validate.Analysis]:
+        """This version, its scenario and its analysis, taken together: a change under
+        way (another thread's commit) finishes first, so a run or an export acts on
+        the scenario the views show once it is done, never on half of one."""
+        with self._lock:
+            return self.version, self.scenario, self.analysis
 
     def export(self) -> str:
         """The plain JAX program of this version (``codegen.generate``)."""
         from mpmd_lab import codegen
 
-        return codegen.generate(self.scenario, analysis=self.analysis)
+        _, scenario, analysis = self.snapshot()
+        return codegen.generate(scenario, analysis=analysis)
 
     def graph(self, access_log: Any = None) -> Any:
         """The aliasing graph model of this version (``graph.build_graph``)."""

@@ -120,6 +120,10 @@ class CallEditor(w.VBox):
         for section in self.children:
             section.refresh()
 
+    def row_of(self, path: str) -> w.Widget | None:
+        """The row on screen of the statement at ``path`` (None: not drawn)."""
+        return self.body.row(("stmt", path))
+
     # ------------------------------------------------------------ buffers
 
     def add_buffer(self, name: str | None = None, **spec: Any):

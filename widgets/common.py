@@ -61,6 +61,10 @@ CSS = """
   border-radius: 4px; font-size: 12px; color: #444; }
 .mpl-stale { opacity: 0.45; }
 .mpl-unsaved { color: #b26a00; font-size: 12px; font-weight: 600; }
+.mpl-refused input, .mpl-refused textarea { border-color: #b00020 !important;
+  background: #fff4f4 !important; }
+.mpl-lab .mpl-labelled .widget-label { color: #667; font-size: 12px; }
+.mpl-busy { color: #1565c0; font-size: 12px; font-weight: 600; margin-left: 8px; }
 .mpl-about-stale { opacity: 0.7; }
 .mpl-shape-line { margin-left: 22px; color: #2e5a88; }
 .mpl-source { font-size: 11px; max-height: 420px; overflow: auto; background: #f7f7f7;
@@ -71,6 +75,10 @@ CSS = """
 .mpl-more p, .mpl-more li { font-size: 12px; margin: 2px 0; }
 .mpl-more pre { font-size: 11px; background: #f3f3f3; padding: 4px; white-space: pre-wrap; }
 .mpl-step-bad { background: #fff0f0; border: 1px solid #e0a0a0; border-radius: 4px; }
+.mpl-lab .mpl-step-below { margin-left: 22px; }
+.mpl-lab .mpl-run-panel, .mpl-lab .mpl-run-results, .mpl-lab .mpl-run-results .widget-html,
+.mpl-lab .mpl-run-results .widget-html-content { min-width: 0; max-width: 100%; }
+.mpl-lab .mpl-table-scroll { overflow-x: auto; max-width: 100%; }
 .mpl-table { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
@@ -102,6 +110,42 @@ def make(cls: type[w.Widget], *, width: str | None = None, **kw: Any) -> Any:
         kw["style"] = _STYLES[cls]
     kw.setdefault("layout", lay(width=width) if width else lay())
     return cls(**kw)
+
+
+_LABELLED: dict[type, w.Widget] = {}
+
+#: px per character of the UI font at 13 px (a little generous), and the widest a field
+#: grows to fit what it holds
+CHAR_PX = 7.6
+MAX_FIELD_PX = 420
+
+
+def text_px(text: str) -> int:
+    """Pixels that show ``text`` whole in a field (its padding and a caret included)."""
+    return int(len(text) * CHAR_PX) + 26
+
+
+def _fit(widget: w.Widget, label: str) -> None:
+    """Widen a fixed-width field so that its label and its value show whole (no
+    truncated ``semaphore_s``, no ``(dev + axis_size(dev) -``): its width is a floor."""
+    width = widget.layout.width or ""
+    if not width.endswith("px") or widget.layout.display == "none":
+        return
+    value = widget.value if isinstance(getattr(widget, "value", None), str) else ""
+    if isinstance(widget, w.Dropdown):
+        value = str(widget.label or "") + "  ▾"
+    need = text_px(value) + (text_px(label) - 14 if label else 0)
+    if need > int(float(width[:-2])):
+        keep = {"display": widget.layout.display} if widget.layout.display else {}
+        widget.layout = lay(width=f"{min(need, MAX_FIELD_PX)}px", **keep)
+
+
+def _labelled_style(cls: type[w.Widget]) -> Any:
+    """The shared style of a ``cls`` field whose label is its description (as wide as
+    the label, not ipywidgets' fixed column)."""
+    if cls not in _LABELLED:
+        _LABELLED[cls] = cls.class_traits()["style"].klass(description_width="initial")
+    return _LABELLED[cls]
 
 
 def style() -> w.HTML:
@@ -172,14 +216,16 @@ def committing(widget: w.Widget) -> Any:
         _TYPING.pop()
 
 
-def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable | None) -> None:
+def _wire(
+    widget: w.ValueWidget, refuse: Callable[[str], None], commit: Commit, parse: Callable | None
+) -> None:
     pending: list[threading.Timer] = []
 
     def commit_now(raw: Any) -> None:
         try:
             value = parse(raw) if parse else raw
         except (ValueError, TypeError) as e:
-            error.value = problems_html([("", str(e))])
+            refuse(problems_html([("", str(e))]))
             return
         _TYPING.append(widget)
         try:
@@ -188,7 +234,7 @@ def _wire(widget: w.ValueWidget, error: w.HTML, commit: Commit, parse: Callable 
             result = EditResult(False, [("", f"{type(e).__name__}: {e}")])
         finally:
             _TYPING.pop()
-        error.value = "" if result.ok else problems_html(result.problems)
+        refuse("" if result.ok else problems_html(result.problems))
 
     def on_change(change: dict[str, Any]) -> None:
         live = getattr(widget, "continuous_update", False)
@@ -212,20 +258,37 @@ def field(
     label: str | None = None,
     css: str | None = None,
 ) -> w.Box:
-    """``widget`` with an error line beside it; a committed value goes through ``commit``.
-    The label carries the widget's tooltip (the field's help) too."""
-    error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
-    error.add_class("mpl-error")
-    _wire(widget, error, commit, parse)
+    """``widget``, its label, and (once a value is refused) the reason beside it, the
+    field marked ``mpl-refused`` until a value is taken; a value that parses goes
+    through ``commit``. The label carries the widget's tooltip (the field's help) too."""
     if css:
         widget.add_class(css)
-    kids: list[w.Widget] = []
-    if label:
-        tip = getattr(widget, "tooltip", None) or ""
-        title = f" title='{esc(tip)}'" if tip else ""
-        kids.append(make(w.HTML, value=f"<span class='mpl-hint'{title}>{esc(label)}</span>"))
-    kids += [widget, error]
-    return w.HBox(kids, layout=lay(align_items="center", flex_flow="row wrap"))
+    if label:  # the widget's own description (one widget less a field: big bodies have 100s)
+        widget.description = label
+        widget.style = _labelled_style(type(widget))
+        widget.add_class("mpl-labelled")
+    _fit(widget, label or "")
+    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap"))
+
+    def refuse(message: str) -> None:
+        """Show why the value was refused ("" : taken); the line is made when first needed
+        (a big body has hundreds of fields and few errors)."""
+        error = getattr(box, "mpl_error", None)
+        if error is None and not message:
+            return
+        if error is None:
+            error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
+            error.add_class("mpl-error")
+            box.mpl_error = error
+            box.children = (*box.children, error)
+        error.value = message
+        if message:
+            widget.add_class("mpl-refused")
+        else:
+            widget.remove_class("mpl-refused")
+
+    _wire(widget, refuse, commit, parse)
+    return box
 
 
 def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
@@ -367,9 +430,20 @@ def model_field(
     box = text(show_value(value), "130px" if kinds & {"list", "dict"} else "110px")
     box.tooltip = help_text
     box.placeholder = help_text[:40]
-    if not (kinds & {"str"}) and kinds & {"list", "dict", "other"}:
-        return field(box, commit, parse_json, label=name, css=css)
-    return field(box, commit, parse_value, label=name, css=css)
+    # the op's own syntax (``0:64``, ``pl.ds(i, 8)`` for an index), else JSON or a value
+    parse = getattr(cls, "TEXT_FIELDS", {}).get(name)
+    if parse is None:
+        json_only = not (kinds & {"str"}) and kinds & {"list", "dict", "other"}
+        parse = parse_json if json_only else parse_value
+
+    def parse_or_say(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:  # the status line says so too (not the last "set")
+            state.refuse(path, str(e))
+            raise
+
+    return field(box, commit, parse_or_say, label=name, css=css)
 
 
 def button(
@@ -511,6 +585,11 @@ def diagnostic_html(d: Diagnostic, with_card: bool = True, with_fix: bool = True
     return "".join(parts)
 
 
+#: memo rows a Section keeps from earlier renders (an undo of opening a big scenario
+#: reuses its rows instead of building hundreds of widgets again)
+RECENT_ROWS = 400
+
+
 class Section(w.VBox):
     """A box that re-renders from the state only when its key (what it shows) changed.
 
@@ -529,6 +608,9 @@ class Section(w.VBox):
         self._used: dict[Any, w.Widget] = {}
         self._idents: dict[Any, w.Widget] = {}
         self._new_idents: dict[Any, w.Widget] = {}
+        #: rows of earlier renders no longer shown, newest last, kept (not closed) so an
+        #: undo, a redo or reopening a scenario finds them by their content key
+        self._recent: dict[Any, w.Widget] = {}
         self.refresh()
 
     def memo(self, key: Any, build: Callable[[], w.Widget], ident: Any = None) -> w.Widget:
@@ -537,7 +619,7 @@ class Section(w.VBox):
         ``ident`` names the row whatever its values (``("buffer", "x")``): while one of
         its fields commits as you type, the row is kept (the field keeps its focus and
         caret) and only its badges and ``mpl_refresh()`` are brought up to date."""
-        widget = self._cache.get(key) or self._used.get(key)
+        widget = self._cache.get(key) or self._used.get(key) or self._recent.pop(key, None)
         if widget is None and ident is not None:
             old = self._idents.get(ident)
             field = typing()
@@ -552,6 +634,10 @@ class Section(w.VBox):
             self._new_idents[ident] = widget
         self._used[key] = widget
         return widget
+
+    def row(self, ident: Any) -> w.Widget | None:
+        """The row on screen named ``ident`` (``memo``'s), or None."""
+        return self._idents.get(ident)
 
     def _reconcile(self, old: list[w.Widget], new: list[w.Widget]) -> list[w.Widget]:
         """``new``, with each plain HTML line that takes the place of one of the same
@@ -606,9 +692,16 @@ class Section(w.VBox):
             new = [w.HTML(problems_html([("", f"this view failed: {e!r}")]))]
         self.children = self._reconcile(list(old), new)
         kept = {id(x) for x in self._used.values()} | {id(x) for x in self.children}
-        for child in {id(x): x for x in [*old, *self._cache.values()]}.values():
-            if id(child) not in kept:
+        memo = {id(x) for x in self._cache.values()}
+        for key, row in self._cache.items():  # memo rows dropped now: kept for an undo
+            if id(row) not in kept:
+                self._recent.pop(key, None)
+                self._recent[key] = row
+        for child in {id(x): x for x in old}.values():
+            if id(child) not in kept and id(child) not in memo:
                 close_tree(child)
+        while len(self._recent) > RECENT_ROWS:  # the oldest go for good
+            close_tree(self._recent.pop(next(iter(self._recent))))
         self._cache, self._used = self._used, {}
         self._idents, self._new_idents = self._new_idents, {}
 

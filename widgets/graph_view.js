@@ -236,15 +236,30 @@ function render({ model, el }) {
     apply();
   });
   resized.observe(view);
+  // a click opened an editor (the Lab marks it with the class in `focus`): bring it
+  // into view, once the browser has it (the class arrives with the same message batch)
+  function bringFocus() {
+    const cls = model.get("focus");
+    if (!cls) return;
+    let tries = 0;
+    const look = () => {
+      const target = document.querySelector("." + CSS.escape(cls));
+      if (target) target.scrollIntoView({ block: "center", behavior: "smooth" });
+      else if (tries++ < 20) setTimeout(look, 50);
+    };
+    requestAnimationFrame(look);
+  }
   model.on("change:seq", paint);
   model.on("change:stale", restyle);
   model.on("change:selected_id", markSelected);
+  model.on("change:focus", bringFocus);
   paint();
   return () => {
     resized.disconnect();
     model.off("change:seq", paint);
     model.off("change:stale", restyle);
     model.off("change:selected_id", markSelected);
+    model.off("change:focus", bringFocus);
   };
 }
 

@@ -156,6 +156,9 @@ class GraphSVG(anywidget.AnyWidget):
     )
     max_height = t.Int(560, help="tallest the picture gets before it pans (px)").tag(sync=True)
     stale = t.Bool(False, help="the picture shows an older scenario (greyed)").tag(sync=True)
+    focus = t.Unicode(
+        "", help="CSS class of the editor a click opened: the browser scrolls it into view"
+    ).tag(sync=True)
 
     def __init__(self, show_problems: bool = True, **kwargs: Any):
         super().__init__(**kwargs)

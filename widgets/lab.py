@@ -6,6 +6,7 @@ file. Load, save, undo and redo in the toolbar; everything else is in the views.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ class Lab(w.VBox):
         self.runner = RunPanel(state, background=background)
         self.problems = ProblemsView(state, on_backend=self.runner.use_backend)
         self.graph = GraphView(state, auto=graph, deferred=self.runner.background)
-        if self.graph.view is not None:  # a click on a view's box opens its stack
+        self._focused: w.Widget | None = None  # the editor a graph click brought into view
+        self._focus_class, self._focus_count = "", 0
+        if self.graph.view is not None:  # a click on a box opens its editor
             self.graph.view.observe(self._graph_selected, names="selected")
         self.tabs = w.Tab(children=[self.call, self.meshes, self.transforms])
         for i, title in enumerate(TABS):
@@ -55,6 +58,7 @@ class Lab(w.VBox):
             self.graph,
         ]
         state.subscribe(self._on_change)
+        state.subscribe_busy(self._on_busy)
         self._sync()
 
     # ------------------------------------------------------------ toolbar
@@ -88,6 +92,8 @@ class Lab(w.VBox):
             b.layout = w.Layout(width="80px")
         self.message = w.HTML()
         self.message.add_class("mpl-message")
+        self.busy = w.HTML(layout=w.Layout(display="none"))
+        self.busy.add_class("mpl-busy-line")
         self.description = w.HTML()
         self.toolbar = w.VBox(
             [
@@ -101,6 +107,7 @@ class Lab(w.VBox):
                         self.replace_button,
                         self.undo_button,
                         self.redo_button,
+                        self.busy,
                     ],
                     layout=w.Layout(align_items="center", flex_flow="row wrap"),
                 ),
@@ -113,6 +120,18 @@ class Lab(w.VBox):
             self.path.value = str(st.path or "")
             self._ask_replace(None)
         self._sync()
+
+    def _on_busy(self, st: Session) -> None:
+        """A change under way: say so, and hold Load, Save and the gallery until the
+        scenario on screen is the session's (the run panel holds Run and Export)."""
+        for control in (self.load_button, self.save_button, self.replace_button, self.gallery):
+            control.disabled = bool(st.busy)
+        if st.busy:
+            self.busy.value = f"<span class='mpl-busy'>⏳ {c.esc(st.busy)}…</span>"
+            self.busy.layout.display = None
+        else:
+            self.busy.value = ""
+            self.busy.layout.display = "none"
 
     def _sync(self) -> None:
         st = self.state
@@ -163,8 +182,11 @@ class Lab(w.VBox):
         self.description.value = start + about
         self.undo_button.disabled = not st.can_undo
         self.redo_button.disabled = not st.can_redo
+        checked = f" · checked in {st.check_ms:.0f} ms"
         self.message.value = (
-            f"<span class='mpl-hint'>{c.esc(st.message)} · checked in {st.check_ms:.0f} ms</span>"
+            c.problems_html([("", st.message)])
+            if st.message.startswith("not set:")  # a typed value refused (``refuse``)
+            else f"<span class='mpl-hint'>{c.esc(st.message)}{checked}</span>"
             if st.message
             else ""
         )
@@ -216,11 +238,36 @@ class Lab(w.VBox):
             self.gallery.value = "(gallery)"
 
     def _graph_selected(self, change: dict[str, Any]) -> None:
+        """A click on a box opens its editor and brings it into view: a view's stack
+        in the Views tab, a statement's row in the Call tab."""
         path = change["new"] or ""
         for _label, target in self.transforms.targets():
             if path == target or path.startswith(target + "."):
                 self.edit_view(target)
+                self._bring_into_view(self.transforms)
                 return
+        program = re.match(r"call\.programs\[(\d+)\]\.body\[", path)
+        if program is None:
+            return
+        self.state.select_program(int(program.group(1)))
+        self.tabs.selected_index = TABS.index("Call")
+        row = self.call.row_of(path)
+        if row is not None:
+            self._bring_into_view(row)
+
+    def _bring_into_view(self, editor: w.Widget) -> None:
+        """Mark ``editor`` (a class of its own) and ask the graph's browser side to
+        scroll it into view."""
+        view = self.graph.view
+        if view is None:
+            return
+        if self._focused is not None:
+            self._focused.remove_class(self._focus_class)
+        self._focus_count += 1
+        self._focus_class = f"mpl-focus-{self._focus_count}"
+        editor.add_class(self._focus_class)
+        self._focused = editor
+        view.focus = self._focus_class
 
     def edit_view(self, path: str) -> None:
         """Show the transform stack at ``path`` in the Views tab."""

@@ -218,7 +218,10 @@ class GraphView(w.VBox):
             self.auto,
         ]
         self.auto.observe(lambda ch: self.schedule() if ch["new"] else None, names="value")
-        state.subscribe(lambda st, why: self.schedule() if self.auto.value else None)
+        # (a refused value changed nothing to draw)
+        state.subscribe(
+            lambda st, why: self.schedule() if self.auto.value and why != "refused" else None
+        )
         if auto:
             self.schedule()
         else:

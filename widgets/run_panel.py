@@ -34,7 +34,8 @@ def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
         rows.append(f"<tr>{cells}{'<td>…</td>' if len(r) > MAX_COLS else ''}</tr>")
     if len(m) > MAX_ROWS:
         rows.append("<tr><td>⋮</td></tr>")
-    return f"<div>{head}<table class='mpl-table'>{''.join(rows)}</table></div>"
+    table = f"<table class='mpl-table'>{''.join(rows)}</table>"
+    return f"<div>{head}<div class='mpl-table-scroll'>{table}</div></div>"
 
 
 def _num(v: Any) -> str:
@@ -126,6 +127,8 @@ class RunPanel(w.VBox):
         )
         self.cancel_button.layout = w.Layout(width="90px", display="none")
         self._token = 0  # which run the panel waits for (a cancelled one is ignored)
+        self._queued = False  # Run pressed while the scenario was changing
+        self._queued_past_lowering = False
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
         self.status = w.HTML("<span class='mpl-hint'>not run yet</span>")
         self.status.add_class("mpl-run-status")
@@ -194,6 +197,16 @@ class RunPanel(w.VBox):
             self.code,
         ]
         state.subscribe(self._on_change)
+        state.subscribe_busy(self._on_busy)
+
+    def _on_busy(self, state: Session) -> None:
+        """While the scenario changes, Run and Show JAX code wait (disabled): they act
+        on the scenario on screen, and the one on screen is not yet the session's."""
+        self.run_button.disabled = bool(state.busy) or self.running
+        self.code_button.disabled = bool(state.busy)
+        if not state.busy and self._queued:  # a Run pressed during the change: now
+            self._queued = False
+            self.run(past_lowering=self._queued_past_lowering)
 
     # ------------------------------------------------------------ export
 
@@ -226,7 +239,7 @@ class RunPanel(w.VBox):
             self._sync_options(run)
         if self.code_shown:
             self._show_code()
-        if self.outcome is None or why in ("saved", "program selected"):
+        if self.outcome is None or why in ("saved", "program selected", "refused"):
             return
         if why.startswith("loaded"):  # another scenario: its old outputs would mislead
             self.outcome = None
@@ -261,9 +274,18 @@ class RunPanel(w.VBox):
         return self.cancel_button.layout.display != "none"
 
     def run(self, past_lowering: bool = False) -> None:
-        """Start a run (in a thread inside a kernel, so the UI stays live);
-        ``past_lowering``: simulate past a GPU-lowering error."""
+        """Start a run (in a thread inside a kernel, so the UI stays live); pressed while
+        the scenario changes, it runs once the change is done (on the scenario then
+        shown, never the one before). ``past_lowering``: simulate past a GPU-lowering
+        error."""
         if self.running:
+            return
+        if self.state.busy:
+            self._queued = True
+            self._queued_past_lowering = past_lowering
+            self.status.value = (
+                "<span class='mpl-hint'>queued: runs once the change is done…</span>"
+            )
             return
         self._token += 1
         token = self._token
@@ -306,7 +328,7 @@ class RunPanel(w.VBox):
         self.done.set()
 
     def _idle(self) -> None:
-        self.run_button.disabled = False
+        self.run_button.disabled = bool(self.state.busy)
         self.cancel_button.layout.display = "none"
 
     def _on_progress(self, *args: Any, **kwargs: Any) -> None:

@@ -178,15 +178,20 @@ def run(
     on_progress: Callable[[str, float], None] | None = None,
     past_lowering: bool = False,
 ) -> RunOutcome:
-    """Run the session's version; a crash comes back as an error outcome.
-    ``past_lowering``: simulate past a GPU-lowering error (``runtime.run``'s)."""
-    version, name = session.version, session.scenario.name
+    """Run the session's version (a change under way finishes first); a crash comes
+    back as an error outcome. ``past_lowering``: simulate past a GPU-lowering error
+    (``runtime.run``'s)."""
+    version, scenario, _ = session.snapshot()
+    name = scenario.name
     try:
         result = session.run(
             backend, timeout=timeout, on_progress=on_progress, past_lowering=past_lowering
         )
     except Exception as e:  # errors are data: the panel shows it
         return RunOutcome("error", backend, error=run_error(e), version=version, name=name)
+    record = session.last_run
+    if record is not None and record.result is result:  # the version that really ran
+        version, name = record.version, record.name
     note = getattr(result.detail, "note", "") or ""
     return RunOutcome(
         status=result.status,

@@ -235,9 +235,13 @@ class TransformStackEditor(w.VBox):
         parts: list[w.Widget] = [
             c.make(w.HTML, value=f"<span class='mpl-hint'>{j + 1}.</span> <b>{c.esc(t['op'])}</b>")
         ]
+        below: list[w.Widget] = []  # a tall field (the device picker): its own line, under
         for name, value in t.items():
             if name != "op":
-                parts.append(self._field(p, t["op"], name, value, cls))
+                editor = self._field(p, t["op"], name, value, cls)
+                (below if isinstance(editor, w.VBox) else parts).append(editor)
+        for editor in below:
+            editor.add_class("mpl-step-below")
         parts += [
             c.small("↑", lambda: _move(st, f"{target}.transforms", j, -1), "move up"),
             c.small("↓", lambda: _move(st, f"{target}.transforms", j, +1), "move down"),
@@ -253,7 +257,7 @@ class TransformStackEditor(w.VBox):
                 steps, _ = self._steps()
                 step = steps[j + 1] if len(steps) > j + 1 else None
             diags = services.problems_at(st, p)
-            kids: list[w.Widget] = [row]
+            kids: list[w.Widget] = [row, *below]
             if step is not None:
                 kids.append(self._shape_line("", step))
             bad = bool(diags) or bool(step and step.error)
@@ -264,7 +268,7 @@ class TransformStackEditor(w.VBox):
                 kids.append(c.make(w.HTML, value="".join(extra)))
             old, box.children = box.children, kids
             for kid in old:
-                if kid is not row:
+                if kid is not row and kid not in below:
                     kid.close()
             if bad:
                 box.add_class("mpl-step-bad")

@@ -29,7 +29,7 @@ checker holds both the ops and the stages' classes to. Adding an op is adding a 
 of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn, Protocol
 
 from mpmd_lab import expr as E
@@ -289,6 +289,10 @@ class Op(Model):
     HELP: ClassVar[str] = ""
     #: the family the palette groups it under
     FAMILY: ClassVar[str] = ""
+    #: fields with a syntax of their own, as a user types it: name -> the parser of the
+    #: typed text into the field's JSON value (ValueError says what is wrong); editors
+    #: take JSON for the other fields
+    TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {}
 
     @property
     def kind(self) -> str:

@@ -9,7 +9,7 @@ its label and what the simulator does with it.
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -235,6 +235,7 @@ class At(TransformOp):
     NEEDS_TYPE: ClassVar[bool] = True
     INDEXES: ClassVar[bool] = True
     LOWERS_AS: ClassVar[str] = "index"
+    TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {"index": E.parse_index}
 
     op: Literal["at"]
     index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)] = Field(
