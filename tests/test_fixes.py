@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Edit
-from mpmd_lab.fixes import apply_all, apply_edit, parse_path
+from mpmd_lab.fixes import apply_all, apply_edit, apply_fix, fix_all, parse_path
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error
 
@@ -122,3 +122,99 @@ def test_a_candidate_is_checked_once_by_content() -> None:
     fixes.clear_cache()
     assert check(gallery.load("dup-ref")) == first  # (the same answer, checked afresh)
     assert fixes.checked({"not": "a scenario"}) is None
+
+
+FIX_CORPUS = Path(__file__).parent / "fix_corpus"
+
+
+def test_a_ring_step_past_the_mesh_wraps_with_axis_size() -> None:
+    """REMOTE_DEVICE_OOB on ``dev + 1``: the fix wraps it with ``% axis_size(dev)`` in
+    every field naming that device (the remote view and the signal), and the ring is
+    valid then; ``dev - 1`` adds the axis size first (a negative ``%`` keeps its sign)."""
+    s = load_scenario(FIX_CORPUS / "ring-reduce-scatter-right-oob.json")
+    d = first_error(check(s))
+    assert d is not None and d.code == "REMOTE_DEVICE_OOB" and d.fix is not None
+    assert {e.value for e in d.fix.edits} == {"(dev + 1) % axis_size(dev)"}
+    assert len(d.fix.edits) == 3 and d.fix.after == []
+    assert first_error(check(apply_fix(s, d.fix))) is None
+    left = load_scenario(FIX_CORPUS / "ring-reduce-scatter-left-oob.json")
+    d = first_error(check(left))
+    assert d is not None and d.fix is not None
+    assert {e.value for e in d.fix.edits} == {"(dev - 1 + axis_size(dev)) % axis_size(dev)"}
+    assert first_error(check(apply_fix(left, d.fix))) is None
+
+
+def test_a_constant_device_past_the_mesh_wraps_to_a_device() -> None:
+    s = load_scenario(CODES / "REMOTE_DEVICE_OOB.json")  # device {"dev": 3} of 2
+    d = first_error(check(s))
+    assert d is not None and d.fix is not None
+    assert [(e.path, e.value) for e in d.fix.edits] == [(d.path, 1)]
+    assert "REMOTE_DEVICE_OOB" not in {x.code for x in check(apply_fix(s, d.fix))}
+
+
+def test_an_out_of_range_slice_keeps_its_size_and_moves_inside() -> None:
+    """Not clamped to a smaller slice (which leaves a shape mismatch): the 4 rows stay 4."""
+    for name, index in [
+        ("slice-past-the-end", [[4, 8]]),
+        ("ds-slice-past-the-end", [{"ds": [4, 4]}, [0, 128]]),
+    ]:
+        s = load_scenario(FIX_CORPUS / f"{name}.json")
+        d = first_error(check(s))
+        assert d is not None and d.code == "AT_OOB_SLICE" and d.fix is not None
+        assert [e.value for e in d.fix.edits] == [index], name
+        assert "size 4" in d.fix.description
+        assert d.fix.after == [] and first_error(check(apply_fix(s, d.fix))) is None
+
+
+def test_fix_all_steps_say_what_they_changed_and_left() -> None:
+    """``fix_all`` applies best fixes until valid; each step's ``left`` is what the check
+    finds after it, and it is what the fix said it leaves; a repaired scenario whose
+    description says it is broken is renamed and redescribed."""
+    run = fix_all(gallery.load("dup-ref"))
+    assert run.valid and run.stopped.startswith("valid")
+    assert [(st.code, st.left, st.as_said) for st in run.steps] == [("MPMD_DUP_REF", [], True)]
+    assert run.scenario.name == "dup-ref-fixed"
+    assert run.scenario.description.startswith("Repaired by mpmd-lab (drop argument 1")
+    assert "JAX refuses" in run.scenario.description.split("Before the fix:")[1]
+    # a scenario that is valid already: nothing applied, nothing renamed
+    ok = fix_all(gallery.load("ring-all-gather"))
+    assert ok.steps == [] and ok.valid and ok.scenario == gallery.load("ring-all-gather")
+    # an error no fix repairs: it stops there and says so
+    s = load_scenario(Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_SIZE.json")
+    stuck = fix_all(s)
+    assert not stuck.valid and stuck.stopped.startswith("no fix for RESHAPE_SIZE")
+
+
+def test_session_fix_all_is_one_undo_step_and_the_lab_has_a_button() -> None:
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets import Lab
+    from mpmd_lab.widgets.testing import find, text_of
+
+    st = Session(load_scenario(FIX_CORPUS / "ring-all-gather-right-oob.json"))
+    assert not st.valid
+    run = st.fix_all()
+    assert st.valid and run.valid and len(run.steps) == 1
+    assert st.scenario.name == "ring-all-gather-right-oob-fixed"
+    assert st.message.startswith("fix all: 1 fix, valid")
+    st.undo()
+    assert not st.valid and st.scenario.name == "ring-all-gather-right-oob"
+    lab = Lab("dup-ref", background=False, graph=False)
+    find(lab.problems, "mpl-fix-all").click()
+    assert lab.state.valid
+    assert "Fix all" in text_of(lab.problems) and "fixed MPMD_DUP_REF" in text_of(lab.problems)
+
+
+def test_cli_fix_all_prints_the_steps(tmp_path: Path, capsys) -> None:
+    from mpmd_lab.cli import main
+
+    src = FIX_CORPUS / "ring-reduce-scatter-left-oob.json"
+    out = tmp_path / "fixed.json"
+    assert main(["fix", "--all", str(src), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("1. fixed REMOTE_DEVICE_OOB at call.programs[0].body[0]")
+    assert "(leaves no error)" in text and "valid: no error left" in text
+    assert first_error(check(load_scenario(out))) is None
+    # without --all: one fix; an error it cannot fix: exit 1
+    bad = Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_SIZE.json"
+    assert main(["fix", "--all", str(bad)]) == 1
+    assert "no fix for RESHAPE_SIZE" in capsys.readouterr().out

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.ops import Let
 from mpmd_lab.scenario import BufferArg, Scenario, TupleArg
 
@@ -144,3 +146,83 @@ def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | list[Fix] 
         return fix_step(s, tpath, err, before)
     except (LookupError, AttributeError, ValueError, TypeError):
         return None
+
+
+# ------------------------------------------------- repairs by code (``for_code``)
+#
+# A rule that finds a problem does not always know its repair; these do, from the
+# scenario and the diagnostic alone. Each returns the candidates (none when it does not
+# apply); ``mpmd_lab.fixes.offer`` keeps only those that check better, best first.
+
+_OOB_VALUE = re.compile(r"(?:=|\bis) (-?\d+)|^index (-?\d+)|device id (-?\d+)")
+
+
+def _device_fields(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, value)`` of every ``device`` field of a scenario's JSON form (a remote
+    view's, a signal's)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            here = f"{path}.{k}" if path else k
+            if k == "device":
+                yield here, v
+            yield from _device_fields(v, here)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _device_fields(v, f"{path}[{i}]")
+
+
+def _device_wrap(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REMOTE_DEVICE_OOB: wrap the device index around its mesh axis (``(dev + 1) %
+    axis_size(dev)``), as a ring does, wherever the same index names a device (the
+    remote view and the signal of one ring step); a constant becomes the device it
+    wraps to."""
+    from mpmd_lab.fixes import get_path
+
+    mesh = dict(s.device_mesh or {})
+    _, _, axis = d.path.rpartition(".")
+    if axis in mesh:  # one coordinate of a device-id mapping
+        size, size_expr, sub = mesh[axis], f"axis_size({axis})", f".{axis}"
+    else:  # a linear device id over the whole mesh
+        axis, sub = next(iter(mesh), ""), ""
+        size = s.num_devices
+        size_expr = f"axis_size({axis})" if len(mesh) == 1 else str(size)
+    value = get_path(s, d.path)
+    if isinstance(value, bool) or not size or not isinstance(value, int | str):
+        return []
+    data = s.to_dict()
+    paths = [
+        f"{p}{sub}"
+        for p, v in _device_fields(data)
+        if (v.get(axis) if sub and isinstance(v, dict) else v) == value
+    ] or [d.path]
+    if isinstance(value, int):
+        new: int | str = value % size
+        what = f"use device {new} ({value} wrapped around the {size} devices of {axis!r})"
+    else:
+        m = _OOB_VALUE.search(d.message)
+        below = m is not None and int(next(g for g in m.groups() if g is not None)) < 0
+        # (a negative index wraps by adding the axis size first: ``%`` of a negative
+        # int32 keeps its sign on a GPU)
+        new = f"({value} + {size_expr}) % {size_expr}" if below else f"({value}) % {size_expr}"
+        what = f"wrap the device index around the mesh axis: {new}"
+    if len(paths) > 1:
+        what += f" (in the {len(paths)} places that name device {value!r})"
+    return [Fix(description=what, edits=[Edit(op="replace", path=p, value=new) for p in paths])]
+
+
+#: code -> the candidate repairs for a diagnostic of that code
+BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
+    "REMOTE_DEVICE_OOB": _device_wrap,
+}
+
+
+def for_code(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """The mechanical repairs known for ``d``'s code (none when it has none or they do
+    not apply to this scenario)."""
+    make = BY_CODE.get(d.code)
+    if make is None:
+        return []
+    try:
+        return make(s, d)
+    except (LookupError, AttributeError, ValueError, TypeError):
+        return []
