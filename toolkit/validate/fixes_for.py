@@ -210,9 +210,101 @@ def _device_wrap(s: Scenario, d: Diagnostic) -> list[Fix]:
     return [Fix(description=what, edits=[Edit(op="replace", path=p, value=new) for p in paths])]
 
 
+_RACE_AXIS = re.compile(r"\bblock ([A-Za-z_]\w*)=\d+|\bthread ([A-Za-z_]\w*)=\d+|\b(device) \d+")
+_STMT = re.compile(r"^(call\.programs\[\d+\](?:\.body\[\d+\])+)\.(\w+)$")
+
+
+def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A write/write race: give each writer its own tile (the constant slice it writes
+    becomes ``axis index * size``, along the axis that tells the writers apart), or let
+    one of them write (``pl.when(axis == 0)``: the others wrote the same elements)."""
+    from mpmd_lab.fixes import get_path
+
+    if not d.message.startswith("Write/write race"):
+        return []
+    m = _STMT.match(d.path)
+    hit = _RACE_AXIS.search(d.message.partition(": ")[2])
+    if m is None or hit is None:
+        return []
+    stmt_path, field = m.groups()
+    prog = get_path(s, stmt_path.split(".body[")[0])
+    axis = hit.group(1) or hit.group(2)
+    if axis is None:  # devices: the device mesh's one axis
+        mesh = list(s.device_mesh or {})
+        if len(mesh) != 1:
+            return []
+        axis, count = mesh[0], s.num_devices
+    else:
+        sizes = {**prog.mesh.grid, **prog.mesh.cluster}
+        if prog.mesh.threads is not None and prog.mesh.threads.name:
+            sizes[prog.mesh.threads.name] = prog.mesh.threads.count
+        count = sizes.get(axis, 0)
+    out: list[Fix] = []
+    name = getattr(get_path(s, stmt_path), field, None)
+    lets = [
+        (j, st)
+        for j, st in enumerate(prog.body)
+        if isinstance(st, Let) and st.let == name and st.transforms
+    ]
+    data = s.to_dict()
+    if lets and count > 1:
+        j, let = lets[-1]
+        t = let.transforms[-1]
+        if t.op == "at":
+            index = get_path(data, f"{stmt_path.split('.body[')[0]}.body[{j}].transforms")[-1][
+                "index"
+            ]
+            for k, entry in enumerate(index):
+                size = _const_size(entry)
+                if size is None:
+                    continue
+                tile = (
+                    {"ds": [f"{axis} * {size}", size]}
+                    if axis in (s.device_mesh or {})
+                    else {"block": axis, "size": size}
+                )
+                new = [*index[:k], tile, *index[k + 1 :]]
+                tpath = (
+                    f"{stmt_path.split('.body[')[0]}.body[{j}].transforms"
+                    f"[{len(let.transforms) - 1}].index"
+                )
+                out.append(
+                    Fix(
+                        description=f"give each {axis} its own tile of {let.let!r}: "
+                        f"index {k} starts at {axis} * {size}",
+                        edits=[Edit(op="replace", path=tpath, value=new)],
+                    )
+                )
+    stmt = get_path(data, stmt_path)
+    out.append(
+        Fix(
+            description=f"let only {axis} == 0 write (the others wrote the same elements)",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=stmt_path,
+                    value={"op": "when", "cond": f"{axis} == 0", "body": [stmt]},
+                )
+            ],
+        )
+    )
+    return out
+
+
+def _const_size(entry: Any) -> int | None:
+    """The size of a constant slice entry (``[a, b]``, ``{"ds": [a, n]}``), else None."""
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int) for v in entry):
+        return entry[1] - entry[0] if entry[1] > entry[0] else None
+    if isinstance(entry, dict) and "ds" in entry and all(isinstance(v, int) for v in entry["ds"]):
+        return int(entry["ds"][1])
+    return None
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
+    "RACE": _race_split,
+    "RACE_DETECTED": _race_split,
 }
 
 
