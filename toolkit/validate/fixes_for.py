@@ -300,11 +300,347 @@ def _const_size(entry: Any) -> int | None:
     return None
 
 
+_AT_STMT = re.compile(r"^(call\.programs\[(\d+)\](?:\.body\[\d+\])+)(?:\.(\w+))?")
+
+
+def _lets(body: list[Any]) -> Iterator[Any]:
+    """Every let of a body, nested bodies (loops, conditions) included, in order."""
+    for st in body:
+        if isinstance(st, Let):
+            yield st
+        yield from _lets(getattr(st, "body", None) or [])
+
+
+def _root(s: Scenario, program: int, name: str) -> tuple[str, str, bool] | None:
+    """Where the ref ``name`` of a program comes from: ``(table, key, viewed)``, the
+    scenario's table (``call.outputs``, ``buffers``, ``call.scratch``), its entry, and
+    whether a view step stands between (None: not found)."""
+    viewed = False
+    lets = {st.let: st for st in _lets(s.call.programs[program].body)}
+    for _ in range(64):
+        let = lets.pop(name, None)
+        if let is None:
+            break
+        viewed = viewed or bool(let.transforms)
+        name = let.ref
+    c = s.call
+    for a in c.args:
+        if isinstance(a, BufferArg) and a.param == name:
+            return "buffers", a.buffer, viewed or bool(a.transforms)
+    for table, items in (("call.outputs", c.outputs), ("call.scratch", c.scratch)):
+        if name in items:
+            return table, name, viewed
+    return None
+
+
+#: what JAX says a copy's two sides are: (message pattern, what is compared)
+_MISMATCH = {
+    "SWAP_DTYPE_MISMATCH": (r"Ref dtype: (\w+)\. Value dtype: (\w+)", "dtype"),
+    "SWAP_SHAPE_MISMATCH": (r"Ref shape: \(([\d, ]*)\)\..*Value shape: \(([\d, ]*)\)", "shape"),
+    "TMA_DTYPE_MISMATCH": (r"src had type (\w+) and dst had type (\w+)", "dtype"),
+    "TMA_SHAPE_MISMATCH": (r"src has shape \(([\d, ]*)\) and dst has shape \(([\d, ]*)\)", "shape"),
+}
+
+
+def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A copy whose two sides differ in dtype or shape: make the side that is a plain
+    output, buffer or scratch (no view between) what the other side is."""
+    from mpmd_lab.fixes import get_path
+
+    pattern, what = _MISMATCH[d.code]
+    m = re.search(pattern, d.message, re.DOTALL)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    one, two = m.groups()
+    # (SWAP: the ref is the destination, the value the source; TMA: src then dst)
+    dst_has, src_has = (one, two) if d.code.startswith("SWAP") else (two, one)
+    out: list[Fix] = []
+    for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
+        name = getattr(stmt, side, None)
+        root = _root(s, program, name) if isinstance(name, str) else None
+        if root is None or root[2]:
+            continue
+        table, key, _ = root
+        value: Any = want
+        if what == "shape":
+            value = [int(x) for x in want.replace(" ", "").split(",") if x]
+        out.append(
+            Fix(
+                description=f"make {key!r} ({table.rpartition('.')[2]}) {what} {value}, "
+                f"as the copy's {other} is",
+                edits=[Edit(op="replace", path=f"{table}.{key}.{what}", value=value)],
+            )
+        )
+    return out
+
+
+def _swizzle_value(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A swizzle JAX does not have: the nearest of 128, 64 and 32 bytes."""
+    from mpmd_lab.fixes import get_path
+
+    have = get_path(s, d.path)
+    if not isinstance(have, int):
+        return []
+    return [
+        Fix(
+            description=f"swizzle {b} bytes (JAX has 32, 64 and 128)",
+            edits=[Edit(op="replace", path=d.path, value=b)],
+        )
+        for b in sorted((128, 64, 32), key=lambda b: abs(b - have))
+    ]
+
+
+def _slice_inside(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """AT_NEGATIVE_SLICE: a slice starting before 0 starts at 0, keeping its size."""
+    from mpmd_lab.fixes import get_path
+
+    entry = get_path(s.to_dict(), d.path)
+    if isinstance(entry, dict) and "ds" in entry and isinstance(entry["ds"][0], int):
+        size = entry["ds"][1]
+        new: Any = {"ds": [0, size]}
+    elif isinstance(entry, list) and all(isinstance(v, int) for v in entry[:2]):
+        size = entry[1] - entry[0]
+        new = [0, size]
+    else:
+        return []
+    return [
+        Fix(
+            description=f"start the slice at 0 (keeping its size {size})",
+            edits=[Edit(op="replace", path=d.path, value=new)],
+        )
+    ]
+
+
+_TILE = re.compile(r"slice start \((\d+)\) and slice size \((\d+)\).*tile size \((\d+)\)")
+
+
+def _tile_align(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TILED_SLICE_ALIGN: the slice starts at the tile boundary below (keeping its size)."""
+    m = _TILE.search(d.message)
+    if m is None:
+        return []
+    start, size, tile = (int(x) for x in m.groups())
+    if size % tile:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    index = get_path(s.to_dict(), f"{d.path}.index")
+    out = []
+    for k, e in enumerate(index):
+        if isinstance(e, dict) and e.get("ds") == [start, size]:
+            new = [*index[:k], {"ds": [start - start % tile, size]}, *index[k + 1 :]]
+            out.append(
+                Fix(
+                    description=f"start the slice at {start - start % tile}, a multiple of "
+                    f"the tile ({tile}), keeping its size {size}",
+                    edits=[Edit(op="replace", path=f"{d.path}.index", value=new)],
+                )
+            )
+    return out
+
+
+def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_PLAIN_STORE: a multicast ref is written by an async copy from SMEM
+    (``plgpu.copy_smem_to_gmem``), not a plain store."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    stmt = get_path(s.to_dict(), at.group(1))
+    if stmt.get("op") != "copy":
+        return []
+    return [
+        Fix(
+            description="write the multicast ref with an async copy from SMEM (tma_store)",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=at.group(1),
+                    value={"op": "tma_store", "src": stmt["src"], "dst": stmt["dst"]},
+                )
+            ],
+        )
+    ]
+
+
+def _plain_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """An async copy between memories it does not join: a plain copy (``dst[...] =
+    src[...]``) instead."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
+    if "src" not in stmt or "dst" not in stmt:
+        return []
+    edits = [
+        Edit(
+            op="replace",
+            path=stmt_path,
+            value={"op": "copy", "src": stmt["src"], "dst": stmt["dst"]},
+        )
+    ]
+    bar = stmt.get("barrier")
+    parent = stmt_path.rpartition("[")[0]
+    body = get_path(s.to_dict(), parent)
+    # (a plain copy arrives on no barrier: the waits for it go too, last first)
+    for k in range(len(body) - 1, -1, -1):
+        if (
+            bar is not None
+            and body[k].get("op") == "barrier_wait"
+            and body[k].get("barrier") == bar
+        ):
+            edits.append(Edit(op="remove", path=f"{parent}[{k}]"))
+    return [
+        Fix(
+            description=f"copy with a plain store (dst[...] = src[...]): {stmt['op']} does "
+            "not copy between these memories"
+            + (f" (and no wait on {bar!r}, which it no longer arrives on)" if bar else ""),
+            edits=edits,
+        )
+    ]
+
+
+def _fresh(s: Scenario, base: str) -> str:
+    """A scratch name not used yet: ``base``, ``base1`` ..."""
+    used = {*s.call.scratch, *s.call.outputs, *s.buffers}
+    used |= {a.param for a in s.call.args} | {c.name for c in s.call.captures}
+    for p in s.call.programs:
+        used |= {st.let for st in _lets(p.body)}
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
+def _own_barrier(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_LOAD_NO_BARRIER / BARRIER_NOT_SMEM: the copy arrives on a barrier of its own
+    (a new ``barrier`` scratch) and the kernel waits on it before using what it copied."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
+    if stmt.get("op") != "copy_gmem_to_smem":
+        return []
+    bar = _fresh(s, "bar")
+    edits = [Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"})]
+    old = stmt.get("barrier")
+    edits.append(Edit(op="replace", path=f"{stmt_path}.barrier", value=bar))
+    parent, _, last = stmt_path.rpartition("[")
+    j = int(last.rstrip("]"))
+    body = get_path(s.to_dict(), parent)
+    waits = [
+        k
+        for k, st in enumerate(body)
+        if st.get("op") == "barrier_wait" and old is not None and st.get("barrier") == old
+    ]
+    for k in waits:
+        edits.append(Edit(op="replace", path=f"{parent}[{k}].barrier", value=bar))
+    if not waits:
+        edits.append(
+            Edit(op="add", path=f"{parent}[{j + 1}]", value={"op": "barrier_wait", "barrier": bar})
+        )
+    return [
+        Fix(
+            description=f"let the copy arrive on a barrier of its own ({bar!r}, SMEM) and "
+            "wait on it before using what it copied",
+            edits=edits,
+        )
+    ]
+
+
+def _own_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_WRONG_TYPE / SEMAPHORE_NOT_A_REF: signal and wait on a semaphore of the
+    kernel's own (a new ``semaphore`` scratch), not on a data ref."""
+    from mpmd_lab.fixes import get_path
+
+    old = get_path(s, d.path)
+    if not isinstance(old, str):
+        return []
+    sem = _fresh(s, "sem")
+    edits = [Edit(op="add", path=f"call.scratch.{sem}", value={"kind": "semaphore"})]
+    for p, prog in enumerate(s.call.programs):
+        for path, st in _statements(prog.body, f"call.programs[{p}].body"):
+            if getattr(st, "sem", None) == old:
+                edits.append(Edit(op="replace", path=f"{path}.sem", value=sem))
+    return [
+        Fix(
+            description=f"signal and wait on a semaphore of its own ({sem!r}), not on {old!r}",
+            edits=edits,
+        )
+    ]
+
+
+def _statements(body: list[Any], path: str) -> Iterator[tuple[str, Any]]:
+    """``(path, statement)`` of every statement of a body, nested bodies included."""
+    for j, st in enumerate(body):
+        here = f"{path}[{j}]"
+        yield here, st
+        yield from _statements(getattr(st, "body", None) or [], f"{here}.body")
+
+
+def _one_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_NOT_SCALAR: signal and wait on one semaphore of the array (``sem.at[0]``
+    as a view, used by every statement that named the array)."""
+    from mpmd_lab.fixes import get_path
+
+    old = get_path(s, d.path)
+    at = _AT_STMT.match(d.path)
+    if not isinstance(old, str) or at is None:
+        return []
+    program = int(at.group(2))
+    view = _fresh(s, f"{old}0")
+    prog_path = f"call.programs[{program}]"
+    edits = [
+        Edit(
+            op="add",
+            path=f"{prog_path}.body[0]",
+            value={"let": view, "ref": old, "transforms": [{"op": "at", "index": [0]}]},
+        )
+    ]
+    # (paths after the new let at body[0]: every top-level index moves one on)
+    for path, st in _statements(s.call.programs[program].body, f"{prog_path}.body"):
+        if getattr(st, "sem", None) == old:
+            head, _, rest = path[len(prog_path) + len(".body[") :].partition("]")
+            moved = f"{prog_path}.body[{int(head) + 1}]{rest}"
+            edits.append(Edit(op="replace", path=f"{moved}.sem", value=view))
+    return [
+        Fix(
+            description=f"use one semaphore of the array: {view} = {old}.at[0]",
+            edits=edits,
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
     "RACE": _race_split,
     "RACE_DETECTED": _race_split,
+    **dict.fromkeys(_MISMATCH, _match_sides),
+    "SWIZZLE_VALUE": _swizzle_value,
+    "AT_NEGATIVE_SLICE": _slice_inside,
+    "TILED_SLICE_ALIGN": _tile_align,
+    "MULTICAST_PLAIN_STORE": _async_store,
+    **dict.fromkeys(
+        ("TMA_SRC_NOT_SMEM", "TMA_DST_NOT_GMEM", "TMA_SRC_NOT_GMEM", "TMA_DST_NOT_SMEM"),
+        _plain_copy,
+    ),
+    "TMA_LOAD_NO_BARRIER": _own_barrier,
+    "BARRIER_NOT_SMEM": _own_barrier,
+    "SEMAPHORE_WRONG_TYPE": _own_semaphore,
+    "SEMAPHORE_NOT_A_REF": _own_semaphore,
+    "SEMAPHORE_NOT_SCALAR": _one_semaphore,
 }
 
 
