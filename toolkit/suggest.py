@@ -54,6 +54,8 @@ _CLUSTER_AXIS = re.compile(r"Unknown cluster axis ([A-Za-z_][A-Za-z0-9_]*)")
 _NAMES = re.compile(r"names (?:buffer |view )?'([^']+)'")
 
 _PROGRAM = re.compile(r"^call\.programs\[(\d+)\]")
+#: unknown-axis codes: with one axis in scope, it is the one meant
+_AXIS_CODES = frozenset({"UNBOUND_AXIS", "DEVICE_ID_UNKNOWN_AXIS", "CLUSTER_REF_UNKNOWN_AXIS"})
 
 
 def _axes(s: Any, path: str, cluster_only: bool = False) -> list[str]:
@@ -143,15 +145,32 @@ def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, Fix | None] | None:
         return None
     word, names = found
     hits = near(word, names)
+    only = [x for x in dict.fromkeys(names) if x and x != word]
+    if not hits and len(only) == 1 and d.code in _AXIS_CODES:
+        hits = only  # (the only axis there is: what else could it be)
     if not hits:
         return None
     from mpmd_lab.fixes import get_path
 
-    text = hint(word, names)
+    text = hint(word, names) or f"the only axis here is {hits[0]!r}"
+    data = s.to_dict()
     try:
-        node = get_path(s.to_dict(), d.path) if d.path else None
+        node = get_path(data, d.path) if d.path else None
     except (KeyError, IndexError, TypeError, ValueError):
         node = None
+    m = _PROGRAM.match(d.path)
+    if m is not None and d.code in _AXIS_CODES:
+        # an axis is named wherever its index is taken (the view a statement uses is
+        # made further up): rename it throughout the program
+        where = m.group(0)
+        node = get_path(data, where)
+        new = renamed(node, word, hits[0])
+        if new != node:
+            return text, Fix(
+                description=f"use {hits[0]!r} (there is no {word!r}) throughout "
+                f"program {m.group(1)}",
+                edits=[Edit(op="replace", path=where, value=new)],
+            )
     if node is None:
         return text, None
     new = renamed(node, word, hits[0])

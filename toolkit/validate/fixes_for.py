@@ -622,6 +622,112 @@ def _one_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _row_major(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MESH_DEVICE_ORDER: Mosaic GPU takes only row-major device ids: drop the order."""
+    if d.path != "device_order":
+        return []
+    return [
+        Fix(
+            description="list the devices in row-major order (Mosaic GPU takes no other)",
+            edits=[Edit(op="replace", path="device_order", value=list(range(s.num_devices)))],
+        )
+    ]
+
+
+_TRAILING = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
+
+
+def _swizzle_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SWIZZLE_TRAILING_DIM: the swizzle as wide as the trailing dimension's bytes."""
+    from mpmd_lab.fixes import get_path
+
+    m = _TRAILING.search(d.message)
+    step = get_path(s.to_dict(), d.path)
+    shape = re.search(r"got shape: \(([\d, ]+)\)", d.message)
+    if m is None or shape is None or step.get("op") != "swizzle":
+        return []
+    swizzle, wanted = int(m.group(1)), int(m.group(2))
+    trailing = int(shape.group(1).split(",")[-1])
+    fits = swizzle * trailing // wanted  # (bytes of the trailing dimension)
+    if fits not in (32, 64, 128) or fits == swizzle:
+        return []
+    return [
+        Fix(
+            description=f"swizzle {fits} bytes: the trailing dimension holds {fits} bytes",
+            edits=[Edit(op="replace", path=f"{d.path}.bytes", value=fits)],
+        )
+    ]
+
+
+_DOT_DTYPES = re.compile(r"lhs=(\w+), rhs=(\w+)")
+
+
+def _dot_dtypes(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_DTYPE_MISMATCH: the operand that is a plain scratch, buffer or output takes the
+    other's dtype."""
+    from mpmd_lab.fixes import get_path
+
+    m = _DOT_DTYPES.search(d.message)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    out = []
+    for side, want in (("rhs", m.group(1)), ("lhs", m.group(2))):
+        name = getattr(stmt, side, None)
+        root = _root(s, program, name) if isinstance(name, str) else None
+        if root is None or root[2]:
+            continue
+        table, key, _ = root
+        other = "lhs" if side == "rhs" else "rhs"
+        out.append(
+            Fix(
+                description=f"make {key!r} dtype {want}, as the dot's {other} is",
+                edits=[Edit(op="replace", path=f"{table}.{key}.dtype", value=want)],
+            )
+        )
+    return out
+
+
+def _store_to_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """STORE_TO_ARRAY: a captured array written in the kernel is passed as an argument
+    (a Ref), not captured."""
+    from mpmd_lab.fixes import get_path
+
+    name = get_path(s, d.path)
+    return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == name]
+
+
+def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEVICE_ID_RANK on a call with no device mesh: the one device's peer view is the
+    ref itself, so the ``remote_ref`` step goes."""
+    if s.device_mesh:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return []
+    program = int(at.group(2))
+    name = getattr(get_path(s, at.group(1)), at.group(3), None)
+    out = []
+    for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body"):
+        if isinstance(st, Let) and st.let == name:
+            for k in range(len(st.transforms) - 1, -1, -1):
+                if st.transforms[k].op == "remote_ref":
+                    out.append(Edit(op="remove", path=f"{p}.transforms[{k}]"))
+    if not out:
+        return []
+    return [
+        Fix(
+            description=f"drop the remote_ref step of {name!r}: with no device mesh the "
+            "one device is this one",
+            edits=out,
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -641,6 +747,11 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SEMAPHORE_WRONG_TYPE": _own_semaphore,
     "SEMAPHORE_NOT_A_REF": _own_semaphore,
     "SEMAPHORE_NOT_SCALAR": _one_semaphore,
+    "MESH_DEVICE_ORDER": _row_major,
+    "SWIZZLE_TRAILING_DIM": _swizzle_fits,
+    "DOT_DTYPE_MISMATCH": _dot_dtypes,
+    "STORE_TO_ARRAY": _store_to_ref,
+    "DEVICE_ID_RANK": _own_device,
 }
 
 
