@@ -56,6 +56,8 @@ _NAMES = re.compile(r"names (?:buffer |view )?'([^']+)'")
 _PROGRAM = re.compile(r"^call\.programs\[(\d+)\]")
 #: unknown-axis codes: with one axis in scope, it is the one meant
 _AXIS_CODES = frozenset({"UNBOUND_AXIS", "DEVICE_ID_UNKNOWN_AXIS", "CLUSTER_REF_UNKNOWN_AXIS"})
+#: unknown names where the only candidate is the one meant (an axis, a buffer)
+_ONLY_CODES = _AXIS_CODES | {"XREF_UNKNOWN_BUFFER"}
 
 
 def _axes(s: Any, path: str, cluster_only: bool = False) -> list[str]:
@@ -146,13 +148,13 @@ def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, Fix | None] | None:
     word, names = found
     hits = near(word, names)
     only = [x for x in dict.fromkeys(names) if x and x != word]
-    if not hits and len(only) == 1 and d.code in _AXIS_CODES:
-        hits = only  # (the only axis there is: what else could it be)
+    if not hits and len(only) == 1 and d.code in _ONLY_CODES:
+        hits = only  # (the only axis or buffer there is: what else could it be)
     if not hits:
         return None
     from mpmd_lab.fixes import get_path
 
-    text = hint(word, names) or f"the only axis here is {hits[0]!r}"
+    text = hint(word, names) or f"the only one here is {hits[0]!r}"
     data = s.to_dict()
     try:
         node = get_path(data, d.path) if d.path else None

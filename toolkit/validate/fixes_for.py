@@ -229,11 +229,13 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
     stmt_path, field = m.groups()
     prog = get_path(s, stmt_path.split(".body[")[0])
     axis = hit.group(1) or hit.group(2)
-    if axis is None:  # devices: the device mesh's one axis
+    cond = f"{axis} == 0"
+    if axis is None:  # devices: the device mesh's axes
         mesh = list(s.device_mesh or {})
-        if len(mesh) != 1:
+        if not mesh:
             return []
-        axis, count = mesh[0], s.num_devices
+        axis, count = mesh[0], s.num_devices if len(mesh) == 1 else 0
+        cond = " and ".join(f"{a} == 0" for a in mesh)
     else:
         sizes = {**prog.mesh.grid, **prog.mesh.cluster}
         if prog.mesh.threads is not None and prog.mesh.threads.name:
@@ -278,12 +280,12 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
     stmt = get_path(data, stmt_path)
     out.append(
         Fix(
-            description=f"let only {axis} == 0 write (the others wrote the same elements)",
+            description=f"let only {cond} write (the others wrote the same elements)",
             edits=[
                 Edit(
                     op="replace",
                     path=stmt_path,
-                    value={"op": "when", "cond": f"{axis} == 0", "body": [stmt]},
+                    value={"op": "when", "cond": cond, "body": [stmt]},
                 )
             ],
         )
@@ -450,18 +452,59 @@ def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []
     from mpmd_lab.fixes import get_path
 
-    stmt = get_path(s.to_dict(), at.group(1))
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
     if stmt.get("op") != "copy":
         return []
+    root = _root(s, int(at.group(2)), stmt["src"])
+    if root is None:
+        return []
+    table, key, _ = root
+    in_smem = table == "call.scratch" and getattr(s.call.scratch[key], "memory_space", "") == "SMEM"
+    if in_smem:
+        return [
+            Fix(
+                description="write the multicast ref with an async copy from SMEM (tma_store)",
+                edits=[
+                    Edit(
+                        op="replace",
+                        path=stmt_path,
+                        value={"op": "tma_store", "src": stmt["src"], "dst": stmt["dst"]},
+                    )
+                ],
+            )
+        ]
+    # (a GMEM source: stage it through SMEM of the shape the copy moves)
+    from mpmd_lab.fixes import get_path as _get
+
+    src_info = _get(s, f"{table}.{key}") if table != "call.scratch" else None
+    shape = getattr(src_info, "shape", None)
+    dtype = getattr(src_info, "dtype", None)
+    if src_info is None or root[2] or shape is None:
+        return []
+    stage = _fresh(s, f"{stmt['src']}_smem")
+    parent, _, last = stmt_path.rpartition("[")
+    j = int(last.rstrip("]"))
     return [
         Fix(
-            description="write the multicast ref with an async copy from SMEM (tma_store)",
+            description=f"stage {stmt['src']!r} in SMEM ({stage!r}) and write the multicast "
+            "ref with an async copy from it (tma_store)",
             edits=[
                 Edit(
+                    op="add",
+                    path=f"call.scratch.{stage}",
+                    value={"shape": list(shape), "dtype": dtype, "memory_space": "SMEM"},
+                ),
+                Edit(
                     op="replace",
-                    path=at.group(1),
-                    value={"op": "tma_store", "src": stmt["src"], "dst": stmt["dst"]},
-                )
+                    path=stmt_path,
+                    value={"op": "tma_store", "src": stage, "dst": stmt["dst"]},
+                ),
+                Edit(
+                    op="add",
+                    path=f"{parent}[{j}]",
+                    value={"op": "copy", "src": stmt["src"], "dst": stage},
+                ),
             ],
         )
     ]
@@ -728,6 +771,36 @@ def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_LATER = re.compile(r"names view '([^']+)', which is defined later \(body\[(\d+)\]\)")
+
+
+def _define_first(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """XREF_UNKNOWN_NAME for a view defined further down: the view moves up, just
+    before the first statement that uses it (its own ref must be there already)."""
+    m = _LATER.search(d.message)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt_path = at.group(1)
+    parent, _, last = stmt_path.rpartition("[")
+    use, defined = int(last.rstrip("]")), int(m.group(2))
+    if defined <= use or parent.count(".body[") > 0:
+        return []
+    from mpmd_lab.fixes import get_path
+
+    let = get_path(s.to_dict(), f"{parent}[{defined}]")
+    return [
+        Fix(
+            description=f"define the view {m.group(1)!r} before its first use "
+            f"(move body[{defined}] to body[{use}])",
+            edits=[
+                Edit(op="remove", path=f"{parent}[{defined}]"),
+                Edit(op="add", path=f"{parent}[{use}]", value=let),
+            ],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -752,6 +825,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DOT_DTYPE_MISMATCH": _dot_dtypes,
     "STORE_TO_ARRAY": _store_to_ref,
     "DEVICE_ID_RANK": _own_device,
+    "XREF_UNKNOWN_NAME": _define_first,
 }
 
 
