@@ -363,12 +363,16 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
     for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
         name = getattr(stmt, side, None)
         root = _root(s, program, name) if isinstance(name, str) else None
-        if root is None or root[2]:
+        if root is None:
+            continue
+        if root[2]:  # a view: its slices take the size the other side has
+            if what == "shape":
+                out += _resize_view(s, program, name, _ints(want))
             continue
         table, key, _ = root
         value: Any = want
         if what == "shape":
-            value = [int(x) for x in want.replace(" ", "").split(",") if x]
+            value = _ints(want)
         out.append(
             Fix(
                 description=f"make {key!r} ({table.rpartition('.')[2]}) {what} {value}, "
@@ -377,6 +381,91 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
             )
         )
     return out
+
+
+def _ints(text: str) -> list[int]:
+    """``"128, 64"`` -> ``[128, 64]``."""
+    return [int(x) for x in text.replace(" ", "").split(",") if x]
+
+
+def _resize_view(s: Scenario, program: int, name: str, want: list[int]) -> list[Fix]:
+    """The view ``name`` (one ``at`` of slices over a plain output, buffer or scratch)
+    made ``want`` in shape: each slice keeps its start where the new size fits, else
+    ends at the dimension's end."""
+    from mpmd_lab.fixes import get_path
+
+    hits = [
+        (p, st)
+        for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+    ]
+    if len(hits) != 1:
+        return []
+    path, let = hits[0]
+    root = _root(s, program, let.ref)
+    if root is None or root[2] or len(let.transforms) != 1 or let.transforms[0].op != "at":
+        return []
+    table, key, _ = root
+    shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
+    index = get_path(s.to_dict(), f"{path}.transforms[0].index")
+    if len(index) != len(want) or len(shape) < len(index):
+        return []
+    new = []
+    for entry, size, dim in zip(index, want, shape, strict=False):
+        start = _const_start(entry)
+        if start is None or size > dim:
+            return []
+        start = min(start, dim - size)
+        new.append([start, start + size] if isinstance(entry, list) else {"ds": [start, size]})
+    if new == index:
+        return []
+    return [
+        Fix(
+            description=f"make the view {name!r} {want}, as the copy's other side is "
+            f"(slices {new})",
+            edits=[Edit(op="replace", path=f"{path}.transforms[0].index", value=new)],
+        )
+    ]
+
+
+def _const_start(entry: Any) -> int | None:
+    """The start of a constant slice entry, else None."""
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int) for v in entry):
+        return int(entry[0])
+    if isinstance(entry, dict) and "ds" in entry and all(isinstance(v, int) for v in entry["ds"]):
+        return int(entry["ds"][0])
+    return None
+
+
+_RESHAPE = re.compile(r"cannot reshape shape \(([\d, ]*)\) into shape \(([\d, ]*)\)")
+
+
+def _reshape_infer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """RESHAPE_SIZE: keep the leading dimensions asked for and let the last one be what
+    the size leaves (``-1``), where they divide it."""
+    from mpmd_lab.fixes import get_path
+
+    m = _RESHAPE.search(d.message)
+    if m is None:
+        return []
+    have, asked = _ints(m.group(1)), _ints(m.group(2))
+    total = 1
+    for x in have:
+        total *= x
+    lead = 1
+    for x in asked[:-1]:
+        lead *= x
+    step = get_path(s.to_dict(), d.path)
+    if not asked or step.get("op") != "reshape" or lead == 0 or total % lead:
+        return []
+    new = [*asked[:-1], -1]
+    return [
+        Fix(
+            description=f"reshape to {new}: the last dimension is what the size leaves "
+            f"({total // lead})",
+            edits=[Edit(op="replace", path=f"{d.path}.shape", value=new)],
+        )
+    ]
 
 
 def _swizzle_value(s: Scenario, d: Diagnostic) -> list[Fix]:
@@ -826,6 +915,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "STORE_TO_ARRAY": _store_to_ref,
     "DEVICE_ID_RANK": _own_device,
     "XREF_UNKNOWN_NAME": _define_first,
+    "RESHAPE_SIZE": _reshape_infer,
 }
 
 
