@@ -890,6 +890,46 @@ def _define_first(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_OOB_SPAN = re.compile(r"elements \[(\d+), (\d+)\) of dimension (\d+) of its ref, which has only")
+_OOB_INT = re.compile(r"integer index (\d+) is out of bounds for a dimension of size")
+_ENTRY = re.compile(r"\.transforms\[0\]\.index\[(\d+)\]$")
+
+
+def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """OOB_READ / OOB_WRITE / OOB_INDEX of a view taken straight from an output, buffer or
+    scratch: that array's dimension grows to hold what the kernel indexes (every
+    block's or device's part), the indexing stays as written."""
+    at = _AT_STMT.match(d.path)
+    entry = _ENTRY.search(d.path)
+    span, one = _OOB_SPAN.search(d.message), _OOB_INT.search(d.message)
+    if at is None or entry is None or (span is None and one is None):
+        return []
+    if span is not None:
+        dim, need = int(span.group(3)), int(span.group(2))
+    else:
+        dim, need = int(entry.group(1)), int(one.group(1)) + 1  # type: ignore[union-attr]
+    from mpmd_lab.fixes import get_path
+
+    let = get_path(s, at.group(1))
+    if not isinstance(let, Let):
+        return []
+    root = _root(s, int(at.group(2)), let.ref)
+    if root is None or root[2]:
+        return []
+    table, key, _ = root
+    shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
+    if dim >= len(shape) or need <= shape[dim]:
+        return []
+    shape[dim] = need
+    return [
+        Fix(
+            description=f"make {key!r} ({table.rpartition('.')[2]}) {shape}: dimension {dim} "
+            f"holds what the kernel indexes (up to {need})",
+            edits=[Edit(op="replace", path=f"{table}.{key}.shape", value=shape)],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -916,6 +956,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DEVICE_ID_RANK": _own_device,
     "XREF_UNKNOWN_NAME": _define_first,
     "RESHAPE_SIZE": _reshape_infer,
+    **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
 
