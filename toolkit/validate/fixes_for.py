@@ -313,26 +313,36 @@ def _lets(body: list[Any]) -> Iterator[Any]:
         yield from _lets(getattr(st, "body", None) or [])
 
 
-def _root(s: Scenario, program: int, name: str) -> tuple[str, str, bool] | None:
+def _root(
+    s: Scenario, program: int, name: str, keeps: frozenset[str] = frozenset()
+) -> tuple[str, str, bool] | None:
     """Where the ref ``name`` of a program comes from: ``(table, key, viewed)``, the
     scenario's table (``call.outputs``, ``buffers``, ``call.scratch``), its entry, and
-    whether a view step stands between (None: not found)."""
+    whether a view step stands between (steps of the ops ``keeps`` do not count: an
+    ``at`` keeps the dtype). None: not found."""
     viewed = False
     lets = {st.let: st for st in _lets(s.call.programs[program].body)}
+    arg = {a.param: a for a in s.call.args if isinstance(a, BufferArg)}
     for _ in range(64):
         let = lets.pop(name, None)
         if let is None:
             break
-        viewed = viewed or bool(let.transforms)
+        viewed = viewed or any(t.op not in keeps for t in let.transforms)
         name = let.ref
     c = s.call
-    for a in c.args:
-        if isinstance(a, BufferArg) and a.param == name:
-            return "buffers", a.buffer, viewed or bool(a.transforms)
+    if name in arg:
+        a = arg[name]
+        return "buffers", a.buffer, viewed or any(t.op not in keeps for t in a.transforms)
     for table, items in (("call.outputs", c.outputs), ("call.scratch", c.scratch)):
         if name in items:
             return table, name, viewed
     return None
+
+
+#: view steps that keep a ref's dtype
+_SAME_DTYPE = frozenset(
+    {"at", "reshape", "transpose", "remote_ref", "multicast_ref", "cluster_ref"}
+)
 
 
 #: what JAX says a copy's two sides are: (message pattern, what is compared)
@@ -362,7 +372,8 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
     out: list[Fix] = []
     for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
         name = getattr(stmt, side, None)
-        root = _root(s, program, name) if isinstance(name, str) else None
+        keeps = _SAME_DTYPE if what == "dtype" else frozenset()
+        root = _root(s, program, name, keeps) if isinstance(name, str) else None
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
@@ -920,7 +931,8 @@ def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
     if dim >= len(shape) or need <= shape[dim]:
         return []
-    shape[dim] = need
+    shape = _grown(s, d, f"{table}.{key}.shape", shape, dim, need)
+    need = shape[dim]
     return [
         Fix(
             description=f"make {key!r} ({table.rpartition('.')[2]}) {shape}: dimension {dim} "
@@ -928,6 +940,29 @@ def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
             edits=[Edit(op="replace", path=f"{table}.{key}.shape", value=shape)],
         )
     ]
+
+
+def _grown(
+    s: Scenario, d: Diagnostic, path: str, shape: list[int], dim: int, need: int
+) -> list[int]:
+    """``shape`` with dimension ``dim`` grown to ``need``, and further while the check
+    finds the same access past the new end (the first actor it reports is not always
+    the one reaching furthest: device 2 of 4 before device 3)."""
+    from mpmd_lab.fixes import apply_edit, checked
+
+    for _ in range(16):
+        shape = [*shape[:dim], need, *shape[dim + 1 :]]
+        data = s.to_dict()
+        apply_edit(data, Edit(op="replace", path=path, value=shape))
+        again = [
+            int(m.group(2))
+            for x in checked(data) or ()
+            if x.code == d.code and x.path == d.path and (m := _OOB_SPAN.search(x.message))
+        ]
+        if not again or max(again) <= need:
+            break
+        need = max(again)
+    return shape
 
 
 #: code -> the candidate repairs for a diagnostic of that code
