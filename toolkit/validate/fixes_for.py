@@ -965,6 +965,58 @@ def _grown(
     return shape
 
 
+def _peer_device(s: Scenario, program: int, name: str) -> Any:
+    """The device id (JSON form) of the ``remote_ref`` a ref ``name`` is a view of, or
+    None (not a peer's ref)."""
+    lets = {st.let: st for st in _lets(s.call.programs[program].body)}
+    for _ in range(64):
+        let = lets.pop(name, None)
+        if let is None:
+            return None
+        for t in let.transforms:
+            if t.op == "remote_ref":
+                return t.model_dump(mode="json")["device"]
+        name = let.ref
+    return None
+
+
+def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEADLOCK_SEMAPHORE on a wait no signal reaches, after a write to a peer's ref:
+    signal the peer written to (its copy of the semaphore) just before the wait, as a
+    ring step does (every device writes its right neighbour, signals it, and waits for
+    its left one's signal)."""
+    from mpmd_lab.fixes import get_path
+
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is not None:
+        return []
+    wait_path = at.group(1)
+    wait = get_path(s, wait_path)
+    if getattr(wait, "op", None) != "semaphore_wait":
+        return []
+    program = int(at.group(2))
+    parent, _, last = wait_path.rpartition("[")
+    j = int(last.rstrip("]"))
+    body = get_path(s, parent)
+    device = None
+    for st in reversed(body[:j]):
+        dst = getattr(st, "dst", None)
+        if isinstance(dst, str) and not isinstance(st, Let):
+            device = _peer_device(s, program, dst)
+            if device is not None:
+                break
+    if device is None:
+        return []
+    signal = {"op": "semaphore_signal", "sem": wait.sem, "device": device}
+    return [
+        Fix(
+            description=f"signal {wait.sem!r} on the device written to ({device}) before "
+            "waiting: nothing signals what this wait waits for",
+            edits=[Edit(op="add", path=f"{parent}[{j}]", value=signal)],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -991,6 +1043,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DEVICE_ID_RANK": _own_device,
     "XREF_UNKNOWN_NAME": _define_first,
     "RESHAPE_SIZE": _reshape_infer,
+    "DEADLOCK_SEMAPHORE": _signal_the_peer,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
