@@ -311,3 +311,26 @@ def test_the_corpus_every_fix_leaves_what_it_says() -> None:
     mine = [r for r in got if r.name.startswith("tests/fix_corpus/")]
     assert len(mine) == len(list(FIX_CORPUS.glob("*.json")))
     assert sum(r.valid for r in mine) >= 28
+
+
+def test_a_ring_without_its_signal_gets_the_signal_of_a_ring_step() -> None:
+    """DEADLOCK_SEMAPHORE on a wait no signal reaches after a write to the right
+    neighbour: the repair signals that neighbour just before the wait, and the ring is
+    valid (its output what the gallery's ring gives, by the simulator)."""
+    from mpmd_lab.simulator import simulate
+
+    s = load_scenario(FIX_CORPUS / "ring-all-gather-no-signal.json")
+    d = first_error(check(s))
+    assert d is not None and d.code == "DEADLOCK_SEMAPHORE" and d.fix is not None
+    (edit,) = d.fix.edits
+    assert edit.op == "add" and edit.path == d.path
+    assert edit.value == {
+        "op": "semaphore_signal",
+        "sem": "arrived",
+        "device": "(dev + 1) % axis_size(dev)",
+    }
+    fixed = apply_fix(s, d.fix)
+    assert first_error(check(fixed)) is None
+    got = simulate(fixed).outputs["out"]
+    want = simulate(gallery.load("ring-all-gather")).outputs["out"]
+    assert (got == want).all()
