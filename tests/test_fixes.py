@@ -180,9 +180,11 @@ def test_fix_all_steps_say_what_they_changed_and_left() -> None:
     ok = fix_all(gallery.load("ring-all-gather"))
     assert ok.steps == [] and ok.valid and ok.scenario == gallery.load("ring-all-gather")
     # an error no fix repairs: it stops there and says so
-    s = load_scenario(Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_SIZE.json")
+    s = load_scenario(
+        Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_NOT_DIVISIBLE.json"
+    )
     stuck = fix_all(s)
-    assert not stuck.valid and stuck.stopped.startswith("no fix for RESHAPE_SIZE")
+    assert not stuck.valid and stuck.stopped.startswith("no fix for RESHAPE_NOT_DIVISIBLE")
 
 
 def test_session_fix_all_is_one_undo_step_and_the_lab_has_a_button() -> None:
@@ -215,9 +217,9 @@ def test_cli_fix_all_prints_the_steps(tmp_path: Path, capsys) -> None:
     assert "(leaves no error)" in text and "valid: no error left" in text
     assert first_error(check(load_scenario(out))) is None
     # without --all: one fix; an error it cannot fix: exit 1
-    bad = Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_SIZE.json"
+    bad = Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_NOT_DIVISIBLE.json"
     assert main(["fix", "--all", str(bad)]) == 1
-    assert "no fix for RESHAPE_SIZE" in capsys.readouterr().out
+    assert "no fix for RESHAPE_NOT_DIVISIBLE" in capsys.readouterr().out
 
 
 def test_a_race_is_said_by_its_kind_in_the_buffers_coordinates() -> None:

@@ -167,11 +167,10 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
         message = d.message
         near = suggest.for_diagnostic(scenario, d)
         if near is not None:
-            text, rename = near
+            text, renames = near
             if text and text not in message:
                 message = f"{message.rstrip()} ({text})"
-            if rename is not None:
-                options.append(rename)
+            options += renames
         if not options and message == d.message:
             out.append(d)
             continue
