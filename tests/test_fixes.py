@@ -336,3 +336,21 @@ def test_a_ring_without_its_signal_gets_the_signal_of_a_ring_step() -> None:
     got = simulate(fixed).outputs["out"]
     want = simulate(gallery.load("ring-all-gather")).outputs["out"]
     assert (got == want).all()
+
+
+def test_one_fix_that_leaves_no_error_retitles_a_scenario_said_broken() -> None:
+    """A name or description saying the scenario is broken is updated by the fix that
+    repairs it (the Lab's "Apply fix" too), and undone with it; a fix that leaves
+    errors, or a scenario whose words say nothing of it, keeps them."""
+    from mpmd_lab.fixes import retitled
+    from mpmd_lab.session import Session
+
+    st = Session("dup-ref")
+    st.apply_fix(st.diagnostics[0].fix)
+    assert st.valid and st.scenario.name == "dup-ref-fixed"
+    assert st.scenario.description.startswith("Repaired by mpmd-lab (")
+    st.undo()
+    assert st.scenario.name == "dup-ref"
+    plain = gallery.load("ring-shift")
+    fix = check(gallery.load("dup-ref"))[0].fix
+    assert fix is not None and retitled(plain, [fix]) == plain
