@@ -227,6 +227,8 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
                 _say("no fix applies: the scenario above is unchanged")
         for fix in applied:
             _say(f"fixed: {fix.description}")
+        if fixed.name != scenario.name:
+            _say(f"renamed {scenario.name!r} -> {fixed.name!r} (its description said broken)")
         diags = validate.check(fixed)
     valid = not any(d.is_error for d in diags)
     if args.json:
