@@ -1017,6 +1017,67 @@ def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_ARG = re.compile(r"^call\.args\[(\d+)\]\.transforms")
+
+
+def _arg_view_in_body(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A view of an argument that the entry cannot take there (an array has no view
+    methods; ``plgpu.kernel`` takes no transformed Ref): pass the buffer plain and make
+    the same view first thing in every program's body; for an array, also: pass it as a
+    Ref."""
+    m = _ARG.match(d.path)
+    if m is None:
+        return []
+    i = int(m.group(1))
+    a = s.call.args[i]
+    if not isinstance(a, BufferArg) or not a.transforms:
+        return []
+    base = _fresh(s, f"{a.param}_base")
+    let = {
+        "let": a.param,
+        "ref": base,
+        "transforms": [t.model_dump(mode="json") for t in a.transforms],
+    }
+    edits = [Edit(op="replace", path=f"call.args[{i}]", value={"buffer": a.buffer, "param": base})]
+    edits += [
+        Edit(op="add", path=f"call.programs[{p}].body[0]", value=let)
+        for p in range(len(s.call.programs))
+    ]
+    out = [
+        Fix(
+            description=f"pass {a.buffer!r} plain (as {base!r}) and make the view "
+            f"{a.param!r} inside the kernel body",
+            edits=edits,
+        )
+    ]
+    if not s.buffers[a.buffer].as_ref:
+        out.append(
+            Fix(
+                description=f"pass {a.buffer!r} as a Ref (as_ref: true)",
+                edits=[Edit(op="replace", path=f"buffers.{a.buffer}.as_ref", value=True)],
+            )
+        )
+    return out
+
+
+def _no_zero_fill(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_FILL of 0: a semaphore starts at 0, so the fill goes."""
+    from mpmd_lab.fixes import get_path
+
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    if getattr(stmt, "op", None) != "fill" or getattr(stmt, "value", None) != 0:
+        return []
+    return [
+        Fix(
+            description="drop the fill: a semaphore starts at 0 (and cannot be filled)",
+            edits=[Edit(op="remove", path=at.group(1))],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -1044,6 +1105,9 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "XREF_UNKNOWN_NAME": _define_first,
     "RESHAPE_SIZE": _reshape_infer,
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
+    "ARRAY_NO_METHOD": _arg_view_in_body,
+    "ARG_VIEW_PLGPU": _arg_view_in_body,
+    "SEMAPHORE_FILL": _no_zero_fill,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
