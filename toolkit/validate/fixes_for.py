@@ -1078,6 +1078,103 @@ def _no_zero_fill(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _tile_then_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SMEM_TRANSFORMS_ORDER: a scratch's layout takes its tiling before its swizzle."""
+    from mpmd_lab.fixes import get_path
+
+    steps = get_path(s.to_dict(), d.path)
+    if not isinstance(steps, list):
+        return []
+    order = sorted(steps, key=lambda t: {"tiling": 0, "swizzle": 1}.get(t.get("op"), 2))
+    if order == steps:
+        return []
+    return [
+        Fix(
+            description="tile first, then swizzle (the order Mosaic GPU takes)",
+            edits=[Edit(op="replace", path=d.path, value=order)],
+        )
+    ]
+
+
+def _signal_by_device(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_VIEW_TRANSFORM: a signal through a peer view of a semaphore signals the
+    semaphore itself with the view's device (``device_id=``), as JAX takes it."""
+    from mpmd_lab.fixes import get_path
+
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) != "sem":
+        return []
+    stmt = get_path(s, at.group(1))
+    lets = {x.let: x for x in _lets(s.call.programs[int(at.group(2))].body)}
+    let = lets.get(stmt.sem)
+    if getattr(stmt, "op", None) != "semaphore_signal" or let is None:
+        return []
+    if [t.op for t in let.transforms] != ["remote_ref"] or stmt.device is not None:
+        return []
+    device = let.transforms[0].model_dump(mode="json")["device"]
+    return [
+        Fix(
+            description=f"signal {let.ref!r} on device {device} (device_id=), not through "
+            f"the peer view {stmt.sem!r}",
+            edits=[
+                Edit(op="replace", path=f"{at.group(1)}.sem", value=let.ref),
+                Edit(op="replace", path=f"{at.group(1)}.device", value=device),
+            ],
+        )
+    ]
+
+
+def _operand_in_smem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_OPERAND_NOT_SMEM: the operand's SMEM copy, made earlier in the body, is used."""
+    from mpmd_lab.fixes import get_path
+
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) not in ("lhs", "rhs"):
+        return []
+    stmt_path, field = at.group(1), at.group(3)
+    name = getattr(get_path(s, stmt_path), field)
+    parent, _, last = stmt_path.rpartition("[")
+    body = get_path(s, parent)[: int(last.rstrip("]"))]
+    copies = [
+        st.dst
+        for st in body
+        if getattr(st, "op", None) in ("copy", "copy_gmem_to_smem") and st.src == name
+    ]
+    out = []
+    for dst in copies:
+        root = _root(s, int(at.group(2)), dst)
+        if root is not None and root[0] == "call.scratch":
+            if getattr(s.call.scratch[root[1]], "memory_space", "") == "SMEM":
+                out.append(
+                    Fix(
+                        description=f"use {dst!r}, the SMEM copy of {name!r}, as the dot's {field}",
+                        edits=[Edit(op="replace", path=f"{stmt_path}.{field}", value=dst)],
+                    )
+                )
+    return out
+
+
+_ARRIVALS = re.compile(r"waits for phase \d+ of (\w+) of .*?\((\d+) of its (\d+) arrival")
+
+
+def _arrivals_that_come(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEADLOCK_BARRIER: a barrier waiting for more arrivals than the kernel makes counts
+    the arrivals that come."""
+    m = _ARRIVALS.search(d.message)
+    if m is None:
+        return []
+    name, came = m.group(1), int(m.group(2))
+    sc = s.call.scratch.get(name)
+    if sc is None or getattr(sc, "kind", None) != "barrier" or came < 1:
+        return []
+    return [
+        Fix(
+            description=f"let barrier {name!r} complete on the {came} arrival(s) that come",
+            edits=[Edit(op="replace", path=f"call.scratch.{name}.num_arrivals", value=came)],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -1108,6 +1205,10 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "ARRAY_NO_METHOD": _arg_view_in_body,
     "ARG_VIEW_PLGPU": _arg_view_in_body,
     "SEMAPHORE_FILL": _no_zero_fill,
+    "SMEM_TRANSFORMS_ORDER": _tile_then_swizzle,
+    "SEMAPHORE_VIEW_TRANSFORM": _signal_by_device,
+    "DOT_OPERAND_NOT_SMEM": _operand_in_smem,
+    "DEADLOCK_BARRIER": _arrivals_that_come,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
