@@ -350,6 +350,10 @@ _MISMATCH = {
     "SWAP_DTYPE_MISMATCH": (r"Ref dtype: (\w+)\. Value dtype: (\w+)", "dtype"),
     "SWAP_SHAPE_MISMATCH": (r"Ref shape: \(([\d, ]*)\)\..*Value shape: \(([\d, ]*)\)", "shape"),
     "TMA_DTYPE_MISMATCH": (r"src had type (\w+) and dst had type (\w+)", "dtype"),
+    "MULTIMEM_MISMATCH": (
+        r"Value shape \(([\d, ]*)\) does not match ref shape \(([\d, ]*)\)",
+        "shape",
+    ),
     "TMA_SHAPE_MISMATCH": (r"src has shape \(([\d, ]*)\) and dst has shape \(([\d, ]*)\)", "shape"),
 }
 
@@ -1209,6 +1213,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SEMAPHORE_VIEW_TRANSFORM": _signal_by_device,
     "DOT_OPERAND_NOT_SMEM": _operand_in_smem,
     "DEADLOCK_BARRIER": _arrivals_that_come,
+    "BARRIER_NOT_A_BARRIER": _own_barrier,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
