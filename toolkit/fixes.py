@@ -294,7 +294,7 @@ def apply_all(
 _BROKEN = re.compile(
     r"\b(refuses?|rejects?|fails?|failing|errors?|invalid|broken|bad|wrong|races?|racy|"
     r"deadlocks?|out[- ]of[- ]bounds?|oob|mismatch(es|ed)?|triggers?|crash(es)?|"
-    r"not allowed|unsupported|cannot|can't|without a word)\b",
+    r"not allowed|unsupported|cannot|can't|without a word|mistakes?|missing|buggy)\b",
     re.IGNORECASE,
 )
 
