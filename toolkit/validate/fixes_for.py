@@ -377,7 +377,9 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
     for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
         name = getattr(stmt, side, None)
         keeps = _SAME_DTYPE if what == "dtype" else frozenset()
-        root = _root(s, program, name, keeps) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            continue
+        root = _root(s, program, name, keeps)
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
