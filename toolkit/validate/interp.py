@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import methodcaller
+from typing import Any
 
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
@@ -89,13 +90,17 @@ def _views(ctx: Ctx) -> _Limit | None:
                 hit = first_step(b, key, limit)
                 if hit is not None:
                     path, found = hit
-                    step = _step_kind(ctx, path)
+                    step = _step_kind(ctx, b, path)
                     return _Limit(found.code, path, step, found.why, found.jax_message)
     return None
 
 
-def _step_kind(ctx: Ctx, path: str) -> str:
-    """``remote_ref`` for the view step at ``path`` (its op), else "a view"."""
+def _step_kind(ctx: Ctx, b: Any, path: str) -> str:
+    """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
+    stack, else looked up), else "a view"."""
+    own = next((t for p, t in b.stack if p == path), None)
+    if own is not None:
+        return f"{own.kind} views"
     from mpmd_lab.fixes import get_path
 
     try:
