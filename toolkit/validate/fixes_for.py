@@ -1228,5 +1228,5 @@ def for_code(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []
     try:
         return make(s, d)
-    except (LookupError, AttributeError, ValueError, TypeError):
-        return []
+    except (LookupError, AttributeError, ValueError, TypeError, ArithmeticError):
+        return []  # (a scenario it does not fit: no repair offered, the check goes on)
