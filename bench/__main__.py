@@ -8,7 +8,8 @@ at 50 and 2,000 nodes), startup (`mpmd-lab check FILE` as a whole process), simu
 symmetry (ring collectives at 64 ... 1,024 devices and the collective matmul at 132 x 3 x
 4, judged by symmetry),
 sync (the race/deadlock verdict over every schedule of the gallery's 4-device collectives),
-puzzles (a grade of the collectives puzzle track, warm and in a fresh process).
+puzzles (a grade of the collectives puzzle track, warm and in a fresh process),
+fixes (how many invalid scenarios shipped or tested the best fixes make valid).
 
 ``--json``: one JSON document instead of the table: the machine (``header``) and
 ``rows``, each with the keys section, measure, value, unit, baseline, ratio, target, ok
@@ -47,6 +48,7 @@ SECTIONS = {
     "symmetry": "bench.sync_scale",
     "sync": "bench.sync_schedules",
     "puzzles": "bench.puzzle_grades",
+    "fixes": "bench.fix_reach",
 }
 QUICK = {
     "static": {"repeats": 1, "trace_repeats": 3, "rounds": 1},

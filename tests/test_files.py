@@ -261,7 +261,9 @@ def test_check_fix_o_says_what_it_wrote_and_writes_nothing_without_a_fix(tmp_pat
     assert cli.main(["check", "dup-ref", "--fix", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert f"wrote {out}: 1 fix applied" in err, err
-    assert load_scenario(out).name == "dup-ref"
+    # (its description said JAX refuses it: the repaired one says what repaired it)
+    assert load_scenario(out).name == "dup-ref-fixed"
+    assert "renamed 'dup-ref' -> 'dup-ref-fixed'" in err
     again = tmp_path / "again.json"
     assert cli.main(["check", str(out), "--fix", "-o", str(again)]) == 0
     assert "no fix applies: nothing written" in capsys.readouterr().err

@@ -155,7 +155,8 @@ def test_the_cpu_interpreters_limit_is_said_once_with_a_switch():
     notes = find_all(lab.problems, "mpl-interp")
     assert len(notes) == 1
     said = html.unescape(text_of(notes[0]))
-    assert "JAX's CPU interpreter can't run remote_ref; simulate does" in said
+    assert "on this machine: simulate runs it" in said
+    assert "JAX's CPU interpreter cannot run remote_ref views" in said
     assert "PeerMemRef" not in said and "object at 0x" not in said
     # not on the view's step, not as a card, not on the graph
     assert "GPU_INTERP" not in text_of(lab.transforms) and "GPU_INTERP" not in text_of(lab.call)

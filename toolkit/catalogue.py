@@ -585,7 +585,13 @@ ENTRIES: list[Entry] = [
         "interpret",
         "The GPU interpreter got a non-ref",
     ),
-    Entry("RACE_DETECTED", "RuntimeError", r"RACE DETECTED", "interpret", "A race between writers"),
+    Entry(
+        "RACE_DETECTED",
+        "RuntimeError",
+        r"RACE DETECTED",
+        "interpret",
+        "A race: unordered accesses to the same elements, one a write",
+    ),
     Entry("OOB_READ", "IndexError", r"Out-of-bounds read", "interpret", "Out-of-bounds read"),
     Entry(
         "GPU_VERIFICATION",
@@ -1070,7 +1076,10 @@ OWN = {
         "pl.program_id is 0 in every block under the GPU interpreter",
         "interpret",
     ),
-    "RACE": ("writes from different blocks, threads or devices overlap", "gpu-run"),
+    "RACE": (
+        "accesses from different blocks, threads or devices overlap, one a write",
+        "gpu-run",
+    ),
     "OOB_INDEX": ("an integer index is out of bounds", "interpret"),
     "INTERP_LIMIT": ("the CPU interpreters cannot run this (a limit of this machine)", "interpret"),
     "RULES_DISAGREE": ("the static rules and JAX disagree", "trace"),
@@ -1143,6 +1152,21 @@ _TRACE_LINE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\)|File \"|[\^~]+$|-{5,}$|For simplicity, JAX has"
     r"|The above exception|During handling of the above)"
 )
+
+
+_RACE_KIND = re.compile(r"^(Read/write|Write/write) race\b")
+
+
+def title(code: str, message: str = "") -> str:
+    """The one-line title of a code ("" when unknown); a race's says its kind, from its
+    message ("A read/write race")."""
+    if code.startswith("RACE") and (m := _RACE_KIND.match(message)):
+        return f"A {m.group(1).lower()} race: unordered accesses to the same elements"
+    entry = BY_CODE.get(code)
+    if entry is not None:
+        return entry.title
+    own = OWN.get(code)
+    return own[0] if own else ""
 
 
 def exceptions_in(text: str) -> list[tuple[str, str]]:

@@ -227,6 +227,8 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
                 _say("no fix applies: the scenario above is unchanged")
         for fix in applied:
             _say(f"fixed: {fix.description}")
+        if fixed.name != scenario.name:
+            _say(f"renamed {scenario.name!r} -> {fixed.name!r} (its description said broken)")
         diags = validate.check(fixed)
     valid = not any(d.is_error for d in diags)
     if args.json:
@@ -238,6 +240,53 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
 
         print(format_diagnostics(scenario.name, diags))
     return EXIT_OK if valid else EXIT_PROBLEMS
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    """Apply the best fix of the first error that has one (``--all``: and again, checking
+    after each, until valid or no fix is left); print each step: the error, what the fix
+    changed, what it left. ``-o`` writes the result. Exit 0 valid, 1 errors left."""
+    scenario = _load(args.file)
+    with _startup_imports():
+        _one_blas_thread()
+        from mpmd_lab import fixes
+
+    run = fixes.fix_all(scenario, max_steps=fixes.MAX_STEPS if args.all else 1)
+    written = None
+    if args.output and run.steps:
+        from mpmd_lab.scenario import save_scenario
+
+        written = save_scenario(run.scenario, args.output, inputs=_inputs(args.file))
+    if args.json:
+        import json
+
+        steps = [
+            {"code": st.code, "path": st.path, "fix": st.fix.model_dump(), "left": st.left}
+            for st in run.steps
+        ]
+        doc = {
+            "valid": run.valid,
+            "stopped": run.stopped,
+            "steps": steps,
+            "written": None if written is None else str(written),
+            "scenario": run.scenario.to_dict(),
+        }
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK if run.valid else EXIT_PROBLEMS
+    for k, st in enumerate(run.steps, 1):
+        print(f"{k}. {st.describe()}")
+        if not st.as_said:
+            print(f"   (it said it leaves {', '.join(st.fix.after or []) or 'no error'})")
+    print(f"{scenario.name}: {run.stopped}")
+    if run.scenario.name != scenario.name:
+        print(f"renamed {scenario.name!r} -> {run.scenario.name!r} (its description said broken)")
+    if written is not None:
+        _say(f"wrote {written}")
+    elif args.output:
+        _say(f"no fix applies: nothing written to {clip(args.output, QUOTE)}")
+    elif run.steps:
+        _say("nothing written: -o FIXED.json writes the fixed scenario")
+    return EXIT_OK if run.valid else EXIT_PROBLEMS
 
 
 def _check_many(args: argparse.Namespace, sources: list[str]) -> int:
@@ -523,6 +572,18 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=_seconds, default=120.0, help="seconds for --deep (default 120)"
     )
     s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser(
+        "fix",
+        help="apply the best fix of the first error (--all: until valid), printing each step",
+    )
+    s.add_argument("file", metavar="FILE")
+    s.add_argument(
+        "--all", action="store_true", help="fix and check again until valid or no fix is left"
+    )
+    s.add_argument("-o", "--output", metavar="FIXED.json", help="write the fixed scenario")
+    s.add_argument("--json", action="store_true", help="print the steps and result as JSON")
+    s.set_defaults(func=cmd_fix)
 
     s = sub.add_parser("run", help="run the call on a GPU or a CPU interpreter")
     s.add_argument("file", metavar="FILE")

@@ -19,6 +19,7 @@ import copy
 import json
 import re
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Edit, Fix
@@ -156,19 +157,20 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
     from mpmd_lab import suggest
+    from mpmd_lab.validate import fixes_for
 
     found: dict[str, tuple[Diagnostic, ...] | None] = {}
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+        options += fixes_for.for_code(scenario, d)
         message = d.message
         near = suggest.for_diagnostic(scenario, d)
         if near is not None:
-            text, rename = near
+            text, renames = near
             if text and text not in message:
                 message = f"{message.rstrip()} ({text})"
-            if rename is not None:
-                options.append(rename)
+            options += renames
         if not options and message == d.message:
             out.append(d)
             continue
@@ -199,25 +201,116 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def apply_all(
-    scenario: Scenario, diags: list[Diagnostic] | None = None, max_rounds: int = 20
-) -> tuple[Scenario, list[Fix]]:
-    """Apply fixes one at a time (re-checking after each) until none is left."""
+#: how many fixes ``fix_all`` applies at most before it stops
+MAX_STEPS = 10
+
+
+@dataclass(frozen=True)
+class FixStep:
+    """One fix applied by ``fix_all``: the error it was for (``code`` at ``path``), the
+    fix (its description and edits, and ``fix.after``: the errors it said it leaves) and
+    ``left``, the error codes the check found after it."""
+
+    code: str
+    path: str
+    fix: Fix
+    left: list[str]
+
+    @property
+    def as_said(self) -> bool:
+        """Whether it left exactly the errors it said it would."""
+        return self.fix.after is None or list(self.fix.after) == self.left
+
+    def describe(self) -> str:
+        """``fixed CODE at PATH: DESCRIPTION (leaves ...)``."""
+        leaves = ", ".join(self.left) if self.left else "no error"
+        where = self.path or "the scenario"
+        return f"fixed {self.code} at {where}: {self.fix.description} (leaves {leaves})"
+
+
+@dataclass(frozen=True)
+class FixRun:
+    """What ``fix_all`` did: the scenario it reached, each step, and why it stopped."""
+
+    scenario: Scenario
+    steps: list[FixStep]
+    diagnostics: list[Diagnostic]
+    stopped: str
+
+    @property
+    def valid(self) -> bool:
+        """No error-severity diagnostic is left."""
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def fix_all(
+    scenario: Scenario, diags: list[Diagnostic] | None = None, max_steps: int = MAX_STEPS
+) -> FixRun:
+    """Apply the best fix of the first error that has one, check again, and repeat until
+    no error is left, none has a fix, or ``max_steps`` fixes were applied. When it ends
+    valid, a name or description that says the scenario is broken is updated
+    (``retitled``)."""
     from mpmd_lab.validate import check
 
-    applied: list[Fix] = []
     current = scenario
-    if diags is None:
-        diags = check(current)
-    for _ in range(max_rounds):
-        fix = next((d.fix for d in diags if d.fix is not None and d.is_error), None)
-        if fix is None:
-            break
-        try:
-            candidate = apply_fix(current, fix)
-        except Exception:  # a fix that no longer applies: stop rather than loop
-            break
-        applied.append(fix)
-        current = candidate
-        diags = check(current)
-    return current, applied
+    diags = check(current) if diags is None else diags
+    steps: list[FixStep] = []
+    stopped = ""
+    while not stopped:
+        errors = [d for d in diags if d.is_error]
+        target = next((d for d in errors if d.fix is not None), None)
+        if not errors:
+            stopped = "valid: no error left"
+        elif target is None or target.fix is None:
+            stopped = f"no fix for {errors[0].code} at {errors[0].path or 'the scenario'}"
+        elif len(steps) >= max_steps:
+            stopped = f"stopped after {max_steps} fixes"
+        else:
+            try:
+                current = apply_fix(current, target.fix)
+            except Exception as e:  # a fix that no longer applies: stop rather than loop
+                stopped = f"the fix of {target.code} does not apply: {e}"
+                continue
+            diags = check(current)
+            left = list(dict.fromkeys(d.code for d in diags if d.is_error))
+            steps.append(FixStep(target.code, target.path, target.fix, left))
+    if steps and not any(d.is_error for d in diags):
+        renamed = retitled(current, [st.fix for st in steps])
+        if renamed != current:
+            current, diags = renamed, check(renamed)
+    return FixRun(current, steps, list(diags), stopped)
+
+
+def apply_all(
+    scenario: Scenario, diags: list[Diagnostic] | None = None, max_rounds: int = MAX_STEPS
+) -> tuple[Scenario, list[Fix]]:
+    """Apply fixes one at a time (re-checking after each) until none is left
+    (``fix_all``, its scenario and fixes)."""
+    run = fix_all(scenario, diags, max_rounds)
+    return run.scenario, [st.fix for st in run.steps]
+
+
+#: words of a name or description that say the scenario is broken
+_BROKEN = re.compile(
+    r"\b(refuses?|rejects?|fails?|failing|errors?|invalid|broken|bad|wrong|races?|racy|"
+    r"deadlocks?|out[- ]of[- ]bounds?|oob|mismatch(es|ed)?|triggers?|crash(es)?|"
+    r"not allowed|unsupported|cannot|can't|without a word|mistakes?|missing|buggy)\b",
+    re.IGNORECASE,
+)
+
+
+def retitled(scenario: Scenario, applied: list[Fix]) -> Scenario:
+    """A repaired scenario whose name or description still says it is broken, with both
+    updated: the name gets ``-fixed`` and the description says which fixes made it and
+    what it said before. Unchanged when neither says so."""
+    name, text = scenario.name, scenario.description or ""
+    if not applied or not (_BROKEN.search(name.replace("-", " ")) or _BROKEN.search(text)):
+        return scenario
+    from mpmd_lab.fields import MAX_NAME_LEN
+
+    new_name = name if name.endswith("-fixed") else f"{name[: MAX_NAME_LEN - 6]}-fixed"
+    how = "; ".join(dict.fromkeys(f.description for f in applied))
+    was = f" Before the fix{'es' if len(applied) > 1 else ''}: {text}" if text else ""
+    data = scenario.to_dict()
+    data.update(name=new_name, description=f"Repaired by mpmd-lab ({how}).{was}")
+    return Scenario.model_validate(data)

@@ -46,7 +46,7 @@ import networkx as nx
 from mpmd_lab import dtypes, shapes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
-from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.fields import axes_tuple
 from mpmd_lab.ops import BY_OP, SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef, StatementOp
 from mpmd_lab.ops.control import loop_envs, static_value, trip_count
@@ -758,6 +758,8 @@ def _attach(b: _Builder, diags: list[Diagnostic]) -> None:
     unplaced: list[Diagnostic] = []
     alias_edges = [(u, v, k) for u, v, k, kd in g.edges(keys=True, data="kind") if kd == "aliases"]
     for d in diags:
+        if d.code in INTERP_CANNOT and not d.is_error:
+            continue  # a fact of this machine (said once), not a problem of a node
         path = d.path or ""
         targets: list[tuple[str, Any]] = []
         probe = path

@@ -6,6 +6,7 @@ same object without ipywidgets::
     s = Session("dup-ref")
     s.diagnostics[0].code                 # 'MPMD_DUP_REF'
     s.apply_fix(s.diagnostics[0].fix)     # one undoable step
+    s.fix_all().steps                     # or: best fixes until valid, one undoable step
     s.valid                               # True
     s.save("mine.json")                   # a new file: written
     s.run("simulate").outputs["out"]
@@ -36,7 +37,7 @@ from typing import Any
 from mpmd_lab import files, validate
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fields import MAX_FILE_BYTES
-from mpmd_lab.fixes import apply_edit, apply_fix, parse_path
+from mpmd_lab.fixes import MAX_STEPS, FixRun, apply_edit, apply_fix, fix_all, parse_path, retitled
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import Fit
 from mpmd_lab.resolve import resolve
@@ -467,8 +468,25 @@ class Session:
             fixed = apply_fix(self.scenario, fix)
         except Exception as e:  # a fix that no longer applies is refused, not raised
             return EditResult(False, [("", f"cannot apply the fix: {e}")])
+        if fix.after == []:  # (checked: it leaves no error) a name saying "broken" goes
+            fixed = retitled(fixed, [fix])
         self.replace(fixed, f"fix: {fix.description}")
         return EditResult(True)
+
+    @_changing
+    def fix_all(self, max_steps: int = MAX_STEPS) -> FixRun:
+        """Apply the best fix of the first error that has one and check again, until the
+        scenario is valid or no fix is left (at most ``max_steps``), as one undoable
+        step. The result lists each step: the error, what the fix changed, what it left
+        (``mpmd_lab.fixes.fix_all``)."""
+        run = fix_all(self.scenario, self.diagnostics, max_steps)
+        if run.steps:
+            n = len(run.steps)
+            self.replace(run.scenario, f"fix all: {n} fix{'es' if n > 1 else ''}, {run.stopped}")
+        else:
+            self.message = f"fix all: nothing applied ({run.stopped})"
+            self._notify(self.message)
+        return run
 
     @_changing
     def load(self, source: Any) -> EditResult:

@@ -4,8 +4,8 @@
 ``hint(word, names)`` the sentence a message ends with (``"did you mean 'dev'?"``).
 ``for_diagnostic(scenario, d)`` reads the name a diagnostic says is unknown (an axis
 ``lax.axis_index`` cannot find, a ref or buffer no one defines) and returns the hint and
-a fix that renames it at the diagnostic's path; ``mpmd_lab.fixes.offer`` keeps the fix
-only if the check after it is better.
+the fixes that rename it at the diagnostic's path (an axis: also throughout its
+program); ``mpmd_lab.fixes.offer`` keeps a fix only if the check after it is better.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ _CLUSTER_AXIS = re.compile(r"Unknown cluster axis ([A-Za-z_][A-Za-z0-9_]*)")
 _NAMES = re.compile(r"names (?:buffer |view )?'([^']+)'")
 
 _PROGRAM = re.compile(r"^call\.programs\[(\d+)\]")
+#: unknown-axis codes: with one axis in scope, it is the one meant
+_AXIS_CODES = frozenset({"UNBOUND_AXIS", "DEVICE_ID_UNKNOWN_AXIS", "CLUSTER_REF_UNKNOWN_AXIS"})
+#: unknown names where the only candidate is the one meant (an axis, a buffer)
+_ONLY_CODES = _AXIS_CODES | {"XREF_UNKNOWN_BUFFER"}
 
 
 def _axes(s: Any, path: str, cluster_only: bool = False) -> list[str]:
@@ -133,35 +137,58 @@ def renamed(node: Any, old: str, new: str) -> Any:
     return copy.deepcopy(node)
 
 
-def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, Fix | None] | None:
-    """``(hint, fix)`` for a diagnostic about an unknown name with a near one, or None.
+def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, list[Fix]] | None:
+    """``(hint, fixes)`` for a diagnostic about an unknown name with a near one, or None.
 
-    The fix renames the name in the value at the diagnostic's path (None when the name
-    is not there to rename)."""
+    The fixes rename the name in the value at the diagnostic's path and, for an axis
+    (named wherever its index is taken, maybe further up than the statement), throughout
+    its program; none when the name is not there to rename. ``fixes.offer`` keeps those
+    that check better, the smaller first when both do."""
     found = unknown_name(s, d)
     if found is None:
         return None
     word, names = found
     hits = near(word, names)
+    only = [x for x in dict.fromkeys(names) if x and x != word]
+    if not hits and len(only) == 1 and d.code in _ONLY_CODES:
+        hits = only  # (the only axis or buffer there is: what else could it be)
     if not hits:
         return None
     from mpmd_lab.fixes import get_path
 
-    text = hint(word, names)
+    text = hint(word, names) or f"the only one here is {hits[0]!r}"
+    data = s.to_dict()
+    out: list[Fix] = []
     try:
-        node = get_path(s.to_dict(), d.path) if d.path else None
+        node = get_path(data, d.path) if d.path else None
     except (KeyError, IndexError, TypeError, ValueError):
         node = None
-    if node is None:
-        return text, None
-    new = renamed(node, word, hits[0])
-    if new == node:
-        return text, None
-    fix = Fix(
-        description=f"use {hits[0]!r} (there is no {word!r})",
-        edits=[Edit(op="replace", path=d.path, value=new)],
-    )
-    return text, fix
+    if node is not None and (new := renamed(node, word, hits[0])) != node:
+        out.append(
+            Fix(
+                description=f"use {hits[0]!r} (there is no {word!r})",
+                edits=[Edit(op="replace", path=d.path, value=new)],
+            )
+        )
+    m = _PROGRAM.match(d.path)
+    if m is not None and d.code in _AXIS_CODES:
+        from mpmd_lab.fixes import apply_edit
+
+        where = m.group(0)
+        prog = get_path(data, where)
+        local = copy.deepcopy(data)
+        for fix in out:
+            apply_edit(local, fix.edits[0])
+        # (only when the name is also elsewhere in the program than at the path)
+        if (new := renamed(prog, word, hits[0])) != get_path(local, where):
+            out.append(
+                Fix(
+                    description=f"use {hits[0]!r} (there is no {word!r}) throughout "
+                    f"program {m.group(1)}",
+                    edits=[Edit(op="replace", path=where, value=new)],
+                )
+            )
+    return text, out
 
 
 __all__ = ["for_diagnostic", "hint", "near", "renamed", "unknown_name"]

@@ -558,7 +558,7 @@ def _message_lines(d: Diagnostic) -> list[str]:
 
 def diagnostic_html(d: Diagnostic, with_card: bool = True, with_fix: bool = True) -> str:
     """A diagnostic as an explanation card: code, where, what JAX says, why."""
-    title = services.title_of(d.code)
+    title = services.title_of(d.code, d.message)
     parts = [
         f"<div class='mpl-card {d.severity}' data-code='{esc(d.code)}'>",
         f"<span class='mpl-code'>{esc(d.code)}</span>",

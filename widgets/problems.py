@@ -53,6 +53,16 @@ class ProblemsView(w.VBox):
         result = self.state.apply_fix(fix if fix is not None else d.fix)
         self.error.value = "" if result.ok else c.problems_html(result.problems)
 
+    def fix_all(self) -> None:
+        """Apply the best fixes until the scenario is valid (``Session.fix_all``, one
+        undoable step) and show each step: the error, what it changed, what it left."""
+        run = self.state.fix_all()
+        steps = "".join(f"<li>{c.esc(st.describe())}</li>" for st in run.steps)
+        self.error.value = (
+            f"<div class='mpl-note mpl-fix-all-steps'><b>Fix all</b>: {c.esc(run.stopped)}"
+            f"<ol>{steps}</ol></div>"
+        )
+
     def _render(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         if st.check_error:
@@ -97,12 +107,22 @@ class ProblemsView(w.VBox):
         else:
             errors = sum(d.is_error for d in problems)
             warns = len(problems) - errors
-            rows.append(
+            head: list[w.Widget] = [
                 w.HTML(
                     f"<div class='mpl-h'>{errors} error(s), {warns} warning(s) "
                     f"<span class='mpl-hint'>found before running anything</span></div>"
                 )
-            )
+            ]
+            if any(d.is_error and d.fix is not None for d in problems):
+                b = c.button(
+                    "Fix all",
+                    self.fix_all,
+                    "apply the best fix and check again, until valid (one undo step)",
+                    css="mpl-fix-all",
+                )
+                b.layout = c.lay(width="90px", flex="0 0 auto")
+                head.append(b)
+            rows.append(w.HBox(head, layout=c.lay(align_items="center", flex_flow="row wrap")))
         for d in problems:
             rows.append(sec.memo(d.model_dump_json(), partial(self._card, d)))
         if notes and not any(d.is_error for d in problems):  # the problems come first

@@ -71,7 +71,7 @@ def plot_png(name: str, a: np.ndarray) -> bytes:
 def run_error_html(d: Diagnostic) -> str:
     """A run's error as a card: its code and title, JAX's words in short, the whole of
     what JAX printed folded away (a traceback never runs off the panel)."""
-    title = services.title_of(d.code)
+    title = services.title_of(d.code, d.message)
     short = d.message
     parts = [
         f"<div class='mpl-card error' data-code='{c.esc(d.code)}'>",

@@ -101,13 +101,9 @@ def where_raised(d: Diagnostic) -> str:
     return f"found by mpmd-lab's check (before {d.stage})"
 
 
-def title_of(code: str) -> str:
-    """The catalogue's one-line title for a code ("" when unknown)."""
-    entry = catalogue.BY_CODE.get(code)
-    if entry is not None:
-        return entry.title
-    own = catalogue.OWN.get(code)
-    return own[0] if own else ""
+def title_of(code: str, message: str = "") -> str:
+    """The catalogue's one-line title for a code ("" when unknown; a race's by its kind)."""
+    return catalogue.title(code, message)
 
 
 # ---------------------------------------------------------------- graph

@@ -20,8 +20,8 @@ EXPLANATIONS: dict[str, str] = {
     "GPU it addresses memory of no device (a crash or silent corruption).",
     "PROGRAM_ID_GPU_INTERP": "Under the GPU interpreter pl.program_id is 0 in every block, so "
     "blocks index the same data; use lax.axis_index(<grid axis>) (a `block` index).",
-    "RACE": "Two writers (blocks, threads or devices) write overlapping elements with nothing "
-    "ordering them; the result depends on timing.",
+    "RACE": "Two accesses (blocks, threads or devices) to overlapping elements, at least one a "
+    "write, with nothing ordering them; the result depends on timing.",
     "OOB_INDEX": "Integer indices inside a kernel are not checked when tracing; the access "
     "reads or writes outside the ref.",
     "INTERP_LIMIT": "The CPU interpreters cannot run this; it is a limit of this machine, not "

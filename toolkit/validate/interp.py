@@ -1,13 +1,15 @@
-"""What the CPU interpreters cannot run of a call (warnings).
+"""What the CPU interpreters cannot run of a call: a fact of this machine, said once.
 
 Neither of JAX's CPU interpreters runs every view, statement and scratch the way a GPU
 does (jax 0.12, measured). Each op says what each interpreter does with it, in its own
 class (``TransformOp.interpret_limit``, ``StatementOp.interpret_limit``, a scratch
-kind's ``INTERPRET_LIMITS``); this module walks the call and reports the first of each:
-
-- views: JAX's own code and message (``GPU_INTERP_UNSUPPORTED_TRANSFORM``,
-  ``GPU_INTERP_MULTICAST``, ``HLO_INTERP_NO_DISCHARGE``, ``UNBOUND_AXIS``);
-- scratch and statements: an ``INTERP_LIMIT`` warning.
+kind's ``INTERPRET_LIMITS``); this module walks the call and finds the first view and
+the first scratch or statement it cannot run, and says so in ONE ``info`` diagnostic
+per scenario ("on this machine: simulate runs it"), never a warning per node: its code
+and path are the first limit's (a view's: JAX's own code and message,
+``GPU_INTERP_UNSUPPORTED_TRANSFORM``, ``GPU_INTERP_MULTICAST``,
+``HLO_INTERP_NO_DISCHARGE``, ``UNBOUND_AXIS``; a scratch or statement's:
+``INTERP_LIMIT``, or JAX's own error), and its explanation names every limit found.
 
 These are limits of this machine, not errors of the kernel: every code here is in
 :data:`mpmd_lab.diagnostics.INTERP_CANNOT`, which also tells ``run --backend auto`` to
@@ -16,7 +18,9 @@ simulate instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import methodcaller
+from typing import Any
 
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
@@ -28,13 +32,38 @@ _WHY = (
 )
 
 
+@dataclass(frozen=True)
+class _Limit:
+    """One thing the chosen CPU interpreter cannot run: where, what, and JAX's words."""
+
+    code: str
+    path: str
+    what: str
+    why: str
+    jax_message: str | None = None
+    jax_type: str | None = None
+
+
 def check_interpret(ctx: Ctx) -> None:
-    """The first view and the first statement the chosen CPU interpreter cannot run."""
+    """Say once (an ``info``) what the chosen CPU interpreter cannot run: the first view
+    and the first scratch or statement it cannot run."""
     if ctx.build_failed:
         return
-    _views(ctx)
-    if not ctx.trace_failed:
-        _statements(ctx)
+    found = [x for x in (_views(ctx), None if ctx.trace_failed else _statements(ctx)) if x]
+    if not found:
+        return
+    first = found[0]
+    whats = " and ".join(f"{x.what} ({x.path})" for x in found)
+    ctx.add(
+        first.code,
+        first.path,
+        f"on this machine: simulate runs it (JAX's CPU interpreter cannot run {whats})",
+        jax_message=first.jax_message,
+        jax_type=first.jax_type,
+        severity="info",
+        stage="interpret",
+        explanation=" ".join(x.why for x in found) + _WHY,
+    )
 
 
 #: interpreter -> (``first_step``'s key, a transform's ``t.interpret_limit(interp)``: a C
@@ -45,7 +74,7 @@ _FIND = {
 }
 
 
-def _views(ctx: Ctx) -> None:
+def _views(ctx: Ctx) -> _Limit | None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
     # (the view's first step it cannot run, with its limit: its source view's, else the
     # first of its own steps; once per view)
@@ -61,26 +90,32 @@ def _views(ctx: Ctx) -> None:
                 hit = first_step(b, key, limit)
                 if hit is not None:
                     path, found = hit
-                    ctx.add(
-                        found.code,
-                        path,
-                        found.message,
-                        jax_message=found.jax_message,
-                        severity="warning",
-                        stage="interpret",
-                        explanation=found.why + _WHY,
-                    )
-                    return
+                    step = _step_kind(ctx, b, path)
+                    return _Limit(found.code, path, step, found.why, found.jax_message)
+    return None
 
 
-def _statements(ctx: Ctx) -> None:
+def _step_kind(ctx: Ctx, b: Any, path: str) -> str:
+    """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
+    stack, else looked up), else "a view"."""
+    own = next((t for p, t in b.stack if p == path), None)
+    if own is not None:
+        return f"{own.kind} views"
+    from mpmd_lab.fixes import get_path
+
+    try:
+        return f"{get_path(ctx.s, path).kind} views"
+    except (LookupError, AttributeError, ValueError, TypeError):
+        return "a view"
+
+
+def _statements(ctx: Ctx) -> _Limit | None:
     """The first scratch or statement the chosen CPU interpreter cannot run."""
     interp = ctx.s.run.interpret
     for name, sc in ctx.s.call.scratch.items():
         why = sc.interpret_limit(interp)
         if why:
-            _limit(ctx, f"call.scratch.{name}", why)
-            return
+            return _Limit("INTERP_LIMIT", f"call.scratch.{name}", f"{sc.kind} scratch", why)
     devices = ctx.s.num_devices
     for prog in ctx.programs:
         for st in prog.stmts:
@@ -90,24 +125,9 @@ def _statements(ctx: Ctx) -> None:
                 continue
             e = node.interpret_error(interp)
             if e is not None:  # JAX's own error, as its interpreter raises it
-                ctx.add(
-                    e.code,
-                    st.path,
-                    f"JAX's CPU interpreter can't run {node.kind}; simulate does",
-                    jax_message=e.message,
-                    jax_type=e.jax_type,
-                    severity="warning",
-                    stage="interpret",
-                    explanation=f"The GPU interpreter has no rule for {node.kind}." + _WHY,
-                )
-                return
+                why = f"The GPU interpreter has no rule for {node.kind}."
+                return _Limit(e.code, st.path, node.kind, why, e.message, e.jax_type)
             why = node.interpret_limit(interp, devices)
             if why:
-                _limit(ctx, st.path, why)
-                return
-
-
-def _limit(ctx: Ctx, path: str, why: str) -> None:
-    ctx.add(
-        "INTERP_LIMIT", path, why, severity="warning", stage="interpret", explanation=why + _WHY
-    )
+                return _Limit("INTERP_LIMIT", st.path, node.kind, why)
+    return None

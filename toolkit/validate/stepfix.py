@@ -62,13 +62,18 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
         k = int(e.field.split("[")[1].rstrip("]")) if e.field else 0
         d = before.shape[k]
         entry = idx[k]
+        # keep the slice's size (what the view's users expect) and move it inside
         if isinstance(entry, dict) and "ds" in entry:
             size = min(entry["ds"][1], d)
             idx[k] = {"ds": [d - size, size]}
         else:
-            idx[k] = [0, d]
+            ends = entry[:2] if isinstance(entry, list) else []
+            whole = len(ends) < 2 or not all(isinstance(v, int) for v in ends)
+            size = d if whole else min(max(ends[1] - ends[0], 0), d)
+            idx[k] = [d - size, d]
         return Fix(
-            description=f"keep the slice inside the dimension of size {d}",
+            description=f"move the slice inside the dimension of size {d} "
+            f"(keeping its size {size}: start {d - size})",
             edits=[Edit(op="replace", path=f"{path}.index", value=idx)],
         )
     if code == "BITCAST_1D_SAME_WIDTH_BUG":

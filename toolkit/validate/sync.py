@@ -560,35 +560,55 @@ def _gpu_findings(ctx: Ctx, out: Outcome, reported: set[str], pid_bug: bool) -> 
 # ---------------------------------------------------------------- races
 
 
-def _who(a: Any, b: Any, ctx: Ctx) -> str:
+def _who(a: Any, b: Any, ctx: Ctx) -> tuple[str, str]:
+    """The two actors of a race named by what tells them apart: ``device 3`` and
+    ``device 0``, ``b=1`` and ``b=0``, a thread and its own async copies."""
     mesh = ctx.s.call.programs[a.program].mesh
     grid, cluster = list(mesh.grid), list(mesh.cluster)
     tname = mesh.threads.name if mesh.threads else None
-    parts = []
+    pa: list[str] = []
+    pb: list[str] = []
     if a.device != b.device:
-        parts.append(f"device {a.device} and device {b.device}")
+        pa.append(f"device {a.device}")
+        pb.append(f"device {b.device}")
     for names, va, vb in ((grid, a.grid, b.grid), (cluster, a.cluster, b.cluster)):
         for n, x, y in zip(names, va, vb, strict=False):
             if x != y:
-                parts.append(f"{n}={x} and {n}={y}")
+                pa.append(f"block {n}={x}")
+                pb.append(f"block {n}={y}")
     if a.thread != b.thread:
-        parts.append(f"{tname or 'thread'}={a.thread} and {tname or 'thread'}={b.thread}")
-    if a.agent != b.agent and not parts:
-        return "A thread and its own async copy"
-    return "Executors " + ", ".join(parts) if parts else "Two executors"
+        pa.append(f"thread {tname or 'thread'}={a.thread}")
+        pb.append(f"thread {tname or 'thread'}={b.thread}")
+    if a.agent != b.agent:
+        copies, thread = ("its async copies", "the thread") if not pa else ("", "")
+        pa.append(copies if a.agent else thread)
+        pb.append(copies if b.agent else thread)
+    one, two = ", ".join(x for x in pa if x), ", ".join(x for x in pb if x)
+    return one or "one executor", two or "another"
+
+
+#: how a race's access is said (``Access.kind``)
+_VERB = {"write": "writes", "read": "reads", "atomic": "atomically updates"}
 
 
 def _race_diag(
     ctx: Ctx, race: Any, code: str, interpreter: bool, fix: Fix | None, witness: Any = None
 ) -> None:
+    from mpmd_lab.validate.witness import region
+
     first, second = race.first, race.second
     p1 = f"{first.path}.{first.field}" if first.field else first.path
     p2 = f"{second.path}.{second.field}" if second.field else second.path
+    a, b = _who(first.actor, second.actor, ctx)
+    kind = "Write/write" if race.kind == "write-write" else "Read/write"
+    loc = race.location
+    where = region(ctx.s, loc.buffer, race.spans)
+    on = loc.describe().partition(" on ")[2]
     msg = (
-        f"{_who(first.actor, second.actor, ctx)} access overlapping elements of the same "
-        f"buffer {f'through {p2}' if p1 == p2 else f'({p1} and {p2})'} with at least one "
-        "write and nothing ordering them: "
-        f"{race.describe()}"
+        f"{kind} race on {where}{' (output)' if loc.kind == 'output' else ''} on {on}: "
+        f"{a} {_VERB[first.kind]} it ({first.where}) and {b} {_VERB[second.kind]} it "
+        f"({second.where}) with nothing ordering them"
+        f"{f' (through {p2})' if p1 == p2 else f' ({p1} and {p2})'}"
     )
     if witness is not None:
         msg += f". {witness['explain']}"
