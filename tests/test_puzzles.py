@@ -81,7 +81,7 @@ def test_feedback_names_devices_and_elements_in_their_own_coordinates():
     assert verdict.details[0].endswith("; it holds what device 1 should get")
     assert verdict.details[3].endswith("; it holds what device 0 should get")
     verdict = grade("shift-add-wait", puzzles.start("shift-add-wait"))
-    assert "recv (output) on device 0: elements 0..255" in verdict.details[0]
+    assert "race on recv[0:256] (output) on device 0" in verdict.details[0]
 
 
 def test_values_alone_do_not_grade_a_race():

@@ -305,7 +305,7 @@ def test_the_gpu_interpreter_cannot_allocate_a_global_semaphore(imported):
     s = _scenario(imported, "sync_get_global")
     limits = [d for d in check(s) if d.code == "INTERP_LIMIT"]
     assert [d.path for d in limits] == ["call.scratch.sem"]
-    assert "pl.get_global" in limits[0].message and not limits[0].is_error
+    assert "pl.get_global" in limits[0].explanation and not limits[0].is_error
     r = probe_many([s], ("build", "trace", "interpret"))[0]
     assert r["stage"] == "interpret", r
 

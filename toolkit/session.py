@@ -132,6 +132,7 @@ _DOING = {
     "change": "applying the edit",
     "replace": "applying the change",
     "apply_fix": "applying the fix",
+    "fix_all": "applying every fix",
     "load": "opening",
     "undo": "undoing",
     "redo": "redoing",
