@@ -142,3 +142,19 @@ INTERP_CANNOT = frozenset(
         "INTERP_LIMIT",
     }
 )
+
+
+def interpreter_limit(d: Diagnostic) -> bool:
+    """A note that JAX's CPU interpreter cannot run the call (a limit of this machine,
+    not a problem of the kernel: a GPU runs it, and so does ``simulate``)."""
+    return d.code in INTERP_CANNOT and not d.is_error
+
+
+class SimError(Exception):
+    """The simulated call fails: a diagnostic code, a field path and a message (raised by
+    the ops' simulation hooks, caught by the engine, reported as a :class:`Diagnostic`)."""
+
+    def __init__(self, code: str, path: str, message: str):
+        self.code = code
+        self.path = path
+        super().__init__(message)

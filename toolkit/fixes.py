@@ -17,40 +17,14 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections import OrderedDict
 from typing import Any
 
+from mpmd_lab import suggest
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Edit, Fix
+from mpmd_lab.fields import parse_path
 from mpmd_lab.scenario import Scenario
-
-_PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> list[str | int]:
-    """``call.args[1].param`` -> ``['call', 'args', 1, 'param']``."""
-    out: list[str | int] = []
-    pos = 0
-    while pos < len(path):
-        m = _PART.match(path, pos)
-        if not m:
-            raise ValueError(f"bad field path {path!r} at {pos}")
-        out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
-        pos = m.end()
-    return out
-
-
-def get_path(obj: Any, path: str) -> Any:
-    """The value at a field path of a scenario (model or JSON form)."""
-    cur = obj
-    for part in parse_path(path):
-        if isinstance(part, int):
-            cur = cur[part]
-        elif isinstance(cur, dict):
-            cur = cur[part]
-        else:
-            cur = getattr(cur, part)
-    return cur
+from mpmd_lab.validate.analysis import analyze_rules
 
 
 def apply_edit(data: dict[str, Any], edit: Edit) -> None:
@@ -97,15 +71,13 @@ def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
     by content: a candidate checked before (by this call or an earlier check of the same
     or another scenario: the Lab checking again, ``check --fix``) is not checked again.
     None when ``data`` is not a valid scenario. The last ``CACHE_SIZE`` are kept."""
-    from mpmd_lab.validate import analyze
-
     key = json.dumps(data, sort_keys=True, separators=(",", ":"))
     if key in _CHECKED:
         _CHECKED.move_to_end(key)
         return _CHECKED[key]
     try:
-        got: tuple[Diagnostic, ...] | None = analyze(
-            Scenario.model_validate(data), fixes=False
+        got: tuple[Diagnostic, ...] | None = analyze_rules(
+            Scenario.model_validate(data)
         ).diagnostics
     except Exception:  # a fix that does not apply is not offered
         got = None
@@ -155,8 +127,6 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
-    from mpmd_lab import suggest
-
     found: dict[str, tuple[Diagnostic, ...] | None] = {}
     out: list[Diagnostic] = []
     for d in diags:
@@ -203,12 +173,10 @@ def apply_all(
     scenario: Scenario, diags: list[Diagnostic] | None = None, max_rounds: int = 20
 ) -> tuple[Scenario, list[Fix]]:
     """Apply fixes one at a time (re-checking after each) until none is left."""
-    from mpmd_lab.validate import check
-
     applied: list[Fix] = []
     current = scenario
     if diags is None:
-        diags = check(current)
+        diags = _checked_with_fixes(current)
     for _ in range(max_rounds):
         fix = next((d.fix for d in diags if d.fix is not None and d.is_error), None)
         if fix is None:
@@ -219,5 +187,10 @@ def apply_all(
             break
         applied.append(fix)
         current = candidate
-        diags = check(current)
+        diags = _checked_with_fixes(current)
     return current, applied
+
+
+def _checked_with_fixes(s: Scenario) -> list[Diagnostic]:
+    """What ``validate.check`` says: the rules' diagnostics with the fixes that work."""
+    return offer(s, list(analyze_rules(s).diagnostics))

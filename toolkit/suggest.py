@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.fields import get_path
 
 #: how alike two names must be (``difflib`` ratio) to be offered
 CUTOFF = 0.6
@@ -145,8 +146,6 @@ def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, Fix | None] | None:
     hits = near(word, names)
     if not hits:
         return None
-    from mpmd_lab.fixes import get_path
-
     text = hint(word, names)
     try:
         node = get_path(s.to_dict(), d.path) if d.path else None
