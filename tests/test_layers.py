@@ -52,7 +52,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "shapes",
             "suggest",
             "timeline",
-            "validate.explain",
             "validate.witness",
             "workers",
         ),

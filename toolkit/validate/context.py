@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mpmd_lab.catalogue import BY_CODE, OWN
+from mpmd_lab.catalogue import BY_CODE, EXPLANATIONS, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
-from mpmd_lab.validate.explain import EXPLANATIONS
 
 
 class Ctx:
