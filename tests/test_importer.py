@@ -24,6 +24,8 @@ from mpmd_lab import probe
 from mpmd_lab.importer import Imported
 from mpmd_lab.importer.child import child_env, module_devices
 
+pytestmark = pytest.mark.slow  # imports kernels through real JAX in child processes
+
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernels"
 DRIVER = HERE / "importer_driver.py"

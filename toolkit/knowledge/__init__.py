@@ -52,15 +52,9 @@ REQUIRED = (
     "prevention",
     "related",
 )
-#: ... and optional ones: the catalogue's facts (``catalogue.FACTS``), then the card's.
+#: ... and optional ones: the rest of the catalogue's facts, then the card's own.
 OPTIONAL = (
-    "severity",
-    "also",
-    "phase",
-    "jax_type",
-    "pattern",
-    "loose",
-    "explanation",
+    *(k for k in catalogue.FACTS if k not in REQUIRED),
     "version_notes",
     "example_stage",
     "example_jax",
