@@ -47,10 +47,18 @@ system-deps:
 test: $(STAMP) system-deps
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
-# the inner loop: no notebooks, no browser, no slow JAX stories (well under 2 minutes)
+# the inner loop: no notebooks, no browser, no slow JAX stories, no fuzzing (under 2 minutes
+# on 2 cores):
+# the tiers are pytest markers on the tests (pyproject.toml); JOBS processes (pytest-xdist),
+# then the tests with a timing bound (``serial``) alone
+FAST := not notebooks and not browser and not slow and not fuzz
+JOBS ?= 2
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not notebooks and not browser and not slow" \
-		--ignore=tests/browser $(PYTEST_ARGS)
+	@$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(JOBS) -m "$(FAST) and not serial" \
+		--ignore=tests/browser $(PYTEST_ARGS); parallel=$$?; \
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "$(FAST) and serial" \
+		--ignore=tests/browser $(PYTEST_ARGS); alone=$$?; \
+	[ $$alone = 5 ] && alone=0; exit $$(( parallel || alone ))
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench

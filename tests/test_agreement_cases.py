@@ -18,6 +18,8 @@ HERE = Path(__file__).parent / "agreement"
 sys.path.insert(0, str(HERE))
 from agreement_support import hold, run_jax  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 CASES = sorted((HERE / "cases").glob("*.json"))
 RECORDS = {p.stem: json.loads(p.read_text()) for p in CASES}
 

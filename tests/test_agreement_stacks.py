@@ -23,6 +23,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import agreement_stacks as A  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 FIXED_SEED = 18
 FIXED_N = 60
 #: verdict and first-code agreement on the fixed set, once issue 18's rules were in

@@ -8,6 +8,7 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 from mpmd_lab import probe, validate
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
@@ -57,6 +58,7 @@ def test_read_only_twice_or_passed_once_says_nothing():
     assert "ALIASED_REF" not in [c for c, _ in _codes(once)]
 
 
+@pytest.mark.slow
 def test_jax_accepts_it_for_plgpu_kernel_and_refuses_it_for_pl_kernel():
     s = load_scenario(_data())
     r = probe.probe(s, ("build", "trace", "gpu-lower"), timeout=300)

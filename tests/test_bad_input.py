@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from mpmd_lab.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "bad"
 EXPECTED = dict(

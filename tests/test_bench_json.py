@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.table import JSON_KEYS, Row, timed
+
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.static_vs_jax import SPEEDUP_TARGET, _least
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +30,7 @@ print(json.dumps({n: detect_races(module_of(gallery.load(n))) for n in picked}))
 """
 
 
+@pytest.mark.slow
 def test_jax_answers_the_race_question_wherever_the_bench_asks_it():
     r = subprocess.run(
         [sys.executable, "-c", _PROBE], cwd=ROOT, capture_output=True, text=True, timeout=600

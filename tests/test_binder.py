@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 LANDING = "00-start-here.ipynb"

@@ -47,6 +47,7 @@ def _ours(case: dict) -> tuple[str | None, str | None]:
     return d.code, d.stage
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ALL))
 def test_rules_agree_with_jax(name, jax_outcomes):
     r = jax_outcomes[name]
@@ -88,6 +89,7 @@ def test_the_cases_cover_valid_and_broken_forms_of_every_construct(jax_outcomes)
         assert op in ops, op
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_kernels_written_as_jax_writes_them_check_valid(name, jax_outcomes):
     """The patterns of JAX's own distributed kernels: JAX accepts them, and the check
@@ -129,6 +131,7 @@ KERNEL_VALUES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_kernels_written_as_jax_writes_them_simulate_to_what_they_compute(name):
     """Every kernel pattern runs race-free and balanced in the simulator and gives what
@@ -329,6 +332,7 @@ def _sha(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_run_simulate_on_the_command_line(cli):
     """``mpmd-lab run --backend simulate``: the valid rings exit 0 with the contract's
     values (the output's digest), the deadlocked ring exits 1 quickly, naming the wait."""
@@ -373,6 +377,7 @@ print("@@" + json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_exported_files_trace_and_lower_for_the_gpu(cli, tmp_path):
     """``mpmd-lab export`` writes files that real JAX traces and lowers alone."""
     paths = []

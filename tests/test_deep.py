@@ -6,6 +6,8 @@ import pytest
 from mpmd_lab import deep, gallery, probe
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 
 @pytest.fixture(scope="module")
 def probed():

@@ -7,6 +7,8 @@ import pytest
 from mpmd_lab import exercises
 from mpmd_lab.exercises import check_exercise
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 NAMES = exercises.names()
 #: Grouped by device count, so the warm JAX workers (one per device count) are reused.
 BY_DEVICES = sorted(NAMES, key=lambda n: exercises.start(n).num_devices)

@@ -25,6 +25,8 @@ import pytest
 from mpmd_lab import gallery, runtime, workers
 from mpmd_lab.scenario import load_scenario, save_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = "two-block-copy"  # 1 device, interprets in well under a second once warm
 IOTA256 = np.arange(256, dtype=np.float32)

@@ -23,6 +23,8 @@ import pytest
 from mpmd_lab import cli, files, gallery
 from mpmd_lab.scenario import load_scenario, save_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -131,8 +133,13 @@ def test_a_failing_writer_leaves_the_old_file_and_no_temp_file(tmp_path):
 # ---------------------------------------------------------------- signals mid-write
 
 SLOW_WRITER = r"""
-import sys, time
+import signal, sys, time
 from mpmd_lab import files
+# the dispositions a terminal gives, whatever this test inherited (``nohup`` ignores
+# SIGHUP, a background job SIGINT): the signals below must reach the writer
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if sys.argv[2] == "named":
     files.USE_TMPFILE = False  # the fallback: a named .tmp beside the target
 def slow(f):

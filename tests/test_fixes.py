@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Edit
 from mpmd_lab.fixes import apply_all, apply_edit, apply_fix, fix_all, parse_path
@@ -13,6 +14,8 @@ from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
 
 CODES = Path(__file__).parent / "scenarios" / "codes"
 JAX_STAGES = ("build", "trace", "gpu-lower")

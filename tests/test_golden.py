@@ -9,6 +9,8 @@ NAME`` prints one scenario's whole dump, to diff against main's).
 
 from __future__ import annotations
 
+import pytest
+
 from bench import golden
 
 
@@ -23,6 +25,7 @@ def test_the_golden_dump_is_unchanged() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_dump_sees_a_change() -> None:
     """The comparison is not vacuous: a changed hash and a lost scenario are found."""
     got = golden.compute()

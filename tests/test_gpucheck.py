@@ -10,6 +10,8 @@ import pytest
 from mpmd_lab import gallery, gpucheck, probe, runtime
 from mpmd_lab.diagnostics import Diagnostic
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 X = np.arange(256, dtype=np.float32)
 
 

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import matplotlib
+import pytest
 from graph_strategies import loadable, scenario_dicts
 from hypothesis import HealthCheck, assume, given, settings
 from mpmd_lab import draw as plot
@@ -73,6 +74,7 @@ def assert_same(g) -> dict:
     return s
 
 
+@pytest.mark.slow
 def test_every_gallery_scenario_shows_the_same_model_in_both_views():
     for name in gallery.names():
         s = assert_same(graph.build_graph(gallery.load(name)))
@@ -108,6 +110,7 @@ def test_many_devices_show_the_same_traffic_matrix():
     assert s["devices"]["shape"] == "matrix" and any(c["red"] for c in s["devices"]["cells"])
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario_dicts)
 def test_any_loadable_scenario_shows_the_same_model_in_both_views(data):

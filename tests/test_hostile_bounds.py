@@ -107,6 +107,7 @@ def test_a_buffer_too_big_to_index_is_said_not_checked_not_run_out_of_memory():
     assert {"RACE", "RACE_DETECTED"} & {d.code for d in found.diagnostics}
 
 
+@pytest.mark.serial  # a timing bound: run with the machine to itself
 def test_simulate_is_refused_up_front_or_stopped_within_its_timeout():
     """A loop bound of axis sizes and huge constants is counted in closed form (it ran
     to the timeout); a bound only the devices know runs, and the answer comes back within

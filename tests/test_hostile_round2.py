@@ -187,6 +187,7 @@ def test_import_devices_out_of_range_is_refused_clearly(n):
         child.run(f"{EXCHANGE}:make", devices=int(n))
 
 
+@pytest.mark.serial  # a timing bound: run with the machine to itself
 def test_the_parent_reads_only_a_bounded_head_of_the_module(tmp_path):
     """The parent parsed the whole module for its ``DEVICES = n`` before any bound: a
     5 MB module took 2.4 GB and 10.7 s in-process."""
@@ -213,6 +214,7 @@ def test_the_parent_reads_only_a_bounded_head_of_the_module(tmp_path):
     assert module_devices(small) == 4
 
 
+@pytest.mark.slow
 def test_import_time_bound_starts_with_the_users_code(tmp_path):
     """A ``make()`` spinning (or blocked in C) held ``--timeout 3`` to 63 s: the parent
     waited timeout + 60 s. The child's start has its own bound; the user's code has
@@ -255,6 +257,7 @@ def test_a_background_process_of_the_users_code_holds_no_import(tmp_path):
     assert _gone([psutil.Process(int(pidfile.read_text()))]), "the background process lived on"
 
 
+@pytest.mark.slow
 def test_the_import_child_has_a_memory_bound(tmp_path):
     """The child grew to 6.4 GB (at 50 GB an outside limit stopped it, the message
     blaming numpy's line). Its address space is bounded past JAX's start."""

@@ -14,6 +14,8 @@ import pytest
 from mpmd_lab.importer import child
 from mpmd_lab.session import Session
 
+pytestmark = pytest.mark.slow  # imports kernels through real JAX in child processes
+
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 

@@ -12,6 +12,8 @@ from mpmd_lab import catalogue, knowledge
 from mpmd_lab.knowledge import verify
 from mpmd_lab.scenario import load_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ALL_CODES = sorted({e.code for e in catalogue.ENTRIES} | set(catalogue.OWN))
 #: Codes with nothing to trigger: input that is not a scenario, or run-time events.
 NO_EXAMPLE = {"SCHEMA", "XREF_UNKNOWN_BUFFER", "RULES_DISAGREE", "RUN_TIMEOUT", "RUN_CRASHED"}

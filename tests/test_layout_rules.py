@@ -23,6 +23,8 @@ from cases import S, T, at, ds, kernel, out, smem, tma, view  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from agreement_stacks import as_ops  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 LOWER = ("build", "trace", "gpu-lower")
 MPMD_SCRATCH = L.JaxError(
     "MPMD_GPU_SCRATCH",

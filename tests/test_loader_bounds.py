@@ -17,6 +17,8 @@ import pytest
 from mpmd_lab import gallery
 from mpmd_lab.scenario import ScenarioError, load_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 BASE = gallery.load("ring-shift").to_dict()
 

@@ -20,7 +20,10 @@ from mpmd_lab.dtypes import nbytes
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import analyze
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's"),
+    pytest.mark.slow,  # real JAX runs of 32 MiB buffers: `make test` only
+]
 
 N = 2**23  # elements: 32 MiB of float32, far above the noise of a JAX run
 

@@ -25,6 +25,8 @@ from mpmd_lab import codegen, gallery, multihost, runtime, workers
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate import analyze
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 EXE = Path(sys.executable).with_name("mpmd-lab")
 CHILD = "_multihost_child"

@@ -16,6 +16,8 @@ import mpmd_lab
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))

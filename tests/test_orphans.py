@@ -20,6 +20,8 @@ import psutil
 import pytest
 from mpmd_lab import gallery
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 EXE = Path(sys.executable).with_name("mpmd-lab")
 

@@ -41,6 +41,7 @@ def red_patches(fig: Figure) -> list[Patch]:
 DUP = Diagnostic(code="MPMD_DUP_REF", path="call.args[1]", message="Cannot pass the same ref")
 
 
+@pytest.mark.slow
 def test_every_gallery_scenario_renders_png_and_svg(tmp_path):
     for name in gallery.names():
         fig = plot.plot_aliasing(gallery.load(name))
@@ -103,6 +104,7 @@ def test_many_devices_draw_a_traffic_matrix(tmp_path):
     fig.savefig(tmp_path / "m.png")
 
 
+@pytest.mark.slow
 def test_two_thousand_nodes_summarise_in_seconds(tmp_path):
     s = load_scenario(synthetic(2000))
     t0 = time.perf_counter()
@@ -115,6 +117,7 @@ def test_two_thousand_nodes_summarise_in_seconds(tmp_path):
     assert seconds < 30  # a few seconds on a quiet machine; generous for a busy CI box
 
 
+@pytest.mark.slow
 def test_cli_graph_writes_a_picture_and_text(cli, tmp_path, capsys):
     out = tmp_path / "ring.svg"
     r = cli("graph", "ring-shift", "-o", str(out))
@@ -126,6 +129,7 @@ def test_cli_graph_writes_a_picture_and_text(cli, tmp_path, capsys):
     assert "peer-of via call.programs[0].body[0].transforms[0]" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario_dicts)
 def test_any_loadable_scenario_draws(data):

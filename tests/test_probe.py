@@ -9,6 +9,8 @@ import pytest
 from mpmd_lab import gallery, probe, workers
 from mpmd_lab.scenario import load_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 
 @pytest.fixture(scope="module")
 def gallery_results():

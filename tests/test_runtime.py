@@ -16,6 +16,8 @@ from mpmd_lab import gallery, probe, runtime, workers
 from mpmd_lab.codegen import generate
 from mpmd_lab.scenario import load_scenario
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 IOTA256 = np.arange(256, dtype=np.float32)
 
 #: Gallery scenario -> the code JAX 0.12 fails with, and at which stage.

@@ -55,6 +55,7 @@ def test_ascii_streams_never_crash_and_json_stays_json():
     assert json.loads(proc.stdout)["description"] == data["description"]
 
 
+@pytest.mark.slow
 def test_a_5_mb_name_makes_short_messages(tmp_path, capsys):
     data = gallery.load("ring-shift").to_dict()
     data["buffers"]["n" * 5_000_000] = {"shape": [4], "dtype": "float32"}

@@ -143,6 +143,7 @@ def jax_steps() -> list[list[dict]]:
     return json.loads(p.stdout.split("@@", 1)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", range(len(STACKS)))
 def test_steps_match_jax(k: int, jax_steps: list[list[dict]]) -> None:
     """After each step JAX computes the type: shape, dtype, or the error it raises then."""

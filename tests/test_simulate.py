@@ -276,6 +276,7 @@ def test_program_id_is_each_blocks_index_as_on_a_gpu_and_says_so():
 # ---------------------------------------------------------------- building blocks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("init", ["zeros", "ones", "iota", "random", [[1, 2], [3, 4]]])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "bool"])
 def test_host_values_equal_the_generated_codes(init, dtype):
@@ -329,6 +330,7 @@ def test_jax_rejections_come_back_as_the_validators_first_diagnostic():
     assert simulate(gallery.load("bitcast-view"), check=False).ok  # asked to, it runs it
 
 
+@pytest.mark.slow
 def test_cli_run_backend_simulate(cli):
     p = cli("run", "ring-shift", "--backend", "simulate", "--json")
     assert p.returncode == 0, p.stderr
@@ -388,6 +390,7 @@ def test_races_and_errors_as_diagnostics():
     assert e.path == "call.programs[0].body[0].transforms[1]"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(graph_strategies.scenario_dicts)
 def test_any_scenario_simulates_or_fails_as_data(data):
@@ -418,6 +421,7 @@ def _endless() -> dict:
     return d
 
 
+@pytest.mark.slow
 def test_the_simulate_backend_runs_in_a_bounded_child_process():
     """Issue 16: run(..., "simulate") runs where a run belongs: a child process, with the
     timeout of the JAX backends, a bounded address space, and nothing left behind."""

@@ -5,11 +5,14 @@ All JAX runs happen in one warm child process (``mpmd_lab.probe.probe_many``).
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from mpmd_lab import gallery
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
 from simulate_support import interpretable_scenarios, run_in_jax, same_bits
+
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
 
 
 def _compare(scenarios, results, skip_errors: bool) -> list[str]:

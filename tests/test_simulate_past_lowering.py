@@ -90,6 +90,7 @@ JAX_RACES = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_jaxs_interpreter_agrees_on_the_race():
     done = subprocess.run(
         [sys.executable, "-c", JAX_RACES], capture_output=True, text=True, timeout=300

@@ -7,6 +7,7 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mpmd_lab.catalogue import BY_CODE
@@ -16,6 +17,8 @@ from mpmd_lab.validate import check
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402
 from scenario_gen import gen  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
 
 JAX_STAGES = ("schema", "build", "trace", "gpu-lower")
 

@@ -18,6 +18,8 @@ from mpmd_lab.validate import check, first_error
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import probe_many  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real JAX in child processes, or many runs: `make test` only
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

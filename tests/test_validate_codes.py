@@ -60,6 +60,7 @@ def jax_results() -> dict[str, dict]:
     return {p.stem: r for p, r in zip(probed, res, strict=True)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "code", [p.stem for p in FILES if p.stem not in UNPROBED and not p.stem.startswith("XREF")]
 )
@@ -74,6 +75,7 @@ def test_jax_agrees(code: str, jax_results: dict[str, dict]) -> None:
     assert d.jax is not None and d.jax.type == r["type"]
 
 
+@pytest.mark.slow
 def test_interpreter_agrees() -> None:
     """Interpret-stage codes (errors) and interpreter limits (warnings) against the
     real GPU interpreter, single device, one child process."""

@@ -168,6 +168,7 @@ def test_a_race_at_one_step_only_is_kept_on_the_small_rings():
     assert "judged at D'=10 and 11 for all 256 devices" in notes["SYNC_BY_SYMMETRY"]
 
 
+@pytest.mark.slow
 def test_a_small_mesh_still_too_big_gives_no_verdict():
     """The card's relay (999 rounds on 8 devices) is judged on rings of 4 and 5; with
     2,999 rounds even a ring of 4 is past the bound, and the check says so."""

@@ -59,6 +59,7 @@ def sync_diags(s) -> list:
     return [d for d in check(load_scenario(s)) if d.code in CODES]
 
 
+@pytest.mark.slow
 def test_corpus_kernels_lower():
     """Every fixture is a kernel real JAX traces and lowers for the GPU (on this CPU)."""
     files = sorted(SYNC.glob("*.json"))
@@ -213,6 +214,7 @@ def _said(runs: dict) -> list:
     return [(n, r.stage, r.code, (r.message or "")[-300:]) for n, r in runs.items() if not r.ok]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RACE_CASES))
 def test_races_agree_with_the_gpu_interpreters_detector(name, race_runs):
     r = race_runs[name]
@@ -291,6 +293,7 @@ def _range(message: str) -> str | None:
     return m.group(1) if m else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(OOB_CASES))
 def test_out_of_bounds_of_every_expression_form_as_the_interpreter_says_it(name):
     s = load_scenario({**OOB_CASES[name], "name": f"oob-{name}"})

@@ -104,6 +104,7 @@ def _cases(interpret: str) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_compute_simulates_bit_for_bit_as_jax_interprets_it():
     scenarios = _cases("gpu") + _cases("hlo")
     for s in scenarios:

@@ -9,11 +9,14 @@ import time
 import tracemalloc
 
 import ipywidgets as w
+import pytest
 from mpmd_lab import gallery
 from mpmd_lab.scenario import MAX_BLOCKS, load_scenario
 from mpmd_lab.session import Session
 from mpmd_lab.widgets.mesh_editor import MeshEditor, blocks_svg, devices_svg
 from mpmd_lab.widgets.testing import find, find_all, text_of, type_into
+
+pytestmark = pytest.mark.serial  # timing bounds (< 1 s): run with the machine to itself
 
 
 def _with_grid(grid: dict[str, int]):

@@ -173,6 +173,7 @@ def test_edit_feedback_is_fast_for_gallery_scenarios():
 # ---------------------------------------------------------------- running
 
 
+@pytest.mark.slow
 def test_dup_ref_story_runs_after_the_fix_and_shows_outputs():
     lab = Lab(background=False, graph=False)
     build_dup_ref(lab)
@@ -192,6 +193,7 @@ def test_dup_ref_story_runs_after_the_fix_and_shows_outputs():
     assert find(lab.runner, "mpl-output-out") is not None
 
 
+@pytest.mark.slow
 def test_running_the_broken_call_shows_the_error_card_with_its_fix():
     lab = Lab(gallery.path_of("dup-ref"), background=False, graph=False)
     lab.runner.run_button.click()
@@ -205,6 +207,7 @@ def test_running_the_broken_call_shows_the_error_card_with_its_fix():
     assert lab.runner.outcome.status == "ok"
 
 
+@pytest.mark.slow
 def test_peer_then_multicast_story_runs_after_the_fix():
     lab = Lab(background=False, graph=False)
     build_peer_then_multicast(lab)

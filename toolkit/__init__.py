@@ -41,9 +41,9 @@ _API = {
     "explain": ("mpmd_lab.knowledge", "lookup"),
     "from_jax": ("mpmd_lab.importer.api", "from_jax"),
     "Imported": ("mpmd_lab.importer.api", "Imported"),
-    "show": ("mpmd_lab.importer.notebook", "show"),
+    "show": ("mpmd_lab.widgets.notebook", "show"),
     # ``%load_ext mpmd_lab``: the ``%%mpmd_lab`` cell magic
-    "load_ipython_extension": ("mpmd_lab.importer.notebook", "load_ipython_extension"),
+    "load_ipython_extension": ("mpmd_lab.widgets.notebook", "load_ipython_extension"),
 }
 
 __all__ = sorted(_API)

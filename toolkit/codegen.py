@@ -19,6 +19,7 @@ from typing import Any
 
 from mpmd_lab import callsupport, sharding
 from mpmd_lab import expr as E
+from mpmd_lab.diagnostics import interpreter_limit
 from mpmd_lab.dtypes import jnp_expr as dtype_expr
 from mpmd_lab.ops import Let
 from mpmd_lab.scenario import Program, Scenario, ref_result_keys
@@ -566,8 +567,6 @@ def cpu_limit_of(scenario: Scenario, interpret: str | None, analysis: Any = None
     ``analysis``: the scenario's, when the caller has it (for its own interpreter)."""
     if interpret is None:
         return None
-    from mpmd_lab.runtime import interpreter_limit
-
     if analysis is None or interpret != scenario.run.interpret:
         from mpmd_lab.validate import analyze
 

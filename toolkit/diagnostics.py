@@ -4,8 +4,10 @@ an explanation and, where one is known, a fix that edits the scenario.
 The CLI, the widgets and the graph all show these same objects.
 """
 
+import copy
 from typing import Any, Literal
 
+from mpmd_lab.fields import parse_path
 from pydantic import BaseModel, ConfigDict, model_validator
 
 Severity = Literal["error", "warning", "info"]
@@ -44,6 +46,27 @@ class Edit(BaseModel):
     op: Literal["replace", "remove", "add"]
     path: str
     value: Any = None
+
+
+def apply_edit(data: dict[str, Any], edit: Edit) -> None:
+    """Apply one edit to a scenario's JSON form, in place."""
+    parts = parse_path(edit.path)
+    parent: Any = data
+    for part in parts[:-1]:
+        parent = parent[part]
+    last = parts[-1]
+    value = copy.deepcopy(edit.value)
+    if edit.op == "replace":
+        parent[last] = value
+    elif edit.op == "remove":
+        del parent[last]
+    elif edit.op == "add":
+        if isinstance(parent, list):
+            parent.insert(int(last), value)
+        else:
+            parent[last] = value
+    else:  # pragma: no cover - Edit.op is a Literal
+        raise ValueError(edit.op)
 
 
 class Fix(BaseModel):
@@ -142,3 +165,19 @@ INTERP_CANNOT = frozenset(
         "INTERP_LIMIT",
     }
 )
+
+
+def interpreter_limit(d: Diagnostic) -> bool:
+    """A note that JAX's CPU interpreter cannot run the call (a limit of this machine,
+    not a problem of the kernel: a GPU runs it, and so does ``simulate``)."""
+    return d.code in INTERP_CANNOT and not d.is_error
+
+
+class SimError(Exception):
+    """The simulated call fails: a diagnostic code, a field path and a message (raised by
+    the ops' simulation hooks, caught by the engine, reported as a :class:`Diagnostic`)."""
+
+    def __init__(self, code: str, path: str, message: str):
+        self.code = code
+        self.path = path
+        super().__init__(message)

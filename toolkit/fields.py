@@ -2,10 +2,12 @@
 
 The op classes (:mod:`mpmd_lab.ops`) and the scenario's containers
 (:mod:`mpmd_lab.scenario`) are both made of these, so a name or a size means the
-same wherever it appears.
+same wherever it appears. A field path (``call.programs[0].body``) is written by
+``format_path`` and read back by ``parse_path`` / ``get_path``.
 """
 
 import keyword
+import re
 from typing import Annotated, Any
 
 from mpmd_lab import expr as _expr
@@ -101,3 +103,45 @@ class Model(BaseModel):
 def axes_tuple(axes: str | list[str]) -> tuple[str, ...]:
     """An ``axes`` field (a name or a list) as a tuple of names."""
     return (axes,) if isinstance(axes, str) else tuple(axes)
+
+
+def format_path(loc: tuple[Any, ...]) -> str:
+    """``('call', 'programs', 0, 'body')`` -> ``call.programs[0].body``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not (str(part).isidentifier() and str(part).isascii()):
+            out += f"[{str(part)[:80]!r}]"  # a user's key, quoted: no raw control characters
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+_PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+
+
+def parse_path(path: str) -> list[str | int]:
+    """``call.args[1].param`` -> ``['call', 'args', 1, 'param']``."""
+    out: list[str | int] = []
+    pos = 0
+    while pos < len(path):
+        m = _PART.match(path, pos)
+        if not m:
+            raise ValueError(f"bad field path {path!r} at {pos}")
+        out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    return out
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at a field path of a scenario (model or JSON form)."""
+    cur = obj
+    for part in parse_path(path):
+        if isinstance(part, int):
+            cur = cur[part]
+        elif isinstance(cur, dict):
+            cur = cur[part]
+        else:
+            cur = getattr(cur, part)
+    return cur

@@ -15,64 +15,16 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 
 from __future__ import annotations
 
-import copy
-import json
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Edit, Fix
+from mpmd_lab import repairs, suggest
+from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Fix, apply_edit
+from mpmd_lab.fields import parse_path
+from mpmd_lab.recheck import CACHE_SIZE, checked, clear_cache
 from mpmd_lab.scenario import Scenario
-
-_PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> list[str | int]:
-    """``call.args[1].param`` -> ``['call', 'args', 1, 'param']``."""
-    out: list[str | int] = []
-    pos = 0
-    while pos < len(path):
-        m = _PART.match(path, pos)
-        if not m:
-            raise ValueError(f"bad field path {path!r} at {pos}")
-        out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
-        pos = m.end()
-    return out
-
-
-def get_path(obj: Any, path: str) -> Any:
-    """The value at a field path of a scenario (model or JSON form)."""
-    cur = obj
-    for part in parse_path(path):
-        if isinstance(part, int):
-            cur = cur[part]
-        elif isinstance(cur, dict):
-            cur = cur[part]
-        else:
-            cur = getattr(cur, part)
-    return cur
-
-
-def apply_edit(data: dict[str, Any], edit: Edit) -> None:
-    """Apply one edit to a scenario's JSON form, in place."""
-    parts = parse_path(edit.path)
-    parent: Any = data
-    for part in parts[:-1]:
-        parent = parent[part]
-    last = parts[-1]
-    value = copy.deepcopy(edit.value)
-    if edit.op == "replace":
-        parent[last] = value
-    elif edit.op == "remove":
-        del parent[last]
-    elif edit.op == "add":
-        if isinstance(parent, list):
-            parent.insert(int(last), value)
-        else:
-            parent[last] = value
-    else:  # pragma: no cover - Edit.op is a Literal
-        raise ValueError(edit.op)
+from mpmd_lab.validate.analysis import analyze_rules
 
 
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
@@ -86,40 +38,6 @@ def _fixed_data(scenario: Scenario, fix: Fix) -> dict[str, Any]:
     for edit in fix.edits:
         apply_edit(data, edit)
     return data
-
-
-#: how many candidates' checks ``offer`` keeps (``checked``)
-CACHE_SIZE = 512
-_CHECKED: OrderedDict[str, tuple[Diagnostic, ...] | None] = OrderedDict()
-
-
-def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
-    """The diagnostics of the scenario ``data`` (its JSON form) checked without fixes,
-    by content: a candidate checked before (by this call or an earlier check of the same
-    or another scenario: the Lab checking again, ``check --fix``) is not checked again.
-    None when ``data`` is not a valid scenario. The last ``CACHE_SIZE`` are kept."""
-    from mpmd_lab.validate import analyze
-
-    key = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    if key in _CHECKED:
-        _CHECKED.move_to_end(key)
-        return _CHECKED[key]
-    try:
-        got: tuple[Diagnostic, ...] | None = analyze(
-            Scenario.model_validate(data), fixes=False
-        ).diagnostics
-    except Exception:  # a fix that does not apply is not offered
-        got = None
-    _CHECKED[key] = got
-    if len(_CHECKED) > CACHE_SIZE:
-        _CHECKED.popitem(last=False)
-    return got
-
-
-def clear_cache() -> None:
-    """Forget every candidate's check (``make bench`` and ``bench.icount`` time a first
-    check)."""
-    _CHECKED.clear()
 
 
 def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
@@ -156,14 +74,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
-    from mpmd_lab import suggest
-    from mpmd_lab.validate import fixes_for
-
     found: dict[str, tuple[Diagnostic, ...] | None] = {}
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
-        options += fixes_for.for_code(scenario, d)
+        options += repairs.for_code(scenario, d)
         message = d.message
         near = suggest.for_diagnostic(scenario, d)
         if near is not None:
@@ -250,8 +165,7 @@ def fix_all(
     no error is left, none has a fix, or ``max_steps`` fixes were applied. When it ends
     valid, a name or description that says the scenario is broken is updated
     (``retitled``)."""
-    from mpmd_lab.validate import check
-
+    check = _checked_with_fixes
     current = scenario
     diags = check(current) if diags is None else diags
     steps: list[FixStep] = []
@@ -314,3 +228,26 @@ def retitled(scenario: Scenario, applied: list[Fix]) -> Scenario:
     data = scenario.to_dict()
     data.update(name=new_name, description=f"Repaired by mpmd-lab ({how}).{was}")
     return Scenario.model_validate(data)
+
+
+def _checked_with_fixes(s: Scenario) -> list[Diagnostic]:
+    """What ``validate.check`` says: the rules' diagnostics with the fixes that work."""
+    return offer(s, list(analyze_rules(s).diagnostics))
+
+
+#: what this module offers (the path helpers and the candidate cache live below it)
+__all__ = [
+    "CACHE_SIZE",
+    "MAX_STEPS",
+    "FixRun",
+    "FixStep",
+    "apply_all",
+    "apply_edit",
+    "apply_fix",
+    "checked",
+    "clear_cache",
+    "fix_all",
+    "offer",
+    "parse_path",
+    "retitled",
+]

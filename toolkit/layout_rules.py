@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
+from mpmd_lab.catalogue import LOWERING_PHASE
 
 SWIZZLES = (32, 64, 128)
 
@@ -45,8 +46,9 @@ class JaxError(NamedTuple):
         return message == self.message if self.exact else message.startswith(self.message)
 
 
-#: When in the Mosaic GPU lowering each code of these rules is raised (the rest: while
-#: the statement is lowered, in program order):
+#: When in the Mosaic GPU lowering each code of these rules is raised: a card's
+#: ``phase`` (``catalogue.LOWERING_PHASE``); the rest, while the statement is lowered, in
+#: program order:
 #:
 #: - ``verify-early``: MLIR's verifier over the module the Pallas lowering made;
 #: - ``derive``: layout inference, deriving each op's constraints in program order;
@@ -54,21 +56,6 @@ class JaxError(NamedTuple):
 #: - ``assign``: layout inference, writing the solution back into each op;
 #: - ``dialect``: lowering the Mosaic GPU dialect (the TMA rules);
 #: - ``verify``: MLIR's verifier over the lowered module.
-LOWERING_PHASE: dict[str, str] = {
-    "TMEM_RESHAPE": "derive",
-    "SMEM_TRANSFORMS_ORDER": "derive",
-    "GPU_LAYOUT_INFERENCE": "solve",
-    "TMEM_PLAIN_ACCESS": "assign",
-    "SMEM_NOT_CONTIGUOUS": "solve",
-    "GPU_SMEM_TRANSFER": "dialect",
-    "GPU_GMEM_TRANSFER": "dialect",
-    "TMA_TILING_NO_SWIZZLE": "dialect",
-    "TMA_MINOR_STRIDE": "dialect",
-    "TMA_GMEM_STRIDES": "dialect",
-    "TMA_LAST_DIM_BITS": "dialect",
-    "TMA_SMEM_NOT_CONTIGUOUS": "dialect",
-    "GPU_VERIFICATION": "verify",
-}
 
 
 def lowering_phase(code: str, message: str = "") -> str:

@@ -409,7 +409,7 @@ def probe(
             raise
         finally:
             workers.busy(None)
-        if res.get("poisoned"):
+        if res.get("poisoned") or w.cancelled:  # (cancelled as its answer came: killed)
             _discard(w)
     wall = time.perf_counter() - t0
     if on_progress is not None:

@@ -35,7 +35,7 @@ import numpy as np
 from mpmd_lab import probe
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.catalogue import unwrap
-from mpmd_lab.diagnostics import INTERP_CANNOT, STAGES, Diagnostic, JaxError
+from mpmd_lab.diagnostics import STAGES, Diagnostic, JaxError, interpreter_limit
 from mpmd_lab.scenario import Scenario
 
 Backend = Literal["auto", "gpu", "interpret", "simulate"]
@@ -274,15 +274,6 @@ def has_gpu(min_cc: float = MIN_COMPUTE_CAPABILITY) -> bool:
         return float(info.get("compute_capability") or 0) >= min_cc
     except ValueError:
         return False
-
-
-#: codes that say a CPU interpreter cannot run the call (a limit of this machine)
-
-
-def interpreter_limit(d: Diagnostic) -> bool:
-    """A note that JAX's CPU interpreter cannot run the call (a limit of this machine,
-    not a problem of the kernel: a GPU runs it, and so does ``simulate``)."""
-    return d.code in INTERP_CANNOT and not d.is_error
 
 
 def choose_backend(backend: str, analysis: Any = None) -> tuple[str, str]:

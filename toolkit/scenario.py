@@ -1,6 +1,6 @@
 """The scenario: one Pallas MPMD kernel call as plain, JSON-serialisable data.
 
-The field names and meanings are the contract of ``shared/design/SCENARIO.md``
+The field names and meanings are the contract of ``docs/SCENARIO.md``
 (``"schema": "mpmd-lab/scenario@1"``). This module only says what *is* a
 scenario (exit 2 when not); what JAX would reject is the validator's business.
 """
@@ -29,6 +29,7 @@ from mpmd_lab.fields import (
     Model,
     Name,
     Shape,
+    format_path,
 )
 from mpmd_lab.fields import check_identifier as _check_identifier
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
@@ -405,19 +406,6 @@ class ScenarioError(ValueError):
         lines = [f"{source}: not a scenario ({len(problems)} problem(s))"]
         lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
         super().__init__("\n".join(lines))
-
-
-def format_path(loc: tuple[Any, ...]) -> str:
-    """``('call', 'programs', 0, 'body')`` -> ``call.programs[0].body``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not (str(part).isidentifier() and str(part).isascii()):
-            out += f"[{str(part)[:80]!r}]"  # a user's key, quoted: no raw control characters
-        else:
-            out += ("." if out else "") + str(part)
-    return out
 
 
 #: pydantic's own location labels (``function-after[...]``, ``list[...]``), not user keys
@@ -830,7 +818,7 @@ def _read_text(source: str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(source, str) and is_text:
         if len(source) > 4096 or "\n" in source or _stat(Path(source)) is None:
             return source, "<json>"
-    from mpmd_lab import gallery
+    from mpmd_lab.gallery import index as gallery
 
     path = Path(source)
     label = os.fspath(source)

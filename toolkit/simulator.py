@@ -54,7 +54,16 @@ import numpy as np
 from mpmd_lab.accesslog import DEFAULT_LIMIT, AccessLog, Location
 from mpmd_lab.callsupport import encode_outputs
 from mpmd_lab.diagnostics import Diagnostic
-from mpmd_lab.engine import MAX_STEPS, Blocked, Engine, Limits, SimError
+from mpmd_lab.engine import (
+    MAX_STEPS,
+    Blocked,
+    Engine,
+    Limits,
+    SimError,
+    deadlock_diagnostic,
+    step_estimate,
+    synchronises,
+)
 from mpmd_lab.memory import Storage
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import Scenario, load_scenario
@@ -99,7 +108,7 @@ def memory_estimate(s: Scenario) -> int:
             if sc.KIND == "array":
                 per = blocks if sc.memory_space != "GMEM" else 1
                 total += nbytes(sc.shape, sc.dtype) * (n * per + 8)
-    if _synchronises(s):
+    if synchronises(s):
         total += actors * 2 * actors * 4 * 2  # clocks, and their snapshots in flight
     return total
 
@@ -113,47 +122,6 @@ def memory_limit() -> int:
     except (ValueError, OSError, AttributeError):
         return MAX_BYTES
     return min(MAX_BYTES, avail // 2)
-
-
-def step_estimate(s: Scenario) -> int:
-    """Steps a run takes at least: actors x statements (a loop with static bounds counts
-    its trips; one with dynamic bounds once)."""
-    from types import SimpleNamespace
-
-    from mpmd_lab.ops.control import statements_run
-
-    ctx = SimpleNamespace(s=s)  # static_value reads the meshes' sizes from it
-
-    total = 0
-    for prog in s.call.programs:
-        m = prog.mesh
-        actors = (
-            s.num_devices
-            * math.prod(m.grid.values())
-            * math.prod(m.cluster.values())
-            * (m.threads.count if m.threads else 1)
-        )
-        total += actors * statements_run(prog.body, ctx)
-    return total
-
-
-def _synchronises(s: Scenario) -> bool:
-    from mpmd_lab.ops import SYNC
-
-    def walk(body: list[Any]) -> bool:
-        for st in body:
-            ref_fields = getattr(st, "ref_fields", None)
-            if ref_fields is not None:
-                for _, _, acc in ref_fields():
-                    if acc == SYNC:
-                        return True
-            if st.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
-                return True
-            if getattr(st, "BODY", False) and walk(st.body):
-                return True
-        return False
-
-    return any(walk(list(p.body)) for p in s.call.programs)
 
 
 # ---------------------------------------------------------------- results
@@ -349,33 +317,6 @@ def _static_findings(
             continue
         return d, lowering
     return None, lowering
-
-
-def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:
-    """A ``DEADLOCK_*`` error naming the blocked actors and what each waits for."""
-    first = blocked[0]
-    code = "DEADLOCK_BARRIER" if first.kind == "barrier" else "DEADLOCK_SEMAPHORE"
-    devices = sorted({b.actor.device for b in blocked})
-    shown = ", ".join(map(str, devices[:8])) + (" ..." if len(devices) > 8 else "")
-    groups: dict[str, list[Blocked]] = {}
-    for b in blocked:
-        groups.setdefault(b.path, []).append(b)
-    lines = []
-    for path, bs in list(groups.items())[:3]:
-        line = f"{bs[0].actor.describe()} at {path} {bs[0].what}"
-        if len(bs) > 1:
-            rest = [b.actor.describe() for b in bs[1:4]]
-            line += f" (and likewise {', '.join(rest)}" + (" ...)" if len(bs) > 4 else ")")
-        lines.append(line)
-    more = f"; {len(groups) - 3} more waits blocked" if len(groups) > 3 else ""
-    return Diagnostic(
-        code=code,
-        severity="error",
-        stage=stage,
-        path=first.path,
-        message=f"deadlock: every thread left is blocked (device{'s' if len(devices) > 1 else ''} "
-        f"{shown}), and no signal or arrival can come: " + "; ".join(lines) + more,
-    )
 
 
 def simulate(

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
+from mpmd_lab.fields import get_path
 
 #: how alike two names must be (``difflib`` ratio) to be offered
 CUTOFF = 0.6
@@ -154,8 +155,6 @@ def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, list[Fix]] | None:
         hits = only  # (the only axis or buffer there is: what else could it be)
     if not hits:
         return None
-    from mpmd_lab.fixes import get_path
-
     text = hint(word, names) or f"the only one here is {hits[0]!r}"
     data = s.to_dict()
     out: list[Fix] = []
@@ -172,8 +171,6 @@ def for_diagnostic(s: Any, d: Diagnostic) -> tuple[str, list[Fix]] | None:
         )
     m = _PROGRAM.match(d.path)
     if m is not None and d.code in _AXIS_CODES:
-        from mpmd_lab.fixes import apply_edit
-
         where = m.group(0)
         prog = get_path(data, where)
         local = copy.deepcopy(data)

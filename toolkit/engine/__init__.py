@@ -15,6 +15,9 @@ from mpmd_lab.engine.core import (
     Outcome,
     SimError,
     StmtCtx,
+    deadlock_diagnostic,
+    step_estimate,
+    synchronises,
 )
 
 __all__ = [
@@ -27,4 +30,7 @@ __all__ = [
     "Outcome",
     "SimError",
     "StmtCtx",
+    "deadlock_diagnostic",
+    "step_estimate",
+    "synchronises",
 ]

@@ -36,12 +36,14 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
 import numpy as np
 from mpmd_lab import expr as E
 from mpmd_lab import sharding
 from mpmd_lab.accesslog import DEFAULT_LIMIT, MAX_RACES, AccessLog, Actor, Location, runs_of
+from mpmd_lab.diagnostics import Diagnostic, SimError
 from mpmd_lab.dtypes import canonical, np_dtype
 from mpmd_lab.engine.clocks import Clocks
 from mpmd_lab.engine.shadow import Shadow
@@ -54,8 +56,8 @@ from mpmd_lab.engine.sync import (
     Wait,
 )
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
-from mpmd_lab.ops import BarrierScratch, ClusterBarrierScratch, Let, SemaphoreScratch
-from mpmd_lab.ops.control import trip_count
+from mpmd_lab.ops import SYNC, BarrierScratch, ClusterBarrierScratch, Let, SemaphoreScratch
+from mpmd_lab.ops.control import statements_run, trip_count
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
 
@@ -65,13 +67,42 @@ MAX_STEPS = 1 << 21
 MAX_ACTORS = 1 << 20
 
 
-class SimError(Exception):
-    """The simulated call fails: a diagnostic code, a field path and a message."""
+def step_estimate(s: Scenario) -> int:
+    """Steps a run takes at least: actors x statements (a loop with static bounds counts
+    its trips; one with dynamic bounds once)."""
+    ctx = SimpleNamespace(s=s)  # static_value reads the meshes' sizes from it
 
-    def __init__(self, code: str, path: str, message: str):
-        self.code = code
-        self.path = path
-        super().__init__(message)
+    total = 0
+    for prog in s.call.programs:
+        m = prog.mesh
+        actors = (
+            s.num_devices
+            * math.prod(m.grid.values())
+            * math.prod(m.cluster.values())
+            * (m.threads.count if m.threads else 1)
+        )
+        total += actors * statements_run(prog.body, ctx)
+    return total
+
+
+def synchronises(s: Scenario) -> bool:
+    """Whether the call orders anything (a semaphore, a barrier, an async copy): races in
+    it are then what a detector over happens-before finds (RACE_DETECTED), else RACE."""
+
+    def walk(body: list[Any]) -> bool:
+        for st in body:
+            ref_fields = getattr(st, "ref_fields", None)
+            if ref_fields is not None:
+                for _, _, acc in ref_fields():
+                    if acc == SYNC:
+                        return True
+            if st.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
+                return True
+            if getattr(st, "BODY", False) and walk(st.body):
+                return True
+        return False
+
+    return any(walk(list(p.body)) for p in s.call.programs)
 
 
 class _Skip(Exception):
@@ -1563,7 +1594,37 @@ def _uses_bitcast(s: Scenario) -> bool:
     return any(t.REINTERPRETS for ts in every for t in ts)
 
 
+def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:
+    """A ``DEADLOCK_*`` error naming the blocked actors and what each waits for."""
+    first = blocked[0]
+    code = "DEADLOCK_BARRIER" if first.kind == "barrier" else "DEADLOCK_SEMAPHORE"
+    devices = sorted({b.actor.device for b in blocked})
+    shown = ", ".join(map(str, devices[:8])) + (" ..." if len(devices) > 8 else "")
+    groups: dict[str, list[Blocked]] = {}
+    for b in blocked:
+        groups.setdefault(b.path, []).append(b)
+    lines = []
+    for path, bs in list(groups.items())[:3]:
+        line = f"{bs[0].actor.describe()} at {path} {bs[0].what}"
+        if len(bs) > 1:
+            rest = [b.actor.describe() for b in bs[1:4]]
+            line += f" (and likewise {', '.join(rest)}" + (" ...)" if len(bs) > 4 else ")")
+        lines.append(line)
+    more = f"; {len(groups) - 3} more waits blocked" if len(groups) > 3 else ""
+    return Diagnostic(
+        code=code,
+        severity="error",
+        stage=stage,
+        path=first.path,
+        message=f"deadlock: every thread left is blocked (device{'s' if len(devices) > 1 else ''} "
+        f"{shown}), and no signal or arrival can come: " + "; ".join(lines) + more,
+    )
+
+
 __all__ = [
+    "deadlock_diagnostic",
+    "step_estimate",
+    "synchronises",
     "Blocked",
     "Engine",
     "Finding",

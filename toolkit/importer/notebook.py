@@ -1,16 +1,14 @@
-"""Your own kernel in the Lab, from a notebook.
+"""Your own kernel from a notebook cell: what the ``%%mpmd_lab`` cell magic does
+before the Lab shows it (the magic and ``mpmd_lab.show`` are the Lab's:
+:mod:`mpmd_lab.widgets.notebook`; a library module never imports the widgets).
 
-    mpmd_lab.show(fn, *args)       # import fn(*args)'s kernel call and open the Lab on it
-
-    %load_ext mpmd_lab
     %%mpmd_lab [NAME] [-o VAR] [--timeout S] [--no-lab]
     ...a cell defining NAME (default ``make``): a function returning (fn, args),
     or the tuple (fn, args) itself...
 
-The cell magic runs the cell in the notebook's namespace (its source registered like
-any cell's, so every statement keeps its line), imports the kernel call, stores the
-:class:`~mpmd_lab.importer.Imported` as ``VAR`` (default ``imported``) and shows the
-Lab on it (``--no-lab``: the import's summary instead).
+:func:`import_cell` runs the cell in the notebook's namespace (its source registered
+like any cell's, so every statement keeps its line), imports the kernel call and stores
+the :class:`~mpmd_lab.importer.Imported` as ``VAR`` (default ``imported``).
 """
 
 from __future__ import annotations
@@ -21,19 +19,6 @@ from typing import Any
 
 from mpmd_lab.importer import frames as F
 from mpmd_lab.importer.api import DEFAULT_TIMEOUT, Imported, import_call
-
-
-def lab(imported: Imported) -> Any:
-    """The Lab on an import (``mpmd_lab.widgets.Lab``)."""
-    from mpmd_lab.widgets import Lab
-
-    return Lab(imported)
-
-
-def show(fn: Any, *args: Any, timeout: float | None = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:
-    """Import ``fn(*args, **kwargs)``'s kernel call (traced, never run) and open the Lab
-    on it: the problems at your lines, the graph, simulate, export."""
-    return lab(import_call(fn, args, kwargs, timeout=timeout))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,12 +39,9 @@ def unpack(made: Any, what: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     return made[0], tuple(args), dict(kwargs)
 
 
-def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
-    """The ``%%mpmd_lab`` cell magic (see the module docstring)."""
-    if shell is None:
-        from IPython import get_ipython
-
-        shell = get_ipython()
+def import_cell(line: str, cell: str, shell: Any) -> tuple[Imported, bool]:
+    """Run a ``%%mpmd_lab`` cell and import its kernel call: ``(imported, show the Lab)``
+    (``--no-lab``: False). The import is stored in the notebook as ``-o VAR``."""
     try:
         opts = _parser().parse_args(shlex.split(line))
     except SystemExit:
@@ -79,7 +61,7 @@ def mpmd_lab_cell(line: str, cell: str, shell: Any = None) -> Any:
     fn, args, kwargs = unpack(made, opts.name)
     imported = import_call(fn, args, kwargs, timeout=opts.timeout)
     ns[opts.output] = imported
-    return imported if opts.no_lab else lab(imported)
+    return imported, not opts.no_lab
 
 
 def _cell_number(shell: Any) -> int:
@@ -92,13 +74,4 @@ def _cell_number(shell: Any) -> int:
     return count
 
 
-def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext mpmd_lab``: registers the ``%%mpmd_lab`` cell magic."""
-
-    def magic(line: str, cell: str) -> Any:
-        return mpmd_lab_cell(line, cell, ipython)
-
-    ipython.register_magic_function(magic, magic_kind="cell", magic_name="mpmd_lab")
-
-
-__all__ = ["lab", "load_ipython_extension", "mpmd_lab_cell", "show", "unpack"]
+__all__ = ["import_cell", "unpack"]

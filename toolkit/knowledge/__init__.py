@@ -38,6 +38,9 @@ VERSIONS = ("0.11.2", "0.12.0.1")
 #: Fields every card file must give (non-empty).
 REQUIRED = (
     "code",
+    "title",
+    "kind",
+    "stage",
     "message",
     "versions",
     "meaning",
@@ -49,7 +52,14 @@ REQUIRED = (
     "prevention",
     "related",
 )
-OPTIONAL = ("title", "version_notes", "example_stage", "example_jax", "fix_note")
+#: ... and optional ones: the rest of the catalogue's facts, then the card's own.
+OPTIONAL = (
+    *(k for k in catalogue.FACTS if k not in REQUIRED),
+    "version_notes",
+    "example_stage",
+    "example_jax",
+    "fix_note",
+)
 
 
 @dataclass(frozen=True)
@@ -254,31 +264,6 @@ class CardError(ValueError):
     """A card file is incomplete or names an unknown code."""
 
 
-def _meta(code: str) -> tuple[str, str, str, str, str]:
-    """(kind, type, stage, severity, title) from the catalogue."""
-    e = catalogue.BY_CODE.get(code)
-    if e is not None:
-        return "jax", e.type, e.stage, e.severity, e.title
-    own = {x.code: x for x in catalogue.OWN_PATTERNS}
-    if code in catalogue.OWN:
-        title, stage = catalogue.OWN[code]
-        severity = "warning" if code in WARNINGS else "error"
-        return "mpmd-lab", own[code].type if code in own else "", stage, severity, title
-    raise CardError(f"{code}: not a catalogue code")
-
-
-#: mpmd-lab codes that are warnings, not errors (SCENARIO.md / issue #3).
-WARNINGS = frozenset(
-    {
-        "AT_SLICE_CLAMPED",
-        "PROGRAM_ID_GPU_INTERP",
-        "INTERP_LIMIT",
-        "SEMAPHORE_IMBALANCE",
-        "SYNC_NOT_CHECKED",
-    }
-)
-
-
 def _example(code: str, data: dict[str, Any], stage: str, kind: str) -> Example | None:
     before = EXAMPLES / f"{code}.json"
     if not before.exists():
@@ -303,14 +288,16 @@ def load_card(path: Path) -> Card:
     code = data["code"]
     if path.stem != code:
         raise CardError(f"{path.name}: holds code {code}")
-    kind, type_, stage, severity, title = _meta(code)
+    if data["kind"] not in ("jax", "mpmd-lab"):
+        raise CardError(f"{path.name}: kind {data['kind']!r} is not 'jax' or 'mpmd-lab'")
+    kind, stage = data["kind"], data["stage"]
     return Card(
         code=code,
-        title=data.get("title", title),
+        title=data["title"],
         kind=kind,
-        type=type_,
+        type=data.get("jax_type", ""),
         stage=stage,
-        severity=severity,
+        severity=data.get("severity", "error"),
         message=data["message"].strip(),
         versions=list(data["versions"]),
         meaning=data["meaning"].strip(),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
+from mpmd_lab.diagnostics import SimError
 from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import (
@@ -276,8 +277,6 @@ class RemoteRef(_Elsewhere):
                 path,
                 "Can't make a multicast reference into a peer reference.",
             )
-        from mpmd_lab.engine import SimError
-
         try:
             dref = sim.memo(self, "dref", self.device_ref)
             return v.with_(device=sim.peer(dref, actor, f"{path}.device"))

@@ -19,45 +19,22 @@ module then reads that result and has one job:
   partial).
 
 ``analyze(scenario)`` returns the resolved form with its diagnostics (an
-:class:`Analysis`): compute it once per scenario version and pass it along.
+:class:`Analysis`): compute it once per scenario version and pass it along. The rules
+run in :mod:`mpmd_lab.validate.analysis`; this package's ``analyze`` adds the verified
+fixes (:mod:`mpmd_lab.fixes`, a layer above the rules).
 """
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
-from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, ordered
-from mpmd_lab.record import Record
-from mpmd_lab.resolve import Resolved, resolve
+from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import Scenario, load_scenario
-from mpmd_lab.validate.context import Ctx
+from mpmd_lab.validate.analysis import Analysis, analyze_rules, first_error
 
 #: how many times the rules have run in this process (the Lab's tests count them)
 RUNS = 0
-
-
-class Analysis(Record):
-    """One scenario version, resolved and checked: what every view reads."""
-
-    __slots__ = ("scenario", "resolved", "diagnostics")
-
-    def __init__(
-        self, scenario: Scenario, resolved: Resolved, diagnostics: tuple[Diagnostic, ...]
-    ) -> None:
-        self.scenario = scenario
-        self.resolved = resolved
-        self.diagnostics = diagnostics
-
-    @property
-    def valid(self) -> bool:
-        return not any(d.is_error for d in self.diagnostics)
-
-    @property
-    def first_error(self) -> Diagnostic | None:
-        return first_error(list(self.diagnostics))
 
 
 def analyze(
@@ -70,87 +47,28 @@ def analyze(
     """Resolve the scenario and run every rule once: the :class:`Analysis` views share.
 
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
-    checks each fixed scenario with ``fixes=False``). ``timings``: filled with the seconds
+    checks each fixed scenario without fixes). ``timings``: filled with the seconds
     each stage took (``resolve``, ``build``, ``trace``, ``lower``, ``runtime``,
     ``interp``, ``sync``, ``fixes``), for ``make bench``; ``clock``: what measures them
     (``bench.icount`` counts instructions)."""
-    check_build, stages = _RULES or _import_rules()
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    # the check allocates many small acyclic objects: collecting cycles meanwhile only
-    # costs time (it grows with the heap); the collector resumes at the end
-    collecting = gc.isenabled()
-    gc.disable()
-    # (stage, clock() after it), from the start: only when timed, added up at the end
-    marks = None if timings is None else [("", clock())]
-    try:
-        ctx = Ctx(s, resolve(s))
-        if marks is not None:
-            marks.append(("resolve", clock()))
-        check_build(ctx)
-        ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
-        if marks is not None:
-            marks.append(("build", clock()))
-        for stage, rule in stages:
-            rule(ctx)
-            if marks is not None:
-                marks.append((stage, clock()))
-    finally:
-        if collecting:
-            gc.enable()
-    diags = ordered(ctx.diags)
-    if fixes:
-        from mpmd_lab.fixes import offer
+    found = analyze_rules(s, timings=timings, clock=clock)
+    if not fixes:
+        return found
+    from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
 
-        diags = offer(s, diags)
-        if marks is not None:
-            marks.append(("fixes", clock()))
-    if timings is not None and marks is not None:
-        for (_, before), (stage, after) in zip(marks, marks[1:], strict=False):
-            timings[stage] = timings.get(stage, 0.0) + after - before
-    return Analysis(s, ctx.r, tuple(diags))
-
-
-#: ``(check_build, ((stage, rule), ...))``: the rule modules, imported by the first check
-#: (the race check brings the engine and numpy, which importing this package does not)
-_RULES: tuple[Any, tuple[tuple[str, Any], ...]] | None = None
-
-
-def _import_rules() -> tuple[Any, tuple[tuple[str, Any], ...]]:
-    global _RULES
-    from mpmd_lab.validate.build import check_build
-    from mpmd_lab.validate.devices import check_device_order
-    from mpmd_lab.validate.imported import check_imported
-    from mpmd_lab.validate.interp import check_interpret
-    from mpmd_lab.validate.lower import check_lower
-    from mpmd_lab.validate.runtime import check_runtime
-    from mpmd_lab.validate.sync import check_sync
-    from mpmd_lab.validate.trace import check_trace
-
-    _RULES = (
-        check_build,
-        (
-            ("trace", check_trace),
-            ("lower", check_lower),
-            ("devices", check_device_order),
-            ("runtime", check_runtime),
-            ("interp", check_interpret),
-            ("sync", check_sync),
-            ("imported", check_imported),
-        ),
-    )
-    return _RULES
+    before = clock() if timings is not None else 0.0
+    diags = offer(s, list(found.diagnostics))
+    if timings is not None:
+        timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
+    return Analysis(s, found.resolved, tuple(diags))
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:
     """Every problem JAX would raise (and what it would not), in JAX's order."""
     return list(analyze(scenario).diagnostics)
-
-
-def first_error(diags: list[Diagnostic]) -> Diagnostic | None:
-    """The error JAX would show first, or None when the call is valid."""
-    return next((d for d in diags if d.is_error), None)
 
 
 __all__ = ["Analysis", "analyze", "check", "first_error"]

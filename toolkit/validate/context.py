@@ -4,22 +4,30 @@ and the diagnostics collected so far, each with its catalogue stage and explanat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from mpmd_lab.catalogue import BY_CODE, OWN
+from mpmd_lab.catalogue import BY_CODE, EXPLANATIONS, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
 from mpmd_lab.scenario import Scenario
-from mpmd_lab.validate.explain import EXPLANATIONS
 
 
 class Ctx:
     """One check: the resolved scenario (read-only) and the diagnostics so far."""
 
-    def __init__(self, scenario: Scenario, resolved: Resolved | None = None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        resolved: Resolved | None = None,
+        recheck: Callable[[Scenario], tuple[Diagnostic, ...]] | None = None,
+    ):
         r = self.r = resolved if resolved is not None else resolve(scenario)
         self.s = scenario
+        #: the rules' diagnostics of another scenario (``symmetry`` judges a big mesh
+        #: from two small ones): given by the runner of the rules, which sits above them
+        self.recheck = recheck
         # the resolved form, as the rules read it (``r``'s own objects: attributes, not
         # properties, as every rule reads them)
         self.args: list[ArgInfo] = r.args

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from operator import methodcaller
 from typing import Any
 
+from mpmd_lab.fields import get_path
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
 
@@ -101,8 +102,6 @@ def _step_kind(ctx: Ctx, b: Any, path: str) -> str:
     own = next((t for p, t in b.stack if p == path), None)
     if own is not None:
         return f"{own.kind} views"
-    from mpmd_lab.fixes import get_path
-
     try:
         return f"{get_path(ctx.s, path).kind} views"
     except (LookupError, AttributeError, ValueError, TypeError):

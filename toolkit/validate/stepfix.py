@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.fields import get_path
 from mpmd_lab.scenario import Scenario
 
 #: a peer view made multicast or the other way round: (this step's view, the earlier
@@ -94,14 +95,10 @@ def _dump(x: Any) -> Any:
 
 
 def _transform(s: Scenario, base: str, k: int) -> Any:
-    from mpmd_lab.fixes import get_path
-
     return get_path(s, f"{base}[{k}]")
 
 
 def _drop_kind(s: Scenario, base: str, upto: int, op: str) -> list[Edit]:
-    from mpmd_lab.fixes import get_path
-
     ts = get_path(s, base)
     return [
         Edit(op="remove", path=f"{base}[{k}]") for k in range(upto - 1, -1, -1) if ts[k].op == op

@@ -233,8 +233,6 @@ def symmetric_blocks(s: Any) -> dict[int, list[str]] | str:
     may stand for the axis's size. Blocks then meet only through memory (semaphores and
     barriers are each block's own, a signal goes to the same block on its device), which
     the engine judges between the blocks it keeps."""
-    from mpmd_lab.validate.sync import _nonaffine
-
     out: dict[int, list[str]] = {}
     why = "no grid axis has enough blocks to reduce"
     for p, prog in enumerate(s.call.programs):
@@ -250,7 +248,7 @@ def symmetric_blocks(s: Any) -> dict[int, list[str]] | str:
                     if field.startswith(("device", "block")) or field in _CONTROL:
                         why = f"{st.label()} uses the block index {a} in its {field}"
                         axes.remove(a)
-                    elif _nonaffine(e):
+                    elif nonaffine(e):
                         why = f"{st.label()} indexes by {a} with // or % ({e.label()})"
                         axes.remove(a)
                 if field in _CONTROL:
@@ -291,12 +289,32 @@ def _verdict(diags: tuple[Diagnostic, ...]) -> set[tuple[str, str]]:
     return {(d.code, d.path) for d in diags if d.code in VERDICT_CODES}
 
 
+def nonaffine(e: Any) -> bool:
+    """Whether ``e`` uses // or %."""
+    if isinstance(e, E.BinOp):
+        return e.op in ("//", "%") or nonaffine(e.a) or nonaffine(e.b)
+    for sub in ("a", "b"):
+        if hasattr(e, sub) and nonaffine(getattr(e, sub)):
+            return True
+    return any(nonaffine(x) for x in getattr(e, "items", ()))
+
+
+def affine(ctx: Ctx) -> bool:
+    """No index expression uses // or % (corners then bound every actor's index)."""
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            exprs = list(st.node.exprs()) if hasattr(st.node, "exprs") else []
+            for t in getattr(st.node, "transforms", []) or []:
+                exprs.extend(t.exprs())
+            if any(nonaffine(e) for _, e in exprs):
+                return False
+    return True
+
+
 def judge(ctx: Ctx, steps: int) -> str | None:
     """Give the verdict of a call too big to run whole from small meshes (a ring of few
     devices, few blocks); None when done, else why symmetry does not hold (the caller
     then explores a bounded sample)."""
-    from mpmd_lab.validate import analyze
-    from mpmd_lab.validate.sync import _affine
 
     s = ctx.s
     ring = not_uniform(s)
@@ -325,7 +343,9 @@ def judge(ctx: Ctx, steps: int) -> str | None:
             f"{f' of program {p}' if len(s.call.programs) > 1 else ''}: judged on blocks "
             "0 and 1, then 0, 1 and 2"
         )
-    runs = [analyze(_reduced(s, sizes[k], reduced, 2 + k), fixes=False).diagnostics for k in (0, 1)]
+    if ctx.recheck is None:
+        return "no rule runner to check the smaller meshes with"
+    runs = [ctx.recheck(_reduced(s, sizes[k], reduced, 2 + k)) for k in (0, 1)]
     had = {d.code for d in ctx.diags if d.is_error}
     for run in runs:
         other = sorted({d.code for d in run if d.is_error} - VERDICT_CODES - BOUNDS_CODES - had)
@@ -358,7 +378,7 @@ def judge(ctx: Ctx, steps: int) -> str | None:
             )
     bounds = (
         "which bounds every index (all are affine in the axes)"
-        if _affine(ctx)
+        if affine(ctx)
         else "and on the small meshes (an index with // or % only there)"
     )
     ctx.add(

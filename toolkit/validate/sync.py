@@ -42,10 +42,20 @@ from typing import Any
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import INTERP_CANNOT, Edit, Fix
-from mpmd_lab.engine import Engine, Limits, Outcome, SimError
+from mpmd_lab.engine import (
+    Engine,
+    Limits,
+    Outcome,
+    SimError,
+    deadlock_diagnostic,
+    step_estimate,
+    synchronises,
+)
+from mpmd_lab.fields import get_path
 from mpmd_lab.ops import Compute
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
+from mpmd_lab.validate.symmetry import affine, judge
 
 #: Steps (one statement of one thread) the static check runs at most: beyond, it says so.
 MAX_STEPS = 20_000
@@ -74,8 +84,6 @@ def check_sync(ctx: Ctx) -> None:
         return  # a name that does not resolve: the schema-stage error says it
     if any(d.is_error and d.stage == "gpu-lower" for d in ctx.diags):
         return  # the kernel never runs on a GPU: what it would race on is not yet its problem
-    from mpmd_lab.simulator import step_estimate
-
     held = elements(s)
     if held > MAX_ELEMENTS:
         ctx.add(
@@ -92,8 +100,6 @@ def check_sync(ctx: Ctx) -> None:
     interp_gpu = s.run.interpret == "gpu"
     pid_bug = interp_gpu and _uses_pid(ctx)
     if steps > MAX_STEPS:
-        from mpmd_lab.validate.symmetry import judge
-
         # uniform in the device: judged on small rings (None), else why not
         _sampled(ctx, steps, pid_bug, unlike=judge(ctx, steps))
         return
@@ -638,13 +644,11 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome, witnesses: dict | None = Non
     scenario asks JAX's GPU interpreter to look (``detect_races``: the interpreter's first
     race, with pl.program_id 0 as it has it; JAX's own message where it runs the call).
     RACE: overlapping accesses in a kernel that orders nothing at all."""
-    from mpmd_lab.simulator import _synchronises
-
     if not gpu.log.races and not interp.log.races:
         return  # (nothing to say: the fix and the code are for races)
     s = ctx.s
     fix = _wait_fix(ctx, gpu)
-    code = "RACE_DETECTED" if _synchronises(s) else "RACE"
+    code = "RACE_DETECTED" if synchronises(s) else "RACE"
     done: set[tuple[str, str]] = set()
     if s.run.detect_races and s.run.interpret == "gpu" and interp.log.races:
         r = interp.log.races[0]
@@ -695,8 +699,6 @@ def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
 def _deadlock(ctx: Ctx, out: Outcome, witnesses: dict | None = None) -> None:
     if not out.deadlock:
         return
-    from mpmd_lab.simulator import deadlock_diagnostic
-
     d = deadlock_diagnostic(out.deadlock, stage="gpu-run")
     witness = (witnesses or {}).get(id(out.deadlock))
     msg = d.message if witness is None else f"{d.message}. {witness['explain']}"
@@ -737,8 +739,6 @@ def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | 
     """The wait's view is named only after the signal (``sent = sems.at[0]`` signalled,
     then ``arrived = sems.at[i]`` waited on): give the signal's own view the transforms
     of the wait's (when both are views of the same semaphore array, named in one body)."""
-    from mpmd_lab.fixes import get_path
-
     bs = sig.refs.get("sem")
     if bs is None or bs.kind != "view" or bs.origin != bw.origin:
         return None
@@ -757,8 +757,6 @@ def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | 
 
 def _view_text(ctx: Ctx, b: Binding) -> str:
     """A let's view as its label reads (``sems.at[i]``)."""
-    from mpmd_lab.fixes import get_path
-
     let = get_path(ctx.s, b.path)
     return ".".join([let.ref, *(t.label() for t in let.transforms)])
 
@@ -806,30 +804,6 @@ def _corners(n: int) -> list[int]:
     return sorted({k for k in (0, 1, n - 2, n - 1) if 0 <= k < n})
 
 
-def _nonaffine(e: Any) -> bool:
-    """Whether ``e`` uses // or %."""
-    if isinstance(e, E.BinOp):
-        return e.op in ("//", "%") or _nonaffine(e.a) or _nonaffine(e.b)
-    for sub in ("a", "b"):
-        if hasattr(e, sub) and _nonaffine(getattr(e, sub)):
-            return True
-    return any(_nonaffine(x) for x in getattr(e, "items", ()))
-
-
-def _affine(ctx: Ctx) -> bool:
-    """No index expression uses // or % (corners then bound every actor's index)."""
-    nonaffine = _nonaffine
-
-    for prog in ctx.programs:
-        for st in prog.stmts:
-            exprs = list(st.node.exprs()) if hasattr(st.node, "exprs") else []
-            for t in getattr(st.node, "transforms", []) or []:
-                exprs.extend(t.exprs())
-            if any(nonaffine(e) for _, e in exprs):
-                return False
-    return True
-
-
 def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> None:
     """Too big to run every actor: run the corners for indices and device ids, say so.
 
@@ -854,15 +828,13 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> No
     gpu = _run(s, "grid", sample=sample, sample_devices=devices)
     failed = list(_FAILED)
     interp = _run(s, "zero", sample=sample, sample_devices=devices) if pid_bug else gpu
-    from mpmd_lab.simulator import _synchronises
-
-    plain = not _synchronises(s)
+    plain = not synchronises(s)
     if gpu is not None:
         reported = _interp_findings(ctx, interp or gpu)
         _gpu_findings(ctx, gpu, reported, pid_bug)
         if plain and unlike is not None:  # nothing orders threads: a sampled race is one
             _races(ctx, interp or gpu, gpu)
-    exact = _affine(ctx) and gpu is not None
+    exact = affine(ctx) and gpu is not None
     if failed:
         _FAILED[:] = failed
         _not_run(ctx)

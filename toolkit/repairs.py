@@ -1,0 +1,1043 @@
+"""Mechanical repairs by code: for a diagnostic of a known code, the candidate fixes that
+keep what the user meant (a device index wraps round its axis, a slice keeps its size and
+moves inside, a race is split between its writers...). ``mpmd_lab.fixes.offer`` checks
+each and keeps those that leave fewer errors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
+from mpmd_lab.fields import get_path
+from mpmd_lab.ops import Let
+from mpmd_lab.recheck import checked
+from mpmd_lab.scenario import BufferArg, Scenario
+from mpmd_lab.validate.fixes_for import capture_to_arg
+
+_OOB_VALUE = re.compile(r"(?:=|\bis) (-?\d+)|^index (-?\d+)|device id (-?\d+)")
+
+
+def _device_fields(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, value)`` of every ``device`` field of a scenario's JSON form (a remote
+    view's, a signal's)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            here = f"{path}.{k}" if path else k
+            if k == "device":
+                yield here, v
+            yield from _device_fields(v, here)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _device_fields(v, f"{path}[{i}]")
+
+
+def _device_wrap(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REMOTE_DEVICE_OOB: wrap the device index around its mesh axis (``(dev + 1) %
+    axis_size(dev)``), as a ring does, wherever the same index names a device (the
+    remote view and the signal of one ring step); a constant becomes the device it
+    wraps to."""
+    mesh = dict(s.device_mesh or {})
+    _, _, axis = d.path.rpartition(".")
+    if axis in mesh:  # one coordinate of a device-id mapping
+        size, size_expr, sub = mesh[axis], f"axis_size({axis})", f".{axis}"
+    else:  # a linear device id over the whole mesh
+        axis, sub = next(iter(mesh), ""), ""
+        size = s.num_devices
+        size_expr = f"axis_size({axis})" if len(mesh) == 1 else str(size)
+    value = get_path(s, d.path)
+    if isinstance(value, bool) or not size or not isinstance(value, int | str):
+        return []
+    data = s.to_dict()
+    paths = [
+        f"{p}{sub}"
+        for p, v in _device_fields(data)
+        if (v.get(axis) if sub and isinstance(v, dict) else v) == value
+    ] or [d.path]
+    if isinstance(value, int):
+        new: int | str = value % size
+        what = f"use device {new} ({value} wrapped around the {size} devices of {axis!r})"
+    else:
+        m = _OOB_VALUE.search(d.message)
+        below = m is not None and int(next(g for g in m.groups() if g is not None)) < 0
+        # (a negative index wraps by adding the axis size first: ``%`` of a negative
+        # int32 keeps its sign on a GPU)
+        new = f"({value} + {size_expr}) % {size_expr}" if below else f"({value}) % {size_expr}"
+        what = f"wrap the device index around the mesh axis: {new}"
+    if len(paths) > 1:
+        what += f" (in the {len(paths)} places that name device {value!r})"
+    return [Fix(description=what, edits=[Edit(op="replace", path=p, value=new) for p in paths])]
+
+
+_RACE_AXIS = re.compile(r"\bblock ([A-Za-z_]\w*)=\d+|\bthread ([A-Za-z_]\w*)=\d+|\b(device) \d+")
+_STMT = re.compile(r"^(call\.programs\[\d+\](?:\.body\[\d+\])+)\.(\w+)$")
+
+
+def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A write/write race: give each writer its own tile (the constant slice it writes
+    becomes ``axis index * size``, along the axis that tells the writers apart), or let
+    one of them write (``pl.when(axis == 0)``: the others wrote the same elements)."""
+    if not d.message.startswith("Write/write race"):
+        return []
+    m = _STMT.match(d.path)
+    hit = _RACE_AXIS.search(d.message.partition(": ")[2])
+    if m is None or hit is None:
+        return []
+    stmt_path, field = m.groups()
+    prog = get_path(s, stmt_path.split(".body[")[0])
+    axis = hit.group(1) or hit.group(2)
+    cond = f"{axis} == 0"
+    if axis is None:  # devices: the device mesh's axes
+        mesh = list(s.device_mesh or {})
+        if not mesh:
+            return []
+        axis, count = mesh[0], s.num_devices if len(mesh) == 1 else 0
+        cond = " and ".join(f"{a} == 0" for a in mesh)
+    else:
+        sizes = {**prog.mesh.grid, **prog.mesh.cluster}
+        if prog.mesh.threads is not None and prog.mesh.threads.name:
+            sizes[prog.mesh.threads.name] = prog.mesh.threads.count
+        count = sizes.get(axis, 0)
+    out: list[Fix] = []
+    name = getattr(get_path(s, stmt_path), field, None)
+    lets = [
+        (j, st)
+        for j, st in enumerate(prog.body)
+        if isinstance(st, Let) and st.let == name and st.transforms
+    ]
+    data = s.to_dict()
+    if lets and count > 1:
+        j, let = lets[-1]
+        t = let.transforms[-1]
+        if t.op == "at":
+            index = get_path(data, f"{stmt_path.split('.body[')[0]}.body[{j}].transforms")[-1][
+                "index"
+            ]
+            for k, entry in enumerate(index):
+                size = _const_size(entry)
+                if size is None:
+                    continue
+                tile = (
+                    {"ds": [f"{axis} * {size}", size]}
+                    if axis in (s.device_mesh or {})
+                    else {"block": axis, "size": size}
+                )
+                new = [*index[:k], tile, *index[k + 1 :]]
+                tpath = (
+                    f"{stmt_path.split('.body[')[0]}.body[{j}].transforms"
+                    f"[{len(let.transforms) - 1}].index"
+                )
+                out.append(
+                    Fix(
+                        description=f"give each {axis} its own tile of {let.let!r}: "
+                        f"index {k} starts at {axis} * {size}",
+                        edits=[Edit(op="replace", path=tpath, value=new)],
+                    )
+                )
+    stmt = get_path(data, stmt_path)
+    out.append(
+        Fix(
+            description=f"let only {cond} write (the others wrote the same elements)",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=stmt_path,
+                    value={"op": "when", "cond": cond, "body": [stmt]},
+                )
+            ],
+        )
+    )
+    return out
+
+
+def _const_size(entry: Any) -> int | None:
+    """The size of a constant slice entry (``[a, b]``, ``{"ds": [a, n]}``), else None."""
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int) for v in entry):
+        return entry[1] - entry[0] if entry[1] > entry[0] else None
+    if isinstance(entry, dict) and "ds" in entry and all(isinstance(v, int) for v in entry["ds"]):
+        return int(entry["ds"][1])
+    return None
+
+
+_AT_STMT = re.compile(r"^(call\.programs\[(\d+)\](?:\.body\[\d+\])+)(?:\.(\w+))?")
+
+
+def _lets(body: list[Any]) -> Iterator[Any]:
+    """Every let of a body, nested bodies (loops, conditions) included, in order."""
+    for st in body:
+        if isinstance(st, Let):
+            yield st
+        yield from _lets(getattr(st, "body", None) or [])
+
+
+def _root(
+    s: Scenario, program: int, name: str, keeps: frozenset[str] = frozenset()
+) -> tuple[str, str, bool] | None:
+    """Where the ref ``name`` of a program comes from: ``(table, key, viewed)``, the
+    scenario's table (``call.outputs``, ``buffers``, ``call.scratch``), its entry, and
+    whether a view step stands between (steps of the ops ``keeps`` do not count: an
+    ``at`` keeps the dtype). None: not found."""
+    viewed = False
+    lets = {st.let: st for st in _lets(s.call.programs[program].body)}
+    arg = {a.param: a for a in s.call.args if isinstance(a, BufferArg)}
+    for _ in range(64):
+        let = lets.pop(name, None)
+        if let is None:
+            break
+        viewed = viewed or any(t.op not in keeps for t in let.transforms)
+        name = let.ref
+    c = s.call
+    if name in arg:
+        a = arg[name]
+        return "buffers", a.buffer, viewed or any(t.op not in keeps for t in a.transforms)
+    for table, items in (("call.outputs", c.outputs), ("call.scratch", c.scratch)):
+        if name in items:
+            return table, name, viewed
+    return None
+
+
+#: view steps that keep a ref's dtype
+_SAME_DTYPE = frozenset(
+    {"at", "reshape", "transpose", "remote_ref", "multicast_ref", "cluster_ref"}
+)
+
+
+#: what JAX says a copy's two sides are: (message pattern, what is compared)
+_MISMATCH = {
+    "SWAP_DTYPE_MISMATCH": (r"Ref dtype: (\w+)\. Value dtype: (\w+)", "dtype"),
+    "SWAP_SHAPE_MISMATCH": (r"Ref shape: \(([\d, ]*)\)\..*Value shape: \(([\d, ]*)\)", "shape"),
+    "TMA_DTYPE_MISMATCH": (r"src had type (\w+) and dst had type (\w+)", "dtype"),
+    "MULTIMEM_MISMATCH": (
+        r"Value shape \(([\d, ]*)\) does not match ref shape \(([\d, ]*)\)",
+        "shape",
+    ),
+    "TMA_SHAPE_MISMATCH": (r"src has shape \(([\d, ]*)\) and dst has shape \(([\d, ]*)\)", "shape"),
+}
+
+
+def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A copy whose two sides differ in dtype or shape: make the side that is a plain
+    output, buffer or scratch (no view between) what the other side is."""
+    pattern, what = _MISMATCH[d.code]
+    m = re.search(pattern, d.message, re.DOTALL)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    one, two = m.groups()
+    # (SWAP: the ref is the destination, the value the source; TMA: src then dst)
+    dst_has, src_has = (one, two) if d.code.startswith("SWAP") else (two, one)
+    out: list[Fix] = []
+    for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
+        name = getattr(stmt, side, None)
+        keeps = _SAME_DTYPE if what == "dtype" else frozenset()
+        if not isinstance(name, str):
+            continue
+        root = _root(s, program, name, keeps)
+        if root is None:
+            continue
+        if root[2]:  # a view: its slices take the size the other side has
+            if what == "shape":
+                out += _resize_view(s, program, name, _ints(want))
+            continue
+        table, key, _ = root
+        value: Any = want
+        if what == "shape":
+            value = _ints(want)
+        out.append(
+            Fix(
+                description=f"make {key!r} ({table.rpartition('.')[2]}) {what} {value}, "
+                f"as the copy's {other} is",
+                edits=[Edit(op="replace", path=f"{table}.{key}.{what}", value=value)],
+            )
+        )
+    return out
+
+
+def _ints(text: str) -> list[int]:
+    """``"128, 64"`` -> ``[128, 64]``."""
+    return [int(x) for x in text.replace(" ", "").split(",") if x]
+
+
+def _resize_view(s: Scenario, program: int, name: str, want: list[int]) -> list[Fix]:
+    """The view ``name`` (one ``at`` of slices over a plain output, buffer or scratch)
+    made ``want`` in shape: each slice keeps its start where the new size fits, else
+    ends at the dimension's end."""
+    hits = [
+        (p, st)
+        for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+    ]
+    if len(hits) != 1:
+        return []
+    path, let = hits[0]
+    root = _root(s, program, let.ref)
+    if root is None or root[2] or len(let.transforms) != 1 or let.transforms[0].op != "at":
+        return []
+    table, key, _ = root
+    shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
+    index = get_path(s.to_dict(), f"{path}.transforms[0].index")
+    if len(index) != len(want) or len(shape) < len(index):
+        return []
+    new = []
+    for entry, size, dim in zip(index, want, shape, strict=False):
+        start = _const_start(entry)
+        if start is None or size > dim:
+            return []
+        start = min(start, dim - size)
+        new.append([start, start + size] if isinstance(entry, list) else {"ds": [start, size]})
+    if new == index:
+        return []
+    return [
+        Fix(
+            description=f"make the view {name!r} {want}, as the copy's other side is "
+            f"(slices {new})",
+            edits=[Edit(op="replace", path=f"{path}.transforms[0].index", value=new)],
+        )
+    ]
+
+
+def _const_start(entry: Any) -> int | None:
+    """The start of a constant slice entry, else None."""
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int) for v in entry):
+        return int(entry[0])
+    if isinstance(entry, dict) and "ds" in entry and all(isinstance(v, int) for v in entry["ds"]):
+        return int(entry["ds"][0])
+    return None
+
+
+_RESHAPE = re.compile(r"cannot reshape shape \(([\d, ]*)\) into shape \(([\d, ]*)\)")
+
+
+def _reshape_infer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """RESHAPE_SIZE: keep the leading dimensions asked for and let the last one be what
+    the size leaves (``-1``), where they divide it."""
+    m = _RESHAPE.search(d.message)
+    if m is None:
+        return []
+    have, asked = _ints(m.group(1)), _ints(m.group(2))
+    total = 1
+    for x in have:
+        total *= x
+    lead = 1
+    for x in asked[:-1]:
+        lead *= x
+    step = get_path(s.to_dict(), d.path)
+    if not asked or step.get("op") != "reshape" or lead == 0 or total % lead:
+        return []
+    new = [*asked[:-1], -1]
+    return [
+        Fix(
+            description=f"reshape to {new}: the last dimension is what the size leaves "
+            f"({total // lead})",
+            edits=[Edit(op="replace", path=f"{d.path}.shape", value=new)],
+        )
+    ]
+
+
+def _swizzle_value(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A swizzle JAX does not have: the nearest of 128, 64 and 32 bytes."""
+    have = get_path(s, d.path)
+    if not isinstance(have, int):
+        return []
+    return [
+        Fix(
+            description=f"swizzle {b} bytes (JAX has 32, 64 and 128)",
+            edits=[Edit(op="replace", path=d.path, value=b)],
+        )
+        for b in sorted((128, 64, 32), key=lambda b: abs(b - have))
+    ]
+
+
+def _slice_inside(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """AT_NEGATIVE_SLICE: a slice starting before 0 starts at 0, keeping its size."""
+    entry = get_path(s.to_dict(), d.path)
+    if isinstance(entry, dict) and "ds" in entry and isinstance(entry["ds"][0], int):
+        size = entry["ds"][1]
+        new: Any = {"ds": [0, size]}
+    elif isinstance(entry, list) and all(isinstance(v, int) for v in entry[:2]):
+        size = entry[1] - entry[0]
+        new = [0, size]
+    else:
+        return []
+    return [
+        Fix(
+            description=f"start the slice at 0 (keeping its size {size})",
+            edits=[Edit(op="replace", path=d.path, value=new)],
+        )
+    ]
+
+
+_TILE = re.compile(r"slice start \((\d+)\) and slice size \((\d+)\).*tile size \((\d+)\)")
+
+
+def _tile_align(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TILED_SLICE_ALIGN: the slice starts at the tile boundary below (keeping its size)."""
+    m = _TILE.search(d.message)
+    if m is None:
+        return []
+    start, size, tile = (int(x) for x in m.groups())
+    if size % tile:
+        return []
+    index = get_path(s.to_dict(), f"{d.path}.index")
+    out = []
+    for k, e in enumerate(index):
+        if isinstance(e, dict) and e.get("ds") == [start, size]:
+            new = [*index[:k], {"ds": [start - start % tile, size]}, *index[k + 1 :]]
+            out.append(
+                Fix(
+                    description=f"start the slice at {start - start % tile}, a multiple of "
+                    f"the tile ({tile}), keeping its size {size}",
+                    edits=[Edit(op="replace", path=f"{d.path}.index", value=new)],
+                )
+            )
+    return out
+
+
+def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_PLAIN_STORE: a multicast ref is written by an async copy from SMEM
+    (``plgpu.copy_smem_to_gmem``), not a plain store."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
+    if stmt.get("op") != "copy":
+        return []
+    root = _root(s, int(at.group(2)), stmt["src"])
+    if root is None:
+        return []
+    table, key, _ = root
+    in_smem = table == "call.scratch" and getattr(s.call.scratch[key], "memory_space", "") == "SMEM"
+    if in_smem:
+        return [
+            Fix(
+                description="write the multicast ref with an async copy from SMEM (tma_store)",
+                edits=[
+                    Edit(
+                        op="replace",
+                        path=stmt_path,
+                        value={"op": "tma_store", "src": stmt["src"], "dst": stmt["dst"]},
+                    )
+                ],
+            )
+        ]
+    # (a GMEM source: stage it through SMEM of the shape the copy moves)
+
+    src_info = get_path(s, f"{table}.{key}") if table != "call.scratch" else None
+    shape = getattr(src_info, "shape", None)
+    dtype = getattr(src_info, "dtype", None)
+    if src_info is None or root[2] or shape is None:
+        return []
+    stage = _fresh(s, f"{stmt['src']}_smem")
+    parent, _, last = stmt_path.rpartition("[")
+    j = int(last.rstrip("]"))
+    return [
+        Fix(
+            description=f"stage {stmt['src']!r} in SMEM ({stage!r}) and write the multicast "
+            "ref with an async copy from it (tma_store)",
+            edits=[
+                Edit(
+                    op="add",
+                    path=f"call.scratch.{stage}",
+                    value={"shape": list(shape), "dtype": dtype, "memory_space": "SMEM"},
+                ),
+                Edit(
+                    op="replace",
+                    path=stmt_path,
+                    value={"op": "tma_store", "src": stage, "dst": stmt["dst"]},
+                ),
+                Edit(
+                    op="add",
+                    path=f"{parent}[{j}]",
+                    value={"op": "copy", "src": stmt["src"], "dst": stage},
+                ),
+            ],
+        )
+    ]
+
+
+def _plain_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """An async copy between memories it does not join: a plain copy (``dst[...] =
+    src[...]``) instead."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
+    if "src" not in stmt or "dst" not in stmt:
+        return []
+    edits = [
+        Edit(
+            op="replace",
+            path=stmt_path,
+            value={"op": "copy", "src": stmt["src"], "dst": stmt["dst"]},
+        )
+    ]
+    bar = stmt.get("barrier")
+    parent = stmt_path.rpartition("[")[0]
+    body = get_path(s.to_dict(), parent)
+    # (a plain copy arrives on no barrier: the waits for it go too, last first)
+    for k in range(len(body) - 1, -1, -1):
+        if (
+            bar is not None
+            and body[k].get("op") == "barrier_wait"
+            and body[k].get("barrier") == bar
+        ):
+            edits.append(Edit(op="remove", path=f"{parent}[{k}]"))
+    return [
+        Fix(
+            description=f"copy with a plain store (dst[...] = src[...]): {stmt['op']} does "
+            "not copy between these memories"
+            + (f" (and no wait on {bar!r}, which it no longer arrives on)" if bar else ""),
+            edits=edits,
+        )
+    ]
+
+
+def _fresh(s: Scenario, base: str) -> str:
+    """A scratch name not used yet: ``base``, ``base1`` ..."""
+    used = {*s.call.scratch, *s.call.outputs, *s.buffers}
+    used |= {a.param for a in s.call.args} | {c.name for c in s.call.captures}
+    for p in s.call.programs:
+        used |= {st.let for st in _lets(p.body)}
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
+def _own_barrier(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_LOAD_NO_BARRIER / BARRIER_NOT_SMEM: the copy arrives on a barrier of its own
+    (a new ``barrier`` scratch) and the kernel waits on it before using what it copied."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt_path = at.group(1)
+    stmt = get_path(s.to_dict(), stmt_path)
+    if stmt.get("op") != "copy_gmem_to_smem":
+        return []
+    bar = _fresh(s, "bar")
+    edits = [Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"})]
+    old = stmt.get("barrier")
+    edits.append(Edit(op="replace", path=f"{stmt_path}.barrier", value=bar))
+    parent, _, last = stmt_path.rpartition("[")
+    j = int(last.rstrip("]"))
+    body = get_path(s.to_dict(), parent)
+    waits = [
+        k
+        for k, st in enumerate(body)
+        if st.get("op") == "barrier_wait" and old is not None and st.get("barrier") == old
+    ]
+    for k in waits:
+        edits.append(Edit(op="replace", path=f"{parent}[{k}].barrier", value=bar))
+    if not waits:
+        edits.append(
+            Edit(op="add", path=f"{parent}[{j + 1}]", value={"op": "barrier_wait", "barrier": bar})
+        )
+    return [
+        Fix(
+            description=f"let the copy arrive on a barrier of its own ({bar!r}, SMEM) and "
+            "wait on it before using what it copied",
+            edits=edits,
+        )
+    ]
+
+
+def _own_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_WRONG_TYPE / SEMAPHORE_NOT_A_REF: signal and wait on a semaphore of the
+    kernel's own (a new ``semaphore`` scratch), not on a data ref."""
+    old = get_path(s, d.path)
+    if not isinstance(old, str):
+        return []
+    sem = _fresh(s, "sem")
+    edits = [Edit(op="add", path=f"call.scratch.{sem}", value={"kind": "semaphore"})]
+    for p, prog in enumerate(s.call.programs):
+        for path, st in _statements(prog.body, f"call.programs[{p}].body"):
+            if getattr(st, "sem", None) == old:
+                edits.append(Edit(op="replace", path=f"{path}.sem", value=sem))
+    return [
+        Fix(
+            description=f"signal and wait on a semaphore of its own ({sem!r}), not on {old!r}",
+            edits=edits,
+        )
+    ]
+
+
+def _statements(body: list[Any], path: str) -> Iterator[tuple[str, Any]]:
+    """``(path, statement)`` of every statement of a body, nested bodies included."""
+    for j, st in enumerate(body):
+        here = f"{path}[{j}]"
+        yield here, st
+        yield from _statements(getattr(st, "body", None) or [], f"{here}.body")
+
+
+def _one_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_NOT_SCALAR: signal and wait on one semaphore of the array (``sem.at[0]``
+    as a view, used by every statement that named the array)."""
+    old = get_path(s, d.path)
+    at = _AT_STMT.match(d.path)
+    if not isinstance(old, str) or at is None:
+        return []
+    program = int(at.group(2))
+    view = _fresh(s, f"{old}0")
+    prog_path = f"call.programs[{program}]"
+    edits = [
+        Edit(
+            op="add",
+            path=f"{prog_path}.body[0]",
+            value={"let": view, "ref": old, "transforms": [{"op": "at", "index": [0]}]},
+        )
+    ]
+    # (paths after the new let at body[0]: every top-level index moves one on)
+    for path, st in _statements(s.call.programs[program].body, f"{prog_path}.body"):
+        if getattr(st, "sem", None) == old:
+            head, _, rest = path[len(prog_path) + len(".body[") :].partition("]")
+            moved = f"{prog_path}.body[{int(head) + 1}]{rest}"
+            edits.append(Edit(op="replace", path=f"{moved}.sem", value=view))
+    return [
+        Fix(
+            description=f"use one semaphore of the array: {view} = {old}.at[0]",
+            edits=edits,
+        )
+    ]
+
+
+def _row_major(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MESH_DEVICE_ORDER: Mosaic GPU takes only row-major device ids: drop the order."""
+    if d.path != "device_order":
+        return []
+    return [
+        Fix(
+            description="list the devices in row-major order (Mosaic GPU takes no other)",
+            edits=[Edit(op="replace", path="device_order", value=list(range(s.num_devices)))],
+        )
+    ]
+
+
+_TRAILING = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
+
+
+def _swizzle_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SWIZZLE_TRAILING_DIM: the swizzle as wide as the trailing dimension's bytes."""
+    m = _TRAILING.search(d.message)
+    step = get_path(s.to_dict(), d.path)
+    shape = re.search(r"got shape: \(([\d, ]+)\)", d.message)
+    if m is None or shape is None or step.get("op") != "swizzle":
+        return []
+    swizzle, wanted = int(m.group(1)), int(m.group(2))
+    trailing = int(shape.group(1).split(",")[-1])
+    fits = swizzle * trailing // wanted  # (bytes of the trailing dimension)
+    if fits not in (32, 64, 128) or fits == swizzle:
+        return []
+    return [
+        Fix(
+            description=f"swizzle {fits} bytes: the trailing dimension holds {fits} bytes",
+            edits=[Edit(op="replace", path=f"{d.path}.bytes", value=fits)],
+        )
+    ]
+
+
+_DOT_DTYPES = re.compile(r"lhs=(\w+), rhs=(\w+)")
+
+
+def _dot_dtypes(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_DTYPE_MISMATCH: the operand that is a plain scratch, buffer or output takes the
+    other's dtype."""
+    m = _DOT_DTYPES.search(d.message)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    out = []
+    for side, want in (("rhs", m.group(1)), ("lhs", m.group(2))):
+        name = getattr(stmt, side, None)
+        root = _root(s, program, name) if isinstance(name, str) else None
+        if root is None or root[2]:
+            continue
+        table, key, _ = root
+        other = "lhs" if side == "rhs" else "rhs"
+        out.append(
+            Fix(
+                description=f"make {key!r} dtype {want}, as the dot's {other} is",
+                edits=[Edit(op="replace", path=f"{table}.{key}.dtype", value=want)],
+            )
+        )
+    return out
+
+
+def _store_to_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """STORE_TO_ARRAY: a captured array written in the kernel is passed as an argument
+    (a Ref), not captured."""
+    name = get_path(s, d.path)
+    return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == name]
+
+
+def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEVICE_ID_RANK on a call with no device mesh: the one device's peer view is the
+    ref itself, so the ``remote_ref`` step goes."""
+    if s.device_mesh:
+        return []
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return []
+    program = int(at.group(2))
+    name = getattr(get_path(s, at.group(1)), at.group(3), None)
+    out = []
+    for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body"):
+        if isinstance(st, Let) and st.let == name:
+            for k in range(len(st.transforms) - 1, -1, -1):
+                if st.transforms[k].op == "remote_ref":
+                    out.append(Edit(op="remove", path=f"{p}.transforms[{k}]"))
+    if not out:
+        return []
+    return [
+        Fix(
+            description=f"drop the remote_ref step of {name!r}: with no device mesh the "
+            "one device is this one",
+            edits=out,
+        )
+    ]
+
+
+_LATER = re.compile(r"names view '([^']+)', which is defined later \(body\[(\d+)\]\)")
+
+
+def _define_first(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """XREF_UNKNOWN_NAME for a view defined further down: the view moves up, just
+    before the first statement that uses it (its own ref must be there already)."""
+    m = _LATER.search(d.message)
+    at = _AT_STMT.match(d.path)
+    if m is None or at is None:
+        return []
+    stmt_path = at.group(1)
+    parent, _, last = stmt_path.rpartition("[")
+    use, defined = int(last.rstrip("]")), int(m.group(2))
+    if defined <= use or parent.count(".body[") > 0:
+        return []
+    let = get_path(s.to_dict(), f"{parent}[{defined}]")
+    return [
+        Fix(
+            description=f"define the view {m.group(1)!r} before its first use "
+            f"(move body[{defined}] to body[{use}])",
+            edits=[
+                Edit(op="remove", path=f"{parent}[{defined}]"),
+                Edit(op="add", path=f"{parent}[{use}]", value=let),
+            ],
+        )
+    ]
+
+
+_OOB_SPAN = re.compile(r"elements \[(\d+), (\d+)\) of dimension (\d+) of its ref, which has only")
+_OOB_INT = re.compile(r"integer index (\d+) is out of bounds for a dimension of size")
+_ENTRY = re.compile(r"\.transforms\[0\]\.index\[(\d+)\]$")
+
+
+def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """OOB_READ / OOB_WRITE / OOB_INDEX of a view taken straight from an output, buffer or
+    scratch: that array's dimension grows to hold what the kernel indexes (every
+    block's or device's part), the indexing stays as written."""
+    at = _AT_STMT.match(d.path)
+    entry = _ENTRY.search(d.path)
+    span, one = _OOB_SPAN.search(d.message), _OOB_INT.search(d.message)
+    if at is None or entry is None or (span is None and one is None):
+        return []
+    if span is not None:
+        dim, need = int(span.group(3)), int(span.group(2))
+    else:
+        dim, need = int(entry.group(1)), int(one.group(1)) + 1  # type: ignore[union-attr]
+    let = get_path(s, at.group(1))
+    if not isinstance(let, Let):
+        return []
+    root = _root(s, int(at.group(2)), let.ref)
+    if root is None or root[2]:
+        return []
+    table, key, _ = root
+    shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
+    if dim >= len(shape) or need <= shape[dim]:
+        return []
+    shape = _grown(s, d, f"{table}.{key}.shape", shape, dim, need)
+    need = shape[dim]
+    return [
+        Fix(
+            description=f"make {key!r} ({table.rpartition('.')[2]}) {shape}: dimension {dim} "
+            f"holds what the kernel indexes (up to {need})",
+            edits=[Edit(op="replace", path=f"{table}.{key}.shape", value=shape)],
+        )
+    ]
+
+
+def _grown(
+    s: Scenario, d: Diagnostic, path: str, shape: list[int], dim: int, need: int
+) -> list[int]:
+    """``shape`` with dimension ``dim`` grown to ``need``, and further while the check
+    finds the same access past the new end (the first actor it reports is not always
+    the one reaching furthest: device 2 of 4 before device 3)."""
+    for _ in range(16):
+        shape = [*shape[:dim], need, *shape[dim + 1 :]]
+        data = s.to_dict()
+        apply_edit(data, Edit(op="replace", path=path, value=shape))
+        again = [
+            int(m.group(2))
+            for x in checked(data) or ()
+            if x.code == d.code and x.path == d.path and (m := _OOB_SPAN.search(x.message))
+        ]
+        if not again or max(again) <= need:
+            break
+        need = max(again)
+    return shape
+
+
+def _peer_device(s: Scenario, program: int, name: str) -> Any:
+    """The device id (JSON form) of the ``remote_ref`` a ref ``name`` is a view of, or
+    None (not a peer's ref)."""
+    lets = {st.let: st for st in _lets(s.call.programs[program].body)}
+    for _ in range(64):
+        let = lets.pop(name, None)
+        if let is None:
+            return None
+        for t in let.transforms:
+            if t.op == "remote_ref":
+                return t.model_dump(mode="json")["device"]
+        name = let.ref
+    return None
+
+
+def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEADLOCK_SEMAPHORE on a wait no signal reaches, after a write to a peer's ref:
+    signal the peer written to (its copy of the semaphore) just before the wait, as a
+    ring step does (every device writes its right neighbour, signals it, and waits for
+    its left one's signal)."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is not None:
+        return []
+    wait_path = at.group(1)
+    wait = get_path(s, wait_path)
+    if getattr(wait, "op", None) != "semaphore_wait":
+        return []
+    program = int(at.group(2))
+    parent, _, last = wait_path.rpartition("[")
+    j = int(last.rstrip("]"))
+    body = get_path(s, parent)
+    device = None
+    for st in reversed(body[:j]):
+        dst = getattr(st, "dst", None)
+        if isinstance(dst, str) and not isinstance(st, Let):
+            device = _peer_device(s, program, dst)
+            if device is not None:
+                break
+    if device is None:
+        return []
+    signal = {"op": "semaphore_signal", "sem": wait.sem, "device": device}
+    return [
+        Fix(
+            description=f"signal {wait.sem!r} on the device written to ({device}) before "
+            "waiting: nothing signals what this wait waits for",
+            edits=[Edit(op="add", path=f"{parent}[{j}]", value=signal)],
+        )
+    ]
+
+
+_ARG = re.compile(r"^call\.args\[(\d+)\]\.transforms")
+
+
+def _arg_view_in_body(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A view of an argument that the entry cannot take there (an array has no view
+    methods; ``plgpu.kernel`` takes no transformed Ref): pass the buffer plain and make
+    the same view first thing in every program's body; for an array, also: pass it as a
+    Ref."""
+    m = _ARG.match(d.path)
+    if m is None:
+        return []
+    i = int(m.group(1))
+    a = s.call.args[i]
+    if not isinstance(a, BufferArg) or not a.transforms:
+        return []
+    base = _fresh(s, f"{a.param}_base")
+    let = {
+        "let": a.param,
+        "ref": base,
+        "transforms": [t.model_dump(mode="json") for t in a.transforms],
+    }
+    edits = [Edit(op="replace", path=f"call.args[{i}]", value={"buffer": a.buffer, "param": base})]
+    edits += [
+        Edit(op="add", path=f"call.programs[{p}].body[0]", value=let)
+        for p in range(len(s.call.programs))
+    ]
+    out = [
+        Fix(
+            description=f"pass {a.buffer!r} plain (as {base!r}) and make the view "
+            f"{a.param!r} inside the kernel body",
+            edits=edits,
+        )
+    ]
+    if not s.buffers[a.buffer].as_ref:
+        out.append(
+            Fix(
+                description=f"pass {a.buffer!r} as a Ref (as_ref: true)",
+                edits=[Edit(op="replace", path=f"buffers.{a.buffer}.as_ref", value=True)],
+            )
+        )
+    return out
+
+
+def _no_zero_fill(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_FILL of 0: a semaphore starts at 0, so the fill goes."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    if getattr(stmt, "op", None) != "fill" or getattr(stmt, "value", None) != 0:
+        return []
+    return [
+        Fix(
+            description="drop the fill: a semaphore starts at 0 (and cannot be filled)",
+            edits=[Edit(op="remove", path=at.group(1))],
+        )
+    ]
+
+
+def _tile_then_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SMEM_TRANSFORMS_ORDER: a scratch's layout takes its tiling before its swizzle."""
+    steps = get_path(s.to_dict(), d.path)
+    if not isinstance(steps, list):
+        return []
+    order = sorted(steps, key=lambda t: {"tiling": 0, "swizzle": 1}.get(t.get("op"), 2))
+    if order == steps:
+        return []
+    return [
+        Fix(
+            description="tile first, then swizzle (the order Mosaic GPU takes)",
+            edits=[Edit(op="replace", path=d.path, value=order)],
+        )
+    ]
+
+
+def _signal_by_device(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_VIEW_TRANSFORM: a signal through a peer view of a semaphore signals the
+    semaphore itself with the view's device (``device_id=``), as JAX takes it."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) != "sem":
+        return []
+    stmt = get_path(s, at.group(1))
+    lets = {x.let: x for x in _lets(s.call.programs[int(at.group(2))].body)}
+    let = lets.get(stmt.sem)
+    if getattr(stmt, "op", None) != "semaphore_signal" or let is None:
+        return []
+    if [t.op for t in let.transforms] != ["remote_ref"] or stmt.device is not None:
+        return []
+    device = let.transforms[0].model_dump(mode="json")["device"]
+    return [
+        Fix(
+            description=f"signal {let.ref!r} on device {device} (device_id=), not through "
+            f"the peer view {stmt.sem!r}",
+            edits=[
+                Edit(op="replace", path=f"{at.group(1)}.sem", value=let.ref),
+                Edit(op="replace", path=f"{at.group(1)}.device", value=device),
+            ],
+        )
+    ]
+
+
+def _operand_in_smem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_OPERAND_NOT_SMEM: the operand's SMEM copy, made earlier in the body, is used."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) not in ("lhs", "rhs"):
+        return []
+    stmt_path, field = at.group(1), at.group(3)
+    name = getattr(get_path(s, stmt_path), field)
+    parent, _, last = stmt_path.rpartition("[")
+    body = get_path(s, parent)[: int(last.rstrip("]"))]
+    copies = [
+        st.dst
+        for st in body
+        if getattr(st, "op", None) in ("copy", "copy_gmem_to_smem") and st.src == name
+    ]
+    out = []
+    for dst in copies:
+        root = _root(s, int(at.group(2)), dst)
+        if root is not None and root[0] == "call.scratch":
+            if getattr(s.call.scratch[root[1]], "memory_space", "") == "SMEM":
+                out.append(
+                    Fix(
+                        description=f"use {dst!r}, the SMEM copy of {name!r}, as the dot's {field}",
+                        edits=[Edit(op="replace", path=f"{stmt_path}.{field}", value=dst)],
+                    )
+                )
+    return out
+
+
+_ARRIVALS = re.compile(r"waits for phase \d+ of (\w+) of .*?\((\d+) of its (\d+) arrival")
+
+
+def _arrivals_that_come(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEADLOCK_BARRIER: a barrier waiting for more arrivals than the kernel makes counts
+    the arrivals that come."""
+    m = _ARRIVALS.search(d.message)
+    if m is None:
+        return []
+    name, came = m.group(1), int(m.group(2))
+    sc = s.call.scratch.get(name)
+    if sc is None or getattr(sc, "kind", None) != "barrier" or came < 1:
+        return []
+    return [
+        Fix(
+            description=f"let barrier {name!r} complete on the {came} arrival(s) that come",
+            edits=[Edit(op="replace", path=f"call.scratch.{name}.num_arrivals", value=came)],
+        )
+    ]
+
+
+#: code -> the candidate repairs for a diagnostic of that code
+BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
+    "REMOTE_DEVICE_OOB": _device_wrap,
+    "RACE": _race_split,
+    "RACE_DETECTED": _race_split,
+    **dict.fromkeys(_MISMATCH, _match_sides),
+    "SWIZZLE_VALUE": _swizzle_value,
+    "AT_NEGATIVE_SLICE": _slice_inside,
+    "TILED_SLICE_ALIGN": _tile_align,
+    "MULTICAST_PLAIN_STORE": _async_store,
+    **dict.fromkeys(
+        ("TMA_SRC_NOT_SMEM", "TMA_DST_NOT_GMEM", "TMA_SRC_NOT_GMEM", "TMA_DST_NOT_SMEM"),
+        _plain_copy,
+    ),
+    "TMA_LOAD_NO_BARRIER": _own_barrier,
+    "BARRIER_NOT_SMEM": _own_barrier,
+    "SEMAPHORE_WRONG_TYPE": _own_semaphore,
+    "SEMAPHORE_NOT_A_REF": _own_semaphore,
+    "SEMAPHORE_NOT_SCALAR": _one_semaphore,
+    "MESH_DEVICE_ORDER": _row_major,
+    "SWIZZLE_TRAILING_DIM": _swizzle_fits,
+    "DOT_DTYPE_MISMATCH": _dot_dtypes,
+    "STORE_TO_ARRAY": _store_to_ref,
+    "DEVICE_ID_RANK": _own_device,
+    "XREF_UNKNOWN_NAME": _define_first,
+    "RESHAPE_SIZE": _reshape_infer,
+    "DEADLOCK_SEMAPHORE": _signal_the_peer,
+    "ARRAY_NO_METHOD": _arg_view_in_body,
+    "ARG_VIEW_PLGPU": _arg_view_in_body,
+    "SEMAPHORE_FILL": _no_zero_fill,
+    "SMEM_TRANSFORMS_ORDER": _tile_then_swizzle,
+    "SEMAPHORE_VIEW_TRANSFORM": _signal_by_device,
+    "DOT_OPERAND_NOT_SMEM": _operand_in_smem,
+    "DEADLOCK_BARRIER": _arrivals_that_come,
+    "BARRIER_NOT_A_BARRIER": _own_barrier,
+    **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
+}
+
+
+def for_code(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """The mechanical repairs known for ``d``'s code (none when it has none or they do
+    not apply to this scenario)."""
+    make = BY_CODE.get(d.code)
+    if make is None:
+        return []
+    try:
+        return make(s, d)
+    except (LookupError, AttributeError, ValueError, TypeError, ArithmeticError):
+        return []  # (a scenario it does not fit: no repair offered, the check goes on)
