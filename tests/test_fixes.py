@@ -94,20 +94,20 @@ def test_dup_ref_fix_rebinds_parameter() -> None:
 
 
 def test_a_candidate_is_checked_once_by_content() -> None:
-    """``fixes.checked`` keeps each candidate's check by content: checking a scenario
+    """``recheck.checked`` keeps each candidate's check by content: checking a scenario
     again offers the same fixes without checking its candidates again, and the fixed
     scenario's own check (what applying the fix gives) is the candidate's."""
-    from mpmd_lab import fixes, validate
+    from mpmd_lab import fixes, recheck, validate
 
     fixes.clear_cache()
     first = check(gallery.load("dup-ref"))
     (fix,) = first[0].fixes
-    assert len(fixes._CHECKED) == 1
+    assert len(recheck._CHECKED) == 1
     data = fixes._fixed_data(gallery.load("dup-ref"), fix)
     kept = fixes.checked(data)
     assert kept is not None
     again = check(gallery.load("dup-ref"))
-    assert again == first and len(fixes._CHECKED) == 1
+    assert again == first and len(recheck._CHECKED) == 1
     # the fixes' part of a check, in bytecode instructions: checking a candidate again
     # (its rules and race check) costs several times what finding it kept does
     from bench.icount import Counter
