@@ -44,8 +44,14 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
 	else echo "the browser test needs: sudo apt-get install chromium fonts-dejavu-core" >&2; fi
 
+# everything, as CI runs it: JOBS processes (pytest-xdist) for all but the tests that want
+# the machine to themselves (a timing bound, JupyterLab, the browser), then those alone
+ALONE := serial or notebooks or browser
 test: $(STAMP) system-deps
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	@$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(JOBS) -m "not ($(ALONE))" \
+		$(PYTEST_ARGS); parallel=$$?; \
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "$(ALONE)" $(PYTEST_ARGS); alone=$$?; \
+	[ $$alone = 5 ] && alone=0; exit $$(( parallel || alone ))
 
 # the inner loop: no notebooks, no browser, no slow JAX stories, no fuzzing (under 2 minutes
 # on 2 cores):
