@@ -213,12 +213,14 @@ def test_the_gpu_check_runs_across_hosts_as_a_cpu_rehearsal(tmp_path):
 
 
 def _long(stop: int = 2**31 - 1) -> Scenario:
-    """Two devices adding their shard into the output ``stop`` times in a fori_loop
-    (10**9 steps ran over 40 s in JAX's HLO interpreter here), a call it runs."""
+    """Two devices adding their shard into the output ``stop`` x ``stop`` times in two
+    nested fori_loops, a call JAX's HLO interpreter runs and never finishes (one loop of
+    2**31 - 1 steps finished in 23 s here, so a 25 s timeout was a race)."""
     data = gallery.load("peer-then-multicast-fixed").to_dict()
     data["name"] = "long-multi"
     add = {"op": "add", "dst": "out", "lhs": "out", "rhs": "x_ref"}
-    loop = {"op": "loop", "var": "i", "stop": stop, "via": "fori_loop", "body": [add]}
+    inner = {"op": "loop", "var": "j", "stop": stop, "via": "fori_loop", "body": [add]}
+    loop = {"op": "loop", "var": "i", "stop": stop, "via": "fori_loop", "body": [inner]}
     data["call"]["programs"][0]["body"] = [loop]
     return load_scenario(data)
 
