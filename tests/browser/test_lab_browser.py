@@ -102,7 +102,9 @@ def test_ring_shift_runs_with_auto_on_the_cpu(lab_server, page, artifacts, run_n
     expect(page.locator(".mpl-titlebar")).to_contain_text("valid")
     note = page.locator(".mpl-problems .mpl-interp")
     expect(note).to_have_count(1)
-    expect(note).to_contain_text("JAX's CPU interpreter can't run remote_ref; simulate does")
+    expect(note).to_contain_text(
+        "on this machine: simulate runs it (JAX's CPU interpreter cannot run remote_ref views"
+    )
     expect(page.locator(".mpl-lab .mpl-card")).to_have_count(0)  # not a warning card
     expect(page.locator(".mpl-graph .mpl-gsvg-view svg")).to_be_visible(timeout=120_000)
     expect(page.locator(".mpl-graph .mpl-gsvg-problems")).not_to_contain_text("GPU_INTERP")
