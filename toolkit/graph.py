@@ -48,7 +48,19 @@ from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
 from mpmd_lab.fields import axes_tuple
-from mpmd_lab.ops import BY_OP, SYNC, WRITE, Bitcast, Let, MulticastRef, RemoteRef, StatementOp
+from mpmd_lab.ops import (
+    BY_OP,
+    SYNC,
+    WRITE,
+    Bitcast,
+    Let,
+    Loop,
+    MulticastRef,
+    RemoteRef,
+    SemaphoreSignalMulticast,
+    StatementOp,
+    When,
+)
 from mpmd_lab.ops.control import loop_envs, static_value, trip_count
 from mpmd_lab.ops.peers import device_targets, resolve_device
 from mpmd_lab.resolve import Resolved, resolve
@@ -532,7 +544,7 @@ class _Builder:
                 scope=scope,
                 repeats=self.repeats(rst),
             )
-            if st.kind == "loop":
+            if isinstance(st, Loop):
                 trips = self.trips(st)
                 self.g.nodes[sid].update(
                     repeat=True,
@@ -542,7 +554,7 @@ class _Builder:
                     range=f"{E.parse(st.start).label()}..{E.parse(st.stop).label()}"
                     + ("" if st.step == 1 else f" step {st.step}"),
                 )
-            elif st.kind == "when":
+            elif isinstance(st, When):
                 self.g.nodes[sid].update(control="when", cond=st.condition().label())
             self.edge(pid, sid, "runs", "", None)
             if scope:
@@ -570,7 +582,7 @@ class _Builder:
     def repeats(self, rst: Any) -> int | None:
         n = 1
         for c in rst.scope:
-            if c.node.kind == "loop":
+            if isinstance(c.node, Loop):
                 t = self.trips(c.node)
                 if t is None:
                     return None
@@ -681,7 +693,7 @@ class _Builder:
         self, st: Any, d: int, own: dict, values: dict, sizes: dict, mesh: dict
     ) -> list[int]:
         """The devices a signal from device ``d`` (at one loop step) reaches."""
-        if st.kind == "semaphore_signal_multicast":
+        if isinstance(st, SemaphoreSignalMulticast):
             groups = multicast_groups(st.axes, mesh) if mesh else None
             if groups is None:
                 return []

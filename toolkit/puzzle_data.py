@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from mpmd_lab import scenario_json as J
 from mpmd_lab.exercise_data import Arrays, Requirement, uses_semaphores, walk_statements
+from mpmd_lab.ops import RemoteRef
 from mpmd_lab.scenario import Scenario
 
 D, S = 4, 256
@@ -128,7 +129,7 @@ def _pushes_remotely() -> Requirement:
     def holds(s: Scenario) -> bool:
         for st in walk_statements(s.call.programs[0].body):
             for t in getattr(st, "transforms", []) or []:
-                if getattr(t, "op", None) == "remote_ref":
+                if isinstance(t, RemoteRef):
                     return True
         return False
 

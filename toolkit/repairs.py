@@ -11,7 +11,16 @@ from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
 from mpmd_lab.fields import get_path
-from mpmd_lab.ops import Let
+from mpmd_lab.ops import (
+    At,
+    Copy,
+    CopyGmemToSmem,
+    Fill,
+    Let,
+    RemoteRef,
+    SemaphoreSignal,
+    SemaphoreWait,
+)
 from mpmd_lab.recheck import checked
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
@@ -110,7 +119,7 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
     if lets and count > 1:
         j, let = lets[-1]
         t = let.transforms[-1]
-        if t.op == "at":
+        if isinstance(t, At):
             index = get_path(data, f"{stmt_path.split('.body[')[0]}.body[{j}].transforms")[-1][
                 "index"
             ]
@@ -172,12 +181,13 @@ def _lets(body: list[Any]) -> Iterator[Any]:
 
 
 def _root(
-    s: Scenario, program: int, name: str, keeps: frozenset[str] = frozenset()
+    s: Scenario, program: int, name: str, dtype_only: bool = False
 ) -> tuple[str, str, bool] | None:
     """Where the ref ``name`` of a program comes from: ``(table, key, viewed)``, the
     scenario's table (``call.outputs``, ``buffers``, ``call.scratch``), its entry, and
-    whether a view step stands between (steps of the ops ``keeps`` do not count: an
-    ``at`` keeps the dtype). None: not found."""
+    whether a view step stands between (``dtype_only``: only a step that changes the
+    element type counts, ``TransformOp.REINTERPRETS``; an ``at`` keeps the dtype).
+    None: not found."""
     viewed = False
     lets = {st.let: st for st in _lets(s.call.programs[program].body)}
     arg = {a.param: a for a in s.call.args if isinstance(a, BufferArg)}
@@ -185,22 +195,21 @@ def _root(
         let = lets.pop(name, None)
         if let is None:
             break
-        viewed = viewed or any(t.op not in keeps for t in let.transforms)
+        viewed = viewed or _views(let.transforms, dtype_only)
         name = let.ref
     c = s.call
     if name in arg:
         a = arg[name]
-        return "buffers", a.buffer, viewed or any(t.op not in keeps for t in a.transforms)
+        return "buffers", a.buffer, viewed or _views(a.transforms, dtype_only)
     for table, items in (("call.outputs", c.outputs), ("call.scratch", c.scratch)):
         if name in items:
             return table, name, viewed
     return None
 
 
-#: view steps that keep a ref's dtype
-_SAME_DTYPE = frozenset(
-    {"at", "reshape", "transpose", "remote_ref", "multicast_ref", "cluster_ref"}
-)
+def _views(transforms: list[Any], dtype_only: bool) -> bool:
+    """Whether a step of ``transforms`` makes a view (``dtype_only``: of another dtype)."""
+    return any(t.REINTERPRETS or not dtype_only for t in transforms)
 
 
 #: what JAX says a copy's two sides are: (message pattern, what is compared)
@@ -232,10 +241,9 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
     out: list[Fix] = []
     for side, want, other in (("dst", src_has, "src"), ("src", dst_has, "dst")):
         name = getattr(stmt, side, None)
-        keeps = _SAME_DTYPE if what == "dtype" else frozenset()
         if not isinstance(name, str):
             continue
-        root = _root(s, program, name, keeps)
+        root = _root(s, program, name, dtype_only=what == "dtype")
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
@@ -274,7 +282,7 @@ def _resize_view(s: Scenario, program: int, name: str, want: list[int]) -> list[
         return []
     path, let = hits[0]
     root = _root(s, program, let.ref)
-    if root is None or root[2] or len(let.transforms) != 1 or let.transforms[0].op != "at":
+    if root is None or root[2] or len(let.transforms) != 1 or not isinstance(let.transforms[0], At):
         return []
     table, key, _ = root
     shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
@@ -691,7 +699,7 @@ def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
     for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body"):
         if isinstance(st, Let) and st.let == name:
             for k in range(len(st.transforms) - 1, -1, -1):
-                if st.transforms[k].op == "remote_ref":
+                if isinstance(st.transforms[k], RemoteRef):
                     out.append(Edit(op="remove", path=f"{p}.transforms[{k}]"))
     if not out:
         return []
@@ -801,7 +809,7 @@ def _peer_device(s: Scenario, program: int, name: str) -> Any:
         if let is None:
             return None
         for t in let.transforms:
-            if t.op == "remote_ref":
+            if isinstance(t, RemoteRef):
                 return t.model_dump(mode="json")["device"]
         name = let.ref
     return None
@@ -817,7 +825,7 @@ def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []
     wait_path = at.group(1)
     wait = get_path(s, wait_path)
-    if getattr(wait, "op", None) != "semaphore_wait":
+    if not isinstance(wait, SemaphoreWait):
         return []
     program = int(at.group(2))
     parent, _, last = wait_path.rpartition("[")
@@ -891,7 +899,7 @@ def _no_zero_fill(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt = get_path(s, at.group(1))
-    if getattr(stmt, "op", None) != "fill" or getattr(stmt, "value", None) != 0:
+    if not isinstance(stmt, Fill) or getattr(stmt, "value", None) != 0:
         return []
     return [
         Fix(
@@ -926,9 +934,11 @@ def _signal_by_device(s: Scenario, d: Diagnostic) -> list[Fix]:
     stmt = get_path(s, at.group(1))
     lets = {x.let: x for x in _lets(s.call.programs[int(at.group(2))].body)}
     let = lets.get(stmt.sem)
-    if getattr(stmt, "op", None) != "semaphore_signal" or let is None:
+    if not isinstance(stmt, SemaphoreSignal) or let is None:
         return []
-    if [t.op for t in let.transforms] != ["remote_ref"] or stmt.device is not None:
+    if len(let.transforms) != 1 or not isinstance(let.transforms[0], RemoteRef):
+        return []
+    if stmt.device is not None:
         return []
     device = let.transforms[0].model_dump(mode="json")["device"]
     return [
@@ -952,11 +962,7 @@ def _operand_in_smem(s: Scenario, d: Diagnostic) -> list[Fix]:
     name = getattr(get_path(s, stmt_path), field)
     parent, _, last = stmt_path.rpartition("[")
     body = get_path(s, parent)[: int(last.rstrip("]"))]
-    copies = [
-        st.dst
-        for st in body
-        if getattr(st, "op", None) in ("copy", "copy_gmem_to_smem") and st.src == name
-    ]
+    copies = [st.dst for st in body if isinstance(st, (Copy, CopyGmemToSmem)) and st.src == name]
     out = []
     for dst in copies:
         root = _root(s, int(at.group(2)), dst)

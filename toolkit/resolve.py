@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab import dtypes
-from mpmd_lab.ops import Let, Return
+from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
@@ -160,7 +160,7 @@ class Stmt(Record):
 
     @property
     def loop_vars(self) -> tuple[str, ...]:
-        return tuple(s.node.var for s in self.scope if s.node.kind == "loop")
+        return tuple(s.node.var for s in self.scope if isinstance(s.node, Loop))
 
 
 class ProgramInfo(Record):
@@ -580,7 +580,7 @@ def _body(
         if isinstance(st, Return):
             return False  # never executed past here: the body returned
         if st.BODY:
-            inner = bound | {st.var} if st.kind == "loop" else bound
+            inner = bound | {st.var} if isinstance(st, Loop) else bound
             if not _body(ctx, out, st.body, path + ".body", env, inner, (*scope, stmt)):
                 return False
     return True

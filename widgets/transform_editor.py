@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as w
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.ops import BY_OP, TRANSFORM_OPS, Let
+from mpmd_lab.ops.peers import DeviceId
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
@@ -280,10 +281,11 @@ class TransformStackEditor(w.VBox):
         return box
 
     def _field(self, p: str, op: str, name: str, value: Any, cls: Any = None) -> w.Widget:
-        """A transform's field: the device picker for a device id, else the editor the
-        op's model declares (help in the tooltip)."""
+        """A transform's field: the device picker for a device id (a field typed
+        ``DeviceId``), else the editor the op's model declares (help in the tooltip)."""
         st = self.state
-        if op == "remote_ref" and name == "device":
+        field = cls.model_fields.get(name) if cls is not None else None
+        if field is not None and field.annotation == DeviceId:
             from mpmd_lab.widgets.device_picker import DevicePicker
 
             return DevicePicker(st, f"{p}.{name}", value)

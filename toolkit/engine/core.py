@@ -56,7 +56,16 @@ from mpmd_lab.engine.sync import (
     Wait,
 )
 from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
-from mpmd_lab.ops import SYNC, BarrierScratch, ClusterBarrierScratch, Let, SemaphoreScratch
+from mpmd_lab.ops import (
+    SYNC,
+    BarrierScratch,
+    ClusterBarrierScratch,
+    CopyGmemToSmem,
+    CopySmemToGmem,
+    Let,
+    Return,
+    SemaphoreScratch,
+)
 from mpmd_lab.ops.control import statements_run, trip_count
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
@@ -96,7 +105,7 @@ def synchronises(s: Scenario) -> bool:
                 for _, _, acc in ref_fields():
                     if acc == SYNC:
                         return True
-            if st.kind in ("copy_gmem_to_smem", "copy_smem_to_gmem"):
+            if isinstance(st, (CopyGmemToSmem, CopySmemToGmem)):
                 return True
             if getattr(st, "BODY", False) and walk(st.body):
                 return True
@@ -275,7 +284,7 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
         if getattr(st, "BODY", False):
             children, going = compile_body(st.body, f"{path}.body", counter)
         out.append(_Node(index, path, st, children))
-        if st.kind == "return" or not going:
+        if isinstance(st, Return) or not going:
             return tuple(out), False
     return tuple(out), True
 

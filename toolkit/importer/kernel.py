@@ -37,10 +37,16 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.importer import frames as F
 from mpmd_lab.importer import values as V
-from mpmd_lab.ops import Im2Col
+from mpmd_lab.ops import TRANSFORM_CLASSES, Im2Col
 
-#: Transform kinds that make a view another place's memory (for aliasing)
-ELSEWHERE = ("remote_ref", "multicast_ref", "cluster_ref")
+_TRANSFORMS = {c.op_name(): c for c in TRANSFORM_CLASSES}
+#: a let's name tag by what memory its view reaches (``TransformOp.REACH``)
+REACH_TAG = {"peer": "peer", "multicast": "mc", "cluster": "cl"}
+
+
+def _reach(step: dict[str, Any]) -> str:
+    """What memory a transform step (JSON form) reaches: ``TransformOp.REACH``."""
+    return _TRANSFORMS[step["op"]].REACH
 
 
 class Unsupported(Exception):
@@ -78,7 +84,7 @@ class View:
 
     @property
     def elsewhere(self) -> bool:
-        return any(t["op"] in ELSEWHERE for t in self.stack)
+        return any(_reach(t) for t in self.stack)
 
 
 @dataclass(frozen=True)
@@ -369,9 +375,8 @@ class Translator:
         found = scope.find_let(key)
         if found:
             return found
-        kinds = [t["op"] for t in view.stack]
-        suffix = {"remote_ref": "peer", "multicast_ref": "mc", "cluster_ref": "cl"}
-        tag = next((suffix[k] for k in reversed(kinds) if k in suffix), kinds[-1])
+        reach = [_reach(t) for t in reversed(view.stack)]
+        tag = next((REACH_TAG[r] for r in reach if r), view.stack[-1]["op"])
         name = self.fresh(f"{_stem(view.param)}_{tag}")
         scope.body.append({"let": name, "ref": view.param, "transforms": view.stack})
         path = f"{scope.path}[{len(scope.body) - 1}]"

@@ -9,10 +9,10 @@ from mpmd_lab.fields import get_path
 from mpmd_lab.scenario import Scenario
 
 #: a peer view made multicast or the other way round: (this step's view, the earlier
-#: one's, the earlier step's op, where the earlier view alone writes)
+#: one's: what each reaches, ``TransformOp.REACH``; where the earlier view alone writes)
 _MIXED = {
-    "REF_PEER_TO_MULTICAST": ("multicast", "peer", "remote_ref", "one device, not all"),
-    "REF_MULTICAST_TO_PEER": ("peer", "multicast", "multicast_ref", "every device, not one"),
+    "REF_PEER_TO_MULTICAST": ("multicast", "peer", "one device, not all"),
+    "REF_MULTICAST_TO_PEER": ("peer", "multicast", "every device, not one"),
 }
 
 
@@ -24,12 +24,12 @@ def fix_step(s: Scenario, path: str, e: Any, before: Any) -> Fix | list[Fix] | N
     t = _transform(s, base, index)
     code = e.code
     if code in _MIXED:
-        this, earlier, earlier_op, keeps = _MIXED[code]
+        this, earlier, keeps = _MIXED[code]
         return [
             Fix(
                 description=f"build the {this} view from the base ref "
                 f"(drop the {earlier} step before it)",
-                edits=_drop_kind(s, base, index, earlier_op),
+                edits=_drop_reach(s, base, index, earlier),
             ),
             Fix(
                 description=f"keep the {earlier} view: drop the {this} step (write to {keeps})",
@@ -98,8 +98,11 @@ def _transform(s: Scenario, base: str, k: int) -> Any:
     return get_path(s, f"{base}[{k}]")
 
 
-def _drop_kind(s: Scenario, base: str, upto: int, op: str) -> list[Edit]:
+def _drop_reach(s: Scenario, base: str, upto: int, reach: str) -> list[Edit]:
+    """Remove the steps before ``upto`` of the stack at ``base`` that reach ``reach``."""
     ts = get_path(s, base)
     return [
-        Edit(op="remove", path=f"{base}[{k}]") for k in range(upto - 1, -1, -1) if ts[k].op == op
+        Edit(op="remove", path=f"{base}[{k}]")
+        for k in range(upto - 1, -1, -1)
+        if ts[k].REACH == reach
     ]

@@ -52,7 +52,7 @@ from mpmd_lab.engine import (
     synchronises,
 )
 from mpmd_lab.fields import get_path
-from mpmd_lab.ops import Compute
+from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.resolve import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
@@ -673,7 +673,7 @@ def _wait_fix(ctx: Ctx, out: Outcome) -> Fix | None:
     each device waits on its own semaphore, which its neighbour signals)."""
     for _label, _value, path in out.leftover:
         st = _stmt(ctx, path)
-        if st is None or st.node.kind != "semaphore_signal":
+        if st is None or not isinstance(st.node, SemaphoreSignal):
             continue
         base = st.refs.get("sem")
         name = base.origin[0].split(":", 1)[-1] if base is not None and base.origin else ""
@@ -792,7 +792,7 @@ def _keeping_waits(ctx: Ctx) -> list[str]:
         st.path
         for prog in ctx.programs
         for st in prog.stmts
-        if st.node.kind == "semaphore_wait" and not st.node.decrement
+        if isinstance(st.node, SemaphoreWait) and not st.node.decrement
     ]
 
 
