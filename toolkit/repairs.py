@@ -992,11 +992,99 @@ def _arrivals_that_come(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_RACE_PATHS = re.compile(r"\((call\.programs\[\d+\]\S*?) and (call\.programs\[\d+\]\S*?)\)")
+_CLUSTER_PAIR = re.compile(r"\bblock ([A-Za-z_]\w*)=\d+ \w+ it .* block \1=\d+ \w+ it")
+
+
+def _cluster_meet(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between two blocks of one cluster (one writes SMEM, another reads it through
+    a cluster view): the blocks meet at a cluster barrier between the two statements
+    (``plgpu.ClusterBarrier`` over the cluster axis: arrive, then wait)."""
+    pair = _CLUSTER_PAIR.search(d.message)
+    paths = _RACE_PATHS.search(d.message)
+    if pair is None or paths is None:
+        return []
+    axis = pair.group(1)
+    first, second = (_AT_STMT.match(p) for p in paths.groups())
+    if first is None or second is None or first.group(2) != second.group(2):
+        return []
+    prog = s.call.programs[int(first.group(2))]
+    if axis not in prog.mesh.cluster:
+        return []
+    parent = f"call.programs[{first.group(2)}].body"
+    (i, j) = (m.group(1).removeprefix(parent + "[") for m in (first, second))
+    if not (i.endswith("]") and j.endswith("]") and i[:-1].isdigit() and j[:-1].isdigit()):
+        return []  # (a barrier every block meets stays out of loops and conditions)
+    at = max(int(i.rstrip("]")), int(j.rstrip("]")))
+    bar = _fresh(s, "cbar")
+    return [
+        Fix(
+            description=f"let the blocks of the cluster meet at a cluster barrier ({bar!r} "
+            f"over {axis!r}) before {second.group(1)}: the write comes before the read",
+            edits=[
+                Edit(
+                    op="add",
+                    path=f"call.scratch.{bar}",
+                    value={"kind": "cluster_barrier", "collective_axes": [axis]},
+                ),
+                Edit(
+                    op="add", path=f"{parent}[{at}]", value={"op": "barrier_arrive", "barrier": bar}
+                ),
+                Edit(
+                    op="add",
+                    path=f"{parent}[{at + 1}]",
+                    value={"op": "barrier_wait", "barrier": bar},
+                ),
+            ],
+        )
+    ]
+
+
+def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """RACE / RACE_DETECTED: the writers split, or the blocks of a cluster meet."""
+    return [*_race_split(s, d), *_cluster_meet(s, d)]
+
+
+_TRAILING_TILE = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
+
+
+def _tile_for_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SWIZZLE_TRAILING_DIM on a scratch: tile it so that a tile's trailing dimension is
+    the swizzle's width (``TilingTransform((8, n))`` before the swizzle, as Mosaic GPU
+    kernels do); the data and the swizzle stay as written."""
+    m = _TRAILING_TILE.search(d.message)
+    if m is None or not d.path.startswith("call.scratch."):
+        return []
+    wanted = int(m.group(2))
+    tpath, _, k = d.path.rpartition("[")
+    name = tpath.split(".")[2]
+    sc = s.call.scratch[name]
+    steps = get_path(s.to_dict(), tpath)
+    shape = list(getattr(sc, "shape", []))
+    if any(t.get("op") == "tiling" for t in steps) or len(shape) < 2:
+        return []
+    if shape[-1] % wanted or shape[-2] % 8:
+        return []
+    return [
+        Fix(
+            description=f"tile {name!r} by (8, {wanted}) before the swizzle: each tile's "
+            f"trailing dimension is the {wanted} elements the swizzle spans",
+            edits=[
+                Edit(
+                    op="add",
+                    path=f"{tpath}[{k.rstrip(']')}]",
+                    value={"op": "tiling", "tile": [8, wanted]},
+                )
+            ],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
-    "RACE": _race_split,
-    "RACE_DETECTED": _race_split,
+    "RACE": _race_repairs,
+    "RACE_DETECTED": _race_repairs,
     **dict.fromkeys(_MISMATCH, _match_sides),
     "SWIZZLE_VALUE": _swizzle_value,
     "AT_NEGATIVE_SLICE": _slice_inside,
@@ -1012,7 +1100,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SEMAPHORE_NOT_A_REF": _own_semaphore,
     "SEMAPHORE_NOT_SCALAR": _one_semaphore,
     "MESH_DEVICE_ORDER": _row_major,
-    "SWIZZLE_TRAILING_DIM": _swizzle_fits,
+    "SWIZZLE_TRAILING_DIM": lambda s, d: [*_swizzle_fits(s, d), *_tile_for_swizzle(s, d)],
     "DOT_DTYPE_MISMATCH": _dot_dtypes,
     "STORE_TO_ARRAY": _store_to_ref,
     "DEVICE_ID_RANK": _own_device,
