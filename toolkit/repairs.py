@@ -1040,9 +1040,48 @@ def _cluster_meet(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _wait_after_signals(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between devices in a kernel whose signals to a peer are never waited for
+    after them: each device waits on its own semaphore (which its peer signals, the ring
+    idiom) right after each such signal, for the signal's count, before it reads."""
+    if " on device " not in d.message or " device " not in d.message.partition(": ")[2]:
+        return []
+    edits: list[Edit] = []
+    for p, prog in enumerate(s.call.programs):
+        spots = []
+        for path, st in _statements(prog.body, f"call.programs[{p}].body"):
+            if getattr(st, "op", None) != "semaphore_signal" or st.device is None:
+                continue
+            parent, _, k = path.rpartition("[")
+            body = get_path(s, parent)
+            j = int(k.rstrip("]"))
+            if any(
+                getattr(x, "op", None) == "semaphore_wait" and x.sem == st.sem
+                for x in body[j + 1 :]
+            ):
+                continue
+            wait: dict[str, Any] = {"op": "semaphore_wait", "sem": st.sem}
+            if st.inc != 1:
+                wait["value"] = st.inc
+            spots.append(Edit(op="add", path=f"{parent}[{j + 1}]", value=wait))
+        edits += reversed(spots)  # (the last first: an add moves no path before it)
+    if not edits:
+        return []
+    names = sorted({e.value["sem"] for e in edits})
+    return [
+        Fix(
+            description=f"wait for {', '.join(names)} right after signalling the peer "
+            f"({len(edits)} place(s)): the signal orders the writes before it, only a wait "
+            "orders the reads after it",
+            edits=edits,
+        )
+    ]
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """RACE / RACE_DETECTED: the writers split, or the blocks of a cluster meet."""
-    return [*_race_split(s, d), *_cluster_meet(s, d)]
+    """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, or each
+    device waits after signalling its peer."""
+    return [*_race_split(s, d), *_cluster_meet(s, d), *_wait_after_signals(s, d)]
 
 
 _TRAILING_TILE = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
