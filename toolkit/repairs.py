@@ -1055,11 +1055,12 @@ def _wait_after_signals(s: Scenario, d: Diagnostic) -> list[Fix]:
             parent, _, k = path.rpartition("[")
             body = get_path(s, parent)
             j = int(k.rstrip("]"))
+            sem = (_root(s, p, st.sem) or ())[:2]
             if any(
-                getattr(x, "op", None) == "semaphore_wait" and x.sem == st.sem
+                getattr(x, "op", None) == "semaphore_wait" and (_root(s, p, x.sem) or ())[:2] == sem
                 for x in body[j + 1 :]
             ):
-                continue
+                continue  # (a wait on the same semaphore, by whatever name, follows)
             wait: dict[str, Any] = {"op": "semaphore_wait", "sem": st.sem}
             if st.inc != 1:
                 wait["value"] = st.inc
