@@ -1079,6 +1079,34 @@ def _wait_after_signals(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _multimem_own_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_PEER_REF: a multimem load or store reaches every device of its axes
+    already: it takes the ref itself, not one peer's view (the ``remote_ref`` step of the
+    view it names goes)."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    if at is None or not isinstance(name, str):
+        return []
+    program = int(at.group(2))
+    prog = s.call.programs[program]
+    edits = [
+        Edit(op="remove", path=f"{path}.transforms[{k}]")
+        for path, st in _statements(prog.body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+        for k in reversed(range(len(st.transforms)))
+        if st.transforms[k].op == "remote_ref"
+    ]
+    if not edits:
+        return []
+    return [
+        Fix(
+            description=f"drop the peer view ({name!r} without remote_ref): a multimem "
+            "access reaches every device of its axes already",
+            edits=edits,
+        )
+    ]
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, or each
     device waits after signalling its peer."""
@@ -1155,6 +1183,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DOT_OPERAND_NOT_SMEM": _operand_in_smem,
     "DEADLOCK_BARRIER": _arrivals_that_come,
     "BARRIER_NOT_A_BARRIER": _own_barrier,
+    "MULTIMEM_PEER_REF": _multimem_own_ref,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
