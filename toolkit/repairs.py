@@ -677,29 +677,69 @@ def _store_to_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
     return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == name]
 
 
+def _peer_steps(s: Scenario, d: Diagnostic) -> tuple[str, list[Edit]]:
+    """The view a statement's field (``d.path``) names, and the edits that drop its
+    ``remote_ref`` steps (none when it has none)."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return "", []
+    program = int(at.group(2))
+    name = getattr(get_path(s, at.group(1)), at.group(3), None)
+    edits = [
+        Edit(op="remove", path=f"{p}.transforms[{k}]")
+        for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+        for k in reversed(range(len(st.transforms)))
+        if st.transforms[k].op == "remote_ref"
+    ]
+    return str(name), edits
+
+
 def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
     """DEVICE_ID_RANK on a call with no device mesh: the one device's peer view is the
     ref itself, so the ``remote_ref`` step goes."""
     if s.device_mesh:
         return []
-    at = _AT_STMT.match(d.path)
-    if at is None or at.group(3) is None:
-        return []
-    program = int(at.group(2))
-    name = getattr(get_path(s, at.group(1)), at.group(3), None)
-    out = []
-    for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body"):
-        if isinstance(st, Let) and st.let == name:
-            for k in range(len(st.transforms) - 1, -1, -1):
-                if st.transforms[k].op == "remote_ref":
-                    out.append(Edit(op="remove", path=f"{p}.transforms[{k}]"))
-    if not out:
+    name, edits = _peer_steps(s, d)
+    if not edits:
         return []
     return [
         Fix(
             description=f"drop the remote_ref step of {name!r}: with no device mesh the "
             "one device is this one",
-            edits=out,
+            edits=edits,
+        )
+    ]
+
+
+def _device_by_axes(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEVICE_ID_RANK on a mesh of several axes: a linear (row-major) device id becomes
+    one id per mesh axis (``{x: id // 2, y: id % 2}``), wherever it names a device."""
+    mesh = dict(s.device_mesh or {})
+    if len(mesh) < 2:
+        return []
+    paths = [(p, v) for p, v in _device_fields(s.to_dict()) if isinstance(v, int | str)]
+    if not paths or isinstance(paths[0][1], bool):
+        return []
+    edits = []
+    for p, linear in paths:
+        ids: dict[str, int | str] = {}
+        inner = 1
+        for axis in reversed(mesh):
+            size = mesh[axis]
+            if isinstance(linear, int):
+                ids[axis] = linear // inner % size
+            else:
+                ids[axis] = (
+                    f"({linear}) // {inner} % {size}" if inner > 1 else f"({linear}) % {size}"
+                )
+            inner *= size
+        edits.append(Edit(op="replace", path=p, value={a: ids[a] for a in mesh}))
+    return [
+        Fix(
+            description=f"name each device by its {len(mesh)} mesh coordinates "
+            f"({', '.join(mesh)}), from the row-major id (in {len(edits)} place(s))",
+            edits=edits,
         )
     ]
 
@@ -1083,19 +1123,7 @@ def _multimem_own_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
     """MULTIMEM_PEER_REF: a multimem load or store reaches every device of its axes
     already: it takes the ref itself, not one peer's view (the ``remote_ref`` step of the
     view it names goes)."""
-    at = _AT_STMT.match(d.path)
-    name = get_path(s, d.path) if at is not None else None
-    if at is None or not isinstance(name, str):
-        return []
-    program = int(at.group(2))
-    prog = s.call.programs[program]
-    edits = [
-        Edit(op="remove", path=f"{path}.transforms[{k}]")
-        for path, st in _statements(prog.body, f"call.programs[{program}].body")
-        if isinstance(st, Let) and st.let == name
-        for k in reversed(range(len(st.transforms)))
-        if st.transforms[k].op == "remote_ref"
-    ]
+    name, edits = _peer_steps(s, d)
     if not edits:
         return []
     return [
@@ -1171,7 +1199,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SWIZZLE_TRAILING_DIM": lambda s, d: [*_swizzle_fits(s, d), *_tile_for_swizzle(s, d)],
     "DOT_DTYPE_MISMATCH": _dot_dtypes,
     "STORE_TO_ARRAY": _store_to_ref,
-    "DEVICE_ID_RANK": _own_device,
+    "DEVICE_ID_RANK": lambda s, d: [*_own_device(s, d), *_device_by_axes(s, d)],
     "XREF_UNKNOWN_NAME": _define_first,
     "RESHAPE_SIZE": _reshape_infer,
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
