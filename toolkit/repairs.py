@@ -1135,10 +1135,81 @@ def _multimem_own_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_PARTIAL_WAIT = re.compile(r"wait at (call\.programs\[\d+\]\S*) saw only the signal")
+
+
+def _wait_for_all(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read after a wait that may see only some of the signals it counts on (two
+    waits for 1 where two peers signal): the first wait waits for them all (the sum of
+    the waits on that semaphore that follow it, with no signal between), and the later
+    waits go."""
+    m = _PARTIAL_WAIT.search(d.message)
+    if m is None:
+        return []
+    parent, _, k = m.group(1).rpartition("[")
+    body = get_path(s, parent)
+    j = int(k.rstrip("]"))
+    first = body[j]
+    if getattr(first, "op", None) != "semaphore_wait" or not isinstance(first.value, int):
+        return []
+    later = []
+    for i in range(j + 1, len(body)):
+        st = body[i]
+        op = getattr(st, "op", None)
+        if op in ("semaphore_signal", "semaphore_signal_multicast", "loop", "when"):
+            break
+        if op == "semaphore_wait" and st.sem == first.sem:
+            if not isinstance(st.value, int) or st.decrement != first.decrement:
+                return []
+            later.append((i, st.value))
+    if not later:
+        return []
+    total = first.value + sum(v for _, v in later)
+    edits = [Edit(op="remove", path=f"{parent}[{i}]") for i, _ in reversed(later)]
+    edits.append(Edit(op="replace", path=f"{m.group(1)}.value", value=total))
+    return [
+        Fix(
+            description=f"wait for all {total} signals of {first.sem} at {m.group(1)} "
+            f"(not {first.value}): a wait for fewer may see any of the signallers",
+            edits=edits,
+        )
+    ]
+
+
+def _wait_for_the_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read of SMEM that no wait orders after the async copy writing it: wait on that
+    copy's barrier just before the read."""
+    if "no wait completes that async copy" not in d.message:
+        return []
+    paths = _RACE_PATHS.search(d.message)
+    first = _AT_STMT.match(paths.group(1)) if paths else None
+    second = _AT_STMT.match(paths.group(2)) if paths else None
+    if first is None or second is None:
+        return []
+    copy = get_path(s, first.group(1))
+    if getattr(copy, "op", None) != "copy_gmem_to_smem" or not copy.barrier:
+        return []
+    wait = {"op": "barrier_wait", "barrier": copy.barrier}
+    return [
+        Fix(
+            description=f"wait on {copy.barrier!r} (the barrier the copy at {first.group(1)} "
+            f"arrives on) before {second.group(1)} reads what it copied",
+            edits=[Edit(op="add", path=second.group(1), value=wait)],
+        )
+    ]
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, or each
-    device waits after signalling its peer."""
-    return [*_race_split(s, d), *_cluster_meet(s, d), *_wait_after_signals(s, d)]
+    """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
+    device waits after signalling its peer, a wait waits for all its signals, or a read
+    waits for the async copy it reads."""
+    return [
+        *_race_split(s, d),
+        *_cluster_meet(s, d),
+        *_wait_after_signals(s, d),
+        *_wait_for_all(s, d),
+        *_wait_for_the_copy(s, d),
+    ]
 
 
 _TRAILING_TILE = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
