@@ -1199,6 +1199,82 @@ def _wait_for_the_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _untiled(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_TILING_NO_SWIZZLE: a scratch tiled with no swizzle is copied untiled (the
+    tiling goes; the data is the same, only its order in SMEM was to change)."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    root = _root(s, int(at.group(2)), name) if at is not None and isinstance(name, str) else None
+    if root is None or root[0] != "call.scratch":
+        return []
+    steps = s.call.scratch[root[1]].transforms
+    edits = [
+        Edit(op="remove", path=f"call.scratch.{root[1]}.transforms[{k}]")
+        for k in reversed(range(len(steps)))
+        if steps[k].op == "tiling"
+    ]
+    if not edits or any(t.op == "swizzle" for t in steps):
+        return []
+    return [
+        Fix(
+            description=f"drop the tiling of {root[1]!r}: Mosaic GPU tiles an SMEM ref for "
+            "a copy only with a swizzle",
+            edits=edits,
+        )
+    ]
+
+
+_DUP_PARAM = re.compile(
+    r"kernel parameter '(\w+)' is already defined at (call\.args\[(\d+)\]\.param)"
+)
+
+
+def _own_param(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """XREF_DUPLICATE_NAME: an argument's parameter named as an output gets its own name
+    (``<buffer>_ref``, the convention), the output keeps its name."""
+    m = _DUP_PARAM.search(d.message)
+    if m is None:
+        return []
+    arg = s.call.args[int(m.group(3))]
+    if not isinstance(arg, BufferArg):
+        return []
+    new = _fresh(s, f"{arg.buffer}_ref")
+    return [
+        Fix(
+            description=f"call buffer {arg.buffer!r}'s parameter {new!r}: "
+            f"{m.group(1)!r} names the output",
+            edits=[Edit(op="replace", path=m.group(2), value=new)],
+        )
+    ]
+
+
+def _barrier_flat_index(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """BARRIER_TRANSFORM: a barrier array reshaped, then indexed by constants, is indexed
+    at the flat (row-major) position instead (barriers take only indexing)."""
+    steps = get_path(s.to_dict(), d.path.rpartition("[")[0])
+    if len(steps) != 2 or steps[0].get("op") != "reshape" or steps[1].get("op") != "at":
+        return []
+    shape, index = steps[0]["shape"], steps[1]["index"]
+    if len(index) != len(shape) or not all(isinstance(v, int) for v in [*shape, *index]):
+        return []
+    flat = 0
+    for size, i in zip(shape, index, strict=True):
+        flat = flat * size + i
+    return [
+        Fix(
+            description=f"index the barrier array at {flat} (where [{', '.join(map(str, index))}] "
+            f"of the {tuple(shape)} reshape falls): barriers take only indexing",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=d.path.rpartition("[")[0],
+                    value=[{"op": "at", "index": [flat]}],
+                )
+            ],
+        )
+    ]
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
     device waits after signalling its peer, a wait waits for all its signals, or a read
@@ -1283,6 +1359,9 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DEADLOCK_BARRIER": _arrivals_that_come,
     "BARRIER_NOT_A_BARRIER": _own_barrier,
     "MULTIMEM_PEER_REF": _multimem_own_ref,
+    "TMA_TILING_NO_SWIZZLE": _untiled,
+    "XREF_DUPLICATE_NAME": _own_param,
+    "BARRIER_TRANSFORM": _barrier_flat_index,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
