@@ -1275,6 +1275,34 @@ def _barrier_flat_index(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _peer_reaches_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REMOTE_SMEM: a peer reaches only GMEM: the SMEM scratch a remote view names
+    becomes an output of the same shape and dtype (GMEM, which the peer can write)."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    root = _root(s, int(at.group(2)), name) if at is not None and isinstance(name, str) else None
+    if root is None or root[0] != "call.scratch":
+        return []
+    key = root[1]
+    sc = s.call.scratch[key]
+    if getattr(sc, "memory_space", None) != "SMEM" or sc.transforms:
+        return []
+    return [
+        Fix(
+            description=f"make {key!r} an output (GMEM): a peer device reaches only GMEM, "
+            "not another device's SMEM",
+            edits=[
+                Edit(op="remove", path=f"call.scratch.{key}"),
+                Edit(
+                    op="add",
+                    path=f"call.outputs.{key}",
+                    value={"shape": list(sc.shape), "dtype": sc.dtype},
+                ),
+            ],
+        )
+    ]
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
     device waits after signalling its peer, a wait waits for all its signals, or a read
@@ -1362,6 +1390,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "TMA_TILING_NO_SWIZZLE": _untiled,
     "XREF_DUPLICATE_NAME": _own_param,
     "BARRIER_TRANSFORM": _barrier_flat_index,
+    "REMOTE_SMEM": _peer_reaches_gmem,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
