@@ -777,6 +777,10 @@ _OOB_INT = re.compile(r"integer index (\d+) is out of bounds for a dimension of 
 _ENTRY = re.compile(r"\.transforms\[0\]\.index\[(\d+)\]$")
 
 
+#: view steps that keep a ref's shape (a peer's, or every device's, copy of it)
+_SAME_SHAPE = frozenset({"remote_ref", "multicast_ref"})
+
+
 def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     """OOB_READ / OOB_WRITE / OOB_INDEX of a view taken straight from an output, buffer or
     scratch: that array's dimension grows to hold what the kernel indexes (every
@@ -793,7 +797,7 @@ def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     let = get_path(s, at.group(1))
     if not isinstance(let, Let):
         return []
-    root = _root(s, int(at.group(2)), let.ref)
+    root = _root(s, int(at.group(2)), let.ref, _SAME_SHAPE)
     if root is None or root[2]:
         return []
     table, key, _ = root
@@ -824,12 +828,28 @@ def _grown(
         again = [
             int(m.group(2))
             for x in checked(data) or ()
-            if x.code == d.code and x.path == d.path and (m := _OOB_SPAN.search(x.message))
+            if x.code == d.code
+            and (x.path == d.path or _same_root(s, x.path, d.path))
+            and (m := _OOB_SPAN.search(x.message))
+            and int(m.group(3)) == dim
         ]
         if not again or max(again) <= need:
             break
         need = max(again)
     return shape
+
+
+def _same_root(s: Scenario, path: str, other: str) -> bool:
+    """Whether two index entries' views (``...body[k].transforms[0].index[0]``) are taken
+    straight from one array (the other accesses of the array a fix grows)."""
+    roots = []
+    for p in (path, other):
+        at = _AT_STMT.match(p)
+        let = get_path(s, at.group(1)) if at is not None else None
+        if at is None or not isinstance(let, Let):
+            return False
+        roots.append(_root(s, int(at.group(2)), let.ref))
+    return roots[0] is not None and roots[0] == roots[1]
 
 
 def _peer_device(s: Scenario, program: int, name: str) -> Any:
