@@ -883,23 +883,47 @@ def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
     parent, _, last = wait_path.rpartition("[")
     j = int(last.rstrip("]"))
     body = get_path(s, parent)
-    device = None
+    device, why = None, "the device written to"
     for st in reversed(body[:j]):
-        dst = getattr(st, "dst", None)
-        if isinstance(dst, str) and not isinstance(st, Let):
-            device = _peer_device(s, program, dst)
-            if device is not None:
-                break
+        for field in ("dst", "src"):  # (written to, or read from: "done with yours")
+            ref = getattr(st, field, None)
+            if device is None and isinstance(ref, str) and not isinstance(st, Let):
+                device = _peer_device(s, program, ref)
+                why = "the device written to" if field == "dst" else "the device read from"
+        if device is not None:
+            break
+    if device is None:  # a wait before reading a peer's ref: the peer says it is ready
+        reads = (getattr(st, "src", None) for st in body[j + 1 :] if not isinstance(st, Let))
+        peer = next(
+            (p for r in reads if isinstance(r, str) and (p := _peer_device(s, program, r))), None
+        )
+        device = _ring_inverse(peer) if isinstance(peer, str) else None
+        why = f"the device that reads this one's ref (as this one reads {peer}'s)"
     if device is None:
         return []
     signal = {"op": "semaphore_signal", "sem": wait.sem, "device": device}
     return [
         Fix(
-            description=f"signal {wait.sem!r} on the device written to ({device}) before "
+            description=f"signal {wait.sem!r} on {why}, {device}, before "
             "waiting: nothing signals what this wait waits for",
             edits=[Edit(op="add", path=f"{parent}[{j}]", value=signal)],
         )
     ]
+
+
+_RING = re.compile(r"^\((\w+) \+ (?:axis_size\(\1\) - )?(\d+)\) % axis_size\(\1\)$")
+
+
+def _ring_inverse(device: str) -> str | None:
+    """The ring step back: ``(dev + 1) % axis_size(dev)`` <-> ``(dev + axis_size(dev) - 1)
+    % axis_size(dev)`` (None: not a ring step)."""
+    m = _RING.match(device)
+    if m is None:
+        return None
+    axis, k = m.groups()
+    size = f"axis_size({axis})"
+    back = "axis_size" in device.partition("+")[2].partition("%")[0]
+    return f"({axis} + {k}) % {size}" if back else f"({axis} + {size} - {k}) % {size}"
 
 
 _ARG = re.compile(r"^call\.args\[(\d+)\]\.transforms")
