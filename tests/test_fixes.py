@@ -294,6 +294,7 @@ REPAIRED = [
     "BARRIER_TRANSFORM",
     "TMA_TILING_NO_SWIZZLE",
     "REMOTE_SMEM",
+    "TMA_GMEM_TRANSFORM",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -317,13 +318,13 @@ def test_repairs_by_code_reach_a_valid_kernel_jax_accepts() -> None:
 def test_the_corpus_every_fix_leaves_what_it_says() -> None:
     """Over every invalid scenario shipped or tested (``bench.fix_reach``): each applied
     best fix leaves exactly the error codes its ``after`` says, and the share reaching a
-    valid scenario within three fixes does not fall below what was measured (225/370; of
+    valid scenario within three fixes does not fall below what was measured (227/370; of
     the fix corpus (newcomer mistakes), 39/41)."""
     from bench.fix_reach import measure
 
     got = measure()
     assert [r.broken_promises for r in got if r.broken_promises] == []
-    assert len(got) >= 340 and sum(r.valid for r in got) >= 225
+    assert len(got) >= 340 and sum(r.valid for r in got) >= 227
     mine = [r for r in got if r.name.startswith("tests/fix_corpus/")]
     assert len(mine) == len(list(FIX_CORPUS.glob("*.json")))
     assert sum(r.valid for r in mine) >= 39

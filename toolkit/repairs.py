@@ -1347,6 +1347,64 @@ def _peer_reaches_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _reshape_the_buffer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_GMEM_TRANSFORM of a reshape of an argument the kernel reads only through that
+    view: the buffer has the view's shape (the same elements, row-major) and the reshape
+    goes."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    if at is None or not isinstance(name, str):
+        return []
+    program = int(at.group(2))
+    found = [
+        (path, st)
+        for path, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+    ]
+    if len(found) != 1:
+        return []
+    path, let = found[0]
+    args = [a for a in s.call.args if isinstance(a, BufferArg) and a.param == let.ref]
+    if len(args) != 1 or args[0].transforms or not let.transforms:
+        return []
+    if any(t.op != "reshape" for t in let.transforms):
+        return []
+    buffer = args[0].buffer
+    if args[0].spec is not None:
+        return []  # (dim 0 over the devices keeps each device's elements; another spec may not)
+    if sum(isinstance(a, BufferArg) and a.buffer == buffer for a in s.call.args) != 1:
+        return []
+    if _mentions(s.to_dict()["call"]["programs"], let.ref) != 1:
+        return []  # (the argument is read elsewhere as it is)
+    size = 1
+    for n in s.buffers[buffer].shape:
+        size *= n
+    shape = list(let.transforms[-1].shape)
+    known = 1
+    for n in shape:
+        known *= n if n != -1 else 1
+    shape = [size // known if n == -1 else n for n in shape]
+    return [
+        Fix(
+            description=f"give buffer {buffer!r} the shape {shape} (the same elements, "
+            f"row-major) and drop the reshape: a TMA copy takes only indexed GMEM refs",
+            edits=[
+                Edit(op="replace", path=f"buffers.{buffer}.shape", value=shape),
+                Edit(op="replace", path=f"{path}.transforms", value=[]),
+            ],
+        )
+    ]
+
+
+def _mentions(node: Any, name: str) -> int:
+    """How many string fields of a JSON form are exactly ``name``."""
+    if isinstance(node, dict):
+        return sum(_mentions(v, name) for v in node.values())
+    if isinstance(node, list):
+        return sum(_mentions(v, name) for v in node)
+    return int(node == name)
+
+
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
     device waits after signalling its peer, a wait waits for all its signals, or a read
@@ -1435,6 +1493,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "XREF_DUPLICATE_NAME": _own_param,
     "BARRIER_TRANSFORM": _barrier_flat_index,
     "REMOTE_SMEM": _peer_reaches_gmem,
+    "TMA_GMEM_TRANSFORM": _reshape_the_buffer,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
