@@ -1379,7 +1379,7 @@ def _reshape_the_buffer(s: Scenario, d: Diagnostic) -> list[Fix]:
     size = 1
     for n in s.buffers[buffer].shape:
         size *= n
-    shape = list(let.transforms[-1].shape)
+    shape = list(get_path(s.to_dict(), f"{path}.transforms")[-1]["shape"])
     known = 1
     for n in shape:
         known *= n if n != -1 else 1
