@@ -17,9 +17,15 @@ from mpmd_lab.ops import (
     CopyGmemToSmem,
     Fill,
     Let,
+    Loop,
     RemoteRef,
+    Reshape,
     SemaphoreSignal,
+    SemaphoreSignalMulticast,
     SemaphoreWait,
+    Swizzle,
+    Tiling,
+    When,
 )
 from mpmd_lab.recheck import checked
 from mpmd_lab.scenario import BufferArg, Scenario
@@ -180,14 +186,28 @@ def _lets(body: list[Any]) -> Iterator[Any]:
         yield from _lets(getattr(st, "body", None) or [])
 
 
+def _any_step(t: Any) -> bool:
+    return True
+
+
+def _reinterprets(t: Any) -> bool:
+    """A step that changes the element type (``TransformOp.REINTERPRETS``)."""
+    return bool(t.REINTERPRETS)
+
+
+def _reshapes(t: Any) -> bool:
+    """A step that may change the shape: not one that only reaches another device's or
+    block's copy of the ref (``TransformOp.REACH``)."""
+    return not t.REACH
+
+
 def _root(
-    s: Scenario, program: int, name: str, dtype_only: bool = False
+    s: Scenario, program: int, name: str, counts: Callable[[Any], bool] = _any_step
 ) -> tuple[str, str, bool] | None:
     """Where the ref ``name`` of a program comes from: ``(table, key, viewed)``, the
     scenario's table (``call.outputs``, ``buffers``, ``call.scratch``), its entry, and
-    whether a view step stands between (``dtype_only``: only a step that changes the
-    element type counts, ``TransformOp.REINTERPRETS``; an ``at`` keeps the dtype).
-    None: not found."""
+    whether a view step stands between (only the steps ``counts`` counts: every step, or
+    ``_reinterprets``, ``_reshapes``). None: not found."""
     viewed = False
     lets = {st.let: st for st in _lets(s.call.programs[program].body)}
     arg = {a.param: a for a in s.call.args if isinstance(a, BufferArg)}
@@ -195,21 +215,16 @@ def _root(
         let = lets.pop(name, None)
         if let is None:
             break
-        viewed = viewed or _views(let.transforms, dtype_only)
+        viewed = viewed or any(map(counts, let.transforms))
         name = let.ref
     c = s.call
     if name in arg:
         a = arg[name]
-        return "buffers", a.buffer, viewed or _views(a.transforms, dtype_only)
+        return "buffers", a.buffer, viewed or any(map(counts, a.transforms))
     for table, items in (("call.outputs", c.outputs), ("call.scratch", c.scratch)):
         if name in items:
             return table, name, viewed
     return None
-
-
-def _views(transforms: list[Any], dtype_only: bool) -> bool:
-    """Whether a step of ``transforms`` makes a view (``dtype_only``: of another dtype)."""
-    return any(t.REINTERPRETS or not dtype_only for t in transforms)
 
 
 #: what JAX says a copy's two sides are: (message pattern, what is compared)
@@ -243,7 +258,7 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
         name = getattr(stmt, side, None)
         if not isinstance(name, str):
             continue
-        root = _root(s, program, name, dtype_only=what == "dtype")
+        root = _root(s, program, name, _reinterprets if what == "dtype" else _any_step)
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
@@ -685,29 +700,69 @@ def _store_to_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
     return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == name]
 
 
+def _peer_steps(s: Scenario, d: Diagnostic) -> tuple[str, list[Edit]]:
+    """The view a statement's field (``d.path``) names, and the edits that drop its
+    ``remote_ref`` steps (none when it has none)."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return "", []
+    program = int(at.group(2))
+    name = getattr(get_path(s, at.group(1)), at.group(3), None)
+    edits = [
+        Edit(op="remove", path=f"{p}.transforms[{k}]")
+        for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+        for k in reversed(range(len(st.transforms)))
+        if isinstance(st.transforms[k], RemoteRef)
+    ]
+    return str(name), edits
+
+
 def _own_device(s: Scenario, d: Diagnostic) -> list[Fix]:
     """DEVICE_ID_RANK on a call with no device mesh: the one device's peer view is the
     ref itself, so the ``remote_ref`` step goes."""
     if s.device_mesh:
         return []
-    at = _AT_STMT.match(d.path)
-    if at is None or at.group(3) is None:
-        return []
-    program = int(at.group(2))
-    name = getattr(get_path(s, at.group(1)), at.group(3), None)
-    out = []
-    for p, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body"):
-        if isinstance(st, Let) and st.let == name:
-            for k in range(len(st.transforms) - 1, -1, -1):
-                if isinstance(st.transforms[k], RemoteRef):
-                    out.append(Edit(op="remove", path=f"{p}.transforms[{k}]"))
-    if not out:
+    name, edits = _peer_steps(s, d)
+    if not edits:
         return []
     return [
         Fix(
             description=f"drop the remote_ref step of {name!r}: with no device mesh the "
             "one device is this one",
-            edits=out,
+            edits=edits,
+        )
+    ]
+
+
+def _device_by_axes(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DEVICE_ID_RANK on a mesh of several axes: a linear (row-major) device id becomes
+    one id per mesh axis (``{x: id // 2, y: id % 2}``), wherever it names a device."""
+    mesh = dict(s.device_mesh or {})
+    if len(mesh) < 2:
+        return []
+    paths = [(p, v) for p, v in _device_fields(s.to_dict()) if isinstance(v, int | str)]
+    if not paths or isinstance(paths[0][1], bool):
+        return []
+    edits = []
+    for p, linear in paths:
+        ids: dict[str, int | str] = {}
+        inner = 1
+        for axis in reversed(mesh):
+            size = mesh[axis]
+            if isinstance(linear, int):
+                ids[axis] = linear // inner % size
+            else:
+                ids[axis] = (
+                    f"({linear}) // {inner} % {size}" if inner > 1 else f"({linear}) % {size}"
+                )
+            inner *= size
+        edits.append(Edit(op="replace", path=p, value={a: ids[a] for a in mesh}))
+    return [
+        Fix(
+            description=f"name each device by its {len(mesh)} mesh coordinates "
+            f"({', '.join(mesh)}), from the row-major id (in {len(edits)} place(s))",
+            edits=edits,
         )
     ]
 
@@ -745,6 +800,7 @@ _OOB_INT = re.compile(r"integer index (\d+) is out of bounds for a dimension of 
 _ENTRY = re.compile(r"\.transforms\[0\]\.index\[(\d+)\]$")
 
 
+#: view steps that keep a ref's shape (a peer's, or every device's, copy of it)
 def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     """OOB_READ / OOB_WRITE / OOB_INDEX of a view taken straight from an output, buffer or
     scratch: that array's dimension grows to hold what the kernel indexes (every
@@ -761,7 +817,7 @@ def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     let = get_path(s, at.group(1))
     if not isinstance(let, Let):
         return []
-    root = _root(s, int(at.group(2)), let.ref)
+    root = _root(s, int(at.group(2)), let.ref, _reshapes)
     if root is None or root[2]:
         return []
     table, key, _ = root
@@ -792,12 +848,28 @@ def _grown(
         again = [
             int(m.group(2))
             for x in checked(data) or ()
-            if x.code == d.code and x.path == d.path and (m := _OOB_SPAN.search(x.message))
+            if x.code == d.code
+            and (x.path == d.path or _same_root(s, x.path, d.path))
+            and (m := _OOB_SPAN.search(x.message))
+            and int(m.group(3)) == dim
         ]
         if not again or max(again) <= need:
             break
         need = max(again)
     return shape
+
+
+def _same_root(s: Scenario, path: str, other: str) -> bool:
+    """Whether two index entries' views (``...body[k].transforms[0].index[0]``) are taken
+    straight from one array (the other accesses of the array a fix grows)."""
+    roots = []
+    for p in (path, other):
+        at = _AT_STMT.match(p)
+        let = get_path(s, at.group(1)) if at is not None else None
+        if at is None or not isinstance(let, Let):
+            return False
+        roots.append(_root(s, int(at.group(2)), let.ref))
+    return roots[0] is not None and roots[0] == roots[1]
 
 
 def _peer_device(s: Scenario, program: int, name: str) -> Any:
@@ -831,23 +903,47 @@ def _signal_the_peer(s: Scenario, d: Diagnostic) -> list[Fix]:
     parent, _, last = wait_path.rpartition("[")
     j = int(last.rstrip("]"))
     body = get_path(s, parent)
-    device = None
+    device, why = None, "the device written to"
     for st in reversed(body[:j]):
-        dst = getattr(st, "dst", None)
-        if isinstance(dst, str) and not isinstance(st, Let):
-            device = _peer_device(s, program, dst)
-            if device is not None:
-                break
+        for field in ("dst", "src"):  # (written to, or read from: "done with yours")
+            ref = getattr(st, field, None)
+            if device is None and isinstance(ref, str) and not isinstance(st, Let):
+                device = _peer_device(s, program, ref)
+                why = "the device written to" if field == "dst" else "the device read from"
+        if device is not None:
+            break
+    if device is None:  # a wait before reading a peer's ref: the peer says it is ready
+        reads = (getattr(st, "src", None) for st in body[j + 1 :] if not isinstance(st, Let))
+        peer = next(
+            (p for r in reads if isinstance(r, str) and (p := _peer_device(s, program, r))), None
+        )
+        device = _ring_inverse(peer) if isinstance(peer, str) else None
+        why = f"the device that reads this one's ref (as this one reads {peer}'s)"
     if device is None:
         return []
     signal = {"op": "semaphore_signal", "sem": wait.sem, "device": device}
     return [
         Fix(
-            description=f"signal {wait.sem!r} on the device written to ({device}) before "
+            description=f"signal {wait.sem!r} on {why}, {device}, before "
             "waiting: nothing signals what this wait waits for",
             edits=[Edit(op="add", path=f"{parent}[{j}]", value=signal)],
         )
     ]
+
+
+_RING = re.compile(r"^\((\w+) \+ (?:axis_size\(\1\) - )?(\d+)\) % axis_size\(\1\)$")
+
+
+def _ring_inverse(device: str) -> str | None:
+    """The ring step back: ``(dev + 1) % axis_size(dev)`` <-> ``(dev + axis_size(dev) - 1)
+    % axis_size(dev)`` (None: not a ring step)."""
+    m = _RING.match(device)
+    if m is None:
+        return None
+    axis, k = m.groups()
+    size = f"axis_size({axis})"
+    back = "axis_size" in device.partition("+")[2].partition("%")[0]
+    return f"({axis} + {k}) % {size}" if back else f"({axis} + {size} - {k}) % {size}"
 
 
 _ARG = re.compile(r"^call\.args\[(\d+)\]\.transforms")
@@ -998,11 +1094,387 @@ def _arrivals_that_come(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+_RACE_PATHS = re.compile(r"\((call\.programs\[\d+\]\S*?) and (call\.programs\[\d+\]\S*?)\)")
+_CLUSTER_PAIR = re.compile(r"\bblock ([A-Za-z_]\w*)=\d+ \w+ it .* block \1=\d+ \w+ it")
+
+
+def _cluster_meet(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between two blocks of one cluster (one writes SMEM, another reads it through
+    a cluster view): the blocks meet at a cluster barrier between the two statements
+    (``plgpu.ClusterBarrier`` over the cluster axis: arrive, then wait)."""
+    pair = _CLUSTER_PAIR.search(d.message)
+    paths = _RACE_PATHS.search(d.message)
+    if pair is None or paths is None:
+        return []
+    axis = pair.group(1)
+    first, second = (_AT_STMT.match(p) for p in paths.groups())
+    if first is None or second is None or first.group(2) != second.group(2):
+        return []
+    prog = s.call.programs[int(first.group(2))]
+    if axis not in prog.mesh.cluster:
+        return []
+    parent = f"call.programs[{first.group(2)}].body"
+    (i, j) = (m.group(1).removeprefix(parent + "[") for m in (first, second))
+    if not (i.endswith("]") and j.endswith("]") and i[:-1].isdigit() and j[:-1].isdigit()):
+        return []  # (a barrier every block meets stays out of loops and conditions)
+    at = max(int(i.rstrip("]")), int(j.rstrip("]")))
+    bar = _fresh(s, "cbar")
+    return [
+        Fix(
+            description=f"let the blocks of the cluster meet at a cluster barrier ({bar!r} "
+            f"over {axis!r}) before {second.group(1)}: the write comes before the read",
+            edits=[
+                Edit(
+                    op="add",
+                    path=f"call.scratch.{bar}",
+                    value={"kind": "cluster_barrier", "collective_axes": [axis]},
+                ),
+                Edit(
+                    op="add", path=f"{parent}[{at}]", value={"op": "barrier_arrive", "barrier": bar}
+                ),
+                Edit(
+                    op="add",
+                    path=f"{parent}[{at + 1}]",
+                    value={"op": "barrier_wait", "barrier": bar},
+                ),
+            ],
+        )
+    ]
+
+
+def _wait_after_signals(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between devices in a kernel whose signals to a peer are never waited for
+    after them: each device waits on its own semaphore (which its peer signals, the ring
+    idiom) right after each such signal, for the signal's count, before it reads."""
+    if " on device " not in d.message or " device " not in d.message.partition(": ")[2]:
+        return []
+    edits: list[Edit] = []
+    for p, prog in enumerate(s.call.programs):
+        spots = []
+        for path, st in _statements(prog.body, f"call.programs[{p}].body"):
+            if not isinstance(st, SemaphoreSignal) or st.device is None:
+                continue
+            parent, _, k = path.rpartition("[")
+            body = get_path(s, parent)
+            j = int(k.rstrip("]"))
+            sem = (_root(s, p, st.sem) or ())[:2]
+            if any(
+                isinstance(x, SemaphoreWait) and (_root(s, p, x.sem) or ())[:2] == sem
+                for x in body[j + 1 :]
+            ):
+                continue  # (a wait on the same semaphore, by whatever name, follows)
+            wait: dict[str, Any] = {"op": "semaphore_wait", "sem": st.sem}
+            if st.inc != 1:
+                wait["value"] = st.inc
+            spots.append(Edit(op="add", path=f"{parent}[{j + 1}]", value=wait))
+        edits += reversed(spots)  # (the last first: an add moves no path before it)
+    if not edits:
+        return []
+    names = sorted({e.value["sem"] for e in edits})
+    return [
+        Fix(
+            description=f"wait for {', '.join(names)} right after signalling the peer "
+            f"({len(edits)} place(s)): the signal orders the writes before it, only a wait "
+            "orders the reads after it",
+            edits=edits,
+        )
+    ]
+
+
+def _multimem_own_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_PEER_REF: a multimem load or store reaches every device of its axes
+    already: it takes the ref itself, not one peer's view (the ``remote_ref`` step of the
+    view it names goes)."""
+    name, edits = _peer_steps(s, d)
+    if not edits:
+        return []
+    return [
+        Fix(
+            description=f"drop the peer view ({name!r} without remote_ref): a multimem "
+            "access reaches every device of its axes already",
+            edits=edits,
+        )
+    ]
+
+
+_PARTIAL_WAIT = re.compile(r"wait at (call\.programs\[\d+\]\S*) saw only the signal")
+
+
+def _wait_for_all(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read after a wait that may see only some of the signals it counts on (two
+    waits for 1 where two peers signal): the first wait waits for them all (the sum of
+    the waits on that semaphore that follow it, with no signal between), and the later
+    waits go."""
+    m = _PARTIAL_WAIT.search(d.message)
+    if m is None:
+        return []
+    parent, _, k = m.group(1).rpartition("[")
+    body = get_path(s, parent)
+    j = int(k.rstrip("]"))
+    first = body[j]
+    if not isinstance(first, SemaphoreWait) or not isinstance(first.value, int):
+        return []
+    later = []
+    for i in range(j + 1, len(body)):
+        st = body[i]
+        if isinstance(st, SemaphoreSignal | SemaphoreSignalMulticast | Loop | When):
+            break
+        if isinstance(st, SemaphoreWait) and st.sem == first.sem:
+            if not isinstance(st.value, int) or st.decrement != first.decrement:
+                return []
+            later.append((i, st.value))
+    if not later:
+        return []
+    total = first.value + sum(v for _, v in later)
+    edits = [Edit(op="remove", path=f"{parent}[{i}]") for i, _ in reversed(later)]
+    edits.append(Edit(op="replace", path=f"{m.group(1)}.value", value=total))
+    return [
+        Fix(
+            description=f"wait for all {total} signals of {first.sem} at {m.group(1)} "
+            f"(not {first.value}): a wait for fewer may see any of the signallers",
+            edits=edits,
+        )
+    ]
+
+
+def _wait_for_the_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read of SMEM that no wait orders after the async copy writing it: wait on that
+    copy's barrier just before the read."""
+    if "no wait completes that async copy" not in d.message:
+        return []
+    paths = _RACE_PATHS.search(d.message)
+    first = _AT_STMT.match(paths.group(1)) if paths else None
+    second = _AT_STMT.match(paths.group(2)) if paths else None
+    if first is None or second is None:
+        return []
+    copy = get_path(s, first.group(1))
+    if not isinstance(copy, CopyGmemToSmem) or not copy.barrier:
+        return []
+    wait = {"op": "barrier_wait", "barrier": copy.barrier}
+    return [
+        Fix(
+            description=f"wait on {copy.barrier!r} (the barrier the copy at {first.group(1)} "
+            f"arrives on) before {second.group(1)} reads what it copied",
+            edits=[Edit(op="add", path=second.group(1), value=wait)],
+        )
+    ]
+
+
+def _untiled(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_TILING_NO_SWIZZLE: a scratch tiled with no swizzle is copied untiled (the
+    tiling goes; the data is the same, only its order in SMEM was to change)."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    root = _root(s, int(at.group(2)), name) if at is not None and isinstance(name, str) else None
+    if root is None or root[0] != "call.scratch":
+        return []
+    steps = s.call.scratch[root[1]].transforms
+    edits = [
+        Edit(op="remove", path=f"call.scratch.{root[1]}.transforms[{k}]")
+        for k in reversed(range(len(steps)))
+        if isinstance(steps[k], Tiling)
+    ]
+    if not edits or any(isinstance(t, Swizzle) for t in steps):
+        return []
+    return [
+        Fix(
+            description=f"drop the tiling of {root[1]!r}: Mosaic GPU tiles an SMEM ref for "
+            "a copy only with a swizzle",
+            edits=edits,
+        )
+    ]
+
+
+_DUP_PARAM = re.compile(
+    r"kernel parameter '(\w+)' is already defined at (call\.args\[(\d+)\]\.param)"
+)
+
+
+def _own_param(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """XREF_DUPLICATE_NAME: an argument's parameter named as an output gets its own name
+    (``<buffer>_ref``, the convention), the output keeps its name."""
+    m = _DUP_PARAM.search(d.message)
+    if m is None:
+        return []
+    arg = s.call.args[int(m.group(3))]
+    if not isinstance(arg, BufferArg):
+        return []
+    new = _fresh(s, f"{arg.buffer}_ref")
+    return [
+        Fix(
+            description=f"call buffer {arg.buffer!r}'s parameter {new!r}: "
+            f"{m.group(1)!r} names the output",
+            edits=[Edit(op="replace", path=m.group(2), value=new)],
+        )
+    ]
+
+
+def _barrier_flat_index(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """BARRIER_TRANSFORM: a barrier array reshaped, then indexed by constants, is indexed
+    at the flat (row-major) position instead (barriers take only indexing)."""
+    steps = get_path(s.to_dict(), d.path.rpartition("[")[0])
+    if len(steps) != 2 or steps[0].get("op") != "reshape" or steps[1].get("op") != "at":
+        return []
+    shape, index = steps[0]["shape"], steps[1]["index"]
+    if len(index) != len(shape) or not all(isinstance(v, int) for v in [*shape, *index]):
+        return []
+    flat = 0
+    for size, i in zip(shape, index, strict=True):
+        flat = flat * size + i
+    return [
+        Fix(
+            description=f"index the barrier array at {flat} (where [{', '.join(map(str, index))}] "
+            f"of the {tuple(shape)} reshape falls): barriers take only indexing",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=d.path.rpartition("[")[0],
+                    value=[{"op": "at", "index": [flat]}],
+                )
+            ],
+        )
+    ]
+
+
+def _peer_reaches_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REMOTE_SMEM: a peer reaches only GMEM: the SMEM scratch a remote view names
+    becomes an output of the same shape and dtype (GMEM, which the peer can write)."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    root = _root(s, int(at.group(2)), name) if at is not None and isinstance(name, str) else None
+    if root is None or root[0] != "call.scratch":
+        return []
+    key = root[1]
+    sc = s.call.scratch[key]
+    if getattr(sc, "memory_space", None) != "SMEM" or sc.transforms:
+        return []
+    return [
+        Fix(
+            description=f"make {key!r} an output (GMEM): a peer device reaches only GMEM, "
+            "not another device's SMEM",
+            edits=[
+                Edit(op="remove", path=f"call.scratch.{key}"),
+                Edit(
+                    op="add",
+                    path=f"call.outputs.{key}",
+                    value={"shape": list(sc.shape), "dtype": sc.dtype},
+                ),
+            ],
+        )
+    ]
+
+
+def _reshape_the_buffer(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_GMEM_TRANSFORM of a reshape of an argument the kernel reads only through that
+    view: the buffer has the view's shape (the same elements, row-major) and the reshape
+    goes."""
+    at = _AT_STMT.match(d.path)
+    name = get_path(s, d.path) if at is not None else None
+    if at is None or not isinstance(name, str):
+        return []
+    program = int(at.group(2))
+    found = [
+        (path, st)
+        for path, st in _statements(s.call.programs[program].body, f"call.programs[{program}].body")
+        if isinstance(st, Let) and st.let == name
+    ]
+    if len(found) != 1:
+        return []
+    path, let = found[0]
+    args = [a for a in s.call.args if isinstance(a, BufferArg) and a.param == let.ref]
+    if len(args) != 1 or args[0].transforms or not let.transforms:
+        return []
+    if not all(isinstance(t, Reshape) for t in let.transforms):
+        return []
+    buffer = args[0].buffer
+    if args[0].spec is not None:
+        return []  # (dim 0 over the devices keeps each device's elements; another spec may not)
+    if sum(isinstance(a, BufferArg) and a.buffer == buffer for a in s.call.args) != 1:
+        return []
+    if _mentions(s.to_dict()["call"]["programs"], let.ref) != 1:
+        return []  # (the argument is read elsewhere as it is)
+    size = 1
+    for n in s.buffers[buffer].shape:
+        size *= n
+    shape = list(get_path(s.to_dict(), f"{path}.transforms")[-1]["shape"])
+    known = 1
+    for n in shape:
+        known *= n if n != -1 else 1
+    shape = [size // known if n == -1 else n for n in shape]
+    return [
+        Fix(
+            description=f"give buffer {buffer!r} the shape {shape} (the same elements, "
+            f"row-major) and drop the reshape: a TMA copy takes only indexed GMEM refs",
+            edits=[
+                Edit(op="replace", path=f"buffers.{buffer}.shape", value=shape),
+                Edit(op="replace", path=f"{path}.transforms", value=[]),
+            ],
+        )
+    ]
+
+
+def _mentions(node: Any, name: str) -> int:
+    """How many string fields of a JSON form are exactly ``name``."""
+    if isinstance(node, dict):
+        return sum(_mentions(v, name) for v in node.values())
+    if isinstance(node, list):
+        return sum(_mentions(v, name) for v in node)
+    return int(node == name)
+
+
+def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
+    device waits after signalling its peer, a wait waits for all its signals, or a read
+    waits for the async copy it reads."""
+    return [
+        *_race_split(s, d),
+        *_cluster_meet(s, d),
+        *_wait_after_signals(s, d),
+        *_wait_for_all(s, d),
+        *_wait_for_the_copy(s, d),
+    ]
+
+
+_TRAILING_TILE = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of size (\d+)")
+
+
+def _tile_for_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SWIZZLE_TRAILING_DIM on a scratch: tile it so that a tile's trailing dimension is
+    the swizzle's width (``TilingTransform((8, n))`` before the swizzle, as Mosaic GPU
+    kernels do); the data and the swizzle stay as written."""
+    m = _TRAILING_TILE.search(d.message)
+    if m is None or not d.path.startswith("call.scratch."):
+        return []
+    wanted = int(m.group(2))
+    tpath, _, k = d.path.rpartition("[")
+    name = tpath.split(".")[2]
+    sc = s.call.scratch[name]
+    steps = get_path(s.to_dict(), tpath)
+    shape = list(getattr(sc, "shape", []))
+    if any(t.get("op") == "tiling" for t in steps) or len(shape) < 2:
+        return []
+    if shape[-1] % wanted or shape[-2] % 8:
+        return []
+    return [
+        Fix(
+            description=f"tile {name!r} by (8, {wanted}) before the swizzle: each tile's "
+            f"trailing dimension is the {wanted} elements the swizzle spans",
+            edits=[
+                Edit(
+                    op="add",
+                    path=f"{tpath}[{k.rstrip(']')}]",
+                    value={"op": "tiling", "tile": [8, wanted]},
+                )
+            ],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
-    "RACE": _race_split,
-    "RACE_DETECTED": _race_split,
+    "RACE": _race_repairs,
+    "RACE_DETECTED": _race_repairs,
     **dict.fromkeys(_MISMATCH, _match_sides),
     "SWIZZLE_VALUE": _swizzle_value,
     "AT_NEGATIVE_SLICE": _slice_inside,
@@ -1018,10 +1490,10 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SEMAPHORE_NOT_A_REF": _own_semaphore,
     "SEMAPHORE_NOT_SCALAR": _one_semaphore,
     "MESH_DEVICE_ORDER": _row_major,
-    "SWIZZLE_TRAILING_DIM": _swizzle_fits,
+    "SWIZZLE_TRAILING_DIM": lambda s, d: [*_swizzle_fits(s, d), *_tile_for_swizzle(s, d)],
     "DOT_DTYPE_MISMATCH": _dot_dtypes,
     "STORE_TO_ARRAY": _store_to_ref,
-    "DEVICE_ID_RANK": _own_device,
+    "DEVICE_ID_RANK": lambda s, d: [*_own_device(s, d), *_device_by_axes(s, d)],
     "XREF_UNKNOWN_NAME": _define_first,
     "RESHAPE_SIZE": _reshape_infer,
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
@@ -1033,6 +1505,12 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DOT_OPERAND_NOT_SMEM": _operand_in_smem,
     "DEADLOCK_BARRIER": _arrivals_that_come,
     "BARRIER_NOT_A_BARRIER": _own_barrier,
+    "MULTIMEM_PEER_REF": _multimem_own_ref,
+    "TMA_TILING_NO_SWIZZLE": _untiled,
+    "XREF_DUPLICATE_NAME": _own_param,
+    "BARRIER_TRANSFORM": _barrier_flat_index,
+    "REMOTE_SMEM": _peer_reaches_gmem,
+    "TMA_GMEM_TRANSFORM": _reshape_the_buffer,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
 }
 
