@@ -50,7 +50,9 @@ def index_entry(draw: Any, axes: list[str]) -> Any:
     if kind == 2:
         return [draw(st.none() | st.integers(-4, 20)), draw(st.none() | st.integers(-4, 20))]
     if kind == 3:
-        return {"ds": [draw(st.integers(-2, 16)), draw(st.integers(-2, 16))]}
+        return {
+            "ds": [draw(st.integers(-2, 16)), draw(st.integers(0, 16))]
+        }  # (a negative size is no scenario)
     if kind == 4:
         entry = {
             "block": draw(st.sampled_from(axes) if axes else names),

@@ -510,7 +510,7 @@ def test_a_negative_ds_size_is_not_a_scenario(tmp_path):
     f.write_text(json.dumps(data))
     p = _cli("check", str(f))
     assert p.returncode == 2, p.stdout + p.stderr
-    assert "the size of pl.ds is not negative (got -1)" in p.stderr
+    assert "the size of pl.ds must not be negative (got -1)" in p.stderr
 
 
 @pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -1.0])

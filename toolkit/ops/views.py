@@ -60,7 +60,7 @@ class DsIndex(Model):
         if not isinstance(self.ds[1], int):
             raise ValueError("the size of pl.ds is a static int")
         if self.ds[1] < 0:
-            raise ValueError(f"the size of pl.ds is not negative (got {self.ds[1]})")
+            raise ValueError(f"the size of pl.ds must not be negative (got {self.ds[1]})")
         return self
 
 
