@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab import expr as E
@@ -217,28 +218,41 @@ def elements(s: Any) -> int:
 _FAILED: list[str] = []
 
 
-def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
+def _engine(s: Any, pid: str, **kw: Any) -> Engine:
+    """The check's data-free engine over the call (``pid``: how ``pl.program_id`` reads),
+    within the check's step, time and work bounds; only the races are read."""
+    return Engine(
+        s,
+        data=False,
+        program_id=pid,
+        limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
+        log_limit=0,
+        log_tally=False,
+        max_races=16,
+        **kw,
+    )
+
+
+def _guarded(work: Callable[[], Any]) -> Any:
+    """``work()``, or None where the engine could not run it (``_FAILED`` says why when
+    it was not the engine's own SimError: what it cannot make sense of, JAX's rules have
+    said)."""
     _FAILED.clear()
     try:
-        engine = Engine(
-            s,
-            data=False,
-            program_id=pid,
-            limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
-            log_limit=0,
-            log_tally=False,  # (only the races are read)
-            max_races=16,
-            **kw,
-        )
-        return engine.run()
+        return work()
     except SimError:
-        return None  # what the engine cannot make sense of, JAX's rules have said
+        return None
     except MemoryError:
         _FAILED.append("it ran out of memory")
         return None
     except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
         _FAILED.append(f"it stopped on {type(e).__name__}")
         return None
+
+
+def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
+    """One run of the engine (the engine's own schedule)."""
+    return _guarded(lambda: _engine(s, pid, **kw).run())
 
 
 #: Schedules the check explores at most, and thread-steps over all of them: the bounds
@@ -252,38 +266,17 @@ EXPLORE_SECONDS = 300.0
 def _explore(s: Any) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first, which phase each barrier
-    arrival joined. None where the engine
-    could not run (``_FAILED`` says why when it was not a rule's error)."""
+    arrival joined. None where the engine could not run."""
     from mpmd_lab.engine.explore import explore
 
-    def make(chooser: Any) -> Engine:
-        return Engine(
-            s,
-            data=False,
-            program_id="grid",
-            limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
-            log_limit=0,
-            log_tally=False,
-            max_races=16,
-            chooser=chooser,
-        )
-
-    _FAILED.clear()
-    try:
-        return explore(
-            make,
+    return _guarded(
+        lambda: explore(
+            lambda chooser: _engine(s, "grid", chooser=chooser),
             max_runs=MAX_SCHEDULES,
             max_steps=MAX_EXPLORE_STEPS,
             max_seconds=EXPLORE_SECONDS,
         )
-    except SimError:
-        return None  # what the engine cannot make sense of, JAX's rules have said
-    except MemoryError:
-        _FAILED.append("it ran out of memory")
-        return None
-    except Exception as e:  # noqa: BLE001 - the check never fails on what it cannot judge
-        _FAILED.append(f"it stopped on {type(e).__name__}")
-        return None
+    )
 
 
 def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
