@@ -134,29 +134,14 @@ def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     sem.joined = joined
     sem.arrived = seen
     w.engine.clocks.join(w.a, joined)
+    sem.take(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
     if w.decrement:
-        sem.value -= w.value
         sem.taken += w.value
-        _drop_units(sem, w.value)
-    else:
-        sem.kept = max(sem.kept, w.value)
 
 
 def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
     """The signals (indices into ``history``) in ``seen`` and not in ``base``."""
     return sorted(i for b, k in seen.items() for i in sem.lanes[b].indices[base.get(b, 0) : k])
-
-
-def _drop_units(sem: Semaphore, n: int) -> None:
-    """Keep the FIFO view (``tokens``, read by deadlock reports) in step with the counter."""
-    while n > 0 and sem.tokens:
-        t = sem.tokens[0]
-        if t.units <= n:
-            n -= t.units
-            sem.tokens.popleft()
-        else:
-            t.units -= n
-            n = 0
 
 
 class Point:
