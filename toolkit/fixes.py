@@ -165,9 +165,8 @@ def fix_all(
     no error is left, none has a fix, or ``max_steps`` fixes were applied. When it ends
     valid, a name or description that says the scenario is broken is updated
     (``retitled``)."""
-    check = _checked_with_fixes
     current = scenario
-    diags = check(current) if diags is None else diags
+    diags = _checked_with_fixes(current) if diags is None else diags
     steps: list[FixStep] = []
     stopped = ""
     while not stopped:
@@ -185,13 +184,13 @@ def fix_all(
             except Exception as e:  # a fix that no longer applies: stop rather than loop
                 stopped = f"the fix of {target.code} does not apply: {e}"
                 continue
-            diags = check(current)
+            diags = _checked_with_fixes(current)
             left = list(dict.fromkeys(d.code for d in diags if d.is_error))
             steps.append(FixStep(target.code, target.path, target.fix, left))
     if steps and not any(d.is_error for d in diags):
         renamed = retitled(current, [st.fix for st in steps])
         if renamed != current:
-            current, diags = renamed, check(renamed)
+            current, diags = renamed, _checked_with_fixes(renamed)
     return FixRun(current, steps, list(diags), stopped)
 
 
