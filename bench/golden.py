@@ -67,7 +67,7 @@ def dump(path: Path) -> tuple[list[str], list[str]]:
     for d in a.diagnostics:
         lines.append("diag " + d.model_dump_json())
         short.append(f"  {d.severity} {d.code} {d.path} fixes={len(d.fixes)}")
-    r = a.resolved
+    r = a.plan
     for arg in r.args:
         lines.append(f"arg {arg!r}")
     for name, b in r.params.items():

@@ -34,7 +34,7 @@ TYPICAL_TARGET_S = 1e-3
 #: the static check at least this many times faster than JAX's trace, every scenario
 SPEEDUP_TARGET = 10
 #: what ``analyze(timings=...)`` reports, by part
-RULES = ("resolve", "build", "trace", "lower", "runtime", "interp")
+RULES = ("compile", "build", "trace", "lower", "runtime", "interp")
 
 
 def fresh(text: str) -> Any:

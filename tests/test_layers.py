@@ -59,7 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("language", ("gallery", "ops", "scenario")),
-    ("resolved", ("engine", "resolve", "validate.arrays")),
+    ("plan", ("engine", "plan", "validate.arrays")),
     (
         "rules",
         (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mpmd_lab import gallery
 from mpmd_lab import layout_rules as L
-from mpmd_lab.resolve import resolve
+from mpmd_lab.plan import compile
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.lower import LowerCtx, _later
@@ -15,7 +15,7 @@ from mpmd_lab.validate.lower import LowerCtx, _later
 
 def _low() -> LowerCtx:
     s = load_scenario(gallery.path_of("reshape-view").read_text())
-    return LowerCtx(Ctx(s, resolve(s)))
+    return LowerCtx(Ctx(s, compile(s)))
 
 
 def test_the_first_error_of_the_first_phase_is_raised() -> None:

@@ -27,7 +27,7 @@ def test_each_version_is_checked_once():
     before = validate.RUNS
     for k in range(3):
         assert s.edit(("replace", "description", f"edit {k}")).ok
-        _ = (s.diagnostics, s.valid, s.graph(), s.resolved)  # every reader
+        _ = (s.diagnostics, s.valid, s.graph(), s.plan)  # every reader
     assert validate.RUNS - before == 3
 
 

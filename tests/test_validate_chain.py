@@ -1,6 +1,6 @@
 """The static check of a long chain of views (issue 16) is linear in its length, and
 no less correct: each view's rules are computed once from its source view's answer
-(``Resolved.first_step``, ``validate.lower.LowerCtx.view``), and agree with walking every
+(``Plan.first_step``, ``validate.lower.LowerCtx.view``), and agree with walking every
 view's whole stack from its buffer. The chains are generated here, not committed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import random
 import time
 
 from mpmd_lab import layout_rules as L
-from mpmd_lab.resolve import resolve
+from mpmd_lab.plan import compile
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 from mpmd_lab.validate.context import Ctx
@@ -97,7 +97,7 @@ def test_the_incremental_memref_is_the_whole_walk() -> None:
     compared = 0
     for _ in range(30):
         s = load_scenario(_random_chain(rng, 12))
-        ctx = Ctx(s, resolve(s))
+        ctx = Ctx(s, compile(s))
         low = LowerCtx(ctx)
         for st in ctx.programs[0].stmts:
             for b in [*st.refs.values(), *([st.defines] if st.defines else [])]:
@@ -126,7 +126,7 @@ def test_first_step_is_the_first_along_the_whole_stack() -> None:
     rng = random.Random(17)
     for _ in range(20):
         s = load_scenario(_random_chain(rng, 10))
-        r = resolve(s)
+        r = compile(s)
         for st in r.programs[0].stmts:
             for b in st.refs.values():
                 for op in ("transpose", "at", "reshape"):

@@ -30,7 +30,7 @@ _API = {
     "ScenarioError": ("mpmd_lab.scenario", "ScenarioError"),
     "check": ("mpmd_lab.validate", "check"),
     "analyze": ("mpmd_lab.validate", "analyze"),
-    "resolve": ("mpmd_lab.resolve", "resolve"),
+    "compile": ("mpmd_lab.plan", "compile"),
     "simulate": ("mpmd_lab.simulator", "simulate"),
     "run": ("mpmd_lab.runtime", "run"),
     "export": ("mpmd_lab.codegen", "generate"),

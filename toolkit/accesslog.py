@@ -2,7 +2,7 @@
 
 An ``Access`` names its actor (program, device, block, thread), the statement that
 made it (its index in the program's flat, pre-order statement list, as
-:mod:`mpmd_lab.resolve` numbers them, and its field path), the memory it touched
+:mod:`mpmd_lab.plan` numbers them, and its field path), the memory it touched
 (``GMEM`` buffer of a device, ``SMEM`` of one block) and the elements, as ``[start,
 stop)`` runs of indices into that buffer's flat (C-order) storage. A ``Race`` names two
 accesses from different actors (or an async copy and its own thread) that touch the

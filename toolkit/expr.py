@@ -10,7 +10,7 @@ by Python): integers, names, ``+ - * // %``, unary ``-``, comparisons, ``and``/`
 ``not``, and the calls ``program_id(d)``, ``num_programs(d)`` and ``axis_size(name)``.
 A name is a loop variable (innermost first) or a mesh axis, whose value is
 ``lax.axis_index(name)``: a grid, cluster or thread axis of the program, or a
-device-mesh axis. Names are bound by :mod:`mpmd_lab.resolve`; here an expression only
+device-mesh axis. Names are bound by :mod:`mpmd_lab.plan`; here an expression only
 knows how to evaluate, print as JAX source and print as a label.
 
 Python semantics for Python ints (constants, axis sizes): ``//`` and ``%`` floor, as

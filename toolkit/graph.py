@@ -63,7 +63,7 @@ from mpmd_lab.ops import (
 )
 from mpmd_lab.ops.control import loop_envs, static_value, trip_count
 from mpmd_lab.ops.peers import device_targets, resolve_device
-from mpmd_lab.resolve import Resolved, resolve
+from mpmd_lab.plan import Plan, compile
 from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
 from mpmd_lab.validate import Analysis, analyze
 
@@ -178,9 +178,9 @@ def device_label(d: int, mesh: dict[str, int], coords: tuple[int, ...] | None = 
 
 
 class _Builder:
-    def __init__(self, resolved: Resolved):
-        self.r = resolved
-        self.s = scenario = resolved.scenario
+    def __init__(self, plan: Plan):
+        self.r = plan
+        self.s = scenario = plan.scenario
         self.node_of: dict[int, str] = {}  # id(binding) -> its node
         self.g = nx.MultiDiGraph(name=scenario.name, description=scenario.description)
         self.paths: dict[str, list[tuple[str, Any]]] = defaultdict(list)
@@ -892,13 +892,13 @@ def build_graph(
         s = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         if diagnostics is None:
             analysis = analyze(s)
-            resolved, diags = analysis.resolved, list(analysis.diagnostics)
+            plan, diags = analysis.plan, list(analysis.diagnostics)
         else:
-            resolved, diags = resolve(s), list(diagnostics)
+            plan, diags = compile(s), list(diagnostics)
     else:
-        resolved = analysis.resolved
+        plan = analysis.plan
         diags = list(analysis.diagnostics if diagnostics is None else diagnostics)
-    b = _Builder(resolved)
+    b = _Builder(plan)
     b.build()
     b.g.graph["diagnostics"] = diags
     _attach(b, diags)

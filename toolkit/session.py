@@ -40,7 +40,7 @@ from mpmd_lab.fields import MAX_FILE_BYTES
 from mpmd_lab.fixes import MAX_STEPS, FixRun, apply_edit, apply_fix, fix_all, parse_path, retitled
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import Fit
-from mpmd_lab.resolve import resolve
+from mpmd_lab.plan import compile
 from mpmd_lab.safetext import clip
 from mpmd_lab.scenario import Scenario, ScenarioError, load_scenario, problems_of, save_scenario
 from pydantic import ValidationError
@@ -264,8 +264,8 @@ class Session:
         return self.imported.source_of(path)
 
     @property
-    def resolved(self) -> Any:
-        return self.analysis.resolved
+    def plan(self) -> Any:
+        return self.analysis.plan
 
     @property
     def data(self) -> dict[str, Any]:
@@ -419,7 +419,7 @@ class Session:
             self.analysis = validate.analyze(self.scenario)
             self.check_error = ""
         except Exception as e:  # a rule's bug must not take the session down
-            self.analysis = validate.Analysis(self.scenario, resolve(self.scenario), ())
+            self.analysis = validate.Analysis(self.scenario, compile(self.scenario), ())
             self.check_error = f"the check failed: {type(e).__name__}: {e}"
         self.check_ms = (time.perf_counter() - t0) * 1000
 

@@ -47,7 +47,7 @@ def stack_steps(session: Session, program: int, statement: int) -> list[Step]:
     ``call.programs[program].body[statement]``, as resolved (steps after the first
     failing one are absent)."""
     try:
-        stmt = session.resolved.programs[program].stmts[statement]
+        stmt = session.plan.programs[program].stmts[statement]
     except IndexError:
         return [Step(None, "no such statement")]
     src = stmt.refs.get("ref")

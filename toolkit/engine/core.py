@@ -247,7 +247,7 @@ _LET, _LOOP, _WHEN, _STMT = "let", "loop", "when", "stmt"
 
 class _Node(Record):
     """One statement of a compiled body: its flat pre-order index (as
-    mpmd_lab.resolve numbers statements), path, op and nested statements; ``flavor``:
+    mpmd_lab.plan numbers statements), path, op and nested statements; ``flavor``:
     ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
     transforms with their field paths."""
 

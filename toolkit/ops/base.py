@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # (the stages import the ops: their types are named for the c
     from mpmd_lab.engine.core import Engine, StmtCtx, _Run
     from mpmd_lab.engine.sync import Wait
     from mpmd_lab.memory import Abstract, View
-    from mpmd_lab.resolve import Binding, Stmt
+    from mpmd_lab.plan import Binding, Stmt
     from mpmd_lab.shapes import RefInfo, StepError
     from mpmd_lab.validate.context import Ctx
     from mpmd_lab.validate.lower import LowerCtx

@@ -3,7 +3,7 @@
 No tracing, no jax import: microseconds to milliseconds per scenario. Diagnostics come
 back in the order JAX would meet them (build, trace, gpu-lower, interpret), so the
 first error is the one JAX shows first. The scenario is resolved once
-(:mod:`mpmd_lab.resolve`: names bound, views propagated, XREF_* problems); each rule
+(:mod:`mpmd_lab.plan`: names bound, views propagated, XREF_* problems); each rule
 module then reads that result and has one job:
 
 - ``build``: meshes, scratch types, the kernel object;
@@ -48,7 +48,7 @@ def analyze(
 
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
     checks each fixed scenario without fixes). ``timings``: filled with the seconds
-    each stage took (``resolve``, ``build``, ``trace``, ``lower``, ``runtime``,
+    each stage took (``compile``, ``build``, ``trace``, ``lower``, ``runtime``,
     ``interp``, ``sync``, ``fixes``), for ``make bench``; ``clock``: what measures them
     (``bench.icount`` counts instructions)."""
     global RUNS
@@ -63,7 +63,7 @@ def analyze(
     diags = offer(s, list(found.diagnostics))
     if timings is not None:
         timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
-    return Analysis(s, found.resolved, tuple(diags))
+    return Analysis(s, found.plan, tuple(diags))
 
 
 def check(scenario: Scenario | dict | str) -> list[Diagnostic]:

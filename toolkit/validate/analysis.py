@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.plan import Plan, compile
 from mpmd_lab.record import Record
-from mpmd_lab.resolve import Resolved, resolve
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.context import Ctx
 
@@ -22,13 +22,11 @@ from mpmd_lab.validate.context import Ctx
 class Analysis(Record):
     """One scenario version, resolved and checked: what every view reads."""
 
-    __slots__ = ("scenario", "resolved", "diagnostics")
+    __slots__ = ("scenario", "plan", "diagnostics")
 
-    def __init__(
-        self, scenario: Scenario, resolved: Resolved, diagnostics: tuple[Diagnostic, ...]
-    ) -> None:
+    def __init__(self, scenario: Scenario, plan: Plan, diagnostics: tuple[Diagnostic, ...]) -> None:
         self.scenario = scenario
-        self.resolved = resolved
+        self.plan = plan
         self.diagnostics = diagnostics
 
     @property
@@ -47,7 +45,7 @@ def analyze_rules(
     clock: Callable[[], float] = time.perf_counter,
 ) -> Analysis:
     """Resolve ``s`` and run every rule once, without offering fixes. ``timings``: filled
-    with the seconds each stage took (``resolve``, ``build``, ``trace``, ``lower``,
+    with the seconds each stage took (``compile``, ``build``, ``trace``, ``lower``,
     ``runtime``, ``interp``, ``sync``); ``clock``: what measures them."""
     check_build, stages = _RULES or _import_rules()
     # the check allocates many small acyclic objects: collecting cycles meanwhile only
@@ -57,9 +55,9 @@ def analyze_rules(
     # (stage, clock() after it), from the start: only when timed, added up at the end
     marks = None if timings is None else [("", clock())]
     try:
-        ctx = Ctx(s, resolve(s), recheck=_recheck)
+        ctx = Ctx(s, compile(s), recheck=_recheck)
         if marks is not None:
-            marks.append(("resolve", clock()))
+            marks.append(("compile", clock()))
         check_build(ctx)
         ctx.build_failed = any(d.is_error and d.stage in ("schema", "build") for d in ctx.diags)
         if marks is not None:

@@ -1,4 +1,4 @@
-"""What every rule needs: the resolved scenario (:mod:`mpmd_lab.resolve`, read-only)
+"""What every rule needs: the resolved scenario (:mod:`mpmd_lab.plan`, read-only)
 and the diagnostics collected so far, each with its catalogue stage and explanation.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 from mpmd_lab.catalogue import BY_CODE, EXPLANATIONS, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
 from mpmd_lab.ops.control import never_traced
-from mpmd_lab.resolve import ArgInfo, Binding, ProgramInfo, Resolved, resolve
+from mpmd_lab.plan import ArgInfo, Binding, Plan, ProgramInfo, compile
 from mpmd_lab.scenario import Scenario
 
 
@@ -20,10 +20,10 @@ class Ctx:
     def __init__(
         self,
         scenario: Scenario,
-        resolved: Resolved | None = None,
+        plan: Plan | None = None,
         recheck: Callable[[Scenario], tuple[Diagnostic, ...]] | None = None,
     ):
-        r = self.r = resolved if resolved is not None else resolve(scenario)
+        r = self.r = plan if plan is not None else compile(scenario)
         self.s = scenario
         #: the rules' diagnostics of another scenario (``symmetry`` judges a big mesh
         #: from two small ones): given by the runner of the rules, which sits above them

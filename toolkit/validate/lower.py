@@ -26,7 +26,7 @@ from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.resolve import Binding, Stmt, along_chain, own_steps
+from mpmd_lab.plan import Binding, Stmt, along_chain, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.trace import _root
@@ -178,7 +178,7 @@ class LowerCtx:
     def root_view(self, b: Binding) -> _View:
         """The ``_View`` of the untransformed ref under ``b`` (its stack without a step),
         once per root: its ``root`` is (shape, dtype, memory space, layout stack) of what
-        declares it (``Resolved.root_spec``; None: unknown)."""
+        declares it (``Plan.root_spec``; None: unknown)."""
         o = b.origin[0] if b.origin else ""
         v = self._roots.get(o)
         if v is None:

@@ -54,7 +54,7 @@ from mpmd_lab.engine import (
 )
 from mpmd_lab.fields import get_path
 from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
-from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
 

@@ -19,7 +19,7 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
-from mpmd_lab.resolve import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for

@@ -1,6 +1,6 @@
 """Resolve once: every name of the call bound, every view propagated, in JAX's order.
 
-``resolve(scenario)`` walks the call as JAX evaluates it and records, for each
+``compile(scenario)`` walks the call as JAX evaluates it and records, for each
 argument and each program, every statement with the refs it names (a
 :class:`Binding`: the ref's type after its transforms, from
 :mod:`mpmd_lab.shapes`, and the whole transform stack from the untransformed ref).
@@ -201,7 +201,7 @@ class ArgInfo(Record):
 _OUTSIDE_ONLY = frozenset((OUTSIDE,))
 
 
-class Resolved:
+class Plan:
     """A scenario with its names bound and views propagated (see the module docstring)."""
 
     def __init__(self, scenario: Scenario):
@@ -360,10 +360,10 @@ def along_chain(
     return found
 
 
-def resolve(scenario: Scenario) -> Resolved:
+def compile(scenario: Scenario) -> Plan:
     """The scenario's names bound and views propagated (computed once per call)."""
-    r = Resolved(scenario)
-    _resolve_into(r)
+    r = Plan(scenario)
+    _compile_into(r)
     return r
 
 
@@ -371,7 +371,7 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
-def _duplicate(ctx: Resolved, name: str, path: str) -> None:
+def _duplicate(ctx: Plan, name: str, path: str) -> None:
     """Kernel parameter ``name``, defined again at ``path``: where it is defined first
     is its binding's (an argument's at its ``.param``)."""
     first = ctx.params[name]
@@ -384,7 +384,7 @@ def _duplicate(ctx: Resolved, name: str, path: str) -> None:
     )
 
 
-def _resolve_into(ctx: Resolved) -> None:
+def _compile_into(ctx: Plan) -> None:
     s = ctx.s
     c = s.call
     params = ctx.params  # (a kernel parameter's name -> its binding: defined once)
@@ -510,7 +510,7 @@ def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[
 
 
 def _body(
-    ctx: Resolved,
+    ctx: Plan,
     out: ProgramInfo,
     body: list[Any],
     base: str,
