@@ -295,6 +295,22 @@ REPAIRED = [
     "TMA_TILING_NO_SWIZZLE",
     "REMOTE_SMEM",
     "TMA_GMEM_TRANSFORM",
+    "TMEM_PLAIN_ACCESS",
+    "TMEM_RESHAPE",
+    "TRANSPOSE_TMEM",
+    "SWIZZLED_RESHAPE",
+    "TILED_RESHAPE",
+    "TILED_INDEX_TYPE",
+    "TRACED_BOOL",
+    "GPU_GMEM_TRANSFER",
+    "MULTICAST_TMA_LOAD",
+    "TRANSPOSE_INVALID_PERM_GPU",
+    "TMA_SMEM_NOT_CONTIGUOUS",
+    "DOT_DTYPE",
+    "DOT_INT_ACC",
+    "DOT_N_TOO_LARGE",
+    "DOT_SHAPE_MISMATCH",
+    "DOT_RANK",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -550,3 +566,29 @@ def test_a_handshake_without_its_signals_gets_them_back() -> None:
     assert s.call.programs[0].body == gallery.load("exchange-shards").call.programs[0].body
     (r,) = probe_many([s], stages=JAX_STAGES)
     assert not r["stage"], r
+
+
+#: examples whose best fixes reach a valid kernel in a chain: the codes fixed, in order
+CHAINS = {
+    "SWIZZLED_SLICE": ["SWIZZLED_SLICE", "TMA_SMEM_NOT_CONTIGUOUS"],
+    "GPU_CLUSTER_GMEM": ["GPU_CLUSTER_GMEM", "RACE"],
+    "MULTIMEM_DST_NOT_GMEM": ["MULTIMEM_DST_NOT_GMEM", "RACE"],
+}
+
+
+def test_chained_repairs_reach_a_valid_kernel_jax_accepts() -> None:
+    """A repair that uncovers the next error says so (``after``), that error has its own
+    repair, and the chain ends valid: real JAX builds, traces and lowers the result."""
+    fixed = []
+    for code, chain in CHAINS.items():
+        s = load_scenario(EXAMPLES / f"{code}.json")
+        steps = []
+        while (d := first_error(check(s))) is not None:
+            assert d.fix is not None and len(steps) < len(chain), (code, steps, d)
+            s = apply_fix(s, d.fix)
+            assert [x.code for x in check(s) if x.is_error] == d.fix.after, (code, d.fix)
+            steps.append(d.code)
+        assert steps == chain, code
+        fixed.append(s)
+    for s, r in zip(fixed, probe_many(fixed, stages=JAX_STAGES), strict=True):
+        assert not r["stage"], (s.name, r)

@@ -13,11 +13,13 @@ from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
 from mpmd_lab.fields import get_path
 from mpmd_lab.ops import (
     At,
+    ClusterRef,
     Copy,
     CopyGmemToSmem,
     Fill,
     Let,
     Loop,
+    MulticastRef,
     RemoteRef,
     Reshape,
     SemaphoreSignal,
@@ -1470,6 +1472,410 @@ def _tile_for_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _named(s: Scenario, d: Diagnostic) -> tuple[int, str] | None:
+    """``(program, ref name)`` of what a diagnostic points at: the ref a statement's field
+    names, or the ref a view (``let``) is made of when it points into its steps."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return None
+    stmt = get_path(s, at.group(1))
+    name = stmt.ref if isinstance(stmt, Let) else getattr(stmt, at.group(3), None)
+    return (int(at.group(2)), name) if isinstance(name, str) else None
+
+
+def _scratch_of(s: Scenario, d: Diagnostic) -> str | None:
+    """The scratch buffer a diagnostic's ref comes from (through any views), else None."""
+    named = _named(s, d)
+    root = None if named is None else _root(s, *named)
+    return root[1] if root is not None and root[0] == "call.scratch" else None
+
+
+def _tmem_to_smem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A TMEM scratch used as memory (a plain store, a reshape, a transpose): keep it in
+    SMEM, which takes them; TMEM is only the tensor core's accumulator."""
+    key = _scratch_of(s, d)
+    if key is None or getattr(s.call.scratch[key], "memory_space", "") != "TMEM":
+        return []
+    return [
+        Fix(
+            description=f"keep {key!r} in SMEM: TMEM holds only the tensor core's "
+            "accumulator, not what is stored, reshaped or transposed",
+            edits=[Edit(op="replace", path=f"call.scratch.{key}.memory_space", value="SMEM")],
+        )
+    ]
+
+
+def _plain_layout(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """An SMEM scratch whose tiling or swizzle a view cannot go through (an integer
+    index, a slice of a swizzled dim, a reshape): drop its layout steps (the values stay;
+    only the bank-conflict-free layout goes)."""
+    out: list[Fix] = []
+    for key in _scratches_at(s, d):
+        steps = getattr(s.call.scratch[key], "transforms", None)
+        if not steps or not all(isinstance(t, Tiling | Swizzle) for t in steps):
+            continue
+        what = " and ".join(dict.fromkeys(t.op for t in steps))
+        out.append(
+            Fix(
+                description=f"drop the {what} of {key!r}: what reads or writes it here needs "
+                "the plain row-major layout (the values are the same; only the "
+                "bank-conflict-free layout goes)",
+                edits=[Edit(op="replace", path=f"call.scratch.{key}.transforms", value=[])],
+            )
+        )
+    return out
+
+
+def _scratches_at(s: Scenario, d: Diagnostic) -> list[str]:
+    """The scratch buffers behind a diagnostic: its ref's, else (a statement's own
+    error, or a field that names none) those of every ref the statement names."""
+    key = _scratch_of(s, d)
+    if key is not None:
+        return [key]
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    out: list[str] = []
+    for field, _ in getattr(stmt, "REFS", ()):
+        name = getattr(stmt, field, None)
+        root = _root(s, program, name) if isinstance(name, str) else None
+        if root is not None and root[0] == "call.scratch" and root[1] not in out:
+            out.append(root[1])
+    return out
+
+
+def _view_step(s: Scenario, d: Diagnostic, kind: type) -> tuple[str, int, Any] | None:
+    """``(path of the let, index of the step, the let)`` of the step of type ``kind`` in
+    the view a diagnostic points at (its statement's field, or the let itself)."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return None
+    program = int(at.group(2))
+    stmt = get_path(s, at.group(1))
+    name = stmt.let if isinstance(stmt, Let) else getattr(stmt, at.group(3) or "", None)
+    body = f"call.programs[{program}].body"
+    for _ in range(64):
+        hits = [
+            (p, st)
+            for p, st in _statements(s.call.programs[program].body, body)
+            if isinstance(st, Let) and st.let == name
+        ]
+        if len(hits) != 1:
+            return None
+        path, let = hits[0]
+        steps = [k for k, t in enumerate(let.transforms) if isinstance(t, kind)]
+        if steps:
+            return path, steps[-1], let
+        name = let.ref
+    return None
+
+
+def _drop_step(path: str, k: int, let: Any) -> Edit:
+    return Edit(op="remove", path=f"{path}.transforms[{k}]")
+
+
+def _cluster_ref_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """``cluster_ref`` of a GMEM ref: every block of the cluster sees the same global
+    memory, so the view of another block's copy is the ref itself: drop the step."""
+    hit = _view_step(s, d, ClusterRef)
+    if hit is None:
+        return []
+    path, k, let = hit
+    at = _AT_STMT.match(path)
+    root = _root(s, int(at.group(2)) if at else 0, let.ref)
+    if root is None or root[0] == "call.scratch":
+        return []
+    return [
+        Fix(
+            description=f"drop the cluster_ref of {let.let!r}: {let.ref!r} is in GMEM, which "
+            "every block of the cluster shares (another block's copy is the same memory)",
+            edits=[_drop_step(path, k, let)],
+        )
+    ]
+
+
+def _own_cluster_axis(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """CLUSTER_REF_UNKNOWN_AXIS / CLUSTER_REF_MULTI_AXIS on a GMEM ref: the step goes
+    (``_cluster_ref_gmem``); on SMEM, name the one cluster axis (an unknown name becomes
+    the cluster's only axis; several axes: one fix per axis kept)."""
+    out = _cluster_ref_gmem(s, d)
+    hit = _view_step(s, d, ClusterRef)
+    if hit is None:
+        return out
+    path, k, let = hit
+    at = _AT_STMT.match(path)
+    prog = s.call.programs[int(at.group(2)) if at else 0]
+    cluster = list(prog.mesh.cluster)
+    block = dict(let.transforms[k].block)
+    unknown = [a for a in block if a not in cluster]
+    options: list[dict[str, Any]] = []
+    if unknown and len(cluster) == 1 and len(block) == 1:
+        options.append({cluster[0]: next(iter(block.values()))})
+    elif len(block) > 1:
+        options += [{a: v} for a, v in block.items() if a in cluster]
+    for new in options:
+        out.append(
+            Fix(
+                description=f"name one cluster axis in the cluster_ref of {let.let!r}: {new}",
+                edits=[Edit(op="replace", path=f"{path}.transforms[{k}].block", value=new)],
+            )
+        )
+    return out
+
+
+def _own_copy_multicast(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_TMA_LOAD: a TMA load reads one copy; the multicast view (which only
+    fans writes out) goes, and the load reads the device's own copy."""
+    hit = _view_step(s, d, MulticastRef)
+    if hit is None:
+        return []
+    path, k, let = hit
+    return [
+        Fix(
+            description=f"drop the multicast_ref of {let.let!r}: a load reads this device's "
+            "own copy (a multicast view only fans writes out)",
+            edits=[_drop_step(path, k, let)],
+        )
+    ]
+
+
+def _store_plainly(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_SMEM_NOT_CONTIGUOUS: a TMA store reads a contiguous SMEM block; a strided
+    view is stored with a plain copy (``dst[...] = src[...]``) instead."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s.to_dict(), at.group(1))
+    if stmt.get("op") != "tma_store":
+        return []
+    return [
+        Fix(
+            description="store the strided SMEM view with a plain copy (dst[...] = src[...]): "
+            "a TMA store reads only a contiguous block of SMEM",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=at.group(1),
+                    value={"op": "copy", "src": stmt["src"], "dst": stmt["dst"]},
+                )
+            ],
+        )
+    ]
+
+
+def _a_permutation(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TRANSPOSE_INVALID_PERM_GPU: an axis repeated in ``perm``: each repeat becomes the
+    axis left out, in order (``[0, 0]`` -> ``[0, 1]``)."""
+    perm = get_path(s, d.path)
+    if not isinstance(perm, list | tuple) or not all(isinstance(p, int) for p in perm):
+        return []
+    n = len(perm)
+    missing = [a for a in range(n) if a not in perm]
+    seen: set[int] = set()
+    new = []
+    for p in perm:
+        if 0 <= p < n and p not in seen:
+            seen.add(p)
+            new.append(p)
+        elif missing:
+            new.append(missing.pop(0))
+        else:
+            return []
+    if new == list(perm):
+        return []
+    return [
+        Fix(
+            description=f"make perm a permutation of the {n} axes: {new}",
+            edits=[Edit(op="replace", path=d.path, value=new)],
+        )
+    ]
+
+
+def _multimem_to_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_DST_NOT_GMEM: a multimem store writes GMEM: write an output of the same
+    shape and dtype instead."""
+    at = _AT_STMT.match(d.path)
+    key = _scratch_of(s, d)
+    if at is None or key is None:
+        return []
+    sc = s.call.scratch[key]
+    outs = [
+        o
+        for o, spec in s.call.outputs.items()
+        if list(spec.shape) == list(getattr(sc, "shape", None) or [])
+        and spec.dtype == getattr(sc, "dtype", None)
+    ]
+    return [
+        Fix(
+            description=f"write the output {o!r} (GMEM, the same shape and dtype) instead of "
+            f"the SMEM scratch {key!r}",
+            edits=[Edit(op="replace", path=d.path, value=o)],
+        )
+        for o in outs
+        if get_path(s, d.path) == key
+    ]
+
+
+def _stmt_at(s: Scenario, d: Diagnostic) -> tuple[str, int, Any] | None:
+    """``(path, program, statement)`` of the statement a diagnostic points into."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return None
+    return at.group(1), int(at.group(2)), get_path(s, at.group(1))
+
+
+def _retyped(s: Scenario, program: int, names: list[str], dtype: str) -> list[Edit] | None:
+    """Edits that give the plain refs ``names`` (an output, buffer or scratch with no
+    reinterpreting view between) the dtype ``dtype``, with every ref a statement of the
+    program copies into them (so the copies keep matching). None: one is a view."""
+    keys: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        root = _root(s, program, todo.pop(), _reinterprets)
+        if root is None or root[2]:
+            return None
+        table, key, _ = root
+        if f"{table}.{key}" in keys:
+            continue
+        keys[f"{table}.{key}"] = key
+        body = f"call.programs[{program}].body"
+        for _, st in _statements(s.call.programs[program].body, body):
+            dst, src = getattr(st, "dst", None), getattr(st, "src", None)
+            if not isinstance(dst, str) or not isinstance(src, str):
+                continue
+            if _root(s, program, dst)[:2] == (table, key):  # type: ignore[index]
+                todo.append(src)
+    return [
+        Edit(op="replace", path=f"{where}.dtype", value=dtype)
+        for where in keys
+        if getattr(get_path(s, where), "dtype", dtype) != dtype
+    ]
+
+
+def _dot_in_f16(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_DTYPE / DOT_INT_ACC: WGMMA with an [K, N] rhs and a float32 accumulator
+    multiplies 16-bit floats: the operands (and what is copied into them) become
+    float16."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    if not isinstance(getattr(stmt, "lhs", None), str) or not isinstance(stmt.rhs, str):
+        return []
+    edits = _retyped(s, program, [stmt.lhs, stmt.rhs], "float16")
+    if not edits:
+        return []
+    old = getattr(get_path(s, edits[0].path.rpartition(".")[0]), "dtype", "?")
+    return [
+        Fix(
+            description=f"multiply float16 operands (not {old}): the operands of the dot and "
+            "what is copied into them become float16 (the product still accumulates in "
+            "float32)",
+            edits=edits,
+        )
+    ]
+
+
+def _dot_split_n(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_N_TOO_LARGE: one WGMMA makes at most 256 columns: the product is split along
+    N into dots of 256 columns (views of rhs and dst, side by side)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    n = int(_ints(re.search(r"got: (\d+)", d.message).group(1))[0])  # type: ignore[union-attr]
+    width = max(w for w in range(8, 257, 8) if n % w == 0)
+    if n <= 256 or width < 8:
+        return []
+    parent, _, last = path.rpartition("[")
+    j = int(last.rstrip("]"))
+    new: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for k in range(n // width):
+        cols = [k * width, (k + 1) * width]
+        names = []
+        for side in ("rhs", "dst"):
+            base = getattr(stmt, side)
+            name = _fresh(s, f"{base}_{k}")
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names.append(name)
+            new.append(
+                {"let": name, "ref": base, "transforms": [{"op": "at", "index": [None, cols]}]}
+            )
+        new.append({"op": "dot", "dst": names[1], "lhs": stmt.lhs, "rhs": names[0]})
+    edits = [Edit(op="remove", path=path)]
+    edits += [Edit(op="add", path=f"{parent}[{j + i}]", value=v) for i, v in enumerate(new)]
+    return [
+        Fix(
+            description=f"split the product along N into {n // width} dots of {width} columns "
+            f"(one WGMMA makes at most 256): columns k*{width}..(k+1)*{width} of "
+            f"{stmt.rhs!r} into the same columns of {stmt.dst!r}",
+            edits=edits,
+        )
+    ]
+
+
+_DOT_SHAPES = re.compile(r"lhs=\((\d+), (\d+)\), rhs=\S*?\((\d+), (\d+)\)")
+
+
+def _dot_k_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_SHAPE_MISMATCH: lhs [M, K] and rhs [K', N] disagree on K: the operand that is a
+    plain scratch takes the other's K."""
+    hit = _stmt_at(s, d)
+    m = _DOT_SHAPES.search(d.message)
+    if hit is None or m is None:
+        return []
+    _, program, stmt = hit
+    mm, k1, k2, nn = map(int, m.groups())
+    out: list[Fix] = []
+    for side, want in (("lhs", [mm, k2]), ("rhs", [k1, nn])):
+        root = _root(s, program, getattr(stmt, side))
+        if root is None or root[2] or root[0] != "call.scratch":
+            continue
+        out.append(
+            Fix(
+                description=f"make {root[1]!r} {want}: the dot's K is the other operand's",
+                edits=[Edit(op="replace", path=f"call.scratch.{root[1]}.shape", value=want)],
+            )
+        )
+    return out
+
+
+def _dot_one_matrix(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_RANK: an operand with leading batch dims: the dot takes its first matrix
+    (``ref.at[0, ...]``, a view named for it)."""
+    hit = _stmt_at(s, d)
+    at = _AT_STMT.match(d.path)
+    if hit is None or at is None or at.group(3) not in ("lhs", "rhs"):
+        return []
+    path, program, stmt = hit
+    field = at.group(3)
+    name = getattr(stmt, field)
+    root = _root(s, program, name)
+    if root is None:
+        return []
+    rank = len(getattr(get_path(s, f"{root[0]}.{root[1]}"), "shape", None) or [])
+    if root[2] or rank <= 2:
+        return []
+    view = _fresh(s, f"{name}_0")
+    index = [0] * (rank - 2)
+    let = {"let": view, "ref": name, "transforms": [{"op": "at", "index": index}]}
+    return [
+        Fix(
+            description=f"multiply the first matrix of {name!r} ({view} = {name}.at"
+            f"[{', '.join(map(str, index))}])",
+            edits=[
+                Edit(op="replace", path=f"{path}.{field}", value=view),
+                Edit(op="add", path=path, value=let),
+            ],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -1512,6 +1918,32 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_SMEM": _peer_reaches_gmem,
     "TMA_GMEM_TRANSFORM": _reshape_the_buffer,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
+    **dict.fromkeys(("TMEM_PLAIN_ACCESS", "TMEM_RESHAPE", "TRANSPOSE_TMEM"), _tmem_to_smem),
+    **dict.fromkeys(
+        (
+            "SWIZZLED_INDEX",
+            "SWIZZLED_SLICE",
+            "SWIZZLED_RESHAPE",
+            "TILED_RESHAPE",
+            "TILED_INDEX_TYPE",
+            "TRACED_BOOL",
+            "GPU_GMEM_TRANSFER",
+            "GPU_SMEM_TRANSFER",
+        ),
+        _plain_layout,
+    ),
+    "GPU_CLUSTER_GMEM": _cluster_ref_gmem,
+    "CLUSTER_REF_UNKNOWN_AXIS": _own_cluster_axis,
+    "CLUSTER_REF_MULTI_AXIS": _own_cluster_axis,
+    "MULTICAST_TMA_LOAD": _own_copy_multicast,
+    "TRANSPOSE_INVALID_PERM_GPU": _a_permutation,
+    "MULTIMEM_DST_NOT_GMEM": _multimem_to_gmem,
+    "TMA_SMEM_NOT_CONTIGUOUS": _store_plainly,
+    "DOT_DTYPE": _dot_in_f16,
+    "DOT_INT_ACC": _dot_in_f16,
+    "DOT_N_TOO_LARGE": _dot_split_n,
+    "DOT_SHAPE_MISMATCH": _dot_k_agree,
+    "DOT_RANK": _dot_one_matrix,
 }
 
 
