@@ -311,6 +311,14 @@ REPAIRED = [
     "DOT_N_TOO_LARGE",
     "DOT_SHAPE_MISMATCH",
     "DOT_RANK",
+    "REF_NOT_A_REF",
+    "GPU_8BIT_ARITH",
+    "RESHAPE_SIZE",
+    "RESHAPE_MINUS_ONE",
+    "RESHAPE_NOT_DIVISIBLE",
+    "SEMAPHORE_READ_SMEM",
+    "ADD_SHAPE_MISMATCH",
+    "GPU_LAYOUT_INFERENCE",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -573,6 +581,7 @@ CHAINS = {
     "SWIZZLED_SLICE": ["SWIZZLED_SLICE", "TMA_SMEM_NOT_CONTIGUOUS"],
     "GPU_CLUSTER_GMEM": ["GPU_CLUSTER_GMEM", "RACE"],
     "MULTIMEM_DST_NOT_GMEM": ["MULTIMEM_DST_NOT_GMEM", "RACE"],
+    "MPMD_SCRATCH_CORE_TYPE": ["MPMD_SCRATCH_CORE_TYPE", "RACE"],
 }
 
 
@@ -592,3 +601,17 @@ def test_chained_repairs_reach_a_valid_kernel_jax_accepts() -> None:
         fixed.append(s)
     for s, r in zip(fixed, probe_many(fixed, stages=JAX_STAGES), strict=True):
         assert not r["stage"], (s.name, r)
+
+
+def test_a_barrier_that_completes_before_its_writer_arrives_waits_for_all() -> None:
+    """RACE_DETECTED where a barrier of one arrival is arrived on by two threads (the
+    reader may pass on the other's arrival): the repair makes it wait for both."""
+    s = load_scenario(
+        Path(__file__).parent / "scenarios/schedules/barrier_arrivals_in_either_phase.json"
+    )
+    d = first_error(check(s))
+    assert d is not None and d.code == "RACE_DETECTED" and d.fix is not None
+    assert d.fix.after == []
+    after = apply_fix(s, d.fix)
+    assert after.call.scratch["bar"].num_arrivals == 2
+    assert first_error(check(after)) is None

@@ -5,6 +5,7 @@ each and keeps those that leave fewer errors."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
 from mpmd_lab.fields import get_path
 from mpmd_lab.ops import (
+    Add,
     At,
     ClusterRef,
     Copy,
@@ -1426,14 +1428,15 @@ def _mentions(node: Any, name: str) -> int:
 
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
-    device waits after signalling its peer, a wait waits for all its signals, or a read
-    waits for the async copy it reads."""
+    device waits after signalling its peer, a wait waits for all its signals, a read
+    waits for the async copy it reads, or a barrier waits for all who arrive on it."""
     return [
         *_race_split(s, d),
         *_cluster_meet(s, d),
         *_wait_after_signals(s, d),
         *_wait_for_all(s, d),
         *_wait_for_the_copy(s, d),
+        *_all_arrivals(s, d),
     ]
 
 
@@ -1876,6 +1879,286 @@ def _dot_one_matrix(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _captured_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REF_NOT_A_REF: a view of a captured array (an array, not a Ref): pass the array
+    as an argument (a Ref) instead of capturing it."""
+    named = _named(s, d)
+    if named is None:
+        return []
+    return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == named[1]]
+
+
+#: the 8-bit integer dtypes and the 16-bit ones their arithmetic is done in
+_WIDER = {"int8": "int16", "uint8": "uint16"}
+
+
+def _wider_add(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_8BIT_ARITH: an 8-bit integer add is done in 16 bits and cast back (``(a16 +
+    b16).astype(int8)``: the same wrapping sum, as JAX's message asks)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    names = [getattr(stmt, f, None) for f in ("lhs", "rhs", "dst")]
+    if not isinstance(stmt, Add) or not all(isinstance(n, str) for n in names):
+        return []
+    lhs, rhs, dst = names
+    roots = [_root(s, program, n) for n in names]
+    dtypes = {getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None) for r in roots if r}
+    if len(dtypes) != 1 or (dtype := dtypes.pop()) not in _WIDER:
+        return []
+    wide = _WIDER[dtype]
+    value = f"({lhs}[...].astype(jnp.{wide}) + {rhs}[...].astype(jnp.{wide})).astype(jnp.{dtype})"
+    return [
+        Fix(
+            description=f"add in {wide} and cast back to {dtype} (the same wrapping sum): "
+            f"{dst}[...] = {value}",
+            edits=[
+                Edit(op="replace", path=path, value={"op": "compute", "dst": dst, "value": value})
+            ],
+        )
+    ]
+
+
+_STEP = re.compile(r"^(call\.programs\[(\d+)\](?:\.body\[\d+\])+)\.transforms\[(\d+)\]$")
+_REF_SIZE = re.compile(r"size of the ref \((\d+)\)")
+
+
+def _plain_shape(s: Scenario, program: int, name: str) -> list[int] | None:
+    """The shape of the plain output, buffer or scratch ``name`` is (no view between)."""
+    root = _root(s, program, name)
+    if root is None or root[2]:
+        return None
+    shape = getattr(get_path(s, f"{root[0]}.{root[1]}"), "shape", None)
+    return None if shape is None else list(shape)
+
+
+def _reshape_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A reshape JAX refuses (RESHAPE_SIZE, RESHAPE_MINUS_ONE, RESHAPE_NOT_DIVISIBLE):
+    the shape of what the view is copied to or from, where it holds the same elements;
+    a shape that asks for fewer rows takes them (a slice from 0) instead; one ``-1``
+    kept, the ref's minor dimension for the others."""
+    m = _STEP.match(d.path)
+    if m is None:
+        return []
+    path, program, k = m.group(1), int(m.group(2)), int(m.group(3))
+    let = get_path(s, path)
+    step = get_path(s.to_dict(), d.path)
+    if not isinstance(let, Let) or step.get("op") != "reshape":
+        return []
+    asked = list(step["shape"])
+    have = None
+    if (hit := _RESHAPE.search(d.message)) is not None:
+        have = _ints(hit.group(1))
+    elif k == 0:
+        have = _plain_shape(s, program, let.ref)
+    size = math.prod(have) if have else None
+    if (hit2 := _REF_SIZE.search(d.message)) is not None:
+        size = int(hit2.group(1))
+    out: list[Fix] = []
+    last = k == len(let.transforms) - 1
+    body = f"call.programs[{program}].body"
+    for _, st in _statements(s.call.programs[program].body, body):
+        src, dst = getattr(st, "src", None), getattr(st, "dst", None)
+        other = dst if src == let.let else src if dst == let.let else None
+        want = _plain_shape(s, program, other) if isinstance(other, str) and last else None
+        if want and size == math.prod(want) and want != asked:
+            out.append(
+                Fix(
+                    description=f"reshape to {want}, the shape of {other!r} it is copied "
+                    f"{'to' if src == let.let else 'from'} ({size} elements)",
+                    edits=[Edit(op="replace", path=f"{d.path}.shape", value=want)],
+                )
+            )
+            break
+    if (
+        have
+        and len(have) == len(asked)
+        and all(0 < a <= h for a, h in zip(asked, have, strict=True))
+    ):
+        index = [[0, a] for a in asked]
+        out.append(
+            Fix(
+                description=f"take the first {asked} of the {have} ref (a slice from 0) "
+                "instead of a reshape (a reshape keeps every element; this shape holds fewer)",
+                edits=[Edit(op="replace", path=d.path, value={"op": "at", "index": index})],
+            )
+        )
+    if have and asked.count(-1) > 1:
+        first = asked.index(-1)
+        new = [a if a != -1 or i == first else have[-1] for i, a in enumerate(asked)]
+        out.append(
+            Fix(
+                description=f"reshape to {new}: one dimension is inferred (-1), the others "
+                f"keep the ref's minor dimension ({have[-1]})",
+                edits=[Edit(op="replace", path=f"{d.path}.shape", value=new)],
+            )
+        )
+    return out
+
+
+def _one_program(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MPMD_SCRATCH_CORE_TYPE: several programs of one mesh with scratch: one
+    ``plgpu.kernel`` program with a thread per former program (``pl.when(wg == k)``
+    runs program ``k``'s body), which allocates the scratch itself."""
+    progs = s.call.programs
+    meshes = {(tuple(p.mesh.grid.items()), tuple(p.mesh.cluster.items())) for p in progs}
+    if len(progs) < 2 or len(meshes) != 1 or any(p.mesh.threads is not None for p in progs):
+        return []
+    data = s.to_dict()
+    axes = {*progs[0].mesh.grid, *progs[0].mesh.cluster, *(s.device_mesh or {})}
+    wg = next(n for n in ("wg", "role", "program", "prog_k") if n not in axes)
+    body = [
+        {"op": "when", "cond": f"{wg} == {k}", "body": p["body"]}
+        for k, p in enumerate(data["call"]["programs"])
+        if p["body"]
+    ]
+    mesh = {**data["call"]["programs"][0]["mesh"], "threads": {"name": wg, "count": len(progs)}}
+    return [
+        Fix(
+            description=f"one plgpu.kernel program with {len(progs)} threads ({wg}): thread k "
+            f"runs program k's body (pl.when({wg} == k)); plgpu.kernel allocates the scratch",
+            edits=[
+                Edit(op="replace", path="call.entry", value="plgpu.kernel"),
+                Edit(op="replace", path="call.programs", value=[{"mesh": mesh, "body": body}]),
+            ],
+        )
+    ]
+
+
+def _counter_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_READ_SMEM: ``pl.semaphore_read`` of an SMEM array: the scratch becomes
+    the semaphore(s) it reads (of the same shape; signals and waits change them)."""
+    out: list[Fix] = []
+    for key in _scratches_at(s, d) or [
+        k for k in s.call.scratch if f"semaphore_read({k})" in str(get_path(s, d.path))
+    ]:
+        sc = s.call.scratch[key]
+        if getattr(sc, "memory_space", "") != "SMEM":
+            continue
+        shape = list(getattr(sc, "shape", None) or [])
+        value: dict[str, Any] = {"kind": "semaphore"}
+        if shape and math.prod(shape) != 1:
+            value["shape"] = shape
+        out.append(
+            Fix(
+                description=f"make {key!r} a semaphore{' array' if 'shape' in value else ''}: "
+                "pl.semaphore_read reads a semaphore, not SMEM",
+                edits=[Edit(op="replace", path=f"call.scratch.{key}", value=value)],
+            )
+        )
+    return out
+
+
+_ADD_SHAPES = re.compile(r"\(([\d, ]*)\), \(([\d, ]*)\)")
+
+
+def _operands_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """ADD_SHAPE_MISMATCH: the operand that is a plain buffer or scratch takes the shape
+    of the other (and of what the sum is stored in)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    names = [getattr(stmt, f, None) for f in ("lhs", "rhs")]
+    if not all(isinstance(n, str) for n in names):
+        return []
+    shapes = [_plain_shape(s, program, n) for n in names]  # type: ignore[arg-type]
+    dst = _plain_shape(s, program, stmt.dst) if isinstance(stmt.dst, str) else None
+    out: list[Fix] = []
+    for me, other in ((0, 1), (1, 0)):
+        root = _root(s, program, names[me])  # type: ignore[arg-type]
+        want = shapes[other]
+        if root is None or want is None or (dst is not None and dst != want):
+            continue
+        if root[2]:  # a view: its slices take the other's size
+            out += _resize_view(s, program, names[me], want)  # type: ignore[arg-type]
+            continue
+        out.append(
+            Fix(
+                description=f"make {root[1]!r} {want}, the shape of {names[other]!r} "
+                "(an elementwise sum takes operands of one shape)",
+                edits=[Edit(op="replace", path=f"{root[0]}.{root[1]}.shape", value=want)],
+            )
+        )
+    return out
+
+
+def _copy_by_tma(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_LAYOUT_INFERENCE on a plain GMEM -> GMEM copy whose size no register layout
+    takes: copy it with TMA through SMEM (``plgpu.kernel``: a TMA load into a staging
+    buffer, a barrier wait, a TMA store, a wait for the store)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    if not isinstance(stmt, Copy):
+        return []
+    src, dst = (_root(s, program, n) for n in (stmt.src, stmt.dst))
+    if src is None or dst is None or "call.scratch" in (src[0], dst[0]):
+        return []
+    shape = _plain_shape(s, program, stmt.dst) or _plain_shape(s, program, stmt.src)
+    dtype = getattr(get_path(s, f"{dst[0]}.{dst[1]}"), "dtype", None)
+    if shape is None or dtype is None:
+        return []
+    stage, bar = _fresh(s, f"{stmt.dst}_smem"), _fresh(s, f"{stmt.dst}_bar")
+    parent, _, last = path.rpartition("[")
+    j = int(last.rstrip("]"))
+    steps = [
+        {"op": "copy_gmem_to_smem", "src": stmt.src, "dst": stage, "barrier": bar},
+        {"op": "barrier_wait", "barrier": bar},
+        {"op": "tma_store", "src": stage, "dst": stmt.dst},
+        {"op": "wait_smem_to_gmem"},
+    ]
+    edits = [
+        Edit(op="replace", path="call.entry", value="plgpu.kernel"),
+        Edit(
+            op="add",
+            path=f"call.scratch.{stage}",
+            value={"shape": shape, "dtype": dtype, "memory_space": "SMEM"},
+        ),
+        Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"}),
+        Edit(op="remove", path=path),
+    ]
+    edits += [Edit(op="add", path=f"{parent}[{j + i}]", value=v) for i, v in enumerate(steps)]
+    return [
+        Fix(
+            description=f"copy {stmt.src!r} to {stmt.dst!r} with TMA through SMEM ({stage!r}, "
+            f"barrier {bar!r}; plgpu.kernel): a plain copy of {math.prod(shape)} elements "
+            "finds no register layout",
+            edits=edits,
+        )
+    ]
+
+
+def _all_arrivals(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race after a barrier that completes before every thread that arrives on it has
+    (``num_arrivals`` below the arrivals): the barrier waits for all of them."""
+    out: list[Fix] = []
+    for key, sc in s.call.scratch.items():
+        n = getattr(sc, "num_arrivals", None)
+        if n is None or getattr(sc, "kind", "") != "barrier":
+            continue
+        arrive = sum(
+            1
+            for p in s.call.programs
+            for _, st in _statements(p.body, "")
+            if getattr(st, "op", "") == "barrier_arrive" and getattr(st, "barrier", None) == key
+        )
+        if arrive > n:
+            out.append(
+                Fix(
+                    description=f"make {key!r} complete after all {arrive} arrivals "
+                    f"(num_arrivals {n} -> {arrive}): before, its phase could end before "
+                    "the writer arrived",
+                    edits=[
+                        Edit(op="replace", path=f"call.scratch.{key}.num_arrivals", value=arrive)
+                    ],
+                )
+            )
+    return out
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -1901,7 +2184,6 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "STORE_TO_ARRAY": _store_to_ref,
     "DEVICE_ID_RANK": lambda s, d: [*_own_device(s, d), *_device_by_axes(s, d)],
     "XREF_UNKNOWN_NAME": _define_first,
-    "RESHAPE_SIZE": _reshape_infer,
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
     "ARRAY_NO_METHOD": _arg_view_in_body,
     "ARG_VIEW_PLGPU": _arg_view_in_body,
@@ -1944,6 +2226,15 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DOT_N_TOO_LARGE": _dot_split_n,
     "DOT_SHAPE_MISMATCH": _dot_k_agree,
     "DOT_RANK": _dot_one_matrix,
+    "REF_NOT_A_REF": _captured_ref,
+    "GPU_8BIT_ARITH": _wider_add,
+    "RESHAPE_SIZE": lambda s, d: [*_reshape_infer(s, d), *_reshape_fits(s, d)],
+    "RESHAPE_MINUS_ONE": _reshape_fits,
+    "RESHAPE_NOT_DIVISIBLE": _reshape_fits,
+    "MPMD_SCRATCH_CORE_TYPE": _one_program,
+    "SEMAPHORE_READ_SMEM": _counter_semaphore,
+    "ADD_SHAPE_MISMATCH": _operands_agree,
+    "GPU_LAYOUT_INFERENCE": _copy_by_tma,
 }
 
 
