@@ -184,10 +184,10 @@ def test_fix_all_steps_say_what_they_changed_and_left() -> None:
     assert ok.steps == [] and ok.valid and ok.scenario == gallery.load("ring-all-gather")
     # an error no fix repairs: it stops there and says so
     s = load_scenario(
-        Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_NOT_DIVISIBLE.json"
+        Path(__file__).parents[1] / "toolkit/knowledge/examples/EXPR_ZERO_DIVISION.json"
     )
     stuck = fix_all(s)
-    assert not stuck.valid and stuck.stopped.startswith("no fix for RESHAPE_NOT_DIVISIBLE")
+    assert not stuck.valid and stuck.stopped.startswith("no fix for EXPR_ZERO_DIVISION")
 
 
 def test_session_fix_all_is_one_undo_step_and_the_lab_has_a_button() -> None:
@@ -220,9 +220,9 @@ def test_cli_fix_all_prints_the_steps(tmp_path: Path, capsys) -> None:
     assert "(leaves no error)" in text and "valid: no error left" in text
     assert first_error(check(load_scenario(out))) is None
     # without --all: one fix; an error it cannot fix: exit 1
-    bad = Path(__file__).parents[1] / "toolkit/knowledge/examples/RESHAPE_NOT_DIVISIBLE.json"
+    bad = Path(__file__).parents[1] / "toolkit/knowledge/examples/EXPR_ZERO_DIVISION.json"
     assert main(["fix", "--all", str(bad)]) == 1
-    assert "no fix for RESHAPE_NOT_DIVISIBLE" in capsys.readouterr().out
+    assert "no fix for EXPR_ZERO_DIVISION" in capsys.readouterr().out
 
 
 def test_a_race_is_said_by_its_kind_in_the_buffers_coordinates() -> None:
@@ -319,6 +319,7 @@ REPAIRED = [
     "SEMAPHORE_READ_SMEM",
     "ADD_SHAPE_MISMATCH",
     "GPU_LAYOUT_INFERENCE",
+    "GPU_TRACED_CONSTANT",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -582,6 +583,8 @@ CHAINS = {
     "GPU_CLUSTER_GMEM": ["GPU_CLUSTER_GMEM", "RACE"],
     "MULTIMEM_DST_NOT_GMEM": ["MULTIMEM_DST_NOT_GMEM", "RACE"],
     "MPMD_SCRATCH_CORE_TYPE": ["MPMD_SCRATCH_CORE_TYPE", "RACE"],
+    "MULTICAST_NO_DEVICE_MESH": ["MULTICAST_NO_DEVICE_MESH", "RACE"],
+    "CLUSTER_REF_MULTI_AXIS": ["CLUSTER_REF_MULTI_AXIS", "RACE"],
 }
 
 
@@ -615,3 +618,17 @@ def test_a_barrier_that_completes_before_its_writer_arrives_waits_for_all() -> N
     after = apply_fix(s, d.fix)
     assert after.call.scratch["bar"].num_arrivals == 2
     assert first_error(check(after)) is None
+
+
+def test_rounds_that_share_a_semaphore_get_one_each() -> None:
+    """RACE_DETECTED where the second round's signal can end the first round's wait (one
+    semaphore for both): the second round signals and waits on a semaphore of its own."""
+    path = Path(__file__).parent / "scenarios/schedules/semaphore_reused_across_rounds.json"
+    s = load_scenario(path)
+    d = first_error(check(s))
+    assert d is not None and d.code == "RACE_DETECTED" and d.fix is not None
+    after = apply_fix(s, d.fix)
+    sems = [st.sem for st in after.call.programs[0].body if hasattr(st, "sem")]
+    assert sems == ["s", "s", "s_1", "s_1"]
+    assert after.call.scratch["s_1"] == after.call.scratch["s"]
+    assert d.fix.after == [] and first_error(check(after)) is None

@@ -118,6 +118,9 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         if prog.mesh.threads is not None and prog.mesh.threads.name:
             sizes[prog.mesh.threads.name] = prog.mesh.threads.count
         count = sizes.get(axis, 0)
+        if axis in prog.mesh.cluster and len(prog.mesh.cluster) > 1:
+            # (the blocks of a cluster of several axes: one block of the cluster writes)
+            cond = " and ".join(f"{a} == 0" for a in prog.mesh.cluster)
     out: list[Fix] = []
     name = getattr(get_path(s, stmt_path), field, None)
     lets = [
@@ -262,7 +265,7 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
         name = getattr(stmt, side, None)
         if not isinstance(name, str):
             continue
-        root = _root(s, program, name, _reinterprets if what == "dtype" else _any_step)
+        root = _root(s, program, name, _reinterprets if what == "dtype" else _reshapes)
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
@@ -1429,7 +1432,8 @@ def _mentions(node: Any, name: str) -> int:
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
     device waits after signalling its peer, a wait waits for all its signals, a read
-    waits for the async copy it reads, or a barrier waits for all who arrive on it."""
+    waits for the async copy it reads, a barrier waits for all who arrive on it, or each
+    round gets a semaphore of its own."""
     return [
         *_race_split(s, d),
         *_cluster_meet(s, d),
@@ -1437,6 +1441,7 @@ def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
         *_wait_for_all(s, d),
         *_wait_for_the_copy(s, d),
         *_all_arrivals(s, d),
+        *_semaphore_per_round(s, d),
     ]
 
 
@@ -2159,6 +2164,100 @@ def _all_arrivals(s: Scenario, d: Diagnostic) -> list[Fix]:
     return out
 
 
+def _signal_in_a_loop(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_TRACED_CONSTANT on a signal's ``inc``: the lowering takes only a constant
+    increment: signal 1, ``inc`` times (a ``fori_loop``: the same count)."""
+    hit = _stmt_at(s, d)
+    if hit is None or not d.path.endswith(".inc"):
+        return []
+    path, _, stmt = hit
+    if not isinstance(stmt, SemaphoreSignal) or not isinstance(stmt.inc, str):
+        return []
+    one = stmt.model_dump(mode="json", exclude_none=True)
+    one["inc"] = 1
+    var = _fresh(s, "k")
+    return [
+        Fix(
+            description=f"signal 1, {stmt.inc} times (a fori_loop): the increment must be a "
+            "constant, the count may be traced",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=path,
+                    value={"op": "loop", "var": var, "start": 0, "stop": stmt.inc, "body": [one]},
+                )
+            ],
+        )
+    ]
+
+
+def _declare_mesh(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_NO_DEVICE_MESH: a multicast needs a device mesh: declare one with the
+    multicast's axes (2 devices each: set the count the kernel runs on)."""
+    if s.device_mesh:
+        return []
+    hit = _view_step(s, d, MulticastRef)
+    if hit is None:
+        return []
+    _, k, let = hit
+    axes = let.transforms[k].axes
+    names = [axes] if isinstance(axes, str) else list(axes)
+    mesh = dict.fromkeys(names, 2)
+    return [
+        Fix(
+            description=f"declare the device mesh {mesh} (jax.set_mesh): the multicast's axes, "
+            "2 devices each (set the count you run on)",
+            edits=[Edit(op="add", path="device_mesh", value=mesh)],
+        )
+    ]
+
+
+def _semaphore_per_round(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between rounds that share one semaphore (a signal of the next round can
+    satisfy this round's wait): each round after the first gets a semaphore of its own
+    (its signals, and the wait that ends it)."""
+    out: list[Fix] = []
+    for p, prog in enumerate(s.call.programs):
+        base = f"call.programs[{p}].body"
+        for key, sc in s.call.scratch.items():
+            if getattr(sc, "kind", "") != "semaphore" or getattr(sc, "shape", None):
+                continue
+            rounds: list[list[int]] = [[]]
+            for j, st in enumerate(prog.body):
+                if getattr(st, "sem", None) != key:
+                    continue
+                rounds[-1].append(j)
+                if isinstance(st, SemaphoreWait):
+                    rounds.append([])
+            rounds = [r for r in rounds if r]
+            if len(rounds) < 2:
+                continue
+            edits: list[Edit] = []
+            names: list[str] = []
+            taken = set()
+            for r in rounds[1:]:
+                name = _fresh(s, f"{key}_{len(names) + 1}")
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                names.append(name)
+                edits.append(
+                    Edit(op="add", path=f"call.scratch.{name}", value=sc.model_dump(mode="json"))
+                )
+                edits += [Edit(op="replace", path=f"{base}[{j}].sem", value=name) for j in r]
+            out.append(
+                Fix(
+                    description=f"a semaphore per round: round{'s' if len(names) > 1 else ''} "
+                    f"{', '.join(str(k + 2) for k in range(len(names)))} signal"
+                    f"{'' if len(names) > 1 else 's'} and wait"
+                    f"{'' if len(names) > 1 else 's'} on {', '.join(map(repr, names))}, not "
+                    f"{key!r} (a signal of a later round could end an earlier round's wait)",
+                    edits=edits,
+                )
+            )
+    return out
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -2235,6 +2334,8 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "SEMAPHORE_READ_SMEM": _counter_semaphore,
     "ADD_SHAPE_MISMATCH": _operands_agree,
     "GPU_LAYOUT_INFERENCE": _copy_by_tma,
+    "GPU_TRACED_CONSTANT": _signal_in_a_loop,
+    "MULTICAST_NO_DEVICE_MESH": _declare_mesh,
 }
 
 
