@@ -293,7 +293,8 @@ def trace_load(t: TraceContext) -> bool:
 
 def lower_load(low: LowerContext) -> bool:
     """copy_gmem_to_smem's lowering: the barrier, the GMEM side's transforms, the SMEM
-    side (no other block's), then (dialect lowering) the copy's width."""
+    side (no other block's), then (dialect lowering) the SMEM view against the GMEM ref
+    (contiguous, no transpose the GMEM side cannot follow) and the copy's width."""
     if low.st.node.barrier is None:
         low.jax(
             "TMA_LOAD_NO_BARRIER",
@@ -319,6 +320,7 @@ def lower_load(low: LowerContext) -> bool:
             "read it through its cluster view, or have that block load itself.",
         )
         return True
+    low.tma_smem("dst", "src")
     _copy_width(low, "dst")
     return False
 

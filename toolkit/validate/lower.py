@@ -366,6 +366,10 @@ class LowerCtx:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
         return _tma(self, src, dst)
 
+    def tma_smem(self, smem: str, gmem: str) -> None:
+        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``)."""
+        _tma_smem(self, smem, gmem, load=True)
+
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
 
@@ -805,23 +809,35 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    dst_root = low.root_view(st.refs[dst_field]).root
-    if src_root is not None and dst_root is not None and src_root.space == "SMEM":
-        dm = low.memref(st.refs[dst_field]).memref
-        if dm is not None:
-            shape, dtype, _space, stack = src_root
-            e = L.tma_smem_error(
-                shape,
-                dtypes.bits(dtype),
-                stack,
-                [t for _, t in st.refs[src_field].stack],
-                low.memref(st.refs[src_field]).memref,
-                dm.shape,
-                dm.strides,
-            )
-            if e is not None:
-                _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)
+    _tma_smem(low, src_field, dst_field)
     return False
+
+
+def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False) -> None:
+    """What ``async_copy`` raises for the SMEM side of a TMA copy (a store's source, a
+    load's destination) against its GMEM side (``layout_rules.tma_smem_error``): a view
+    that is not one contiguous block, a transpose the GMEM ref cannot follow, a box of the
+    wrong width (a load's width is its own rule's to say: ``_copy_width``)."""
+    st = low.st
+    smem_root = low.root_view(st.refs[smem_field]).root
+    gmem_root = low.root_view(st.refs[gmem_field]).root
+    if smem_root is None or gmem_root is None or smem_root.space != "SMEM":
+        return
+    gm = low.memref(st.refs[gmem_field]).memref
+    if gm is None:
+        return
+    shape, dtype, _space, stack = smem_root
+    e = L.tma_smem_error(
+        shape,
+        dtypes.bits(dtype),
+        stack,
+        [t for _, t in st.refs[smem_field].stack],
+        low.memref(st.refs[smem_field]).memref,
+        gm.shape,
+        gm.strides,
+    )
+    if e is not None and not (load and e.code == "TMA_LAST_DIM_BITS"):
+        _later(low, e, f"{st.path}.{smem_field}", _TMA_LOAD_WHY if load else _TMA_WHY)
 
 
 def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
@@ -957,6 +973,13 @@ _TMA_WHY = (
     "allocated) into a box of the GMEM ref whose minor dim is unit-stride; this source "
     "view is not such a block. Copy the whole scratch (or slices of whole tile rows) and "
     "transpose or slice on the GMEM side or in registers."
+)
+_TMA_LOAD_WHY = (
+    "The TMA engine copies a box of the GMEM ref whose minor dim is unit-stride into one "
+    "contiguous SMEM block (its tiled, swizzled layout as allocated); this destination "
+    "view is not such a block (a transposed or strided view of the scratch). Load into "
+    "the whole scratch (or slices of whole tile rows) and transpose or slice where it is "
+    "read."
 )
 
 
