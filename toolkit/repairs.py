@@ -2258,6 +2258,43 @@ def _semaphore_per_round(s: Scenario, d: Diagnostic) -> list[Fix]:
     return out
 
 
+#: a narrow dtype and the 32-bit one multimem moves it in
+_WORD = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "int8": "int32",
+    "int16": "int32",
+    "uint8": "uint32",
+    "uint16": "uint32",
+}
+
+
+def _multimem_words(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_LOAD_WIDTH / MULTIMEM_STORE_WIDTH: a multimem access moves 32, 64 or 128
+    bits per thread: the values travel as 32-bit words (the refs it reads and writes, and
+    what is copied into them, take the 32-bit dtype of their kind)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    names = [getattr(stmt, f, None) for f in ("src", "dst")]
+    if not all(isinstance(n, str) for n in names):
+        return []
+    root = _root(s, program, names[0])  # type: ignore[arg-type]
+    old = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    wide = _WORD.get(old or "")
+    edits = None if wide is None else _retyped(s, program, names, wide)  # type: ignore[arg-type]
+    if not edits:
+        return []
+    return [
+        Fix(
+            description=f"move {wide} values, not {old} ({stmt.op} moves 32, 64 or 128 bits "
+            f"per thread): the refs it reads and writes become {wide}",
+            edits=edits,
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -2336,6 +2373,8 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "GPU_LAYOUT_INFERENCE": _copy_by_tma,
     "GPU_TRACED_CONSTANT": _signal_in_a_loop,
     "MULTICAST_NO_DEVICE_MESH": _declare_mesh,
+    "MULTIMEM_LOAD_WIDTH": _multimem_words,
+    "MULTIMEM_STORE_WIDTH": _multimem_words,
 }
 
 
