@@ -518,7 +518,8 @@ class Compute(StatementOp):
         return t.store("dst", ty.shape, ty.dtype)
 
     def lower(self, low: Any) -> bool:
-        """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
+        """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
+        on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
             if low.access(f"value.{name}", "load"):
@@ -535,6 +536,18 @@ class Compute(StatementOp):
                     explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
                     f"{name!r} is in shared memory, which the lowering cannot address that "
                     "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+                )
+                return True
+        for node in _walk(self.tree):
+            if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
+                new = dtypes.canonical(node.dtype)
+                low.jax(
+                    "GPU_BITCAST_WIDTH",
+                    f"{low.path}.value",
+                    f"Cannot bitcast from {src} to {new} because they have different widths",
+                    jax_type="NotImplementedError",
+                    explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
+                    f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
                 )
                 return True
         for node in _walk(self.tree):
