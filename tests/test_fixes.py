@@ -321,6 +321,9 @@ REPAIRED = [
     "GPU_LAYOUT_INFERENCE",
     "GPU_TRACED_CONSTANT",
     "MULTIMEM_LOAD_WIDTH",
+    "GPU_WG_TRANSFORMS",
+    "GPU_TRANSFORMS_UNSUPPORTED",
+    "TMA_SRC_TRANSFORM",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -344,16 +347,16 @@ def test_repairs_by_code_reach_a_valid_kernel_jax_accepts() -> None:
 def test_the_corpus_every_fix_leaves_what_it_says() -> None:
     """Over every invalid scenario shipped or tested (``bench.fix_reach``): each applied
     best fix leaves exactly the error codes its ``after`` says, and the share reaching a
-    valid scenario within three fixes does not fall below what was measured (323/397,
-    81 %; of the fix corpus (newcomer mistakes), 67/68)."""
+    valid scenario within three fixes does not fall below what was measured (331/404,
+    82 %; of the fix corpus (newcomer mistakes), 68/69)."""
     from bench.fix_reach import measure
 
     got = measure()
     assert [r.broken_promises for r in got if r.broken_promises] == []
-    assert len(got) >= 397 and sum(r.valid for r in got) >= 323
+    assert len(got) >= 404 and sum(r.valid for r in got) >= 331
     mine = [r for r in got if r.name.startswith("tests/fix_corpus/")]
     assert len(mine) == len(list(FIX_CORPUS.glob("*.json")))
-    assert sum(r.valid for r in mine) >= 67
+    assert sum(r.valid for r in mine) >= 68
 
 
 def test_a_ring_without_its_signal_gets_the_signal_of_a_ring_step() -> None:
@@ -639,6 +642,7 @@ def test_rounds_that_share_a_semaphore_get_one_each() -> None:
 #: hand-written newcomer mistakes, one per repair kind (tests/fix_corpus)
 NEWCOMER = [
     "allreduce-half",
+    "float-bits-of-top-rows",
     "add-bias-too-short",
     "broadcast-without-mesh",
     "cluster-ref-of-output",

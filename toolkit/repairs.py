@@ -10,11 +10,13 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
 from mpmd_lab.fields import get_path
 from mpmd_lab.ops import (
     Add,
     At,
+    Bitcast,
     ClusterRef,
     Copy,
     CopyGmemToSmem,
@@ -29,6 +31,7 @@ from mpmd_lab.ops import (
     SemaphoreWait,
     Swizzle,
     Tiling,
+    TmaStore,
     When,
 )
 from mpmd_lab.recheck import checked
@@ -2295,6 +2298,65 @@ def _multimem_words(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _bitcast_the_value(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A plain copy (or TMA store) through a bitcast view, which Mosaic GPU does not
+    lower (GPU_WG_TRANSFORMS, GPU_TRANSFORMS_UNSUPPORTED, TMA_SRC_TRANSFORM): load the
+    ref and bitcast the loaded value (``dst[...] = lax.bitcast_convert_type(src[...],
+    dtype)``); the view keeps its other steps (a bitcast of one width keeps the shape)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    body = f"call.programs[{program}].body"
+    if isinstance(stmt, Let):  # (the view's step: the copy that reads the view)
+        readers = [
+            (p, st)
+            for p, st in _statements(s.call.programs[program].body, body)
+            if isinstance(st, Copy | TmaStore) and st.src == stmt.let
+        ]
+        if len(readers) != 1:
+            return []
+        path, stmt = readers[0]
+    src, dst = getattr(stmt, "src", None), getattr(stmt, "dst", None)
+    if not isinstance(stmt, Copy | TmaStore) or not isinstance(src, str):
+        return []
+    lets = [
+        (p, st)
+        for p, st in _statements(s.call.programs[program].body, body)
+        if isinstance(st, Let) and st.let == src
+    ]
+    if len(lets) != 1:
+        return []
+    let_path, let = lets[0]
+    casts = [k for k, t in enumerate(let.transforms) if isinstance(t, Bitcast)]
+    root = _root(s, program, let.ref, _reinterprets)
+    if len(casts) != 1 or root is None or root[2]:
+        return []
+    old = getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    new = let.transforms[casts[0]].dtype
+    if old is None or dtypes.bits(old) != dtypes.bits(new):
+        return []
+    value = f"lax.bitcast_convert_type({src}[...], {dtypes.jnp_expr(new)})"
+    edits = [Edit(op="remove", path=f"{let_path}.transforms[{casts[0]}]")]
+    uses = _mentions(s.to_dict()["call"]["programs"][program]["body"], src)
+    if uses > 2:  # (the view serves other statements too: a view without the bitcast)
+        plain = _fresh(s, f"{src}_{old}")
+        steps = [t.model_dump(mode="json") for k, t in enumerate(let.transforms) if k != casts[0]]
+        value = f"lax.bitcast_convert_type({plain}[...], {dtypes.jnp_expr(new)})"
+        view = {"let": plain, "ref": let.ref, "transforms": steps}
+        edits = [Edit(op="add", path=path, value=view)]
+        parent, _, last = path.rpartition("[")
+        path = f"{parent}[{int(last.rstrip(']')) + 1}]"
+    edits.append(Edit(op="replace", path=path, value={"op": "compute", "dst": dst, "value": value}))
+    return [
+        Fix(
+            description=f"load {src!r} as {old} and bitcast the value: {dst}[...] = {value} "
+            "(Mosaic GPU lowers no load or store through a bitcast view)",
+            edits=edits,
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -2375,6 +2437,10 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "MULTICAST_NO_DEVICE_MESH": _declare_mesh,
     "MULTIMEM_LOAD_WIDTH": _multimem_words,
     "MULTIMEM_STORE_WIDTH": _multimem_words,
+    **dict.fromkeys(
+        ("GPU_WG_TRANSFORMS", "GPU_TRANSFORMS_UNSUPPORTED", "TMA_SRC_TRANSFORM"),
+        _bitcast_the_value,
+    ),
 }
 
 
