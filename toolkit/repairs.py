@@ -34,6 +34,7 @@ from mpmd_lab.ops import (
     TmaStore,
     When,
 )
+from mpmd_lab.ops import values as V
 from mpmd_lab.recheck import checked
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
@@ -2357,6 +2358,62 @@ def _bitcast_the_value(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _is_bool(n: Any) -> bool:
+    """A value node that is a boolean by its form: a comparison, a conversion to bool."""
+    return (isinstance(n, V.Bin) and n.op in V.COMPARISONS) or (
+        isinstance(n, V.Cast | V.Bitcast) and n.dtype == "bool"
+    )
+
+
+def _nodes(n: Any) -> Iterator[Any]:
+    yield n
+    for c in n.children():
+        yield from _nodes(c)
+
+
+def _numbers_not_bools(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """VALUE_DTYPE (a negated or subtracted comparison) and BITCAST_VALUE_BOOL (a bitcast
+    to or from bool): the boolean becomes a number by conversion (``.astype``), in the
+    destination's dtype (a bitcast's own dtype), which is what a bool's bits mean."""
+    hit = _stmt_at(s, d)
+    if hit is None or not d.path.endswith(".value"):
+        return []
+    path, program, stmt = hit
+    text = getattr(stmt, "value", None)
+    dst = getattr(stmt, "dst", None)
+    if not isinstance(text, str) or not isinstance(dst, str):
+        return []
+    root = _root(s, program, dst)
+    want = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    if want in (None, "bool"):
+        want = "int32"
+    tree = V.parse(text)
+    whole = tree.source(V.LABEL)
+    swaps: list[tuple[str, str]] = []
+    for n in _nodes(tree):
+        if isinstance(n, V.Neg) and _is_bool(n.a):
+            swaps.append((n.a.source(V.LABEL), V.Cast(n.a, want).source(V.LABEL)))
+        elif isinstance(n, V.Bin) and n.op == "-":
+            swaps += [
+                (x.source(V.LABEL), V.Cast(x, want).source(V.LABEL))
+                for x in (n.a, n.b)
+                if _is_bool(x)
+            ]
+        elif isinstance(n, V.Bitcast) and (_is_bool(n.a) or n.dtype == "bool"):
+            swaps.append((n.source(V.LABEL), V.Cast(n.a, n.dtype).source(V.LABEL)))
+    new = whole
+    for old, repl in dict.fromkeys(swaps):
+        new = new.replace(old, repl)
+    if not swaps or new == whole:
+        return []
+    return [
+        Fix(
+            description=f"convert the boolean to a number (.astype): {dst}[...] = {new}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=new)],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -2441,6 +2498,8 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
         ("GPU_WG_TRANSFORMS", "GPU_TRANSFORMS_UNSUPPORTED", "TMA_SRC_TRANSFORM"),
         _bitcast_the_value,
     ),
+    "VALUE_DTYPE": _numbers_not_bools,
+    "BITCAST_VALUE_BOOL": _numbers_not_bools,
 }
 
 

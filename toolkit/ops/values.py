@@ -265,6 +265,8 @@ _PRIM = {
     "min": "min",
 }
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
+#: the comparison operators (a ``Bin`` of one of these is a boolean array)
+COMPARISONS = _CMP
 _PREC = {"cmp": 4, "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "neg": 7}
 _NP = {
     "+": "add",
@@ -834,4 +836,4 @@ def _check(text: str) -> str:
 ValueText = Annotated[str, AfterValidator(_check)]
 
 
-__all__ = ["Node", "Ty", "ValueTypeError", "parse", "promote"]
+__all__ = ["COMPARISONS", "Node", "Ty", "ValueTypeError", "parse", "promote"]
