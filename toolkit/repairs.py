@@ -468,11 +468,19 @@ def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
     stage = _fresh(s, f"{stmt['src']}_smem")
     parent, _, last = stmt_path.rpartition("[")
     j = int(last.rstrip("]"))
+    # (pl.kernel takes no scratch: plgpu.kernel allocates the staging buffer)
+    entry = (
+        [Edit(op="replace", path="call.entry", value="plgpu.kernel")]
+        if s.call.entry == "pl.kernel"
+        else []
+    )
     return [
         Fix(
             description=f"stage {stmt['src']!r} in SMEM ({stage!r}) and write the multicast "
-            "ref with an async copy from it (tma_store)",
+            "ref with an async copy from it (tma_store)"
+            + ("; plgpu.kernel, which allocates the SMEM" if entry else ""),
             edits=[
+                *entry,
                 Edit(
                     op="add",
                     path=f"call.scratch.{stage}",
@@ -1584,7 +1592,8 @@ def _view_step(s: Scenario, d: Diagnostic, kind: type) -> tuple[str, int, Any] |
     return None
 
 
-def _drop_step(path: str, k: int, let: Any) -> Edit:
+def _drop_step(path: str, k: int) -> Edit:
+    """Remove step ``k`` of the let at ``path``."""
     return Edit(op="remove", path=f"{path}.transforms[{k}]")
 
 
@@ -1603,7 +1612,7 @@ def _cluster_ref_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
         Fix(
             description=f"drop the cluster_ref of {let.let!r}: {let.ref!r} is in GMEM, which "
             "every block of the cluster shares (another block's copy is the same memory)",
-            edits=[_drop_step(path, k, let)],
+            edits=[_drop_step(path, k)],
         )
     ]
 
@@ -1648,7 +1657,7 @@ def _own_copy_multicast(s: Scenario, d: Diagnostic) -> list[Fix]:
         Fix(
             description=f"drop the multicast_ref of {let.let!r}: a load reads this device's "
             "own copy (a multicast view only fans writes out)",
-            edits=[_drop_step(path, k, let)],
+            edits=[_drop_step(path, k)],
         )
     ]
 
@@ -2465,7 +2474,6 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
             "TILED_INDEX_TYPE",
             "TRACED_BOOL",
             "GPU_GMEM_TRANSFER",
-            "GPU_SMEM_TRANSFER",
         ),
         _plain_layout,
     ),
