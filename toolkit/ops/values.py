@@ -486,8 +486,8 @@ class Where(Node):
         return f"jnp.where({c}, {x}, {y})"
 
 
-class Cast(Node):
-    """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
+class _Converted(Node):
+    """A value ``a`` made a value of ``dtype`` (``Cast``, ``Bitcast``)."""
 
     __slots__ = ("a", "dtype")
     a: Node
@@ -498,6 +498,12 @@ class Cast(Node):
 
     def children(self) -> tuple[Node, ...]:
         return (self.a,)
+
+
+class Cast(_Converted):
+    """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
+
+    __slots__ = ()
 
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         a = self.a.typed(refs)
@@ -515,20 +521,12 @@ class Cast(Node):
         return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
 
 
-class Bitcast(Node):
+class Bitcast(_Converted):
     """``lax.bitcast_convert_type(x, dtype)``: the same bits read as ``dtype`` (a wider
     source gains a minor dim of the width ratio, a narrower one loses it, as JAX's rule
     says; Mosaic GPU lowers only dtypes of one width)."""
 
-    __slots__ = ("a", "dtype")
-    a: Node
-    dtype: str
-
-    def __init__(self, a: Node, dtype: str) -> None:
-        self.a, self.dtype = a, dtype
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.a,)
+    __slots__ = ()
 
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         a = self.a.typed(refs)
