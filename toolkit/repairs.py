@@ -1920,10 +1920,10 @@ def _wider_add(s: Scenario, d: Diagnostic) -> list[Fix]:
     names = [getattr(stmt, f, None) for f in ("lhs", "rhs", "dst")]
     if not isinstance(stmt, Add) or not all(isinstance(n, str) for n in names):
         return []
-    lhs, rhs, dst = names
-    roots = [_root(s, program, n) for n in names]
-    dtypes = {getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None) for r in roots if r}
-    if len(dtypes) != 1 or (dtype := dtypes.pop()) not in _WIDER:
+    lhs, rhs, dst = (str(n) for n in names)
+    roots = [_root(s, program, n) for n in (lhs, rhs, dst)]
+    kinds = {getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None) for r in roots if r}
+    if len(kinds) != 1 or (dtype := kinds.pop()) not in _WIDER:
         return []
     wide = _WIDER[dtype]
     value = f"({lhs}[...].astype(jnp.{wide}) + {rhs}[...].astype(jnp.{wide})).astype(jnp.{dtype})"
@@ -2338,20 +2338,21 @@ def _bitcast_the_value(s: Scenario, d: Diagnostic) -> list[Fix]:
     if len(lets) != 1:
         return []
     let_path, let = lets[0]
-    casts = [k for k, t in enumerate(let.transforms) if isinstance(t, Bitcast)]
+    casts = [(k, t) for k, t in enumerate(let.transforms) if isinstance(t, Bitcast)]
     root = _root(s, program, let.ref, _reinterprets)
     if len(casts) != 1 or root is None or root[2]:
         return []
     old = getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
-    new = let.transforms[casts[0]].dtype
+    at_step, cast = casts[0]
+    new = cast.dtype
     if old is None or dtypes.bits(old) != dtypes.bits(new):
         return []
     value = f"lax.bitcast_convert_type({src}[...], {dtypes.jnp_expr(new)})"
-    edits = [Edit(op="remove", path=f"{let_path}.transforms[{casts[0]}]")]
+    edits = [Edit(op="remove", path=f"{let_path}.transforms[{at_step}]")]
     uses = _mentions(s.to_dict()["call"]["programs"][program]["body"], src)
     if uses > 2:  # (the view serves other statements too: a view without the bitcast)
         plain = _fresh(s, f"{src}_{old}")
-        steps = [t.model_dump(mode="json") for k, t in enumerate(let.transforms) if k != casts[0]]
+        steps = [t.model_dump(mode="json") for k, t in enumerate(let.transforms) if k != at_step]
         value = f"lax.bitcast_convert_type({plain}[...], {dtypes.jnp_expr(new)})"
         view = {"let": plain, "ref": let.ref, "transforms": steps}
         edits = [Edit(op="add", path=path, value=view)]
