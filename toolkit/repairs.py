@@ -2102,6 +2102,17 @@ def _operands_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
     return out
 
 
+def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] | None:
+    """The shape of the ref the statement at ``path`` names in ``field``, views applied
+    (the compiled plan's), else None."""
+    from mpmd_lab.plan import compile as compile_plan
+
+    for st in compile_plan(s).programs[program].stmts:
+        if st.path == path and field in st.refs and st.refs[field].info is not None:
+            return list(st.refs[field].info.shape)
+    return None
+
+
 def _copy_by_tma(s: Scenario, d: Diagnostic) -> list[Fix]:
     """GPU_LAYOUT_INFERENCE on a plain GMEM -> GMEM copy whose size no register layout
     takes: copy it with TMA through SMEM (``plgpu.kernel``: a TMA load into a staging
@@ -2115,7 +2126,11 @@ def _copy_by_tma(s: Scenario, d: Diagnostic) -> list[Fix]:
     src, dst = (_root(s, program, n) for n in (stmt.src, stmt.dst))
     if src is None or dst is None or "call.scratch" in (src[0], dst[0]):
         return []
-    shape = _plain_shape(s, program, stmt.dst) or _plain_shape(s, program, stmt.src)
+    shape = (
+        _plain_shape(s, program, stmt.dst)
+        or _plain_shape(s, program, stmt.src)
+        or _view_shape(s, program, path, "dst")
+    )
     dtype = getattr(get_path(s, f"{dst[0]}.{dst[1]}"), "dtype", None)
     if shape is None or dtype is None:
         return []
