@@ -35,6 +35,7 @@ from mpmd_lab.ops import (
     When,
 )
 from mpmd_lab.ops import values as V
+from mpmd_lab.ops.compute import Compute
 from mpmd_lab.recheck import checked
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
@@ -1910,6 +1911,35 @@ def _captured_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
 _WIDER = {"int8": "int16", "uint8": "uint16"}
 
 
+def _wider_value(s: Scenario, path: str, program: int, stmt: Compute) -> list[Fix]:
+    """GPU_8BIT_ARITH in a ``compute`` value: each 8-bit load is widened to 16 bits
+    (``.astype``) and the value cast back to the destination's dtype."""
+    root = _root(s, program, stmt.dst)
+    dtype = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    tree = V.parse(stmt.value)
+    names = set(tree.loads())
+    kinds: dict[str, str] = {}
+    for n in names:
+        r = _root(s, program, n)
+        kind = None if r is None else getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None)
+        if kind in _WIDER:
+            kinds[n] = kind
+    if not kinds or dtype not in _WIDER:
+        return []
+    text = tree.source(V.LABEL)
+    for n, kind in sorted(kinds.items()):
+        wide = f"{n}[...].astype(jnp.{_WIDER[kind]})"
+        text = re.sub(rf"(?<![\w.]){re.escape(n)}\[\.\.\.\]", wide, text)
+    value = f"({text}).astype(jnp.{dtype})"
+    return [
+        Fix(
+            description=f"compute in {_WIDER[dtype]} and cast back to {dtype}: "
+            f"{stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
 def _wider_add(s: Scenario, d: Diagnostic) -> list[Fix]:
     """GPU_8BIT_ARITH: an 8-bit integer add is done in 16 bits and cast back (``(a16 +
     b16).astype(int8)``: the same wrapping sum, as JAX's message asks)."""
@@ -1917,6 +1947,8 @@ def _wider_add(s: Scenario, d: Diagnostic) -> list[Fix]:
     if hit is None:
         return []
     path, program, stmt = hit
+    if isinstance(stmt, Compute):
+        return _wider_value(s, path, program, stmt)
     names = [getattr(stmt, f, None) for f in ("lhs", "rhs", "dst")]
     if not isinstance(stmt, Add) or not all(isinstance(n, str) for n in names):
         return []
@@ -2108,8 +2140,9 @@ def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] |
     from mpmd_lab.plan import compile as compile_plan
 
     for st in compile_plan(s).programs[program].stmts:
-        if st.path == path and field in st.refs and st.refs[field].info is not None:
-            return list(st.refs[field].info.shape)
+        info = st.refs[field].info if st.path == path and field in st.refs else None
+        if info is not None:
+            return list(info.shape)
     return None
 
 
