@@ -349,16 +349,16 @@ def test_repairs_by_code_reach_a_valid_kernel_jax_accepts() -> None:
 def test_the_corpus_every_fix_leaves_what_it_says() -> None:
     """Over every invalid scenario shipped or tested (``bench.fix_reach``): each applied
     best fix leaves exactly the error codes its ``after`` says, and the share reaching a
-    valid scenario within three fixes does not fall below what was measured (340/406,
-    84 %; of the fix corpus (newcomer mistakes), 70/71)."""
+    valid scenario within three fixes does not fall below what was measured (342/408,
+    84 %; of the fix corpus (newcomer mistakes), 72/73)."""
     from bench.fix_reach import measure
 
     got = measure()
     assert [r.broken_promises for r in got if r.broken_promises] == []
-    assert len(got) >= 406 and sum(r.valid for r in got) >= 340
+    assert len(got) >= 408 and sum(r.valid for r in got) >= 342
     mine = [r for r in got if r.name.startswith("tests/fix_corpus/")]
     assert len(mine) == len(list(FIX_CORPUS.glob("*.json")))
-    assert sum(r.valid for r in mine) >= 70
+    assert sum(r.valid for r in mine) >= 72
 
 
 def test_a_ring_without_its_signal_gets_the_signal_of_a_ring_step() -> None:
@@ -648,6 +648,8 @@ def test_rounds_that_share_a_semaphore_get_one_each() -> None:
 #: hand-written newcomer mistakes, one per repair kind (tests/fix_corpus)
 NEWCOMER = [
     "allreduce-half",
+    "loader-and-writer-programs",
+    "reshape-into-top-rows",
     "int8-scale-in-registers",
     "negative-part-by-mask",
     "float-bits-of-top-rows",

@@ -1445,8 +1445,9 @@ def _mentions(node: Any, name: str) -> int:
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
     device waits after signalling its peer, a wait waits for all its signals, a read
-    waits for the async copy it reads, a barrier waits for all who arrive on it, or each
-    round gets a semaphore of its own."""
+    waits for the async copy it reads, a barrier waits for all who arrive on it, each
+    round gets a semaphore of its own, or a thread hands its write to another at a
+    barrier."""
     return [
         *_race_split(s, d),
         *_cluster_meet(s, d),
@@ -1455,6 +1456,7 @@ def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
         *_wait_for_the_copy(s, d),
         *_all_arrivals(s, d),
         *_semaphore_per_round(s, d),
+        *_thread_handoff(s, d),
     ]
 
 
@@ -2008,10 +2010,13 @@ def _reshape_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
     out: list[Fix] = []
     last = k == len(let.transforms) - 1
     body = f"call.programs[{program}].body"
-    for _, st in _statements(s.call.programs[program].body, body):
+    for st_path, st in _statements(s.call.programs[program].body, body):
         src, dst = getattr(st, "src", None), getattr(st, "dst", None)
         other = dst if src == let.let else src if dst == let.let else None
-        want = _plain_shape(s, program, other) if isinstance(other, str) and last else None
+        want = None
+        if isinstance(other, str) and last:
+            field = "dst" if src == let.let else "src"
+            want = _plain_shape(s, program, other) or _view_shape(s, program, st_path, field)
         if want and size == math.prod(want) and want != asked:
             out.append(
                 Fix(
@@ -2468,6 +2473,49 @@ def _numbers_not_bools(s: Scenario, d: Diagnostic) -> list[Fix]:
         Fix(
             description=f"convert the boolean to a number (.astype): {dst}[...] = {new}",
             edits=[Edit(op="replace", path=f"{path}.value", value=new)],
+        )
+    ]
+
+
+_THREAD_PAIR = re.compile(
+    r"thread ([A-Za-z_]\w*)=(\d+) (writes|reads) it .*? thread \1=(\d+) (writes|reads) it"
+)
+
+
+def _thread_handoff(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read/write race between two threads (warpgroups) of one block: the writer
+    arrives on a barrier of its own after its write and the reader waits on it before
+    its read (``plgpu.Barrier``: the handoff of a producer and a consumer)."""
+    pair = _THREAD_PAIR.search(d.message)
+    paths = _RACE_PATHS.search(d.message)
+    if pair is None or paths is None or pair.group(3) == pair.group(5):
+        return []
+    first, second = (_AT_STMT.match(p) for p in paths.groups())
+    if first is None or second is None or first.group(2) != second.group(2):
+        return []
+    writer, reader = (first, second) if pair.group(3) == "writes" else (second, first)
+    w_path, r_path = writer.group(1), reader.group(1)
+    w_parent, _, w_last = w_path.rpartition("[")
+    r_parent, _, r_last = r_path.rpartition("[")
+    wi, ri = int(w_last.rstrip("]")), int(r_last.rstrip("]"))
+    if w_parent == r_parent:
+        return []  # (one thread's statements: program order, not a handoff)
+    bar = _fresh(s, "ready")
+    who = pair.group(2) if pair.group(3) == "writes" else pair.group(4)
+    arrive = Edit(
+        op="add", path=f"{w_parent}[{wi + 1}]", value={"op": "barrier_arrive", "barrier": bar}
+    )
+    wait = Edit(op="add", path=f"{r_parent}[{ri}]", value={"op": "barrier_wait", "barrier": bar})
+    # (the later insertion first when one body holds the other: paths stay valid)
+    edits = [arrive, wait] if r_parent.startswith(w_path) else [wait, arrive]
+    return [
+        Fix(
+            description=f"hand {pair.group(1)}={who}'s write over at a barrier ({bar!r}): the "
+            f"writer arrives after {w_path}, the reader waits before {r_path}",
+            edits=[
+                Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"}),
+                *edits,
+            ],
         )
     ]
 
