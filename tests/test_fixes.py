@@ -56,7 +56,7 @@ FIXABLE = [
 
 
 def test_paths() -> None:
-    assert parse_path("call.args[1].param") == ["call", "args", 1, "param"]
+    assert parse_path("call.args[1].param") == ("call", "args", 1, "param")
     data = {"a": [1, 2, 3]}
     apply_edit(data, Edit(op="remove", path="a[1]"))
     apply_edit(data, Edit(op="add", path="a[0]", value=9))

@@ -214,7 +214,7 @@ def test_body_statements_added_changed_and_their_names_offered():
 
 
 def test_parse_path():
-    assert parse_path("call.programs[0].body[12].transforms[1].device") == [
+    assert parse_path("call.programs[0].body[12].transforms[1].device") == (
         "call",
         "programs",
         0,
@@ -223,7 +223,7 @@ def test_parse_path():
         "transforms",
         1,
         "device",
-    ]
+    )
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr
+from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr, format_path, sub_path
 from mpmd_lab.ops.base import Fit, SourceWriter, StatementOp, TraceContext
 from pydantic import AfterValidator, Field, StrictInt
 
@@ -94,11 +94,15 @@ class Loop(StatementOp):
             if not t.static(E.parse(getattr(self, f))):
                 t.jax(
                     "LOOP_PYTHON_TRACED",
-                    f"{t.path}.{f}",
+                    sub_path(t.path, f),
                     "The __index__() method was called on traced array with shape int32[]",
                     fix=Fix(
                         description="loop with lax.fori_loop (its bounds may be traced)",
-                        edits=[Edit(op="replace", path=f"{t.path}.via", value="fori_loop")],
+                        edits=[
+                            Edit(
+                                op="replace", path=format_path((*t.path, "via")), value="fori_loop"
+                            )
+                        ],
                     ),
                 )
                 return True
