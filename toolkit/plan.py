@@ -220,6 +220,11 @@ _OUTSIDE_ONLY = frozenset((OUTSIDE,))
 class Plan:
     """A scenario with its names bound and views propagated (see the module docstring)."""
 
+    __slots__ = (
+        "s", "args", "params", "captures", "programs", "array_errors", "problems", "_first",
+        "bound_outside",
+    )  # fmt: skip
+
     def __init__(self, scenario: Scenario):
         self.s = scenario
         self.args: list[ArgInfo] = []
@@ -242,6 +247,18 @@ class Plan:
     @property
     def scenario(self) -> Scenario:
         return self.s
+
+    def fits(self, scenario: Scenario) -> bool:
+        """Whether this plan is ``scenario``'s as well: the same call, buffers and device
+        mesh (a copy with other run options, ``model_copy(update={"run": ...})``, shares
+        them), and the one run option a plan reads, ``shard_map``."""
+        s = self.s
+        return scenario is s or (
+            scenario.call is s.call
+            and scenario.buffers is s.buffers
+            and scenario.device_mesh == s.device_mesh
+            and scenario.run.shard_map == s.run.shard_map
+        )
 
     def problem(self, code: str, path: Path, message: str) -> None:
         self.problems.append(Problem(code, path, message))
@@ -376,8 +393,14 @@ def along_chain(
     return found
 
 
+#: how many plans this process has compiled (a Session compiles one per scenario version)
+COMPILED = 0
+
+
 def compile(scenario: Scenario) -> Plan:
     """The scenario's names bound and views propagated (computed once per call)."""
+    global COMPILED
+    COMPILED += 1
     r = Plan(scenario)
     _compile_into(r)
     return r
