@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # (the stages import the ops: their types are named for the c
     from mpmd_lab.engine.sync import Wait
     from mpmd_lab.memory import Abstract, View
     from mpmd_lab.plan import Binding, Stmt
+    from mpmd_lab.scenario import Scenario
     from mpmd_lab.shapes import RefInfo, StepError
     from mpmd_lab.validate.context import Ctx
     from mpmd_lab.validate.lower import LowerCtx
@@ -110,6 +111,15 @@ class LowerContext(Protocol):
     def barrier(self, field: str, method: str) -> bool: ...
     def multimem_ref(self, field: str) -> bool: ...
     def gmem_transforms(self, field: str, load: bool) -> bool: ...
+
+
+class ScenarioContext(Protocol):
+    """What a static evaluation reads (``ops.control.static_value``, ``loop_envs``,
+    ``never_traced``): the scenario, for its meshes' sizes (``validate.context.Ctx``,
+    ``plan.Plan``, the engine's step estimate)."""
+
+    @property
+    def s(self) -> "Scenario": ...
 
 
 class ExecuteContext(Protocol):

@@ -494,10 +494,10 @@ class Compute(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.tree.source(V.LABEL)}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """The loads (in order), the value's shape and dtype rules, then the store."""
         refs: dict[str, tuple[tuple[int, ...], str]] = {}
         for name in self.load_names():
@@ -517,7 +517,7 @@ class Compute(StatementOp):
             return True
         return t.store("dst", ty.shape, ty.dtype)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
@@ -550,7 +550,7 @@ class Compute(StatementOp):
                 break
         return low.access("dst", "store", check_layout=False)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Load each ref, compute the value as JAX does (numpy, each step in JAX's
         dtype), store it."""
         import numpy as np
