@@ -75,7 +75,7 @@ def dump(path: Path) -> tuple[list[str], list[str]]:
     for arg in r.args:  # (the paths as text, as the dump has always shown them)
         lines.append(
             f"arg ArgInfo(index={arg.index!r}, path={format_path(arg.path)!r}, "
-            f"leaves={arg.leaves!r}, steps={arg.steps!r})"
+            f"leaves={[(x.buffer, x.info) for x in arg.leaves]!r}, steps={arg.steps!r})"
         )
     for name, b in r.params.items():
         lines.append(f"param {name} {_binding(b)}")

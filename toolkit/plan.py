@@ -194,9 +194,19 @@ class Problem(Record):
         self.message = message
 
 
+class Leaf(Record):
+    """One buffer an argument passes: its name and its ref's type after the argument's
+    transforms (None: unusable, an unknown buffer or a failed transform)."""
+
+    __slots__ = ("buffer", "info")
+
+    def __init__(self, buffer: str, info: RefInfo | None) -> None:
+        self.buffer = buffer
+        self.info = info
+
+
 class ArgInfo(Record):
-    """One argument: its leaves (buffer, info after the arg's transforms) and each
-    leaf's steps."""
+    """One argument: its leaves (a buffer, or a tuple's) and each leaf's steps."""
 
     __slots__ = ("index", "path", "leaves", "steps")
 
@@ -204,7 +214,7 @@ class ArgInfo(Record):
         self,
         index: int,
         path: Path,
-        leaves: list[tuple[str, RefInfo | None]],
+        leaves: list[Leaf],
         steps: list[list[Step]],
     ) -> None:
         self.index = index
@@ -434,7 +444,7 @@ def _compile_into(ctx: Plan) -> None:
     a: Any  # (a BufferArg or a TupleArg: ``single`` tells which)
     for i, a in enumerate(c.args):
         path: Path = ("call", "args", i)
-        leaves: list[tuple[str, RefInfo | None]] = []
+        leaves: list[Leaf] = []
         steps: list[list[Step]] = []
         single = isinstance(a, BufferArg)
         transforms = a.transforms
@@ -447,7 +457,7 @@ def _compile_into(ctx: Plan) -> None:
                     f"argument names buffer {buf!r}, which is not in `buffers`"
                     + (f" (there: {', '.join(sorted(s.buffers))})" if s.buffers else ""),
                 )
-                leaves.append((buf, None))
+                leaves.append(Leaf(buf, None))
                 steps.append([])
                 continue
             shape = b.shape
@@ -470,16 +480,16 @@ def _compile_into(ctx: Plan) -> None:
                 ctx.array_errors[(i, j)] = r
                 steps.append([])
                 ok = r.error is None and not r.updater
-                leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
+                leaves.append(Leaf(buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
             info = base_info(shape, b.dtype, "GMEM", buf, sharded)
             if transforms:
                 st = propagate(info, transforms, (*path, "transforms"), outside)
                 steps.append(st)
-                leaves.append((buf, st[-1].after if st else info))
+                leaves.append(Leaf(buf, st[-1].after if st else info))
             else:
                 steps.append([])
-                leaves.append((buf, info))
+                leaves.append(Leaf(buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
         stack = (
             tuple([((*path, "transforms", k), t) for k, t in enumerate(transforms)])
@@ -490,11 +500,12 @@ def _compile_into(ctx: Plan) -> None:
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
-            params[name] = Binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack, None)
+            params[name] = Binding(name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None)
         else:
             params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
         if not single:
-            for j, (buf, leaf_info) in enumerate(leaves):
+            for j, lf in enumerate(leaves):
+                buf, leaf_info = lf.buffer, lf.info
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
                     leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack

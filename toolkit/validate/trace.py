@@ -70,7 +70,7 @@ def _check_kernel(ctx: Ctx) -> None:
                     ctx.jax(code, path, msg, jax_type=jtype, stage="trace")
                     return _stop(ctx)
                 if r.updater:
-                    updaters.append((a.index, j, a.leaves[j][0]))
+                    updaters.append((a.index, j, a.leaves[j].buffer))
                 continue
             if steps and _report_steps(ctx, steps):
                 return _stop(ctx)
@@ -318,7 +318,8 @@ def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -
     if plgpu:
         for a in ctx.args:
             if c.args[a.index].transforms:
-                for j, (buf, _) in enumerate(a.leaves):
+                for j, leaf in enumerate(a.leaves):
+                    buf = leaf.buffer
                     b = s.buffers.get(buf)
                     if b is not None and b.as_ref:
                         items.append((a.index, j, buf, "view"))
