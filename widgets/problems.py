@@ -17,6 +17,12 @@ from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
 from mpmd_lab.widgets.timeline_view import WitnessTimeline
 
+#: a fix pressed on problems that are no longer the scenario's (it changed meanwhile)
+STALE = (
+    "not applied: the scenario changed since those problems were shown; "
+    "the problems shown now are its own"
+)
+
 
 class ProblemsView(w.VBox):
     """Every diagnostic of the current scenario, in the order JAX would raise them; that
@@ -49,13 +55,22 @@ class ProblemsView(w.VBox):
         ]
 
     def apply(self, d: Diagnostic, fix: Any = None) -> None:
-        """Apply one of ``d``'s fixes (its best by default) as one undoable step."""
+        """Apply one of ``d``'s fixes (its best by default) as one undoable step; a card
+        of a scenario since replaced (pressed while it changed) applies nothing."""
+        if self.state.busy or d not in self.state.diagnostics:
+            self.error.value = c.problems_html([("", STALE)])
+            return
         result = self.state.apply_fix(fix if fix is not None else d.fix)
         self.error.value = "" if result.ok else c.problems_html(result.problems)
 
-    def fix_all(self) -> None:
+    def fix_all(self, shown: Any = None) -> None:
         """Apply the best fixes until the scenario is valid (``Session.fix_all``, one
-        undoable step) and show each step: the error, what it changed, what it left."""
+        undoable step) and show each step: the error, what it changed, what it left.
+        ``shown``: the problems on screen when pressed (``_key``); other problems now
+        (the scenario changed meanwhile) apply nothing."""
+        if self.state.busy or (shown is not None and shown != self._key()):
+            self.error.value = c.problems_html([("", STALE)])
+            return
         run = self.state.fix_all()
         steps = "".join(f"<li>{c.esc(st.describe())}</li>" for st in run.steps)
         self.error.value = (
@@ -116,7 +131,7 @@ class ProblemsView(w.VBox):
             if any(d.is_error and d.fix is not None for d in problems):
                 b = c.button(
                     "Fix all",
-                    self.fix_all,
+                    partial(self.fix_all, self._key()),
                     "apply the best fix and check again, until valid (one undo step)",
                     css="mpl-fix-all",
                 )

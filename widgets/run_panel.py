@@ -129,6 +129,7 @@ class RunPanel(w.VBox):
         self._token = 0  # which run the panel waits for (a cancelled one is ignored)
         self._queued = False  # Run pressed while the scenario was changing
         self._queued_past_lowering = False
+        self._queued_code = False  # Show JAX code pressed while the scenario was changing
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
         self.status = w.HTML("<span class='mpl-hint'>not run yet</span>")
         self.status.add_class("mpl-run-status")
@@ -204,6 +205,9 @@ class RunPanel(w.VBox):
         on the scenario on screen, and the one on screen is not yet the session's."""
         self.run_button.disabled = bool(state.busy) or self.running
         self.code_button.disabled = bool(state.busy)
+        if not state.busy and self._queued_code:  # Show/Hide JAX code pressed during it
+            self._queued_code = False
+            self.toggle_code()
         if not state.busy and self._queued:  # a Run pressed during the change: now
             self._queued = False
             self.run(past_lowering=self._queued_past_lowering)
@@ -216,7 +220,11 @@ class RunPanel(w.VBox):
 
     def toggle_code(self) -> None:
         """Show (or hide) the generated JAX source of the current scenario: the kernel
-        first, highlighted, with copy buttons."""
+        first, highlighted, with copy buttons; pressed while the scenario changes, once
+        the change is done (the code of the scenario then shown)."""
+        if self.state.busy:  # of the scenario shown once the change is done
+            self._queued_code = True
+            return
         if self.code_shown:
             self.code.clear()
             self.code_error.value = ""
