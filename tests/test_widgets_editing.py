@@ -436,8 +436,8 @@ def test_an_index_field_shows_what_a_pallas_user_writes():
 
 def test_no_editor_field_of_a_gallery_scenario_cuts_its_label_or_value():
     """Every sized text box and pick list of every gallery scenario's editors (each
-    program, each view's stack) is wide enough for its label and its value (no
-    "semaphore_s", no "(dev + axis_size(dev) -")."""
+    program, each view's stack) is wide enough for its label and its value, or its hint
+    when empty (no "semaphore_s", no "(dev + axis_size(dev) -", no "P(...) defa")."""
     from mpmd_lab.widgets.common import text_px
 
     cut = []
@@ -453,6 +453,7 @@ def test_no_editor_field_of_a_gallery_scenario_cuts_its_label_or_value():
                     if not width.endswith("px") or x.layout.display == "none":
                         continue
                     value = x.value if isinstance(x, w.Text) else f"{x.label or ''}  ▾"
+                    value = value or getattr(x, "placeholder", "")  # an empty box's hint
                     label = x.description or ""
                     need = text_px(value) + (text_px(label) - 14 if label else 0)
                     if need > float(width[:-2]):

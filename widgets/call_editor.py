@@ -620,7 +620,7 @@ def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
     if not st.scenario.device_mesh:
         return []
     shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
-    box = c.text(shown, "110px", placeholder="P(...) default", live=False)
+    box = c.text(shown, "110px", placeholder="default", live=False)
     box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
     return [c.field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 

@@ -132,6 +132,7 @@ def _fit(widget: w.Widget, label: str) -> None:
     if not width.endswith("px") or widget.layout.display == "none":
         return
     value = widget.value if isinstance(getattr(widget, "value", None), str) else ""
+    value = value or getattr(widget, "placeholder", "")  # an empty box shows its hint
     if isinstance(widget, w.Dropdown):
         value = str(widget.label or "") + "  ▾"
     need = text_px(value) + (text_px(label) - 14 if label else 0)
@@ -431,7 +432,7 @@ def model_field(
     width = "130px" if kinds & {"list", "dict"} else "110px"
     box = text(show_value(value) if shown is None else shown, width)
     box.tooltip = help_text
-    box.placeholder = help_text[:40]
+    box.placeholder = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
     # the op's own syntax (``0:64``, ``pl.ds(i, 8)`` for an index), else JSON or a value
     parse = getattr(cls, "TEXT_FIELDS", {}).get(name)
     if parse is None:
