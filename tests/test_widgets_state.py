@@ -118,3 +118,23 @@ def test_fix_all_reaches_a_valid_scenario_in_one_undo_step():
     assert "valid" in lab.title.value and "no problems found" in text_of(lab.problems)
     lab.undo()
     assert not lab.state.valid and lab.state.scenario.name == "dup-ref"
+
+
+def test_the_graph_says_which_scenario_it_shows_so_a_new_one_starts_from_its_first_view():
+    """The browser keeps the user's pan and zoom while the picture is of the same
+    scenario (edits), and starts from the first view when it is of another (an open, an
+    undo of it): ``subject`` tells it which."""
+    lab = Lab("ring-shift", background=False, graph=True)
+    view = lab.graph.view
+    assert view is not None
+    first = view.subject
+    assert lab.state.edit(("replace", "buffers.x.shape", [256])).ok
+    lab.graph.redraw()
+    assert view.subject == first
+    assert lab.state.load("dup-ref").ok
+    lab.graph.redraw()
+    opened = view.subject
+    assert opened not in ("", first)
+    lab.problems.fix_all()  # dup-ref becomes dup-ref-fixed: another picture
+    lab.graph.redraw()
+    assert view.subject not in (opened, first) and lab.state.valid

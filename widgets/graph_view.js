@@ -53,6 +53,7 @@ function render({ model, el }) {
   let vb = null; // the view: {x, y, w, h} in scene units
   let touched = false; // the user zoomed or panned: keep their view across repaints
   let shown = { svg: null, devices: null, legend: null, problems: null };
+  let subject = null; // what the picture is of: another one starts from its first view
 
   const minScale = () => (model.get("readable_px") || 11) / FONT_UNITS;
   const width = () => view.clientWidth || el.clientWidth || 800;
@@ -132,6 +133,10 @@ function render({ model, el }) {
         size = { w: w || 1, h: h || 1 };
         // ask for the room readable text needs: the device panel wraps below if it must
         view.style.flexBasis = `${Math.ceil(size.w * minScale()) + 2}px`;
+        if (model.get("subject") !== subject) {
+          subject = model.get("subject");
+          touched = false;
+        }
         if (!touched) autoView();
         apply();
       }

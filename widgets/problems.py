@@ -307,7 +307,8 @@ class GraphView(w.VBox):
         try:
             shown = [] if st.check_error else services.problems_of(st)  # the notes said once
             g = graph.build_graph(st.scenario, diagnostics=shown, analysis=st.analysis)
-            self.view.show(scene.scene(g, cache=self.cache))
+            subject = f"{st.opened_version}:{st.scenario.name}"  # a new one: its first view
+            self.view.show(scene.scene(g, cache=self.cache), subject=subject)
         except Exception as e:  # a drawing bug must not take the Lab down
             msg = f"drawing the graph failed: {type(e).__name__}: {e}"
             raise services.Unavailable(msg) from None
