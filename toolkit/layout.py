@@ -390,16 +390,16 @@ def layout(d: Drawing) -> Drawing:
     for n, node in d.nodes.items():
         node.x, node.y = _pt(a.get_node(n).attr["pos"])
     clusters = {p: a.get_subgraph(f"cluster_p{p}").graph_attr["bb"] for p in members}
-    dx = dy = 0.0
+    routed, dx, dy = a, 0.0, 0.0
     if _restack(d, members):  # the edges drawn again, to the boxes where they now are
-        dx, dy = _reroute(a, d)
+        routed, dx, dy = _reroute(d)
 
     def at(text: str) -> tuple[float, float]:
         x, y = _pt(text)
         return x + dx, y + dy
 
     for i, e in enumerate(d.edges):
-        attr = a.get_edge(e.u, e.v, str(i)).attr
+        attr = routed.get_edge(e.u, e.v, str(i)).attr
         pts, head = [], None
         for tok in (attr.get("pos") or "").split():
             if tok.startswith("e,"):
@@ -453,22 +453,33 @@ def _restack(d: Drawing, members: dict[int, list[str]]) -> bool:
     return moved
 
 
-def _reroute(a: Any, d: Drawing) -> tuple[float, float]:
-    """Route every edge again with every box pinned where it is now (``neato`` over
-    pinned points, which routes around the boxes); returns the offset that takes
-    ``neato``'s coordinates (centred) back to the drawing's."""
-    a.graph_attr["inputscale"] = "72"  # (pos in points)
+def _reroute(d: Drawing) -> tuple[Any, float, float]:
+    """The edges routed again around every box pinned where it now is (``neato`` over
+    pinned points: a graph of the boxes and the drawn edges only), and the offset that
+    takes its coordinates (centred) back to the drawing's."""
+    import pygraphviz as pgv
+
+    a = pgv.AGraph(directed=True, strict=False, splines="spline", inputscale="72")
     for n, node in d.nodes.items():
-        a.get_node(n).attr["pos"] = f"{node.x},{node.y}!"
-    for e in a.edges():
-        for key in ("pos", "lp"):
-            if e.attr.get(key):
-                e.attr[key] = ""
+        a.add_node(
+            n,
+            shape="box",
+            fixedsize="true",
+            width=node.w / 72,
+            height=node.h / 72,
+            label="",
+            pos=f"{node.x},{node.y}!",
+        )
+    for i, e in enumerate(d.edges):
+        attrs = {"label": e.label, "fontsize": "9", "fontname": FONT} if e.label else {}
+        if e.kind == "aliases":
+            attrs["dir"] = "none"
+        a.add_edge(e.u, e.v, key=str(i), **attrs)
     with _quiet_stderr():
         a.layout(prog="neato")
     n, node = next(iter(d.nodes.items()))
     x, y = _pt(a.get_node(n).attr["pos"])
-    return node.x - x, node.y - y
+    return a, node.x - x, node.y - y
 
 
 def _statement_index(n: str) -> tuple[int, ...]:
