@@ -100,12 +100,18 @@ def test_a_fix_pressed_on_the_problems_before_an_open_applies_nothing():
     lab = Lab("dup-ref", background=False, graph=False)
     fix_button = lab.problems.fix_buttons()[0]
     fix_all = find(lab.problems, "mpl-fix-all", w.Button)
+    held: list[bool] = []
+    press_during_changes(lab, lambda: held.append(fix_button.disabled and fix_all.disabled))
     assert lab.state.load("ring-shift").ok
+    assert held == [True]  # shown disabled while the open ran
     before = lab.state.scenario
     for pressed in (fix_button, fix_all):
         pressed.click()
         assert lab.state.scenario == before and lab.state.scenario.name == "ring-shift"
         assert "not applied: the scenario changed" in lab.problems.error.value
+    assert lab.state.undo()  # dup-ref again: its fixes can be pressed
+    buttons = lab.problems.fix_buttons(all_fixes=True)
+    assert len(buttons) >= 2 and not any(b.disabled for b in buttons)
 
 
 def test_fix_all_reaches_a_valid_scenario_in_one_undo_step():

@@ -38,6 +38,13 @@ class ProblemsView(w.VBox):
         self.section = c.Section(state, self._key, self._render)
         self.children = [self.section, self.error]
         state.subscribe(lambda st, why: self.refresh())
+        state.subscribe_busy(self._on_busy)
+
+    def _on_busy(self, state: Session) -> None:
+        """While the scenario changes, its fixes wait (disabled): the cards shown are of
+        the scenario before the change."""
+        for b in self.fix_buttons(all_fixes=True):
+            b.disabled = bool(state.busy)
 
     def _key(self):
         st = self.state
@@ -46,12 +53,16 @@ class ProblemsView(w.VBox):
     def refresh(self) -> None:
         self.section.refresh()
 
-    def fix_buttons(self) -> list[w.Button]:
-        """The "Apply fix" buttons shown now: by diagnostic, each one's fixes best first."""
+    def fix_buttons(self, all_fixes: bool = False) -> list[w.Button]:
+        """The "Apply fix" buttons shown now: by diagnostic, each one's fixes best first
+        (``all_fixes``: "Fix all" too)."""
         from mpmd_lab.widgets.testing import walk
 
+        css = ("mpl-fix", "mpl-fix-all") if all_fixes else ("mpl-fix",)
         return [
-            x for x in walk(self.section) if isinstance(x, w.Button) and "mpl-fix" in x._dom_classes
+            x
+            for x in walk(self.section)
+            if isinstance(x, w.Button) and any(k in x._dom_classes for k in css)
         ]
 
     def apply(self, d: Diagnostic, fix: Any = None) -> None:
