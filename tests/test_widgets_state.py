@@ -144,3 +144,18 @@ def test_the_graph_says_which_scenario_it_shows_so_a_new_one_starts_from_its_fir
     lab.problems.fix_all()  # dup-ref becomes dup-ref-fixed: another picture
     lab.graph.redraw()
     assert view.subject not in (opened, first) and lab.state.valid
+
+
+def test_shapes_say_they_are_per_device_and_a_run_says_it_shows_every_device():
+    """On a device mesh the editors' shapes are one device's and a run's outputs hold
+    every device's part: each says so (issue 30: "global vs per-device shapes")."""
+    lab = Lab("ring-shift", background=False, graph=False)
+    for section in (lab.call.buffers, lab.call.outputs):
+        assert "shapes are per device (4 devices)" in text_of(section)
+    lab.runner.backend.value = "simulate"
+    lab.runner.run()
+    shown = text_of(lab.runner.results)
+    local = list(lab.state.scenario.call.outputs["out"].shape)
+    assert local == [256] and "[1024] float32 · all 4 devices (per device: [256])" in shown
+    assert lab.state.edit(("replace", "device_mesh", None)).ok  # one device: nothing to say
+    assert "per device" not in text_of(lab.call.buffers) + text_of(lab.call.outputs)

@@ -102,9 +102,13 @@ class CallEditor(w.VBox):
         self.on_edit_view = on_edit_view or (lambda path: None)
         self.add_class("mpl-call-editor")
         s = state
-        self.buffers = c.Section(s, lambda: _key(s, "buffers"), self._buffers)
-        self.args = c.Section(s, lambda: _key(s, "call.args", "buffers", "call.entry"), self._args)
-        self.outputs = c.Section(s, lambda: _key(s, "call.outputs"), self._outputs)
+        # (on a device mesh, shapes are one device's and arguments and outputs have specs)
+        mesh = "device_mesh"
+        self.buffers = c.Section(s, lambda: _key(s, "buffers", mesh), self._buffers)
+        self.args = c.Section(
+            s, lambda: _key(s, "call.args", "buffers", "call.entry", mesh), self._args
+        )
+        self.outputs = c.Section(s, lambda: _key(s, "call.outputs", mesh), self._outputs)
         self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
         self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
         self.children = [
@@ -134,7 +138,7 @@ class CallEditor(w.VBox):
     def _buffers(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         return [
-            _head("Buffers", "host values the call is given; Ref = jax.new_ref"),
+            _head("Buffers", "host values the call is given; Ref = jax.new_ref" + _per_device(st)),
             *_named_rows(sec, st, "buffer", "buffers", st.scenario.buffers, self._buffer_row),
             _add(sec, "+ buffer", self.add_buffer, "add a buffer", "mpl-add-buffer"),
         ]
@@ -261,7 +265,7 @@ class CallEditor(w.VBox):
         st = self.state
         outputs = st.scenario.call.outputs
         return [
-            _head("Outputs", "out types in order; each is also a parameter"),
+            _head("Outputs", "out types in order; each is also a parameter" + _per_device(st)),
             *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row),
             _add(sec, "+ output", self.add_output, "add an output", "mpl-add-output"),
         ]
@@ -588,6 +592,12 @@ def _indent(row: w.Widget, depth: int) -> None:
             border_left="2px solid #c9d6e3",
             padding="0 0 0 6px",
         )
+
+
+def _per_device(st: Session) -> str:
+    """On a device mesh, the shapes typed are one device's (a run shows the whole)."""
+    n = st.scenario.num_devices
+    return f"; shapes are per device ({n} devices)" if st.scenario.device_mesh else ""
 
 
 def _head(title: str, hint: str = "") -> w.HTML:

@@ -38,6 +38,23 @@ def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
     return f"<div>{head}<div class='mpl-table-scroll'>{table}</div></div>"
 
 
+def whole_note(scenario: Any, name: str, a: Any) -> str:
+    """On a device mesh, that an output (or a Ref after the call) holds every device's
+    part, and one device's shape (the editors'); "" where the shapes say nothing."""
+    if a is None or not scenario.device_mesh:
+        return ""
+    outputs = scenario.call.outputs
+    if name in outputs:
+        local, whole = list(outputs[name].shape), scenario.output_global_shape(name)
+    elif name in scenario.buffers:
+        local, whole = list(scenario.buffers[name].shape), scenario.global_shape(name)
+    else:
+        return ""
+    if list(np.shape(a)) != whole or whole == local:
+        return ""
+    return f" · all {scenario.num_devices} devices (per device: {local})"
+
+
 def _num(v: Any) -> str:
     if isinstance(v, np.floating | float):
         return f"{float(v):.4g}"
@@ -429,6 +446,7 @@ class RunPanel(w.VBox):
         cells: list[w.Widget] = []
         for name, a in outcome.outputs.items():
             note = " (the Ref after the call)" if name in self.state.scenario.buffers else ""
+            note += whole_note(self.state.scenario, name, a)
             kids: list[w.Widget] = [w.HTML(table_html(name, a, note))]
             if a is not None and np.asarray(a).size > 1:
                 try:
