@@ -12,7 +12,7 @@ import ipywidgets as w
 from mpmd_lab import codegen
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import Lab
-from mpmd_lab.widgets.testing import find, text_of
+from mpmd_lab.widgets.testing import find, find_all, text_of
 
 
 def press_during_changes(lab: Lab, press) -> list[str]:
@@ -159,3 +159,17 @@ def test_shapes_say_they_are_per_device_and_a_run_says_it_shows_every_device():
     assert local == [256] and "[1024] float32 · all 4 devices (per device: [256])" in shown
     assert lab.state.edit(("replace", "device_mesh", None)).ok  # one device: nothing to say
     assert "per device" not in text_of(lab.call.buffers) + text_of(lab.call.outputs)
+
+
+def test_a_device_mesh_added_shows_the_spec_fields_at_once():
+    """The argument and output rows are shown under the device mesh: adding one brings
+    their partition-spec fields and the per-device words without any other edit."""
+    lab = Lab("dup-ref-fixed", background=False, graph=False)
+    specs = ("mpl-arg-spec", "mpl-output-spec")
+    assert not lab.state.scenario.device_mesh
+    assert [len(find_all(lab.call, css, w.Text)) for css in specs] == [0, 0]
+    assert lab.state.edit(("replace", "device_mesh", {"dev": 2})).ok
+    assert [len(find_all(lab.call, css, w.Text)) for css in specs] == [1, 1]
+    assert "shapes are per device (2 devices)" in text_of(lab.call.outputs)
+    assert lab.state.undo()
+    assert [len(find_all(lab.call, css, w.Text)) for css in specs] == [0, 0]

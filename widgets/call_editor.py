@@ -60,13 +60,14 @@ def _named_rows(
     prefix: str,
     items: dict[str, Any],
     row: Callable[[str, Any], w.Widget],
+    context: Any = None,
 ) -> list[w.Widget]:
     """One row per named item under ``prefix`` (the first ``c.MAX_ROWS``, then a line
-    saying how many more there are), rebuilt only when the item or the problems at it
-    changed."""
+    saying how many more there are), rebuilt only when the item, the problems at it or
+    the ``context`` it is shown in (hashable) changed."""
     rows = [
         sec.memo(
-            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}")),
+            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}"), context),
             partial(row, name, v),
             ident=(kind, name),
         )
@@ -204,7 +205,14 @@ class CallEditor(w.VBox):
         ]
         buffers = list(st.scenario.buffers)
         for i, a in enumerate(call.args[: c.MAX_ROWS]):
-            key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
+            key = (
+                "arg",
+                i,
+                a.model_dump_json(),
+                tuple(buffers),
+                _dkey(st, f"call.args[{i}]"),
+                _mesh(st),
+            )
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
         rows += c.more_rows(sec, len(call.args), "arguments")
@@ -266,7 +274,7 @@ class CallEditor(w.VBox):
         outputs = st.scenario.call.outputs
         return [
             _head("Outputs", "out types in order; each is also a parameter" + _per_device(st)),
-            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row),
+            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row, _mesh(st)),
             _add(sec, "+ output", self.add_output, "add an output", "mpl-add-output"),
         ]
 
@@ -592,6 +600,11 @@ def _indent(row: w.Widget, depth: int) -> None:
             border_left="2px solid #c9d6e3",
             padding="0 0 0 6px",
         )
+
+
+def _mesh(st: Session) -> tuple[tuple[str, int], ...]:
+    """The device mesh as a key (a spec field shows under it, and reads by it)."""
+    return tuple((st.scenario.device_mesh or {}).items())
 
 
 def _per_device(st: Session) -> str:
