@@ -303,6 +303,9 @@ class Op(Model):
     #: typed text into the field's JSON value (ValueError says what is wrong); editors
     #: take JSON for the other fields
     TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {}
+    #: those fields' values shown in that syntax: name -> the writer of the JSON value as
+    #: text (None: no such form, show JSON)
+    TEXT_SHOWN: ClassVar[dict[str, Callable[[Any], str | None]]] = {}
 
     @property
     def kind(self) -> str:

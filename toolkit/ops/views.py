@@ -236,6 +236,7 @@ class At(TransformOp):
     INDEXES: ClassVar[bool] = True
     LOWERS_AS: ClassVar[str] = "index"
     TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {"index": E.parse_index}
+    TEXT_SHOWN: ClassVar[dict[str, Callable[[Any], str | None]]] = {"index": E.format_index}
 
     op: Literal["at"]
     index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)] = Field(
