@@ -49,8 +49,9 @@ def analyze(
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
     checks each fixed scenario without fixes). ``timings``: filled with the seconds
     each stage took (``compile``, ``build``, ``trace``, ``lower``, ``runtime``,
-    ``interp``, ``sync``, ``fixes``), for ``make bench``; ``clock``: what measures them
-    (``bench.icount`` counts instructions)."""
+    ``interp``, ``sync``, ``fixes``; ``recheck``: the part of ``fixes`` spent checking
+    candidates), for ``make bench``; ``clock``: what measures them (``bench.icount``
+    counts instructions)."""
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
@@ -58,10 +59,14 @@ def analyze(
     if not fixes:
         return found
     from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
+    from mpmd_lab.recheck import metered
 
-    before = clock() if timings is not None else 0.0
-    diags = offer(s, list(found.diagnostics))
-    if timings is not None:
+    if timings is None:
+        diags = offer(s, list(found.diagnostics))
+    else:
+        before = clock()
+        with metered(timings, clock):
+            diags = offer(s, list(found.diagnostics))
         timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
     return Analysis(s, found.plan, tuple(diags))
 
