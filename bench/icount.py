@@ -110,6 +110,7 @@ def phases(name: str) -> dict[str, int]:
     applying its first offered fix right after (``PHASES``; ``apply`` -1 when nothing
     has a fix)."""
     from mpmd_lab import fixes, gallery, recheck
+    from mpmd_lab.session import Session
     from mpmd_lab.validate import analyze
 
     analyze(gallery.load(name))  # once per process: imports, the catalogue, patterns
@@ -132,8 +133,9 @@ def phases(name: str) -> dict[str, int]:
     fix = next((d.fix for d in found.diagnostics if d.fix is not None), None)
     out["apply"] = -1
     if fix is not None:
+        lab = Session(s)
         with Counter() as clock:
-            analyze(fixes.apply_fix(s, fix))
+            lab.apply_fix(fix)
         out["apply"] = clock.n
     return out
 

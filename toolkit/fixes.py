@@ -15,6 +15,7 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,19 +23,31 @@ from typing import Any
 from mpmd_lab import repairs, suggest
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Fix, apply_edit
 from mpmd_lab.fields import parse_path
-from mpmd_lab.recheck import CACHE_SIZE, checked, clear_cache
+from mpmd_lab.recheck import (
+    CACHE_SIZE,
+    candidate,
+    checked,
+    clear_cache,
+    content_key,
+    known,
+    renamed,
+    scenario_of,
+)
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import analyze_rules
 
 
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
-    """A new scenario with the fix's edits applied (in order)."""
-    return Scenario.model_validate(_fixed_data(scenario, fix))
+    """A new scenario with the fix's edits applied (in order): the candidate ``offer``
+    checked when it is kept (``recheck.scenario_of``: its check is then reused)."""
+    return scenario_of(_fixed_data(scenario, fix))
 
 
-def _fixed_data(scenario: Scenario, fix: Fix) -> dict[str, Any]:
-    """The JSON form of the scenario with the fix's edits applied (in order)."""
-    data = scenario.to_dict()
+def _fixed_data(scenario: Scenario, fix: Fix, base: str | None = None) -> dict[str, Any]:
+    """The JSON form of the scenario with the fix's edits applied (in order); ``base``:
+    the scenario's JSON form as text (``recheck.content_key``), when the caller made it
+    once for many fixes."""
+    data = scenario.to_dict() if base is None else json.loads(base)
     for edit in fix.edits:
         apply_edit(data, edit)
     return data
@@ -74,7 +87,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
+    # each distinct candidate (by its edits) built, validated and checked once
     found: dict[str, tuple[Diagnostic, ...] | None] = {}
+    # the scenario's JSON form, made once for every candidate, as its content key (a
+    # candidate with the same key changes nothing, and is not checked)
+    base: str | None = None
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
@@ -91,14 +108,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             continue
         ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
         for k, fix in enumerate(options):
-            key = fix.model_copy(update={"after": None}).model_dump_json()
+            key = fix.model_dump_json(include={"edits"})
             if key not in found:
-                try:
-                    data = _fixed_data(scenario, fix)
-                except Exception:  # a fix that does not apply is not offered
-                    found[key] = None
-                else:
-                    found[key] = checked(data)
+                if base is None:
+                    base = content_key(scenario.to_dict())
+                found[key] = _candidate(scenario, fix, base)
             got = found[key]
             if got is None or not _judge(d, diags, list(got)):
                 continue
@@ -114,6 +128,21 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             )
         )
     return out
+
+
+def _candidate(scenario: Scenario, fix: Fix, base: str) -> tuple[Diagnostic, ...] | None:
+    """What the check says of ``scenario`` with ``fix`` applied (``base``: the content
+    key of its JSON form), None when the fix does not apply or makes no scenario, or
+    changes nothing (it cannot leave fewer problems)."""
+    try:
+        data = _fixed_data(scenario, fix, base)
+    except Exception:  # a fix that does not apply is not offered
+        return None
+    key = content_key(data)
+    if key == base:
+        return None
+    got = candidate(data, key)
+    return None if got is None else got.diagnostics
 
 
 #: how many fixes ``fix_all`` applies at most before it stops
@@ -226,12 +255,16 @@ def retitled(scenario: Scenario, applied: list[Fix]) -> Scenario:
     was = f" Before the fix{'es' if len(applied) > 1 else ''}: {text}" if text else ""
     data = scenario.to_dict()
     data.update(name=new_name, description=f"Repaired by mpmd-lab ({how}).{was}")
-    return Scenario.model_validate(data)
+    new = Scenario.model_validate(data)
+    renamed(scenario, new)  # (a checked candidate's check holds for its new name)
+    return new
 
 
 def _checked_with_fixes(s: Scenario) -> list[Diagnostic]:
-    """What ``validate.check`` says: the rules' diagnostics with the fixes that work."""
-    return offer(s, list(analyze_rules(s).diagnostics))
+    """What ``validate.check`` says: the rules' diagnostics (a checked candidate's own,
+    ``recheck.known``) with the fixes that work."""
+    found = known(s) or analyze_rules(s)
+    return offer(s, list(found.diagnostics))
 
 
 #: what this module offers (the path helpers and the candidate cache live below it)

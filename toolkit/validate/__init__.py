@@ -55,7 +55,11 @@ def analyze(
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    found = analyze_rules(s, timings=timings, clock=clock)
+    from mpmd_lab.recheck import known  # (it imports the rules' analysis: not at the top)
+
+    # a fix's scenario whose candidate was checked (``fixes.apply_fix`` returns it): its
+    # rules' analysis is that check's
+    found = known(s) or analyze_rules(s, timings=timings, clock=clock)
     if not fixes:
         return found
     from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
