@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,14 +66,35 @@ def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
     return STAGE_ORDER.get(d.stage, len(STAGE_ORDER)), int(in_body), parts
 
 
-def _judge(d: Diagnostic, before: list[Diagnostic], after: list[Diagnostic]) -> bool:
+class _Places:
+    """Each diagnostic's ``_place``, worked out once per stage and path (``offer`` judges
+    every candidate against every diagnostic before and after it)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], tuple[int, int, tuple[tuple[int, Any], ...]]] = {}
+
+    def __call__(self, d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
+        key = (d.stage, d.path)
+        got = self._known.get(key)
+        if got is None:
+            got = self._known[key] = _place(d)
+        return got
+
+
+def _judge(
+    d: Diagnostic,
+    before: list[Diagnostic],
+    after: list[Diagnostic],
+    place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place,
+) -> bool:
     """Whether a fix of ``d`` is worth offering: where the check could see before (up to
     ``d``, where JAX stopped) it leaves fewer errors (a warning's fix: fewer warnings and
     no more errors) and no code that was not there. What it uncovers further on (where
-    JAX never got before) is the next step, not a trade."""
-    here = _place(d)
-    seen_before = [x for x in before if _place(x) <= here]
-    seen_after = [x for x in after if _place(x) <= here]
+    JAX never got before) is the next step, not a trade. ``place``: ``_place``, or one
+    that remembers (``_Places``)."""
+    here = place(d)
+    seen_before = [x for x in before if place(x) <= here]
+    seen_after = [x for x in after if place(x) <= here]
     if {x.code for x in seen_after} - {x.code for x in before}:
         return False  # it trades one problem for another
     e0 = sum(x.is_error for x in seen_before)
@@ -92,6 +114,7 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     # the scenario's JSON form, made once for every candidate, as its content key (a
     # candidate with the same key changes nothing, and is not checked)
     base: str | None = None
+    place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
@@ -112,9 +135,10 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             if key not in found:
                 if base is None:
                     base = content_key(scenario.to_dict())
+                    place = _Places()
                 found[key] = _candidate(scenario, fix, base)
             got = found[key]
-            if got is None or not _judge(d, diags, list(got)):
+            if got is None or not _judge(d, diags, list(got), place):
                 continue
             left = [x.code for x in got if x.is_error]
             errors, warnings = len(left), len(got) - len(left)
