@@ -109,12 +109,7 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
-    # each distinct candidate (by its edits) built, validated and checked once
-    found: dict[str, tuple[Diagnostic, ...] | None] = {}
-    # the scenario's JSON form, made once for every candidate, as its content key (a
-    # candidate with the same key changes nothing, and is not checked)
-    base: str | None = None
-    place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place
+    trials: _Trials | None = None  # (made with the first fix to try)
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
@@ -129,16 +124,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
         if not options and message == d.message:
             out.append(d)
             continue
+        trials = trials or _Trials(scenario)
         ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
         for k, fix in enumerate(options):
-            key = fix.model_dump_json(include={"edits"})
-            if key not in found:
-                if base is None:
-                    base = content_key(scenario.to_dict())
-                    place = _Places()
-                found[key] = _candidate(scenario, fix, base)
-            got = found[key]
-            if got is None or not _judge(d, diags, list(got), place):
+            got = trials.checked(fix)
+            if got is None or not _judge(d, diags, list(got), trials.place):
                 continue
             left = [x.code for x in got if x.is_error]
             errors, warnings = len(left), len(got) - len(left)
@@ -154,19 +144,36 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _candidate(scenario: Scenario, fix: Fix, base: str) -> tuple[Diagnostic, ...] | None:
-    """What the check says of ``scenario`` with ``fix`` applied (``base``: the content
-    key of its JSON form), None when the fix does not apply or makes no scenario, or
-    changes nothing (it cannot leave fewer problems)."""
-    try:
-        data = _fixed_data(scenario, fix, base)
-    except Exception:  # a fix that does not apply is not offered
-        return None
-    key = content_key(data)
-    if key == base:
-        return None
-    got = candidate(data, key)
-    return None if got is None else got.diagnostics
+class _Trials:
+    """The candidate fixes of one scenario, each distinct one (by its edits) built,
+    validated and checked once (``recheck.candidate``, by content across checks), over
+    the scenario's JSON form made once (``base``, its content key: a candidate with the
+    same key changes nothing and is not checked); and the diagnostics' places
+    (``_Places``) they are judged by."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.base = content_key(scenario.to_dict())
+        self.place = _Places()
+        self._found: dict[str, tuple[Diagnostic, ...] | None] = {}
+
+    def checked(self, fix: Fix) -> tuple[Diagnostic, ...] | None:
+        """What the check says of the scenario with ``fix`` applied, None when the fix
+        does not apply or makes no scenario, or changes nothing (it cannot leave fewer
+        problems)."""
+        key = fix.model_dump_json(include={"edits"})
+        if key in self._found:
+            return self._found[key]
+        got = None
+        try:
+            data = _fixed_data(self.scenario, fix, self.base)
+        except Exception:  # a fix that does not apply is not offered
+            data = None
+        if data is not None and (content := content_key(data)) != self.base:
+            found = candidate(data, content)
+            got = None if found is None else found.diagnostics
+        self._found[key] = got
+        return got
 
 
 #: how many fixes ``fix_all`` applies at most before it stops

@@ -2,7 +2,8 @@
 each distinct form validated and checked once (the fixes and the repairs ask it for
 every candidate), and kept with the scenario it validated, so that applying a fix whose
 candidate was checked reuses that analysis (``scenario_of``, ``known``) rather than
-checking the same content again."""
+checking the same content again. (A scenario is never changed in place: an edit
+validates a new one, ``Session.change``; so a kept scenario stays what its check saw.)"""
 
 from __future__ import annotations
 
