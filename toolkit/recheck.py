@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic
@@ -32,16 +31,21 @@ CHECKS = 0
 _METER: list[tuple[dict[str, float], Callable[[], float]]] = []
 
 
-@contextmanager
-def metered(
-    timings: dict[str, float], clock: Callable[[], float] = time.perf_counter
-) -> Iterator[None]:
+class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock):``
     """While inside, the candidates' own checks (not found by content) add their time to
     ``timings["recheck"]`` (``validate.analyze`` times the fixes' part this way)."""
-    _METER.append((timings, clock))
-    try:
-        yield
-    finally:
+
+    __slots__ = ("meter",)
+
+    def __init__(
+        self, timings: dict[str, float], clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.meter = (timings, clock)
+
+    def __enter__(self) -> None:
+        _METER.append(self.meter)
+
+    def __exit__(self, *exc: object) -> None:
         _METER.pop()
 
 
@@ -49,7 +53,11 @@ def content_key(data: dict[str, Any]) -> str:
     """What a scenario's JSON form is, as a key: the same content, the same key. Its
     keys stay in their order (the order of buffers, outputs and scratch is the
     scenario's), so it is also a copy of ``data`` (``json.loads``)."""
-    return json.dumps(data, separators=(",", ":"))
+    return _KEY.encode(data)
+
+
+#: ``content_key``'s encoder, made once (``json.dumps`` with options builds one per call)
+_KEY = json.JSONEncoder(separators=(",", ":"))
 
 
 def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
