@@ -600,3 +600,26 @@ def test_no_rule_reads_a_scenario_name_or_description() -> None:
         assert check(other) == check(s), p.name
         seen += 1
     assert seen > 100
+
+
+def test_the_candidate_cache_keeps_one_scenario_per_content_and_forgets_the_oldest() -> None:
+    """``recheck`` keeps each content once (a scenario kept again under the same content
+    replaces the one before, which is no longer ``known``) and at most ``CACHE_SIZE``."""
+    from mpmd_lab import recheck
+    from mpmd_lab.scenario import Scenario
+
+    recheck.clear_cache()
+    data = gallery.load("dup-ref-fixed").to_dict()
+    first = recheck.candidate(data)
+    assert first is not None and recheck.known(first.scenario) is first
+    assert recheck.candidate(data) is first  # (by content: not checked again)
+    renamed = dict(data, name="dup-ref-fixed-again")
+    other = recheck.candidate(renamed)
+    assert other is not None
+    recheck.renamed(other.scenario, Scenario.model_validate(data))  # same content as first
+    assert recheck.known(first.scenario) is None
+    assert len(recheck._BY_ID) == len([a for a in recheck._CHECKED.values() if a]) == 2
+    for k in range(recheck.CACHE_SIZE + 1):
+        recheck._keep(f"key {k}", None)
+    assert len(recheck._CHECKED) == recheck.CACHE_SIZE and not recheck._BY_ID
+    recheck.clear_cache()

@@ -88,6 +88,9 @@ def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
 def _keep(key: str, got: Analysis | None) -> None:
     """Keep a candidate's analysis by its content key (the oldest go past
     ``CACHE_SIZE``)."""
+    replaced = _CHECKED.pop(key, None)
+    if replaced is not None:  # (the same content kept again, as another scenario)
+        del _BY_ID[id(replaced.scenario)]
     _CHECKED[key] = got
     if got is not None:
         _BY_ID[id(got.scenario)] = got
