@@ -29,6 +29,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+# (recheck imports the rules' analysis, a module of this package: either loads first)
+from mpmd_lab import recheck
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate.analysis import Analysis, analyze_rules, first_error
@@ -55,21 +57,18 @@ def analyze(
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    from mpmd_lab.recheck import known  # (it imports the rules' analysis: not at the top)
-
     # a fix's scenario whose candidate was checked (``fixes.apply_fix`` returns it): its
     # rules' analysis is that check's
-    found = known(s) or analyze_rules(s, timings=timings, clock=clock)
+    found = recheck.known(s) or analyze_rules(s, timings=timings, clock=clock)
     if not fixes:
         return found
     from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
-    from mpmd_lab.recheck import metered
 
     if timings is None:
         diags = offer(s, list(found.diagnostics))
     else:
         before = clock()
-        with metered(timings, clock):
+        with recheck.metered(timings, clock):
             diags = offer(s, list(found.diagnostics))
         timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
     return Analysis(s, found.plan, tuple(diags))
