@@ -12,7 +12,7 @@ from typing import Any
 
 from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
-from mpmd_lab.fields import get_path
+from mpmd_lab.fields import format_path, get_path
 from mpmd_lab.ops import (
     Add,
     At,
@@ -2145,7 +2145,8 @@ def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] |
     from mpmd_lab.plan import compile as compile_plan
 
     for st in compile_plan(s).programs[program].stmts:
-        info = st.refs[field].info if st.path == path and field in st.refs else None
+        here = format_path(st.path) if isinstance(st.path, tuple) else st.path
+        info = st.refs[field].info if here == path and field in st.refs else None
         if info is not None:
             return list(info.shape)
     return None
