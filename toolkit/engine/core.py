@@ -1375,7 +1375,7 @@ class Engine:
                     continue
                 if parking:  # every thread waits: one ready semaphore wait goes on
                     parked.sort(key=_index)
-                    ready = [r for r in parked if r.blocked.ready()]
+                    ready = [r for r in parked if r.blocked is not None and r.blocked.ready()]
                     if ready:
                         chosen, _ = self.chooser.pick(ready)
                         chosen.blocked = None
