@@ -12,10 +12,11 @@ or propagates a view again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
@@ -128,10 +129,12 @@ class Stmt(Record):
     view a let names, ``scope`` the control statements (loops, conditions) it is inside,
     outermost first, ``bound`` the names its expressions may use (mesh axes, device
     axes, enclosing loop variables), ``unbound`` ``(field, name)`` of the first
-    expression name that is not bound, if any."""
+    expression name that is not bound, if any; ``loads`` the refs its expressions load
+    from (``ids[0]``, ``pl.semaphore_read(sem)``), by name."""
 
     __slots__ = (
-        "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound"
+        "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound",
+        "loads",
     )  # fmt: skip
 
     def __init__(
@@ -146,7 +149,9 @@ class Stmt(Record):
         scope: tuple[Stmt, ...] = (),
         bound: frozenset[str] = frozenset(),
         unbound: tuple[str, str] | None = None,
+        loads: dict[str, Binding] | None = None,
     ) -> None:
+        self.loads = {} if loads is None else loads
         self.index = index
         self.path = path
         self.node = node
@@ -573,7 +578,10 @@ def _body(
             steps = []
             defines = None
             unbound = _unbound(st, bound)
-        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound)
+        loads = _loads(ctx, st, path, env)
+        if loads is None:
+            ok = False
+        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads)
         stmts.append(stmt)
         if defines is not None:
             continue
@@ -584,6 +592,38 @@ def _body(
             if not _body(ctx, out, st.body, path + ".body", env, inner, (*scope, stmt)):
                 return False
     return True
+
+
+def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
+    """``(field, expression)`` of every index expression a statement evaluates (a
+    ``let``'s: its transforms')."""
+    if isinstance(st, Let):
+        for k, t in enumerate(st.transforms):
+            for field, e in t.exprs():
+                yield f"transforms[{k}].{field}", e
+        return
+    yield from st.exprs()
+
+
+def _loads(ctx: Plan, st: Any, path: str, env: dict[str, Binding]) -> dict[str, Binding] | None:
+    """The refs the statement's expressions load from (``ids[0]``), bound where it runs;
+    None (and XREF_UNKNOWN_NAME) where one names nothing."""
+    out: dict[str, Binding] = {}
+    for field, e in expr_fields(st):
+        if "load" not in e.calls() and "semaphore_read" not in e.calls():
+            continue
+        for r in E.data_reads(e):
+            b = env.get(r.ref)
+            if b is None:
+                ctx.problem(
+                    "XREF_UNKNOWN_NAME",
+                    f"{path}.{field}",
+                    f"{r.label()} names {r.ref!r}: no parameter, output, scratch or earlier "
+                    "view has that name",
+                )
+                return None
+            out[r.ref] = b
+    return out
 
 
 def _unknown_name(body: list[Any], j: int, fname: str, name: str) -> str:

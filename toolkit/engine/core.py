@@ -316,6 +316,8 @@ class _Run:
         "open_group",
         "own",
         "pids",
+        "scope",
+        "node",
         "values",
         "waits",
         "who",
@@ -338,6 +340,10 @@ class _Run:
         self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
         self.agent: Actor | None = None  # its copy engine (``_log``)
         self.who = ""  # "device 0 block 1": who signals (``signal``)
+        # the views in scope and the node running now: where an expression's loads and
+        # semaphore reads look (``_Reader``)
+        self.scope: dict[str, View] = {}
+        self.node: _Node | None = None
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -410,6 +416,10 @@ class Engine:
         self.barriers: dict[tuple, Barrier] = {}
         self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
         self.compact = not data and not _uses_bitcast(scenario)
+        #: (data-free) input buffers the kernel writes: loads from them are not known
+        #: before it runs; the initial values of the others, per device, as loaded
+        self.written_inputs = written_buffers(scenario) if not data else frozenset()
+        self._initial: dict[str, list[np.ndarray]] = {}
         self._dev_coords = (
             [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
         )
@@ -602,6 +612,7 @@ class Engine:
                         pids = (0,) * (len(gcoords) + len(ccoords) + 1)
                     env = E.Env(values, sizes, pids, grid_shape)
                     run = _Run(k, actor, values, env, gi, pids)
+                    env.data = _Reader(self, run)
                     run.gen = self._body(run, nodes, {})
                     if self.chooser is not None:
                         self.actors[k] = actor
@@ -644,6 +655,8 @@ class Engine:
             self.out.used_pid = True
         try:
             return e.eval(run.env)
+        except E.ExprDataDependent as ex:
+            raise SimError("DATA_DEPENDENT", f"{path}.{sub}" if sub else path, str(ex)) from None
         except E.ExprError as ex:
             raise SimError("XREF_UNKNOWN_NAME", f"{path}.{sub}" if sub else path, str(ex)) from None
 
@@ -659,6 +672,8 @@ class Engine:
             raise self._device_oob(dref, run, path) from None
         except LookupError as e:
             raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, str(e)) from None
+        except E.ExprDataDependent as e:
+            raise SimError("DATA_DEPENDENT", path, str(e)) from None
         except E.ExprError as e:
             raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
 
@@ -955,6 +970,35 @@ class Engine:
             return run.a + self.n_actors
         return int(agent)
 
+    def initial_element(self, base: Base, dev: int, sub: View, name: str) -> Any:
+        """(Data-free) the element ``sub`` of an input the kernel never writes, as the
+        call is given it on device ``dev``; ExprDataDependent for any other memory."""
+        why = None
+        if base.kind != "input":
+            why = f"{name} is {'an output' if base.kind == 'output' else 'scratch'}"
+        elif base.name in self.written_inputs:
+            why = f"{name} is the buffer {base.name!r}, which the kernel writes"
+        elif sub.dtype != base.dtype:
+            why = f"{name} is a bitcast view"
+        if why is not None:
+            raise E.ExprDataDependent(
+                f"a load of {name}: {why}, so its value is known only when the kernel runs"
+            )
+        shards = self._initial.get(base.name)
+        if shards is None:
+            s = self.s
+            b = s.buffers[base.name]
+            gshape = tuple(s.global_shape(base.name))
+            g = host_value(b, self.ndev, gshape).astype(base.dtype)
+            shard = s.device_mesh is not None and s.run.shard_map is not False
+            mesh = s.device_mesh or {}
+            shards = sharding.shards_of(g, s.buffer_spec(base.name), mesh) if shard else None
+            shards = self._initial[base.name] = [
+                np.ascontiguousarray(x).reshape(-1) for x in (shards or [g] * self.ndev)
+            ]
+        flat = int(sub.offsets.reshape(-1)[0]) // base.dtype.itemsize
+        return shards[dev][flat]
+
     def _check_data(self, view: View, name: str, path: str) -> None:
         if view.base.is_sync:
             raise SimError(
@@ -978,6 +1022,14 @@ class Engine:
         stmt = (node.index, node.op.op, name, node.path, fld)
         spans, pyspans = self.spans(view)
         self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
+
+    def log_load(self, run: _Run, node: _Node, name: str, loc: Location, view: View) -> None:
+        """A scalar load of an expression (``ids[0]`` in a device id or index), by the
+        thread itself, as a read of its statement (a ``let``'s too) of field ``load``."""
+        op = node.op
+        stmt = (node.index, "let" if isinstance(op, Let) else op.op, name, node.path, "load")
+        spans, pyspans = self.spans(view)
+        self.shadow.access("read", run.a, run.actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
 
@@ -1203,6 +1255,7 @@ class Engine:
                 continue
             op = node.op
             flavor = node.flavor
+            run.scope, run.node = env, node
             if flavor is _STMT:
                 x = StmtCtx(self, run, node, env)
                 try:
@@ -1448,6 +1501,75 @@ class _Stop(Exception):
         self.code = code
 
 
+class _Reader:
+    """Where one actor's index expressions load (``ids[0]``) and read semaphores
+    (``pl.semaphore_read``): the ref as the running statement's scope names it. With
+    data, memory as this schedule left it; data-free, the initial value of an input the
+    kernel never writes (the same on every schedule), else the value is not known
+    (``ExprDataDependent``: the check says what it could not follow). A load is a read
+    of that element: the race check judges it."""
+
+    __slots__ = ("engine", "run")
+
+    def __init__(self, engine: Engine, run: _Run) -> None:
+        self.engine, self.run = engine, run
+
+    def _where(self) -> tuple[_Node, str]:
+        node = self.run.node
+        assert node is not None  # (set before any expression of a node is evaluated)
+        return node, node.path
+
+    def load(self, name: str, index: tuple[int, ...]) -> int:
+        eng, run = self.engine, self.run
+        node, path = self._where()
+        view = eng._lookup(run.scope, name, run, path)
+        if view.base.is_sync:
+            raise E.ExprError(
+                f"{name!r} is a {view.base.kind}: it holds no data (read a semaphore with "
+                "pl.semaphore_read)"
+            )
+        if view.multicast is not None:
+            raise SimError("SIM_UNSUPPORTED", path, f"a load through the multicast view {name!r}")
+        shape = view.shape
+        if len(index) != len(shape):
+            raise E.ExprError(
+                f"{name}[...] in an expression loads one element: {name} has shape "
+                f"{list(shape)}, indexed by {len(index)} integer(s)"
+            )
+        for i, n in zip(index, shape, strict=True):
+            if not 0 <= i < n:
+                raise SimError(
+                    "OOB_INDEX", path, f"index {i} out of bounds for size {n} (a load of {name})"
+                )
+        if view.oob is not None:
+            code, where, msg = view.oob
+            raise SimError(code, where, msg)
+        sub = View(view.base, view.dtype, view.offsets[index], view.device, None, view.cluster)
+        dev = run.actor.device if view.device is None else view.device
+        block = run.actor.block if view.cluster is None else eng._block_of(view, run)
+        loc = eng.location(view.base, dev, block)
+        eng.log_load(run, node, name, loc, sub)
+        if eng.data:
+            v = eng._elements(loc, sub)[()]
+        else:
+            v = eng.initial_element(view.base, dev, sub, name)
+        if view.dtype.kind == "b":
+            return int(bool(v))
+        if view.dtype.kind not in "iu":
+            raise E.ExprError(
+                f"{name} holds {view.dtype}: an index or device id loaded from it is not an integer"
+            )
+        return int(v)
+
+    def semaphore(self, name: str) -> int:
+        eng, run = self.engine, self.run
+        node, path = self._where()
+        view = eng._lookup(run.scope, name, run, path)
+        e = eng._one(view, name, "semaphore", path)
+        dev = run.actor.device if view.device is None else view.device
+        return eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
+
+
 class StmtCtx:
     """What a statement op sees while it is simulated for one actor."""
 
@@ -1571,6 +1693,51 @@ def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, 
 def c_scratch(s: Scenario) -> list[Any]:
     """The call's scratch kinds."""
     return list(s.call.scratch.values())
+
+
+def written_buffers(s: Scenario) -> frozenset[str]:
+    """The buffers some statement may write (through a parameter or any view of one):
+    an index loaded from any other input is the call's initial value on every
+    schedule."""
+    from mpmd_lab.ops import WRITE
+
+    c = s.call
+    root: dict[str, set[str]] = {}
+    for a in c.args:
+        if isinstance(a, BufferArg):
+            root.setdefault(a.param, set()).add(a.buffer)
+        else:
+            for j, buf in enumerate(a.tuple):
+                root.setdefault(f"{a.param}[{j}]", set()).add(buf)
+    for cap in c.captures:
+        root.setdefault(cap.name, set()).add(cap.buffer)
+    lets: dict[str, set[str]] = {}
+    written: set[str] = set()
+
+    def walk(body: list[Any]) -> None:
+        for st in body:
+            if isinstance(st, Let):
+                lets.setdefault(st.let, set()).add(st.ref)
+                continue
+            for _f, name, access in st.ref_fields():
+                if access == WRITE:
+                    written.add(name)
+            if st.BODY:
+                walk(st.body)
+
+    for prog in c.programs:
+        walk(prog.body)
+    out: set[str] = set()
+    seen: set[str] = set()
+    todo = list(written)
+    while todo:  # a written view writes what it is a view of
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        out |= root.get(name, set())
+        todo.extend(lets.get(name, ()))
+    return frozenset(out)
 
 
 def _names_used(body: Any) -> set[str]:

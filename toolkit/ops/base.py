@@ -305,6 +305,11 @@ class Op(Model):
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())
 
+    def device_field(self, field: str) -> bool:
+        """Whether the expression ``exprs()`` gives at ``field`` is a device id (JAX wants
+        an int32 there: DEVICE_ID_DTYPE)."""
+        return field == "device" or field.startswith("device.")
+
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
         return any(fn in e.calls() for _, e in self.exprs())

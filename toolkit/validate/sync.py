@@ -54,7 +54,7 @@ from mpmd_lab.engine import (
 )
 from mpmd_lab.fields import get_path
 from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
-from mpmd_lab.plan import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
 
@@ -133,6 +133,7 @@ def check_sync(ctx: Ctx) -> None:
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
+    _data_reads(ctx, gpu)
     if not ex.complete and not gpu.stopped:
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
@@ -180,6 +181,63 @@ def _semaphore_reads(ctx: Ctx) -> None:
                 "of waiting may be reported racy where the acquire orders it",
                 severity="warning",
             )
+
+
+def _data_reads(ctx: Ctx, gpu: Outcome) -> None:
+    """DATA_DEPENDENT: what the check made of index expressions that read data. A load
+    from an input the kernel never writes was checked with the values the call is given
+    (a note: another table is another call); a semaphore's value is the one each
+    explored schedule left (a warning: the reads are no choice points of the
+    exploration); a load of anything else stopped the check (a warning: what follows is
+    not checked)."""
+    stopped = gpu.error is not None and gpu.error.code == "DATA_DEPENDENT"
+    if stopped:
+        ctx.add(
+            "DATA_DEPENDENT",
+            gpu.error.path or "call.programs",
+            f"not checked past here: {gpu.error}. Races, deadlocks, out-of-bounds indices "
+            "and device ids from this statement on are not checked for any value; simulate "
+            "runs it with the values the kernel computes",
+            severity="warning",
+        )
+    inputs: dict[str, list[str]] = {}
+    for p in ctx.programs:
+        for st in p.stmts:
+            for field, e in expr_fields(st.node):
+                reads = (
+                    list(E.data_reads(e))
+                    if "load" in e.calls() or ("semaphore_read" in e.calls())
+                    else []
+                )
+                where = f"{st.path}.{field}"
+                for r in reads:
+                    if isinstance(r, E.SemRead):
+                        ctx.add(
+                            "DATA_DEPENDENT",
+                            where,
+                            f"{e.label()} reads the semaphore {r.ref}: checked with the value "
+                            "each explored schedule left in it when the read ran. The schedules "
+                            "differ only in which signals each wait saw; a read that runs "
+                            "earlier or later between two signals (as blocks and devices race "
+                            "on a GPU) may see another value, and what the kernel does with it "
+                            "is not checked",
+                            severity="warning",
+                        )
+                        continue
+                    b = st.loads.get(r.ref)
+                    if b is None or stopped:
+                        continue
+                    origin = ", ".join(b.origin) or r.ref
+                    inputs.setdefault(origin, []).append(where)
+    for origin, paths in inputs.items():
+        ctx.add(
+            "DATA_DEPENDENT",
+            paths[0],
+            f"index expressions load from {origin} (at {', '.join(paths[:3])}"
+            f"{', ...' if len(paths) > 3 else ''}): checked on every device with the values "
+            "the call is given; other values are another call",
+            severity="info",
+        )
 
 
 def offsets_bytes(s: Any) -> int:

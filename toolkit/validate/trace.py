@@ -481,6 +481,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
+        if st.loads and _device_id_dtype(ctx, st):
+            return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
@@ -520,6 +522,36 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
                 where = f"{st.path}.transforms[{k}].{field}"
                 if _python_divisions(e) and _report_zero(ctx, where, e):
                     return True
+    return False
+
+
+def _device_id_dtype(ctx: Ctx, st: Stmt) -> bool:
+    """A device id that loads data (``ids_ref[0]``) is the dtype of what it loads: JAX
+    wants an int32 when it makes the peer view or the signal (DEVICE_ID_DTYPE)."""
+    node = st.node
+    ops = (
+        [(f"transforms[{k}].", t) for k, t in enumerate(node.transforms)]
+        if type(node) is Let
+        else [("", node)]
+    )
+
+    def dtype_of(name: str) -> str:
+        info = st.loads[name].info
+        return info.dtype if info is not None else "int32"
+
+    for prefix, op in ops:
+        for field, e in op.exprs():
+            if not op.device_field(field) or "load" not in e.calls():
+                continue
+            dtype = E.value_dtype(e, dtype_of)
+            if dtype is not None and dtype != "int32":
+                ctx.jax(
+                    "DEVICE_ID_DTYPE",
+                    f"{st.path}.{prefix}{field}",
+                    f"`device_id`s must be an int32 value, but got {dtype}",
+                    jax_type="ValueError",
+                )
+                return True
     return False
 
 
