@@ -322,3 +322,82 @@ def test_a_load_in_a_scenario_file_is_a_scenario_and_a_slice_is_not():
     bad = _table_ring(device="ids_ref[0:1]")
     with pytest.raises(ScenarioError):
         load_scenario(bad)
+
+
+# ---------------------------------------------------------------- from_jax
+
+#: kernels written as JAX's tests write them (tests/kernels/): each imports faithfully
+#: and JAX lowers it; those with values simulate to them
+KERNELS = [
+    "datadep_ring_table",
+    "datadep_smem_table",
+    "datadep_gather_offset",
+    "datadep_loop_bound",
+    "sync_read_in_when",
+]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> dict[str, dict]:
+    from mpmd_lab.importer import Imported
+    from test_importer import _import_all
+
+    raw = _import_all(KERNELS, tmp_path_factory.mktemp("datadep"))
+    for name, r in raw.items():
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        r["obj"] = Imported.from_json(r["imported"])
+    return raw
+
+
+def _body(imp: Any) -> list[dict]:
+    return [st.model_dump(exclude_defaults=True) for st in imp.scenario.call.programs[0].body]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", KERNELS)
+def test_the_kernel_imports_faithfully_and_simulates_to_its_values(imported, name):
+    r = imported[name]
+    imp = r["obj"]
+    assert r["lowered"] == "ok"  # real JAX: the user's own function lowers for the GPU
+    assert imp.faithful and imp.unsupported == [], imp.unsupported
+    diags = check(imp.scenario)
+    assert first_error(diags) is None, [d.one_line() for d in diags]
+    if r["expected"] is None:
+        return  # (its values depend on the order the blocks run: below)
+    result = simulate(imp.scenario)
+    assert result.ok, [d.one_line() for d in result.diagnostics()]
+    got = imp.outputs(result.outputs)
+    for g, e in zip(got, r["expected"], strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.slow
+def test_the_import_writes_the_loads_as_the_kernel_does(imported):
+    ring = _body(imported["datadep_ring_table"]["obj"])
+    assert ring[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[0]"}]
+    assert ring[2] == {"op": "semaphore_signal", "sem": "sem", "device": "ids_ref[0]"}
+    gather = _body(imported["datadep_gather_offset"]["obj"])
+    assert gather[0]["transforms"] == [{"op": "at", "index": ["slot_ref[0]"]}]
+    loop = _body(imported["datadep_loop_bound"]["obj"])
+    assert loop[1]["op"] == "loop" and loop[1]["stop"] == "n_ref[0]"
+    when = _body(imported["sync_read_in_when"]["obj"])
+    assert when[1]["op"] == "when" and when[1]["cond"] == "pl.semaphore_read(sem) > 0"
+
+
+@pytest.mark.slow
+def test_what_the_check_made_of_each_imported_load(imported):
+    """A table given as input: checked with its values (a note, "valid"); a table the
+    kernel copied into SMEM and a semaphore read: said not checked ("valid where
+    checked")."""
+    verdicts = {}
+    for name in KERNELS:
+        diags = check(imported[name]["obj"].scenario)
+        kinds = sorted({d.severity for d in diags if d.code == "DATA_DEPENDENT"})
+        verdicts[name] = (verdict(diags), kinds)
+    assert verdicts == {
+        "datadep_ring_table": ("valid", ["info"]),
+        "datadep_smem_table": ("valid where checked", ["warning"]),
+        "datadep_gather_offset": ("valid", ["info"]),
+        "datadep_loop_bound": ("valid", ["info"]),
+        "sync_read_in_when": ("valid where checked", ["warning"]),
+    }

@@ -134,7 +134,8 @@ def check_sync(ctx: Ctx) -> None:
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
     _data_reads(ctx, gpu)
-    if not ex.complete and not gpu.stopped:
+    stopped_on_data = gpu.error is not None and gpu.error.code == "DATA_DEPENDENT"
+    if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
             "SYNC_NOT_CHECKED",
