@@ -11,6 +11,7 @@ check with the values the call is given, and what it says it did not check
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,15 @@ from mpmd_lab.validate import check, first_error
 from simulate_support import run_in_jax, same_bits
 
 ROWS = 128
+PLGPU = "plgpu.kernel"
+
+
+def _said(message: str) -> str:
+    """A message as the check can know it: JAX's INDEX_DTYPE prints the MLIR value it
+    was given, whose SSA numbers and memref type the check elides (the rest is JAX's)."""
+    return re.sub(r"OpResult\(%[^=]*= (\S+)\(.*\) -> ", r"OpResult(\1 -> ", message)
+
+
 #: the stages JAX's trace and lowering say something about
 JAX_STAGES = ("schema", "build", "trace", "gpu-lower")
 #: each device's table of peers: device d's first entry is the device it sends to
@@ -130,6 +140,21 @@ def _gather_scratch() -> dict:
     return s
 
 
+#: a fori_loop of off[2] trips adding x's rows; the same as a pl.loop
+LOOP = [*WHEN_LOOP[:3], WHEN_LOOP[4]]
+PL_LOOP = [*WHEN_LOOP[:3], {**WHEN_LOOP[4], "via": "pl.loop"}]
+#: block b doubles its row where off[b] is not zero (a float taken as a truth value)
+WHEN_FLOAT = [*WHEN_LOOP[:3], {**WHEN_LOOP[3], "cond": "off_ref[b]"}]
+
+
+def _typed(s: dict, dtype: str) -> dict:
+    """``s`` with its table ``off`` of another dtype (its values converted)."""
+    s["buffers"]["off"]["dtype"] = dtype
+    cast = float if dtype.startswith("float") else int
+    s["buffers"]["off"]["init"] = [cast(v) for v in s["buffers"]["off"]["init"]]
+    return s
+
+
 # ---------------------------------------------------------------- the grammar
 
 
@@ -195,6 +220,11 @@ def test_jax_traces_and_lowers_what_the_check_accepts_and_refuses_what_it_refuse
         "gather": _one_device(GATHER, [3, 1, 0, 2], "gather", "plgpu.kernel"),
         "when-loop": _one_device(WHEN_LOOP, [0, 3, 2, 0], "when-loop", "plgpu.kernel"),
         "gather-scratch": _gather_scratch(),
+        "gather-float32": _typed(_one_device(GATHER, [3, 1, 0, 2], "g", PLGPU), "float32"),
+        "loop-float32": _typed(_one_device(LOOP, [0, 0, 2, 0], "l", PLGPU), "float32"),
+        "loop-int16": _typed(_one_device(LOOP, [0, 0, 2, 0], "l", PLGPU), "int16"),
+        "pl-loop-float32": _typed(_one_device(PL_LOOP, [0, 0, 2, 0], "l", PLGPU), "float32"),
+        "when-float32": _typed(_one_device(WHEN_FLOAT, [0, 1.5, 0, 0], "w", PLGPU), "float32"),
     }
     scenarios = {k: load_scenario(v) for k, v in cases.items()}
     jax = probe_many(list(scenarios.values()), ("build", "trace", "gpu-lower"))
@@ -202,12 +232,24 @@ def test_jax_traces_and_lowers_what_the_check_accepts_and_refuses_what_it_refuse
         diags = check(s)
         assert verdict(diags) != "invalid" or first_error(diags).stage in JAX_STAGES, name
         d = first_error([d for d in diags if d.stage in JAX_STAGES])
-        mine = None if d is None else (d.code, d.stage, d.jax.message if d.jax else None)
-        theirs = None if got["stage"] is None else (got["code"], got["stage"], got["message"])
+        mine = None if d is None else (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        theirs = (
+            None if got["stage"] is None else (got["code"], got["stage"], _said(got["message"]))
+        )
         assert mine == theirs, name
     assert first_error(check(scenarios["ring-int16"])).message == (
         "`device_id`s must be an int32 value, but got int16"
     )
+    codes = {k: getattr(first_error(check(s)), "code", None) for k, s in scenarios.items()}
+    assert codes == {
+        **dict.fromkeys(scenarios, None),
+        **dict.fromkeys(["ring-float32", "ring-int16", "ring-uint32"], "DEVICE_ID_DTYPE"),
+        "ring-dict-float": "DEVICE_ID_DTYPE",
+        "gather-float32": "INDEX_DTYPE",
+        "loop-float32": "LOOP_BOUND_DTYPE",
+        # pl.loop takes float bounds, and counts in floats: its index is no index
+        "pl-loop-float32": "INDEX_DTYPE",
+    }
 
 
 @pytest.mark.slow
@@ -217,6 +259,8 @@ def test_loaded_indices_simulate_bit_for_bit_as_jax_interprets_them():
         load_scenario(_one_device(GATHER, [0, 0, 2, 2], "gather-same")),
         load_scenario(_one_device(WHEN_LOOP, [0, 3, 2, 0], "when-loop")),
         load_scenario(_one_device(WHEN_LOOP, [2, 0, 0, 0], "when-loop-none")),
+        load_scenario(_typed(_one_device(WHEN_FLOAT, [0, 0.5, 0, 0], "when-float"), "float32")),
+        load_scenario(_typed(_one_device(LOOP, [0, 0, 3, 0], "loop-int16"), "int16")),
     ]
     got = run_in_jax(scenarios)
     x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)

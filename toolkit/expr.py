@@ -595,9 +595,14 @@ def reads_data(e: Expr) -> bool:
     return next(data_reads(e), None) is not None
 
 
-def value_dtype(e: Expr, ref_dtype: Callable[[str], str]) -> str | None:
-    """JAX's dtype of ``e`` where it reads data (``ref_dtype``: a loaded ref's dtype);
-    None for a Python int (weakly typed: it takes the other operand's dtype)."""
+def value_dtype(
+    e: Expr,
+    ref_dtype: Callable[[str], str],
+    name_dtype: Mapping[str, str] | None = None,
+) -> str | None:
+    """JAX's dtype of ``e`` where it reads data (``ref_dtype``: a loaded ref's dtype;
+    ``name_dtype``: a loop variable's, where its bounds are not int32); None for a
+    Python int (weakly typed: it takes the other operand's dtype)."""
     from mpmd_lab import dtypes
 
     if isinstance(e, Const):
@@ -607,15 +612,26 @@ def value_dtype(e: Expr, ref_dtype: Callable[[str], str]) -> str | None:
     if isinstance(e, Compare | BoolOp | Not):
         return "bool"
     if isinstance(e, Neg):
-        return value_dtype(e.a, ref_dtype)
+        return value_dtype(e.a, ref_dtype, name_dtype)
     if isinstance(e, BinOp):
-        a, b = value_dtype(e.a, ref_dtype), value_dtype(e.b, ref_dtype)
-        if a is None or b is None:
-            return a or b
-        return dtypes.promote(a, b)
+        a = value_dtype(e.a, ref_dtype, name_dtype)
+        b = value_dtype(e.b, ref_dtype, name_dtype)
+        return combine_dtypes(a, b)
     if isinstance(e, Call) and e.fn != "program_id":
         return None  # a Python int (an axis size, num_programs)
+    if isinstance(e, Name) and name_dtype:
+        return name_dtype.get(e.id, "int32")
     return "int32"  # an axis index, a program id, a loop variable, a semaphore's value
+
+
+def combine_dtypes(a: str | None, b: str | None) -> str | None:
+    """The dtype of arithmetic of two operands of these dtypes (None: a Python int,
+    which takes the other's)."""
+    from mpmd_lab import dtypes
+
+    if a is None or b is None:
+        return a or b
+    return dtypes.promote(a, b)
 
 
 # ---------------------------------------------------------------- parsing

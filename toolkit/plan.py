@@ -594,15 +594,20 @@ def _body(
     return True
 
 
+def expr_ops(st: Any) -> list[tuple[str, Any]]:
+    """``(field prefix, op)`` of the ops whose expressions a statement evaluates: the
+    statement's own, or a ``let``'s transforms (``transforms[k].``)."""
+    if isinstance(st, Let):
+        return [(f"transforms[{k}].", t) for k, t in enumerate(st.transforms)]
+    return [("", st)]
+
+
 def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
     """``(field, expression)`` of every index expression a statement evaluates (a
     ``let``'s: its transforms')."""
-    if isinstance(st, Let):
-        for k, t in enumerate(st.transforms):
-            for field, e in t.exprs():
-                yield f"transforms[{k}].{field}", e
-        return
-    yield from st.exprs()
+    for prefix, op in expr_ops(st):
+        for field, e in op.exprs():
+            yield prefix + field, e
 
 
 def _loads(ctx: Plan, st: Any, path: str, env: dict[str, Binding]) -> dict[str, Binding] | None:

@@ -645,20 +645,31 @@ class Engine:
         """Stop the simulation: the call fails at ``path``."""
         raise SimError(code, path, message)
 
-    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "") -> int:
+    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "", truth: bool = False) -> int:
         """An index expression's value for one actor (``path``, and ``sub`` under it:
-        where a failing one is)."""
+        where a failing one is). A value loaded from a float ref is taken only as a
+        truth value (``truth``: a condition, as ``pl.when`` takes it); as an index or a
+        bound it is JAX's INDEX_DTYPE or LOOP_BOUND_DTYPE, which the check reports."""
         uses = self._pid_use.get(id(e))
         if uses is None:
             uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
         if uses[1]:
             self.out.used_pid = True
         try:
-            return e.eval(run.env)
+            v = e.eval(run.env)
         except E.ExprDataDependent as ex:
             raise SimError("DATA_DEPENDENT", f"{path}.{sub}" if sub else path, str(ex)) from None
         except E.ExprError as ex:
             raise SimError("XREF_UNKNOWN_NAME", f"{path}.{sub}" if sub else path, str(ex)) from None
+        if type(v) is float:
+            if truth:
+                return int(v != 0)
+            raise SimError(
+                "INDEX_DTYPE",
+                f"{path}.{sub}" if sub else path,
+                f"{e.label()} is a float ({v}): an index or a loop bound is an integer",
+            )
+        return v
 
     def peer(self, dref: Any, run: _Run, path: str) -> int:
         """The device a resolved device id names, seen from this actor (``path``: the
@@ -667,7 +678,7 @@ class Engine:
         if own is None:  # (target copies it)
             own = run.own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
         try:
-            return dref.target(own, self.mesh, run.env)
+            d = dref.target(own, self.mesh, run.env)
         except IndexError:  # (before LookupError, its base)
             raise self._device_oob(dref, run, path) from None
         except LookupError as e:
@@ -676,6 +687,9 @@ class Engine:
             raise SimError("DATA_DEPENDENT", path, str(e)) from None
         except E.ExprError as e:
             raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
+        if type(d) is not int:  # (a float loaded from memory: refused at trace)
+            raise SimError("DEVICE_ID_DTYPE", path, "`device_id`s must be an int32 value")
+        return d
 
     def _device_oob(self, dref: Any, run: _Run, path: str) -> SimError:
         tail = "JAX does not check it, and on a GPU it addresses no device"
@@ -1305,7 +1319,9 @@ class Engine:
                     run.values.pop(op.var, None)
                 continue
             # a when
-            cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
+            cond = self.eval(
+                self.memo(op, "cond", op.condition), run, f"{node.path}.cond", truth=True
+            )
             yield None
             if cond:
                 yield from self._body(run, node.children, dict(env))
@@ -1555,10 +1571,8 @@ class _Reader:
             v = eng.initial_element(view.base, dev, sub, name)
         if view.dtype.kind == "b":
             return int(bool(v))
-        if view.dtype.kind not in "iu":
-            raise E.ExprError(
-                f"{name} holds {view.dtype}: an index or device id loaded from it is not an integer"
-            )
+        if view.dtype.kind not in "iu":  # (a condition takes it: ``Engine.eval``)
+            return float(v)  # type: ignore[return-value]
         return int(v)
 
     def semaphore(self, name: str) -> int:

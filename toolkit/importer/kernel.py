@@ -358,7 +358,8 @@ class Translator:
             view = v.view
             stack = view.stack
             last = stack[-1] if stack else None
-            entries = last["index"] if last is not None and last["op"] == "at" else None
+            indexes = last is not None and _TRANSFORMS[last["op"]].INDEXES  # (an ``at``)
+            entries = last["index"] if indexes and last is not None else None
             if entries and all(type(x) in (int, str) for x in entries):
                 base = dataclasses.replace(view, transforms=view.transforms[:-1])
                 e: E.Expr = E.Load(self.ref(scope, base), tuple(E.parse(x) for x in entries))

@@ -191,12 +191,13 @@ def _data_reads(ctx: Ctx, gpu: Outcome) -> None:
     explored schedule left (a warning: the reads are no choice points of the
     exploration); a load of anything else stopped the check (a warning: what follows is
     not checked)."""
-    stopped = gpu.error is not None and gpu.error.code == "DATA_DEPENDENT"
-    if stopped:
+    err = gpu.error
+    stopped = err is not None and err.code == "DATA_DEPENDENT"
+    if err is not None and stopped:
         ctx.add(
             "DATA_DEPENDENT",
-            gpu.error.path or "call.programs",
-            f"not checked past here: {gpu.error}. Races, deadlocks, out-of-bounds indices "
+            err.path or "call.programs",
+            f"not checked past here: {err}. Races, deadlocks, out-of-bounds indices "
             "and device ids from this statement on are not checked for any value; simulate "
             "runs it with the values the kernel computes",
             severity="warning",

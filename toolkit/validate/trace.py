@@ -19,7 +19,7 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
-from mpmd_lab.plan import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt, expr_ops
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
@@ -481,7 +481,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
-        if st.loads and _device_id_dtype(ctx, st):
+        if st.loads and _data_dtypes(ctx, st):
             return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
@@ -525,23 +525,26 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     return False
 
 
-def _device_id_dtype(ctx: Ctx, st: Stmt) -> bool:
-    """A device id that loads data (``ids_ref[0]``) is the dtype of what it loads: JAX
-    wants an int32 when it makes the peer view or the signal (DEVICE_ID_DTYPE)."""
-    node = st.node
-    ops = (
-        [(f"transforms[{k}].", t) for k, t in enumerate(node.transforms)]
-        if type(node) is Let
-        else [("", node)]
-    )
+def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
+    """An expression that loads data (``ids_ref[0]``) has the dtype of what it loads
+    (``expr.value_dtype``): JAX wants an int32 device id when it makes the peer view or
+    the signal (DEVICE_ID_DTYPE), and ``lax.fori_loop`` bounds of one type
+    (LOOP_BOUND_DTYPE, its ``bound_dtype_error``)."""
 
     def dtype_of(name: str) -> str:
         info = st.loads[name].info
         return info.dtype if info is not None else "int32"
 
-    for prefix, op in ops:
+    for prefix, op in expr_ops(st.node):
+        bounds: dict[str, str | None] = {}
+        loaded = False
         for field, e in op.exprs():
-            if not op.device_field(field) or "load" not in e.calls():
+            kind = op.expr_kind(field)
+            reads = "load" in e.calls()
+            if kind == "bound":
+                bounds[field] = E.value_dtype(e, dtype_of)
+                loaded = loaded or reads
+            if kind != "device" or not reads:
                 continue
             dtype = E.value_dtype(e, dtype_of)
             if dtype is not None and dtype != "int32":
@@ -551,6 +554,11 @@ def _device_id_dtype(ctx: Ctx, st: Stmt) -> bool:
                     f"`device_id`s must be an int32 value, but got {dtype}",
                     jax_type="ValueError",
                 )
+                return True
+        if loaded:
+            msg = op.bound_dtype_error(bounds.get("start"), bounds.get("stop"))
+            if msg is not None:
+                ctx.jax("LOOP_BOUND_DTYPE", f"{st.path}.{prefix}start", msg, jax_type="TypeError")
                 return True
     return False
 
