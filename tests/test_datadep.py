@@ -445,3 +445,39 @@ def test_what_the_check_made_of_each_imported_load(imported):
         "datadep_loop_bound": ("valid", ["info"]),
         "sync_read_in_when": ("valid where checked", ["warning"]),
     }
+
+
+# ---------------------------------------------------------------- the verdict, everywhere
+
+
+def test_every_front_end_says_valid_where_checked(tmp_path):
+    """The CLI's last line and its JSON, the Session and the Lab's status: "valid where
+    checked" where the check said what it did not check; plain "valid" where it checked
+    everything (a table given as input)."""
+    import json
+    import subprocess
+    import sys
+
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets.lab import Lab
+
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(_gather_scratch()))
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(_table_ring()))
+    cli = [sys.executable, "-m", "mpmd_lab.cli", "check"]
+    r = subprocess.run([*cli, str(partial)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith(
+        "gather-scratch: valid where checked ("
+    ), r.stdout
+    r = subprocess.run([*cli, str(partial), "--json"], capture_output=True, text=True, timeout=300)
+    out = json.loads(r.stdout)
+    assert out["valid"] is True and out["verdict"] == "valid where checked"
+    r = subprocess.run([*cli, str(whole), "--json"], capture_output=True, text=True, timeout=300)
+    assert json.loads(r.stdout)["verdict"] == "valid"
+
+    assert Session(str(partial)).verdict == "valid where checked"
+    assert Session(str(whole)).verdict == "valid"
+    lab = Lab(str(partial), background=False, graph=False)
+    assert "✔ valid where checked" in lab.title.value
+    assert "✔ valid</span>" in Lab(str(whole), background=False, graph=False).title.value
