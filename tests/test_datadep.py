@@ -481,3 +481,33 @@ def test_every_front_end_says_valid_where_checked(tmp_path):
     lab = Lab(str(partial), background=False, graph=False)
     assert "✔ valid where checked" in lab.title.value
     assert "✔ valid</span>" in Lab(str(whole), background=False, graph=False).title.value
+
+
+def test_a_load_is_a_read_the_race_check_judges():
+    """Block 1 overwrites the table block 0 loads its index from, with nothing ordering
+    them: the check cannot know the table before the kernel runs (it says so, "valid
+    where checked"); simulate runs it and reports the load and the write as a race."""
+    body = [
+        {
+            "op": "when",
+            "cond": "b == 1",
+            "body": [{"op": "copy", "src": "y_ref", "dst": "off_ref"}],
+        },
+        _row("x_ref", "off_ref[0]", "src"),
+        _row("out", "b", "dst"),
+        {"op": "copy", "src": "src", "dst": "dst"},
+    ]
+    s = _one_device(body, [1] * ROWS, "load-race", PLGPU)
+    s["buffers"]["off"]["shape"] = [ROWS]
+    s["buffers"]["y"] = {"shape": [ROWS], "dtype": "int32", "init": "zeros"}
+    s["call"]["args"].append({"buffer": "y", "param": "y_ref"})
+    sc = load_scenario(s)
+    diags = check(sc)
+    assert verdict(diags) == "valid where checked", [d.one_line() for d in diags]
+    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
+    assert "the buffer 'off', which the kernel writes" in d.message
+    r = simulate(sc, check=False)
+    assert r.ok, r.error
+    (race,) = r.races
+    assert {race.first.field, race.second.field} == {"load", "dst"}
+    assert {race.first.kind, race.second.kind} == {"read", "write"}
