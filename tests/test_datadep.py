@@ -511,3 +511,26 @@ def test_a_load_is_a_read_the_race_check_judges():
     (race,) = r.races
     assert {race.first.field, race.second.field} == {"load", "dst"}
     assert {race.first.kind, race.second.kind} == {"read", "write"}
+
+
+def test_a_load_outside_its_ref_and_a_load_through_a_view():
+    """An index of a load is checked on every device: ``ids_ref[dev + 1]`` reads past the
+    table on device 3 (OOB_INDEX: JAX checks none); a negative one counts from the end,
+    as a view's does. A load may name a ``let`` view (the table's row of this device)."""
+    d = first_error(check(load_scenario(_table_ring(device="ids_ref[dev + 1]"))))
+    assert d.code == "OOB_INDEX" and d.stage == "gpu-run"
+    assert d.message.startswith("index 4 out of bounds for size 4 (a load of ids_ref)")
+    s = _table_ring([1, 2, 3, 0], device="row[0]")
+    row = {
+        "let": "row",
+        "ref": "ids_ref",
+        "transforms": [{"op": "at", "index": [{"ds": ["dev", 1]}]}],
+    }
+    s["call"]["programs"][0]["body"].insert(0, row)
+    sc = load_scenario(s)
+    assert verdict(check(sc)) == "valid"
+    x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)
+    want = np.stack([x[(d - 1) % 4] for d in range(4)])
+    np.testing.assert_array_equal(simulate(sc).outputs["out"].reshape(4, ROWS), want)
+    wrapped = load_scenario(_table_ring([1, 2, 3, 0], device="ids_ref[dev - 4]"))
+    assert verdict(check(wrapped)) == "valid"

@@ -1553,10 +1553,11 @@ class _Reader:
                 f"{list(shape)}, indexed by {len(index)} integer(s)"
             )
         for i, n in zip(index, shape, strict=True):
-            if not 0 <= i < n:
+            if not -n <= i < n:  # (a negative index counts from the end, as a view's)
                 raise SimError(
                     "OOB_INDEX", path, f"index {i} out of bounds for size {n} (a load of {name})"
                 )
+        index = tuple(i % n for i, n in zip(index, shape, strict=True))
         if view.oob is not None:
             code, where, msg = view.oob
             raise SimError(code, where, msg)
@@ -1756,11 +1757,17 @@ def written_buffers(s: Scenario) -> frozenset[str]:
 
 def _names_used(body: Any) -> set[str]:
     """Every name a statement of ``body`` (nested bodies too) reads a ref by: the refs of
-    statements and the sources of views."""
+    statements, the sources of views, and the refs expressions load (``ids_ref[0]``)."""
+    from mpmd_lab.plan import expr_fields
+
     out: set[str] = set()
     for st in body:
         for _, name, _ in st.ref_fields():
             out.add(name)
+        for _, e in expr_fields(st):
+            calls = e.calls()
+            if "load" in calls or "semaphore_read" in calls:
+                out.update(r.ref for r in E.data_reads(e))
         if getattr(st, "BODY", False):
             out |= _names_used(st.body)
     return out

@@ -134,7 +134,7 @@ def check_sync(ctx: Ctx) -> None:
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
     _data_reads(ctx, gpu)
-    stopped_on_data = gpu.error is not None and gpu.error.code == "DATA_DEPENDENT"
+    stopped_on_data = gpu.error is not None and gpu.error.code in ("DATA_DEPENDENT", "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
@@ -192,8 +192,17 @@ def _data_reads(ctx: Ctx, gpu: Outcome) -> None:
     exploration); a load of anything else stopped the check (a warning: what follows is
     not checked)."""
     err = gpu.error
-    stopped = err is not None and err.code == "DATA_DEPENDENT"
-    if err is not None and stopped:
+    if err is not None and err.code == "OOB_INDEX":  # (a load's index: the run stops there)
+        ctx.add(
+            "OOB_INDEX",
+            err.path or "call.programs",
+            f"{err}: JAX checks no index of a load inside a kernel, and on a GPU it "
+            "reads memory outside the ref. The check stopped there: races, deadlocks and "
+            "out-of-bounds indices past it are not checked",
+            stage="gpu-run",
+        )
+    halted = err is not None and err.code in ("DATA_DEPENDENT", "OOB_INDEX")
+    if err is not None and err.code == "DATA_DEPENDENT":
         ctx.add(
             "DATA_DEPENDENT",
             err.path or "call.programs",
@@ -227,7 +236,7 @@ def _data_reads(ctx: Ctx, gpu: Outcome) -> None:
                         )
                         continue
                     b = st.loads.get(r.ref)
-                    if b is None or stopped:
+                    if b is None or halted:
                         continue
                     origin = ", ".join(b.origin) or r.ref
                     inputs.setdefault(origin, []).append(where)
