@@ -322,11 +322,28 @@ def test_a_loaded_index_outside_its_ref_is_found():
     assert first_error(diags).code in ("OOB_INDEX", "OOB_READ"), [d.one_line() for d in diags]
 
 
-def test_a_load_the_kernel_computes_is_not_checked_and_says_so():
-    """An index loaded from scratch the kernel writes: the check stops there, says what
-    it did not check, and the verdict is "valid where checked"; simulate follows it."""
+def test_a_load_the_kernel_computes_is_followed_with_its_values(monkeypatch):
+    """An index loaded from scratch the kernel writes (a TMA copy of the table, waited
+    on): the check follows the values the kernel computes over every schedule it
+    explores, and says so (a note: "valid"); without the wait, the load races the copy
+    and the check says that. Where it cannot follow them (here: past its bound), it stops
+    at the load, says what it did not check, and the verdict is "valid where checked"."""
+    from mpmd_lab.validate import sync
+
     sc = load_scenario(_gather_scratch())
     diags = check(sc)
+    assert verdict(diags) == "valid", [d.one_line() for d in diags]
+    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
+    assert d.severity == "info" and "load from tbl" in d.message
+    assert "which the kernel writes: checked with the values it computes" in d.message
+
+    racy = _gather_scratch()
+    del racy["call"]["programs"][0]["body"][1]  # the barrier_wait
+    first = first_error(check(load_scenario(racy)))
+    assert first.code.startswith("RACE") and "tbl" in first.message, first.one_line()
+
+    monkeypatch.setattr(sync, "MAX_FOLLOWED", 0)
+    diags = check(load_scenario({**_gather_scratch(), "name": "gather-scratch-unfollowed"}))
     assert verdict(diags) == "valid where checked", [d.one_line() for d in diags]
     (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
     assert d.severity == "warning" and "tbl is scratch" in d.message
@@ -431,8 +448,8 @@ def test_the_import_writes_the_loads_as_the_kernel_does(imported):
 @pytest.mark.slow
 def test_what_the_check_made_of_each_imported_load(imported):
     """A table given as input: checked with its values (a note, "valid"); a table the
-    kernel copied into SMEM and a semaphore read: said not checked ("valid where
-    checked")."""
+    kernel copies into SMEM: followed with the values it computes (a note, "valid"); a
+    semaphore read: said not checked between signals ("valid where checked")."""
     verdicts = {}
     for name in KERNELS:
         diags = check(imported[name]["obj"].scenario)
@@ -440,7 +457,7 @@ def test_what_the_check_made_of_each_imported_load(imported):
         verdicts[name] = (verdict(diags), kinds)
     assert verdicts == {
         "datadep_ring_table": ("valid", ["info"]),
-        "datadep_smem_table": ("valid where checked", ["warning"]),
+        "datadep_smem_table": ("valid", ["info"]),  # followed with the kernel's values
         "datadep_gather_offset": ("valid", ["info"]),
         "datadep_loop_bound": ("valid", ["info"]),
         "sync_read_in_when": ("valid where checked", ["warning"]),
@@ -462,13 +479,16 @@ def test_every_front_end_says_valid_where_checked(tmp_path):
     from mpmd_lab.widgets.lab import Lab
 
     partial = tmp_path / "partial.json"
-    partial.write_text(json.dumps(_gather_scratch()))
+    from mpmd_lab.knowledge import card
+
+    # a semaphore read in a condition: checked per schedule, not between signals
+    partial.write_text(load_scenario(card("DATA_DEPENDENT").example.scenario).model_dump_json())
     whole = tmp_path / "whole.json"
     whole.write_text(json.dumps(_table_ring()))
     cli = [sys.executable, "-m", "mpmd_lab.cli", "check"]
     r = subprocess.run([*cli, str(partial)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith(
-        "gather-scratch: valid where checked ("
+        "data-dependent: valid where checked ("
     ), r.stdout
     r = subprocess.run([*cli, str(partial), "--json"], capture_output=True, text=True, timeout=300)
     out = json.loads(r.stdout)
@@ -485,8 +505,8 @@ def test_every_front_end_says_valid_where_checked(tmp_path):
 
 def test_a_load_is_a_read_the_race_check_judges():
     """Block 1 overwrites the table block 0 loads its index from, with nothing ordering
-    them: the check cannot know the table before the kernel runs (it says so, "valid
-    where checked"); simulate runs it and reports the load and the write as a race."""
+    them: the check follows the values and reports the load and the write as a race,
+    and so does simulate."""
     body = [
         {
             "op": "when",
@@ -502,10 +522,9 @@ def test_a_load_is_a_read_the_race_check_judges():
     s["buffers"]["y"] = {"shape": [ROWS], "dtype": "int32", "init": "zeros"}
     s["call"]["args"].append({"buffer": "y", "param": "y_ref"})
     sc = load_scenario(s)
-    diags = check(sc)
-    assert verdict(diags) == "valid where checked", [d.one_line() for d in diags]
-    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
-    assert "the buffer 'off', which the kernel writes" in d.message
+    d = first_error(check(sc))
+    assert d.code == "RACE" and d.stage == "gpu-run", d.one_line()
+    assert d.message.startswith("Read/write race on off[0:1]")
     r = simulate(sc, check=False)
     assert r.ok, r.error
     (race,) = r.races

@@ -373,8 +373,13 @@ class Engine:
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
         chooser: Any = None,
+        strict: bool | None = None,
     ):
         self.s = scenario
+        #: a problem fails the run (the simulator), or is recorded as a finding and the
+        #: run goes on (the static check: data-free, or following values; default: with
+        #: data, strict)
+        self.strict = data if strict is None else strict
         #: the exploring mode's choices (:class:`~mpmd_lab.engine.explore.Chooser`):
         #: semaphore waits and barrier arrivals complete only when nothing else can run,
         #: one chosen at a time
@@ -719,8 +724,9 @@ class Engine:
         return SimError("REMOTE_DEVICE_OOB", path, f"the device id is outside the mesh; {tail}")
 
     def soft(self, e: SimError, run: _Run, node: _Node, field: str, access: str) -> None:
-        """Data-free mode: record a finding and skip the statement; data mode: fail."""
-        if self.data:
+        """The check's modes: record a finding and skip the statement; the simulator's
+        (``strict``): fail."""
+        if self.strict:
             raise e
         self.out.findings.append(
             Finding(
@@ -1455,7 +1461,7 @@ class Engine:
                 break
         except _Stop as e:
             out.stopped = str(e)
-            if self.data:
+            if self.strict:
                 out.error = SimError(e.code, "call.programs", str(e))
         except SimError as e:
             out.error = e
