@@ -553,3 +553,18 @@ def test_a_load_outside_its_ref_and_a_load_through_a_view():
     np.testing.assert_array_equal(simulate(sc).outputs["out"].reshape(4, ROWS), want)
     wrapped = load_scenario(_table_ring([1, 2, 3, 0], device="ids_ref[dev - 4]"))
     assert verdict(check(wrapped)) == "valid"
+
+
+def test_the_graph_draws_what_an_expression_loads():
+    """A ``reads`` edge from the table to each statement and view whose expression loads
+    it; the device traffic says the peer comes from data (no pair is drawn)."""
+    from mpmd_lab.graph import build_graph, to_text
+
+    g = build_graph(load_scenario(_table_ring()))
+    loads = [(u, v) for u, v, e in g.edges(data=True) if e["label"] == "load ids_ref"]
+    assert len(loads) == 2 and all(
+        e["kind"] == "reads" for _, _, e in g.edges(data=True) if e["label"] == "load ids_ref"
+    )
+    text = to_text(g)
+    assert "peer by data via call.programs[0].body[0].transforms[0].device: ids_ref[0]" in text
+    assert "(no peer, multicast or signal traffic)" not in text
