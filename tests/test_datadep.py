@@ -568,3 +568,23 @@ def test_the_graph_draws_what_an_expression_loads():
     text = to_text(g)
     assert "peer by data via call.programs[0].body[0].transforms[0].device: ids_ref[0]" in text
     assert "(no peer, multicast or signal traffic)" not in text
+
+
+@pytest.mark.slow
+def test_the_dtype_errors_fix_to_what_jax_accepts():
+    """Each dtype error offers a verified fix (the loaded table held as int32), and JAX
+    traces and lowers the fixed kernel."""
+    from pathlib import Path
+
+    from mpmd_lab.fixes import apply_fix
+
+    codes = ("DEVICE_ID_DTYPE", "INDEX_DTYPE", "LOOP_BOUND_DTYPE")
+    here = Path(__file__).parent / "scenarios" / "codes"
+    fixed = []
+    for code in codes:
+        d = first_error(check(load_scenario(here / f"{code}.json")))
+        assert d.code == code and d.fix is not None and d.fix.after == [], d.one_line()
+        assert d.fix.description.startswith("hold ") and "as int32" in d.fix.description
+        fixed.append(apply_fix(load_scenario(here / f"{code}.json"), d.fix))
+    for s, got in zip(fixed, probe_many(fixed, ("build", "trace", "gpu-lower")), strict=True):
+        assert got["stage"] is None, (s.name, got)

@@ -29,6 +29,7 @@ from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
+from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.trace import _root
 
@@ -136,7 +137,8 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
             if op.expr_kind(field) != "index":
                 continue
             if "load" in e.calls() or (names and not names.keys().isdisjoint(e.names())):
-                if _float_index(ctx, f"{st.path}.{prefix}{field}", e, dtype_of, names):
+                path = f"{st.path}.{prefix}{field}"
+                if _float_index(ctx, path, e, dtype_of, names, st.loads):
                     return True
     return False
 
@@ -166,6 +168,7 @@ def _float_index(
     e: E.Expr,
     dtype_of: Callable[[str], str],
     names: dict[str, str],
+    loads: dict[str, Binding],
 ) -> bool:
     dtype = E.value_dtype(e, dtype_of, names)
     if dtype is None or not dtypes.is_float(dtype):
@@ -179,6 +182,7 @@ def _float_index(
         "<class 'jaxlib.mlir._mlir_libs._mlir.ir.OpResult'>",
         stage="gpu-lower",
         jax_type="ValueError",
+        fix=fixes_for.loaded_as_int32(ctx.s, e, loads, dtypes.is_float),
     )
     return True
 

@@ -553,12 +553,18 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
                     f"{st.path}.{prefix}{field}",
                     f"`device_id`s must be an int32 value, but got {dtype}",
                     jax_type="ValueError",
+                    fix=fixes_for.loaded_as_int32(ctx.s, e, st.loads, lambda d: d != "int32"),
                 )
                 return True
         if loaded:
             msg = op.bound_dtype_error(bounds.get("start"), bounds.get("stop"))
             if msg is not None:
-                ctx.jax("LOOP_BOUND_DTYPE", f"{st.path}.{prefix}start", msg, jax_type="TypeError")
+                start, stop = (e for _, e in op.exprs())
+                fix = fixes_for.loaded_as_int32(
+                    ctx.s, E.BinOp("+", start, stop), st.loads, lambda d: d != "int32"
+                )
+                path = f"{st.path}.{prefix}start"
+                ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
                 return True
     return False
 
