@@ -566,6 +566,7 @@ def _body(
                 copied = True
             env[st.let] = defines
             unbound = None
+            reads = bool(transforms)  # (its transforms' expressions: ``_loads`` looks)
         else:
             for fname, name, _access in st.ref_fields():
                 b = env.get(name)
@@ -577,8 +578,8 @@ def _body(
                     refs[fname] = b
             steps = []
             defines = None
-            unbound = _unbound(st, bound)
-        loads = _loads(ctx, st, path, env)
+            unbound, reads = _unbound(st, bound)
+        loads = _loads(ctx, st, path, env) if reads else _NO_LOADS
         if loads is None:
             ok = False
         stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads)
@@ -612,23 +613,33 @@ def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
 
 def _loads(ctx: Plan, st: Any, path: str, env: dict[str, Binding]) -> dict[str, Binding] | None:
     """The refs the statement's expressions load from (``ids[0]``), bound where it runs;
-    None (and XREF_UNKNOWN_NAME) where one names nothing."""
-    out: dict[str, Binding] = {}
-    for field, e in expr_fields(st):
-        if "load" not in e.calls() and "semaphore_read" not in e.calls():
-            continue
-        for r in E.data_reads(e):
-            b = env.get(r.ref)
-            if b is None:
-                ctx.problem(
-                    "XREF_UNKNOWN_NAME",
-                    f"{path}.{field}",
-                    f"{r.label()} names {r.ref!r}: no parameter, output, scratch or earlier "
-                    "view has that name",
-                )
-                return None
-            out[r.ref] = b
+    None (and XREF_UNKNOWN_NAME) where one names nothing. (Asked of every statement:
+    a path is written only for a load.)"""
+    out: dict[str, Binding] = _NO_LOADS
+    for k, op in enumerate(st.transforms if type(st) is Let else (st,)):
+        for field, e in op.exprs():
+            calls = e.calls()
+            if "load" not in calls and "semaphore_read" not in calls:
+                continue
+            for r in E.data_reads(e):
+                b = env.get(r.ref)
+                if b is None:
+                    where = f"transforms[{k}].{field}" if type(st) is Let else field
+                    ctx.problem(
+                        "XREF_UNKNOWN_NAME",
+                        f"{path}.{where}",
+                        f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
+                        "earlier view has that name",
+                    )
+                    return None
+                if out is _NO_LOADS:
+                    out = {}
+                out[r.ref] = b
     return out
+
+
+#: a statement that loads nothing (shared: never written)
+_NO_LOADS: dict[str, Binding] = {}
 
 
 def _unknown_name(body: list[Any], j: int, fname: str, name: str) -> str:
@@ -647,10 +658,17 @@ def _defined_at(body: list[Any], name: str) -> int | None:
     return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
 
 
-def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
-    """The first name an op's expressions use that is not bound where it runs."""
+def _unbound(st: Any, bound: frozenset[str]) -> tuple[tuple[str, str] | None, bool]:
+    """The first name an op's expressions use that is not bound where it runs, and
+    whether any of them reads data (a load, a semaphore read: ``_loads`` binds them)."""
+    found = None
+    reads = False
     for sub, e in st.exprs():
-        name = e.unbound(bound)
-        if name is not None:
-            return sub, name
-    return None
+        if found is None:
+            name = e.unbound(bound)
+            if name is not None:
+                found = sub, name
+        if not reads:
+            calls = e.calls()
+            reads = "load" in calls or "semaphore_read" in calls
+    return found, reads

@@ -422,8 +422,9 @@ class Engine:
         self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
         self.compact = not data and not _uses_bitcast(scenario)
         #: (data-free) input buffers the kernel writes: loads from them are not known
-        #: before it runs; the initial values of the others, per device, as loaded
-        self.written_inputs = written_buffers(scenario) if not data else frozenset()
+        #: before it runs (found at the first load); the initial values of the others,
+        #: per device, as loaded
+        self._written: frozenset[str] | None = None
         self._initial: dict[str, list[np.ndarray]] = {}
         self._dev_coords = (
             [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
@@ -990,13 +991,19 @@ class Engine:
             return run.a + self.n_actors
         return int(agent)
 
+    def written_inputs(self) -> frozenset[str]:
+        """The input buffers some statement may write (``written_buffers``), once."""
+        if self._written is None:
+            self._written = written_buffers(self.s)
+        return self._written
+
     def initial_element(self, base: Base, dev: int, sub: View, name: str) -> Any:
         """(Data-free) the element ``sub`` of an input the kernel never writes, as the
         call is given it on device ``dev``; ExprDataDependent for any other memory."""
         why = None
         if base.kind != "input":
             why = f"{name} is {'an output' if base.kind == 'output' else 'scratch'}"
-        elif base.name in self.written_inputs:
+        elif base.name in self.written_inputs():
             why = f"{name} is the buffer {base.name!r}, which the kernel writes"
         elif sub.dtype != base.dtype:
             why = f"{name} is a bitcast view"

@@ -87,7 +87,7 @@ def check_lower(ctx: Ctx) -> None:
                 scope, skip = st.scope, ctx.never_traced(st)
             if skip:
                 continue
-            if (st.loads or any(s.loads for s in st.scope)) and _index_dtype(ctx, st):
+            if (st.loads or st.scope and _scope_loads(st.scope)) and _index_dtype(ctx, st):
                 return
             if type(node) is Let:
                 continue
@@ -141,6 +141,11 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
                 if _float_index(ctx, path, e, dtype_of, names, st.loads):
                     return True
     return False
+
+
+def _scope_loads(scope: tuple[Stmt, ...]) -> bool:
+    """A loop or condition around a statement loads from memory (its bounds)."""
+    return any(s.loads for s in scope)
 
 
 def _loop_dtypes(st: Stmt) -> dict[str, str]:

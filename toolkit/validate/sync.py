@@ -232,6 +232,8 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
     written = written_buffers(ctx.s) if followed else frozenset()
     for p in ctx.programs:
         for st in p.stmts:
+            if not st.loads:  # (what its expressions load and read, bound by the plan)
+                continue
             for field, e in expr_fields(st.node):
                 reads = (
                     list(E.data_reads(e))
