@@ -163,6 +163,11 @@ class Stmt(Record):
         self.bound = bound
         self.unbound = unbound
 
+    def load_dtype(self, name: str) -> str:
+        """The dtype of the ref its expressions load by ``name`` (``ids_ref[0]``)."""
+        info = self.loads[name].info
+        return info.dtype if info is not None else "int32"
+
     @property
     def loop_vars(self) -> tuple[str, ...]:
         return tuple(s.node.var for s in self.scope if isinstance(s.node, Loop))

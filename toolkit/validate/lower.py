@@ -127,10 +127,6 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
     JAX traces it, and the Mosaic GPU lowering refuses the float value as an index
     (INDEX_DTYPE; its message prints the MLIR value, here with its operands elided)."""
 
-    def dtype_of(name: str) -> str:
-        info = st.loads[name].info
-        return info.dtype if info is not None else "int32"
-
     names = _loop_dtypes(st)
     for prefix, op in expr_ops(st.node):
         for field, e in op.exprs():
@@ -138,7 +134,7 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
                 continue
             if "load" in e.calls() or (names and not names.keys().isdisjoint(e.names())):
                 path = f"{st.path}.{prefix}{field}"
-                if _float_index(ctx, path, e, dtype_of, names, st.loads):
+                if _float_index(ctx, path, e, st.load_dtype, names, st.loads):
                     return True
     return False
 
@@ -155,12 +151,7 @@ def _loop_dtypes(st: Stmt) -> dict[str, str]:
     for s in st.scope:
         if not s.loads:
             continue
-
-        def dtype_of(name: str, s: Stmt = s) -> str:
-            info = s.loads[name].info
-            return info.dtype if info is not None else "int32"
-
-        bounds = [E.value_dtype(e, dtype_of, out) for _, e in s.node.exprs()]
+        bounds = [E.value_dtype(e, s.load_dtype, out) for _, e in s.node.exprs()]
         dtype = E.combine_dtypes(*bounds) if len(bounds) == 2 else None
         if dtype is not None and dtype != "int32":
             out[s.node.var] = dtype

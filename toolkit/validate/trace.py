@@ -531,10 +531,6 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
     the signal (DEVICE_ID_DTYPE), and ``lax.fori_loop`` bounds of one type
     (LOOP_BOUND_DTYPE, its ``bound_dtype_error``)."""
 
-    def dtype_of(name: str) -> str:
-        info = st.loads[name].info
-        return info.dtype if info is not None else "int32"
-
     for prefix, op in expr_ops(st.node):
         bounds: dict[str, str | None] = {}
         loaded = False
@@ -542,11 +538,11 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
             kind = op.expr_kind(field)
             reads = "load" in e.calls()
             if kind == "bound":
-                bounds[field] = E.value_dtype(e, dtype_of)
+                bounds[field] = E.value_dtype(e, st.load_dtype)
                 loaded = loaded or reads
             if kind != "device" or not reads:
                 continue
-            dtype = E.value_dtype(e, dtype_of)
+            dtype = E.value_dtype(e, st.load_dtype)
             if dtype is not None and dtype != "int32":
                 ctx.jax(
                     "DEVICE_ID_DTYPE",
