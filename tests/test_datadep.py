@@ -588,3 +588,18 @@ def test_the_dtype_errors_fix_to_what_jax_accepts():
         fixed.append(apply_fix(load_scenario(here / f"{code}.json"), d.fix))
     for s, got in zip(fixed, probe_many(fixed, ("build", "trace", "gpu-lower")), strict=True):
         assert got["stage"] is None, (s.name, got)
+
+
+def test_an_arguments_view_loads_nothing_and_a_typed_index_may_load():
+    """An argument's view is made by the caller, before the kernel runs: an index there
+    that loads from a kernel's ref names nothing (the generated call would be Python's
+    NameError). An index typed in the Lab may load (``pl.ds(off_ref[b] * 16, 16)``)."""
+    s = _one_device(GATHER, [3, 1, 0, 2], "arg-load", "pl.kernel")
+    s["buffers"]["x"]["as_ref"] = True
+    s["call"]["args"][0]["transforms"] = [{"op": "at", "index": [{"ds": ["off_ref[0]", 2]}]}]
+    d = first_error(check(load_scenario(s)))
+    assert (d.code, d.path) == ("XREF_UNKNOWN_NAME", "call.args[0].transforms[0].index[0]")
+    assert E.parse_index("pl.ds(off_ref[b] * 16, 16), ids[0]") == [
+        {"ds": ["off_ref[b] * 16", 16]},
+        "ids[0]",
+    ]

@@ -452,6 +452,16 @@ def _compile_into(ctx: Plan) -> None:
                 steps.append([])
                 leaves.append((buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
+        for k, t in enumerate(transforms or ()):
+            for field, e in t.exprs():
+                calls = e.calls()
+                if "load" in calls or "semaphore_read" in calls:
+                    ctx.problem(
+                        "XREF_UNKNOWN_NAME",
+                        f"{path}.transforms[{k}].{field}",
+                        f"{e.label()} loads from a kernel's ref, but an argument's view is "
+                        "made by the caller, before the kernel runs: no kernel ref is there",
+                    )
         stack = (
             tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
             if transforms
