@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
-from mpmd_lab.fields import AxisNames, RefName, axes_tuple
+from mpmd_lab.fields import AxisNames, RefName, axes_tuple, sub_path
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
     READ,
@@ -134,7 +134,7 @@ class MultimemLoadReduce(StatementOp):
         if not src.is_ref:
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
-                f"{t.path}.src",
+                (*t.path, "src"),
                 f"ref must be a reference, got {src.dtype}[{','.join(map(str, src.shape))}]",
                 jax_type="TypeError",
             )
@@ -142,7 +142,7 @@ class MultimemLoadReduce(StatementOp):
         if t.root_space("src") != "GMEM":
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
-                f"{t.path}.src",
+                (*t.path, "src"),
                 f"ref must be a GMEM reference, got {t.base_type('src')}",
             )
             return True
@@ -267,7 +267,7 @@ class Dot(StatementOp):
                     if len(info.shape) > 2
                     else f"not enough values to unpack (expected 2, got {len(info.shape)})"
                 )
-                t.jax("DOT_RANK", f"{t.path}.{field}", msg)
+                t.jax("DOT_RANK", sub_path(t.path, field), msg)
                 return True
         (m, k), (k2, n) = lhs.shape, rhs.shape
         if k != k2:
@@ -315,7 +315,7 @@ class Dot(StatementOp):
                     low.later(
                         "p2",
                         "DOT_OPERAND_NOT_SMEM",
-                        f"{low.path}.lhs",
+                        (*low.path, "lhs"),
                         "Unsupported memory space for: "
                         f"memref<{'x'.join(map(str, info.shape))}x{_mlir(info.dtype)}>",
                         "plgpu.wgmma reads its operands from shared memory: copy lhs into SMEM "
@@ -325,7 +325,7 @@ class Dot(StatementOp):
                     low.later(
                         "p2",
                         "GPU_CLUSTER_GMEM",
-                        f"{low.path}.rhs",
+                        (*low.path, "rhs"),
                         "ValueSite(operation=<UnrealizedConversionCastOp>, "
                         "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
                         "plgpu.wgmma reads its operands from shared memory: rhs is in GMEM, "
@@ -345,7 +345,7 @@ class Dot(StatementOp):
                 low.later(
                     "p2",
                     "DOT_SMEM_TILING",
-                    f"{low.path}.{field}",
+                    sub_path(low.path, field),
                     f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
                     f"divisible by candidate tiling {candidates[-1]!r}",
                     f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
@@ -376,7 +376,7 @@ class Dot(StatementOp):
             low.later(
                 "p3",
                 "DOT_N_TOO_LARGE",
-                f"{low.path}.rhs",
+                (*low.path, "rhs"),
                 f"N must be a multiple of 8 and <= 256, got: {n}",
                 "One WGMMA produces at most 256 columns: split the product along N.",
             )
@@ -497,10 +497,10 @@ class Compute(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.tree.source(V.LABEL)}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """The loads (in order), the value's shape and dtype rules, then the store."""
         refs: dict[str, tuple[tuple[int, ...], str]] = {}
         for name in self.load_names():
@@ -514,13 +514,13 @@ class Compute(StatementOp):
         try:
             ty = self.tree.typed(refs)
         except V.ValueTypeError as e:
-            t.jax(e.code, f"{t.path}.value", e.message, jax_type=e.jax_type)
+            t.jax(e.code, (*t.path, "value"), e.message, jax_type=e.jax_type)
             return True
         if t.use("dst"):
             return True
         return t.store("dst", ty.shape, ty.dtype)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
@@ -532,7 +532,7 @@ class Compute(StatementOp):
             if low.root_space(f"value.{name}") == "SMEM":
                 low.jax(
                     "SEMAPHORE_READ_SMEM",
-                    f"{low.path}.value",
+                    (*low.path, "value"),
                     "No layout inference rule defined for %0 = unrealized_conversion_cast "
                     "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
                     explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
@@ -553,7 +553,7 @@ class Compute(StatementOp):
                 break
         return low.access("dst", "store", check_layout=False)
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Load each ref, compute the value as JAX does (numpy, each step in JAX's
         dtype), store it."""
         import numpy as np
