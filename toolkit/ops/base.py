@@ -319,6 +319,14 @@ class Op(Model):
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())
 
+    def expr_kind(self, field: str) -> str:
+        """What the expression ``exprs()`` gives at ``field`` is to JAX, for the dtype
+        rules of a value loaded from memory: ``device`` (a device id: an int32,
+        DEVICE_ID_DTYPE), ``index`` (into a ref: an integer, INDEX_DTYPE), ``bound`` (a
+        loop's: LOOP_BOUND_DTYPE), ``cond`` (a condition: any number), ``count`` (a
+        signal's increment, a wait's value) or ``value`` (a number in a computed value)."""
+        return "device" if field == "device" or field.startswith("device.") else "index"
+
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""
         return any(fn in e.calls() for _, e in self.exprs())

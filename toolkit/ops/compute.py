@@ -488,6 +488,9 @@ class Compute(StatementOp):
         for idx in self.tree.indices():
             yield "value", idx.e
 
+    def expr_kind(self, field: str) -> str:
+        return "value"  # (where the kernel runs, as a number in the value)
+
     def ref_name(self, field: str) -> str:
         return field.removeprefix("value.") if field.startswith("value.") else self.dst
 
