@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import json
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -180,7 +181,16 @@ class Expr(Record):
     __slots__ = ()
 
     def eval(self, env: Env) -> int:
-        raise NotImplementedError
+        """The value against ``env`` (its ``compiled`` function's)."""
+        return compiled(self)(env)
+
+    def _compile(self) -> Callable[[Env], int]:
+        """A function of an ``Env`` that computes the value, its operands' functions
+        made once into it (a class defines this, or overrides ``eval``, whose bound
+        method is then its function)."""
+        if type(self).eval is Expr.eval:
+            raise NotImplementedError(f"{type(self).__name__} defines neither _compile nor eval")
+        return self.eval
 
     def source(self, w: Writer) -> str:
         """JAX source, names and sizes written by ``w``."""
@@ -222,8 +232,9 @@ class Const(Expr):
     def __init__(self, value: int) -> None:
         self.value = value
 
-    def eval(self, env: Env) -> int:
-        return self.value
+    def _compile(self) -> Callable[[Env], int]:
+        value = self.value
+        return lambda env: value
 
     def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
         return None
@@ -239,11 +250,16 @@ class Name(Expr):
     def __init__(self, id: str) -> None:
         self.id = id
 
-    def eval(self, env: Env) -> int:
-        try:
-            return env.values[self.id]
-        except KeyError:
-            raise ExprError(f"{self.id!r} has no value here") from None
+    def _compile(self) -> Callable[[Env], int]:
+        name = self.id
+
+        def value(env: Env) -> int:
+            try:
+                return env.values[name]
+            except KeyError:
+                raise ExprError(f"{name!r} has no value here") from None
+
+        return value
 
     def source(self, w: Writer) -> str:
         return w.name(self.id)
@@ -264,15 +280,21 @@ class Call(Expr):
         self.fn = fn
         self.arg = arg
 
-    def eval(self, env: Env) -> int:
+    def _compile(self) -> Callable[[Env], int]:
         if self.fn == "axis_size":
-            try:
-                return env.sizes[str(self.arg)]
-            except KeyError:
-                raise ExprError(f"no axis named {self.arg!r}") from None
-        seq = env.pids if self.fn == "program_id" else env.npids
+            axis = str(self.arg)
+
+            def size(env: Env) -> int:
+                try:
+                    return env.sizes[axis]
+                except KeyError:
+                    raise ExprError(f"no axis named {axis!r}") from None
+
+            return size
         d = int(self.arg)
-        return seq[d] if d < len(seq) else (0 if self.fn == "program_id" else 1)
+        if self.fn == "program_id":  # (past the grid's dims: 0 programs in, 1 of them)
+            return lambda env: env.pids[d] if d < len(env.pids) else 0
+        return lambda env: env.npids[d] if d < len(env.npids) else 1
 
     def source(self, w: Writer) -> str:
         if self.fn == "axis_size":
@@ -293,8 +315,19 @@ class Call(Expr):
         return str(self.arg)
 
 
+#: the operators that cannot fail, as functions (``BinOp._compile``)
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 _PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7}
+#: the comparisons, as functions (``Compare._compile``)
+_COMPARE = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
@@ -327,23 +360,29 @@ class BinOp(Expr):
         self.a = a
         self.b = b
 
-    def eval(self, env: Env) -> int:
-        x, y = self.a.eval(env), self.b.eval(env)
-        if self.op == "+":
-            r = x + y
-        elif self.op == "-":
-            r = x - y
-        elif self.op == "*":
-            r = x * y
-        elif y == 0:
-            if not traced(self):  # Python's own error, at trace
-                raise ExprZeroDivision(ZERO_DIVISION[self.op], self.label())
-            return (-1 if x == 0 else -2) if self.op == "//" else 0  # jax.numpy's int32
-        else:
-            r = x // y if self.op == "//" else x % y
-        if INT32_MIN <= r <= INT32_MAX or not traced(self):
-            return r
-        return wrap_int32(r)
+    def _compile(self) -> Callable[[Env], int]:
+        fa, fb = self.a._compile(), self.b._compile()
+        wraps = traced(self)  # (int32 arithmetic; a Python int's does not wrap)
+        op = _ARITH.get(self.op)
+        if op is not None:
+
+            def arith(env: Env) -> int:
+                r = op(fa(env), fb(env))
+                return r if INT32_MIN <= r <= INT32_MAX or not wraps else wrap_int32(r)
+
+            return arith
+        floor = self.op == "//"
+
+        def divide(env: Env) -> int:
+            x, y = fa(env), fb(env)
+            if y == 0:
+                if not wraps:  # Python's own error, at trace
+                    raise ExprZeroDivision(ZERO_DIVISION[self.op], self.label())
+                return (-1 if x == 0 else -2) if floor else 0  # jax.numpy's int32
+            r = x // y if floor else x % y
+            return r if INT32_MIN <= r <= INT32_MAX or not wraps else wrap_int32(r)
+
+        return divide
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC[self.op]
@@ -377,9 +416,15 @@ class Neg(Expr):
     def __init__(self, a: Expr) -> None:
         self.a = a
 
-    def eval(self, env: Env) -> int:
-        r = -self.a.eval(env)
-        return wrap_int32(r) if r > INT32_MAX and traced(self) else r
+    def _compile(self) -> Callable[[Env], int]:
+        fa = self.a._compile()
+        wraps = traced(self)
+
+        def negate(env: Env) -> int:
+            r = -fa(env)
+            return wrap_int32(r) if r > INT32_MAX and wraps else r
+
+        return negate
 
     def source(self, w: Writer) -> str:
         return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
@@ -405,18 +450,9 @@ class Compare(Expr):
         self.a = a
         self.b = b
 
-    def eval(self, env: Env) -> int:
-        x, y = self.a.eval(env), self.b.eval(env)
-        return int(
-            {
-                "==": x == y,
-                "!=": x != y,
-                "<": x < y,
-                "<=": x <= y,
-                ">": x > y,
-                ">=": x >= y,
-            }[self.op]
-        )
+    def _compile(self) -> Callable[[Env], int]:
+        fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
+        return lambda env: int(op(fa(env), fb(env)))
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC["cmp"] + 1
@@ -449,10 +485,11 @@ class BoolOp(Expr):
         self.op = op
         self.items = items
 
-    def eval(self, env: Env) -> int:
+    def _compile(self) -> Callable[[Env], int]:
+        fs = tuple(e._compile() for e in self.items)
         if self.op == "and":
-            return int(all(e.eval(env) for e in self.items))
-        return int(any(e.eval(env) for e in self.items))
+            return lambda env: int(all(f(env) for f in fs))
+        return lambda env: int(any(f(env) for f in fs))
 
     def _text(self, f: Callable[[Expr], str], jax: bool) -> str:
         p = _PREC[self.op] + 1
@@ -491,8 +528,9 @@ class Not(Expr):
     def __init__(self, a: Expr) -> None:
         self.a = a
 
-    def eval(self, env: Env) -> int:
-        return int(not self.a.eval(env))
+    def _compile(self) -> Callable[[Env], int]:
+        fa = self.a._compile()
+        return lambda env: int(not fa(env))
 
     def source(self, w: Writer) -> str:
         if w is LABEL:
@@ -534,11 +572,16 @@ class Load(Expr):
     def items(self) -> tuple[Expr, ...]:  # (``parts``)
         return self.index
 
-    def eval(self, env: Env) -> int:
-        idx = tuple(e.eval(env) for e in self.index)
-        if env.data is None:
-            raise ExprDataDependent(f"{self.label()} reads memory, which is not known here")
-        return env.data.load(self.ref, idx)
+    def _compile(self) -> Callable[[Env], int]:
+        fs, ref = tuple(e._compile() for e in self.index), self.ref
+
+        def load(env: Env) -> int:
+            idx = tuple(f(env) for f in fs)
+            if env.data is None:
+                raise ExprDataDependent(f"{self.label()} reads memory, which is not known here")
+            return env.data.load(ref, idx)
+
+        return load
 
     def source(self, w: Writer) -> str:
         inner = ", ".join(e.source(w) for e in self.index) if self.index else "..."
@@ -566,10 +609,15 @@ class SemRead(Expr):
     def __init__(self, ref: str) -> None:
         self.ref = ref
 
-    def eval(self, env: Env) -> int:
-        if env.data is None:
-            raise ExprDataDependent(f"{self.label()} reads a semaphore, not known here")
-        return env.data.semaphore(self.ref)
+    def _compile(self) -> Callable[[Env], int]:
+        ref = self.ref
+
+        def read(env: Env) -> int:
+            if env.data is None:
+                raise ExprDataDependent(f"{self.label()} reads a semaphore, not known here")
+            return env.data.semaphore(ref)
+
+        return read
 
     def source(self, w: Writer) -> str:
         return f"pl.semaphore_read({w.ref(self.ref)})"
@@ -632,6 +680,22 @@ def combine_dtypes(a: str | None, b: str | None) -> str | None:
     if a is None or b is None:
         return a or b
     return dtypes.promote(a, b)
+
+
+def compiled(e: Expr) -> Callable[[Env], int]:
+    """``e`` as one function of an ``Env`` (its tree walked once, when it is made: an
+    expression is evaluated per actor and step, made once per tree; the trees are
+    shared, ``parse``), kept for the last ``MAX_PARSED`` trees asked."""
+    hit = _COMPILED.get(id(e))
+    if hit is None:
+        if len(_COMPILED) >= MAX_PARSED:
+            _COMPILED.clear()
+        hit = _COMPILED[id(e)] = (e, e._compile())  # (keeps e alive: its id stays its own)
+    return hit[1]
+
+
+#: id(tree) -> (the tree, its function) (``compiled``)
+_COMPILED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
 
 
 # ---------------------------------------------------------------- parsing

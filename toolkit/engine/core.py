@@ -663,7 +663,7 @@ class Engine:
         if uses[1]:
             self.out.used_pid = True
         try:
-            v = e.eval(run.env)
+            v = E.compiled(e)(run.env)
         except E.ExprDataDependent as ex:
             raise SimError("DATA_DEPENDENT", f"{path}.{sub}" if sub else path, str(ex)) from None
         except E.ExprError as ex:
