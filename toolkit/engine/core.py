@@ -37,6 +37,7 @@ import itertools
 import math
 import time
 from bisect import insort
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
@@ -416,7 +417,8 @@ class Engine:
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
-        self._pid_use: dict[int, tuple[E.Expr, bool]] = {}
+        #: id(expression) -> (it, its function, whether it reads pl.program_id)
+        self._compiled: dict[int, tuple[E.Expr, Callable[[E.Env], int], bool]] = {}
         self.semaphores: dict[tuple, Semaphore] = {}
         self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
@@ -657,13 +659,13 @@ class Engine:
         where a failing one is). A value loaded from a float ref is taken only as a
         truth value (``truth``: a condition, as ``pl.when`` takes it); as an index or a
         bound it is JAX's INDEX_DTYPE or LOOP_BOUND_DTYPE, which the check reports."""
-        uses = self._pid_use.get(id(e))
-        if uses is None:
-            uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
-        if uses[1]:
+        known = self._compiled.get(id(e))
+        if known is None:
+            known = self._compiled[id(e)] = (e, E.compiled(e), "program_id" in e.calls())
+        if known[2]:
             self.out.used_pid = True
         try:
-            v = E.compiled(e)(run.env)
+            v = known[1](run.env)
         except E.ExprDataDependent as ex:
             raise SimError("DATA_DEPENDENT", f"{path}.{sub}" if sub else path, str(ex)) from None
         except E.ExprError as ex:
