@@ -406,7 +406,6 @@ class Engine:
         self._whole: dict[Base, View] = {}
         self._param_whole: dict[str, View] = {}  # parameter name -> its base's whole view
         self._owners: dict[int, np.ndarray] = {}
-        self._origin: dict[int, int] = {}  # owner -> its data address
         self._locs: dict[tuple, Location] = {}
         self._spans: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
         # the same cache by offsets array (kept alive, its id stays its own) and dtype:
@@ -768,7 +767,6 @@ class Engine:
                 whole = self._whole[base] = View.whole(base, compact=self.compact)
                 owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
                 self._owners[id(owner)] = owner
-                self._origin[id(owner)] = owner.__array_interface__["data"][0]
             self._param_whole[name] = whole
         steps = self._param_steps.get(name)
         view = self._stack(whole, steps, run) if steps else whole
@@ -797,19 +795,17 @@ class Engine:
             return seen[2]
         owner = o.base
         key = None
-        ptr = 0
+        start = -1
         if owner is not None and id(owner) in self._owners:
-            ptr = o.__array_interface__["data"][0]
-            key = (id(owner), ptr, o.shape, o.strides, view.dtype)
+            # a view sliced from a whole: where it starts (its first offset, a byte of
+            # the base; -1 when empty), its shape and strides say which elements it holds
+            start = o.item(0) if o.size else -1
+            key = (id(owner), start, o.shape, o.strides, view.dtype)
             hit = self._spans.get(key)
             if hit is not None:
                 self._spans_of[id(o)] = (o, view.dtype, hit)
                 return hit
-        pairs = (
-            _affine_spans(view, ptr - self._origin[id(owner)], self._whole[view.base])
-            if key is not None
-            else None
-        )
+        pairs = _affine_spans(view, start, self._whole[view.base]) if key is not None else None
         if pairs is not None:
             # (the array is made only if an access is kept)
             both: tuple[np.ndarray | None, list[tuple[int, int]]] = (None, pairs)
@@ -1694,17 +1690,17 @@ class StmtCtx:
         raise SimError(code, self.path, message)
 
 
-def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, int]] | None:
-    """The runs of a view sliced from its base's whole offsets (``byte_offset``: where
-    its data starts in the flat array they are a view of), from the slicing's origin and
+def _affine_spans(view: View, start: int, whole: View) -> list[tuple[int, int]] | None:
+    """The runs of a view sliced from its base's whole offsets (``start``: its first
+    offset, the byte of the base where it starts), from the slicing's origin and
     strides alone; None when that does not say it (a bitcast, many runs...)."""
     o = view.offsets
     if view.dtype != whole.dtype or o.size == 0:
         return None
     last = whole.offsets.shape[-1]
     isz = o.itemsize
-    off, rem = divmod(byte_offset, isz)
-    if rem or off % last or o.shape[-1] != last or (last > 1 and o.strides[-1] != isz):
+    origin, byte = divmod(start, whole.dtype.itemsize)
+    if byte or o.shape[-1] != last or (last > 1 and o.strides[-1] != isz):
         return None
     dims = []
     for n, st in zip(o.shape[:-1], o.strides[:-1], strict=True):
@@ -1718,7 +1714,6 @@ def _affine_spans(view: View, byte_offset: int, whole: View) -> list[tuple[int, 
     length = 1
     while dims and dims[0][0] == length:
         length *= dims.pop(0)[1]
-    origin = off // last
     if not dims:
         return [(origin, origin + length)]
     count = 1
