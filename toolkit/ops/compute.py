@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
@@ -463,7 +464,8 @@ class Compute(StatementOp):
     dst: RefName = Field(description="the ref written")
     value: V.ValueText = Field(
         description="the value, as JAX writes it: x_ref[...] * 2.0 + y_ref[...], jnp.where, "
-        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0)"
+        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0), "
+        "jnp.sum(x_ref[...]), jnp.max(x_ref[...], axis=0)"
     )
 
     @property
@@ -538,6 +540,21 @@ class Compute(StatementOp):
                 )
                 return True
         for node in _walk(self.tree):
+            if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
+                low.later(
+                    "solve",
+                    "GPU_LAYOUT_INFERENCE",
+                    f"{low.path}.value",
+                    L.layout_inference_error().message,
+                    f"{node.source(V.LABEL)} reduces along an axis of a "
+                    f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
+                    "load gives it, and layout inference finds no layout for the result. A "
+                    "reduction of the whole value lowers; JAX's kernels reduce along an axis "
+                    "of a value cast to the WGMMA layout (plgpu.layout_cast), which a compute "
+                    "value does not carry.",
+                )
+                break
+        for node in _walk(self.tree):
             if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
                 low.later(
                     "p3",
@@ -582,6 +599,12 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """A reduction that keeps some axis of a value of rank 2 or more."""
+    rank = len(node.a.typed(refs).shape)
+    return rank >= 2 and node.partial(rank)
 
 
 def _walk(n: V.Node) -> Iterator[V.Node]:
