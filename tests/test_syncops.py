@@ -36,14 +36,10 @@ FAITHFUL = [
     "sync_wait_read_only",
     "sync_signal_parallel",
     "sync_semaphore_read",
+    "sync_multicast_load",
 ]
 #: what the language does not carry yet: (module, what, the line's text)
 PARTIAL = [
-    (
-        "sync_multicast_load",
-        "copy_gmem_to_smem multicast over cluster axes",
-        'plgpu.copy_gmem_to_smem(x_ref, smem_ref, barrier, collective_axes="c")',
-    ),
     (
         "sync_read_in_when",
         "a condition read from a semaphore (pl.semaphore_read of sem)",

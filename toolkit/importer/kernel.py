@@ -1274,8 +1274,6 @@ class Translator:
         p = eqn.params
         if not p.get("has_barrier"):
             raise Unsupported("copy_gmem_to_smem without a barrier")
-        if p.get("collective_axes"):
-            raise Unsupported("copy_gmem_to_smem multicast over cluster axes (collective_axes)")
         if p.get("leader_tracked") is not None:
             raise Unsupported("copy_gmem_to_smem with leader_tracked")
         if p.get("oob_mode") is not None:
@@ -1287,6 +1285,9 @@ class Translator:
             "dst": self.ref(scope, dst),
             "barrier": self.ref(scope, bar),
         }
+        axes = p.get("collective_axes")
+        if axes:  # a multicast load over these cluster axes
+            st["collective_axes"] = axes[0] if len(axes) == 1 else list(axes)
         self.emit(scope, st, writes=(dst,))
 
     def p_copy_smem_to_gmem(self, eqn, scope):
