@@ -56,11 +56,17 @@ def test_session_on_an_import_keeps_the_users_lines(ring):
 
 
 def test_session_on_a_failed_import_shows_jaxs_error(seed):
+    """JAX rejects the kernel at trace: the session opens on what was traced (the
+    statements before and around the rejected one), never valid, with JAX's error at
+    its line first."""
     s = Session(seed)
-    assert seed.scenario is None and not s.valid
+    assert seed.scenario is not None and not seed.faithful and not s.valid
+    kinds = [st.kind for st in s.scenario.call.programs[0].body]
+    assert kinds[:2] == ["copy", "commit_smem"] and "semaphore_wait" in kinds
     (d,) = [d for d in s.diagnostics if d.code == "REF_PEER_TO_MULTICAST"]
     line = _line("err_peer_to_multicast", "plgpu.multicast_ref(plgpu.remote_ref(")
     assert d.source == f"{KERNELS}/err_peer_to_multicast.py:{line}"
+    assert seed.diagnostics[0] == d
 
 
 def test_lab_shows_the_problem_at_the_users_line(seed):

@@ -402,11 +402,19 @@ def import_call(
         )
         return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
     except Exception as e:  # noqa: BLE001 - JAX's (or the user's) error is the finding
-        return Imported(
-            None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
-        )
+        rejected = [error_diagnostic(e)]
+        again = _what_was_traced(fn, args, kwargs, e, left())
+        if again is None:
+            return Imported(None, rejected, seconds=time.perf_counter() - t0, function=fname)
+        traced = again.traced
+        rejected += [error_diagnostic(x) for x in again.errors]
+        left_out = again.left_out
+    else:
+        rejected, left_out = [], []
     try:
-        imp = _bounded_step(lambda: build(traced, args, kwargs, name=name), left())
+        imp = _bounded_step(
+            lambda: build(traced, args, kwargs, name=name, left_out=left_out), left()
+        )
     except ImportTimeout:
         d = _timeout(
             f"translating {fname or 'the function'}'s kernel",
@@ -421,6 +429,8 @@ def import_call(
 
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
+    if rejected and imp.scenario is None:  # the retrace reached no kernel: nothing to show
+        return Imported(None, rejected, seconds=time.perf_counter() - t0, function=fname)
     imp.function = imp.scenario.name if imp.scenario is not None else fname
     if imp.unsupported and (imp.scenario is None or not check):  # else the check says it
         from mpmd_lab.validate.imported import not_imported_diagnostics
@@ -443,8 +453,29 @@ def import_call(
                     "says whether JAX accepts it. Raise the timeout to check it.",
                 )
             )
+    imp.diagnostics[:0] = rejected  # JAX's rejection first, at its line
     imp.seconds = time.perf_counter() - t0
     return imp
+
+
+def _what_was_traced(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: BaseException,
+    timeout: float | None,
+) -> Any:
+    """The user's function traced again without the statements JAX rejected
+    (``rejected.retrace``), or None."""
+    from mpmd_lab.importer import rejected
+
+    try:
+        again = lambda: trace(fn, args, kwargs)  # noqa: E731
+        return _bounded_step(lambda: rejected.retrace(again, exc), timeout)
+    except ImportTimeout:
+        return None
+    except Exception:  # noqa: BLE001 - no second view: the rejection alone is reported
+        return None
 
 
 def static_diagnostics(imp: Imported) -> list[Diagnostic]:
@@ -472,9 +503,15 @@ def with_source(d: Diagnostic, source: dict[str, str]) -> Diagnostic:
 
 
 def build(
-    traced: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str | None = None
+    traced: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None = None,
+    left_out: Any = (),
 ) -> Imported:
-    """The scenario of the kernel call in a traced function."""
+    """The scenario of the kernel call in a traced function (``left_out``: statements of
+    the user's code left out of the trace, ``rejected.LeftOut``: not imported, each at
+    its line)."""
     import jax
     from mpmd_lab.scenario import Scenario, problems_of
     from pydantic import ValidationError
@@ -513,7 +550,19 @@ def build(
     for r in results:
         if r.kind == "computed" and r.what:
             unsupported.append(r.what)
-    data["not_imported"] = not_imported(unsupported, b.not_imported, b.source.get("call"))
+    in_body = list(b.not_imported)
+    for x in left_out:
+        text = f"{x.text} ({x.why}; at {_short(x.where)})"
+        unsupported.append(text)
+        in_body.append(
+            {
+                "what": f"{x.text}: {x.why}",
+                "source": x.where,
+                "path": "call.programs[0].body",
+                "text": text,
+            }
+        )
+    data["not_imported"] = not_imported(unsupported, in_body, b.source.get("call"))
     try:
         scenario = Scenario.model_validate(data)
     except Exception as e:  # noqa: BLE001 - a translation the schema refuses: our bug
