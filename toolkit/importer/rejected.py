@@ -159,13 +159,14 @@ def _rewrite(
         block, i = spot
         _drop(block, i, dropped, "")
     freevars = code.co_freevars
+    # the closure's names as locals of an enclosing function: the rewritten code takes
+    # them from cells too, in the same order (checked below)
     body: list[ast.stmt] = [
         ast.Assign([ast.Name(v, ast.Store())], ast.Constant(None)) for v in freevars
     ]
     body += [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))]
-    outer = ast.FunctionDef(
-        "__mpmd_lab_outer__", ast.arguments([], [], None, [], [], None, []), body, []
-    )
+    no_args = ast.arguments([], [], None, [], [], None, [])
+    outer = ast.FunctionDef("__mpmd_lab_outer__", no_args, body, [], None, None, [])
     module = ast.Module([outer], [])
     ast.fix_missing_locations(module)
     try:

@@ -616,12 +616,9 @@ class Reduce(Node):
         x = np.asarray(x)
         axes = self.axes(x.ndim)
         dt = dtypes.np_dtype(self.dtype_of(_name(x)))
+        ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
         with np.errstate(all="ignore"):
-            if self.fn == "sum":
-                out = np.sum(x.astype(dt), axis=axes, keepdims=self.keepdims, dtype=dt)
-            else:
-                f = np.max if self.fn == "max" else np.min
-                out = f(x, axis=axes, keepdims=self.keepdims)
+            out = ufunc.reduce(x.astype(dt), axis=axes, keepdims=self.keepdims)
         return np.asarray(out).astype(dt), False
 
     def source(self, w: Writer) -> str:
