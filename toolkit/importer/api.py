@@ -619,6 +619,9 @@ class Builder:
         self.buffer_of: dict[Any, str] = {}  # input origin -> buffer name
         self.outputs: list[str] = []
         self.param_buffer: dict[str, str] = {}  # input parameter -> its buffer
+        #: operands that are zeroed semaphores made outside the kernel
+        #: (``plgpu.alloc_semaphore``), by position: the scenario's pl.get_global scratch
+        self.global_inputs: dict[int, str] = {}
 
     # ------------------------------------------------------------ the whole scenario
 
@@ -776,6 +779,15 @@ class Builder:
         args: list[Any] = []
         for k, (origin, param) in enumerate(zip(self.found.inputs, params, strict=True)):
             aval = eqn.invars[k].aval
+            if _zeroed_semaphore(origin, aval):
+                self.global_inputs[k] = param
+                self.notes.append(
+                    f"{param}: the semaphore plgpu.alloc_semaphore made before the call (zero, "
+                    "in GMEM, shared by the kernel's blocks) is the scenario's pl.get_global "
+                    "semaphore, which is the same for this call; what it holds after the call "
+                    "is not carried"
+                )
+                continue
             key = _key(origin)
             if key in self.buffer_of:
                 bname = self.buffer_of[key]
@@ -797,7 +809,7 @@ class Builder:
             if buffers[bname].get("as_ref"):  # a Ref: one memory, however often passed
                 self.param_buffer[param] = bname
             if self.found.where:
-                self.source[f"call.args[{k}]"] = self.found.where
+                self.source[f"call.args[{len(args) - 1}]"] = self.found.where
         return buffers, args
 
     def _buffer(self, origin: Any, aval: Any, bname: str) -> dict[str, Any]:
@@ -876,7 +888,12 @@ class Builder:
         invars = list(jx.invars)
         for k, v in enumerate(invars):
             shape, dt, space = K._aval_info(v.aval)
-            if k < n_in + n_out:
+            if k in self.global_inputs:  # plgpu.alloc_semaphore's: a pl.get_global scratch
+                sc, view = K.scratch_of(names[k], v.aval, ())
+                sc["alloc"] = "get_global"
+                scratch[names[k]] = sc
+                refs.append((v, view))
+            elif k < n_in + n_out:
                 refs.append((v, K.View(names[k], (), space, shape, dt)))
             else:
                 nm = names[k] if k < len(names) else f"scratch{k - n_in - n_out}"
@@ -962,6 +979,29 @@ class Builder:
                 )
             out.append(Result("computed", None, spec, what))
         return out
+
+
+def _zeroed_semaphore(origin: Any, aval: Any) -> bool:
+    """A semaphore operand made as ``plgpu.alloc_semaphore`` makes it: a ``jax.new_ref``
+    of zeros converted to semaphores (``to_edtype``), here or inside the shard_map."""
+    inner = getattr(aval, "inner_aval", aval)
+    if str(getattr(inner, "dtype", "")) != "semaphore":
+        return False
+    o = origin
+    while isinstance(o, C.Shard):
+        o = o.of
+    if not isinstance(o, C.NewRef):
+        return False
+    o = o.of
+    while isinstance(o, C.Shard):
+        o = o.of
+    return (
+        isinstance(o, C.Computed)
+        and o.primitive == "to_edtype"
+        and len(o.inputs) == 1
+        and isinstance(o.inputs[0], C.Value)
+        and not np.asarray(o.inputs[0].array).any()
+    )
 
 
 def _from_kernel(o: Any, depth: int = 0) -> bool:
