@@ -156,6 +156,39 @@ def test_the_check_says_what_the_gpu_lowering_says():
             assert d.path == "call.programs[0].body[0].value"
 
 
+#: (value, shape, out shape, dtype, out dtype, JAX's lowering error or None): booleans
+#: in registers lower; a boolean array loaded or stored, or reduced by max / min, do not
+BOOLS = [
+    ("a_ref[...] > 0.5", [256], [256], "float32", "bool", "GPU_BOOL_VECTOR"),
+    ("jnp.where(a_ref[...], 1.0, 0.0)", [256], [256], "bool", "float32", "GPU_BOOL_VECTOR"),
+    ("jnp.max(a_ref[...] > 0.5)", T, [], "float32", "bool", "GPU_REDUCE_BOOL"),
+    ("jnp.where(jnp.min(a_ref[...] > 0.5), 1.0, 0.0)", [256], [], "float32", "float32",
+     "GPU_REDUCE_BOOL"),
+    ("jnp.sum(a_ref[...] > 0.5)", [256], [], "float32", "int32", None),
+    ("jnp.sum(a_ref[...]) > 0.5", [256], [], "float32", "bool", None),
+    ("jnp.max(jnp.where(a_ref[...] > 0.5, 1, 0))", [256], [], "float32", "int32", None),
+]  # fmt: skip
+
+
+def test_booleans_lower_where_jax_lowers_them():
+    scenarios = [
+        load_scenario(_scenario(f"bool-{i}", v, sh, o, dt, od))
+        for i, (v, sh, o, dt, od, _) in enumerate(BOOLS)
+    ]
+    results = probe.probe_many(scenarios, ("build", "trace", "gpu-lower"), timeout=120)
+    for s, r, case in zip(scenarios, results, BOOLS, strict=True):
+        d = first_error(check(s))
+        if case[5] is None:
+            assert r.ok and d is None, (case[0], r.message[:200], d)
+            continue
+        assert d is not None and d.code == case[5], (case[0], d)
+        assert not r.ok and (d.stage, d.jax.type, d.jax.message) == (
+            r.stage,
+            r.error_type,
+            r.message,
+        ), (case[0], r.message[:200])
+
+
 #: (value, shape): an axis JAX's trace refuses
 AXIS_ERRORS = [
     ("jnp.sum(a_ref[...], axis=1)", [256]),

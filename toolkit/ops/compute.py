@@ -527,6 +527,8 @@ class Compute(StatementOp):
                 return True
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+            if info.dtype == "bool" and info.shape:
+                _bool_vector(low, f"{low.path}.value", f"a load of {name}")
         for name in self.sem_names():
             if low.root_space(f"value.{name}") == "SMEM":
                 low.jax(
@@ -537,6 +539,22 @@ class Compute(StatementOp):
                     explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
                     f"{name!r} is in shared memory, which the lowering cannot address that "
                     "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+                )
+                return True
+        for node in _walk(self.tree):
+            if (
+                isinstance(node, V.Reduce)
+                and node.fn in ("max", "min")
+                and node.a.typed(refs).dtype == "bool"
+            ):
+                low.jax(
+                    "GPU_REDUCE_BOOL",
+                    f"{low.path}.value",
+                    "Unsupported dtype bool",
+                    jax_type="NotImplementedError",
+                    explanation=f"{node.source(V.LABEL)} takes the {node.fn}imum of booleans; "
+                    "the Mosaic GPU lowering reduces numbers only. Reduce the mask as numbers "
+                    "(.astype(jnp.int32)) and compare the result.",
                 )
                 return True
         for node in _walk(self.tree):
@@ -565,7 +583,12 @@ class Compute(StatementOp):
                     "operation.",
                 )
                 break
-        return low.access("dst", "store", check_layout=False)
+        if low.access("dst", "store", check_layout=False):
+            return True
+        dst = low.info("dst")
+        if dst.dtype == "bool" and dst.shape:
+            _bool_vector(low, f"{low.path}.dst", f"the store into {self.dst}")
+        return False
 
     def execute(self, x: Any) -> None:
         """Load each ref, compute the value as JAX does (numpy, each step in JAX's
@@ -599,6 +622,20 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _bool_vector(low: Any, path: str, what: str) -> None:
+    """A plain load or store of a boolean array: the dialect lowering moves whole bytes
+    per thread, and a boolean is one bit there."""
+    low.later(
+        "p3",
+        "GPU_BOOL_VECTOR",
+        path,
+        "Vector length should be a multiple of byte size",
+        f"{what} moves an array of booleans between memory and registers, which the Mosaic "
+        "GPU lowering does not do (booleans are bits in registers). Keep masks in registers, "
+        "or store them as numbers (.astype(jnp.int32)).",
+    )
 
 
 def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
