@@ -64,6 +64,7 @@ VALID = [
     "values_device_index",
     "two_programs_warpgroups",
     "dup_ref_one_memory",
+    "values_traced_divisor",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -771,6 +772,48 @@ def test_a_boolean_as_a_number_is_exact_over_its_bounds(op):
                 got = n.const if n.const is not None else n.expr.eval(env)
                 assert got == int(want(x, y)), (what, x, y, n.expr.label())
                 assert not isinstance(n.expr, E.Compare | E.BoolOp | E.Not)
+
+
+def test_a_traced_divisor_is_exact_over_its_bounds():
+    """lax.div / lax.rem (and jnp's // and %) by a divisor that depends on where the
+    kernel runs: written where the bounds keep it positive (and, for the truncating
+    ones, the dividend never negative), each point of the intervals equal to JAX's
+    (C's truncation, Python's floor) and inside the bounds it is given; refused else."""
+    import itertools
+
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    def c_div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y > 0) else -q
+
+    def c_rem(x, y):
+        return x - c_div(x, y) * y
+
+    forms = {
+        V.trunc_div: c_div,
+        V.trunc_rem: c_rem,
+        V.floor_div: lambda x, y: x // y,
+        V.floor_mod: lambda x, y: x % y,
+    }
+    for alo, ahi, blo, bhi in [(0, 7, 1, 4), (3, 5, 2, 9), (-4, 6, 1, 3), (0, 0, 1, 2)]:
+        a, b = V.name("a", alo, ahi), V.name("b", blo, bhi)
+        for fn, want in forms.items():
+            r = fn(a, b)
+            truncating = fn in (V.trunc_div, V.trunc_rem)
+            if truncating and alo < 0:
+                assert r is None, fn  # C's truncation of a negative: not a floor
+                continue
+            assert r is not None and V.fits(r), (fn, alo, ahi, blo, bhi)
+            for x, y in itertools.product(range(alo, ahi + 1), range(blo, bhi + 1)):
+                got = r.const if r.const is not None else r.expr.eval(E.Env({"a": x, "b": y}, {}))
+                assert got == want(x, y), (fn.__name__, x, y, r.expr.label())
+                assert r.lo <= got <= r.hi, (fn.__name__, x, y, r.lo, r.hi)
+    # a divisor that may be zero or negative is refused
+    for blo, bhi in [(0, 3), (-2, 2)]:
+        b = V.name("b", blo, bhi)
+        assert all(fn(V.name("a", 0, 5), b) is None for fn in forms)
 
 
 def test_an_integer_select_is_exact_over_its_bounds():
