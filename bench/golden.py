@@ -41,18 +41,22 @@ def sources() -> Iterator[tuple[str, Path]]:
 
 
 def _binding(b: Any) -> str:
+    from mpmd_lab.fields import format_path
+
     if b is None:
         return "None"
-    stack = [(path, t.op) for path, t in b.stack]
+    stack = [(format_path(path), t.op) for path, t in b.stack]
     parent = None if b.parent is None else b.parent.name
     return (
-        f"Binding({b.name!r}, kind={b.kind}, path={b.path}, origin={b.origin}, stmt={b.stmt}, "
+        f"Binding({b.name!r}, kind={b.kind}, path={format_path(b.path)}, origin={b.origin}, "
+        f"stmt={b.stmt}, "
         f"parent={parent!r}, stack={stack}, info={b.info!r})"
     )
 
 
 def dump(path: Path) -> tuple[list[str], list[str]]:
     """``(whole dump, short lines)`` of one scenario file."""
+    from mpmd_lab.fields import format_path
     from mpmd_lab.scenario import load_scenario
     from mpmd_lab.validate import analyze
 
@@ -68,8 +72,11 @@ def dump(path: Path) -> tuple[list[str], list[str]]:
         lines.append("diag " + d.model_dump_json())
         short.append(f"  {d.severity} {d.code} {d.path} fixes={len(d.fixes)}")
     r = a.plan
-    for arg in r.args:
-        lines.append(f"arg {arg!r}")
+    for arg in r.args:  # (the paths as text, as the dump has always shown them)
+        lines.append(
+            f"arg ArgInfo(index={arg.index!r}, path={format_path(arg.path)!r}, "
+            f"leaves={[(x.buffer, x.info) for x in arg.leaves]!r}, steps={arg.steps!r})"
+        )
     for name, b in r.params.items():
         lines.append(f"param {name} {_binding(b)}")
     for name, b in r.captures.items():
@@ -77,13 +84,13 @@ def dump(path: Path) -> tuple[list[str], list[str]]:
     for key, err in sorted(r.array_errors.items()):
         lines.append(f"array {key} {err!r}")
     for p in r.programs:
-        lines.append(f"program {p.index} {p.path} trace_failed={p.trace_failed}")
+        lines.append(f"program {p.index} {format_path(p.path)} trace_failed={p.trace_failed}")
         for st in p.stmts:
             refs = {f: _binding(b) for f, b in st.refs.items()}
             lines.append(
-                f"  stmt {st.index} {st.path} {st.node!r} ok={st.ok} refs={refs} "
+                f"  stmt {st.index} {format_path(st.path)} {st.node!r} ok={st.ok} refs={refs} "
                 f"steps={st.steps!r} defines={_binding(st.defines)} "
-                f"scope={[x.path for x in st.scope]} bound={sorted(st.bound)} "
+                f"scope={[format_path(x.path) for x in st.scope]} bound={sorted(st.bound)} "
                 f"unbound={st.unbound}"
             )
     return lines, short

@@ -18,6 +18,14 @@ more than ``TOLERANCE`` over them.
 
     python -m bench.icount            # print the counts against bench/icount.json
     python -m bench.icount --write    # commit new figures (after an intended change)
+    python -m bench.icount --phases   # where each whole check goes (not guarded)
+
+``--phases`` splits a first check finer: ``compile`` (the plan), ``rules`` (the other
+rule stages), ``sync`` (the race check), ``offer`` (the fixes' own work: proposing,
+applying and judging candidates) and ``recheck`` (the candidates' checks, ``checks`` of
+them: each distinct candidate's rules and race check); then ``apply``: applying the
+first offered fix as the Lab does (``Session.apply_fix``: the fix applied, the new
+scenario checked with its own fixes), right after that check.
 
 What runs in C is not counted: pydantic-core's validation (``apply_fix`` validates
 each candidate), ``json``, the builtins; a change that moves work from bytecode into
@@ -93,21 +101,90 @@ def count(name: str) -> dict[str, int]:
     return out
 
 
+#: the columns of ``--phases``, in order
+PHASES = ("compile", "rules", "sync", "offer", "recheck", "checks", "whole", "apply")
+
+
+def phases(name: str) -> dict[str, int]:
+    """One gallery scenario's instructions per phase of a first whole check, and of
+    applying its first offered fix right after (``PHASES``; ``apply`` -1 when nothing
+    has a fix)."""
+    from mpmd_lab import fixes, gallery, recheck
+    from mpmd_lab.session import Session
+    from mpmd_lab.validate import analyze
+
+    analyze(gallery.load(name))  # once per process: imports, the catalogue, patterns
+    fixes.clear_cache()
+    stages: dict[str, float] = {}
+    s = gallery.load(name)
+    checks = recheck.CHECKS
+    with Counter() as clock:
+        found = analyze(s, timings=stages, clock=clock)
+    row = {k: int(v) for k, v in stages.items()}
+    out = {
+        "compile": row.get("compile", 0),
+        "rules": sum(v for k, v in row.items() if k not in ("compile", "sync", "fixes", "recheck")),
+        "sync": row.get("sync", 0),
+        "offer": row.get("fixes", 0) - row.get("recheck", 0),
+        "recheck": row.get("recheck", 0),
+        "checks": recheck.CHECKS - checks,
+    }
+    out["whole"] = sum(out[k] for k in ("compile", "rules", "sync", "offer", "recheck"))
+    fix = next((d.fix for d in found.diagnostics if d.fix is not None), None)
+    out["apply"] = -1
+    if fix is not None:
+        lab = Session(s)
+        with Counter() as clock:
+            lab.apply_fix(fix)
+        out["apply"] = clock.n
+    return out
+
+
+def measure_phases() -> dict[str, dict[str, int]]:
+    """Every gallery scenario's ``phases``, with ``PYTHONHASHSEED=0``."""
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        return _child("--phases")
+    from mpmd_lab import gallery
+
+    return {name: phases(name) for name in gallery.names()}
+
+
+def phases_table(got: dict[str, dict[str, int]]) -> str:
+    """``--phases`` as text: a row per scenario, and each phase's share of the whole
+    checks together."""
+    lines = [f"{'scenario':28}" + "".join(f" {k:>9}" for k in PHASES)]
+    for name, row in got.items():
+        lines.append(f"{name:28}" + "".join(f" {row[k]:>9,}" for k in PHASES))
+    total = sum(row["whole"] for row in got.values())
+    shares = ", ".join(
+        f"{k} {sum(row[k] for row in got.values()) / total:.0%}"
+        for k in ("compile", "rules", "sync", "offer", "recheck")
+    )
+    lines.append(f"of all {total:,} instructions: {shares}")
+    return "\n".join(lines)
+
+
+def _child(flag: str) -> dict[str, dict[str, int]]:
+    """This module's ``--json`` output (with ``flag``) from a child with
+    ``PYTHONHASHSEED=0``."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.icount", "--json", *([flag] if flag else [])],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, dict[str, int]] = json.loads(done.stdout)
+    return result
+
+
 def measure() -> dict[str, dict[str, int]]:
     """Every gallery scenario's counts, with ``PYTHONHASHSEED=0``."""
     if os.environ.get("PYTHONHASHSEED") != "0":
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        root = Path(__file__).resolve().parent.parent
-        done = subprocess.run(
-            [sys.executable, "-m", "bench.icount", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        result: dict[str, dict[str, int]] = json.loads(done.stdout)
-        return result
+        return _child("")
     from mpmd_lab import gallery
 
     return {name: count(name) for name in gallery.names()}
@@ -153,7 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.icount", description=__doc__)
     ap.add_argument("--write", action="store_true", help="commit the counts to icount.json")
     ap.add_argument("--json", action="store_true", help="print the counts as JSON")
+    ap.add_argument(
+        "--phases", action="store_true", help="where each whole check goes (not guarded)"
+    )
     args = ap.parse_args(argv)
+    if args.phases:
+        by_phase = measure_phases()
+        print(json.dumps(by_phase, indent=1) if args.json else phases_table(by_phase))
+        return 0
     got = measure()
     if args.json:
         print(json.dumps(got, indent=1))

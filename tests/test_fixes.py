@@ -56,7 +56,7 @@ FIXABLE = [
 
 
 def test_paths() -> None:
-    assert parse_path("call.args[1].param") == ["call", "args", 1, "param"]
+    assert parse_path("call.args[1].param") == ("call", "args", 1, "param")
     data = {"a": [1, 2, 3]}
     apply_edit(data, Edit(op="remove", path="a[1]"))
     apply_edit(data, Edit(op="add", path="a[0]", value=9))
@@ -550,3 +550,76 @@ def test_a_handshake_without_its_signals_gets_them_back() -> None:
     assert s.call.programs[0].body == gallery.load("exchange-shards").call.programs[0].body
     (r,) = probe_many([s], stages=JAX_STAGES)
     assert not r["stage"], r
+
+
+def test_applying_a_checked_fix_reuses_its_check() -> None:
+    """The Lab applying an offered fix (``Session.apply_fix``, which also retitles a
+    scenario whose name says it is broken) holds the very analysis the candidate's check
+    made: no candidate is checked again, the answer is a fresh check's, and it costs a
+    small part of a check."""
+    from mpmd_lab import fixes, recheck, validate
+    from mpmd_lab.scenario import load_scenario
+    from mpmd_lab.session import Session
+
+    from bench.icount import Counter
+
+    for name in ("ring-all-gather-deadlock", "multicast-2d"):
+        fixes.clear_cache()
+        lab = Session(gallery.load(name))
+        fix = next(d.fix for d in lab.diagnostics if d.fix is not None)
+        checks = recheck.CHECKS
+        with Counter() as applying:
+            assert lab.apply_fix(fix).ok
+        assert recheck.CHECKS == checks
+        kept = recheck.known(lab.scenario)
+        assert kept is not None and lab.analysis.plan is kept.plan
+        fresh = validate.analyze(load_scenario(lab.scenario.to_json()))
+        assert lab.analysis.diagnostics == fresh.diagnostics
+        with Counter() as checking:
+            validate.analyze(load_scenario(lab.scenario.to_json()))
+        assert applying.n * 3 < checking.n, (name, applying.n, checking.n)
+
+
+def test_no_rule_reads_a_scenario_name_or_description() -> None:
+    """What lets a retitled fix keep its candidate's check (``recheck.renamed``): every
+    scenario of the gallery and tests/scenarios checks the same under another name and
+    description."""
+    from mpmd_lab.scenario import Scenario, load_scenario
+
+    paths = [gallery.path_of(n) for n in gallery.names()]
+    paths += sorted((Path(__file__).parent / "scenarios").rglob("*.json"))
+    seen = 0
+    for p in paths:
+        try:
+            s = load_scenario(p.read_text())
+        except Exception:  # (a file that tests the loader's refusals)
+            continue
+        data = s.to_dict()
+        data.update(name="renamed-fixed", description="Repaired by mpmd-lab (a fix).")
+        other = Scenario.model_validate(data)
+        assert check(other) == check(s), p.name
+        seen += 1
+    assert seen > 100
+
+
+def test_the_candidate_cache_keeps_one_scenario_per_content_and_forgets_the_oldest() -> None:
+    """``recheck`` keeps each content once (a scenario kept again under the same content
+    replaces the one before, which is no longer ``known``) and at most ``CACHE_SIZE``."""
+    from mpmd_lab import recheck
+    from mpmd_lab.scenario import Scenario
+
+    recheck.clear_cache()
+    data = gallery.load("dup-ref-fixed").to_dict()
+    first = recheck.candidate(data)
+    assert first is not None and recheck.known(first.scenario) is first
+    assert recheck.candidate(data) is first  # (by content: not checked again)
+    renamed = dict(data, name="dup-ref-fixed-again")
+    other = recheck.candidate(renamed)
+    assert other is not None
+    recheck.renamed(other.scenario, Scenario.model_validate(data))  # same content as first
+    assert recheck.known(first.scenario) is None
+    assert len(recheck._BY_ID) == len([a for a in recheck._CHECKED.values() if a]) == 2
+    for k in range(recheck.CACHE_SIZE + 1):
+        recheck._keep(f"key {k}", None)
+    assert len(recheck._CHECKED) == recheck.CACHE_SIZE and not recheck._BY_ID
+    recheck.clear_cache()

@@ -190,3 +190,28 @@ def test_inline_figures_are_readable_at_a_notebook_column():
         ]
         assert node_texts, name
         assert min(node_texts) * 100 / 72 * shrink >= 10.9, (name, node_texts, shrink)
+
+
+@pytest.mark.parametrize("name", gallery.names())
+def test_each_programs_statements_read_top_to_bottom_in_program_order(name):
+    """One column per program, its statements in program order from the top (15.5.2
+    after 15.5.1, after 15.5), every edge drawn to where its boxes are."""
+    s = scene.scene(graph.build_graph(gallery.load(name)), cache=None)
+    nodes = {n["id"]: n for n in s["nodes"]}
+    column: dict[int, list[tuple[tuple[int, ...], dict]]] = {}
+    for nid, n in nodes.items():
+        if n["kind"] == "statement" and nid.startswith("stmt:"):
+            index = layout._statement_index(nid)
+            column.setdefault(index[0], []).append((index, n))
+    for stmts in column.values():
+        stmts.sort(key=lambda t: t[0])
+        assert len({round(n["x"]) for _, n in stmts}) == 1, "one column"
+        for (_, a), (_, b) in zip(stmts, stmts[1:], strict=False):
+            assert a["y"] + a["h"] / 2 <= b["y"] - b["h"] / 2, (a["label"], b["label"])
+    for e in s["edges"]:  # the arrow ends at its head box's edge (within a few points)
+        head = nodes[e["v"]]
+        tip = e["head"][0] if e["head"] else None
+        if tip is None:
+            continue
+        assert abs(tip[0] - head["x"]) <= head["w"] / 2 + 4, (e["u"], e["v"])
+        assert abs(tip[1] - head["y"]) <= head["h"] / 2 + 4, (e["u"], e["v"])

@@ -47,3 +47,17 @@ def test_the_counter_counts_work_and_the_guard_sees_growth() -> None:
     assert icount.grown({"x": more}, {"x": row}) == [
         f"x rules: {more['rules']:,} instructions, +{more['rules'] - 100}% over 100"
     ]
+
+
+def test_phases_add_up_to_the_whole_check() -> None:
+    """``--phases`` splits a first check: its parts add up to the whole, the candidates'
+    checks are counted where a candidate was checked, and a scenario with an offered
+    fix has the cost of applying it."""
+    row = icount.phases("dup-ref")
+    assert set(row) == set(icount.PHASES)
+    parts = ("compile", "rules", "sync", "offer", "recheck")
+    assert row["whole"] == sum(row[k] for k in parts)
+    assert row["checks"] >= 1 and row["recheck"] > 0 and row["apply"] > 0
+    clean = icount.phases("dup-ref-fixed")
+    assert clean["checks"] == 0 and clean["recheck"] == 0 and clean["apply"] == -1
+    assert "of all" in icount.phases_table({"dup-ref": row})

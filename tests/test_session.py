@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from mpmd_lab import gallery, validate
+import pytest
+from mpmd_lab import gallery, plan, validate
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.session import Session
 
@@ -29,6 +30,23 @@ def test_each_version_is_checked_once():
         assert s.edit(("replace", "description", f"edit {k}")).ok
         _ = (s.diagnostics, s.valid, s.graph(), s.plan)  # every reader
     assert validate.RUNS - before == 3
+
+
+@pytest.mark.parametrize("name", ["ring-shift", "two-block-copy", "bitcast-view"])
+def test_a_session_compiles_once_per_version(name):
+    """Open, edit, undo, check, graph and export: one plan per scenario version (these
+    scenarios offer no fix, so no candidate fix is compiled either)."""
+    before = plan.COMPILED
+    s = Session(name)
+    opened = s.version
+    assert s.edit(("replace", "description", "an edit")).ok
+    assert s.edit(("replace", "description", "another")).ok
+    assert s.undo()
+    for _ in range(2):  # every reader, twice
+        _ = (s.diagnostics, s.valid, s.plan, s.graph(), s.export())
+    versions = s.version - opened + 1  # (the opened one, then each change)
+    assert versions == 4
+    assert plan.COMPILED - before == versions
 
 
 def test_save_goes_where_the_user_meant(tmp_path):

@@ -250,3 +250,54 @@ def test_the_barrier_scenarios_are_kernels_jax_lowers():
         [_scenario(n) for n in names], ("build", "trace", "gpu-lower"), timeout=300
     )
     assert [r.ok for r in results] == [True, True], [r.message for r in results]
+
+
+def _minimal_cuts_by_definition(units: dict[int, list[int]], need: int) -> list[dict[int, int]]:
+    """Every cut (a prefix per signaller; signallers independent) holding ``need``
+    units from which dropping any signaller's last signal leaves too little."""
+    import itertools
+
+    lanes = sorted(units)
+    out = []
+    for ks in itertools.product(*(range(len(units[b]) + 1) for b in lanes)):
+        total = sum(sum(units[b][:k]) for b, k in zip(lanes, ks, strict=True))
+        if total < need:
+            continue
+        if all(total - units[b][k - 1] < need for b, k in zip(lanes, ks, strict=True) if k):
+            out.append({b: k for b, k in zip(lanes, ks, strict=True) if k})
+    return out
+
+
+@pytest.mark.parametrize("senders", [1, 2])
+def test_a_wait_is_offered_exactly_the_minimal_signal_sets(senders):
+    """``minimal_sets`` against its definition, on semaphores signalled by one actor
+    (program order: one minimal set, the shortest prefix) and by two independent ones
+    (every minimal pair of prefixes), for every value waited for."""
+    import random
+
+    import numpy as np
+    from mpmd_lab.engine.explore import minimal_sets
+    from mpmd_lab.engine.sync import Semaphore
+
+    rng = random.Random(7)
+    for _ in range(60):
+        units = {b: [rng.randint(1, 3) for _ in range(rng.randint(1, 5))] for b in range(senders)}
+        sem = Semaphore("s")
+        clocks = {b: 0 for b in units}
+        order = [b for b in units for _ in units[b]]
+        rng.shuffle(order)
+        sent = {b: 0 for b in units}
+        for b in order:
+            clocks[b] += 1
+            vc = np.zeros(senders + 1, np.int64)
+            vc[b] = clocks[b]
+            sem.signal(units[b][sent[b]], vc, f"actor {b}", "p", actor=b, keep=True)
+            sent[b] += 1
+        waiter = np.zeros(senders + 1, np.int64)
+        for value in range(1, sum(map(sum, units.values())) + 2):
+            got, cut = minimal_sets(sem, waiter, value)
+            want = _minimal_cuts_by_definition(units, value)
+            assert not cut
+            assert sorted(sorted(c.items()) for c in got) == sorted(
+                sorted(c.items()) for c in want
+            ), (units, value)

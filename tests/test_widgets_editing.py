@@ -214,7 +214,7 @@ def test_body_statements_added_changed_and_their_names_offered():
 
 
 def test_parse_path():
-    assert parse_path("call.programs[0].body[12].transforms[1].device") == [
+    assert parse_path("call.programs[0].body[12].transforms[1].device") == (
         "call",
         "programs",
         0,
@@ -223,7 +223,7 @@ def test_parse_path():
         "transforms",
         1,
         "device",
-    ]
+    )
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -384,3 +384,78 @@ def test_clicking_a_graph_box_brings_its_editor_into_view():
     view.set_state({"selected": "call.programs[0].body[0]"})  # a let: its view stack
     assert lab.tabs.selected_index == 2 and view.focus != first
     assert view.focus in lab.transforms._dom_classes and first not in row._dom_classes
+
+
+def _at_indices(node):
+    if isinstance(node, dict):
+        if node.get("op") == "at" and "index" in node:
+            yield node["index"]
+        for v in node.values():
+            yield from _at_indices(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _at_indices(v)
+
+
+def test_an_index_field_shows_what_a_pallas_user_writes():
+    """The index of every ``at`` in the gallery and the test scenarios is shown as Pallas
+    writes it (``0:64``, ``pl.ds(start, size)``), and that text reads back as the same
+    index; the forms Pallas has no text for (``{"block": ...}``) stay JSON."""
+    from pathlib import Path
+
+    from mpmd_lab.expr import format_index, parse_index
+    from mpmd_lab.ops.views import At
+
+    files = [gallery.path_of(n) for n in gallery.names()]
+    files += sorted(Path(__file__).parent.joinpath("scenarios").rglob("*.json"))
+    shown = json_kept = 0
+    for f in files:
+        try:
+            data = json.loads(f.read_text())
+        except ValueError:
+            continue
+        for index in _at_indices(data):
+            text = format_index(index)
+            if text is None:
+                assert any(isinstance(e, dict) and "ds" not in e for e in index), (f, index)
+                json_kept += 1
+                continue
+            assert not text.startswith(("[", "{")), text
+            label = At.model_validate({"op": "at", "index": index}).label()
+            again = At.model_validate({"op": "at", "index": parse_index(text)}).label()
+            assert again == label, (f, index, text)
+            shown += 1
+    assert shown > 100 and json_kept > 0
+    assert format_index(["true"]) is None  # a name that reads as JSON true stays JSON
+    lab = Lab("collective-matmul", background=False, graph=False)
+    lab.edit_view("call.programs[0].body[7]")
+    box = find_all(lab.transforms, "mpl-tf-index", w.Text)[0]
+    assert box.value == format_index(lab.state.get("call.programs[0].body[7].transforms[0].index"))
+    assert box.value.startswith(("pl.ds(", ":", "0")), box.value
+
+
+def test_no_editor_field_of_a_gallery_scenario_cuts_its_label_or_value():
+    """Every sized text box and pick list of every gallery scenario's editors (each
+    program, each view's stack) is wide enough for its label and its value, or its hint
+    when empty (no "semaphore_s", no "(dev + axis_size(dev) -", no "P(...) defa")."""
+    from mpmd_lab.widgets.common import text_px
+
+    cut = []
+    for name in gallery.names():
+        lab = Lab(name, background=False, graph=False)
+        for program in range(len(lab.state.scenario.call.programs)):
+            lab.state.select_program(program)
+            for _label, target in lab.transforms.targets() or [("", "")]:
+                if target:
+                    lab.edit_view(target)
+                for x in walk(lab):
+                    width = x.layout.width or "" if isinstance(x, w.Text | w.Dropdown) else ""
+                    if not width.endswith("px") or x.layout.display == "none":
+                        continue
+                    value = x.value if isinstance(x, w.Text) else f"{x.label or ''}  ▾"
+                    value = value or getattr(x, "placeholder", "")  # an empty box's hint
+                    label = x.description or ""
+                    need = text_px(value) + (text_px(label) - 14 if label else 0)
+                    if need > float(width[:-2]):
+                        cut.append((name, program, label, value, width))
+    assert not cut, cut

@@ -568,10 +568,13 @@ def cpu_limit_of(scenario: Scenario, interpret: str | None, analysis: Any = None
     if interpret is None:
         return None
     if analysis is None or interpret != scenario.run.interpret:
-        from mpmd_lab.validate import analyze
+        from mpmd_lab.validate.analysis import analyze_rules
 
         run = scenario.run.model_copy(update={"interpret": interpret})
-        analysis = analyze(scenario.model_copy(update={"run": run}), fixes=False)
+        other = scenario.model_copy(update={"run": run})
+        # (the plan does not read the interpreter: the analysis's serves, not compiled again)
+        plan = analysis.plan if analysis is not None and analysis.plan.fits(other) else None
+        analysis = analyze_rules(other, plan=plan)
     d = next((d for d in analysis.diagnostics if interpreter_limit(d)), None)
     return None if d is None else (d.code, d.path or "call")
 

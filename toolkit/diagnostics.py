@@ -7,7 +7,7 @@ The CLI, the widgets and the graph all show these same objects.
 import copy
 from typing import Any, Literal
 
-from mpmd_lab.fields import parse_path
+from mpmd_lab.fields import Path, format_path, parse_path
 from pydantic import BaseModel, ConfigDict, model_validator
 
 Severity = Literal["error", "warning", "info"]
@@ -177,7 +177,7 @@ class SimError(Exception):
     """The simulated call fails: a diagnostic code, a field path and a message (raised by
     the ops' simulation hooks, caught by the engine, reported as a :class:`Diagnostic`)."""
 
-    def __init__(self, code: str, path: str, message: str):
+    def __init__(self, code: str, path: Path | str, message: str):
         self.code = code
-        self.path = path
+        self.path = path if isinstance(path, str) else format_path(path)
         super().__init__(message)

@@ -643,6 +643,44 @@ def parse_index(text: str) -> list[Any]:
     return [_index_entry(n) for n in items]
 
 
+def format_index(entries: Any) -> str | None:
+    """An ``at`` index's JSON entries as a Pallas user writes them (``parse_index`` reads
+    it back): ``[[0, 64]]`` -> ``0:64``, ``[{"ds": ["i * 64", 64]}]`` ->
+    ``pl.ds(i * 64, 64)``, ``[None, 3]`` -> ``:, 3``. None where an entry has no such
+    form (``{"block": ...}``, ``{"pid": ...}``, or not an index at all): show JSON."""
+    if not isinstance(entries, list) or not entries:
+        return None
+    out = []
+    for e in entries:
+        if hasattr(e, "model_dump"):
+            e = e.model_dump(mode="json", exclude_none=True)
+        if e is None:
+            out.append(":")
+        elif isinstance(e, bool):
+            return None
+        elif isinstance(e, int | str):
+            out.append(str(e))
+        elif isinstance(e, list) and len(e) == 2 and all(b is None or _int(b) for b in e):
+            out.append(":".join("" if b is None else str(b) for b in e))
+        elif isinstance(e, dict) and set(e) == {"ds"} and isinstance(e["ds"], list):
+            start, size = e["ds"]
+            if isinstance(start, bool) or not isinstance(start, int | str) or not _int(size):
+                return None
+            out.append(f"pl.ds({start}, {size})")
+        else:
+            return None
+    text = ", ".join(out)
+    try:  # (parse_index reads JSON first: a lone entry that reads as other JSON stays JSON)
+        read = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return text if [read] == list(entries) else None
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _index_entry(n: ast.expr) -> Any:
     if isinstance(n, ast.Slice):
         if n.step is not None:
@@ -710,6 +748,7 @@ __all__ = [
     "Writer",
     "LABEL",
     "check_text",
+    "format_index",
     "parse",
     "parse_index",
 ]

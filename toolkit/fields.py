@@ -2,10 +2,13 @@
 
 The op classes (:mod:`mpmd_lab.ops`) and the scenario's containers
 (:mod:`mpmd_lab.scenario`) are both made of these, so a name or a size means the
-same wherever it appears. A field path (``call.programs[0].body``) is written by
-``format_path`` and read back by ``parse_path`` / ``get_path``.
+same wherever it appears. A field path is kept as a :data:`Path`, a tuple of names
+and indices (``('call', 'programs', 0, 'body')``), extended by ``sub_path`` and made
+text (``call.programs[0].body``) by ``format_path`` only where it is reported; text is
+read back by ``parse_path`` / ``get_path``.
 """
 
+import functools
 import keyword
 import re
 from typing import Annotated, Any
@@ -105,8 +108,18 @@ def axes_tuple(axes: str | list[str]) -> tuple[str, ...]:
     return (axes,) if isinstance(axes, str) else tuple(axes)
 
 
+#: a field path: names and list indices, outermost first (``('call', 'args', 1)``)
+Path = tuple[str | int, ...]
+
+
+@functools.lru_cache(maxsize=4096)
 def format_path(loc: tuple[Any, ...]) -> str:
-    """``('call', 'programs', 0, 'body')`` -> ``call.programs[0].body``."""
+    """``('call', 'programs', 0, 'body')`` -> ``call.programs[0].body``.
+
+    Kept per path (a path is a tuple, hashable): the check of a scenario reports at
+    the same paths as its last version's, and each candidate fix's check at its
+    original's, so a Lab edit or a fix's check formats only the paths it has not yet
+    reported."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -121,8 +134,10 @@ def format_path(loc: tuple[Any, ...]) -> str:
 _PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 
-def parse_path(path: str) -> list[str | int]:
-    """``call.args[1].param`` -> ``['call', 'args', 1, 'param']``."""
+@functools.lru_cache(maxsize=4096)
+def parse_path(path: str) -> Path:
+    """``call.args[1].param`` -> ``('call', 'args', 1, 'param')`` (a tuple: kept per
+    text, as ``format_path`` keeps its text per path)."""
     out: list[str | int] = []
     pos = 0
     while pos < len(path):
@@ -131,13 +146,28 @@ def parse_path(path: str) -> list[str | int]:
             raise ValueError(f"bad field path {path!r} at {pos}")
         out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
         pos = m.end()
-    return out
+    return tuple(out)
 
 
-def get_path(obj: Any, path: str) -> Any:
+def sub_path(path: Path, *more: str | int) -> Path:
+    """``path`` extended by ``more``: names and indices, or a relative path as text
+    (``'index[1]'``, ``'block.x'``: a sub-field of an op, as ``StepError.field`` gives it);
+    an empty name adds nothing."""
+    out = list(path)
+    for part in more:
+        if isinstance(part, int):
+            out.append(part)
+        elif part.isidentifier():
+            out.append(part)
+        elif part:
+            out.extend(parse_path(part))
+    return tuple(out)
+
+
+def get_path(obj: Any, path: str | Path) -> Any:
     """The value at a field path of a scenario (model or JSON form)."""
     cur = obj
-    for part in parse_path(path):
+    for part in parse_path(path) if isinstance(path, str) else path:
         if isinstance(part, int):
             cur = cur[part]
         elif isinstance(cur, dict):

@@ -15,26 +15,40 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mpmd_lab import repairs, suggest
 from mpmd_lab.diagnostics import STAGE_ORDER, Diagnostic, Fix, apply_edit
 from mpmd_lab.fields import parse_path
-from mpmd_lab.recheck import CACHE_SIZE, checked, clear_cache
+from mpmd_lab.recheck import (
+    CACHE_SIZE,
+    candidate,
+    checked,
+    clear_cache,
+    content_key,
+    known,
+    renamed,
+    scenario_of,
+)
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import analyze_rules
 
 
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
-    """A new scenario with the fix's edits applied (in order)."""
-    return Scenario.model_validate(_fixed_data(scenario, fix))
+    """A new scenario with the fix's edits applied (in order): the candidate ``offer``
+    checked when it is kept (``recheck.scenario_of``: its check is then reused)."""
+    return scenario_of(_fixed_data(scenario, fix))
 
 
-def _fixed_data(scenario: Scenario, fix: Fix) -> dict[str, Any]:
-    """The JSON form of the scenario with the fix's edits applied (in order)."""
-    data = scenario.to_dict()
+def _fixed_data(scenario: Scenario, fix: Fix, base: str | None = None) -> dict[str, Any]:
+    """The JSON form of the scenario with the fix's edits applied (in order); ``base``:
+    the scenario's JSON form as text (``recheck.content_key``), when the caller made it
+    once for many fixes."""
+    data = scenario.to_dict() if base is None else json.loads(base)
     for edit in fix.edits:
         apply_edit(data, edit)
     return data
@@ -52,14 +66,35 @@ def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
     return STAGE_ORDER.get(d.stage, len(STAGE_ORDER)), int(in_body), parts
 
 
-def _judge(d: Diagnostic, before: list[Diagnostic], after: list[Diagnostic]) -> bool:
+class _Places:
+    """Each diagnostic's ``_place``, worked out once per stage and path (``offer`` judges
+    every candidate against every diagnostic before and after it)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], tuple[int, int, tuple[tuple[int, Any], ...]]] = {}
+
+    def __call__(self, d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
+        key = (d.stage, d.path)
+        got = self._known.get(key)
+        if got is None:
+            got = self._known[key] = _place(d)
+        return got
+
+
+def _judge(
+    d: Diagnostic,
+    before: list[Diagnostic],
+    after: list[Diagnostic],
+    place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place,
+) -> bool:
     """Whether a fix of ``d`` is worth offering: where the check could see before (up to
     ``d``, where JAX stopped) it leaves fewer errors (a warning's fix: fewer warnings and
     no more errors) and no code that was not there. What it uncovers further on (where
-    JAX never got before) is the next step, not a trade."""
-    here = _place(d)
-    seen_before = [x for x in before if _place(x) <= here]
-    seen_after = [x for x in after if _place(x) <= here]
+    JAX never got before) is the next step, not a trade. ``place``: ``_place``, or one
+    that remembers (``_Places``)."""
+    here = place(d)
+    seen_before = [x for x in before if place(x) <= here]
+    seen_after = [x for x in after if place(x) <= here]
     if {x.code for x in seen_after} - {x.code for x in before}:
         return False  # it trades one problem for another
     e0 = sum(x.is_error for x in seen_before)
@@ -74,7 +109,7 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
-    found: dict[str, tuple[Diagnostic, ...] | None] = {}
+    trials: _Trials | None = None  # (made with the first fix to try)
     out: list[Diagnostic] = []
     for d in diags:
         options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
@@ -89,18 +124,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
         if not options and message == d.message:
             out.append(d)
             continue
+        trials = trials or _Trials(scenario)
         ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
         for k, fix in enumerate(options):
-            key = fix.model_copy(update={"after": None}).model_dump_json()
-            if key not in found:
-                try:
-                    data = _fixed_data(scenario, fix)
-                except Exception:  # a fix that does not apply is not offered
-                    found[key] = None
-                else:
-                    found[key] = checked(data)
-            got = found[key]
-            if got is None or not _judge(d, diags, list(got)):
+            got = trials.checked(fix)
+            if got is None or not _judge(d, diags, list(got), trials.place):
                 continue
             left = [x.code for x in got if x.is_error]
             errors, warnings = len(left), len(got) - len(left)
@@ -114,6 +142,38 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             )
         )
     return out
+
+
+class _Trials:
+    """The candidate fixes of one scenario, each distinct one (by its edits) built,
+    validated and checked once (``recheck.candidate``, by content across checks), over
+    the scenario's JSON form made once (``base``, its content key: a candidate with the
+    same key changes nothing and is not checked); and the diagnostics' places
+    (``_Places``) they are judged by."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.base = content_key(scenario.to_dict())
+        self.place = _Places()
+        self._found: dict[str, tuple[Diagnostic, ...] | None] = {}
+
+    def checked(self, fix: Fix) -> tuple[Diagnostic, ...] | None:
+        """What the check says of the scenario with ``fix`` applied, None when the fix
+        does not apply or makes no scenario, or changes nothing (it cannot leave fewer
+        problems)."""
+        key = fix.model_dump_json(include={"edits"})
+        if key in self._found:
+            return self._found[key]
+        got = None
+        try:
+            data = _fixed_data(self.scenario, fix, self.base)
+        except Exception:  # a fix that does not apply is not offered
+            data = None
+        if data is not None and (content := content_key(data)) != self.base:
+            found = candidate(data, content)
+            got = None if found is None else found.diagnostics
+        self._found[key] = got
+        return got
 
 
 #: how many fixes ``fix_all`` applies at most before it stops
@@ -226,12 +286,16 @@ def retitled(scenario: Scenario, applied: list[Fix]) -> Scenario:
     was = f" Before the fix{'es' if len(applied) > 1 else ''}: {text}" if text else ""
     data = scenario.to_dict()
     data.update(name=new_name, description=f"Repaired by mpmd-lab ({how}).{was}")
-    return Scenario.model_validate(data)
+    new = Scenario.model_validate(data)
+    renamed(scenario, new)  # (a checked candidate's check holds for its new name)
+    return new
 
 
 def _checked_with_fixes(s: Scenario) -> list[Diagnostic]:
-    """What ``validate.check`` says: the rules' diagnostics with the fixes that work."""
-    return offer(s, list(analyze_rules(s).diagnostics))
+    """What ``validate.check`` says: the rules' diagnostics (a checked candidate's own,
+    ``recheck.known``) with the fixes that work."""
+    found = known(s) or analyze_rules(s)
+    return offer(s, list(found.diagnostics))
 
 
 #: what this module offers (the path helpers and the candidate cache live below it)

@@ -47,7 +47,7 @@ from mpmd_lab import dtypes, shapes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
-from mpmd_lab.fields import axes_tuple
+from mpmd_lab.fields import Path, axes_tuple, format_path
 from mpmd_lab.ops import (
     BY_OP,
     SYNC,
@@ -363,7 +363,7 @@ class _Builder:
                 type="tuple" if is_tuple else type_label(shape, dtype),
             )
             self.edge(arg, pid, "passed-as", "", None)
-            if a.param in self.r.params and self.r.params[a.param].path == apath:
+            if a.param in self.r.params and self.r.params[a.param].path == ("call", "args", i):
                 self.node_of[id(self.r.params[a.param])] = pid
             if not is_tuple:
                 self.info[pid] = self.info.get(b)
@@ -385,7 +385,7 @@ class _Builder:
                     self.edge(pid, leaf, "derived-by", f"[{j}]", None)
                     self.info[leaf] = _info(lshape, ldtype)
                     lb = self.r.params.get(f"{a.param}[{j}]")
-                    if lb is not None and lb.path == f"{apath}.tuple[{j}]":
+                    if lb is not None and lb.path == ("call", "args", i, "tuple", j):
                         self.node_of[id(lb)] = leaf
                     names.setdefault(f"{a.param}[{j}]", (leaf, lshape, ldtype))
                     if bb is not None and bb.as_ref:
@@ -415,7 +415,7 @@ class _Builder:
             )
             names.setdefault(name, (nid, list(o.shape), o.dtype))
             self.info[nid] = _info(list(o.shape), o.dtype)
-            self._own(name, f"call.outputs.{name}", nid)
+            self._own(name, ("call", "outputs", name), nid)
         for name, sc in c.scratch.items():
             layout = " ".join(transform_label(t) for t in sc.transforms)
             nid = self.node(
@@ -432,7 +432,7 @@ class _Builder:
             )
             names.setdefault(name, (nid, list(sc.shape), sc.dtype))
             self.info[nid] = _info(list(sc.shape), sc.dtype, sc.memory_space)
-            self._own(name, f"call.scratch.{name}", nid)
+            self._own(name, ("call", "scratch", name), nid)
         for i, cap in enumerate(c.captures):
             cpath = f"call.captures[{i}]"
             b = self.buffer(cap.buffer, cpath)
@@ -451,7 +451,7 @@ class _Builder:
             self.edge(b, nid, "captured-as", "", cpath)
             names.setdefault(cap.name, (nid, shape, dtype))
             cb = self.r.captures.get(cap.name)
-            if cb is not None and cb.path == cpath:
+            if cb is not None and cb.path == ("call", "captures", i):
                 self.node_of[id(cb)] = nid
             self.info[nid] = _info(shape, dtype, "GMEM" if bb and bb.as_ref else "VALUE")
             if bb is not None and bb.as_ref:
@@ -471,7 +471,7 @@ class _Builder:
             self.program(i, prog, names)
         return g
 
-    def _own(self, name: str, path: str, nid: str) -> None:
+    def _own(self, name: str, path: Path, nid: str) -> None:
         b = self.r.params.get(name)
         if b is not None and b.path == path:
             self.node_of[id(b)] = nid
@@ -494,7 +494,8 @@ class _Builder:
             mesh=" · ".join(parts) or "no axes",
         )
         for rst in self.r.programs[i].stmts:
-            st, j, spath = rst.node, rst.index, rst.path
+            # (the graph's paths are text: its labels and the diagnostics' paths)
+            st, j, spath = rst.node, rst.index, format_path(rst.path)
             if isinstance(st, Let):
                 base, shape, dtype = self.ref_node(rst, "ref", st.ref)
                 if st.transforms:
@@ -617,7 +618,7 @@ class _Builder:
                 if len(coords) * len(envs) > MAX_SIGNAL_STEPS:  # said, not drawn
                     self.g.nodes[sid]["unresolved"] = True
                     self.g.graph["truncated"] = True
-                    self.g.graph.setdefault("signals_not_drawn", []).append(rst.path)
+                    self.g.graph.setdefault("signals_not_drawn", []).append(format_path(rst.path))
                     continue
                 root = b.origin[0] if b.origin else b.name
                 hits: list[tuple[int, dict, int, Any]] = []
@@ -655,7 +656,7 @@ class _Builder:
                     item["steps"].append(env)
                 item["waits"] |= targets
             label = rst.node.ref_name("sem")
-            spath = f"{rst.path}.sem"
+            spath = format_path((*rst.path, "sem"))
             for w, ps in sorted(pairs.items()):
                 self.edge(sid, w, "signals", label, spath, pairs=sorted(ps), sem=root)
             for (d, e, slot), item in sorted(per_device.items(), key=lambda x: (x[0][0], x[0][1])):
@@ -687,7 +688,9 @@ class _Builder:
                 if wb is None or (wb.origin[0] if wb.origin else wb.name) != root:
                     continue
                 if _same_slot(b, wb, sizes):
-                    self.edge(sid, wid, kind, root.split(":", 1)[-1], f"{rst.path}.barrier")
+                    self.edge(
+                        sid, wid, kind, root.split(":", 1)[-1], format_path((*rst.path, "barrier"))
+                    )
 
     def signal_targets(
         self, st: Any, d: int, own: dict, values: dict, sizes: dict, mesh: dict

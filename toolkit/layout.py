@@ -365,6 +365,8 @@ def layout(d: Drawing) -> Drawing:
             attrs.update(label=e.label, fontsize="9", fontname=FONT)
         if e.kind == "derived-by":
             attrs["weight"] = "3"
+        if d.nodes[e.u].kind == d.nodes[e.v].kind == "statement":
+            attrs["constraint"] = "false"  # (statements keep program order: _program_order)
         a.add_edge(e.u, e.v, **attrs)
     params = [n for n, node in d.nodes.items() if node.kind == "param" and node.cluster is None]
     if len(params) > 1:
@@ -387,21 +389,29 @@ def layout(d: Drawing) -> Drawing:
     d.bb = tuple(float(v) for v in a.graph_attr["bb"].split(","))  # type: ignore[assignment]
     for n, node in d.nodes.items():
         node.x, node.y = _pt(a.get_node(n).attr["pos"])
+    clusters = {p: a.get_subgraph(f"cluster_p{p}").graph_attr["bb"] for p in members}
+    routed, dx, dy = a, 0.0, 0.0
+    if _restack(d, members):  # the edges drawn again, to the boxes where they now are
+        routed, dx, dy = _reroute(d)
+
+    def at(text: str) -> tuple[float, float]:
+        x, y = _pt(text)
+        return x + dx, y + dy
+
     for i, e in enumerate(d.edges):
-        attr = a.get_edge(e.u, e.v, str(i)).attr
+        attr = routed.get_edge(e.u, e.v, str(i)).attr
         pts, head = [], None
         for tok in (attr.get("pos") or "").split():
             if tok.startswith("e,"):
-                head = _pt(tok[2:])
+                head = at(tok[2:])
             elif not tok.startswith("s,"):
-                pts.append(_pt(tok))
+                pts.append(at(tok))
         e.pts, e.head = pts, head
         if attr.get("lp"):
-            e.lp = _pt(attr["lp"])
+            e.lp = at(attr["lp"])
     for p in members:
-        sg = a.get_subgraph(f"cluster_p{p}")
         info = d.clusters.setdefault(p, {"title": f"program {p}", "codes": [], "red": False})
-        info["bb"] = tuple(float(v) for v in sg.graph_attr["bb"].split(","))
+        info["bb"] = tuple(float(v) for v in clusters[p].split(","))
         info["lines"] = len(info["codes"]) + 1
     return d
 
@@ -412,8 +422,64 @@ def _program_order(cluster: Any, statements: list[str]) -> None:
     ordered = sorted(statements, key=_statement_index)
     if len(ordered) < 2:
         return
+    cluster.add_subgraph(ordered, name=f"{cluster.name}_order", rank="same")
     for u, v in zip(ordered, ordered[1:], strict=False):
-        cluster.add_edge(u, v, key=f"order:{u}", style="invis", weight="20", minlen="0")
+        cluster.add_edge(v, u, key=f"order:{u}", style="invis", weight="20", minlen="0")
+
+
+def _restack(d: Drawing, members: dict[int, list[str]]) -> bool:
+    """Put each program's column of statements in program order, top to bottom (``dot``
+    keeps a rank together but may order it otherwise): the same column, the same span
+    and even gaps. Whether a box moved."""
+    moved = False
+    for ns in members.values():
+        column = [n for n in ns if d.nodes[n].kind == "statement"]
+        if len(column) < 2:
+            continue
+        shown = sorted(column, key=lambda n: -d.nodes[n].y)  # top first (graphviz: y up)
+        ordered = sorted(column, key=_statement_index)
+        if shown == ordered:
+            continue
+        top = max(d.nodes[n].y + d.nodes[n].h / 2 for n in column)
+        bottom = min(d.nodes[n].y - d.nodes[n].h / 2 for n in column)
+        gap = (top - bottom - sum(d.nodes[n].h for n in column)) / (len(column) - 1)
+        cursor = top
+        for n in ordered:
+            node = d.nodes[n]
+            y = cursor - node.h / 2
+            if abs(y - node.y) > 0.01:
+                node.y, moved = y, True
+            cursor -= node.h + gap
+    return moved
+
+
+def _reroute(d: Drawing) -> tuple[Any, float, float]:
+    """The edges routed again around every box pinned where it now is (``neato`` over
+    pinned points: a graph of the boxes and the drawn edges only), and the offset that
+    takes its coordinates (centred) back to the drawing's."""
+    import pygraphviz as pgv
+
+    a = pgv.AGraph(directed=True, strict=False, splines="spline", inputscale="72")
+    for n, node in d.nodes.items():
+        a.add_node(
+            n,
+            shape="box",
+            fixedsize="true",
+            width=node.w / 72,
+            height=node.h / 72,
+            label="",
+            pos=f"{node.x},{node.y}!",
+        )
+    for i, e in enumerate(d.edges):
+        attrs = {"label": e.label, "fontsize": "9", "fontname": FONT} if e.label else {}
+        if e.kind == "aliases":
+            attrs["dir"] = "none"
+        a.add_edge(e.u, e.v, key=str(i), **attrs)
+    with _quiet_stderr():
+        a.layout(prog="neato")
+    n, node = next(iter(d.nodes.items()))
+    x, y = _pt(a.get_node(n).attr["pos"])
+    return a, node.x - x, node.y - y
 
 
 def _statement_index(n: str) -> tuple[int, ...]:

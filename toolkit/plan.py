@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab.fields import Path, format_path
 from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
@@ -24,20 +25,21 @@ from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
 
 class Stack:
     """A view's transform stack from the untransformed ref, ``(field path, transform)``
-    pairs first to last, as a tuple reads: its source's stack (``parent``) and its own
-    steps, shared rather than copied, so a chain of views costs its length once, not
-    once per view (a copy per view is quadratic in a long chain)."""
+    pairs first to last (the path a tuple: :data:`mpmd_lab.fields.Path`), as a tuple
+    reads: its source's stack (``parent``) and its own steps, shared rather than
+    copied, so a chain of views costs its length once, not once per view (a copy per
+    view is quadratic in a long chain)."""
 
     __slots__ = ("_len", "own", "parent")
 
     def __init__(
-        self, parent: Stack | tuple[tuple[str, Any], ...], own: tuple[tuple[str, Any], ...]
+        self, parent: Stack | tuple[tuple[Path, Any], ...], own: tuple[tuple[Path, Any], ...]
     ):
         self.parent = parent
         self.own = own
         self._len = len(parent) + len(own)
 
-    def _segments(self) -> list[tuple[tuple[str, Any], ...]]:
+    def _segments(self) -> list[tuple[tuple[Path, Any], ...]]:
         out = []
         x: Any = self
         while isinstance(x, Stack):
@@ -75,7 +77,7 @@ class Stack:
             x = x.parent
         return x[i]
 
-    def __add__(self, other: tuple[tuple[str, Any], ...]) -> Stack:
+    def __add__(self, other: tuple[tuple[Path, Any], ...]) -> Stack:
         return Stack(self, tuple(other))
 
     def __eq__(self, other: object) -> bool:
@@ -93,7 +95,8 @@ class Stack:
 class Binding(Record):
     """A name the kernel body can use: ``info`` None when unusable (a failed view, or a
     tuple param itself); ``kind`` arg, leaf, tuple, output, scratch, capture or view;
-    ``path`` where it is defined; ``origin`` the buffers / outputs / scratch it aliases;
+    ``path`` where it is defined (a tuple, formatted only when reported); ``origin``
+    the buffers / outputs / scratch it aliases;
     ``stmt`` the body index of a let; ``stack`` every transform from the untransformed
     ref to this view, as (field path, transform); ``parent`` the binding a let's view
     is made from (its stack is this one's, less the let's own steps): what the rules
@@ -106,10 +109,10 @@ class Binding(Record):
         name: str,
         info: RefInfo | None,
         kind: str,
-        path: str,
+        path: Path,
         origin: tuple[str, ...] = (),
         stmt: int = -1,
-        stack: tuple[tuple[str, Any], ...] | Stack = (),
+        stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
     ) -> None:
         self.name = name
@@ -123,12 +126,13 @@ class Binding(Record):
 
 
 class Stmt(Record):
-    """One body statement, resolved: ``refs`` field -> binding (ops), ``steps`` a let's
-    transform steps, ``ok`` False once a name could not be resolved, ``defines`` the
-    view a let names, ``scope`` the control statements (loops, conditions) it is inside,
-    outermost first, ``bound`` the names its expressions may use (mesh axes, device
-    axes, enclosing loop variables), ``unbound`` ``(field, name)`` of the first
-    expression name that is not bound, if any."""
+    """One body statement, resolved at ``path`` (a tuple): ``refs`` field -> binding
+    (ops), ``steps`` a let's transform steps, ``ok`` False once a name could not be
+    resolved, ``defines`` the view a let names, ``scope`` the control statements
+    (loops, conditions) it is inside, outermost first, ``bound`` the names its
+    expressions may use (mesh axes, device axes, enclosing loop variables),
+    ``unbound`` ``(field, name)`` of the first expression name that is not bound, if
+    any."""
 
     __slots__ = (
         "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound"
@@ -137,7 +141,7 @@ class Stmt(Record):
     def __init__(
         self,
         index: int,
-        path: str,
+        path: Path,
         node: Any,
         refs: dict[str, Binding] | None = None,
         steps: list[Step] | None = None,
@@ -170,7 +174,7 @@ class ProgramInfo(Record):
     __slots__ = ("index", "path", "stmts", "trace_failed")
 
     def __init__(
-        self, index: int, path: str, stmts: list[Stmt] | None = None, trace_failed: bool = False
+        self, index: int, path: Path, stmts: list[Stmt] | None = None, trace_failed: bool = False
     ) -> None:
         self.index = index
         self.path = path
@@ -178,17 +182,39 @@ class ProgramInfo(Record):
         self.trace_failed = trace_failed
 
 
+class Problem(Record):
+    """A name that does not resolve: its XREF_* ``code``, where (``path``, a tuple) and
+    why (``message``)."""
+
+    __slots__ = ("code", "path", "message")
+
+    def __init__(self, code: str, path: Path, message: str) -> None:
+        self.code = code
+        self.path = path
+        self.message = message
+
+
+class Leaf(Record):
+    """One buffer an argument passes: its name and its ref's type after the argument's
+    transforms (None: unusable, an unknown buffer or a failed transform)."""
+
+    __slots__ = ("buffer", "info")
+
+    def __init__(self, buffer: str, info: RefInfo | None) -> None:
+        self.buffer = buffer
+        self.info = info
+
+
 class ArgInfo(Record):
-    """One argument: its leaves (buffer, info after the arg's transforms) and each
-    leaf's steps."""
+    """One argument: its leaves (a buffer, or a tuple's) and each leaf's steps."""
 
     __slots__ = ("index", "path", "leaves", "steps")
 
     def __init__(
         self,
         index: int,
-        path: str,
-        leaves: list[tuple[str, RefInfo | None]],
+        path: Path,
+        leaves: list[Leaf],
         steps: list[list[Step]],
     ) -> None:
         self.index = index
@@ -204,6 +230,11 @@ _OUTSIDE_ONLY = frozenset((OUTSIDE,))
 class Plan:
     """A scenario with its names bound and views propagated (see the module docstring)."""
 
+    __slots__ = (
+        "s", "args", "params", "captures", "programs", "array_errors", "problems", "_first",
+        "bound_outside",
+    )  # fmt: skip
+
     def __init__(self, scenario: Scenario):
         self.s = scenario
         self.args: list[ArgInfo] = []
@@ -212,8 +243,8 @@ class Plan:
         self.programs: list[ProgramInfo] = []
         #: (argument, leaf) -> what the transforms did to a plain-array argument
         self.array_errors: dict[tuple[int, int], Any] = {}
-        #: names that do not resolve: (code, field path, message)
-        self.problems: list[tuple[str, str, str]] = []
+        #: names that do not resolve (XREF_* codes)
+        self.problems: list[Problem] = []
         #: first_step's answers and fold per key: (id(binding) -> (binding, answer), step)
         self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
         #: axis names lax.axis_index knows outside the kernel: shard_map's
@@ -227,8 +258,20 @@ class Plan:
     def scenario(self) -> Scenario:
         return self.s
 
-    def problem(self, code: str, path: str, message: str) -> None:
-        self.problems.append((code, path, message))
+    def fits(self, scenario: Scenario) -> bool:
+        """Whether this plan is ``scenario``'s as well: the same call, buffers and device
+        mesh (a copy with other run options, ``model_copy(update={"run": ...})``, shares
+        them), and the one run option a plan reads, ``shard_map``."""
+        s = self.s
+        return scenario is s or (
+            scenario.call is s.call
+            and scenario.buffers is s.buffers
+            and scenario.device_mesh == s.device_mesh
+            and scenario.run.shard_map == s.run.shard_map
+        )
+
+    def problem(self, code: str, path: Path, message: str) -> None:
+        self.problems.append(Problem(code, path, message))
 
     def root_spec(self, b: Binding) -> Any:
         """What declares the untransformed ref a binding is a view of: an output, a
@@ -247,12 +290,12 @@ class Plan:
         spec = self.root_spec(b)
         return None if spec is None else tuple(spec.shape)
 
-    def stack(self, b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
+    def stack(self, b: Binding) -> tuple[tuple[Path, Any], ...] | Stack:
         return b.stack
 
     def first_step(
         self, b: Binding, key: str, find: Callable[[Any], Any]
-    ) -> tuple[str, Any] | None:
+    ) -> tuple[Path, Any] | None:
         """``(path, find(transform))`` for the first step of ``b``'s stack where
         ``find`` answers something (not None; None: no step), computed once per binding
         from its parent's answer and its own steps (``key`` names ``find``): linear in a
@@ -310,7 +353,7 @@ class Plan:
         return base_info(b.shape, b.dtype, "GMEM", base)
 
 
-def own_steps(b: Binding) -> tuple[tuple[str, Any], ...] | Stack:
+def own_steps(b: Binding) -> tuple[tuple[Path, Any], ...] | Stack:
     """The ``(path, transform)`` steps a view adds to its source's stack (all of its
     stack for a name with no source view)."""
     stack = b.stack
@@ -360,8 +403,14 @@ def along_chain(
     return found
 
 
+#: how many plans this process has compiled (a Session compiles one per scenario version)
+COMPILED = 0
+
+
 def compile(scenario: Scenario) -> Plan:
     """The scenario's names bound and views propagated (computed once per call)."""
+    global COMPILED
+    COMPILED += 1
     r = Plan(scenario)
     _compile_into(r)
     return r
@@ -371,15 +420,15 @@ def leaf_name(param: str, i: int) -> str:
     return f"{param}[{i}]"
 
 
-def _duplicate(ctx: Plan, name: str, path: str) -> None:
+def _duplicate(ctx: Plan, name: str, path: Path) -> None:
     """Kernel parameter ``name``, defined again at ``path``: where it is defined first
     is its binding's (an argument's at its ``.param``)."""
     first = ctx.params[name]
-    where = first.path + ".param" if first.kind in ("arg", "tuple") else first.path
+    where = (*first.path, "param") if first.kind in ("arg", "tuple") else first.path
     ctx.problem(
         "XREF_DUPLICATE_NAME",
         path,
-        f"kernel parameter {name!r} is already defined at {where}; "
+        f"kernel parameter {name!r} is already defined at {format_path(where)}; "
         "Python rejects a function with two parameters of one name",
     )
 
@@ -394,8 +443,8 @@ def _compile_into(ctx: Plan) -> None:
     # arguments (the call evaluates each argument's transforms first)
     a: Any  # (a BufferArg or a TupleArg: ``single`` tells which)
     for i, a in enumerate(c.args):
-        path = f"call.args[{i}]"
-        leaves: list[tuple[str, RefInfo | None]] = []
+        path: Path = ("call", "args", i)
+        leaves: list[Leaf] = []
         steps: list[list[Step]] = []
         single = isinstance(a, BufferArg)
         transforms = a.transforms
@@ -404,11 +453,11 @@ def _compile_into(ctx: Plan) -> None:
             if b is None:
                 ctx.problem(
                     "XREF_UNKNOWN_BUFFER",
-                    path + (".buffer" if single else f".tuple[{j}]"),
+                    (*path, "buffer") if single else (*path, "tuple", j),
                     f"argument names buffer {buf!r}, which is not in `buffers`"
                     + (f" (there: {', '.join(sorted(s.buffers))})" if s.buffers else ""),
                 )
-                leaves.append((buf, None))
+                leaves.append(Leaf(buf, None))
                 steps.append([])
                 continue
             shape = b.shape
@@ -425,50 +474,51 @@ def _compile_into(ctx: Plan) -> None:
                     tuple(shape),
                     dtypes.canonical(b.dtype),
                     transforms,
-                    f"{path}.transforms",
+                    (*path, "transforms"),
                     outside,
                 )
                 ctx.array_errors[(i, j)] = r
                 steps.append([])
                 ok = r.error is None and not r.updater
-                leaves.append((buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
+                leaves.append(Leaf(buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
             info = base_info(shape, b.dtype, "GMEM", buf, sharded)
             if transforms:
-                st = propagate(info, transforms, f"{path}.transforms", outside)
+                st = propagate(info, transforms, (*path, "transforms"), outside)
                 steps.append(st)
-                leaves.append((buf, st[-1].after if st else info))
+                leaves.append(Leaf(buf, st[-1].after if st else info))
             else:
                 steps.append([])
-                leaves.append((buf, info))
+                leaves.append(Leaf(buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
         stack = (
-            tuple([(f"{path}.transforms[{k}]", t) for k, t in enumerate(transforms)])
+            tuple([((*path, "transforms", k), t) for k, t in enumerate(transforms)])
             if transforms
             else ()
         )
         name = a.param
         if name in params:
-            _duplicate(ctx, name, path + ".param")
+            _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
-            params[name] = Binding(name, leaves[0][1], "arg", path, (a.buffer,), -1, stack, None)
+            params[name] = Binding(name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None)
         else:
             params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
         if not single:
-            for j, (buf, leaf_info) in enumerate(leaves):
+            for j, lf in enumerate(leaves):
+                buf, leaf_info = lf.buffer, lf.info
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
-                    leaf, leaf_info, "leaf", f"{path}.tuple[{j}]", (buf,), -1, stack
+                    leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack
                 )
     for name, o in c.outputs.items():
-        path = "call.outputs." + name
+        path = ("call", "outputs", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
         info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
         params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None)
     for name, sc in c.scratch.items():
-        path = "call.scratch." + name
+        path = ("call", "scratch", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
@@ -477,12 +527,12 @@ def _compile_into(ctx: Plan) -> None:
 
     captures = ctx.captures
     for i, cap in enumerate(c.captures):
-        path = f"call.captures[{i}]"
+        path = ("call", "captures", i)
         b = s.buffers.get(cap.buffer)
         if b is None:
             ctx.problem(
                 "XREF_UNKNOWN_BUFFER",
-                path + ".buffer",
+                (*path, "buffer"),
                 f"capture {cap.name!r} names buffer {cap.buffer!r}, which is not in `buffers`",
             )
             captures[cap.name] = Binding(cap.name, None, "capture", path, (cap.buffer,))
@@ -499,13 +549,13 @@ def _compile_into(ctx: Plan) -> None:
     env = {**params, **captures} if captures else params
     programs = ctx.programs
     for p, prog in enumerate(c.programs):
-        path = f"call.programs[{p}]"
+        path = ("call", "programs", p)
         out = ProgramInfo(p, path)
-        _body(ctx, out, prog.body, path + ".body", env, ctx.bound_in(p), ())
+        _body(ctx, out, prog.body, (*path, "body"), env, ctx.bound_in(p), ())
         programs.append(out)
 
 
-def ctx_steps(info: RefInfo, transforms: list, base_path: str, bound: frozenset[str]) -> list:
+def ctx_steps(info: RefInfo, transforms: list, base_path: Path, bound: frozenset[str]) -> list:
     return propagate(info, transforms, base_path, bound) if transforms else []
 
 
@@ -513,7 +563,7 @@ def _body(
     ctx: Plan,
     out: ProgramInfo,
     body: list[Any],
-    base: str,
+    base: Path,
     env: dict[str, Binding],
     bound: frozenset[str],
     scope: tuple[Stmt, ...],
@@ -525,7 +575,7 @@ def _body(
     stmts = out.stmts
     copied = False
     for j, st in enumerate(body):
-        path = f"{base}[{j}]"
+        path = (*base, j)
         index = len(stmts)
         refs: dict[str, Binding] = {}
         ok = True
@@ -535,20 +585,20 @@ def _body(
             if src is None:
                 ok = False
                 ctx.problem(
-                    "XREF_UNKNOWN_NAME", path + ".ref", _unknown_name(body, j, "ref", st.ref)
+                    "XREF_UNKNOWN_NAME", (*path, "ref"), _unknown_name(body, j, "ref", st.ref)
                 )
             else:
                 refs["ref"] = src
             info = None
             steps: list[Step] = []
             transforms = st.transforms
-            own: tuple[tuple[str, Any], ...] = ()
+            own: tuple[tuple[Path, Any], ...] = ()
             if transforms:
-                tpath = path + ".transforms"
+                tpath = (*path, "transforms")
                 if src is not None and src.info is not None:
                     steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-                own = tuple((f"{tpath}[{k}]", t) for k, t in enumerate(transforms))
+                own = tuple(((*tpath, k), t) for k, t in enumerate(transforms))
             elif src is not None:
                 info = src.info
             if src is not None:
@@ -567,7 +617,7 @@ def _body(
                 if b is None:
                     ok = False
                     msg = _unknown_name(body, j, fname, name)
-                    ctx.problem("XREF_UNKNOWN_NAME", f"{path}.{fname}", msg)
+                    ctx.problem("XREF_UNKNOWN_NAME", (*path, fname), msg)
                 else:
                     refs[fname] = b
             steps = []
@@ -581,7 +631,7 @@ def _body(
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if isinstance(st, Loop) else bound
-            if not _body(ctx, out, st.body, path + ".body", env, inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt)):
                 return False
     return True
 

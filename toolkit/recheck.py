@@ -1,43 +1,139 @@
-"""A candidate fix's check, by content: the rules' diagnostics of a scenario's JSON form,
-each distinct form checked once (the fixes and the repairs ask it for every candidate)."""
+"""A candidate fix's check, by content: the rules' analysis of a scenario's JSON form,
+each distinct form validated and checked once (the fixes and the repairs ask it for
+every candidate), and kept with the scenario it validated, so that applying a fix whose
+candidate was checked reuses that analysis (``scenario_of``, ``known``) rather than
+checking the same content again. (A scenario is never changed in place: an edit
+validates a new one, ``Session.change``; so a kept scenario stays what its check saw.)"""
 
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.plan import compile
 from mpmd_lab.scenario import Scenario
-from mpmd_lab.validate.analysis import analyze_rules
+from mpmd_lab.validate.analysis import Analysis, analyze_rules
 
 #: how many candidates' checks ``offer`` keeps (``checked``)
 CACHE_SIZE = 512
-_CHECKED: OrderedDict[str, tuple[Diagnostic, ...] | None] = OrderedDict()
+#: content (canonical JSON) -> the candidate's analysis, None when it is not a scenario
+_CHECKED: OrderedDict[str, Analysis | None] = OrderedDict()
+#: id(a kept candidate's scenario) -> its analysis (the entry holds the scenario, so the
+#: id names it while it is kept)
+_BY_ID: dict[int, Analysis] = {}
+#: candidates checked in this process (found by content: not counted)
+CHECKS = 0
+#: where the candidates' checks are timed (``metered``): the timings and their clock
+_METER: list[tuple[dict[str, float], Callable[[], float]]] = []
 
 
-def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
-    """The diagnostics of the scenario ``data`` (its JSON form) checked without fixes,
-    by content: a candidate checked before (by this call or an earlier check of the same
-    or another scenario: the Lab checking again, ``check --fix``) is not checked again.
-    None when ``data`` is not a valid scenario. The last ``CACHE_SIZE`` are kept."""
-    key = json.dumps(data, sort_keys=True, separators=(",", ":"))
+class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock):``
+    """While inside, the candidates' own checks (not found by content) add their time to
+    ``timings["recheck"]`` (``validate.analyze`` times the fixes' part this way)."""
+
+    __slots__ = ("meter",)
+
+    def __init__(
+        self, timings: dict[str, float], clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.meter = (timings, clock)
+
+    def __enter__(self) -> None:
+        _METER.append(self.meter)
+
+    def __exit__(self, *exc: object) -> None:
+        _METER.pop()
+
+
+def content_key(data: dict[str, Any]) -> str:
+    """What a scenario's JSON form is, as a key: the same content, the same key. Its
+    keys stay in their order (the order of buffers, outputs and scratch is the
+    scenario's), so it is also a copy of ``data`` (``json.loads``)."""
+    return _KEY.encode(data)
+
+
+#: ``content_key``'s encoder, made once (``json.dumps`` with options builds one per call)
+_KEY = json.JSONEncoder(separators=(",", ":"))
+
+
+def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
+    """The rules' analysis of the scenario ``data`` (its JSON form; ``key``: its
+    ``content_key`` when known), by content: a candidate checked before (by this call
+    or an earlier check of the same or another scenario: the Lab checking again,
+    ``check --fix``) is neither validated nor checked again. None when ``data`` is not
+    a valid scenario. The last ``CACHE_SIZE`` are kept."""
+    global CHECKS
+    key = content_key(data) if key is None else key
     if key in _CHECKED:
         _CHECKED.move_to_end(key)
         return _CHECKED[key]
+    CHECKS += 1
+    meter = _METER[-1] if _METER else None
+    before = meter[1]() if meter is not None else 0.0
     try:
-        got: tuple[Diagnostic, ...] | None = analyze_rules(
-            Scenario.model_validate(data)
-        ).diagnostics
+        got: Analysis | None = analyze_rules(Scenario.model_validate(data))
     except Exception:  # a fix that does not apply is not offered
         got = None
-    _CHECKED[key] = got
-    if len(_CHECKED) > CACHE_SIZE:
-        _CHECKED.popitem(last=False)
+    if meter is not None:
+        timings, clock = meter
+        timings["recheck"] = timings.get("recheck", 0.0) + clock() - before
+    _keep(key, got)
     return got
+
+
+def _keep(key: str, got: Analysis | None) -> None:
+    """Keep a candidate's analysis by its content key (the oldest go past
+    ``CACHE_SIZE``)."""
+    replaced = _CHECKED.pop(key, None)
+    if replaced is not None:  # (the same content kept again, as another scenario)
+        del _BY_ID[id(replaced.scenario)]
+    _CHECKED[key] = got
+    if got is not None:
+        _BY_ID[id(got.scenario)] = got
+    if len(_CHECKED) > CACHE_SIZE:
+        _, old = _CHECKED.popitem(last=False)
+        if old is not None:
+            del _BY_ID[id(old.scenario)]
+
+
+def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
+    """The diagnostics of the scenario ``data`` (its JSON form) checked without fixes
+    (``candidate``'s), or None when ``data`` is not a valid scenario."""
+    got = candidate(data)
+    return None if got is None else got.diagnostics
+
+
+def scenario_of(data: dict[str, Any]) -> Scenario:
+    """``data`` validated: the very scenario a candidate's check made of the same content
+    when one is kept (its analysis is then ``known``), else validated now (raises as
+    ``Scenario.model_validate`` does)."""
+    got = _CHECKED.get(content_key(data))
+    return got.scenario if got is not None else Scenario.model_validate(data)
+
+
+def known(s: Scenario) -> Analysis | None:
+    """The rules' analysis of ``s`` when ``s`` is a kept candidate's own scenario (what
+    ``scenario_of`` returned), else None: it is not checked twice."""
+    got = _BY_ID.get(id(s))
+    return got if got is not None and got.scenario is s else None
+
+
+def renamed(source: Scenario, new: Scenario) -> None:
+    """``new`` is ``source`` with another name and description (``fixes.retitled``),
+    which no rule reads: when ``source`` is a kept candidate's scenario, ``new`` is kept
+    with the same diagnostics over its own plan, so applying a fix that also retitles
+    is not checked again (tests/test_fixes.py holds that the rules read neither)."""
+    got = known(source)
+    if got is not None:
+        _keep(content_key(new.to_dict()), Analysis(new, compile(new), got.diagnostics))
 
 
 def clear_cache() -> None:
     """Forget every candidate's check (``make bench`` and ``bench.icount`` time a first
     check)."""
     _CHECKED.clear()
+    _BY_ID.clear()

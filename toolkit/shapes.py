@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.record import Record
 
 
@@ -340,14 +341,23 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
     return Step(index, op, ref, None if error is not None else after, error, notes)
 
 
+def _step_path(base: Path | str, i: int, field: str) -> str:
+    """The field path of step ``i``'s ``field`` (a sub-path, ``''``: the step itself), as
+    an error reports it."""
+    if isinstance(base, str):
+        return f"{base}[{i}]" + (f".{field}" if field else "")
+    return format_path(sub_path(base, i, field))
+
+
 def propagate(
-    ref: RefInfo, transforms: list[Any], base_path: str = "", bound: Any = None
+    ref: RefInfo, transforms: list[Any], base_path: Path | str = "", bound: Any = None
 ) -> list[Step]:
     """Every step of a transform stack, stopping after the first error JAX raises there.
 
     A lazy error (``StepError.lazy``) does not stop the stack: it waits in
     ``RefInfo.pending`` until a step (or a use of the view) computes the type.
-    ``base_path`` (``...transforms``) gives each error its field path.
+    ``base_path`` (``...transforms``, a tuple or text) gives each error its field path
+    (text: an error is reported).
     """
     steps: list[Step] = []
     cur = ref
@@ -355,19 +365,13 @@ def propagate(
         step = apply(cur, t, i, bound)
         if step.error is not None and not step.error.path:
             e = step.error
-            step = replace(
-                step,
-                error=replace(e, path=f"{base_path}[{i}]" + (f".{e.field}" if e.field else "")),
-            )
+            step = replace(step, error=replace(e, path=_step_path(base_path, i, e.field)))
             if step.after is not None and step.after.pending is e:
                 step = replace(step, after=replace(step.after, pending=step.error))
         if step.notes:
             step = replace(
                 step,
-                notes=tuple(
-                    replace(n, path=f"{base_path}[{i}]" + (f".{n.field}" if n.field else ""))
-                    for n in step.notes
-                ),
+                notes=tuple(replace(n, path=_step_path(base_path, i, n.field)) for n in step.notes),
             )
         steps.append(step)
         if step.after is None:

@@ -60,13 +60,14 @@ def _named_rows(
     prefix: str,
     items: dict[str, Any],
     row: Callable[[str, Any], w.Widget],
+    context: Any = None,
 ) -> list[w.Widget]:
     """One row per named item under ``prefix`` (the first ``c.MAX_ROWS``, then a line
-    saying how many more there are), rebuilt only when the item or the problems at it
-    changed."""
+    saying how many more there are), rebuilt only when the item, the problems at it or
+    the ``context`` it is shown in (hashable) changed."""
     rows = [
         sec.memo(
-            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}")),
+            (kind, name, v.model_dump_json(), _dkey(st, f"{prefix}.{name}"), context),
             partial(row, name, v),
             ident=(kind, name),
         )
@@ -102,9 +103,13 @@ class CallEditor(w.VBox):
         self.on_edit_view = on_edit_view or (lambda path: None)
         self.add_class("mpl-call-editor")
         s = state
-        self.buffers = c.Section(s, lambda: _key(s, "buffers"), self._buffers)
-        self.args = c.Section(s, lambda: _key(s, "call.args", "buffers", "call.entry"), self._args)
-        self.outputs = c.Section(s, lambda: _key(s, "call.outputs"), self._outputs)
+        # (on a device mesh, shapes are one device's and arguments and outputs have specs)
+        mesh = "device_mesh"
+        self.buffers = c.Section(s, lambda: _key(s, "buffers", mesh), self._buffers)
+        self.args = c.Section(
+            s, lambda: _key(s, "call.args", "buffers", "call.entry", mesh), self._args
+        )
+        self.outputs = c.Section(s, lambda: _key(s, "call.outputs", mesh), self._outputs)
         self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
         self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
         self.children = [
@@ -134,7 +139,7 @@ class CallEditor(w.VBox):
     def _buffers(self, sec: c.Section) -> list[w.Widget]:
         st = self.state
         return [
-            _head("Buffers", "host values the call is given; Ref = jax.new_ref"),
+            _head("Buffers", "host values the call is given; Ref = jax.new_ref" + _per_device(st)),
             *_named_rows(sec, st, "buffer", "buffers", st.scenario.buffers, self._buffer_row),
             _add(sec, "+ buffer", self.add_buffer, "add a buffer", "mpl-add-buffer"),
         ]
@@ -200,7 +205,14 @@ class CallEditor(w.VBox):
         ]
         buffers = list(st.scenario.buffers)
         for i, a in enumerate(call.args[: c.MAX_ROWS]):
-            key = ("arg", i, a.model_dump_json(), tuple(buffers), _dkey(st, f"call.args[{i}]"))
+            key = (
+                "arg",
+                i,
+                a.model_dump_json(),
+                tuple(buffers),
+                _dkey(st, f"call.args[{i}]"),
+                _mesh(st),
+            )
             build = lambda i=i, a=a: self._arg_row(i, a, buffers)  # noqa: E731
             rows.append(sec.memo(key, build, ident=("arg", i)))
         rows += c.more_rows(sec, len(call.args), "arguments")
@@ -261,8 +273,8 @@ class CallEditor(w.VBox):
         st = self.state
         outputs = st.scenario.call.outputs
         return [
-            _head("Outputs", "out types in order; each is also a parameter"),
-            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row),
+            _head("Outputs", "out types in order; each is also a parameter" + _per_device(st)),
+            *_named_rows(sec, st, "out", "call.outputs", outputs, self._output_row, _mesh(st)),
             _add(sec, "+ output", self.add_output, "add an output", "mpl-add-output"),
         ]
 
@@ -590,6 +602,17 @@ def _indent(row: w.Widget, depth: int) -> None:
         )
 
 
+def _mesh(st: Session) -> tuple[tuple[str, int], ...]:
+    """The device mesh as a key (a spec field shows under it, and reads by it)."""
+    return tuple((st.scenario.device_mesh or {}).items())
+
+
+def _per_device(st: Session) -> str:
+    """On a device mesh, the shapes typed are one device's (a run shows the whole)."""
+    n = st.scenario.num_devices
+    return f"; shapes are per device ({n} devices)" if st.scenario.device_mesh else ""
+
+
 def _head(title: str, hint: str = "") -> w.HTML:
     hint = f" <span class='mpl-hint'>{c.esc(hint)}</span>" if hint else ""
     return c.make(w.HTML, value=f"<div class='mpl-h'>{c.esc(title)}{hint}</div>")
@@ -620,7 +643,7 @@ def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
     if not st.scenario.device_mesh:
         return []
     shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
-    box = c.text(shown, "110px", placeholder="P(...) default", live=False)
+    box = c.text(shown, "110px", placeholder="default", live=False)
     box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
     return [c.field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 

@@ -117,7 +117,7 @@ _LABELLED: dict[type, w.Widget] = {}
 #: px per character of the UI font at 13 px (a little generous), and the widest a field
 #: grows to fit what it holds
 CHAR_PX = 7.6
-MAX_FIELD_PX = 420
+MAX_FIELD_PX = 520
 
 
 def text_px(text: str) -> int:
@@ -132,6 +132,7 @@ def _fit(widget: w.Widget, label: str) -> None:
     if not width.endswith("px") or widget.layout.display == "none":
         return
     value = widget.value if isinstance(getattr(widget, "value", None), str) else ""
+    value = value or getattr(widget, "placeholder", "")  # an empty box shows its hint
     if isinstance(widget, w.Dropdown):
         value = str(widget.label or "") + "  ▾"
     need = text_px(value) + (text_px(label) - 14 if label else 0)
@@ -427,9 +428,11 @@ def model_field(
         cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
         cb.tooltip = help_text
         return field(cb, commit, css=css)
-    box = text(show_value(value), "130px" if kinds & {"list", "dict"} else "110px")
+    shown = getattr(cls, "TEXT_SHOWN", {}).get(name, lambda v: None)(value)
+    width = "130px" if kinds & {"list", "dict"} else "110px"
+    box = text(show_value(value) if shown is None else shown, width)
     box.tooltip = help_text
-    box.placeholder = help_text[:40]
+    box.placeholder = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
     # the op's own syntax (``0:64``, ``pl.ds(i, 8)`` for an index), else JSON or a value
     parse = getattr(cls, "TEXT_FIELDS", {}).get(name)
     if parse is None:

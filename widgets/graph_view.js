@@ -5,6 +5,7 @@
 
 const FONT_UNITS = 10; // node text size in scene units (points); mpmd_lab.layout.BASE_PT
 const MAX_SCALE = 1.4; // never blow a small graph up past this (px per point)
+const FIT_MAX_PX = 4000; // "fit" grows the view up to this tall, then pans
 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -29,7 +30,7 @@ function render({ model, el }) {
     <div class="mpl-gsvg-bar">
       <button class="mpl-gsvg-out" title="zoom out">−</button>
       <button class="mpl-gsvg-in" title="zoom in">+</button>
-      <button class="mpl-gsvg-fit" title="fit the whole graph">fit</button>
+      <button class="mpl-gsvg-fit" title="the whole graph, text readable (the view grows)">fit</button>
       <button class="mpl-gsvg-one" title="readable size">1:1</button>
       <span class="mpl-gsvg-hint">drag to pan · Ctrl+wheel to zoom · hover a box for details</span>
       <span class="mpl-gsvg-sel"></span>
@@ -53,6 +54,7 @@ function render({ model, el }) {
   let vb = null; // the view: {x, y, w, h} in scene units
   let touched = false; // the user zoomed or panned: keep their view across repaints
   let shown = { svg: null, devices: null, legend: null, problems: null };
+  let subject = null; // what the picture is of: another one starts from its first view
 
   const minScale = () => (model.get("readable_px") || 11) / FONT_UNITS;
   const width = () => view.clientWidth || el.clientWidth || 800;
@@ -73,9 +75,14 @@ function render({ model, el }) {
   }
 
   function fitView() {
-    const h = parseFloat(view.style.height) || 300;
-    const s = Math.min(width() / size.w, h / size.h);
+    // the whole graph as large as the column allows but never under readable text: the
+    // view grows as tall as the graph needs (the page scrolls); past FIT_MAX_PX, or a
+    // graph wider than the column at readable size, it pans
+    const s = Math.min(Math.max(width() / size.w, minScale()), MAX_SCALE);
+    const h = Math.max(Math.min(size.h * s, FIT_MAX_PX), 60);
+    view.style.height = `${h}px`;
     vb = { x: 0, y: 0, w: width() / s, h: h / s };
+    hint.hidden = size.w * s <= width() + 1 && size.h * s <= h + 1;
     touched = true;
     apply();
   }
@@ -132,6 +139,10 @@ function render({ model, el }) {
         size = { w: w || 1, h: h || 1 };
         // ask for the room readable text needs: the device panel wraps below if it must
         view.style.flexBasis = `${Math.ceil(size.w * minScale()) + 2}px`;
+        if (model.get("subject") !== subject) {
+          subject = model.get("subject");
+          touched = false;
+        }
         if (!touched) autoView();
         apply();
       }

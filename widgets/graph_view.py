@@ -159,14 +159,20 @@ class GraphSVG(anywidget.AnyWidget):
     focus = t.Unicode(
         "", help="CSS class of the editor a click opened: the browser scrolls it into view"
     ).tag(sync=True)
+    subject = t.Unicode(
+        "",
+        help="what the picture is of: another one (an open, a fix renaming it) is shown "
+        "from its first view again, not where the user had panned or zoomed the last one",
+    ).tag(sync=True)
 
     def __init__(self, show_problems: bool = True, **kwargs: Any):
         super().__init__(**kwargs)
         self.show_problems = show_problems
         self.scene: dict[str, Any] | None = None
 
-    def show(self, s: dict[str, Any]) -> None:
-        """Show scene ``s``: paint it to strings, send what changed in one message."""
+    def show(self, s: dict[str, Any], subject: str | None = None) -> None:
+        """Show scene ``s`` (of ``subject``, None: the same as before): paint it to
+        strings, send what changed in one message."""
         from mpmd_lab import scene as S
 
         svg = S.to_svg(s, titles=False)  # the browser side shows its own tooltips
@@ -176,6 +182,8 @@ class GraphSVG(anywidget.AnyWidget):
             self.legend = legend_html(s)
             self.problems = problems_html(s) if self.show_problems else ""
             self.info = hover_info(s)
+            if subject is not None:
+                self.subject = subject
             ids = {n["id"] for n in s["nodes"]}
             if self.selected_id and self.selected_id not in ids:
                 self.selected_id, self.selected = "", ""

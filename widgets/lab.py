@@ -86,6 +86,8 @@ class Lab(w.VBox):
         )
         self.replace_button.layout = w.Layout(width="100px", display="none")
         self._replace_target: str | None = None
+        #: a Save pressed while the scenario was changing: (path, overwrite), done after
+        self._queued_save: tuple[str | Path | None, bool] | None = None
         self.undo_button = c.button("↶ Undo", self.undo, "undo the last change", css="mpl-undo")
         self.redo_button = c.button("↷ Redo", self.redo, "redo", css="mpl-redo")
         for b in (self.load_button, self.save_button, self.undo_button, self.redo_button):
@@ -129,9 +131,16 @@ class Lab(w.VBox):
         if st.busy:
             self.busy.value = f"<span class='mpl-busy'>⏳ {c.esc(st.busy)}…</span>"
             self.busy.layout.display = None
-        else:
-            self.busy.value = ""
-            self.busy.layout.display = "none"
+            return
+        self.busy.value = ""
+        self.busy.layout.display = "none"
+        queued, self._queued_save = self._queued_save, None
+        if queued is not None:  # a Save pressed during the change: of what is now shown
+            target, overwrite = queued
+            if overwrite:
+                self._say(self.state.save(target, overwrite=True))
+            else:
+                self.save(target)
 
     def _sync(self) -> None:
         st = self.state
@@ -211,6 +220,10 @@ class Lab(w.VBox):
         or create, or its own file changed by another program since it was loaded, is
         replaced only after "Replace it"."""
         target = path or self.path.value.strip() or self.state.path or None
+        if self.state.busy:  # the scenario on screen is not yet the session's: after it
+            self._queued_save = (target, False)
+            self.message.value = "<span class='mpl-hint'>Save: once the change is done…</span>"
+            return
         result = self.state.save(target)
         self._say(result)
         exists = not result.ok and any("confirm to replace" in m for _, m in result.problems)
@@ -220,7 +233,9 @@ class Lab(w.VBox):
         """The user confirmed: replace the file named when Save asked."""
         target = self._replace_target
         self._ask_replace(None)
-        if target:
+        if target and self.state.busy:
+            self._queued_save = (target, True)
+        elif target:
             self._say(self.state.save(target, overwrite=True))
 
     def _ask_replace(self, target: str | None) -> None:

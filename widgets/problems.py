@@ -17,6 +17,12 @@ from mpmd_lab.widgets import common as c
 from mpmd_lab.widgets import services
 from mpmd_lab.widgets.timeline_view import WitnessTimeline
 
+#: a fix pressed on problems that are no longer the scenario's (it changed meanwhile)
+STALE = (
+    "not applied: the scenario changed since those problems were shown; "
+    "the problems shown now are its own"
+)
+
 
 class ProblemsView(w.VBox):
     """Every diagnostic of the current scenario, in the order JAX would raise them; that
@@ -32,6 +38,13 @@ class ProblemsView(w.VBox):
         self.section = c.Section(state, self._key, self._render)
         self.children = [self.section, self.error]
         state.subscribe(lambda st, why: self.refresh())
+        state.subscribe_busy(self._on_busy)
+
+    def _on_busy(self, state: Session) -> None:
+        """While the scenario changes, its fixes wait (disabled): the cards shown are of
+        the scenario before the change."""
+        for b in self.fix_buttons(all_fixes=True):
+            b.disabled = bool(state.busy)
 
     def _key(self):
         st = self.state
@@ -40,22 +53,35 @@ class ProblemsView(w.VBox):
     def refresh(self) -> None:
         self.section.refresh()
 
-    def fix_buttons(self) -> list[w.Button]:
-        """The "Apply fix" buttons shown now: by diagnostic, each one's fixes best first."""
+    def fix_buttons(self, all_fixes: bool = False) -> list[w.Button]:
+        """The "Apply fix" buttons shown now: by diagnostic, each one's fixes best first
+        (``all_fixes``: "Fix all" too)."""
         from mpmd_lab.widgets.testing import walk
 
+        css = ("mpl-fix", "mpl-fix-all") if all_fixes else ("mpl-fix",)
         return [
-            x for x in walk(self.section) if isinstance(x, w.Button) and "mpl-fix" in x._dom_classes
+            x
+            for x in walk(self.section)
+            if isinstance(x, w.Button) and any(k in x._dom_classes for k in css)
         ]
 
     def apply(self, d: Diagnostic, fix: Any = None) -> None:
-        """Apply one of ``d``'s fixes (its best by default) as one undoable step."""
+        """Apply one of ``d``'s fixes (its best by default) as one undoable step; a card
+        of a scenario since replaced (pressed while it changed) applies nothing."""
+        if self.state.busy or d not in self.state.diagnostics:
+            self.error.value = c.problems_html([("", STALE)])
+            return
         result = self.state.apply_fix(fix if fix is not None else d.fix)
         self.error.value = "" if result.ok else c.problems_html(result.problems)
 
-    def fix_all(self) -> None:
+    def fix_all(self, shown: Any = None) -> None:
         """Apply the best fixes until the scenario is valid (``Session.fix_all``, one
-        undoable step) and show each step: the error, what it changed, what it left."""
+        undoable step) and show each step: the error, what it changed, what it left.
+        ``shown``: the problems on screen when pressed (``_key``); other problems now
+        (the scenario changed meanwhile) apply nothing."""
+        if self.state.busy or (shown is not None and shown != self._key()):
+            self.error.value = c.problems_html([("", STALE)])
+            return
         run = self.state.fix_all()
         steps = "".join(f"<li>{c.esc(st.describe())}</li>" for st in run.steps)
         self.error.value = (
@@ -116,7 +142,7 @@ class ProblemsView(w.VBox):
             if any(d.is_error and d.fix is not None for d in problems):
                 b = c.button(
                     "Fix all",
-                    self.fix_all,
+                    partial(self.fix_all, self._key()),
                     "apply the best fix and check again, until valid (one undo step)",
                     css="mpl-fix-all",
                 )
@@ -292,7 +318,8 @@ class GraphView(w.VBox):
         try:
             shown = [] if st.check_error else services.problems_of(st)  # the notes said once
             g = graph.build_graph(st.scenario, diagnostics=shown, analysis=st.analysis)
-            self.view.show(scene.scene(g, cache=self.cache))
+            subject = f"{st.opened_version}:{st.scenario.name}"  # a new one: its first view
+            self.view.show(scene.scene(g, cache=self.cache), subject=subject)
         except Exception as e:  # a drawing bug must not take the Lab down
             msg = f"drawing the graph failed: {type(e).__name__}: {e}"
             raise services.Unavailable(msg) from None

@@ -38,6 +38,23 @@ def table_html(name: str, a: np.ndarray | None, note: str = "") -> str:
     return f"<div>{head}<div class='mpl-table-scroll'>{table}</div></div>"
 
 
+def whole_note(scenario: Any, name: str, a: Any) -> str:
+    """On a device mesh, that an output (or a Ref after the call) holds every device's
+    part, and one device's shape (the editors'); "" where the shapes say nothing."""
+    if a is None or not scenario.device_mesh:
+        return ""
+    outputs = scenario.call.outputs
+    if name in outputs:
+        local, whole = list(outputs[name].shape), scenario.output_global_shape(name)
+    elif name in scenario.buffers:
+        local, whole = list(scenario.buffers[name].shape), scenario.global_shape(name)
+    else:
+        return ""
+    if list(np.shape(a)) != whole or whole == local:
+        return ""
+    return f" · all {scenario.num_devices} devices (per device: {local})"
+
+
 def _num(v: Any) -> str:
     if isinstance(v, np.floating | float):
         return f"{float(v):.4g}"
@@ -129,6 +146,7 @@ class RunPanel(w.VBox):
         self._token = 0  # which run the panel waits for (a cancelled one is ignored)
         self._queued = False  # Run pressed while the scenario was changing
         self._queued_past_lowering = False
+        self._queued_code = False  # Show JAX code pressed while the scenario was changing
         self.progress = w.FloatProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
         self.status = w.HTML("<span class='mpl-hint'>not run yet</span>")
         self.status.add_class("mpl-run-status")
@@ -204,6 +222,9 @@ class RunPanel(w.VBox):
         on the scenario on screen, and the one on screen is not yet the session's."""
         self.run_button.disabled = bool(state.busy) or self.running
         self.code_button.disabled = bool(state.busy)
+        if not state.busy and self._queued_code:  # Show/Hide JAX code pressed during it
+            self._queued_code = False
+            self.toggle_code()
         if not state.busy and self._queued:  # a Run pressed during the change: now
             self._queued = False
             self.run(past_lowering=self._queued_past_lowering)
@@ -216,7 +237,11 @@ class RunPanel(w.VBox):
 
     def toggle_code(self) -> None:
         """Show (or hide) the generated JAX source of the current scenario: the kernel
-        first, highlighted, with copy buttons."""
+        first, highlighted, with copy buttons; pressed while the scenario changes, once
+        the change is done (the code of the scenario then shown)."""
+        if self.state.busy:  # of the scenario shown once the change is done
+            self._queued_code = True
+            return
         if self.code_shown:
             self.code.clear()
             self.code_error.value = ""
@@ -421,6 +446,7 @@ class RunPanel(w.VBox):
         cells: list[w.Widget] = []
         for name, a in outcome.outputs.items():
             note = " (the Ref after the call)" if name in self.state.scenario.buffers else ""
+            note += whole_note(self.state.scenario, name, a)
             kids: list[w.Widget] = [w.HTML(table_html(name, a, note))]
             if a is not None and np.asarray(a).size > 1:
                 try:

@@ -56,3 +56,23 @@ def test_hover_click_and_a_fast_repaint(page):
         times.append(graph_page.push(page, view))
     assert page.locator("#view g.node.red").count() == 0
     assert sorted(times)[1] < 100, times  # typically a few ms
+
+
+def test_fit_shows_the_largest_scenario_whole_with_readable_text(page, artifacts):
+    """ "fit" on collective-matmul (a tall column of 20 statements): every box is in the
+    view, and node text stays at least 11 px (the view grows; it never shrinks the
+    picture to unreadable)."""
+    graph_page.open_page(page, width=1000)
+    graph_page.push(page, GraphSVG.of("collective-matmul"))
+    page.locator("#view .mpl-gsvg-fit").click()
+    shown = graph_page.painted(page)
+    assert shown["nodeTextPx"] >= 10.95, shown["nodeTextPx"]
+    view = page.locator("#view .mpl-gsvg-view").bounding_box()
+    assert view is not None
+    for node in page.locator("#view g.node").all():
+        b = node.bounding_box()
+        assert b is not None
+        assert view["x"] - 1 <= b["x"] and b["x"] + b["width"] <= view["x"] + view["width"] + 1
+        assert view["y"] - 1 <= b["y"] and b["y"] + b["height"] <= view["y"] + view["height"] + 1
+    page.set_viewport_size({"width": 1000, "height": int(view["height"]) + 200})
+    page.locator("#view").screenshot(path=str(artifacts / "graph_fit_collective_matmul.png"))

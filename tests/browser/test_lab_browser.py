@@ -197,35 +197,48 @@ def test_every_gallery_scenario_in_the_lab(lab_server, page, artifacts, run_note
 
 
 def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
-    """Issue 30's walk on the largest gallery scenario: open it and press Run at once
-    (the run is of the scenario then shown), undo and redo the open, click a view's box
-    (its stack comes into view), type ``0:64`` in its index (taken) and ``0:64:2``
-    (refused: the field marked, the status line says "not set"), Save."""
+    """Issue 30's walk on the largest gallery scenario: open it and press Run in the same
+    moment (the run is of the scenario then shown), undo and redo the open, click a view's
+    box (its stack comes into view), type ``0:64`` in its index (taken) and ``0:64:2``
+    (refused: the field marked, the status line says "not set"), Save; then open a seed
+    error, "Fix all" to a valid scenario, Save it."""
     from playwright.sync_api import expect
 
     base, work = lab_server
     page.set_viewport_size({"width": 1400, "height": 1100})
     run_notebook(page, base, "lab_story.ipynb")
-    lab = page.locator(".mpl-lab")
     title = page.locator(".mpl-titlebar")
+
+    def shot(where, name: str) -> None:
+        """What the user sees with ``where`` scrolled into view (the window, 1400x1100)."""
+        where.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / name))
+
     page.locator(".mpl-run-panel select").first.select_option("simulate")
+    status = page.locator(".mpl-run-status")
+    expect(page.locator("button.mpl-run")).to_be_enabled()
     t0 = time.monotonic()
-    page.locator(".mpl-gallery select").select_option(label="collective-matmul")
-    page.locator("button.mpl-run").click()  # during the open: held, then run on it
+    # the gallery pick and the Run press leave the browser in one go: the kernel gets the
+    # press before it has even begun opening, so it is handled while (or after) the open
+    # runs, never before it; there is no second press
+    page.evaluate(
+        """() => {
+            const pick = document.querySelector('.mpl-gallery select');
+            const want = [...pick.options].find(o => o.textContent === 'collective-matmul');
+            pick.value = want.value;
+            pick.dispatchEvent(new Event('change', {bubbles: true}));
+            document.querySelector('button.mpl-run').click();
+        }"""
+    )
     expect(title).to_contain_text("collective-matmul", timeout=60_000)
     print(f"open shown in the browser: {time.monotonic() - t0:.2f} s")
-    # the click lands while the button is held (ignored: a disabled button) or is queued
-    # behind the open: either way no run of the scenario that was on screen before
-    status = page.locator(".mpl-run-status")
-    page.wait_for_timeout(1500)
-    if "not run yet" in status.inner_text():
-        page.locator("button.mpl-run").click()
     expect(status).to_contain_text("ran", timeout=150_000)
-    expect(page.locator(".mpl-output-out")).to_contain_text("[1024, 128]")  # not dup-ref's [256]
+    expect(page.locator(".mpl-output-out")).to_contain_text("[1024, 128]")  # not [256]
+    expect(status).not_to_contain_text("finished after you opened")
     panel = page.locator(".mpl-run-panel").bounding_box()
     table = page.locator(".mpl-output-out .mpl-table-scroll").bounding_box()
     assert panel and table and table["x"] + table["width"] <= panel["x"] + panel["width"] + 1
-    lab.screenshot(path=str(artifacts / "big_open_run.png"))
+    shot(title, "big_open_run.png")
 
     for button, name in (("mpl-undo", "dup-ref-fixed"), ("mpl-redo", "collective-matmul")):
         t0 = time.monotonic()
@@ -240,7 +253,7 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
     # the first view keeps labels readable, so the box may be outside it: pan to it, as a
     # user drags the picture, then click it
     view = page.locator(".mpl-graph .mpl-gsvg-view")
-    view.scroll_into_view_if_needed()
+    shot(view, "big_graph.png")
     node = page.locator(".mpl-graph g.node[data-id='view:0.7.t0']")
     v, n = view.bounding_box(), node.bounding_box()
     assert v is not None and n is not None
@@ -251,11 +264,12 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
         cx - (n["x"] + n["width"] / 2 - cx), cy - (n["y"] + n["height"] / 2 - cy), steps=8
     )
     page.mouse.up()
-    lab.screenshot(path=str(artifacts / "big_graph_panned.png"))
+    shot(view, "big_graph_panned.png")
     node.click()
     editor = page.locator(".mpl-transform-editor")
     expect(editor).to_be_in_viewport(timeout=20_000)
     index = editor.locator(".mpl-tf-index input").first
+    expect(index).to_have_value("pl.ds((dev + 0) % axis_size(dev) * 64, 64)")  # as Pallas
     index.fill("0:64")
     index.press("Enter")
     expect(editor).to_contain_text("f32[64,128]", timeout=20_000)
@@ -265,7 +279,7 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
     expect(editor.locator(".mpl-refused")).to_have_count(1, timeout=20_000)
     expect(page.locator(".mpl-message")).to_contain_text("not set", timeout=20_000)
     expect(editor).to_contain_text("a step is not supported")
-    lab.screenshot(path=str(artifacts / "big_index_refused.png"))
+    shot(editor, "big_index_refused.png")
     index.fill("0:64")
     index.press("Enter")
     expect(editor.locator(".mpl-refused")).to_have_count(0, timeout=20_000)
@@ -277,4 +291,31 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
     saved = json.loads(target.read_text())
     index_path = saved["call"]["programs"][0]["body"][7]["transforms"][0]["index"]
     assert index_path == [[0, 64]]
-    lab.screenshot(path=str(artifacts / "big_saved.png"))
+    shot(title, "big_saved.png")
+
+    # a seed error: "Fix all" applies the best fixes, one undo step, to a valid scenario
+    page.locator(".mpl-gallery select").select_option(label="dup-ref")
+    expect(title).to_contain_text("JAX would reject this", timeout=60_000)
+    page.locator("button.mpl-fix-all").click()
+    expect(title).to_contain_text("✔ valid", timeout=60_000)
+    steps = page.locator(".mpl-fix-all-steps")
+    expect(steps).to_contain_text("MPMD_DUP_REF")
+    expect(page.locator(".mpl-problems")).to_contain_text("no problems found")
+    expect(page.locator(".mpl-graph .mpl-stale")).to_have_count(0, timeout=120_000)
+    expect(page.locator(".mpl-graph g.node[data-id='output:out']")).to_be_visible()
+    # another scenario's picture starts from its own first view (not the pan of the last)
+    frame = view.bounding_box()
+    for box in page.locator(".mpl-graph g.node").all():
+        b = box.bounding_box()
+        assert (
+            frame and b and frame["x"] - 1 <= b["x"] <= frame["x"] + frame["width"] - b["width"] + 1
+        )
+    shot(title, "big_fix_all.png")
+    fixed = work / "nb" / "dup-ref-fixed-by-all.json"
+    page.locator(".mpl-path input").fill(str(fixed))
+    page.locator(".mpl-lab button", has_text="Save").first.click()
+    expect(page.locator(".mpl-message")).to_contain_text("saved to", timeout=20_000)
+    from mpmd_lab.session import Session
+
+    assert Session(str(fixed)).valid  # what was saved is the valid scenario on screen
+    shot(title, "big_fix_all_saved.png")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from bisect import insort
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
@@ -1359,7 +1360,12 @@ class Engine:
         max_steps = self.limits.max_steps
         units = self._unit_iter()
         parking = self.chooser is not None
+        # the runs that step, in the order of their index (the order they were admitted
+        # in); exploring, those parked at a semaphore wait or barrier arrival wait aside
+        # (``parked``) until the chooser completes one, rather than being passed over in
+        # every round
         active: list[_Run] = []
+        parked: list[_Run] = []
         nxt = next(units, None)
         steps = 0
         self._cur: dict[str, Any] = (
@@ -1372,7 +1378,8 @@ class Engine:
             if nxt is None:
                 return False
             info, gi, gcoords, offset = nxt
-            if active and active[0].actor.program != info["p"]:
+            alive = active or parked
+            if alive and alive[0].actor.program != info["p"]:
                 return False
             self._cur = info
             active.extend(self._make_runs(info, gi, gcoords, offset))
@@ -1381,13 +1388,13 @@ class Engine:
 
         try:
             while True:
-                if not active and not admit():
+                if not active and not parked and not admit():
                     break
                 progressed = False
                 still = []
                 for run in active:
                     w = run.blocked
-                    if w is not None and (parking and w.kind in _CHOSEN or not w.ready()):
+                    if w is not None and not w.ready():
                         still.append(run)
                         continue
                     try:
@@ -1396,10 +1403,14 @@ class Engine:
                         progressed = True
                         continue
                     run.blocked = r
+                    if r is not None:
+                        if type(r) is _Trips:  # an empty loop's trips, counted at once
+                            steps = min(steps + r.n, max_steps) - 1
+                            run.blocked = r = None
+                        elif parking and r.kind in _CHOSEN:
+                            parked.append(run)
+                            continue
                     still.append(run)
-                    if type(r) is _Trips:  # an empty loop's trips, counted at once
-                        steps = min(steps + r.n, max_steps) - 1
-                        run.blocked = r = None
                     if r is None:
                         progressed = True
                         steps += 1
@@ -1416,17 +1427,16 @@ class Engine:
                                     "RUN_TIMEOUT",
                                 )
                 active = still
-                if progressed or not active or admit():
+                if progressed or not (active or parked) or admit():
                     continue
                 if parking:  # every thread waits: one ready semaphore wait goes on
-                    ready = [
-                        r
-                        for r in active
-                        if r.blocked is not None and r.blocked.kind in _CHOSEN and r.blocked.ready()
-                    ]
+                    parked.sort(key=_index)
+                    ready = [r for r in parked if r.blocked.ready()]
                     if ready:
                         chosen, _ = self.chooser.pick(ready)
                         chosen.blocked = None
+                        parked.remove(chosen)
+                        insort(active, chosen, key=_index)  # (back in its place)
                         continue
                 out.deadlock = [
                     Blocked(
@@ -1436,7 +1446,7 @@ class Engine:
                         self._why(r.blocked),
                         r.blocked.sem.key[0] if isinstance(r.blocked, SemaphoreWait) else "",
                     )
-                    for r in active
+                    for r in sorted(active + parked, key=_index)
                     if r.blocked is not None
                 ]
                 break
@@ -1496,6 +1506,11 @@ class Engine:
 
 #: (exploring mode) the blocking statements the scheduler completes, one at a time
 _CHOSEN = ("semaphore", "arrive")
+
+
+def _index(run: _Run) -> int:
+    """A run's index: runs are admitted in its order, and step in it."""
+    return run.a
 
 
 class _Stop(Exception):

@@ -85,7 +85,6 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
     left = sum(len(lane.indices) - base.get(b, 0) for b, lane in sem.lanes.items())
     cut = left > MAX_FREE
     free = rest[:MAX_FREE]
-    preds = {i: [j for j in free if j < i and hist[j].before(hist[i])] for i in free}
     out: list[Cut] = []
 
     def minimal(chosen: list[int]) -> bool:
@@ -96,6 +95,21 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
             if units - hist[m].units >= need:
                 return False
         return True
+
+    senders = {hist[i].actor for i in free}
+    if len(senders) == 1 and min(senders) >= 0:
+        # one signaller: program order orders its signals, so every set closed under
+        # happens-before is a prefix of them, and the shortest holding the value is the
+        # only minimal one (what the walk below finds, without its pairs)
+        units = 0
+        for n, i in enumerate(free):
+            units += hist[i].units
+            if units >= need:
+                if minimal(free[: n + 1]):
+                    out.append({**base, hist[i].actor: base.get(hist[i].actor, 0) + n + 1})
+                break
+        return out, cut
+    preds = {i: [j for j in free if j < i and hist[j].before(hist[i])] for i in free}
 
     def walk(k: int, chosen: list[int], units: int) -> None:
         nonlocal cut

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import layout_rules as L
-from mpmd_lab.fields import AxisNames, RefName, axes_tuple
+from mpmd_lab.fields import AxisNames, RefName, axes_tuple, sub_path
 from mpmd_lab.ops.base import (
     READ,
     SYNC,
@@ -111,7 +111,7 @@ class MultimemStore(StatementOp):
         if t.root_space("dst") != "GMEM":
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
-                f"{t.path}.dst",
+                (*t.path, "dst"),
                 f"ref must be a GMEM reference, got {t.base_type('dst')}",
             )
             return True
@@ -167,14 +167,14 @@ def trace_store(t: TraceContext) -> bool:
     if t.root_space("src") != "SMEM":
         t.jax(
             "TMA_SRC_NOT_SMEM",
-            f"{t.path}.src",
+            (*t.path, "src"),
             f"src must be a SMEM reference, got {t.base_type('src')}",
         )
         return True
     if t.root_space("dst") != "GMEM":
         t.jax(
             "TMA_DST_NOT_GMEM",
-            f"{t.path}.dst",
+            (*t.path, "dst"),
             f"dst must be a GMEM reference, got {t.base_type('dst')}",
         )
         return True
@@ -217,7 +217,7 @@ def lower_store(low: LowerContext) -> bool:
     if low.info("src").cluster:
         low.jax(
             "TMA_SMEM_CLUSTER",
-            f"{low.path}.src",
+            (*low.path, "src"),
             "Only SMEM <-> GMEM copies supported",
             explanation="A TMA store reads this block's own SMEM; the source here is "
             "another block's (cluster_ref).",
@@ -254,7 +254,7 @@ def trace_load(t: TraceContext) -> bool:
         if not info.is_ref:
             t.jax(
                 "TMA_SRC_NOT_GMEM" if field == "src" else "TMA_DST_NOT_SMEM",
-                f"{t.path}.{field}",
+                sub_path(t.path, field),
                 f"{field} must be a reference, got {info.dtype}[{','.join(map(str, info.shape))}]",
                 jax_type="TypeError",
             )
@@ -262,7 +262,7 @@ def trace_load(t: TraceContext) -> bool:
         if t.root_space(field) != space:
             t.jax(
                 "TMA_SRC_NOT_GMEM" if field == "src" else "TMA_DST_NOT_SMEM",
-                f"{t.path}.{field}",
+                sub_path(t.path, field),
                 f"{field} must be a {space} reference, got {t.base_type(field)}",
             )
             return True
@@ -366,7 +366,7 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
         return True
     n = 1
     if collective:
-        group = low.cluster_group(collective, f"{low.path}.collective_axes")
+        group = low.cluster_group(collective, (*low.path, "collective_axes"))
         if group is None:
             return True
         n = group
@@ -375,7 +375,7 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
     if low.info("dst").cluster:
         low.jax(
             "TMA_SMEM_CLUSTER",
-            f"{low.path}.dst",
+            (*low.path, "dst"),
             "Only SMEM <-> GMEM copies supported",
             explanation="A TMA load lands in this block's own SMEM; the destination here is "
             "another block's (cluster_ref). Load into the own SMEM and let the other block "

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
-from mpmd_lab.fields import AxisNames, RefName, axes_tuple
+from mpmd_lab.fields import AxisNames, RefName, axes_tuple, sub_path
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
     READ,
@@ -135,7 +135,7 @@ class MultimemLoadReduce(StatementOp):
         if not src.is_ref:
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
-                f"{t.path}.src",
+                (*t.path, "src"),
                 f"ref must be a reference, got {src.dtype}[{','.join(map(str, src.shape))}]",
                 jax_type="TypeError",
             )
@@ -143,7 +143,7 @@ class MultimemLoadReduce(StatementOp):
         if t.root_space("src") != "GMEM":
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
-                f"{t.path}.src",
+                (*t.path, "src"),
                 f"ref must be a GMEM reference, got {t.base_type('src')}",
             )
             return True
@@ -268,7 +268,7 @@ class Dot(StatementOp):
                     if len(info.shape) > 2
                     else f"not enough values to unpack (expected 2, got {len(info.shape)})"
                 )
-                t.jax("DOT_RANK", f"{t.path}.{field}", msg)
+                t.jax("DOT_RANK", sub_path(t.path, field), msg)
                 return True
         (m, k), (k2, n) = lhs.shape, rhs.shape
         if k != k2:
@@ -316,7 +316,7 @@ class Dot(StatementOp):
                     low.later(
                         "p2",
                         "DOT_OPERAND_NOT_SMEM",
-                        f"{low.path}.lhs",
+                        (*low.path, "lhs"),
                         "Unsupported memory space for: "
                         f"memref<{'x'.join(map(str, info.shape))}x{_mlir(info.dtype)}>",
                         "plgpu.wgmma reads its operands from shared memory: copy lhs into SMEM "
@@ -326,7 +326,7 @@ class Dot(StatementOp):
                     low.later(
                         "p2",
                         "GPU_CLUSTER_GMEM",
-                        f"{low.path}.rhs",
+                        (*low.path, "rhs"),
                         "ValueSite(operation=<UnrealizedConversionCastOp>, "
                         "type=<VariableType.RESULT: 1>, index=0, region_index=None)",
                         "plgpu.wgmma reads its operands from shared memory: rhs is in GMEM, "
@@ -346,7 +346,7 @@ class Dot(StatementOp):
                 low.later(
                     "p2",
                     "DOT_SMEM_TILING",
-                    f"{low.path}.{field}",
+                    sub_path(low.path, field),
                     f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
                     f"divisible by candidate tiling {candidates[-1]!r}",
                     f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
@@ -377,7 +377,7 @@ class Dot(StatementOp):
             low.later(
                 "p3",
                 "DOT_N_TOO_LARGE",
-                f"{low.path}.rhs",
+                (*low.path, "rhs"),
                 f"N must be a multiple of 8 and <= 256, got: {n}",
                 "One WGMMA produces at most 256 columns: split the product along N.",
             )
@@ -496,10 +496,10 @@ class Compute(StatementOp):
     def label(self) -> str:
         return f"{self.dst} <- {self.tree.source(V.LABEL)}"
 
-    def source(self, g: Any) -> list[str]:
+    def source(self, g: SourceWriter) -> list[str]:
         return [f"{g.ref(self.dst)}[...] = {self.tree.source(g)}"]
 
-    def trace(self, t: Any) -> bool:
+    def trace(self, t: TraceContext) -> bool:
         """The loads (in order), the value's shape and dtype rules, then the store."""
         refs: dict[str, tuple[tuple[int, ...], str]] = {}
         for name in self.load_names():
@@ -513,13 +513,13 @@ class Compute(StatementOp):
         try:
             ty = self.tree.typed(refs)
         except V.ValueTypeError as e:
-            t.jax(e.code, f"{t.path}.value", e.message, jax_type=e.jax_type)
+            t.jax(e.code, (*t.path, "value"), e.message, jax_type=e.jax_type)
             return True
         if t.use("dst"):
             return True
         return t.store("dst", ty.shape, ty.dtype)
 
-    def lower(self, low: Any) -> bool:
+    def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
@@ -528,12 +528,12 @@ class Compute(StatementOp):
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
             if info.dtype == "bool" and info.shape:
-                _bool_vector(low, f"{low.path}.value", f"a load of {name}")
+                _bool_vector(low, (*low.path, "value"), f"a load of {name}")
         for name in self.sem_names():
             if low.root_space(f"value.{name}") == "SMEM":
                 low.jax(
                     "SEMAPHORE_READ_SMEM",
-                    f"{low.path}.value",
+                    (*low.path, "value"),
                     "No layout inference rule defined for %0 = unrealized_conversion_cast "
                     "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
                     explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
@@ -549,7 +549,7 @@ class Compute(StatementOp):
             ):
                 low.jax(
                     "GPU_REDUCE_BOOL",
-                    f"{low.path}.value",
+                    (*low.path, "value"),
                     "Unsupported dtype bool",
                     jax_type="NotImplementedError",
                     explanation=f"{node.source(V.LABEL)} takes the {node.fn}imum of booleans; "
@@ -562,7 +562,7 @@ class Compute(StatementOp):
                 low.later(
                     "solve",
                     "GPU_LAYOUT_INFERENCE",
-                    f"{low.path}.value",
+                    (*low.path, "value"),
                     L.layout_inference_error().message,
                     f"{node.source(V.LABEL)} reduces along an axis of a "
                     f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
@@ -587,10 +587,10 @@ class Compute(StatementOp):
             return True
         dst = low.info("dst")
         if dst.dtype == "bool" and dst.shape:
-            _bool_vector(low, f"{low.path}.dst", f"the store into {self.dst}")
+            _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
         return False
 
-    def execute(self, x: Any) -> None:
+    def execute(self, x: ExecuteContext) -> None:
         """Load each ref, compute the value as JAX does (numpy, each step in JAX's
         dtype), store it."""
         import numpy as np
@@ -624,7 +624,7 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     return dtype != "bool" and dtypes.bits(dtype) == 8
 
 
-def _bool_vector(low: Any, path: str, what: str) -> None:
+def _bool_vector(low: Any, path: Any, what: str) -> None:
     """A plain load or store of a boolean array: the dialect lowering moves whole bytes
     per thread, and a boolean is one bit there."""
     low.later(

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr
-from mpmd_lab.ops.base import Fit, SourceWriter, StatementOp, TraceContext
+from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr, format_path, sub_path
+from mpmd_lab.ops.base import Fit, ScenarioContext, SourceWriter, StatementOp, TraceContext
 from pydantic import AfterValidator, Field, StrictInt
 
 if TYPE_CHECKING:
     from mpmd_lab.ops import Statement
+    from mpmd_lab.plan import Stmt
 
 
 class Loop(StatementOp):
@@ -94,11 +95,15 @@ class Loop(StatementOp):
             if not t.static(E.parse(getattr(self, f))):
                 t.jax(
                     "LOOP_PYTHON_TRACED",
-                    f"{t.path}.{f}",
+                    sub_path(t.path, f),
                     "The __index__() method was called on traced array with shape int32[]",
                     fix=Fix(
                         description="loop with lax.fori_loop (its bounds may be traced)",
-                        edits=[Edit(op="replace", path=f"{t.path}.via", value="fori_loop")],
+                        edits=[
+                            Edit(
+                                op="replace", path=format_path((*t.path, "via")), value="fori_loop"
+                            )
+                        ],
                     ),
                 )
                 return True
@@ -161,19 +166,19 @@ def _calls(e: E.Expr) -> set[str]:
     return set(e.calls())
 
 
-def python_vars(st: Any) -> set[str]:
+def python_vars(st: "Stmt") -> set[str]:
     """The loop variables that are Python ints where ``st`` is traced: those of the
     unrolled (``via: "python"``) loops around it."""
     return {s.node.var for s in st.scope if s.node.kind == "loop" and s.node.via == "python"}
 
 
-def is_static(e: E.Expr, st: Any) -> bool:
+def is_static(e: E.Expr, st: "Stmt") -> bool:
     """A Python int when ``st`` is traced: no axis index, no program id, no loop variable
     but an unrolled loop's (axis sizes and ``pl.num_programs`` are static)."""
     return _value_names(e) <= python_vars(st) and _calls(e) <= {"axis_size", "num_programs"}
 
 
-def _sizes(ctx: Any) -> dict[str, int]:
+def _sizes(ctx: ScenarioContext) -> dict[str, int]:
     sizes: dict[str, int] = dict(ctx.s.device_mesh or {})
     for p in ctx.s.call.programs:
         sizes.update(p.mesh.grid)
@@ -183,7 +188,9 @@ def _sizes(ctx: Any) -> dict[str, int]:
     return sizes
 
 
-def static_value(e: E.Expr, ctx: Any, values: dict[str, int] | None = None) -> int | None:
+def static_value(
+    e: E.Expr, ctx: ScenarioContext, values: dict[str, int] | None = None
+) -> int | None:
     """The value of an expression that reads no axis index (sizes from the meshes;
     ``values``: the unrolled loops' variables), or None."""
     values = values or {}
@@ -209,7 +216,7 @@ def trip_count(start: int, stop: int, step: int) -> int:
 
 def statements_run(
     body: Iterable[Any],
-    ctx: Any,
+    ctx: ScenarioContext,
     unrolled_only: bool = False,
     loops: list[tuple[int, str]] | None = None,
     base: str = "",
@@ -244,7 +251,10 @@ def statements_run(
 
 
 def loop_envs(
-    scope: Iterable[Any], ctx: Any, python_only: bool = False, limit: int = MAX_UNROLLED
+    scope: Iterable["Stmt"],
+    ctx: ScenarioContext,
+    python_only: bool = False,
+    limit: int = MAX_UNROLLED,
 ) -> list[dict[str, int]] | None:
     """Every assignment of the variables of the loops in ``scope`` (the statements
     around one, outermost first; a bound may use an outer loop's variable). None when a
@@ -280,7 +290,7 @@ def _python_bool(e: E.Expr) -> bool:
     return False
 
 
-def never_traced(st: Any, ctx: Any) -> bool:
+def never_traced(st: "Stmt", ctx: ScenarioContext) -> bool:
     """``st`` is inside a body JAX never traces: ``pl.when`` of a condition that is a
     Python ``False`` (in every iteration of the unrolled loops around it), or an unrolled
     Python loop with no iteration."""

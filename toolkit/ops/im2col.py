@@ -15,7 +15,7 @@ import math
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import layout_rules as L
-from mpmd_lab.fields import MAX_DIM, MAX_RANK, SmallInt
+from mpmd_lab.fields import MAX_DIM, MAX_RANK, Path, SmallInt, sub_path
 from mpmd_lab.ops.base import (
     AccessLowering,
     Actor,
@@ -182,19 +182,19 @@ class Im2Col(TransformOp):
             got = ", ".join(step.label() for step in others)
             t.jax(
                 "IM2COL_NOT_INDEXED",
-                f"{t.path}.{field}",
+                sub_path(t.path, field),
                 f"Only indexing is supported on im2col-transformed refs, got [{got}]",
             )
             return True
         if len(t.info(field).shape) != 2:
-            t.jax("IM2COL_INDEXING", f"{t.path}.{field}", INDEXING)
+            t.jax("IM2COL_INDEXING", sub_path(t.path, field), INDEXING)
             return True
         return False
 
     def stops_access(self) -> bool:
         return True
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """A plain load or store: the lowering has no rule for the transform."""
         a.jax(
             "GPU_TRANSFORMS_UNSUPPORTED",
@@ -205,7 +205,7 @@ class Im2Col(TransformOp):
         )
         return True
 
-    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: Path) -> bool:
         """A TMA load of windows: not under warpgroup semantics (``plgpu.kernel``'s)."""
         if not a.load:
             return super().lower_gmem_copy(a, path)

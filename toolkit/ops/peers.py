@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import SimError
-from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, SmallInt, axes_tuple
+from mpmd_lab.fields import MAX_DEVICES, AxisNames, Expr, Model, Path, SmallInt, axes_tuple
 from mpmd_lab.fields import check_mapping_names as _check_mapping_names
 from mpmd_lab.ops.base import (
     AccessLowering,
@@ -198,7 +198,7 @@ class RemoteRef(_Elsewhere):
     def jax_repr(self) -> str:
         return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """The device id resolves against the mesh; the peer's pointer is a kernel
         argument's (GMEM)."""
         if a.device_id(self.device):
@@ -219,7 +219,7 @@ class RemoteRef(_Elsewhere):
             return True
         return False
 
-    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: Path) -> bool:
         return a.device_id(self.device)
 
     def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
@@ -303,7 +303,7 @@ class MulticastRef(_Elsewhere):
     def jax_repr(self) -> str:
         return f"MulticastRef(collective_axes={self.axis_names!r})"
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """Only a TMA store writes through a multicast view."""
         a.jax(
             "MULTICAST_PLAIN_STORE",
@@ -314,7 +314,7 @@ class MulticastRef(_Elsewhere):
         )
         return True
 
-    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: Path) -> bool:
         """A TMA store may multicast (to the whole device mesh); a load may not."""
         if a.load:
             a.jax(
@@ -403,7 +403,7 @@ class ClusterRef(_Elsewhere):
     def jax_repr(self) -> str:
         return f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs=(...))"
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         return a.cluster()
 
     op: Literal["cluster_ref"]

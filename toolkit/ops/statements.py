@@ -10,7 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import RefName
+from mpmd_lab.fields import RefName, format_path
 from mpmd_lab.ops.base import (
     READ,
     WRITE,
@@ -216,7 +216,7 @@ class Fill(StatementOp):
             )  # fmt: skip
             t.jax(
                 "SEMAPHORE_FILL",
-                f"{t.path}.dst",
+                (*t.path, "dst"),
                 f"{owner} has no attribute 'full'",
                 jax_type="AttributeError",
                 explanation=f"{self.dst} is a {dst.dtype}: it holds no values to fill. "
@@ -274,7 +274,7 @@ class Return(StatementOp):
     def trace(self, t: TraceContext) -> bool:
         if t.entry != "pl.kernel":
             return t.end_body()  # plgpu.kernel runs the body in run_scoped: the value is dropped
-        program = t.path.split("[")[1].split("]")[0]
+        program = t.path[2]  # (call.programs[p]...)
         t.jax(
             "MPMD_RETURNS_VALUE",
             t.path,
@@ -282,7 +282,7 @@ class Return(StatementOp):
             "None. It returns a PyTree: PyTreeDef(*).",
             fix=Fix(
                 description="drop the return statement (write into an output instead)",
-                edits=[Edit(op="remove", path=t.path)],
+                edits=[Edit(op="remove", path=format_path(t.path))],
             ),
         )
         return True

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple
+from mpmd_lab.fields import AxisNames, Expr, RefName, axes_tuple, format_path, sub_path
 from mpmd_lab.ops.base import (
     SYNC,
     ExecuteContext,
@@ -72,7 +72,7 @@ def check_semaphore(t: TraceContext, field: str, name: str) -> bool:
     if not info.is_ref:
         t.jax(
             "SEMAPHORE_NOT_A_REF",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"Cannot {name} on a non-semaphore Ref: {info.dtype}[{','.join(map(str, info.shape))}]",
         )
         return True
@@ -81,7 +81,7 @@ def check_semaphore(t: TraceContext, field: str, name: str) -> bool:
         last = b.stack[-1][1].op
         t.jax(
             "SEMAPHORE_VIEW_TRANSFORM",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"'{TRANSFORM_CLASS.get(last, last)}' object has no attribute 'get_indexer_shape'",
         )
         return True
@@ -90,14 +90,14 @@ def check_semaphore(t: TraceContext, field: str, name: str) -> bool:
     if info.shape:
         t.jax(
             "SEMAPHORE_NOT_SCALAR",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"Cannot {name} on a non-()-shaped semaphore: {tuple(info.shape)!r}",
         )
         return True
     if info.dtype not in SEM_DTYPES:
         t.jax(
             "SEMAPHORE_WRONG_TYPE",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"Must {name} semaphores of the following types: {SEM_TYPES}. Got {info.dtype}.",
         )
         return True
@@ -111,7 +111,7 @@ def _constant(low: LowerContext, field: str, value: int | str) -> bool:
         return False
     low.jax(
         "GPU_TRACED_CONSTANT",
-        f"{low.path}.{field}",
+        sub_path(low.path, field),
         "Unsupported constant: <jaxlib.mlir._mlir_libs._mlir.ir.OpResult object at 0x...>",
         explanation=f"The increment {E.parse(value).label()!r} is computed inside the kernel "
         "(it depends on an axis index or a loop variable), but the Mosaic GPU lowering of a "
@@ -235,7 +235,7 @@ class SemaphoreSignalMulticast(StatementOp):
         if not mesh:
             low.jax(
                 "MULTICAST_NO_DEVICE_MESH",
-                f"{low.path}.axes",
+                (*low.path, "axes"),
                 "collective_axes requires a mesh context",
                 explanation="A multicast signal reaches every device of the device mesh; "
                 "without a device mesh (jax.shard_map over jax.make_mesh) there is none.",
@@ -244,11 +244,13 @@ class SemaphoreSignalMulticast(StatementOp):
         if set(axes) != set(mesh):
             low.jax(
                 "SIGNAL_MULTICAST_AXES",
-                f"{low.path}.axes",
+                (*low.path, "axes"),
                 f"collective_axes {axes!r} must equal entire mesh axes {tuple(mesh)!r}",
                 fix=Fix(
                     description="signal along every device-mesh axis",
-                    edits=[Edit(op="replace", path=f"{low.path}.axes", value=list(mesh))],
+                    edits=[
+                        Edit(op="replace", path=format_path((*low.path, "axes")), value=list(mesh))
+                    ],
                 ),
             )
             return True
@@ -402,7 +404,7 @@ def check_barrier(t: TraceContext, field: str) -> bool:
     if not info.is_ref:
         t.jax(
             "BARRIER_NOT_SMEM",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"barrier must be a reference, got {info.dtype}[{','.join(map(str, info.shape))}]",
             jax_type="TypeError",
         )
@@ -410,7 +412,7 @@ def check_barrier(t: TraceContext, field: str) -> bool:
     if t.root_space(field) != "SMEM":
         t.jax(
             "BARRIER_NOT_SMEM",
-            f"{t.path}.{field}",
+            sub_path(t.path, field),
             f"barrier must be a SMEM reference, got {t.base_type(field)}",
             explanation="A barrier is a `plgpu.Barrier` (or `ClusterBarrier`) scratch, in "
             "shared memory; a semaphore or a GMEM ref is not one. Semaphores are waited on "

@@ -16,7 +16,7 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Size, SmallInt
+from mpmd_lab.fields import MAX_DIM, MAX_RANK, Expr, Ident, Model, Path, Size, SmallInt, format_path
 from mpmd_lab.ops.base import (
     AccessLowering,
     Actor,
@@ -236,6 +236,7 @@ class At(TransformOp):
     INDEXES: ClassVar[bool] = True
     LOWERS_AS: ClassVar[str] = "index"
     TEXT_FIELDS: ClassVar[dict[str, Callable[[str], Any]]] = {"index": E.parse_index}
+    TEXT_SHOWN: ClassVar[dict[str, Callable[[Any], str | None]]] = {"index": E.format_index}
 
     op: Literal["at"]
     index: Annotated[list[IndexEntry], Field(max_length=MAX_RANK)] = Field(
@@ -276,7 +277,7 @@ class At(TransformOp):
     def stops_access(self) -> bool:
         return self._negative_ds() is not None
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """The lowering's slices have non-negative bounds (``_slice_memref``)."""
         k = self._negative_ds()
         if k is None:
@@ -286,12 +287,12 @@ class At(TransformOp):
         start, size = ix.start.value, ix.size
         a.jax(
             "AT_NEGATIVE_SLICE",
-            f"{path}.index[{k}]",
+            (*path, "index", k),
             f"Slice slice({start}, {start + size}, 1) along axis {k} has negative bounds",
         )
         return True
 
-    def lower_gmem_copy(self, a: GmemCopyLowering, path: str) -> bool:
+    def lower_gmem_copy(self, a: GmemCopyLowering, path: Path) -> bool:
         return False  # (a TMA copy's GMEM side is addressed by indexing)
 
     def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
@@ -757,7 +758,7 @@ class Reshape(TransformOp):
     RESHAPES: ClassVar[bool] = True
     LOWERS_AS: ClassVar[str] = "reshape"
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """The first reshape the lowering cannot make (``layout_rules.view_memref``)."""
         return a.unmade_reshape(pos, path)
 
@@ -879,13 +880,13 @@ class Transpose(TransformOp):
         # (a negative axis is out of order too)
         return sorted(self.perm) != list(range(len(self.perm)))
 
-    def lower_access(self, a: AccessLowering, pos: int, path: str) -> bool:
+    def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """The lowering's ``memref_transpose`` takes a permutation of non-negative axes."""
         perm = self.perm
         if any(p < 0 for p in perm):
             a.jax(
                 "TRANSPOSE_NEGATIVE_PERM_GPU",
-                f"{path}.perm",
+                (*path, "perm"),
                 "get_permutation(): incompatible function arguments.",
                 fix=self._perm_fix(path),
             )
@@ -893,13 +894,13 @@ class Transpose(TransformOp):
         if sorted(perm) != list(range(len(perm))):
             a.jax(
                 "TRANSPOSE_INVALID_PERM_GPU",
-                f"{path}.perm",
+                (*path, "perm"),
                 "Invalid permutation when attempting to create an AffineMap",
             )
             return True
         return False
 
-    def _perm_fix(self, path: str) -> Fix | None:
+    def _perm_fix(self, path: Path) -> Fix | None:
         """The same permutation with non-negative axes (None: it is none)."""
         n = len(self.perm)
         fixed = [p % n for p in self.perm]
@@ -907,7 +908,7 @@ class Transpose(TransformOp):
             return None
         return Fix(
             description=f"write the permutation with non-negative axes: {fixed}",
-            edits=[Edit(op="replace", path=f"{path}.perm", value=fixed)],
+            edits=[Edit(op="replace", path=format_path((*path, "perm")), value=fixed)],
         )
 
     def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+# (recheck imports the rules' analysis, a module of this package: either loads first)
+from mpmd_lab import recheck
 from mpmd_lab.diagnostics import Diagnostic
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate.analysis import Analysis, analyze_rules, first_error
@@ -49,19 +51,25 @@ def analyze(
     ``fixes``: offer only the fixes that make it better (``mpmd_lab.fixes.offer``, which
     checks each fixed scenario without fixes). ``timings``: filled with the seconds
     each stage took (``compile``, ``build``, ``trace``, ``lower``, ``runtime``,
-    ``interp``, ``sync``, ``fixes``), for ``make bench``; ``clock``: what measures them
-    (``bench.icount`` counts instructions)."""
+    ``interp``, ``sync``, ``fixes``; ``recheck``: the part of ``fixes`` spent checking
+    candidates), for ``make bench``; ``clock``: what measures them (``bench.icount``
+    counts instructions)."""
     global RUNS
     RUNS += fixes  # the checks of candidate fixes are part of this one
     s = load_scenario(scenario) if not isinstance(scenario, Scenario) else scenario
-    found = analyze_rules(s, timings=timings, clock=clock)
+    # a fix's scenario whose candidate was checked (``fixes.apply_fix`` returns it): its
+    # rules' analysis is that check's
+    found = recheck.known(s) or analyze_rules(s, timings=timings, clock=clock)
     if not fixes:
         return found
     from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
 
-    before = clock() if timings is not None else 0.0
-    diags = offer(s, list(found.diagnostics))
-    if timings is not None:
+    if timings is None:
+        diags = offer(s, list(found.diagnostics))
+    else:
+        before = clock()
+        with recheck.metered(timings, clock):
+            diags = offer(s, list(found.diagnostics))
         timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
     return Analysis(s, found.plan, tuple(diags))
 

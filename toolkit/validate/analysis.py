@@ -41,12 +41,17 @@ class Analysis(Record):
 def analyze_rules(
     s: Scenario,
     *,
+    plan: Plan | None = None,
     timings: dict[str, float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Analysis:
-    """Resolve ``s`` and run every rule once, without offering fixes. ``timings``: filled
-    with the seconds each stage took (``compile``, ``build``, ``trace``, ``lower``,
-    ``runtime``, ``interp``, ``sync``); ``clock``: what measures them."""
+    """Resolve ``s`` and run every rule once, without offering fixes. ``plan``: ``s``'s
+    plan when the caller has it (``Plan.fits``: e.g. the plan of a copy with other run
+    options), not compiled again. ``timings``: filled with the seconds each stage took
+    (``compile``, ``build``, ``trace``, ``lower``, ``runtime``, ``interp``, ``sync``);
+    ``clock``: what measures them."""
+    if plan is not None and not plan.fits(s):
+        raise ValueError("the plan given is another scenario's")
     check_build, stages = _RULES or _import_rules()
     # the check allocates many small acyclic objects: collecting cycles meanwhile only
     # costs time (it grows with the heap); the collector resumes at the end
@@ -55,7 +60,7 @@ def analyze_rules(
     # (stage, clock() after it), from the start: only when timed, added up at the end
     marks = None if timings is None else [("", clock())]
     try:
-        ctx = Ctx(s, compile(s), recheck=_recheck)
+        ctx = Ctx(s, plan if plan is not None else compile(s), recheck=_recheck)
         if marks is not None:
             marks.append(("compile", clock()))
         check_build(ctx)

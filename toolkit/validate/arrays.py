@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpmd_lab.fields import Path, format_path
 from mpmd_lab.ops.base import TransformOp
 
 
@@ -25,15 +26,15 @@ def apply_array(
     shape: tuple[int, ...],
     dtype: str,
     transforms: list[TransformOp],
-    base: str,
+    base: Path,
     bound: frozenset[str],
 ) -> ArrayResult:
     """Follow ``transforms`` on an array value (each transform's ``on_array``); stop at
-    the first error."""
+    the first error (its path made text under ``base``, the transforms' path)."""
     r = ArrayResult(tuple(shape), dtype)
     for k, t in enumerate(transforms):
         e = t.on_array(r, bound)
         if e is not None:
-            r.error = (*e, f"{base}[{k}]")
+            r.error = (*e, format_path((*base, k)))
             return r
     return r

@@ -9,6 +9,7 @@ from typing import Any
 
 from mpmd_lab.catalogue import BY_CODE, EXPLANATIONS, OWN
 from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
+from mpmd_lab.fields import Path, format_path
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.plan import ArgInfo, Binding, Plan, ProgramInfo, compile
 from mpmd_lab.scenario import Scenario
@@ -43,8 +44,8 @@ class Ctx:
         #: id(scope) -> (scope, never_traced of its statements)
         self._never: dict[int, tuple[tuple, bool]] = {}
         if r.problems:
-            for code, path, message in r.problems:
-                self.add(code, path, message)
+            for pr in r.problems:
+                self.add(pr.code, pr.path, pr.message)
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
@@ -79,7 +80,7 @@ class Ctx:
     def add(
         self,
         code: str,
-        path: str,
+        path: Path | str,
         message: str,
         *,
         jax_message: str | None = None,
@@ -95,6 +96,8 @@ class Ctx:
             stage = entry.stage if entry else (own[1] if own else "trace")
         if severity is None:
             severity = entry.severity if entry else "error"
+        # the plan's paths are tuples: text only once a diagnostic is reported
+        where = path if isinstance(path, str) else format_path(path)
         jax = None
         if jax_message is not None:
             jax = JaxError(type=jax_type or (entry.type if entry else "Error"), message=jax_message)
@@ -109,7 +112,7 @@ class Ctx:
             code=code,
             severity=severity,
             stage=stage,
-            path=path,
+            path=where,
             message=message,
             jax=jax,
             explanation=explanation,
@@ -119,19 +122,14 @@ class Ctx:
         self.diags.append(d)
         return d
 
-    def jax(self, code: str, path: str, jax_message: str, **kw: Any) -> Diagnostic:
+    def jax(self, code: str, path: Path | str, jax_message: str, **kw: Any) -> Diagnostic:
         """A diagnostic whose message is JAX's own."""
         return self.add(code, path, jax_message, jax_message=jax_message, **kw)
 
-    def raised(self, e: Any, path: str, **kw: Any) -> Diagnostic:
+    def raised(self, e: Any, path: Path | str, **kw: Any) -> Diagnostic:
         """What a rule found JAX raises (``layout_rules.JaxError``, ``StepError``: its
         code, exception type and message), at ``path``."""
         return self.add(e.code, path, e.message, jax_message=e.message, jax_type=e.jax_type, **kw)
-
-    def deferred_for(self, b: Binding) -> list[tuple[Any, str]]:
-        """Notes raised later than trace (e.g. a negative pl.ds start) along this view."""
-        paths = [p for p, _ in b.stack]
-        return [(n, q) for n, q in self.deferred if any(q.startswith(p) for p in paths)]
 
 
 def _explanation(code: str) -> str:

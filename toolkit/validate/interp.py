@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from operator import methodcaller
 from typing import Any
 
-from mpmd_lab.fields import get_path
+from mpmd_lab.fields import Path, format_path, get_path
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.validate.context import Ctx
 
@@ -92,11 +92,12 @@ def _views(ctx: Ctx) -> _Limit | None:
                 if hit is not None:
                     path, found = hit
                     step = _step_kind(ctx, b, path)
-                    return _Limit(found.code, path, step, found.why, found.jax_message)
+                    where = format_path(path)
+                    return _Limit(found.code, where, step, found.why, found.jax_message)
     return None
 
 
-def _step_kind(ctx: Ctx, b: Any, path: str) -> str:
+def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
     """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
     stack, else looked up), else "a view"."""
     own = next((t for p, t in b.stack if p == path), None)
@@ -125,8 +126,9 @@ def _statements(ctx: Ctx) -> _Limit | None:
             e = node.interpret_error(interp)
             if e is not None:  # JAX's own error, as its interpreter raises it
                 why = f"The GPU interpreter has no rule for {node.kind}."
-                return _Limit(e.code, st.path, node.kind, why, e.message, e.jax_type)
+                where = format_path(st.path)
+                return _Limit(e.code, where, node.kind, why, e.message, e.jax_type)
             why = node.interpret_limit(interp, devices)
             if why:
-                return _Limit("INTERP_LIMIT", st.path, node.kind, why)
+                return _Limit("INTERP_LIMIT", format_path(st.path), node.kind, why)
     return None

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from mpmd_lab import dtypes
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.fields import axes_tuple
+from mpmd_lab.fields import Path, axes_tuple, format_path, sub_path
 from mpmd_lab.ops import ClusterBarrierScratch, Let
 from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import is_static
@@ -60,12 +60,18 @@ def check_lower(ctx: Ctx) -> None:
         if mesh.threads is not None and mesh.threads.count >= 16:
             ctx.jax(
                 "GPU_TOO_MANY_BARRIERS",
-                f"{prog.path}.mesh.threads.count",
+                (*prog.path, "mesh", "threads", "count"),
                 "Too many CTA barriers requested: 0 requested, but only -1 available "
                 "(16 warpgroup barriers and 1 CTA-wide barrier reserved).",
                 fix=Fix(
                     description="use at most 15 threads (warpgroups)",
-                    edits=[Edit(op="replace", path=f"{prog.path}.mesh.threads.count", value=15)],
+                    edits=[
+                        Edit(
+                            op="replace",
+                            path=format_path((*prog.path, "mesh", "threads", "count")),
+                            value=15,
+                        )
+                    ],
                 ),
             )
             return
@@ -249,7 +255,7 @@ class LowerCtx:
         return min(self.found, key=_rank)[1]
 
     @property
-    def path(self) -> str:
+    def path(self) -> Path:
         return self.st.path
 
     def info(self, field: str) -> RefInfo:
@@ -369,7 +375,7 @@ class LowerCtx:
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
 
-    def later(self, phase: str, code: str, path: str, message: str, why: str = "") -> None:
+    def later(self, phase: str, code: str, path: Path, message: str, why: str = "") -> None:
         """An error of a later lowering phase (``p1``: verifying the module the lowering
         rules built, ``p2``: layout and transform inference, ``p3``: dialect lowering,
         ``p4``: verifying the lowered module)."""
@@ -377,7 +383,7 @@ class LowerCtx:
 
     # the lowering rules' own checks, raised where the statement is lowered
 
-    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+    def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.ctx.jax(code, path, message, **kw)
 
     @property
@@ -404,7 +410,7 @@ class LowerCtx:
         what the lowering calls on it, as its AttributeError names it)."""
         return _barrier(self.ctx, self.st, field, method)
 
-    def cluster_group(self, axes: tuple[str, ...], path: str) -> int | None:
+    def cluster_group(self, axes: tuple[str, ...], path: Path) -> int | None:
         """How many blocks a multicast load's ``collective_axes`` group (the product of
         their cluster sizes); None after JAX's error for an axis the cluster lacks
         (``_resolve_cluster_axis``)."""
@@ -497,8 +503,9 @@ def _scratch_lowering(ctx: Ctx) -> bool:
     return False
 
 
-def _where(st: Stmt, field: str) -> str:
-    return f"{st.path}.{field}"
+def _where(st: Stmt, field: str) -> Path:
+    """The field path of ``st``'s ``field`` (a name, or a sub-path as text)."""
+    return sub_path(st.path, field)
 
 
 def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
@@ -524,11 +531,11 @@ def _captured_scalar(ctx: Ctx, prog: Any) -> bool:
     return False
 
 
-def _report(ctx: Ctx, e: L.JaxError, path: str, why: str = "") -> None:
+def _report(ctx: Ctx, e: L.JaxError, path: Path | str, why: str = "") -> None:
     ctx.raised(e, path, stage=e.stage, explanation=why)
 
 
-def _later(low: LowerCtx, e: L.JaxError, path: str, why: str = "") -> None:
+def _later(low: LowerCtx, e: L.JaxError, path: Path | str, why: str = "") -> None:
     """An error of a later lowering phase (``layout_rules.lowering_phase``)."""
     low.found.append(
         (_RANK[L.lowering_phase(e.code, e.message)], (e.code, path, e.message, why, e.jax_type))
@@ -722,20 +729,20 @@ class _Access:
         self.bad = bad  # (the first reshape the lowering cannot make, if asked)
 
     @property
-    def where(self) -> str:
+    def where(self) -> Path:
         return _where(self.low.st, self.field)
 
     @property
     def root_space(self) -> str | None:
         return None if self.root is None else self.root.space
 
-    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+    def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.low.ctx.jax(code, path, message, **kw)
 
     def device_id(self, dev: Any) -> bool:
         return device_id_problem(self.low.ctx, dev, self.low.st, self.field)
 
-    def unmade_reshape(self, pos: int, path: str) -> bool:
+    def unmade_reshape(self, pos: int, path: Path) -> bool:
         if self.bad is not None and self.bad.pos == pos:
             self.low.ctx.raised(self.bad.error, path)
             return True
@@ -846,7 +853,7 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
                 dm.strides,
             )
             if e is not None:
-                _later(low, e, f"{st.path}.{src_field}", _TMA_WHY)
+                _later(low, e, (*st.path, src_field), _TMA_WHY)
     return False
 
 
@@ -884,20 +891,21 @@ def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
 def _index_fix(ctx: Ctx, st: Stmt, field: str) -> Fix | None:
     """Use the first barrier of the array: a view ``name_0 = name.at[0]`` before ``st``."""
     b = st.refs[field]
-    if b.kind != "scratch" or not st.path.rsplit("[", 1)[-1].rstrip("]").isdigit():
+    idx = st.path[-1]
+    if b.kind != "scratch" or not isinstance(idx, int):
         return None
     name = b.name
-    body, _, idx = st.path.rpartition("[")
+    body = st.path[:-1]
     view = f"{name}_0"
     return Fix(
         description=f"index the barrier array: {view} = {name}.at[0]",
         edits=[
             Edit(
                 op="add",
-                path=f"{body}[{idx}",
+                path=format_path(st.path),
                 value={"let": view, "ref": name, "transforms": [{"op": "at", "index": [0]}]},
             ),
-            Edit(op="replace", path=f"{body}[{int(idx.rstrip(']')) + 1}].{field}", value=view),
+            Edit(op="replace", path=format_path((*body, idx + 1, field)), value=view),
         ],
     )
 
@@ -923,7 +931,7 @@ class _GmemCopy:
         self.after = tuple(t for _, t in low.st.refs[field].stack[pos + 1 :])
 
     @property
-    def where(self) -> str:
+    def where(self) -> Path:
         return _where(self.low.st, self.field)
 
     @property
@@ -945,13 +953,13 @@ class _GmemCopy:
     def collective(self) -> bool:
         return getattr(self.low.st.node, "collective_axes", None) is not None
 
-    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+    def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.low.ctx.jax(code, path, message, **kw)
 
     def device_id(self, dev: Any) -> bool:
         return device_id_problem(self.low.ctx, dev, self.low.st, self.field)
 
-    def multicast(self, axes: tuple[str, ...], path: str) -> bool:
+    def multicast(self, axes: tuple[str, ...], path: Path) -> bool:
         """A multicast copy: over every axis of the JAX device mesh, which must be set."""
         ctx = self.low.ctx
         if not ctx.s.device_mesh:
@@ -971,7 +979,13 @@ class _GmemCopy:
                 f"collective_axes={ctx.mesh_axes!r}",
                 fix=Fix(
                     description="multicast over every device-mesh axis",
-                    edits=[Edit(op="replace", path=f"{path}.axes", value=list(ctx.mesh_axes))],
+                    edits=[
+                        Edit(
+                            op="replace",
+                            path=format_path((*path, "axes")),
+                            value=list(ctx.mesh_axes),
+                        )
+                    ],
                 ),
             )
             return True
@@ -991,7 +1005,7 @@ def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
     if not ctx.s.device_mesh:
         ctx.jax(
             "MULTICAST_NO_DEVICE_MESH",
-            f"{st.path}.axes",
+            (*st.path, "axes"),
             f"JAX device mesh is required by {what}, but not defined.",
         )
         return True
@@ -1003,12 +1017,14 @@ def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
             shown = repr(tuple(axes))
         ctx.jax(
             "COLLECTIVE_AXES_NOT_ALL",
-            f"{st.path}.axes",
+            (*st.path, "axes"),
             f"Only collective_axes that include all JAX device mesh ({mesh_axes!r}) axes are "
             f"supported, but got {shown}",
             fix=Fix(
                 description="pass every device-mesh axis, as a list",
-                edits=[Edit(op="replace", path=f"{st.path}.axes", value=list(mesh_axes))],
+                edits=[
+                    Edit(op="replace", path=format_path((*st.path, "axes")), value=list(mesh_axes))
+                ],
             ),
         )
         return True

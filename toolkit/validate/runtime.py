@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from mpmd_lab.fields import Path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.validate.context import Ctx
 
@@ -39,14 +40,14 @@ def _program_id(ctx: Ctx) -> None:
             if isinstance(node, Let):
                 for k, t in enumerate(node.transforms):
                     if t.uses_call("program_id"):
-                        _pid_warning(ctx, f"{st.path}.transforms[{k}]", blocks)
+                        _pid_warning(ctx, (*st.path, "transforms", k), blocks)
             else:
                 for sub, e in node.exprs():
                     if "program_id" in e.calls():
-                        _pid_warning(ctx, f"{st.path}.{sub}", blocks)
+                        _pid_warning(ctx, sub_path(st.path, sub), blocks)
 
 
-def _pid_warning(ctx: Ctx, path: str, blocks: int) -> None:
+def _pid_warning(ctx: Ctx, path: Path, blocks: int) -> None:
     ctx.add(
         "PROGRAM_ID_GPU_INTERP",
         path,

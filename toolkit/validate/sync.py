@@ -52,7 +52,7 @@ from mpmd_lab.engine import (
     step_estimate,
     synchronises,
 )
-from mpmd_lab.fields import get_path
+from mpmd_lab.fields import format_path, get_path, parse_path
 from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.plan import Binding, Stmt
 from mpmd_lab.validate.context import Ctx
@@ -172,7 +172,7 @@ def _semaphore_reads(ctx: Ctx) -> None:
                 continue
             ctx.add(
                 "SYNC_NOT_CHECKED",
-                f"{st.path}.value",
+                (*st.path, "value"),
                 f"pl.semaphore_read of {', '.join(sems)}: the value read is the one each "
                 "schedule checked leaves in the semaphore, and the read orders nothing here "
                 "(on a GPU it is an acquire load: it orders the signals it saw before it). "
@@ -354,10 +354,15 @@ def _uses_program_id(t: Any) -> bool | None:
 
 
 def _stmt(ctx: Ctx, path: str) -> Stmt | None:
+    """The statement at ``path`` (the engine's text path)."""
+    try:
+        key = parse_path(path)
+    except ValueError:
+        return None
     for prog in ctx.programs:
-        if path.startswith(prog.path + "."):
+        if key[: len(prog.path)] == prog.path:
             for st in prog.stmts:
-                if st.path == path:
+                if st.path == key:
                     return st
     return None
 
@@ -715,8 +720,8 @@ def _signal_fix(ctx: Ctx, out: Outcome) -> Fix | None:
         if sig is None or sig.node.sem == want:
             continue
         if bw is not None and bw.kind == "view":
-            body = bw.path.rpartition("[")[0]
-            if not (path.startswith(body + "[") and bw.stmt < sig.index):
+            body = bw.path[:-1]
+            if not (sig.path[: len(body)] == body and bw.stmt < sig.index):
                 fix = _signal_view_fix(ctx, sig, bw, blocked.path)
                 if fix is None:
                     continue
@@ -735,16 +740,16 @@ def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | 
     bs = sig.refs.get("sem")
     if bs is None or bs.kind != "view" or bs.origin != bw.origin:
         return None
-    if bs.path.rpartition("[")[0] != bw.path.rpartition("[")[0]:
+    if bs.path[:-1] != bw.path[:-1]:
         return None  # a view named in another body may not see the wait's loop variables
     data = ctx.s.to_dict()
-    want = get_path(data, f"{bw.path}.transforms")
-    if want == get_path(data, f"{bs.path}.transforms"):
+    want = get_path(data, (*bw.path, "transforms"))
+    if want == get_path(data, (*bs.path, "transforms")):
         return None
     return Fix(
         description=f"signal what {wait_path} waits on: {bs.name} = "
         f"{_view_text(ctx, bw)}, as {bw.name} is (not {_view_text(ctx, bs)})",
-        edits=[Edit(op="replace", path=f"{bs.path}.transforms", value=want)],
+        edits=[Edit(op="replace", path=format_path((*bs.path, "transforms")), value=want)],
     )
 
 
@@ -782,7 +787,7 @@ def _leftover(ctx: Ctx, out: Outcome) -> None:
 def _keeping_waits(ctx: Ctx) -> list[str]:
     """The semaphore waits with decrement=False (they leave their value on the semaphore)."""
     return [
-        st.path
+        format_path(st.path)
         for prog in ctx.programs
         for st in prog.stmts
         if isinstance(st.node, SemaphoreWait) and not st.node.decrement

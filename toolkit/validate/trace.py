@@ -17,6 +17,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
+from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 from mpmd_lab.plan import Binding, Stmt
@@ -69,7 +70,7 @@ def _check_kernel(ctx: Ctx) -> None:
                     ctx.jax(code, path, msg, jax_type=jtype, stage="trace")
                     return _stop(ctx)
                 if r.updater:
-                    updaters.append((a.index, j, a.leaves[j][0]))
+                    updaters.append((a.index, j, a.leaves[j].buffer))
                 continue
             if steps and _report_steps(ctx, steps):
                 return _stop(ctx)
@@ -233,7 +234,7 @@ def _aliased_params(ctx: Ctx) -> None:
     if not shared:
         return
     # parameter -> (the first statement reading it, the first writing it)
-    used: dict[str, dict[str, str]] = {}
+    used: dict[str, dict[str, Path]] = {}
     for prog in ctx.programs:
         for st in prog.stmts:
             fields = getattr(st.node, "ref_fields", None)
@@ -262,7 +263,7 @@ def _aliased_params(ctx: Ctx) -> None:
                     used[w]["write"],
                     f"{w} and {other} are one Ref ({buf!r}) passed twice to plgpu.kernel: "
                     f"{w} is written here and {other} is {'written' if how == 'write' else 'read'} "
-                    f"at {at}; a write "
+                    f"at {format_path(at)}; a write "
                     "through either changes both",
                     severity="warning",
                     stage="trace",
@@ -317,7 +318,8 @@ def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -
     if plgpu:
         for a in ctx.args:
             if c.args[a.index].transforms:
-                for j, (buf, _) in enumerate(a.leaves):
+                for j, leaf in enumerate(a.leaves):
+                    buf = leaf.buffer
                     b = s.buffers.get(buf)
                     if b is not None and b.as_ref:
                         items.append((a.index, j, buf, "view"))
@@ -412,7 +414,7 @@ class TraceCtx:
         self.ctx, self.st, self.ended = ctx, st, False
 
     @property
-    def path(self) -> str:
+    def path(self) -> Path:
         return self.st.path
 
     @property
@@ -458,7 +460,7 @@ class TraceCtx:
     def base_type(self, field: str) -> str:
         return _base_type(self.ctx, self.st.refs[field])
 
-    def jax(self, code: str, path: str, message: str, **kw: Any) -> None:
+    def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.ctx.jax(code, path, message, **kw)
 
     def end_body(self) -> bool:
@@ -491,7 +493,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             sub, name = st.unbound
             ctx.jax(
                 "UNBOUND_AXIS",
-                f"{st.path}.{sub}",
+                sub_path(st.path, sub),
                 f"Found an unbound axis name: {name}. To fix this, please call axis_index "
                 "under `jax.shard_map`.",
             )
@@ -512,21 +514,25 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
     node = st.node
     for field, e in node.exprs():
-        if _python_divisions(e) and _report_zero(ctx, f"{st.path}.{field}", e):
+        if _python_divisions(e) and _report_zero(ctx, st.path, field, e):
             return True
     if type(node) is Let:
         for k, t in enumerate(node.transforms):
             for field, e in t.exprs():
-                where = f"{st.path}.transforms[{k}].{field}"
-                if _python_divisions(e) and _report_zero(ctx, where, e):
+                where = (*st.path, "transforms", k)
+                if _python_divisions(e) and _report_zero(ctx, where, field, e):
                     return True
     return False
 
 
-def _report_zero(ctx: Ctx, path: str, e: E.Expr) -> bool:
+def _report_zero(ctx: Ctx, path: Path, field: str, e: E.Expr) -> bool:
+    """A division by zero in ``e`` (at ``path``'s sub-field ``field``), reported."""
     for d in _python_divisions(e):
         if static_value(d.b, ctx) == 0:
-            ctx.jax("EXPR_ZERO_DIVISION", path, E.ZERO_DIVISION[d.op], jax_type="ZeroDivisionError")
+            where = sub_path(path, field)
+            ctx.jax(
+                "EXPR_ZERO_DIVISION", where, E.ZERO_DIVISION[d.op], jax_type="ZeroDivisionError"
+            )
             return True
     return False
 
@@ -592,7 +598,7 @@ def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
                 at = ", ".join(f"{k}={v}" for k, v in env.items())
                 ctx.jax(
                     err.code,
-                    f"{st.path}.transforms[{step.index}].index[{dim}]",
+                    (*st.path, "transforms", step.index, "index", dim),
                     err.message,
                     jax_type=err.jax_type,
                     stage="trace",
@@ -619,7 +625,7 @@ def _parts(e: Any) -> list[tuple[int, Any]]:
 def _store_to_array(ctx: Ctx, st: Stmt) -> bool:
     ctx.jax(
         "STORE_TO_ARRAY",
-        f"{st.path}.dst",
+        (*st.path, "dst"),
         "JAX arrays are immutable and do not support in-place item assignment. Instead of "
         "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
         "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
