@@ -527,8 +527,19 @@ class Compute(StatementOp):
                 return True
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
-            if info.dtype == "bool" and info.shape:
-                _bool_vector(low, (*low.path, "value"), f"a load of {name}")
+            if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
+                if isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool":
+                    # loaded and stored as it is: layout inference finds no layout for it
+                    low.later(
+                        "solve",
+                        "GPU_LAYOUT_INFERENCE",
+                        (*low.path, "value"),
+                        L.layout_inference_error().message,
+                        f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
+                        "vector, less than a byte: no register layout moves it.",
+                    )
+                else:
+                    _bool_vector(low, (*low.path, "value"), f"a load of {name}")
         for name in self.sem_names():
             if low.root_space(f"value.{name}") == "SMEM":
                 low.jax(
@@ -586,8 +597,12 @@ class Compute(StatementOp):
         if low.access("dst", "store", check_layout=False):
             return True
         dst = low.info("dst")
-        if dst.dtype == "bool" and dst.shape:
-            _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
+        if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
+            # the value's register vectors are its loads' (strided, 64 bits at most per
+            # vector; a value of no load: int32's); a store moves whole bytes of them
+            vec = min((_vector(sh, dt) for sh, dt in refs.values() if sh), default=2)
+            if vec < 8:
+                _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
         return False
 
     def execute(self, x: ExecuteContext) -> None:
@@ -624,9 +639,15 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     return dtype != "bool" and dtypes.bits(dtype) == 8
 
 
+def _vector(shape: tuple[int, ...], dtype: str) -> int:
+    """Elements per register vector of a plain load of ``shape`` (the strided layout;
+    a boolean is one bit)."""
+    return L.strided_vec_size(shape, 1 if dtype == "bool" else dtypes.bits(dtype))
+
+
 def _bool_vector(low: Any, path: Any, what: str) -> None:
-    """A plain load or store of a boolean array: the dialect lowering moves whole bytes
-    per thread, and a boolean is one bit there."""
+    """A plain load or store of a boolean array whose register vectors hold less than a
+    byte: the dialect lowering moves whole bytes, and a boolean is one bit there."""
     low.later(
         "p3",
         "GPU_BOOL_VECTOR",
