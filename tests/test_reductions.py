@@ -197,6 +197,35 @@ def test_booleans_lower_where_jax_lowers_them():
         assert r.message.startswith(d.jax.message), (case[0], r.message[:200])
 
 
+def test_a_boolean_copy_and_fill_lower_where_jax_lowers_them():
+    """The same byte rule for a plain copy (layout inference's error) and a fill (the
+    dialect lowering's): 256 booleans are 2 per thread, 1024 a byte."""
+    cases = []
+    for op, shape, code in [
+        ("copy", [256], "GPU_LAYOUT_INFERENCE"),
+        ("copy", [1024], None),
+        ("copy", [8, 128], None),
+        ("fill", [256], "GPU_BOOL_VECTOR"),
+        ("fill", [1024], None),
+        ("fill", [64, 128], None),
+    ]:
+        data = _scenario(f"bool-{op}-{len(cases)}", "a_ref[...]", shape, shape, "bool", "bool")
+        st = {"op": "copy", "src": "a_ref", "dst": "o"}
+        if op == "fill":
+            st = {"op": "fill", "dst": "o", "value": True}
+        data["call"]["programs"][0]["body"] = [st]
+        cases.append((load_scenario(data), code))
+    results = probe.probe_many([s for s, _ in cases], ("build", "trace", "gpu-lower"))
+    for (s, code), r in zip(cases, results, strict=True):
+        d = first_error(check(s))
+        if code is None:
+            assert r.ok and d is None, (s.name, r.message[:200], d)
+            continue
+        assert d is not None and d.code == code == r.code, (s.name, d, r.code)
+        assert (d.stage, d.jax.type) == (r.stage, r.error_type)
+        assert r.message.startswith(d.jax.message), (s.name, r.message[:200])
+
+
 #: (value, shape): an axis JAX's trace refuses
 AXIS_ERRORS = [
     ("jnp.sum(a_ref[...], axis=1)", [256]),
