@@ -70,6 +70,10 @@ CASES = [
      "jnp.float32)", "float32", ("float32", "float32")),
     ("float-floordiv-mod", "a_ref[...] * 9.0 // 2.0 + b_ref[...] % 0.75", "float32",
      ("float32", "float32")),
+    ("bitcast", "lax.bitcast_convert_type(a_ref[...], jnp.int32) % 1000", "int32",
+     ("float32", "float32")),
+    ("bitcast-back", "lax.bitcast_convert_type(lax.bitcast_convert_type(a_ref[...], jnp.int32) "
+     "+ 1, jnp.float32) - b_ref[...]", "float32", ("float32", "float32")),
 ]  # fmt: skip
 
 
@@ -182,6 +186,10 @@ ERRORS = [
     ("neg-bool", "-(a_ref[...] > 0.0)", "bool", ("float32", "float32"), ([256], [256])),
     ("sub-bool", "(a_ref[...] > 0.0) - (b_ref[...] > 0.0)", "bool", ("float32", "float32"),
      ([256], [256])),
+    ("bitcast-bool", "lax.bitcast_convert_type(a_ref[...] > 0.0, jnp.int8)", "int8",
+     ("float32", "float32"), ([256], [256])),
+    ("bitcast-wider", "lax.bitcast_convert_type(a_ref[...], jnp.float32)", "float32",
+     ("int16", "int16"), ([256], [256])),
 ]  # fmt: skip
 
 
@@ -237,3 +245,32 @@ def test_compute_is_exported_drawn_and_raced():
     g = graph.build_graph(s)
     kinds = [k for _, _, k in g.edges(data="kind")]
     assert kinds.count("reads") == 2 and kinds.count("writes") == 1, kinds
+
+
+def test_a_bitcast_changes_width_as_jax_types_it_and_lowers_only_within_one_width():
+    """``lax.bitcast_convert_type``: float32 -> int16 adds a minor dim of 2 (JAX's rule),
+    int16 pairs -> float32 drop it; both trace, and Mosaic GPU lowers neither
+    (GPU_BITCAST_WIDTH, JAX's message), while float32 -> int32 lowers."""
+    from mpmd_lab import probe
+
+    cases = [
+        _scenario("wider-to-narrow", "lax.bitcast_convert_type(a_ref[...], jnp.int16)", "int16",
+                  ("float32",), shapes=([256],), out_shape=[256, 2]),
+        _scenario("pairs-to-wide", "lax.bitcast_convert_type(a_ref[...], jnp.float32)",
+                  "float32", ("int16",), shapes=([256, 2],), out_shape=[256]),
+        _scenario("same-width", "lax.bitcast_convert_type(a_ref[...], jnp.int32)", "int32",
+                  ("float32",), shapes=([256],), out_shape=[256]),
+        _scenario("same-width-16", "lax.bitcast_convert_type(a_ref[...], jnp.int16)", "int16",
+                  ("bfloat16",), shapes=([8, 128],), out_shape=[8, 128]),
+        _scenario("same-width-8", "lax.bitcast_convert_type(a_ref[...], jnp.uint8)", "uint8",
+                  ("int8",), shapes=([256],), out_shape=[256]),
+    ]  # fmt: skip
+    scenarios = [load_scenario(c) for c in cases]
+    got = probe.probe_many(scenarios, ("build", "trace", "gpu-lower"), timeout=120)
+    for s, r in zip(scenarios, got, strict=True):
+        d = first_error(check(s))
+        if s.name.startswith("same-width"):
+            assert d is None and r.ok, (d, r)
+            continue
+        assert d is not None and d.code == "GPU_BITCAST_WIDTH" == r.code, (s.name, d, r)
+        assert (d.stage, d.jax.type, d.jax.message) == (r.stage, r.error_type, r.message)

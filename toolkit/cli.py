@@ -234,7 +234,14 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
     if args.json:
         import json
 
-        print(json.dumps({"valid": valid, "diagnostics": [d.to_json() for d in diags]}, indent=2))
+        from mpmd_lab.diagnostics import verdict
+
+        out = {
+            "valid": valid,
+            "verdict": verdict(diags),
+            "diagnostics": [d.to_json() for d in diags],
+        }
+        print(json.dumps(out, indent=2))
     elif not args.fix or args.output:
         from mpmd_lab.report import format_diagnostics
 

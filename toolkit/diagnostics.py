@@ -167,6 +167,21 @@ INTERP_CANNOT = frozenset(
 )
 
 
+#: the codes by which the check says it did not check something it could not follow
+#: (as a warning): a scenario with no error and one of these is "valid where checked"
+NOT_CHECKED = ("DATA_DEPENDENT",)
+
+
+def verdict(diags: list[Diagnostic] | tuple[Diagnostic, ...]) -> str:
+    """``invalid`` (an error), ``valid where checked`` (no error, but the check says what
+    it could not check: NOT_CHECKED) or ``valid``."""
+    if any(d.is_error for d in diags):
+        return "invalid"
+    if any(d.code in NOT_CHECKED and d.severity == "warning" for d in diags):
+        return "valid where checked"
+    return "valid"
+
+
 def interpreter_limit(d: Diagnostic) -> bool:
     """A note that JAX's CPU interpreter cannot run the call (a limit of this machine,
     not a problem of the kernel: a GPU runs it, and so does ``simulate``)."""

@@ -19,14 +19,21 @@ are. A result that reads a traced value (an axis index, a program id, a loop var
 is JAX's int32: it wraps past 2**31 (``b * 65536 * 32768`` is -2**31 at ``b = 1``), and
 ``x // 0`` / ``x % 0`` give jax.numpy's values (-1 at 0 else -2, and 0); of Python ints
 they are Python's ZeroDivisionError at trace (:class:`ExprZeroDivision`).
+
+Two forms read data instead of where the kernel runs: a scalar load ``ids[0]``,
+``ids[dev, 1]``, ``n_ref[...]`` (a parameter, output, scratch or ``let`` view indexed
+down to one element, as ``ref[...]`` of a rank-0 ref) and ``pl.semaphore_read(sem)``.
+They evaluate only against an :class:`Env` with a :class:`DataReader` (the simulator's
+memory); without one they raise :class:`ExprDataDependent`, and :func:`reads_data`
+says which expressions are data-dependent.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
 from mpmd_lab.record import Record
 
@@ -50,6 +57,11 @@ class ExprZeroDivision(ExprError):
         self.message = message
 
 
+class ExprDataDependent(ExprError):
+    """The expression reads memory (a scalar load, a semaphore's value) and the
+    environment has no data to read it from (the graph, a static bound)."""
+
+
 #: Python's ZeroDivisionError messages, per operator
 ZERO_DIVISION = {"//": "integer division or modulo by zero", "%": "integer modulo by zero"}
 
@@ -70,6 +82,8 @@ def traced(e: Expr) -> bool:
         return True
     if isinstance(e, Call):
         return e.fn == "program_id"
+    if isinstance(e, Load | SemRead):
+        return True
     return any(traced(sub) for sub in parts(e))
 
 
@@ -81,18 +95,34 @@ def parts(e: Expr) -> tuple[Expr, ...]:
     return tuple(x for x in (getattr(e, "a", None), getattr(e, "b", None)) if isinstance(x, Expr))
 
 
+class DataReader(Protocol):
+    """Where an expression's loads and semaphore reads take their values (the
+    simulator's memory, as one actor sees it now)."""
+
+    def load(self, name: str, index: tuple[int, ...]) -> int:
+        """The element ``index`` of the ref ``name`` (an integer or a truth value)."""
+        ...
+
+    def semaphore(self, name: str) -> int:
+        """The value of the semaphore ``name`` names (``pl.semaphore_read``)."""
+        ...
+
+
 class Env(Record):
     """What an expression evaluates against: one actor's coordinates at one moment.
 
     ``values``: name -> int for axis indices and loop variables; ``sizes``: axis name ->
-    size; ``pids`` / ``npids``: ``pl.program_id`` and ``pl.num_programs`` per grid dim.
+    size; ``pids`` / ``npids``: ``pl.program_id`` and ``pl.num_programs`` per grid dim;
+    ``data``: where loads and semaphore reads read (None: nowhere, they raise
+    :class:`ExprDataDependent`).
     """
 
-    __slots__ = ("values", "sizes", "pids", "npids")
+    __slots__ = ("values", "sizes", "pids", "npids", "data")
     values: Mapping[str, int]
     sizes: Mapping[str, int]
     pids: tuple[int, ...]
     npids: tuple[int, ...]
+    data: DataReader | None
 
     def __init__(
         self,
@@ -100,11 +130,13 @@ class Env(Record):
         sizes: Mapping[str, int],
         pids: tuple[int, ...] = (),
         npids: tuple[int, ...] = (),
+        data: DataReader | None = None,
     ) -> None:
         self.values = values
         self.sizes = sizes
         self.pids = pids
         self.npids = npids
+        self.data = data
 
 
 class Writer:
@@ -116,6 +148,10 @@ class Writer:
 
     def axis_size(self, n: str) -> str:
         return f"lax.axis_size({n!r})"
+
+    def ref(self, n: str) -> str:
+        """A ref a load or a semaphore read names (as the kernel's parameter)."""
+        return n
 
 
 class _LabelWriter(Writer):
@@ -477,6 +513,127 @@ class Not(Expr):
         return True
 
 
+#: the pseudo-calls of the data reads (``Expr.calls``: never a constant)
+_LOAD = frozenset(("load",))
+_SEMAPHORE_READ = frozenset(("semaphore_read",))
+
+
+class Load(Expr):
+    """``ref[i, j]`` (``ref[...]`` of a rank-0 ref): one element loaded from memory, as
+    ``ids_ref[0]`` reads a device id or an offset from an SMEM or GMEM table."""
+
+    __slots__ = ("ref", "index")
+    ref: str
+    index: tuple[Expr, ...]  # () for ref[...]
+
+    def __init__(self, ref: str, index: tuple[Expr, ...]) -> None:
+        self.ref = ref
+        self.index = index
+
+    @property
+    def items(self) -> tuple[Expr, ...]:  # (``parts``)
+        return self.index
+
+    def eval(self, env: Env) -> int:
+        idx = tuple(e.eval(env) for e in self.index)
+        if env.data is None:
+            raise ExprDataDependent(f"{self.label()} reads memory, which is not known here")
+        return env.data.load(self.ref, idx)
+
+    def source(self, w: Writer) -> str:
+        inner = ", ".join(e.source(w) for e in self.index) if self.index else "..."
+        return f"{w.ref(self.ref)}[{inner}]"
+
+    def names(self) -> frozenset[str]:
+        return frozenset().union(*(e.names() for e in self.index)) if self.index else _NONE
+
+    def calls(self) -> frozenset[str]:
+        """``load`` (so a load is never a constant), and its indices' calls."""
+        return frozenset().union(_LOAD, *(e.calls() for e in self.index))
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        found = [n for n in (e.unbound(bound) for e in self.index) if n is not None]
+        return min(found) if found else None
+
+
+class SemRead(Expr):
+    """``pl.semaphore_read(sem)``: a semaphore's value now (int32), as the order of the
+    signals and waits so far left it."""
+
+    __slots__ = ("ref",)
+    ref: str
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+
+    def eval(self, env: Env) -> int:
+        if env.data is None:
+            raise ExprDataDependent(f"{self.label()} reads a semaphore, not known here")
+        return env.data.semaphore(self.ref)
+
+    def source(self, w: Writer) -> str:
+        return f"pl.semaphore_read({w.ref(self.ref)})"
+
+    def calls(self) -> frozenset[str]:
+        return _SEMAPHORE_READ
+
+    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
+        return None
+
+
+def data_reads(e: Expr) -> Iterator[Load | SemRead]:
+    """The loads and semaphore reads in ``e``, outermost first."""
+    if isinstance(e, Load | SemRead):
+        yield e
+    for sub in parts(e):
+        yield from data_reads(sub)
+
+
+def reads_data(e: Expr) -> bool:
+    """Whether ``e`` reads memory (its value depends on data, not only on where the
+    kernel runs)."""
+    return next(data_reads(e), None) is not None
+
+
+def value_dtype(
+    e: Expr,
+    ref_dtype: Callable[[str], str],
+    name_dtype: Mapping[str, str] | None = None,
+) -> str | None:
+    """JAX's dtype of ``e`` where it reads data (``ref_dtype``: a loaded ref's dtype;
+    ``name_dtype``: a loop variable's, where its bounds are not int32); None for a
+    Python int (weakly typed: it takes the other operand's dtype)."""
+    from mpmd_lab import dtypes
+
+    if isinstance(e, Const):
+        return None
+    if isinstance(e, Load):
+        return dtypes.canonical(ref_dtype(e.ref))
+    if isinstance(e, Compare | BoolOp | Not):
+        return "bool"
+    if isinstance(e, Neg):
+        return value_dtype(e.a, ref_dtype, name_dtype)
+    if isinstance(e, BinOp):
+        a = value_dtype(e.a, ref_dtype, name_dtype)
+        b = value_dtype(e.b, ref_dtype, name_dtype)
+        return combine_dtypes(a, b)
+    if isinstance(e, Call) and e.fn != "program_id":
+        return None  # a Python int (an axis size, num_programs)
+    if isinstance(e, Name) and name_dtype:
+        return name_dtype.get(e.id, "int32")
+    return "int32"  # an axis index, a program id, a loop variable, a semaphore's value
+
+
+def combine_dtypes(a: str | None, b: str | None) -> str | None:
+    """The dtype of arithmetic of two operands of these dtypes (None: a Python int,
+    which takes the other's)."""
+    from mpmd_lab import dtypes
+
+    if a is None or b is None:
+        return a or b
+    return dtypes.promote(a, b)
+
+
 # ---------------------------------------------------------------- parsing
 
 
@@ -565,6 +722,8 @@ def _node(n: ast.AST, depth: int) -> Expr:
     if isinstance(n, ast.BoolOp):
         op = "and" if isinstance(n.op, ast.And) else "or"
         return BoolOp(op, tuple(_node(v, d) for v in n.values))
+    if isinstance(n, ast.Subscript):
+        return _load(n, d)
     if isinstance(n, ast.Call):
         return _call(n)
     what = type(n).__name__
@@ -573,11 +732,30 @@ def _node(n: ast.AST, depth: int) -> Expr:
     raise ExprError(
         f"{what} is not part of an index expression (integers, names, + - * // %, "
         "comparisons, and/or/not (& | of comparisons), program_id(d), num_programs(d), "
-        "axis_size(name))"
+        "axis_size(name), scalar loads ref[i] and pl.semaphore_read(sem))"
     )
 
 
+def _load(n: ast.Subscript, d: int) -> Load:
+    """``ref[i, j]`` or ``ref[...]``: a scalar load."""
+    if not isinstance(n.value, ast.Name):
+        raise ExprError("a load names its ref: ids[0], ids[dev, 1], n_ref[...]")
+    ref = _identifier(n.value.id)
+    sl = n.slice
+    if isinstance(sl, ast.Constant) and sl.value is Ellipsis:
+        return Load(ref, ())
+    items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(x, ast.Slice) for x in items):
+        raise ExprError(f"{ref}[...]: a load in an expression reads one element (no slices)")
+    return Load(ref, tuple(_node(x, d) for x in items))
+
+
 def _call(n: ast.Call) -> Expr:
+    dotted = ast.unparse(n.func)
+    if dotted in ("pl.semaphore_read", "semaphore_read"):
+        if len(n.args) != 1 or n.keywords or not isinstance(n.args[0], ast.Name):
+            raise ExprError("pl.semaphore_read(sem) takes one semaphore (a name)")
+        return SemRead(_identifier(n.args[0].id))
     fn = n.func.id if isinstance(n.func, ast.Name) else None
     if fn not in FUNCTIONS:
         raise ExprError(f"unknown function {fn or '?'}(...): use one of {', '.join(FUNCTIONS)}")
@@ -734,6 +912,13 @@ def check_text(value: Any) -> Any:
 
 
 __all__ = [
+    "DataReader",
+    "ExprDataDependent",
+    "Load",
+    "SemRead",
+    "data_reads",
+    "reads_data",
+    "value_dtype",
     "BinOp",
     "BoolOp",
     "Call",

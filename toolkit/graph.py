@@ -47,7 +47,7 @@ from mpmd_lab import dtypes, shapes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.accesslog import Access, AccessLog
 from mpmd_lab.diagnostics import INTERP_CANNOT, Diagnostic
-from mpmd_lab.fields import Path, axes_tuple, format_path
+from mpmd_lab.fields import Path, axes_tuple, format_path, sub_path
 from mpmd_lab.ops import (
     BY_OP,
     SYNC,
@@ -63,7 +63,7 @@ from mpmd_lab.ops import (
 )
 from mpmd_lab.ops.control import loop_envs, static_value, trip_count
 from mpmd_lab.ops.peers import device_targets, resolve_device
-from mpmd_lab.plan import Plan, compile
+from mpmd_lab.plan import Plan, compile, expr_ops
 from mpmd_lab.scenario import BufferArg, Scenario, load_scenario
 from mpmd_lab.validate import Analysis, analyze
 
@@ -532,6 +532,7 @@ class _Builder:
                     self.info[last] = self.info.get(base)
                 if rst.defines is not None:
                     self.node_of[id(rst.defines)] = last
+                self.load_edges(rst, last)
                 continue
             scope = tuple(f"stmt:{i}.{c.index}" for c in rst.scope)
             sid = self.node(
@@ -570,7 +571,27 @@ class _Builder:
                     self.edge(u, v, "sync", fname, f"{spath}.{fname}", statement=sid, role=role)
                 else:
                     self.edge(ref, sid, "reads", fname, f"{spath}.{fname}", statement=sid)
+            self.load_edges(rst, sid)
         self.sync_edges(i)
+
+    def load_edges(self, rst: Any, target: str) -> None:
+        """A ``reads`` edge from each ref an expression of the statement loads from
+        (``ids_ref[0]`` as a device id or an index; ``pl.semaphore_read(sem)``) to the
+        statement, or to the view a ``let`` makes with it."""
+        for name, b in rst.loads.items():
+            nid = self.node_of.get(id(b))
+            if nid is not None:
+                path = format_path(rst.path)
+                self.edge(nid, target, "reads", f"load {name}", path, statement=target)
+        if not rst.loads:
+            return
+        for prefix, op in expr_ops(rst.node):
+            for field, e in op.exprs():
+                if op.expr_kind(field) == "device" and E.reads_data(e):
+                    # (peers by data: no device edges drawn, the text says which)
+                    self.g.graph.setdefault("data_peers", []).append(
+                        (format_path(sub_path(rst.path, prefix + field)), e.label())
+                    )
 
     # -- loops and synchronisation
 
@@ -983,8 +1004,11 @@ def to_text(g: nx.MultiDiGraph) -> str:
                 traffic[key].append(pair)
                 if is_red(e):
                     red[key] += 1
-        if not traffic:
+        data_peers = g.graph.get("data_peers", [])
+        if not traffic and not data_peers:
             lines.append("  (no peer, multicast or signal traffic)")
+        for path, label in data_peers:
+            lines.append(f"  peer by data via {path}: {label} (loaded as the kernel runs)")
         for (kind, path), pairs in sorted(traffic.items()):
             pairs.sort(key=_natural)
             shown = " ".join(pairs[:32]) + (f" ... (+{len(pairs) - 32})" if len(pairs) > 32 else "")

@@ -12,11 +12,12 @@ or propagates a view again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mpmd_lab import dtypes
-from mpmd_lab.fields import Path, format_path
+from mpmd_lab import expr as E
+from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
@@ -132,10 +133,12 @@ class Stmt(Record):
     (loops, conditions) it is inside, outermost first, ``bound`` the names its
     expressions may use (mesh axes, device axes, enclosing loop variables),
     ``unbound`` ``(field, name)`` of the first expression name that is not bound, if
-    any."""
+    any; ``loads`` the refs its expressions load from (``ids[0]``,
+    ``pl.semaphore_read(sem)``), by name."""
 
     __slots__ = (
-        "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound"
+        "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound",
+        "loads",
     )  # fmt: skip
 
     def __init__(
@@ -150,7 +153,9 @@ class Stmt(Record):
         scope: tuple[Stmt, ...] = (),
         bound: frozenset[str] = frozenset(),
         unbound: tuple[str, str] | None = None,
+        loads: dict[str, Binding] | None = None,
     ) -> None:
+        self.loads = {} if loads is None else loads
         self.index = index
         self.path = path
         self.node = node
@@ -161,6 +166,11 @@ class Stmt(Record):
         self.scope = scope
         self.bound = bound
         self.unbound = unbound
+
+    def load_dtype(self, name: str) -> str:
+        """The dtype of the ref its expressions load by ``name`` (``ids_ref[0]``)."""
+        info = self.loads[name].info
+        return info.dtype if info is not None else "int32"
 
     @property
     def loop_vars(self) -> tuple[str, ...]:
@@ -491,6 +501,16 @@ def _compile_into(ctx: Plan) -> None:
                 steps.append([])
                 leaves.append(Leaf(buf, info))
         ctx.args.append(ArgInfo(i, path, leaves, steps))
+        for k, t in enumerate(transforms or ()):
+            for field, e in t.exprs():
+                calls = e.calls()
+                if "load" in calls or "semaphore_read" in calls:
+                    ctx.problem(
+                        "XREF_UNKNOWN_NAME",
+                        sub_path(path, "transforms", k, field),
+                        f"{e.label()} loads from a kernel's ref, but an argument's view is "
+                        "made by the caller, before the kernel runs: no kernel ref is there",
+                    )
         stack = (
             tuple([((*path, "transforms", k), t) for k, t in enumerate(transforms)])
             if transforms
@@ -611,6 +631,7 @@ def _body(
                 copied = True
             env[st.let] = defines
             unbound = None
+            reads = bool(transforms)  # (its transforms' expressions: ``_loads`` looks)
         else:
             for fname, name, _access in st.ref_fields():
                 b = env.get(name)
@@ -622,8 +643,11 @@ def _body(
                     refs[fname] = b
             steps = []
             defines = None
-            unbound = _unbound(st, bound)
-        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound)
+            unbound, reads = _unbound(st, bound)
+        loads = _loads(ctx, st, path, env) if reads else _NO_LOADS
+        if loads is None:
+            ok = False
+        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads)
         stmts.append(stmt)
         if defines is not None:
             continue
@@ -634,6 +658,53 @@ def _body(
             if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt)):
                 return False
     return True
+
+
+def expr_ops(st: Any) -> list[tuple[str, Any]]:
+    """``(field prefix, op)`` of the ops whose expressions a statement evaluates: the
+    statement's own, or a ``let``'s transforms (``transforms[k].``)."""
+    if isinstance(st, Let):
+        return [(f"transforms[{k}].", t) for k, t in enumerate(st.transforms)]
+    return [("", st)]
+
+
+def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
+    """``(field, expression)`` of every index expression a statement evaluates (a
+    ``let``'s: its transforms')."""
+    for prefix, op in expr_ops(st):
+        for field, e in op.exprs():
+            yield prefix + field, e
+
+
+def _loads(ctx: Plan, st: Any, path: Path, env: dict[str, Binding]) -> dict[str, Binding] | None:
+    """The refs the statement's expressions load from (``ids[0]``), bound where it runs;
+    None (and XREF_UNKNOWN_NAME) where one names nothing. (Asked of every statement:
+    a path is written only for a load.)"""
+    out: dict[str, Binding] = _NO_LOADS
+    for k, op in enumerate(st.transforms if type(st) is Let else (st,)):
+        for field, e in op.exprs():
+            calls = e.calls()
+            if "load" not in calls and "semaphore_read" not in calls:
+                continue
+            for r in E.data_reads(e):
+                b = env.get(r.ref)
+                if b is None:
+                    where = ("transforms", k, field) if type(st) is Let else (field,)
+                    ctx.problem(
+                        "XREF_UNKNOWN_NAME",
+                        sub_path(path, *where),
+                        f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
+                        "earlier view has that name",
+                    )
+                    return None
+                if out is _NO_LOADS:
+                    out = {}
+                out[r.ref] = b
+    return out
+
+
+#: a statement that loads nothing (shared: never written)
+_NO_LOADS: dict[str, Binding] = {}
 
 
 def _unknown_name(body: list[Any], j: int, fname: str, name: str) -> str:
@@ -652,10 +723,17 @@ def _defined_at(body: list[Any], name: str) -> int | None:
     return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
 
 
-def _unbound(st: Any, bound: frozenset[str]) -> tuple[str, str] | None:
-    """The first name an op's expressions use that is not bound where it runs."""
+def _unbound(st: Any, bound: frozenset[str]) -> tuple[tuple[str, str] | None, bool]:
+    """The first name an op's expressions use that is not bound where it runs, and
+    whether any of them reads data (a load, a semaphore read: ``_loads`` binds them)."""
+    found = None
+    reads = False
     for sub, e in st.exprs():
-        name = e.unbound(bound)
-        if name is not None:
-            return sub, name
-    return None
+        if found is None:
+            name = e.unbound(bound)
+            if name is not None:
+                found = sub, name
+        if not reads:
+            calls = e.calls()
+            reads = "load" in calls or "semaphore_read" in calls
+    return found, reads

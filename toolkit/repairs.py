@@ -5,19 +5,25 @@ each and keeps those that leave fewer errors."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from mpmd_lab import dtypes
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
-from mpmd_lab.fields import get_path
+from mpmd_lab.fields import format_path, get_path
 from mpmd_lab.ops import (
+    Add,
     At,
+    Bitcast,
+    ClusterRef,
     Copy,
     CopyGmemToSmem,
     Fill,
     Let,
     Loop,
+    MulticastRef,
     RemoteRef,
     Reshape,
     SemaphoreSignal,
@@ -25,8 +31,11 @@ from mpmd_lab.ops import (
     SemaphoreWait,
     Swizzle,
     Tiling,
+    TmaStore,
     When,
 )
+from mpmd_lab.ops import values as V
+from mpmd_lab.ops.compute import Compute
 from mpmd_lab.recheck import checked
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
@@ -114,6 +123,9 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         if prog.mesh.threads is not None and prog.mesh.threads.name:
             sizes[prog.mesh.threads.name] = prog.mesh.threads.count
         count = sizes.get(axis, 0)
+        if axis in prog.mesh.cluster and len(prog.mesh.cluster) > 1:
+            # (the blocks of a cluster of several axes: one block of the cluster writes)
+            cond = " and ".join(f"{a} == 0" for a in prog.mesh.cluster)
     out: list[Fix] = []
     name = getattr(get_path(s, stmt_path), field, None)
     lets = [
@@ -258,7 +270,7 @@ def _match_sides(s: Scenario, d: Diagnostic) -> list[Fix]:
         name = getattr(stmt, side, None)
         if not isinstance(name, str):
             continue
-        root = _root(s, program, name, _reinterprets if what == "dtype" else _any_step)
+        root = _root(s, program, name, _reinterprets if what == "dtype" else _reshapes)
         if root is None:
             continue
         if root[2]:  # a view: its slices take the size the other side has
@@ -457,11 +469,19 @@ def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
     stage = _fresh(s, f"{stmt['src']}_smem")
     parent, _, last = stmt_path.rpartition("[")
     j = int(last.rstrip("]"))
+    # (pl.kernel takes no scratch: plgpu.kernel allocates the staging buffer)
+    entry = (
+        [Edit(op="replace", path="call.entry", value="plgpu.kernel")]
+        if s.call.entry == "pl.kernel"
+        else []
+    )
     return [
         Fix(
             description=f"stage {stmt['src']!r} in SMEM ({stage!r}) and write the multicast "
-            "ref with an async copy from it (tma_store)",
+            "ref with an async copy from it (tma_store)"
+            + ("; plgpu.kernel, which allocates the SMEM" if entry else ""),
             edits=[
+                *entry,
                 Edit(
                     op="add",
                     path=f"call.scratch.{stage}",
@@ -1424,14 +1444,19 @@ def _mentions(node: Any, name: str) -> int:
 
 def _race_repairs(s: Scenario, d: Diagnostic) -> list[Fix]:
     """RACE / RACE_DETECTED: the writers split, the blocks of a cluster meet, each
-    device waits after signalling its peer, a wait waits for all its signals, or a read
-    waits for the async copy it reads."""
+    device waits after signalling its peer, a wait waits for all its signals, a read
+    waits for the async copy it reads, a barrier waits for all who arrive on it, each
+    round gets a semaphore of its own, or a thread hands its write to another at a
+    barrier."""
     return [
         *_race_split(s, d),
         *_cluster_meet(s, d),
         *_wait_after_signals(s, d),
         *_wait_for_all(s, d),
         *_wait_for_the_copy(s, d),
+        *_all_arrivals(s, d),
+        *_semaphore_per_round(s, d),
+        *_thread_handoff(s, d),
     ]
 
 
@@ -1470,6 +1495,1032 @@ def _tile_for_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _named(s: Scenario, d: Diagnostic) -> tuple[int, str] | None:
+    """``(program, ref name)`` of what a diagnostic points at: the ref a statement's field
+    names, or the ref a view (``let``) is made of when it points into its steps."""
+    at = _AT_STMT.match(d.path)
+    if at is None or at.group(3) is None:
+        return None
+    stmt = get_path(s, at.group(1))
+    name = stmt.ref if isinstance(stmt, Let) else getattr(stmt, at.group(3), None)
+    return (int(at.group(2)), name) if isinstance(name, str) else None
+
+
+def _scratch_of(s: Scenario, d: Diagnostic) -> str | None:
+    """The scratch buffer a diagnostic's ref comes from (through any views), else None."""
+    named = _named(s, d)
+    root = None if named is None else _root(s, *named)
+    return root[1] if root is not None and root[0] == "call.scratch" else None
+
+
+def _tmem_to_smem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A TMEM scratch used as memory (a plain store, a reshape, a transpose): keep it in
+    SMEM, which takes them; TMEM is only the tensor core's accumulator."""
+    key = _scratch_of(s, d)
+    if key is None or getattr(s.call.scratch[key], "memory_space", "") != "TMEM":
+        return []
+    return [
+        Fix(
+            description=f"keep {key!r} in SMEM: TMEM holds only the tensor core's "
+            "accumulator, not what is stored, reshaped or transposed",
+            edits=[Edit(op="replace", path=f"call.scratch.{key}.memory_space", value="SMEM")],
+        )
+    ]
+
+
+def _plain_layout(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """An SMEM scratch whose tiling or swizzle a view cannot go through (an integer
+    index, a slice of a swizzled dim, a reshape): drop its layout steps (the values stay;
+    only the bank-conflict-free layout goes)."""
+    out: list[Fix] = []
+    for key in _scratches_at(s, d):
+        steps = getattr(s.call.scratch[key], "transforms", None)
+        if not steps or not all(isinstance(t, Tiling | Swizzle) for t in steps):
+            continue
+        what = " and ".join(dict.fromkeys(t.op for t in steps))
+        out.append(
+            Fix(
+                description=f"drop the {what} of {key!r}: what reads or writes it here needs "
+                "the plain row-major layout (the values are the same; only the "
+                "bank-conflict-free layout goes)",
+                edits=[Edit(op="replace", path=f"call.scratch.{key}.transforms", value=[])],
+            )
+        )
+    return out
+
+
+def _scratches_at(s: Scenario, d: Diagnostic) -> list[str]:
+    """The scratch buffers behind a diagnostic: its ref's, else (a statement's own
+    error, or a field that names none) those of every ref the statement names."""
+    key = _scratch_of(s, d)
+    if key is not None:
+        return [key]
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s, at.group(1))
+    program = int(at.group(2))
+    out: list[str] = []
+    for field, _ in getattr(stmt, "REFS", ()):
+        name = getattr(stmt, field, None)
+        root = _root(s, program, name) if isinstance(name, str) else None
+        if root is not None and root[0] == "call.scratch" and root[1] not in out:
+            out.append(root[1])
+    return out
+
+
+def _view_step(s: Scenario, d: Diagnostic, kind: type) -> tuple[str, int, Any] | None:
+    """``(path of the let, index of the step, the let)`` of the step of type ``kind`` in
+    the view a diagnostic points at (its statement's field, or the let itself)."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return None
+    program = int(at.group(2))
+    stmt = get_path(s, at.group(1))
+    name = stmt.let if isinstance(stmt, Let) else getattr(stmt, at.group(3) or "", None)
+    body = f"call.programs[{program}].body"
+    for _ in range(64):
+        hits = [
+            (p, st)
+            for p, st in _statements(s.call.programs[program].body, body)
+            if isinstance(st, Let) and st.let == name
+        ]
+        if len(hits) != 1:
+            return None
+        path, let = hits[0]
+        steps = [k for k, t in enumerate(let.transforms) if isinstance(t, kind)]
+        if steps:
+            return path, steps[-1], let
+        name = let.ref
+    return None
+
+
+def _drop_step(path: str, k: int) -> Edit:
+    """Remove step ``k`` of the let at ``path``."""
+    return Edit(op="remove", path=f"{path}.transforms[{k}]")
+
+
+def _cluster_ref_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """``cluster_ref`` of a GMEM ref: every block of the cluster sees the same global
+    memory, so the view of another block's copy is the ref itself: drop the step."""
+    hit = _view_step(s, d, ClusterRef)
+    if hit is None:
+        return []
+    path, k, let = hit
+    at = _AT_STMT.match(path)
+    root = _root(s, int(at.group(2)) if at else 0, let.ref)
+    if root is None or root[0] == "call.scratch":
+        return []
+    return [
+        Fix(
+            description=f"drop the cluster_ref of {let.let!r}: {let.ref!r} is in GMEM, which "
+            "every block of the cluster shares (another block's copy is the same memory)",
+            edits=[_drop_step(path, k)],
+        )
+    ]
+
+
+def _own_cluster_axis(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """CLUSTER_REF_UNKNOWN_AXIS / CLUSTER_REF_MULTI_AXIS on a GMEM ref: the step goes
+    (``_cluster_ref_gmem``); on SMEM, name the one cluster axis (an unknown name becomes
+    the cluster's only axis; several axes: one fix per axis kept)."""
+    out = _cluster_ref_gmem(s, d)
+    hit = _view_step(s, d, ClusterRef)
+    if hit is None:
+        return out
+    path, k, let = hit
+    at = _AT_STMT.match(path)
+    prog = s.call.programs[int(at.group(2)) if at else 0]
+    cluster = list(prog.mesh.cluster)
+    block = dict(let.transforms[k].block)
+    unknown = [a for a in block if a not in cluster]
+    options: list[dict[str, Any]] = []
+    if unknown and len(cluster) == 1 and len(block) == 1:
+        options.append({cluster[0]: next(iter(block.values()))})
+    elif len(block) > 1:
+        options += [{a: v} for a, v in block.items() if a in cluster]
+    for new in options:
+        out.append(
+            Fix(
+                description=f"name one cluster axis in the cluster_ref of {let.let!r}: {new}",
+                edits=[Edit(op="replace", path=f"{path}.transforms[{k}].block", value=new)],
+            )
+        )
+    return out
+
+
+def _own_copy_multicast(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_TMA_LOAD: a TMA load reads one copy; the multicast view (which only
+    fans writes out) goes, and the load reads the device's own copy."""
+    hit = _view_step(s, d, MulticastRef)
+    if hit is None:
+        return []
+    path, k, let = hit
+    return [
+        Fix(
+            description=f"drop the multicast_ref of {let.let!r}: a load reads this device's "
+            "own copy (a multicast view only fans writes out)",
+            edits=[_drop_step(path, k)],
+        )
+    ]
+
+
+def _store_plainly(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TMA_SMEM_NOT_CONTIGUOUS: a TMA store reads a contiguous SMEM block; a strided
+    view is stored with a plain copy (``dst[...] = src[...]``) instead."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return []
+    stmt = get_path(s.to_dict(), at.group(1))
+    if stmt.get("op") != "tma_store":
+        return []
+    return [
+        Fix(
+            description="store the strided SMEM view with a plain copy (dst[...] = src[...]): "
+            "a TMA store reads only a contiguous block of SMEM",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=at.group(1),
+                    value={"op": "copy", "src": stmt["src"], "dst": stmt["dst"]},
+                )
+            ],
+        )
+    ]
+
+
+def _a_permutation(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """TRANSPOSE_INVALID_PERM_GPU: an axis repeated in ``perm``: each repeat becomes the
+    axis left out, in order (``[0, 0]`` -> ``[0, 1]``)."""
+    perm = get_path(s, d.path)
+    if not isinstance(perm, list | tuple) or not all(isinstance(p, int) for p in perm):
+        return []
+    n = len(perm)
+    missing = [a for a in range(n) if a not in perm]
+    seen: set[int] = set()
+    new = []
+    for p in perm:
+        if 0 <= p < n and p not in seen:
+            seen.add(p)
+            new.append(p)
+        elif missing:
+            new.append(missing.pop(0))
+        else:
+            return []
+    if new == list(perm):
+        return []
+    return [
+        Fix(
+            description=f"make perm a permutation of the {n} axes: {new}",
+            edits=[Edit(op="replace", path=d.path, value=new)],
+        )
+    ]
+
+
+def _multimem_to_gmem(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_DST_NOT_GMEM: a multimem store writes GMEM: write an output of the same
+    shape and dtype instead."""
+    at = _AT_STMT.match(d.path)
+    key = _scratch_of(s, d)
+    if at is None or key is None:
+        return []
+    sc = s.call.scratch[key]
+    outs = [
+        o
+        for o, spec in s.call.outputs.items()
+        if list(spec.shape) == list(getattr(sc, "shape", None) or [])
+        and spec.dtype == getattr(sc, "dtype", None)
+    ]
+    return [
+        Fix(
+            description=f"write the output {o!r} (GMEM, the same shape and dtype) instead of "
+            f"the SMEM scratch {key!r}",
+            edits=[Edit(op="replace", path=d.path, value=o)],
+        )
+        for o in outs
+        if get_path(s, d.path) == key
+    ]
+
+
+def _stmt_at(s: Scenario, d: Diagnostic) -> tuple[str, int, Any] | None:
+    """``(path, program, statement)`` of the statement a diagnostic points into."""
+    at = _AT_STMT.match(d.path)
+    if at is None:
+        return None
+    return at.group(1), int(at.group(2)), get_path(s, at.group(1))
+
+
+def _retyped(s: Scenario, program: int, names: list[str], dtype: str) -> list[Edit] | None:
+    """Edits that give the plain refs ``names`` (an output, buffer or scratch with no
+    reinterpreting view between) the dtype ``dtype``, with every ref a statement of the
+    program copies into them (so the copies keep matching). None: one is a view."""
+    keys: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        root = _root(s, program, todo.pop(), _reinterprets)
+        if root is None or root[2]:
+            return None
+        table, key, _ = root
+        if f"{table}.{key}" in keys:
+            continue
+        keys[f"{table}.{key}"] = key
+        body = f"call.programs[{program}].body"
+        for _, st in _statements(s.call.programs[program].body, body):
+            dst, src = getattr(st, "dst", None), getattr(st, "src", None)
+            if not isinstance(dst, str) or not isinstance(src, str):
+                continue
+            if _root(s, program, dst)[:2] == (table, key):  # type: ignore[index]
+                todo.append(src)
+    return [
+        Edit(op="replace", path=f"{where}.dtype", value=dtype)
+        for where in keys
+        if getattr(get_path(s, where), "dtype", dtype) != dtype
+    ]
+
+
+def _dot_in_f16(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_DTYPE / DOT_INT_ACC: WGMMA with an [K, N] rhs and a float32 accumulator
+    multiplies 16-bit floats: the operands (and what is copied into them) become
+    float16."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    if not isinstance(getattr(stmt, "lhs", None), str) or not isinstance(stmt.rhs, str):
+        return []
+    edits = _retyped(s, program, [stmt.lhs, stmt.rhs], "float16")
+    if not edits:
+        return []
+    old = getattr(get_path(s, edits[0].path.rpartition(".")[0]), "dtype", "?")
+    return [
+        Fix(
+            description=f"multiply float16 operands (not {old}): the operands of the dot and "
+            "what is copied into them become float16 (the product still accumulates in "
+            "float32)",
+            edits=edits,
+        )
+    ]
+
+
+def _dot_split_n(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_N_TOO_LARGE: one WGMMA makes at most 256 columns: the product is split along
+    N into dots of 256 columns (views of rhs and dst, side by side)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    n = int(_ints(re.search(r"got: (\d+)", d.message).group(1))[0])  # type: ignore[union-attr]
+    width = max(w for w in range(8, 257, 8) if n % w == 0)
+    if n <= 256 or width < 8:
+        return []
+    parent, _, last = path.rpartition("[")
+    j = int(last.rstrip("]"))
+    new: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for k in range(n // width):
+        cols = [k * width, (k + 1) * width]
+        names = []
+        for side in ("rhs", "dst"):
+            base = getattr(stmt, side)
+            name = _fresh(s, f"{base}_{k}")
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names.append(name)
+            new.append(
+                {"let": name, "ref": base, "transforms": [{"op": "at", "index": [None, cols]}]}
+            )
+        new.append({"op": "dot", "dst": names[1], "lhs": stmt.lhs, "rhs": names[0]})
+    edits = [Edit(op="remove", path=path)]
+    edits += [Edit(op="add", path=f"{parent}[{j + i}]", value=v) for i, v in enumerate(new)]
+    return [
+        Fix(
+            description=f"split the product along N into {n // width} dots of {width} columns "
+            f"(one WGMMA makes at most 256): columns k*{width}..(k+1)*{width} of "
+            f"{stmt.rhs!r} into the same columns of {stmt.dst!r}",
+            edits=edits,
+        )
+    ]
+
+
+_DOT_SHAPES = re.compile(r"lhs=\((\d+), (\d+)\), rhs=\S*?\((\d+), (\d+)\)")
+
+
+def _dot_k_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_SHAPE_MISMATCH: lhs [M, K] and rhs [K', N] disagree on K: the operand that is a
+    plain scratch takes the other's K."""
+    hit = _stmt_at(s, d)
+    m = _DOT_SHAPES.search(d.message)
+    if hit is None or m is None:
+        return []
+    _, program, stmt = hit
+    mm, k1, k2, nn = map(int, m.groups())
+    out: list[Fix] = []
+    for side, want in (("lhs", [mm, k2]), ("rhs", [k1, nn])):
+        root = _root(s, program, getattr(stmt, side))
+        if root is None or root[2] or root[0] != "call.scratch":
+            continue
+        out.append(
+            Fix(
+                description=f"make {root[1]!r} {want}: the dot's K is the other operand's",
+                edits=[Edit(op="replace", path=f"call.scratch.{root[1]}.shape", value=want)],
+            )
+        )
+    return out
+
+
+def _dot_one_matrix(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """DOT_RANK: an operand with leading batch dims: the dot takes its first matrix
+    (``ref.at[0, ...]``, a view named for it)."""
+    hit = _stmt_at(s, d)
+    at = _AT_STMT.match(d.path)
+    if hit is None or at is None or at.group(3) not in ("lhs", "rhs"):
+        return []
+    path, program, stmt = hit
+    field = at.group(3)
+    name = getattr(stmt, field)
+    root = _root(s, program, name)
+    if root is None:
+        return []
+    rank = len(getattr(get_path(s, f"{root[0]}.{root[1]}"), "shape", None) or [])
+    if root[2] or rank <= 2:
+        return []
+    view = _fresh(s, f"{name}_0")
+    index = [0] * (rank - 2)
+    let = {"let": view, "ref": name, "transforms": [{"op": "at", "index": index}]}
+    return [
+        Fix(
+            description=f"multiply the first matrix of {name!r} ({view} = {name}.at"
+            f"[{', '.join(map(str, index))}])",
+            edits=[
+                Edit(op="replace", path=f"{path}.{field}", value=view),
+                Edit(op="add", path=path, value=let),
+            ],
+        )
+    ]
+
+
+def _captured_ref(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """REF_NOT_A_REF: a view of a captured array (an array, not a Ref): pass the array
+    as an argument (a Ref) instead of capturing it."""
+    named = _named(s, d)
+    if named is None:
+        return []
+    return [capture_to_arg(s, i) for i, c in enumerate(s.call.captures) if c.name == named[1]]
+
+
+#: the 8-bit integer dtypes and the 16-bit ones their arithmetic is done in
+_WIDER = {"int8": "int16", "uint8": "uint16"}
+
+
+def _wider_value(s: Scenario, path: str, program: int, stmt: Compute) -> list[Fix]:
+    """GPU_8BIT_ARITH in a ``compute`` value: each 8-bit load is widened to 16 bits
+    (``.astype``) and the value cast back to the destination's dtype."""
+    root = _root(s, program, stmt.dst)
+    dtype = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    tree = V.parse(stmt.value)
+    names = set(tree.loads())
+    kinds: dict[str, str] = {}
+    for n in names:
+        r = _root(s, program, n)
+        kind = None if r is None else getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None)
+        if kind in _WIDER:
+            kinds[n] = kind
+    if not kinds or dtype not in _WIDER:
+        return []
+    text = tree.source(V.LABEL)
+    for n, kind in sorted(kinds.items()):
+        wide = f"{n}[...].astype(jnp.{_WIDER[kind]})"
+        text = re.sub(rf"(?<![\w.]){re.escape(n)}\[\.\.\.\]", wide, text)
+    value = f"({text}).astype(jnp.{dtype})"
+    return [
+        Fix(
+            description=f"compute in {_WIDER[dtype]} and cast back to {dtype}: "
+            f"{stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
+def _wider_add(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_8BIT_ARITH: an 8-bit integer add is done in 16 bits and cast back (``(a16 +
+    b16).astype(int8)``: the same wrapping sum, as JAX's message asks)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    if isinstance(stmt, Compute):
+        return _wider_value(s, path, program, stmt)
+    names = [getattr(stmt, f, None) for f in ("lhs", "rhs", "dst")]
+    if not isinstance(stmt, Add) or not all(isinstance(n, str) for n in names):
+        return []
+    lhs, rhs, dst = (str(n) for n in names)
+    roots = [_root(s, program, n) for n in (lhs, rhs, dst)]
+    kinds = {getattr(get_path(s, f"{r[0]}.{r[1]}"), "dtype", None) for r in roots if r}
+    if len(kinds) != 1 or (dtype := kinds.pop()) not in _WIDER:
+        return []
+    wide = _WIDER[dtype]
+    value = f"({lhs}[...].astype(jnp.{wide}) + {rhs}[...].astype(jnp.{wide})).astype(jnp.{dtype})"
+    return [
+        Fix(
+            description=f"add in {wide} and cast back to {dtype} (the same wrapping sum): "
+            f"{dst}[...] = {value}",
+            edits=[
+                Edit(op="replace", path=path, value={"op": "compute", "dst": dst, "value": value})
+            ],
+        )
+    ]
+
+
+_STEP = re.compile(r"^(call\.programs\[(\d+)\](?:\.body\[\d+\])+)\.transforms\[(\d+)\]$")
+_REF_SIZE = re.compile(r"size of the ref \((\d+)\)")
+
+
+def _plain_shape(s: Scenario, program: int, name: str) -> list[int] | None:
+    """The shape of the plain output, buffer or scratch ``name`` is (no view between)."""
+    root = _root(s, program, name)
+    if root is None or root[2]:
+        return None
+    shape = getattr(get_path(s, f"{root[0]}.{root[1]}"), "shape", None)
+    return None if shape is None else list(shape)
+
+
+def _reshape_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A reshape JAX refuses (RESHAPE_SIZE, RESHAPE_MINUS_ONE, RESHAPE_NOT_DIVISIBLE):
+    the shape of what the view is copied to or from, where it holds the same elements;
+    a shape that asks for fewer rows takes them (a slice from 0) instead; one ``-1``
+    kept, the ref's minor dimension for the others."""
+    m = _STEP.match(d.path)
+    if m is None:
+        return []
+    path, program, k = m.group(1), int(m.group(2)), int(m.group(3))
+    let = get_path(s, path)
+    step = get_path(s.to_dict(), d.path)
+    if not isinstance(let, Let) or step.get("op") != "reshape":
+        return []
+    asked = list(step["shape"])
+    have = None
+    if (hit := _RESHAPE.search(d.message)) is not None:
+        have = _ints(hit.group(1))
+    elif k == 0:
+        have = _plain_shape(s, program, let.ref)
+    size = math.prod(have) if have else None
+    if (hit2 := _REF_SIZE.search(d.message)) is not None:
+        size = int(hit2.group(1))
+    out: list[Fix] = []
+    last = k == len(let.transforms) - 1
+    body = f"call.programs[{program}].body"
+    for st_path, st in _statements(s.call.programs[program].body, body):
+        src, dst = getattr(st, "src", None), getattr(st, "dst", None)
+        other = dst if src == let.let else src if dst == let.let else None
+        want = None
+        if isinstance(other, str) and last:
+            field = "dst" if src == let.let else "src"
+            want = _plain_shape(s, program, other) or _view_shape(s, program, st_path, field)
+        if want and size == math.prod(want) and want != asked:
+            out.append(
+                Fix(
+                    description=f"reshape to {want}, the shape of {other!r} it is copied "
+                    f"{'to' if src == let.let else 'from'} ({size} elements)",
+                    edits=[Edit(op="replace", path=f"{d.path}.shape", value=want)],
+                )
+            )
+            break
+    if (
+        have
+        and len(have) == len(asked)
+        and all(0 < a <= h for a, h in zip(asked, have, strict=True))
+    ):
+        index = [[0, a] for a in asked]
+        out.append(
+            Fix(
+                description=f"take the first {asked} of the {have} ref (a slice from 0) "
+                "instead of a reshape (a reshape keeps every element; this shape holds fewer)",
+                edits=[Edit(op="replace", path=d.path, value={"op": "at", "index": index})],
+            )
+        )
+    if have and asked.count(-1) > 1:
+        first = asked.index(-1)
+        new = [a if a != -1 or i == first else have[-1] for i, a in enumerate(asked)]
+        out.append(
+            Fix(
+                description=f"reshape to {new}: one dimension is inferred (-1), the others "
+                f"keep the ref's minor dimension ({have[-1]})",
+                edits=[Edit(op="replace", path=f"{d.path}.shape", value=new)],
+            )
+        )
+    return out
+
+
+def _one_program(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MPMD_SCRATCH_CORE_TYPE: several programs of one mesh with scratch: one
+    ``plgpu.kernel`` program with a thread per former program (``pl.when(wg == k)``
+    runs program ``k``'s body), which allocates the scratch itself."""
+    progs = s.call.programs
+    meshes = {(tuple(p.mesh.grid.items()), tuple(p.mesh.cluster.items())) for p in progs}
+    if len(progs) < 2 or len(meshes) != 1 or any(p.mesh.threads is not None for p in progs):
+        return []
+    data = s.to_dict()
+    axes = {*progs[0].mesh.grid, *progs[0].mesh.cluster, *(s.device_mesh or {})}
+    wg = next(n for n in ("wg", "role", "program", "prog_k") if n not in axes)
+    body = [
+        {"op": "when", "cond": f"{wg} == {k}", "body": p["body"]}
+        for k, p in enumerate(data["call"]["programs"])
+        if p["body"]
+    ]
+    mesh = {**data["call"]["programs"][0]["mesh"], "threads": {"name": wg, "count": len(progs)}}
+    return [
+        Fix(
+            description=f"one plgpu.kernel program with {len(progs)} threads ({wg}): thread k "
+            f"runs program k's body (pl.when({wg} == k)); plgpu.kernel allocates the scratch",
+            edits=[
+                Edit(op="replace", path="call.entry", value="plgpu.kernel"),
+                Edit(op="replace", path="call.programs", value=[{"mesh": mesh, "body": body}]),
+            ],
+        )
+    ]
+
+
+def _counter_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """SEMAPHORE_READ_SMEM: ``pl.semaphore_read`` of an SMEM array: the scratch becomes
+    the semaphore(s) it reads (of the same shape; signals and waits change them)."""
+    out: list[Fix] = []
+    for key in _scratches_at(s, d) or [
+        k for k in s.call.scratch if f"semaphore_read({k})" in str(get_path(s, d.path))
+    ]:
+        sc = s.call.scratch[key]
+        if getattr(sc, "memory_space", "") != "SMEM":
+            continue
+        shape = list(getattr(sc, "shape", None) or [])
+        value: dict[str, Any] = {"kind": "semaphore"}
+        if shape and math.prod(shape) != 1:
+            value["shape"] = shape
+        out.append(
+            Fix(
+                description=f"make {key!r} a semaphore{' array' if 'shape' in value else ''}: "
+                "pl.semaphore_read reads a semaphore, not SMEM",
+                edits=[Edit(op="replace", path=f"call.scratch.{key}", value=value)],
+            )
+        )
+    return out
+
+
+_ADD_SHAPES = re.compile(r"\(([\d, ]*)\), \(([\d, ]*)\)")
+
+
+def _operands_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """ADD_SHAPE_MISMATCH: the operand that is a plain buffer or scratch takes the shape
+    of the other (and of what the sum is stored in)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    names = [getattr(stmt, f, None) for f in ("lhs", "rhs")]
+    if not all(isinstance(n, str) for n in names):
+        return []
+    shapes = [_plain_shape(s, program, n) for n in names]  # type: ignore[arg-type]
+    dst = _plain_shape(s, program, stmt.dst) if isinstance(stmt.dst, str) else None
+    out: list[Fix] = []
+    for me, other in ((0, 1), (1, 0)):
+        root = _root(s, program, names[me])  # type: ignore[arg-type]
+        want = shapes[other]
+        if root is None or want is None or (dst is not None and dst != want):
+            continue
+        if root[2]:  # a view: its slices take the other's size
+            out += _resize_view(s, program, names[me], want)  # type: ignore[arg-type]
+            continue
+        out.append(
+            Fix(
+                description=f"make {root[1]!r} {want}, the shape of {names[other]!r} "
+                "(an elementwise sum takes operands of one shape)",
+                edits=[Edit(op="replace", path=f"{root[0]}.{root[1]}.shape", value=want)],
+            )
+        )
+    return out
+
+
+def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] | None:
+    """The shape of the ref the statement at ``path`` names in ``field``, views applied
+    (the compiled plan's), else None."""
+    from mpmd_lab.plan import compile as compile_plan
+
+    for st in compile_plan(s).programs[program].stmts:
+        here = format_path(st.path) if isinstance(st.path, tuple) else st.path
+        info = st.refs[field].info if here == path and field in st.refs else None
+        if info is not None:
+            return list(info.shape)
+    return None
+
+
+def _copy_by_tma(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_LAYOUT_INFERENCE on a plain GMEM -> GMEM copy whose size no register layout
+    takes: copy it with TMA through SMEM (``plgpu.kernel``: a TMA load into a staging
+    buffer, a barrier wait, a TMA store, a wait for the store)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    if not isinstance(stmt, Copy):
+        return []
+    src, dst = (_root(s, program, n) for n in (stmt.src, stmt.dst))
+    if src is None or dst is None or "call.scratch" in (src[0], dst[0]):
+        return []
+    shape = (
+        _plain_shape(s, program, stmt.dst)
+        or _plain_shape(s, program, stmt.src)
+        or _view_shape(s, program, path, "dst")
+    )
+    dtype = getattr(get_path(s, f"{dst[0]}.{dst[1]}"), "dtype", None)
+    if shape is None or dtype is None:
+        return []
+    stage, bar = _fresh(s, f"{stmt.dst}_smem"), _fresh(s, f"{stmt.dst}_bar")
+    parent, _, last = path.rpartition("[")
+    j = int(last.rstrip("]"))
+    steps = [
+        {"op": "copy_gmem_to_smem", "src": stmt.src, "dst": stage, "barrier": bar},
+        {"op": "barrier_wait", "barrier": bar},
+        {"op": "tma_store", "src": stage, "dst": stmt.dst},
+        {"op": "wait_smem_to_gmem"},
+    ]
+    edits = [
+        Edit(op="replace", path="call.entry", value="plgpu.kernel"),
+        Edit(
+            op="add",
+            path=f"call.scratch.{stage}",
+            value={"shape": shape, "dtype": dtype, "memory_space": "SMEM"},
+        ),
+        Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"}),
+        Edit(op="remove", path=path),
+    ]
+    edits += [Edit(op="add", path=f"{parent}[{j + i}]", value=v) for i, v in enumerate(steps)]
+    return [
+        Fix(
+            description=f"copy {stmt.src!r} to {stmt.dst!r} with TMA through SMEM ({stage!r}, "
+            f"barrier {bar!r}; plgpu.kernel): a plain copy of {math.prod(shape)} elements "
+            "finds no register layout",
+            edits=edits,
+        )
+    ]
+
+
+def _all_arrivals(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race after a barrier that completes before every thread that arrives on it has
+    (``num_arrivals`` below the arrivals): the barrier waits for all of them."""
+    out: list[Fix] = []
+    for key, sc in s.call.scratch.items():
+        n = getattr(sc, "num_arrivals", None)
+        if n is None or getattr(sc, "kind", "") != "barrier":
+            continue
+        arrive = sum(
+            1
+            for p in s.call.programs
+            for _, st in _statements(p.body, "")
+            if getattr(st, "op", "") == "barrier_arrive" and getattr(st, "barrier", None) == key
+        )
+        if arrive > n:
+            out.append(
+                Fix(
+                    description=f"make {key!r} complete after all {arrive} arrivals "
+                    f"(num_arrivals {n} -> {arrive}): before, its phase could end before "
+                    "the writer arrived",
+                    edits=[
+                        Edit(op="replace", path=f"call.scratch.{key}.num_arrivals", value=arrive)
+                    ],
+                )
+            )
+    return out
+
+
+def _signal_in_a_loop(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_TRACED_CONSTANT on a signal's ``inc``: the lowering takes only a constant
+    increment: signal 1, ``inc`` times (a ``fori_loop``: the same count)."""
+    hit = _stmt_at(s, d)
+    if hit is None or not d.path.endswith(".inc"):
+        return []
+    path, _, stmt = hit
+    if not isinstance(stmt, SemaphoreSignal) or not isinstance(stmt.inc, str):
+        return []
+    one = stmt.model_dump(mode="json", exclude_none=True)
+    one["inc"] = 1
+    var = _fresh(s, "k")
+    return [
+        Fix(
+            description=f"signal 1, {stmt.inc} times (a fori_loop): the increment must be a "
+            "constant, the count may be traced",
+            edits=[
+                Edit(
+                    op="replace",
+                    path=path,
+                    value={"op": "loop", "var": var, "start": 0, "stop": stmt.inc, "body": [one]},
+                )
+            ],
+        )
+    ]
+
+
+def _declare_mesh(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTICAST_NO_DEVICE_MESH: a multicast needs a device mesh: declare one with the
+    multicast's axes (2 devices each: set the count the kernel runs on)."""
+    if s.device_mesh:
+        return []
+    hit = _view_step(s, d, MulticastRef)
+    if hit is None:
+        return []
+    _, k, let = hit
+    axes = let.transforms[k].axes
+    names = [axes] if isinstance(axes, str) else list(axes)
+    mesh = dict.fromkeys(names, 2)
+    return [
+        Fix(
+            description=f"declare the device mesh {mesh} (jax.set_mesh): the multicast's axes, "
+            "2 devices each (set the count you run on)",
+            edits=[Edit(op="add", path="device_mesh", value=mesh)],
+        )
+    ]
+
+
+def _semaphore_per_round(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A race between rounds that share one semaphore (a signal of the next round can
+    satisfy this round's wait): each round after the first gets a semaphore of its own
+    (its signals, and the wait that ends it)."""
+    out: list[Fix] = []
+    for p, prog in enumerate(s.call.programs):
+        base = f"call.programs[{p}].body"
+        for key, sc in s.call.scratch.items():
+            if getattr(sc, "kind", "") != "semaphore" or getattr(sc, "shape", None):
+                continue
+            rounds: list[list[int]] = [[]]
+            for j, st in enumerate(prog.body):
+                if getattr(st, "sem", None) != key:
+                    continue
+                rounds[-1].append(j)
+                if isinstance(st, SemaphoreWait):
+                    rounds.append([])
+            rounds = [r for r in rounds if r]
+            if len(rounds) < 2:
+                continue
+            edits: list[Edit] = []
+            names: list[str] = []
+            taken = set()
+            for r in rounds[1:]:
+                name = _fresh(s, f"{key}_{len(names) + 1}")
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                names.append(name)
+                edits.append(
+                    Edit(op="add", path=f"call.scratch.{name}", value=sc.model_dump(mode="json"))
+                )
+                edits += [Edit(op="replace", path=f"{base}[{j}].sem", value=name) for j in r]
+            out.append(
+                Fix(
+                    description=f"a semaphore per round: round{'s' if len(names) > 1 else ''} "
+                    f"{', '.join(str(k + 2) for k in range(len(names)))} signal"
+                    f"{'' if len(names) > 1 else 's'} and wait"
+                    f"{'' if len(names) > 1 else 's'} on {', '.join(map(repr, names))}, not "
+                    f"{key!r} (a signal of a later round could end an earlier round's wait)",
+                    edits=edits,
+                )
+            )
+    return out
+
+
+#: a narrow dtype and the 32-bit one multimem moves it in
+_WORD = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "int8": "int32",
+    "int16": "int32",
+    "uint8": "uint32",
+    "uint16": "uint32",
+}
+
+
+def _multimem_words(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """MULTIMEM_LOAD_WIDTH / MULTIMEM_STORE_WIDTH: a multimem access moves 32, 64 or 128
+    bits per thread: the values travel as 32-bit words (the refs it reads and writes, and
+    what is copied into them, take the 32-bit dtype of their kind)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    _, program, stmt = hit
+    names = [getattr(stmt, f, None) for f in ("src", "dst")]
+    if not all(isinstance(n, str) for n in names):
+        return []
+    root = _root(s, program, names[0])  # type: ignore[arg-type]
+    old = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    wide = _WORD.get(old or "")
+    edits = None if wide is None else _retyped(s, program, names, wide)  # type: ignore[arg-type]
+    if not edits:
+        return []
+    return [
+        Fix(
+            description=f"move {wide} values, not {old} ({stmt.op} moves 32, 64 or 128 bits "
+            f"per thread): the refs it reads and writes become {wide}",
+            edits=edits,
+        )
+    ]
+
+
+def _bitcast_the_value(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A plain copy (or TMA store) through a bitcast view, which Mosaic GPU does not
+    lower (GPU_WG_TRANSFORMS, GPU_TRANSFORMS_UNSUPPORTED, TMA_SRC_TRANSFORM): load the
+    ref and bitcast the loaded value (``dst[...] = lax.bitcast_convert_type(src[...],
+    dtype)``); the view keeps its other steps (a bitcast of one width keeps the shape)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    body = f"call.programs[{program}].body"
+    if isinstance(stmt, Let):  # (the view's step: the copy that reads the view)
+        readers = [
+            (p, st)
+            for p, st in _statements(s.call.programs[program].body, body)
+            if isinstance(st, Copy | TmaStore) and st.src == stmt.let
+        ]
+        if len(readers) != 1:
+            return []
+        path, stmt = readers[0]
+    src, dst = getattr(stmt, "src", None), getattr(stmt, "dst", None)
+    if not isinstance(stmt, Copy | TmaStore) or not isinstance(src, str):
+        return []
+    lets = [
+        (p, st)
+        for p, st in _statements(s.call.programs[program].body, body)
+        if isinstance(st, Let) and st.let == src
+    ]
+    if len(lets) != 1:
+        return []
+    let_path, let = lets[0]
+    casts = [(k, t) for k, t in enumerate(let.transforms) if isinstance(t, Bitcast)]
+    root = _root(s, program, let.ref, _reinterprets)
+    if len(casts) != 1 or root is None or root[2]:
+        return []
+    old = getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    at_step, cast = casts[0]
+    new = cast.dtype
+    if old is None or dtypes.bits(old) != dtypes.bits(new):
+        return []
+    value = f"lax.bitcast_convert_type({src}[...], {dtypes.jnp_expr(new)})"
+    edits = [Edit(op="remove", path=f"{let_path}.transforms[{at_step}]")]
+    uses = _mentions(s.to_dict()["call"]["programs"][program]["body"], src)
+    if uses > 2:  # (the view serves other statements too: a view without the bitcast)
+        plain = _fresh(s, f"{src}_{old}")
+        steps = [t.model_dump(mode="json") for k, t in enumerate(let.transforms) if k != at_step]
+        value = f"lax.bitcast_convert_type({plain}[...], {dtypes.jnp_expr(new)})"
+        view = {"let": plain, "ref": let.ref, "transforms": steps}
+        edits = [Edit(op="add", path=path, value=view)]
+        parent, _, last = path.rpartition("[")
+        path = f"{parent}[{int(last.rstrip(']')) + 1}]"
+    edits.append(Edit(op="replace", path=path, value={"op": "compute", "dst": dst, "value": value}))
+    return [
+        Fix(
+            description=f"load {src!r} as {old} and bitcast the value: {dst}[...] = {value} "
+            "(Mosaic GPU lowers no load or store through a bitcast view)",
+            edits=edits,
+        )
+    ]
+
+
+def _is_bool(n: Any) -> bool:
+    """A value node that is a boolean by its form: a comparison, a conversion to bool."""
+    return (isinstance(n, V.Bin) and n.op in V.COMPARISONS) or (
+        isinstance(n, V.Cast | V.Bitcast) and n.dtype == "bool"
+    )
+
+
+def _nodes(n: Any) -> Iterator[Any]:
+    yield n
+    for c in n.children():
+        yield from _nodes(c)
+
+
+def _numbers_not_bools(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """VALUE_DTYPE (a negated or subtracted comparison) and BITCAST_VALUE_BOOL (a bitcast
+    to or from bool): the boolean becomes a number by conversion (``.astype``), in the
+    destination's dtype (a bitcast's own dtype), which is what a bool's bits mean."""
+    hit = _stmt_at(s, d)
+    if hit is None or not d.path.endswith(".value"):
+        return []
+    path, program, stmt = hit
+    text = getattr(stmt, "value", None)
+    dst = getattr(stmt, "dst", None)
+    if not isinstance(text, str) or not isinstance(dst, str):
+        return []
+    root = _root(s, program, dst)
+    want = None if root is None else getattr(get_path(s, f"{root[0]}.{root[1]}"), "dtype", None)
+    if want in (None, "bool"):
+        want = "int32"
+    tree = V.parse(text)
+    whole = tree.source(V.LABEL)
+    swaps: list[tuple[str, str]] = []
+    for n in _nodes(tree):
+        if isinstance(n, V.Neg) and _is_bool(n.a):
+            swaps.append((n.a.source(V.LABEL), V.Cast(n.a, want).source(V.LABEL)))
+        elif isinstance(n, V.Bin) and n.op == "-":
+            swaps += [
+                (x.source(V.LABEL), V.Cast(x, want).source(V.LABEL))
+                for x in (n.a, n.b)
+                if _is_bool(x)
+            ]
+        elif isinstance(n, V.Bitcast) and (_is_bool(n.a) or n.dtype == "bool"):
+            swaps.append((n.source(V.LABEL), V.Cast(n.a, n.dtype).source(V.LABEL)))
+    new = whole
+    for old, repl in dict.fromkeys(swaps):
+        new = new.replace(old, repl)
+    if not swaps or new == whole:
+        return []
+    return [
+        Fix(
+            description=f"convert the boolean to a number (.astype): {dst}[...] = {new}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=new)],
+        )
+    ]
+
+
+_THREAD_PAIR = re.compile(
+    r"thread ([A-Za-z_]\w*)=(\d+) (writes|reads) it .*? thread \1=(\d+) (writes|reads) it"
+)
+
+
+def _thread_handoff(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """A read/write race between two threads (warpgroups) of one block: the writer
+    arrives on a barrier of its own after its write and the reader waits on it before
+    its read (``plgpu.Barrier``: the handoff of a producer and a consumer)."""
+    pair = _THREAD_PAIR.search(d.message)
+    paths = _RACE_PATHS.search(d.message)
+    if pair is None or paths is None or pair.group(3) == pair.group(5):
+        return []
+    first, second = (_AT_STMT.match(p) for p in paths.groups())
+    if first is None or second is None or first.group(2) != second.group(2):
+        return []
+    writer, reader = (first, second) if pair.group(3) == "writes" else (second, first)
+    w_path, r_path = writer.group(1), reader.group(1)
+    w_parent, _, w_last = w_path.rpartition("[")
+    r_parent, _, r_last = r_path.rpartition("[")
+    wi, ri = int(w_last.rstrip("]")), int(r_last.rstrip("]"))
+    if w_parent == r_parent:
+        return []  # (one thread's statements: program order, not a handoff)
+    bar = _fresh(s, "ready")
+    who = pair.group(2) if pair.group(3) == "writes" else pair.group(4)
+    arrive = Edit(
+        op="add", path=f"{w_parent}[{wi + 1}]", value={"op": "barrier_arrive", "barrier": bar}
+    )
+    wait = Edit(op="add", path=f"{r_parent}[{ri}]", value={"op": "barrier_wait", "barrier": bar})
+    # (the later insertion first when one body holds the other: paths stay valid)
+    edits = [arrive, wait] if r_parent.startswith(w_path) else [wait, arrive]
+    return [
+        Fix(
+            description=f"hand {pair.group(1)}={who}'s write over at a barrier ({bar!r}): the "
+            f"writer arrives after {w_path}, the reader waits before {r_path}",
+            edits=[
+                Edit(op="add", path=f"call.scratch.{bar}", value={"kind": "barrier"}),
+                *edits,
+            ],
+        )
+    ]
+
+
 #: code -> the candidate repairs for a diagnostic of that code
 BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_DEVICE_OOB": _device_wrap,
@@ -1495,7 +2546,6 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "STORE_TO_ARRAY": _store_to_ref,
     "DEVICE_ID_RANK": lambda s, d: [*_own_device(s, d), *_device_by_axes(s, d)],
     "XREF_UNKNOWN_NAME": _define_first,
-    "RESHAPE_SIZE": _reshape_infer,
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
     "ARRAY_NO_METHOD": _arg_view_in_body,
     "ARG_VIEW_PLGPU": _arg_view_in_body,
@@ -1512,6 +2562,50 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "REMOTE_SMEM": _peer_reaches_gmem,
     "TMA_GMEM_TRANSFORM": _reshape_the_buffer,
     **dict.fromkeys(("OOB_READ", "OOB_WRITE", "OOB_INDEX"), _grow_to_fit),
+    **dict.fromkeys(("TMEM_PLAIN_ACCESS", "TMEM_RESHAPE", "TRANSPOSE_TMEM"), _tmem_to_smem),
+    **dict.fromkeys(
+        (
+            "SWIZZLED_INDEX",
+            "SWIZZLED_SLICE",
+            "SWIZZLED_RESHAPE",
+            "TILED_RESHAPE",
+            "TILED_INDEX_TYPE",
+            "TRACED_BOOL",
+            "GPU_GMEM_TRANSFER",
+        ),
+        _plain_layout,
+    ),
+    "GPU_CLUSTER_GMEM": _cluster_ref_gmem,
+    "CLUSTER_REF_UNKNOWN_AXIS": _own_cluster_axis,
+    "CLUSTER_REF_MULTI_AXIS": _own_cluster_axis,
+    "MULTICAST_TMA_LOAD": _own_copy_multicast,
+    "TRANSPOSE_INVALID_PERM_GPU": _a_permutation,
+    "MULTIMEM_DST_NOT_GMEM": _multimem_to_gmem,
+    "TMA_SMEM_NOT_CONTIGUOUS": _store_plainly,
+    "DOT_DTYPE": _dot_in_f16,
+    "DOT_INT_ACC": _dot_in_f16,
+    "DOT_N_TOO_LARGE": _dot_split_n,
+    "DOT_SHAPE_MISMATCH": _dot_k_agree,
+    "DOT_RANK": _dot_one_matrix,
+    "REF_NOT_A_REF": _captured_ref,
+    "GPU_8BIT_ARITH": _wider_add,
+    "RESHAPE_SIZE": lambda s, d: [*_reshape_infer(s, d), *_reshape_fits(s, d)],
+    "RESHAPE_MINUS_ONE": _reshape_fits,
+    "RESHAPE_NOT_DIVISIBLE": _reshape_fits,
+    "MPMD_SCRATCH_CORE_TYPE": _one_program,
+    "SEMAPHORE_READ_SMEM": _counter_semaphore,
+    "ADD_SHAPE_MISMATCH": _operands_agree,
+    "GPU_LAYOUT_INFERENCE": _copy_by_tma,
+    "GPU_TRACED_CONSTANT": _signal_in_a_loop,
+    "MULTICAST_NO_DEVICE_MESH": _declare_mesh,
+    "MULTIMEM_LOAD_WIDTH": _multimem_words,
+    "MULTIMEM_STORE_WIDTH": _multimem_words,
+    **dict.fromkeys(
+        ("GPU_WG_TRANSFORMS", "GPU_TRANSFORMS_UNSUPPORTED", "TMA_SRC_TRANSFORM"),
+        _bitcast_the_value,
+    ),
+    "VALUE_DTYPE": _numbers_not_bools,
+    "BITCAST_VALUE_BOOL": _numbers_not_bools,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.diagnostics import Diagnostic, ordered, verdict
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -38,7 +38,6 @@ def format_diagnostics(name: str, diags: list[Diagnostic]) -> str:
     notes = sum(d.severity == "info" for d in diags)  # how a verdict was reached
     warnings = len(diags) - errors - notes
     body = [format_diagnostic(d) for d in diags]
-    verdict = "valid" if not errors else "invalid"
     said = f", {notes} note(s)" if notes else ""
-    body.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s){said})")
+    body.append(f"{name}: {verdict(diags)} ({errors} error(s), {warnings} warning(s){said})")
     return "\n".join(body)

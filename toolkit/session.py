@@ -334,6 +334,16 @@ class Session:
         return not self.check_error and self.analysis.valid and not failed_import
 
     @property
+    def verdict(self) -> str:
+        """``valid``, ``valid where checked`` (the check said what it could not check:
+        never plain valid then) or ``invalid``."""
+        return (
+            "valid where checked"
+            if self.valid and self.analysis.verdict != "valid"
+            else ("valid" if self.valid else "invalid")
+        )
+
+    @property
     def dirty(self) -> bool:
         """Unsaved changes: the scenario differs from what was last opened or saved."""
         return self.scenario != self._saved

@@ -146,7 +146,7 @@ class Lab(w.VBox):
         st = self.state
         errors = [d for d in st.diagnostics if d.is_error]
         if st.valid:
-            verdict = "<span style='color:#2e7d32'>✔ valid</span>"
+            verdict = f"<span style='color:#2e7d32'>✔ {st.verdict}</span>"
         elif any(d.jax is not None for d in errors):
             verdict = "<span style='color:#b00020'>✘ JAX would reject this</span>"
         else:  # races, deadlocks, out-of-bounds: JAX raises nothing, the result is wrong

@@ -1,8 +1,9 @@
 """sync_read_in_when: one device, 2 blocks; block 1 signals a global semaphore, and
 every block polls it once with ``pl.semaphore_read`` and copies its half only if it saw
 the signal (``@pl.when(pl.semaphore_read(sem) > 0)``). A semaphore's value used as a
-condition: the scenario's conditions are expressions of where the kernel runs, so the
-import says it cannot carry it, at this line. Block 1 takes its own signal back.
+condition: the import carries it as the condition ``pl.semaphore_read(sem) > 0``, and
+the check says it judged the read per schedule (DATA_DEPENDENT). Block 1 takes its own
+signal back.
 """
 
 import jax

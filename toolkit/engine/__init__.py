@@ -18,6 +18,7 @@ from mpmd_lab.engine.core import (
     deadlock_diagnostic,
     step_estimate,
     synchronises,
+    written_buffers,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "deadlock_diagnostic",
     "step_estimate",
     "synchronises",
+    "written_buffers",
 ]

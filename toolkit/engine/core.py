@@ -317,6 +317,8 @@ class _Run:
         "open_group",
         "own",
         "pids",
+        "scope",
+        "node",
         "values",
         "waits",
         "who",
@@ -339,6 +341,10 @@ class _Run:
         self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
         self.agent: Actor | None = None  # its copy engine (``_log``)
         self.who = ""  # "device 0 block 1": who signals (``signal``)
+        # the views in scope and the node running now: where an expression's loads and
+        # semaphore reads look (``_Reader``)
+        self.scope: dict[str, View] = {}
+        self.node: _Node | None = None
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -368,8 +374,13 @@ class Engine:
         sample: dict[int, list[tuple[int, ...]]] | None = None,
         sample_devices: list[int] | None = None,
         chooser: Any = None,
+        strict: bool | None = None,
     ):
         self.s = scenario
+        #: a problem fails the run (the simulator), or is recorded as a finding and the
+        #: run goes on (the static check: data-free, or following values; default: with
+        #: data, strict)
+        self.strict = data if strict is None else strict
         #: the exploring mode's choices (:class:`~mpmd_lab.engine.explore.Chooser`):
         #: semaphore waits and barrier arrivals complete only when nothing else can run,
         #: one chosen at a time
@@ -415,6 +426,11 @@ class Engine:
         self._mc_round: dict[tuple, int] = {}
         self._mc_shares: dict[tuple, list[_Share]] = {}
         self.compact = not data and not _uses_bitcast(scenario)
+        #: (data-free) input buffers the kernel writes: loads from them are not known
+        #: before it runs (found at the first load); the initial values of the others,
+        #: per device, as loaded
+        self._written: frozenset[str] | None = None
+        self._initial: dict[str, list[np.ndarray]] = {}
         self._dev_coords = (
             [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
         )
@@ -607,6 +623,7 @@ class Engine:
                         pids = (0,) * (len(gcoords) + len(ccoords) + 1)
                     env = E.Env(values, sizes, pids, grid_shape)
                     run = _Run(k, actor, values, env, gi, pids)
+                    env.data = _Reader(self, run)
                     run.gen = self._body(run, nodes, {})
                     if self.chooser is not None:
                         self.actors[k] = actor
@@ -639,18 +656,31 @@ class Engine:
         """Stop the simulation: the call fails at ``path``."""
         raise SimError(code, path, message)
 
-    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "") -> int:
+    def eval(self, e: E.Expr, run: _Run, path: str, sub: str = "", truth: bool = False) -> int:
         """An index expression's value for one actor (``path``, and ``sub`` under it:
-        where a failing one is)."""
+        where a failing one is). A value loaded from a float ref is taken only as a
+        truth value (``truth``: a condition, as ``pl.when`` takes it); as an index or a
+        bound it is JAX's INDEX_DTYPE or LOOP_BOUND_DTYPE, which the check reports."""
         uses = self._pid_use.get(id(e))
         if uses is None:
             uses = self._pid_use[id(e)] = (e, "program_id" in e.calls())
         if uses[1]:
             self.out.used_pid = True
         try:
-            return e.eval(run.env)
+            v = e.eval(run.env)
+        except E.ExprDataDependent as ex:
+            raise SimError("DATA_DEPENDENT", f"{path}.{sub}" if sub else path, str(ex)) from None
         except E.ExprError as ex:
             raise SimError("XREF_UNKNOWN_NAME", f"{path}.{sub}" if sub else path, str(ex)) from None
+        if type(v) is float:
+            if truth:
+                return int(v != 0)
+            raise SimError(
+                "INDEX_DTYPE",
+                f"{path}.{sub}" if sub else path,
+                f"{e.label()} is a float ({v}): an index or a loop bound is an integer",
+            )
+        return v
 
     def peer(self, dref: Any, run: _Run, path: str) -> int:
         """The device a resolved device id names, seen from this actor (``path``: the
@@ -659,13 +689,18 @@ class Engine:
         if own is None:  # (target copies it)
             own = run.own = dict(zip(self.mesh, run.actor.device_coords, strict=True))
         try:
-            return dref.target(own, self.mesh, run.env)
+            d = dref.target(own, self.mesh, run.env)
         except IndexError:  # (before LookupError, its base)
             raise self._device_oob(dref, run, path) from None
         except LookupError as e:
             raise SimError("DEVICE_ID_UNKNOWN_AXIS", path, str(e)) from None
+        except E.ExprDataDependent as e:
+            raise SimError("DATA_DEPENDENT", path, str(e)) from None
         except E.ExprError as e:
             raise SimError("XREF_UNKNOWN_NAME", path, str(e)) from None
+        if type(d) is not int:  # (a float loaded from memory: refused at trace)
+            raise SimError("DEVICE_ID_DTYPE", path, "`device_id`s must be an int32 value")
+        return d
 
     def _device_oob(self, dref: Any, run: _Run, path: str) -> SimError:
         tail = "JAX does not check it, and on a GPU it addresses no device"
@@ -695,8 +730,9 @@ class Engine:
         return SimError("REMOTE_DEVICE_OOB", path, f"the device id is outside the mesh; {tail}")
 
     def soft(self, e: SimError, run: _Run, node: _Node, field: str, access: str) -> None:
-        """Data-free mode: record a finding and skip the statement; data mode: fail."""
-        if self.data:
+        """The check's modes: record a finding and skip the statement; the simulator's
+        (``strict``): fail."""
+        if self.strict:
             raise e
         self.out.findings.append(
             Finding(
@@ -960,6 +996,41 @@ class Engine:
             return run.a + self.n_actors
         return int(agent)
 
+    def written_inputs(self) -> frozenset[str]:
+        """The input buffers some statement may write (``written_buffers``), once."""
+        if self._written is None:
+            self._written = written_buffers(self.s)
+        return self._written
+
+    def initial_element(self, base: Base, dev: int, sub: View, name: str) -> Any:
+        """(Data-free) the element ``sub`` of an input the kernel never writes, as the
+        call is given it on device ``dev``; ExprDataDependent for any other memory."""
+        why = None
+        if base.kind != "input":
+            why = f"{name} is {'an output' if base.kind == 'output' else 'scratch'}"
+        elif base.name in self.written_inputs():
+            why = f"{name} is the buffer {base.name!r}, which the kernel writes"
+        elif sub.dtype != base.dtype:
+            why = f"{name} is a bitcast view"
+        if why is not None:
+            raise E.ExprDataDependent(
+                f"a load of {name}: {why}, so its value is known only when the kernel runs"
+            )
+        shards = self._initial.get(base.name)
+        if shards is None:
+            s = self.s
+            b = s.buffers[base.name]
+            gshape = tuple(s.global_shape(base.name))
+            g = host_value(b, self.ndev, gshape).astype(base.dtype)
+            shard = s.device_mesh is not None and s.run.shard_map is not False
+            mesh = s.device_mesh or {}
+            shards = sharding.shards_of(g, s.buffer_spec(base.name), mesh) if shard else None
+            shards = self._initial[base.name] = [
+                np.ascontiguousarray(x).reshape(-1) for x in (shards or [g] * self.ndev)
+            ]
+        flat = int(sub.offsets.reshape(-1)[0]) // base.dtype.itemsize
+        return shards[dev][flat]
+
     def _check_data(self, view: View, name: str, path: str) -> None:
         if view.base.is_sync:
             raise SimError(
@@ -983,6 +1054,14 @@ class Engine:
         stmt = (node.index, node.op.op, name, node.path, fld)
         spans, pyspans = self.spans(view)
         self.shadow.access(kind, a, actor, stmt, loc, view.base.shape, spans, pyspans)
+
+    def log_load(self, run: _Run, node: _Node, name: str, loc: Location, view: View) -> None:
+        """A scalar load of an expression (``ids[0]`` in a device id or index), by the
+        thread itself, as a read of its statement (a ``let``'s too) of field ``load``."""
+        op = node.op
+        stmt = (node.index, "let" if isinstance(op, Let) else op.op, name, node.path, "load")
+        spans, pyspans = self.spans(view)
+        self.shadow.access("read", run.a, run.actor, stmt, loc, view.base.shape, spans, pyspans)
 
     # ------------------------------------------------------------ synchronisation
 
@@ -1260,6 +1339,7 @@ class Engine:
                 continue
             op = node.op
             flavor = node.flavor
+            run.scope, run.node = env, node
             if flavor is _STMT:
                 x = StmtCtx(self, run, node, env)
                 try:
@@ -1309,7 +1389,9 @@ class Engine:
                     run.values.pop(op.var, None)
                 continue
             # a when
-            cond = self.eval(self.memo(op, "cond", op.condition), run, f"{node.path}.cond")
+            cond = self.eval(
+                self.memo(op, "cond", op.condition), run, f"{node.path}.cond", truth=True
+            )
             yield None
             if cond:
                 yield from self._body(run, node.children, dict(env))
@@ -1431,7 +1513,7 @@ class Engine:
                     continue
                 if parking:  # every thread waits: one ready semaphore wait goes on
                     parked.sort(key=_index)
-                    ready = [r for r in parked if r.blocked.ready()]
+                    ready = [r for r in parked if r.blocked is not None and r.blocked.ready()]
                     if ready:
                         chosen, _ = self.chooser.pick(ready)
                         chosen.blocked = None
@@ -1452,7 +1534,7 @@ class Engine:
                 break
         except _Stop as e:
             out.stopped = str(e)
-            if self.data:
+            if self.strict:
                 out.error = SimError(e.code, "call.programs", str(e))
         except SimError as e:
             out.error = e
@@ -1541,6 +1623,74 @@ def _same_memory(a: View, b: View) -> bool:
         and a.offsets.shape == b.offsets.shape
         and bool(np.array_equal(a.offsets, b.offsets))
     )
+
+
+class _Reader:
+    """Where one actor's index expressions load (``ids[0]``) and read semaphores
+    (``pl.semaphore_read``): the ref as the running statement's scope names it. With
+    data, memory as this schedule left it; data-free, the initial value of an input the
+    kernel never writes (the same on every schedule), else the value is not known
+    (``ExprDataDependent``: the check says what it could not follow). A load is a read
+    of that element: the race check judges it."""
+
+    __slots__ = ("engine", "run")
+
+    def __init__(self, engine: Engine, run: _Run) -> None:
+        self.engine, self.run = engine, run
+
+    def _where(self) -> tuple[_Node, str]:
+        node = self.run.node
+        assert node is not None  # (set before any expression of a node is evaluated)
+        return node, node.path
+
+    def load(self, name: str, index: tuple[int, ...]) -> int:
+        eng, run = self.engine, self.run
+        node, path = self._where()
+        view = eng._lookup(run.scope, name, run, path)
+        if view.base.is_sync:
+            raise E.ExprError(
+                f"{name!r} is a {view.base.kind}: it holds no data (read a semaphore with "
+                "pl.semaphore_read)"
+            )
+        if view.multicast is not None:
+            raise SimError("SIM_UNSUPPORTED", path, f"a load through the multicast view {name!r}")
+        shape = view.shape
+        if len(index) != len(shape):
+            raise E.ExprError(
+                f"{name}[...] in an expression loads one element: {name} has shape "
+                f"{list(shape)}, indexed by {len(index)} integer(s)"
+            )
+        for i, n in zip(index, shape, strict=True):
+            if not -n <= i < n:  # (a negative index counts from the end, as a view's)
+                raise SimError(
+                    "OOB_INDEX", path, f"index {i} out of bounds for size {n} (a load of {name})"
+                )
+        index = tuple(i % n for i, n in zip(index, shape, strict=True))
+        if view.oob is not None:
+            code, where, msg = view.oob
+            raise SimError(code, where, msg)
+        sub = View(view.base, view.dtype, view.offsets[index], view.device, None, view.cluster)
+        dev = run.actor.device if view.device is None else view.device
+        block = run.actor.block if view.cluster is None else eng._block_of(view, run)
+        loc = eng.location(view.base, dev, block)
+        eng.log_load(run, node, name, loc, sub)
+        if eng.data:
+            v = eng._elements(loc, sub)[()]
+        else:
+            v = eng.initial_element(view.base, dev, sub, name)
+        if view.dtype.kind == "b":
+            return int(bool(v))
+        if view.dtype.kind not in "iu":  # (a condition takes it: ``Engine.eval``)
+            return float(v)  # type: ignore[return-value]
+        return int(v)
+
+    def semaphore(self, name: str) -> int:
+        eng, run = self.engine, self.run
+        node, path = self._where()
+        view = eng._lookup(run.scope, name, run, path)
+        e = eng._one(view, name, "semaphore", path)
+        dev = run.actor.device if view.device is None else view.device
+        return eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
 
 
 class StmtCtx:
@@ -1673,13 +1823,64 @@ def c_scratch(s: Scenario) -> list[Any]:
     return list(s.call.scratch.values())
 
 
+def written_buffers(s: Scenario) -> frozenset[str]:
+    """The buffers some statement may write (through a parameter or any view of one):
+    an index loaded from any other input is the call's initial value on every
+    schedule."""
+    from mpmd_lab.ops import WRITE
+
+    c = s.call
+    root: dict[str, set[str]] = {}
+    for a in c.args:
+        if isinstance(a, BufferArg):
+            root.setdefault(a.param, set()).add(a.buffer)
+        else:
+            for j, buf in enumerate(a.tuple):
+                root.setdefault(f"{a.param}[{j}]", set()).add(buf)
+    for cap in c.captures:
+        root.setdefault(cap.name, set()).add(cap.buffer)
+    lets: dict[str, set[str]] = {}
+    written: set[str] = set()
+
+    def walk(body: list[Any]) -> None:
+        for st in body:
+            if isinstance(st, Let):
+                lets.setdefault(st.let, set()).add(st.ref)
+                continue
+            for _f, name, access in st.ref_fields():
+                if access == WRITE:
+                    written.add(name)
+            if st.BODY:
+                walk(st.body)
+
+    for prog in c.programs:
+        walk(prog.body)
+    out: set[str] = set()
+    seen: set[str] = set()
+    todo = list(written)
+    while todo:  # a written view writes what it is a view of
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        out |= root.get(name, set())
+        todo.extend(lets.get(name, ()))
+    return frozenset(out)
+
+
 def _names_used(body: Any) -> set[str]:
     """Every name a statement of ``body`` (nested bodies too) reads a ref by: the refs of
-    statements and the sources of views."""
+    statements, the sources of views, and the refs expressions load (``ids_ref[0]``)."""
+    from mpmd_lab.plan import expr_fields
+
     out: set[str] = set()
     for st in body:
         for _, name, _ in st.ref_fields():
             out.add(name)
+        for _, e in expr_fields(st):
+            calls = e.calls()
+            if "load" in calls or "semaphore_read" in calls:
+                out.update(r.ref for r in E.data_reads(e))
         if getattr(st, "BODY", False):
             out |= _names_used(st.body)
     return out

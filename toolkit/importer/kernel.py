@@ -27,6 +27,7 @@ scenario reads at the store.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -281,6 +282,7 @@ class Translator:
         #: values given a register layout by ``plgpu.layout_cast`` (by identity): a
         #: compute value has no layouts, so a reduction along an axis of one is refused
         self.cast_layout: set[int] = set()
+        self._scope: Scope | None = None  # the body of the equation being translated
 
     # ------------------------------------------------------------ findings
 
@@ -326,21 +328,72 @@ class Translator:
             return v
         if isinstance(v, Const) and not v.shape and _is_int_dtype(v.dtype):
             return V.const(int(v.value)) if v.dtype != "bool" else V.boolean(bool(v.value))
-        if isinstance(v, Load):
-            raise Unsupported(
-                f"{what} loaded from memory ({v.view.param}[...]): the scenario's indices "
-                "are expressions of axis indices, program ids and loop variables"
-            )
         if isinstance(v, Opaque):
             raise Unsupported(f"{what} computed from {v.reason}")
-        sem = _semaphore_read_in(v)
-        if sem is not None:
+        loaded = self._data_int(v)
+        if loaded is not None:
+            return loaded
+        if isinstance(v, Load):
             raise Unsupported(
-                f"{what} read from a semaphore (pl.semaphore_read of {sem.view.param}): the "
-                "scenario's indices and conditions are expressions of axis indices, program "
-                "ids and loop variables (a compute's value may read it)"
+                f"{what} loaded from memory ({v.view.param}[...]) that is not one integer "
+                f"(a {v.view.dtype} of shape {list(v.view.shape)})"
             )
         raise Unsupported(f"{what} that is not an integer scalar")
+
+    def _data_int(self, v: Any) -> V.Int | None:
+        """An integer scalar computed from data as an index expression: a scalar load
+        ``ids_ref[0]`` (written as the kernel indexes it), ``pl.semaphore_read(sem)``,
+        and integer arithmetic and comparisons of those. Each load is read again where
+        the expression is used: ``use`` holds that nothing changes its ref in between.
+        None where ``v`` is no such value."""
+        scope = self._scope
+        if scope is None:
+            return None
+        if isinstance(v, V.Int):
+            return v
+        if isinstance(v, Const):
+            if v.shape or not _is_int_dtype(v.dtype):
+                return None
+            return V.boolean(bool(v.value)) if v.dtype == "bool" else V.const(int(v.value))
+        if getattr(v, "shape", ()) or not _is_int_dtype(_dtype_of(v) or ""):
+            return None
+        if isinstance(v, Load):
+            view = v.view
+            stack = view.stack
+            last = stack[-1] if stack else None
+            indexes = last is not None and _TRANSFORMS[last["op"]].INDEXES  # (an ``at``)
+            entries = last["index"] if indexes and last is not None else None
+            if entries and all(type(x) in (int, str) for x in entries):
+                base = dataclasses.replace(view, transforms=view.transforms[:-1])
+                e: E.Expr = E.Load(self.ref(scope, base), tuple(E.parse(x) for x in entries))
+            else:
+                e = E.Load(self.ref(scope, view), ())
+            self.use(scope, v)
+            boolean = view.dtype == "bool"
+            return V.Int(e, 0 if boolean else V.INT_MIN, 1 if boolean else V.INT_MAX, boolean)
+        if isinstance(v, SemValue):
+            return V.Int(E.SemRead(self.ref(scope, v.view)), 0, V.INT_MAX)
+        if isinstance(v, Computed) and v.op == "cast" and len(v.args) == 1:
+            inner = self._data_int(v.args[0])
+            if inner is None or not _is_int_dtype(str(v.param)):
+                return None
+            if str(v.param) == "bool" and not inner.is_bool:
+                return V.compare("!=", inner, V.const(0))
+            return inner  # (a truth value as int32: pl.when's own conversion)
+        parts: tuple[Any, ...] = ()
+        if isinstance(v, Sum):
+            parts = (v.a, v.b)
+        elif isinstance(v, Computed) and v.op in _INT_OPS:
+            parts = v.args
+        ints = [self._data_int(x) for x in parts]
+        if not parts or any(x is None for x in ints):
+            return None
+        if isinstance(v, Sum):
+            a, b = ints
+            assert a is not None and b is not None
+            return V.add(a, b) if v.sign > 0 else V.sub(a, b)
+        assert isinstance(v, Computed)
+        return _INT_OPS[v.op](*ints)
 
     def text(self, atom: Any, what: str = "an index") -> int | str:
         v = self.int_(atom, what)
@@ -455,6 +508,7 @@ class Translator:
         self.where, self.path = outer, outer_path
 
     def eqn(self, eqn: Any, scope: Scope) -> None:
+        self._scope = scope  # (where an index loaded from memory names its ref)
         name = eqn.primitive.name
         rule = getattr(self, "p_" + name.replace("-", "_"), None)
         if rule is None:
@@ -1526,6 +1580,9 @@ class Translator:
                 raise Unsupported(f"while with a condition that computes {e.primitive.name}")
             self.eqn(e, Scope([], "<cond>"))
         pred = self.read(cond.outvars[0])
+        if not isinstance(pred, V.Int):  # a bound loaded from memory (n_ref[0])
+            self._scope = scope
+            pred = self._data_int(pred)
         stop = _bound_of(pred, probe)
         if stop is None:
             raise Unsupported("while (lax.while_loop) whose condition is not index < bound")
@@ -1633,6 +1690,21 @@ class Translator:
 
 
 # ---------------------------------------------------------------- scratch
+
+
+#: the integer operations of a ``Computed`` an index expression carries (a scalar
+#: computed from a load or a semaphore read)
+_INT_OPS: dict[str, Any] = {
+    "+": V.add,
+    "-": V.sub,
+    "*": V.mul,
+    "max": V.maximum,
+    "min": V.minimum,
+    "//": V.floor_div,
+    "%": V.floor_mod,
+    "neg": V.neg,
+    **{op: (lambda a, b, op=op: V.compare(op, a, b)) for op in ("==", "!=", "<", "<=", ">", ">=")},
+}
 
 
 def _assigned_name(line: str) -> str | None:

@@ -350,7 +350,8 @@ def _multicast_share(low: LowerContext, n: int) -> None:
 def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
     """copy_gmem_to_smem's lowering: the barrier, the cluster axes of a multicast load,
     the GMEM side's transforms, the SMEM side (no other block's), then (dialect lowering)
-    the copy's width and how a multicast load is shared."""
+    the SMEM view against the GMEM ref (contiguous, no transpose the GMEM side cannot
+    follow), how a multicast load is shared, and the copy's width."""
     if low.st.node.barrier is None:
         low.jax(
             "TMA_LOAD_NO_BARRIER",
@@ -382,6 +383,7 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
             "read it through its cluster view, or have that block load itself.",
         )
         return True
+    low.tma_smem("dst", "src")
     if n > 1:
         _multicast_share(low, n)
     _copy_width(low, "dst")

@@ -104,6 +104,7 @@ class LowerContext(Protocol):
         self, field: str, kind: str, check_layout: bool = True, splat: bool = False
     ) -> bool: ...
     def tma(self, src: str, dst: str) -> bool: ...
+    def tma_smem(self, smem: str, gmem: str) -> None: ...
     def collective(self, axes: Any, what: str) -> bool: ...
     def later(self, phase: str, code: str, path: Path, message: str, why: str = "") -> None: ...
     def jax(self, code: str, path: Path, message: str, **kw: Any) -> None: ...
@@ -322,6 +323,14 @@ class Op(Model):
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())
+
+    def expr_kind(self, field: str) -> str:
+        """What the expression ``exprs()`` gives at ``field`` is to JAX, for the dtype
+        rules of a value loaded from memory: ``device`` (a device id: an int32,
+        DEVICE_ID_DTYPE), ``index`` (into a ref: an integer, INDEX_DTYPE), ``bound`` (a
+        loop's: LOOP_BOUND_DTYPE), ``cond`` (a condition: any number), ``count`` (a
+        signal's increment, a wait's value) or ``value`` (a number in a computed value)."""
+        return "device" if field == "device" or field.startswith("device.") else "index"
 
     def uses_call(self, fn: str) -> bool:
         """Whether an expression the op evaluates calls ``fn`` (``program_id``, ...)."""

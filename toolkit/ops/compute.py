@@ -490,6 +490,9 @@ class Compute(StatementOp):
         for idx in self.tree.indices():
             yield "value", idx.e
 
+    def expr_kind(self, field: str) -> str:
+        return "value"  # (where the kernel runs, as a number in the value)
+
     def ref_name(self, field: str) -> str:
         return field.removeprefix("value.") if field.startswith("value.") else self.dst
 
@@ -520,7 +523,8 @@ class Compute(StatementOp):
         return t.store("dst", ty.shape, ty.dtype)
 
     def lower(self, low: LowerContext) -> bool:
-        """Each load and semaphore read, the arithmetic (none on 8-bit values), the store."""
+        """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
+        on 8-bit values), the store."""
         refs = {}
         for name in self.load_names():
             if low.access(f"value.{name}", "load"):
@@ -550,6 +554,18 @@ class Compute(StatementOp):
                     explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
                     f"{name!r} is in shared memory, which the lowering cannot address that "
                     "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+                )
+                return True
+        for node in _walk(self.tree):
+            if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
+                new = dtypes.canonical(node.dtype)
+                low.jax(
+                    "GPU_BITCAST_WIDTH",
+                    (*low.path, "value"),
+                    f"Cannot bitcast from {src} to {new} because they have different widths",
+                    jax_type="NotImplementedError",
+                    explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
+                    f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
                 )
                 return True
         for node in _walk(self.tree):

@@ -54,6 +54,22 @@ class Loop(StatementOp):
         yield "start", E.parse(self.start)
         yield "stop", E.parse(self.stop)
 
+    def expr_kind(self, field: str) -> str:
+        return "bound"
+
+    def bound_dtype_error(self, start: str | None, stop: str | None) -> str | None:
+        """JAX's error for bounds of these dtypes (None: a Python int), or None.
+        ``lax.fori_loop`` wants equal types (a Python int is an int32 there, but takes an
+        integer's dtype); ``pl.loop`` takes any."""
+        if self.via != "fori_loop" or start == stop:
+            return None
+        if start is None or stop is None:
+            strong = start or stop
+            if strong is None or not strong.startswith("float"):
+                return None
+        a, b = start or "int32", stop or "int32"
+        return f"lower and upper arguments to fori_loop must have equal types, got {a} and {b}"
+
     def label(self) -> str:
         step = "" if self.step == 1 else f" step {self.step}"
         a, b = E.parse(self.start).label(), E.parse(self.stop).label()
@@ -135,6 +151,9 @@ class When(StatementOp):
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         yield "cond", self.condition()
+
+    def expr_kind(self, field: str) -> str:
+        return "cond"
 
     def label(self) -> str:
         return f"when {self.condition().label()}"

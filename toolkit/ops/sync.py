@@ -157,6 +157,9 @@ class SemaphoreSignal(StatementOp):
         if self.device is not None:
             yield from self.device_ref().exprs()
 
+    def expr_kind(self, field: str) -> str:
+        return "count" if field == "inc" else super().expr_kind(field)
+
     def interpret_limit(self, interp: str, devices: int) -> str | None:
         if interp == "hlo" and self.device is not None:
             return (
@@ -215,6 +218,9 @@ class SemaphoreSignalMulticast(StatementOp):
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         yield "inc", E.parse(self.inc)
+
+    def expr_kind(self, field: str) -> str:
+        return "count"
 
     def label(self) -> str:
         return f"signal {self.sem} on all of {','.join(axes_tuple(self.axes))}"
@@ -281,6 +287,9 @@ class SemaphoreWait(StatementOp):
 
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         yield "value", E.parse(self.value)
+
+    def expr_kind(self, field: str) -> str:
+        return "count"
 
     def label(self) -> str:
         v = "" if self.value == 1 else f" >= {E.parse(self.value).label()}"

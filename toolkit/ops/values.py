@@ -12,7 +12,8 @@ leaf is ``x[0][...]``), where the kernel runs (``lax.axis_index('dev')`` or the 
 axis name ``dev``, ``pl.program_id(0)``, ``lax.axis_size('dev')``, a loop variable:
 int32), int, float and bool literals (weakly typed, as JAX's Python
 scalars), ``+ - * / // %``, unary ``-``, comparisons, ``jnp.where(c, x, y)``,
-``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)`` and
+``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)``,
+``lax.bitcast_convert_type(x, jnp.DTYPE)`` and
 ``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``, ``pl.semaphore_read(sem)`` (a
 semaphore's value: int32), and the reductions ``jnp.sum`` / ``jnp.max`` / ``jnp.min``
 with ``axis=`` (an int, a tuple, None) and ``keepdims=``. Shapes broadcast as numpy's do and
@@ -265,6 +266,8 @@ _PRIM = {
     "min": "min",
 }
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
+#: the comparison operators (a ``Bin`` of one of these is a boolean array)
+COMPARISONS = _CMP
 _PREC = {"cmp": 4, "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "neg": 7}
 _NP = {
     "+": "add",
@@ -484,8 +487,8 @@ class Where(Node):
         return f"jnp.where({c}, {x}, {y})"
 
 
-class Cast(Node):
-    """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
+class _Converted(Node):
+    """A value ``a`` made a value of ``dtype`` (``Cast``, ``Bitcast``)."""
 
     __slots__ = ("a", "dtype")
     a: Node
@@ -496,6 +499,12 @@ class Cast(Node):
 
     def children(self) -> tuple[Node, ...]:
         return (self.a,)
+
+
+class Cast(_Converted):
+    """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
+
+    __slots__ = ()
 
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         a = self.a.typed(refs)
@@ -511,6 +520,62 @@ class Cast(Node):
 
     def source(self, w: Writer) -> str:
         return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
+
+
+class Bitcast(_Converted):
+    """``lax.bitcast_convert_type(x, dtype)``: the same bits read as ``dtype`` (a wider
+    source gains a minor dim of the width ratio, a narrower one loses it, as JAX's rule
+    says; Mosaic GPU lowers only dtypes of one width)."""
+
+    __slots__ = ()
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        a = self.a.typed(refs)
+        _operand_dtype("bitcast_convert_type", a, 0)
+        new = dtypes.canonical(self.dtype)
+        if "bool" in (a.dtype, new) and a.dtype != new:
+            raise ValueTypeError(
+                "BITCAST_VALUE_BOOL",
+                "lax.bitcast_convert_type does not support bool or complex values unless the "
+                f"operand and destination types match. Got operand dtype={a.dtype}, "
+                f"new_dtype=dtype('{new}'). Consider using the arr.view() method instead.",
+                "TypeError",
+            )
+        src, dst = dtypes.bits(a.dtype), dtypes.bits(new)
+        if src == dst:
+            return Ty(a.shape, new, False)
+        if src > dst:
+            return Ty((*a.shape, src // dst), new, False)
+        if not a.shape or a.shape[-1] * src != dst:
+            last = a.shape[-1] if a.shape else 1
+            raise ValueTypeError(
+                "BITCAST_VALUE_SHAPE",
+                f"Attempting to convert array of shape {a.shape!r} from {a.dtype} of size "
+                f"{src} bits to {new} of size {dst}, bits but {last} * {src} != {dst}",
+                "ValueError",
+            )
+        return Ty(a.shape[:-1], new, False)
+
+    def widths_differ(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+        """The operand's dtype where it is not as wide as ``dtype`` (Mosaic GPU does not
+        lower that bitcast), else None."""
+        a = self.a.typed(refs).dtype
+        return a if dtypes.bits(a) != dtypes.bits(dtypes.canonical(self.dtype)) else None
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        x, _ = self.a.eval(refs)
+        x = np.ascontiguousarray(x)
+        new = dtypes.np_dtype(dtypes.canonical(self.dtype))
+        if x.dtype.itemsize == new.itemsize:
+            return x.view(new), False
+        if x.dtype.itemsize > new.itemsize:
+            return x[..., None].view(new), False
+        return x.view(new)[..., 0], False
+
+    def source(self, w: Writer) -> str:
+        return f"lax.bitcast_convert_type({self.a.source(w)}, {dtypes.jnp_expr(self.dtype)})"
 
 
 class Iota(Node):
@@ -668,8 +733,8 @@ _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 _GRAMMAR = (
     "loads ref[...], numbers, axis names, lax.axis_index, pl.program_id, + - * / // %, "
     "comparisons, jnp.where, jnp.maximum, jnp.minimum, x.astype(jnp.DTYPE), "
-    "lax.broadcasted_iota(jnp.DTYPE, shape, dim), pl.semaphore_read(sem), "
-    "jnp.sum / jnp.max / jnp.min(x, axis=..., keepdims=...)"
+    "lax.bitcast_convert_type(x, jnp.DTYPE), lax.broadcasted_iota(jnp.DTYPE, shape, dim), "
+    "pl.semaphore_read(sem), jnp.sum / jnp.max / jnp.min(x, axis=..., keepdims=...)"
 )
 
 
@@ -836,6 +901,10 @@ def _call(n: ast.Call, d: int) -> Node:
         if len(args) != 1:
             raise ValueSyntaxError("x.astype(dtype) takes one dtype")
         return Cast(_node(n.func.value, d), _dtype(args[0]))
+    if fn == "lax.bitcast_convert_type":
+        if len(args) != 2:
+            raise ValueSyntaxError("lax.bitcast_convert_type(x, dtype) takes a value and a dtype")
+        return Bitcast(_node(args[0], d), _dtype(args[1]))
     if fn == "pl.semaphore_read":
         if len(args) != 1 or not isinstance(args[0], ast.Name):
             raise ValueSyntaxError("pl.semaphore_read(sem) takes one semaphore (a name)")
@@ -885,4 +954,4 @@ def _check(text: str) -> str:
 ValueText = Annotated[str, AfterValidator(_check)]
 
 
-__all__ = ["Node", "Reduce", "Ty", "ValueTypeError", "parse", "promote"]
+__all__ = ["COMPARISONS", "Node", "Reduce", "Ty", "ValueTypeError", "parse", "promote"]

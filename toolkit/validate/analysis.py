@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, ordered
+from mpmd_lab.diagnostics import Diagnostic, ordered, verdict
 from mpmd_lab.plan import Plan, compile
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import Scenario
@@ -32,6 +32,12 @@ class Analysis(Record):
     @property
     def valid(self) -> bool:
         return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def verdict(self) -> str:
+        """``valid``, ``valid where checked`` (the check says what it could not check) or
+        ``invalid`` (``diagnostics.verdict``)."""
+        return verdict(self.diagnostics)
 
     @property
     def first_error(self) -> Diagnostic | None:

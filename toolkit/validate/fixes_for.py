@@ -144,3 +144,31 @@ def step_fix(s: Scenario, tpath: str, err: Any, before: Any) -> Fix | list[Fix] 
         return fix_step(s, tpath, err, before)
     except (LookupError, AttributeError, ValueError, TypeError):
         return None
+
+
+def loaded_as_int32(s: Scenario, e: Any, loads: dict[str, Any], bad: Any) -> Fix | None:
+    """Make each ref ``e`` loads from whose dtype ``bad(dtype)`` refuses an int32 (the
+    buffer, output or scratch it is a view of; a buffer's values converted as the loader
+    converts them), or None where a loaded ref is none of those."""
+    from mpmd_lab import expr as E
+
+    edits: list[Edit] = []
+    names: list[str] = []
+    for r in E.data_reads(e):
+        b = loads.get(r.ref)
+        if not isinstance(r, E.Load) or b is None or b.info is None or not bad(b.info.dtype):
+            continue
+        for o in b.origin:
+            kind, _, name = o.rpartition(":")
+            path = {"": "buffers", "out": "call.outputs", "scratch": "call.scratch"}.get(kind)
+            if path is None:
+                return None
+            edit = Edit(op="replace", path=f"{path}.{name}.dtype", value="int32")
+            if edit not in edits:
+                edits.append(edit)
+                names.append(name)
+    if not edits:
+        return None
+    return Fix(
+        description=f"hold {', '.join(names)} as int32 (what it loads is an index)", edits=edits
+    )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import Path, axes_tuple, format_path, sub_path
@@ -26,8 +27,9 @@ from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.plan import Binding, Stmt, along_chain, own_steps
+from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
+from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.trace import _root
 
@@ -85,11 +87,15 @@ def check_lower(ctx: Ctx) -> None:
             node = st.node
             # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a
             # model class is a slow ABC check)
-            if type(node) is Let or not st.ok:
+            if not st.ok:
                 continue
             if st.scope is not scope:
                 scope, skip = st.scope, ctx.never_traced(st)
             if skip:
+                continue
+            if (st.loads or st.scope and _scope_loads(st.scope)) and _index_dtype(ctx, st):
+                return
+            if type(node) is Let:
                 continue
             for b in st.refs.values():
                 if b.info is None:
@@ -104,6 +110,83 @@ def check_lower(ctx: Ctx) -> None:
 
 
 LAYOUT_MSG = L.layout_inference_error().message
+
+
+def _mlir_op(e: E.Expr) -> str:
+    """The MLIR operation that made a float index: a load, the arithmetic on one, or a
+    loop's counter (``lower + i``: an ``addf``)."""
+    if isinstance(e, E.Load):
+        return "memref.load"
+    if isinstance(e, E.Neg):
+        return "arith.negf"
+    if isinstance(e, E.BinOp):
+        return {"+": "arith.addf", "-": "arith.subf", "*": "arith.mulf"}.get(e.op, "arith")
+    return "arith.addf" if isinstance(e, E.Name) else "arith"
+
+
+#: MLIR's names of the float types a loaded index may have
+_MLIR_FLOAT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+
+
+def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
+    """An index loaded from a float ref (``x.at[f_ref[0]]``, ``pl.ds(f_ref[0], n)``):
+    JAX traces it, and the Mosaic GPU lowering refuses the float value as an index
+    (INDEX_DTYPE; its message prints the MLIR value, here with its operands elided)."""
+
+    names = _loop_dtypes(st)
+    for prefix, op in expr_ops(st.node):
+        for field, e in op.exprs():
+            if op.expr_kind(field) != "index":
+                continue
+            if "load" in e.calls() or (names and not names.keys().isdisjoint(e.names())):
+                path = sub_path(st.path, prefix + field)
+                if _float_index(ctx, path, e, st.load_dtype, names, st.loads):
+                    return True
+    return False
+
+
+def _scope_loads(scope: tuple[Stmt, ...]) -> bool:
+    """A loop or condition around a statement loads from memory (its bounds)."""
+    return any(s.loads for s in scope)
+
+
+def _loop_dtypes(st: Stmt) -> dict[str, str]:
+    """The variables of the loops around ``st`` whose bounds are loaded from a ref of
+    another dtype than int32 (``pl.loop`` over float bounds counts in floats)."""
+    out: dict[str, str] = {}
+    for s in st.scope:
+        if not s.loads:
+            continue
+        bounds = [E.value_dtype(e, s.load_dtype, out) for _, e in s.node.exprs()]
+        dtype = E.combine_dtypes(*bounds) if len(bounds) == 2 else None
+        if dtype is not None and dtype != "int32":
+            out[s.node.var] = dtype
+    return out
+
+
+def _float_index(
+    ctx: Ctx,
+    path: Path,
+    e: E.Expr,
+    dtype_of: Callable[[str], str],
+    names: dict[str, str],
+    loads: dict[str, Binding],
+) -> bool:
+    dtype = E.value_dtype(e, dtype_of, names)
+    if dtype is None or not dtypes.is_float(dtype):
+        return False
+    what = _mlir_op(e)
+    t = _MLIR_FLOAT.get(dtype, dtype)
+    ctx.jax(
+        "INDEX_DTYPE",
+        path,
+        f'Unsupported index: OpResult(%... = "{what}"(...) : (...) -> {t}) of type '
+        "<class 'jaxlib.mlir._mlir_libs._mlir.ir.OpResult'>",
+        stage="gpu-lower",
+        jax_type="ValueError",
+        fix=fixes_for.loaded_as_int32(ctx.s, e, loads, dtypes.is_float),
+    )
+    return True
 
 
 def _resources(ctx: Ctx) -> bool:
@@ -371,6 +454,10 @@ class LowerCtx:
     def tma(self, src: str, dst: str) -> bool:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
         return _tma(self, src, dst)
+
+    def tma_smem(self, smem: str, gmem: str) -> None:
+        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``)."""
+        _tma_smem(self, smem, gmem, load=True)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -838,23 +925,35 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
             "Copy the ref with its own dtype and bitcast in GMEM, or in registers.",
         )
         return True
-    dst_root = low.root_view(st.refs[dst_field]).root
-    if src_root is not None and dst_root is not None and src_root.space == "SMEM":
-        dm = low.memref(st.refs[dst_field]).memref
-        if dm is not None:
-            shape, dtype, _space, stack = src_root
-            e = L.tma_smem_error(
-                shape,
-                dtypes.bits(dtype),
-                stack,
-                [t for _, t in st.refs[src_field].stack],
-                low.memref(st.refs[src_field]).memref,
-                dm.shape,
-                dm.strides,
-            )
-            if e is not None:
-                _later(low, e, (*st.path, src_field), _TMA_WHY)
+    _tma_smem(low, src_field, dst_field)
     return False
+
+
+def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False) -> None:
+    """What ``async_copy`` raises for the SMEM side of a TMA copy (a store's source, a
+    load's destination) against its GMEM side (``layout_rules.tma_smem_error``): a view
+    that is not one contiguous block, a transpose the GMEM ref cannot follow, a box of the
+    wrong width (a load's width is its own rule's to say: ``_copy_width``)."""
+    st = low.st
+    smem_root = low.root_view(st.refs[smem_field]).root
+    gmem_root = low.root_view(st.refs[gmem_field]).root
+    if smem_root is None or gmem_root is None or smem_root.space != "SMEM":
+        return
+    gm = low.memref(st.refs[gmem_field]).memref
+    if gm is None:
+        return
+    shape, dtype, _space, stack = smem_root
+    e = L.tma_smem_error(
+        shape,
+        dtypes.bits(dtype),
+        stack,
+        [t for _, t in st.refs[smem_field].stack],
+        low.memref(st.refs[smem_field]).memref,
+        gm.shape,
+        gm.strides,
+    )
+    if e is not None and not (load and e.code == "TMA_LAST_DIM_BITS"):
+        _later(low, e, (*st.path, smem_field), _TMA_LOAD_WHY if load else _TMA_WHY)
 
 
 def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
@@ -997,6 +1096,13 @@ _TMA_WHY = (
     "allocated) into a box of the GMEM ref whose minor dim is unit-stride; this source "
     "view is not such a block. Copy the whole scratch (or slices of whole tile rows) and "
     "transpose or slice on the GMEM side or in registers."
+)
+_TMA_LOAD_WHY = (
+    "The TMA engine copies a box of the GMEM ref whose minor dim is unit-stride into one "
+    "contiguous SMEM block (its tiled, swizzled layout as allocated); this destination "
+    "view is not such a block (a transposed or strided view of the scratch). Load into "
+    "the whole scratch (or slices of whole tile rows) and transpose or slice where it is "
+    "read."
 )
 
 

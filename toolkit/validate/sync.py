@@ -51,10 +51,11 @@ from mpmd_lab.engine import (
     deadlock_diagnostic,
     step_estimate,
     synchronises,
+    written_buffers,
 )
-from mpmd_lab.fields import format_path, get_path, parse_path
+from mpmd_lab.fields import format_path, get_path, parse_path, sub_path
 from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
-from mpmd_lab.plan import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
 
@@ -123,7 +124,15 @@ def check_sync(ctx: Ctx) -> None:
     if gpu is None:
         _not_run(ctx)
         return
-    interp = _run(s, "zero") if pid_bug else gpu
+    followed = False
+    if _stopped_on(gpu, "DATA_DEPENDENT") and elements(s) * s.num_devices <= MAX_FOLLOWED:
+        # an index loaded from memory the kernel writes: the same schedules again,
+        # following the values (where that run fails, the data-free one says what)
+        valued = _explore(s, data=True)
+        first = valued.first if valued is not None else None
+        if first is not None and first.error is None and not first.stopped:
+            ex, gpu, followed = valued, first, True
+    interp = _run(s, "zero", data=followed) if pid_bug else gpu
     if interp is None:
         interp = gpu
     reported = _interp_findings(ctx, interp)
@@ -133,7 +142,9 @@ def check_sync(ctx: Ctx) -> None:
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
-    if not ex.complete and not gpu.stopped:
+    _data_reads(ctx, gpu, ex.runs if followed else 0)
+    stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
+    if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -182,6 +193,102 @@ def _semaphore_reads(ctx: Ctx) -> None:
             )
 
 
+def _stopped_on(out: Outcome, code: str) -> bool:
+    """The run stopped on an error of ``code``."""
+    return out.error is not None and out.error.code == code
+
+
+def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
+    """DATA_DEPENDENT: what the check made of index expressions that read data. A load
+    from an input the kernel never writes was checked with the values the call is given
+    (a note: another table is another call); a semaphore's value is the one each
+    explored schedule left (a warning: the reads are no choice points of the
+    exploration); a load of anything else is followed with the values the kernel computes
+    in each explored schedule (``followed``: how many; a note: a load racing a write is
+    reported, and without one every schedule loads the same), or where that could not
+    run it stopped the check (a warning: what follows is not checked)."""
+    err = gpu.error
+    if err is not None and err.code == "OOB_INDEX":  # (a load's index: the run stops there)
+        ctx.add(
+            "OOB_INDEX",
+            err.path or "call.programs",
+            f"{err}: JAX checks no index of a load inside a kernel, and on a GPU it "
+            "reads memory outside the ref. The check stopped there: races, deadlocks and "
+            "out-of-bounds indices past it are not checked",
+            stage="gpu-run",
+        )
+    halted = err is not None and err.code in ("DATA_DEPENDENT", "OOB_INDEX")
+    if err is not None and err.code == "DATA_DEPENDENT":
+        ctx.add(
+            "DATA_DEPENDENT",
+            err.path or "call.programs",
+            f"not checked past here: {err}. Races, deadlocks, out-of-bounds indices "
+            "and device ids from this statement on are not checked for any value; simulate "
+            "runs it with the values the kernel computes",
+            severity="warning",
+        )
+    inputs: dict[str, list[str]] = {}
+    computed: dict[str, list[str]] = {}
+    written = written_buffers(ctx.s) if followed else frozenset()
+    for p in ctx.programs:
+        for st in p.stmts:
+            if not st.loads:  # (what its expressions load and read, bound by the plan)
+                continue
+            for field, e in expr_fields(st.node):
+                reads = (
+                    list(E.data_reads(e))
+                    if "load" in e.calls() or ("semaphore_read" in e.calls())
+                    else []
+                )
+                where = format_path(sub_path(st.path, field))
+                for r in reads:
+                    if isinstance(r, E.SemRead):
+                        ctx.add(
+                            "DATA_DEPENDENT",
+                            where,
+                            f"{e.label()} reads the semaphore {r.ref}: checked with the value "
+                            "each explored schedule left in it when the read ran. The schedules "
+                            "differ only in which signals each wait saw; a read that runs "
+                            "earlier or later between two signals (as blocks and devices race "
+                            "on a GPU) may see another value, and what the kernel does with it "
+                            "is not checked",
+                            severity="warning",
+                        )
+                        continue
+                    b = st.loads.get(r.ref)
+                    if b is None or halted:
+                        continue
+                    origin = ", ".join(o.split(":", 1)[-1] for o in b.origin) or r.ref
+                    given = bool(b.origin) and all(o in ctx.s.buffers for o in b.origin)
+                    if followed and not (given and not set(b.origin) & written):
+                        computed.setdefault(origin, []).append(where)
+                    else:
+                        inputs.setdefault(origin, []).append(where)
+    for origin, paths in inputs.items():
+        ctx.add(
+            "DATA_DEPENDENT",
+            paths[0],
+            f"index expressions load from {origin} (at {_some(paths)}): checked on every "
+            "device with the values the call is given; other values are another call",
+            severity="info",
+        )
+    for origin, paths in computed.items():
+        ctx.add(
+            "DATA_DEPENDENT",
+            paths[0],
+            f"index expressions load from {origin} (at {_some(paths)}), which the kernel "
+            f"writes: checked with the values it computes, in each of the {followed} "
+            "schedule(s) explored; a load racing a write would be reported, and without one "
+            "every schedule loads the same values",
+            severity="info",
+        )
+
+
+def _some(paths: list[str]) -> str:
+    """The first three paths (and ``...`` where there are more)."""
+    return ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
+
+
 def offsets_bytes(s: Any) -> int:
     """What the data-free run holds at most for its views' offsets: one int32 (int64 past
     2 GiB) per element of every buffer and output on every device, and of every scratch
@@ -218,12 +325,14 @@ def elements(s: Any) -> int:
 _FAILED: list[str] = []
 
 
-def _engine(s: Any, pid: str, **kw: Any) -> Engine:
-    """The check's data-free engine over the call (``pid``: how ``pl.program_id`` reads),
-    within the check's step, time and work bounds; only the races are read."""
+def _engine(s: Any, pid: str, data: bool = False, **kw: Any) -> Engine:
+    """The check's engine over the call (``pid``: how ``pl.program_id`` reads), data-free
+    (``data``: following the values, for indices loaded from memory the kernel writes),
+    recording what it finds, within the check's step, time and work bounds."""
     return Engine(
         s,
-        data=False,
+        data=data,
+        strict=False,
         program_id=pid,
         limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
         log_limit=0,
@@ -255,6 +364,11 @@ def _run(s: Any, pid: str, **kw: Any) -> Outcome | None:
     return _guarded(lambda: _engine(s, pid, **kw).run())
 
 
+#: elements (over every device) the check follows values for at most, where an index is
+#: loaded from memory the kernel writes (it then holds every buffer's values)
+MAX_FOLLOWED = 1 << 22
+
+
 #: Schedules the check explores at most, and thread-steps over all of them: the bounds
 #: that decide how far it goes (the same on every machine, whatever its load).
 MAX_SCHEDULES = 500
@@ -263,15 +377,16 @@ MAX_EXPLORE_STEPS = 2_000_000
 EXPLORE_SECONDS = 300.0
 
 
-def _explore(s: Any) -> Any:
+def _explore(s: Any, data: bool = False) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first, which phase each barrier
-    arrival joined. None where the engine could not run."""
+    arrival joined (``data``: following the values). None where the engine could not
+    run."""
     from mpmd_lab.engine.explore import explore
 
     return _guarded(
         lambda: explore(
-            lambda chooser: _engine(s, "grid", chooser=chooser),
+            lambda chooser: _engine(s, "grid", data, chooser=chooser),
             max_runs=MAX_SCHEDULES,
             max_steps=MAX_EXPLORE_STEPS,
             max_seconds=EXPLORE_SECONDS,

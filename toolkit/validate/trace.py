@@ -20,7 +20,7 @@ from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
-from mpmd_lab.plan import Binding, Stmt
+from mpmd_lab.plan import Binding, Stmt, expr_ops
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
@@ -483,6 +483,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
+        if st.loads and _data_dtypes(ctx, st):
+            return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
                 return True
@@ -522,6 +524,46 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
                 where = (*st.path, "transforms", k)
                 if _python_divisions(e) and _report_zero(ctx, where, field, e):
                     return True
+    return False
+
+
+def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
+    """An expression that loads data (``ids_ref[0]``) has the dtype of what it loads
+    (``expr.value_dtype``): JAX wants an int32 device id when it makes the peer view or
+    the signal (DEVICE_ID_DTYPE), and ``lax.fori_loop`` bounds of one type
+    (LOOP_BOUND_DTYPE, its ``bound_dtype_error``)."""
+
+    for prefix, op in expr_ops(st.node):
+        bounds: dict[str, str | None] = {}
+        loaded = False
+        for field, e in op.exprs():
+            kind = op.expr_kind(field)
+            reads = "load" in e.calls()
+            if kind == "bound":
+                bounds[field] = E.value_dtype(e, st.load_dtype)
+                loaded = loaded or reads
+            if kind != "device" or not reads:
+                continue
+            dtype = E.value_dtype(e, st.load_dtype)
+            if dtype is not None and dtype != "int32":
+                ctx.jax(
+                    "DEVICE_ID_DTYPE",
+                    sub_path(st.path, prefix + field),
+                    f"`device_id`s must be an int32 value, but got {dtype}",
+                    jax_type="ValueError",
+                    fix=fixes_for.loaded_as_int32(ctx.s, e, st.loads, lambda d: d != "int32"),
+                )
+                return True
+        if loaded:
+            msg = op.bound_dtype_error(bounds.get("start"), bounds.get("stop"))
+            if msg is not None:
+                start, stop = (e for _, e in op.exprs())
+                fix = fixes_for.loaded_as_int32(
+                    ctx.s, E.BinOp("+", start, stop), st.loads, lambda d: d != "int32"
+                )
+                path = sub_path(st.path, prefix + "start")
+                ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
+                return True
     return False
 
 

@@ -1,0 +1,605 @@
+"""Data-dependent device ids and indices: ``ids_ref[0]`` (a scalar loaded from a ref)
+and ``pl.semaphore_read(sem)`` in index expressions, held against real JAX.
+
+The grammar and its printing; JAX's trace and GPU lowering (``jax.export`` for cuda) on
+each kernel shape; the simulator against JAX's GPU interpreter bit for bit where it
+runs, and against the values the kernel computes where it does not (peers); the static
+check with the values the call is given, and what it says it did not check
+(DATA_DEPENDENT, "valid where checked").
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from jaxprobe import probe_many
+from mpmd_lab import codegen
+from mpmd_lab import expr as E
+from mpmd_lab.diagnostics import verdict
+from mpmd_lab.report import format_diagnostics
+from mpmd_lab.scenario import ScenarioError, load_scenario
+from mpmd_lab.simulator import simulate
+from mpmd_lab.validate import check, first_error
+from simulate_support import run_in_jax, same_bits
+
+ROWS = 128
+PLGPU = "plgpu.kernel"
+
+
+def _said(message: str) -> str:
+    """A message as the check can know it: JAX's INDEX_DTYPE prints the MLIR value it
+    was given, whose SSA numbers and memref type the check elides (the rest is JAX's)."""
+    return re.sub(r"OpResult\(%[^=]*= (\S+)\(.*\) -> ", r"OpResult(\1 -> ", message)
+
+
+#: the stages JAX's trace and lowering say something about
+JAX_STAGES = ("schema", "build", "trace", "gpu-lower")
+#: each device's table of peers: device d's first entry is the device it sends to
+RING = [1, 2, 3, 0, 2, 3, 0, 1, 3, 0, 1, 2, 0, 1, 2, 3]
+
+
+def _table_ring(ids: list[Any] = RING, dtype: str = "int32", device: str = "ids_ref[0]") -> dict:
+    """4 devices: device d copies x into ``out`` on the device its table names, then
+    signals it there and waits for its own signal."""
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "table-ring",
+        "device_mesh": {"dev": 4},
+        "buffers": {
+            "x": {"shape": [ROWS], "dtype": "float32", "init": "iota"},
+            "ids": {"shape": [4], "dtype": dtype, "init": ids},
+        },
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}, {"buffer": "ids", "param": "ids_ref"}],
+            "outputs": {"out": {"shape": [ROWS], "dtype": "float32"}},
+            "scratch": {"sem": {"kind": "semaphore"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {}, "cluster": {}, "threads": None},
+                    "body": [
+                        {
+                            "let": "p",
+                            "ref": "out",
+                            "transforms": [{"op": "remote_ref", "device": device}],
+                        },
+                        {"op": "copy", "src": "x_ref", "dst": "p"},
+                        {"op": "semaphore_signal", "sem": "sem", "device": device},
+                        {"op": "semaphore_wait", "sem": "sem"},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def _one_device(body: list[dict], off: list[int], name: str, entry: str = "pl.kernel") -> dict:
+    """One device, x f32[4, 128], a table ``off`` int32[4] and an output f32[2, 128]."""
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": name,
+        "buffers": {
+            "x": {"shape": [4, ROWS], "dtype": "float32", "init": "iota"},
+            "off": {"shape": [4], "dtype": "int32", "init": off},
+        },
+        "call": {
+            "entry": entry,
+            "args": [{"buffer": "x", "param": "x_ref"}, {"buffer": "off", "param": "off_ref"}],
+            "outputs": {"out": {"shape": [2, ROWS], "dtype": "float32"}},
+            "programs": [
+                {"mesh": {"grid": {"b": 2}, "cluster": {}, "threads": None}, "body": body}
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False},
+    }
+
+
+def _row(ref: str, index: str, name: str) -> dict:
+    return {"let": name, "ref": ref, "transforms": [{"op": "at", "index": [index]}]}
+
+
+#: block b copies row off[b] of x into row b of out
+GATHER = [
+    _row("x_ref", "off_ref[b]", "src"),
+    _row("out", "b", "dst"),
+    {"op": "copy", "src": "src", "dst": "dst"},
+]
+#: block b writes row b; it doubles it if off[b] > 1; a loop of off[2] trips adds x[0]
+WHEN_LOOP = [
+    _row("x_ref", "b", "src"),
+    _row("out", "b", "dst"),
+    {"op": "copy", "src": "src", "dst": "dst"},
+    {"op": "when", "cond": "off_ref[b] > 1", "body": [
+        {"op": "add", "dst": "dst", "lhs": "dst", "rhs": "dst"},
+    ]},
+    {"op": "loop", "var": "i", "stop": "off_ref[2]", "body": [
+        _row("x_ref", "i", "xi"),
+        {"op": "add", "dst": "dst", "lhs": "dst", "rhs": "xi"},
+    ]},
+]  # fmt: skip
+
+
+def _gather_scratch() -> dict:
+    """GATHER with its table first copied into SMEM (a TMA load on a barrier), the index
+    loaded from there: memory the kernel writes."""
+    body = [
+        {"op": "copy_gmem_to_smem", "src": "off_ref", "dst": "tbl", "barrier": "bar"},
+        {"op": "barrier_wait", "barrier": "bar"},
+        _row("x_ref", "tbl[b]", "src"),
+        *GATHER[1:],
+    ]
+    s = _one_device(body, [3, 1, 0, 2], "gather-scratch", "plgpu.kernel")
+    s["call"]["scratch"] = {
+        "tbl": {"shape": [4], "dtype": "int32", "memory_space": "SMEM"},
+        "bar": {"kind": "barrier"},
+    }
+    return s
+
+
+#: a fori_loop of off[2] trips adding x's rows; the same as a pl.loop
+LOOP = [*WHEN_LOOP[:3], WHEN_LOOP[4]]
+PL_LOOP = [*WHEN_LOOP[:3], {**WHEN_LOOP[4], "via": "pl.loop"}]
+#: block b doubles its row where off[b] is not zero (a float taken as a truth value)
+WHEN_FLOAT = [*WHEN_LOOP[:3], {**WHEN_LOOP[3], "cond": "off_ref[b]"}]
+
+
+def _typed(s: dict, dtype: str) -> dict:
+    """``s`` with its table ``off`` of another dtype (its values converted)."""
+    s["buffers"]["off"]["dtype"] = dtype
+    cast = float if dtype.startswith("float") else int
+    s["buffers"]["off"]["init"] = [cast(v) for v in s["buffers"]["off"]["init"]]
+    return s
+
+
+# ---------------------------------------------------------------- the grammar
+
+
+@pytest.mark.parametrize(
+    "text, source",
+    [
+        ("ids[0]", "ids[0]"),
+        ("ids[dev, 1] + 1", "ids[lax.axis_index('dev'), 1] + 1"),
+        ("n_ref[...]", "n_ref[...]"),
+        ("(ids[(dev + 1) % 4] * 2) % axis_size(dev)",
+         "ids[(lax.axis_index('dev') + 1) % 4] * 2 % lax.axis_size('dev')"),
+        ("pl.semaphore_read(sem) > 0", "pl.semaphore_read(sem) > 0"),
+    ],
+)  # fmt: skip
+def test_loads_parse_print_and_are_never_constants(text, source):
+    e = E.parse(text)
+    assert E.parse(e.label()) == e  # the label is a scenario's text again
+    assert e.source(E.Writer()) == source
+    assert E.reads_data(e) and not e.is_const and E.traced(e)
+    with pytest.raises(E.ExprDataDependent):
+        e.eval(E.Env({"dev": 0}, {"dev": 4}))
+
+
+@pytest.mark.parametrize("text", ["ids[0:2]", "ids[0][1]()", "pl.semaphore_read(sems[0])"])
+def test_loads_outside_the_grammar_are_refused(text):
+    with pytest.raises(E.ExprError):
+        E.parse(text)
+
+
+def test_value_dtype_follows_jax_promotion():
+    def dt(name: str) -> str:
+        return {"i16": "int16", "f": "float32", "i": "int32"}[name]
+
+    assert E.value_dtype(E.parse("i16[0] + 1"), dt) == "int16"  # a Python int is weak
+    assert E.value_dtype(E.parse("i16[0] + dev"), dt) == "int32"
+    assert E.value_dtype(E.parse("f[0] * 2"), dt) == "float32"
+    assert E.value_dtype(E.parse("i[0] > 1"), dt) == "bool"
+    assert E.value_dtype(E.parse("pl.semaphore_read(s)"), dt) == "int32"
+
+
+def test_a_load_of_a_name_nothing_binds_is_an_unknown_name():
+    s = _table_ring(device="idz[0]")
+    d = first_error(check(load_scenario(s)))
+    assert d.code == "XREF_UNKNOWN_NAME" and d.path.endswith("transforms[0].device")
+    assert "'idz'" in d.message
+
+
+# ---------------------------------------------------------------- against JAX
+
+
+@pytest.mark.slow
+def test_jax_traces_and_lowers_what_the_check_accepts_and_refuses_what_it_refuses():
+    """Every kernel shape through JAX's trace and Mosaic GPU lowering (jax.export for
+    cuda): the check's first error is JAX's, code and message."""
+    cases = {
+        "ring-int32": _table_ring(),
+        "ring-float32": _table_ring([float(v) for v in RING], "float32"),
+        "ring-int16": _table_ring(dtype="int16"),
+        "ring-uint32": _table_ring(dtype="uint32"),
+        "ring-dict": _table_ring(device={"dev": "ids_ref[0]"}),
+        "ring-dict-float": _table_ring([float(v) for v in RING], "float32", {"dev": "ids_ref[0]"}),
+        "ring-indexed-by-dev": _table_ring([1, 2, 3, 0], device="ids_ref[dev]"),
+        "gather": _one_device(GATHER, [3, 1, 0, 2], "gather", "plgpu.kernel"),
+        "when-loop": _one_device(WHEN_LOOP, [0, 3, 2, 0], "when-loop", "plgpu.kernel"),
+        "gather-scratch": _gather_scratch(),
+        "gather-float32": _typed(_one_device(GATHER, [3, 1, 0, 2], "g", PLGPU), "float32"),
+        "loop-float32": _typed(_one_device(LOOP, [0, 0, 2, 0], "l", PLGPU), "float32"),
+        "loop-int16": _typed(_one_device(LOOP, [0, 0, 2, 0], "l", PLGPU), "int16"),
+        "pl-loop-float32": _typed(_one_device(PL_LOOP, [0, 0, 2, 0], "l", PLGPU), "float32"),
+        "when-float32": _typed(_one_device(WHEN_FLOAT, [0, 1.5, 0, 0], "w", PLGPU), "float32"),
+    }
+    scenarios = {k: load_scenario(v) for k, v in cases.items()}
+    jax = probe_many(list(scenarios.values()), ("build", "trace", "gpu-lower"))
+    for (name, s), got in zip(scenarios.items(), jax, strict=True):
+        diags = check(s)
+        assert verdict(diags) != "invalid" or first_error(diags).stage in JAX_STAGES, name
+        d = first_error([d for d in diags if d.stage in JAX_STAGES])
+        mine = None if d is None else (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        theirs = (
+            None if got["stage"] is None else (got["code"], got["stage"], _said(got["message"]))
+        )
+        assert mine == theirs, name
+    assert first_error(check(scenarios["ring-int16"])).message == (
+        "`device_id`s must be an int32 value, but got int16"
+    )
+    codes = {k: getattr(first_error(check(s)), "code", None) for k, s in scenarios.items()}
+    assert codes == {
+        **dict.fromkeys(scenarios, None),
+        **dict.fromkeys(["ring-float32", "ring-int16", "ring-uint32"], "DEVICE_ID_DTYPE"),
+        "ring-dict-float": "DEVICE_ID_DTYPE",
+        "gather-float32": "INDEX_DTYPE",
+        "loop-float32": "LOOP_BOUND_DTYPE",
+        # pl.loop takes float bounds, and counts in floats: its index is no index
+        "pl-loop-float32": "INDEX_DTYPE",
+    }
+
+
+@pytest.mark.slow
+def test_loaded_indices_simulate_bit_for_bit_as_jax_interprets_them():
+    scenarios = [
+        load_scenario(_one_device(GATHER, [3, 1, 0, 2], "gather")),
+        load_scenario(_one_device(GATHER, [0, 0, 2, 2], "gather-same")),
+        load_scenario(_one_device(WHEN_LOOP, [0, 3, 2, 0], "when-loop")),
+        load_scenario(_one_device(WHEN_LOOP, [2, 0, 0, 0], "when-loop-none")),
+        load_scenario(_typed(_one_device(WHEN_FLOAT, [0, 0.5, 0, 0], "when-float"), "float32")),
+        load_scenario(_typed(_one_device(LOOP, [0, 0, 3, 0], "loop-int16"), "int16")),
+    ]
+    got = run_in_jax(scenarios)
+    x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)
+    for s, theirs in zip(scenarios, got, strict=True):
+        assert not isinstance(theirs, str), (s.name, theirs)
+        sim = simulate(s, check=False)
+        assert sim.ok, (s.name, sim.error)
+        assert same_bits(sim.outputs["out"], theirs["out"], flushed=True), s.name
+    off = [3, 1, 0, 2]
+    np.testing.assert_array_equal(
+        simulate(scenarios[0]).outputs["out"], np.stack([x[off[0]], x[off[1]]])
+    )
+    # block 1 (off[1] = 3 > 1) doubles its row; both add x[0] and x[1] (off[2] = 2 trips)
+    want = np.stack([x[0], 2 * x[1]]) + x[0] + x[1]
+    np.testing.assert_array_equal(simulate(scenarios[2]).outputs["out"], want)
+
+
+# ---------------------------------------------------------------- simulate and check
+
+
+def test_a_peer_loaded_from_a_table_simulates_to_the_values_the_kernel_computes():
+    s = load_scenario(_table_ring())
+    r = simulate(s)
+    assert r.ok, r.error
+    x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)
+    table = np.array(RING).reshape(4, 4)
+    want = np.zeros((4, ROWS), np.float32)
+    for d in range(4):
+        want[table[d, 0]] = x[d]
+    np.testing.assert_array_equal(r.outputs["out"].reshape(4, ROWS), want)
+
+
+def test_the_check_follows_the_table_on_every_device():
+    """Checked with the values the call is given (a note), on every device: a table
+    that is a ring is valid; one that sends two devices to one peer races and
+    deadlocks; one that names device 7 is out of the mesh, on the device that loads it."""
+    ok = check(load_scenario(_table_ring()))
+    assert verdict(ok) == "valid"
+    notes = [d for d in ok if d.code == "DATA_DEPENDENT"]
+    assert [d.severity for d in notes] == ["info"]
+    assert "checked on every device with the values the call is given" in notes[0].message
+
+    twice = copy.deepcopy(RING)
+    twice[12] = 1  # device 3 sends to device 1 too: nobody sends to device 0
+    codes = {d.code for d in check(load_scenario(_table_ring(twice))) if d.is_error}
+    assert {"RACE_DETECTED", "DEADLOCK_SEMAPHORE"} <= codes
+
+    outside = copy.deepcopy(RING)
+    outside[12] = 7
+    d = first_error(check(load_scenario(_table_ring(outside))))
+    assert d.code == "REMOTE_DEVICE_OOB"
+    assert "device id ids_ref[0] is 7 on device 3" in d.message
+
+
+def test_a_loaded_index_outside_its_ref_is_found():
+    body = [_row("x_ref", "off_ref[b] + 2", "src"), _row("out", "b", "dst")]
+    body.append({"op": "copy", "src": "src", "dst": "dst"})
+    diags = check(load_scenario(_one_device(body, [0, 3, 0, 0], "gather-oob")))
+    assert first_error(diags).code in ("OOB_INDEX", "OOB_READ"), [d.one_line() for d in diags]
+
+
+def test_a_load_the_kernel_computes_is_followed_with_its_values(monkeypatch):
+    """An index loaded from scratch the kernel writes (a TMA copy of the table, waited
+    on): the check follows the values the kernel computes over every schedule it
+    explores, and says so (a note: "valid"); without the wait, the load races the copy
+    and the check says that. Where it cannot follow them (here: past its bound), it stops
+    at the load, says what it did not check, and the verdict is "valid where checked"."""
+    from mpmd_lab.validate import sync
+
+    sc = load_scenario(_gather_scratch())
+    diags = check(sc)
+    assert verdict(diags) == "valid", [d.one_line() for d in diags]
+    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
+    assert d.severity == "info" and "load from tbl" in d.message
+    assert "which the kernel writes: checked with the values it computes" in d.message
+
+    racy = _gather_scratch()
+    del racy["call"]["programs"][0]["body"][1]  # the barrier_wait
+    first = first_error(check(load_scenario(racy)))
+    assert first.code.startswith("RACE") and "tbl" in first.message, first.one_line()
+
+    monkeypatch.setattr(sync, "MAX_FOLLOWED", 0)
+    diags = check(load_scenario({**_gather_scratch(), "name": "gather-scratch-unfollowed"}))
+    assert verdict(diags) == "valid where checked", [d.one_line() for d in diags]
+    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
+    assert d.severity == "warning" and "tbl is scratch" in d.message
+    assert "not checked" in d.message
+    assert "valid where checked" in format_diagnostics(sc.name, diags).splitlines()[-1]
+    r = simulate(sc, check=False)
+    assert r.ok, r.error
+    x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)
+    np.testing.assert_array_equal(r.outputs["out"], np.stack([x[3], x[1]]))
+
+
+def test_a_semaphore_read_in_a_condition_is_checked_per_schedule_and_says_so():
+    from mpmd_lab.knowledge import card
+
+    s = load_scenario(card("DATA_DEPENDENT").example.scenario)
+    diags = check(s)
+    assert verdict(diags) == "valid where checked"
+    (d,) = [d for d in diags if d.code == "DATA_DEPENDENT"]
+    assert d.severity == "warning" and d.path.endswith("body[1].cond")
+    assert "reads the semaphore sem" in d.message
+    r = simulate(s, check=False)
+    assert r.ok, r.error
+    x = np.arange(256, dtype=np.float32)
+    out = r.outputs["out"]
+    # block 0 runs its read before block 1 signals in the simulator's lockstep order:
+    # its half stays as JAX's GPU interpreter leaves unwritten memory; block 1 copies
+    assert np.isnan(out[:128]).all() and np.array_equal(out[128:], x[128:])
+
+
+def test_loads_are_exported_as_the_kernel_writes_them():
+    src = codegen.generate(load_scenario(_table_ring()))
+    assert "plgpu.remote_ref(out, ids_ref[0])" in src
+    assert "pl.semaphore_signal(sem, device_id=ids_ref[0])" in src
+
+
+def test_a_load_in_a_scenario_file_is_a_scenario_and_a_slice_is_not():
+    bad = _table_ring(device="ids_ref[0:1]")
+    with pytest.raises(ScenarioError):
+        load_scenario(bad)
+
+
+# ---------------------------------------------------------------- from_jax
+
+#: kernels written as JAX's tests write them (tests/kernels/): each imports faithfully
+#: and JAX lowers it; those with values simulate to them
+KERNELS = [
+    "datadep_ring_table",
+    "datadep_smem_table",
+    "datadep_gather_offset",
+    "datadep_loop_bound",
+    "sync_read_in_when",
+]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> dict[str, dict]:
+    from mpmd_lab.importer import Imported
+    from test_importer import _import_all
+
+    raw = _import_all(KERNELS, tmp_path_factory.mktemp("datadep"))
+    for name, r in raw.items():
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        r["obj"] = Imported.from_json(r["imported"])
+    return raw
+
+
+def _body(imp: Any) -> list[dict]:
+    return [st.model_dump(exclude_defaults=True) for st in imp.scenario.call.programs[0].body]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", KERNELS)
+def test_the_kernel_imports_faithfully_and_simulates_to_its_values(imported, name):
+    r = imported[name]
+    imp = r["obj"]
+    assert r["lowered"] == "ok"  # real JAX: the user's own function lowers for the GPU
+    assert imp.faithful and imp.unsupported == [], imp.unsupported
+    diags = check(imp.scenario)
+    assert first_error(diags) is None, [d.one_line() for d in diags]
+    if r["expected"] is None:
+        return  # (its values depend on the order the blocks run: below)
+    result = simulate(imp.scenario)
+    assert result.ok, [d.one_line() for d in result.diagnostics()]
+    got = imp.outputs(result.outputs)
+    for g, e in zip(got, r["expected"], strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.slow
+def test_the_import_writes_the_loads_as_the_kernel_does(imported):
+    ring = _body(imported["datadep_ring_table"]["obj"])
+    assert ring[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[0]"}]
+    assert ring[2] == {"op": "semaphore_signal", "sem": "sem", "device": "ids_ref[0]"}
+    gather = _body(imported["datadep_gather_offset"]["obj"])
+    assert gather[0]["transforms"] == [{"op": "at", "index": ["slot_ref[0]"]}]
+    loop = _body(imported["datadep_loop_bound"]["obj"])
+    assert loop[1]["op"] == "loop" and loop[1]["stop"] == "n_ref[0]"
+    when = _body(imported["sync_read_in_when"]["obj"])
+    assert when[1]["op"] == "when" and when[1]["cond"] == "pl.semaphore_read(sem) > 0"
+
+
+@pytest.mark.slow
+def test_what_the_check_made_of_each_imported_load(imported):
+    """A table given as input: checked with its values (a note, "valid"); a table the
+    kernel copies into SMEM: followed with the values it computes (a note, "valid"); a
+    semaphore read: said not checked between signals ("valid where checked")."""
+    verdicts = {}
+    for name in KERNELS:
+        diags = check(imported[name]["obj"].scenario)
+        kinds = sorted({d.severity for d in diags if d.code == "DATA_DEPENDENT"})
+        verdicts[name] = (verdict(diags), kinds)
+    assert verdicts == {
+        "datadep_ring_table": ("valid", ["info"]),
+        "datadep_smem_table": ("valid", ["info"]),  # followed with the kernel's values
+        "datadep_gather_offset": ("valid", ["info"]),
+        "datadep_loop_bound": ("valid", ["info"]),
+        "sync_read_in_when": ("valid where checked", ["warning"]),
+    }
+
+
+# ---------------------------------------------------------------- the verdict, everywhere
+
+
+def test_every_front_end_says_valid_where_checked(tmp_path):
+    """The CLI's last line and its JSON, the Session and the Lab's status: "valid where
+    checked" where the check said what it did not check; plain "valid" where it checked
+    everything (a table given as input)."""
+    import json
+    import subprocess
+    import sys
+
+    from mpmd_lab.session import Session
+    from mpmd_lab.widgets.lab import Lab
+
+    partial = tmp_path / "partial.json"
+    from mpmd_lab.knowledge import card
+
+    # a semaphore read in a condition: checked per schedule, not between signals
+    partial.write_text(load_scenario(card("DATA_DEPENDENT").example.scenario).model_dump_json())
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(_table_ring()))
+    cli = [sys.executable, "-m", "mpmd_lab.cli", "check"]
+    r = subprocess.run([*cli, str(partial)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith(
+        "data-dependent: valid where checked ("
+    ), r.stdout
+    r = subprocess.run([*cli, str(partial), "--json"], capture_output=True, text=True, timeout=300)
+    out = json.loads(r.stdout)
+    assert out["valid"] is True and out["verdict"] == "valid where checked"
+    r = subprocess.run([*cli, str(whole), "--json"], capture_output=True, text=True, timeout=300)
+    assert json.loads(r.stdout)["verdict"] == "valid"
+
+    assert Session(str(partial)).verdict == "valid where checked"
+    assert Session(str(whole)).verdict == "valid"
+    lab = Lab(str(partial), background=False, graph=False)
+    assert "✔ valid where checked" in lab.title.value
+    assert "✔ valid</span>" in Lab(str(whole), background=False, graph=False).title.value
+
+
+def test_a_load_is_a_read_the_race_check_judges():
+    """Block 1 overwrites the table block 0 loads its index from, with nothing ordering
+    them: the check follows the values and reports the load and the write as a race,
+    and so does simulate."""
+    body = [
+        {
+            "op": "when",
+            "cond": "b == 1",
+            "body": [{"op": "copy", "src": "y_ref", "dst": "off_ref"}],
+        },
+        _row("x_ref", "off_ref[0]", "src"),
+        _row("out", "b", "dst"),
+        {"op": "copy", "src": "src", "dst": "dst"},
+    ]
+    s = _one_device(body, [1] * ROWS, "load-race", PLGPU)
+    s["buffers"]["off"]["shape"] = [ROWS]
+    s["buffers"]["y"] = {"shape": [ROWS], "dtype": "int32", "init": "zeros"}
+    s["call"]["args"].append({"buffer": "y", "param": "y_ref"})
+    sc = load_scenario(s)
+    d = first_error(check(sc))
+    assert d.code == "RACE" and d.stage == "gpu-run", d.one_line()
+    assert d.message.startswith("Read/write race on off[0:1]")
+    r = simulate(sc, check=False)
+    assert r.ok, r.error
+    (race,) = r.races
+    assert {race.first.field, race.second.field} == {"load", "dst"}
+    assert {race.first.kind, race.second.kind} == {"read", "write"}
+
+
+def test_a_load_outside_its_ref_and_a_load_through_a_view():
+    """An index of a load is checked on every device: ``ids_ref[dev + 1]`` reads past the
+    table on device 3 (OOB_INDEX: JAX checks none); a negative one counts from the end,
+    as a view's does. A load may name a ``let`` view (the table's row of this device)."""
+    d = first_error(check(load_scenario(_table_ring(device="ids_ref[dev + 1]"))))
+    assert d.code == "OOB_INDEX" and d.stage == "gpu-run"
+    assert d.message.startswith("index 4 out of bounds for size 4 (a load of ids_ref)")
+    s = _table_ring([1, 2, 3, 0], device="row[0]")
+    row = {
+        "let": "row",
+        "ref": "ids_ref",
+        "transforms": [{"op": "at", "index": [{"ds": ["dev", 1]}]}],
+    }
+    s["call"]["programs"][0]["body"].insert(0, row)
+    sc = load_scenario(s)
+    assert verdict(check(sc)) == "valid"
+    x = np.arange(4 * ROWS, dtype=np.float32).reshape(4, ROWS)
+    want = np.stack([x[(d - 1) % 4] for d in range(4)])
+    np.testing.assert_array_equal(simulate(sc).outputs["out"].reshape(4, ROWS), want)
+    wrapped = load_scenario(_table_ring([1, 2, 3, 0], device="ids_ref[dev - 4]"))
+    assert verdict(check(wrapped)) == "valid"
+
+
+def test_the_graph_draws_what_an_expression_loads():
+    """A ``reads`` edge from the table to each statement and view whose expression loads
+    it; the device traffic says the peer comes from data (no pair is drawn)."""
+    from mpmd_lab.graph import build_graph, to_text
+
+    g = build_graph(load_scenario(_table_ring()))
+    loads = [(u, v) for u, v, e in g.edges(data=True) if e["label"] == "load ids_ref"]
+    assert len(loads) == 2 and all(
+        e["kind"] == "reads" for _, _, e in g.edges(data=True) if e["label"] == "load ids_ref"
+    )
+    text = to_text(g)
+    assert "peer by data via call.programs[0].body[0].transforms[0].device: ids_ref[0]" in text
+    assert "(no peer, multicast or signal traffic)" not in text
+
+
+@pytest.mark.slow
+def test_the_dtype_errors_fix_to_what_jax_accepts():
+    """Each dtype error offers a verified fix (the loaded table held as int32), and JAX
+    traces and lowers the fixed kernel."""
+    from pathlib import Path
+
+    from mpmd_lab.fixes import apply_fix
+
+    codes = ("DEVICE_ID_DTYPE", "INDEX_DTYPE", "LOOP_BOUND_DTYPE")
+    here = Path(__file__).parent / "scenarios" / "codes"
+    fixed = []
+    for code in codes:
+        d = first_error(check(load_scenario(here / f"{code}.json")))
+        assert d.code == code and d.fix is not None and d.fix.after == [], d.one_line()
+        assert d.fix.description.startswith("hold ") and "as int32" in d.fix.description
+        fixed.append(apply_fix(load_scenario(here / f"{code}.json"), d.fix))
+    for s, got in zip(fixed, probe_many(fixed, ("build", "trace", "gpu-lower")), strict=True):
+        assert got["stage"] is None, (s.name, got)
+
+
+def test_an_arguments_view_loads_nothing_and_a_typed_index_may_load():
+    """An argument's view is made by the caller, before the kernel runs: an index there
+    that loads from a kernel's ref names nothing (the generated call would be Python's
+    NameError). An index typed in the Lab may load (``pl.ds(off_ref[b] * 16, 16)``)."""
+    s = _one_device(GATHER, [3, 1, 0, 2], "arg-load", "pl.kernel")
+    s["buffers"]["x"]["as_ref"] = True
+    s["call"]["args"][0]["transforms"] = [{"op": "at", "index": [{"ds": ["off_ref[0]", 2]}]}]
+    d = first_error(check(load_scenario(s)))
+    assert (d.code, d.path) == ("XREF_UNKNOWN_NAME", "call.args[0].transforms[0].index[0]")
+    assert E.parse_index("pl.ds(off_ref[b] * 16, 16), ids[0]") == [
+        {"ds": ["off_ref[b] * 16", 16]},
+        "ids[0]",
+    ]
