@@ -16,6 +16,7 @@ from mpmd_lab.fields import format_path, get_path
 from mpmd_lab.ops import (
     Add,
     At,
+    BarrierArrive,
     Bitcast,
     ClusterRef,
     Copy,
@@ -2215,7 +2216,7 @@ def _all_arrivals(s: Scenario, d: Diagnostic) -> list[Fix]:
             1
             for p in s.call.programs
             for _, st in _statements(p.body, "")
-            if getattr(st, "op", "") == "barrier_arrive" and getattr(st, "barrier", None) == key
+            if isinstance(st, BarrierArrive) and st.barrier == key
         )
         if arrive > n:
             out.append(
