@@ -64,13 +64,25 @@ VALID = [
     "values_device_index",
     "two_programs_warpgroups",
     "dup_ref_one_memory",
+    "values_traced_divisor",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
     ("err_dup_ref", "MPMD_DUP_REF", "out_type=())(x_ref, x_ref)"),
     ("err_peer_to_multicast", "REF_PEER_TO_MULTICAST", "plgpu.multicast_ref(plgpu.remote_ref("),
     ("err_multicast_to_peer", "REF_MULTICAST_TO_PEER", "plgpu.remote_ref(plgpu.multicast_ref("),
+    ("err_rejected_in_when", "SWAP_DTYPE_MISMATCH", "o_ref[b] = x_ref[...].astype(jnp.int32)"),
 ]
+#: seeds rejected inside the kernel body: the import opens on what was traced, without
+#: the rejected statement and those that use what it made (the line of each left out)
+OPENED = {
+    "err_peer_to_multicast": [
+        "dst = plgpu.multicast_ref(",
+        "plgpu.copy_smem_to_gmem(smem_ref, dst)",
+    ],
+    "err_multicast_to_peer": ["dst = plgpu.remote_ref(", "plgpu.copy_smem_to_gmem(smem_ref, dst)"],
+    "err_rejected_in_when": ["o_ref[b] = x_ref[...].astype(jnp.int32)"],
+}
 #: kernels with a construct the scenario cannot express: (module, name in unsupported, line)
 UNSUPPORTED = [
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
@@ -294,12 +306,75 @@ def test_simulate_gives_what_the_kernel_computes(imported, name):
 @pytest.mark.parametrize("name,code,text", SEEDS)
 def test_seed_error_at_the_users_line(imported, name, code, text):
     imp = imported[name]["obj"]
-    assert imp.scenario is None
-    assert [d.code for d in imp.diagnostics] == [code]
-    d = imp.diagnostics[0]
+    if name not in OPENED:  # rejected at the call itself: nothing was traced to show
+        assert imp.scenario is None
+        assert [d.code for d in imp.diagnostics] == [code]
+    d = imp.diagnostics[0]  # JAX's rejection first
+    assert d.code == code
     assert d.stage == "trace" and d.jax is not None
     assert d.source == f"{KERNELS / name}.py:{_line_of(name, text)}"
     assert d.explanation  # the card's meaning and its first fix
+
+
+@pytest.mark.parametrize("name", sorted(OPENED))
+def test_a_rejected_kernel_opens_on_what_was_traced(imported, name):
+    """JAX rejects a statement of the body at trace: the import is the kernel traced
+    again without it (and without the statements that use what it made), partial, each
+    left out at its line; never valid, never simulated as if whole."""
+    from mpmd_lab import simulate
+
+    imp = imported[name]["obj"]
+    assert imp.scenario is not None and imp.scenario.call.programs[0].body
+    assert not imp.faithful and not imp.ok
+    left = imp.scenario.not_imported
+    texts = OPENED[name]
+    assert len(left) == len(texts)
+    for n, text in zip(left, texts, strict=True):
+        assert n.source == f"{KERNELS / name}.py:{_line_of(name, text)}"
+        assert n.path == "call.programs[0].body"
+    assert "JAX rejected it" in left[0].what
+    assert all("which a statement left out made" in n.what for n in left[1:])
+    errors = [d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED"]
+    assert len(errors) == len(texts) and all(d.is_error for d in errors)
+    r = simulate(imp.scenario)
+    assert not r.ok and r.outputs == {} and r.error.code == "IMPORT_UNSUPPORTED"
+
+
+def test_the_retrace_leaves_the_users_function_as_it_was(tmp_path):
+    """The rewritten kernel is traced once, then its code is put back and JAX's caches
+    cleared: the user's function is rejected again, exactly as before the import."""
+    path = str(KERNELS / "err_rejected_in_when.py")
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, jax
+        from mpmd_lab.importer import from_jax
+        spec = importlib.util.spec_from_file_location("k", {path!r})
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        fn, args = mod.make()
+        code = mod.kernel.__code__
+        imp = from_jax(fn, *args)
+        assert imp.scenario is not None and not imp.faithful
+        assert mod.kernel.__code__ is code
+        for f in (fn, jax.jit(mod.make()[0])):
+            try:
+                f.trace(*args)
+            except ValueError as e:
+                assert "Invalid dtype for `swap`" in str(e), e
+            else:
+                raise AssertionError("the rewritten trace served a later call")
+        print("restored")
+        """
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        env=child_env(1),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE.parent,
+    )
+    assert r.returncode == 0 and "restored" in r.stdout, r.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name,what,text", UNSUPPORTED)
@@ -601,8 +676,9 @@ def test_cli_import_reports_the_seed_error_at_its_line(cli):
     r = cli("import", f"{path}:make", "--json")
     assert r.returncode == 1
     data = json.loads(r.stdout)
-    assert data["scenario"] is None
-    (d,) = data["diagnostics"]
+    # what was traced, without the rejected statement; JAX's error first, at its line
+    assert data["scenario"] is not None and data["scenario"]["not_imported"]
+    d = data["diagnostics"][0]
     line = _line_of("err_peer_to_multicast", "plgpu.multicast_ref(plgpu.remote_ref(")
     assert d["code"] == "REF_PEER_TO_MULTICAST" and d["source"] == f"{path}:{line}"
 
@@ -696,6 +772,48 @@ def test_a_boolean_as_a_number_is_exact_over_its_bounds(op):
                 got = n.const if n.const is not None else n.expr.eval(env)
                 assert got == int(want(x, y)), (what, x, y, n.expr.label())
                 assert not isinstance(n.expr, E.Compare | E.BoolOp | E.Not)
+
+
+def test_a_traced_divisor_is_exact_over_its_bounds():
+    """lax.div / lax.rem (and jnp's // and %) by a divisor that depends on where the
+    kernel runs: written where the bounds keep it positive (and, for the truncating
+    ones, the dividend never negative), each point of the intervals equal to JAX's
+    (C's truncation, Python's floor) and inside the bounds it is given; refused else."""
+    import itertools
+
+    from mpmd_lab import expr as E
+    from mpmd_lab.importer import values as V
+
+    def c_div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y > 0) else -q
+
+    def c_rem(x, y):
+        return x - c_div(x, y) * y
+
+    forms = {
+        V.trunc_div: c_div,
+        V.trunc_rem: c_rem,
+        V.floor_div: lambda x, y: x // y,
+        V.floor_mod: lambda x, y: x % y,
+    }
+    for alo, ahi, blo, bhi in [(0, 7, 1, 4), (3, 5, 2, 9), (-4, 6, 1, 3), (0, 0, 1, 2)]:
+        a, b = V.name("a", alo, ahi), V.name("b", blo, bhi)
+        for fn, want in forms.items():
+            r = fn(a, b)
+            truncating = fn in (V.trunc_div, V.trunc_rem)
+            if truncating and alo < 0:
+                assert r is None, fn  # C's truncation of a negative: not a floor
+                continue
+            assert r is not None and V.fits(r), (fn, alo, ahi, blo, bhi)
+            for x, y in itertools.product(range(alo, ahi + 1), range(blo, bhi + 1)):
+                got = r.const if r.const is not None else r.expr.eval(E.Env({"a": x, "b": y}, {}))
+                assert got == want(x, y), (fn.__name__, x, y, r.expr.label())
+                assert r.lo <= got <= r.hi, (fn.__name__, x, y, r.lo, r.hi)
+    # a divisor that may be zero or negative is refused
+    for blo, bhi in [(0, 3), (-2, 2)]:
+        b = V.name("b", blo, bhi)
+        assert all(fn(V.name("a", 0, 5), b) is None for fn in forms)
 
 
 def test_an_integer_select_is_exact_over_its_bounds():

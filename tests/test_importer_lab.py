@@ -56,11 +56,17 @@ def test_session_on_an_import_keeps_the_users_lines(ring):
 
 
 def test_session_on_a_failed_import_shows_jaxs_error(seed):
+    """JAX rejects the kernel at trace: the session opens on what was traced (the
+    statements before and around the rejected one), never valid, with JAX's error at
+    its line first."""
     s = Session(seed)
-    assert seed.scenario is None and not s.valid
+    assert seed.scenario is not None and not seed.faithful and not s.valid
+    kinds = [st.kind for st in s.scenario.call.programs[0].body]
+    assert kinds[:2] == ["copy", "commit_smem"] and "semaphore_wait" in kinds
     (d,) = [d for d in s.diagnostics if d.code == "REF_PEER_TO_MULTICAST"]
     line = _line("err_peer_to_multicast", "plgpu.multicast_ref(plgpu.remote_ref(")
     assert d.source == f"{KERNELS}/err_peer_to_multicast.py:{line}"
+    assert seed.diagnostics[0] == d
 
 
 def test_lab_shows_the_problem_at_the_users_line(seed):
@@ -144,8 +150,17 @@ SHELL = textwrap.dedent(
     )
     r = ip.run_cell("%%mpmd_lab\\n" + bad)
     lab = r.result
-    d = ip.user_ns["imported"].diagnostics[0]
+    seed = ip.user_ns["imported"]
+    d = seed.diagnostics[0]
     out["seed"] = [type(lab).__name__, d.code, d.source.rpartition(":")[2]]
+    from mpmd_lab.importer import frames as F
+    out["seed_opened"] = [
+        F.display(d.source),
+        seed.scenario is not None and bool(seed.scenario.call.programs[0].body),
+        seed.faithful,
+        [F.display(x.source) for x in seed.scenario.not_imported],
+        lab.state.scenario.name,
+    ]
     r = ip.run_cell("import mpmd_lab; lab2 = mpmd_lab.show(*make())")
     out["show"] = [r.success, type(ip.user_ns["lab2"]).__name__]
     partial = KERNEL.replace(
@@ -183,6 +198,11 @@ def test_cell_magic_and_show_in_an_ipython_shell():
     assert out["faithful"] == [True, True, "kernel"]
     # line 9 of the cell's body (the magic line aside) is the remote_ref(multicast_ref(..)) store
     assert out["seed"] == ["Lab", "REF_MULTICAST_TO_PEER", "9"]
+    # the Lab opens on what was traced: the rejected store left out, at the user's cell
+    where, traced, faithful, left, opened = out["seed_opened"]
+    assert (traced, faithful, opened) == (True, False, "kernel")
+    assert where.startswith("cell [") and where.endswith(", line 10"), where
+    assert left == [where], left
     assert out["show"] == [True, "Lab"]
     assert out["missing"] == [False, "NameError"]
     # a construct left out is named at the cell and line the user sees, with their text

@@ -36,17 +36,17 @@ FAITHFUL = [
     "sync_wait_read_only",
     "sync_signal_parallel",
     "sync_semaphore_read",
+    "sync_multicast_load",
+    "sync_alloc_semaphore",
     "sync_read_in_when",
 ]
 #: what the language does not carry yet: (module, what, the line's text)
 PARTIAL = [
     (
-        "sync_multicast_load",
-        "copy_gmem_to_smem multicast over cluster axes",
-        'plgpu.copy_gmem_to_smem(x_ref, smem_ref, barrier, collective_axes="c")',
+        "sync_leader_tracked",
+        "copy_gmem_to_smem with leader_tracked",
+        "plgpu.copy_gmem_to_smem(",
     ),
-    # a semaphore made outside the kernel and passed in: the scenario's buffers hold data
-    ("sync_alloc_semaphore", "the dtype semaphore of buffer sem", "return call(sem, x)"),
 ]
 
 
@@ -107,6 +107,18 @@ def test_a_semaphore_read_gives_a_value_the_order_of_the_blocks_allows(imported)
     notes = [d for d in check(imp.scenario) if d.code == "SYNC_NOT_CHECKED"]
     assert [d.path for d in notes] == ["call.programs[0].body[3].value"]
     assert "orders nothing" in notes[0].message and not notes[0].is_error
+
+
+def test_an_alloc_semaphore_operand_is_a_global_semaphore(imported):
+    """``plgpu.alloc_semaphore(())`` made before the call and passed in: a zeroed GMEM
+    semaphore the kernel's blocks share, which is what ``pl.get_global`` gives for one
+    call; the import says so in a note."""
+    imp = imported["sync_alloc_semaphore"]["obj"]
+    sc = imp.scenario.call.scratch["sem_ref"]
+    assert sc.kind == "semaphore" and sc.alloc == "get_global"
+    assert [a.param for a in imp.scenario.call.args] == ["x_ref"]
+    assert any("plgpu.alloc_semaphore" in n and "pl.get_global" in n for n in imp.notes)
+    assert "pl.get_global(" in generate(imp.scenario)
 
 
 def test_scoped_and_global_allocations_are_named_and_placed(imported):

@@ -154,9 +154,10 @@ class Lab(w.VBox):
                 f"<span style='color:#b00020'>✘ {len(errors)} problem(s) JAX does not report</span>"
             )
         if st.scenario.not_imported:  # before any other verdict: not the whole kernel
+            rejected = "JAX would reject this · " if any(d.jax is not None for d in errors) else ""
             verdict = (
-                f"<span style='color:#b00020'>✘ partial import: {len(st.scenario.not_imported)} "
-                "construct(s) not imported</span>"
+                f"<span style='color:#b00020'>✘ {rejected}partial import: "
+                f"{len(st.scenario.not_imported)} construct(s) not imported</span>"
             )
         if st.empty and not st.diagnostics:
             verdict = "<span class='mpl-hint'>○ empty: nothing to check yet</span>"

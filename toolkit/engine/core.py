@@ -422,6 +422,10 @@ class Engine:
         self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
         self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
+        #: multicast loads: each block's issues so far, by (group, block); the shares of
+        #: one round issued so far, by (group, round)
+        self._mc_round: dict[tuple, int] = {}
+        self._mc_shares: dict[tuple, list[_Share]] = {}
         self.compact = not data and not _uses_bitcast(scenario)
         #: (data-free) input buffers the kernel writes: loads from them are not known
         #: before it runs (found at the first load); the initial values of the others,
@@ -1227,6 +1231,58 @@ class Engine:
         self.clocks.tick(g)
         self.clocks.tick(run.a)
 
+    def copy_to_smem_collective(
+        self, x: StmtCtx, src: str, dst: str, barrier: str, axes: tuple[str, ...]
+    ) -> None:
+        """A multicast GMEM -> SMEM load (``collective_axes``): each block of the cluster
+        along ``axes`` issues its share, and the whole copy lands in every one of them once
+        the last share is issued (each block's barrier completes then, by its own copy
+        engine, ordered after every block's issue). A block of the group that never
+        issues leaves the others' barriers waiting."""
+        run = x.run
+        names, sizes = list(self._cur["cluster"]), dict(self._cur["cluster"])
+        coords = list(run.actor.cluster)
+        n = 1
+        for a in axes:
+            if a not in names:
+                raise SimError("SIM_UNSUPPORTED", x.path, f"{a!r} is not a cluster axis")
+            coords[names.index(a)] = -1
+            n *= sizes[a]
+        group = (x.path, run.actor.program, run.actor.device, run.grid_point, tuple(coords))
+        block = run.actor.block
+        rnd = self._mc_round.get((group, block), 0)
+        self._mc_round[group, block] = rnd + 1
+        key, bar = self.barrier(x.view(barrier), getattr(x.stmt, barrier), run, x.path)
+        g = run.a + self.n_actors
+        if self._agents:
+            j = self._bar_agent.setdefault((key[0], key[1]), len(self._bar_agent))
+            g = run.a + (2 + j) * self.n_actors
+        self.clocks.join(g, self.clocks.snapshot(run.a))
+        value = self.read(x, src, agent=g)
+        shares = self._mc_shares.setdefault((group, rnd), [])
+        shares.append(_Share(x, g, bar, value, self.clocks.snapshot(g), x.view(src)))
+        self.clocks.tick(g)
+        self.clocks.tick(run.a)
+        if len(shares) < n:
+            return
+        del self._mc_shares[group, rnd]
+        first = shares[0].value
+        for sh in shares[1:]:
+            if not _same_memory(sh.source, shares[0].source):
+                raise SimError(
+                    "SIM_UNSUPPORTED",
+                    x.path,
+                    "the blocks of a multicast load name different sources "
+                    f"({sh.x.run.who or 'one block'} and another): each block would receive a "
+                    "mix of the blocks' shares, which the simulator does not follow",
+                )
+        for sh in shares:
+            for other in shares:
+                self.clocks.join(sh.agent, other.issued)
+            self.write(sh.x, dst, first, agent=sh.agent)
+            sh.barrier.arrive(self.clocks.snapshot(sh.agent), copy=True, actor=sh.agent)
+            self.clocks.tick(sh.agent)
+
     def copy_to_gmem(self, x: StmtCtx, src: str, dst: str, commit_group: bool) -> None:
         """An async SMEM -> GMEM copy: it sees this actor's writes up to its last commit."""
         run = x.run
@@ -1543,6 +1599,30 @@ class _Stop(Exception):
         self.code = code
 
 
+class _Share:
+    """One block's share of a multicast load: where it was issued (its statement
+    context), its copy engine's clock index, its barrier, what it read, and the engine's
+    clock at the issue."""
+
+    __slots__ = ("agent", "barrier", "issued", "source", "value", "x")
+
+    def __init__(
+        self, x: StmtCtx, agent: int, barrier: Barrier, value: Any, issued: Any, source: View
+    ) -> None:
+        self.x, self.agent, self.barrier, self.value, self.issued = x, agent, barrier, value, issued
+        self.source = source
+
+
+def _same_memory(a: View, b: View) -> bool:
+    """Two views of the same elements of the same buffer, on the same device."""
+    return (
+        (a.base.name, a.base.kind) == (b.base.name, b.base.kind)
+        and a.device == b.device
+        and a.offsets.shape == b.offsets.shape
+        and bool(np.array_equal(a.offsets, b.offsets))
+    )
+
+
 class _Reader:
     """Where one actor's index expressions load (``ids[0]``) and read semaphores
     (``pl.semaphore_read``): the ref as the running statement's scope names it. With
@@ -1673,6 +1753,11 @@ class StmtCtx:
 
     def copy_to_smem(self, src: str, dst: str, barrier: str) -> None:
         self.engine.copy_to_smem(self, src, dst, barrier)
+
+    def copy_to_smem_collective(
+        self, src: str, dst: str, barrier: str, axes: tuple[str, ...]
+    ) -> None:
+        self.engine.copy_to_smem_collective(self, src, dst, barrier, axes)
 
     def copy_to_gmem(self, src: str, dst: str, commit_group: bool = True) -> None:
         self.engine.copy_to_gmem(self, src, dst, commit_group)

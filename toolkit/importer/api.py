@@ -402,11 +402,19 @@ def import_call(
         )
         return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
     except Exception as e:  # noqa: BLE001 - JAX's (or the user's) error is the finding
-        return Imported(
-            None, [error_diagnostic(e)], seconds=time.perf_counter() - t0, function=fname
-        )
+        rejected = [error_diagnostic(e)]
+        again = _what_was_traced(fn, args, kwargs, e, left())
+        if again is None:
+            return Imported(None, rejected, seconds=time.perf_counter() - t0, function=fname)
+        traced = again.traced
+        rejected += [error_diagnostic(x) for x in again.errors]
+        left_out = again.left_out
+    else:
+        rejected, left_out = [], []
     try:
-        imp = _bounded_step(lambda: build(traced, args, kwargs, name=name), left())
+        imp = _bounded_step(
+            lambda: build(traced, args, kwargs, name=name, left_out=left_out), left()
+        )
     except ImportTimeout:
         d = _timeout(
             f"translating {fname or 'the function'}'s kernel",
@@ -421,6 +429,8 @@ def import_call(
 
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         imp = Imported(None, unsupported=[f"the importer failed: {type(e).__name__}: {e} ({tb})"])
+    if rejected and imp.scenario is None:  # the retrace reached no kernel: nothing to show
+        return Imported(None, rejected, seconds=time.perf_counter() - t0, function=fname)
     imp.function = imp.scenario.name if imp.scenario is not None else fname
     if imp.unsupported and (imp.scenario is None or not check):  # else the check says it
         from mpmd_lab.validate.imported import not_imported_diagnostics
@@ -443,8 +453,29 @@ def import_call(
                     "says whether JAX accepts it. Raise the timeout to check it.",
                 )
             )
+    imp.diagnostics[:0] = rejected  # JAX's rejection first, at its line
     imp.seconds = time.perf_counter() - t0
     return imp
+
+
+def _what_was_traced(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: BaseException,
+    timeout: float | None,
+) -> Any:
+    """The user's function traced again without the statements JAX rejected
+    (``rejected.retrace``), or None."""
+    from mpmd_lab.importer import rejected
+
+    try:
+        again = lambda: trace(fn, args, kwargs)  # noqa: E731
+        return _bounded_step(lambda: rejected.retrace(again, exc), timeout)
+    except ImportTimeout:
+        return None
+    except Exception:  # noqa: BLE001 - no second view: the rejection alone is reported
+        return None
 
 
 def static_diagnostics(imp: Imported) -> list[Diagnostic]:
@@ -472,9 +503,15 @@ def with_source(d: Diagnostic, source: dict[str, str]) -> Diagnostic:
 
 
 def build(
-    traced: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str | None = None
+    traced: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None = None,
+    left_out: Any = (),
 ) -> Imported:
-    """The scenario of the kernel call in a traced function."""
+    """The scenario of the kernel call in a traced function (``left_out``: statements of
+    the user's code left out of the trace, ``rejected.LeftOut``: not imported, each at
+    its line)."""
     import jax
     from mpmd_lab.scenario import Scenario, problems_of
     from pydantic import ValidationError
@@ -513,7 +550,19 @@ def build(
     for r in results:
         if r.kind == "computed" and r.what:
             unsupported.append(r.what)
-    data["not_imported"] = not_imported(unsupported, b.not_imported, b.source.get("call"))
+    in_body = list(b.not_imported)
+    for x in left_out:
+        text = f"{x.text} ({x.why}; at {_short(x.where)})"
+        unsupported.append(text)
+        in_body.append(
+            {
+                "what": f"{x.text}: {x.why}",
+                "source": x.where,
+                "path": "call.programs[0].body",
+                "text": text,
+            }
+        )
+    data["not_imported"] = not_imported(unsupported, in_body, b.source.get("call"))
     try:
         scenario = Scenario.model_validate(data)
     except Exception as e:  # noqa: BLE001 - a translation the schema refuses: our bug
@@ -570,6 +619,9 @@ class Builder:
         self.buffer_of: dict[Any, str] = {}  # input origin -> buffer name
         self.outputs: list[str] = []
         self.param_buffer: dict[str, str] = {}  # input parameter -> its buffer
+        #: operands that are zeroed semaphores made outside the kernel
+        #: (``plgpu.alloc_semaphore``), by position: the scenario's pl.get_global scratch
+        self.global_inputs: dict[int, str] = {}
 
     # ------------------------------------------------------------ the whole scenario
 
@@ -727,6 +779,15 @@ class Builder:
         args: list[Any] = []
         for k, (origin, param) in enumerate(zip(self.found.inputs, params, strict=True)):
             aval = eqn.invars[k].aval
+            if _zeroed_semaphore(origin, aval):
+                self.global_inputs[k] = param
+                self.notes.append(
+                    f"{param}: the semaphore plgpu.alloc_semaphore made before the call (zero, "
+                    "in GMEM, shared by the kernel's blocks) is the scenario's pl.get_global "
+                    "semaphore, which is the same for this call; what it holds after the call "
+                    "is not carried"
+                )
+                continue
             key = _key(origin)
             if key in self.buffer_of:
                 bname = self.buffer_of[key]
@@ -748,7 +809,7 @@ class Builder:
             if buffers[bname].get("as_ref"):  # a Ref: one memory, however often passed
                 self.param_buffer[param] = bname
             if self.found.where:
-                self.source[f"call.args[{k}]"] = self.found.where
+                self.source[f"call.args[{len(args) - 1}]"] = self.found.where
         return buffers, args
 
     def _buffer(self, origin: Any, aval: Any, bname: str) -> dict[str, Any]:
@@ -827,7 +888,12 @@ class Builder:
         invars = list(jx.invars)
         for k, v in enumerate(invars):
             shape, dt, space = K._aval_info(v.aval)
-            if k < n_in + n_out:
+            if k in self.global_inputs:  # plgpu.alloc_semaphore's: a pl.get_global scratch
+                sc, view = K.scratch_of(names[k], v.aval, ())
+                sc["alloc"] = "get_global"
+                scratch[names[k]] = sc
+                refs.append((v, view))
+            elif k < n_in + n_out:
                 refs.append((v, K.View(names[k], (), space, shape, dt)))
             else:
                 nm = names[k] if k < len(names) else f"scratch{k - n_in - n_out}"
@@ -913,6 +979,29 @@ class Builder:
                 )
             out.append(Result("computed", None, spec, what))
         return out
+
+
+def _zeroed_semaphore(origin: Any, aval: Any) -> bool:
+    """A semaphore operand made as ``plgpu.alloc_semaphore`` makes it: a ``jax.new_ref``
+    of zeros converted to semaphores (``to_edtype``), here or inside the shard_map."""
+    inner = getattr(aval, "inner_aval", aval)
+    if str(getattr(inner, "dtype", "")) != "semaphore":
+        return False
+    o = origin
+    while isinstance(o, C.Shard):
+        o = o.of
+    if not isinstance(o, C.NewRef):
+        return False
+    o = o.of
+    while isinstance(o, C.Shard):
+        o = o.of
+    return (
+        isinstance(o, C.Computed)
+        and o.primitive == "to_edtype"
+        and len(o.inputs) == 1
+        and isinstance(o.inputs[0], C.Value)
+        and not np.asarray(o.inputs[0].array).any()
+    )
 
 
 def _from_kernel(o: Any, depth: int = 0) -> bool:

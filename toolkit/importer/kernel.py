@@ -279,6 +279,9 @@ class Translator:
         #: kernel parameter -> the memory it is (two parameters given one Ref share it)
         self.memory: dict[str, str] = {}
         self.kernel_frame: F.Frame | None = None
+        #: values given a register layout by ``plgpu.layout_cast`` (by identity): a
+        #: compute value has no layouts, so a reduction along an axis of one is refused
+        self.cast_layout: set[int] = set()
         self._scope: Scope | None = None  # the body of the equation being translated
 
     # ------------------------------------------------------------ findings
@@ -809,6 +812,14 @@ class Translator:
             return self.out(eqn, Computed("broadcast", (v,), v.dtype, shape))
         dims = tuple(eqn.params.get("broadcast_dimensions", ()))
         rank = len(getattr(eqn.invars[0].aval, "shape", ()))
+        if isinstance(v, Computed) and v.op == "reduce" and not v.param[2]:
+            fn, axes, _ = v.param
+            kept = tuple(d for i, d in enumerate(shape) if i not in axes)
+            if dims == tuple(i for i in range(len(shape)) if i not in axes) and kept == v.shape:
+                # keepdims=True: the reduced axes back as 1s
+                if all(shape[i] == 1 for i in axes):
+                    kd = Computed("reduce", v.args, v.dtype, shape, (fn, axes, True))
+                    return self.out(eqn, kd)
         if isinstance(v, Load | Sum | Computed) and dims == tuple(
             range(len(shape) - rank, len(shape))
         ):
@@ -820,7 +831,31 @@ class Translator:
         self.out(eqn, self.read(eqn.invars[0]))
 
     def p_layout_cast(self, eqn, scope):
-        self.out(eqn, self.read(eqn.invars[0]))
+        v = self.read(eqn.invars[0])
+        self.cast_layout.add(id(v))
+        self.out(eqn, v)
+
+    def _reduce(self, eqn: Any, fn: str) -> None:
+        """``jnp.sum`` / ``jnp.max`` / ``jnp.min`` along ``axes`` (a compute value's
+        reduction; ``keepdims`` is the ``broadcast_in_dim`` after it)."""
+        v = self.read(eqn.invars[0])
+        axes = tuple(int(a) for a in eqn.params["axes"])
+        rank = len(getattr(eqn.invars[0].aval, "shape", ()))
+        if len(axes) < rank and _through_layout_cast(v, self.cast_layout):
+            raise Unsupported(
+                f"jnp.{fn} along an axis of a value cast to a register layout "
+                "(plgpu.layout_cast): a compute value carries no layouts"
+            )
+        self._computed(eqn, "reduce", (v,), (fn, axes, False))
+
+    def p_reduce_sum(self, eqn, scope):
+        self._reduce(eqn, "sum")
+
+    def p_reduce_max(self, eqn, scope):
+        self._reduce(eqn, "max")
+
+    def p_reduce_min(self, eqn, scope):
+        self._reduce(eqn, "min")
 
     def p_optimization_barrier(self, eqn, scope):
         for o, i in zip(eqn.outvars, eqn.invars, strict=True):
@@ -1103,6 +1138,15 @@ class Translator:
             return VAL.Iota(v.dtype, v.shape, v.param)
         if v.op == "broadcast":
             return args[0]
+        if v.op == "reduce":
+            fn, axes, keepdims = v.param
+            rank = len(_shape_of(v.args[0]))
+            axis: int | tuple[int, ...] | None = axes
+            if not keepdims and axes == tuple(range(rank)):
+                axis = None  # the whole value, as jnp.sum(x) says it
+            elif len(axes) == 1:
+                axis = axes[0]
+            return VAL.Reduce(fn, args[0], axis, keepdims)
         return VAL.Bin(v.op, args[0], args[1])
 
     def _store_sum(self, scope: Scope, dst: View, s: Sum) -> None:
@@ -1284,8 +1328,6 @@ class Translator:
         p = eqn.params
         if not p.get("has_barrier"):
             raise Unsupported("copy_gmem_to_smem without a barrier")
-        if p.get("collective_axes"):
-            raise Unsupported("copy_gmem_to_smem multicast over cluster axes (collective_axes)")
         if p.get("leader_tracked") is not None:
             raise Unsupported("copy_gmem_to_smem with leader_tracked")
         if p.get("oob_mode") is not None:
@@ -1297,6 +1339,9 @@ class Translator:
             "dst": self.ref(scope, dst),
             "barrier": self.ref(scope, bar),
         }
+        axes = p.get("collective_axes")
+        if axes:  # a multicast load over these cluster axes
+            st["collective_axes"] = axes[0] if len(axes) == 1 else list(axes)
         self.emit(scope, st, writes=(dst,))
 
     def p_copy_smem_to_gmem(self, eqn, scope):
@@ -1819,6 +1864,20 @@ def _is_array_value(v: Any) -> bool:
     return isinstance(v, Load | Sum | Reduce | Dot | Computed | SemValue) or (
         isinstance(v, Const) and not _is_int_dtype(v.dtype)
     )
+
+
+def _shape_of(v: Any) -> tuple[int, ...]:
+    if isinstance(v, Load):
+        return tuple(v.view.shape)
+    return tuple(getattr(v, "shape", ()))
+
+
+def _through_layout_cast(v: Any, cast: set[int]) -> bool:
+    """Whether ``v`` (or a value it is computed from) went through a layout cast."""
+    if id(v) in cast:
+        return True
+    parts = v.args if isinstance(v, Computed) else (v.a, v.b) if isinstance(v, Sum) else ()
+    return any(_through_layout_cast(x, cast) for x in parts)
 
 
 def _dtype_of(v: Any) -> str | None:

@@ -150,9 +150,18 @@ def mul(a: Int, b: Int) -> Int:
     return Int(simplify(E.BinOp("*", a.expr, b.expr)), lo, hi)
 
 
+def _positive(b: Int) -> bool:
+    """A traced divisor its bounds keep at least 1 (``pl.program_id(0) + 1``)."""
+    return b.const is None and not b.is_bool and b.lo >= 1
+
+
 def floor_mod(a: Int, b: Int) -> Int | None:
     """``a % b`` as Python (and ``jnp.remainder``) computes it."""
     k = b.const
+    if _positive(b):
+        if 0 <= a.lo and a.hi < b.lo:
+            return a
+        return Int(E.BinOp("%", a.expr, b.expr), 0, b.hi - 1)
     if k is None or k == 0:
         return None
     if a.const is not None:
@@ -169,6 +178,9 @@ def floor_mod(a: Int, b: Int) -> Int | None:
 def floor_div(a: Int, b: Int) -> Int | None:
     """``a // b`` as Python (and ``jnp.floor_divide``) computes it."""
     k = b.const
+    if _positive(b):  # monotonic in each operand: its bounds are the corners'
+        corners = [a.lo // b.lo, a.lo // b.hi, a.hi // b.lo, a.hi // b.hi]
+        return Int(E.BinOp("//", a.expr, b.expr), min(corners), max(corners))
     if k is None or k == 0:
         return None
     if a.const is not None:
@@ -184,6 +196,8 @@ def floor_div(a: Int, b: Int) -> Int | None:
 def trunc_rem(a: Int, b: Int) -> Int | None:
     """``lax.rem``: the remainder with the sign of ``a`` (C's ``%``)."""
     k = b.const
+    if _positive(b) and a.lo >= 0:  # both never negative: C's % is Python's
+        return floor_mod(a, b)
     if k is None or k == 0:
         return None
     if a.const is not None:
@@ -200,6 +214,8 @@ def trunc_rem(a: Int, b: Int) -> Int | None:
 def trunc_div(a: Int, b: Int) -> Int | None:
     """``lax.div``: the quotient rounded towards zero."""
     k = b.const
+    if _positive(b) and a.lo >= 0:  # both never negative: truncating is flooring
+        return floor_div(a, b)
     if k is None or k == 0:
         return None
     if a.const is not None:

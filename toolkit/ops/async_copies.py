@@ -291,10 +291,67 @@ def trace_load(t: TraceContext) -> bool:
     return False
 
 
-def lower_load(low: LowerContext) -> bool:
-    """copy_gmem_to_smem's lowering: the barrier, the GMEM side's transforms, the SMEM
-    side (no other block's), then (dialect lowering) the SMEM view against the GMEM ref
-    (contiguous, no transpose the GMEM side cannot follow) and the copy's width."""
+def _tiled(shape: tuple[int, ...], tile: tuple[int, ...] | None) -> list[int]:
+    """A shape through Mosaic GPU's ``TileTransform``: the tiled trailing dims become
+    their tile counts, followed by the tile."""
+    if not tile or len(tile) > len(shape):
+        return list(shape)
+    k = len(tile)
+    return [*shape[:-k], *(d // t for d, t in zip(shape[-k:], tile, strict=True)), *tile]
+
+
+def _multicast_share(low: LowerContext, n: int) -> None:
+    """``async_copy``'s partition of a multicast load among ``n`` blocks: the first
+    leading dim of the transformed slice (not the last one when swizzled) that ``n``
+    divides, or dims whose sizes multiply up to ``n``; else JAX's ValueError. (Dims of 1
+    never decide it: the squeezed and the dropped unit dims.)"""
+    info = low.info("dst")
+    dst = low.root_layout("dst")
+    tile: tuple[int, ...] | None = None
+    swizzled = False
+    for t in () if dst is None else dst[1]:
+        if t.LOWERS_AS == "tiling":
+            tile = tuple(t.tile)
+        elif t.LOWERS_AS == "swizzle":
+            swizzled = t.bytes != 0
+    body = _tiled(tuple(info.shape), tile)
+    src = low.root_layout("src")
+    src_info = low.info("src")
+    squeezed: list[int] = []
+    if src is not None and src_info.view_dims is not None:
+        kept = [src[0][d] for d in src_info.view_dims]
+        squeezed = [src[0][d] for d in range(len(src[0])) if d not in src_info.view_dims]
+        gmem = _tiled(tuple(kept), tile)
+        if len(gmem) == len(body):  # a unit dim of both is dropped
+            body = [s for s, g in zip(body, gmem, strict=True) if not (s == 1 and g == 1)]
+    shape = [1 for g in squeezed if g != 1] + body
+    left = n
+    for size in shape[:-1] if swizzled else shape:
+        if size % left == 0:
+            left = 1
+            break
+        if left % size:
+            break
+        left //= size
+    if left > 1:
+        low.later(
+            "p3",
+            "MULTICAST_LOAD_SHARE",
+            low.path,
+            f"None of the leading dimensions in the transformed slice shape {shape} is "
+            f"divisible by the collective size {n}",
+            f"A multicast load is split among the {n} blocks of its group along one leading "
+            f"dim of the slice as the SMEM layout arranges it ({shape}"
+            + (", the last dim excluded: it is swizzled" if swizzled else "")
+            + f"); none of them divides by {n}.",
+        )
+
+
+def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
+    """copy_gmem_to_smem's lowering: the barrier, the cluster axes of a multicast load,
+    the GMEM side's transforms, the SMEM side (no other block's), then (dialect lowering)
+    the SMEM view against the GMEM ref (contiguous, no transpose the GMEM side cannot
+    follow), how a multicast load is shared, and the copy's width."""
     if low.st.node.barrier is None:
         low.jax(
             "TMA_LOAD_NO_BARRIER",
@@ -308,6 +365,12 @@ def lower_load(low: LowerContext) -> bool:
         return True
     if low.barrier("barrier", "as_barrier_memref"):
         return True
+    n = 1
+    if collective:
+        group = low.cluster_group(collective, (*low.path, "collective_axes"))
+        if group is None:
+            return True
+        n = group
     if low.gmem_transforms("src", load=True):
         return True
     if low.info("dst").cluster:
@@ -321,6 +384,8 @@ def lower_load(low: LowerContext) -> bool:
         )
         return True
     low.tma_smem("dst", "src")
+    if n > 1:
+        _multicast_share(low, n)
     _copy_width(low, "dst")
     return False
 
@@ -361,24 +426,39 @@ class CopyGmemToSmem(StatementOp):
         description="the barrier the copy completes on (null: none, which only pre-Hopper "
         "GPUs take)",
     )
+    collective_axes: AxisNames | None = Field(
+        None,
+        description="cluster axes of a multicast load (null: none): the blocks of the "
+        "cluster along them each issue a share of the copy and every one of them receives "
+        "the whole of it, its barrier completing once every share has landed",
+    )
 
     def label(self) -> str:
         on = "no barrier" if self.barrier is None else f"on {self.barrier}"
+        if self.collective_axes is not None:
+            on += f", multicast over {','.join(axes_tuple(self.collective_axes))}"
         return f"{self.dst} <~ {self.src} ({on})"
 
     def source(self, g: SourceWriter) -> list[str]:
         bar = "" if self.barrier is None else f", {g.ref(self.barrier)}"
+        if self.collective_axes is not None:
+            bar += f", collective_axes={g.axes(self.collective_axes)}"
         return [f"plgpu.copy_gmem_to_smem({g.ref(self.src)}, {g.ref(self.dst)}{bar})"]
 
     def trace(self, t: TraceContext) -> bool:
         return trace_load(t)
 
     def lower(self, low: LowerContext) -> bool:
-        return lower_load(low)
+        axes = () if self.collective_axes is None else axes_tuple(self.collective_axes)
+        return lower_load(low, axes)
 
     def execute(self, x: ExecuteContext) -> None:
         """Issued now by this thread's copy engine; its data has landed once its barrier's
-        phase completes (barrier_wait)."""
+        phase completes (barrier_wait). A multicast load lands in every block of the group
+        once the last of them has issued its share."""
+        if self.collective_axes is not None:
+            x.copy_to_smem_collective("src", "dst", "barrier", axes_tuple(self.collective_axes))
+            return
         x.copy_to_smem("src", "dst", "barrier")
 
 

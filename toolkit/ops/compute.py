@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
+from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple, sub_path
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
@@ -463,7 +464,8 @@ class Compute(StatementOp):
     dst: RefName = Field(description="the ref written")
     value: V.ValueText = Field(
         description="the value, as JAX writes it: x_ref[...] * 2.0 + y_ref[...], jnp.where, "
-        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0)"
+        "jnp.maximum, .astype(jnp.float32), lax.broadcasted_iota(jnp.int32, (n,), 0), "
+        "jnp.sum(x_ref[...]), jnp.max(x_ref[...], axis=0)"
     )
 
     @property
@@ -529,6 +531,19 @@ class Compute(StatementOp):
                 return True
             info = low.info(f"value.{name}")
             refs[name] = (tuple(info.shape), info.dtype)
+            if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
+                if isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool":
+                    # loaded and stored as it is: layout inference finds no layout for it
+                    low.later(
+                        "solve",
+                        "GPU_LAYOUT_INFERENCE",
+                        (*low.path, "value"),
+                        L.layout_inference_error().message,
+                        f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
+                        "vector, less than a byte: no register layout moves it.",
+                    )
+                else:
+                    _bool_vector(low, (*low.path, "value"), f"a load of {name}")
         for name in self.sem_names():
             if low.root_space(f"value.{name}") == "SMEM":
                 low.jax(
@@ -554,6 +569,37 @@ class Compute(StatementOp):
                 )
                 return True
         for node in _walk(self.tree):
+            if (
+                isinstance(node, V.Reduce)
+                and node.fn in ("max", "min")
+                and node.a.typed(refs).dtype == "bool"
+            ):
+                low.jax(
+                    "GPU_REDUCE_BOOL",
+                    (*low.path, "value"),
+                    "Unsupported dtype bool",
+                    jax_type="NotImplementedError",
+                    explanation=f"{node.source(V.LABEL)} takes the {node.fn}imum of booleans; "
+                    "the Mosaic GPU lowering reduces numbers only. Reduce the mask as numbers "
+                    "(.astype(jnp.int32)) and compare the result.",
+                )
+                return True
+        for node in _walk(self.tree):
+            if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
+                low.later(
+                    "solve",
+                    "GPU_LAYOUT_INFERENCE",
+                    (*low.path, "value"),
+                    L.layout_inference_error().message,
+                    f"{node.source(V.LABEL)} reduces along an axis of a "
+                    f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
+                    "load gives it, and layout inference finds no layout for the result. A "
+                    "reduction of the whole value lowers; JAX's kernels reduce along an axis "
+                    "of a value cast to the WGMMA layout (plgpu.layout_cast), which a compute "
+                    "value does not carry.",
+                )
+                break
+        for node in _walk(self.tree):
             if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
                 low.later(
                     "p3",
@@ -564,7 +610,16 @@ class Compute(StatementOp):
                     "operation.",
                 )
                 break
-        return low.access("dst", "store", check_layout=False)
+        if low.access("dst", "store", check_layout=False):
+            return True
+        dst = low.info("dst")
+        if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
+            # the value's register vectors are its loads' (strided, 64 bits at most per
+            # vector; a value of no load: int32's); a store moves whole bytes of them
+            vec = min((_vector(sh, dt) for sh, dt in refs.values() if sh), default=2)
+            if vec < 8:
+                _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
+        return False
 
     def execute(self, x: ExecuteContext) -> None:
         """Load each ref, compute the value as JAX does (numpy, each step in JAX's
@@ -598,6 +653,32 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _vector(shape: tuple[int, ...], dtype: str) -> int:
+    """Elements per register vector of a plain load of ``shape`` (the strided layout;
+    a boolean is one bit)."""
+    return L.strided_vec_size(shape, 1 if dtype == "bool" else dtypes.bits(dtype))
+
+
+def _bool_vector(low: Any, path: Any, what: str) -> None:
+    """A plain load or store of a boolean array whose register vectors hold less than a
+    byte: the dialect lowering moves whole bytes, and a boolean is one bit there."""
+    low.later(
+        "p3",
+        "GPU_BOOL_VECTOR",
+        path,
+        "Vector length should be a multiple of byte size",
+        f"{what} moves an array of booleans between memory and registers, which the Mosaic "
+        "GPU lowering does not do (booleans are bits in registers). Keep masks in registers, "
+        "or store them as numbers (.astype(jnp.int32)).",
+    )
+
+
+def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """A reduction that keeps some axis of a value of rank 2 or more."""
+    rank = len(node.a.typed(refs).shape)
+    return rank >= 2 and node.partial(rank)
 
 
 def _walk(n: V.Node) -> Iterator[V.Node]:

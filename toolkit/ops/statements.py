@@ -9,6 +9,7 @@ import math
 from typing import Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
+from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import RefName, format_path
 from mpmd_lab.ops.base import (
@@ -53,7 +54,22 @@ class Copy(StatementOp):
         return t.store("dst", src.shape, src.dtype)
 
     def lower(self, low: LowerContext) -> bool:
-        return low.access("src", "load") or low.access("dst", "store")
+        if low.access("src", "load") or low.access("dst", "store"):
+            return True
+        info = low.info("src")
+        both_gmem = low.root_space("src") == low.root_space("dst") == "GMEM"
+        if info.dtype == "bool" and info.shape and both_gmem:
+            vec = L.strided_vec_size(tuple(info.shape), 1)
+            if 0 < vec < 8:  # (0: the size rule's own error)
+                low.later(
+                    "solve",
+                    "GPU_LAYOUT_INFERENCE",
+                    low.path,
+                    L.layout_inference_error().message,
+                    f"{self.src} holds {vec} booleans per thread and vector, less than a byte: "
+                    "no register layout moves it (1024 booleans or more do).",
+                )
+        return False
 
     def execute(self, x: ExecuteContext) -> None:
         x.write("dst", x.read("src"))
@@ -238,6 +254,16 @@ class Fill(StatementOp):
                 low.path,
                 "Arrays with the splat layout can only be stored when they have a single "
                 "element or a multiple of 128 elements",
+            )
+        elif dst.dtype == "bool" and dst.shape and 0 < L.strided_vec_size(dst.shape, 1) < 8:
+            low.later(
+                "p3",
+                "GPU_BOOL_VECTOR",
+                low.path,
+                "Vector length should be a multiple of byte size",
+                f"jnp.full stores {dst.size} booleans in vectors of "
+                f"{L.strided_vec_size(dst.shape, 1)} per thread, less than a byte (1024 or "
+                "more are stored whole bytes at a time).",
             )
         return False
 

@@ -15,7 +15,8 @@ scalars), ``+ - * / // %``, unary ``-``, comparisons, ``jnp.where(c, x, y)``,
 ``jnp.maximum`` / ``jnp.minimum``, ``x.astype(jnp.DTYPE)``,
 ``lax.bitcast_convert_type(x, jnp.DTYPE)`` and
 ``lax.broadcasted_iota(jnp.DTYPE, (d0, ...), dim)``, ``pl.semaphore_read(sem)`` (a
-semaphore's value: int32). Shapes broadcast as numpy's do and
+semaphore's value: int32), and the reductions ``jnp.sum`` / ``jnp.max`` / ``jnp.min``
+with ``axis=`` (an int, a tuple, None) and ``keepdims=``. Shapes broadcast as numpy's do and
 dtypes promote as jax.numpy's do (a Python scalar takes the other operand's dtype); the
 store wants the destination's shape and dtype, as ``ref[...] = v`` does.
 
@@ -604,6 +605,96 @@ class Iota(Node):
         return f"lax.broadcasted_iota({dtypes.jnp_expr(self.dtype)}, {self.shape!r}, {self.dim})"
 
 
+#: jax.numpy's result dtype of a sum: small integers and booleans are summed in the
+#: default integer of their signedness
+_SUM_DTYPE = {
+    "bool": "int32",
+    "int8": "int32",
+    "int16": "int32",
+    "uint8": "uint32",
+    "uint16": "uint32",
+}
+_REDUCE_PRIM = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min"}
+
+
+class Reduce(Node):
+    """``jnp.sum`` / ``jnp.max`` / ``jnp.min`` of a value over ``axis`` (an int, a tuple
+    of ints, or None: every axis), with ``keepdims``. A sum of booleans or of 8- and
+    16-bit integers is in int32 (uint32), as jax.numpy sums them."""
+
+    __slots__ = ("fn", "a", "axis", "keepdims")
+    fn: str
+    a: Node
+    axis: int | tuple[int, ...] | None
+    keepdims: bool
+
+    def __init__(
+        self, fn: str, a: Node, axis: int | tuple[int, ...] | None, keepdims: bool = False
+    ) -> None:
+        self.fn, self.a, self.axis, self.keepdims = fn, a, axis, keepdims
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.a,)
+
+    def axes(self, rank: int) -> tuple[int, ...]:
+        """The axes reduced, each in ``[0, rank)``; JAX's ValueError when one is out of
+        bounds or given twice."""
+        if self.axis is None:
+            return tuple(range(rank))
+        given = (self.axis,) if isinstance(self.axis, int) else self.axis
+        out: list[int] = []
+        for ax in given:
+            if not -rank <= ax < rank:
+                raise ValueTypeError(
+                    "VALUE_AXIS",
+                    f"axis {ax} is out of bounds for array of dimension {rank}",
+                    "ValueError",
+                )
+            out.append(ax % rank)
+        if len(set(out)) != len(out):
+            raise ValueTypeError(
+                "VALUE_AXIS", f"duplicate value in 'axis': {tuple(given)!r}", "ValueError"
+            )
+        return tuple(sorted(out))
+
+    def partial(self, rank: int) -> bool:
+        """Whether it keeps some axis of its operand (a reduction along an axis, not of
+        the whole value)."""
+        return len(self.axes(rank)) < rank
+
+    def dtype_of(self, dtype: str) -> str:
+        return _SUM_DTYPE.get(dtype, dtype) if self.fn == "sum" else dtype
+
+    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+        a = self.a.typed(refs)
+        _operand_dtype(_REDUCE_PRIM[self.fn], a, 0)
+        axes = self.axes(len(a.shape))
+        shape = tuple(
+            1 if i in axes else d for i, d in enumerate(a.shape) if self.keepdims or i not in axes
+        )
+        return Ty(shape, self.dtype_of(a.dtype), False)
+
+    def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
+        import numpy as np
+
+        x, _ = self.a.eval(refs)
+        x = np.asarray(x)
+        axes = self.axes(x.ndim)
+        dt = dtypes.np_dtype(self.dtype_of(_name(x)))
+        ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
+        with np.errstate(all="ignore"):
+            out = ufunc.reduce(x.astype(dt), axis=axes, keepdims=self.keepdims)
+        return np.asarray(out).astype(dt), False
+
+    def source(self, w: Writer) -> str:
+        args = [self.a.source(w)]
+        if self.axis is not None:
+            args.append(f"axis={self.axis!r}")
+        if self.keepdims:
+            args.append("keepdims=True")
+        return f"jnp.{self.fn}({', '.join(args)})"
+
+
 def _name(a: Any) -> str:
     """A numpy array's dtype as a scenario names it."""
     import numpy as np
@@ -643,7 +734,7 @@ _GRAMMAR = (
     "loads ref[...], numbers, axis names, lax.axis_index, pl.program_id, + - * / // %, "
     "comparisons, jnp.where, jnp.maximum, jnp.minimum, x.astype(jnp.DTYPE), "
     "lax.bitcast_convert_type(x, jnp.DTYPE), lax.broadcasted_iota(jnp.DTYPE, shape, dim), "
-    "pl.semaphore_read(sem)"
+    "pl.semaphore_read(sem), jnp.sum / jnp.max / jnp.min(x, axis=..., keepdims=...)"
 )
 
 
@@ -772,8 +863,37 @@ def _dtype(n: ast.AST) -> str:
     return name
 
 
+def _reduce(fn: str, n: ast.Call, d: int) -> Reduce:
+    """``jnp.sum(x)``, ``jnp.max(x, axis=1)``, ``jnp.min(x, axis=(0, 1), keepdims=True)``."""
+    if len(n.args) != 1:
+        raise ValueSyntaxError(f"jnp.{fn}(x, axis=..., keepdims=...) takes one value")
+    axis: int | tuple[int, ...] | None = None
+    keepdims = False
+    for k in n.keywords:
+        try:
+            v = ast.literal_eval(k.value)
+        except ValueError:
+            raise ValueSyntaxError(f"jnp.{fn}'s {k.arg} is a literal") from None
+        if k.arg == "axis":
+            ok = (
+                v is None
+                or type(v) is int
+                or (isinstance(v, tuple) and len(v) <= 8 and all(type(a) is int for a in v))
+            )
+            if not ok:
+                raise ValueSyntaxError(f"jnp.{fn}'s axis is None, an int or a tuple of ints")
+            axis = v
+        elif k.arg == "keepdims" and type(v) is bool:
+            keepdims = v
+        else:
+            raise ValueSyntaxError(f"jnp.{fn} takes axis= and keepdims= (True or False)")
+    return Reduce(fn, _node(n.args[0], d), axis, keepdims)
+
+
 def _call(n: ast.Call, d: int) -> Node:
     fn = _dotted(n.func)
+    if fn in ("jnp.sum", "jnp.max", "jnp.min"):
+        return _reduce(fn[4:], n, d)
     if n.keywords:
         raise ValueSyntaxError(f"{fn}(...) takes positional arguments only")
     args = n.args
@@ -834,4 +954,4 @@ def _check(text: str) -> str:
 ValueText = Annotated[str, AfterValidator(_check)]
 
 
-__all__ = ["COMPARISONS", "Node", "Ty", "ValueTypeError", "parse", "promote"]
+__all__ = ["COMPARISONS", "Node", "Reduce", "Ty", "ValueTypeError", "parse", "promote"]

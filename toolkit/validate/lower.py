@@ -497,6 +497,32 @@ class LowerCtx:
         what the lowering calls on it, as its AttributeError names it)."""
         return _barrier(self.ctx, self.st, field, method)
 
+    def cluster_group(self, axes: tuple[str, ...], path: Path) -> int | None:
+        """How many blocks a multicast load's ``collective_axes`` group (the product of
+        their cluster sizes); None after JAX's error for an axis the cluster lacks
+        (``_resolve_cluster_axis``)."""
+        cluster = dict(self.mesh.cluster)
+        n = 1
+        for axis in axes:
+            if axis not in cluster:
+                self.ctx.jax(
+                    "CLUSTER_REF_UNKNOWN_AXIS",
+                    path,
+                    f"Unknown cluster axis {axis}, available axes: {list(cluster)!r}",
+                    explanation=f"A multicast load (collective_axes) shares the copy among the "
+                    f"blocks of a cluster along cluster axes; {axis!r} is not a cluster axis "
+                    f"of the kernel's mesh (cluster axes: {list(cluster) or 'none'}).",
+                )
+                return None
+            n *= cluster[axis]
+        return n
+
+    def root_layout(self, field: str) -> tuple[tuple[int, ...], tuple[Any, ...]] | None:
+        """The shape and scratch layout (its transforms; empty for GMEM) of the ref under
+        ``field``'s view (None: unknown)."""
+        root = self.root_view(self.st.refs[field]).root
+        return None if root is None else (root.shape, root.layout)
+
     def multimem_ref(self, field: str) -> bool:
         """A multimem op's ref: indexed only (``allow_peer_refs=False``, no multicast)."""
         b = self.st.refs[field]
