@@ -80,6 +80,49 @@ def open_rows(repeats: int = 5) -> list[Row]:
     return out
 
 
+def folded_rows() -> list[Row]:
+    """Widgets in the Lab once the largest gallery scenario is open: its statements as
+    lines of source (editors built when unfolded) against every statement unfolded
+    (what the Lab drew before), all loops opened."""
+    from mpmd_lab.widgets import Lab
+    from mpmd_lab.widgets.testing import walk
+
+    name = largest_gallery()
+    lab = Lab(name, background=False, graph=True)
+
+    def count() -> int:
+        return len({id(x) for x in walk(lab)})
+
+    folded = count()
+    paths: list[str] = []
+
+    def every(body: list, base: str) -> None:
+        for i, s in enumerate(body):
+            paths.append(f"{base}[{i}]")
+            every(getattr(s, "body", None) or [], f"{base}[{i}].body")
+
+    for k, program in enumerate(lab.state.scenario.call.programs):
+        every(program.body, f"call.programs[{k}].body")
+    lab.call.expanded |= set(paths)
+    lab.call.body.refresh()
+    unfolded = count()
+    return [
+        Row(
+            "widgets",
+            f"Lab: widgets on screen with the largest gallery scenario ({name}) open, "
+            f"statements folded to a line (vs all {len(paths)} unfolded)",
+            f"{folded}",
+            f"{unfolded} unfolded",
+            f"{folded / unfolded:.2f}",
+            "",
+            "",
+            value=float(folded),
+            unit="widgets",
+            base=float(unfolded),
+        )
+    ]
+
+
 def rows(edits: int = 15, opens: int = 5) -> list[Row]:
     from mpmd_lab.widgets import Lab
 

@@ -5,13 +5,14 @@ duplicate Ref is flagged on the argument row the moment it is added."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection
 from functools import partial
 from itertools import islice
 from typing import Any
 
 import ipywidgets as w
-from mpmd_lab import sharding
+from mpmd_lab import codegen, sharding
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_CLASSES, STATEMENT_OPS, Let
@@ -102,6 +103,8 @@ class CallEditor(w.VBox):
         self.state = state
         self.on_edit_view = on_edit_view or (lambda path: None)
         self.add_class("mpl-call-editor")
+        #: statements shown with their field editors (the others as one line of source)
+        self.expanded: set[str] = set()
         s = state
         # (on a device mesh, shapes are one device's and arguments and outputs have specs)
         mesh = "device_mesh"
@@ -111,7 +114,9 @@ class CallEditor(w.VBox):
         )
         self.outputs = c.Section(s, lambda: _key(s, "call.outputs", mesh), self._outputs)
         self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
-        self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
+        self.body = c.Section(
+            s, lambda: _key(s, "call") + str(ref_names(s)) + str(sorted(self.expanded)), self._body
+        )
         self.children = [
             self.buffers,
             self.args,
@@ -119,7 +124,12 @@ class CallEditor(w.VBox):
             self.scratch,
             self.body,
         ]
-        state.subscribe(lambda st, why: self.refresh())
+        state.subscribe(self._on_change)
+
+    def _on_change(self, st: Session, why: str) -> None:
+        if why.startswith("loaded"):  # another scenario: its statements start folded
+            self.expanded.clear()
+        self.refresh()
 
     def refresh(self) -> None:
         for section in self.children:
@@ -128,6 +138,21 @@ class CallEditor(w.VBox):
     def row_of(self, path: str) -> w.Widget | None:
         """The row on screen of the statement at ``path`` (None: not drawn)."""
         return self.body.row(("stmt", path))
+
+    def expand(self, path: str, show: bool = True) -> str | None:
+        """Show the editors of the statement at ``path`` (or inside it: a graph box's
+        path), the loops and conditions around it opened too; ``show=False`` folds it
+        back to its line. Returns the statement's path (None: ``path`` is none)."""
+        found = _STATEMENT.match(path)
+        if found is None:
+            return None
+        stmt = found.group(0)
+        if show:
+            self.expanded |= set(_items(stmt))
+        else:
+            self.expanded.discard(stmt)
+        self.body.refresh()
+        return stmt
 
     # ------------------------------------------------------------ buffers
 
@@ -379,7 +404,13 @@ class CallEditor(w.VBox):
         stmt = self.default_statement(kind, **fields)
         where = body or f"call.programs[{st.program}].body"
         n = len(st.get(where, []) or [])
-        return st.edit(("add", f"{where}[{n}]", stmt), label=f"add {kind}")
+        path = f"{where}[{n}]"
+        opened = path not in self.expanded
+        self.expanded.add(path)  # a new statement shows its editors, to be filled in
+        result = st.edit(("add", path, stmt), label=f"add {kind}")
+        if not result.ok and opened:
+            self.expanded.discard(path)
+        return result
 
     def default_statement(self, kind: str, **fields: Any) -> dict[str, Any]:
         st = self.state
@@ -432,9 +463,16 @@ class CallEditor(w.VBox):
             budget[0] -= 1
             p = f"{bp}[{i}]"
             names = [*outer, *lets]
-            head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
-            key = ("stmt", p, head, _dkey(st, p, shallow=_has_body(s)), depth)
-            build = lambda i=i, s=s, names=names: self._statement(bp, i, s, depth, names)  # noqa: E731
+            opened = p in self.expanded
+            line = self._line(p, s)
+            if opened:
+                head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
+                key: tuple = ("stmt", p, head, _dkey(st, p, shallow=_has_body(s)), depth, line)
+                build = partial(self._opened, bp, i, s, depth, names, line)
+            else:
+                inside = _count(s.body) if _has_body(s) else 0
+                key = ("line", p, line, inside, _dkey(st, p), depth)
+                build = partial(self._folded, bp, i, s, depth, line)
             row = sec.memo(key, build, ident=("stmt", p))
             for box in getattr(row, "mpl_combos", ()):
                 if list(box.options) != c.choices(names):
@@ -442,12 +480,62 @@ class CallEditor(w.VBox):
             rows.append(row)
             if getattr(s, "let", None):
                 lets.append(s.let)
-            if _has_body(s):
+            if _has_body(s) and opened:
                 rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names, budget)
                 if budget[0] < 0:
                     return rows
         rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
+
+    def _line(self, p: str, s: Any) -> str:
+        """The statement at ``p`` as the kernel's source writes it, on one line."""
+        around = [_model(self.state, q) for q in _items(p)[:-1]]
+        loops = [v for v in (getattr(x, "var", None) for x in around) if isinstance(v, str)]
+        return codegen.statement_line(self.state.scenario, s, p, loops)
+
+    def _summary(self, i: int, p: str, line: str, opened: bool, note: str = "") -> w.Widget:
+        """A statement's line: its index, its source, what is inside it (``note``), and
+        (folded) the codes of the problems in it; the button opens or folds its editors."""
+        diags = [] if opened else services.problems_at(self.state, p)
+        text = c.make(w.HTML, value=_line_html(i, line, note + " " + c.badges(diags)))
+        text.add_class("mpl-stmt-line")
+        toggle = c.small(
+            "▾" if opened else "▸",
+            partial(self.expand, p, not opened),
+            "fold to one line" if opened else "edit this statement",
+            css="mpl-fold" if opened else "mpl-expand",
+        )
+        row = w.HBox([toggle, text], layout=c.lay(align_items="center"))
+        row.add_class("mpl-stmt-summary")
+        return row
+
+    def _folded(self, bp: str, i: int, s: Any, depth: int, line: str) -> w.Widget:
+        """A statement folded to its line (a loop's or a condition's body folded in it)."""
+        p = f"{bp}[{i}]"
+        n = _count(s.body) if _has_body(s) else 0
+        note = f" <span class='mpl-hint'>… {n} statement(s) inside</span>" if n else ""
+        row = self._summary(i, p, line, False, note)
+        _indent(row, depth)
+        return row
+
+    def _opened(self, bp: str, i: int, s: Any, depth: int, names: list[str], line: str) -> w.Widget:
+        """A statement's line over its editors, marked as the one being edited."""
+        p = f"{bp}[{i}]"
+        editor = self._statement(bp, i, s, 0, names)
+        summary = self._summary(i, p, line, True)
+        box = w.VBox([summary, editor], layout=_open_layout(depth))
+        box.add_class("mpl-stmt-open")
+        box.mpl_combos = editor.mpl_combos
+
+        def refresh() -> None:  # kept while a field is typed into: the line follows
+            now = _model(self.state, p)
+            if now is not None:
+                summary.children[1].value = _line_html(i, self._line(p, now))
+
+        box.mpl_refresh = refresh
+        if _has_body(s):
+            box.add_class("mpl-block-head")
+        return box
 
     def _add_statement_row(self, bp: str | None = None, depth: int = 0) -> w.Widget:
         """The palette of a body: every statement kind the registry has, its help."""
@@ -504,8 +592,7 @@ class CallEditor(w.VBox):
         kind_now = "let" if getattr(s, "let", None) else s.op
         combos: list[w.Combobox] = []
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
-        parts: list[w.Widget] = [
-            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
+        parts: list[w.Widget] = [  # (its index is on its line, above)
             c.small("↑", partial(_move, st, bp, i, -1), "move up"),
             c.small("✕", partial(_remove, st, p), "remove statement"),
             c.field(kind, partial(self._change_kind, bp, i)),
@@ -578,6 +665,40 @@ def _own(st: Session, path: str) -> list[Any]:
     """The problems at ``path`` less those inside its nested ``body``."""
     inner = f"{path}.body["
     return [d for d in services.problems_at(st, path) if not d.path.startswith(inner)]
+
+
+#: a statement's path (a graph box's path starts with it)
+_STATEMENT = re.compile(r"call\.programs\[\d+\](?:\.body\[\d+\])+")
+
+
+def _items(path: str) -> list[str]:
+    """The statements a statement's path goes through, outermost first, itself last."""
+    return [path[: m.end()] for m in re.finditer(r"\.body\[\d+\]", path)]
+
+
+def _line_html(i: int, line: str, after: str = "") -> str:
+    """A statement's index and source line (``after``: notes and badges, as HTML)."""
+    return f"<span class='mpl-hint'>{i}</span> <code>{c.esc(line)}</code>{after}"
+
+
+def _open_layout(depth: int) -> w.Layout:
+    """The statement being edited: a box apart, indented as its place in the body."""
+    return c.lay(
+        margin=f"3px 0 3px {24 * depth}px",
+        border_left="3px solid #1565c0",
+        padding="2px 0 4px 6px",
+    )
+
+
+def _model(st: Session, path: str) -> Any:
+    """The statement model at ``path`` of the session's scenario (None: no such one)."""
+    node: Any = st.scenario
+    try:
+        for part in parse_path(path):
+            node = node[part] if isinstance(part, int) else getattr(node, part)
+    except (IndexError, AttributeError, TypeError):
+        return None
+    return node
 
 
 def _has_body(s: Any) -> bool:

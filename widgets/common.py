@@ -83,6 +83,11 @@ CSS = """
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
 .mpl-table th { background: #eef; }
+.mpl-lab .mpl-stmt-line code { font-family: var(--jp-code-font-family, monospace);
+  font-size: 12px; color: #1a2a3a; background: none; white-space: pre-wrap; }
+.mpl-lab .mpl-stmt-open { background: #f4f8fd; }
+.mpl-lab .widget-button.mpl-expand, .mpl-lab .widget-button.mpl-fold { padding: 0;
+  color: #1565c0; font-weight: 700; }
 .mpl-lab .widget-button.mpl-fix { background: #2e7d32; color: white; }
 .mpl-lab .widget-button.mpl-run { background: #1565c0; color: white; font-weight: 600; }
 </style>

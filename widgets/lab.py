@@ -254,7 +254,7 @@ class Lab(w.VBox):
 
     def _graph_selected(self, change: dict[str, Any]) -> None:
         """A click on a box opens its editor and brings it into view: a view's stack
-        in the Views tab, a statement's row in the Call tab."""
+        in the Views tab, a statement's row (unfolded) in the Call tab."""
         path = change["new"] or ""
         for _label, target in self.transforms.targets():
             if path == target or path.startswith(target + "."):
@@ -266,7 +266,8 @@ class Lab(w.VBox):
             return
         self.state.select_program(int(program.group(1)))
         self.tabs.selected_index = TABS.index("Call")
-        row = self.call.row_of(path)
+        stmt = self.call.expand(path)  # its editors shown, the loops around it opened
+        row = self.call.row_of(stmt) if stmt else None
         if row is not None:
             self._bring_into_view(row)
 
