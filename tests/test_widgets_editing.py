@@ -126,6 +126,7 @@ def test_block_and_device_drawings_count_what_they_draw():
 def test_transform_stack_palette_fields_reorder_delete():
     lab = Lab("peer-then-multicast-fixed", background=False, graph=False)
     st = lab.state
+    lab.tabs.selected_index = 2  # the Views tab
     ed = lab.transforms
     assert ed.target == "call.programs[0].body[0]"
     palette = find(ed, "mpl-palette", w.Dropdown)
@@ -301,6 +302,7 @@ def test_an_index_field_takes_what_a_pallas_user_types():
     refused value stays in the box, the field is marked and the status line says it was
     not set (not the last "set")."""
     lab = Lab("ring-shift", background=False, graph=False)
+    lab.tabs.selected_index = 2  # the Views tab
     st, ed = lab.state, lab.transforms
     target = ed.target
     ed.add_transform("at")
@@ -449,6 +451,7 @@ def test_no_editor_field_of_a_gallery_scenario_cuts_its_label_or_value():
         lab = Lab(name, background=False, graph=False)
         for program in range(len(lab.state.scenario.call.programs)):
             lab.state.select_program(program)
+            lab.call.expand_all()  # every statement's editors
             for _label, target in lab.transforms.targets() or [("", "")]:
                 if target:
                     lab.edit_view(target)

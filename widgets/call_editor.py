@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from functools import partial
 from itertools import islice
 from typing import Any
@@ -153,6 +153,15 @@ class CallEditor(w.VBox):
             self.expanded.discard(stmt)
         self.body.refresh()
         return stmt
+
+    def expand_all(self) -> None:
+        """Show the editors of every statement of the selected program, nested too."""
+        program = self.state.program
+        if program < len(self.state.scenario.call.programs):
+            base = f"call.programs[{program}].body"
+            body = self.state.scenario.call.programs[program].body
+            self.expanded |= set(_paths(body, base))
+        self.body.refresh()
 
     # ------------------------------------------------------------ buffers
 
@@ -493,30 +502,34 @@ class CallEditor(w.VBox):
         loops = [v for v in (getattr(x, "var", None) for x in around) if isinstance(v, str)]
         return codegen.statement_line(self.state.scenario, s, p, loops)
 
-    def _summary(self, i: int, p: str, line: str, opened: bool, note: str = "") -> w.Widget:
-        """A statement's line: its index, its source, what is inside it (``note``), and
-        (folded) the codes of the problems in it; the button opens or folds its editors."""
-        diags = [] if opened else services.problems_at(self.state, p)
-        text = c.make(w.HTML, value=_line_html(i, line, note + " " + c.badges(diags)))
-        text.add_class("mpl-stmt-line")
-        toggle = c.small(
-            "▾" if opened else "▸",
+    def _summary(
+        self, i: int, p: str, line: str, opened: bool, depth: int = 0, note: str = ""
+    ) -> w.Widget:
+        """A statement's line (one widget, a button: its index, its source, what is
+        inside it) that opens or folds its editors; folded, the codes of the problems in
+        it beside (a folded row hides none)."""
+        line_button = c.button(
+            _line_text(i, line, opened, note),
             partial(self.expand, p, not opened),
             "fold to one line" if opened else "edit this statement",
             css="mpl-fold" if opened else "mpl-expand",
         )
-        row = w.HBox([toggle, text], layout=c.lay(align_items="center"))
+        line_button.add_class("mpl-stmt-line")
+        line_button.layout = _line_layout(0 if opened else depth)
+        diags = [] if opened else services.problems_at(self.state, p)
+        if not diags:
+            return line_button
+        codes = c.make(w.HTML, value=c.badges(diags))
+        codes.add_class("mpl-stmt-badges")
+        row = w.HBox([line_button, codes], layout=c.lay(align_items="center"))
         row.add_class("mpl-stmt-summary")
         return row
 
     def _folded(self, bp: str, i: int, s: Any, depth: int, line: str) -> w.Widget:
         """A statement folded to its line (a loop's or a condition's body folded in it)."""
-        p = f"{bp}[{i}]"
         n = _count(s.body) if _has_body(s) else 0
-        note = f" <span class='mpl-hint'>… {n} statement(s) inside</span>" if n else ""
-        row = self._summary(i, p, line, False, note)
-        _indent(row, depth)
-        return row
+        note = f"   … {n} statement(s) inside" if n else ""
+        return self._summary(i, f"{bp}[{i}]", line, False, depth, note)
 
     def _opened(self, bp: str, i: int, s: Any, depth: int, names: list[str], line: str) -> w.Widget:
         """A statement's line over its editors, marked as the one being edited."""
@@ -530,7 +543,7 @@ class CallEditor(w.VBox):
         def refresh() -> None:  # kept while a field is typed into: the line follows
             now = _model(self.state, p)
             if now is not None:
-                summary.children[1].value = _line_html(i, self._line(p, now))
+                summary.description = _line_text(i, self._line(p, now), True)
 
         box.mpl_refresh = refresh
         if _has_body(s):
@@ -676,9 +689,22 @@ def _items(path: str) -> list[str]:
     return [path[: m.end()] for m in re.finditer(r"\.body\[\d+\]", path)]
 
 
-def _line_html(i: int, line: str, after: str = "") -> str:
-    """A statement's index and source line (``after``: notes and badges, as HTML)."""
-    return f"<span class='mpl-hint'>{i}</span> <code>{c.esc(line)}</code>{after}"
+def _paths(body: list[Any], base: str) -> Iterator[str]:
+    """The path of every statement of the body at ``base``, nested ones too."""
+    for i, s in enumerate(body):
+        yield f"{base}[{i}]"
+        if _has_body(s):
+            yield from _paths(s.body, f"{base}[{i}].body")
+
+
+def _line_text(i: int, line: str, opened: bool, note: str = "") -> str:
+    """A statement's line: folded ▸ or unfolded ▾, its index, its source, ``note``."""
+    return f"{'▾' if opened else '▸'} {i}  {line}{note}"
+
+
+def _line_layout(depth: int) -> w.Layout:
+    """A statement's line, indented as its place in the body, as wide as its text."""
+    return c.lay(width="auto", max_width="100%", height="auto", margin=f"0 0 0 {24 * depth}px")
 
 
 def _open_layout(depth: int) -> w.Layout:

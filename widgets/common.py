@@ -83,11 +83,13 @@ CSS = """
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
 .mpl-table th { background: #eef; }
-.mpl-lab .mpl-stmt-line code { font-family: var(--jp-code-font-family, monospace);
-  font-size: 12px; color: #1a2a3a; background: none; white-space: pre-wrap; }
+.mpl-lab .widget-button.mpl-stmt-line { font-family: var(--jp-code-font-family, monospace);
+  font-size: 12px; color: #1a2a3a; background: none; box-shadow: none; border: none;
+  text-align: left; white-space: pre-wrap; overflow: visible; height: auto;
+  line-height: 1.35; padding: 2px 6px; margin: 0; }
+.mpl-lab .widget-button.mpl-stmt-line:hover { background: #e8f0fa; color: #0d47a1; }
 .mpl-lab .mpl-stmt-open { background: #f4f8fd; }
-.mpl-lab .widget-button.mpl-expand, .mpl-lab .widget-button.mpl-fold { padding: 0;
-  color: #1565c0; font-weight: 700; }
+.mpl-lab .mpl-stmt-open > .widget-button.mpl-stmt-line { font-weight: 600; color: #0d47a1; }
 .mpl-lab .widget-button.mpl-fix { background: #2e7d32; color: white; }
 .mpl-lab .widget-button.mpl-run { background: #1565c0; color: white; font-weight: 600; }
 </style>

@@ -44,6 +44,8 @@ class Lab(w.VBox):
         for i, title in enumerate(TABS):
             self.tabs.set_title(i, title)
         self.tabs.add_class("mpl-tabs")
+        self.transforms.show(False)  # drawn when its tab is
+        self.tabs.observe(self._tab_picked, names="selected_index")
         self._build_toolbar()
         left = w.VBox([self.tabs], layout=w.Layout(width="58%", min_width="420px"))
         right = w.VBox(
@@ -251,6 +253,9 @@ class Lab(w.VBox):
         if change["new"] and change["new"] != "(gallery)":
             self._say(self.state.load(change["new"]))
             self.gallery.value = "(gallery)"
+
+    def _tab_picked(self, change: dict[str, Any]) -> None:
+        self.transforms.show(change["new"] == TABS.index("Views"))
 
     def _graph_selected(self, change: dict[str, Any]) -> None:
         """A click on a box opens its editor and brings it into view: a view's stack
