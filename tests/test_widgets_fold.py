@@ -107,3 +107,23 @@ def test_opening_the_biggest_scenario_builds_a_few_hundred_widgets():
         w.Widget.open = opened  # type: ignore[method-assign]
     assert lab.state.scenario.name == BIG
     assert built[0] < 260
+
+
+def test_a_refused_value_is_said_beside_its_field_in_its_row():
+    """A row's fields are not wrapped one box each: the reason a value is refused goes
+    just after the field in its row, and is cleared when a value is taken."""
+    lab = Lab("ring-shift", background=False, graph=False)
+    row = lab.call.buffers.row(("buffer", "x"))
+    assert row is not None
+    shape = find(row, "mpl-buffer-shape", w.Text)
+    assert shape in row.children  # the field itself, in its row
+    type_into(shape, "12, x")
+    assert "mpl-refused" in shape._dom_classes
+    after = row.children[list(row.children).index(shape) + 1]
+    assert "mpl-error" in after._dom_classes and after.value
+    assert lab.state.scenario.buffers["x"].shape == [256]  # not taken
+    type_into(shape, "128")
+    assert lab.state.scenario.buffers["x"].shape == [128]
+    kept = lab.call.buffers.row(("buffer", "x"))
+    assert kept is not None and "mpl-refused" not in find(kept, "mpl-buffer-shape")._dom_classes
+    assert all(not getattr(x, "value", "") for x in find_all(kept, "mpl-error"))

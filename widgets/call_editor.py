@@ -191,17 +191,17 @@ class CallEditor(w.VBox):
         ref_cb = c.make(w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False)
         ref_cb.add_class("mpl-as-ref")
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
+            _field(
                 c.text(c.show_shape(b.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
                 css="mpl-buffer-shape",
             ),
-            c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-            c.field(init_dd, partial(_set_init, st, p)),
-            c.field(ref_cb, _set(st, f"{p}.as_ref")),
+            _field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
+            _field(init_dd, partial(_set_init, st, p)),
+            _field(ref_cb, _set(st, f"{p}.as_ref")),
             c.small("✕", partial(_remove, st, f"buffers.{name}"), "remove buffer"),
             c.badges_at(st, p),
         )
@@ -260,7 +260,7 @@ class CallEditor(w.VBox):
         p = f"call.args[{i}]"
         leaves = getattr(a, "tuple", None)
         if leaves:
-            src = c.field(
+            src = _field(
                 c.text(", ".join(leaves), "150px"),
                 _set(st, f"{p}.tuple"),
                 lambda s: [x.strip() for x in s.split(",") if x.strip()],
@@ -270,7 +270,7 @@ class CallEditor(w.VBox):
             opts = c.choices(buffers, a.buffer)
             dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
             dd.add_class("mpl-arg-buffer")
-            src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
+            src = _field(dd, _set(st, f"{p}.buffer"), label="buffer")
         extra: list[w.Widget] = []
         if a.transforms:
             extra.append(
@@ -283,7 +283,7 @@ class CallEditor(w.VBox):
         row = _row(
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             src,
-            c.field(
+            _field(
                 c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
             ),
             *_spec_field(st, p, a.spec, "mpl-arg-spec"),
@@ -316,15 +316,15 @@ class CallEditor(w.VBox):
         st = self.state
         p = f"call.outputs.{name}"
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "call.outputs", name)),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "call.outputs", name)),
+            _field(
                 c.text(c.show_shape(o.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
                 css="mpl-output-shape",
             ),
-            c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+            _field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
             *_spec_field(st, p, o.spec, "mpl-output-spec"),
             c.small("✕", partial(_remove, st, p), "remove output"),
             c.badges_at(st, p),
@@ -352,16 +352,16 @@ class CallEditor(w.VBox):
             w.Dropdown, options=list(SCRATCH_KINDS), value=s.KIND, layout=c.lay(width="120px")
         )
         kind.tooltip = "what JAX allocates: an array, a semaphore, a barrier, a cluster barrier"
-        kind_field = c.field(kind, partial(self._scratch_kind, name), css="mpl-kind")
+        kind_field = _field(kind, partial(self._scratch_kind, name), css="mpl-kind")
         if s.KIND != "array":  # the kind's own fields, as its model declares them
             cls = type(s)
             fields = [
-                c.model_field(st, f"{p}.{f}", cls, f, getattr(s, f))
+                c.model_field(st, f"{p}.{f}", cls, f, getattr(s, f), wrap=False)
                 for f in cls.model_fields
                 if f != "kind"
             ]
             return _row(
-                c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
+                _field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
                 kind_field,
                 *fields,
                 c.small("✕", partial(_remove, st, p), "remove scratch"),
@@ -378,17 +378,17 @@ class CallEditor(w.VBox):
                 )
             )
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
+            _field(
                 c.text(c.show_shape(s.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
             ),
             kind_field,
-            c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
-            c.field(mem, _set(st, f"{p}.memory_space")),
-            c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc),
+            _field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
+            _field(mem, _set(st, f"{p}.memory_space")),
+            c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc, wrap=False),
             *extra,
             c.small("✕", partial(_remove, st, p), "remove scratch"),
             c.badges_at(st, p),
@@ -608,7 +608,7 @@ class CallEditor(w.VBox):
         parts: list[w.Widget] = [  # (its index is on its line, above)
             c.small("↑", partial(_move, st, bp, i, -1), "move up"),
             c.small("✕", partial(_remove, st, p), "remove statement"),
-            c.field(kind, partial(self._change_kind, bp, i)),
+            _field(kind, partial(self._change_kind, bp, i)),
         ]
         if kind_now == "let":
             parts.append(
@@ -640,11 +640,11 @@ class CallEditor(w.VBox):
                 )
                 box.tooltip = helps.get(f, "")
                 combos.append(box)
-                parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
+                parts.append(_field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
             for f in type(s).model_fields:  # the other fields, as the model declares them
                 if f in ("op", "body") or f in OP_FIELDS[s.op]:
                     continue
-                parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f)))
+                parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f), wrap=False))
         parts.append(c.badges_at(st, p) if not _has_body(s) else c.badge_line(_own(st, p), p))
         row = _row(*parts)
         row.mpl_combos = combos  # their options follow the names in scope (set by _body)
@@ -777,7 +777,18 @@ def _row(*kids: w.Widget) -> w.HBox:
         b.layout = c.lay(flex="1 1 100%")
     row = w.HBox(order, layout=c.lay(align_items="center", flex_flow="row wrap"))
     row.add_class("mpl-row")
-    return row
+    return c.host(row)
+
+
+def _field(
+    widget: w.ValueWidget,
+    commit: c.Commit,
+    parse: Callable | None = None,
+    label: str | None = None,
+    css: str | None = None,
+) -> w.Widget:
+    """A field of a row (``_row`` hosts it: a refused value's reason goes beside it)."""
+    return c.field(widget, commit, parse, label, css, wrap=False)
 
 
 def _dtype(value: str) -> w.Dropdown:
@@ -792,7 +803,7 @@ def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
     shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
     box = c.text(shown, "110px", placeholder="default", live=False)
     box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
-    return [c.field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
+    return [_field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 
 
 def _set(st: Session, path: str) -> c.Commit:

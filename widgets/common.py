@@ -265,10 +265,15 @@ def field(
     parse: Callable | None = None,
     label: str | None = None,
     css: str | None = None,
-) -> w.Box:
+    wrap: bool = True,
+) -> w.Widget:
     """``widget``, its label, and (once a value is refused) the reason beside it, the
     field marked ``mpl-refused`` until a value is taken; a value that parses goes
-    through ``commit``. The label carries the widget's tooltip (the field's help) too."""
+    through ``commit``. The label carries the widget's tooltip (the field's help) too.
+
+    ``wrap``: in a box of its own, where the reason goes; ``wrap=False``: the widget
+    itself (one widget less: a big scenario has hundreds of fields), the reason put
+    beside it in the box that hosts it (``host``)."""
     if css:
         widget.add_class(css)
     if label:  # the widget's own description (one widget less a field: big bodies have 100s)
@@ -276,19 +281,19 @@ def field(
         widget.style = _labelled_style(type(widget))
         widget.add_class("mpl-labelled")
     _fit(widget, label or "")
-    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap"))
+    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap")) if wrap else None
 
     def refuse(message: str) -> None:
         """Show why the value was refused ("" : taken); the line is made when first needed
         (a big body has hundreds of fields and few errors)."""
-        error = getattr(box, "mpl_error", None)
+        error = getattr(widget, "mpl_error", None)
         if error is None and not message:
             return
         if error is None:
             error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
             error.add_class("mpl-error")
-            box.mpl_error = error
-            box.children = (*box.children, error)
+            widget.mpl_error = error
+            _beside(box if box is not None else getattr(widget, "mpl_host", None), widget, error)
         error.value = message
         if message:
             widget.add_class("mpl-refused")
@@ -296,7 +301,24 @@ def field(
             widget.remove_class("mpl-refused")
 
     _wire(widget, refuse, commit, parse)
+    return box if box is not None else widget
+
+
+def host(box: w.Box) -> w.Box:
+    """``box``, made the host of its unwrapped fields (``field(wrap=False)``): a refused
+    value's reason goes beside the field in it."""
+    for kid in box.children:
+        kid.mpl_host = box
     return box
+
+
+def _beside(box: w.Box | None, widget: w.Widget, extra: w.Widget) -> None:
+    """Put ``extra`` just after ``widget`` in ``box`` (last if it is not there)."""
+    if box is None:  # no host: the field is marked (and its status line says why)
+        return
+    kids = list(box.children)
+    at = next((k + 1 for k, x in enumerate(kids) if x is widget), len(kids))
+    box.children = (*kids[:at], extra, *kids[at:])
 
 
 def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
@@ -414,11 +436,18 @@ def _kinds(ann: Any) -> tuple[set[str], tuple[Any, ...]]:
 
 
 def model_field(
-    state: Session, path: str, cls: type[BaseModel], name: str, value: Any, css: str | None = None
-) -> w.Box:
+    state: Session,
+    path: str,
+    cls: type[BaseModel],
+    name: str,
+    value: Any,
+    css: str | None = None,
+    wrap: bool = True,
+) -> w.Widget:
     """An editor for field ``name`` of op class ``cls`` at ``path``, made from the model:
     a pick list for a choice, a tick box for a flag, a text box (commits as you type)
-    for the rest; the field's help in its tooltip and on its label."""
+    for the rest; the field's help in its tooltip and on its label (``wrap``: as
+    ``field``'s)."""
     info = cls.model_fields[name]
     kinds, choices = _kinds(info.annotation)
     help_text = info.description or ""
@@ -430,11 +459,11 @@ def model_field(
     if choices and not (kinds - {"none"}):
         dd = make(w.Dropdown, options=list(choices), value=value, layout=lay(width="110px"))
         dd.tooltip = help_text
-        return field(dd, commit, label=name, css=css)
+        return field(dd, commit, label=name, css=css, wrap=wrap)
     if kinds == {"bool"}:
         cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
         cb.tooltip = help_text
-        return field(cb, commit, css=css)
+        return field(cb, commit, css=css, wrap=wrap)
     shown = getattr(cls, "TEXT_SHOWN", {}).get(name, lambda v: None)(value)
     width = "130px" if kinds & {"list", "dict"} else "110px"
     box = text(show_value(value) if shown is None else shown, width)
@@ -453,7 +482,7 @@ def model_field(
             state.refuse(path, str(e))
             raise
 
-    return field(box, commit, parse_or_say, label=name, css=css)
+    return field(box, commit, parse_or_say, label=name, css=css, wrap=wrap)
 
 
 def button(
