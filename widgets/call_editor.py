@@ -203,7 +203,7 @@ class CallEditor(w.VBox):
             _field(init_dd, partial(_set_init, st, p)),
             _field(ref_cb, _set(st, f"{p}.as_ref")),
             c.small("✕", partial(_remove, st, f"buffers.{name}"), "remove buffer"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     # ------------------------------------------------------------ arguments
@@ -290,7 +290,7 @@ class CallEditor(w.VBox):
             *extra,
             c.small("↑", partial(_move, st, "call.args", i, -1), "move up"),
             c.small("✕", partial(_remove, st, p), "remove argument", css="mpl-remove-arg"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
         row.add_class(f"mpl-arg-{i}")
         return row
@@ -327,7 +327,7 @@ class CallEditor(w.VBox):
             _field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
             *_spec_field(st, p, o.spec, "mpl-output-spec"),
             c.small("✕", partial(_remove, st, p), "remove output"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     def add_scratch(self, name: str | None = None):
@@ -349,9 +349,12 @@ class CallEditor(w.VBox):
         st = self.state
         p = f"call.scratch.{name}"
         kind = c.make(
-            w.Dropdown, options=list(SCRATCH_KINDS), value=s.KIND, layout=c.lay(width="120px")
+            w.Dropdown,
+            options=list(SCRATCH_KINDS),
+            value=s.KIND,
+            layout=c.lay(width="120px"),
+            tooltip="what JAX allocates: an array, a semaphore, a barrier, a cluster barrier",
         )
-        kind.tooltip = "what JAX allocates: an array, a semaphore, a barrier, a cluster barrier"
         kind_field = _field(kind, partial(self._scratch_kind, name), css="mpl-kind")
         if s.KIND != "array":  # the kind's own fields, as its model declares them
             cls = type(s)
@@ -365,7 +368,7 @@ class CallEditor(w.VBox):
                 kind_field,
                 *fields,
                 c.small("✕", partial(_remove, st, p), "remove scratch"),
-                c.badges_at(st, p),
+                c.badges_at(st, p, _wide()),
             )
         mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
         extra = []
@@ -391,7 +394,7 @@ class CallEditor(w.VBox):
             c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc, wrap=False),
             *extra,
             c.small("✕", partial(_remove, st, p), "remove scratch"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     def _scratch_kind(self, name: str, kind: str) -> Any:
@@ -512,18 +515,15 @@ class CallEditor(w.VBox):
             _line_text(i, line, opened, note),
             partial(self.expand, p, not opened),
             "fold to one line" if opened else "edit this statement",
-            css="mpl-fold" if opened else "mpl-expand",
+            css=("mpl-stmt-line", "mpl-fold" if opened else "mpl-expand"),
+            layout=_line_layout(0 if opened else depth),
         )
-        line_button.add_class("mpl-stmt-line")
-        line_button.layout = _line_layout(0 if opened else depth)
         diags = [] if opened else services.problems_at(self.state, p)
         if not diags:
             return line_button
-        codes = c.make(w.HTML, value=c.badges(diags))
-        codes.add_class("mpl-stmt-badges")
-        row = w.HBox([line_button, codes], layout=c.lay(align_items="center"))
-        row.add_class("mpl-stmt-summary")
-        return row
+        codes = c.make(w.HTML, value=c.badges(diags), _dom_classes=("mpl-stmt-badges",))
+        layout = c.lay(align_items="center")
+        return w.HBox([line_button, codes], layout=layout, _dom_classes=("mpl-stmt-summary",))
 
     def _folded(self, bp: str, i: int, s: Any, depth: int, line: str) -> w.Widget:
         """A statement folded to its line (a loop's or a condition's body folded in it)."""
@@ -637,15 +637,16 @@ class CallEditor(w.VBox):
                     ensure_option=False,
                     continuous_update=False,
                     layout=c.lay(width="96px"),
+                    tooltip=helps.get(f, ""),
                 )
-                box.tooltip = helps.get(f, "")
                 combos.append(box)
                 parts.append(_field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
             for f in type(s).model_fields:  # the other fields, as the model declares them
                 if f in ("op", "body") or f in OP_FIELDS[s.op]:
                     continue
                 parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f), wrap=False))
-        parts.append(c.badges_at(st, p) if not _has_body(s) else c.badge_line(_own(st, p), p))
+        own = _own(st, p) if _has_body(s) else services.problems_at(st, p)
+        parts.append(c.badge_line(own, p, _wide()))
         row = _row(*parts)
         row.mpl_combos = combos  # their options follow the names in scope (set by _body)
         _indent(row, depth)
@@ -774,10 +775,15 @@ def _row(*kids: w.Widget) -> w.HBox:
     lead = rest[:1] if rest and isinstance(rest[0], w.HTML) else []  # a row's index
     order = [*lead, *small, *rest[len(lead) :], *badges]
     for b in badges:
-        b.layout = c.lay(flex="1 1 100%")
-    row = w.HBox(order, layout=c.lay(align_items="center", flex_flow="row wrap"))
-    row.add_class("mpl-row")
-    return c.host(row)
+        if b.layout is not _wide():
+            b.layout = _wide()
+    layout = c.lay(align_items="center", flex_flow="row wrap")
+    return c.host(w.HBox(order, layout=layout, _dom_classes=("mpl-row",)))
+
+
+def _wide() -> w.Layout:
+    """A row's badge line: a line of its own below its fields."""
+    return c.lay(flex="1 1 100%")
 
 
 def _field(
@@ -801,8 +807,8 @@ def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
     if not st.scenario.device_mesh:
         return []
     shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
-    box = c.text(shown, "110px", placeholder="default", live=False)
-    box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
+    tip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
+    box = c.text(shown, "110px", placeholder="default", live=False, tooltip=tip)
     return [_field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 
 

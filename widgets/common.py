@@ -274,13 +274,14 @@ def field(
     ``wrap``: in a box of its own, where the reason goes; ``wrap=False``: the widget
     itself (one widget less: a big scenario has hundreds of fields), the reason put
     beside it in the box that hosts it (``host``)."""
-    if css:
-        widget.add_class(css)
-    if label:  # the widget's own description (one widget less a field: big bodies have 100s)
-        widget.description = label
-        widget.style = _labelled_style(type(widget))
-        widget.add_class("mpl-labelled")
-    _fit(widget, label or "")
+    with widget.hold_sync():  # one message to the browser, not one a trait
+        if css:
+            widget.add_class(css)
+        if label:  # its own description (one widget less a field: big bodies have 100s)
+            widget.description = label
+            widget.style = _labelled_style(type(widget))
+            widget.add_class("mpl-labelled")
+        _fit(widget, label or "")
     box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap")) if wrap else None
 
     def refuse(message: str) -> None:
@@ -321,13 +322,25 @@ def _beside(box: w.Box | None, widget: w.Widget, extra: w.Widget) -> None:
     box.children = (*kids[:at], extra, *kids[at:])
 
 
-def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
+def text(
+    value: str,
+    width: str = "120px",
+    placeholder: str = "",
+    live: bool = True,
+    tooltip: str | None = None,
+) -> w.Text:
     """A text field. ``live``: it commits as you type (a name, ``live=False``, commits on
     Enter or when you leave it: renaming at every keystroke would re-point its uses)."""
-    box = make(w.Text, width=width, value=value, continuous_update=live, placeholder=placeholder)
-    if not live:
-        box.tooltip = "press Enter (or leave the field) to rename"
-    return box
+    if tooltip is None and not live:
+        tooltip = "press Enter (or leave the field) to rename"
+    return make(
+        w.Text,
+        width=width,
+        value=value,
+        continuous_update=live,
+        placeholder=placeholder,
+        tooltip=tooltip,
+    )
 
 
 def name_box(value: str, width: str = "80px", placeholder: str = "") -> w.Text:
@@ -457,18 +470,21 @@ def model_field(
 
     css = css or f"mpl-f-{name}"
     if choices and not (kinds - {"none"}):
-        dd = make(w.Dropdown, options=list(choices), value=value, layout=lay(width="110px"))
-        dd.tooltip = help_text
+        dd = make(
+            w.Dropdown,
+            options=list(choices),
+            value=value,
+            layout=lay(width="110px"),
+            tooltip=help_text,
+        )
         return field(dd, commit, label=name, css=css, wrap=wrap)
     if kinds == {"bool"}:
-        cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
-        cb.tooltip = help_text
+        cb = make(w.Checkbox, value=bool(value), description=name, indent=False, tooltip=help_text)
         return field(cb, commit, css=css, wrap=wrap)
     shown = getattr(cls, "TEXT_SHOWN", {}).get(name, lambda v: None)(value)
     width = "130px" if kinds & {"list", "dict"} else "110px"
-    box = text(show_value(value) if shown is None else shown, width)
-    box.tooltip = help_text
-    box.placeholder = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
+    hint = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
+    box = text(show_value(value) if shown is None else shown, width, hint, tooltip=help_text)
     # the op's own syntax (``0:64``, ``pl.ds(i, 8)`` for an index), else JSON or a value
     parse = getattr(cls, "TEXT_FIELDS", {}).get(name)
     if parse is None:
@@ -489,12 +505,21 @@ def button(
     description: str,
     on_click: Callable[[], Any],
     tooltip: str = "",
-    css: str | None = None,
+    css: str | tuple[str, ...] | None = None,
     width: str | None = None,
+    layout: w.Layout | None = None,
 ) -> w.Button:
-    b = make(w.Button, width=width, description=description, tooltip=tooltip or description)
-    if css:
-        b.add_class(css)
+    """A button that calls ``on_click()``; ``css``: its class (or classes)."""
+    classes = (css,) if isinstance(css, str) else tuple(css or ())
+    kw: dict[str, Any] = {"layout": layout} if layout is not None else {}
+    b = make(
+        w.Button,
+        width=width,
+        description=description,
+        tooltip=tooltip or description,
+        _dom_classes=classes,
+        **kw,
+    )
     b.on_click(lambda _b: on_click())
     return b
 
@@ -532,21 +557,23 @@ def _badge_html(diags: list[Diagnostic]) -> str:
     )
 
 
-def badge_line(diags: list[Diagnostic], path: str | None = None) -> w.HTML:
+def badge_line(
+    diags: list[Diagnostic], path: str | None = None, layout: w.Layout | None = None
+) -> w.HTML:
     """A row's diagnostics as badges and messages (empty when it has none).
 
     With ``path``, a row kept while its field is typed into (``Section.memo``) updates
     it in place from the session's diagnostics at that path."""
-    out = make(w.HTML, value=_badge_html(diags))
-    out.add_class("mpl-diag-line")
+    kw: dict[str, Any] = {"layout": layout} if layout is not None else {}
+    out = make(w.HTML, value=_badge_html(diags), _dom_classes=("mpl-diag-line",), **kw)
     if path is not None:
         out.mpl_badge_path = path
     return out
 
 
-def badges_at(state: Session, path: str) -> w.HTML:
+def badges_at(state: Session, path: str, layout: w.Layout | None = None) -> w.HTML:
     """The badge line of the problems at ``path`` (interpreter notes apart)."""
-    return badge_line(services.problems_at(state, path), path)
+    return badge_line(services.problems_at(state, path), path, layout)
 
 
 def fix_html(fix: Any, best: bool = False) -> str:
