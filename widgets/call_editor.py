@@ -445,7 +445,9 @@ class CallEditor(w.VBox):
         if not n:
             return rows
         pp = f"call.programs[{st.program}]"
-        rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
+        rows.append(
+            _head(f"Body of program {st.program}", "statements, run in order; ▸ a line to edit it")
+        )
         body = call.programs[st.program].body
         budget = [c.MAX_ROWS]  # statement rows left to draw, nested bodies included
         rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0), budget)
