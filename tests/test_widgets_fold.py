@@ -127,3 +127,21 @@ def test_a_refused_value_is_said_beside_its_field_in_its_row():
     kept = lab.call.buffers.row(("buffer", "x"))
     assert kept is not None and "mpl-refused" not in find(kept, "mpl-buffer-shape")._dom_classes
     assert all(not getattr(x, "value", "") for x in find_all(kept, "mpl-error"))
+
+
+def test_unfolded_statements_follow_a_removal_and_a_move():
+    lab = Lab(BIG, background=False, graph=False)
+    body = "call.programs[0].body"
+    unfold(lab, f"{body}[13]")  # semaphore_signal
+    unfold(lab, f"{body}[15]")  # the loop
+    find(lab.call.row_of(f"{body}[3]"), "mpl-expand").click()
+    find(lab.call.row_of(f"{body}[3]"), "mpl-remove-stmt").click()  # ✕ on statement 3
+    assert lab.call.expanded == {f"{body}[12]", f"{body}[14]"}
+    assert lab.state.scenario.call.programs[0].body[12].op == "semaphore_signal"
+    find(lab.call.row_of(f"{body}[12]"), "mpl-move-up").click()
+    assert lab.call.expanded == {f"{body}[11]", f"{body}[14]"}
+    assert lab.state.scenario.call.programs[0].body[11].op == "semaphore_signal"
+    assert find_all(lab.call.row_of(f"{body}[11]"), "mpl-f-inc")  # still unfolded
+    lab.state.undo()
+    lab.state.undo()
+    assert len(lab.state.scenario.call.programs[0].body) == 16

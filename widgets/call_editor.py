@@ -154,6 +154,32 @@ class CallEditor(w.VBox):
         self.body.refresh()
         return stmt
 
+    def remove_statement(self, bp: str, i: int) -> Any:
+        """Remove statement ``i`` of the body at ``bp``; the unfolded ones after it stay
+        unfolded (their paths follow)."""
+        n = len(self.state.get(bp, []) or [])
+        order = {j: (None if j == i else j - 1) for j in range(i, n)}
+        return self._renumbered(bp, order, lambda: _remove(self.state, f"{bp}[{i}]"))
+
+    def move_statement(self, bp: str, i: int, delta: int) -> Any:
+        """Swap statement ``i`` of the body at ``bp`` with its neighbour ``i + delta``;
+        unfolded ones stay unfolded."""
+        j = i + delta
+        n = len(self.state.get(bp, []) or [])
+        order: dict[int, int | None] = {i: j, j: i} if 0 <= j < n else {}
+        return self._renumbered(bp, order, lambda: _move(self.state, bp, i, delta))
+
+    def _renumbered(self, bp: str, order: dict[int, int | None], edit: Callable[[], Any]) -> Any:
+        """Run ``edit`` (a change of the body at ``bp``), the unfolded statements' paths
+        renumbered by ``order`` (old index -> new, None: gone) first; restored if refused."""
+        before = set(self.expanded)
+        self.expanded = _renumber(before, bp, order)
+        result = edit()
+        if not result.ok:
+            self.expanded = before
+            self.body.refresh()
+        return result
+
     def expand_all(self) -> None:
         """Show the editors of every statement of the selected program, nested too."""
         program = self.state.program
@@ -608,8 +634,8 @@ class CallEditor(w.VBox):
         combos: list[w.Combobox] = []
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
         parts: list[w.Widget] = [  # (its index is on its line, above)
-            c.small("↑", partial(_move, st, bp, i, -1), "move up"),
-            c.small("✕", partial(_remove, st, p), "remove statement"),
+            c.small("↑", partial(self.move_statement, bp, i, -1), "move up", "mpl-move-up"),
+            c.small("✕", partial(self.remove_statement, bp, i), "remove it", "mpl-remove-stmt"),
             _field(kind, partial(self._change_kind, bp, i)),
         ]
         if kind_now == "let":
@@ -698,6 +724,23 @@ def _paths(body: list[Any], base: str) -> Iterator[str]:
         yield f"{base}[{i}]"
         if _has_body(s):
             yield from _paths(s.body, f"{base}[{i}].body")
+
+
+def _renumber(paths: set[str], bp: str, order: dict[int, int | None]) -> set[str]:
+    """``paths`` with the statements of the body at ``bp`` (and what is inside them)
+    renumbered by ``order`` (old index -> new, None: dropped)."""
+    out = set()
+    head = f"{bp}["
+    for q in paths:
+        if not q.startswith(head):
+            out.add(q)
+            continue
+        close = q.index("]", len(head))
+        j = int(q[len(head) : close])
+        new = order.get(j, j)
+        if new is not None:
+            out.add(f"{head}{new}{q[close:]}")
+    return out
 
 
 def _line_text(i: int, line: str, opened: bool, note: str = "") -> str:
