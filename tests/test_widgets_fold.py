@@ -145,3 +145,13 @@ def test_unfolded_statements_follow_a_removal_and_a_move():
     lab.state.undo()
     lab.state.undo()
     assert len(lab.state.scenario.call.programs[0].body) == 16
+
+
+def test_unfold_all_and_fold_all():
+    lab = Lab(BIG, background=False, graph=False)
+    find(lab.call.body, "mpl-unfold-all", w.Button).click()
+    assert len(find_all(lab.call.body, "mpl-stmt-open")) == 28  # nested ones too
+    assert find_all(lab.call.body, "mpl-f-inc")
+    find(lab.call.body, "mpl-fold-all", w.Button).click()
+    assert not find_all(lab.call.body, "mpl-stmt-open") and not lab.call.expanded
+    assert find_all(lab.call.body, "mpl-unfold-all", w.Button)

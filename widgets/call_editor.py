@@ -189,6 +189,12 @@ class CallEditor(w.VBox):
             self.expanded |= set(_paths(body, base))
         self.body.refresh()
 
+    def fold_all(self) -> None:
+        """Show every statement of the selected program as its line."""
+        base = f"call.programs[{self.state.program}].body"
+        self.expanded = {q for q in self.expanded if not q.startswith(base)}
+        self.body.refresh()
+
     # ------------------------------------------------------------ buffers
 
     def add_buffer(self, name: str | None = None, **spec: Any):
@@ -471,9 +477,9 @@ class CallEditor(w.VBox):
         if not n:
             return rows
         pp = f"call.programs[{st.program}]"
-        rows.append(
-            _head(f"Body of program {st.program}", "statements, run in order; ▸ a line to edit it")
-        )
+        some = any(q.startswith(f"{pp}.body") for q in self.expanded)
+        head = partial(self._body_head, st.program, some)
+        rows.append(sec.memo(("body-head", st.program, some), head))
         body = call.programs[st.program].body
         budget = [c.MAX_ROWS]  # statement rows left to draw, nested bodies included
         rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0), budget)
@@ -526,6 +532,18 @@ class CallEditor(w.VBox):
                     return rows
         rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
+
+    def _body_head(self, program: int, unfolded: bool) -> w.Widget:
+        """The body's heading and its fold all (some unfolded) or unfold all button."""
+        head = _head(f"Body of program {program}", "statements, run in order; ▸ a line to edit it")
+        toggle = c.button(
+            "▸ fold all" if unfolded else "▾ unfold all",
+            self.fold_all if unfolded else self.expand_all,
+            "show every statement as its line" if unfolded else "show every statement's editors",
+            css="mpl-fold-all" if unfolded else "mpl-unfold-all",
+            layout=c.lay(width="104px", margin="0 0 0 12px"),
+        )
+        return w.HBox([head, toggle], layout=c.lay(align_items="center"))
 
     def _line(self, p: str, s: Any) -> str:
         """The statement at ``p`` as the kernel's source writes it, on one line."""
