@@ -15,7 +15,7 @@ from mpmd_lab.scenario import load_scenario
 from mpmd_lab.session import Session
 from mpmd_lab.widgets import Lab
 from mpmd_lab.widgets.mesh_editor import blocks_svg, devices_svg
-from mpmd_lab.widgets.testing import find, find_all, text_of, type_into, walk
+from mpmd_lab.widgets.testing import find, find_all, text_of, type_into, unfold, walk
 
 
 @pytest.fixture
@@ -126,6 +126,7 @@ def test_block_and_device_drawings_count_what_they_draw():
 def test_transform_stack_palette_fields_reorder_delete():
     lab = Lab("peer-then-multicast-fixed", background=False, graph=False)
     st = lab.state
+    lab.tabs.selected_index = 2  # the Views tab
     ed = lab.transforms
     assert ed.target == "call.programs[0].body[0]"
     palette = find(ed, "mpl-palette", w.Dropdown)
@@ -285,12 +286,15 @@ def test_show_jax_code_is_the_generated_source_and_follows_edits():
 def test_edit_view_in_the_body_opens_it_in_the_views_tab():
     lab = Lab("multicast-then-peer", background=False, graph=False)
     lab.tabs.selected_index = 0
-    buttons = find_all(lab.call, "mpl-edit-view", w.Button)
-    assert buttons, "the gallery scenario has a view in its body"
-    buttons[-1].click()
-    assert lab.tabs.selected_index == 2
+    assert not find_all(lab.call, "mpl-edit-view", w.Button)  # statements open folded
     lets = [i for i, s in enumerate(lab.state.scenario.call.programs[0].body) if hasattr(s, "let")]
-    assert lab.transforms.target == f"call.programs[0].body[{lets[-1]}]"
+    assert lets, "the gallery scenario has a view in its body"
+    path = f"call.programs[0].body[{lets[-1]}]"
+    buttons = find_all(unfold(lab, path), "mpl-edit-view", w.Button)
+    assert len(buttons) == 1 and len(find_all(lab.call, "mpl-edit-view", w.Button)) == 1
+    buttons[0].click()
+    assert lab.tabs.selected_index == 2
+    assert lab.transforms.target == path
 
 
 def test_an_index_field_takes_what_a_pallas_user_types():
@@ -298,6 +302,7 @@ def test_an_index_field_takes_what_a_pallas_user_types():
     refused value stays in the box, the field is marked and the status line says it was
     not set (not the last "set")."""
     lab = Lab("ring-shift", background=False, graph=False)
+    lab.tabs.selected_index = 2  # the Views tab
     st, ed = lab.state, lab.transforms
     target = ed.target
     ed.add_transform("at")
@@ -363,7 +368,8 @@ def test_undo_of_opening_a_big_scenario_reuses_its_rows():
     assert lab.state.scenario.name == "ring-shift"
     lab.state.redo()
     again = list(lab.call.body.children)
-    assert len(again) == len(rows) > 20
+    top = len(lab.state.scenario.call.programs[0].body)  # each shown as its line
+    assert len(again) == len(rows) > top > 15
     assert sum(a is b for a, b in zip(rows, again, strict=True)) >= len(rows) - 2
     assert all(x.comm is not None for x in again)  # none closed
 
@@ -445,6 +451,7 @@ def test_no_editor_field_of_a_gallery_scenario_cuts_its_label_or_value():
         lab = Lab(name, background=False, graph=False)
         for program in range(len(lab.state.scenario.call.programs)):
             lab.state.select_program(program)
+            lab.call.expand_all()  # every statement's editors
             for _label, target in lab.transforms.targets() or [("", "")]:
                 if target:
                     lab.edit_view(target)

@@ -76,6 +76,7 @@ def build_peer_then_multicast(lab: Lab) -> None:
     find(lab, "mpl-add-stmt", w.Button).click()
     assert lab.state.valid, [d.one_line() for d in lab.state.diagnostics]
     # the Views tab: a new view of `out`, a peer step, then a multicast step
+    lab.tabs.selected_index = 2
     find(lab.transforms, "mpl-new-view", w.Button).click()
     type_into(find(lab.transforms, "mpl-base-ref", w.Combobox), "out")
     for op in ("remote_ref", "multicast_ref"):

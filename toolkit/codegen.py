@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
+from collections.abc import Collection
 from typing import Any
 
 from mpmd_lab import callsupport, sharding
@@ -672,3 +673,28 @@ __all__ = [
     "py",
     "math",
 ]
+
+
+def statement_line(
+    scenario: Scenario, stmt: Any, path: str = "", loop_vars: Collection[str] = ()
+) -> str:
+    """One statement on one line, as the kernel's source writes it (``x = recv.at[0]``,
+    ``pl.semaphore_wait(sem)``; ``loop_vars``: the loops' variables in scope); a loop
+    or a condition by its head alone (its body is its own statements'). A statement
+    the source writes in several lines gives its kind and label (``dot: c <- a @ b``),
+    one it cannot write its label."""
+    g = Source(scenario, path)
+    g.loop_vars |= set(loop_vars)
+    try:
+        if isinstance(stmt, Let):
+            return f"{py(stmt.let)} = {g.stack(ref_expr(stmt.ref), stmt.transforms)}"
+        if getattr(stmt, "BODY", False):
+            lines = stmt.model_copy(update={"body": []}).source(g)
+            head = [x for x in lines if x and not x[0].isspace()]
+            if head and head[0].startswith("@"):  # a decorated function: the two lines
+                return " ".join(head[:2])
+            return head[0] if head and head[0].startswith("for ") else head[-1]
+        lines = [x for x in stmt.source(g) if x.strip()]
+        return lines[0] if len(lines) == 1 else f"{stmt.kind}: {stmt.label()}"
+    except (CodegenError, ValueError, KeyError, IndexError):
+        return stmt.label()

@@ -5,13 +5,14 @@ duplicate Ref is flagged on the argument row the moment it is added."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+import re
+from collections.abc import Callable, Collection, Iterator
 from functools import partial
 from itertools import islice
 from typing import Any
 
 import ipywidgets as w
-from mpmd_lab import sharding
+from mpmd_lab import codegen, sharding
 from mpmd_lab.dtypes import DTYPES
 from mpmd_lab.fixes import parse_path
 from mpmd_lab.ops import BY_OP, STATEMENT_CLASSES, STATEMENT_OPS, Let
@@ -102,6 +103,8 @@ class CallEditor(w.VBox):
         self.state = state
         self.on_edit_view = on_edit_view or (lambda path: None)
         self.add_class("mpl-call-editor")
+        #: statements shown with their field editors (the others as one line of source)
+        self.expanded: set[str] = set()
         s = state
         # (on a device mesh, shapes are one device's and arguments and outputs have specs)
         mesh = "device_mesh"
@@ -111,7 +114,9 @@ class CallEditor(w.VBox):
         )
         self.outputs = c.Section(s, lambda: _key(s, "call.outputs", mesh), self._outputs)
         self.scratch = c.Section(s, lambda: _key(s, "call.scratch"), self._scratch)
-        self.body = c.Section(s, lambda: _key(s, "call") + str(ref_names(s)), self._body)
+        self.body = c.Section(
+            s, lambda: _key(s, "call") + str(ref_names(s)) + str(sorted(self.expanded)), self._body
+        )
         self.children = [
             self.buffers,
             self.args,
@@ -119,7 +124,12 @@ class CallEditor(w.VBox):
             self.scratch,
             self.body,
         ]
-        state.subscribe(lambda st, why: self.refresh())
+        state.subscribe(self._on_change)
+
+    def _on_change(self, st: Session, why: str) -> None:
+        if why.startswith("loaded"):  # another scenario: its statements start folded
+            self.expanded.clear()
+        self.refresh()
 
     def refresh(self) -> None:
         for section in self.children:
@@ -128,6 +138,62 @@ class CallEditor(w.VBox):
     def row_of(self, path: str) -> w.Widget | None:
         """The row on screen of the statement at ``path`` (None: not drawn)."""
         return self.body.row(("stmt", path))
+
+    def expand(self, path: str, show: bool = True) -> str | None:
+        """Show the editors of the statement at ``path`` (or inside it: a graph box's
+        path), the loops and conditions around it opened too; ``show=False`` folds it
+        back to its line. Returns the statement's path (None: ``path`` is none)."""
+        found = _STATEMENT.match(path)
+        if found is None:
+            return None
+        stmt = found.group(0)
+        if show:
+            self.expanded |= set(_items(stmt))
+        else:
+            self.expanded.discard(stmt)
+        self.body.refresh()
+        return stmt
+
+    def remove_statement(self, bp: str, i: int) -> Any:
+        """Remove statement ``i`` of the body at ``bp``; the unfolded ones after it stay
+        unfolded (their paths follow)."""
+        n = len(self.state.get(bp, []) or [])
+        order = {j: (None if j == i else j - 1) for j in range(i, n)}
+        return self._renumbered(bp, order, lambda: _remove(self.state, f"{bp}[{i}]"))
+
+    def move_statement(self, bp: str, i: int, delta: int) -> Any:
+        """Swap statement ``i`` of the body at ``bp`` with its neighbour ``i + delta``;
+        unfolded ones stay unfolded."""
+        j = i + delta
+        n = len(self.state.get(bp, []) or [])
+        order: dict[int, int | None] = {i: j, j: i} if 0 <= j < n else {}
+        return self._renumbered(bp, order, lambda: _move(self.state, bp, i, delta))
+
+    def _renumbered(self, bp: str, order: dict[int, int | None], edit: Callable[[], Any]) -> Any:
+        """Run ``edit`` (a change of the body at ``bp``), the unfolded statements' paths
+        renumbered by ``order`` (old index -> new, None: gone) first; restored if refused."""
+        before = set(self.expanded)
+        self.expanded = _renumber(before, bp, order)
+        result = edit()
+        if not result.ok:
+            self.expanded = before
+            self.body.refresh()
+        return result
+
+    def expand_all(self) -> None:
+        """Show the editors of every statement of the selected program, nested too."""
+        program = self.state.program
+        if program < len(self.state.scenario.call.programs):
+            base = f"call.programs[{program}].body"
+            body = self.state.scenario.call.programs[program].body
+            self.expanded |= set(_paths(body, base))
+        self.body.refresh()
+
+    def fold_all(self) -> None:
+        """Show every statement of the selected program as its line."""
+        base = f"call.programs[{self.state.program}].body"
+        self.expanded = {q for q in self.expanded if not q.startswith(base)}
+        self.body.refresh()
 
     # ------------------------------------------------------------ buffers
 
@@ -157,19 +223,19 @@ class CallEditor(w.VBox):
         ref_cb = c.make(w.Checkbox, width="60px", value=b.as_ref, description="Ref", indent=False)
         ref_cb.add_class("mpl-as-ref")
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "buffers", name), css="mpl-name"),
+            _field(
                 c.text(c.show_shape(b.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
                 css="mpl-buffer-shape",
             ),
-            c.field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
-            c.field(init_dd, partial(_set_init, st, p)),
-            c.field(ref_cb, _set(st, f"{p}.as_ref")),
+            _field(_dtype(b.dtype), _set(st, f"{p}.dtype")),
+            _field(init_dd, partial(_set_init, st, p)),
+            _field(ref_cb, _set(st, f"{p}.as_ref")),
             c.small("✕", partial(_remove, st, f"buffers.{name}"), "remove buffer"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     # ------------------------------------------------------------ arguments
@@ -226,7 +292,7 @@ class CallEditor(w.VBox):
         p = f"call.args[{i}]"
         leaves = getattr(a, "tuple", None)
         if leaves:
-            src = c.field(
+            src = _field(
                 c.text(", ".join(leaves), "150px"),
                 _set(st, f"{p}.tuple"),
                 lambda s: [x.strip() for x in s.split(",") if x.strip()],
@@ -236,7 +302,7 @@ class CallEditor(w.VBox):
             opts = c.choices(buffers, a.buffer)
             dd = c.make(w.Dropdown, options=opts, value=a.buffer, layout=c.lay(width="90px"))
             dd.add_class("mpl-arg-buffer")
-            src = c.field(dd, _set(st, f"{p}.buffer"), label="buffer")
+            src = _field(dd, _set(st, f"{p}.buffer"), label="buffer")
         extra: list[w.Widget] = []
         if a.transforms:
             extra.append(
@@ -249,14 +315,14 @@ class CallEditor(w.VBox):
         row = _row(
             c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
             src,
-            c.field(
+            _field(
                 c.name_box(a.param, "100px"), _set(st, f"{p}.param"), label="as", css="mpl-param"
             ),
             *_spec_field(st, p, a.spec, "mpl-arg-spec"),
             *extra,
             c.small("↑", partial(_move, st, "call.args", i, -1), "move up"),
             c.small("✕", partial(_remove, st, p), "remove argument", css="mpl-remove-arg"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
         row.add_class(f"mpl-arg-{i}")
         return row
@@ -282,18 +348,18 @@ class CallEditor(w.VBox):
         st = self.state
         p = f"call.outputs.{name}"
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "call.outputs", name)),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "call.outputs", name)),
+            _field(
                 c.text(c.show_shape(o.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
                 css="mpl-output-shape",
             ),
-            c.field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
+            _field(_dtype(o.dtype), _set(st, f"{p}.dtype")),
             *_spec_field(st, p, o.spec, "mpl-output-spec"),
             c.small("✕", partial(_remove, st, p), "remove output"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     def add_scratch(self, name: str | None = None):
@@ -315,23 +381,26 @@ class CallEditor(w.VBox):
         st = self.state
         p = f"call.scratch.{name}"
         kind = c.make(
-            w.Dropdown, options=list(SCRATCH_KINDS), value=s.KIND, layout=c.lay(width="120px")
+            w.Dropdown,
+            options=list(SCRATCH_KINDS),
+            value=s.KIND,
+            layout=c.lay(width="120px"),
+            tooltip="what JAX allocates: an array, a semaphore, a barrier, a cluster barrier",
         )
-        kind.tooltip = "what JAX allocates: an array, a semaphore, a barrier, a cluster barrier"
-        kind_field = c.field(kind, partial(self._scratch_kind, name), css="mpl-kind")
+        kind_field = _field(kind, partial(self._scratch_kind, name), css="mpl-kind")
         if s.KIND != "array":  # the kind's own fields, as its model declares them
             cls = type(s)
             fields = [
-                c.model_field(st, f"{p}.{f}", cls, f, getattr(s, f))
+                c.model_field(st, f"{p}.{f}", cls, f, getattr(s, f), wrap=False)
                 for f in cls.model_fields
                 if f != "kind"
             ]
             return _row(
-                c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
+                _field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
                 kind_field,
                 *fields,
                 c.small("✕", partial(_remove, st, p), "remove scratch"),
-                c.badges_at(st, p),
+                c.badges_at(st, p, _wide()),
             )
         mem = c.make(w.Dropdown, options=MEMORY, value=s.memory_space, layout=c.lay(width="80px"))
         extra = []
@@ -344,20 +413,20 @@ class CallEditor(w.VBox):
                 )
             )
         return _row(
-            c.field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
-            c.field(
+            _field(c.name_box(name, "70px"), _rename(st, "call.scratch", name)),
+            _field(
                 c.text(c.show_shape(s.shape), "70px"),
                 _set(st, f"{p}.shape"),
                 c.parse_shape,
                 label="shape",
             ),
             kind_field,
-            c.field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
-            c.field(mem, _set(st, f"{p}.memory_space")),
-            c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc),
+            _field(_dtype(s.dtype), _set(st, f"{p}.dtype")),
+            _field(mem, _set(st, f"{p}.memory_space")),
+            c.model_field(st, f"{p}.alloc", type(s), "alloc", s.alloc, wrap=False),
             *extra,
             c.small("✕", partial(_remove, st, p), "remove scratch"),
-            c.badges_at(st, p),
+            c.badges_at(st, p, _wide()),
         )
 
     def _scratch_kind(self, name: str, kind: str) -> Any:
@@ -379,7 +448,13 @@ class CallEditor(w.VBox):
         stmt = self.default_statement(kind, **fields)
         where = body or f"call.programs[{st.program}].body"
         n = len(st.get(where, []) or [])
-        return st.edit(("add", f"{where}[{n}]", stmt), label=f"add {kind}")
+        path = f"{where}[{n}]"
+        opened = path not in self.expanded
+        self.expanded.add(path)  # a new statement shows its editors, to be filled in
+        result = st.edit(("add", path, stmt), label=f"add {kind}")
+        if not result.ok and opened:
+            self.expanded.discard(path)
+        return result
 
     def default_statement(self, kind: str, **fields: Any) -> dict[str, Any]:
         st = self.state
@@ -402,7 +477,9 @@ class CallEditor(w.VBox):
         if not n:
             return rows
         pp = f"call.programs[{st.program}]"
-        rows.append(_head(f"Body of program {st.program}", "statements, run in order"))
+        some = any(q.startswith(f"{pp}.body") for q in self.expanded)
+        head = partial(self._body_head, st.program, some)
+        rows.append(sec.memo(("body-head", st.program, some), head))
         body = call.programs[st.program].body
         budget = [c.MAX_ROWS]  # statement rows left to draw, nested bodies included
         rows += self._body_rows(sec, f"{pp}.body", body, 0, ref_names(st, before=0), budget)
@@ -432,9 +509,16 @@ class CallEditor(w.VBox):
             budget[0] -= 1
             p = f"{bp}[{i}]"
             names = [*outer, *lets]
-            head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
-            key = ("stmt", p, head, _dkey(st, p, shallow=_has_body(s)), depth)
-            build = lambda i=i, s=s, names=names: self._statement(bp, i, s, depth, names)  # noqa: E731
+            opened = p in self.expanded
+            line = self._line(p, s)
+            if opened:
+                head = s.model_dump_json(exclude={"body"}) if _has_body(s) else s.model_dump_json()
+                key: tuple = ("stmt", p, head, _dkey(st, p, shallow=_has_body(s)), depth, line)
+                build = partial(self._opened, bp, i, s, depth, names, line)
+            else:
+                inside = _count(s.body) if _has_body(s) else 0
+                key = ("line", p, line, inside, _dkey(st, p), depth)
+                build = partial(self._folded, bp, i, s, depth, line)
             row = sec.memo(key, build, ident=("stmt", p))
             for box in getattr(row, "mpl_combos", ()):
                 if list(box.options) != c.choices(names):
@@ -442,12 +526,75 @@ class CallEditor(w.VBox):
             rows.append(row)
             if getattr(s, "let", None):
                 lets.append(s.let)
-            if _has_body(s):
+            if _has_body(s) and opened:
                 rows += self._body_rows(sec, f"{p}.body", s.body, depth + 1, names, budget)
                 if budget[0] < 0:
                     return rows
         rows.append(sec.memo(("add-stmt", bp, depth), lambda: self._add_statement_row(bp, depth)))
         return rows
+
+    def _body_head(self, program: int, unfolded: bool) -> w.Widget:
+        """The body's heading and its fold all (some unfolded) or unfold all button."""
+        head = _head(f"Body of program {program}", "statements, run in order; ▸ a line to edit it")
+        toggle = c.button(
+            "▸ fold all" if unfolded else "▾ unfold all",
+            self.fold_all if unfolded else self.expand_all,
+            "show every statement as its line" if unfolded else "show every statement's editors",
+            css="mpl-fold-all" if unfolded else "mpl-unfold-all",
+            layout=c.lay(width="104px", margin="0 0 0 12px"),
+        )
+        return w.HBox([head, toggle], layout=c.lay(align_items="center"))
+
+    def _line(self, p: str, s: Any) -> str:
+        """The statement at ``p`` as the kernel's source writes it, on one line."""
+        around = [_model(self.state, q) for q in _items(p)[:-1]]
+        loops = [v for v in (getattr(x, "var", None) for x in around) if isinstance(v, str)]
+        return codegen.statement_line(self.state.scenario, s, p, loops)
+
+    def _summary(
+        self, i: int, p: str, line: str, opened: bool, depth: int = 0, note: str = ""
+    ) -> w.Widget:
+        """A statement's line (one widget, a button: its index, its source, what is
+        inside it) that opens or folds its editors; folded, the codes of the problems in
+        it beside (a folded row hides none)."""
+        line_button = c.button(
+            _line_text(i, line, opened, note),
+            partial(self.expand, p, not opened),
+            "fold to one line" if opened else "edit this statement",
+            css=("mpl-stmt-line", "mpl-fold" if opened else "mpl-expand"),
+            layout=_line_layout(0 if opened else depth),
+        )
+        diags = [] if opened else services.problems_at(self.state, p)
+        if not diags:
+            return line_button
+        codes = c.make(w.HTML, value=c.badges(diags), _dom_classes=("mpl-stmt-badges",))
+        layout = c.lay(align_items="center")
+        return w.HBox([line_button, codes], layout=layout, _dom_classes=("mpl-stmt-summary",))
+
+    def _folded(self, bp: str, i: int, s: Any, depth: int, line: str) -> w.Widget:
+        """A statement folded to its line (a loop's or a condition's body folded in it)."""
+        n = _count(s.body) if _has_body(s) else 0
+        note = f"   … {n} statement(s) inside" if n else ""
+        return self._summary(i, f"{bp}[{i}]", line, False, depth, note)
+
+    def _opened(self, bp: str, i: int, s: Any, depth: int, names: list[str], line: str) -> w.Widget:
+        """A statement's line over its editors, marked as the one being edited."""
+        p = f"{bp}[{i}]"
+        editor = self._statement(bp, i, s, 0, names)
+        summary = self._summary(i, p, line, True)
+        box = w.VBox([summary, editor], layout=_open_layout(depth))
+        box.add_class("mpl-stmt-open")
+        box.mpl_combos = editor.mpl_combos
+
+        def refresh() -> None:  # kept while a field is typed into: the line follows
+            now = _model(self.state, p)
+            if now is not None:
+                summary.description = _line_text(i, self._line(p, now), True)
+
+        box.mpl_refresh = refresh
+        if _has_body(s):
+            box.add_class("mpl-block-head")
+        return box
 
     def _add_statement_row(self, bp: str | None = None, depth: int = 0) -> w.Widget:
         """The palette of a body: every statement kind the registry has, its help."""
@@ -504,11 +651,10 @@ class CallEditor(w.VBox):
         kind_now = "let" if getattr(s, "let", None) else s.op
         combos: list[w.Combobox] = []
         kind = c.make(w.Dropdown, options=OPS, value=kind_now, layout=c.lay(width="104px"))
-        parts: list[w.Widget] = [
-            c.make(w.HTML, value=f"<span class='mpl-hint'>{i}</span>"),
-            c.small("↑", partial(_move, st, bp, i, -1), "move up"),
-            c.small("✕", partial(_remove, st, p), "remove statement"),
-            c.field(kind, partial(self._change_kind, bp, i)),
+        parts: list[w.Widget] = [  # (its index is on its line, above)
+            c.small("↑", partial(self.move_statement, bp, i, -1), "move up", "mpl-move-up"),
+            c.small("✕", partial(self.remove_statement, bp, i), "remove it", "mpl-remove-stmt"),
+            _field(kind, partial(self._change_kind, bp, i)),
         ]
         if kind_now == "let":
             parts.append(
@@ -537,15 +683,16 @@ class CallEditor(w.VBox):
                     ensure_option=False,
                     continuous_update=False,
                     layout=c.lay(width="96px"),
+                    tooltip=helps.get(f, ""),
                 )
-                box.tooltip = helps.get(f, "")
                 combos.append(box)
-                parts.append(c.field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
+                parts.append(_field(box, _set(st, f"{p}.{f}"), label=f, css=f"mpl-{f}"))
             for f in type(s).model_fields:  # the other fields, as the model declares them
                 if f in ("op", "body") or f in OP_FIELDS[s.op]:
                     continue
-                parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f)))
-        parts.append(c.badges_at(st, p) if not _has_body(s) else c.badge_line(_own(st, p), p))
+                parts.append(c.model_field(st, f"{p}.{f}", type(s), f, getattr(s, f), wrap=False))
+        own = _own(st, p) if _has_body(s) else services.problems_at(st, p)
+        parts.append(c.badge_line(own, p, _wide()))
         row = _row(*parts)
         row.mpl_combos = combos  # their options follow the names in scope (set by _body)
         _indent(row, depth)
@@ -578,6 +725,70 @@ def _own(st: Session, path: str) -> list[Any]:
     """The problems at ``path`` less those inside its nested ``body``."""
     inner = f"{path}.body["
     return [d for d in services.problems_at(st, path) if not d.path.startswith(inner)]
+
+
+#: a statement's path (a graph box's path starts with it)
+_STATEMENT = re.compile(r"call\.programs\[\d+\](?:\.body\[\d+\])+")
+
+
+def _items(path: str) -> list[str]:
+    """The statements a statement's path goes through, outermost first, itself last."""
+    return [path[: m.end()] for m in re.finditer(r"\.body\[\d+\]", path)]
+
+
+def _paths(body: list[Any], base: str) -> Iterator[str]:
+    """The path of every statement of the body at ``base``, nested ones too."""
+    for i, s in enumerate(body):
+        yield f"{base}[{i}]"
+        if _has_body(s):
+            yield from _paths(s.body, f"{base}[{i}].body")
+
+
+def _renumber(paths: set[str], bp: str, order: dict[int, int | None]) -> set[str]:
+    """``paths`` with the statements of the body at ``bp`` (and what is inside them)
+    renumbered by ``order`` (old index -> new, None: dropped)."""
+    out = set()
+    head = f"{bp}["
+    for q in paths:
+        if not q.startswith(head):
+            out.add(q)
+            continue
+        close = q.index("]", len(head))
+        j = int(q[len(head) : close])
+        new = order.get(j, j)
+        if new is not None:
+            out.add(f"{head}{new}{q[close:]}")
+    return out
+
+
+def _line_text(i: int, line: str, opened: bool, note: str = "") -> str:
+    """A statement's line: folded ▸ or unfolded ▾, its index, its source, ``note``."""
+    return f"{'▾' if opened else '▸'} {i}  {line}{note}"
+
+
+def _line_layout(depth: int) -> w.Layout:
+    """A statement's line, indented as its place in the body, as wide as its text."""
+    return c.lay(width="auto", max_width="100%", height="auto", margin=f"0 0 0 {24 * depth}px")
+
+
+def _open_layout(depth: int) -> w.Layout:
+    """The statement being edited: a box apart, indented as its place in the body."""
+    return c.lay(
+        margin=f"3px 0 3px {24 * depth}px",
+        border_left="3px solid #1565c0",
+        padding="2px 0 4px 6px",
+    )
+
+
+def _model(st: Session, path: str) -> Any:
+    """The statement model at ``path`` of the session's scenario (None: no such one)."""
+    node: Any = st.scenario
+    try:
+        for part in parse_path(path):
+            node = node[part] if isinstance(part, int) else getattr(node, part)
+    except (IndexError, AttributeError, TypeError):
+        return None
+    return node
 
 
 def _has_body(s: Any) -> bool:
@@ -627,10 +838,26 @@ def _row(*kids: w.Widget) -> w.HBox:
     lead = rest[:1] if rest and isinstance(rest[0], w.HTML) else []  # a row's index
     order = [*lead, *small, *rest[len(lead) :], *badges]
     for b in badges:
-        b.layout = c.lay(flex="1 1 100%")
-    row = w.HBox(order, layout=c.lay(align_items="center", flex_flow="row wrap"))
-    row.add_class("mpl-row")
-    return row
+        if b.layout is not _wide():
+            b.layout = _wide()
+    layout = c.lay(align_items="center", flex_flow="row wrap")
+    return c.host(w.HBox(order, layout=layout, _dom_classes=("mpl-row",)))
+
+
+def _wide() -> w.Layout:
+    """A row's badge line: a line of its own below its fields."""
+    return c.lay(flex="1 1 100%")
+
+
+def _field(
+    widget: w.ValueWidget,
+    commit: c.Commit,
+    parse: Callable | None = None,
+    label: str | None = None,
+    css: str | None = None,
+) -> w.Widget:
+    """A field of a row (``_row`` hosts it: a refused value's reason goes beside it)."""
+    return c.field(widget, commit, parse, label, css, wrap=False)
 
 
 def _dtype(value: str) -> w.Dropdown:
@@ -643,9 +870,9 @@ def _spec_field(st: Session, p: str, spec: Any, css: str) -> list[w.Widget]:
     if not st.scenario.device_mesh:
         return []
     shown = "" if spec is None else sharding.text(spec, len(spec), st.scenario.device_mesh)
-    box = c.text(shown, "110px", placeholder="default", live=False)
-    box.tooltip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
-    return [c.field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
+    tip = "jax.shard_map's PartitionSpec, e.g. P(None, 'y'); empty: dim 0 over every axis"
+    box = c.text(shown, "110px", placeholder="default", live=False, tooltip=tip)
+    return [_field(box, _set(st, f"{p}.spec"), sharding.parse_text, label="spec", css=css)]
 
 
 def _set(st: Session, path: str) -> c.Commit:

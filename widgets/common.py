@@ -83,6 +83,13 @@ CSS = """
   font-size: 12px; }
 .mpl-table td, .mpl-table th { border: 1px solid #ccd; padding: 1px 5px; text-align: right; }
 .mpl-table th { background: #eef; }
+.mpl-lab .widget-button.mpl-stmt-line { font-family: var(--jp-code-font-family, monospace);
+  font-size: 12px; color: #1a2a3a; background: none; box-shadow: none; border: none;
+  text-align: left; white-space: pre-wrap; overflow: visible; height: auto;
+  line-height: 1.35; padding: 2px 6px; margin: 0; }
+.mpl-lab .widget-button.mpl-stmt-line:hover { background: #e8f0fa; color: #0d47a1; }
+.mpl-lab .mpl-stmt-open { background: #f4f8fd; }
+.mpl-lab .mpl-stmt-open > .widget-button.mpl-stmt-line { font-weight: 600; color: #0d47a1; }
 .mpl-lab .widget-button.mpl-fix { background: #2e7d32; color: white; }
 .mpl-lab .widget-button.mpl-run { background: #1565c0; color: white; font-weight: 600; }
 </style>
@@ -258,30 +265,36 @@ def field(
     parse: Callable | None = None,
     label: str | None = None,
     css: str | None = None,
-) -> w.Box:
+    wrap: bool = True,
+) -> w.Widget:
     """``widget``, its label, and (once a value is refused) the reason beside it, the
     field marked ``mpl-refused`` until a value is taken; a value that parses goes
-    through ``commit``. The label carries the widget's tooltip (the field's help) too."""
-    if css:
-        widget.add_class(css)
-    if label:  # the widget's own description (one widget less a field: big bodies have 100s)
-        widget.description = label
-        widget.style = _labelled_style(type(widget))
-        widget.add_class("mpl-labelled")
-    _fit(widget, label or "")
-    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap"))
+    through ``commit``. The label carries the widget's tooltip (the field's help) too.
+
+    ``wrap``: in a box of its own, where the reason goes; ``wrap=False``: the widget
+    itself (one widget less: a big scenario has hundreds of fields), the reason put
+    beside it in the box that hosts it (``host``)."""
+    with widget.hold_sync():  # one message to the browser, not one a trait
+        if css:
+            widget.add_class(css)
+        if label:  # its own description (one widget less a field: big bodies have 100s)
+            widget.description = label
+            widget.style = _labelled_style(type(widget))
+            widget.add_class("mpl-labelled")
+        _fit(widget, label or "")
+    box = w.HBox([widget], layout=lay(align_items="center", flex_flow="row wrap")) if wrap else None
 
     def refuse(message: str) -> None:
         """Show why the value was refused ("" : taken); the line is made when first needed
         (a big body has hundreds of fields and few errors)."""
-        error = getattr(box, "mpl_error", None)
+        error = getattr(widget, "mpl_error", None)
         if error is None and not message:
             return
         if error is None:
             error = make(w.HTML, value="", layout=lay(margin="0 0 0 4px"))
             error.add_class("mpl-error")
-            box.mpl_error = error
-            box.children = (*box.children, error)
+            widget.mpl_error = error
+            _beside(box if box is not None else getattr(widget, "mpl_host", None), widget, error)
         error.value = message
         if message:
             widget.add_class("mpl-refused")
@@ -289,16 +302,45 @@ def field(
             widget.remove_class("mpl-refused")
 
     _wire(widget, refuse, commit, parse)
+    return box if box is not None else widget
+
+
+def host(box: w.Box) -> w.Box:
+    """``box``, made the host of its unwrapped fields (``field(wrap=False)``): a refused
+    value's reason goes beside the field in it."""
+    for kid in box.children:
+        kid.mpl_host = box
     return box
 
 
-def text(value: str, width: str = "120px", placeholder: str = "", live: bool = True) -> w.Text:
+def _beside(box: w.Box | None, widget: w.Widget, extra: w.Widget) -> None:
+    """Put ``extra`` just after ``widget`` in ``box`` (last if it is not there)."""
+    if box is None:  # no host: the field is marked (and its status line says why)
+        return
+    kids = list(box.children)
+    at = next((k + 1 for k, x in enumerate(kids) if x is widget), len(kids))
+    box.children = (*kids[:at], extra, *kids[at:])
+
+
+def text(
+    value: str,
+    width: str = "120px",
+    placeholder: str = "",
+    live: bool = True,
+    tooltip: str | None = None,
+) -> w.Text:
     """A text field. ``live``: it commits as you type (a name, ``live=False``, commits on
     Enter or when you leave it: renaming at every keystroke would re-point its uses)."""
-    box = make(w.Text, width=width, value=value, continuous_update=live, placeholder=placeholder)
-    if not live:
-        box.tooltip = "press Enter (or leave the field) to rename"
-    return box
+    if tooltip is None and not live:
+        tooltip = "press Enter (or leave the field) to rename"
+    return make(
+        w.Text,
+        width=width,
+        value=value,
+        continuous_update=live,
+        placeholder=placeholder,
+        tooltip=tooltip,
+    )
 
 
 def name_box(value: str, width: str = "80px", placeholder: str = "") -> w.Text:
@@ -407,11 +449,18 @@ def _kinds(ann: Any) -> tuple[set[str], tuple[Any, ...]]:
 
 
 def model_field(
-    state: Session, path: str, cls: type[BaseModel], name: str, value: Any, css: str | None = None
-) -> w.Box:
+    state: Session,
+    path: str,
+    cls: type[BaseModel],
+    name: str,
+    value: Any,
+    css: str | None = None,
+    wrap: bool = True,
+) -> w.Widget:
     """An editor for field ``name`` of op class ``cls`` at ``path``, made from the model:
     a pick list for a choice, a tick box for a flag, a text box (commits as you type)
-    for the rest; the field's help in its tooltip and on its label."""
+    for the rest; the field's help in its tooltip and on its label (``wrap``: as
+    ``field``'s)."""
     info = cls.model_fields[name]
     kinds, choices = _kinds(info.annotation)
     help_text = info.description or ""
@@ -421,18 +470,21 @@ def model_field(
 
     css = css or f"mpl-f-{name}"
     if choices and not (kinds - {"none"}):
-        dd = make(w.Dropdown, options=list(choices), value=value, layout=lay(width="110px"))
-        dd.tooltip = help_text
-        return field(dd, commit, label=name, css=css)
+        dd = make(
+            w.Dropdown,
+            options=list(choices),
+            value=value,
+            layout=lay(width="110px"),
+            tooltip=help_text,
+        )
+        return field(dd, commit, label=name, css=css, wrap=wrap)
     if kinds == {"bool"}:
-        cb = make(w.Checkbox, value=bool(value), description=name, indent=False)
-        cb.tooltip = help_text
-        return field(cb, commit, css=css)
+        cb = make(w.Checkbox, value=bool(value), description=name, indent=False, tooltip=help_text)
+        return field(cb, commit, css=css, wrap=wrap)
     shown = getattr(cls, "TEXT_SHOWN", {}).get(name, lambda v: None)(value)
     width = "130px" if kinds & {"list", "dict"} else "110px"
-    box = text(show_value(value) if shown is None else shown, width)
-    box.tooltip = help_text
-    box.placeholder = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
+    hint = help_text if len(help_text) <= 40 else ""  # whole, or in the tooltip
+    box = text(show_value(value) if shown is None else shown, width, hint, tooltip=help_text)
     # the op's own syntax (``0:64``, ``pl.ds(i, 8)`` for an index), else JSON or a value
     parse = getattr(cls, "TEXT_FIELDS", {}).get(name)
     if parse is None:
@@ -446,19 +498,28 @@ def model_field(
             state.refuse(path, str(e))
             raise
 
-    return field(box, commit, parse_or_say, label=name, css=css)
+    return field(box, commit, parse_or_say, label=name, css=css, wrap=wrap)
 
 
 def button(
     description: str,
     on_click: Callable[[], Any],
     tooltip: str = "",
-    css: str | None = None,
+    css: str | tuple[str, ...] | None = None,
     width: str | None = None,
+    layout: w.Layout | None = None,
 ) -> w.Button:
-    b = make(w.Button, width=width, description=description, tooltip=tooltip or description)
-    if css:
-        b.add_class(css)
+    """A button that calls ``on_click()``; ``css``: its class (or classes)."""
+    classes = (css,) if isinstance(css, str) else tuple(css or ())
+    kw: dict[str, Any] = {"layout": layout} if layout is not None else {}
+    b = make(
+        w.Button,
+        width=width,
+        description=description,
+        tooltip=tooltip or description,
+        _dom_classes=classes,
+        **kw,
+    )
     b.on_click(lambda _b: on_click())
     return b
 
@@ -496,21 +557,23 @@ def _badge_html(diags: list[Diagnostic]) -> str:
     )
 
 
-def badge_line(diags: list[Diagnostic], path: str | None = None) -> w.HTML:
+def badge_line(
+    diags: list[Diagnostic], path: str | None = None, layout: w.Layout | None = None
+) -> w.HTML:
     """A row's diagnostics as badges and messages (empty when it has none).
 
     With ``path``, a row kept while its field is typed into (``Section.memo``) updates
     it in place from the session's diagnostics at that path."""
-    out = make(w.HTML, value=_badge_html(diags))
-    out.add_class("mpl-diag-line")
+    kw: dict[str, Any] = {"layout": layout} if layout is not None else {}
+    out = make(w.HTML, value=_badge_html(diags), _dom_classes=("mpl-diag-line",), **kw)
     if path is not None:
         out.mpl_badge_path = path
     return out
 
 
-def badges_at(state: Session, path: str) -> w.HTML:
+def badges_at(state: Session, path: str, layout: w.Layout | None = None) -> w.HTML:
     """The badge line of the problems at ``path`` (interpreter notes apart)."""
-    return badge_line(services.problems_at(state, path), path)
+    return badge_line(services.problems_at(state, path), path, layout)
 
 
 def fix_html(fix: Any, best: bool = False) -> str:

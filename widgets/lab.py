@@ -44,6 +44,8 @@ class Lab(w.VBox):
         for i, title in enumerate(TABS):
             self.tabs.set_title(i, title)
         self.tabs.add_class("mpl-tabs")
+        self.transforms.show(False)  # drawn when its tab is
+        self.tabs.observe(self._tab_picked, names="selected_index")
         self._build_toolbar()
         left = w.VBox([self.tabs], layout=w.Layout(width="58%", min_width="420px"))
         right = w.VBox(
@@ -253,9 +255,12 @@ class Lab(w.VBox):
             self._say(self.state.load(change["new"]))
             self.gallery.value = "(gallery)"
 
+    def _tab_picked(self, change: dict[str, Any]) -> None:
+        self.transforms.show(change["new"] == TABS.index("Views"))
+
     def _graph_selected(self, change: dict[str, Any]) -> None:
         """A click on a box opens its editor and brings it into view: a view's stack
-        in the Views tab, a statement's row in the Call tab."""
+        in the Views tab, a statement's row (unfolded) in the Call tab."""
         path = change["new"] or ""
         for _label, target in self.transforms.targets():
             if path == target or path.startswith(target + "."):
@@ -267,7 +272,8 @@ class Lab(w.VBox):
             return
         self.state.select_program(int(program.group(1)))
         self.tabs.selected_index = TABS.index("Call")
-        row = self.call.row_of(path)
+        stmt = self.call.expand(path)  # its editors shown, the loops around it opened
+        row = self.call.row_of(stmt) if stmt else None
         if row is not None:
             self._bring_into_view(row)
 

@@ -42,3 +42,13 @@ def text_of(root: w.Widget) -> str:
 def type_into(widget: w.ValueWidget, value: object) -> None:
     """What the browser sends when a user commits a value (Enter / blur / pick)."""
     widget.set_state({"value": value})
+
+
+def unfold(lab: w.Widget, path: str) -> w.Widget:
+    """Click the ▸ of the statement at ``path`` in ``lab``'s Call tab (a statement shows
+    as one line until unfolded); its row, now with its editors."""
+    row = lab.call.row_of(path)
+    if row is None:
+        raise LookupError(f"no statement row at {path!r} (inside a folded loop?)")
+    find(row, "mpl-expand", w.Button).click()
+    return lab.call.row_of(path)

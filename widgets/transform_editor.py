@@ -41,12 +41,21 @@ class TransformStackEditor(w.VBox):
         self.state = state
         self.target: str | None = None
         self.add_class("mpl-transform-editor")
+        #: whether it is on screen (the Lab's Views tab): hidden, it is brought up to
+        #: date when shown, not at every change (opening a big scenario builds less)
+        self.shown = True
         self.section = c.Section(state, self._key, self._render)
         self.children = [self.section]
         state.subscribe(lambda st, why: self.refresh())
 
     def refresh(self) -> None:
-        self.section.refresh()
+        if self.shown:
+            self.section.refresh()
+
+    def show(self, shown: bool) -> None:
+        """Say whether it is on screen (shown: brought up to date now)."""
+        self.shown = shown
+        self.refresh()
 
     def _key(self) -> str:
         self._fix_target()

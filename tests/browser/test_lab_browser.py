@@ -246,6 +246,12 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
         expect(title).to_contain_text(name, timeout=60_000)
         print(f"{button} shown in the browser: {time.monotonic() - t0:.2f} s")
     expect(page.locator(".mpl-busy")).to_have_count(0)
+    # the body as lines of source, each unfolded on demand; the loop folded in its line
+    call = page.locator(".mpl-call-editor")
+    expect(call.locator(".mpl-stmt-line")).to_have_count(16)
+    expect(call.locator(".mpl-stmt-open")).to_have_count(0)
+    expect(call.locator(".mpl-stmt-line").nth(15)).to_contain_text("12 statement(s) inside")
+    shot(call.locator(".mpl-stmt-line").first, "big_call_folded.png")
 
     # a view's box: its stack in the Views tab, brought into view
     expect(page.locator(".mpl-graph .mpl-gsvg-view svg")).to_be_visible(timeout=120_000)
@@ -254,16 +260,34 @@ def test_big_kernel_walk(lab_server, page, artifacts, run_notebook):
     # user drags the picture, then click it
     view = page.locator(".mpl-graph .mpl-gsvg-view")
     shot(view, "big_graph.png")
+
+    def pan_to(node) -> None:
+        """Drag the picture so that ``node`` is in the middle of the view."""
+        view.scroll_into_view_if_needed()
+        v, n = view.bounding_box(), node.bounding_box()
+        assert v is not None and n is not None
+        cx, cy = v["x"] + v["width"] / 2, v["y"] + v["height"] / 2
+        page.mouse.move(cx, cy)
+        page.mouse.down()
+        page.mouse.move(
+            cx - (n["x"] + n["width"] / 2 - cx), cy - (n["y"] + n["height"] / 2 - cy), steps=8
+        )
+        page.mouse.up()
+
+    # a statement's box inside the loop: its row unfolded (the loop and the condition
+    # around it opened), in view in the Call tab, its editors filled in
+    inner = "call.programs[0].body[15].body[5].body[4]"
+    node = page.locator(f".mpl-graph g.node[data-path='{inner}']")
+    pan_to(node)
+    node.click()
+    opened = call.locator(".mpl-stmt-open", has_text="pl.semaphore_signal")
+    expect(opened).to_have_count(1, timeout=20_000)
+    expect(opened).to_be_in_viewport(timeout=20_000)
+    expect(opened.locator(".mpl-sem input")).to_have_value("received")
+    shot(opened, "big_stmt_unfolded.png")
+
     node = page.locator(".mpl-graph g.node[data-id='view:0.7.t0']")
-    v, n = view.bounding_box(), node.bounding_box()
-    assert v is not None and n is not None
-    cx, cy = v["x"] + v["width"] / 2, v["y"] + v["height"] / 2
-    page.mouse.move(cx, cy)
-    page.mouse.down()
-    page.mouse.move(
-        cx - (n["x"] + n["width"] / 2 - cx), cy - (n["y"] + n["height"] / 2 - cy), steps=8
-    )
-    page.mouse.up()
+    pan_to(node)
     shot(view, "big_graph_panned.png")
     node.click()
     editor = page.locator(".mpl-transform-editor")
