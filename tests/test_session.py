@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from mpmd_lab import gallery, plan, validate
+from mpmd_lab import gallery, plan, recheck, validate
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.session import Session
 
@@ -34,9 +34,9 @@ def test_each_version_is_checked_once():
 
 @pytest.mark.parametrize("name", ["ring-shift", "two-block-copy", "bitcast-view"])
 def test_a_session_compiles_once_per_version(name):
-    """Open, edit, undo, check, graph and export: one plan per scenario version (these
-    scenarios offer no fix, so no candidate fix is compiled either)."""
-    before = plan.COMPILED
+    """Open, edit, undo, check, graph and export: one plan per scenario version, and one
+    per candidate fix checked (bitcast-view offers one; each edit is a new candidate)."""
+    before, candidates = plan.COMPILED, recheck.CHECKS
     s = Session(name)
     opened = s.version
     assert s.edit(("replace", "description", "an edit")).ok
@@ -46,7 +46,7 @@ def test_a_session_compiles_once_per_version(name):
         _ = (s.diagnostics, s.valid, s.plan, s.graph(), s.export())
     versions = s.version - opened + 1  # (the opened one, then each change)
     assert versions == 4
-    assert plan.COMPILED - before == versions
+    assert plan.COMPILED - before == versions + (recheck.CHECKS - candidates)
 
 
 def test_save_goes_where_the_user_meant(tmp_path):
