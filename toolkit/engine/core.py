@@ -53,6 +53,7 @@ from mpmd_lab.engine.sync import (
     BarrierArrival,
     BarrierWait,
     Semaphore,
+    SemaphoreRead,
     SemaphoreWait,
     Wait,
 )
@@ -319,6 +320,7 @@ class _Run:
         "pids",
         "scope",
         "node",
+        "read",
         "values",
         "waits",
         "who",
@@ -345,6 +347,9 @@ class _Run:
         # semaphore reads look (``_Reader``)
         self.scope: dict[str, View] = {}
         self.node: _Node | None = None
+        # (exploring mode) the values the chooser let this node's semaphore reads see,
+        # by semaphore key (``_read_points``)
+        self.read: dict[tuple, int] = {}
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -542,6 +547,8 @@ class Engine:
             # most of a check); what a view alone can raise is a trace error, which the
             # rules report and which stops the check before the run
             used = None if self.data else _names_used(prog.body)
+            # (exploring mode) the statements that read a semaphore: each read is a choice
+            reads = _sem_reads(nodes) if self.chooser is not None and self.sample is None else {}
             sizes = {**self.mesh, **grid, **cluster}
             if tname:
                 sizes[tname] = nthreads
@@ -554,6 +561,7 @@ class Engine:
                 "tname": tname,
                 "nodes": nodes,
                 "used": used,
+                "reads": reads,
                 "sizes": sizes,
                 "grid_shape": tuple(grid.values()),
             }
@@ -1159,7 +1167,9 @@ class Engine:
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
-        return self.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
+        return self._read_value(
+            run, self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+        )
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
@@ -1273,8 +1283,32 @@ class Engine:
 
     # ------------------------------------------------------------ running
 
+    def _read_points(self, run: _Run, node: _Node, env: dict[str, View], names: tuple[str, ...]):
+        """(Exploring mode) the semaphore reads of ``node``, each held as a choice (the
+        chooser picks where it falls between the signals issued so far); the values
+        chosen are what the node's expressions then read (``run.read``)."""
+        run.scope, run.node = env, node
+        run.read = {}
+        for name in names:
+            view = self._lookup(env, name, run, node.path)
+            e = self._one(view, name, "semaphore", node.path)
+            dev = run.actor.device if view.device is None else view.device
+            sem = self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+            if sem.key in run.read:
+                continue
+            w = SemaphoreRead(self, run.a, sem, node.path)
+            yield w  # parked: the scheduler lets it read (a choice point)
+            if w.seen is not None:
+                run.read[sem.key] = w.seen
+
+    def _read_value(self, run: _Run, sem: Semaphore) -> int:
+        """A semaphore read's value: the chooser's (exploring), else the count now."""
+        v = run.read.get(sem.key) if run.read else None
+        return sem.value if v is None else v
+
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
+        reads = self._cur.get("reads")
         merged = 0
         for k, node in enumerate(nodes):
             if merged:
@@ -1283,6 +1317,10 @@ class Engine:
                 continue
             op = node.op
             flavor = node.flavor
+            if reads:
+                names = reads.get(node.index)
+                if names:
+                    yield from self._read_points(run, node, env, names)
             run.scope, run.node = env, node
             if flavor is _STMT:
                 x = StmtCtx(self, run, node, env)
@@ -1531,7 +1569,7 @@ class Engine:
 
 
 #: (exploring mode) the blocking statements the scheduler completes, one at a time
-_CHOSEN = ("semaphore", "arrive")
+_CHOSEN = ("semaphore", "arrive", "read")
 
 
 def _index(run: _Run) -> int:
@@ -1610,7 +1648,9 @@ class _Reader:
         view = eng._lookup(run.scope, name, run, path)
         e = eng._one(view, name, "semaphore", path)
         dev = run.actor.device if view.device is None else view.device
-        return eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
+        return eng._read_value(
+            run, eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+        )
 
 
 class StmtCtx:
@@ -1798,6 +1838,30 @@ def _names_used(body: Any) -> set[str]:
                 out.update(r.ref for r in E.data_reads(e))
         if getattr(st, "BODY", False):
             out |= _names_used(st.body)
+    return out
+
+
+def _sem_reads(nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
+    """The statements of a compiled body (nested ones too) that read a semaphore
+    (``pl.semaphore_read``), by flat index: the names they read, in order."""
+    from mpmd_lab.ops import Compute
+    from mpmd_lab.plan import expr_fields
+
+    out: dict[int, tuple[str, ...]] = {}
+    for node in nodes:
+        names = [
+            r.ref
+            for _, e in expr_fields(node.op)
+            if "semaphore_read" in e.calls()
+            for r in E.data_reads(e)
+            if isinstance(r, E.SemRead)
+        ]
+        if isinstance(node.op, Compute):
+            names += node.op.sem_names()
+        if names:
+            out[node.index] = tuple(dict.fromkeys(names))
+        if node.children:
+            out.update(_sem_reads(node.children))
     return out
 
 

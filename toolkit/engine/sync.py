@@ -331,6 +331,32 @@ class SemaphoreWait(Wait):
         return f"waits for {self.sem.label} to reach {self.value} (it is {self.sem.value}; {got})"
 
 
+class SemaphoreRead(Wait):
+    """(Exploring mode) a ``pl.semaphore_read`` held until the scheduler lets it run:
+    which of the signals issued so far it saw is the schedule's, so a read is a choice
+    too (``seen``: the value it read, once chosen). It orders nothing and takes nothing."""
+
+    kind = "read"
+
+    def __init__(self, engine: Any, a: int, sem: Semaphore, path: str) -> None:
+        self.engine, self.a, self.sem, self.path = engine, a, sem, path
+        self.seen: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What it depends on: its semaphore (its signals and decrementing waits)."""
+        return self.sem.key
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self) -> None:
+        """(The chooser sets ``seen``; nothing else changes.)"""
+
+    def describe(self) -> str:
+        return f"reads {self.sem.label}"
+
+
 class BarrierArrival(Wait):
     """(Exploring mode) a ``barrier_arrive`` held until the scheduler lets it land: which
     phase an arrival joins is the schedule's, so arrivals are choices too (``phase``:
@@ -376,4 +402,14 @@ class BarrierWait(Wait):
         )
 
 
-__all__ = ["Barrier", "BarrierWait", "Cut", "Lane", "Semaphore", "SemaphoreWait", "Token", "Wait"]
+__all__ = [
+    "Barrier",
+    "BarrierWait",
+    "Cut",
+    "Lane",
+    "Semaphore",
+    "SemaphoreRead",
+    "SemaphoreWait",
+    "Token",
+    "Wait",
+]

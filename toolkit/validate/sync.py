@@ -142,7 +142,7 @@ def check_sync(ctx: Ctx) -> None:
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
-    _data_reads(ctx, gpu, ex.runs if followed else 0)
+    _data_reads(ctx, gpu, ex.runs if followed else 0, ex)
     stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
@@ -198,12 +198,13 @@ def _stopped_on(out: Outcome, code: str) -> bool:
     return out.error is not None and out.error.code == code
 
 
-def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
+def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> None:
     """DATA_DEPENDENT: what the check made of index expressions that read data. A load
     from an input the kernel never writes was checked with the values the call is given
-    (a note: another table is another call); a semaphore's value is the one each
-    explored schedule left (a warning: the reads are no choice points of the
-    exploration); a load of anything else is followed with the values the kernel computes
+    (a note: another table is another call); a semaphore read is a choice point of the
+    exploration ``ex``, which tries every value it can see: where the exploration
+    completed, every value was checked (a note), else what stopped it is said (a
+    warning); a load of anything else is followed with the values the kernel computes
     in each explored schedule (``followed``: how many; a note: a load racing a write is
     reported, and without one every schedule loads the same), or where that could not
     run it stopped the check (a warning: what follows is not checked)."""
@@ -229,6 +230,8 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
         )
     inputs: dict[str, list[str]] = {}
     computed: dict[str, list[str]] = {}
+    sem_reads: dict[str, list[str]] = {}
+    explored = ex is not None and ex.complete and not halted and not gpu.stopped
     written = written_buffers(ctx.s) if followed else frozenset()
     for p in ctx.programs:
         for st in p.stmts:
@@ -243,15 +246,23 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
                 where = format_path(sub_path(st.path, field))
                 for r in reads:
                     if isinstance(r, E.SemRead):
+                        if explored:
+                            sem_reads.setdefault(r.ref, []).append(where)
+                            continue
+                        why = (
+                            f"the exploration stopped ({ex.why})"
+                            if ex is not None and not ex.complete
+                            else "the check stopped before it"
+                            if halted or gpu.stopped
+                            else "it was not explored"
+                        )
                         ctx.add(
                             "DATA_DEPENDENT",
                             where,
-                            f"{e.label()} reads the semaphore {r.ref}: checked with the value "
-                            "each explored schedule left in it when the read ran. The schedules "
-                            "differ only in which signals each wait saw; a read that runs "
-                            "earlier or later between two signals (as blocks and devices race "
-                            "on a GPU) may see another value, and what the kernel does with it "
-                            "is not checked",
+                            f"{e.label()} reads the semaphore {r.ref}: checked only for the "
+                            f"values it read in the {ex.runs if ex is not None else 0} "
+                            f"schedule(s) explored, not for every one it may see: {why}. What "
+                            "the kernel does with the other values is not checked",
                             severity="warning",
                         )
                         continue
@@ -270,6 +281,15 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
             paths[0],
             f"index expressions load from {origin} (at {_some(paths)}): checked on every "
             "device with the values the call is given; other values are another call",
+            severity="info",
+        )
+    for name, paths in sem_reads.items():
+        ctx.add(
+            "DATA_DEPENDENT",
+            paths[0],
+            f"reads of the semaphore {name} (at {_some(paths)}): checked for every value "
+            f"each may see, over the {ex.runs} schedule(s) explored (each read a choice "
+            "point: which of the signals issued so far it saw, less what waits took)",
             severity="info",
         )
     for origin, paths in computed.items():
