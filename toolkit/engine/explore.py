@@ -2,9 +2,9 @@
 
 One run of the engine (:mod:`mpmd_lab.engine.core`) is one schedule. What a schedule
 can change is only what synchronises: accesses are judged by happens-before
-(vector clocks), which does not depend on the order of unordered steps, and control flow
-does not read data. So the explorer runs the engine in its *exploring* mode, where
-every choice that decides happens-before is made by a :class:`Chooser`:
+(vector clocks), which does not depend on the order of unordered steps, and what control
+flow reads (a semaphore's value) is a choice too. So the explorer runs the engine in its
+*exploring* mode, where every choice that decides happens-before is made by a :class:`Chooser`:
 
 - **Which signals a semaphore wait saw.** A semaphore is a counter: a wait for ``v``
   goes on once the counter reaches ``v`` and is ordered after every signal that reached
