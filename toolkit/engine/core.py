@@ -245,6 +245,8 @@ class Outcome(Record):
 
 #: what a compiled statement is, for the engine's dispatch
 _LET, _LOOP, _WHEN, _STMT = "let", "loop", "when", "stmt"
+#: (exploring mode) the semaphore reads of the statement that follows (:class:`_ReadNode`)
+_READ = "read"
 
 
 class _Node(Record):
@@ -267,6 +269,32 @@ class _Node(Record):
         else:
             kind = op.kind
             self.flavor = kind if kind in (_LOOP, _WHEN) else _STMT
+
+
+class _ReadNode(_Node):
+    """(Exploring mode) before a statement that reads semaphores: its reads (``names``),
+    held as choices of the scheduler (``Engine._read_points``)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, node: _Node, names: tuple[str, ...]) -> None:
+        super().__init__(node.index, node.path, node.op)
+        self.flavor = _READ
+        self.names = names
+
+
+def _with_reads(nodes: tuple[_Node, ...], reads: dict[int, tuple[str, ...]]) -> tuple[_Node, ...]:
+    """``nodes`` with a :class:`_ReadNode` before each statement that reads semaphores
+    (``reads``: by flat index); the same nodes where none does."""
+    out: list[_Node] = []
+    for node in nodes:
+        names = reads.get(node.index)
+        if names:
+            out.append(_ReadNode(node, names))
+        if node.children:
+            node.children = _with_reads(node.children, reads)
+        out.append(node)
+    return tuple(out)
 
 
 def _steps(transforms: list[Any], path: str) -> tuple[tuple[Any, str], ...]:
@@ -548,7 +576,9 @@ class Engine:
             # rules report and which stops the check before the run
             used = None if self.data else _names_used(prog.body)
             # (exploring mode) the statements that read a semaphore: each read is a choice
-            reads = _sem_reads(nodes) if self.chooser is not None and self.sample is None else {}
+            reads = self._reads(p, nodes)
+            if reads:  # (exploring: each semaphore read is a choice, before its statement)
+                nodes = _with_reads(nodes, reads)
             sizes = {**self.mesh, **grid, **cluster}
             if tname:
                 sizes[tname] = nthreads
@@ -561,7 +591,6 @@ class Engine:
                 "tname": tname,
                 "nodes": nodes,
                 "used": used,
-                "reads": reads,
                 "sizes": sizes,
                 "grid_shape": tuple(grid.values()),
             }
@@ -584,6 +613,18 @@ class Engine:
             total += per_unit * npoints
         self.units = units
         self.n_actors = total
+
+    def _reads(self, p: int, nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
+        """(Exploring mode) program ``p``'s statements that read a semaphore (each read
+        is a choice), found once per exploration (its runs share the chooser's
+        ``found``); {} otherwise."""
+        if self.chooser is None or self.sample is not None:
+            return {}
+        found = self.chooser.found
+        reads = found.get(("reads", p))
+        if reads is None:
+            reads = found[("reads", p)] = _sem_reads(nodes)
+        return reads
 
     def _unit_iter(self):
         for info, points, _npoints, offset in self.units:
@@ -1308,7 +1349,6 @@ class Engine:
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
-        reads = self._cur.get("reads")
         merged = 0
         for k, node in enumerate(nodes):
             if merged:
@@ -1317,10 +1357,6 @@ class Engine:
                 continue
             op = node.op
             flavor = node.flavor
-            if reads:
-                names = reads.get(node.index)
-                if names:
-                    yield from self._read_points(run, node, env, names)
             run.scope, run.node = env, node
             if flavor is _STMT:
                 x = StmtCtx(self, run, node, env)
@@ -1369,6 +1405,9 @@ class Engine:
                     run.values[op.var] = old  # type: ignore[assignment]
                 else:
                     run.values.pop(op.var, None)
+                continue
+            if flavor is _READ:
+                yield from self._read_points(run, node, env, node.names)  # type: ignore[attr-defined]
                 continue
             # a when
             cond = self.eval(

@@ -273,10 +273,15 @@ class Point:
 class Chooser:
     """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
     takes the first option; records every point (``points``) and every signal
-    (``signals``: semaphore, index in its history)."""
+    (``signals``: semaphore, index in its history). ``found``: what the engines of one
+    exploration's runs share (the same scenario's)."""
 
-    def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, prefix: list[tuple[int, int]] | None = None, found: dict | None = None
+    ) -> None:
         self.prefix = list(prefix or [])
+        #: what the runs of one exploration share (one scenario): the engine's finds
+        self.found: dict[Any, Any] = {} if found is None else found
         self.points: list[Point] = []
         self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
@@ -578,8 +583,9 @@ def explore(
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
+    found: dict[Any, Any] = {}
     while True:
-        chooser = Chooser(prefix)
+        chooser = Chooser(prefix, found)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
