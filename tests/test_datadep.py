@@ -516,6 +516,35 @@ def test_reads_past_the_exploration_bound_are_said_not_checked():
     assert "not for every one it may see" in d.message and "bound of" in d.message
 
 
+def test_the_check_and_the_engine_find_the_same_semaphore_reads():
+    """The check hands the exploration the statements that read a semaphore (from its
+    plan); the engine finds them itself where nobody does (a replayed schedule): both
+    by the same flat statement index, nested ones included."""
+    from mpmd_lab.engine.core import _sem_reads as engine_reads
+    from mpmd_lab.engine.core import compile_body
+    from mpmd_lab.knowledge import card
+    from mpmd_lab.validate.context import Ctx
+    from mpmd_lab.validate.sync import _sem_reads as check_reads
+
+    cases = [
+        _read_guard(str(ROWS), "racy"),
+        _polls(3),
+        card("DATA_DEPENDENT").example.scenario,
+        _table_ring(),  # (loads, no semaphore read)
+    ]
+    found = []
+    for raw in cases:
+        s = load_scenario(raw)
+        mine = [
+            engine_reads(compile_body(list(p.body), f"call.programs[{i}].body", [0])[0])
+            for i, p in enumerate(s.call.programs)
+        ]
+        theirs = check_reads(Ctx(s))
+        assert theirs == mine, s.name
+        found.append(mine)
+    assert found == [[{0: ("sem",)}], [{4: ("sem",)}], [{2: ("sem",)}], [{}]]
+
+
 @pytest.mark.slow
 def test_jax_traces_and_lowers_the_read_guarded_kernels():
     """Both read-guarded kernels and the polls: JAX's trace and Mosaic GPU lowering

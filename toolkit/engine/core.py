@@ -617,13 +617,14 @@ class Engine:
     def _reads(self, p: int, nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
         """(Exploring mode) program ``p``'s statements that read a semaphore (each read
         is a choice), found once per exploration (its runs share the chooser's
-        ``found``); {} otherwise."""
+        ``found``) and only where the call has semaphores; {} otherwise."""
         if self.chooser is None or self.sample is not None:
             return {}
         found = self.chooser.found
         reads = found.get(("reads", p))
         if reads is None:
-            reads = found[("reads", p)] = _sem_reads(nodes)
+            sems = any(isinstance(v, SemaphoreScratch) for v in self.scratch.values())
+            reads = found[("reads", p)] = _sem_reads(nodes) if sems else {}
         return reads
 
     def _unit_iter(self):

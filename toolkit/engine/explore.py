@@ -570,12 +570,15 @@ def explore(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     max_races: int = 16,
+    found: dict[Any, Any] | None = None,
 ) -> Explored:
     """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
     run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
     every run are collected with the first schedule that shows each. Bounded by
     ``max_runs`` runs and ``max_steps`` thread-steps in all (deterministic);
-    ``max_seconds`` (None: none) only cancels a runaway exploration."""
+    ``max_seconds`` (None: none) only cancels a runaway exploration. ``found``: what the
+    caller already knows of the scenario that each run's engine would find again (the
+    runs share it: :attr:`Chooser.found`)."""
     res = Explored()
     start = time.perf_counter()
     stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
@@ -583,7 +586,7 @@ def explore(
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
-    found: dict[Any, Any] = {}
+    found = {} if found is None else dict(found)
     while True:
         chooser = Chooser(prefix, found)
         engine = make(chooser)

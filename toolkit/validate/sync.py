@@ -54,7 +54,7 @@ from mpmd_lab.engine import (
     written_buffers,
 )
 from mpmd_lab.fields import format_path, get_path, parse_path, sub_path
-from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
+from mpmd_lab.ops import Compute, SemaphoreScratch, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
@@ -119,7 +119,8 @@ def check_sync(ctx: Ctx) -> None:
         return
     # every schedule that matters, its first run standing for the call (its findings,
     # balance); the races and deadlock of the others merged in, each with its witness
-    ex = _explore(s)
+    reads = _sem_reads(ctx)
+    ex = _explore(s, reads=reads)
     gpu = ex.first if ex is not None else None
     if gpu is None:
         _not_run(ctx)
@@ -128,7 +129,7 @@ def check_sync(ctx: Ctx) -> None:
     if _stopped_on(gpu, "DATA_DEPENDENT") and elements(s) * s.num_devices <= MAX_FOLLOWED:
         # an index loaded from memory the kernel writes: the same schedules again,
         # following the values (where that run fails, the data-free one says what)
-        valued = _explore(s, data=True)
+        valued = _explore(s, data=True, reads=reads)
         first = valued.first if valued is not None else None
         if first is not None and first.error is None and not first.stopped:
             ex, gpu, followed = valued, first, True
@@ -231,7 +232,6 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> No
     inputs: dict[str, list[str]] = {}
     computed: dict[str, list[str]] = {}
     sem_reads: dict[str, list[str]] = {}
-    explored = ex is not None and ex.complete and not halted and not gpu.stopped
     written = written_buffers(ctx.s) if followed else frozenset()
     for p in ctx.programs:
         for st in p.stmts:
@@ -246,7 +246,7 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> No
                 where = format_path(sub_path(st.path, field))
                 for r in reads:
                     if isinstance(r, E.SemRead):
-                        if explored:
+                        if ex is not None and ex.complete and not halted and not gpu.stopped:
                             sem_reads.setdefault(r.ref, []).append(where)
                             continue
                         why = (
@@ -397,21 +397,50 @@ MAX_EXPLORE_STEPS = 2_000_000
 EXPLORE_SECONDS = 300.0
 
 
-def _explore(s: Any, data: bool = False) -> Any:
+def _explore(s: Any, data: bool = False, reads: Any = None) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first, which phase each barrier
-    arrival joined (``data``: following the values). None where the engine could not
-    run."""
+    arrival joined, where each semaphore read fell (``data``: following the values;
+    ``reads``: :func:`_sem_reads`, which the engine would otherwise find per run). None
+    where the engine could not run."""
     from mpmd_lab.engine.explore import explore
 
+    found = None if not reads else {("reads", p): r for p, r in enumerate(reads)}
     return _guarded(
         lambda: explore(
             lambda chooser: _engine(s, "grid", data, chooser=chooser),
             max_runs=MAX_SCHEDULES,
             max_steps=MAX_EXPLORE_STEPS,
             max_seconds=EXPLORE_SECONDS,
+            found=found,
         )
     )
+
+
+def _sem_reads(ctx: Ctx) -> list[dict[int, tuple[str, ...]]] | None:
+    """Per program, its statements that read a semaphore (by the plan's flat index: the
+    engine's) and the names they read: what the exploration makes choices of. Only
+    statements that load or read (the plan's ``loads``) and computes are looked at; None
+    where the call has no semaphore (the engine sees that at once)."""
+    out: list[dict[int, tuple[str, ...]]] = []
+    if not any(isinstance(v, SemaphoreScratch) for v in ctx.s.call.scratch.values()):
+        return None
+    for p in ctx.programs:
+        found: dict[int, tuple[str, ...]] = {}
+        for st in p.stmts:
+            names = [
+                r.ref
+                for _, e in (expr_fields(st.node) if st.loads else ())
+                if "semaphore_read" in e.calls()
+                for r in E.data_reads(e)
+                if isinstance(r, E.SemRead)
+            ]
+            if isinstance(st.node, Compute):
+                names += st.node.sem_names()
+            if names:
+                found[st.index] = tuple(dict.fromkeys(names))
+        out.append(found)
+    return out
 
 
 def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
