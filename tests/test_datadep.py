@@ -461,6 +461,51 @@ def test_the_same_kernel_made_safe_is_plainly_valid():
     assert [x.severity for x in diags if x.code == "DATA_DEPENDENT"] == ["info"]
 
 
+def test_a_threads_reads_never_go_back():
+    """Block 0 writes block 1's half only where its first read saw the signal and its
+    second (later in program order, with no wait between) did not: no schedule does
+    that (a counter's reads by one thread never lose a signal; its only decrement comes
+    after both reads), so the kernel is valid, not the race a read seeing less would
+    make."""
+    s = _read_guard("0", "reads-monotone")
+    s["call"]["programs"][0]["body"] = [
+        {
+            "op": "when",
+            "cond": "pl.semaphore_read(sem) > 0",
+            "body": [
+                {
+                    "op": "when",
+                    "cond": "b == 0",
+                    "body": [
+                        {
+                            "op": "when",
+                            "cond": "pl.semaphore_read(sem) == 0",
+                            "body": [
+                                _half("xs", "x_ref", str(ROWS)),
+                                _half("os", "out", str(ROWS)),
+                                {"op": "copy", "src": "xs", "dst": "os"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+        {
+            "op": "when",
+            "cond": "b == 1",
+            "body": [
+                {"op": "semaphore_signal", "sem": "sem"},
+                _half("xh", "x_ref", str(ROWS)),
+                _half("oh", "out", str(ROWS)),
+                {"op": "copy", "src": "xh", "dst": "oh"},
+            ],
+        },
+        {"op": "when", "cond": "b == 0", "body": [{"op": "semaphore_wait", "sem": "sem"}]},
+    ]
+    diags = check(load_scenario(s))
+    assert verdict(diags) == "valid", [d.one_line() for d in diags]
+
+
 def _polls(n: int) -> dict:
     """Block 1 signals ``n`` times; both blocks read the semaphore ``n`` times, each
     copying its own half where the read saw more than the trip's index (safe)."""

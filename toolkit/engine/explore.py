@@ -171,14 +171,18 @@ def _closed(sem: Semaphore, cut: Cut) -> bool:
     return True
 
 
-def read_sets(sem: Semaphore, vc: Any) -> tuple[list[Cut], bool]:
-    """The values a ``pl.semaphore_read`` by an actor whose clock is ``vc`` may see now,
+def read_sets(sem: Semaphore, vc: Any, actor: int = -1) -> tuple[list[Cut], bool]:
+    """The values a ``pl.semaphore_read`` by ``actor`` (its clock ``vc``) may see now,
     one set of signals (a cut) for each: every set closed under happens-before between
-    what it must see (:func:`_must_see`) and every signal issued so far, less what
+    what it must see (:func:`_must_see`, and what its own last read saw: a counter's
+    reads by one thread never go back) and every signal issued so far, less what
     decrementing waits took; the most first (all the signals: the engine's order). Also
     whether the sets were cut (past :data:`MAX_FREE` unseen signals of one signaller or
     :data:`MAX_CUTS` sets looked at)."""
     base = _must_see(sem, vc)
+    for b, k in sem.read_by.get(actor, {}).items():
+        if k > base.get(b, 0):
+            base[b] = k
     full: Cut = {b: len(lane.indices) for b, lane in sem.lanes.items() if lane.indices}
     lanes = [(b, lane) for b, lane in sem.lanes.items() if len(lane.indices) > base.get(b, 0)]
     cut = False
@@ -312,7 +316,7 @@ class Chooser:
             pt.phase = w.phase
             return run, pt.seen
         read = isinstance(w, SemaphoreRead)
-        sets, cut = read_sets(w.sem, pt.vc) if read else minimal_sets(w.sem, pt.vc, w.value)
+        sets, cut = read_sets(w.sem, pt.vc, actor) if read else minimal_sets(w.sem, pt.vc, w.value)
         self.cut = self.cut or cut
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
@@ -324,6 +328,7 @@ class Chooser:
         self.points.append(pt)
         if read:  # (it orders nothing, takes nothing: only its value is chosen)
             pt.read, pt.taken = True, w.sem.taken
+            w.sem.read_by[actor] = pt.seen
             pt.value = w.seen = w.sem.units_of(pt.seen) - w.sem.taken
             pt.done_time = w.engine.clocks.time[w.a]
             return run, pt.seen

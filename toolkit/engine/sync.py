@@ -94,7 +94,8 @@ class Semaphore(Record):
     ``arrived`` those a completed wait saw (a wait is ordered after every signal that
     reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
     ``joined`` the join of their clocks, ``lanes`` the history per signaller and
-    ``taken`` the units decrementing waits took off."""
+    ``taken`` the units decrementing waits took off, ``read_by`` what each actor's last
+    ``pl.semaphore_read`` saw."""
 
     __slots__ = (
         "label",
@@ -109,6 +110,7 @@ class Semaphore(Record):
         "arrived",
         "joined",
         "taken",
+        "read_by",
     )
 
     def __init__(
@@ -133,6 +135,8 @@ class Semaphore(Record):
         self.arrived: Cut = {}
         self.joined: np.ndarray | None = None
         self.taken = 0
+        #: (exploring) actor -> the signals its last read saw (a later read sees them too)
+        self.read_by: dict[int, Cut] = {}
 
     def signal(
         self,
