@@ -185,8 +185,8 @@ def _semaphore_reads(ctx: Ctx) -> None:
             ctx.add(
                 "SYNC_NOT_CHECKED",
                 (*st.path, "value"),
-                f"pl.semaphore_read of {', '.join(sems)}: the value read is the one each "
-                "schedule checked leaves in the semaphore, and the read orders nothing here "
+                f"pl.semaphore_read of {', '.join(sems)}: every value the read may see is "
+                "explored (where it falls between the signals), but the read orders nothing here "
                 "(on a GPU it is an acquire load: it orders the signals it saw before it). "
                 "Races are judged as if only waits order: a kernel that polls a read instead "
                 "of waiting may be reported racy where the acquire orders it",
