@@ -461,12 +461,9 @@ def test_the_same_kernel_made_safe_is_plainly_valid():
     assert [x.severity for x in diags if x.code == "DATA_DEPENDENT"] == ["info"]
 
 
-def test_a_threads_reads_never_go_back():
-    """Block 0 writes block 1's half only where its first read saw the signal and its
-    second (later in program order, with no wait between) did not: no schedule does
-    that (a counter's reads by one thread never lose a signal; its only decrement comes
-    after both reads), so the kernel is valid, not the race a read seeing less would
-    make."""
+def _reads_twice() -> dict:
+    """Block 0 writes block 1's half only where its first read saw block 1's signal and
+    its second (later in program order, with no wait between) did not."""
     s = _read_guard("0", "reads-monotone")
     s["call"]["programs"][0]["body"] = [
         {
@@ -502,7 +499,14 @@ def test_a_threads_reads_never_go_back():
         },
         {"op": "when", "cond": "b == 0", "body": [{"op": "semaphore_wait", "sem": "sem"}]},
     ]
-    diags = check(load_scenario(s))
+    return s
+
+
+def test_a_threads_reads_never_go_back():
+    """No schedule runs block 0's write of :func:`_reads_twice` (a counter's reads by
+    one thread never lose a signal; its only decrement comes after both reads), so the
+    kernel is valid, not the race a read seeing less would make."""
+    diags = check(load_scenario(_reads_twice()))
     assert verdict(diags) == "valid", [d.one_line() for d in diags]
 
 
@@ -559,6 +563,41 @@ def test_reads_past_the_exploration_bound_are_said_not_checked():
     (d,) = [x for x in big if x.code == "DATA_DEPENDENT"]
     assert d.severity == "warning" and d.path.endswith("body[1].body[0].cond")
     assert "not for every one it may see" in d.message and "bound of" in d.message
+
+
+def test_the_check_agrees_with_the_exhaustive_explorer_on_read_guarded_kernels():
+    """tests/sync_explorer.py, written apart from the engine, runs every interleaving of
+    the statements, a read's branch included (the counter when it runs): its race and
+    deadlock verdicts are the check's on each read-guarded kernel."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mpmd_lab.knowledge import card
+    from sync_explorer import compile_scenario, enumerate_traces, explore
+
+    kinds_of = {
+        "RACE_DETECTED": "race",
+        "DEADLOCK_SEMAPHORE": "deadlock",
+        "SEMAPHORE_IMBALANCE": "imbalance",
+    }
+    cases = {
+        "racy": _read_guard(str(ROWS), "racy"),
+        "safe": _read_guard("0", "safe"),
+        "twice": _reads_twice(),
+        "polls": _polls(2),
+        "card": load_scenario(card("DATA_DEPENDENT").example.scenario).model_dump(mode="json"),
+    }
+    got, want = {}, {}
+    for name, raw in cases.items():
+        prog = compile_scenario(raw)
+        label = explore(prog).label()
+        assert enumerate_traces(prog)[0].label()["kinds"] == label["kinds"], name
+        want[name] = label["kinds"]
+        kinds = {kinds_of[d.code] for d in check(load_scenario(raw)) if d.code in kinds_of}
+        got[name] = sorted(kinds) or ["clean"]
+    assert got == want
+    assert want["racy"] == ["race"] and want["safe"] == ["clean"]
 
 
 def test_the_check_and_the_engine_find_the_same_semaphore_reads():
