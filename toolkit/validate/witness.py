@@ -97,6 +97,10 @@ def race_witness(race: Any, sched: Any, s: Any) -> dict[str, Any]:
             + (f" (one of {c['sets']} values it may read)" if c["sets"] > 1 else "")
             for c in reads[:3]
         )
+        edge += (
+            " (a read orders nothing in this check; on a GPU pl.semaphore_read is an "
+            "acquire load, which orders the signals it saw before what follows it)"
+        )
     explain = (
         f"{'write/write' if race.kind == 'write-write' else 'read/write'} race on {where}; "
         f"{edge} (witness: {len(sched.choices)} choice(s), replay with "
