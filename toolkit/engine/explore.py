@@ -15,11 +15,13 @@ flow reads (a semaphore's value) is a choice too. So the explorer runs the engin
   arrived: any *minimal* set closed under happens-before that holds the value (a
   larger set only adds order). Every minimal set is explored.
 - **Which wait goes first.** Two waits on one semaphore compete for its value (both
-  orders are explored). A wait completed before a signal to its semaphore that did not
-  depend on it might have seen that signal had some other actor gone first: when the
-  signal could change what the wait needs (it is in some minimal set), the explorer
-  tries the other actor first at that choice point (dynamic partial-order reduction:
-  the reversal is added only where a run showed the two as racing and not ordered).
+  orders are explored; a wait that was ready too and then starved, never completing in
+  the run, is tried first there as well). A wait completed before a signal to its
+  semaphore that did not depend on it might have seen that signal had some other actor
+  gone first: when the signal could change what the wait needs (it is in some minimal
+  set), the explorer tries the other actor first at that choice point (dynamic
+  partial-order reduction: the reversal is added only where a run showed the two as
+  racing and not ordered).
 - **Where a semaphore read falls.** A ``pl.semaphore_read`` is held like a wait (it
   reads nothing until the scheduler lets it): at its choice point it may have seen any
   set of the signals issued so far that is closed under happens-before and holds every
@@ -398,6 +400,12 @@ def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> se
     return {a for a in pt.options if a != pt.actor}
 
 
+def _later(index: _Index, key: tuple, actor: int, i: int) -> bool:
+    """Whether ``actor`` completed a wait (read, arrival) on ``key`` after point ``i``."""
+    mine = index.waits.get(key, {}).get(actor, [])
+    return bisect_right(mine, i) < len(mine)
+
+
 def reversals(
     points: list[Point],
     signals: list[tuple[Semaphore, int]],
@@ -420,6 +428,12 @@ def reversals(
         key = pt.keys[pt.options.index(pt.actor)]
         if key in unwatched:
             continue
+        for k, b in enumerate(pt.options):
+            # a wait ready here on the same semaphore that never completed after (the
+            # chosen one took what it needed: it starved): the schedule where it went
+            # first is another (its thread runs on, where here it deadlocked)
+            if b != pt.actor and pt.keys[k] == key and not _later(index, key, b, i):
+                out.setdefault(i, set()).add(b)
         for b, mine in index.waits[key].items():
             if b == pt.actor:
                 continue
