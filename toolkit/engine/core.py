@@ -1881,25 +1881,33 @@ def _names_used(body: Any) -> set[str]:
     return out
 
 
-def _sem_reads(nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
-    """The statements of a compiled body (nested ones too) that read a semaphore
-    (``pl.semaphore_read``), by flat index: the names they read, in order."""
+def read_names(op: Any, exprs: bool = True) -> tuple[str, ...]:
+    """The semaphores a statement reads (``pl.semaphore_read``), each once, in order: in
+    its index expressions (``exprs``: False where none reads data) and a compute's
+    value."""
     from mpmd_lab.ops import Compute
     from mpmd_lab.plan import expr_fields
 
+    names = [
+        r.ref
+        for _, e in (expr_fields(op) if exprs else ())
+        if "semaphore_read" in e.calls()
+        for r in E.data_reads(e)
+        if isinstance(r, E.SemRead)
+    ]
+    if isinstance(op, Compute):
+        names += op.sem_names()
+    return tuple(dict.fromkeys(names))
+
+
+def _sem_reads(nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
+    """The statements of a compiled body (nested ones too) that read a semaphore, by
+    flat index: the names they read (:func:`read_names`)."""
     out: dict[int, tuple[str, ...]] = {}
     for node in nodes:
-        names = [
-            r.ref
-            for _, e in expr_fields(node.op)
-            if "semaphore_read" in e.calls()
-            for r in E.data_reads(e)
-            if isinstance(r, E.SemRead)
-        ]
-        if isinstance(node.op, Compute):
-            names += node.op.sem_names()
+        names = read_names(node.op)
         if names:
-            out[node.index] = tuple(dict.fromkeys(names))
+            out[node.index] = names
         if node.children:
             out.update(_sem_reads(node.children))
     return out
@@ -1962,4 +1970,5 @@ __all__ = [
     "SimError",
     "StmtCtx",
     "compile_body",
+    "read_names",
 ]

@@ -49,6 +49,7 @@ from mpmd_lab.engine import (
     Outcome,
     SimError,
     deadlock_diagnostic,
+    read_names,
     step_estimate,
     synchronises,
     written_buffers,
@@ -428,17 +429,9 @@ def _sem_reads(ctx: Ctx) -> list[dict[int, tuple[str, ...]]] | None:
     for p in ctx.programs:
         found: dict[int, tuple[str, ...]] = {}
         for st in p.stmts:
-            names = [
-                r.ref
-                for _, e in (expr_fields(st.node) if st.loads else ())
-                if "semaphore_read" in e.calls()
-                for r in E.data_reads(e)
-                if isinstance(r, E.SemRead)
-            ]
-            if isinstance(st.node, Compute):
-                names += st.node.sem_names()
+            names = read_names(st.node, exprs=bool(st.loads))
             if names:
-                found[st.index] = tuple(dict.fromkeys(names))
+                found[st.index] = names
         out.append(found)
     return out
 
