@@ -381,40 +381,35 @@ def _half(let: str, ref: str, start: str) -> dict:
     return {"let": let, "ref": ref, "transforms": [{"op": "at", "index": [{"ds": [start, ROWS]}]}]}
 
 
+def _copy(tag: str, start: str) -> list[dict]:
+    """Copy ROWS elements of x from ``start`` into ``out`` there (views ``x{tag}``,
+    ``o{tag}``)."""
+    return [
+        _half(f"x{tag}", "x_ref", start),
+        _half(f"o{tag}", "out", start),
+        {"op": "copy", "src": f"x{tag}", "dst": f"o{tag}"},
+    ]
+
+
+def _when(cond: str, *body: Any) -> dict:
+    """``pl.when(cond)`` around ``body`` (statements, or lists of them)."""
+    flat = [st for b in body for st in (b if isinstance(b, list) else [b])]
+    return {"op": "when", "cond": cond, "body": flat}
+
+
+SIGNAL = {"op": "semaphore_signal", "sem": "sem"}
+WAIT = {"op": "semaphore_wait", "sem": "sem"}
+
+
 def _read_guard(dst: str, name: str) -> dict:
     """2 blocks, a global semaphore: each block reads it first; block 0 copies x[dst]
     into out[dst] where its read saw a signal. Block 1 signals, then copies the upper
     half and takes its signal back. ``dst`` "128": block 0's copy races block 1's,
     but only where block 0 reads after block 1's signal (the lockstep order reads first);
     "0": block 0 writes its own half (safe whatever it reads)."""
-
     body = [
-        {
-            "op": "when",
-            "cond": "pl.semaphore_read(sem) > 0",
-            "body": [
-                {
-                    "op": "when",
-                    "cond": "b == 0",
-                    "body": [
-                        _half("xs", "x_ref", dst),
-                        _half("os", "out", dst),
-                        {"op": "copy", "src": "xs", "dst": "os"},
-                    ],
-                }
-            ],
-        },
-        {
-            "op": "when",
-            "cond": "b == 1",
-            "body": [
-                {"op": "semaphore_signal", "sem": "sem"},
-                _half("xh", "x_ref", str(ROWS)),
-                _half("oh", "out", str(ROWS)),
-                {"op": "copy", "src": "xh", "dst": "oh"},
-                {"op": "semaphore_wait", "sem": "sem"},
-            ],
-        },
+        _when("pl.semaphore_read(sem) > 0", _when("b == 0", _copy("s", dst))),
+        _when("b == 1", SIGNAL, _copy("h", str(ROWS)), WAIT),
     ]
     return {
         "schema": "mpmd-lab/scenario@1",
@@ -466,38 +461,12 @@ def _reads_twice() -> dict:
     its second (later in program order, with no wait between) did not."""
     s = _read_guard("0", "reads-monotone")
     s["call"]["programs"][0]["body"] = [
-        {
-            "op": "when",
-            "cond": "pl.semaphore_read(sem) > 0",
-            "body": [
-                {
-                    "op": "when",
-                    "cond": "b == 0",
-                    "body": [
-                        {
-                            "op": "when",
-                            "cond": "pl.semaphore_read(sem) == 0",
-                            "body": [
-                                _half("xs", "x_ref", str(ROWS)),
-                                _half("os", "out", str(ROWS)),
-                                {"op": "copy", "src": "xs", "dst": "os"},
-                            ],
-                        }
-                    ],
-                }
-            ],
-        },
-        {
-            "op": "when",
-            "cond": "b == 1",
-            "body": [
-                {"op": "semaphore_signal", "sem": "sem"},
-                _half("xh", "x_ref", str(ROWS)),
-                _half("oh", "out", str(ROWS)),
-                {"op": "copy", "src": "xh", "dst": "oh"},
-            ],
-        },
-        {"op": "when", "cond": "b == 0", "body": [{"op": "semaphore_wait", "sem": "sem"}]},
+        _when(
+            "pl.semaphore_read(sem) > 0",
+            _when("b == 0", _when("pl.semaphore_read(sem) == 0", _copy("s", str(ROWS)))),
+        ),
+        _when("b == 1", SIGNAL, _copy("h", str(ROWS))),
+        _when("b == 0", WAIT),
     ]
     return s
 
@@ -515,39 +484,14 @@ def _polls(n: int) -> dict:
     copying its own half where the read saw more than the trip's index (safe)."""
     s = _read_guard("0", f"polls-{n}")
     s["call"]["programs"][0]["body"] = [
-        {
-            "op": "when",
-            "cond": "b == 1",
-            "body": [
-                {
-                    "op": "loop",
-                    "var": "i",
-                    "stop": str(n),
-                    "body": [{"op": "semaphore_signal", "sem": "sem"}],
-                }
-            ],
-        },
+        _when("b == 1", {"op": "loop", "var": "i", "stop": str(n), "body": [SIGNAL]}),
         {
             "op": "loop",
             "var": "j",
             "stop": str(n),
-            "body": [
-                {
-                    "op": "when",
-                    "cond": "pl.semaphore_read(sem) > j",
-                    "body": [
-                        _half("xs", "x_ref", "b * 128"),
-                        _half("os", "out", "b * 128"),
-                        {"op": "copy", "src": "xs", "dst": "os"},
-                    ],
-                }
-            ],
+            "body": [_when("pl.semaphore_read(sem) > j", _copy("s", "b * 128"))],
         },
-        {
-            "op": "when",
-            "cond": "b == 1",
-            "body": [{"op": "semaphore_wait", "sem": "sem", "value": str(n)}],
-        },
+        _when("b == 1", {**WAIT, "value": str(n)}),
     ]
     return s
 
@@ -608,15 +552,10 @@ def _random_read_kernel(rng: Any, n: int) -> dict:
     def one(k: int) -> list[dict]:
         r = rng.random()
         if r < 0.25:
-            return [{"op": "semaphore_signal", "sem": "sem"}]
+            return [SIGNAL]
         if r < 0.35:
-            return [{"op": "semaphore_wait", "sem": "sem"}]
-        start = str(rng.randrange(3) * ROWS)
-        return [
-            _half(f"x{k}", "x_ref", start),
-            _half(f"o{k}", "out", start),
-            {"op": "copy", "src": f"x{k}", "dst": f"o{k}"},
-        ]
+            return [WAIT]
+        return _copy(str(k), str(rng.randrange(3) * ROWS))
 
     body = []
     count = iter(range(1000))
@@ -627,10 +566,10 @@ def _random_read_kernel(rng: Any, n: int) -> dict:
                 inner = [st for _ in range(rng.randint(1, 2)) for st in one(next(count))]
                 op = rng.choice([">", "==", ">=", "<"])
                 cond = f"pl.semaphore_read(sem) {op} {rng.randint(0, 2)}"
-                stmts.append({"op": "when", "cond": cond, "body": inner})
+                stmts.append(_when(cond, inner))
             else:
                 stmts += one(next(count))
-        body.append({"op": "when", "cond": f"b == {b}", "body": stmts})
+        body.append(_when(f"b == {b}", stmts))
     s = _read_guard("0", f"random-{n}")
     s["buffers"]["x"]["shape"] = [3 * ROWS]
     s["call"]["outputs"]["out"]["shape"] = [3 * ROWS]
