@@ -647,12 +647,13 @@ def test_the_check_and_the_engine_find_the_same_semaphore_reads():
 
 @pytest.mark.slow
 def test_jax_traces_and_lowers_the_read_guarded_kernels():
-    """Both read-guarded kernels and the polls: JAX's trace and Mosaic GPU lowering
+    """Both read-guarded kernels, the polls and the double read: JAX's trace and Mosaic GPU lowering
     (jax.export for cuda) accept them, as the check does."""
     scenarios = [
         load_scenario(_read_guard(str(ROWS), "read-guard-racy")),
         load_scenario(_read_guard("0", "read-guard-safe")),
         load_scenario(_polls(2)),
+        load_scenario(_reads_twice()),
     ]
     got = probe_many(scenarios, ("build", "trace", "gpu-lower"))
     for s, g in zip(scenarios, got, strict=True):
