@@ -62,6 +62,7 @@ from mpmd_lab.ops import (
     SYNC,
     BarrierScratch,
     ClusterBarrierScratch,
+    Compute,
     CopyGmemToSmem,
     CopySmemToGmem,
     Let,
@@ -1885,16 +1886,17 @@ def read_names(op: Any, exprs: bool = True) -> tuple[str, ...]:
     """The semaphores a statement reads (``pl.semaphore_read``), each once, in order: in
     its index expressions (``exprs``: False where none reads data) and a compute's
     value."""
-    from mpmd_lab.ops import Compute
-    from mpmd_lab.plan import expr_fields
+    names: list[str] = []
+    if exprs:
+        from mpmd_lab.plan import expr_fields
 
-    names = [
-        r.ref
-        for _, e in (expr_fields(op) if exprs else ())
-        if "semaphore_read" in e.calls()
-        for r in E.data_reads(e)
-        if isinstance(r, E.SemRead)
-    ]
+        names = [
+            r.ref
+            for _, e in expr_fields(op)
+            if "semaphore_read" in e.calls()
+            for r in E.data_reads(e)
+            if isinstance(r, E.SemRead)
+        ]
     if isinstance(op, Compute):
         names += op.sem_names()
     return tuple(dict.fromkeys(names))
