@@ -8,9 +8,16 @@ JSON itself (no ``mpmd_lab`` import) and gives synchronisation its own small sem
 - **Memory**: a buffer of one device (GMEM, keyed by parameter name and device) or of
   one block (SMEM scratch, keyed by name, device and block); an access touches a set
   of flat element indices.
-- **Semaphores**: one counter per (scratch element, device, block). ``semaphore_signal``
-  adds ``inc`` to the target device's counter; ``semaphore_wait`` can go when the
-  counter is >= ``value`` and then takes ``value`` off (``decrement=False``: leaves it).
+- **Semaphores**: one counter per (scratch element, device, block; ``get_global``: one
+  per device). ``semaphore_signal`` adds ``inc`` to the target device's counter;
+  ``semaphore_wait`` can go when the counter is >= ``value`` and then takes ``value`` off
+  (``decrement=False``: leaves it).
+- **Reads**: a ``when`` whose condition compares ``pl.semaphore_read(sem)`` with an
+  expression of the actor's coordinates is a branch step: it reads the counter when it
+  runs (any interleaving) and skips its body when the comparison fails. (A race is two
+  co-enabled accesses, so an access a read's value guards is never co-enabled with what
+  came before the signal it needed: reads act as acquires here, where the engine's
+  race check orders nothing by them; compare only kernels that do not rely on that.)
 - **Barriers**: per (element, device, block); ``num_arrivals`` arrivals complete a
   phase; an actor's k-th ``barrier_wait`` on a barrier can go once k+1 phases completed.
 - **Async copies**: ``copy_gmem_to_smem`` and ``copy_smem_to_gmem`` put a copy in
@@ -34,6 +41,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,6 +147,7 @@ class Action:
     decrement: bool = True
     bar: int = -1  # barrier id
     n: int = 0
+    test: str = ""  # a branch's comparison of the semaphore's value with ``value``
 
 
 @dataclass
@@ -214,11 +223,14 @@ class _Compiler:
         for name, o in call["outputs"].items():
             self.shapes[name] = (o["shape"], "GMEM")
         self.sync: dict[str, tuple[str, int, int]] = {}  # name -> kind, count, arrivals
+        self.shared: set[str] = set()  # semaphores every block shares (get_global)
         for name, sc in (call.get("scratch") or {}).items():
             kind = sc.get("kind", "array")
             if kind == "semaphore":
                 shape = sc.get("shape", [])
                 self.sync[name] = ("sem", shape[0] if shape else 1, 0)
+                if sc.get("alloc") == "get_global":
+                    self.shared.add(name)
             elif kind == "barrier":
                 self.sync[name] = ("bar", sc.get("num_barriers", 1), sc.get("num_arrivals", 1))
             elif kind == "array":
@@ -232,7 +244,7 @@ class _Compiler:
     def base(self, name: str, dev: int, block: int) -> View:
         if name in self.sync:
             _, count, _ = self.sync[name]
-            return View(("sync", name, dev, block), np.arange(count))
+            return View(("sync", name, dev, -1 if name in self.shared else block), np.arange(count))
         shape, space = self.shapes[name]
         key = (name, dev, block) if space == "SMEM" else (name, dev)
         return View(key, np.arange(int(np.prod(shape))).reshape(shape))
@@ -259,7 +271,7 @@ class _Compiler:
                     actions.append(out)
         sem_names = [""] * len(self.sem_ids)
         for (name, e, d, b), i in self.sem_ids.items():
-            sem_names[i] = f"{name}[{e}] of device {d} block {b}"
+            sem_names[i] = f"{name}[{e}] of device {d}" + (f" block {b}" if b >= 0 else "")
         bar_names = [""] * len(self.bar_ids)
         for (name, e, d, b), i in self.bar_ids.items():
             bar_names[i] = f"{name}[{e}] of device {d} block {b}"
@@ -327,6 +339,16 @@ class _Compiler:
                         block,
                         out,
                     )
+            elif op == "when" and "semaphore_read" in str(st["cond"]):
+                m = _READ.fullmatch(str(st["cond"]))
+                if m is None:
+                    raise Unsupported(f"a semaphore read in {st['cond']!r}")
+                sem = self.sem(self.view(m[1], lets, dev, block))
+                inner: list[Action] = []
+                self.stmts(st["body"], f"{p}.body", env, sizes, lets, dev, block, inner)
+                value = evaluate(m[3], env, sizes)
+                out.append(Action("branch", p, sem=sem, value=value, n=len(inner), test=m[2]))
+                out.extend(inner)
             elif op == "when":
                 if evaluate(st["cond"], env, sizes):
                     self.stmts(st["body"], f"{p}.body", env, sizes, lets, dev, block, out)
@@ -382,6 +404,18 @@ class _Compiler:
                 continue
             else:
                 raise Unsupported(f"statement {op}")
+
+
+#: a condition on a semaphore's value: ``pl.semaphore_read(sem) OP expr``
+_READ = re.compile(r"\s*(?:pl\.)?semaphore_read\((\w+)\)\s*(>=|<=|==|!=|>|<)\s*(.+)")
+_TESTS = {
+    ">": lambda v, k: v > k,
+    ">=": lambda v, k: v >= k,
+    "==": lambda v, k: v == k,
+    "!=": lambda v, k: v != k,
+    "<": lambda v, k: v < k,
+    "<=": lambda v, k: v <= k,
+}
 
 
 def compile_scenario(scenario: dict | str | Path) -> Program:
@@ -489,6 +523,10 @@ class _Machine:
                 out.append((("actor", a), (npcs, sems, narr, nph, waits, flight)))
             elif k in ("load", "store"):
                 out.append((("actor", a), (npcs, sems, arr, ph, waits, flight | {(a, pcs[a])})))
+            elif k == "branch":  # (the body runs only where the value read passes)
+                if not _TESTS[act.test](sems[act.sem], act.value):
+                    npcs = pcs[:a] + (pcs[a] + 1 + act.n,) + pcs[a + 1 :]
+                out.append((("actor", a), (npcs, sems, arr, ph, waits, flight)))
         for a, pc in sorted(flight):
             act = self.p.actions[a][pc]
             narr, nph = self._arrive(arr, ph, act.bar) if act.kind == "load" else (arr, ph)

@@ -301,3 +301,55 @@ def test_a_wait_is_offered_exactly_the_minimal_signal_sets(senders):
             assert sorted(sorted(c.items()) for c in got) == sorted(
                 sorted(c.items()) for c in want
             ), (units, value)
+
+
+def _starving() -> dict:
+    """3 blocks, one global semaphore, one signal (block 1). Block 0 writes the top third
+    of ``out`` and then waits; block 2 waits and then writes it. Whichever wait takes
+    the signal, the other starves (a deadlock); where block 2's wait takes it, its write
+    races block 0's."""
+
+    def third(let: str, ref: str) -> dict:
+        return {"let": let, "ref": ref, "transforms": [{"op": "at", "index": [{"ds": [256, 128]}]}]}
+
+    copy = [third("xs", "x_ref"), third("os", "out"), {"op": "copy", "src": "xs", "dst": "os"}]
+    wait = {"op": "semaphore_wait", "sem": "sem"}
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "starving-wait",
+        "buffers": {"x": {"shape": [384], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"out": {"shape": [384], "dtype": "float32"}},
+            "scratch": {"sem": {"kind": "semaphore", "alloc": "get_global"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 3}, "cluster": {}, "threads": None},
+                    "body": [
+                        {"op": "when", "cond": "b == 0", "body": [*copy, wait]},
+                        {
+                            "op": "when",
+                            "cond": "b == 1",
+                            "body": [{"op": "semaphore_signal", "sem": "sem"}],
+                        },
+                        {"op": "when", "cond": "b == 2", "body": [wait, *copy]},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def test_a_race_after_a_wait_that_starves_in_the_first_schedule_is_found():
+    """The first schedule gives the signal to block 0 (block 2 starves: a deadlock); a
+    wait ready at a choice point that never completes is tried first there too, so the
+    race block 2's write makes when it wins is found, as the exhaustive explorer
+    (tests/sync_explorer.py) finds it."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from sync_explorer import compile_scenario, explore
+
+    raw = _starving()
+    codes = {d.code for d in check(load_scenario(raw)) if d.is_error}
+    assert codes == {"RACE_DETECTED", "DEADLOCK_SEMAPHORE"}
+    assert set(explore(compile_scenario(raw)).label()["kinds"]) == {"race", "deadlock"}

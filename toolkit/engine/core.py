@@ -54,6 +54,7 @@ from mpmd_lab.engine.sync import (
     BarrierArrival,
     BarrierWait,
     Semaphore,
+    SemaphoreRead,
     SemaphoreWait,
     Wait,
 )
@@ -62,6 +63,7 @@ from mpmd_lab.ops import (
     SYNC,
     BarrierScratch,
     ClusterBarrierScratch,
+    Compute,
     CopyGmemToSmem,
     CopySmemToGmem,
     Let,
@@ -245,6 +247,8 @@ class Outcome(Record):
 
 #: what a compiled statement is, for the engine's dispatch
 _LET, _LOOP, _WHEN, _STMT = "let", "loop", "when", "stmt"
+#: (exploring mode) the semaphore reads of the statement that follows (:class:`_ReadNode`)
+_READ = "read"
 
 
 class _Node(Record):
@@ -267,6 +271,32 @@ class _Node(Record):
         else:
             kind = op.kind
             self.flavor = kind if kind in (_LOOP, _WHEN) else _STMT
+
+
+class _ReadNode(_Node):
+    """(Exploring mode) before a statement that reads semaphores: its reads (``names``),
+    held as choices of the scheduler (``Engine._read_points``)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, node: _Node, names: tuple[str, ...]) -> None:
+        super().__init__(node.index, node.path, node.op)
+        self.flavor = _READ
+        self.names = names
+
+
+def _with_reads(nodes: tuple[_Node, ...], reads: dict[int, tuple[str, ...]]) -> tuple[_Node, ...]:
+    """``nodes`` with a :class:`_ReadNode` before each statement that reads semaphores
+    (``reads``: by flat index); the same nodes where none does."""
+    out: list[_Node] = []
+    for node in nodes:
+        names = reads.get(node.index)
+        if names:
+            out.append(_ReadNode(node, names))
+        if node.children:
+            node.children = _with_reads(node.children, reads)
+        out.append(node)
+    return tuple(out)
 
 
 def _steps(transforms: list[Any], path: str) -> tuple[tuple[Any, str], ...]:
@@ -320,6 +350,7 @@ class _Run:
         "pids",
         "scope",
         "node",
+        "read",
         "values",
         "waits",
         "who",
@@ -346,6 +377,9 @@ class _Run:
         # semaphore reads look (``_Reader``)
         self.scope: dict[str, View] = {}
         self.node: _Node | None = None
+        # (exploring mode) the values the chooser let this node's semaphore reads see,
+        # by semaphore key (``_read_points``)
+        self.read: dict[tuple, int] = {}
 
     @property
     def cluster(self) -> tuple[int, ...]:
@@ -547,6 +581,10 @@ class Engine:
             # most of a check); what a view alone can raise is a trace error, which the
             # rules report and which stops the check before the run
             used = None if self.data else _names_used(prog.body)
+            # (exploring mode) the statements that read a semaphore: each read is a choice
+            reads = self._reads(p, nodes)
+            if reads:  # (exploring: each semaphore read is a choice, before its statement)
+                nodes = _with_reads(nodes, reads)
             sizes = {**self.mesh, **grid, **cluster}
             if tname:
                 sizes[tname] = nthreads
@@ -581,6 +619,19 @@ class Engine:
             total += per_unit * npoints
         self.units = units
         self.n_actors = total
+
+    def _reads(self, p: int, nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
+        """(Exploring mode) program ``p``'s statements that read a semaphore (each read
+        is a choice), found once per exploration (its runs share the chooser's
+        ``found``) and only where the call has semaphores; {} otherwise."""
+        if self.chooser is None or self.sample is not None:
+            return {}
+        found = self.chooser.found
+        reads = found.get(("reads", p))
+        if reads is None:
+            sems = any(isinstance(v, SemaphoreScratch) for v in self.scratch.values())
+            reads = found[("reads", p)] = _sem_reads(nodes) if sems else {}
+        return reads
 
     def _unit_iter(self):
         for info, points, _npoints, offset in self.units:
@@ -1161,7 +1212,9 @@ class Engine:
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
-        return self.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
+        return self._read_value(
+            run, self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+        )
 
     def barrier(self, view: View, name: str, run: _Run, path: str) -> tuple[tuple, Barrier]:
         e = self._one(view, name, "barrier", path)
@@ -1327,6 +1380,29 @@ class Engine:
 
     # ------------------------------------------------------------ running
 
+    def _read_points(self, run: _Run, node: _Node, env: dict[str, View], names: tuple[str, ...]):
+        """(Exploring mode) the semaphore reads of ``node``, each held as a choice (the
+        chooser picks where it falls between the signals issued so far); the values
+        chosen are what the node's expressions then read (``run.read``)."""
+        run.scope, run.node = env, node
+        run.read = {}
+        for name in names:
+            view = self._lookup(env, name, run, node.path)
+            e = self._one(view, name, "semaphore", node.path)
+            dev = run.actor.device if view.device is None else view.device
+            sem = self.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+            if sem.key in run.read:
+                continue
+            w = SemaphoreRead(self, run.a, sem, node.path)
+            yield w  # parked: the scheduler lets it read (a choice point)
+            if w.seen is not None:
+                run.read[sem.key] = w.seen
+
+    def _read_value(self, run: _Run, sem: Semaphore) -> int:
+        """A semaphore read's value: the chooser's (exploring), else the count now."""
+        v = run.read.get(sem.key) if run.read else None
+        return sem.value if v is None else v
+
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
         merged = 0
@@ -1385,6 +1461,9 @@ class Engine:
                     run.values[op.var] = old  # type: ignore[assignment]
                 else:
                     run.values.pop(op.var, None)
+                continue
+            if flavor is _READ:
+                yield from self._read_points(run, node, env, node.names)  # type: ignore[attr-defined]
                 continue
             # a when
             cond = self.eval(
@@ -1585,7 +1664,7 @@ class Engine:
 
 
 #: (exploring mode) the blocking statements the scheduler completes, one at a time
-_CHOSEN = ("semaphore", "arrive")
+_CHOSEN = ("semaphore", "arrive", "read")
 
 
 def _index(run: _Run) -> int:
@@ -1688,7 +1767,9 @@ class _Reader:
         view = eng._lookup(run.scope, name, run, path)
         e = eng._one(view, name, "semaphore", path)
         dev = run.actor.device if view.device is None else view.device
-        return eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program).value
+        return eng._read_value(
+            run, eng.semaphore(view.base, e, dev, run.actor.block, run.actor.program)
+        )
 
 
 class StmtCtx:
@@ -1883,6 +1964,39 @@ def _names_used(body: Any) -> set[str]:
     return out
 
 
+def read_names(op: Any, exprs: bool = True) -> tuple[str, ...]:
+    """The semaphores a statement reads (``pl.semaphore_read``), each once, in order: in
+    its index expressions (``exprs``: False where none reads data) and a compute's
+    value."""
+    names: list[str] = []
+    if exprs:
+        from mpmd_lab.plan import expr_fields
+
+        names = [
+            r.ref
+            for _, e in expr_fields(op)
+            if "semaphore_read" in e.calls()
+            for r in E.data_reads(e)
+            if isinstance(r, E.SemRead)
+        ]
+    if isinstance(op, Compute):
+        names += op.sem_names()
+    return tuple(dict.fromkeys(names))
+
+
+def _sem_reads(nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
+    """The statements of a compiled body (nested ones too) that read a semaphore, by
+    flat index: the names they read (:func:`read_names`)."""
+    out: dict[int, tuple[str, ...]] = {}
+    for node in nodes:
+        names = read_names(node.op)
+        if names:
+            out[node.index] = names
+        if node.children:
+            out.update(_sem_reads(node.children))
+    return out
+
+
 def _uses_bitcast(s: Scenario) -> bool:
     """Whether any transform stack of the call bitcasts (the data-free mode then keeps
     every byte of its views)."""
@@ -1940,4 +2054,5 @@ __all__ = [
     "SimError",
     "StmtCtx",
     "compile_body",
+    "read_names",
 ]

@@ -2,9 +2,9 @@
 
 One run of the engine (:mod:`mpmd_lab.engine.core`) is one schedule. What a schedule
 can change is only what synchronises: accesses are judged by happens-before
-(vector clocks), which does not depend on the order of unordered steps, and control flow
-does not read data. So the explorer runs the engine in its *exploring* mode, where
-every choice that decides happens-before is made by a :class:`Chooser`:
+(vector clocks), which does not depend on the order of unordered steps, and what control
+flow reads (a semaphore's value) is a choice too. So the explorer runs the engine in its
+*exploring* mode, where every choice that decides happens-before is made by a :class:`Chooser`:
 
 - **Which signals a semaphore wait saw.** A semaphore is a counter: a wait for ``v``
   goes on once the counter reaches ``v`` and is ordered after every signal that reached
@@ -15,11 +15,22 @@ every choice that decides happens-before is made by a :class:`Chooser`:
   arrived: any *minimal* set closed under happens-before that holds the value (a
   larger set only adds order). Every minimal set is explored.
 - **Which wait goes first.** Two waits on one semaphore compete for its value (both
-  orders are explored). A wait completed before a signal to its semaphore that did not
-  depend on it might have seen that signal had some other actor gone first: when the
-  signal could change what the wait needs (it is in some minimal set), the explorer
-  tries the other actor first at that choice point (dynamic partial-order reduction:
-  the reversal is added only where a run showed the two as racing and not ordered).
+  orders are explored; a wait that was ready too and then starved, never completing in
+  the run, is tried first there as well). A wait completed before a signal to its
+  semaphore that did not depend on it might have seen that signal had some other actor
+  gone first: when the signal could change what the wait needs (it is in some minimal
+  set), the explorer tries the other actor first at that choice point (dynamic
+  partial-order reduction: the reversal is added only where a run showed the two as
+  racing and not ordered).
+- **Where a semaphore read falls.** A ``pl.semaphore_read`` is held like a wait (it
+  reads nothing until the scheduler lets it): at its choice point it may have seen any
+  set of the signals issued so far that is closed under happens-before and holds every
+  one ordered before the reader, less what decrementing waits took: one set per value
+  it can read is explored (the most first: what a run in the engine's order reads). A
+  signal issued later that did not depend on the read, or a decrementing wait on its
+  semaphore by another actor, might have come before it: the explorer tries that actor
+  first there (a read commutes with another read and with a wait that takes nothing).
+  A read orders nothing and takes nothing.
 - **When async copies land.** Each barrier's copies have their own copy engine (its own
   clock), so a wait on one barrier says nothing about copies on another.
 
@@ -43,17 +54,27 @@ the other bounds allow, and says it was time.
 
 from __future__ import annotations
 
+import itertools
 import time
 from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
-from mpmd_lab.engine.sync import BarrierArrival, Cut, Semaphore, SemaphoreWait, Token
+from mpmd_lab.engine.sync import (
+    BarrierArrival,
+    Cut,
+    Semaphore,
+    SemaphoreRead,
+    SemaphoreWait,
+    Token,
+)
 
 #: Minimal signal sets offered at one wait at most (beyond: the first ones, and said).
 MAX_SETS = 32
 #: Signals of a semaphore not yet seen that one choice point considers at most.
 MAX_FREE = 16
+#: Cuts of a semaphore's signals one read looks at to find the values it may see.
+MAX_CUTS = 4096
 
 SCHEMA = "mpmd-lab/schedule@1"
 
@@ -68,11 +89,7 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
     Per wait it looks at each signaller's next :data:`MAX_FREE` signals only, not the
     whole history (a cut's prefix of every signaller is all it must know)."""
     hist = sem.history
-    base: Cut = {}
-    for b, lane in sem.lanes.items():
-        k = max(sem.arrived.get(b, 0), lane.known(int(vc[b])) if b >= 0 else 0)
-        if k:
-            base[b] = k
+    base = _must_see(sem, vc)
     need = value - (sem.units_of(base) - sem.taken)
     if need <= 0:
         return [base], False
@@ -134,6 +151,62 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
     return out, cut
 
 
+def _must_see(sem: Semaphore, vc: Any) -> Cut:
+    """The signals an actor whose clock is ``vc`` sees in ``sem`` at least: those ordered
+    before it and those an earlier wait saw."""
+    base: Cut = {}
+    for b, lane in sem.lanes.items():
+        k = max(sem.arrived.get(b, 0), lane.known(int(vc[b])) if b >= 0 else 0)
+        if k:
+            base[b] = k
+    return base
+
+
+def _closed(sem: Semaphore, cut: Cut) -> bool:
+    """Whether ``cut`` holds every signal ordered before one it holds."""
+    for b, k in cut.items():
+        if k and b >= 0:
+            tok = sem.history[sem.lanes[b].indices[k - 1]]
+            for c, lane in sem.lanes.items():
+                if c != b and c >= 0 and lane.known(int(tok.vc[c])) > cut.get(c, 0):
+                    return False
+    return True
+
+
+def read_sets(sem: Semaphore, vc: Any, actor: int = -1) -> tuple[list[Cut], bool]:
+    """The values a ``pl.semaphore_read`` by ``actor`` (its clock ``vc``) may see now,
+    one set of signals (a cut) for each: every set closed under happens-before between
+    what it must see (:func:`_must_see`, and what its own last read saw: a counter's
+    reads by one thread never go back) and every signal issued so far, less what
+    decrementing waits took; the most first (all the signals: the engine's order). Also
+    whether the sets were cut (past :data:`MAX_FREE` unseen signals of one signaller or
+    :data:`MAX_CUTS` sets looked at)."""
+    base = _must_see(sem, vc)
+    for b, k in sem.read_by.get(actor, {}).items():
+        if k > base.get(b, 0):
+            base[b] = k
+    full: Cut = {b: len(lane.indices) for b, lane in sem.lanes.items() if lane.indices}
+    lanes = [(b, lane) for b, lane in sem.lanes.items() if len(lane.indices) > base.get(b, 0)]
+    cut = False
+    ranges = []
+    for b, lane in lanes:
+        left = len(lane.indices) - base.get(b, 0)
+        cut = cut or left > MAX_FREE
+        ranges.append(range(min(left, MAX_FREE) + 1))
+    by_value: dict[int, Cut] = {sem.units_of(full) - sem.taken: full}
+    for n, more in enumerate(itertools.product(*ranges)):
+        if n >= MAX_CUTS:
+            cut = True
+            break
+        c = dict(base)
+        for (b, _), k in zip(lanes, more, strict=True):
+            if k:
+                c[b] = base.get(b, 0) + k
+        if _closed(sem, c):
+            by_value.setdefault(sem.units_of(c) - sem.taken, c)
+    return [by_value[v] for v in sorted(by_value, reverse=True)], cut
+
+
 def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     """Complete a semaphore wait that saw the signals ``seen``: its actor is ordered
     after each of them (the semaphore keeps the join of what waits saw, so only the
@@ -179,6 +252,8 @@ class Point:
         "signals_before",
         "vc",
         "phase",
+        "read",
+        "decrement",
     )
 
     def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
@@ -197,15 +272,22 @@ class Point:
         self.signals_before = 0
         self.vc: Any = None  # the waiter's clock before it completed
         self.phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
+        self.read = False  # a semaphore read (``value``: what it read)
+        self.decrement = False  # a semaphore wait that took its value off
 
 
 class Chooser:
     """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
     takes the first option; records every point (``points``) and every signal
-    (``signals``: semaphore, index in its history)."""
+    (``signals``: semaphore, index in its history). ``found``: what the engines of one
+    exploration's runs share (the same scenario's)."""
 
-    def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, prefix: list[tuple[int, int]] | None = None, found: dict | None = None
+    ) -> None:
         self.prefix = list(prefix or [])
+        #: what the runs of one exploration share (one scenario): the engine's finds
+        self.found: dict[Any, Any] = {} if found is None else found
         self.points: list[Point] = []
         self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
@@ -235,7 +317,8 @@ class Chooser:
             w.complete()
             pt.phase = w.phase
             return run, pt.seen
-        sets, cut = minimal_sets(w.sem, pt.vc, w.value)
+        read = isinstance(w, SemaphoreRead)
+        sets, cut = read_sets(w.sem, pt.vc, actor) if read else minimal_sets(w.sem, pt.vc, w.value)
         self.cut = self.cut or cut
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
@@ -243,9 +326,15 @@ class Chooser:
         pt.actor, pt.choice, pt.nsets, pt.sets = actor, choice, len(sets), sets
         pt.seen = sets[choice]
         pt.base = w.sem.arrived  # (a cut is replaced, never changed)
-        pt.taken, pt.value = w.sem.taken, w.value
         pt.signals_before = len(self.signals)
         self.points.append(pt)
+        if read:  # (it orders nothing, takes nothing: only its value is chosen)
+            pt.read, pt.taken = True, w.sem.taken
+            w.sem.read_by[actor] = pt.seen
+            pt.value = w.seen = w.sem.units_of(pt.seen) - w.sem.taken
+            pt.done_time = w.engine.clocks.time[w.a]
+            return run, pt.seen
+        pt.taken, pt.value, pt.decrement = w.sem.taken, w.value, w.decrement
         complete_wait(w, pt.seen)
         pt.done_time = w.engine.clocks.time[w.a]
         return run, pt.seen
@@ -260,6 +349,8 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
     and what the wait had to see, the signal is not spare. (Per signaller: the longer of
     the prefix the wait had seen and the prefix ordered before the signal.)"""
     t = sem.history[idx]
+    if pt.read:  # (any units change what a read sees)
+        return t.units > 0
     have = -pt.taken
     for b, lane in sem.lanes.items():
         before = lane.position(idx) if b == t.actor else lane.known(int(t.vc[b])) if b >= 0 else 0
@@ -309,6 +400,12 @@ def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> se
     return {a for a in pt.options if a != pt.actor}
 
 
+def _later(index: _Index, key: tuple, actor: int, i: int) -> bool:
+    """Whether ``actor`` completed a wait (read, arrival) on ``key`` after point ``i``."""
+    mine = index.waits.get(key, {}).get(actor, [])
+    return bisect_right(mine, i) < len(mine)
+
+
 def reversals(
     points: list[Point],
     signals: list[tuple[Semaphore, int]],
@@ -331,6 +428,12 @@ def reversals(
         key = pt.keys[pt.options.index(pt.actor)]
         if key in unwatched:
             continue
+        for k, b in enumerate(pt.options):
+            # a wait ready here on the same semaphore that never completed after (the
+            # chosen one took what it needed: it starved): the schedule where it went
+            # first is another (its thread runs on, where here it deadlocked)
+            if b != pt.actor and pt.keys[k] == key and not _later(index, key, b, i):
+                out.setdefault(i, set()).add(b)
         for b, mine in index.waits[key].items():
             if b == pt.actor:
                 continue
@@ -340,6 +443,8 @@ def reversals(
                     break  # q's waiter came after this wait (and so do its later ones)
                 if q.phase == pt.phase >= 0:
                     continue  # two arrivals in one phase: either order makes that phase
+                if (pt.read and not q.decrement) or (q.read and not pt.decrement):
+                    continue  # a read commutes with a read and a wait that takes nothing
                 out.setdefault(i, set()).update(_lead(points, index, i, b, q.vc))
         for b, mine in index.sends.get(key, {}).items():
             if b == pt.actor:
@@ -425,6 +530,18 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
             )
             continue
         sem = _sem(engine, p.keys[k])
+        if p.read:
+            said.append(
+                {
+                    "who": names.get(p.actor, str(p.actor)),
+                    "reads": p.paths[k],
+                    "semaphore": sem.label,
+                    "value": p.value,
+                    "ready": [names.get(a, str(a)) for a in p.options],
+                    "sets": p.nsets,
+                }
+            )
+            continue
         saw = [
             f"{sem.history[i].sender} ({sem.history[i].path})"
             for i in new_signals(sem, p.base, p.seen)
@@ -472,12 +589,15 @@ def explore(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     max_races: int = 16,
+    found: dict[Any, Any] | None = None,
 ) -> Explored:
     """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
     run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
     every run are collected with the first schedule that shows each. Bounded by
     ``max_runs`` runs and ``max_steps`` thread-steps in all (deterministic);
-    ``max_seconds`` (None: none) only cancels a runaway exploration."""
+    ``max_seconds`` (None: none) only cancels a runaway exploration. ``found``: what the
+    caller already knows of the scenario that each run's engine would find again (the
+    runs share it: :attr:`Chooser.found`)."""
     res = Explored()
     start = time.perf_counter()
     stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
@@ -485,8 +605,9 @@ def explore(
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
+    found = {} if found is None else dict(found)
     while True:
-        chooser = Chooser(prefix)
+        chooser = Chooser(prefix, found)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
@@ -513,7 +634,9 @@ def explore(
             res.complete = False
             res.why = (
                 f"a wait had more than {MAX_SETS} minimal sets of signals it may have seen "
-                f"(or more than {MAX_FREE} unseen signals): the first ones were explored"
+                f"(or more than {MAX_FREE} unseen signals), or a semaphore read more than "
+                f"{MAX_FREE} unseen signals of one signaller or {MAX_CUTS} sets to look at: "
+                "the first ones were explored"
             )
         sched = Schedule([(p.actor, p.choice) for p in pts])
         if (out.log.races and len(res.races) < max_races) or (
@@ -614,5 +737,6 @@ __all__ = [
     "complete_wait",
     "explore",
     "minimal_sets",
+    "read_sets",
     "reversals",
 ]

@@ -94,7 +94,8 @@ class Semaphore(Record):
     ``arrived`` those a completed wait saw (a wait is ordered after every signal that
     reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
     ``joined`` the join of their clocks, ``lanes`` the history per signaller and
-    ``taken`` the units decrementing waits took off."""
+    ``taken`` the units decrementing waits took off, ``read_by`` what each actor's last
+    ``pl.semaphore_read`` saw."""
 
     __slots__ = (
         "label",
@@ -109,6 +110,7 @@ class Semaphore(Record):
         "arrived",
         "joined",
         "taken",
+        "read_by",
     )
 
     def __init__(
@@ -133,6 +135,8 @@ class Semaphore(Record):
         self.arrived: Cut = {}
         self.joined: np.ndarray | None = None
         self.taken = 0
+        #: (exploring) actor -> the signals its last read saw (a later read sees them too)
+        self.read_by: dict[int, Cut] = {}
 
     def signal(
         self,
@@ -331,6 +335,32 @@ class SemaphoreWait(Wait):
         return f"waits for {self.sem.label} to reach {self.value} (it is {self.sem.value}; {got})"
 
 
+class SemaphoreRead(Wait):
+    """(Exploring mode) a ``pl.semaphore_read`` held until the scheduler lets it run:
+    which of the signals issued so far it saw is the schedule's, so a read is a choice
+    too (``seen``: the value it read, once chosen). It orders nothing and takes nothing."""
+
+    kind = "read"
+
+    def __init__(self, engine: Any, a: int, sem: Semaphore, path: str) -> None:
+        self.engine, self.a, self.sem, self.path = engine, a, sem, path
+        self.seen: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What it depends on: its semaphore (its signals and decrementing waits)."""
+        return self.sem.key
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self) -> None:
+        """(The chooser sets ``seen``; nothing else changes.)"""
+
+    def describe(self) -> str:
+        return f"reads {self.sem.label}"
+
+
 class BarrierArrival(Wait):
     """(Exploring mode) a ``barrier_arrive`` held until the scheduler lets it land: which
     phase an arrival joins is the schedule's, so arrivals are choices too (``phase``:
@@ -376,4 +406,14 @@ class BarrierWait(Wait):
         )
 
 
-__all__ = ["Barrier", "BarrierWait", "Cut", "Lane", "Semaphore", "SemaphoreWait", "Token", "Wait"]
+__all__ = [
+    "Barrier",
+    "BarrierWait",
+    "Cut",
+    "Lane",
+    "Semaphore",
+    "SemaphoreRead",
+    "SemaphoreWait",
+    "Token",
+    "Wait",
+]

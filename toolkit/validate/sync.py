@@ -49,12 +49,13 @@ from mpmd_lab.engine import (
     Outcome,
     SimError,
     deadlock_diagnostic,
+    read_names,
     step_estimate,
     synchronises,
     written_buffers,
 )
 from mpmd_lab.fields import format_path, get_path, parse_path, sub_path
-from mpmd_lab.ops import Compute, SemaphoreSignal, SemaphoreWait
+from mpmd_lab.ops import Compute, SemaphoreScratch, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
@@ -119,7 +120,8 @@ def check_sync(ctx: Ctx) -> None:
         return
     # every schedule that matters, its first run standing for the call (its findings,
     # balance); the races and deadlock of the others merged in, each with its witness
-    ex = _explore(s)
+    reads = _sem_reads(ctx)
+    ex = _explore(s, reads=reads)
     gpu = ex.first if ex is not None else None
     if gpu is None:
         _not_run(ctx)
@@ -128,7 +130,7 @@ def check_sync(ctx: Ctx) -> None:
     if _stopped_on(gpu, "DATA_DEPENDENT") and elements(s) * s.num_devices <= MAX_FOLLOWED:
         # an index loaded from memory the kernel writes: the same schedules again,
         # following the values (where that run fails, the data-free one says what)
-        valued = _explore(s, data=True)
+        valued = _explore(s, data=True, reads=reads)
         first = valued.first if valued is not None else None
         if first is not None and first.error is None and not first.stopped:
             ex, gpu, followed = valued, first, True
@@ -142,7 +144,7 @@ def check_sync(ctx: Ctx) -> None:
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
     _semaphore_reads(ctx)
-    _data_reads(ctx, gpu, ex.runs if followed else 0)
+    _data_reads(ctx, gpu, ex.runs if followed else 0, ex)
     stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
@@ -184,8 +186,8 @@ def _semaphore_reads(ctx: Ctx) -> None:
             ctx.add(
                 "SYNC_NOT_CHECKED",
                 (*st.path, "value"),
-                f"pl.semaphore_read of {', '.join(sems)}: the value read is the one each "
-                "schedule checked leaves in the semaphore, and the read orders nothing here "
+                f"pl.semaphore_read of {', '.join(sems)}: every value the read may see is "
+                "explored (where it falls between the signals), but the read orders nothing here "
                 "(on a GPU it is an acquire load: it orders the signals it saw before it). "
                 "Races are judged as if only waits order: a kernel that polls a read instead "
                 "of waiting may be reported racy where the acquire orders it",
@@ -198,12 +200,13 @@ def _stopped_on(out: Outcome, code: str) -> bool:
     return out.error is not None and out.error.code == code
 
 
-def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
+def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> None:
     """DATA_DEPENDENT: what the check made of index expressions that read data. A load
     from an input the kernel never writes was checked with the values the call is given
-    (a note: another table is another call); a semaphore's value is the one each
-    explored schedule left (a warning: the reads are no choice points of the
-    exploration); a load of anything else is followed with the values the kernel computes
+    (a note: another table is another call); a semaphore read is a choice point of the
+    exploration ``ex``, which tries every value it can see: where the exploration
+    completed, every value was checked (a note), else what stopped it is said (a
+    warning); a load of anything else is followed with the values the kernel computes
     in each explored schedule (``followed``: how many; a note: a load racing a write is
     reported, and without one every schedule loads the same), or where that could not
     run it stopped the check (a warning: what follows is not checked)."""
@@ -229,6 +232,7 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
         )
     inputs: dict[str, list[str]] = {}
     computed: dict[str, list[str]] = {}
+    sem_reads: dict[str, list[str]] = {}
     written = written_buffers(ctx.s) if followed else frozenset()
     for p in ctx.programs:
         for st in p.stmts:
@@ -243,15 +247,23 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
                 where = format_path(sub_path(st.path, field))
                 for r in reads:
                     if isinstance(r, E.SemRead):
+                        if ex is not None and ex.complete and not halted and not gpu.stopped:
+                            sem_reads.setdefault(r.ref, []).append(where)
+                            continue
+                        why = (
+                            f"the exploration stopped ({ex.why})"
+                            if ex is not None and not ex.complete
+                            else "the check stopped before it"
+                            if halted or gpu.stopped
+                            else "it was not explored"
+                        )
                         ctx.add(
                             "DATA_DEPENDENT",
                             where,
-                            f"{e.label()} reads the semaphore {r.ref}: checked with the value "
-                            "each explored schedule left in it when the read ran. The schedules "
-                            "differ only in which signals each wait saw; a read that runs "
-                            "earlier or later between two signals (as blocks and devices race "
-                            "on a GPU) may see another value, and what the kernel does with it "
-                            "is not checked",
+                            f"{e.label()} reads the semaphore {r.ref}: checked only for the "
+                            f"values it read in the {ex.runs if ex is not None else 0} "
+                            f"schedule(s) explored, not for every one it may see: {why}. What "
+                            "the kernel does with the other values is not checked",
                             severity="warning",
                         )
                         continue
@@ -270,6 +282,15 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0) -> None:
             paths[0],
             f"index expressions load from {origin} (at {_some(paths)}): checked on every "
             "device with the values the call is given; other values are another call",
+            severity="info",
+        )
+    for name, paths in sem_reads.items():
+        ctx.add(
+            "DATA_DEPENDENT",
+            paths[0],
+            f"reads of the semaphore {name} (at {_some(paths)}): checked for every value "
+            f"each may see, over the {ex.runs} schedule(s) explored (each read a choice "
+            "point: which of the signals issued so far it saw, less what waits took)",
             severity="info",
         )
     for origin, paths in computed.items():
@@ -377,21 +398,42 @@ MAX_EXPLORE_STEPS = 2_000_000
 EXPLORE_SECONDS = 300.0
 
 
-def _explore(s: Any, data: bool = False) -> Any:
+def _explore(s: Any, data: bool = False, reads: Any = None) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first, which phase each barrier
-    arrival joined (``data``: following the values). None where the engine could not
-    run."""
+    arrival joined, where each semaphore read fell (``data``: following the values;
+    ``reads``: :func:`_sem_reads`, which the engine would otherwise find per run). None
+    where the engine could not run."""
     from mpmd_lab.engine.explore import explore
 
+    found = None if not reads else {("reads", p): r for p, r in enumerate(reads)}
     return _guarded(
         lambda: explore(
             lambda chooser: _engine(s, "grid", data, chooser=chooser),
             max_runs=MAX_SCHEDULES,
             max_steps=MAX_EXPLORE_STEPS,
             max_seconds=EXPLORE_SECONDS,
+            found=found,
         )
     )
+
+
+def _sem_reads(ctx: Ctx) -> list[dict[int, tuple[str, ...]]] | None:
+    """Per program, its statements that read a semaphore (by the plan's flat index: the
+    engine's) and the names they read: what the exploration makes choices of. Only
+    statements that load or read (the plan's ``loads``) and computes are looked at; None
+    where the call has no semaphore (the engine sees that at once)."""
+    out: list[dict[int, tuple[str, ...]]] = []
+    if not any(isinstance(v, SemaphoreScratch) for v in ctx.s.call.scratch.values()):
+        return None
+    for p in ctx.programs:
+        found: dict[int, tuple[str, ...]] = {}
+        for st in p.stmts:
+            names = read_names(st.node, exprs=bool(st.loads))
+            if names:
+                found[st.index] = names
+        out.append(found)
+    return out
 
 
 def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:

@@ -89,6 +89,18 @@ def race_witness(race: Any, sched: Any, s: Any) -> dict[str, Any]:
             f"{c['who']}'s arrival at {c['arrives']} joined phase {c['phase']} of {c['barrier']}"
             for c in arrivals[:3]
         )
+    reads = [c for c in sched.said if "reads" in c]
+    if reads:  # where each semaphore read fell between the signals is the schedule's
+        edge += "; in the witness schedule " + ", then ".join(
+            f"{c['who']}'s pl.semaphore_read at {c['reads']} read {c['value']} from "
+            f"{c['semaphore']}"
+            + (f" (one of {c['sets']} values it may read)" if c["sets"] > 1 else "")
+            for c in reads[:3]
+        )
+        edge += (
+            " (a read orders nothing in this check; on a GPU pl.semaphore_read is an "
+            "acquire load, which orders the signals it saw before what follows it)"
+        )
     explain = (
         f"{'write/write' if race.kind == 'write-write' else 'read/write'} race on {where}; "
         f"{edge} (witness: {len(sched.choices)} choice(s), replay with "
