@@ -134,7 +134,9 @@ if sim.ok:
 # ## 3. Your mistake, at your line
 #
 # A multicast view of a peer view is refused by JAX while it traces the body. The importer
-# catches JAX's own error, gives it its code and card, and points at the line that did it:
+# catches JAX's own error, gives it its code and card, and points at the line that did it.
+# The import is then partial: it holds what JAX traced without that line, and lists what it
+# left out (never "valid" or "ok" about a kernel it did not carry):
 
 # %%
 def bad_kernel(x_ref, o_ref, ready_sem, recv_sem):
@@ -146,9 +148,10 @@ def bad_kernel(x_ref, o_ref, ready_sem, recv_sem):
 
 bad_fn, bad_args = ring_call(bad_kernel)
 bad = mpmd_lab.from_jax(bad_fn, *bad_args)
-(d,) = bad.diagnostics
-print(d.code, "at", d.source.rsplit("/", 1)[-1])
+d = bad.diagnostics[0]  # JAX's own error comes first, at your line
+print(d.code)
 print(d.message)
+print("faithful:", bad.faithful, "| also listed:", [x.code for x in bad.diagnostics[1:]])
 print()
 print(mpmd_lab.explain(d.code).render()[:700])
 
