@@ -88,6 +88,14 @@ UNSUPPORTED = [
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
     ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
 ]
+#: pl.pallas_call with plgpu.CompilerParams, as JAX's distributed tests write their
+#: kernels: JAX 0.12 traces it and does not lower it (module, the line the import names)
+PALLAS_CALLS = [
+    ("pallas_call_remote_dma", "return pl.pallas_call("),
+    ("pallas_call_wait_twice", "def kernel(y_ref, sem):"),
+    ("pallas_call_wait_nodec", "def kernel(y_ref, sem):"),
+    ("pallas_call_signal_multicast", "def kernel(y_ref, sem):"),
+]
 
 
 def _line_of(module: str, text: str) -> int:
@@ -125,6 +133,7 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
+    names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out"]
     raw = _import_all(names, tmp_path_factory.mktemp("imports"))
     for name, r in raw.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
@@ -419,6 +428,47 @@ def test_a_partial_import_is_never_valid_or_ok(imported, name, what, text):
         res = runtime.run(again, backend, analysis=analysis)
         assert res.status == "error" and res.error.code == "IMPORT_UNSUPPORTED", backend
         assert not res.outputs
+
+
+@pytest.mark.parametrize("name,text", PALLAS_CALLS)
+def test_a_pallas_call_is_partial_and_holds_the_plgpu_kernel_it_equals(imported, name, text):
+    """JAX 0.12 lowers no Mosaic GPU pl.pallas_call (real JAX: the user's function stops
+    at gpu_lowering's AssertionError): the import says so at the call's line and is not
+    ok; what it holds is the plgpu.kernel the call equals (no grid, operands whole in
+    GMEM), which JAX lowers and which computes the kernel's values."""
+    from mpmd_lab import simulate
+    from mpmd_lab.scenario import load_scenario
+
+    r = imported[name]
+    imp = r["obj"]
+    assert r["lowered"].startswith("AssertionError"), r["lowered"]
+    line = _line_of(name, text)
+    assert len(imp.unsupported) == 1 and imp.unsupported[0].startswith(
+        f"pallas_call (at {name}.py:{line}): JAX 0.12 has no Mosaic GPU lowering"
+    ), imp.unsupported
+    assert not imp.faithful and not imp.ok
+    assert imp.scenario.call.entry == "plgpu.kernel"
+    data = json.loads(imp.scenario.to_json())
+    data.pop("not_imported")  # the rewrite the message offers
+    rewritten = load_scenario(data)
+    result = simulate(rewritten)
+    assert result.ok, [d.one_line() for d in result.diagnostics()]
+    for res, e in zip(imp.results, r["expected"], strict=True):
+        np.testing.assert_array_equal(result.outputs[res.name], e)
+    (lowered,) = probe.probe_many([rewritten], ("build", "trace", "gpu-lower"), timeout=300)
+    assert lowered.ok, (lowered.stage, lowered.error_type, lowered.message)
+
+
+def test_a_pallas_call_through_smem_is_refused_at_the_kernel(imported):
+    """An output block spec in SMEM (the call copies it back after the body) is not
+    plgpu.kernel's kernel either: the import says so at the kernel's def, and is not ok."""
+    imp = imported["pallas_call_smem_out"]["obj"]
+    line = _line_of("pallas_call_smem_out", "def kernel(")
+    hits = [u for u in imp.unsupported if u.startswith("pallas_call")]
+    assert len(hits) == 1 and f"pallas_call_smem_out.py:{line})" in hits[0]
+    assert "output 0 puts it in SMEM" in hits[0]
+    assert imported["pallas_call_smem_out"]["lowered"].startswith("AssertionError")
+    assert not imp.faithful and not imp.ok
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):
