@@ -65,6 +65,13 @@ VALID = [
     "two_programs_warpgroups",
     "dup_ref_one_memory",
     "values_traced_divisor",
+    # JAX's distributed tests, written with plgpu.kernel (the form JAX 0.12 lowers)
+    "remote_tma_tuple_ids",
+    "mm_load_reduce_slice",
+    "mm_store_tma_iota",
+    "signal_multicast_wait",
+    "wait_nodec",
+    "wait_twice",
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -87,6 +94,11 @@ OPENED = {
 UNSUPPORTED = [
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
     ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
+    (
+        "mm_store_regs_iota",
+        "multimem_store of a computed value",
+        'plgpu.multimem_store(v, y_ref, "x")',
+    ),
 ]
 #: pl.pallas_call with plgpu.CompilerParams, as JAX's distributed tests write their
 #: kernels: JAX 0.12 traces it and does not lower it (module, the line the import names)
