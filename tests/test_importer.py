@@ -145,7 +145,7 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
-    names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out"]
+    names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out", "collective_matmul_op"]
     raw = _import_all(names, tmp_path_factory.mktemp("imports"))
     for name, r in raw.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
@@ -481,6 +481,18 @@ def test_a_pallas_call_through_smem_is_refused_at_the_kernel(imported):
     assert "output 0 puts it in SMEM" in hits[0]
     assert imported["pallas_call_smem_out"]["lowered"].startswith("AssertionError")
     assert not imp.faithful and not imp.ok
+
+
+def test_an_error_no_rule_knows_says_what_and_where_it_was_raised(imported):
+    """JAX's own collective matmul op asks the device for its SM count while tracing; a
+    CPU device has none. No user line is in the traceback: the error names its type and
+    the op's line that raised it, not only "an error no rule knows"."""
+    imp = imported["collective_matmul_op"]["obj"]
+    assert imp.scenario is None and not imp.ok
+    (d,) = [d for d in imp.diagnostics if d.is_error]
+    assert d.code == "JAX_UNKNOWN" and d.jax.type == "AttributeError"
+    assert "AttributeError (raised at collective_matmul_mgpu.py:" in d.message
+    assert "jax.devices()[0].core_count" in d.message
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):

@@ -337,6 +337,12 @@ def error_diagnostic(exc: BaseException, stage: str = "trace") -> Diagnostic:
     line = F.line_text(where)
     at = f" at {_short(where)}" if where else ""
     head = message.strip().splitlines()[0] if message.strip() else type_name
+    if code == "JAX_UNKNOWN":  # no rule knows it: the error itself, and where it was raised
+        head = f"{type_name}: {head}" if head != type_name else type_name
+        title = f"{title}: {head}" if title else head
+        if where is None and (raised := F.raised_at(exc)):
+            text = F.line_text(raised)
+            title += f" (raised at {_short(raised)}" + (f": {text})" if text else ")")
     return Diagnostic(
         code=code,
         severity="error",
