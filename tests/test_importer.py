@@ -146,6 +146,7 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
     names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out", "collective_matmul_op"]
+    names += ["datadep_count_peer"]
     raw = _import_all(names, tmp_path_factory.mktemp("imports"))
     for name, r in raw.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
@@ -493,6 +494,29 @@ def test_an_error_no_rule_knows_says_what_and_where_it_was_raised(imported):
     assert d.code == "JAX_UNKNOWN" and d.jax.type == "AttributeError"
     assert "AttributeError (raised at collective_matmul_mgpu.py:" in d.message
     assert "jax.devices()[0].core_count" in d.message
+
+
+def test_a_device_id_reduced_from_data_is_named_with_its_load(imported):
+    """test_remote_dma_dynamic_index's peer, jnp.sum(x_ref[...] == 1): an integer scalar
+    made by a reduction of a loaded array, which index expressions do not hold. Each use
+    says so at its line, naming the load and its line (not 'not an integer scalar')."""
+    name = "datadep_count_peer"
+    r = imported[name]
+    assert r["lowered"] == "ok"  # JAX lowers the kernel as written
+    imp = r["obj"]
+    load = _line_of(name, "peer = jnp.sum(x_ref[...] == 1")
+    uses = [
+        _line_of(name, "pl.semaphore_signal(ready_sem"),
+        _line_of(name, "plgpu.remote_ref(y_ref, peer)"),
+        _line_of(name, "pl.semaphore_signal(recv_sem"),
+    ]
+    why = (
+        "a device id computed in registers by a reduction of x_ref[...] "
+        f"(loaded at {name}.py:{load})"
+    )
+    assert [u for u in imp.unsupported if u.startswith(why)] == imp.unsupported
+    assert sorted(int(u.rsplit(":", 1)[1].rstrip(")")) for u in imp.unsupported) == uses
+    assert not imp.faithful and not imp.ok
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):

@@ -250,6 +250,17 @@ def _aval_info(aval: Any) -> tuple[tuple[int, ...], str, str]:
     return shape, name, space
 
 
+def _first_load(v: Any, depth: int = 0) -> Load | None:
+    """The first load a computed value reads (depth first), or None."""
+    if isinstance(v, Load):
+        return v
+    if isinstance(v, Computed) and depth < 32:
+        for a in v.args:
+            if (found := _first_load(a, depth + 1)) is not None:
+                return found
+    return None
+
+
 class Translator:
     """One kernel body (a program) into statements; shared names and findings."""
 
@@ -337,6 +348,15 @@ class Translator:
             raise Unsupported(
                 f"{what} loaded from memory ({v.view.param}[...]) that is not one integer "
                 f"(a {v.view.dtype} of shape {list(v.view.shape)})"
+            )
+        if isinstance(v, Computed) and not v.shape and _is_int_dtype(v.dtype):
+            load = _first_load(v)
+            frm = f" of {load.view.param}[...] (loaded at {_short(load.where)})" if load else ""
+            kind = "reduction" if v.op == "reduce" else repr(v.op)
+            raise Unsupported(
+                f"{what} computed in registers by a {kind}{frm}: a scenario's device ids "
+                "and indices are integer expressions of scalar loads, pl.semaphore_read and "
+                "arithmetic on them, not of a whole array's value"
             )
         raise Unsupported(f"{what} that is not an integer scalar")
 
