@@ -72,6 +72,7 @@ VALID = [
     "signal_multicast_wait",
     "wait_nodec",
     "wait_twice",
+    "mm_store_regs_iota",  # multimem_store of a register value
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -94,11 +95,6 @@ OPENED = {
 UNSUPPORTED = [
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
     ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
-    (
-        "mm_store_regs_iota",
-        "multimem_store of a computed value",
-        'plgpu.multimem_store(v, y_ref, "x")',
-    ),
 ]
 #: pl.pallas_call with plgpu.CompilerParams, as JAX's distributed tests write their
 #: kernels: JAX 0.12 traces it and does not lower it (module, the line the import names)
