@@ -513,6 +513,20 @@ def test_a_device_id_reduced_from_data_is_named_with_its_load(imported):
     assert [u for u in imp.unsupported if u.startswith(why)] == imp.unsupported
     assert sorted(int(u.rsplit(":", 1)[1].rstrip(")")) for u in imp.unsupported) == uses
     assert not imp.faithful and not imp.ok
+    # the signals left out leave every wait unsatisfied: no deadlock is claimed for it
+    errors = {d.code for d in imp.diagnostics if d.is_error}
+    assert errors == {"IMPORT_UNSUPPORTED"}, errors
+    (hang,) = [d for d in imp.diagnostics if d.code == "DEADLOCK_SEMAPHORE"]
+    assert hang.severity == "warning" and hang.message.startswith(
+        "not judged: the import left out 3 construct(s)"
+    )
+    # the same check of a whole scenario keeps its deadlock an error
+    from mpmd_lab.scenario import load_scenario
+    from mpmd_lab.validate import check
+
+    data = json.loads(imp.scenario.to_json())
+    data.pop("not_imported")
+    assert "DEADLOCK_SEMAPHORE" in {d.code for d in check(load_scenario(data)) if d.is_error}
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):
