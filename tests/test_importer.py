@@ -142,7 +142,7 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
     names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out", "collective_matmul_op"]
-    names += ["datadep_count_peer"]
+    names += ["datadep_count_peer", "two_kernel_calls"]
     raw = _import_all(names, tmp_path_factory.mktemp("imports"))
     for name, r in raw.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
@@ -527,6 +527,23 @@ def test_a_device_id_reduced_from_data_is_named_with_its_load(imported):
     data = json.loads(imp.scenario.to_json())
     data.pop("not_imported")
     assert "DEADLOCK_SEMAPHORE" in {d.code for d in check(load_scenario(data)) if d.is_error}
+
+
+def test_each_kernel_call_left_out_is_at_its_own_line(imported):
+    """test_remote_dma_several_mosaic_ops calls two kernels in a loop: the scenario holds
+    the first call; every other call (each line once) and what the function computes
+    from it are errors at their own lines, not at the first call's."""
+    name = "two_kernel_calls"
+    imp = imported[name]["obj"]
+    first = _line_of(name, "r = _call(one_sem, 1)(r)")
+    second = _line_of(name, "r = _call(two_sems, 2)(r)")
+    errors = [d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED"]
+    at = {f"{KERNELS / name}.py:{k}" for k in (first, second)}
+    assert len(errors) == 3 and {d.source for d in errors} == at
+    for d in errors:
+        assert f"(at {name}.py:{d.source.rsplit(':', 1)[1]})" in d.message, d.message
+    assert list(imp.scenario.call.scratch) == ["done"]  # the first kernel, one_sem
+    assert not imp.faithful and not imp.ok
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):

@@ -90,6 +90,13 @@ class Walk:
     found: Found | None = None
     others: list[str] = field(default_factory=list)  # unsupported things around it
     kernels: int = 0
+    #: the user's line (``FILE:LINE``) of each of ``others``
+    where_of: dict[str, str | None] = field(default_factory=dict)
+
+    def other(self, text: str, where: str | None) -> None:
+        """An unsupported thing around the kernel call, at the user's line ``where``."""
+        self.others.append(text)
+        self.where_of.setdefault(text, where)
 
 
 _CALLS = (
@@ -142,8 +149,9 @@ def walk(
                 for k, o in enumerate(eqn.outvars):
                     env[o] = KernelOut(k)
             else:
-                w.others.append(
-                    f"a second kernel call (at {_short(where)}): only the first is imported"
+                w.other(
+                    f"a second kernel call (at {_short(where)}): only the first is imported",
+                    where,
                 )
                 for o in eqn.outvars:
                     env[o] = Computed(name, tuple(ins), where)
@@ -157,12 +165,12 @@ def walk(
                 w.found = Found(as_kernel, ins, "plgpu.kernel", mesh, where)
                 for k, o in enumerate(eqn.outvars):
                     env[o] = KernelOut(k)
-                w.others.append(f"pallas_call (at {_short(where)}): {PALLAS_CALL_DOES_NOT_LOWER}")
+                w.other(f"pallas_call (at {_short(where)}): {PALLAS_CALL_DOES_NOT_LOWER}", where)
                 continue
             if as_kernel is not None:
                 w.kernels += 1
                 why = "a second kernel call: only the first is imported"
-            w.others.append(f"pallas_call (at {_short(where)}): {why}")
+            w.other(f"pallas_call (at {_short(where)}): {why}", where)
             for o in eqn.outvars:
                 env[o] = Computed(name, tuple(ins), where)
             continue
