@@ -476,6 +476,9 @@ def test_a_pallas_call_through_smem_is_refused_at_the_kernel(imported):
     hits = [u for u in imp.unsupported if u.startswith("pallas_call")]
     assert len(hits) == 1 and f"pallas_call_smem_out.py:{line})" in hits[0]
     assert "output 0 puts it in SMEM" in hits[0]
+    where = f"{KERNELS / 'pallas_call_smem_out'}.py:{line}"
+    errors = [d for d in imp.diagnostics if d.is_error]
+    assert errors and all(d.source == where for d in errors), [d.source for d in errors]
     assert imported["pallas_call_smem_out"]["lowered"].startswith("AssertionError")
     assert not imp.faithful and not imp.ok
 

@@ -537,13 +537,15 @@ def build(
     w = C.Walk()
     C.walk(jaxpr, env, w)
     unsupported = list(dict.fromkeys(w.others))  # (a loop of calls: each line once)
-    if w.found is None:
+    if w.found is None:  # (a call it could not read, if any, is the user's call)
+        call = next((x for x in w.where_of.values() if x), None)
         return Imported(
             None,
             unsupported=[
                 *unsupported,
                 "no pl.kernel / plgpu.kernel call (mpmd_map) in the function",
             ],
+            source={"call": call} if call else {},
         )
     b = Builder(w.found, values, name)
     data = b.scenario()
