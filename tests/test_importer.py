@@ -73,6 +73,7 @@ VALID = [
     "wait_nodec",
     "wait_twice",
     "mm_store_regs_iota",  # multimem_store of a register value
+    "reduce_scatter_op",  # JAX's ops/gpu/reduce_scatter_mgpu, as _test_reduce_scatter calls it
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
