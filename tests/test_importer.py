@@ -65,6 +65,15 @@ VALID = [
     "two_programs_warpgroups",
     "dup_ref_one_memory",
     "values_traced_divisor",
+    # JAX's distributed tests, written with plgpu.kernel (the form JAX 0.12 lowers)
+    "remote_tma_tuple_ids",
+    "mm_load_reduce_slice",
+    "mm_store_tma_iota",
+    "signal_multicast_wait",
+    "wait_nodec",
+    "wait_twice",
+    "mm_store_regs_iota",  # multimem_store of a register value
+    "reduce_scatter_op",  # JAX's ops/gpu/reduce_scatter_mgpu, as _test_reduce_scatter calls it
 ]
 #: seed errors: (module, code, the text of the line JAX's error points at)
 SEEDS = [
@@ -87,6 +96,14 @@ OPENED = {
 UNSUPPORTED = [
     ("negative_rem", "rem (lax.rem)", "lax.rem(dev - 1, DEVICES)"),
     ("exp_partial", "exp", "jnp.exp(x_ref[...])"),
+]
+#: pl.pallas_call with plgpu.CompilerParams, as JAX's distributed tests write their
+#: kernels: JAX 0.12 traces it and does not lower it (module, the line the import names)
+PALLAS_CALLS = [
+    ("pallas_call_remote_dma", "return pl.pallas_call("),
+    ("pallas_call_wait_twice", "def kernel(y_ref, sem):"),
+    ("pallas_call_wait_nodec", "def kernel(y_ref, sem):"),
+    ("pallas_call_signal_multicast", "def kernel(y_ref, sem):"),
 ]
 
 
@@ -125,6 +142,8 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
+    names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out", "collective_matmul_op"]
+    names += ["datadep_count_peer", "two_kernel_calls"]
     raw = _import_all(names, tmp_path_factory.mktemp("imports"))
     for name, r in raw.items():
         assert "error" not in r, f"{name}: {r.get('error')}"
@@ -419,6 +438,116 @@ def test_a_partial_import_is_never_valid_or_ok(imported, name, what, text):
         res = runtime.run(again, backend, analysis=analysis)
         assert res.status == "error" and res.error.code == "IMPORT_UNSUPPORTED", backend
         assert not res.outputs
+
+
+@pytest.mark.parametrize("name,text", PALLAS_CALLS)
+def test_a_pallas_call_is_partial_and_holds_the_plgpu_kernel_it_equals(imported, name, text):
+    """JAX 0.12 lowers no Mosaic GPU pl.pallas_call (real JAX: the user's function stops
+    at gpu_lowering's AssertionError): the import says so at the call's line and is not
+    ok; what it holds is the plgpu.kernel the call equals (no grid, operands whole in
+    GMEM), which JAX lowers and which computes the kernel's values."""
+    from mpmd_lab import simulate
+    from mpmd_lab.scenario import load_scenario
+
+    r = imported[name]
+    imp = r["obj"]
+    assert r["lowered"].startswith("AssertionError"), r["lowered"]
+    line = _line_of(name, text)
+    assert len(imp.unsupported) == 1 and imp.unsupported[0].startswith(
+        f"pallas_call (at {name}.py:{line}): JAX 0.12 has no Mosaic GPU lowering"
+    ), imp.unsupported
+    assert not imp.faithful and not imp.ok
+    assert imp.scenario.call.entry == "plgpu.kernel"
+    data = json.loads(imp.scenario.to_json())
+    data.pop("not_imported")  # the rewrite the message offers
+    rewritten = load_scenario(data)
+    result = simulate(rewritten)
+    assert result.ok, [d.one_line() for d in result.diagnostics()]
+    for res, e in zip(imp.results, r["expected"], strict=True):
+        np.testing.assert_array_equal(result.outputs[res.name], e)
+    (lowered,) = probe.probe_many([rewritten], ("build", "trace", "gpu-lower"), timeout=300)
+    assert lowered.ok, (lowered.stage, lowered.error_type, lowered.message)
+
+
+def test_a_pallas_call_through_smem_is_refused_at_the_kernel(imported):
+    """An output block spec in SMEM (the call copies it back after the body) is not
+    plgpu.kernel's kernel either: the import says so at the kernel's def, and is not ok."""
+    imp = imported["pallas_call_smem_out"]["obj"]
+    line = _line_of("pallas_call_smem_out", "def kernel(")
+    hits = [u for u in imp.unsupported if u.startswith("pallas_call")]
+    assert len(hits) == 1 and f"pallas_call_smem_out.py:{line})" in hits[0]
+    assert "output 0 puts it in SMEM" in hits[0]
+    where = f"{KERNELS / 'pallas_call_smem_out'}.py:{line}"
+    errors = [d for d in imp.diagnostics if d.is_error]
+    assert errors and all(d.source == where for d in errors), [d.source for d in errors]
+    assert imported["pallas_call_smem_out"]["lowered"].startswith("AssertionError")
+    assert not imp.faithful and not imp.ok
+
+
+def test_an_error_no_rule_knows_says_what_and_where_it_was_raised(imported):
+    """JAX's own collective matmul op asks the device for its SM count while tracing; a
+    CPU device has none. No user line is in the traceback: the error names its type and
+    the op's line that raised it, not only "an error no rule knows"."""
+    imp = imported["collective_matmul_op"]["obj"]
+    assert imp.scenario is None and not imp.ok
+    (d,) = [d for d in imp.diagnostics if d.is_error]
+    assert d.code == "JAX_UNKNOWN" and d.jax.type == "AttributeError"
+    assert "AttributeError (raised at collective_matmul_mgpu.py:" in d.message
+    assert "jax.devices()[0].core_count" in d.message
+
+
+def test_a_device_id_reduced_from_data_is_named_with_its_load(imported):
+    """test_remote_dma_dynamic_index's peer, jnp.sum(x_ref[...] == 1): an integer scalar
+    made by a reduction of a loaded array, which index expressions do not hold. Each use
+    says so at its line, naming the load and its line (not 'not an integer scalar')."""
+    name = "datadep_count_peer"
+    r = imported[name]
+    assert r["lowered"] == "ok"  # JAX lowers the kernel as written
+    imp = r["obj"]
+    load = _line_of(name, "peer = jnp.sum(x_ref[...] == 1")
+    uses = [
+        _line_of(name, "pl.semaphore_signal(ready_sem"),
+        _line_of(name, "plgpu.remote_ref(y_ref, peer)"),
+        _line_of(name, "pl.semaphore_signal(recv_sem"),
+    ]
+    why = (
+        "a device id computed in registers by a reduction of x_ref[...] "
+        f"(loaded at {name}.py:{load})"
+    )
+    assert [u for u in imp.unsupported if u.startswith(why)] == imp.unsupported
+    assert sorted(int(u.rsplit(":", 1)[1].rstrip(")")) for u in imp.unsupported) == uses
+    assert not imp.faithful and not imp.ok
+    # the signals left out leave every wait unsatisfied: no deadlock is claimed for it
+    errors = {d.code for d in imp.diagnostics if d.is_error}
+    assert errors == {"IMPORT_UNSUPPORTED"}, errors
+    (hang,) = [d for d in imp.diagnostics if d.code == "DEADLOCK_SEMAPHORE"]
+    assert hang.severity == "warning" and hang.message.startswith(
+        "not judged: the import left out 3 construct(s)"
+    )
+    # the same check of a whole scenario keeps its deadlock an error
+    from mpmd_lab.scenario import load_scenario
+    from mpmd_lab.validate import check
+
+    data = json.loads(imp.scenario.to_json())
+    data.pop("not_imported")
+    assert "DEADLOCK_SEMAPHORE" in {d.code for d in check(load_scenario(data)) if d.is_error}
+
+
+def test_each_kernel_call_left_out_is_at_its_own_line(imported):
+    """test_remote_dma_several_mosaic_ops calls two kernels in a loop: the scenario holds
+    the first call; every other call (each line once) and what the function computes
+    from it are errors at their own lines, not at the first call's."""
+    name = "two_kernel_calls"
+    imp = imported[name]["obj"]
+    first = _line_of(name, "r = _call(one_sem, 1)(r)")
+    second = _line_of(name, "r = _call(two_sems, 2)(r)")
+    errors = [d for d in imp.diagnostics if d.code == "IMPORT_UNSUPPORTED"]
+    at = {f"{KERNELS / name}.py:{k}" for k in (first, second)}
+    assert len(errors) == 3 and {d.source for d in errors} == at
+    for d in errors:
+        assert f"(at {name}.py:{d.source.rsplit(':', 1)[1]})" in d.message, d.message
+    assert list(imp.scenario.call.scratch) == ["done"]  # the first kernel, one_sem
+    assert not imp.faithful and not imp.ok
 
 
 def test_a_body_construct_left_out_points_into_the_body(imported):

@@ -61,6 +61,7 @@ class Result:
     name: str | None = None
     spec: Any = None  # the out_spec (None: not under shard_map)
     what: str = ""  # for "computed": what the function does after the kernel
+    where: str | None = None  # (the user's line of it)
 
 
 @dataclass
@@ -337,6 +338,12 @@ def error_diagnostic(exc: BaseException, stage: str = "trace") -> Diagnostic:
     line = F.line_text(where)
     at = f" at {_short(where)}" if where else ""
     head = message.strip().splitlines()[0] if message.strip() else type_name
+    if code == "JAX_UNKNOWN":  # no rule knows it: the error itself, and where it was raised
+        head = f"{type_name}: {head}" if head != type_name else type_name
+        title = f"{title}: {head}" if title else head
+        if where is None and (raised := F.raised_at(exc)):
+            text = F.line_text(raised)
+            title += f" (raised at {_short(raised)}" + (f": {text})" if text else ")")
     return Diagnostic(
         code=code,
         severity="error",
@@ -529,14 +536,16 @@ def build(
     env = {v: C.Arg(k) for k, v in enumerate(invars)}
     w = C.Walk()
     C.walk(jaxpr, env, w)
-    unsupported = list(w.others)
-    if w.found is None:
+    unsupported = list(dict.fromkeys(w.others))  # (a loop of calls: each line once)
+    if w.found is None:  # (a call it could not read, if any, is the user's call)
+        call = next((x for x in w.where_of.values() if x), None)
         return Imported(
             None,
             unsupported=[
                 *unsupported,
                 "no pl.kernel / plgpu.kernel call (mpmd_map) in the function",
             ],
+            source={"call": call} if call else {},
         )
     b = Builder(w.found, values, name)
     data = b.scenario()
@@ -550,6 +559,7 @@ def build(
     for r in results:
         if r.kind == "computed" and r.what:
             unsupported.append(r.what)
+            w.where_of.setdefault(r.what, r.where)
     in_body = list(b.not_imported)
     for x in left_out:
         text = f"{x.text} ({x.why}; at {_short(x.where)})"
@@ -562,7 +572,7 @@ def build(
                 "text": text,
             }
         )
-    data["not_imported"] = not_imported(unsupported, in_body, b.source.get("call"))
+    data["not_imported"] = not_imported(unsupported, in_body, b.source.get("call"), w.where_of)
     try:
         scenario = Scenario.model_validate(data)
     except Exception as e:  # noqa: BLE001 - a translation the schema refuses: our bug
@@ -587,11 +597,14 @@ def build(
 
 
 def not_imported(
-    unsupported: list[str], in_body: list[dict[str, Any]], where: str | None
+    unsupported: list[str],
+    in_body: list[dict[str, Any]],
+    where: str | None,
+    where_of: dict[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The scenario's ``not_imported``: each unsupported construct once, those of the
     kernel body at their own lines and bodies, the others (around the kernel call, in
-    its parameters) at the call."""
+    its parameters) at their own lines where known (``where_of``), else at the call."""
     by_text = {e["text"]: e for e in in_body}
     out = []
     for u in unsupported:
@@ -599,7 +612,8 @@ def not_imported(
         if e is not None:
             out.append({"what": e["what"], "source": e["source"], "path": e["path"]})
         else:
-            out.append({"what": u, "source": where, "path": "call"})
+            at = (where_of or {}).get(u) or where
+            out.append({"what": u, "source": at, "path": "call"})
     return out
 
 
@@ -977,7 +991,8 @@ class Builder:
                     f"{o.primitive} after the kernel (at {_short(o.where)}): the function computes "
                     "its result from the kernel's outputs; the scenario holds the kernel"
                 )
-            out.append(Result("computed", None, spec, what))
+            where = o.where if isinstance(o, C.Computed) else None
+            out.append(Result("computed", None, spec, what, where))
         return out
 
 

@@ -90,6 +90,13 @@ class Walk:
     found: Found | None = None
     others: list[str] = field(default_factory=list)  # unsupported things around it
     kernels: int = 0
+    #: the user's line (``FILE:LINE``) of each of ``others``
+    where_of: dict[str, str | None] = field(default_factory=dict)
+
+    def other(self, text: str, where: str | None) -> None:
+        """An unsupported thing around the kernel call, at the user's line ``where``."""
+        self.others.append(text)
+        self.where_of.setdefault(text, where)
 
 
 _CALLS = (
@@ -142,17 +149,28 @@ def walk(
                 for k, o in enumerate(eqn.outvars):
                     env[o] = KernelOut(k)
             else:
-                w.others.append(
-                    f"a second kernel call (at {_short(where)}): only the first is imported"
+                w.other(
+                    f"a second kernel call (at {_short(where)}): only the first is imported",
+                    where,
                 )
                 for o in eqn.outvars:
                     env[o] = Computed(name, tuple(ins), where)
             continue
         if name == "pallas_call":
-            w.others.append(
-                f"pallas_call (at {_short(where)}): a BlockSpec-style call; mpmd-lab imports "
-                "pl.kernel / plgpu.kernel (mpmd_map) calls"
-            )
+            if where is None:  # called by JAX (shard_map): the kernel's def is the line
+                where = _def_line(eqn.params.get("jaxpr"))
+            as_kernel, why = pallas_call_as_kernel(eqn)
+            if as_kernel is not None and w.found is None:
+                w.kernels += 1
+                w.found = Found(as_kernel, ins, "plgpu.kernel", mesh, where)
+                for k, o in enumerate(eqn.outvars):
+                    env[o] = KernelOut(k)
+                w.other(f"pallas_call (at {_short(where)}): {PALLAS_CALL_DOES_NOT_LOWER}", where)
+                continue
+            if as_kernel is not None:
+                w.kernels += 1
+                why = "a second kernel call: only the first is imported"
+            w.other(f"pallas_call (at {_short(where)}): {why}", where)
             for o in eqn.outvars:
                 env[o] = Computed(name, tuple(ins), where)
             continue
@@ -185,6 +203,89 @@ def walk(
         value = _host_eval(eqn, ins)
         for k, o in enumerate(eqn.outvars):
             env[o] = value[k] if value is not None else Computed(name, tuple(ins), where)
+
+
+@dataclass(frozen=True)
+class KernelEqn:
+    """A ``pl.pallas_call`` equation read as the ``plgpu.kernel`` (``mpmd_map``) equation
+    it equals: the parameters the builder reads, one program on a bare ``plgpu.Mesh()``
+    (what JAX's own testing shim, ``jax._src.pallas.mosaic_gpu.pallas_call``, makes of
+    such a call)."""
+
+    params: dict[str, Any]
+    invars: list[Any]
+    outvars: list[Any]
+
+
+#: what a Mosaic GPU ``pl.pallas_call`` is in JAX 0.12, and what the import holds instead
+PALLAS_CALL_DOES_NOT_LOWER = (
+    "JAX 0.12 has no Mosaic GPU lowering for pl.pallas_call with plgpu.CompilerParams (its "
+    "GPU lowering stops at an AssertionError in pallas_call.py's gpu_lowering: no rule for "
+    "the parameters); without a grid and with every operand a whole array in GMEM it is "
+    "one block of one warpgroup over the operands, the kernel plgpu.kernel(kernel, "
+    "out_type=..., scratch_types=[...]) makes, which lowers and which the scenario holds"
+)
+
+
+def pallas_call_as_kernel(eqn: Any) -> tuple[KernelEqn | None, str]:
+    """The ``plgpu.kernel`` equation a ``pallas_call`` equation equals, or (None, why not).
+
+    A Mosaic GPU ``pallas_call`` with no grid, no scalar prefetch and every input and output
+    a whole array left in GMEM runs its body once, on one block of one warpgroup, over the
+    operands themselves: what ``plgpu.kernel`` does with the same body. A grid, or a block
+    spec that copies through SMEM or tiles the array, pipelines the body: not that."""
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+    from mpmd_lab.importer import kernel as K
+
+    p = eqn.params
+    if not isinstance(p.get("compiler_params"), plgpu.CompilerParams):
+        return None, (
+            "a pl.pallas_call without plgpu.CompilerParams lowers through Triton, not Mosaic "
+            "GPU: mpmd-lab imports Mosaic GPU kernels (plgpu.kernel, pl.kernel)"
+        )
+    gm = p.get("grid_mapping")
+    jaxpr = p.get("jaxpr")
+    if gm is None or jaxpr is None or p.get("mesh") is not None:
+        return None, "a pallas_call mpmd-lab cannot read (no grid mapping)"
+    if tuple(gm.grid):
+        return None, (
+            f"JAX 0.12 has no Mosaic GPU lowering for pl.pallas_call, and its grid "
+            f"{tuple(gm.grid)} pipelines the body over blocks: write it as plgpu.kernel (the "
+            "blocks are its mesh's grid)"
+        )
+    if gm.num_index_operands or gm.vmapped_dims:
+        return None, (
+            "JAX 0.12 has no Mosaic GPU lowering for pl.pallas_call, and mpmd-lab cannot "
+            "carry its scalar prefetch or vmap"
+        )
+    no_rule = "JAX 0.12 has no Mosaic GPU lowering for pl.pallas_call, and "
+    n_io = gm.num_inputs + gm.num_outputs
+    for k, (bm, v) in enumerate(zip(gm.block_mappings, jaxpr.invars[:n_io], strict=False)):
+        what = f"input {k}" if k < gm.num_inputs else f"output {k - gm.num_inputs}"
+        sizes = [getattr(b, "block_size", b) for b in bm.block_shape]
+        space = K._aval_info(v.aval)[2]
+        if space != "GMEM":
+            return None, no_rule + (
+                f"the block spec of {what} puts it in {space} (pl.pallas_call copies it "
+                "there around the body): mpmd-lab imports operands left in GMEM, "
+                "pl.BlockSpec(memory_space=plgpu.GMEM)"
+            )
+        if sizes != list(bm.array_aval.shape) or bm.transforms:
+            return None, no_rule + f"the block spec of {what} tiles or transforms the array"
+    params = {
+        "jaxprs": [jaxpr],
+        "meshes": [plgpu.Mesh()],
+        "out_avals": tuple(p["out_avals"]),
+        "compiler_params": p.get("compiler_params"),
+        "input_output_aliases": p.get("input_output_aliases"),
+    }
+    return KernelEqn(params, list(eqn.invars), list(eqn.outvars)), ""
+
+
+def _def_line(body: Any) -> str | None:
+    """``FILE:LINE`` of the ``def`` of the user function a kernel body comes from."""
+    kf = F.function_of(getattr(body, "eqns", ()))
+    return f"{kf.file}:{kf.start_line or kf.line}" if kf is not None else None
 
 
 def _origin(env: dict[Any, Any], atom: Any) -> Any:
@@ -351,6 +452,7 @@ __all__ = [
     "Computed",
     "Found",
     "Frozen",
+    "KernelEqn",
     "KernelOut",
     "NewRef",
     "Shard",
@@ -359,6 +461,7 @@ __all__ = [
     "Walk",
     "assemble",
     "init_of",
+    "pallas_call_as_kernel",
     "mesh_axes",
     "mesh_device_order",
     "shard_slices",

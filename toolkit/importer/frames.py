@@ -116,6 +116,16 @@ def exception_source(exc: BaseException) -> str | None:
     return None
 
 
+def raised_at(exc: BaseException) -> str | None:
+    """``"FILE:LINE"`` of the frame that raised ``exc`` (its traceback's innermost), user
+    code or not: where an error no user line points at comes from (a library's op)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    frames = traceback.extract_tb(tb)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+
+
 def line_text(where: str | None) -> str:
     """The source text of ``"FILE:LINE"`` (stripped; "" when unknown)."""
     if not where or ":" not in where:
@@ -253,5 +263,6 @@ __all__ = [
     "line_text",
     "name_cell",
     "parameters",
+    "raised_at",
     "user_frames",
 ]

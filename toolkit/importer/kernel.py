@@ -250,6 +250,17 @@ def _aval_info(aval: Any) -> tuple[tuple[int, ...], str, str]:
     return shape, name, space
 
 
+def _first_load(v: Any, depth: int = 0) -> Load | None:
+    """The first load a computed value reads (depth first), or None."""
+    if isinstance(v, Load):
+        return v
+    if isinstance(v, Computed) and depth < 32:
+        for a in v.args:
+            if (found := _first_load(a, depth + 1)) is not None:
+                return found
+    return None
+
+
 class Translator:
     """One kernel body (a program) into statements; shared names and findings."""
 
@@ -337,6 +348,15 @@ class Translator:
             raise Unsupported(
                 f"{what} loaded from memory ({v.view.param}[...]) that is not one integer "
                 f"(a {v.view.dtype} of shape {list(v.view.shape)})"
+            )
+        if isinstance(v, Computed) and not v.shape and _is_int_dtype(v.dtype):
+            load = _first_load(v)
+            frm = f" of {load.view.param}[...] (loaded at {_short(load.where)})" if load else ""
+            kind = "reduction" if v.op == "reduce" else repr(v.op)
+            raise Unsupported(
+                f"{what} computed in registers by a {kind}{frm}: a scenario's device ids "
+                "and indices are integer expressions of scalar loads, pl.semaphore_read and "
+                "arithmetic on them, not of a whole array's value"
             )
         raise Unsupported(f"{what} that is not an integer scalar")
 
@@ -1078,6 +1098,14 @@ class Translator:
 
     def _store_value(self, scope: Scope, dst: View, value: Sum | Computed) -> None:
         """``dst[...] = value`` as one ``compute`` statement."""
+        text = self._value_text(scope, dst, value)
+        d = self.ref(scope, dst)
+        self.emit(scope, {"op": "compute", "dst": d, "value": text}, writes=(dst,))
+
+    def _value_text(
+        self, scope: Scope, dst: View, value: Sum | Computed, reads_sems: bool = True
+    ) -> str:
+        """``value``, stored into ``dst``, as a compute value's text (its loads used)."""
         from mpmd_lab.ops import values as VAL
 
         loads: list[Load | SemValue] = []
@@ -1090,6 +1118,11 @@ class Translator:
             )
         names = {}
         for i, x in enumerate(loads):
+            if isinstance(x, SemValue) and not reads_sems:
+                raise Unsupported(
+                    f"a semaphore's value (pl.semaphore_read of {x.view.param}) in a "
+                    "multimem_store's value"
+                )
             if isinstance(x, SemValue):
                 if x.stamp != self.stamp:  # the compute would read it later than the kernel
                     raise Unsupported(
@@ -1102,8 +1135,7 @@ class Translator:
         text = node.source(VAL.Label(names))
         if len(text) > VAL.MAX_TEXT:
             raise Unsupported("a computed value longer than a compute statement takes")
-        d = self.ref(scope, dst)
-        self.emit(scope, {"op": "compute", "dst": d, "value": text}, writes=(dst,))
+        return text
 
     def _value_node(self, v: Any, loads: list[Load | SemValue]) -> Any:
         """``v`` as a compute value (``mpmd_lab.ops.values``); each load (and semaphore
@@ -1373,19 +1405,19 @@ class Translator:
         tree = eqn.params.get("transforms_tree")
         transforms = tree.unflatten(list(eqn.invars[2:])) if tree is not None else ()
         dst = self.view(eqn.invars[1], transforms)
-        if not isinstance(value, Load):
-            raise Unsupported(
-                "multimem_store of a computed value (the scenario stores a ref's value)"
-            )
-        self.use(scope, value)
         axes = eqn.params["collective_axes"]
         axes = list(axes) if isinstance(axes, tuple | list) else axes
-        st = {
-            "op": "multimem_store",
-            "src": self.ref(scope, value.view),
-            "dst": self.ref(scope, dst),
-            "axes": axes,
-        }
+        if isinstance(value, Load):
+            self.use(scope, value)
+            what = {"src": self.ref(scope, value.view)}
+        elif isinstance(value, Computed | Sum):
+            what = {"value": self._value_text(scope, dst, value, reads_sems=False)}
+        else:
+            raise Unsupported(
+                "multimem_store of a value the scenario cannot compute (a ref's value or a "
+                "compute value)"
+            )
+        st = {"op": "multimem_store", **what, "dst": self.ref(scope, dst), "axes": axes}
         self.emit(scope, st, writes=(dst,))
 
     def p_multimem_load_reduce(self, eqn, scope):

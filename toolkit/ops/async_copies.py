@@ -11,11 +11,14 @@
   ``axes``.
 """
 
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Iterator
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.fields import AxisNames, RefName, axes_tuple, sub_path
+from mpmd_lab.ops import values as V
 from mpmd_lab.ops.base import (
     READ,
     SYNC,
@@ -29,7 +32,7 @@ from mpmd_lab.ops.base import (
 )
 from mpmd_lab.ops.statements import LANES
 from mpmd_lab.ops.sync import check_barrier
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 
 class TmaStore(StatementOp):
@@ -75,9 +78,20 @@ class TmaStore(StatementOp):
 
 
 class MultimemStore(StatementOp):
-    """``plgpu.multimem_store(src[...], dst, axes)``: ``dst`` on every device along ``axes``."""
+    """``plgpu.multimem_store(src[...], dst, axes)``: ``dst`` on every device along ``axes``;
+    or ``plgpu.multimem_store(value, dst, axes)`` of a value computed in registers (a
+    ``compute`` value: ``lax.broadcasted_iota(...)``, ``x_ref[...] * 2``)."""
 
     HELP: ClassVar[str] = "store to dst on every device along axes (multimem)"
+
+    @classmethod
+    def example(cls, fit: Fit) -> dict[str, Any]:
+        return {
+            "op": cls.op_name(),
+            "src": fit.first(fit.refs, "x_ref"),
+            "dst": fit.first(fit.outputs, fit.first(fit.refs, "out")),
+            "axes": list(fit.device_axes) or ["dev"],
+        }
 
     def cross_device(self) -> bool:
         return True
@@ -86,28 +100,80 @@ class MultimemStore(StatementOp):
     INTERPRET_LIMITS: ClassVar[dict[str, str]] = {
         "hlo": "The HLO interpreter has no rule for multimem_store.",
     }
+    #: the refs ``value`` loads are ``value.NAME`` (``ref_fields``), as a compute's
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
 
     def interpret_error(self, interp: str) -> Any:
         return L.multimem_interpret_error() if interp == "gpu" else None
 
     op: Literal["multimem_store"]
-    src: RefName = Field(description="the ref whose value is stored")
+    src: RefName | None = Field(
+        default=None, description="the ref whose value is stored (or give value)"
+    )
+    value: V.ValueText | None = Field(
+        default=None,
+        description="instead of src: the value stored, computed in registers as a compute's "
+        "(lax.broadcasted_iota(jnp.int32, (128, 128), 1), x_ref[...] * 2)",
+    )
     dst: RefName = Field(description="a GMEM ref, written on every device along axes")
     axes: AxisNames = Field(description="device-mesh axes (JAX wants all of them, as a tuple)")
 
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.src is None) == (self.value is None):
+            raise ValueError("give src (a ref) or value (a computed value), one of them")
+        if self.value is not None and any(True for _ in self.tree.sem_reads()):
+            raise ValueError("a multimem_store value does not read semaphores")
+        return self
+
+    @property
+    def tree(self) -> V.Node:
+        """The computed value (``value`` given)."""
+        return V.parse(self.value or "")
+
+    def ref_fields(self) -> list[tuple[str, str, str]]:
+        if self.value is None:
+            return super().ref_fields()
+        reads = [(f"value.{n}", n, READ) for n in dict.fromkeys(self.tree.loads())]
+        return [*reads, ("dst", self.dst, WRITE)]
+
+    def exprs(self) -> Iterator[tuple[str, E.Expr]]:
+        if self.value is None:
+            yield from super().exprs()
+            return
+        for idx in self.tree.indices():
+            yield "value", idx.e
+
+    def expr_kind(self, field: str) -> str:
+        return "value" if field == "value" else super().expr_kind(field)
+
+    def ref_name(self, field: str) -> str:
+        if field.startswith("value."):
+            return field.removeprefix("value.")
+        return super().ref_name(field)
+
     def label(self) -> str:
-        return f"{self.dst} <- {self.src} over {','.join(axes_tuple(self.axes))}"
+        what = self.src if self.value is None else self.tree.source(V.LABEL)
+        return f"{self.dst} <- {what} over {','.join(axes_tuple(self.axes))}"
 
     def source(self, g: SourceWriter) -> list[str]:
-        return [
-            f"plgpu.multimem_store({g.ref(self.src)}[...], {g.ref(self.dst)}, {g.axes(self.axes)})"
-        ]
+        what = f"{g.ref(self.src)}[...]" if self.src is not None else self.tree.source(g)
+        return [f"plgpu.multimem_store({what}, {g.ref(self.dst)}, {g.axes(self.axes)})"]
 
     def trace(self, t: TraceContext) -> bool:
         """multimem_store's abstract eval: dst in GMEM, then dtype, then shape."""
-        if t.use("src"):
-            return True
+        if self.value is not None:
+            from mpmd_lab.ops.compute import trace_value
+
+            ty = trace_value(t, self.tree)
+            if ty is None:
+                return True
+            shape, dtype = tuple(ty.shape), ty.dtype
+        else:
+            if t.use("src"):
+                return True
+            info = t.info("src")
+            shape, dtype = tuple(info.shape), info.dtype
         if t.root_space("dst") != "GMEM":
             t.jax(
                 "MULTIMEM_DST_NOT_GMEM",
@@ -117,31 +183,36 @@ class MultimemStore(StatementOp):
             return True
         if t.use("dst"):
             return True
-        src, dst = t.info("src"), t.info("dst")
-        if src.dtype != dst.dtype:
+        dst = t.info("dst")
+        if dtype != dst.dtype:
             t.jax(
                 "MULTIMEM_MISMATCH",
                 t.path,
-                f"Value dtype {src.dtype} does not match ref dtype {dst.dtype}",
+                f"Value dtype {dtype} does not match ref dtype {dst.dtype}",
             )
             return True
-        if src.shape != dst.shape:
+        if shape != tuple(dst.shape):
             t.jax(
                 "MULTIMEM_MISMATCH",
                 t.path,
-                f"Value shape {src.shape!r} does not match ref shape {dst.shape!r}",
+                f"Value shape {shape!r} does not match ref shape {tuple(dst.shape)!r}",
             )
             return True
         return False
 
     def lower(self, low: LowerContext) -> bool:
-        if low.access("src", "load"):
+        if self.value is not None:
+            from mpmd_lab.ops.compute import lower_value
+
+            if lower_value(low, self.tree) is None:
+                return True
+        elif low.access("src", "load"):
             return True
         if low.collective(self.axes, "multimem_store"):
             return True
         if low.multimem_ref("dst"):
             return True
-        src = low.info("src")
+        src = low.info("dst") if self.value is not None else low.info("src")
         if src.shape and src.size % LANES == 0 and src.size // LANES * dtypes.bits(src.dtype) < 32:
             low.later(
                 "p3",
@@ -154,7 +225,15 @@ class MultimemStore(StatementOp):
         return False
 
     def execute(self, x: ExecuteContext) -> None:
-        value = x.read("src")
+        if self.value is not None:
+            from mpmd_lab.ops.compute import eval_value
+
+            dst = x.view("dst")
+            value = eval_value(x, self.tree)
+            if value is None:
+                value = x.like(dst.shape, dst.dtype)
+        else:
+            value = x.read("src")
         axes = axes_tuple(self.axes)
         for a in axes:
             if a not in x.mesh:

@@ -12,7 +12,7 @@ from every device at once (multimem), and a matrix product for the collective ma
   registers (the value language is :mod:`mpmd_lab.ops.values`).
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -443,6 +443,136 @@ def _scratch_transforms(low: LowerContext, field: str) -> bool:
     return bool(sc is not None and sc.transforms)
 
 
+def trace_value(t: TraceContext, tree: V.Node) -> V.Ty | None:
+    """A computed value's abstract eval: its loads (in order) and semaphore reads, then its
+    shape and dtype rules. Its type, or None where an error stops it."""
+    refs: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in dict.fromkeys(tree.loads()):
+        if t.use(f"value.{name}"):
+            return None
+        info = t.info(f"value.{name}")
+        refs[name] = (tuple(info.shape), info.dtype)
+    for name in dict.fromkeys(r.name for r in tree.sem_reads()):
+        if t.use(f"value.{name}"):  # (JAX's semaphore_read checks nothing at trace)
+            return None
+    try:
+        return tree.typed(refs)
+    except V.ValueTypeError as e:
+        t.jax(e.code, (*t.path, "value"), e.message, jax_type=e.jax_type)
+        return None
+
+
+def lower_value(
+    low: LowerContext, tree: V.Node, stored_as_is: Callable[[], bool] | None = None
+) -> dict[str, tuple[tuple[int, ...], str]] | None:
+    """A computed value's lowering: each load and semaphore read, the bitcasts (one width
+    only), the reductions, the arithmetic (none on 8-bit values). The loaded refs' shapes
+    and dtypes, or None where an error stops it. ``stored_as_is``: whether a boolean load
+    is stored as it is (asked only of such a load)."""
+    refs: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in dict.fromkeys(tree.loads()):
+        if low.access(f"value.{name}", "load"):
+            return None
+        info = low.info(f"value.{name}")
+        refs[name] = (tuple(info.shape), info.dtype)
+        if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
+            if stored_as_is is not None and stored_as_is():
+                # loaded and stored as it is: layout inference finds no layout for it
+                low.later(
+                    "solve",
+                    "GPU_LAYOUT_INFERENCE",
+                    (*low.path, "value"),
+                    L.layout_inference_error().message,
+                    f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
+                    "vector, less than a byte: no register layout moves it.",
+                )
+            else:
+                _bool_vector(low, (*low.path, "value"), f"a load of {name}")
+    for name in dict.fromkeys(r.name for r in tree.sem_reads()):
+        if low.root_space(f"value.{name}") == "SMEM":
+            low.jax(
+                "SEMAPHORE_READ_SMEM",
+                (*low.path, "value"),
+                "No layout inference rule defined for %0 = unrealized_conversion_cast "
+                "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
+                explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
+                f"{name!r} is in shared memory, which the lowering cannot address that "
+                "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
+            )
+            return None
+    for node in _walk(tree):
+        if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
+            new = dtypes.canonical(node.dtype)
+            low.jax(
+                "GPU_BITCAST_WIDTH",
+                (*low.path, "value"),
+                f"Cannot bitcast from {src} to {new} because they have different widths",
+                jax_type="NotImplementedError",
+                explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
+                f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
+            )
+            return None
+    for node in _walk(tree):
+        if (
+            isinstance(node, V.Reduce)
+            and node.fn in ("max", "min")
+            and node.a.typed(refs).dtype == "bool"
+        ):
+            low.jax(
+                "GPU_REDUCE_BOOL",
+                (*low.path, "value"),
+                "Unsupported dtype bool",
+                jax_type="NotImplementedError",
+                explanation=f"{node.source(V.LABEL)} takes the {node.fn}imum of booleans; "
+                "the Mosaic GPU lowering reduces numbers only. Reduce the mask as numbers "
+                "(.astype(jnp.int32)) and compare the result.",
+            )
+            return None
+    for node in _walk(tree):
+        if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
+            low.later(
+                "solve",
+                "GPU_LAYOUT_INFERENCE",
+                (*low.path, "value"),
+                L.layout_inference_error().message,
+                f"{node.source(V.LABEL)} reduces along an axis of a "
+                f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
+                "load gives it, and layout inference finds no layout for the result. A "
+                "reduction of the whole value lowers; JAX's kernels reduce along an axis "
+                "of a value cast to the WGMMA layout (plgpu.layout_cast), which a compute "
+                "value does not carry.",
+            )
+            break
+    for node in _walk(tree):
+        if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
+            low.later(
+                "p3",
+                "GPU_8BIT_ARITH",
+                low.path,
+                "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                "operations). Upcast to a 16- or 32-bit type before performing the "
+                "operation.",
+            )
+            break
+    return refs
+
+
+def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
+    """A computed value as JAX computes it (numpy, each step in JAX's dtype), its loads
+    and semaphore reads made; None when the run carries no data."""
+    import numpy as np
+
+    loaded = {name: x.read(f"value.{name}") for name in dict.fromkeys(tree.loads())}
+    for idx in tree.indices():
+        loaded[idx.key] = x.eval(idx.e, "value")
+    for r in tree.sem_reads():
+        loaded[r.key] = x.semaphore_value(f"value.{r.name}")
+    if not x.data:
+        return None
+    value, _ = tree.eval(loaded)
+    return np.asarray(value)
+
+
 class Compute(StatementOp):
     """``dst[...] = value``: an elementwise value computed in registers, then stored."""
 
@@ -504,19 +634,8 @@ class Compute(StatementOp):
 
     def trace(self, t: TraceContext) -> bool:
         """The loads (in order), the value's shape and dtype rules, then the store."""
-        refs: dict[str, tuple[tuple[int, ...], str]] = {}
-        for name in self.load_names():
-            if t.use(f"value.{name}"):
-                return True
-            info = t.info(f"value.{name}")
-            refs[name] = (tuple(info.shape), info.dtype)
-        for name in self.sem_names():  # (JAX's semaphore_read checks nothing at trace)
-            if t.use(f"value.{name}"):
-                return True
-        try:
-            ty = self.tree.typed(refs)
-        except V.ValueTypeError as e:
-            t.jax(e.code, (*t.path, "value"), e.message, jax_type=e.jax_type)
+        ty = trace_value(t, self.tree)
+        if ty is None:
             return True
         if t.use("dst"):
             return True
@@ -525,91 +644,13 @@ class Compute(StatementOp):
     def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
         on 8-bit values), the store."""
-        refs = {}
-        for name in self.load_names():
-            if low.access(f"value.{name}", "load"):
-                return True
-            info = low.info(f"value.{name}")
-            refs[name] = (tuple(info.shape), info.dtype)
-            if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
-                if isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool":
-                    # loaded and stored as it is: layout inference finds no layout for it
-                    low.later(
-                        "solve",
-                        "GPU_LAYOUT_INFERENCE",
-                        (*low.path, "value"),
-                        L.layout_inference_error().message,
-                        f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
-                        "vector, less than a byte: no register layout moves it.",
-                    )
-                else:
-                    _bool_vector(low, (*low.path, "value"), f"a load of {name}")
-        for name in self.sem_names():
-            if low.root_space(f"value.{name}") == "SMEM":
-                low.jax(
-                    "SEMAPHORE_READ_SMEM",
-                    (*low.path, "value"),
-                    "No layout inference rule defined for %0 = unrealized_conversion_cast "
-                    "... : memref<..., #gpu.address_space<workgroup>> to !llvm.struct<...>",
-                    explanation=f"pl.semaphore_read reads a word of GMEM by its address; "
-                    f"{name!r} is in shared memory, which the lowering cannot address that "
-                    "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
-                )
-                return True
-        for node in _walk(self.tree):
-            if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
-                new = dtypes.canonical(node.dtype)
-                low.jax(
-                    "GPU_BITCAST_WIDTH",
-                    (*low.path, "value"),
-                    f"Cannot bitcast from {src} to {new} because they have different widths",
-                    jax_type="NotImplementedError",
-                    explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
-                    f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
-                )
-                return True
-        for node in _walk(self.tree):
-            if (
-                isinstance(node, V.Reduce)
-                and node.fn in ("max", "min")
-                and node.a.typed(refs).dtype == "bool"
-            ):
-                low.jax(
-                    "GPU_REDUCE_BOOL",
-                    (*low.path, "value"),
-                    "Unsupported dtype bool",
-                    jax_type="NotImplementedError",
-                    explanation=f"{node.source(V.LABEL)} takes the {node.fn}imum of booleans; "
-                    "the Mosaic GPU lowering reduces numbers only. Reduce the mask as numbers "
-                    "(.astype(jnp.int32)) and compare the result.",
-                )
-                return True
-        for node in _walk(self.tree):
-            if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
-                low.later(
-                    "solve",
-                    "GPU_LAYOUT_INFERENCE",
-                    (*low.path, "value"),
-                    L.layout_inference_error().message,
-                    f"{node.source(V.LABEL)} reduces along an axis of a "
-                    f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
-                    "load gives it, and layout inference finds no layout for the result. A "
-                    "reduction of the whole value lowers; JAX's kernels reduce along an axis "
-                    "of a value cast to the WGMMA layout (plgpu.layout_cast), which a compute "
-                    "value does not carry.",
-                )
-                break
-        for node in _walk(self.tree):
-            if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
-                low.later(
-                    "p3",
-                    "GPU_8BIT_ARITH",
-                    low.path,
-                    "Pointwise operations on 8-bit types are unsupported (except bitwise "
-                    "operations). Upcast to a 16- or 32-bit type before performing the "
-                    "operation.",
-                )
-                break
+        refs = lower_value(
+            low,
+            self.tree,
+            lambda: isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool",
+        )
+        if refs is None:
+            return True
         if low.access("dst", "store", check_layout=False):
             return True
         dst = low.info("dst")
@@ -626,17 +667,11 @@ class Compute(StatementOp):
         dtype), store it."""
         import numpy as np
 
-        loaded = {name: x.read(f"value.{name}") for name in self.load_names()}
-        for idx in self.tree.indices():
-            loaded[idx.key] = x.eval(idx.e, "value")
-        for r in self.tree.sem_reads():
-            loaded[r.key] = x.semaphore_value(f"value.{r.name}")
         dst = x.view("dst")
-        if not x.data:
+        value = eval_value(x, self.tree)
+        if value is None:
             x.write("dst", x.like(dst.shape, dst.dtype))
             return
-        value, _ = self.tree.eval(loaded)
-        value = np.asarray(value)
         if value.shape != tuple(dst.shape):
             x.fail("SIM_SHAPE_MISMATCH", f"storing {value.shape} into {self.dst} {dst.shape}")
         if value.dtype != dst.dtype:

@@ -1,0 +1,39 @@
+"""wait_twice: test_wait_twice: no inputs; each device signals the other's semaphore by
+2, waits twice, then fills its out with ones; out_specs=P(None) (replicated).
+Written with plgpu.kernel, the form JAX 0.12 lowers (its pl.pallas_call has no Mosaic
+GPU lowering).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+P = jax.sharding.PartitionSpec
+DEVICES = 2
+EXPECT = "valid"
+
+
+def kernel(y_ref, sem):
+    peer = 1 - lax.axis_index("x")
+    pl.semaphore_signal(sem, 2, device_id=peer)
+    pl.semaphore_wait(sem)
+    pl.semaphore_wait(sem)
+    y_ref[...] = jnp.ones_like(y_ref)
+
+
+def make():
+    call = plgpu.kernel(
+        kernel,
+        out_type=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        scratch_types=[plgpu.SemaphoreType.REGULAR],
+    )
+    mesh = jax.sharding.Mesh(jax.devices()[:2], ["x"])
+    fn = jax.jit(jax.shard_map(call, mesh=mesh, in_specs=(), out_specs=P(None), check_vma=False))
+    return fn, ()
+
+
+def expected():
+    return {"out": np.ones((8, 128), np.float32)}
