@@ -796,3 +796,36 @@ def test_the_candidate_cache_keeps_one_scenario_per_content_and_forgets_the_olde
         recheck._keep(f"key {k}", None)
     assert len(recheck._CHECKED) == recheck.CACHE_SIZE and not recheck._BY_ID
     recheck.clear_cache()
+
+
+def test_a_retitled_fix_shares_its_candidates_plan_and_checks_as_validated_anew() -> None:
+    """Applying a fix that retitles (``retitled``: a copy sharing the call and buffers)
+    keeps the candidate's check over the candidate's plan (``Plan.of_copy``, not
+    compiled again): the scenario equals its JSON validated anew, and its kept check
+    equals a fresh check of that, for every gallery scenario with a fix."""
+    from mpmd_lab import plan as P
+    from mpmd_lab import recheck
+    from mpmd_lab.scenario import Scenario
+    from mpmd_lab.session import Session
+    from mpmd_lab.validate.analysis import analyze_rules
+
+    seen = 0
+    for name in gallery.names():
+        fix = next((d.fix for d in check(gallery.load(name)) if d.fix is not None), None)
+        if fix is None:
+            continue
+        lab = Session(name)
+        before = P.COMPILED
+        assert lab.apply_fix(fix).ok, name
+        new = lab.scenario
+        anew = Scenario.model_validate(new.to_dict())
+        assert anew == new, name
+        kept = recheck.known(new)
+        assert kept is not None and kept.plan.scenario is new, name
+        if new.name != gallery.load(name).name:  # (retitled: its plan was shared)
+            assert P.COMPILED == before, name
+            seen += 1
+        assert kept.diagnostics == analyze_rules(anew).diagnostics, name
+        with pytest.raises(ValueError):
+            kept.plan.of_copy(anew)  # (validated anew: its own call, not this plan's)
+    assert seen >= 5

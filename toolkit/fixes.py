@@ -284,9 +284,11 @@ def retitled(scenario: Scenario, applied: list[Fix]) -> Scenario:
     new_name = name if name.endswith("-fixed") else f"{name[: MAX_NAME_LEN - 6]}-fixed"
     how = "; ".join(dict.fromkeys(f.description for f in applied))
     was = f" Before the fix{'es' if len(applied) > 1 else ''}: {text}" if text else ""
-    data = scenario.to_dict()
-    data.update(name=new_name, description=f"Repaired by mpmd-lab ({how}).{was}")
-    new = Scenario.model_validate(data)
+    # a copy sharing the call and buffers (so the candidate's plan fits it), its two new
+    # fields validated as they are set (``validate_assignment``)
+    new = scenario.model_copy()
+    new.name = new_name
+    new.description = f"Repaired by mpmd-lab ({how}).{was}"
     renamed(scenario, new)  # (a checked candidate's check holds for its new name)
     return new
 

@@ -280,6 +280,18 @@ class Plan:
             and scenario.run.shard_map == s.run.shard_map
         )
 
+    def of_copy(self, scenario: Scenario) -> Plan:
+        """This plan as ``scenario``'s, where it ``fits`` (a copy sharing the call and
+        buffers, with another name, description or run options): the same records,
+        not compiled again, over ``scenario``."""
+        if not self.fits(scenario):
+            raise ValueError("the plan is another scenario's")
+        out = Plan(scenario)
+        out.args, out.params, out.captures = self.args, self.params, self.captures
+        out.programs, out.array_errors = self.programs, self.array_errors
+        out.problems, out._first = self.problems, self._first
+        return out
+
     def problem(self, code: str, path: Path, message: str) -> None:
         self.problems.append(Problem(code, path, message))
 

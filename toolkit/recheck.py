@@ -129,7 +129,9 @@ def renamed(source: Scenario, new: Scenario) -> None:
     is not checked again (tests/test_fixes.py holds that the rules read neither)."""
     got = known(source)
     if got is not None:
-        _keep(content_key(new.to_dict()), Analysis(new, compile(new), got.diagnostics))
+        # (a copy sharing the call and buffers, as ``retitled`` makes: the plan too)
+        plan = got.plan.of_copy(new) if got.plan.fits(new) else compile(new)
+        _keep(content_key(new.to_dict()), Analysis(new, plan, got.diagnostics))
 
 
 def clear_cache() -> None:
