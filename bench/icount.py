@@ -103,6 +103,9 @@ def count(name: str) -> dict[str, int]:
 
 #: the columns of ``--phases``, in order
 PHASES = ("compile", "rules", "sync", "offer", "recheck", "checks", "whole", "apply")
+#: what ``--phases`` splits ``recheck`` into (the candidates' plans, other rules and race
+#: checks; the rest of ``recheck`` is validating and keeping them)
+RECHECK = ("recheck_compile", "recheck_rules", "recheck_sync")
 
 
 def phases(name: str) -> dict[str, int]:
@@ -123,11 +126,14 @@ def phases(name: str) -> dict[str, int]:
     row = {k: int(v) for k, v in stages.items()}
     out = {
         "compile": row.get("compile", 0),
-        "rules": sum(v for k, v in row.items() if k not in ("compile", "sync", "fixes", "recheck")),
+        "rules": sum(
+            v for k, v in row.items() if k not in ("compile", "sync", "fixes", "recheck", *RECHECK)
+        ),
         "sync": row.get("sync", 0),
         "offer": row.get("fixes", 0) - row.get("recheck", 0),
         "recheck": row.get("recheck", 0),
         "checks": recheck.CHECKS - checks,
+        **{k: row.get(k, 0) for k in RECHECK},
     }
     out["whole"] = sum(out[k] for k in ("compile", "rules", "sync", "offer", "recheck"))
     fix = next((d.fix for d in found.diagnostics if d.fix is not None), None)
@@ -161,6 +167,13 @@ def phases_table(got: dict[str, dict[str, int]]) -> str:
         for k in ("compile", "rules", "sync", "offer", "recheck")
     )
     lines.append(f"of all {total:,} instructions: {shares}")
+    again = sum(row["recheck"] for row in got.values())
+    if again:
+        split = ", ".join(
+            f"{k.removeprefix('recheck_')} {sum(row.get(k, 0) for row in got.values()) / again:.0%}"
+            for k in RECHECK
+        )
+        lines.append(f"of the candidates' checks ({again:,}): {split}")
     return "\n".join(lines)
 
 

@@ -54,10 +54,16 @@ def test_phases_add_up_to_the_whole_check() -> None:
     checks are counted where a candidate was checked, and a scenario with an offered
     fix has the cost of applying it."""
     row = icount.phases("dup-ref")
-    assert set(row) == set(icount.PHASES)
+    assert set(row) == {*icount.PHASES, *icount.RECHECK}
     parts = ("compile", "rules", "sync", "offer", "recheck")
     assert row["whole"] == sum(row[k] for k in parts)
     assert row["checks"] >= 1 and row["recheck"] > 0 and row["apply"] > 0
+    # the candidates' checks split into their plans, other rules and race checks, which
+    # leave out only validating and keeping them
+    assert all(row[k] > 0 for k in icount.RECHECK)
+    assert sum(row[k] for k in icount.RECHECK) < row["recheck"]
     clean = icount.phases("dup-ref-fixed")
     assert clean["checks"] == 0 and clean["recheck"] == 0 and clean["apply"] == -1
-    assert "of all" in icount.phases_table({"dup-ref": row})
+    assert all(clean[k] == 0 for k in icount.RECHECK)
+    table = icount.phases_table({"dup-ref": row})
+    assert "of all" in table and "of the candidates' checks" in table

@@ -33,7 +33,8 @@ _METER: list[tuple[dict[str, float], Callable[[], float]]] = []
 
 class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock):``
     """While inside, the candidates' own checks (not found by content) add their time to
-    ``timings["recheck"]`` (``validate.analyze`` times the fixes' part this way)."""
+    ``timings["recheck"]``, and their stages' to ``recheck_compile``, ``recheck_rules``
+    and ``recheck_sync`` (``validate.analyze`` times the fixes' part this way)."""
 
     __slots__ = ("meter",)
 
@@ -73,16 +74,32 @@ def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
         return _CHECKED[key]
     CHECKS += 1
     meter = _METER[-1] if _METER else None
-    before = meter[1]() if meter is not None else 0.0
+    if meter is None:
+        try:
+            got: Analysis | None = analyze_rules(Scenario.model_validate(data))
+        except Exception:  # a fix that does not apply is not offered
+            got = None
+        _keep(key, got)
+        return got
+    timings, clock = meter
+    stages: dict[str, float] = {}
+    before = clock()
     try:
-        got: Analysis | None = analyze_rules(Scenario.model_validate(data))
-    except Exception:  # a fix that does not apply is not offered
+        got = analyze_rules(Scenario.model_validate(data), timings=stages, clock=clock)
+    except Exception:
         got = None
-    if meter is not None:
-        timings, clock = meter
-        timings["recheck"] = timings.get("recheck", 0.0) + clock() - before
+    timings["recheck"] = timings.get("recheck", 0.0) + clock() - before
+    for stage, spent in stages.items():
+        part = RECHECK_PARTS.get(stage, "recheck_rules")
+        timings[part] = timings.get(part, 0.0) + spent
     _keep(key, got)
     return got
+
+
+#: where a candidate's check stages go in ``metered`` timings, apart from ``recheck``
+#: (all of it, validation and keeping too): its plan, its race check, and (any other
+#: stage) ``recheck_rules``
+RECHECK_PARTS = {"compile": "recheck_compile", "sync": "recheck_sync"}
 
 
 def _keep(key: str, got: Analysis | None) -> None:
