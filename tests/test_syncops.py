@@ -11,6 +11,9 @@ kernels' values; the scenario forms are checked against JAX's lowering of their 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -408,7 +411,21 @@ def _handoff(after: str) -> dict:
     }
 
 
-def test_a_semaphore_read_that_saw_the_signal_orders_like_a_wait():
+_PTX = r"""
+import importlib.util, json, os, sys
+import jax
+spec = importlib.util.spec_from_file_location("exported", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+fn, mesh = mod.build(None)
+args = mod.place(mod.make_inputs(), mesh)
+text = jax.export.export(fn, platforms=["cuda"])(*args).mlir_module()
+print("@@" + json.dumps([w for w in ("ld.acquire.sys.u32", "red.release.sys.global.add.u32",
+      "red.relaxed.sys") if w in text]))
+"""
+
+
+def test_a_semaphore_read_that_saw_the_signal_orders_like_a_wait(tmp_path):
     """``pl.semaphore_read`` is an acquire in JAX 0.12: Mosaic GPU lowers it to
     ``ld.acquire.sys.u32 $0,[$1];`` (``_semaphore_read_lowering_rule``,
     jax/_src/pallas/mosaic_gpu/lowering.py) and ``pl.semaphore_signal`` to
@@ -436,3 +453,19 @@ def test_a_semaphore_read_that_saw_the_signal_orders_like_a_wait():
         timeout=300,
     )
     assert [g["stage"] for g in jax_says] == [None, None, None], jax_says
+    # the guarded handoff's own lowering: the read is the acquire load, the signal the
+    # release add (none relaxed)
+    path = tmp_path / "guard.py"
+    path.write_text(generate(load_scenario(_handoff("guard"))))
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run(
+        [sys.executable, "-c", _PTX, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    found = json.loads(p.stdout.split("@@")[-1])
+    assert found == ["ld.acquire.sys.u32", "red.release.sys.global.add.u32"], found
