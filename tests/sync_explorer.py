@@ -14,10 +14,12 @@ JSON itself (no ``mpmd_lab`` import) and gives synchronisation its own small sem
   (``decrement=False``: leaves it).
 - **Reads**: a ``when`` whose condition compares ``pl.semaphore_read(sem)`` with an
   expression of the actor's coordinates is a branch step: it reads the counter when it
-  runs (any interleaving) and skips its body when the comparison fails. (A race is two
-  co-enabled accesses, so an access a read's value guards is never co-enabled with what
-  came before the signal it needed: reads act as acquires here, where the engine's
-  race check orders nothing by them; compare only kernels that do not rely on that.)
+  runs (any interleaving) and skips its body when the comparison fails. A read is an
+  acquire, as Mosaic GPU lowers it (``ld.acquire.sys.u32``; a signal is a
+  ``red.release.sys.global.add.u32``): here that needs nothing more, since a race is
+  two co-enabled accesses and an access a read's value guards is never co-enabled with
+  what came before the signal it needed; ``enumerate_traces`` orders the reader after
+  every signal before it, as a wait.
 - **Barriers**: per (element, device, block); ``num_arrivals`` arrivals complete a
   phase; an actor's k-th ``barrier_wait`` on a barrier can go once k+1 phases completed.
 - **Async copies**: ``copy_gmem_to_smem`` and ``copy_smem_to_gmem`` put a copy in
@@ -657,7 +659,8 @@ def enumerate_traces(prog: Program, max_traces: int = 200_000) -> tuple[Verdict,
     """Every complete trace, one by one (no memo), races by happens-before in each.
 
     Clocks: one component per actor and per copy put in flight. A signal's clock joins
-    its semaphore's; a wait takes the semaphore's clock (every signal before it); a
+    its semaphore's; a wait and a read's branch (an acquire) take the semaphore's clock
+    (every signal before it: the adds continue the release sequence); a
     barrier phase joins its arrivals' clocks and its waits take them; a copy starts from
     its issuer's clock and its landing arrives with it; ``wait_smem_to_gmem`` takes the
     clocks of the actor's landed stores. Two conflicting accesses race when neither's
@@ -708,7 +711,7 @@ def enumerate_traces(prog: Program, max_traces: int = 200_000) -> tuple[Verdict,
                     ev.append((a, me, act))
                 elif act.kind == "signal":
                     c[("sem", act.sem)] = join(c.get(("sem", act.sem), (0,) * nc), me)
-                elif act.kind == "wait":
+                elif act.kind in ("wait", "branch"):
                     me = join(me, c.get(("sem", act.sem), (0,) * nc))
                 elif act.kind == "barrier_wait":
                     k = s[4][a * m.nb + act.bar]

@@ -584,14 +584,18 @@ def test_the_check_misses_nothing_the_exhaustive_explorer_finds_in_random_kernel
     those where the check's bound stopped its exploration, said by a warning, aside): the
     check finds every race and imbalance the explorer finds (where neither deadlocks:
     a deadlock stops the explorer's runs and the check's differently), and says a kernel
-    is clean only where the explorer does. (It may report more: a read orders nothing
-    in its race check, where the explorer's interleavings make a read an acquire.)"""
+    is clean only where the explorer does. Where neither deadlocks they agree exactly:
+    a read is an acquire in both (Mosaic GPU's ``ld.acquire.sys.u32``), so a race the
+    explorer's interleavings rule out is not reported (on main, where a read ordered
+    nothing, kernel 47 was such a false race). The explorer's two forms agree too: its
+    vector clocks (``enumerate_traces``) order a read's branch after the signals before
+    it, as its interleavings do."""
     import random
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from sync_explorer import compile_scenario, explore
+    from sync_explorer import TooBig, compile_scenario, enumerate_traces, explore
 
     kinds_of = {
         "RACE": "race",
@@ -603,17 +607,23 @@ def test_the_check_misses_nothing_the_exhaustive_explorer_finds_in_random_kernel
     compared = agreed = 0
     for n in range(80):
         raw = _random_read_kernel(rng, n)
-        theirs = set(explore(compile_scenario(raw)).label()["kinds"])
+        prog = compile_scenario(raw)
+        label = explore(prog).label()["kinds"]
+        theirs = set(label)
+        try:
+            assert enumerate_traces(prog, max_traces=20_000)[0].label()["kinds"] == label, n
+        except TooBig:
+            pass  # (too many traces to list one by one: the memoised form alone judges)
         diags = check(load_scenario(raw))
         if [d for d in diags if d.code == "DATA_DEPENDENT" and d.severity == "warning"]:
             continue  # (its bound stopped the exploration, and it says so: not compared)
         mine = {kinds_of[d.code] for d in diags if d.code in kinds_of} or {"clean"}
         assert (mine == {"clean"}) == (theirs == {"clean"}), (n, mine, theirs)
         if "deadlock" not in theirs | mine:
-            assert theirs <= mine, (n, mine, theirs)
+            assert theirs == mine, (n, mine, theirs)
         compared += 1
         agreed += mine == theirs
-    assert compared >= 75 and agreed >= compared - 8, (compared, agreed)
+    assert compared >= 75 and agreed >= compared - 4, (compared, agreed)
 
 
 def test_the_check_and_the_engine_find_the_same_semaphore_reads():

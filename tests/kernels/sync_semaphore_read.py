@@ -1,6 +1,6 @@
 """sync_semaphore_read: one device, 2 blocks; each block signals a global semaphore,
 then reads it with ``pl.semaphore_read`` and stores the value it saw (1 or 2, which
-depends on the order the blocks run) -- a read orders nothing. Then each waits for one
+depends on the order the blocks run) -- a read takes nothing. Then each waits for one
 signal, so the semaphore ends at 0. The value stored is data the schedule decides.
 """
 

@@ -1206,9 +1206,10 @@ class Engine:
         return SemaphoreWait(self, run.a, sem, value, decrement, x.path)
 
     def semaphore_value(self, x: StmtCtx, fld: str) -> int:
-        """``pl.semaphore_read``: the semaphore's value now, as this schedule left it. The
-        read orders nothing (no clock is joined): JAX's ``ld.acquire`` would order the
-        signals it saw, which only a wait does here (``validate.sync`` says so)."""
+        """``pl.semaphore_read``: the semaphore's value now, as this schedule left it. An
+        acquire (Mosaic GPU lowers it to ``ld.acquire.sys.u32``; a signal is a
+        ``red.release.sys.global.add``): the reader is ordered after the signals it saw
+        (:meth:`_read_value`), as a wait is, and takes nothing."""
         run = x.run
         view, e = self._sem_view(x, fld)
         dev = run.actor.device if view.device is None else view.device
@@ -1399,9 +1400,17 @@ class Engine:
                 run.read[sem.key] = w.seen
 
     def _read_value(self, run: _Run, sem: Semaphore) -> int:
-        """A semaphore read's value: the chooser's (exploring), else the count now."""
+        """A semaphore read's value: the chooser's (exploring: its choice point ordered
+        the reader after the signals it saw), else the count now, the reader ordered
+        after the signals it counts (``ld.acquire`` on the counter their release adds
+        reached; those a decrementing wait already took are not joined, so a read here
+        orders no more than it may)."""
         v = run.read.get(sem.key) if run.read else None
-        return sem.value if v is None else v
+        if v is not None:
+            return v
+        for t in sem.tokens:
+            self.clocks.join(run.a, t.vc)
+        return sem.value
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")

@@ -30,7 +30,11 @@ flow reads (a semaphore's value) is a choice too. So the explorer runs the engin
   signal issued later that did not depend on the read, or a decrementing wait on its
   semaphore by another actor, might have come before it: the explorer tries that actor
   first there (a read commutes with another read and with a wait that takes nothing).
-  A read orders nothing and takes nothing.
+  A read takes nothing, and it is an acquire: Mosaic GPU lowers ``pl.semaphore_read``
+  to ``ld.acquire.sys.u32`` and a signal to ``red.release.sys.global.add.u32``, so the
+  reader is ordered after every signal of the set it saw (the release sequence of the
+  adds), as a wait that saw them is. Sets of one value differ in what they order, so
+  every closed set is explored, not one per value.
 - **When async copies land.** Each barrier's copies have their own copy engine (its own
   clock), so a wait on one barrier says nothing about copies on another.
 
@@ -174,12 +178,14 @@ def _closed(sem: Semaphore, cut: Cut) -> bool:
 
 
 def read_sets(sem: Semaphore, vc: Any, actor: int = -1) -> tuple[list[Cut], bool]:
-    """The values a ``pl.semaphore_read`` by ``actor`` (its clock ``vc``) may see now,
-    one set of signals (a cut) for each: every set closed under happens-before between
-    what it must see (:func:`_must_see`, and what its own last read saw: a counter's
-    reads by one thread never go back) and every signal issued so far, less what
-    decrementing waits took; the most first (all the signals: the engine's order). Also
-    whether the sets were cut (past :data:`MAX_FREE` unseen signals of one signaller or
+    """The sets of signals (cuts) a ``pl.semaphore_read`` by ``actor`` (its clock
+    ``vc``) may have seen now: every set closed under happens-before between what it
+    must see (:func:`_must_see`, and what its own last read saw: a counter's reads by
+    one thread never go back) and every signal issued so far. Each is explored: the
+    value (its units less what decrementing waits took) and, the read being an acquire,
+    the order (two sets of one value order the reader after different signals). The
+    most first (all the signals: the engine's order), then by value. Also whether the
+    sets were cut (past :data:`MAX_FREE` unseen signals of one signaller or
     :data:`MAX_CUTS` sets looked at)."""
     base = _must_see(sem, vc)
     for b, k in sem.read_by.get(actor, {}).items():
@@ -193,7 +199,7 @@ def read_sets(sem: Semaphore, vc: Any, actor: int = -1) -> tuple[list[Cut], bool
         left = len(lane.indices) - base.get(b, 0)
         cut = cut or left > MAX_FREE
         ranges.append(range(min(left, MAX_FREE) + 1))
-    by_value: dict[int, Cut] = {sem.units_of(full) - sem.taken: full}
+    found: list[Cut] = [full]
     for n, more in enumerate(itertools.product(*ranges)):
         if n >= MAX_CUTS:
             cut = True
@@ -202,9 +208,10 @@ def read_sets(sem: Semaphore, vc: Any, actor: int = -1) -> tuple[list[Cut], bool
         for (b, _), k in zip(lanes, more, strict=True):
             if k:
                 c[b] = base.get(b, 0) + k
-        if _closed(sem, c):
-            by_value.setdefault(sem.units_of(c) - sem.taken, c)
-    return [by_value[v] for v in sorted(by_value, reverse=True)], cut
+        if c != full and _closed(sem, c):
+            found.append(c)
+    value = {id(c): sem.units_of(c) for c in found}
+    return [found[0], *sorted(found[1:], key=lambda c: -value[id(c)])], cut
 
 
 def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
@@ -224,6 +231,17 @@ def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     sem.take(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
     if w.decrement:
         sem.taken += w.value
+
+
+def acquire(w: SemaphoreRead, seen: Cut) -> None:
+    """A semaphore read that saw the signals ``seen`` (``ld.acquire.sys`` of the counter
+    their ``red.release.sys`` adds reached): its actor is ordered after each of them.
+    Nothing is taken and the semaphore's own record of what waits saw is left alone
+    (another actor's read may see less)."""
+    sem, clocks = w.sem, w.engine.clocks
+    for b, k in seen.items():
+        for i in sem.lanes[b].indices[:k]:
+            clocks.join(w.a, sem.history[i].vc)
 
 
 def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
@@ -328,10 +346,11 @@ class Chooser:
         pt.base = w.sem.arrived  # (a cut is replaced, never changed)
         pt.signals_before = len(self.signals)
         self.points.append(pt)
-        if read:  # (it orders nothing, takes nothing: only its value is chosen)
+        if read:  # (an acquire that takes nothing: ordered after what it saw)
             pt.read, pt.taken = True, w.sem.taken
             w.sem.read_by[actor] = pt.seen
             pt.value = w.seen = w.sem.units_of(pt.seen) - w.sem.taken
+            acquire(w, pt.seen)
             pt.done_time = w.engine.clocks.time[w.a]
             return run, pt.seen
         pt.taken, pt.value, pt.decrement = w.sem.taken, w.value, w.decrement

@@ -338,7 +338,8 @@ class SemaphoreWait(Wait):
 class SemaphoreRead(Wait):
     """(Exploring mode) a ``pl.semaphore_read`` held until the scheduler lets it run:
     which of the signals issued so far it saw is the schedule's, so a read is a choice
-    too (``seen``: the value it read, once chosen). It orders nothing and takes nothing."""
+    too (``seen``: the value it read, once chosen). An acquire: it takes nothing and is
+    ordered after the signals it saw (:func:`mpmd_lab.engine.explore.acquire`)."""
 
     kind = "read"
 

@@ -55,7 +55,7 @@ from mpmd_lab.engine import (
     written_buffers,
 )
 from mpmd_lab.fields import format_path, get_path, parse_path, sub_path
-from mpmd_lab.ops import Compute, SemaphoreScratch, SemaphoreSignal, SemaphoreWait
+from mpmd_lab.ops import SemaphoreScratch, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
@@ -143,7 +143,6 @@ def check_sync(ctx: Ctx) -> None:
     _races(ctx, interp, gpu, witnesses)
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
-    _semaphore_reads(ctx)
     _data_reads(ctx, gpu, ex.runs if followed else 0, ex)
     stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
@@ -174,25 +173,6 @@ def check_sync(ctx: Ctx) -> None:
             "deadlocks and out-of-bounds indices past that point are not checked",
             severity="warning",
         )
-
-
-def _semaphore_reads(ctx: Ctx) -> None:
-    """What the check does not model of ``pl.semaphore_read`` (a compute's value)."""
-    for p in ctx.programs:
-        for st in p.stmts:
-            sems = st.node.sem_names() if isinstance(st.node, Compute) else []
-            if not sems:
-                continue
-            ctx.add(
-                "SYNC_NOT_CHECKED",
-                (*st.path, "value"),
-                f"pl.semaphore_read of {', '.join(sems)}: every value the read may see is "
-                "explored (where it falls between the signals), but the read orders nothing here "
-                "(on a GPU it is an acquire load: it orders the signals it saw before it). "
-                "Races are judged as if only waits order: a kernel that polls a read instead "
-                "of waiting may be reported racy where the acquire orders it",
-                severity="warning",
-            )
 
 
 def _stopped_on(out: Outcome, code: str) -> bool:

@@ -94,12 +94,12 @@ def race_witness(race: Any, sched: Any, s: Any) -> dict[str, Any]:
         edge += "; in the witness schedule " + ", then ".join(
             f"{c['who']}'s pl.semaphore_read at {c['reads']} read {c['value']} from "
             f"{c['semaphore']}"
-            + (f" (one of {c['sets']} values it may read)" if c["sets"] > 1 else "")
+            + (f" (one of {c['sets']} sets of signals it may have seen)" if c["sets"] > 1 else "")
             for c in reads[:3]
         )
         edge += (
-            " (a read orders nothing in this check; on a GPU pl.semaphore_read is an "
-            "acquire load, which orders the signals it saw before what follows it)"
+            " (pl.semaphore_read is an acquire load: it orders only the signals it saw "
+            "before what follows it)"
         )
     explain = (
         f"{'write/write' if race.kind == 'write-write' else 'read/write'} race on {where}; "
