@@ -84,8 +84,10 @@ def test_check_fix_says_what_it_wrote_and_writes_nothing_without_a_fix(tmp_path,
     out = tmp_path / "out.json"
     rc, _, err = run(capsys, "check", "transpose-view", "--fix", "-o", str(out))
     assert "no fix applies: nothing written" in err and not out.exists()
-    rc, _, err = run(capsys, "check", "dup-ref", "--fix", "-o", str(out))
+    rc, out_text, err = run(capsys, "check", "dup-ref", "--fix", "-o", str(out))
     assert rc == 0 and f"wrote {out}: 1 fix applied" in err and "fixed: drop argument" in err
+    # the verdict is the fixed scenario's, under its name: dup-ref itself is not valid
+    assert out_text.strip() == "dup-ref-fixed: valid (0 error(s), 0 warning(s))"
 
 
 def test_explain_matches_the_words_of_a_message(capsys):

@@ -230,6 +230,7 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
         if fixed.name != scenario.name:
             _say(f"renamed {scenario.name!r} -> {fixed.name!r} (its description said broken)")
         diags = validate.check(fixed)
+        scenario = fixed  # the verdict below is the fixed scenario's: say its name
     valid = not any(d.is_error for d in diags)
     if args.json:
         import json
