@@ -54,3 +54,21 @@ def test_the_labs_picture_is_a_screenshot():
     width, height = struct.unpack(">II", data[16:24])
     assert width >= 1000 and height >= 600  # a browser window, not a thumbnail
     assert re.search(r"!\[The Lab in JupyterLab\]\(docs/img/lab\.png\)", README)
+
+
+def _library_block() -> str:
+    return README.split("## The library", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_multi_process_run_names_a_call_that_can_split():
+    """The README's ``.run(processes=2)`` is on a scenario that runs as 2 processes here
+    (the fixed dup-ref runs on one device: there it was refused)."""
+    from mpmd_lab import load, multihost
+
+    block = _library_block()
+    (line,) = [x for x in block.splitlines() if ".run(processes=2)" in x]
+    var = line.split(".run(", 1)[0].strip()
+    (made,) = [x for x in block.splitlines() if x.startswith(f"{var} = mpmd_lab.Session(")]
+    name = re.search(r'mpmd_lab\.load\("([^"]+)"\)', made).group(1)
+    assert multihost.refusal(load(name), 2, None) is None
+    assert multihost.refusal(load("dup-ref-fixed"), 2, None) is not None
