@@ -141,3 +141,13 @@ def test_jax_internals_are_summarised():
     lines = r.race_lines()
     assert len(lines) <= 4 and "write-write races on out" in lines[0]
     assert "races on out" in r.summary() and r.summary().count("e.g.") == 1
+
+
+def test_the_gallery_list_gives_each_first_sentence_whole(capsys):
+    """An ellipsis in a description (``concat(x_0 ... x_3)``) does not end its first
+    sentence, and no line ends in a full stop (some did, some did not)."""
+    rc, out, _ = run(capsys, "gallery")
+    lines = dict(x.split(None, 1) for x in out.splitlines())
+    assert rc == 0 and set(lines) == set(gallery.names())
+    assert lines["ring-all-gather"].endswith("concat(x_0 ... x_3) on every device")
+    assert not [n for n, text in lines.items() if text.endswith(".")]
