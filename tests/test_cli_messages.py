@@ -151,3 +151,30 @@ def test_the_gallery_list_gives_each_first_sentence_whole(capsys):
     assert rc == 0 and set(lines) == set(gallery.names())
     assert lines["ring-all-gather"].endswith("concat(x_0 ... x_3) on every device")
     assert not [n for n, text in lines.items() if text.endswith(".")]
+
+
+COMMANDS = ("gallery", "check", "fix", "run", "graph", "export", "import", "explain")
+
+
+def test_every_argument_of_every_command_says_what_it_is(capsys):
+    """``mpmd-lab COMMAND --help`` describes each argument (FILE, --backend, -o ... had
+    no words), and run's line names all three places a call runs."""
+    import pytest
+
+    for command in COMMANDS:
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        out = capsys.readouterr().out
+        bare = [
+            x
+            for x in out.split("positional arguments:", 1)[1].splitlines()
+            if x.startswith("  ") and not x.startswith("   ") and len(x.split()) == 1
+        ]
+        # an argument whose help is on the next line is indented the same and continued
+        lines = out.split("positional arguments:", 1)[1].splitlines()
+        for name in bare:
+            nxt = lines[lines.index(name) + 1]
+            assert nxt.startswith(" " * 20), (command, name)
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "simulator" in capsys.readouterr().out
