@@ -72,3 +72,11 @@ def test_the_readmes_multi_process_run_names_a_call_that_can_split():
     name = re.search(r'mpmd_lab\.load\("([^"]+)"\)', made).group(1)
     assert multihost.refusal(load(name), 2, None) is None
     assert multihost.refusal(load("dup-ref-fixed"), 2, None) is not None
+
+
+def test_the_readme_says_where_make_lab_serves():
+    """``make lab`` prints a tokened address: the README says to open it, on the port
+    the Makefile uses by default, and how to pick another."""
+    port = re.search(r"^PORT \?= (\d+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert f"http://127.0.0.1:{port}/lab?token=" in README
+    assert "make lab PORT=" in README
