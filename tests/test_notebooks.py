@@ -129,3 +129,15 @@ def test_make_lab_turns_the_news_toast_off():
     assert values == {"fetchNews": "false", "checkForUpdates": False}
     assert values["fetchNews"] in {x["const"] for x in props["fetchNews"]["oneOf"]}
     assert "checkForUpdates" in props
+
+
+def test_collectives_says_what_the_ring_check_prints():
+    """Notebook 08 says the ring's check has no error or warning and one note, a fact of
+    this machine (it said "nothing from the check" above a printed note)."""
+    from mpmd_lab import load, validate
+    from mpmd_lab.diagnostics import interpreter_limit
+
+    text = (NOTEBOOKS / "08-collectives.py").read_text()
+    assert "nothing from the check" not in text and "its one note is a fact of this machine" in text
+    diags = validate.check(load("ring-all-gather"))
+    assert len(diags) == 1 and interpreter_limit(diags[0])
