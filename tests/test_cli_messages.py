@@ -178,3 +178,14 @@ def test_every_argument_of_every_command_says_what_it_is(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     assert "simulator" in capsys.readouterr().out
+
+
+def test_the_deadlock_fix_says_the_view_before_and_after(capsys):
+    """The fix of the ring's deadlock reads as an edit: the signal's view, what it was,
+    and which view it now matches (it read "sent = sems.at[i], as arrived is (not ...)")."""
+    rc, out, _ = run(capsys, "fix", "ring-all-gather-deadlock")
+    assert rc == 0
+    assert (
+        "waits on: sent = sems.at[i] (was sems.at[0]), the same view as arrived "
+        "(leaves no error)" in out
+    )
