@@ -141,3 +141,14 @@ def test_collectives_says_what_the_ring_check_prints():
     assert "nothing from the check" not in text and "its one note is a fact of this machine" in text
     diags = validate.check(load("ring-all-gather"))
     assert len(diags) == 1 and interpreter_limit(diags[0])
+
+
+def test_prototyping_uses_the_readmes_names():
+    """Notebook 05 walks the README's loop (load, check, run, export, save) by the names
+    the README gives, not the modules beneath them (it used validate.check, runtime.run,
+    codegen.generate)."""
+    text = (NOTEBOOKS / "05-prototyping.py").read_text()
+    for module_call in ("validate.check", "runtime.run", "codegen.generate", "load_scenario"):
+        assert module_call not in text, module_call
+    for name in ("load", "check", "run", "export", "save"):
+        assert f"mpmd_lab.{name}(" in text, name
