@@ -189,3 +189,16 @@ def test_the_deadlock_fix_says_the_view_before_and_after(capsys):
         "waits on: sent = sems.at[i] (was sems.at[0]), the same view as arrived "
         "(leaves no error)" in out
     )
+
+
+def test_a_machine_limit_is_one_line_in_check(capsys):
+    """``check`` of a valid remote kernel gives this CPU interpreter's limit as one note
+    line (it printed JAX's interpreter error and a paragraph under it, for every such
+    kernel), then the verdict; the card keeps the rest."""
+    rc, out, _ = run(capsys, "check", "ring-all-gather")
+    lines = out.strip().splitlines()
+    assert rc == 0 and len(lines) == 2
+    assert "info GPU_INTERP_UNSUPPORTED_TRANSFORM [interpret]: on this machine:" in lines[0]
+    assert lines[1] == "ring-all-gather: valid (0 error(s), 0 warning(s), 1 note(s))"
+    rc, out, _ = run(capsys, "check", "dup-ref")  # a kernel's own error keeps its lines
+    assert "    JAX NotImplementedError:" in out and "    why:" in out
