@@ -202,3 +202,16 @@ def test_a_machine_limit_is_one_line_in_check(capsys):
     assert lines[1] == "ring-all-gather: valid (0 error(s), 0 warning(s), 1 note(s))"
     rc, out, _ = run(capsys, "check", "dup-ref")  # a kernel's own error keeps its lines
     assert "    JAX NotImplementedError:" in out and "    why:" in out
+
+
+def test_a_cards_try_it_commands_work_from_any_folder(capsys, tmp_path, monkeypatch):
+    """The card's "Try it" files are found from where the user is (they were relative to
+    the repository root, so from notebooks/ the command said no such file)."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "explain", "MPMD_DUP_REF")
+    tried = [x.split()[2] for x in out.splitlines() if x.startswith("  mpmd-lab check ")]
+    assert rc == 0 and len(tried) == 2 and all(Path(p).is_file() for p in tried)
+    rc, out, _ = run(capsys, "check", tried[1])
+    assert rc == 0 and out.strip().endswith("valid (0 error(s), 0 warning(s))")
