@@ -80,3 +80,21 @@ def test_the_readme_says_where_make_lab_serves():
     port = re.search(r"^PORT \?= (\d+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
     assert f"http://127.0.0.1:{port}/lab?token=" in README
     assert "make lab PORT=" in README
+
+
+def test_the_readmes_command_lines_name_every_option():
+    """Each option of each subcommand is in the README's command-line blocks (run's
+    --past-lowering was not)."""
+    from mpmd_lab import cli
+
+    cmd = README.split("## The command line", 1)[1].split("```", 2)[1]
+    imp = README.split("```\nmpmd-lab import", 1)[1].split("```", 1)[0]
+    (sub,) = [a for a in cli.parser()._actions if isinstance(a.choices, dict)]
+    missing = [
+        (name, a.option_strings)
+        for name, p in sub.choices.items()
+        for a in p._actions
+        if a.option_strings and "-h" not in a.option_strings
+        if not any(re.search(re.escape(o) + r"\b", cmd + imp) for o in a.option_strings)
+    ]
+    assert missing == []
