@@ -215,3 +215,14 @@ def test_a_cards_try_it_commands_work_from_any_folder(capsys, tmp_path, monkeypa
     assert rc == 0 and len(tried) == 2 and all(Path(p).is_file() for p in tried)
     rc, out, _ = run(capsys, "check", tried[1])
     assert rc == 0 and out.strip().endswith("valid (0 error(s), 0 warning(s))")
+
+
+def test_graph_and_export_say_what_they_wrote(tmp_path, capsys):
+    """``graph -o`` and ``export -o`` say "wrote PATH: what" on stderr, as ``gallery``,
+    ``check --fix``, ``fix`` and ``import`` do (they printed the bare path on stdout)."""
+    svg, py = tmp_path / "g.svg", tmp_path / "x.py"
+    rc, out, err = run(capsys, "graph", "two-block-copy", "-o", str(svg))
+    assert rc == 0 and out == "" and f"wrote {svg}: the aliasing graph of two-block-copy" in err
+    rc, out, err = run(capsys, "export", "two-block-copy", "-o", str(py))
+    assert rc == 0 and out == "" and f"wrote {py}: a self-contained JAX script" in err
+    assert svg.read_text().lstrip().startswith("<") and "def build" in py.read_text()

@@ -413,8 +413,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from mpmd_lab import draw as plot
 
     data = plot.render_aliasing(scenario, fmt)
-    files.write_bytes(args.output, data, _inputs(args.file))
-    print(args.output)  # written: a real path, so bounded
+    written = files.write_bytes(args.output, data, _inputs(args.file))
+    _say(f"wrote {written}: the aliasing graph of {clip(args.file, QUOTE)}")  # as -o says
     return EXIT_OK
 
 
@@ -451,8 +451,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output:
         from mpmd_lab import files
 
-        files.write_text(args.output, source, _inputs(args.file))
-        print(args.output)
+        written = files.write_text(args.output, source, _inputs(args.file))
+        _say(f"wrote {written}: a self-contained JAX script")
     else:
         sys.stdout.write(source)
     return EXIT_OK
