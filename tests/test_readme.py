@@ -98,3 +98,12 @@ def test_the_readmes_command_lines_name_every_option():
         if not any(re.search(re.escape(o) + r"\b", cmd + imp) for o in a.option_strings)
     ]
     assert missing == []
+
+
+def test_the_readme_says_an_import_carries_values_and_loaded_indices():
+    """What an import carries: the README said "other arithmetic on values" was left out,
+    while ``from_jax`` writes it as ``compute`` (reductions included) and reads indices
+    loaded from a ref (tests/test_importer.py imports such kernels faithfully)."""
+    para = README.split("What an import carries today", 1)[1].split("\n\n", 1)[0]
+    assert "`compute`" in para and "jnp.sum" in para and "loaded from a ref" in para
+    assert "other arithmetic on values" not in para
