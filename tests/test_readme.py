@@ -107,3 +107,11 @@ def test_the_readme_says_an_import_carries_values_and_loaded_indices():
     para = README.split("What an import carries today", 1)[1].split("\n\n", 1)[0]
     assert "`compute`" in para and "jnp.sum" in para and "loaded from a ref" in para
     assert "other arithmetic on values" not in para
+
+
+def test_the_readmes_layout_names_every_notebook():
+    """The Layout table's notebooks row names each workshop notebook by number (09, the
+    collective puzzles, was missing)."""
+    (row,) = [x for x in README.splitlines() if x.startswith("| `notebooks/` |")]
+    numbers = {p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.py")}
+    assert numbers and all(re.search(rf"\b{n} [a-z]", row) for n in numbers), numbers
