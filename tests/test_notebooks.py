@@ -152,3 +152,13 @@ def test_prototyping_uses_the_readmes_names():
         assert module_call not in text, module_call
     for name in ("load", "check", "run", "export", "save"):
         assert f"mpmd_lab.{name}(" in text, name
+
+
+def test_the_facilitators_guide_names_every_notebook():
+    """The guide plans each workshop notebook (09, the puzzles, was missing)."""
+    guide = " ".join((NOTEBOOKS / "FACILITATOR.md").read_text().split())
+    for p in PATHS:
+        number, words = p.stem.split("-", 1)
+        if words.endswith("solutions"):
+            continue
+        assert f"{number} {words.replace('-', ' ')}" in guide, p.stem
