@@ -115,3 +115,13 @@ def test_the_readmes_layout_names_every_notebook():
     (row,) = [x for x in README.splitlines() if x.startswith("| `notebooks/` |")]
     numbers = {p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.py")}
     assert numbers and all(re.search(rf"\b{n} [a-z]", row) for n in numbers), numbers
+
+
+def test_the_readmes_cell_magic_line_has_every_option():
+    """The README's ``%%mpmd_lab`` line names each option the magic parses
+    (``--timeout`` was missing)."""
+    from mpmd_lab.importer import notebook
+
+    (line,) = re.findall(r"`(%%mpmd_lab [^`]*)`", README)
+    options = [a.option_strings for a in notebook._parser()._actions if a.option_strings]
+    assert options and all(any(o in line for o in names) for names in options), line
