@@ -42,8 +42,8 @@ MPMD_LAB = Path(sys.executable).with_name("mpmd-lab")  # the command line, for `
 # ## 1. Build
 
 # %%
+import mpmd_lab
 from mpmd_lab.exercises import outline
-from mpmd_lab.scenario import load_scenario
 
 
 def quarter_add(n: int) -> dict:
@@ -75,17 +75,17 @@ def quarter_add(n: int) -> dict:
     }
 
 
-s = load_scenario(quarter_add(256))
+s = mpmd_lab.load(quarter_add(256))
 print(outline(s))
 
 # %% [markdown]
 # ## 2. Check, then check deep
 
 # %%
-from mpmd_lab import deep, validate
+from mpmd_lab import deep
 from mpmd_lab.report import format_diagnostics
 
-print(format_diagnostics(s.name, validate.check(s)))
+print(format_diagnostics(s.name, mpmd_lab.check(s)))
 
 # %% [markdown]
 # Quarters of 64 float32 are too small for the GPU: a loaded array lives in the registers of a
@@ -99,8 +99,8 @@ print(format_diagnostics(s.name + " (deep)", deep.deep_check(s)))
 # Make the arrays 512 elements long, so every quarter holds 128, and check again.
 
 # %%
-s = load_scenario(quarter_add(512))
-print(format_diagnostics(s.name, validate.check(s)))
+s = mpmd_lab.load(quarter_add(512))
+print(format_diagnostics(s.name, mpmd_lab.check(s)))
 print(format_diagnostics(s.name + " (deep)", deep.deep_check(s)))
 
 # %% [markdown]
@@ -109,10 +109,9 @@ print(format_diagnostics(s.name + " (deep)", deep.deep_check(s)))
 # %%
 import numpy as np
 
-from mpmd_lab import runtime
 from mpmd_lab.exercises import inputs_of
 
-result = runtime.run(s, backend="interpret")
+result = mpmd_lab.run(s, "interpret")
 print(result.summary())
 inputs = inputs_of(s)  # the host values the call was given
 assert np.allclose(result.outputs["out"], inputs["x"] + inputs["y"])
@@ -121,7 +120,7 @@ print("out == x + y")
 # %% [markdown]
 # ## 4. Export, and run the export as a script
 #
-# `codegen.generate` is the one way a scenario becomes JAX code: the runtime executes exactly
+# `mpmd_lab.export` is the one way a scenario becomes JAX code: the runtime executes exactly
 # this source. The file needs only jax and numpy; `--json` prints its outputs.
 
 # %%
@@ -131,9 +130,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mpmd_lab import codegen
 
-source = codegen.generate(s)
+source = mpmd_lab.export(s)
 print(source[source.index("def build"):source.index("def place")])
 script = Path(tempfile.mkdtemp()) / "quarter_add.py"
 script.write_text(source)
@@ -152,12 +150,10 @@ print("the exported script gives the same out as the run")
 # The command line does the same: `mpmd-lab export FILE -o OUT.py`.
 
 # %%
-from mpmd_lab.scenario import save_scenario
-
-path = save_scenario(s, script.with_name("quarter-add.json"))
+path = mpmd_lab.save(s, script.with_name("quarter-add.json"))
 # !{MPMD_LAB} check {path}
 # !{MPMD_LAB} export {path} -o {script.with_name("exported.py")}
-# !cmp {script} {script.with_name("exported.py")} && echo "the same script as codegen.generate wrote"
+# !cmp {script} {script.with_name("exported.py")} && echo "the same script as mpmd_lab.export wrote"
 
 # %% [markdown]
 # ## 5. Keep going in the Lab

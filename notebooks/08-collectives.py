@@ -107,7 +107,9 @@ print(source[source.index("def program0"):source.index("kernel = ")])
 
 # %% [markdown]
 # `deep_check` hands that source to real JAX: it traces it and lowers it for the GPU (the Mosaic
-# GPU lowering, on this CPU machine). No error from JAX, and nothing from the check:
+# GPU lowering, on this CPU machine). No error from JAX and no error or warning from the check;
+# its one note is a fact of this machine, not of the kernel: JAX's CPU interpreter cannot run
+# remote views or semaphores, so here the values come from the simulator (next cell).
 
 # %%
 print(format_diagnostics(ring.name, deep.deep_check(ring)))

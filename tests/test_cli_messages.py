@@ -84,8 +84,10 @@ def test_check_fix_says_what_it_wrote_and_writes_nothing_without_a_fix(tmp_path,
     out = tmp_path / "out.json"
     rc, _, err = run(capsys, "check", "transpose-view", "--fix", "-o", str(out))
     assert "no fix applies: nothing written" in err and not out.exists()
-    rc, _, err = run(capsys, "check", "dup-ref", "--fix", "-o", str(out))
+    rc, out_text, err = run(capsys, "check", "dup-ref", "--fix", "-o", str(out))
     assert rc == 0 and f"wrote {out}: 1 fix applied" in err and "fixed: drop argument" in err
+    # the verdict is the fixed scenario's, under its name: dup-ref itself is not valid
+    assert out_text.strip() == "dup-ref-fixed: valid (0 error(s), 0 warning(s))"
 
 
 def test_explain_matches_the_words_of_a_message(capsys):
@@ -139,3 +141,88 @@ def test_jax_internals_are_summarised():
     lines = r.race_lines()
     assert len(lines) <= 4 and "write-write races on out" in lines[0]
     assert "races on out" in r.summary() and r.summary().count("e.g.") == 1
+
+
+def test_the_gallery_list_gives_each_first_sentence_whole(capsys):
+    """An ellipsis in a description (``concat(x_0 ... x_3)``) does not end its first
+    sentence, and no line ends in a full stop (some did, some did not)."""
+    rc, out, _ = run(capsys, "gallery")
+    lines = dict(x.split(None, 1) for x in out.splitlines())
+    assert rc == 0 and set(lines) == set(gallery.names())
+    assert lines["ring-all-gather"].endswith("concat(x_0 ... x_3) on every device")
+    assert not [n for n, text in lines.items() if text.endswith(".")]
+
+
+COMMANDS = ("gallery", "check", "fix", "run", "graph", "export", "import", "explain")
+
+
+def test_every_argument_of_every_command_says_what_it_is(capsys):
+    """``mpmd-lab COMMAND --help`` describes each argument (FILE, --backend, -o ... had
+    no words), and run's line names all three places a call runs."""
+    import pytest
+
+    for command in COMMANDS:
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        out = capsys.readouterr().out
+        bare = [
+            x
+            for x in out.split("positional arguments:", 1)[1].splitlines()
+            if x.startswith("  ") and not x.startswith("   ") and len(x.split()) == 1
+        ]
+        # an argument whose help is on the next line is indented the same and continued
+        lines = out.split("positional arguments:", 1)[1].splitlines()
+        for name in bare:
+            nxt = lines[lines.index(name) + 1]
+            assert nxt.startswith(" " * 20), (command, name)
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "simulator" in capsys.readouterr().out
+
+
+def test_the_deadlock_fix_says_the_view_before_and_after(capsys):
+    """The fix of the ring's deadlock reads as an edit: the signal's view, what it was,
+    and which view it now matches (it read "sent = sems.at[i], as arrived is (not ...)")."""
+    rc, out, _ = run(capsys, "fix", "ring-all-gather-deadlock")
+    assert rc == 0
+    assert (
+        "waits on: sent = sems.at[i] (was sems.at[0]), the same view as arrived "
+        "(leaves no error)" in out
+    )
+
+
+def test_a_machine_limit_is_one_line_in_check(capsys):
+    """``check`` of a valid remote kernel gives this CPU interpreter's limit as one note
+    line (it printed JAX's interpreter error and a paragraph under it, for every such
+    kernel), then the verdict; the card keeps the rest."""
+    rc, out, _ = run(capsys, "check", "ring-all-gather")
+    lines = out.strip().splitlines()
+    assert rc == 0 and len(lines) == 2
+    assert "info GPU_INTERP_UNSUPPORTED_TRANSFORM [interpret]: on this machine:" in lines[0]
+    assert lines[1] == "ring-all-gather: valid (0 error(s), 0 warning(s), 1 note(s))"
+    rc, out, _ = run(capsys, "check", "dup-ref")  # a kernel's own error keeps its lines
+    assert "    JAX NotImplementedError:" in out and "    why:" in out
+
+
+def test_a_cards_try_it_commands_work_from_any_folder(capsys, tmp_path, monkeypatch):
+    """The card's "Try it" files are found from where the user is (they were relative to
+    the repository root, so from notebooks/ the command said no such file)."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = run(capsys, "explain", "MPMD_DUP_REF")
+    tried = [x.split()[2] for x in out.splitlines() if x.startswith("  mpmd-lab check ")]
+    assert rc == 0 and len(tried) == 2 and all(Path(p).is_file() for p in tried)
+    rc, out, _ = run(capsys, "check", tried[1])
+    assert rc == 0 and out.strip().endswith("valid (0 error(s), 0 warning(s))")
+
+
+def test_graph_and_export_say_what_they_wrote(tmp_path, capsys):
+    """``graph -o`` and ``export -o`` say "wrote PATH: what" on stderr, as ``gallery``,
+    ``check --fix``, ``fix`` and ``import`` do (they printed the bare path on stdout)."""
+    svg, py = tmp_path / "g.svg", tmp_path / "x.py"
+    rc, out, err = run(capsys, "graph", "two-block-copy", "-o", str(svg))
+    assert rc == 0 and out == "" and f"wrote {svg}: the aliasing graph of two-block-copy" in err
+    rc, out, err = run(capsys, "export", "two-block-copy", "-o", str(py))
+    assert rc == 0 and out == "" and f"wrote {py}: a self-contained JAX script" in err
+    assert svg.read_text().lstrip().startswith("<") and "def build" in py.read_text()

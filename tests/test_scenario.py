@@ -72,3 +72,16 @@ def test_huge_sizes_are_rejected():
     with pytest.raises(ScenarioError) as info:
         load_scenario(data)
     assert info.value.problems[0][0] == "buffers.x"
+
+
+def test_a_views_label_shows_its_transforms():
+    """A ``let``'s label is the view as written, not a bare alias (notebook 07 printed
+    ``o_peer = o_ref`` for a remote_ref view)."""
+    from mpmd_lab import load
+
+    body = load("ring-all-gather").call.programs[0].body
+    labels = [st.label() for st in body if getattr(st, "let", None)]
+    assert labels == [
+        "mine = out.at[ds(dev * 256,256)]",
+        "right_out = out.remote_ref((dev + 1) % axis_size(dev))",
+    ]

@@ -230,6 +230,7 @@ def _check_one(args: argparse.Namespace, source: str) -> int:
         if fixed.name != scenario.name:
             _say(f"renamed {scenario.name!r} -> {fixed.name!r} (its description said broken)")
         diags = validate.check(fixed)
+        scenario = fixed  # the verdict below is the fixed scenario's: say its name
     valid = not any(d.is_error for d in diags)
     if args.json:
         import json
@@ -412,8 +413,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from mpmd_lab import draw as plot
 
     data = plot.render_aliasing(scenario, fmt)
-    files.write_bytes(args.output, data, _inputs(args.file))
-    print(args.output)  # written: a real path, so bounded
+    written = files.write_bytes(args.output, data, _inputs(args.file))
+    _say(f"wrote {written}: the aliasing graph of {clip(args.file, QUOTE)}")  # as -o says
     return EXIT_OK
 
 
@@ -450,8 +451,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output:
         from mpmd_lab import files
 
-        files.write_text(args.output, source, _inputs(args.file))
-        print(args.output)
+        written = files.write_text(args.output, source, _inputs(args.file))
+        _say(f"wrote {written}: a self-contained JAX script")
     else:
         sys.stdout.write(source)
     return EXIT_OK
@@ -571,7 +572,12 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
     s.add_argument("--deep", action="store_true", help="also trace and lower for the GPU with JAX")
-    s.add_argument("--fix", action="store_true", help="apply every known fix")
+    s.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply fixes, checking after each, until valid or none is left; print the "
+        "fixed scenario (or -o)",
+    )
     s.add_argument(
         "-o", "--output", metavar="FIXED.json", help="with --fix: write the fixed scenario"
     )
@@ -584,7 +590,7 @@ def parser() -> argparse.ArgumentParser:
         "fix",
         help="apply the best fix of the first error (--all: until valid), printing each step",
     )
-    s.add_argument("file", metavar="FILE")
+    s.add_argument("file", metavar="FILE", help="a scenario .json file or a gallery name")
     s.add_argument(
         "--all", action="store_true", help="fix and check again until valid or no fix is left"
     )
@@ -592,11 +598,24 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the steps and result as JSON")
     s.set_defaults(func=cmd_fix)
 
-    s = sub.add_parser("run", help="run the call on a GPU or a CPU interpreter")
-    s.add_argument("file", metavar="FILE")
-    s.add_argument("--backend", choices=["auto", "gpu", "interpret", "simulate"], default="auto")
+    s = sub.add_parser(
+        "run", help="run the call: on a GPU, in JAX's CPU interpreter, or in the simulator"
+    )
+    s.add_argument("file", metavar="FILE", help="a scenario .json file or a gallery name")
+    s.add_argument(
+        "--backend",
+        choices=["auto", "gpu", "interpret", "simulate"],
+        default="auto",
+        help="auto (the default): a GPU if there is one, else JAX's CPU interpreter if it "
+        "can run the call, else mpmd-lab's simulator; the result says which and why",
+    )
     s.add_argument("--json", action="store_true", help="print the result as JSON")
-    s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a run is killed")
+    s.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        help="seconds before a run is killed (default 120)",
+    )
     s.add_argument(
         "--schedule",
         metavar="SCHEDULE.json",
@@ -626,14 +645,18 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("graph", help="draw the aliasing graph")
-    s.add_argument("file", metavar="FILE")
-    s.add_argument("-o", "--output", metavar="OUT.png|OUT.svg")
+    s.add_argument("file", metavar="FILE", help="a scenario .json file or a gallery name")
+    s.add_argument(
+        "-o", "--output", metavar="OUT.png|OUT.svg", help="write the drawing (by its suffix)"
+    )
     s.add_argument("--text", action="store_true", help="print the graph as text")
     s.set_defaults(func=cmd_graph)
 
     s = sub.add_parser("export", help="write the call as a plain JAX script")
-    s.add_argument("file", metavar="FILE")
-    s.add_argument("-o", "--output", metavar="OUT.py")
+    s.add_argument("file", metavar="FILE", help="a scenario .json file or a gallery name")
+    s.add_argument(
+        "-o", "--output", metavar="OUT.py", help="write the script here (default: print it)"
+    )
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser(
@@ -644,7 +667,11 @@ def parser() -> argparse.ArgumentParser:
         "scenario JAX accepts; 1: unsupported constructs or errors (reported, each at its "
         "source line); 2: no such module or function.",
     )
-    s.add_argument("spec", metavar="MODULE.py:FUNCTION")
+    s.add_argument(
+        "spec",
+        metavar="MODULE.py:FUNCTION",
+        help="a file and the function in it that makes the call",
+    )
     s.add_argument("-o", "--output", metavar="SCENARIO.json", help="write the scenario here")
     s.add_argument(
         "--devices",
@@ -653,12 +680,16 @@ def parser() -> argparse.ArgumentParser:
         help="CPU devices for JAX, 1 to 4096 (default: the module's DEVICES, else 8)",
     )
     s.add_argument("--json", action="store_true", help="print the whole import as JSON")
-    s.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped")
+    s.add_argument(
+        "--timeout", type=_seconds, default=120.0, help="seconds before it is stopped (default 120)"
+    )
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("explain", help="explain a diagnostic code or a raw JAX message")
-    s.add_argument("query", metavar="CODE-or-MESSAGE")
-    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "query", metavar="CODE-or-MESSAGE", help="a code (MPMD_DUP_REF) or words of JAX's error"
+    )
+    s.add_argument("--json", action="store_true", help="print the card as JSON")
     s.set_defaults(func=cmd_explain)
     return p
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, ordered, verdict
+from mpmd_lab.diagnostics import Diagnostic, interpreter_limit, ordered, verdict
 
 
 def format_diagnostic(d: Diagnostic) -> str:
-    """A diagnostic as a few indented lines: where, what JAX says, why, the fix."""
+    """A diagnostic as a few indented lines: where, what JAX says, why, the fix. A note
+    that this machine's CPU interpreter cannot run the call is its one line (a fact of
+    the machine, not of the kernel: ``mpmd-lab explain CODE`` has the rest)."""
+    if interpreter_limit(d):
+        return d.one_line()
     lines = [d.one_line()]
     if d.jax is not None:
         lines.append(f"    JAX {d.jax.type}: {d.jax.message}")

@@ -34,6 +34,10 @@ def path_of(name: str) -> Path:
 
 
 def summary(name: str) -> str:
-    """The first sentence of a gallery scenario's description."""
+    """The first sentence of a gallery scenario's description, without its full stop
+    (an ellipsis, ``x_0 ... x_3``, does not end it)."""
+    import re
+
     data = json.loads(path_of(name).read_text(encoding="utf-8"))
-    return data.get("description", "").split(". ")[0].strip()
+    first = re.split(r"(?<!\.)\.(?:\s+|$)(?!\.)", data.get("description", ""), maxsplit=1)[0]
+    return first.strip()

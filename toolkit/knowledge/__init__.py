@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import os
 import textwrap
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -174,9 +175,9 @@ class Card:
             lines += ["", "Related: " + ", ".join(self.related)]
         if self.example:
             cmd = "run {}" if self.example.stage == "interpret" else "check {} --deep"
-            lines += ["", "Try it:", "  mpmd-lab " + cmd.format(self.example.scenario)]
+            lines += ["", "Try it:", "  mpmd-lab " + cmd.format(_from_here(self.example.scenario))]
             if self.example.fixed:
-                lines.append("  mpmd-lab " + cmd.format(self.example.fixed))
+                lines.append("  mpmd-lab " + cmd.format(_from_here(self.example.fixed)))
         return "\n".join(lines) + "\n"
 
     def to_html(self) -> str:
@@ -251,6 +252,15 @@ def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[st
             )
         )
     return out
+
+
+def _from_here(path: str) -> str:
+    """A path relative to the repository root as the working directory reaches it: as
+    it is from the root or under it, else absolute (the card's command then works from
+    notebooks/ or any other folder)."""
+    full = HERE.parents[1] / path
+    rel = os.path.relpath(full)
+    return str(full) if rel.startswith("..") else rel
 
 
 def _indent_block(text: str, prefix: str) -> list[str]:

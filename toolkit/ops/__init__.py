@@ -126,7 +126,9 @@ class Let(Model):
         return iter(())
 
     def label(self) -> str:
-        return f"{self.let} = {self.ref}"
+        """``p = out.remote_ref(dev+1)``: the view with its transforms (without them a
+        peer view read as a plain alias)."""
+        return f"{self.let} = {self.ref}" + "".join(f".{t.label()}" for t in self.transforms)
 
     def ref_fields(self) -> Any:
         return [("ref", self.ref, "view")]

@@ -885,7 +885,7 @@ def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | 
         return None
     return Fix(
         description=f"signal what {wait_path} waits on: {bs.name} = "
-        f"{_view_text(ctx, bw)}, as {bw.name} is (not {_view_text(ctx, bs)})",
+        f"{_view_text(ctx, bw)} (was {_view_text(ctx, bs)}), the same view as {bw.name}",
         edits=[Edit(op="replace", path=format_path((*bs.path, "transforms")), value=want)],
     )
 
