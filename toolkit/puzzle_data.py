@@ -320,9 +320,10 @@ def _puzzles() -> list[Puzzle]:
             "that device d's `out` holds device d-1's `x` (device 0 gets device 3's). The "
             "remote view points at the wrong device.",
             hints=(
-                'Look at the `remote_ref` view `p`: which device does `{"offset": 0}` name?',
-                "An offset is added to this device's index along `dev`, and wraps round the "
-                'ring: `{"offset": k}` is device (d + k) mod 4.',
+                "Look at the `remote_ref` view `p`: which device does `dev + 0` name?",
+                "The offset is added to this device's index along `dev`, and wraps round the "
+                "ring: `dev + k` is device (d + k) mod 4 (the scenario writes it "
+                '`{"offset": k}`).',
                 "The right-hand neighbour is offset 1.",
             ),
             start=_shift({"dev": {"offset": 0}}, "A ring shift that never leaves home."),
