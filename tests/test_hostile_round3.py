@@ -1,0 +1,67 @@
+"""Hostile inputs, third round: the data-dependent constructs (loads in index
+expressions, loop bounds, conditions and device ids; semaphore reads), each held to a
+clear diagnostic from JAX's rules, never a "valid" for what was not checked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import analyze
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_datadep import GATHER, LOOP, WHEN_LOOP, _one_device, _row, _table_ring  # noqa: E402
+
+
+def _codes(s: dict) -> list[tuple[str, str, str]]:
+    a = analyze(load_scenario(s))
+    return [(d.code, d.severity, d.path) for d in a.diagnostics]
+
+
+def _gather(index: str) -> dict:
+    return _one_device([_row("x_ref", index, "src"), *GATHER[1:]], [3, 1, 0, 2], "gather")
+
+
+def _loop(stop: str) -> dict:
+    return _one_device([*LOOP[:3], {**LOOP[3], "stop": stop}], [3, 1, 0, 2], "loop")
+
+
+def _when(cond: str) -> dict:
+    return _one_device([*LOOP[:3], {**WHEN_LOOP[3], "cond": cond}], [3, 1, 0, 2], "when")
+
+
+# ------------------------------------------- a load with more indices than dims
+
+TOO_MANY = [
+    (_gather("off_ref[b, 0]"), "body[0].transforms[0].index[0]"),
+    (_gather("off_ref[1, 0]"), "body[0].transforms[0].index[0]"),
+    (_loop("off_ref[2, 0]"), "body[3].stop"),
+    (_when("off_ref[b, 0] > 1"), "body[3].cond"),
+    (_table_ring(device="ids_ref[dev, 0]"), "body[0].transforms[0].device"),
+]
+
+
+@pytest.mark.parametrize("s, where", TOO_MANY)
+def test_a_load_with_more_indices_than_dims_is_jaxs_trace_error(s, where):
+    """``off_ref[b, 0]`` of a 1-D table: the engine could not load it, the check went
+    on past it and said "valid" (a SYNC_NOT_CHECKED warning its only trace). JAX
+    refuses it while tracing."""
+    found = _codes(s)
+    errors = [c for c in found if c[1] == "error"]
+    assert errors and errors[0][0] == "AT_TOO_MANY_INDICES", found
+    assert errors[0][2].endswith(where), errors
+
+
+def test_jax_refuses_the_loads_with_more_indices_with_the_same_message():
+    from jaxprobe import probe_many
+
+    cases = [s for s, _ in TOO_MANY[:3]]
+    got = probe_many(cases, ("build", "trace"))
+    for s, r in zip(cases, got, strict=True):
+        d = next(
+            d for d in analyze(load_scenario(s)).diagnostics if d.code == "AT_TOO_MANY_INDICES"
+        )
+        assert r["stage"] == "trace" and r["code"] == "AT_TOO_MANY_INDICES", r
+        assert r["message"].strip() == d.message, (r["message"], d.message)
