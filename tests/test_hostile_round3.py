@@ -5,6 +5,7 @@ clear diagnostic from JAX's rules, never a "valid" for what was not checked."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,22 @@ def test_jax_refuses_the_loads_with_more_indices_with_the_same_message():
         )
         assert r["stage"] == "trace" and r["code"] == "AT_TOO_MANY_INDICES", r
         assert r["message"].strip() == d.message, (r["message"], d.message)
+
+
+# ------------------------------------------- semaphore reads in a polling loop
+
+
+def test_a_polling_loop_of_1000_reads_is_checked_within_the_bound():
+    """Each of 1000 reads is a choice point: 500 schedules of ~9000 thread-steps each
+    ran to the 300 s time bound (every command that checks, the Lab's edits too, took
+    minutes). The thread-step bound over all schedules now stops it in seconds, and the
+    reads' warning says where it stopped."""
+    from mpmd_lab.diagnostics import verdict
+    from test_datadep import _polls
+
+    t0 = time.perf_counter()
+    diags = analyze(load_scenario(_polls(1000))).diagnostics
+    assert time.perf_counter() - t0 < 30
+    assert verdict(diags) == "valid where checked"
+    (d,) = [x for x in diags if x.code == "DATA_DEPENDENT"]
+    assert d.severity == "warning" and "thread-steps over all schedules" in d.message
