@@ -85,3 +85,51 @@ def test_a_polling_loop_of_1000_reads_is_checked_within_the_bound():
     assert verdict(diags) == "valid where checked"
     (d,) = [x for x in diags if x.code == "DATA_DEPENDENT"]
     assert d.severity == "warning" and "thread-steps over all schedules" in d.message
+
+
+# ------------------------------------------- a rejected kernel whose retrace loops
+
+RETRACE_LOOPS = """
+import jax
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+
+def kernel(x_ref, o_ref):
+    state = [0]
+    state[0] = x_ref.at[0, 0, 0]  # JAX rejects it: the retrace leaves it out
+    while state[0] == 0:  # ... and then this never ends
+        pass
+    o_ref[...] = x_ref[...]
+
+
+def make():
+    call = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((256,), jnp.float32))
+    return jax.jit(call), (jnp.arange(256, dtype=jnp.float32),)
+"""
+
+
+def test_a_rejected_kernel_whose_retrace_never_ends_is_stopped_and_said(tmp_path):
+    """Leaving out the statement JAX rejected made a later Python loop endless: the
+    retrace ran the import's whole limit (120 s) and said nothing of it. It has its own
+    bound now (a few times the first trace), and says it stopped, after JAX's error."""
+    from mpmd_lab.importer import child
+
+    mod = tmp_path / "retrace_loops.py"
+    mod.write_text(RETRACE_LOOPS)
+    t0 = time.monotonic()
+    imp = child.run(f"{mod}:make", devices=1, timeout=120)
+    took = time.monotonic() - t0
+    assert imp.scenario is None
+    codes = [d.code for d in imp.diagnostics]
+    assert codes == ["AT_TOO_MANY_INDICES", "IMPORT_TIMEOUT"], codes
+    assert "again without the statements JAX rejected" in imp.diagnostics[1].message
+    assert took < 15 + 45, took  # JAX's start in the child + the retrace's 15 s
+
+
+def test_the_retrace_budget():
+    from mpmd_lab.importer.api import RETRACE_SECONDS, retrace_budget
+
+    assert retrace_budget(0.5, None) == RETRACE_SECONDS
+    assert retrace_budget(10.0, None) == 40.0
+    assert retrace_budget(10.0, 7.0) == 7.0
