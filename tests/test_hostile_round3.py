@@ -7,8 +7,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import analyze
 
@@ -133,3 +136,68 @@ def test_the_retrace_budget():
     assert retrace_budget(0.5, None) == RETRACE_SECONDS
     assert retrace_budget(10.0, None) == 40.0
     assert retrace_budget(10.0, 7.0) == 7.0
+
+
+# ------------------------------------------- fuzz: data-dependent expressions
+
+EXTREMES = [0, 1, 2, 3, 4, -1, -4, 5, 2**20, 2**31 - 1, -(2**31)]
+
+
+@st.composite
+def data_exprs(draw: Any, depth: int = 3) -> str:
+    """An index expression over the block index ``b``, loads of the table ``off_ref``
+    (1-D, 4 entries: any number of indices) and int32 extremes."""
+    kind = draw(st.integers(0, 5 if depth > 0 else 2))
+    if kind == 0:
+        return str(draw(st.sampled_from(EXTREMES)))
+    if kind == 1:
+        return "b"
+    if kind == 2:
+        return f"off_ref[{draw(st.sampled_from(['0', '1', '2', '3', 'b', '-1']))}]"
+    if kind == 3:
+        n = draw(st.integers(0, 2))
+        inner = ", ".join(draw(data_exprs(depth - 1)) for _ in range(n))
+        return f"off_ref[{inner or '...'}]"
+    op = draw(st.sampled_from(["+", "-", "*", "//", "%"] if kind == 4 else [">", "==", "<="]))
+    return f"({draw(data_exprs(depth - 1))} {op} {draw(data_exprs(depth - 1))})"
+
+
+@st.composite
+def data_scenarios(draw: Any) -> dict:
+    """GATHER, a loop bounded by a load, or a ``when`` on one, with a drawn expression
+    and table (int32 extremes, or a float table)."""
+    e = draw(data_exprs())
+    where = draw(st.sampled_from(["index", "stop", "cond"]))
+    s = {"index": _gather, "stop": _loop, "cond": _when}[where](e)
+    table = [draw(st.sampled_from(EXTREMES)) for _ in range(4)]
+    if draw(st.integers(0, 4)) == 0:
+        s["buffers"]["off"]["dtype"] = "float32"
+        table = [float(v) for v in table]
+    s["buffers"]["off"]["init"] = table
+    return s
+
+
+@pytest.mark.fuzz
+@settings(deadline=None)
+@given(data_scenarios())
+def test_data_dependent_expressions_are_judged_in_bounded_time(data):
+    """Any drawn expression and table: it loads, or the loader names the field; the
+    check answers in seconds with coded diagnostics; and where it says plainly "valid"
+    (no warning of what it did not check), simulate runs the call without an error."""
+    from mpmd_lab import simulate
+    from mpmd_lab.diagnostics import verdict
+    from mpmd_lab.scenario import ScenarioError
+
+    try:
+        s = load_scenario(data)
+    except ScenarioError as e:
+        assert e.problems and all(p.startswith("call.programs[0].body[") for p, _ in e.problems)
+        return
+    t0 = time.perf_counter()
+    diags = analyze(s).diagnostics
+    assert time.perf_counter() - t0 < 30
+    for d in diags:
+        assert d.code and d.path is not None and (d.message or d.explanation), d
+    if verdict(diags) == "valid" and not any(d.severity == "warning" for d in diags):
+        res = simulate(s, check=False)
+        assert res.error is None, (res.error, [d.one_line() for d in diags])
