@@ -164,16 +164,21 @@ def data_exprs(draw: Any, depth: int = 3) -> str:
 
 @st.composite
 def data_scenarios(draw: Any) -> dict:
-    """GATHER, a loop bounded by a load, or a ``when`` on one, with a drawn expression
-    and table (int32 extremes, or a float table)."""
+    """GATHER, a loop bounded by a load, a ``when`` on one, or a ring's peer device id,
+    with a drawn expression and table (int32 extremes, or a float table)."""
     e = draw(data_exprs())
-    where = draw(st.sampled_from(["index", "stop", "cond"]))
-    s = {"index": _gather, "stop": _loop, "cond": _when}[where](e)
-    table = [draw(st.sampled_from(EXTREMES)) for _ in range(4)]
+    where = draw(st.sampled_from(["index", "stop", "cond", "device"]))
+    if where == "device":  # (4 devices, the table ``ids`` read by ``dev``)
+        s = _table_ring(device=e.replace("off_ref", "ids_ref").replace("b", "dev"))
+        table_name, n = "ids", 16
+    else:
+        s = {"index": _gather, "stop": _loop, "cond": _when}[where](e)
+        table_name, n = "off", 4
+    table = [draw(st.sampled_from(EXTREMES)) for _ in range(n)]
     if draw(st.integers(0, 4)) == 0:
-        s["buffers"]["off"]["dtype"] = "float32"
+        s["buffers"][table_name]["dtype"] = "float32"
         table = [float(v) for v in table]
-    s["buffers"]["off"]["init"] = table
+    s["buffers"][table_name]["init"] = table
     return s
 
 
