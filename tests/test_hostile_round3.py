@@ -255,3 +255,23 @@ def test_jax_refuses_a_load_indexed_by_a_float_as_the_check_says():
     )
     assert r["stage"] == d.stage == "gpu-lower" and r["code"] == "INDEX_DTYPE", r
     assert r["message"].startswith("Unsupported index: OpResult(") and "-> f32)" in r["message"]
+
+
+# ------------------------------------------- a loop bound loaded from a huge value
+
+
+def test_a_loop_walking_past_any_size_gets_no_grown_shape_quickly(monkeypatch):
+    """A loop of off[2] = 2**31 - 1 trips reads x's row i: the OOB fix grew x one row a
+    recheck (each a whole check, to the step bound) 16 times, for a fix that never
+    verifies (9 s on a loaded machine). At most GROW_ROUNDS rechecks now; the same
+    diagnostics, no fix."""
+    from mpmd_lab import repairs
+    from mpmd_lab.validate import check
+
+    calls = []
+    real = repairs.checked
+    monkeypatch.setattr(repairs, "checked", lambda *a, **k: calls.append(1) or real(*a, **k))
+    diags = check(load_scenario(_one_device(LOOP, [3, 1, 2**31 - 1, 2], "loop")))
+    (d,) = [x for x in diags if x.is_error]
+    assert d.code == "OOB_READ" and d.fix is None, d
+    assert 0 < len(calls) <= repairs.GROW_ROUNDS, len(calls)
