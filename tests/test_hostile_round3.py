@@ -275,3 +275,53 @@ def test_a_loop_walking_past_any_size_gets_no_grown_shape_quickly(monkeypatch):
     (d,) = [x for x in diags if x.is_error]
     assert d.code == "OOB_READ" and d.fix is None, d
     assert 0 < len(calls) <= repairs.GROW_ROUNDS, len(calls)
+
+
+# ------------------------------------------- fuzz: semaphore reads as choice points
+
+
+@st.composite
+def polling_scenarios(draw: Any) -> dict:
+    """Block 1 signals ``n`` times (then takes ``n`` back); both blocks read the semaphore
+    in a loop of ``m`` trips, copying their own half where a drawn condition on the read
+    holds; the read may also bound a loop."""
+    from test_datadep import SIGNAL, WAIT, _copy, _read_guard
+    from test_datadep import _when as when
+
+    n, m = draw(st.integers(0, 5)), draw(st.integers(0, 5))
+    read = "pl.semaphore_read(sem)"
+    cond = draw(
+        st.sampled_from(
+            [f"{read} > j", f"{read} == j", f"({read} * 2147483647) % 3 == 1", f"{read} - j"]
+        )
+    )
+    inner: dict = when(cond, _copy("s", "b * 128"))
+    if draw(st.booleans()):
+        inner = {"op": "loop", "var": "k", "stop": read, "body": [inner]}
+    s = _read_guard("0", "polls")
+    s["call"]["programs"][0]["body"] = [
+        when("b == 1", {"op": "loop", "var": "i", "stop": str(n), "body": [SIGNAL]}),
+        {"op": "loop", "var": "j", "stop": str(m), "body": [inner]},
+        when("b == 1", {**WAIT, "value": str(n)}),
+    ]
+    return s
+
+
+@pytest.mark.fuzz
+@settings(deadline=None, max_examples=15)
+@given(polling_scenarios())
+def test_semaphore_reads_in_polling_loops_are_judged_in_bounded_time(data):
+    """Reads multiply the schedules: the check stays within its bounds (seconds), says
+    where it stopped, and where it finds no error simulate finds none either."""
+    from mpmd_lab import simulate
+    from mpmd_lab.diagnostics import verdict
+
+    s = load_scenario(data)
+    t0 = time.perf_counter()
+    diags = analyze(s).diagnostics
+    assert time.perf_counter() - t0 < 30
+    for d in diags:
+        assert d.code and d.path is not None and (d.message or d.explanation), d
+    if verdict(diags) != "invalid":
+        res = simulate(s, check=False)
+        assert res.error is None or res.error.code in CANNOT, (res.error, diags)
