@@ -856,13 +856,19 @@ def _grow_to_fit(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+#: rechecks a grown shape gets (the golden corpus needs 2 at most)
+GROW_ROUNDS = 4
+
+
 def _grown(
     s: Scenario, d: Diagnostic, path: str, shape: list[int], dim: int, need: int
 ) -> list[int]:
     """``shape`` with dimension ``dim`` grown to ``need``, and further while the check
     finds the same access past the new end (the first actor it reports is not always
-    the one reaching furthest: device 2 of 4 before device 3)."""
-    for _ in range(16):
+    the one reaching furthest: device 2 of 4 before device 3). At most GROW_ROUNDS
+    rechecks: an access that walks past each new end (a loop whose bound is loaded from
+    a huge table value) never fits, and each recheck is a whole check."""
+    for _ in range(GROW_ROUNDS):
         shape = [*shape[:dim], need, *shape[dim + 1 :]]
         data = s.to_dict()
         apply_edit(data, Edit(op="replace", path=path, value=shape))

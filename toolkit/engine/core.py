@@ -1741,6 +1741,13 @@ class _Reader:
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", path, f"a load through the multicast view {name!r}")
         shape = view.shape
+        for i in index:
+            if type(i) is float:  # (loaded from a float ref: JAX indexes with int32)
+                raise SimError(
+                    "INDEX_DTYPE",
+                    path,
+                    f"{name}[...] is indexed by a float ({i}): an index is an integer",
+                )
         if len(index) != len(shape):
             raise E.ExprError(
                 f"{name}[...] in an expression loads one element: {name} has shape "

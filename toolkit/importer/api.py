@@ -410,7 +410,19 @@ def import_call(
         return Imported(None, [d], seconds=time.perf_counter() - t0, function=fname)
     except Exception as e:  # noqa: BLE001 - JAX's (or the user's) error is the finding
         rejected = [error_diagnostic(e)]
-        again = _what_was_traced(fn, args, kwargs, e, left())
+        budget = retrace_budget(time.perf_counter() - t0, left())
+        again = _what_was_traced(fn, args, kwargs, e, budget)
+        if again is _RETRACE_STOPPED:
+            rejected.append(
+                _timeout(
+                    f"tracing {fname or 'the function'} again without the statements JAX rejected",
+                    budget,
+                    "Only JAX's rejection is shown: left out, the rejected statement changed "
+                    "what the function does after it (a Python loop that waits on what it "
+                    "made never ends), so what JAX traced before it cannot be shown.",
+                )
+            )
+            again = None
         if again is None:
             return Imported(None, rejected, seconds=time.perf_counter() - t0, function=fname)
         traced = again.traced
@@ -465,6 +477,23 @@ def import_call(
     return imp
 
 
+#: the retrace of a rejected kernel may take this many times its first trace, and at
+#: least RETRACE_SECONDS (within the import's own limit): it traces the same function
+#: with less in it, so past that it is not converging (a loop the rewrite made endless)
+RETRACE_FACTOR = 4.0
+RETRACE_SECONDS = 15.0
+#: ``_what_was_traced``'s answer when its time ran out (None: nothing to show)
+_RETRACE_STOPPED: Any = object()
+
+
+def retrace_budget(first: float, left: float | None) -> float:
+    """Seconds the retrace of a rejected kernel may take: ``RETRACE_FACTOR`` times the
+    ``first`` trace, at least ``RETRACE_SECONDS``, at most what the import has ``left``
+    (None: no limit)."""
+    own = max(RETRACE_SECONDS, RETRACE_FACTOR * first)
+    return own if left is None else min(own, left)
+
+
 def _what_was_traced(
     fn: Any,
     args: tuple[Any, ...],
@@ -473,14 +502,15 @@ def _what_was_traced(
     timeout: float | None,
 ) -> Any:
     """The user's function traced again without the statements JAX rejected
-    (``rejected.retrace``), or None."""
+    (``rejected.retrace``), None (nothing to show), or ``_RETRACE_STOPPED`` (its
+    ``timeout`` ran out)."""
     from mpmd_lab.importer import rejected
 
     try:
         again = lambda: trace(fn, args, kwargs)  # noqa: E731
         return _bounded_step(lambda: rejected.retrace(again, exc), timeout)
     except ImportTimeout:
-        return None
+        return _RETRACE_STOPPED
     except Exception:  # noqa: BLE001 - no second view: the rejection alone is reported
         return None
 

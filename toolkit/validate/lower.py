@@ -136,11 +136,17 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
     names = _loop_dtypes(st)
     for prefix, op in expr_ops(st.node):
         for field, e in op.exprs():
-            if op.expr_kind(field) != "index":
+            loads = "load" in e.calls()
+            if not loads and not (names and not names.keys().isdisjoint(e.names())):
                 continue
-            if "load" in e.calls() or (names and not names.keys().isdisjoint(e.names())):
-                path = sub_path(st.path, prefix + field)
-                if _float_index(ctx, path, e, st.load_dtype, names, st.loads):
+            path = sub_path(st.path, prefix + field)
+            # the field itself where it is an index; in any field, what indexes a load
+            # (``off_ref[f_ref[0]]`` in a condition: the load's index is lowered as one)
+            index = [e] if op.expr_kind(field) == "index" else []
+            if loads:
+                index += [ix for r in E.data_reads(e) if isinstance(r, E.Load) for ix in r.index]
+            for ix in index:
+                if _float_index(ctx, path, ix, st.load_dtype, names, st.loads):
                     return True
     return False
 

@@ -373,7 +373,7 @@ MAX_FOLLOWED = 1 << 22
 #: Schedules the check explores at most, and thread-steps over all of them: the bounds
 #: that decide how far it goes (the same on every machine, whatever its load).
 MAX_SCHEDULES = 500
-MAX_EXPLORE_STEPS = 2_000_000
+MAX_EXPLORE_STEPS = 100_000
 #: Seconds the whole exploration may take: only a last resort (it says it was time).
 EXPLORE_SECONDS = 300.0
 

@@ -483,7 +483,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
-        if st.loads and _data_dtypes(ctx, st):
+        if st.loads and (_load_ranks(ctx, st) or _data_dtypes(ctx, st)):
             return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
@@ -525,6 +525,37 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
                 if _python_divisions(e) and _report_zero(ctx, where, field, e):
                     return True
     return False
+
+
+def _load_ranks(ctx: Ctx, st: Stmt) -> bool:
+    """A load with more indices than its ref has dims (``ids_ref[b, 0]`` of a 1-D
+    table): JAX's ``NDIndexer`` refuses it while tracing (AT_TOO_MANY_INDICES), so no
+    value is loaded and the check must not go on as if one were."""
+    for prefix, op in expr_ops(st.node):
+        for field, e in op.exprs():
+            for r in E.data_reads(e):
+                b = st.loads.get(r.ref)
+                if not isinstance(r, E.Load) or b is None or b.info is None:
+                    continue
+                shape = tuple(b.info.shape)
+                if len(r.index) <= len(shape):
+                    continue
+                shown = [repr(i.value) if isinstance(i, E.Const) else _TRACED for i in r.index]
+                ctx.jax(
+                    "AT_TOO_MANY_INDICES",
+                    sub_path(st.path, prefix + field),
+                    "`indices` must not be longer than `shape`: "
+                    f"indices=({', '.join(shown)}{',' if len(shown) == 1 else ''}), "
+                    f"shape={shape!r}",
+                    jax_type="ValueError",
+                    stage="trace",
+                )
+                return True
+    return False
+
+
+#: how JAX prints a traced int32 scalar index in NDIndexer's messages
+_TRACED = "JitTracer(int32[])"
 
 
 def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
