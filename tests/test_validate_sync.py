@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from mpmd_lab import gallery, probe
+from mpmd_lab.diagnostics import verdict
 from mpmd_lab.fixes import apply_fix
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error
@@ -375,6 +376,8 @@ def test_a_big_ring_says_what_it_did_not_check():
     ds = check(load_scenario(ring(64)))  # 64 x 63 loop steps: past the static bound
     (w,) = [x for x in ds if x.code == "SYNC_NOT_CHECKED"]
     assert w.severity == "warning" and "races, deadlocks and semaphore balance" in w.message
+    # a verdict is a promise: what the check did not judge is not called plainly "valid"
+    assert not any(x.is_error for x in ds) and verdict(ds) == "valid where checked"
 
 
 def test_fast_enough_for_the_lab():

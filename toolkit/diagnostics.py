@@ -167,9 +167,10 @@ INTERP_CANNOT = frozenset(
 )
 
 
-#: the codes by which the check says it did not check something it could not follow
+#: the codes by which the check says it did not check something it could not follow (a
+#: value it could not follow, schedules or actors past the exploration's bounds)
 #: (as a warning): a scenario with no error and one of these is "valid where checked"
-NOT_CHECKED = ("DATA_DEPENDENT",)
+NOT_CHECKED = ("DATA_DEPENDENT", "SYNC_NOT_CHECKED")
 
 
 def verdict(diags: list[Diagnostic] | tuple[Diagnostic, ...]) -> str:
