@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -156,8 +157,15 @@ def test_failed_timed_out_and_crashed_runs_leave_the_next_run_working():
         if crashed.status == "error":
             break
         # the cached call ran to its end before the kill landed (a fast or loaded machine:
-        # the worker died idle): the next run starts a fresh worker, and the call is built
-        # in it again before the next try
+        # the worker died idle): once its death shows (its socket hung up; a loaded machine
+        # may deliver the signal late, and a run handed to it then crashes, as it should),
+        # the next run starts a fresh worker, and the call is built in it again before the
+        # next try
+        sent = any(s == "interpret" for s, _ in stages)
+        killed = workers._POOL.get((1, "cpu")) if sent else None
+        deadline = time.monotonic() + 30
+        while killed is not None and killed.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert runtime.run(good, "interpret").ok
     assert crashed.status == "error" and crashed.error.code == "RUN_CRASHED"
     assert "SIGKILL" in crashed.error.error_json()["message"] and crashed.error.stage == "interpret"
