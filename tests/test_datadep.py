@@ -698,14 +698,9 @@ KERNELS = [
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
-    from mpmd_lab.importer import Imported
-    from test_importer import _import_all
+    from test_importer import imported_all
 
-    raw = _import_all(KERNELS, tmp_path_factory.mktemp("datadep"))
-    for name, r in raw.items():
-        assert "error" not in r, f"{name}: {r.get('error')}"
-        r["obj"] = Imported.from_json(r["imported"])
-    return raw
+    return imported_all(KERNELS, tmp_path_factory.mktemp("datadep"))
 
 
 def _body(imp: Any) -> list[dict]:

@@ -139,16 +139,22 @@ def _import_all(names: list[str], tmp: Path) -> dict[str, dict]:
     return out
 
 
+def imported_all(names: list[str], tmp: Path) -> dict[str, dict]:
+    """``_import_all``, each import read back as an ``Imported`` (``["obj"]``); a module
+    the driver could not import at all fails the test that asked for it."""
+    raw = _import_all(names, tmp)
+    for name, r in raw.items():
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        r["obj"] = Imported.from_json(r["imported"])
+    return raw
+
+
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = VALID + [s[0] for s in SEEDS] + [u[0] for u in UNSUPPORTED]
     names += [c[0] for c in PALLAS_CALLS] + ["pallas_call_smem_out", "collective_matmul_op"]
     names += ["datadep_count_peer", "two_kernel_calls"]
-    raw = _import_all(names, tmp_path_factory.mktemp("imports"))
-    for name, r in raw.items():
-        assert "error" not in r, f"{name}: {r.get('error')}"
-        r["obj"] = Imported.from_json(r["imported"])
-    return raw
+    return imported_all(names, tmp_path_factory.mktemp("imports"))
 
 
 # ---------------------------------------------------------------- faithful imports

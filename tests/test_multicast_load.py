@@ -22,13 +22,12 @@ import numpy as np
 import pytest
 from mpmd_lab import probe, simulate
 from mpmd_lab.codegen import generate
-from mpmd_lab.importer import Imported
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate_support import same_bits  # noqa: E402
-from test_importer import _import_all  # noqa: E402
+from test_importer import imported_all  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real JAX in child processes
 
@@ -37,11 +36,7 @@ KERNELS = ["sync_multicast_load", "mc_multicast_2x2", "mc_multicast_loop"]
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
-    raw = _import_all(KERNELS, tmp_path_factory.mktemp("mc"))
-    for name, r in raw.items():
-        assert "error" not in r, f"{name}: {r.get('error')}"
-        r["obj"] = Imported.from_json(r["imported"])
-    return raw
+    return imported_all(KERNELS, tmp_path_factory.mktemp("mc"))
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -24,14 +24,13 @@ import numpy as np
 import pytest
 from mpmd_lab import probe, simulate
 from mpmd_lab.codegen import generate
-from mpmd_lab.importer import Imported
 from mpmd_lab.ops import values as V
 from mpmd_lab.scenario import ScenarioError, load_scenario
 from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate_support import run_in_jax, same_bits  # noqa: E402
-from test_importer import KERNELS, _import_all, _line_of  # noqa: E402
+from test_importer import KERNELS, _line_of, imported_all  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real JAX in child processes
 
@@ -287,11 +286,7 @@ FAITHFUL = ["red_sum_normalize", "red_count_and_min", "red_max_shift_2dev", "red
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
     names = [*FAITHFUL, "red_row_sum_axis", "red_row_max_wgmma"]
-    raw = _import_all(names, tmp_path_factory.mktemp("red"))
-    for name, r in raw.items():
-        assert "error" not in r, f"{name}: {r.get('error')}"
-        r["obj"] = Imported.from_json(r["imported"])
-    return raw
+    return imported_all(names, tmp_path_factory.mktemp("red"))
 
 
 @pytest.mark.parametrize("name", FAITHFUL)

@@ -21,13 +21,12 @@ import numpy as np
 import pytest
 from mpmd_lab import simulate
 from mpmd_lab.codegen import generate
-from mpmd_lab.importer import Imported
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jaxprobe import probe_many  # noqa: E402
-from test_importer import KERNELS, _import_all, _line_of  # noqa: E402
+from test_importer import KERNELS, _line_of, imported_all  # noqa: E402
 
 #: kernels that import faithfully: every construct carried
 FAITHFUL = [
@@ -55,11 +54,7 @@ PARTIAL = [
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> dict[str, dict]:
-    raw = _import_all(FAITHFUL + [p[0] for p in PARTIAL], tmp_path_factory.mktemp("sync"))
-    for name, r in raw.items():
-        assert "error" not in r, f"{name}: {r.get('error')}"
-        r["obj"] = Imported.from_json(r["imported"])
-    return raw
+    return imported_all(FAITHFUL + [p[0] for p in PARTIAL], tmp_path_factory.mktemp("sync"))
 
 
 def _scenario(imported: dict, name: str):
