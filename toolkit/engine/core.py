@@ -1270,8 +1270,10 @@ class Engine:
             return None
         return BarrierWait(self, x.run.a, bar, k, x.path)
 
-    def copy_to_smem(self, x: StmtCtx, src: str, dst: str, barrier: str) -> None:
-        """An async GMEM -> SMEM copy by this actor's copy engine, landing on ``barrier``."""
+    def _load_engine(self, x: StmtCtx, barrier: str) -> tuple[Barrier, int]:
+        """The barrier an async GMEM -> SMEM load lands on, and the copy engine (an agent
+        with its own clock, one per barrier when barriers are told apart) that does it,
+        ordered after this actor's accesses so far."""
         run = x.run
         key, bar = self.barrier(x.view(barrier), getattr(x.stmt, barrier), run, x.path)
         g = run.a + self.n_actors
@@ -1279,6 +1281,12 @@ class Engine:
             j = self._bar_agent.setdefault((key[0], key[1]), len(self._bar_agent))
             g = run.a + (2 + j) * self.n_actors
         self.clocks.join(g, self.clocks.snapshot(run.a))
+        return bar, g
+
+    def copy_to_smem(self, x: StmtCtx, src: str, dst: str, barrier: str) -> None:
+        """An async GMEM -> SMEM copy by this actor's copy engine, landing on ``barrier``."""
+        run = x.run
+        bar, g = self._load_engine(x, barrier)
         value = self.read(x, src, agent=g)
         self.write(x, dst, value, agent=g)
         bar.arrive(self.clocks.snapshot(g), copy=True, actor=g)
@@ -1306,12 +1314,7 @@ class Engine:
         block = run.actor.block
         rnd = self._mc_round.get((group, block), 0)
         self._mc_round[group, block] = rnd + 1
-        key, bar = self.barrier(x.view(barrier), getattr(x.stmt, barrier), run, x.path)
-        g = run.a + self.n_actors
-        if self._agents:
-            j = self._bar_agent.setdefault((key[0], key[1]), len(self._bar_agent))
-            g = run.a + (2 + j) * self.n_actors
-        self.clocks.join(g, self.clocks.snapshot(run.a))
+        bar, g = self._load_engine(x, barrier)
         value = self.read(x, src, agent=g)
         shares = self._mc_shares.setdefault((group, rnd), [])
         shares.append(_Share(x, g, bar, value, self.clocks.snapshot(g), x.view(src)))
