@@ -343,6 +343,7 @@ class _Run:
         "committed",
         "env",
         "gen",
+        "gone",
         "grid_point",
         "groups",
         "open_group",
@@ -364,6 +365,7 @@ class _Run:
         self.grid_point = gp
         self.pids = pids
         self.gen: Any = None
+        self.gone = False  # finished, or parked aside (``Engine._run``)
         self.blocked: Wait | None = None
         self.committed = 0  # own time at the last commit_smem
         # committed copy groups' clocks: (its SMEM reads done, the whole copy done)
@@ -453,6 +455,8 @@ class Engine:
         #: id(expression) -> (it, its function, whether it reads pl.program_id)
         self._compiled: dict[int, tuple[E.Expr, Callable[[E.Env], int], bool]] = {}
         self.semaphores: dict[tuple, Semaphore] = {}
+        #: the same by (name, element, device, block, program), as ``semaphore`` is asked
+        self._sem_of: dict[tuple, Semaphore] = {}
         self._signal_paths: dict[str, set[str]] = self.out.signals
         self.barriers: dict[tuple, Barrier] = {}
         self._bar_of: dict[tuple[str, int, int], tuple[tuple, Barrier]] = {}  # (name, e, actor)
@@ -1118,8 +1122,8 @@ class Engine:
         if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
         pairs = self.spans(view)[1]
-        count = sum(b - a for a, b in pairs)
-        if count != 1 or view.shape:
+        if len(pairs) != 1 or pairs[0][1] - pairs[0][0] != 1 or view.shape:
+            count = sum(b - a for a, b in pairs)
             raise SimError(
                 "SIM_UNSUPPORTED", path, f"{name!r} is {count} {what}s: index one with at"
             )
@@ -1141,6 +1145,10 @@ class Engine:
         of the program shares (each program's ``get_global`` is its own: key block
         ``-1 - program``)."""
         name = base.name
+        seen = (name, e, dev, block, program)
+        sem = self._sem_of.get(seen)
+        if sem is not None:
+            return sem
         spec = self.scratch.get(name)
         shared = isinstance(spec, SemaphoreScratch) and spec.shared
         key = (name, e, dev, -1 - program if shared else block)
@@ -1149,6 +1157,7 @@ class Engine:
             label = f"{name}[{e}]" if base.shape else name
             where = f"on device {dev}" + ("" if shared else f" block {block}")
             sem = self.semaphores[key] = Semaphore(f"{label} {where}", key)
+        self._sem_of[seen] = sem
         return sem
 
     def signal(self, x: StmtCtx, fld: str, inc: int, dref: Any, axes: tuple[str, ...] | None):
@@ -1417,7 +1426,9 @@ class Engine:
 
     def _body(self, run: _Run, nodes: tuple[_Node, ...], env: dict[str, View]):
         used = self._cur.get("used")
+        exploring = self.chooser is not None
         merged = 0
+        run.scope = env  # (again after each nested body: its scope was its own)
         for k, node in enumerate(nodes):
             if merged:
                 merged -= 1
@@ -1425,14 +1436,14 @@ class Engine:
                 continue
             op = node.op
             flavor = node.flavor
-            run.scope, run.node = env, node
+            run.node = node
             if flavor is _STMT:
                 x = StmtCtx(self, run, node, env)
                 try:
                     w = op.execute(x)
                 except _Skip:
                     w = None
-                if self.chooser is not None:
+                if exploring:
                     self.trail.append((run.a, node.path))
                     if self._arrival is not None:
                         held, self._arrival = self._arrival, None
@@ -1441,7 +1452,7 @@ class Engine:
                         else:  # barrier_arrive_and_wait: its arrival lands, then it waits
                             yield held
                 if w is not None:
-                    if self.chooser is not None and isinstance(w, SemaphoreWait | BarrierArrival):
+                    if exploring and isinstance(w, SemaphoreWait | BarrierArrival):
                         if isinstance(w, SemaphoreWait):
                             merged = self._merge_waits(run, nodes, k, w, env)
                         yield w  # parked: the scheduler completes it (a choice point)
@@ -1469,6 +1480,7 @@ class Engine:
                 for i in range(start, stop, op.step):
                     run.values[op.var] = i
                     yield from self._body(run, node.children, dict(env))
+                run.scope = env
                 if had:
                     run.values[op.var] = old  # type: ignore[assignment]
                 else:
@@ -1484,6 +1496,7 @@ class Engine:
             yield None
             if cond:
                 yield from self._body(run, node.children, dict(env))
+                run.scope = env
 
     def _merge_waits(
         self, run: _Run, nodes: tuple[_Node, ...], k: int, w: SemaphoreWait, env: dict[str, View]
@@ -1557,21 +1570,23 @@ class Engine:
             nxt = next(units, None)
             return True
 
+        # the next step count that asks the bounds: the step bound, or (with a time
+        # bound) the next multiple of 1024, where the clock is read
+        check = max_steps if deadline is None else min(max_steps, 1024)
         try:
             while True:
                 if not active and not parked and not admit():
                     break
                 progressed = False
-                still = []
+                left = False  # a run finished or parked this round: ``active`` is rebuilt
                 for run in active:
                     w = run.blocked
                     if w is not None and not w.ready():
-                        still.append(run)
                         continue
                     try:
                         r = next(run.gen)
                     except StopIteration:
-                        progressed = True
+                        progressed = left = run.gone = True
                         continue
                     run.blocked = r
                     if r is not None:
@@ -1580,24 +1595,26 @@ class Engine:
                             run.blocked = r = None
                         elif parking and r.kind in _CHOSEN:
                             parked.append(run)
+                            left = run.gone = True
                             continue
-                    still.append(run)
                     if r is None:
                         progressed = True
                         steps += 1
-                        if steps >= max_steps:
-                            raise _Stop(
-                                f"stopped after {steps} steps (the simulator's limit)",
-                                "SIM_TOO_LARGE",
-                            )
-                        if deadline is not None and not steps & 1023:
-                            if time.perf_counter() > deadline:
+                        if steps >= check:
+                            if steps >= max_steps:
+                                raise _Stop(
+                                    f"stopped after {steps} steps (the simulator's limit)",
+                                    "SIM_TOO_LARGE",
+                                )
+                            if not steps & 1023 and time.perf_counter() > deadline:  # type: ignore[operator]
                                 raise _Stop(
                                     f"did not finish in {self.limits.max_seconds:g} s "
                                     f"({steps} steps run): the simulator's time bound",
                                     "RUN_TIMEOUT",
                                 )
-                active = still
+                            check = min(max_steps, (steps | 1023) + 1)
+                if left:
+                    active = [r for r in active if not r.gone]
                 if progressed or not (active or parked) or admit():
                     continue
                 if parking:  # every thread waits: one ready semaphore wait goes on
@@ -1606,6 +1623,7 @@ class Engine:
                     if ready:
                         chosen, _ = self.chooser.pick(ready)
                         chosen.blocked = None
+                        chosen.gone = False
                         parked.remove(chosen)
                         insort(active, chosen, key=_index)  # (back in its place)
                         continue

@@ -105,6 +105,8 @@ class Shadow:
     def __init__(self, clocks: Any, log: AccessLog) -> None:
         self.clocks = clocks
         self.log = log
+        #: whether the log keeps or counts anything (the race check's keeps nothing)
+        self._logs = log.limit != 0 or log.tally
         self._actor: list[int] = []
         self._time: list[int] = []
         #: per access: (kind, Actor, statement info, Location)
@@ -147,18 +149,8 @@ class Shadow:
         self._actor.append(a)
         self._time.append(self.clocks.time[a])
         self._info.append((kind, actor, stmt, loc))
-        log = self.log
-        if log.limit is None or len(log.accesses) < log.limit:
-            if spans is None:
-                spans = np.asarray(pyspans, np.int64).reshape(-1, 2)
-            acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
-            self._kept[i] = acc
-            log.add(acc)
-        elif log.tally:
-            n = 0
-            for lo, hi in pyspans:
-                n += hi - lo
-            log.count(actor.program, stmt[0], loc.buffer, kind, n)
+        if self._logs:
+            self._keep(i, kind, actor, stmt, loc, spans, pyspans)
         place = self._places.get(id(loc))
         if place is None:
             found = self.locs.get(loc)
@@ -202,6 +194,30 @@ class Shadow:
                     m.assign(pyspans, -1)
                     if m.empty:
                         del table[r]
+
+    def _keep(
+        self,
+        i: int,
+        kind: str,
+        actor: Any,
+        stmt: tuple[int, str, str, str, str],
+        loc: Location,
+        spans: np.ndarray | None,
+        pyspans: list[tuple[int, int]],
+    ) -> None:
+        """Access ``i`` into the log (past its limit: counted, when it tallies)."""
+        log = self.log
+        if log.limit is None or len(log.accesses) < log.limit:
+            if spans is None:
+                spans = np.asarray(pyspans, np.int64).reshape(-1, 2)
+            acc = Access(i, kind, actor, *stmt[:3], loc, spans, *stmt[3:])  # type: ignore[arg-type]
+            self._kept[i] = acc
+            log.add(acc)
+        elif log.tally:
+            n = 0
+            for lo, hi in pyspans:
+                n += hi - lo
+            log.count(actor.program, stmt[0], loc.buffer, kind, n)
 
     def _check(
         self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str, place: _Loc
