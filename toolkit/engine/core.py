@@ -348,6 +348,7 @@ class _Run:
         "groups",
         "open_group",
         "own",
+        "places",
         "pids",
         "scope",
         "node",
@@ -373,6 +374,7 @@ class _Run:
         self.open_group: list[tuple[np.ndarray, np.ndarray]] = []
         self.waits: dict[tuple, int] = {}  # barrier key -> waits done
         self.own: dict[str, int] | None = None  # device coordinates by axis (``peer``)
+        self.places: dict[int, Location] = {}  # id(base) -> its place here (``_place``)
         self.agent: Actor | None = None  # its copy engine (``_log``)
         self.who = ""  # "device 0 block 1": who signals (``signal``)
         # the views in scope and the node running now: where an expression's loads and
@@ -922,6 +924,22 @@ class Engine:
             loc = self._locs[key] = Location(base.memory, base.name, device, key[3], base.kind)
         return loc
 
+    def _place(self, view: View, run: _Run) -> Location:
+        """Where an actor's access through ``view`` lands: its own device and block
+        unless the view names others (a peer, a cluster block); the actor's own places
+        are kept by base."""
+        if view.device is None and view.cluster is None:
+            loc = run.places.get(id(view.base))
+            if loc is None:  # (bases live as long as the engine: their ids stay theirs)
+                actor = run.actor
+                loc = run.places[id(view.base)] = self.location(
+                    view.base, actor.device, actor.block
+                )
+            return loc
+        dev = run.actor.device if view.device is None else view.device
+        block = run.actor.block if view.cluster is None else self._block_of(view, run)
+        return self.location(view.base, dev, block)
+
     def _storage(self, loc: Location, base: Base) -> Storage:
         st = self.memory.get(loc)
         if st is None:  # scratch: allocated on first touch, uninitialized
@@ -950,9 +968,7 @@ class Engine:
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         run = x.run
-        dev = run.actor.device if view.device is None else view.device
-        block = run.actor.block if view.cluster is None else self._block_of(view, run)
-        loc = self.location(view.base, dev, block)
+        loc = self._place(view, run)
         a = self._agent_index(run, agent)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
@@ -1006,13 +1022,14 @@ class Engine:
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
             raw = raw.reshape(*view.shape, view.dtype.itemsize)
-        block = run.actor.block if view.cluster is None else self._block_of(view, run)
         if view.multicast is None and fan_out is None:
-            devs = [run.actor.device if view.device is None else view.device]
+            locs = [self._place(view, run)]
         else:
-            devs = self._targets(view, run, fan_out)
-        for dev in devs:
-            loc = self.location(view.base, dev, block)
+            block = run.actor.block if view.cluster is None else self._block_of(view, run)
+            locs = [
+                self.location(view.base, dev, block) for dev in self._targets(view, run, fan_out)
+            ]
+        for loc in locs:
             self._log(kind, a, x, name, loc, view, fld)
             if raw is not None:
                 self._storage(loc, view.base).data[view.offsets] = raw
@@ -1785,8 +1802,7 @@ class _Reader:
             raise SimError(code, where, msg)
         sub = View(view.base, view.dtype, view.offsets[index], view.device, None, view.cluster)
         dev = run.actor.device if view.device is None else view.device
-        block = run.actor.block if view.cluster is None else eng._block_of(view, run)
-        loc = eng.location(view.base, dev, block)
+        loc = eng._place(view, run)
         eng.log_load(run, node, name, loc, sub)
         if eng.data:
             v = eng._elements(loc, sub)[()]
