@@ -866,7 +866,17 @@ class Engine:
             if hit is not None:
                 self._spans_of[id(o)] = (o, view.dtype, hit)
                 return hit
-        pairs = _affine_spans(view, start, self._whole[view.base]) if key is not None else None
+        pairs = None
+        if key is not None:
+            whole = self._whole[view.base]
+            # (by content: every check of the same shapes slices the same way)
+            wo = whole.offsets
+            ckey = (start, o.shape, o.strides, o.itemsize, view.dtype, whole.dtype, wo.shape)
+            pairs = _AFFINE.get(ckey, _NONE)
+            if pairs is _NONE:
+                if len(_AFFINE) > 65536:
+                    _AFFINE.clear()
+                pairs = _AFFINE[ckey] = _affine_spans(view, start, whole)
         if pairs is not None:
             # (the array is made only if an access is kept)
             both: tuple[np.ndarray | None, list[tuple[int, int]]] = (None, pairs)
@@ -1907,6 +1917,13 @@ class StmtCtx:
 
     def fail(self, code: str, message: str) -> None:
         raise SimError(code, self.path, message)
+
+
+#: ``_affine_spans``'s answers by what they are computed from (start, the view's
+#: shape, strides, itemsize and dtype, the whole's dtype and offsets' shape), shared by
+#: every run
+_AFFINE: dict[tuple, list[tuple[int, int]] | None] = {}
+_NONE: Any = object()
 
 
 def _affine_spans(view: View, start: int, whole: View) -> list[tuple[int, int]] | None:
