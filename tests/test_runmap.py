@@ -35,6 +35,7 @@ def test_assign_and_query_match_a_value_per_element() -> None:
             for a, b in spans:
                 ref[a:b] = [value] * (b - a)
             assert _segments(m) == ref
+            assert m.empty == all(v < 0 for v in ref)  # (kept by assign, not recomputed)
             # canonical: no two neighbouring segments hold the same value
             assert all(x != y for x, y in zip(m.vals, m.vals[1:], strict=False))
             a = rng.randrange(size)

@@ -128,7 +128,8 @@ class Base(Record):
     ``name``: the buffer / output / scratch name; ``memory``: "GMEM", "SMEM", "TMEM".
     """
 
-    __slots__ = ("kind", "name", "memory", "dtype", "shape")
+    __slots__ = ("kind", "name", "memory", "dtype", "shape", "is_sync")
+    _unshown = ("is_sync",)
 
     def __init__(
         self, kind: str, name: str, memory: str, dtype: np.dtype, shape: tuple[int, ...]
@@ -138,10 +139,8 @@ class Base(Record):
         self.memory = memory
         self.dtype = dtype
         self.shape = shape
-
-    @property
-    def is_sync(self) -> bool:
-        return self.kind in ("semaphore", "barrier")
+        #: a synchronisation object (``kind``, asked at every access: known once)
+        self.is_sync = kind in ("semaphore", "barrier")
 
 
 class View:

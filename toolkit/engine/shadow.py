@@ -27,16 +27,14 @@ class RunMap:
     ``-1`` means nothing. Plain lists and ``bisect``: the maps of a run are small (a
     few segments per writer), where numpy's per-call cost would dominate."""
 
-    __slots__ = ("bounds", "size", "vals")
+    __slots__ = ("bounds", "empty", "size", "vals")
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.bounds = [0]
         self.vals = [-1]
-
-    @property
-    def empty(self) -> bool:
-        return len(self.vals) == 1 and self.vals[0] < 0
+        #: nothing set (kept by ``assign``, the one change, for the many queries)
+        self.empty = True
 
     def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
@@ -87,6 +85,7 @@ class RunMap:
             if i > 0 and vals[i - 1] == value:
                 del bounds[i]
                 del vals[i]
+        self.empty = len(vals) == 1 and vals[0] < 0
 
 
 class _Loc:
