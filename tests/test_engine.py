@@ -463,3 +463,32 @@ def test_multimem_load_reduce_reduces_over_every_device(reduction):
     }[reduction]
     want = fn.reduce(x, axis=0).astype(np.int32)
     np.testing.assert_array_equal(r.outputs["out"], np.tile(want, (4, 1)))
+
+
+def test_view_runs_kept_across_runs_are_the_views_own_elements(monkeypatch):
+    """The runs of a view's slicing are kept by what they are computed from (start,
+    shape, strides, dtypes) for every run of the process: whichever run asked first,
+    each view's runs are its own elements', in the race check's compact views and the
+    simulator's bitcast ones alike."""
+    from mpmd_lab import gallery
+    from mpmd_lab.accesslog import runs_of
+    from mpmd_lab.engine import core
+    from mpmd_lab.validate import analyze
+
+    seen: list[tuple[object, list[tuple[int, int]]]] = []
+    spans = core.Engine.spans
+
+    def recorded(self, view):
+        got = spans(self, view)
+        seen.append((view, got[1]))
+        return got
+
+    monkeypatch.setattr(core.Engine, "spans", recorded)
+    core._AFFINE.clear()
+    for _ in range(2):  # (the second time, every answer is one kept from the first)
+        for name in gallery.names():
+            analyze(gallery.load(name))
+            run(gallery.load(name).model_dump(mode="json"))
+    assert len(seen) > 500 and core._AFFINE
+    for view, pairs in seen:
+        assert pairs == [tuple(x) for x in runs_of(view.elements()).tolist()]
