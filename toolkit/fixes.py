@@ -30,6 +30,7 @@ from mpmd_lab.recheck import (
     checked,
     clear_cache,
     content_key,
+    edited,
     known,
     renamed,
     scenario_of,
@@ -41,7 +42,7 @@ from mpmd_lab.validate.analysis import analyze_rules
 def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
     """A new scenario with the fix's edits applied (in order): the candidate ``offer``
     checked when it is kept (``recheck.scenario_of``: its check is then reused)."""
-    return scenario_of(_fixed_data(scenario, fix))
+    return scenario_of(_fixed_data(scenario, fix), lambda: edited(scenario, fix.edits))
 
 
 def _fixed_data(scenario: Scenario, fix: Fix, base: str | None = None) -> dict[str, Any]:
@@ -112,15 +113,7 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     trials: _Trials | None = None  # (made with the first fix to try)
     out: list[Diagnostic] = []
     for d in diags:
-        options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
-        options += repairs.for_code(scenario, d)
-        message = d.message
-        near = suggest.for_diagnostic(scenario, d)
-        if near is not None:
-            text, renames = near
-            if text and text not in message:
-                message = f"{message.rstrip()} ({text})"
-            options += renames
+        options, message = proposed(scenario, d)
         if not options and message == d.message:
             out.append(d)
             continue
@@ -142,6 +135,21 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             )
         )
     return out
+
+
+def proposed(scenario: Scenario, d: Diagnostic) -> tuple[list[Fix], str]:
+    """Every fix proposed for ``d`` (its rule's, the repairs', the "did you mean"
+    renames), before any is checked, and ``d``'s message with the "did you mean" hint."""
+    options = list(d.fixes) or ([d.fix] if d.fix is not None else [])
+    options += repairs.for_code(scenario, d)
+    message = d.message
+    near = suggest.for_diagnostic(scenario, d)
+    if near is not None:
+        text, renames = near
+        if text and text not in message:
+            message = f"{message.rstrip()} ({text})"
+        options += renames
+    return options, message
 
 
 class _Trials:
@@ -170,7 +178,7 @@ class _Trials:
         except Exception:  # a fix that does not apply is not offered
             data = None
         if data is not None and (content := content_key(data)) != self.base:
-            found = candidate(data, content)
+            found = candidate(data, content, lambda: edited(self.scenario, fix.edits))
             got = None if found is None else found.diagnostics
         self._found[key] = got
         return got
@@ -314,5 +322,6 @@ __all__ = [
     "fix_all",
     "offer",
     "parse_path",
+    "proposed",
     "retitled",
 ]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic
+from mpmd_lab.diagnostics import Diagnostic, Edit, apply_edit
+from mpmd_lab.fields import parse_path
 from mpmd_lab.plan import compile
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import Analysis, analyze_rules
+from pydantic import BaseModel
 
 #: how many candidates' checks ``offer`` keeps (``checked``)
 CACHE_SIZE = 512
@@ -61,12 +63,16 @@ def content_key(data: dict[str, Any]) -> str:
 _KEY = json.JSONEncoder(separators=(",", ":"))
 
 
-def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
+def candidate(
+    data: dict[str, Any], key: str | None = None, made: Callable[[], Scenario] | None = None
+) -> Analysis | None:
     """The rules' analysis of the scenario ``data`` (its JSON form; ``key``: its
     ``content_key`` when known), by content: a candidate checked before (by this call
     or an earlier check of the same or another scenario: the Lab checking again,
     ``check --fix``) is neither validated nor checked again. None when ``data`` is not
-    a valid scenario. The last ``CACHE_SIZE`` are kept."""
+    a valid scenario. ``made``: makes the scenario ``data`` validates to, sharing what
+    it can with another (``edited``); ``data`` is validated when it raises. The last
+    ``CACHE_SIZE`` are kept."""
     global CHECKS
     key = content_key(data) if key is None else key
     if key in _CHECKED:
@@ -76,7 +82,7 @@ def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
     meter = _METER[-1] if _METER else None
     if meter is None:
         try:
-            got: Analysis | None = analyze_rules(Scenario.model_validate(data))
+            got: Analysis | None = analyze_rules(_validated(data, made))
         except Exception:  # a fix that does not apply is not offered
             got = None
         _keep(key, got)
@@ -85,7 +91,7 @@ def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
     stages: dict[str, float] = {}
     before = clock()
     try:
-        got = analyze_rules(Scenario.model_validate(data), timings=stages, clock=clock)
+        got = analyze_rules(_validated(data, made), timings=stages, clock=clock)
     except Exception:
         got = None
     timings["recheck"] = timings.get("recheck", 0.0) + clock() - before
@@ -94,6 +100,17 @@ def candidate(data: dict[str, Any], key: str | None = None) -> Analysis | None:
         timings[part] = timings.get(part, 0.0) + spent
     _keep(key, got)
     return got
+
+
+def _validated(data: dict[str, Any], made: Callable[[], Scenario] | None) -> Scenario:
+    """``made()`` (the scenario ``data`` is, made sharing another's parts), or ``data``
+    validated when there is none or it raises (raises as ``model_validate`` does)."""
+    if made is not None:
+        try:
+            return made()
+        except Exception:  # (``data`` decides: validated whole, it says what is wrong)
+            pass
+    return Scenario.model_validate(data)
 
 
 #: where a candidate's check stages go in ``metered`` timings, apart from ``recheck``
@@ -124,12 +141,12 @@ def checked(data: dict[str, Any]) -> tuple[Diagnostic, ...] | None:
     return None if got is None else got.diagnostics
 
 
-def scenario_of(data: dict[str, Any]) -> Scenario:
+def scenario_of(data: dict[str, Any], made: Callable[[], Scenario] | None = None) -> Scenario:
     """``data`` validated: the very scenario a candidate's check made of the same content
-    when one is kept (its analysis is then ``known``), else validated now (raises as
-    ``Scenario.model_validate`` does)."""
+    when one is kept (its analysis is then ``known``), else validated now (``made``: as
+    ``candidate`` takes it; raises as ``Scenario.model_validate`` does)."""
     got = _CHECKED.get(content_key(data))
-    return got.scenario if got is not None else Scenario.model_validate(data)
+    return got.scenario if got is not None else _validated(data, made)
 
 
 def known(s: Scenario) -> Analysis | None:
@@ -149,6 +166,34 @@ def renamed(source: Scenario, new: Scenario) -> None:
         # (a copy sharing the call and buffers, as ``retitled`` makes: the plan too)
         plan = got.plan.of_copy(new) if got.plan.fits(new) else compile(new)
         _keep(content_key(new.to_dict()), Analysis(new, plan, got.diagnostics))
+
+
+def edited(s: Scenario, edits: Iterable[Edit]) -> Scenario:
+    """``s`` with ``edits`` applied (in order), validated as its JSON form with them
+    would be (``Scenario.model_validate``), but every part of ``s`` no edit reaches is
+    ``s``'s own object, not validated again: only the objects on an edit's path are
+    made anew (their validators run over the new parts and the kept ones), so a
+    candidate fix keeps its unchanged programs, statements and ops, and what is cached
+    on them. Raises as ``model_validate`` does, or where an edit does not apply."""
+    root: dict[str, Any] = _fields(s)
+    made = {id(root)}  # (the containers made here, which an edit may change in place)
+    for edit in edits:
+        parent: Any = root
+        for part in parse_path(edit.path)[:-1]:
+            child = parent[part]
+            if id(child) not in made:
+                child = _fields(child) if isinstance(child, BaseModel) else child.copy()
+                made.add(id(child))
+                parent[part] = child
+            parent = child
+        apply_edit(root, edit)
+    return Scenario.model_validate(root)
+
+
+def _fields(m: BaseModel) -> dict[str, Any]:
+    """A model's fields by the names its JSON form gives them (aliases), values as they
+    are: what validates to an equal model, reusing the values."""
+    return {(f.alias or name): getattr(m, name) for name, f in type(m).model_fields.items()}
 
 
 def clear_cache() -> None:
