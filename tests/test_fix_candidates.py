@@ -14,7 +14,7 @@ import pytest
 from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Edit, apply_edit
 from mpmd_lab.fixes import proposed
-from mpmd_lab.recheck import edited
+from mpmd_lab.recheck import content_key, edited, with_edits
 from mpmd_lab.scenario import Scenario, load_scenario
 from mpmd_lab.validate.analysis import analyze_rules
 
@@ -45,6 +45,20 @@ def _validated(s: Scenario, edits: list[Edit]) -> Scenario | None:
 
 
 def _same(s: Scenario, edits: list[Edit]) -> None:
+    """``edited`` and ``with_edits`` agree with the reference, and change neither the
+    scenario nor the edits."""
+    before = (s.to_dict(), [e.model_dump() for e in edits])
+    data = s.to_dict()
+    for e in edits:
+        apply_edit(data, e)
+    base = s.to_dict()
+    assert content_key(with_edits(base, edits)) == content_key(data)
+    assert base == before[0]
+    _same_scenario(s, edits)
+    assert (s.to_dict(), [e.model_dump() for e in edits]) == before
+
+
+def _same_scenario(s: Scenario, edits: list[Edit]) -> None:
     want = _validated(s, edits)
     if want is None:
         with pytest.raises(Exception):  # noqa: B017 - whatever the whole validation raises

@@ -15,7 +15,6 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from mpmd_lab.recheck import (
     known,
     renamed,
     scenario_of,
+    with_edits,
 )
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import analyze_rules
@@ -45,14 +45,11 @@ def apply_fix(scenario: Scenario, fix: Fix) -> Scenario:
     return scenario_of(_fixed_data(scenario, fix), lambda: edited(scenario, fix.edits))
 
 
-def _fixed_data(scenario: Scenario, fix: Fix, base: str | None = None) -> dict[str, Any]:
+def _fixed_data(scenario: Scenario, fix: Fix, base: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON form of the scenario with the fix's edits applied (in order); ``base``:
-    the scenario's JSON form as text (``recheck.content_key``), when the caller made it
-    once for many fixes."""
-    data = scenario.to_dict() if base is None else json.loads(base)
-    for edit in fix.edits:
-        apply_edit(data, edit)
-    return data
+    the scenario's JSON form, when the caller made it once for many fixes (shared, not
+    changed: ``recheck.with_edits``)."""
+    return with_edits(scenario.to_dict() if base is None else base, fix.edits)
 
 
 def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
@@ -155,13 +152,14 @@ def proposed(scenario: Scenario, d: Diagnostic) -> tuple[list[Fix], str]:
 class _Trials:
     """The candidate fixes of one scenario, each distinct one (by its edits) built,
     validated and checked once (``recheck.candidate``, by content across checks), over
-    the scenario's JSON form made once (``base``, its content key: a candidate with the
-    same key changes nothing and is not checked); and the diagnostics' places
-    (``_Places``) they are judged by."""
+    the scenario's JSON form made once (``data``, shared by every candidate's; ``base``,
+    its content key: a candidate with the same key changes nothing and is not checked);
+    and the diagnostics' places (``_Places``) they are judged by."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.base = content_key(scenario.to_dict())
+        self.data = scenario.to_dict()
+        self.base = content_key(self.data)
         self.place = _Places()
         self._found: dict[str, tuple[Diagnostic, ...] | None] = {}
 
@@ -174,7 +172,7 @@ class _Trials:
             return self._found[key]
         got = None
         try:
-            data = _fixed_data(self.scenario, fix, self.base)
+            data = _fixed_data(self.scenario, fix, self.data)
         except Exception:  # a fix that does not apply is not offered
             data = None
         if data is not None and (content := content_key(data)) != self.base:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mpmd_lab.diagnostics import Diagnostic, Edit, apply_edit
+from mpmd_lab.diagnostics import Diagnostic, Edit
 from mpmd_lab.fields import parse_path
 from mpmd_lab.plan import compile
 from mpmd_lab.scenario import Scenario
@@ -175,19 +175,36 @@ def edited(s: Scenario, edits: Iterable[Edit]) -> Scenario:
     made anew (their validators run over the new parts and the kept ones), so a
     candidate fix keeps its unchanged programs, statements and ops, and what is cached
     on them. Raises as ``model_validate`` does, or where an edit does not apply."""
-    root: dict[str, Any] = _fields(s)
-    made = {id(root)}  # (the containers made here, which an edit may change in place)
+    return Scenario.model_validate(with_edits(_fields(s), edits))
+
+
+def with_edits(root: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
+    """A copy of ``root`` (a scenario's JSON form, or its fields: ``edited``) with
+    ``edits`` applied in order, as ``diagnostics.apply_edit`` applies them, copying
+    only the containers on an edit's path (a model on it: its fields, ``_fields``):
+    everything else, and each edit's value, is shared, not copied, so neither
+    ``root`` nor an edit is changed (a later edit inside an earlier one's value copies
+    it first). Raises where an edit does not apply."""
+    made: dict[int, Any] = {}  # id -> each container made here (held: the ids stay)
+    top = made[id(root)] = dict(root)
     for edit in edits:
-        parent: Any = root
-        for part in parse_path(edit.path)[:-1]:
+        parts = parse_path(edit.path)
+        parent: Any = top
+        for part in parts[:-1]:
             child = parent[part]
             if id(child) not in made:
                 child = _fields(child) if isinstance(child, BaseModel) else child.copy()
-                made.add(id(child))
+                made[id(child)] = child
                 parent[part] = child
             parent = child
-        apply_edit(root, edit)
-    return Scenario.model_validate(root)
+        last = parts[-1]
+        if edit.op == "remove":
+            del parent[last]
+        elif edit.op == "replace" or not isinstance(parent, list):
+            parent[last] = edit.value  # (an add to a mapping sets the key)
+        else:  # an add to a list inserts
+            parent.insert(int(last), edit.value)
+    return top
 
 
 def _fields(m: BaseModel) -> dict[str, Any]:
