@@ -196,7 +196,8 @@ def _lets(body: list[Any]) -> Iterator[Any]:
     for st in body:
         if isinstance(st, Let):
             yield st
-        yield from _lets(getattr(st, "body", None) or [])
+        if st.BODY:
+            yield from _lets(st.body)
 
 
 def _any_step(t: Any) -> bool:
@@ -616,7 +617,8 @@ def _statements(body: list[Any], path: str) -> Iterator[tuple[str, Any]]:
     for j, st in enumerate(body):
         here = f"{path}[{j}]"
         yield here, st
-        yield from _statements(getattr(st, "body", None) or [], f"{here}.body")
+        if st.BODY:
+            yield from _statements(st.body, f"{here}.body")
 
 
 def _one_semaphore(s: Scenario, d: Diagnostic) -> list[Fix]:
