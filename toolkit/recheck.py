@@ -7,7 +7,6 @@ validates a new one, ``Session.change``; so a kept scenario stays what its check
 
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -19,6 +18,7 @@ from mpmd_lab.plan import compile
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import Analysis, analyze_rules
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 #: how many candidates' checks ``offer`` keeps (``checked``)
 CACHE_SIZE = 512
@@ -55,12 +55,9 @@ class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock
 def content_key(data: dict[str, Any]) -> str:
     """What a scenario's JSON form is, as a key: the same content, the same key. Its
     keys stay in their order (the order of buffers, outputs and scratch is the
-    scenario's), so it is also a copy of ``data`` (``json.loads``)."""
-    return _KEY.encode(data)
-
-
-#: ``content_key``'s encoder, made once (``json.dumps`` with options builds one per call)
-_KEY = json.JSONEncoder(separators=(",", ":"))
+    scenario's), so it is also a copy of ``data`` (``json.loads``). (Compact JSON,
+    ASCII only, written by pydantic-core's encoder in one call.)"""
+    return to_json(data, ensure_ascii=True).decode()
 
 
 def candidate(
