@@ -15,6 +15,7 @@ edits). ``validate.analyze`` calls it, so every view (the Lab, ``check``, ``chec
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,28 +56,20 @@ def _fixed_data(scenario: Scenario, fix: Fix, base: dict[str, Any] | None = None
 def _place(d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
     """Where JAX meets a diagnostic: its stage; then what it checks when the call is made
     (meshes, arguments, run options) before the kernel bodies, which it traces in
-    program order."""
+    program order (``_place_at``'s answer for its stage and path)."""
+    return _place_at(d.stage, d.path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _place_at(stage: str, path: str) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
+    """``_place`` of a diagnostic at ``stage`` and ``path``, worked out once per pair
+    (``offer`` judges every candidate against every diagnostic before and after it)."""
     try:
-        parts = tuple((0, p) if isinstance(p, int) else (1, p) for p in parse_path(d.path))
+        parts = tuple((0, p) if isinstance(p, int) else (1, p) for p in parse_path(path))
     except ValueError:
         parts = ()
-    in_body = ".body[" in d.path
-    return STAGE_ORDER.get(d.stage, len(STAGE_ORDER)), int(in_body), parts
-
-
-class _Places:
-    """Each diagnostic's ``_place``, worked out once per stage and path (``offer`` judges
-    every candidate against every diagnostic before and after it)."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, str], tuple[int, int, tuple[tuple[int, Any], ...]]] = {}
-
-    def __call__(self, d: Diagnostic) -> tuple[int, int, tuple[tuple[int, Any], ...]]:
-        key = (d.stage, d.path)
-        got = self._known.get(key)
-        if got is None:
-            got = self._known[key] = _place(d)
-        return got
+    in_body = ".body[" in path
+    return STAGE_ORDER.get(stage, len(STAGE_ORDER)), int(in_body), parts
 
 
 def _judge(
@@ -88,8 +81,8 @@ def _judge(
     """Whether a fix of ``d`` is worth offering: where the check could see before (up to
     ``d``, where JAX stopped) it leaves fewer errors (a warning's fix: fewer warnings and
     no more errors) and no code that was not there. What it uncovers further on (where
-    JAX never got before) is the next step, not a trade. ``place``: ``_place``, or one
-    that remembers (``_Places``)."""
+    JAX never got before) is the next step, not a trade. ``place``: where JAX meets a
+    diagnostic (``_place``)."""
     here = place(d)
     seen_before = [x for x in before if place(x) <= here]
     seen_after = [x for x in after if place(x) <= here]
@@ -118,7 +111,7 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
         ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
         for k, fix in enumerate(options):
             got = trials.checked(fix)
-            if got is None or not _judge(d, diags, list(got), trials.place):
+            if got is None or not _judge(d, diags, list(got)):
                 continue
             left = [x.code for x in got if x.is_error]
             errors, warnings = len(left), len(got) - len(left)
@@ -153,14 +146,12 @@ class _Trials:
     """The candidate fixes of one scenario, each distinct one (by its edits) built,
     validated and checked once (``recheck.candidate``, by content across checks), over
     the scenario's JSON form made once (``data``, shared by every candidate's; ``base``,
-    its content key: a candidate with the same key changes nothing and is not checked);
-    and the diagnostics' places (``_Places``) they are judged by."""
+    its content key: a candidate with the same key changes nothing and is not checked)."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.data = scenario.to_dict()
         self.base = content_key(self.data)
-        self.place = _Places()
         self._found: dict[str, tuple[Diagnostic, ...] | None] = {}
 
     def checked(self, fix: Fix) -> tuple[Diagnostic, ...] | None:
