@@ -207,7 +207,15 @@ def with_edits(root: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
 def _fields(m: BaseModel) -> dict[str, Any]:
     """A model's fields by the names its JSON form gives them (aliases), values as they
     are: what validates to an equal model, reusing the values."""
-    return {(f.alias or name): getattr(m, name) for name, f in type(m).model_fields.items()}
+    keys = _KEYS.get(type(m))
+    if keys is None:
+        fields = type(m).model_fields.items()
+        keys = _KEYS[type(m)] = tuple((f.alias or name, name) for name, f in fields)
+    return {key: getattr(m, name) for key, name in keys}
+
+
+#: each model class's ``(key in its JSON form, field name)`` pairs (``_fields``)
+_KEYS: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {}
 
 
 def clear_cache() -> None:
