@@ -134,14 +134,11 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         for j, st in enumerate(prog.body)
         if isinstance(st, Let) and st.let == name and st.transforms
     ]
-    data = s.to_dict()
     if lets and count > 1:
         j, let = lets[-1]
         t = let.transforms[-1]
         if isinstance(t, At):
-            index = get_path(data, f"{stmt_path.split('.body[')[0]}.body[{j}].transforms")[-1][
-                "index"
-            ]
+            index = _json_of(t)["index"]
             for k, entry in enumerate(index):
                 size = _const_size(entry)
                 if size is None:
@@ -163,7 +160,7 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
                         edits=[Edit(op="replace", path=tpath, value=new)],
                     )
                 )
-    stmt = get_path(data, stmt_path)
+    stmt = _json_of(get_path(s, stmt_path))
     out.append(
         Fix(
             description=f"let only {cond} write (the others wrote the same elements)",
@@ -177,6 +174,12 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         )
     )
     return out
+
+
+def _json_of(part: Any) -> Any:
+    """A part of a scenario (an op, a statement) in the scenario's JSON form
+    (``Scenario.to_dict``), without dumping the whole scenario."""
+    return part.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
 def _const_size(entry: Any) -> int | None:
