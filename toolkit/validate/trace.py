@@ -516,13 +516,13 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
     node = st.node
     for field, e in node.exprs():
-        if _python_divisions(e) and _report_zero(ctx, st.path, field, e):
+        if e.python_divisions() and _report_zero(ctx, st.path, field, e):
             return True
     if type(node) is Let:
         for k, t in enumerate(node.transforms):
             for field, e in t.exprs():
                 where = (*st.path, "transforms", k)
-                if _python_divisions(e) and _report_zero(ctx, where, field, e):
+                if e.python_divisions() and _report_zero(ctx, where, field, e):
                     return True
     return False
 
@@ -600,7 +600,7 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
 
 def _report_zero(ctx: Ctx, path: Path, field: str, e: E.Expr) -> bool:
     """A division by zero in ``e`` (at ``path``'s sub-field ``field``), reported."""
-    for d in _python_divisions(e):
+    for d in e.python_divisions():
         if static_value(d.b, ctx) == 0:
             where = sub_path(path, field)
             ctx.jax(
@@ -608,27 +608,6 @@ def _report_zero(ctx: Ctx, path: Path, field: str, e: E.Expr) -> bool:
             )
             return True
     return False
-
-
-_DIVISIONS: dict[E.Expr, tuple[E.BinOp, ...]] = {}
-
-
-def _python_divisions(e: E.Expr) -> tuple[E.BinOp, ...]:
-    """The ``//`` and ``%`` in ``e`` Python computes (no traced value in them), cached
-    per expression (expressions are shared and immutable)."""
-    hit = _DIVISIONS.get(e)
-    if hit is None:
-        out: list[E.BinOp] = []
-        todo = [e]
-        while todo:
-            x = todo.pop()
-            if isinstance(x, E.BinOp) and x.op in E.ZERO_DIVISION and not E.traced(x):
-                out.append(x)
-            todo += E.parts(x)
-        hit = tuple(out)
-        if len(_DIVISIONS) < 4096:
-            _DIVISIONS[e] = hit
-    return hit
 
 
 def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
