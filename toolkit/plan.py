@@ -134,11 +134,15 @@ class Stmt(Record):
     expressions may use (mesh axes, device axes, enclosing loop variables),
     ``unbound`` ``(field, name)`` of the first expression name that is not bound, if
     any; ``loads`` the refs its expressions load from (``ids[0]``,
-    ``pl.semaphore_read(sem)``), by name."""
+    ``pl.semaphore_read(sem)``), by name; ``exprs`` every index expression it evaluates,
+    as ``(k, field, expression)`` (``k`` the transform of a let it is in, -1 for the
+    op's own fields: the field path is ``path`` [``transforms``, k] ``field``), in
+    order, and ``calls`` all of their calls (``Expr.calls``), listed once here for every
+    rule that asks."""
 
     __slots__ = (
         "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound",
-        "loads",
+        "loads", "exprs", "calls",
     )  # fmt: skip
 
     def __init__(
@@ -154,8 +158,12 @@ class Stmt(Record):
         bound: frozenset[str] = frozenset(),
         unbound: tuple[str, str] | None = None,
         loads: dict[str, Binding] | None = None,
+        exprs: tuple[tuple[int, str, E.Expr], ...] = (),
+        calls: frozenset[str] = frozenset(),
     ) -> None:
         self.loads = {} if loads is None else loads
+        self.exprs = exprs
+        self.calls = calls
         self.index = index
         self.path = path
         self.node = node
@@ -643,7 +651,7 @@ def _body(
                 copied = True
             env[st.let] = defines
             unbound = None
-            reads = bool(transforms)  # (its transforms' expressions: ``_loads`` looks)
+            exprs, calls = _exprs(st) if transforms else _NO_EXPRS
         else:
             for fname, name, _access in st.ref_fields():
                 b = env.get(name)
@@ -655,11 +663,17 @@ def _body(
                     refs[fname] = b
             steps = []
             defines = None
-            unbound, reads = _unbound(st, bound)
-        loads = _loads(ctx, st, path, env) if reads else _NO_LOADS
+            exprs, calls = _exprs(st)
+            unbound = _unbound(exprs, bound) if exprs else None
+        if calls and ("load" in calls or "semaphore_read" in calls):
+            loads = _loads(ctx, exprs, path, env)
+        else:
+            loads = _NO_LOADS
         if loads is None:
             ok = False
-        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads)
+        stmt = Stmt(
+            index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs, calls
+        )
         stmts.append(stmt)
         if defines is not None:
             continue
@@ -688,30 +702,50 @@ def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
             yield prefix + field, e
 
 
-def _loads(ctx: Plan, st: Any, path: Path, env: dict[str, Binding]) -> dict[str, Binding] | None:
-    """The refs the statement's expressions load from (``ids[0]``), bound where it runs;
-    None (and XREF_UNKNOWN_NAME) where one names nothing. (Asked of every statement:
-    a path is written only for a load.)"""
-    out: dict[str, Binding] = _NO_LOADS
-    for k, op in enumerate(st.transforms if type(st) is Let else (st,)):
+def _exprs(st: Any) -> tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]:
+    """A statement's index expressions as ``Stmt.exprs`` lists them, and all of their
+    calls (``Stmt.calls``): one walk of its ops' ``exprs``, for every rule."""
+    out = []
+    calls = _NO_CALLS
+    for k, op in enumerate(st.transforms) if type(st) is Let else ((-1, st),):
         for field, e in op.exprs():
-            calls = e.calls()
-            if "load" not in calls and "semaphore_read" not in calls:
-                continue
-            for r in E.data_reads(e):
-                b = env.get(r.ref)
-                if b is None:
-                    where = ("transforms", k, field) if type(st) is Let else (field,)
-                    ctx.problem(
-                        "XREF_UNKNOWN_NAME",
-                        sub_path(path, *where),
-                        f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
-                        "earlier view has that name",
-                    )
-                    return None
-                if out is _NO_LOADS:
-                    out = {}
-                out[r.ref] = b
+            out.append((k, field, e))
+            c = e.calls()
+            if c and not c <= calls:
+                calls = calls | c
+    return tuple(out), calls
+
+
+#: no calls (shared)
+_NO_CALLS: frozenset[str] = frozenset()
+#: a statement with no index expression (shared)
+_NO_EXPRS: tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]] = ((), _NO_CALLS)
+
+
+def _loads(
+    ctx: Plan, exprs: tuple[tuple[int, str, E.Expr], ...], path: Path, env: dict[str, Binding]
+) -> dict[str, Binding] | None:
+    """The refs a statement's expressions (``Stmt.exprs``) load from (``ids[0]``), bound
+    where it runs; None (and XREF_UNKNOWN_NAME) where one names nothing."""
+    out: dict[str, Binding] = _NO_LOADS
+    for k, field, e in exprs:
+        calls = e.calls()
+        if "load" not in calls and "semaphore_read" not in calls:
+            continue
+        for r in E.data_reads(e):
+            b = env.get(r.ref)
+            if b is None:
+                where = ("transforms", k, field) if k >= 0 else (field,)
+                ctx.problem(
+                    "XREF_UNKNOWN_NAME",
+                    sub_path(path, *where),
+                    f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
+                    "earlier view has that name",
+                )
+                return None
+            if out is _NO_LOADS:
+                out = {}
+            out[r.ref] = b
     return out
 
 
@@ -735,17 +769,13 @@ def _defined_at(body: list[Any], name: str) -> int | None:
     return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
 
 
-def _unbound(st: Any, bound: frozenset[str]) -> tuple[tuple[str, str] | None, bool]:
-    """The first name an op's expressions use that is not bound where it runs, and
-    whether any of them reads data (a load, a semaphore read: ``_loads`` binds them)."""
-    found = None
-    reads = False
-    for sub, e in st.exprs():
-        if found is None:
-            name = e.unbound(bound)
-            if name is not None:
-                found = sub, name
-        if not reads:
-            calls = e.calls()
-            reads = "load" in calls or "semaphore_read" in calls
-    return found, reads
+def _unbound(
+    exprs: tuple[tuple[int, str, E.Expr], ...], bound: frozenset[str]
+) -> tuple[str, str] | None:
+    """``(field, name)``: the first name an op's expressions (``Stmt.exprs``) use that is
+    not bound where it runs (None: all bound)."""
+    for _, field, e in exprs:
+        name = e.unbound(bound)
+        if name is not None:
+            return field, name
+    return None

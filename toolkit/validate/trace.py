@@ -514,16 +514,11 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     """``//`` or ``%`` of Python ints by zero in an expression of ``st`` (constants and
     axis sizes: no traced value, so Python computes it while JAX traces the statement,
     and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
-    node = st.node
-    for field, e in node.exprs():
-        if e.python_divisions() and _report_zero(ctx, st.path, field, e):
-            return True
-    if type(node) is Let:
-        for k, t in enumerate(node.transforms):
-            for field, e in t.exprs():
-                where = (*st.path, "transforms", k)
-                if e.python_divisions() and _report_zero(ctx, where, field, e):
-                    return True
+    for k, field, e in st.exprs:
+        if e.python_divisions():
+            where = st.path if k < 0 else (*st.path, "transforms", k)
+            if _report_zero(ctx, where, field, e):
+                return True
     return False
 
 
