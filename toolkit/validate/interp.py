@@ -100,9 +100,9 @@ def _views(ctx: Ctx) -> _Limit | None:
 def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
     """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
     stack, else looked up), else "a view"."""
-    own = next((t for p, t in b.stack if p == path), None)
-    if own is not None:
-        return f"{own.kind} views"
+    for p, t in b.stack:
+        if p == path:
+            return f"{t.kind} views"
     try:
         return f"{get_path(ctx.s, path).kind} views"
     except (LookupError, AttributeError, ValueError, TypeError):
