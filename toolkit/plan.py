@@ -638,7 +638,7 @@ def _body(
                 if src is not None and src.info is not None:
                     steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-                own = tuple(((*tpath, k), t) for k, t in enumerate(transforms))
+                own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
             elif src is not None:
                 info = src.info
             if src is not None:
