@@ -138,11 +138,13 @@ class Stmt(Record):
     as ``(k, field, expression)`` (``k`` the transform of a let it is in, -1 for the
     op's own fields: the field path is ``path`` [``transforms``, k] ``field``), in
     order, and ``calls`` all of their calls (``Expr.calls``), listed once here for every
-    rule that asks."""
+    rule that asks; ``typed`` every ref it names has a type (``Binding.info``: not a tuple
+    used as a ref, nor a failed view), which the trace and the lowering ask before its
+    rules."""
 
     __slots__ = (
         "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound",
-        "loads", "exprs", "calls",
+        "loads", "exprs", "calls", "typed",
     )  # fmt: skip
 
     def __init__(
@@ -160,10 +162,12 @@ class Stmt(Record):
         loads: dict[str, Binding] | None = None,
         exprs: tuple[tuple[int, str, E.Expr], ...] = (),
         calls: frozenset[str] = frozenset(),
+        typed: bool = True,
     ) -> None:
         self.loads = {} if loads is None else loads
         self.exprs = exprs
         self.calls = calls
+        self.typed = typed
         self.index = index
         self.path = path
         self.node = node
@@ -618,7 +622,7 @@ def _body(
         path = (*base, j)
         index = len(stmts)
         refs: dict[str, Binding] = {}
-        ok = True
+        ok = typed = True
         if isinstance(st, Let):
             # its one ref field (``Let.ref_fields``)
             src = env.get(st.ref)
@@ -629,6 +633,7 @@ def _body(
                 )
             else:
                 refs["ref"] = src
+                typed = src.info is not None
             info = None
             steps: list[Step] = []
             transforms = st.transforms
@@ -661,6 +666,8 @@ def _body(
                     ctx.problem("XREF_UNKNOWN_NAME", (*path, fname), msg)
                 else:
                     refs[fname] = b
+                    if b.info is None:
+                        typed = False
             steps = []
             defines = None
             exprs, calls = _exprs(st)
@@ -672,8 +679,9 @@ def _body(
         if loads is None:
             ok = False
         stmt = Stmt(
-            index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs, calls
-        )
+            index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs, calls,
+            typed,
+        )  # fmt: skip
         stmts.append(stmt)
         if defines is not None:
             continue

@@ -500,7 +500,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        if any(b.info is None for b in st.refs.values()):
+        if not st.typed:
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
         t.st = st
         if node.trace(t):
