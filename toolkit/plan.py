@@ -101,9 +101,12 @@ class Binding(Record):
     ``stmt`` the body index of a let; ``stack`` every transform from the untransformed
     ref to this view, as (field path, transform); ``parent`` the binding a let's view
     is made from (its stack is this one's, less the let's own steps): what the rules
-    reuse, so a chain of views is checked in linear time."""
+    reuse, so a chain of views is checked in linear time; ``root`` what declares the
+    untransformed ref (``Plan.root_spec``: an output, a scratch or a buffer of the
+    scenario, None: unknown), found once where the name is bound and shared by its
+    views."""
 
-    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent")
+    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root")
 
     def __init__(
         self,
@@ -115,6 +118,7 @@ class Binding(Record):
         stmt: int = -1,
         stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
+        root: Any = None,
     ) -> None:
         self.name = name
         self.info = info
@@ -124,6 +128,7 @@ class Binding(Record):
         self.stmt = stmt
         self.stack = stack
         self.parent = parent
+        self.root = root
 
 
 class Stmt(Record):
@@ -309,15 +314,8 @@ class Plan:
 
     def root_spec(self, b: Binding) -> Any:
         """What declares the untransformed ref a binding is a view of: an output, a
-        scratch or a buffer of the scenario (None: unknown)."""
-        if not b.origin:
-            return None
-        o = b.origin[0]
-        if o.startswith("out:"):
-            return self.s.call.outputs.get(o[4:])
-        if o.startswith("scratch:"):
-            return self.s.call.scratch.get(o[8:])
-        return self.s.buffers.get(o)
+        scratch or a buffer of the scenario (None: unknown): ``Binding.root``."""
+        return b.root
 
     def root_shape(self, b: Binding) -> tuple[int, ...] | None:
         """The shape of the untransformed ref a binding is a view of."""
@@ -544,30 +542,35 @@ def _compile_into(ctx: Plan) -> None:
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
-            params[name] = Binding(name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None)
+            root = s.buffers.get(a.buffer)
+            params[name] = Binding(
+                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root
+            )
         else:
-            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
+            root = s.buffers.get(a.tuple[0]) if a.tuple else None
+            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple), root=root)
         if not single:
             for j, lf in enumerate(leaves):
                 buf, leaf_info = lf.buffer, lf.info
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
-                    leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack
-                )
+                    leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack, None,
+                    s.buffers.get(buf),
+                )  # fmt: skip
     for name, o in c.outputs.items():
         path = ("call", "outputs", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
         info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
-        params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None)
+        params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None, o)
     for name, sc in c.scratch.items():
         path = ("call", "scratch", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
         info = sc.ref_info(name)
-        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,))
+        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,), root=sc)
 
     captures = ctx.captures
     for i, cap in enumerate(c.captures):
@@ -585,9 +588,10 @@ def _compile_into(ctx: Plan) -> None:
         shape = list(b.shape)
         if s.device_mesh and s.run.shard_map is False and shape:
             shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
+        info = base_info(shape, b.dtype, space, cap.buffer)
         captures[cap.name] = Binding(
-            cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
-        )
+            cap.name, info, "capture", path, (cap.buffer,), -1, (), None, b
+        )  # fmt: skip
 
     # the programs: each body sees the parameters and captures
     env = {**params, **captures} if captures else params
@@ -648,9 +652,10 @@ def _body(
                 info = src.info
             if src is not None:
                 origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
+                root = src.root
             else:
-                origin, stack = (), own
-            defines = Binding(st.let, info, "view", path, origin, index, stack, src)
+                origin, stack, root = (), own, None
+            defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
             if not copied:
                 env = dict(env)
                 copied = True

@@ -275,7 +275,7 @@ class LowerCtx:
         o = b.origin[0] if b.origin else ""
         v = self._roots.get(o)
         if v is None:
-            spec = self.ctx.r.root_spec(b)
+            spec = b.root  # (``Plan.root_spec``)
             if spec is None:
                 v = _View(None, False, False, False, None, False)
             else:

@@ -723,14 +723,13 @@ def _transforms_repr(info: RefInfo) -> str:
 
 def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
     """(memory space, shape, dtype) of the untransformed ref under a view."""
-    o = b.origin[0] if b.origin else ""
-    c = ctx.s.call
-    if o.startswith("out:") and o[4:] in c.outputs:
-        spec = c.outputs[o[4:]]
-        return "GMEM", tuple(spec.shape), spec.dtype
-    if o.startswith("scratch:") and o[8:] in c.scratch:
-        sc = c.scratch[o[8:]]
-        return sc.memory_space, tuple(sc.shape), sc.dtype
+    spec = b.root  # (what declares it: ``Plan.root_spec``)
+    if spec is not None:
+        o = b.origin[0]
+        if o.startswith("out:"):
+            return "GMEM", tuple(spec.shape), spec.dtype
+        if o.startswith("scratch:"):
+            return spec.memory_space, tuple(spec.shape), spec.dtype
     assert b.info is not None
     root = ctx.root_shape(b) or b.info.shape
     return b.info.memory_space, tuple(root), b.info.dtype
