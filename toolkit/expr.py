@@ -176,9 +176,18 @@ def _union(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
 
 class Expr(Record):
     """A parsed expression (immutable, hashable): a :class:`~mpmd_lab.record.Record`
-    (a dataclass's eq, hash and repr, without its cost at import)."""
+    (a dataclass's eq, hash and repr, without its cost at import).
 
-    __slots__ = ()
+    Each node keeps its free names, its calls and its Python divisions, made once by
+    its constructor from its operands' (``_names``, ``_calls``, ``_divisions``: facts of
+    the tree, not fields; a subclass's fields are its own ``__slots__``): every rule
+    that asks them of an expression reads an attribute, where walking the tree again
+    per rule and per check was the cost."""
+
+    __slots__ = ("_names", "_calls", "_divisions")
+    _names: frozenset[str]
+    _calls: frozenset[str]
+    _divisions: tuple[BinOp, ...]
 
     def eval(self, env: Env) -> int:
         """The value against ``env`` (its ``compiled`` function's)."""
@@ -202,23 +211,29 @@ class Expr(Record):
 
     def names(self) -> frozenset[str]:
         """The free names (axes and loop variables) the expression reads."""
-        return _NONE
+        return self._names
 
     def calls(self) -> frozenset[str]:
-        return _NONE
+        """The calls it makes (``program_id``, ...; ``load`` and ``semaphore_read`` for
+        the data reads)."""
+        return self._calls
 
     def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        """The first name (in sorted order) the expression reads that ``bound`` lacks.
-        (Each node with names answers from its parts', the least of them, building no
-        set: every statement's expressions are asked once per check.)"""
-        names = self.names()
+        """The first name (in sorted order) the expression reads that ``bound`` lacks."""
+        names = self._names
         if names and not names <= bound:
             return min(n for n in names if n not in bound)
         return None
 
+    def python_divisions(self) -> tuple[BinOp, ...]:
+        """The ``//`` and ``%`` in it that Python computes (no traced value in them: a
+        division by zero there is Python's ZeroDivisionError at trace), outermost first,
+        the right operand's before the left's."""
+        return self._divisions
+
     @property
     def is_const(self) -> bool:
-        return not self.names() and not self.calls()
+        return not self._names and not self._calls
 
     @property
     def is_bool(self) -> bool:
@@ -231,13 +246,12 @@ class Const(Expr):
 
     def __init__(self, value: int) -> None:
         self.value = value
+        self._names = self._calls = _NONE
+        self._divisions = ()
 
     def _compile(self) -> Callable[[Env], int]:
         value = self.value
         return lambda env: value
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        return None
 
     def source(self, w: Writer) -> str:
         return repr(self.value)
@@ -249,6 +263,9 @@ class Name(Expr):
 
     def __init__(self, id: str) -> None:
         self.id = id
+        self._names = frozenset((id,))
+        self._calls = _NONE
+        self._divisions = ()
 
     def _compile(self) -> Callable[[Env], int]:
         name = self.id
@@ -264,12 +281,6 @@ class Name(Expr):
     def source(self, w: Writer) -> str:
         return w.name(self.id)
 
-    def names(self) -> frozenset[str]:
-        return frozenset((self.id,))
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        return None if self.id in bound else self.id
-
 
 class Call(Expr):
     __slots__ = ("fn", "arg")
@@ -279,6 +290,9 @@ class Call(Expr):
     def __init__(self, fn: str, arg: int | str) -> None:
         self.fn = fn
         self.arg = arg
+        self._names = frozenset((str(arg),)) if fn == "axis_size" else _NONE
+        self._calls = frozenset((fn,))
+        self._divisions = ()
 
     def _compile(self) -> Callable[[Env], int]:
         if self.fn == "axis_size":
@@ -302,17 +316,6 @@ class Call(Expr):
         if w is LABEL:
             return f"{self.fn}({self.arg})"
         return f"pl.{self.fn}({self.arg!r})"
-
-    def calls(self) -> frozenset[str]:
-        return frozenset((self.fn,))
-
-    def names(self) -> frozenset[str]:
-        return frozenset((str(self.arg),)) if self.fn == "axis_size" else _NONE
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        if self.fn != "axis_size" or str(self.arg) in bound:
-            return None
-        return str(self.arg)
 
 
 #: the operators that cannot fail, as functions (``BinOp._compile``)
@@ -359,6 +362,10 @@ class BinOp(Expr):
         self.op = op
         self.a = a
         self.b = b
+        self._names = _union(a._names, b._names)
+        self._calls = _union(a._calls, b._calls)
+        inner = b._divisions + a._divisions
+        self._divisions = (self, *inner) if op in ZERO_DIVISION and not traced(self) else inner
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb = self.a._compile(), self.b._compile()
@@ -393,16 +400,6 @@ class BinOp(Expr):
     def source(self, w: Writer) -> str:
         return self._text(lambda e: e.source(w))
 
-    def names(self) -> frozenset[str]:
-        return _union(self.a.names(), self.b.names())
-
-    def calls(self) -> frozenset[str]:
-        return _union(self.a.calls(), self.b.calls())
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        a, b = self.a.unbound(bound), self.b.unbound(bound)
-        return b if a is None else a if b is None or a <= b else b
-
 
 def scaled(a: Expr, k: int) -> BinOp:
     """``a * k``: a block or pid index entry's start, ``axis * stride``."""
@@ -415,6 +412,9 @@ class Neg(Expr):
 
     def __init__(self, a: Expr) -> None:
         self.a = a
+        self._names = a._names
+        self._calls = a._calls
+        self._divisions = a._divisions
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -429,15 +429,6 @@ class Neg(Expr):
     def source(self, w: Writer) -> str:
         return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
 
-    def names(self) -> frozenset[str]:
-        return self.a.names()
-
-    def calls(self) -> frozenset[str]:
-        return self.a.calls()
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        return self.a.unbound(bound)
-
 
 class Compare(Expr):
     __slots__ = ("op", "a", "b")
@@ -449,6 +440,9 @@ class Compare(Expr):
         self.op = op
         self.a = a
         self.b = b
+        self._names = _union(a._names, b._names)
+        self._calls = _union(a._calls, b._calls)
+        self._divisions = b._divisions + a._divisions
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
@@ -460,16 +454,6 @@ class Compare(Expr):
 
     def source(self, w: Writer) -> str:
         return self._text(lambda e: e.source(w))
-
-    def names(self) -> frozenset[str]:
-        return _union(self.a.names(), self.b.names())
-
-    def calls(self) -> frozenset[str]:
-        return _union(self.a.calls(), self.b.calls())
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        a, b = self.a.unbound(bound), self.b.unbound(bound)
-        return b if a is None else a if b is None or a <= b else b
 
     @property
     def is_bool(self) -> bool:
@@ -484,6 +468,9 @@ class BoolOp(Expr):
     def __init__(self, op: str, items: tuple[Expr, ...]) -> None:
         self.op = op
         self.items = items
+        self._names = frozenset().union(*(e._names for e in items))
+        self._calls = frozenset().union(*(e._calls for e in items))
+        self._divisions = tuple(d for e in reversed(items) for d in e._divisions)
 
     def _compile(self) -> Callable[[Env], int]:
         fs = tuple(e._compile() for e in self.items)
@@ -502,20 +489,6 @@ class BoolOp(Expr):
     def source(self, w: Writer) -> str:
         return self._text(lambda e: e.source(w), jax=w is not LABEL)
 
-    def names(self) -> frozenset[str]:
-        return frozenset().union(*(e.names() for e in self.items))
-
-    def calls(self) -> frozenset[str]:
-        return frozenset().union(*(e.calls() for e in self.items))
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        least = None
-        for e in self.items:
-            name = e.unbound(bound)
-            if name is not None and (least is None or name < least):
-                least = name
-        return least
-
     @property
     def is_bool(self) -> bool:
         return True
@@ -527,6 +500,9 @@ class Not(Expr):
 
     def __init__(self, a: Expr) -> None:
         self.a = a
+        self._names = a._names
+        self._calls = a._calls
+        self._divisions = a._divisions
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -536,15 +512,6 @@ class Not(Expr):
         if w is LABEL:
             return "not " + _wrap(self.a, self.a.source(w), _PREC["not"])
         return f"jnp.logical_not({self.a.source(w)})"
-
-    def names(self) -> frozenset[str]:
-        return self.a.names()
-
-    def calls(self) -> frozenset[str]:
-        return self.a.calls()
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        return self.a.unbound(bound)
 
     @property
     def is_bool(self) -> bool:
@@ -567,6 +534,10 @@ class Load(Expr):
     def __init__(self, ref: str, index: tuple[Expr, ...]) -> None:
         self.ref = ref
         self.index = index
+        self._names = frozenset().union(*(e._names for e in index)) if index else _NONE
+        # ``load`` (so a load is never a constant), and its indices' calls
+        self._calls = _LOAD.union(*(e._calls for e in index))
+        self._divisions = tuple(d for e in reversed(index) for d in e._divisions)
 
     @property
     def items(self) -> tuple[Expr, ...]:  # (``parts``)
@@ -587,17 +558,6 @@ class Load(Expr):
         inner = ", ".join(e.source(w) for e in self.index) if self.index else "..."
         return f"{w.ref(self.ref)}[{inner}]"
 
-    def names(self) -> frozenset[str]:
-        return frozenset().union(*(e.names() for e in self.index)) if self.index else _NONE
-
-    def calls(self) -> frozenset[str]:
-        """``load`` (so a load is never a constant), and its indices' calls."""
-        return frozenset().union(_LOAD, *(e.calls() for e in self.index))
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        found = [n for n in (e.unbound(bound) for e in self.index) if n is not None]
-        return min(found) if found else None
-
 
 class SemRead(Expr):
     """``pl.semaphore_read(sem)``: a semaphore's value now (int32), as the order of the
@@ -608,6 +568,9 @@ class SemRead(Expr):
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
+        self._names = _NONE
+        self._calls = _SEMAPHORE_READ
+        self._divisions = ()
 
     def _compile(self) -> Callable[[Env], int]:
         ref = self.ref
@@ -621,12 +584,6 @@ class SemRead(Expr):
 
     def source(self, w: Writer) -> str:
         return f"pl.semaphore_read({w.ref(self.ref)})"
-
-    def calls(self) -> frozenset[str]:
-        return _SEMAPHORE_READ
-
-    def unbound(self, bound: frozenset[str] | set[str]) -> str | None:
-        return None
 
 
 def data_reads(e: Expr) -> Iterator[Load | SemRead]:

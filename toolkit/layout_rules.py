@@ -830,7 +830,7 @@ def index_bounds_error_at(
         elif form == _LIST:
             start, stop, _ = slice(e[0], e[1]).indices(d)
             size = max(0, stop - start)
-        elif (ds := _get(e, "ds")) is not None and isinstance(ds[0], int):
+        elif (ds := _entry_ds(e, form)) is not None and isinstance(ds[0], int):
             start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
@@ -940,23 +940,35 @@ _DYN_START = "JitTracer(int32[])"
 
 
 #: ``_entry_form``'s answers: the branch of the index rules an entry takes
-_BOOL, _INT, _LIST, _OTHER = range(4)
+_BOOL, _INT, _LIST, _MAPPING, _DS, _OTHER = range(6)
 
 
 @functools.cache
 def _entry_form(cls: type) -> int:
     """Which kind of index entry an instance of ``cls`` is: a bool, an integer or an
-    expression, a Python slice (a list), or another (a dict or an entry model, whose
-    ``ds`` ``_get`` reads). Per class, not per entry: an entry model fails each
-    ``isinstance`` test on the way to its branch. (The isinstance tests of an entry are
-    its class's: no entry object reports a ``__class__`` other than its type.)"""
+    expression, a Python slice (a list), an entry in its JSON form (a dict), an entry
+    model with a ``ds`` field (``pl.ds``), or another (a block or pid entry: no ``ds``).
+    Per class, not per entry: an entry model fails each ``isinstance`` test on the way to
+    its branch, and asking a model without the field for ``ds`` raises inside pydantic's
+    ``__getattr__``. (The isinstance tests of an entry are its class's: no entry object
+    reports a ``__class__`` other than its type.)"""
     if issubclass(cls, bool):
         return _BOOL
     if issubclass(cls, _INT_ENTRY):
         return _INT
     if issubclass(cls, list):
         return _LIST
-    return _OTHER
+    if issubclass(cls, dict):
+        return _MAPPING
+    return _DS if "ds" in getattr(cls, "model_fields", ()) else _OTHER
+
+
+def _entry_ds(e: Any, form: int) -> Any:
+    """The ``[start, size]`` of a ``pl.ds`` entry of form ``form`` (``_entry_form``: a
+    dict or an entry model), None for a block or pid entry."""
+    if form == _MAPPING:
+        return e.get("ds")
+    return e.ds if form == _DS else None
 
 
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:
@@ -983,7 +995,7 @@ def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | 
                 return None
             out.append(_Ix("slice", start, max(0, stop - start), 1, ""))
         else:
-            ds = _get(e, "ds")
+            ds = _entry_ds(e, form)
             if ds is not None and not isinstance(ds[0], int):  # pl.ds(expression, size)
                 out.append(_Ix("slice", None, ds[1], 1, _DYN_START))
             elif ds is not None:

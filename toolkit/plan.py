@@ -101,9 +101,12 @@ class Binding(Record):
     ``stmt`` the body index of a let; ``stack`` every transform from the untransformed
     ref to this view, as (field path, transform); ``parent`` the binding a let's view
     is made from (its stack is this one's, less the let's own steps): what the rules
-    reuse, so a chain of views is checked in linear time."""
+    reuse, so a chain of views is checked in linear time; ``root`` what declares the
+    untransformed ref (``Plan.root_spec``: an output, a scratch or a buffer of the
+    scenario, None: unknown), found once where the name is bound and shared by its
+    views."""
 
-    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent")
+    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root")
 
     def __init__(
         self,
@@ -115,6 +118,7 @@ class Binding(Record):
         stmt: int = -1,
         stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
+        root: Any = None,
     ) -> None:
         self.name = name
         self.info = info
@@ -124,6 +128,7 @@ class Binding(Record):
         self.stmt = stmt
         self.stack = stack
         self.parent = parent
+        self.root = root
 
 
 class Stmt(Record):
@@ -134,11 +139,17 @@ class Stmt(Record):
     expressions may use (mesh axes, device axes, enclosing loop variables),
     ``unbound`` ``(field, name)`` of the first expression name that is not bound, if
     any; ``loads`` the refs its expressions load from (``ids[0]``,
-    ``pl.semaphore_read(sem)``), by name."""
+    ``pl.semaphore_read(sem)``), by name; ``exprs`` every index expression it evaluates,
+    as ``(k, field, expression)`` (``k`` the transform of a let it is in, -1 for the
+    op's own fields: the field path is ``path`` [``transforms``, k] ``field``), in
+    order, and ``calls`` all of their calls (``Expr.calls``), listed once here for every
+    rule that asks; ``typed`` every ref it names has a type (``Binding.info``: not a tuple
+    used as a ref, nor a failed view), which the trace and the lowering ask before its
+    rules."""
 
     __slots__ = (
         "index", "path", "node", "refs", "steps", "ok", "defines", "scope", "bound", "unbound",
-        "loads",
+        "loads", "exprs", "calls", "typed",
     )  # fmt: skip
 
     def __init__(
@@ -154,8 +165,14 @@ class Stmt(Record):
         bound: frozenset[str] = frozenset(),
         unbound: tuple[str, str] | None = None,
         loads: dict[str, Binding] | None = None,
+        exprs: tuple[tuple[int, str, E.Expr], ...] = (),
+        calls: frozenset[str] = frozenset(),
+        typed: bool = True,
     ) -> None:
         self.loads = {} if loads is None else loads
+        self.exprs = exprs
+        self.calls = calls
+        self.typed = typed
         self.index = index
         self.path = path
         self.node = node
@@ -297,15 +314,8 @@ class Plan:
 
     def root_spec(self, b: Binding) -> Any:
         """What declares the untransformed ref a binding is a view of: an output, a
-        scratch or a buffer of the scenario (None: unknown)."""
-        if not b.origin:
-            return None
-        o = b.origin[0]
-        if o.startswith("out:"):
-            return self.s.call.outputs.get(o[4:])
-        if o.startswith("scratch:"):
-            return self.s.call.scratch.get(o[8:])
-        return self.s.buffers.get(o)
+        scratch or a buffer of the scenario (None: unknown): ``Binding.root``."""
+        return b.root
 
     def root_shape(self, b: Binding) -> tuple[int, ...] | None:
         """The shape of the untransformed ref a binding is a view of."""
@@ -532,30 +542,35 @@ def _compile_into(ctx: Plan) -> None:
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
-            params[name] = Binding(name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None)
+            root = s.buffers.get(a.buffer)
+            params[name] = Binding(
+                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root
+            )
         else:
-            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple))
+            root = s.buffers.get(a.tuple[0]) if a.tuple else None
+            params[name] = Binding(name, None, "tuple", path, tuple(a.tuple), root=root)
         if not single:
             for j, lf in enumerate(leaves):
                 buf, leaf_info = lf.buffer, lf.info
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
-                    leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack
-                )
+                    leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack, None,
+                    s.buffers.get(buf),
+                )  # fmt: skip
     for name, o in c.outputs.items():
         path = ("call", "outputs", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
         info = base_info(o.shape, o.dtype, "GMEM", name, None, False)  # (out_type as given)
-        params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None)
+        params[name] = Binding(name, info, "output", path, ("out:" + name,), -1, (), None, o)
     for name, sc in c.scratch.items():
         path = ("call", "scratch", name)
         if name in params:
             _duplicate(ctx, name, path)
             continue
         info = sc.ref_info(name)
-        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,))
+        params[name] = Binding(name, info, "scratch", path, ("scratch:" + name,), root=sc)
 
     captures = ctx.captures
     for i, cap in enumerate(c.captures):
@@ -573,9 +588,10 @@ def _compile_into(ctx: Plan) -> None:
         shape = list(b.shape)
         if s.device_mesh and s.run.shard_map is False and shape:
             shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
+        info = base_info(shape, b.dtype, space, cap.buffer)
         captures[cap.name] = Binding(
-            cap.name, base_info(shape, b.dtype, space, cap.buffer), "capture", path, (cap.buffer,)
-        )
+            cap.name, info, "capture", path, (cap.buffer,), -1, (), None, b
+        )  # fmt: skip
 
     # the programs: each body sees the parameters and captures
     env = {**params, **captures} if captures else params
@@ -610,7 +626,7 @@ def _body(
         path = (*base, j)
         index = len(stmts)
         refs: dict[str, Binding] = {}
-        ok = True
+        ok = typed = True
         if isinstance(st, Let):
             # its one ref field (``Let.ref_fields``)
             src = env.get(st.ref)
@@ -621,6 +637,7 @@ def _body(
                 )
             else:
                 refs["ref"] = src
+                typed = src.info is not None
             info = None
             steps: list[Step] = []
             transforms = st.transforms
@@ -630,20 +647,21 @@ def _body(
                 if src is not None and src.info is not None:
                     steps = propagate(src.info, transforms, tpath, bound)
                     info = steps[-1].after
-                own = tuple(((*tpath, k), t) for k, t in enumerate(transforms))
+                own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
             elif src is not None:
                 info = src.info
             if src is not None:
                 origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
+                root = src.root
             else:
-                origin, stack = (), own
-            defines = Binding(st.let, info, "view", path, origin, index, stack, src)
+                origin, stack, root = (), own, None
+            defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
             if not copied:
                 env = dict(env)
                 copied = True
             env[st.let] = defines
             unbound = None
-            reads = bool(transforms)  # (its transforms' expressions: ``_loads`` looks)
+            exprs, calls = _exprs(st) if transforms else _NO_EXPRS
         else:
             for fname, name, _access in st.ref_fields():
                 b = env.get(name)
@@ -653,13 +671,22 @@ def _body(
                     ctx.problem("XREF_UNKNOWN_NAME", (*path, fname), msg)
                 else:
                     refs[fname] = b
+                    if b.info is None:
+                        typed = False
             steps = []
             defines = None
-            unbound, reads = _unbound(st, bound)
-        loads = _loads(ctx, st, path, env) if reads else _NO_LOADS
+            exprs, calls = _exprs(st)
+            unbound = _unbound(exprs, bound) if exprs else None
+        if calls and ("load" in calls or "semaphore_read" in calls):
+            loads = _loads(ctx, exprs, path, env)
+        else:
+            loads = _NO_LOADS
         if loads is None:
             ok = False
-        stmt = Stmt(index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads)
+        stmt = Stmt(
+            index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs, calls,
+            typed,
+        )  # fmt: skip
         stmts.append(stmt)
         if defines is not None:
             continue
@@ -688,30 +715,50 @@ def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
             yield prefix + field, e
 
 
-def _loads(ctx: Plan, st: Any, path: Path, env: dict[str, Binding]) -> dict[str, Binding] | None:
-    """The refs the statement's expressions load from (``ids[0]``), bound where it runs;
-    None (and XREF_UNKNOWN_NAME) where one names nothing. (Asked of every statement:
-    a path is written only for a load.)"""
-    out: dict[str, Binding] = _NO_LOADS
-    for k, op in enumerate(st.transforms if type(st) is Let else (st,)):
+def _exprs(st: Any) -> tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]:
+    """A statement's index expressions as ``Stmt.exprs`` lists them, and all of their
+    calls (``Stmt.calls``): one walk of its ops' ``exprs``, for every rule."""
+    out = []
+    calls = _NO_CALLS
+    for k, op in enumerate(st.transforms) if type(st) is Let else ((-1, st),):
         for field, e in op.exprs():
-            calls = e.calls()
-            if "load" not in calls and "semaphore_read" not in calls:
-                continue
-            for r in E.data_reads(e):
-                b = env.get(r.ref)
-                if b is None:
-                    where = ("transforms", k, field) if type(st) is Let else (field,)
-                    ctx.problem(
-                        "XREF_UNKNOWN_NAME",
-                        sub_path(path, *where),
-                        f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
-                        "earlier view has that name",
-                    )
-                    return None
-                if out is _NO_LOADS:
-                    out = {}
-                out[r.ref] = b
+            out.append((k, field, e))
+            c = e.calls()
+            if c and not c <= calls:
+                calls = calls | c
+    return tuple(out), calls
+
+
+#: no calls (shared)
+_NO_CALLS: frozenset[str] = frozenset()
+#: a statement with no index expression (shared)
+_NO_EXPRS: tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]] = ((), _NO_CALLS)
+
+
+def _loads(
+    ctx: Plan, exprs: tuple[tuple[int, str, E.Expr], ...], path: Path, env: dict[str, Binding]
+) -> dict[str, Binding] | None:
+    """The refs a statement's expressions (``Stmt.exprs``) load from (``ids[0]``), bound
+    where it runs; None (and XREF_UNKNOWN_NAME) where one names nothing."""
+    out: dict[str, Binding] = _NO_LOADS
+    for k, field, e in exprs:
+        calls = e.calls()
+        if "load" not in calls and "semaphore_read" not in calls:
+            continue
+        for r in E.data_reads(e):
+            b = env.get(r.ref)
+            if b is None:
+                where = ("transforms", k, field) if k >= 0 else (field,)
+                ctx.problem(
+                    "XREF_UNKNOWN_NAME",
+                    sub_path(path, *where),
+                    f"{r.label()} names {r.ref!r}: no parameter, output, scratch or "
+                    "earlier view has that name",
+                )
+                return None
+            if out is _NO_LOADS:
+                out = {}
+            out[r.ref] = b
     return out
 
 
@@ -735,17 +782,13 @@ def _defined_at(body: list[Any], name: str) -> int | None:
     return next((j for j, st in enumerate(body) if isinstance(st, Let) and st.let == name), None)
 
 
-def _unbound(st: Any, bound: frozenset[str]) -> tuple[tuple[str, str] | None, bool]:
-    """The first name an op's expressions use that is not bound where it runs, and
-    whether any of them reads data (a load, a semaphore read: ``_loads`` binds them)."""
-    found = None
-    reads = False
-    for sub, e in st.exprs():
-        if found is None:
-            name = e.unbound(bound)
-            if name is not None:
-                found = sub, name
-        if not reads:
-            calls = e.calls()
-            reads = "load" in calls or "semaphore_read" in calls
-    return found, reads
+def _unbound(
+    exprs: tuple[tuple[int, str, E.Expr], ...], bound: frozenset[str]
+) -> tuple[str, str] | None:
+    """``(field, name)``: the first name an op's expressions (``Stmt.exprs``) use that is
+    not bound where it runs (None: all bound)."""
+    for _, field, e in exprs:
+        name = e.unbound(bound)
+        if name is not None:
+            return field, name
+    return None

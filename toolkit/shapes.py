@@ -260,7 +260,21 @@ def base_info(
     shard_map), as JAX prints them. ``canonical``: the dtype as JAX makes it without x64
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     """
-    shape = tuple(shape)
+    return _base_info(tuple(shape), dtype, memory_space, base, sharded, canonical)
+
+
+@functools.lru_cache(maxsize=4096)
+def _base_info(
+    shape: tuple[int, ...],
+    dtype: str,
+    memory_space: str,
+    base: str,
+    sharded: str | None,
+    canonical: bool,
+) -> RefInfo:
+    """``base_info``, once per content (a RefInfo is immutable: shared, as ``_whole_dims``
+    shares its region; every check of a scenario names the same buffers, outputs and
+    scratch)."""
     region, view_dims = _whole_dims(shape)
     return RefInfo(
         shape,

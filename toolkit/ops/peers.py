@@ -97,19 +97,37 @@ class DeviceRef(Record):
 
 
 def resolve_device(device: Any) -> DeviceRef:
-    """The one meaning of a ``device`` field (see the module docstring)."""
+    """The one meaning of a ``device`` field (see the module docstring); a mapping's once
+    per content (its offsets' trees are built, the expressions' texts are parsed, once)."""
     if isinstance(device, dict):
-        coords: list[tuple[str, E.Expr]] = []
-        for axis, v in device.items():
-            if isinstance(v, Offset):
-                wrapped = E.BinOp(
-                    "%", E.BinOp("+", E.Name(axis), E.Const(v.offset)), E.Call("axis_size", axis)
-                )
-                coords.append((axis, wrapped))
-            else:
-                coords.append((axis, E.parse(v)))
-        return DeviceRef(None, tuple(coords))
+        key = tuple(
+            (axis, ("offset", v.offset) if isinstance(v, Offset) else v)
+            for axis, v in device.items()
+        )
+        hit = _BY_MAPPING.get(key)
+        if hit is None:
+            if len(_BY_MAPPING) >= 1024:
+                _BY_MAPPING.clear()
+            hit = _BY_MAPPING[key] = _mapping_device(device)
+        return hit
     return DeviceRef(E.parse(device))
+
+
+def _mapping_device(device: dict[str, Any]) -> DeviceRef:
+    coords: list[tuple[str, E.Expr]] = []
+    for axis, v in device.items():
+        if isinstance(v, Offset):
+            wrapped = E.BinOp(
+                "%", E.BinOp("+", E.Name(axis), E.Const(v.offset)), E.Call("axis_size", axis)
+            )
+            coords.append((axis, wrapped))
+        else:
+            coords.append((axis, E.parse(v)))
+    return DeviceRef(None, tuple(coords))
+
+
+#: a device mapping's content -> its DeviceRef (immutable: shared)
+_BY_MAPPING: dict[tuple[tuple[str, Any], ...], DeviceRef] = {}
 
 
 def check_device(v: Any) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab.catalogue import BY_CODE, EXPLANATIONS, OWN
-from mpmd_lab.diagnostics import Diagnostic, Fix, JaxError
+from mpmd_lab.diagnostics import Diagnostic, Fix
 from mpmd_lab.fields import Path, format_path
 from mpmd_lab.ops.control import never_traced
 from mpmd_lab.plan import ArgInfo, Binding, Plan, ProgramInfo, compile
@@ -98,9 +98,10 @@ class Ctx:
             severity = entry.severity if entry else "error"
         # the plan's paths are tuples: text only once a diagnostic is reported
         where = path if isinstance(path, str) else format_path(path)
+        # (JaxError's fields, validated with the Diagnostic's: one validation, not two)
         jax = None
         if jax_message is not None:
-            jax = JaxError(type=jax_type or (entry.type if entry else "Error"), message=jax_message)
+            jax = {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
         if not explanation:
             explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)

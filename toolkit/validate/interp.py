@@ -18,12 +18,12 @@ simulate instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import methodcaller
 from typing import Any
 
 from mpmd_lab.fields import Path, format_path, get_path
 from mpmd_lab.ops import Let, StatementOp
+from mpmd_lab.record import Record
 from mpmd_lab.validate.context import Ctx
 
 _WHY = (
@@ -33,16 +33,26 @@ _WHY = (
 )
 
 
-@dataclass(frozen=True)
-class _Limit:
+class _Limit(Record):
     """One thing the chosen CPU interpreter cannot run: where, what, and JAX's words."""
 
-    code: str
-    path: str
-    what: str
-    why: str
-    jax_message: str | None = None
-    jax_type: str | None = None
+    __slots__ = ("code", "path", "what", "why", "jax_message", "jax_type")
+
+    def __init__(
+        self,
+        code: str,
+        path: str,
+        what: str,
+        why: str,
+        jax_message: str | None = None,
+        jax_type: str | None = None,
+    ) -> None:
+        self.code = code
+        self.path = path
+        self.what = what
+        self.why = why
+        self.jax_message = jax_message
+        self.jax_type = jax_type
 
 
 def check_interpret(ctx: Ctx) -> None:
@@ -83,7 +93,7 @@ def _views(ctx: Ctx) -> _Limit | None:
     first_step = ctx.r.first_step
     for prog in ctx.programs:
         for st in prog.stmts:
-            if isinstance(st.node, Let):
+            if type(st.node) is Let:  # (as in _statements: no ABC check per op)
                 continue
             for b in st.refs.values():
                 if not b.stack:
@@ -100,9 +110,9 @@ def _views(ctx: Ctx) -> _Limit | None:
 def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
     """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
     stack, else looked up), else "a view"."""
-    own = next((t for p, t in b.stack if p == path), None)
-    if own is not None:
-        return f"{own.kind} views"
+    for p, t in b.stack:
+        if p == path:
+            return f"{t.kind} views"
     try:
         return f"{get_path(ctx.s, path).kind} views"
     except (LookupError, AttributeError, ValueError, TypeError):

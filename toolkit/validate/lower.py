@@ -80,9 +80,10 @@ def check_lower(ctx: Ctx) -> None:
         if c.captures and _captured_scalar(ctx, prog):
             return
         low.mesh = mesh
-        # (never_traced reads only the statement's scope, which the statements of one
-        # body share: asked once per run of them)
-        scope, skip = None, False
+        # (never_traced and whether a loop around loads its bounds read only the
+        # statement's scope, which the statements of one body share: asked once per run
+        # of them)
+        scope, skip, scope_loads = None, False, False
         for st in prog.stmts:
             node = st.node
             # (``type() is``: Let has no subclasses, and a failing ``isinstance`` of a
@@ -91,19 +92,16 @@ def check_lower(ctx: Ctx) -> None:
                 continue
             if st.scope is not scope:
                 scope, skip = st.scope, ctx.never_traced(st)
+                scope_loads = bool(scope) and _scope_loads(scope)
             if skip:
                 continue
-            if (st.loads or st.scope and _scope_loads(st.scope)) and _index_dtype(ctx, st):
+            if (st.loads or scope_loads) and _index_dtype(ctx, st):
                 return
-            if type(node) is Let:
-                continue
-            for b in st.refs.values():
-                if b.info is None:
-                    break
-            else:
-                low.st = st
-                if node.lower(low):
-                    return
+            if type(node) is Let or not st.typed:
+                continue  # (a ref of no type: a tuple used as a ref, or a failed view)
+            low.st = st
+            if node.lower(low):
+                return
     if low.found:
         code, path, msg, why, *jt = low.first_later()
         ctx.jax(code, path, msg, explanation=why, stage="gpu-lower", jax_type=(jt or [None])[0])
@@ -277,7 +275,7 @@ class LowerCtx:
         o = b.origin[0] if b.origin else ""
         v = self._roots.get(o)
         if v is None:
-            spec = self.ctx.r.root_spec(b)
+            spec = b.root  # (``Plan.root_spec``)
             if spec is None:
                 v = _View(None, False, False, False, None, False)
             else:

@@ -500,7 +500,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
                 "under `jax.shard_map`.",
             )
             return True
-        if any(b.info is None for b in st.refs.values()):
+        if not st.typed:
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
         t.st = st
         if node.trace(t):
@@ -514,16 +514,11 @@ def _zero_division(ctx: Ctx, st: Stmt) -> bool:
     """``//`` or ``%`` of Python ints by zero in an expression of ``st`` (constants and
     axis sizes: no traced value, so Python computes it while JAX traces the statement,
     and raises ZeroDivisionError; a traced one is int32 arithmetic, see mpmd_lab.expr)."""
-    node = st.node
-    for field, e in node.exprs():
-        if _python_divisions(e) and _report_zero(ctx, st.path, field, e):
-            return True
-    if type(node) is Let:
-        for k, t in enumerate(node.transforms):
-            for field, e in t.exprs():
-                where = (*st.path, "transforms", k)
-                if _python_divisions(e) and _report_zero(ctx, where, field, e):
-                    return True
+    for k, field, e in st.exprs:
+        if e.python_divisions():
+            where = st.path if k < 0 else (*st.path, "transforms", k)
+            if _report_zero(ctx, where, field, e):
+                return True
     return False
 
 
@@ -600,7 +595,7 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
 
 def _report_zero(ctx: Ctx, path: Path, field: str, e: E.Expr) -> bool:
     """A division by zero in ``e`` (at ``path``'s sub-field ``field``), reported."""
-    for d in _python_divisions(e):
+    for d in e.python_divisions():
         if static_value(d.b, ctx) == 0:
             where = sub_path(path, field)
             ctx.jax(
@@ -608,27 +603,6 @@ def _report_zero(ctx: Ctx, path: Path, field: str, e: E.Expr) -> bool:
             )
             return True
     return False
-
-
-_DIVISIONS: dict[E.Expr, tuple[E.BinOp, ...]] = {}
-
-
-def _python_divisions(e: E.Expr) -> tuple[E.BinOp, ...]:
-    """The ``//`` and ``%`` in ``e`` Python computes (no traced value in them), cached
-    per expression (expressions are shared and immutable)."""
-    hit = _DIVISIONS.get(e)
-    if hit is None:
-        out: list[E.BinOp] = []
-        todo = [e]
-        while todo:
-            x = todo.pop()
-            if isinstance(x, E.BinOp) and x.op in E.ZERO_DIVISION and not E.traced(x):
-                out.append(x)
-            todo += E.parts(x)
-        hit = tuple(out)
-        if len(_DIVISIONS) < 4096:
-            _DIVISIONS[e] = hit
-    return hit
 
 
 def _unrolled_bounds(ctx: Ctx, st: Stmt) -> bool:
@@ -749,14 +723,13 @@ def _transforms_repr(info: RefInfo) -> str:
 
 def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
     """(memory space, shape, dtype) of the untransformed ref under a view."""
-    o = b.origin[0] if b.origin else ""
-    c = ctx.s.call
-    if o.startswith("out:") and o[4:] in c.outputs:
-        spec = c.outputs[o[4:]]
-        return "GMEM", tuple(spec.shape), spec.dtype
-    if o.startswith("scratch:") and o[8:] in c.scratch:
-        sc = c.scratch[o[8:]]
-        return sc.memory_space, tuple(sc.shape), sc.dtype
+    spec = b.root  # (what declares it: ``Plan.root_spec``)
+    if spec is not None:
+        o = b.origin[0]
+        if o.startswith("out:"):
+            return "GMEM", tuple(spec.shape), spec.dtype
+        if o.startswith("scratch:"):
+            return spec.memory_space, tuple(spec.shape), spec.dtype
     assert b.info is not None
     root = ctx.root_shape(b) or b.info.shape
     return b.info.memory_space, tuple(root), b.info.dtype
