@@ -321,6 +321,174 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
     return tuple(out), True
 
 
+def _unravel(sizes: tuple[int, ...], d: int) -> tuple[int, ...]:
+    """Device ``d``'s coordinates on a mesh of ``sizes`` (C order: the last axis varies
+    fastest)."""
+    if not sizes:
+        return ()
+    if not 0 <= d < math.prod(sizes):  # (numpy's error, as unravel_index raises it)
+        return tuple(int(i) for i in np.unravel_index(d, sizes))
+    out = []
+    for n in reversed(sizes):
+        d, i = divmod(d, n)
+        out.append(i)
+    return tuple(reversed(out))
+
+
+class Prepared:
+    """What every run over one scenario shares, made once: the parameters' bases and
+    transform steps, each program's compiled body with its mesh, the names its
+    statements read refs by (``used``: the data-free run makes only the views some
+    statement names), its statements that read a semaphore (``reads``: each a choice of
+    an exploring run), whether a transform bitcasts (``bitcast``), the devices'
+    coordinates and the barriers. An :class:`Engine` makes its own where it is given
+    none; the static check makes one per check and hands it to each of its runs, with
+    ``used``, ``reads`` and ``bitcast`` read off its plan (None: found here)."""
+
+    __slots__ = (
+        "s", "params", "inputs", "param_steps", "scratch", "programs", "used", "reads",
+        "bitcast", "dev_coords", "nbars", "_infos",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        used: list[set[str]] | None = None,
+        reads: list[dict[int, tuple[str, ...]]] | None = None,
+        bitcast: bool | None = None,
+    ) -> None:
+        s, c = scenario, scenario.call
+        self.s = s
+        self._bind()
+        self.scratch = dict(c.scratch)
+        sems = any(isinstance(v, SemaphoreScratch) for v in c.scratch.values())
+        #: per program: its mesh's facts and compiled body (``Engine._plan``'s info)
+        self.programs: list[dict[str, Any]] = []
+        known = bitcast is not None
+        if not known:
+            bitcast = any(t.REINTERPRETS for a in c.args for t in a.transforms)
+        for p, prog in enumerate(c.programs):
+            m = prog.mesh
+            grid, cluster = dict(m.grid), dict(m.cluster)
+            nthreads = m.threads.count if m.threads else 1
+            tname = m.threads.name if m.threads and m.threads.name else None
+            sizes = {**(s.device_mesh or {}), **grid, **cluster}
+            if tname:
+                sizes[tname] = nthreads
+            nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
+            if not known:
+                bitcast = bitcast or _bitcasts(nodes)
+            self.programs.append(
+                {
+                    "p": p,
+                    "grid": grid,
+                    "cluster": cluster,
+                    "ncl": math.prod(cluster.values()),
+                    "nthreads": nthreads,
+                    "tname": tname,
+                    "nodes": nodes,
+                    "sizes": sizes,
+                    "grid_shape": tuple(grid.values()),
+                }
+            )
+        #: whether a view bitcasts (the data-free mode then keeps every byte of its views)
+        self.bitcast = bool(bitcast)
+        self.used = used if used is not None else [_names_used(p.body) for p in c.programs]
+        if not sems:
+            self.reads: list[dict[int, tuple[str, ...]]] = [{} for _ in c.programs]
+        elif reads is not None:
+            self.reads = reads
+        else:
+            self.reads = [_sem_reads(info["nodes"]) for info in self.programs]
+        axes = tuple((s.device_mesh or {}).values())
+        ndev = s.num_devices
+        self.dev_coords = [_unravel(axes, d) for d in range(ndev)] if ndev <= 1 << 16 else None
+        self.nbars = sum(
+            sc.num_barriers for sc in c.scratch.values() if isinstance(sc, BarrierScratch)
+        )
+        self._infos: dict[tuple[bool, bool], list[dict[str, Any]]] = {}
+
+    def _bind(self) -> None:
+        """Every name the kernel is given: the arguments' buffers (with their
+        transforms), the captures, the outputs and the scratch, each as its base."""
+        s, c = self.s, self.s.call
+        inputs: dict[str, Base] = {}
+        params: dict[str, tuple[Base, list[Any], str]] = {}
+        shard = s.device_mesh is not None and s.run.shard_map is not False
+        dtypes_np: dict[str, Any] = {}  # dtype name -> numpy dtype, once per name
+
+        def input_base(buf: str, path: str) -> Base:
+            base = inputs.get(buf)
+            if base is None:
+                b = s.buffers.get(buf)
+                if b is None:
+                    raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
+                dt = dtypes_np.get(b.dtype)
+                if dt is None:  # as jax.device_put makes it (no x64)
+                    dt = dtypes_np[b.dtype] = np_dtype(canonical(b.dtype))
+                # no shard_map: the kernel closes over the global value
+                shape = tuple(b.shape) if shard else tuple(s.global_shape(buf))
+                base = inputs[buf] = Base("input", buf, "GMEM", dt, shape)
+            return base
+
+        for i, a in enumerate(c.args):
+            path = f"call.args[{i}]"
+            if isinstance(a, BufferArg):
+                params[a.param] = (input_base(a.buffer, path), a.transforms, path)
+            else:
+                for j, buf in enumerate(a.tuple):
+                    params[f"{a.param}[{j}]"] = (input_base(buf, path), a.transforms, path)
+        for i, cap in enumerate(c.captures):
+            params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
+        self.inputs = inputs
+        self.param_steps = {
+            name: _steps(transforms, ppath) for name, (_, transforms, ppath) in params.items()
+        }
+        for name, o in c.outputs.items():
+            base = Base("output", name, "GMEM", np_dtype(o.dtype), tuple(o.shape))
+            params[name] = (base, [], f"call.outputs.{name}")
+        for name, sc in c.scratch.items():
+            kind = sc.KIND
+            if kind in ("barrier", "cluster_barrier"):
+                kind = "barrier"
+            elif kind != "semaphore":
+                # tiling and swizzle change the layout in memory, not what the kernel indexes
+                base = Base("scratch", name, sc.memory_space, np_dtype(sc.dtype), tuple(sc.shape))
+                params[name] = (base, [], f"call.scratch.{name}")
+                continue
+            base = Base(kind, name, sc.memory_space, np.dtype(np.int32), tuple(sc.shape))
+            params[name] = (base, [], f"call.scratch.{name}")
+        self.params = params
+
+    def infos(self, data: bool, reading: bool) -> list[dict[str, Any]]:
+        """Each program's info for a run: following values (``data``: every view is
+        made) or not, and exploring semaphore reads (``reading``: a choice before each
+        statement that reads one, on a body of its own)."""
+        key = (data, reading)
+        got = self._infos.get(key)
+        if got is None:
+            got = []
+            for p, info in enumerate(self.programs):
+                nodes = info["nodes"]
+                if reading and self.reads[p]:
+                    prog = self.s.call.programs[p]
+                    nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
+                    nodes = _with_reads(nodes, self.reads[p])
+                got.append({**info, "nodes": nodes, "used": None if data else self.used[p]})
+            self._infos[key] = got
+        return got
+
+
+def _bitcasts(nodes: tuple[_Node, ...]) -> bool:
+    """Whether a ``let`` of a compiled body (nested ones too) bitcasts."""
+    for node in nodes:
+        if any(t.REINTERPRETS for t, _ in node.steps):
+            return True
+        if node.children and _bitcasts(node.children):
+            return True
+    return False
+
+
 class _Trips:
     """What an actor yields for a loop with an empty body: its trips, each a step toward
     the step and time bounds (nothing runs in them, so they are counted at once: a loop
@@ -414,8 +582,11 @@ class Engine:
         sample_devices: list[int] | None = None,
         chooser: Any = None,
         strict: bool | None = None,
+        prepared: Prepared | None = None,
     ):
         self.s = scenario
+        #: what every run over this scenario shares (made here where none is given)
+        self.prepared = prepared if prepared is not None else Prepared(scenario)
         #: a problem fails the run (the simulator), or is recorded as a finding and the
         #: run goes on (the static check: data-free, or following values; default: with
         #: data, strict)
@@ -440,7 +611,6 @@ class Engine:
         self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
         self.out = Outcome(log=AccessLog(log_limit, max_races, log_tally))
         self.memory = self.out.memory
-        self.params: dict[str, tuple[Base, list[Any], str]] = {}
         self._whole: dict[Base, View] = {}
         self._param_whole: dict[str, View] = {}  # parameter name -> its base's whole view
         self._owners: dict[int, np.ndarray] = {}
@@ -466,21 +636,19 @@ class Engine:
         #: one round issued so far, by (group, round)
         self._mc_round: dict[tuple, int] = {}
         self._mc_shares: dict[tuple, list[_Share]] = {}
-        self.compact = not data and not _uses_bitcast(scenario)
+        self.compact = not data and not self.prepared.bitcast
         #: (data-free) input buffers the kernel writes: loads from them are not known
         #: before it runs (found at the first load); the initial values of the others,
         #: per device, as loaded
         self._written: frozenset[str] | None = None
         self._initial: dict[str, list[np.ndarray]] = {}
-        self._dev_coords = (
-            [self._coords_of(d) for d in range(self.ndev)] if self.ndev <= 1 << 16 else None
-        )
+        self._dev_coords = self.prepared.dev_coords
         self._setup()
         self._plan()
         # each barrier's async copies have their own copy engine (a wait on one barrier
         # says nothing of copies landing on another), where the clocks stay small
         self._bar_agent: dict[tuple[str, int], int] = {}
-        nbars = sum(sc.num_barriers for sc in c_scratch(scenario) if isinstance(sc, BarrierScratch))
+        nbars = self.prepared.nbars
         self._agents = nbars if self.n_actors * (2 + nbars) <= 1 << 16 else 0
         if nbars and not self._agents:
             self.out.notes.append(
@@ -493,16 +661,7 @@ class Engine:
     # ------------------------------------------------------------ set-up
 
     def _coords_of(self, d: int) -> tuple[int, ...]:
-        if not self.mesh:
-            return ()
-        sizes = tuple(self.mesh.values())
-        if not 0 <= d < math.prod(sizes):  # (numpy's error, as unravel_index raises it)
-            return tuple(int(i) for i in np.unravel_index(d, sizes))
-        out = []
-        for n in reversed(sizes):  # C order: the last axis varies fastest
-            d, i = divmod(d, n)
-            out.append(i)
-        return tuple(reversed(out))
+        return _unravel(tuple(self.mesh.values()), d)
 
     def device_coords(self, d: int) -> tuple[int, ...]:
         if self._dev_coords is not None:
@@ -510,109 +669,41 @@ class Engine:
         return self._coords_of(d)
 
     def _setup(self) -> None:
-        s, c = self.s, self.s.call
-        inputs: dict[str, Base] = {}
+        """The parameters as the prepared call binds them; following values, each
+        device's inputs as the call gives them and its outputs as uninitialised."""
+        prep, s = self.prepared, self.s
+        self.params = prep.params
+        self.inputs = prep.inputs
+        self._param_steps = prep.param_steps
+        self.scratch = prep.scratch
+        if not self.data:
+            return
         shard = s.device_mesh is not None and s.run.shard_map is not False
-        dtypes_np: dict[str, Any] = {}  # dtype name -> numpy dtype, once per name
-
-        def input_base(buf: str, path: str) -> Base:
-            if buf not in s.buffers:
-                raise SimError("XREF_UNKNOWN_BUFFER", path, f"no buffer {buf!r}")
-            if buf not in inputs:
-                b = s.buffers[buf]
-                dt = dtypes_np.get(b.dtype)
-                if dt is None:  # as jax.device_put makes it (no x64)
-                    dt = dtypes_np[b.dtype] = np_dtype(canonical(b.dtype))
-                gshape = tuple(s.global_shape(buf))
-                # no shard_map: the kernel closes over the global value
-                inputs[buf] = Base("input", buf, "GMEM", dt, tuple(b.shape) if shard else gshape)
-                if self.data:
-                    g = host_value(b, self.ndev, gshape)
-                    spec, mesh = s.buffer_spec(buf), s.device_mesh or {}
-                    locals_ = sharding.shards_of(g, spec, mesh) if shard else [g] * self.ndev
-                    for d, local in enumerate(locals_):
-                        loc = Location("GMEM", buf, d, None, "input")
-                        self.memory[loc] = Storage.of(loc, local.astype(dt))
-            return inputs[buf]
-
-        for i, a in enumerate(c.args):
-            path = f"call.args[{i}]"
-            if isinstance(a, BufferArg):
-                self.params[a.param] = (input_base(a.buffer, path), a.transforms, path)
-            else:
-                for j, buf in enumerate(a.tuple):
-                    base = input_base(buf, path)
-                    self.params[f"{a.param}[{j}]"] = (base, a.transforms, path)
-        for i, cap in enumerate(c.captures):
-            self.params[cap.name] = (input_base(cap.buffer, f"call.captures[{i}]"), [], "")
-        self.inputs = inputs
-        self._param_steps = {
-            name: _steps(transforms, ppath) for name, (_, transforms, ppath) in self.params.items()
-        }
-        for name, o in c.outputs.items():
-            dt = np_dtype(o.dtype)
-            base = Base("output", name, "GMEM", dt, tuple(o.shape))
-            self.params[name] = (base, [], f"call.outputs.{name}")
-            if self.data:
-                for d in range(self.ndev):
-                    loc = Location("GMEM", name, d, None, "output")
-                    self.memory[loc] = Storage.of(loc, uninitialized(tuple(o.shape), dt, self.mode))
-        self.scratch = dict(c.scratch)
-        for name, sc in c.scratch.items():
-            kind = sc.KIND if sc.KIND in ("semaphore",) else "scratch"
-            if sc.KIND in ("barrier", "cluster_barrier"):
-                kind = "barrier"
-            if kind == "scratch":
-                # tiling and swizzle change the layout in memory, not what the kernel indexes
-                base = Base("scratch", name, sc.memory_space, np_dtype(sc.dtype), tuple(sc.shape))
-            else:
-                base = Base(kind, name, sc.memory_space, np.dtype(np.int32), tuple(sc.shape))
-            self.params[name] = (base, [], f"call.scratch.{name}")
+        for buf, base in prep.inputs.items():
+            b = s.buffers[buf]
+            g = host_value(b, self.ndev, tuple(s.global_shape(buf)))
+            spec, mesh = s.buffer_spec(buf), s.device_mesh or {}
+            locals_ = sharding.shards_of(g, spec, mesh) if shard else [g] * self.ndev
+            for d, local in enumerate(locals_):
+                loc = Location("GMEM", buf, d, None, "input")
+                self.memory[loc] = Storage.of(loc, local.astype(base.dtype))
+        for name, o in s.call.outputs.items():
+            dt = self.params[name][0].dtype
+            for d in range(self.ndev):
+                loc = Location("GMEM", name, d, None, "output")
+                self.memory[loc] = Storage.of(loc, uninitialized(tuple(o.shape), dt, self.mode))
 
     def _plan(self) -> None:
         """The units of admission (program, grid point) and how many actors there are."""
-        self.programs: list[dict[str, Any]] = []
+        # (exploring, not sampling: each semaphore read is a choice, before its statement)
+        reading = self.chooser is not None and self.sample is None
+        self.programs = self.prepared.infos(self.data, reading)
         units = []
         total = 0
-        for p, prog in enumerate(self.s.call.programs):
-            m = prog.mesh
-            grid = dict(m.grid)
-            cluster = dict(m.cluster)
-            nthreads = m.threads.count if m.threads else 1
-            tname = m.threads.name if m.threads and m.threads.name else None
-            ncl = math.prod(cluster.values())
-            nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
-            # the names some statement reads a ref by: the data-free run skips the views
-            # nobody names (each costs an offsets array per actor: 1,000 of them were
-            # most of a check); what a view alone can raise is a trace error, which the
-            # rules report and which stops the check before the run
-            used = None if self.data else _names_used(prog.body)
-            # (exploring mode) the statements that read a semaphore: each read is a choice
-            reads = self._reads(p, nodes)
-            if reads:  # (exploring: each semaphore read is a choice, before its statement)
-                nodes = _with_reads(nodes, reads)
-            sizes = {**self.mesh, **grid, **cluster}
-            if tname:
-                sizes[tname] = nthreads
-            info = {
-                "p": p,
-                "grid": grid,
-                "cluster": cluster,
-                "ncl": ncl,
-                "nthreads": nthreads,
-                "tname": tname,
-                "nodes": nodes,
-                "used": used,
-                "sizes": sizes,
-                "grid_shape": tuple(grid.values()),
-            }
-            self.programs.append(info)
-            per_unit = len(self.devices) * ncl * nthreads
-            if self.sample is not None:
-                points = self.sample.get(p, [])
-            else:
-                points = None
-            npoints = len(points) if points is not None else math.prod(grid.values())
+        for p, info in enumerate(self.programs):
+            per_unit = len(self.devices) * info["ncl"] * info["nthreads"]
+            points = self.sample.get(p, []) if self.sample is not None else None
+            npoints = len(points) if points is not None else math.prod(info["grid_shape"])
             if per_unit * npoints > self.limits.max_actors or total > self.limits.max_actors:
                 raise SimError(
                     "SIM_TOO_LARGE",
@@ -625,19 +716,6 @@ class Engine:
             total += per_unit * npoints
         self.units = units
         self.n_actors = total
-
-    def _reads(self, p: int, nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
-        """(Exploring mode) program ``p``'s statements that read a semaphore (each read
-        is a choice), found once per exploration (its runs share the chooser's
-        ``found``) and only where the call has semaphores; {} otherwise."""
-        if self.chooser is None or self.sample is not None:
-            return {}
-        found = self.chooser.found
-        reads = found.get(("reads", p))
-        if reads is None:
-            sems = any(isinstance(v, SemaphoreScratch) for v in self.scratch.values())
-            reads = found[("reads", p)] = _sem_reads(nodes) if sems else {}
-        return reads
 
     def _unit_iter(self):
         for info, points, _npoints, offset in self.units:

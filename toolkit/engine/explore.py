@@ -297,15 +297,10 @@ class Point:
 class Chooser:
     """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
     takes the first option; records every point (``points``) and every signal
-    (``signals``: semaphore, index in its history). ``found``: what the engines of one
-    exploration's runs share (the same scenario's)."""
+    (``signals``: semaphore, index in its history)."""
 
-    def __init__(
-        self, prefix: list[tuple[int, int]] | None = None, found: dict | None = None
-    ) -> None:
+    def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
         self.prefix = list(prefix or [])
-        #: what the runs of one exploration share (one scenario): the engine's finds
-        self.found: dict[Any, Any] = {} if found is None else found
         self.points: list[Point] = []
         self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
@@ -608,15 +603,14 @@ def explore(
     max_steps: int | None = None,
     max_seconds: float | None = None,
     max_races: int = 16,
-    found: dict[Any, Any] | None = None,
 ) -> Explored:
     """Explore the schedules of the engine ``make(chooser)`` builds (stateless: each
     run replays a prefix of choices, depth first). Deadlocks, races and leftovers of
     every run are collected with the first schedule that shows each. Bounded by
     ``max_runs`` runs and ``max_steps`` thread-steps in all (deterministic);
-    ``max_seconds`` (None: none) only cancels a runaway exploration. ``found``: what the
-    caller already knows of the scenario that each run's engine would find again (the
-    runs share it: :attr:`Chooser.found`)."""
+    ``max_seconds`` (None: none) only cancels a runaway exploration. What the runs
+    share (the call's compiled bodies: :class:`~mpmd_lab.engine.core.Prepared`) is
+    ``make``'s to hand each engine."""
     res = Explored()
     start = time.perf_counter()
     stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
@@ -624,9 +618,8 @@ def explore(
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
-    found = {} if found is None else dict(found)
     while True:
-        chooser = Chooser(prefix, found)
+        chooser = Chooser(prefix)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
@@ -657,7 +650,7 @@ def explore(
                 f"{MAX_FREE} unseen signals of one signaller or {MAX_CUTS} sets to look at: "
                 "the first ones were explored"
             )
-        sched = Schedule([(p.actor, p.choice) for p in pts])
+        # (a run's schedule is made only for what it shows: a race or deadlock)
         if (out.log.races and len(res.races) < max_races) or (
             out.deadlock and res.deadlock is None
         ):
@@ -694,14 +687,15 @@ def explore(
                     "expanded": {p.actor},
                 }
             )
-        unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
-        for i, actors in reversals(pts, chooser.signals, unwatched).items():
-            if i >= len(stack):
-                continue
-            node = stack[i]
-            for a in sorted(actors):
-                if (a, 0) not in node["done"] and (a, 0) not in node["todo"]:
-                    node["todo"].append((a, 0))
+        if pts:  # (a run without choices has nothing to reverse)
+            unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
+            for i, actors in reversals(pts, chooser.signals, unwatched).items():
+                if i >= len(stack):
+                    continue
+                node = stack[i]
+                for a in sorted(actors):
+                    if (a, 0) not in node["done"] and (a, 0) not in node["todo"]:
+                        node["todo"].append((a, 0))
         # the next run: the deepest point with something left to try
         while stack and not stack[-1]["todo"]:
             stack.pop()

@@ -54,8 +54,9 @@ from mpmd_lab.engine import (
     synchronises,
     written_buffers,
 )
+from mpmd_lab.engine.core import Prepared
 from mpmd_lab.fields import format_path, get_path, parse_path, sub_path
-from mpmd_lab.ops import SemaphoreScratch, SemaphoreSignal, SemaphoreWait
+from mpmd_lab.ops import Let, SemaphoreScratch, SemaphoreSignal, SemaphoreWait
 from mpmd_lab.plan import Binding, Stmt, expr_fields
 from mpmd_lab.validate.context import Ctx
 from mpmd_lab.validate.symmetry import affine, judge
@@ -83,11 +84,13 @@ def check_sync(ctx: Ctx) -> None:
     s = ctx.s
     if ctx.build_failed or ctx.trace_failed or not s.call.programs:
         return
-    if any(not st.ok for p in ctx.programs for st in p.stmts):
-        return  # a name that does not resolve: the schema-stage error says it
     if any(d.is_error and d.stage == "gpu-lower" for d in ctx.diags):
         return  # the kernel never runs on a GPU: what it would race on is not yet its problem
-    held = elements(s)
+    names = _PlanNames(ctx)
+    if not names.ok:
+        return  # a name that does not resolve: the schema-stage error says it
+    size = Footprint(s, names.bitcast)
+    held = size.elements
     if held > MAX_ELEMENTS:
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -101,12 +104,12 @@ def check_sync(ctx: Ctx) -> None:
         return
     steps = step_estimate(s)
     interp_gpu = s.run.interpret == "gpu"
-    pid_bug = interp_gpu and _uses_pid(ctx)
     if steps > MAX_STEPS:
         # uniform in the device: judged on small rings (None), else why not
-        _sampled(ctx, steps, pid_bug, unlike=judge(ctx, steps))
+        _sampled(ctx, steps, interp_gpu and _uses_pid(ctx), unlike=judge(ctx, steps))
         return
-    need = offsets_bytes(s)
+    # what every run of this check shares, its names read off the plan
+    need = size.offsets
     if need > CHECK_MEMORY:
         ctx.add(
             "SYNC_NOT_CHECKED",
@@ -118,23 +121,32 @@ def check_sync(ctx: Ctx) -> None:
             severity="warning",
         )
         return
+    # what every run of this check shares, its names read off the plan
+    prep = _guarded(lambda: Prepared(s, used=names.used, reads=names.reads, bitcast=names.bitcast))
+    if prep is None:
+        _not_run(ctx)
+        return
     # every schedule that matters, its first run standing for the call (its findings,
     # balance); the races and deadlock of the others merged in, each with its witness
-    reads = _sem_reads(ctx)
-    ex = _explore(s, reads=reads)
+    ex = _explore(s, prep)
     gpu = ex.first if ex is not None else None
     if gpu is None:
         _not_run(ctx)
         return
     followed = False
-    if _stopped_on(gpu, "DATA_DEPENDENT") and elements(s) * s.num_devices <= MAX_FOLLOWED:
+    used_pid = gpu.used_pid
+    if _stopped_on(gpu, "DATA_DEPENDENT") and held * s.num_devices <= MAX_FOLLOWED:
         # an index loaded from memory the kernel writes: the same schedules again,
         # following the values (where that run fails, the data-free one says what)
-        valued = _explore(s, data=True, reads=reads)
+        valued = _explore(s, prep, data=True)
         first = valued.first if valued is not None else None
         if first is not None and first.error is None and not first.stopped:
             ex, gpu, followed = valued, first, True
-    interp = _run(s, "zero", data=followed) if pid_bug else gpu
+            used_pid = used_pid or first.used_pid
+    # JAX's GPU interpreter gives pl.program_id 0 in every block: a run as it makes it,
+    # where a run read pl.program_id (else that run is the first's, step for step)
+    pid_bug = interp_gpu and used_pid and _uses_pid(ctx)
+    interp = _run(s, "zero", data=followed, prepared=prep) if pid_bug else gpu
     if interp is None:
         interp = gpu
     reported = _interp_findings(ctx, interp)
@@ -143,7 +155,7 @@ def check_sync(ctx: Ctx) -> None:
     _races(ctx, interp, gpu, witnesses)
     _deadlock(ctx, gpu, witnesses)
     _leftover(ctx, gpu)
-    _data_reads(ctx, gpu, ex.runs if followed else 0, ex)
+    _data_reads(ctx, gpu, ex.runs if followed else 0, ex, names.loads)
     stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
         # a give-up point (sync-scale's hook: SYNC_NOT_CHECKED where exploring stops)
@@ -180,7 +192,9 @@ def _stopped_on(out: Outcome, code: str) -> bool:
     return out.error is not None and out.error.code == code
 
 
-def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> None:
+def _data_reads(
+    ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None, loads: bool = True
+) -> None:
     """DATA_DEPENDENT: what the check made of index expressions that read data. A load
     from an input the kernel never writes was checked with the values the call is given
     (a note: another table is another call); a semaphore read is a choice point of the
@@ -189,7 +203,8 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> No
     warning); a load of anything else is followed with the values the kernel computes
     in each explored schedule (``followed``: how many; a note: a load racing a write is
     reported, and without one every schedule loads the same), or where that could not
-    run it stopped the check (a warning: what follows is not checked)."""
+    run it stopped the check (a warning: what follows is not checked). ``loads``: False
+    where no statement's expressions load or read (the plan's ``loads``)."""
     err = gpu.error
     if err is not None and err.code == "OOB_INDEX":  # (a load's index: the run stops there)
         ctx.add(
@@ -210,6 +225,8 @@ def _data_reads(ctx: Ctx, gpu: Outcome, followed: int = 0, ex: Any = None) -> No
             "runs it with the values the kernel computes",
             severity="warning",
         )
+    if not loads:
+        return
     inputs: dict[str, list[str]] = {}
     computed: dict[str, list[str]] = {}
     sem_reads: dict[str, list[str]] = {}
@@ -290,36 +307,55 @@ def _some(paths: list[str]) -> str:
     return ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
 
 
+class Footprint:
+    """What the call's arrays hold, in one pass over its buffers, outputs and scratch:
+    ``elements``, one device's elements of all of them, and ``offsets``, the bytes the
+    data-free run holds at most for its views' offsets: one int32 (int64 past 2 GiB) per
+    element of every buffer and output on every device, and of every scratch in every
+    block (each its own memory), bytes of each element where a view bitcasts
+    (``bitcast``)."""
+
+    __slots__ = ("elements", "offsets")
+
+    def __init__(self, s: Any, bitcast: bool) -> None:
+        from mpmd_lab import dtypes
+
+        def cost(n: int, dtype: str) -> int:
+            n *= dtypes.bits(dtype) // 8 if bitcast else 1
+            return n * (4 if n < 2**31 else 8)
+
+        c = s.call
+        held = gmem = scratch = 0
+        for arrays in (s.buffers, c.outputs):
+            for b in arrays.values():
+                n = math.prod(b.shape)
+                held += n
+                gmem += cost(n, b.dtype)
+        for sc in c.scratch.values():
+            n = math.prod(sc.shape)
+            held += n
+            scratch += cost(n, sc.dtype)
+        blocks = max(
+            (
+                math.prod(p.mesh.grid.values()) * math.prod(p.mesh.cluster.values())
+                for p in c.programs
+            ),
+            default=1,
+        )
+        self.elements = held
+        self.offsets = s.num_devices * (gmem + blocks * scratch)
+
+
 def offsets_bytes(s: Any) -> int:
-    """What the data-free run holds at most for its views' offsets: one int32 (int64 past
-    2 GiB) per element of every buffer and output on every device, and of every scratch
-    in every block (each its own memory), bytes of each element where a bitcast needs them."""
-    from mpmd_lab import dtypes
+    """:attr:`Footprint.offsets` of the call."""
     from mpmd_lab.engine.core import _uses_bitcast
 
-    bytes_each = _uses_bitcast(s)
-
-    def cost(shape: Any, dtype: str) -> int:
-        n = math.prod(shape) * (dtypes.bits(dtype) // 8 if bytes_each else 1)
-        return n * (4 if n < 2**31 else 8)
-
-    c = s.call
-    gmem = sum(cost(b.shape, b.dtype) for b in s.buffers.values())
-    gmem += sum(cost(o.shape, o.dtype) for o in c.outputs.values())
-    blocks = max(
-        (math.prod(p.mesh.grid.values()) * math.prod(p.mesh.cluster.values()) for p in c.programs),
-        default=1,
-    )
-    scratch = sum(cost(sc.shape, sc.dtype) for sc in c.scratch.values())
-    return s.num_devices * (gmem + blocks * scratch)
+    return Footprint(s, _uses_bitcast(s)).offsets
 
 
 def elements(s: Any) -> int:
-    """Elements of every buffer, output and scratch array of the call (one device's)."""
-    shapes = [b.shape for b in s.buffers.values()]
-    shapes += [o.shape for o in s.call.outputs.values()]
-    shapes += [getattr(x, "shape", ()) for x in s.call.scratch.values()]
-    return sum(math.prod(sh) for sh in shapes)
+    """:attr:`Footprint.elements` of the call (one device's)."""
+    return Footprint(s, False).elements
 
 
 #: why the last ``_run`` gave no outcome, when it was not the engine's own SimError
@@ -378,47 +414,77 @@ MAX_EXPLORE_STEPS = 100_000
 EXPLORE_SECONDS = 300.0
 
 
-def _explore(s: Any, data: bool = False, reads: Any = None) -> Any:
+def _explore(s: Any, prep: Prepared, data: bool = False) -> Any:
     """Every schedule that matters (:mod:`mpmd_lab.engine.explore`): which signals each
     semaphore wait saw, which of two competing waits went first, which phase each barrier
     arrival joined, where each semaphore read fell (``data``: following the values;
-    ``reads``: :func:`_sem_reads`, which the engine would otherwise find per run). None
-    where the engine could not run."""
+    ``prep``: the call as every run shares it). None where the engine could not run."""
     from mpmd_lab.engine.explore import explore
 
-    found = None if not reads else {("reads", p): r for p, r in enumerate(reads)}
     return _guarded(
         lambda: explore(
-            lambda chooser: _engine(s, "grid", data, chooser=chooser),
+            lambda chooser: _engine(s, "grid", data, chooser=chooser, prepared=prep),
             max_runs=MAX_SCHEDULES,
             max_steps=MAX_EXPLORE_STEPS,
             max_seconds=EXPLORE_SECONDS,
-            found=found,
         )
     )
 
 
+class _PlanNames:
+    """What the check reads off its plan's statements in one pass: whether every name
+    resolved (``ok``), per program the names its statements read refs by (``used``: a
+    statement's refs, a view's source, what its expressions load) and the statements
+    that read a semaphore (``reads``: by the plan's flat index, the engine's, with the
+    names they read; None where the call has no semaphore), whether any statement's
+    expressions load or read (``loads``) and whether a view bitcasts (``bitcast``: an
+    argument's transform or a ``let``'s)."""
+
+    __slots__ = ("ok", "used", "reads", "loads", "bitcast")
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ok = True
+        self.loads = False
+        self.used: list[set[str]] = []
+        c = ctx.s.call
+        sems = any(isinstance(v, SemaphoreScratch) for v in c.scratch.values())
+        bitcast = any(t.REINTERPRETS for a in c.args for t in a.transforms)
+        reads: list[dict[int, tuple[str, ...]]] = []
+        for p in ctx.programs:
+            used: set[str] = set()
+            found: dict[int, tuple[str, ...]] = {}
+            for st in p.stmts:
+                if not st.ok:
+                    self.ok = False
+                if not bitcast and type(st.node) is Let:
+                    bitcast = any(t.REINTERPRETS for t in st.node.transforms)
+                for b in st.refs.values():
+                    used.add(b.name)
+                if st.loads:
+                    self.loads = True
+                    used.update(st.loads)
+                if sems:
+                    names = read_names(st.node, exprs=bool(st.loads))
+                    if names:
+                        found[st.index] = names
+            self.used.append(used)
+            reads.append(found)
+        self.reads = reads if sems else None
+        self.bitcast = bitcast
+
+
 def _sem_reads(ctx: Ctx) -> list[dict[int, tuple[str, ...]]] | None:
     """Per program, its statements that read a semaphore (by the plan's flat index: the
-    engine's) and the names they read: what the exploration makes choices of. Only
-    statements that load or read (the plan's ``loads``) and computes are looked at; None
-    where the call has no semaphore (the engine sees that at once)."""
-    out: list[dict[int, tuple[str, ...]]] = []
-    if not any(isinstance(v, SemaphoreScratch) for v in ctx.s.call.scratch.values()):
-        return None
-    for p in ctx.programs:
-        found: dict[int, tuple[str, ...]] = {}
-        for st in p.stmts:
-            names = read_names(st.node, exprs=bool(st.loads))
-            if names:
-                found[st.index] = names
-        out.append(found)
-    return out
+    engine's) and the names they read: what the exploration makes choices of; None
+    where the call has no semaphore (:class:`_PlanNames`)."""
+    return _PlanNames(ctx).reads
 
 
 def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
     """The races and deadlock every explored run found, into the first run's outcome
     ``gpu``; id(race or deadlock list) -> its witness."""
+    if not ex.races and ex.deadlock is None and not ex.leftover:
+        return {}  # (nothing found in any run: nothing to merge or witness)
     from mpmd_lab.validate.witness import deadlock_witness, race_witness
 
     out: dict[int, Any] = {}
@@ -897,6 +963,8 @@ def _view_text(ctx: Ctx, b: Binding) -> str:
 
 
 def _leftover(ctx: Ctx, out: Outcome) -> None:
+    if not out.leftover:
+        return
     groups: dict[str, list[tuple[str, int]]] = {}
     for label, value, path in out.leftover:
         groups.setdefault(path, []).append((label, value))
@@ -1002,4 +1070,4 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> No
     )
 
 
-__all__ = ["MAX_ELEMENTS", "MAX_STEPS", "check_sync", "elements"]
+__all__ = ["MAX_ELEMENTS", "MAX_STEPS", "Footprint", "check_sync", "elements"]
