@@ -343,27 +343,36 @@ class Prepared:
     an exploring run), whether a transform bitcasts (``bitcast``), the devices'
     coordinates and the barriers. An :class:`Engine` makes its own where it is given
     none; the static check makes one per check and hands it to each of its runs, with
-    ``used``, ``reads`` and ``bitcast`` read off its plan (None: found here)."""
+    ``used``, ``reads`` and ``bitcast`` read off its plan (None: found here; ``data``:
+    only runs following values use it, which make every view: no names are gathered)."""
 
     __slots__ = (
-        "s", "params", "inputs", "param_steps", "scratch", "programs", "used", "reads",
-        "bitcast", "dev_coords", "nbars", "_infos",
+        "s", "mesh", "ndev", "devices", "params", "inputs", "param_steps", "scratch",
+        "programs", "used", "reads", "bitcast", "dev_coords", "nbars", "_infos",
     )  # fmt: skip
 
     def __init__(
         self,
         scenario: Scenario,
-        used: list[set[str]] | None = None,
+        used: list[set[str] | None] | None = None,
         reads: list[dict[int, tuple[str, ...]]] | None = None,
         bitcast: bool | None = None,
+        data: bool = False,
     ) -> None:
         s, c = scenario, scenario.call
         self.s = s
+        #: the device mesh (axis -> size), the number of devices and every device
+        self.mesh = dict(s.device_mesh or {})
+        self.ndev = ndev = s.num_devices
+        self.devices = list(range(ndev))
         self._bind()
         self.scratch = dict(c.scratch)
         sems = any(isinstance(v, SemaphoreScratch) for v in c.scratch.values())
         #: per program: its mesh's facts and compiled body (``Engine._plan``'s info)
         self.programs: list[dict[str, Any]] = []
+        if used is None:  # (following values every view is made: no names are needed)
+            used = [None if data else _names_used(p.body) for p in c.programs]
+        self.used = used
         known = bitcast is not None
         if not known:
             bitcast = any(t.REINTERPRETS for a in c.args for t in a.transforms)
@@ -372,7 +381,7 @@ class Prepared:
             grid, cluster = dict(m.grid), dict(m.cluster)
             nthreads = m.threads.count if m.threads else 1
             tname = m.threads.name if m.threads and m.threads.name else None
-            sizes = {**(s.device_mesh or {}), **grid, **cluster}
+            sizes = {**self.mesh, **grid, **cluster}
             if tname:
                 sizes[tname] = nthreads
             nodes, _ = compile_body(list(prog.body), f"call.programs[{p}].body", [0])
@@ -387,21 +396,20 @@ class Prepared:
                     "nthreads": nthreads,
                     "tname": tname,
                     "nodes": nodes,
+                    "used": self.used[p],
                     "sizes": sizes,
                     "grid_shape": tuple(grid.values()),
                 }
             )
         #: whether a view bitcasts (the data-free mode then keeps every byte of its views)
         self.bitcast = bool(bitcast)
-        self.used = used if used is not None else [_names_used(p.body) for p in c.programs]
         if not sems:
             self.reads: list[dict[int, tuple[str, ...]]] = [{} for _ in c.programs]
         elif reads is not None:
             self.reads = reads
         else:
             self.reads = [_sem_reads(info["nodes"]) for info in self.programs]
-        axes = tuple((s.device_mesh or {}).values())
-        ndev = s.num_devices
+        axes = tuple(self.mesh.values())
         self.dev_coords = [_unravel(axes, d) for d in range(ndev)] if ndev <= 1 << 16 else None
         self.nbars = sum(
             sc.num_barriers for sc in c.scratch.values() if isinstance(sc, BarrierScratch)
@@ -464,6 +472,9 @@ class Prepared:
         """Each program's info for a run: following values (``data``: every view is
         made) or not, and exploring semaphore reads (``reading``: a choice before each
         statement that reads one, on a body of its own)."""
+        reading = reading and any(self.reads)
+        if not data and not reading:
+            return self.programs
         key = (data, reading)
         got = self._infos.get(key)
         if got is None:
@@ -586,7 +597,7 @@ class Engine:
     ):
         self.s = scenario
         #: what every run over this scenario shares (made here where none is given)
-        self.prepared = prepared if prepared is not None else Prepared(scenario)
+        self.prepared = prepared if prepared is not None else Prepared(scenario, data=data)
         #: a problem fails the run (the simulator), or is recorded as a finding and the
         #: run goes on (the static check: data-free, or following values; default: with
         #: data, strict)
@@ -605,10 +616,10 @@ class Engine:
         self.mode = scenario.run.interpret
         self.pid_mode = program_id
         self.limits = limits or Limits()
-        self.mesh = dict(scenario.device_mesh or {})
-        self.ndev = scenario.num_devices
+        self.mesh = self.prepared.mesh
+        self.ndev = self.prepared.ndev
         self.sample = sample
-        self.devices = sample_devices if sample_devices is not None else list(range(self.ndev))
+        self.devices = sample_devices if sample_devices is not None else self.prepared.devices
         self.out = Outcome(log=AccessLog(log_limit, max_races, log_tally))
         self.memory = self.out.memory
         self._whole: dict[Base, View] = {}
@@ -2129,6 +2140,8 @@ def read_names(op: Any, exprs: bool = True) -> tuple[str, ...]:
         ]
     if isinstance(op, Compute):
         names += op.sem_names()
+    elif not names:
+        return ()
     return tuple(dict.fromkeys(names))
 
 

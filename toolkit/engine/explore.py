@@ -251,14 +251,17 @@ def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
 
 class Point:
     """One choice point of a run: the actors whose semaphore waits were ready
-    (``options``, each with its wait's semaphore key and path), the one chosen and the
-    signal set it saw (index ``choice`` of ``nsets``; ``sets``: the sets offered)."""
+    (``options``, each with its wait's semaphore key and path), the one chosen (``key``:
+    its wait's, at ``at`` in ``options``) and the signal set it saw (index ``choice`` of
+    ``nsets``; ``sets``: the sets offered)."""
 
     __slots__ = (
         "options",
         "keys",
         "paths",
         "actor",
+        "at",
+        "key",
         "choice",
         "nsets",
         "sets",
@@ -279,6 +282,8 @@ class Point:
         self.keys = keys
         self.paths = paths
         self.actor = -1
+        self.at = 0
+        self.key: tuple = ()
         self.choice = 0
         self.nsets = 1
         self.sets: list[Cut] = []
@@ -319,7 +324,9 @@ class Chooser:
                 f"there (ready: {pt.options})"
             )
             actor, choice = pt.options[0], 0
-        run = frontier[pt.options.index(actor)]
+        pt.at = pt.options.index(actor)
+        pt.key = pt.keys[pt.at]
+        run = frontier[pt.at]
         w = run.blocked
         pt.vc = w.engine.clocks.snapshot(w.a)
         if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
@@ -383,8 +390,7 @@ class _Index:
         #: actor -> the points where it was chosen
         self.chosen: dict[int, list[int]] = {}
         for i, pt in enumerate(points):
-            key = pt.keys[pt.options.index(pt.actor)]
-            self.waits.setdefault(key, {}).setdefault(pt.actor, []).append(i)
+            self.waits.setdefault(pt.key, {}).setdefault(pt.actor, []).append(i)
             self.chosen.setdefault(pt.actor, []).append(i)
         #: semaphore key -> signaller -> its signals (indices into ``signals``)
         self.sends: dict[tuple, dict[int, list[int]]] = {}
@@ -439,7 +445,7 @@ def reversals(
     index = _Index(points, signals)
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
-        key = pt.keys[pt.options.index(pt.actor)]
+        key = pt.key
         if key in unwatched:
             continue
         for k, b in enumerate(pt.options):
@@ -530,7 +536,7 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
     names = {a: actor.describe() for a, actor in engine.actors.items()}
     said = []
     for p in pts:
-        k = p.options.index(p.actor)
+        k = p.at
         if p.phase >= 0:
             said.append(
                 {

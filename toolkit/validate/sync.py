@@ -318,23 +318,14 @@ class Footprint:
     __slots__ = ("elements", "offsets")
 
     def __init__(self, s: Any, bitcast: bool) -> None:
-        from mpmd_lab import dtypes
-
-        def cost(n: int, dtype: str) -> int:
-            n *= dtypes.bits(dtype) // 8 if bitcast else 1
-            return n * (4 if n < 2**31 else 8)
-
         c = s.call
         held = gmem = scratch = 0
         for arrays in (s.buffers, c.outputs):
             for b in arrays.values():
-                n = math.prod(b.shape)
-                held += n
-                gmem += cost(n, b.dtype)
+                gmem += math.prod(b.shape)
         for sc in c.scratch.values():
-            n = math.prod(sc.shape)
-            held += n
-            scratch += cost(n, sc.dtype)
+            scratch += math.prod(sc.shape)
+        held = gmem + scratch
         blocks = max(
             (
                 math.prod(p.mesh.grid.values()) * math.prod(p.mesh.cluster.values())
@@ -342,8 +333,27 @@ class Footprint:
             ),
             default=1,
         )
+        if bitcast or held >= 2**31:  # (bytes per element, or an int64 offset: per array)
+            gmem, scratch = self._bytes(s, bitcast)
+        else:
+            gmem, scratch = 4 * gmem, 4 * scratch
         self.elements = held
         self.offsets = s.num_devices * (gmem + blocks * scratch)
+
+    @staticmethod
+    def _bytes(s: Any, bitcast: bool) -> tuple[int, int]:
+        """The offsets' bytes of one device's buffers and outputs, and of one block's
+        scratch, array by array."""
+        from mpmd_lab import dtypes
+
+        def cost(shape: Any, dtype: str) -> int:
+            n = math.prod(shape) * (dtypes.bits(dtype) // 8 if bitcast else 1)
+            return n * (4 if n < 2**31 else 8)
+
+        c = s.call
+        gmem = sum(cost(b.shape, b.dtype) for b in s.buffers.values())
+        gmem += sum(cost(o.shape, o.dtype) for o in c.outputs.values())
+        return gmem, sum(cost(sc.shape, sc.dtype) for sc in c.scratch.values())
 
 
 def offsets_bytes(s: Any) -> int:
@@ -362,6 +372,10 @@ def elements(s: Any) -> int:
 _FAILED: list[str] = []
 
 
+#: the bounds of every run of the check
+_LIMITS = Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK)
+
+
 def _engine(s: Any, pid: str, data: bool = False, **kw: Any) -> Engine:
     """The check's engine over the call (``pid``: how ``pl.program_id`` reads), data-free
     (``data``: following the values, for indices loaded from memory the kernel writes),
@@ -371,7 +385,7 @@ def _engine(s: Any, pid: str, data: bool = False, **kw: Any) -> Engine:
         data=data,
         strict=False,
         program_id=pid,
-        limits=Limits(max_steps=MAX_STEPS, max_seconds=MAX_SECONDS, max_work=MAX_WORK),
+        limits=_LIMITS,
         log_limit=0,
         log_tally=False,
         max_races=16,
@@ -445,7 +459,7 @@ class _PlanNames:
     def __init__(self, ctx: Ctx) -> None:
         self.ok = True
         self.loads = False
-        self.used: list[set[str]] = []
+        self.used: list[set[str] | None] = []
         c = ctx.s.call
         sems = any(isinstance(v, SemaphoreScratch) for v in c.scratch.values())
         bitcast = any(t.REINTERPRETS for a in c.args for t in a.transforms)
