@@ -570,18 +570,19 @@ def _uses_program_id(t: Any) -> bool | None:
 # ---------------------------------------------------------------- lookups
 
 
+#: the last check's statements by path: (its programs, path -> statement)
+_BY_PATH: list[Any] = [None, {}]
+
+
 def _stmt(ctx: Ctx, path: str) -> Stmt | None:
     """The statement at ``path`` (the engine's text path)."""
     try:
         key = parse_path(path)
     except ValueError:
         return None
-    for prog in ctx.programs:
-        if key[: len(prog.path)] == prog.path:
-            for st in prog.stmts:
-                if st.path == key:
-                    return st
-    return None
+    if _BY_PATH[0] is not ctx.programs:  # (indexed once per check: the plan's own list)
+        _BY_PATH[:] = [ctx.programs, {st.path: st for p in ctx.programs for st in p.stmts}]
+    return _BY_PATH[1].get(key)
 
 
 def _binding(ctx: Ctx, f: Any) -> Binding | None:
@@ -959,20 +960,20 @@ def _signal_view_fix(ctx: Ctx, sig: Stmt, bw: Binding, wait_path: str) -> Fix | 
         return None
     if bs.path[:-1] != bw.path[:-1]:
         return None  # a view named in another body may not see the wait's loop variables
-    data = ctx.s.to_dict()
-    want = get_path(data, (*bw.path, "transforms"))
-    if want == get_path(data, (*bs.path, "transforms")):
+    waited, sent = get_path(ctx.s, bw.path), get_path(ctx.s, bs.path)
+    if waited.transforms == sent.transforms:
         return None
+    # (the wait's transforms in their JSON form, as the scenario's ``to_dict`` has them)
+    want = [t.model_dump(mode="json", by_alias=True, exclude_none=False) for t in waited.transforms]
     return Fix(
         description=f"signal what {wait_path} waits on: {bs.name} = "
-        f"{_view_text(ctx, bw)} (was {_view_text(ctx, bs)}), the same view as {bw.name}",
+        f"{_view_text(waited)} (was {_view_text(sent)}), the same view as {bw.name}",
         edits=[Edit(op="replace", path=format_path((*bs.path, "transforms")), value=want)],
     )
 
 
-def _view_text(ctx: Ctx, b: Binding) -> str:
+def _view_text(let: Any) -> str:
     """A let's view as its label reads (``sems.at[i]``)."""
-    let = get_path(ctx.s, b.path)
     return ".".join([let.ref, *(t.label() for t in let.transforms)])
 
 
