@@ -445,3 +445,48 @@ def test_buffers_too_big_for_the_race_check_say_so_within_its_memory():
         assert peak < 64 * 2**20, peak / 2**20
     # the same call at a size the check takes is checked (and valid)
     assert list(analyze(copy(1024)).diagnostics) == []
+
+
+def _returns(body: list) -> bool:
+    """Whether a body (nested ones too) has a ``return``."""
+    from mpmd_lab.ops import Return
+
+    return any(
+        isinstance(st, Return) or (getattr(st, "BODY", False) and _returns(st.body)) for st in body
+    )
+
+
+def test_the_plan_tells_the_engine_what_its_bodies_would():
+    """The check sets its runs up from its plan (``_PlanNames``: the names statements
+    read refs by, the statements that read a semaphore, whether a view bitcasts); an
+    engine given none finds them in the bodies. Both agree on every scenario the golden
+    dump covers, where the plan resolved every name (short of a ``return``, whose
+    statements after it the plan never resolves: there only what the plan has)."""
+    from mpmd_lab.engine.core import Prepared
+    from mpmd_lab.validate.context import Ctx
+    from mpmd_lab.validate.sync import _PlanNames
+
+    from bench.golden import sources
+
+    compared = 0
+    for name, path in sources():
+        try:
+            s = load_scenario(path)
+        except Exception:  # noqa: BLE001 - a file that does not load has no plan
+            continue
+        names = _PlanNames(Ctx(s))
+        if not names.ok:
+            continue
+        try:
+            own = Prepared(s)
+        except Exception:  # noqa: BLE001 - a buffer the engine cannot bind: no run
+            continue
+        for p, prog in enumerate(s.call.programs):
+            assert names.used[p] <= own.used[p], (name, p)
+            if not _returns(prog.body):
+                assert names.used[p] == own.used[p], (name, p)
+        assert (names.reads or [{} for _ in s.call.programs]) == own.reads, name
+        if not any(_returns(prog.body) for prog in s.call.programs):
+            assert names.bitcast == own.bitcast, name
+        compared += 1
+    assert compared >= 300, compared

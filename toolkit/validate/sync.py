@@ -570,8 +570,9 @@ def _uses_program_id(t: Any) -> bool | None:
 # ---------------------------------------------------------------- lookups
 
 
-#: the last check's statements by path: (its programs, path -> statement)
-_BY_PATH: list[Any] = [None, {}]
+#: the last check's statements by path: (its plan's programs, path -> statement), one
+#: pair (read and replaced whole)
+_BY_PATH: list[tuple[Any, dict]] = [(None, {})]
 
 
 def _stmt(ctx: Ctx, path: str) -> Stmt | None:
@@ -580,9 +581,11 @@ def _stmt(ctx: Ctx, path: str) -> Stmt | None:
         key = parse_path(path)
     except ValueError:
         return None
-    if _BY_PATH[0] is not ctx.programs:  # (indexed once per check: the plan's own list)
-        _BY_PATH[:] = [ctx.programs, {st.path: st for p in ctx.programs for st in p.stmts}]
-    return _BY_PATH[1].get(key)
+    programs, by_path = _BY_PATH[0]
+    if programs is not ctx.programs:  # (indexed once per check: the plan's own list)
+        by_path = {st.path: st for p in ctx.programs for st in p.stmts}
+        _BY_PATH[0] = (ctx.programs, by_path)
+    return by_path.get(key)
 
 
 def _binding(ctx: Ctx, f: Any) -> Binding | None:
