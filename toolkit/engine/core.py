@@ -2055,11 +2055,6 @@ def _affine_spans(view: View, start: int, whole: View) -> list[tuple[int, int]] 
     return [(int(a), int(a) + length) for a in starts.tolist()]
 
 
-def c_scratch(s: Scenario) -> list[Any]:
-    """The call's scratch kinds."""
-    return list(s.call.scratch.values())
-
-
 def written_buffers(s: Scenario) -> frozenset[str]:
     """The buffers some statement may write (through a parameter or any view of one):
     an index loaded from any other input is the call's initial value on every
@@ -2156,24 +2151,6 @@ def _sem_reads(nodes: tuple[_Node, ...]) -> dict[int, tuple[str, ...]]:
         if node.children:
             out.update(_sem_reads(node.children))
     return out
-
-
-def _uses_bitcast(s: Scenario) -> bool:
-    """Whether any transform stack of the call bitcasts (the data-free mode then keeps
-    every byte of its views)."""
-
-    def stacks(body: list[Any]):
-        for st in body:
-            if type(st) is Let:  # (no subclasses; a failing isinstance of a model is slow)
-                yield st.transforms
-            if getattr(st, "BODY", False):
-                yield from stacks(st.body)
-
-    c = s.call
-    every = [a.transforms for a in c.args]
-    for prog in c.programs:
-        every.extend(stacks(list(prog.body)))
-    return any(t.REINTERPRETS for ts in every for t in ts)
 
 
 def deadlock_diagnostic(blocked: list[Blocked], stage: str = "simulate") -> Diagnostic:

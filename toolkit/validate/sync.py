@@ -357,10 +357,8 @@ class Footprint:
 
 
 def offsets_bytes(s: Any) -> int:
-    """:attr:`Footprint.offsets` of the call."""
-    from mpmd_lab.engine.core import _uses_bitcast
-
-    return Footprint(s, _uses_bitcast(s)).offsets
+    """:attr:`Footprint.offsets` of the call (whether a view bitcasts: its bodies say)."""
+    return Footprint(s, Prepared(s).bitcast).offsets
 
 
 def elements(s: Any) -> int:
