@@ -370,7 +370,12 @@ class Prepared:
         sems = any(isinstance(v, SemaphoreScratch) for v in c.scratch.values())
         #: per program: its mesh's facts and compiled body (``Engine._plan``'s info)
         self.programs: list[dict[str, Any]] = []
-        if used is None:  # (following values every view is made: no names are needed)
+        # the names some statement reads a ref by: the data-free run skips the views
+        # nobody names (each costs an offsets array per actor: 1,000 of them were most
+        # of a check); what a view alone can raise is a trace error, which the rules
+        # report and which stops the check before the run (following values, every
+        # view is made: no names are needed)
+        if used is None:
             used = [None if data else _names_used(p.body) for p in c.programs]
         self.used = used
         known = bitcast is not None
