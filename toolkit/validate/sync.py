@@ -152,9 +152,10 @@ def check_sync(ctx: Ctx) -> None:
     reported = _interp_findings(ctx, interp)
     _gpu_findings(ctx, gpu, reported, pid_bug)
     witnesses = _merge(s, gpu, ex)
-    _races(ctx, interp, gpu, witnesses)
+    wait = _wait_fix(ctx, gpu)  # (what a race and a leftover signal both offer)
+    _races(ctx, interp, gpu, wait, witnesses)
     _deadlock(ctx, gpu, witnesses)
-    _leftover(ctx, gpu)
+    _leftover(ctx, gpu, wait)
     _data_reads(ctx, gpu, ex.runs if followed else 0, ex, names.loads)
     stopped_on_data = _stopped_on(gpu, "DATA_DEPENDENT") or _stopped_on(gpu, "OOB_INDEX")
     if not ex.complete and not gpu.stopped and not stopped_on_data:  # (DATA_DEPENDENT says)
@@ -853,7 +854,9 @@ def _threads_only(a: Any, b: Any) -> bool:
     return (a.device, a.grid, a.cluster) == (b.device, b.grid, b.cluster)
 
 
-def _races(ctx: Ctx, interp: Outcome, gpu: Outcome, witnesses: dict | None = None) -> None:
+def _races(
+    ctx: Ctx, interp: Outcome, gpu: Outcome, fix: Fix | None, witnesses: dict | None = None
+) -> None:
     """Races as errors, whatever ``detect_races`` says (a race is the kernel's).
 
     RACE_DETECTED: what a race detector over happens-before finds in a kernel that
@@ -864,7 +867,6 @@ def _races(ctx: Ctx, interp: Outcome, gpu: Outcome, witnesses: dict | None = Non
     if not gpu.log.races and not interp.log.races:
         return  # (nothing to say: the fix and the code are for races)
     s = ctx.s
-    fix = _wait_fix(ctx, gpu)
     code = "RACE_DETECTED" if synchronises(s) else "RACE"
     done: set[tuple[str, str]] = set()
     if s.run.detect_races and s.run.interpret == "gpu" and interp.log.races:
@@ -978,13 +980,12 @@ def _view_text(let: Any) -> str:
     return ".".join([let.ref, *(t.label() for t in let.transforms)])
 
 
-def _leftover(ctx: Ctx, out: Outcome) -> None:
+def _leftover(ctx: Ctx, out: Outcome, fix: Fix | None) -> None:
     if not out.leftover:
         return
     groups: dict[str, list[tuple[str, int]]] = {}
     for label, value, path in out.leftover:
         groups.setdefault(path, []).append((label, value))
-    fix = _wait_fix(ctx, out)
     keeping = _keeping_waits(ctx)
     kept = (
         f" (a semaphore_wait with decrement=False, as at {keeping[0]}, takes nothing off: "
@@ -1052,7 +1053,7 @@ def _sampled(ctx: Ctx, steps: int, pid_bug: bool, unlike: str | None = "") -> No
         reported = _interp_findings(ctx, interp or gpu)
         _gpu_findings(ctx, gpu, reported, pid_bug)
         if plain and unlike is not None:  # nothing orders threads: a sampled race is one
-            _races(ctx, interp or gpu, gpu)
+            _races(ctx, interp or gpu, gpu, _wait_fix(ctx, gpu))
     exact = affine(ctx) and gpu is not None
     if failed:
         _FAILED[:] = failed
