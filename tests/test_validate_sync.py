@@ -490,3 +490,22 @@ def test_the_plan_tells_the_engine_what_its_bodies_would():
             assert names.bitcast == own.bitcast, name
         compared += 1
     assert compared >= 300, compared
+
+
+def test_the_interpreters_own_run_is_made_where_a_block_reads_its_program_id():
+    """Tiles chosen with pl.program_id: on a GPU each block has its own, under JAX's GPU
+    interpreter (program_id 0 in every block) both write tile 0. The check runs the call
+    as the interpreter does only where a run read pl.program_id: asked to detect races,
+    the interpreter's race is reported with JAX's message; with ``block`` indices (no
+    program_id read) the same kernel has none."""
+    from mpmd_lab.knowledge import card
+    from mpmd_lab.validate import analyze
+
+    d = load_scenario(card("PROGRAM_ID_GPU_INTERP").example.scenario).to_dict()
+    d["run"]["detect_races"] = True
+    races = [x for x in analyze(load_scenario(d)).diagnostics if x.code == "RACE_DETECTED"]
+    assert len(races) == 1 and races[0].jax is not None
+    assert races[0].jax.message == "RACE DETECTED" and races[0].path.endswith("body[2].dst")
+    for let in d["call"]["programs"][0]["body"][:2]:
+        let["transforms"][0]["index"][0] = {"block": "b", "size": 128}
+    assert not [x for x in analyze(load_scenario(d)).diagnostics if x.is_error]
