@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mpmd_lab import fixes, gallery
 from mpmd_lab.engine.shadow import RunMap
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
+from mpmd_lab.validate import check
 
 from bench.simulate_scaling import ring  # the ring all-gather on any device count (one builder)
 
@@ -492,3 +494,29 @@ def test_view_runs_kept_across_runs_are_the_views_own_elements(monkeypatch):
     assert len(seen) > 500 and core._AFFINE
     for view, pairs in seen:
         assert pairs == [tuple(x) for x in runs_of(view.elements()).tolist()]
+
+
+def _unreachable_after(work) -> int:
+    """How many objects ``work()`` leaves that only the cycle collector frees (run with
+    the collector off; what was garbage before it is collected first)."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        work()
+        return gc.collect()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("name", gallery.names())
+def test_a_finished_check_or_simulation_leaves_nothing_for_the_cycle_collector(name):
+    """A run's actors, their readers and body generators, and the helpers' walks hold no
+    reference cycle once the run is over: a whole check (its rules, race check and
+    candidate fixes' checks) and a simulation are freed by reference counting alone."""
+    check(gallery.load(name))  # (first: what a process does once, its caches)
+    fixes.clear_cache()  # (the candidates checked again, not taken from the cache)
+    assert _unreachable_after(lambda: check(gallery.load(name))) == 0
+    simulate(gallery.load(name))
+    assert _unreachable_after(lambda: simulate(gallery.load(name))) == 0

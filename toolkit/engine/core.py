@@ -101,21 +101,23 @@ def step_estimate(s: Scenario) -> int:
 def synchronises(s: Scenario) -> bool:
     """Whether the call orders anything (a semaphore, a barrier, an async copy): races in
     it are then what a detector over happens-before finds (RACE_DETECTED), else RACE."""
+    return any(_orders(list(p.body)) for p in s.call.programs)
 
-    def walk(body: list[Any]) -> bool:
-        for st in body:
-            ref_fields = getattr(st, "ref_fields", None)
-            if ref_fields is not None:
-                for _, _, acc in ref_fields():
-                    if acc == SYNC:
-                        return True
-            if isinstance(st, (CopyGmemToSmem, CopySmemToGmem)):
-                return True
-            if getattr(st, "BODY", False) and walk(st.body):
-                return True
-        return False
 
-    return any(walk(list(p.body)) for p in s.call.programs)
+def _orders(body: list[Any]) -> bool:
+    """Whether a statement of ``body`` (nested bodies included) synchronises (a module
+    function: a recursive closure is a reference cycle, left to the cycle collector)."""
+    for st in body:
+        ref_fields = getattr(st, "ref_fields", None)
+        if ref_fields is not None:
+            for _, _, acc in ref_fields():
+                if acc == SYNC:
+                    return True
+        if isinstance(st, (CopyGmemToSmem, CopySmemToGmem)):
+            return True
+        if getattr(st, "BODY", False) and _orders(st.body):
+            return True
+    return False
 
 
 class _Skip(Exception):
@@ -578,6 +580,16 @@ class _Run:
 
     def env_(self) -> E.Env:
         return self.env
+
+    def end(self) -> None:
+        """The run is over (finished, or the whole run stopped): its generator closed
+        and its reader let go, so nothing of it refers back to it (its env's reader and
+        its body's frame do while it runs) and it is freed without the cycle collector."""
+        gen, self.gen = self.gen, None
+        if gen is not None:
+            gen.close()
+        self.env.data = None
+        self.blocked = None
 
 
 class Engine:
@@ -1708,6 +1720,7 @@ class Engine:
                         r = next(run.gen)
                     except StopIteration:
                         progressed = left = run.gone = True
+                        run.end()
                         continue
                     run.blocked = r
                     if r is not None:
@@ -1766,6 +1779,11 @@ class Engine:
                 out.error = SimError(e.code, "call.programs", str(e))
         except SimError as e:
             out.error = e
+        finally:
+            for run in active:
+                run.end()
+            for run in parked:
+                run.end()
         out.steps = steps
         out.unordered = sorted(b.label for b in self.barriers.values() if b.order_matters)
         if out.error is None and not out.deadlock and not out.stopped:
