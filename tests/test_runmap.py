@@ -7,9 +7,9 @@ from mpmd_lab.engine.shadow import RunMap
 
 def _segments(m: RunMap) -> list[int]:
     out: list[int] = []
-    for k, start in enumerate(m.bounds):
-        stop = m.bounds[k + 1] if k + 1 < len(m.bounds) else m.size
-        out += [m.vals[k]] * (stop - start)
+    assert m.bounds[-1] == m.size  # (every segment's end at hand)
+    for k, v in enumerate(m.vals):
+        out += [v] * (m.bounds[k + 1] - m.bounds[k])
     return out
 
 
@@ -19,10 +19,9 @@ def test_assign_and_query_match_a_value_per_element() -> None:
         size = rng.randint(1, 40)
         m, ref = RunMap(size), [-1] * size
         for _ in range(rng.randint(1, 30)):
-            if rng.random() < 0.3 and len(m.bounds) > 1:  # an existing segment again
-                k = rng.randrange(len(m.bounds))
-                stop = m.bounds[k + 1] if k + 1 < len(m.bounds) else size
-                spans = [(m.bounds[k], stop)]
+            if rng.random() < 0.3 and len(m.vals) > 1:  # an existing segment again
+                k = rng.randrange(len(m.vals))
+                spans = [(m.bounds[k], m.bounds[k + 1])]
             else:
                 spans, pos = [], 0
                 while pos < size and rng.random() < 0.7:

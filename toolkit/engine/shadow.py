@@ -22,16 +22,17 @@ from mpmd_lab.accesslog import Access, AccessLog, Location, Race
 
 
 class RunMap:
-    """A value for every index of ``[0, size)``, as segments: ``bounds[i]`` starts
-    segment ``i`` (to ``bounds[i+1]``, the last to ``size``) holding ``vals[i]``;
-    ``-1`` means nothing. Plain lists and ``bisect``: the maps of a run are small (a
-    few segments per writer), where numpy's per-call cost would dominate."""
+    """A value for every index of ``[0, size)``, as segments: segment ``i`` is
+    ``[bounds[i], bounds[i+1])`` holding ``vals[i]`` (``bounds`` ends with ``size``, so
+    every segment has its end at hand); ``-1`` means nothing. Plain lists and
+    ``bisect``: the maps of a run are small (a few segments per writer), where numpy's
+    per-call cost would dominate."""
 
     __slots__ = ("bounds", "empty", "size", "vals")
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.bounds = [0]
+        self.bounds = [0, size]
         self.vals = [-1]
         #: nothing set (kept by ``assign``, the one change, for the many queries)
         self.empty = True
@@ -40,52 +41,55 @@ class RunMap:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
         if self.empty:
             return []
-        bounds, vals, size = self.bounds, self.vals, self.size
-        n = len(bounds)
+        bounds, vals = self.bounds, self.vals
         out = []
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
-            while i < n and bounds[i] < b:
+            hi = bounds[i + 1]
+            while hi < b:  # the segments that end inside the span
                 v = vals[i]
                 if v >= 0:
-                    lo = bounds[i] if bounds[i] > a else a
-                    hi = bounds[i + 1] if i + 1 < n else size
-                    out.append((lo, hi if hi < b else b, v))
+                    out.append((a, hi, v))
+                a = hi
                 i += 1
+                hi = bounds[i + 1]
+            v = vals[i]  # the one it ends in
+            if v >= 0:
+                out.append((a, b, v))
         return out
-
-    def _split(self, x: int) -> int:
-        """Make ``x`` a segment start; its index."""
-        bounds = self.bounds
-        i = bisect_right(bounds, x) - 1
-        if bounds[i] == x:
-            return i
-        bounds.insert(i + 1, x)
-        self.vals.insert(i + 1, self.vals[i])
-        return i + 1
 
     def assign(self, spans: list[tuple[int, int]], value: int) -> None:
         """Set every index inside ``spans`` to ``value``."""
         if value < 0 and self.empty:
             return
-        bounds, vals, size = self.bounds, self.vals, self.size
+        bounds, vals = self.bounds, self.vals
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
-            if bounds[i] == a and (bounds[i + 1] == b if i + 1 < len(bounds) else b == size):
-                vals[i] = value  # [a, b) is segment i already (a thread reading it again)
+            if bounds[i] != a:  # a segment starts at ``a``
+                i += 1
+                bounds.insert(i, a)
+                vals.insert(i, vals[i - 1])
+            if bounds[i + 1] == b:  # [a, b) is segment i already (a thread reading it again)
+                vals[i] = value
             else:
-                i = self._split(a)
-                j = self._split(b) if b < size else len(bounds)
-                bounds[i + 1 : j] = []
+                j = bisect_right(bounds, b, i) - 1
+                if bounds[j] != b:  # one ends at ``b`` (``size`` is a bound already)
+                    j += 1
+                    bounds.insert(j, b)
+                    vals.insert(j, vals[j - 1])
+                del bounds[i + 1 : j]
                 vals[i:j] = [value]
             # merge with equal neighbours
-            if i + 1 < len(bounds) and vals[i + 1] == value:
+            if i + 1 < len(vals) and vals[i + 1] == value:
                 del bounds[i + 1]
                 del vals[i + 1]
-            if i > 0 and vals[i - 1] == value:
+            if i and vals[i - 1] == value:
                 del bounds[i]
                 del vals[i]
-        self.empty = len(vals) == 1 and vals[0] < 0
+        if value < 0:
+            self.empty = len(vals) == 1 and vals[0] < 0
+        elif spans:
+            self.empty = False
 
 
 class _Loc:
@@ -113,9 +117,10 @@ class Shadow:
         self._kept: dict[int, Access] = {}
         self.locs: dict[Location, _Loc] = {}
         self._seen: set[tuple] = set()
-        #: id(location) -> (location, its shadow): the place's state without hashing
-        #: the location (kept alive, its id stays its own)
-        self._places: dict[int, tuple[Location, _Loc]] = {}
+        #: id(location) -> its shadow: the place's state without hashing the location
+        #: (each such location kept alive in ``_alive``: its id stays its own)
+        self._places: dict[int, _Loc] = {}
+        self._alive: list[Location] = []
 
     @property
     def count(self) -> int:
@@ -150,47 +155,81 @@ class Shadow:
         self._info.append((kind, actor, stmt, loc))
         if self._logs:
             self._keep(i, kind, actor, stmt, loc, spans, pyspans)
-        place = self._places.get(id(loc))
-        if place is None:
-            found = self.locs.get(loc)
-            if found is None:
-                found = self.locs[loc] = _Loc(math.prod(shape))
-            place = self._places[id(loc)] = (loc, found)
-        sh = place[1]
-        size = sh.size
+        sh = self._places.get(id(loc))
+        if sh is None:
+            sh = self._place(loc, shape)
+        vc = self.clocks.vc[a]
+        writes = sh.writes
         if kind == "read":
-            writes = sh.writes
             if not writes.empty:
-                self._check(i, a, writes, pyspans, "read-write", sh)
+                hits = writes.query(pyspans)
+                if hits:
+                    self._check(i, a, vc, hits, "read-write", sh)
             for r, m in sh.atomics.items():
                 if r != a:
-                    self._check(i, a, m, pyspans, "read-write", sh)
+                    hits = m.query(pyspans)
+                    if hits:
+                        self._check(i, a, vc, hits, "read-write", sh)
             own = sh.reads.get(a)
             if own is None:
-                own = sh.reads[a] = RunMap(size)
+                own = sh.reads[a] = RunMap(sh.size)
             own.assign(pyspans, i)
             return
-        writes = sh.writes
         if not writes.empty:
-            self._check(i, a, writes, pyspans, "write-write", sh)
-        for r, m in sh.reads.items():
-            if r != a:
-                self._check(i, a, m, pyspans, "read-write", sh)
-        if kind == "atomic":
+            hits = writes.query(pyspans)
+            if hits:
+                self._check(i, a, vc, hits, "write-write", sh)
+        plain = kind != "atomic"
+        # a plain write clears the reads and atomics it is checked against (FastTrack):
+        # those a map holds over its spans, found by the query the check makes anyway
+        if sh.reads:
+            self._against(i, a, vc, sh.reads, pyspans, "read-write", sh, plain)
+        if not plain:
             own = sh.atomics.get(a)
             if own is None:
-                own = sh.atomics[a] = RunMap(size)
+                own = sh.atomics[a] = RunMap(sh.size)
             own.assign(pyspans, i)
             return
-        for r, m in sh.atomics.items():
-            if r != a:
-                self._check(i, a, m, pyspans, "write-write", sh)
+        if sh.atomics:
+            self._against(i, a, vc, sh.atomics, pyspans, "write-write", sh, True)
         writes.assign(pyspans, i)
-        for table in (sh.reads, sh.atomics):
-            if table:
-                for r in list(table):
-                    m = table[r]
-                    m.assign(pyspans, -1)
+
+    def _place(self, loc: Location, shape: tuple[int, ...]) -> _Loc:
+        """The state of ``loc``'s place, made at its first access (and found by the
+        object's id from then on: the object is kept alive, its id stays its own)."""
+        found = self.locs.get(loc)
+        if found is None:
+            found = self.locs[loc] = _Loc(math.prod(shape))
+        self._places[id(loc)] = found
+        self._alive.append(loc)
+        return found
+
+    def _against(
+        self,
+        i: int,
+        a: int,
+        vc: np.ndarray | None,
+        table: dict[int, RunMap],
+        spans: list[tuple[int, int]],
+        kind: str,
+        place: _Loc,
+        clear: bool,
+    ) -> None:
+        """Check access ``i`` by ``a`` against each other actor's map in ``table`` (its
+        reads, or its atomics); with ``clear``, a plain write's, what each map holds
+        over ``spans`` is cleared (a map left empty dropped)."""
+        for r, m in list(table.items()) if clear else table.items():
+            if r == a:
+                if clear:
+                    m.assign(spans, -1)
+                    if m.empty:
+                        del table[r]
+                continue
+            hits = m.query(spans)
+            if hits:
+                self._check(i, a, vc, hits, kind, place)
+                if clear:
+                    m.assign(spans, -1)
                     if m.empty:
                         del table[r]
 
@@ -219,22 +258,29 @@ class Shadow:
             log.count(actor.program, stmt[0], loc.buffer, kind, n)
 
     def _check(
-        self, i: int, a: int, m: RunMap, spans: list[tuple[int, int]], kind: str, place: _Loc
+        self,
+        i: int,
+        a: int,
+        vc: np.ndarray | None,
+        hits: list[tuple[int, int, int]],
+        kind: str,
+        place: _Loc,
     ) -> None:
-        """Races of access ``i`` by ``a`` with the accesses ``m`` holds over ``spans`` at
-        ``place`` (its location's state: one per location, it stands for it in the keys
-        of the races seen, without hashing the location)."""
-        hits = m.query(spans)
-        if not hits:
-            return
-        vc = self.clocks.vc[a]
+        """Races of access ``i`` by ``a`` (its vector clock ``vc``) with the accesses
+        ``hits`` names (``(start, stop, access)``) at ``place`` (its location's state:
+        one per location, it stands for it in the keys of the races seen, without
+        hashing the location)."""
         actor, times = self._actor, self._time
-        bad: dict[int, list[tuple[int, int]]] = {}
+        bad: dict[int, list[tuple[int, int]]] | None = None
         for lo, hi, v in hits:
             pa = actor[v]
             if pa == a or (vc is not None and vc[pa] >= times[v]):
                 continue
+            if bad is None:
+                bad = {}
             bad.setdefault(v, []).append((lo, hi))
+        if bad is None:
+            return
         for prev, segs in bad.items():
             pk, pactor, pstmt, _ = self._info[prev]
             key = (kind, actor[prev], pstmt, a, self._info[i][2], place)
