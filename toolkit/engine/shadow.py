@@ -30,12 +30,26 @@ class RunMap:
 
     __slots__ = ("bounds", "empty", "size", "vals")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, spans: list[tuple[int, int]] | None = None, value: int = -1):
+        """Nothing set, or ``value`` over ``spans`` (one span: its segments made at
+        once; a thread's first read of a place, its first write)."""
         self.size = size
+        if value >= 0 and spans is not None and len(spans) == 1:
+            a, b = spans[0]
+            bounds, vals = ([0, a], [-1, value]) if a else ([0], [value])
+            if b < size:
+                bounds.append(b)
+                vals.append(-1)
+            bounds.append(size)
+            self.bounds, self.vals = bounds, vals
+            self.empty = False
+            return
         self.bounds = [0, size]
         self.vals = [-1]
         #: nothing set (kept by ``assign``, the one change, for the many queries)
         self.empty = True
+        if spans:
+            self.assign(spans, value)
 
     def query(self, spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(start, stop, value)`` of the set segments inside ``spans``."""
@@ -60,9 +74,17 @@ class RunMap:
 
     def assign(self, spans: list[tuple[int, int]], value: int) -> None:
         """Set every index inside ``spans`` to ``value``."""
-        if value < 0 and self.empty:
-            return
         bounds, vals = self.bounds, self.vals
+        if value < 0:
+            if self.empty:
+                return
+            if len(spans) == 1:  # one span over all that is set (a write after a read)
+                a, b = spans[0]
+                if a <= bounds[0 if vals[0] >= 0 else 1] and b >= (
+                    bounds[-1] if vals[-1] >= 0 else bounds[-2]
+                ):
+                    self.bounds, self.vals, self.empty = [0, self.size], [-1], True
+                    return
         for a, b in spans:
             i = bisect_right(bounds, a) - 1
             if bounds[i] != a:  # a segment starts at ``a``
@@ -112,6 +134,9 @@ class Shadow:
         self._logs = log.limit != 0 or log.tally
         self._actor: list[int] = []
         self._time: list[int] = []
+        #: the clocks' times and vector clocks (lists they change in place)
+        self._times = clocks.time
+        self._vcs = clocks.vc
         #: per access: (kind, Actor, statement info, Location)
         self._info: list[tuple[str, Any, tuple[int, str, str, str, str], Location]] = []
         self._kept: dict[int, Access] = {}
@@ -151,48 +176,53 @@ class Shadow:
             return
         i = len(self._info)
         self._actor.append(a)
-        self._time.append(self.clocks.time[a])
+        self._time.append(self._times[a])
         self._info.append((kind, actor, stmt, loc))
         if self._logs:
             self._keep(i, kind, actor, stmt, loc, spans, pyspans)
         sh = self._places.get(id(loc))
         if sh is None:
             sh = self._place(loc, shape)
-        vc = self.clocks.vc[a]
+        vc = self._vcs[a]
         writes = sh.writes
         if kind == "read":
             if not writes.empty:
-                hits = writes.query(pyspans)
+                hits = self._unordered(writes, pyspans, a, vc)
                 if hits:
-                    self._check(i, a, vc, hits, "read-write", sh)
+                    self._report(i, a, hits, "read-write", sh)
             for r, m in sh.atomics.items():
                 if r != a:
-                    hits = m.query(pyspans)
+                    hits = self._unordered(m, pyspans, a, vc)
                     if hits:
-                        self._check(i, a, vc, hits, "read-write", sh)
+                        self._report(i, a, hits, "read-write", sh)
             own = sh.reads.get(a)
             if own is None:
-                own = sh.reads[a] = RunMap(sh.size)
-            own.assign(pyspans, i)
+                sh.reads[a] = RunMap(sh.size, pyspans, i)
+            else:
+                own.assign(pyspans, i)
             return
         if not writes.empty:
-            hits = writes.query(pyspans)
+            hits = self._unordered(writes, pyspans, a, vc)
             if hits:
-                self._check(i, a, vc, hits, "write-write", sh)
+                self._report(i, a, hits, "write-write", sh)
         plain = kind != "atomic"
         # a plain write clears the reads and atomics it is checked against (FastTrack):
-        # those a map holds over its spans, found by the query the check makes anyway
+        # those a map holds over its spans, found by the walk the check makes anyway
         if sh.reads:
             self._against(i, a, vc, sh.reads, pyspans, "read-write", sh, plain)
         if not plain:
             own = sh.atomics.get(a)
             if own is None:
-                own = sh.atomics[a] = RunMap(sh.size)
-            own.assign(pyspans, i)
+                sh.atomics[a] = RunMap(sh.size, pyspans, i)
+            else:
+                own.assign(pyspans, i)
             return
         if sh.atomics:
             self._against(i, a, vc, sh.atomics, pyspans, "write-write", sh, True)
-        writes.assign(pyspans, i)
+        if writes.empty:
+            sh.writes = RunMap(sh.size, pyspans, i)
+        else:
+            writes.assign(pyspans, i)
 
     def _place(self, loc: Location, shape: tuple[int, ...]) -> _Loc:
         """The state of ``loc``'s place, made at its first access (and found by the
@@ -225,13 +255,42 @@ class Shadow:
                     if m.empty:
                         del table[r]
                 continue
-            hits = m.query(spans)
+            hits = self._unordered(m, spans, a, vc)
+            if hits is None:  # (nothing there)
+                continue
             if hits:
-                self._check(i, a, vc, hits, kind, place)
-                if clear:
-                    m.assign(spans, -1)
-                    if m.empty:
-                        del table[r]
+                self._report(i, a, hits, kind, place)
+            if clear:
+                m.assign(spans, -1)
+                if m.empty:
+                    del table[r]
+
+    def _unordered(
+        self, m: RunMap, spans: list[tuple[int, int]], a: int, vc: np.ndarray | None
+    ) -> list[tuple[int, int, int]] | None:
+        """``(start, stop, access)`` of the accesses ``m`` holds inside ``spans`` that
+        happens-before does not order before actor ``a``'s next step (its vector clock
+        ``vc``): what races with it there; None when ``m`` holds nothing there. One walk
+        of the segments (a :meth:`RunMap.query` judged as it goes)."""
+        bounds, vals = m.bounds, m.vals
+        actor, times = self._actor, self._time
+        out = None
+        for lo, b in spans:
+            i = bisect_right(bounds, lo) - 1
+            while True:
+                hi = bounds[i + 1]
+                v = vals[i]
+                if v >= 0:
+                    if out is None:
+                        out = []
+                    pa = actor[v]
+                    if pa != a and (vc is None or vc[pa] < times[v]):
+                        out.append((lo, hi if hi < b else b, v))
+                if hi >= b:
+                    break
+                lo = hi
+                i += 1
+        return out
 
     def _keep(
         self,
@@ -257,30 +316,18 @@ class Shadow:
                 n += hi - lo
             log.count(actor.program, stmt[0], loc.buffer, kind, n)
 
-    def _check(
-        self,
-        i: int,
-        a: int,
-        vc: np.ndarray | None,
-        hits: list[tuple[int, int, int]],
-        kind: str,
-        place: _Loc,
+    def _report(
+        self, i: int, a: int, hits: list[tuple[int, int, int]], kind: str, place: _Loc
     ) -> None:
-        """Races of access ``i`` by ``a`` (its vector clock ``vc``) with the accesses
-        ``hits`` names (``(start, stop, access)``) at ``place`` (its location's state:
-        one per location, it stands for it in the keys of the races seen, without
-        hashing the location)."""
-        actor, times = self._actor, self._time
-        bad: dict[int, list[tuple[int, int]]] | None = None
+        """The races of access ``i`` by ``a`` with the accesses ``hits`` names
+        (``(start, stop, access)``, unordered before it) at ``place`` (its location's
+        state: one per location, it stands for it in the keys of the races seen, without
+        hashing the location): one per earlier access, each reported once per pair of
+        statements and actors there."""
+        actor = self._actor
+        bad: dict[int, list[tuple[int, int]]] = {}
         for lo, hi, v in hits:
-            pa = actor[v]
-            if pa == a or (vc is not None and vc[pa] >= times[v]):
-                continue
-            if bad is None:
-                bad = {}
             bad.setdefault(v, []).append((lo, hi))
-        if bad is None:
-            return
         for prev, segs in bad.items():
             pk, pactor, pstmt, _ = self._info[prev]
             key = (kind, actor[prev], pstmt, a, self._info[i][2], place)
