@@ -115,11 +115,14 @@ class RunMap:
 
 
 class _Loc:
+    """One place's state: its plain writes (None until the first), and per actor its
+    reads and atomics."""
+
     __slots__ = ("atomics", "reads", "size", "writes")
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.writes = RunMap(size)
+        self.writes: RunMap | None = None
         self.reads: dict[int, RunMap] = {}
         self.atomics: dict[int, RunMap] = {}
 
@@ -186,7 +189,7 @@ class Shadow:
         vc = self._vcs[a]
         writes = sh.writes
         if kind == "read":
-            if not writes.empty:
+            if writes is not None:
                 hits = self._unordered(writes, pyspans, a, vc)
                 if hits:
                     self._report(i, a, hits, "read-write", sh)
@@ -201,7 +204,7 @@ class Shadow:
             else:
                 own.assign(pyspans, i)
             return
-        if not writes.empty:
+        if writes is not None:
             hits = self._unordered(writes, pyspans, a, vc)
             if hits:
                 self._report(i, a, hits, "write-write", sh)
@@ -219,7 +222,7 @@ class Shadow:
             return
         if sh.atomics:
             self._against(i, a, vc, sh.atomics, pyspans, "write-write", sh, True)
-        if writes.empty:
+        if writes is None:
             sh.writes = RunMap(sh.size, pyspans, i)
         else:
             writes.assign(pyspans, i)
