@@ -895,3 +895,107 @@ def test_an_arguments_view_loads_nothing_and_a_typed_index_may_load():
         {"ds": ["off_ref[b] * 16", 16]},
         "ids[0]",
     ]
+
+
+# ---------------------------------------------------------------- too few indices
+
+
+def _ds(ref: str, start: str, name: str) -> dict:
+    return {"let": name, "ref": ref, "transforms": [{"op": "at", "index": [{"ds": [start, 1]}]}]}
+
+
+def _shaped(s: dict, shape: list[int], init: list[Any]) -> dict:
+    """``s`` with its table ``off`` of another shape."""
+    s["buffers"]["off"].update(shape=shape, init=init)
+    return s
+
+
+def _short_loads() -> dict[str, dict]:
+    """A load with fewer indices than its table has dims (an array, not a scalar) in
+    each place a scalar is wanted: a device id (a peer view, a signal), a ``pl.ds``
+    start, a loop bound (``fori_loop``, ``pl.loop``), a ``pl.when`` condition."""
+    signal_only = _table_ring()
+    signal_only["call"]["programs"][0]["body"][2]["device"] = "ids_ref[...]"
+    cond = {**WHEN_LOOP[3], "cond": "off_ref[...] > 1"}
+    return {
+        "device": _table_ring(device="ids_ref[...]"),
+        "device-dict-plus": _table_ring(device={"dev": "(ids_ref[...] + 1) % 4"}),
+        "device-signal": signal_only,
+        "ds-start": _one_device(
+            [_ds("x_ref", "off_ref[...]", "src"), _ds("out", "b", "dst"), GATHER[2]],
+            [3, 1, 0, 2], "ds", PLGPU,
+        ),
+        "fori-stop": _one_device(
+            [*LOOP[:3], {**LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
+        ),
+        "pl-loop-stop": _one_device(
+            [*PL_LOOP[:3], {**PL_LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
+        ),
+        "when": _one_device([*WHEN_LOOP[:3], cond], [0, 3, 2, 0], "w", PLGPU),
+        "when-pl-kernel": _one_device([*WHEN_LOOP[:3], cond], [0, 3, 2, 0], "w", "pl.kernel"),
+        "when-bare-float": _typed(
+            _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[...]"}], [0, 1, 0, 0], "w",
+                        PLGPU),
+            "float32",
+        ),
+        "when-row-of-2d": _shaped(
+            _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[b] > 1"}], [0] * 8, "w", PLGPU),
+            [4, 2], [[0, 3], [2, 0], [1, 1], [0, 0]],
+        ),
+    }  # fmt: skip
+
+
+#: the code each short load is refused with
+SHORT_CODES = {
+    "device": "JAX_ASSERTION",
+    "device-dict-plus": "JAX_ASSERTION",
+    "device-signal": "JAX_ASSERTION",
+    "ds-start": "INDEX_DTYPE",
+    "fori-stop": "LOOP_BOUND_SHAPE",
+    "pl-loop-stop": "LOOP_BOUND_SHAPE",
+    "when": "COND_PRED_SHAPE",
+    "when-pl-kernel": "COND_PRED_SHAPE",
+    "when-bare-float": "COND_PRED_SHAPE",
+    "when-row-of-2d": "COND_PRED_SHAPE",
+}
+
+
+def test_a_load_with_too_few_indices_is_an_array_and_each_scalar_use_refuses_it():
+    """Not "valid where checked": the check stops where JAX does, at the field, with a
+    fix that loads one element (every use of the table indexed: a ring's peer view and
+    its signal both), verified to leave no error of that kind."""
+    for name, raw in _short_loads().items():
+        diags = check(load_scenario(raw))
+        d = first_error(diags)
+        assert verdict(diags) == "invalid" and d.code == SHORT_CODES[name], (name, d)
+        assert d.fix is not None and d.fix.description.startswith("load one element"), name
+        assert d.code not in d.fix.after, (name, d.fix.after)
+    d = first_error(check(load_scenario(_short_loads()["device"])))
+    assert d.path == "call.programs[0].body[0].transforms[0].device"
+    assert [(e.path, e.value) for e in d.fix.edits] == [
+        ("call.programs[0].body[0].transforms[0].device", "ids_ref[0]"),
+        ("call.programs[0].body[2].device", "ids_ref[0]"),
+    ]
+    assert d.fix.after == []  # the ring is a ring again
+    assert E.value_shape(E.parse("(ids[...] + 1) % 4 > 0"), lambda r: (4,)) == (4,)
+    assert E.value_shape(E.parse("t[b] > 1"), lambda r: (4, 2)) == (2,)
+    assert E.value_shape(E.parse("t[b, 0] + t[0, 1]"), lambda r: (4, 2)) == ()
+
+
+@pytest.mark.slow
+def test_a_load_with_too_few_indices_is_refused_as_jax_refuses_it():
+    """JAX's trace and Mosaic GPU lowering (jax.export for cuda) on each short load:
+    the check's first error is JAX's (code, stage, message); each fix, applied, is a
+    kernel JAX traces and lowers."""
+    from mpmd_lab.fixes import apply_fix
+
+    scenarios = {k: load_scenario(v) for k, v in _short_loads().items()}
+    diags = {k: check(s) for k, s in scenarios.items()}
+    fixed = [apply_fix(scenarios[k], first_error(d).fix) for k, d in diags.items()]
+    jax = probe_many([*scenarios.values(), *fixed], ("build", "trace", "gpu-lower"))
+    for name, got in zip(scenarios, jax, strict=False):
+        d = first_error([x for x in diags[name] if x.stage in JAX_STAGES])
+        mine = (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        assert mine == (got["code"], got["stage"], _said(got["message"])), name
+    for s, got in zip(fixed, jax[len(scenarios) :], strict=True):
+        assert got["stage"] is None, (s.name, got)

@@ -672,6 +672,25 @@ def value_dtype(
     return "int32"  # an axis index, a program id, a loop variable, a semaphore's value
 
 
+def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> tuple[int, ...]:
+    """JAX's shape of ``e``'s value: a load with fewer indices than its ref has dims
+    (``off_ref[...]`` of a 1-D table) loads the dims left over, and arithmetic and
+    comparisons broadcast them (numpy's rule, the longer shape where they disagree);
+    () for a scalar. ``ref_shape``: a loaded ref's shape (None: unknown, taken as a
+    scalar's). A load's own indices are not looked into."""
+    if isinstance(e, Load):
+        shape = ref_shape(e.ref)
+        return tuple(shape[len(e.index) :]) if shape is not None else ()
+    if isinstance(e, Const | Name | Call | SemRead):
+        return ()
+    out: tuple[int, ...] = ()
+    for sub in parts(e):
+        s = value_shape(sub, ref_shape)
+        if len(s) > len(out) or (len(s) == len(out) and s != out and 1 in out):
+            out = s
+    return out
+
+
 def combine_dtypes(a: str | None, b: str | None) -> str | None:
     """The dtype of arithmetic of two operands of these dtypes (None: a Python int,
     which takes the other's)."""
