@@ -999,3 +999,38 @@ def test_a_load_with_too_few_indices_is_refused_as_jax_refuses_it():
         assert mine == (got["code"], got["stage"], _said(got["message"])), name
     for s, got in zip(fixed, jax[len(scenarios) :], strict=True):
         assert got["stage"] is None, (s.name, got)
+
+
+SHORT_KERNELS = ["datadep_short_peer", "datadep_short_ds"]
+
+
+@pytest.mark.slow
+def test_a_kernel_loading_too_few_indices_imports_as_written_and_is_refused_as_jax_lowers_it(
+    tmp_path,
+):
+    """Kernels that load ``ids_ref[...]`` / ``off_ref[...]`` of a 1-element table where
+    a scalar is wanted: JAX traces them and its real Mosaic GPU lowering of the user's
+    own function refuses them. The import is faithful (the load as the kernel writes
+    it), and the check's first error is the code of JAX's lowering error, at the user's
+    line, with the fix that loads one element."""
+    from mpmd_lab.catalogue import classify
+    from mpmd_lab.fixes import apply_fix
+    from test_importer import KERNELS as HERE_KERNELS
+    from test_importer import imported_all
+
+    got = imported_all(SHORT_KERNELS, tmp_path)
+    for name in SHORT_KERNELS:
+        imp = got[name]["obj"]
+        assert imp.faithful and imp.unsupported == [], (name, imp.unsupported)
+        jax_type, _, jax_message = got[name]["lowered"].partition(": ")
+        d = first_error(imp.diagnostics)  # (the import's check, at the user's lines)
+        assert d.code == first_error(check(imp.scenario)).code
+        assert d.code == classify(jax_type, jax_message) and d.stage == "gpu-lower", (name, d)
+        assert _said(d.message) == _said(jax_message), name
+        assert d.source is not None and d.source.startswith(str(HERE_KERNELS / f"{name}.py"))
+        fixed = check(apply_fix(imp.scenario, d.fix))
+        assert d.code not in {x.code for x in fixed if x.is_error}, name
+    peer = _body(got["datadep_short_peer"]["obj"])
+    assert peer[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[...]"}]
+    ds = _body(got["datadep_short_ds"]["obj"])
+    assert ds[0]["transforms"] == [{"op": "at", "index": [{"ds": ["off_ref[...]", 1]}]}]
