@@ -938,6 +938,10 @@ def _short_loads() -> dict[str, dict]:
                         PLGPU),
             "float32",
         ),
+        "when-gathered": _one_device(
+            [*WHEN_LOOP[:3], {**cond, "cond": "off_ref[off_ref[...]] > 1"}], [0, 3, 2, 0], "w",
+            PLGPU,
+        ),
         "when-row-of-2d": _shaped(
             _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[b] > 1"}], [0] * 8, "w", PLGPU),
             [4, 2], [[0, 3], [2, 0], [1, 1], [0, 0]],
@@ -956,8 +960,16 @@ SHORT_CODES = {
     "when": "COND_PRED_SHAPE",
     "when-pl-kernel": "COND_PRED_SHAPE",
     "when-bare-float": "COND_PRED_SHAPE",
+    "when-gathered": "COND_PRED_SHAPE",
     "when-row-of-2d": "COND_PRED_SHAPE",
 }
+
+
+def _array_start() -> dict:
+    """A fori_loop from an array (``off_ref[...]``) to one: its counter is an array, and
+    JAX traces the body (whose error comes first) before the loop's condition."""
+    loop = {**LOOP[3], "start": "off_ref[...]", "stop": "off_ref[...] + 1"}
+    return _one_device([*LOOP[:3], loop], [0, 0, 2, 0], "l", PLGPU)
 
 
 def test_a_load_with_too_few_indices_is_an_array_and_each_scalar_use_refuses_it():
@@ -977,6 +989,10 @@ def test_a_load_with_too_few_indices_is_an_array_and_each_scalar_use_refuses_it(
         ("call.programs[0].body[2].device", "ids_ref[0]"),
     ]
     assert d.fix.after == []  # the ring is a ring again
+    # a loop from an array: not followed (JAX's error is the body's), and said so
+    diags = check(load_scenario(_array_start()))
+    assert verdict(diags) == "valid where checked" and first_error(diags) is None
+    assert E.value_shape(E.parse("t[t[...]] + 1"), lambda r: (4,)) == (4,)
     assert E.value_shape(E.parse("(ids[...] + 1) % 4 > 0"), lambda r: (4,)) == (4,)
     assert E.value_shape(E.parse("t[b] > 1"), lambda r: (4, 2)) == (2,)
     assert E.value_shape(E.parse("t[b, 0] + t[0, 1]"), lambda r: (4, 2)) == ()
@@ -999,6 +1015,8 @@ def test_a_load_with_too_few_indices_is_refused_as_jax_refuses_it():
         assert mine == (got["code"], got["stage"], _said(got["message"])), name
     for s, got in zip(fixed, jax[len(scenarios) :], strict=True):
         assert got["stage"] is None, (s.name, got)
+    (array_start,) = probe_many([load_scenario(_array_start())], ("build", "trace"))
+    assert array_start["stage"] == "trace" and array_start["code"] != "LOOP_BOUND_SHAPE"
 
 
 SHORT_KERNELS = ["datadep_short_peer", "datadep_short_ds"]

@@ -677,15 +677,21 @@ def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> 
     (``off_ref[...]`` of a 1-D table) loads the dims left over, and arithmetic and
     comparisons broadcast them (numpy's rule, the longer shape where they disagree);
     () for a scalar. ``ref_shape``: a loaded ref's shape (None: unknown, taken as a
-    scalar's). A load's own indices are not looked into."""
-    if isinstance(e, Load):
+    scalar's). A load indexed by an array (``x[off_ref[...]]``) gathers: the indices'
+    shape, then the dims left over."""
+    if isinstance(e, Load):  # (array indices: numpy's, their shape before the rest)
         shape = ref_shape(e.ref)
-        return tuple(shape[len(e.index) :]) if shape is not None else ()
+        rest = tuple(shape[len(e.index) :]) if shape is not None else ()
+        return _broadcast(tuple(value_shape(i, ref_shape) for i in e.index)) + rest
     if isinstance(e, Const | Name | Call | SemRead):
         return ()
+    return _broadcast(tuple(value_shape(sub, ref_shape) for sub in parts(e)))
+
+
+def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """The shape of operands of these shapes broadcast (the longer where they disagree)."""
     out: tuple[int, ...] = ()
-    for sub in parts(e):
-        s = value_shape(sub, ref_shape)
+    for s in shapes:
         if len(s) > len(out) or (len(s) == len(out) and s != out and 1 in out):
             out = s
     return out

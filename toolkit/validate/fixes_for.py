@@ -187,6 +187,7 @@ def index_loads(s: Scenario, fields: list[tuple[Any, Any, Any]]) -> Fix | None:
 
     def pad(x: Any, shape_of: Any) -> Any:
         if isinstance(x, E.Load):
+            x = E.Load(x.ref, tuple(pad(i, shape_of) for i in x.index))
             shape = shape_of(x.ref)
             if shape is None or len(x.index) >= len(shape):
                 return x

@@ -167,6 +167,8 @@ def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path
     shape = E.value_shape(e, shape_of)
     if not shape or (kind == "index" and any(e is x for x in op.int_indices())):
         return False
+    if any(E.value_shape(i, shape_of) for r in E.data_reads(e) for i in getattr(r, "index", ())):
+        return False  # (a gather: lowered otherwise, not followed here)
     fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
     if kind == "device":
         why = (

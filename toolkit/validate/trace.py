@@ -623,6 +623,12 @@ def short_loads(ctx: Ctx) -> list[tuple[Path, E.Expr, Callable[[str], tuple[int,
     return out
 
 
+def _array_start(op: Any, shape_of: Callable[[str], tuple[int, ...] | None]) -> bool:
+    """A loop whose start is an array: its counter is one, and JAX traces the body (an
+    error there comes first) before it compares the counter with the stop."""
+    return any(f == "start" and E.value_shape(e, shape_of) for f, e in op.exprs())
+
+
 def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
     """A load with fewer indices than its ref has dims (``off_ref[...]`` of a 1-D table)
     loads an array (``E.value_shape``), not a scalar: ``pl.when`` refuses it as its
@@ -636,7 +642,7 @@ def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
             if kind not in ("cond", "bound") or "load" not in e.calls():
                 continue
             shape = E.value_shape(e, shape_of)
-            if not shape or (kind == "bound" and field != "stop"):
+            if not shape or (kind == "bound" and (field != "stop" or _array_start(op, shape_of))):
                 continue  # (a loop from an array: its counter is one; not followed here)
             dims = ",".join(map(str, shape))
             path = sub_path(st.path, prefix + field)
