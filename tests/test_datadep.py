@@ -913,11 +913,15 @@ def _shaped(s: dict, shape: list[int], init: list[Any]) -> dict:
 def _short_loads() -> dict[str, dict]:
     """A load with fewer indices than its table has dims (an array, not a scalar) in
     each place a scalar is wanted: a device id (a peer view, a signal), a ``pl.ds``
-    start, a loop bound (``fori_loop``, ``pl.loop``), a ``pl.when`` condition."""
+    start, a loop bound (``fori_loop``, ``pl.loop``), a ``pl.when`` condition, a
+    semaphore wait's value."""
     signal_only = _table_ring()
     signal_only["call"]["programs"][0]["body"][2]["device"] = "ids_ref[...]"
     cond = {**WHEN_LOOP[3], "cond": "off_ref[...] > 1"}
+    wait_value = _table_ring()
+    wait_value["call"]["programs"][0]["body"][3]["value"] = "ids_ref[...] * 0 + 1"
     return {
+        "wait-value": wait_value,
         "device": _table_ring(device="ids_ref[...]"),
         "device-dict-plus": _table_ring(device={"dev": "(ids_ref[...] + 1) % 4"}),
         "device-signal": signal_only,
@@ -951,6 +955,7 @@ def _short_loads() -> dict[str, dict]:
 
 #: the code each short load is refused with
 SHORT_CODES = {
+    "wait-value": "WAIT_VALUE_SHAPE",
     "device": "JAX_ASSERTION",
     "device-dict-plus": "JAX_ASSERTION",
     "device-signal": "JAX_ASSERTION",

@@ -23,7 +23,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import Path, axes_tuple, format_path, sub_path
 from mpmd_lab.ops import ClusterBarrierScratch, Let
-from mpmd_lab.ops.base import READ, WRITE
+from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
@@ -158,10 +158,14 @@ def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path
     is an array (``E.value_shape``): JAX traces it as a device id or a ``pl.ds`` start,
     and the Mosaic GPU lowering refuses it there: a device id must be an i32 scalar (a
     bare ``assert`` in ``LaunchContext._get_parameter_address_on_peer``: JAX_ASSERTION),
-    an index an integer scalar (INDEX_DTYPE, the array's ``vector_load`` printed). An
-    integer ``.at[...]`` entry is an array index to JAX (a gather view), not followed here."""
+    an index an integer scalar (INDEX_DTYPE, the array's ``vector_load`` printed), a
+    semaphore wait's value an i32 (WAIT_VALUE_SHAPE; a signal's count is a constant only,
+    GPU_TRACED_CONSTANT). An integer ``.at[...]`` entry is an array index to JAX (a
+    gather view), not followed here."""
     kind = op.expr_kind(field)
-    if kind not in ("device", "index"):
+    if kind == "count" and isinstance(op, StatementOp) and op.SYNC_ROLE == "wait":
+        kind = "wait"  # (a signal's count: a constant only, GPU_TRACED_CONSTANT in its lower)
+    if kind not in ("device", "index", "wait"):
         return False
     shape_of = load_shapes(st)
     shape = E.value_shape(e, shape_of)
@@ -183,6 +187,10 @@ def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path
     dtype = E.value_dtype(e, st.load_dtype) or "int32"
     t = _MLIR_FLOAT.get(dtype) or f"i{dtypes.bits(dtype)}"
     dims = "x".join(map(str, shape))
+    if kind == "wait":  # (Mosaic GPU's semaphore wait takes an i32 value)
+        msg = f"Expected a i32 value, got vector<{dims}x{t}>"
+        ctx.jax("WAIT_VALUE_SHAPE", path, msg, stage="gpu-lower", jax_type="ValueError", fix=fix)
+        return True
     ctx.jax(
         "INDEX_DTYPE",
         path,
