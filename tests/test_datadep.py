@@ -932,6 +932,10 @@ def _short_loads() -> dict[str, dict]:
         "fori-stop": _one_device(
             [*LOOP[:3], {**LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
         ),
+        "fori-stop-2d": _shaped(
+            _one_device([*LOOP[:3], {**LOOP[3], "stop": "off_ref[...]"}], [0] * 4, "l", PLGPU),
+            [2, 2], [[0, 3], [2, 0]],
+        ),
         "pl-loop-stop": _one_device(
             [*PL_LOOP[:3], {**PL_LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
         ),
@@ -945,6 +949,12 @@ def _short_loads() -> dict[str, dict]:
         "when-gathered": _one_device(
             [*WHEN_LOOP[:3], {**cond, "cond": "off_ref[off_ref[...]] > 1"}], [0, 3, 2, 0], "w",
             PLGPU,
+        ),
+        "when-one-element": _shaped(
+            _one_device([*WHEN_LOOP[:3], cond], [0] * 4, "w", PLGPU), [1], [3]
+        ),
+        "when-2d": _shaped(
+            _one_device([*WHEN_LOOP[:3], cond], [0] * 4, "w", PLGPU), [2, 2], [[0, 3], [2, 0]]
         ),
         "when-row-of-2d": _shaped(
             _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[b] > 1"}], [0] * 8, "w", PLGPU),
@@ -961,11 +971,14 @@ SHORT_CODES = {
     "device-signal": "JAX_ASSERTION",
     "ds-start": "INDEX_DTYPE",
     "fori-stop": "LOOP_BOUND_SHAPE",
+    "fori-stop-2d": "LOOP_BOUND_SHAPE",
     "pl-loop-stop": "LOOP_BOUND_SHAPE",
     "when": "COND_PRED_SHAPE",
     "when-pl-kernel": "COND_PRED_SHAPE",
     "when-bare-float": "COND_PRED_SHAPE",
     "when-gathered": "COND_PRED_SHAPE",
+    "when-one-element": "COND_PRED_SHAPE",
+    "when-2d": "COND_PRED_SHAPE",
     "when-row-of-2d": "COND_PRED_SHAPE",
 }
 
