@@ -914,14 +914,20 @@ def _short_loads() -> dict[str, dict]:
     """A load with fewer indices than its table has dims (an array, not a scalar) in
     each place a scalar is wanted: a device id (a peer view, a signal), a ``pl.ds``
     start, a loop bound (``fori_loop``, ``pl.loop``), a ``pl.when`` condition, a
-    semaphore wait's value."""
+    semaphore wait's value; and a load indexed by such an array (a gather)."""
     signal_only = _table_ring()
     signal_only["call"]["programs"][0]["body"][2]["device"] = "ids_ref[...]"
     cond = {**WHEN_LOOP[3], "cond": "off_ref[...] > 1"}
     wait_value = _table_ring()
     wait_value["call"]["programs"][0]["body"][3]["value"] = "ids_ref[...] * 0 + 1"
+    gather_ds = _one_device(
+        [_ds("x_ref", "off_ref[off_ref[...]]", "src"), _ds("out", "b", "dst"), GATHER[2]],
+        [3, 1, 0, 2], "ds", PLGPU,
+    )  # fmt: skip
     return {
         "wait-value": wait_value,
+        "device-gather": _table_ring(device="ids_ref[ids_ref[...] * 0]"),
+        "ds-gather": gather_ds,
         "device": _table_ring(device="ids_ref[...]"),
         "device-dict-plus": _table_ring(device={"dev": "(ids_ref[...] + 1) % 4"}),
         "device-signal": signal_only,
@@ -966,6 +972,8 @@ def _short_loads() -> dict[str, dict]:
 #: the code each short load is refused with
 SHORT_CODES = {
     "wait-value": "WAIT_VALUE_SHAPE",
+    "device-gather": "GPU_GATHER_LOAD",
+    "ds-gather": "GPU_GATHER_LOAD",
     "device": "JAX_ASSERTION",
     "device-dict-plus": "JAX_ASSERTION",
     "device-signal": "JAX_ASSERTION",
@@ -1070,3 +1078,16 @@ def test_a_kernel_loading_too_few_indices_imports_as_written_and_is_refused_as_j
     assert peer[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[...]"}]
     ds = _body(got["datadep_short_ds"]["obj"])
     assert ds[0]["transforms"] == [{"op": "at", "index": [{"ds": ["off_ref[...]", 1]}]}]
+
+
+@pytest.mark.slow
+def test_a_comparison_as_a_fori_loop_bound_is_a_bool_as_jax_types_it():
+    """``lax.fori_loop(0, off_ref[b] > 1, ...)``: the stop is a bool and the Python int
+    start an int32, which fori_loop refuses (LOOP_BOUND_DTYPE), as JAX says."""
+    s = load_scenario(
+        _one_device([*LOOP[:3], {**LOOP[3], "stop": "off_ref[b] > 1"}], [0, 3, 2, 0], "l", PLGPU)
+    )
+    d = first_error(check(s))
+    (got,) = probe_many([s], ("build", "trace"))
+    assert (d.code, d.stage, d.message) == (got["code"], got["stage"], got["message"])
+    assert d.code == "LOOP_BOUND_DTYPE"

@@ -160,20 +160,32 @@ def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path
     bare ``assert`` in ``LaunchContext._get_parameter_address_on_peer``: JAX_ASSERTION),
     an index an integer scalar (INDEX_DTYPE, the array's ``vector_load`` printed), a
     semaphore wait's value an i32 (WAIT_VALUE_SHAPE; a signal's count is a constant only,
-    GPU_TRACED_CONSTANT). An integer ``.at[...]`` entry is an array index to JAX (a
-    gather view), not followed here."""
+    GPU_TRACED_CONSTANT). Before any of those, a load indexed by an array
+    (``off_ref[off_ref[...]]``: a gather) is refused where it is lowered
+    (GPU_GATHER_LOAD). An integer ``.at[...]`` entry is an array index to JAX (a gather
+    view), not followed here."""
     kind = op.expr_kind(field)
     if kind == "count" and isinstance(op, StatementOp) and op.SYNC_ROLE == "wait":
         kind = "wait"  # (a signal's count: a constant only, GPU_TRACED_CONSTANT in its lower)
-    if kind not in ("device", "index", "wait"):
+    if kind not in ("device", "index", "wait", "count"):
         return False
     shape_of = load_shapes(st)
     shape = E.value_shape(e, shape_of)
     if not shape or (kind == "index" and any(e is x for x in op.int_indices())):
         return False
-    if any(E.value_shape(i, shape_of) for r in E.data_reads(e) for i in getattr(r, "index", ())):
-        return False  # (a gather: lowered otherwise, not followed here)
     fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
+    if any(E.value_shape(i, shape_of) for r in E.data_reads(e) for i in getattr(r, "index", ())):
+        ctx.jax(
+            "GPU_GATHER_LOAD",
+            path,
+            "int_indexer_shape non-empty",
+            stage="gpu-lower",
+            jax_type="NotImplementedError",
+            fix=fix,
+        )
+        return True
+    if kind == "count":
+        return False  # (a signal's count: GPU_TRACED_CONSTANT, in the signal's lower)
     if kind == "device":
         why = (
             "JAX asserts that a device id is an i32 scalar when it lowers the peer view or "
