@@ -193,6 +193,10 @@ def test_value_dtype_follows_jax_promotion():
     assert E.value_dtype(E.parse("f[0] * 2"), dt) == "float32"
     assert E.value_dtype(E.parse("i[0] > 1"), dt) == "bool"
     assert E.value_dtype(E.parse("pl.semaphore_read(s)"), dt) == "int32"
+    # a bool with a Python int is a (weak) int32; remainder and floor division of bools too
+    assert E.value_dtype(E.parse("(i[0] > 1) * 1"), dt) == "int32"
+    assert E.value_dtype(E.parse("(i[0] > 1) % (i[1] > 1)"), dt) == "int32"
+    assert E.value_dtype(E.parse("(i[0] > 1) + (i[1] > 1)"), dt) == "bool"
 
 
 def test_a_load_of_a_name_nothing_binds_is_an_unknown_name():
@@ -1078,6 +1082,34 @@ def test_a_kernel_loading_too_few_indices_imports_as_written_and_is_refused_as_j
     assert peer[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[...]"}]
     ds = _body(got["datadep_short_ds"]["obj"])
     assert ds[0]["transforms"] == [{"op": "at", "index": [{"ds": ["off_ref[...]", 1]}]}]
+
+
+#: arithmetic on truth values, as a device id and (on the whole table) as a condition
+BOOL_ARITH = [
+    "(ids_ref[0] > 0) * 1",
+    "(ids_ref[0] > 0) + (ids_ref[1] > 0)",
+    "(ids_ref[0] > 0) % (ids_ref[1] > 0)",
+    "((ids_ref[0] > 0) * 1 + dev) % 4",
+    "((ids_ref[0] > dev) > 2) + 0",
+]
+
+
+@pytest.mark.slow
+def test_arithmetic_on_truth_values_is_typed_as_jax_numpy_types_it():
+    """A bool with a Python int is a weak int32 (a device id JAX takes; printed
+    ``~int32`` in lax.cond's message), remainder of bools an int32, a sum of bools a
+    bool (a device id JAX refuses): the check's first error is JAX's, message included."""
+    cases = []
+    for e in BOOL_ARITH:
+        cases.append(load_scenario(_table_ring(device=e)))
+        cond = e.replace("ids_ref[0]", "off_ref[...]").replace("ids_ref[1]", "off_ref[...]")
+        when = {**WHEN_LOOP[3], "cond": cond.replace("dev", "b")}
+        cases.append(load_scenario(_one_device([*WHEN_LOOP[:3], when], [0, 3, 2, 0], "w", PLGPU)))
+    for s, got in zip(cases, probe_many(cases), strict=True):
+        d = first_error([x for x in check(s) if x.stage in JAX_STAGES])
+        mine = None if d is None else (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        theirs = got["stage"] and (got["code"], got["stage"], _said(got["message"]))
+        assert mine == theirs, (s.name, mine, theirs)
 
 
 @pytest.mark.slow

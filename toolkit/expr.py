@@ -664,7 +664,11 @@ def value_dtype(
     if isinstance(e, BinOp):
         a = value_dtype(e.a, ref_dtype, name_dtype)
         b = value_dtype(e.b, ref_dtype, name_dtype)
-        return combine_dtypes(a, b)
+        if "bool" in (a, b) and None in (a, b):
+            return "int32"  # (a Python int is of a higher kind than a bool: a weak int32)
+        out = combine_dtypes(a, b)
+        # jnp.remainder and floor_divide compute booleans as integers
+        return "int32" if out == "bool" and e.op in ("%", "//") else out
     if isinstance(e, Call) and e.fn != "program_id":
         return None  # a Python int (an axis size, num_programs)
     if isinstance(e, Name) and name_dtype:

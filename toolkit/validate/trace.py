@@ -17,7 +17,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.dtypes import canonical, is_int, short
+from mpmd_lab.dtypes import canonical, is_float, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
@@ -629,6 +629,26 @@ def _array_start(op: Any, shape_of: Callable[[str], tuple[int, ...] | None]) -> 
     return any(f == "start" and E.value_shape(e, shape_of) for f, e in op.exprs())
 
 
+def _weak(e: E.Expr, dtype_of: Callable[[str], str]) -> bool:
+    """Whether JAX's value of ``e`` is weakly typed (printed ``~int32``): a Python int, or
+    an operation whose weak operand is of a higher kind (bool < int < float) than its
+    strong one (``(x > 0) * 1``: a weak int32), as jax.numpy promotes."""
+    if isinstance(e, E.Const) or (isinstance(e, E.Call) and e.fn != "program_id"):
+        return True
+    if not isinstance(e, E.BinOp | E.Compare):
+        return False
+    wa, wb = _weak(e.a, dtype_of), _weak(e.b, dtype_of)
+    if wa == wb:
+        return wa
+    weak, strong = (e.a, e.b) if wa else (e.b, e.a)
+    kinds = [_kind(E.value_dtype(x, dtype_of) or "int32") for x in (weak, strong)]
+    return kinds[0] > kinds[1]
+
+
+def _kind(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if is_float(dtype) else 1
+
+
 def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
     """A load with fewer indices than its ref has dims (``off_ref[...]`` of a 1-D table)
     loads an array (``E.value_shape``), not a scalar: ``pl.when`` refuses it as its
@@ -649,7 +669,11 @@ def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
             fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
             if kind == "cond":
                 dtype = E.value_dtype(e, st.load_dtype) or "int32"
-                msg = f"Pred must be a scalar, got JitTracer({dtype}[{dims}]) of shape {shape!r}."
+                weak = "~" if _weak(e, st.load_dtype) else ""
+                msg = (
+                    f"Pred must be a scalar, got JitTracer({weak}{dtype}[{dims}]) of shape "
+                    f"{shape!r}."
+                )
                 ctx.jax("COND_PRED_SHAPE", path, msg, jax_type="TypeError", fix=fix)
                 return True
             msg = (
