@@ -193,6 +193,10 @@ def test_value_dtype_follows_jax_promotion():
     assert E.value_dtype(E.parse("f[0] * 2"), dt) == "float32"
     assert E.value_dtype(E.parse("i[0] > 1"), dt) == "bool"
     assert E.value_dtype(E.parse("pl.semaphore_read(s)"), dt) == "int32"
+    # a bool with a Python int is a (weak) int32; remainder and floor division of bools too
+    assert E.value_dtype(E.parse("(i[0] > 1) * 1"), dt) == "int32"
+    assert E.value_dtype(E.parse("(i[0] > 1) % (i[1] > 1)"), dt) == "int32"
+    assert E.value_dtype(E.parse("(i[0] > 1) + (i[1] > 1)"), dt) == "bool"
 
 
 def test_a_load_of_a_name_nothing_binds_is_an_unknown_name():
@@ -895,3 +899,227 @@ def test_an_arguments_view_loads_nothing_and_a_typed_index_may_load():
         {"ds": ["off_ref[b] * 16", 16]},
         "ids[0]",
     ]
+
+
+# ---------------------------------------------------------------- too few indices
+
+
+def _ds(ref: str, start: str, name: str) -> dict:
+    return {"let": name, "ref": ref, "transforms": [{"op": "at", "index": [{"ds": [start, 1]}]}]}
+
+
+def _shaped(s: dict, shape: list[int], init: list[Any]) -> dict:
+    """``s`` with its table ``off`` of another shape."""
+    s["buffers"]["off"].update(shape=shape, init=init)
+    return s
+
+
+def _short_loads() -> dict[str, dict]:
+    """A load with fewer indices than its table has dims (an array, not a scalar) in
+    each place a scalar is wanted: a device id (a peer view, a signal), a ``pl.ds``
+    start, a loop bound (``fori_loop``, ``pl.loop``), a ``pl.when`` condition, a
+    semaphore wait's value; and a load indexed by such an array (a gather)."""
+    signal_only = _table_ring()
+    signal_only["call"]["programs"][0]["body"][2]["device"] = "ids_ref[...]"
+    cond = {**WHEN_LOOP[3], "cond": "off_ref[...] > 1"}
+    wait_value = _table_ring()
+    wait_value["call"]["programs"][0]["body"][3]["value"] = "ids_ref[...] * 0 + 1"
+    gather_ds = _one_device(
+        [_ds("x_ref", "off_ref[off_ref[...]]", "src"), _ds("out", "b", "dst"), GATHER[2]],
+        [3, 1, 0, 2], "ds", PLGPU,
+    )  # fmt: skip
+    return {
+        "wait-value": wait_value,
+        "device-gather": _table_ring(device="ids_ref[ids_ref[...] * 0]"),
+        "ds-gather": gather_ds,
+        "device": _table_ring(device="ids_ref[...]"),
+        "device-dict-plus": _table_ring(device={"dev": "(ids_ref[...] + 1) % 4"}),
+        "device-signal": signal_only,
+        "ds-start": _one_device(
+            [_ds("x_ref", "off_ref[...]", "src"), _ds("out", "b", "dst"), GATHER[2]],
+            [3, 1, 0, 2], "ds", PLGPU,
+        ),
+        "fori-stop": _one_device(
+            [*LOOP[:3], {**LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
+        ),
+        "fori-stop-2d": _shaped(
+            _one_device([*LOOP[:3], {**LOOP[3], "stop": "off_ref[...]"}], [0] * 4, "l", PLGPU),
+            [2, 2], [[0, 3], [2, 0]],
+        ),
+        "pl-loop-stop": _one_device(
+            [*PL_LOOP[:3], {**PL_LOOP[3], "stop": "off_ref[...]"}], [0, 0, 2, 0], "l", PLGPU
+        ),
+        "when": _one_device([*WHEN_LOOP[:3], cond], [0, 3, 2, 0], "w", PLGPU),
+        "when-pl-kernel": _one_device([*WHEN_LOOP[:3], cond], [0, 3, 2, 0], "w", "pl.kernel"),
+        "when-bare-float": _typed(
+            _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[...]"}], [0, 1, 0, 0], "w",
+                        PLGPU),
+            "float32",
+        ),
+        "when-gathered": _one_device(
+            [*WHEN_LOOP[:3], {**cond, "cond": "off_ref[off_ref[...]] > 1"}], [0, 3, 2, 0], "w",
+            PLGPU,
+        ),
+        "when-one-element": _shaped(
+            _one_device([*WHEN_LOOP[:3], cond], [0] * 4, "w", PLGPU), [1], [3]
+        ),
+        "when-2d": _shaped(
+            _one_device([*WHEN_LOOP[:3], cond], [0] * 4, "w", PLGPU), [2, 2], [[0, 3], [2, 0]]
+        ),
+        "when-row-of-2d": _shaped(
+            _one_device([*WHEN_LOOP[:3], {**cond, "cond": "off_ref[b] > 1"}], [0] * 8, "w", PLGPU),
+            [4, 2], [[0, 3], [2, 0], [1, 1], [0, 0]],
+        ),
+    }  # fmt: skip
+
+
+#: the code each short load is refused with
+SHORT_CODES = {
+    "wait-value": "WAIT_VALUE_SHAPE",
+    "device-gather": "GPU_GATHER_LOAD",
+    "ds-gather": "GPU_GATHER_LOAD",
+    "device": "JAX_ASSERTION",
+    "device-dict-plus": "JAX_ASSERTION",
+    "device-signal": "JAX_ASSERTION",
+    "ds-start": "INDEX_DTYPE",
+    "fori-stop": "LOOP_BOUND_SHAPE",
+    "fori-stop-2d": "LOOP_BOUND_SHAPE",
+    "pl-loop-stop": "LOOP_BOUND_SHAPE",
+    "when": "COND_PRED_SHAPE",
+    "when-pl-kernel": "COND_PRED_SHAPE",
+    "when-bare-float": "COND_PRED_SHAPE",
+    "when-gathered": "COND_PRED_SHAPE",
+    "when-one-element": "COND_PRED_SHAPE",
+    "when-2d": "COND_PRED_SHAPE",
+    "when-row-of-2d": "COND_PRED_SHAPE",
+}
+
+
+def _array_start() -> dict:
+    """A fori_loop from an array (``off_ref[...]``) to one: its counter is an array, and
+    JAX traces the body (whose error comes first) before the loop's condition."""
+    loop = {**LOOP[3], "start": "off_ref[...]", "stop": "off_ref[...] + 1"}
+    return _one_device([*LOOP[:3], loop], [0, 0, 2, 0], "l", PLGPU)
+
+
+def test_a_load_with_too_few_indices_is_an_array_and_each_scalar_use_refuses_it():
+    """Not "valid where checked": the check stops where JAX does, at the field, with a
+    fix that loads one element (every use of the table indexed: a ring's peer view and
+    its signal both), verified to leave no error of that kind."""
+    for name, raw in _short_loads().items():
+        diags = check(load_scenario(raw))
+        d = first_error(diags)
+        assert verdict(diags) == "invalid" and d.code == SHORT_CODES[name], (name, d)
+        assert d.fix is not None and d.fix.description.startswith("load one element"), name
+        assert d.code not in d.fix.after, (name, d.fix.after)
+    d = first_error(check(load_scenario(_short_loads()["device"])))
+    assert d.path == "call.programs[0].body[0].transforms[0].device"
+    assert [(e.path, e.value) for e in d.fix.edits] == [
+        ("call.programs[0].body[0].transforms[0].device", "ids_ref[0]"),
+        ("call.programs[0].body[2].device", "ids_ref[0]"),
+    ]
+    assert d.fix.after == []  # the ring is a ring again
+    # a loop from an array: not followed (JAX's error is the body's), and said so
+    diags = check(load_scenario(_array_start()))
+    assert verdict(diags) == "valid where checked" and first_error(diags) is None
+    assert E.value_shape(E.parse("t[t[...]] + 1"), lambda r: (4,)) == (4,)
+    assert E.value_shape(E.parse("(ids[...] + 1) % 4 > 0"), lambda r: (4,)) == (4,)
+    assert E.value_shape(E.parse("t[b] > 1"), lambda r: (4, 2)) == (2,)
+    assert E.value_shape(E.parse("t[b, 0] + t[0, 1]"), lambda r: (4, 2)) == ()
+
+
+@pytest.mark.slow
+def test_a_load_with_too_few_indices_is_refused_as_jax_refuses_it():
+    """JAX's trace and Mosaic GPU lowering (jax.export for cuda) on each short load:
+    the check's first error is JAX's (code, stage, message); each fix, applied, is a
+    kernel JAX traces and lowers."""
+    from mpmd_lab.fixes import apply_fix
+
+    scenarios = {k: load_scenario(v) for k, v in _short_loads().items()}
+    diags = {k: check(s) for k, s in scenarios.items()}
+    fixed = [apply_fix(scenarios[k], first_error(d).fix) for k, d in diags.items()]
+    jax = probe_many([*scenarios.values(), *fixed], ("build", "trace", "gpu-lower"))
+    for name, got in zip(scenarios, jax, strict=False):
+        d = first_error([x for x in diags[name] if x.stage in JAX_STAGES])
+        mine = (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        assert mine == (got["code"], got["stage"], _said(got["message"])), name
+    for s, got in zip(fixed, jax[len(scenarios) :], strict=True):
+        assert got["stage"] is None, (s.name, got)
+    (array_start,) = probe_many([load_scenario(_array_start())], ("build", "trace"))
+    assert array_start["stage"] == "trace" and array_start["code"] != "LOOP_BOUND_SHAPE"
+
+
+SHORT_KERNELS = ["datadep_short_peer", "datadep_short_ds"]
+
+
+@pytest.mark.slow
+def test_a_kernel_loading_too_few_indices_imports_as_written_and_is_refused_as_jax_lowers_it(
+    tmp_path,
+):
+    """Kernels that load ``ids_ref[...]`` / ``off_ref[...]`` of a 1-element table where
+    a scalar is wanted: JAX traces them and its real Mosaic GPU lowering of the user's
+    own function refuses them. The import is faithful (the load as the kernel writes
+    it), and the check's first error is the code of JAX's lowering error, at the user's
+    line, with the fix that loads one element."""
+    from mpmd_lab.catalogue import classify
+    from mpmd_lab.fixes import apply_fix
+    from test_importer import KERNELS as HERE_KERNELS
+    from test_importer import imported_all
+
+    got = imported_all(SHORT_KERNELS, tmp_path)
+    for name in SHORT_KERNELS:
+        imp = got[name]["obj"]
+        assert imp.faithful and imp.unsupported == [], (name, imp.unsupported)
+        jax_type, _, jax_message = got[name]["lowered"].partition(": ")
+        d = first_error(imp.diagnostics)  # (the import's check, at the user's lines)
+        assert d.code == first_error(check(imp.scenario)).code
+        assert d.code == classify(jax_type, jax_message) and d.stage == "gpu-lower", (name, d)
+        assert _said(d.message) == _said(jax_message), name
+        assert d.source is not None and d.source.startswith(str(HERE_KERNELS / f"{name}.py"))
+        fixed = check(apply_fix(imp.scenario, d.fix))
+        assert d.code not in {x.code for x in fixed if x.is_error}, name
+    peer = _body(got["datadep_short_peer"]["obj"])
+    assert peer[0]["transforms"] == [{"op": "remote_ref", "device": "ids_ref[...]"}]
+    ds = _body(got["datadep_short_ds"]["obj"])
+    assert ds[0]["transforms"] == [{"op": "at", "index": [{"ds": ["off_ref[...]", 1]}]}]
+
+
+#: arithmetic on truth values, as a device id and (on the whole table) as a condition
+BOOL_ARITH = [
+    "(ids_ref[0] > 0) * 1",
+    "(ids_ref[0] > 0) + (ids_ref[1] > 0)",
+    "(ids_ref[0] > 0) % (ids_ref[1] > 0)",
+    "((ids_ref[0] > 0) * 1 + dev) % 4",
+    "((ids_ref[0] > dev) > 2) + 0",
+]
+
+
+@pytest.mark.slow
+def test_arithmetic_on_truth_values_is_typed_as_jax_numpy_types_it():
+    """A bool with a Python int is a weak int32 (a device id JAX takes; printed
+    ``~int32`` in lax.cond's message), remainder of bools an int32, a sum of bools a
+    bool (a device id JAX refuses): the check's first error is JAX's, message included."""
+    cases = []
+    for e in BOOL_ARITH:
+        cases.append(load_scenario(_table_ring(device=e)))
+        cond = e.replace("ids_ref[0]", "off_ref[...]").replace("ids_ref[1]", "off_ref[...]")
+        when = {**WHEN_LOOP[3], "cond": cond.replace("dev", "b")}
+        cases.append(load_scenario(_one_device([*WHEN_LOOP[:3], when], [0, 3, 2, 0], "w", PLGPU)))
+    for s, got in zip(cases, probe_many(cases), strict=True):
+        d = first_error([x for x in check(s) if x.stage in JAX_STAGES])
+        mine = None if d is None else (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        theirs = got["stage"] and (got["code"], got["stage"], _said(got["message"]))
+        assert mine == theirs, (s.name, mine, theirs)
+
+
+@pytest.mark.slow
+def test_a_comparison_as_a_fori_loop_bound_is_a_bool_as_jax_types_it():
+    """``lax.fori_loop(0, off_ref[b] > 1, ...)``: the stop is a bool and the Python int
+    start an int32, which fori_loop refuses (LOOP_BOUND_DTYPE), as JAX says."""
+    s = load_scenario(
+        _one_device([*LOOP[:3], {**LOOP[3], "stop": "off_ref[b] > 1"}], [0, 3, 2, 0], "l", PLGPU)
+    )
+    d = first_error(check(s))
+    (got,) = probe_many([s], ("build", "trace"))
+    assert (d.code, d.stage, d.message) == (got["code"], got["stage"], got["message"])
+    assert d.code == "LOOP_BOUND_DTYPE"

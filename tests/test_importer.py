@@ -81,6 +81,7 @@ SEEDS = [
     ("err_peer_to_multicast", "REF_PEER_TO_MULTICAST", "plgpu.multicast_ref(plgpu.remote_ref("),
     ("err_multicast_to_peer", "REF_MULTICAST_TO_PEER", "plgpu.remote_ref(plgpu.multicast_ref("),
     ("err_rejected_in_when", "SWAP_DTYPE_MISMATCH", "o_ref[b] = x_ref[...].astype(jnp.int32)"),
+    ("err_short_when", "COND_PRED_SHAPE", "@pl.when(flag_ref[...] > 0)"),
 ]
 #: seeds rejected inside the kernel body: the import opens on what was traced, without
 #: the rejected statement and those that use what it made (the line of each left out)

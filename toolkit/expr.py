@@ -621,12 +621,41 @@ def value_dtype(
     if isinstance(e, BinOp):
         a = value_dtype(e.a, ref_dtype, name_dtype)
         b = value_dtype(e.b, ref_dtype, name_dtype)
-        return combine_dtypes(a, b)
+        if "bool" in (a, b) and None in (a, b):
+            return "int32"  # (a Python int is of a higher kind than a bool: a weak int32)
+        out = combine_dtypes(a, b)
+        # jnp.remainder and floor_divide compute booleans as integers
+        return "int32" if out == "bool" and e.op in ("%", "//") else out
     if isinstance(e, Call) and e.fn != "program_id":
         return None  # a Python int (an axis size, num_programs)
     if isinstance(e, Name) and name_dtype:
         return name_dtype.get(e.id, "int32")
     return "int32"  # an axis index, a program id, a loop variable, a semaphore's value
+
+
+def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> tuple[int, ...]:
+    """JAX's shape of ``e``'s value: a load with fewer indices than its ref has dims
+    (``off_ref[...]`` of a 1-D table) loads the dims left over, and arithmetic and
+    comparisons broadcast them (numpy's rule, the longer shape where they disagree);
+    () for a scalar. ``ref_shape``: a loaded ref's shape (None: unknown, taken as a
+    scalar's). A load indexed by an array (``x[off_ref[...]]``) gathers: the indices'
+    shape, then the dims left over."""
+    if isinstance(e, Load):  # (array indices: numpy's, their shape before the rest)
+        shape = ref_shape(e.ref)
+        rest = tuple(shape[len(e.index) :]) if shape is not None else ()
+        return _broadcast(tuple(value_shape(i, ref_shape) for i in e.index)) + rest
+    if isinstance(e, Const | Name | Call | SemRead):
+        return ()
+    return _broadcast(tuple(value_shape(sub, ref_shape) for sub in parts(e)))
+
+
+def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """The shape of operands of these shapes broadcast (the longer where they disagree)."""
+    out: tuple[int, ...] = ()
+    for s in shapes:
+        if len(s) > len(out) or (len(s) == len(out) and s != out and 1 in out):
+            out = s
+    return out
 
 
 def combine_dtypes(a: str | None, b: str | None) -> str | None:

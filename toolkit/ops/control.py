@@ -60,12 +60,12 @@ class Loop(StatementOp):
     def bound_dtype_error(self, start: str | None, stop: str | None) -> str | None:
         """JAX's error for bounds of these dtypes (None: a Python int), or None.
         ``lax.fori_loop`` wants equal types (a Python int is an int32 there, but takes an
-        integer's dtype); ``pl.loop`` takes any."""
+        integer's dtype; a comparison is a bool); ``pl.loop`` takes any."""
         if self.via != "fori_loop" or start == stop:
             return None
         if start is None or stop is None:
             strong = start or stop
-            if strong is None or not strong.startswith("float"):
+            if strong is None or not (strong.startswith("float") or strong == "bool"):
                 return None
         a, b = start or "int32", stop or "int32"
         return f"lower and upper arguments to fori_loop must have equal types, got {a} and {b}"

@@ -172,3 +172,55 @@ def loaded_as_int32(s: Scenario, e: Any, loads: dict[str, Any], bad: Any) -> Fix
     return Fix(
         description=f"hold {', '.join(names)} as int32 (what it loads is an index)", edits=edits
     )
+
+
+def index_loads(s: Scenario, fields: list[tuple[Any, Any, Any]]) -> Fix | None:
+    """Index each load that has fewer indices than its ref has dims at 0 in the dims
+    left over (``off_ref[...]`` of a 1-D table -> ``off_ref[0]``: the scalar JAX wants)
+    in each of ``fields`` (``(path, expression, shape of a loaded ref by name)``; the
+    first is the one reported, the others the kernel's other uses). None where no load
+    is short, or the reported field holds no expression text."""
+    from mpmd_lab import expr as E
+    from mpmd_lab.fields import format_path, get_path
+
+    short: list[str] = []
+
+    def pad(x: Any, shape_of: Any) -> Any:
+        if isinstance(x, E.Load):
+            x = E.Load(x.ref, tuple(pad(i, shape_of) for i in x.index))
+            shape = shape_of(x.ref)
+            if shape is None or len(x.index) >= len(shape):
+                return x
+            one = E.Load(x.ref, x.index + (E.Const(0),) * (len(shape) - len(x.index)))
+            said = f"{one.label()} for {x.label()}"
+            if said not in short:
+                short.append(said)
+            return one
+        if isinstance(x, E.Neg | E.Not):
+            return type(x)(pad(x.a, shape_of))
+        if isinstance(x, E.BinOp | E.Compare):
+            return type(x)(x.op, pad(x.a, shape_of), pad(x.b, shape_of))
+        if isinstance(x, E.BoolOp):
+            return type(x)(x.op, tuple(pad(y, shape_of) for y in x.items))
+        return x
+
+    edits: list[Edit] = []
+    for path, e, shape_of in fields:
+        new = pad(e, shape_of)
+        if new == e:
+            continue
+        where = format_path(path) if not isinstance(path, str) else path
+        held = get_path(s, where)
+        if isinstance(held, str):
+            edit = Edit(op="replace", path=where, value=new.label())
+        elif isinstance(getattr(held, "ds", None), list):
+            edit = Edit(op="replace", path=f"{where}.ds[0]", value=new.label())
+        elif not edits:
+            return None  # (the reported field: no text to edit)
+        else:
+            continue
+        if edit not in edits:
+            edits.append(edit)
+    if not edits:
+        return None
+    return Fix(description=f"load one element: {', '.join(short)}", edits=edits)

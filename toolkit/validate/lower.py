@@ -23,7 +23,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import Path, axes_tuple, format_path, sub_path
 from mpmd_lab.ops import ClusterBarrierScratch, Let
-from mpmd_lab.ops.base import READ, WRITE
+from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
@@ -31,7 +31,7 @@ from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.trace import _root
+from mpmd_lab.validate.trace import _root, load_shapes, short_loads
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -138,6 +138,8 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
             if not loads and not (names and not names.keys().isdisjoint(e.names())):
                 continue
             path = sub_path(st.path, prefix + field)
+            if loads and _vector_index(ctx, st, op, field, e, path):
+                return True
             # the field itself where it is an index; in any field, what indexes a load
             # (``off_ref[f_ref[0]]`` in a condition: the load's index is lowered as one)
             index = [e] if op.expr_kind(field) == "index" else []
@@ -147,6 +149,73 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
                 if _float_index(ctx, path, ix, st.load_dtype, names, st.loads):
                     return True
     return False
+
+
+def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path) -> bool:
+    """A load with fewer indices than its ref has dims (``off_ref[...]`` of a 1-D table)
+    is an array (``E.value_shape``): JAX traces it as a device id or a ``pl.ds`` start,
+    and the Mosaic GPU lowering refuses it there: a device id must be an i32 scalar (a
+    bare ``assert`` in ``LaunchContext._get_parameter_address_on_peer``: JAX_ASSERTION),
+    an index an integer scalar (INDEX_DTYPE, the array's ``vector_load`` printed), a
+    semaphore wait's value an i32 (WAIT_VALUE_SHAPE; a signal's count is a constant only,
+    GPU_TRACED_CONSTANT). Before any of those, a load indexed by an array
+    (``off_ref[off_ref[...]]``: a gather) is refused where it is lowered
+    (GPU_GATHER_LOAD). An integer ``.at[...]`` entry is an array index to JAX (a gather
+    view), not followed here."""
+    kind = op.expr_kind(field)
+    if kind == "count" and isinstance(op, StatementOp) and op.SYNC_ROLE == "wait":
+        kind = "wait"  # (a signal's count: a constant only, GPU_TRACED_CONSTANT in its lower)
+    if kind not in ("device", "index", "wait", "count"):
+        return False
+    shape_of = load_shapes(st)
+    shape = E.value_shape(e, shape_of)
+    if not shape or (kind == "index" and any(e is x for x in op.int_indices())):
+        return False
+    fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
+    if any(E.value_shape(i, shape_of) for r in E.data_reads(e) for i in getattr(r, "index", ())):
+        ctx.jax(
+            "GPU_GATHER_LOAD",
+            path,
+            "int_indexer_shape non-empty",
+            stage="gpu-lower",
+            jax_type="NotImplementedError",
+            fix=fix,
+        )
+        return True
+    if kind == "count":
+        return False  # (a signal's count: GPU_TRACED_CONSTANT, in the signal's lower)
+    if kind == "device":
+        why = (
+            "JAX asserts that a device id is an i32 scalar when it lowers the peer view or "
+            f"the signal; {e.label()} loads an array of shape {shape!r}"
+        )
+        ctx.jax(
+            "JAX_ASSERTION", path, "", stage="gpu-lower", jax_type="AssertionError",
+            explanation=why, fix=fix,
+        )  # fmt: skip
+        return True
+    dtype = E.value_dtype(e, st.load_dtype) or "int32"
+    t = _MLIR_FLOAT.get(dtype) or f"i{dtypes.bits(dtype)}"
+    dims = "x".join(map(str, shape))
+    if kind == "wait":  # (Mosaic GPU's semaphore wait takes an i32 value)
+        msg = f"Expected a i32 value, got vector<{dims}x{t}>"
+        ctx.jax("WAIT_VALUE_SHAPE", path, msg, stage="gpu-lower", jax_type="ValueError", fix=fix)
+        return True
+    ctx.jax(
+        "INDEX_DTYPE",
+        path,
+        f'Unsupported index: OpResult(%... = "{_mlir_vector_op(e)}"(...) : (...) -> '
+        f"vector<{dims}x{t}>) of type <class 'jaxlib.mlir._mlir_libs._mlir.ir.OpResult'>",
+        stage="gpu-lower",
+        jax_type="ValueError",
+        fix=fix,
+    )
+    return True
+
+
+def _mlir_vector_op(e: E.Expr) -> str:
+    """The MLIR operation that made an array index: a load of the leftover dims."""
+    return "mosaic_gpu.vector_load" if isinstance(e, E.Load) else "arith"
 
 
 def _scope_loads(scope: tuple[Stmt, ...]) -> bool:

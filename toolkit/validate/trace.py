@@ -10,17 +10,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.dtypes import canonical, is_int, short
+from mpmd_lab.dtypes import canonical, is_float, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
-from mpmd_lab.plan import Binding, Stmt, expr_ops
+from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
@@ -483,7 +484,7 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
-        if st.loads and (_load_ranks(ctx, st) or _data_dtypes(ctx, st)):
+        if st.loads and (_load_ranks(ctx, st) or _data_dtypes(ctx, st) or _data_shapes(ctx, st)):
             return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
@@ -590,6 +591,92 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
                 path = sub_path(st.path, prefix + "start")
                 ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
                 return True
+    return False
+
+
+def load_shapes(st: Stmt) -> Callable[[str], tuple[int, ...] | None]:
+    """The shape of each ref ``st``'s expressions load, by name (None: unknown)."""
+
+    def shape(name: str) -> tuple[int, ...] | None:
+        b = st.loads.get(name)
+        return tuple(b.info.shape) if b is not None and b.info is not None else None
+
+    return shape
+
+
+def short_loads(ctx: Ctx) -> list[tuple[Path, E.Expr, Callable[[str], tuple[int, ...] | None]]]:
+    """Every expression of the kernel that loads, with its field path and the shapes of
+    the refs it loads (``fixes_for.index_loads`` indexes the short loads among them)."""
+    out = []
+    for p in ctx.programs:
+        for st in p.stmts:
+            if st.loads:
+                shape_of = load_shapes(st)
+                for field, e in expr_fields(st.node):
+                    if "load" in e.calls():
+                        out.append((sub_path(st.path, field), e, shape_of))
+    return out
+
+
+def _array_start(op: Any, shape_of: Callable[[str], tuple[int, ...] | None]) -> bool:
+    """A loop whose start is an array: its counter is one, and JAX traces the body (an
+    error there comes first) before it compares the counter with the stop."""
+    return any(f == "start" and E.value_shape(e, shape_of) for f, e in op.exprs())
+
+
+def _weak(e: E.Expr, dtype_of: Callable[[str], str]) -> bool:
+    """Whether JAX's value of ``e`` is weakly typed (printed ``~int32``): a Python int, or
+    an operation whose weak operand is of a higher kind (bool < int < float) than its
+    strong one (``(x > 0) * 1``: a weak int32), as jax.numpy promotes."""
+    if isinstance(e, E.Const) or (isinstance(e, E.Call) and e.fn != "program_id"):
+        return True
+    if not isinstance(e, E.BinOp | E.Compare):
+        return False
+    wa, wb = _weak(e.a, dtype_of), _weak(e.b, dtype_of)
+    if wa == wb:
+        return wa
+    weak, strong = (e.a, e.b) if wa else (e.b, e.a)
+    kinds = [_kind(E.value_dtype(x, dtype_of) or "int32") for x in (weak, strong)]
+    return kinds[0] > kinds[1]
+
+
+def _kind(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if is_float(dtype) else 1
+
+
+def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
+    """A load with fewer indices than its ref has dims (``off_ref[...]`` of a 1-D table)
+    loads an array (``E.value_shape``), not a scalar: ``pl.when`` refuses it as its
+    condition (``lax.cond``'s COND_PRED_SHAPE), and a loop up to it compares its counter
+    with an array (``lax.while_loop``'s LOOP_BOUND_SHAPE), both at trace. As a device id
+    or a ``pl.ds`` start it traces, and the lowering refuses it (``lower._index_dtype``)."""
+    shape_of = load_shapes(st)
+    for prefix, op in expr_ops(st.node):
+        for field, e in op.exprs():
+            kind = op.expr_kind(field)
+            if kind not in ("cond", "bound") or "load" not in e.calls():
+                continue
+            shape = E.value_shape(e, shape_of)
+            if not shape or (kind == "bound" and (field != "stop" or _array_start(op, shape_of))):
+                continue  # (a loop from an array: its counter is one; not followed here)
+            dims = ",".join(map(str, shape))
+            path = sub_path(st.path, prefix + field)
+            fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
+            if kind == "cond":
+                dtype = E.value_dtype(e, st.load_dtype) or "int32"
+                weak = "~" if _weak(e, st.load_dtype) else ""
+                msg = (
+                    f"Pred must be a scalar, got JitTracer({weak}{dtype}[{dims}]) of shape "
+                    f"{shape!r}."
+                )
+                ctx.jax("COND_PRED_SHAPE", path, msg, jax_type="TypeError", fix=fix)
+                return True
+            msg = (
+                "cond_fun must return a boolean scalar, but got output type(s) "
+                f"[ShapedArray(bool[{dims}])]."
+            )
+            ctx.jax("LOOP_BOUND_SHAPE", path, msg, jax_type="TypeError", fix=fix)
+            return True
     return False
 
 
