@@ -54,24 +54,12 @@ def _binding(b: Any) -> str:
     )
 
 
-def dump(path: Path) -> tuple[list[str], list[str]]:
-    """``(whole dump, short lines)`` of one scenario file."""
+def plan_lines(r: Any) -> list[str]:
+    """What the dump shows of a plan (``plan.compile``'s): every argument, binding and
+    statement, a line each."""
     from mpmd_lab.fields import format_path
-    from mpmd_lab.scenario import load_scenario
-    from mpmd_lab.validate import analyze
 
-    try:
-        s = load_scenario(path)
-    except Exception as e:  # a file that does not load: its error is the dump
-        text = f"load: {type(e).__name__}: {e}"
-        return [text], [text.splitlines()[0][:160]]
-    a = analyze(s)
     lines: list[str] = []
-    short: list[str] = []
-    for d in a.diagnostics:
-        lines.append("diag " + d.model_dump_json())
-        short.append(f"  {d.severity} {d.code} {d.path} fixes={len(d.fixes)}")
-    r = a.plan
     for arg in r.args:  # (the paths as text, as the dump has always shown them)
         lines.append(
             f"arg ArgInfo(index={arg.index!r}, path={format_path(arg.path)!r}, "
@@ -93,6 +81,26 @@ def dump(path: Path) -> tuple[list[str], list[str]]:
                 f"scope={[format_path(x.path) for x in st.scope]} bound={sorted(st.bound)} "
                 f"unbound={st.unbound}"
             )
+    return lines
+
+
+def dump(path: Path) -> tuple[list[str], list[str]]:
+    """``(whole dump, short lines)`` of one scenario file."""
+    from mpmd_lab.scenario import load_scenario
+    from mpmd_lab.validate import analyze
+
+    try:
+        s = load_scenario(path)
+    except Exception as e:  # a file that does not load: its error is the dump
+        text = f"load: {type(e).__name__}: {e}"
+        return [text], [text.splitlines()[0][:160]]
+    a = analyze(s)
+    lines: list[str] = []
+    short: list[str] = []
+    for d in a.diagnostics:
+        lines.append("diag " + d.model_dump_json())
+        short.append(f"  {d.severity} {d.code} {d.path} fixes={len(d.fixes)}")
+    lines += plan_lines(a.plan)
     return lines, short
 
 

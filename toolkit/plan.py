@@ -12,7 +12,7 @@ or propagates a view again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mpmd_lab import dtypes
@@ -259,7 +259,7 @@ class Plan:
 
     __slots__ = (
         "s", "args", "params", "captures", "programs", "array_errors", "problems", "_first",
-        "bound_outside",
+        "bound_outside", "_by_node",
     )  # fmt: skip
 
     def __init__(self, scenario: Scenario):
@@ -272,6 +272,8 @@ class Plan:
         self.array_errors: dict[tuple[int, int], Any] = {}
         #: names that do not resolve (XREF_* codes)
         self.problems: list[Problem] = []
+        #: id(statement) -> its record (``by_node``), made when first asked
+        self._by_node: dict[int, Stmt] | None = None
         #: first_step's answers and fold per key: (id(binding) -> (binding, answer), step)
         self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
         #: axis names lax.axis_index knows outside the kernel: shard_map's
@@ -307,7 +309,17 @@ class Plan:
         out.args, out.params, out.captures = self.args, self.params, self.captures
         out.programs, out.array_errors = self.programs, self.array_errors
         out.problems, out._first = self.problems, self._first
+        out._by_node = self._by_node
         return out
+
+    def by_node(self) -> dict[int, Stmt]:
+        """Each statement's record by the statement object (its ``id``: the objects are
+        this plan's scenario's, which the plan holds, so the ids stay theirs while the
+        mapping lives), made once per plan: what ``compile(..., like=)`` looks up."""
+        got = self._by_node
+        if got is None:
+            got = self._by_node = {id(st.node): st for p in self.programs for st in p.stmts}
+        return got
 
     def problem(self, code: str, path: Path, message: str) -> None:
         self.problems.append(Problem(code, path, message))
@@ -439,12 +451,25 @@ def along_chain(
 COMPILED = 0
 
 
-def compile(scenario: Scenario) -> Plan:
-    """The scenario's names bound and views propagated (computed once per call)."""
+def compile(scenario: Scenario, like: Plan | None = None) -> Plan:
+    """The scenario's names bound and views propagated (computed once per call).
+
+    ``like``: another scenario's plan whose records are reused where what they are made
+    from is the same (a fix's candidate and the original's plan: the candidate keeps
+    the original's unchanged objects, ``recheck.edited``). The call's parts are reused
+    when its arguments, buffers, outputs, scratch and captures are the very same objects
+    (else each binding equal to ``like``'s is ``like``'s object); a statement's whole
+    record when it is the same statement object at the same place, inside the same
+    records, seeing the same bindings and names; else its index expressions, and a
+    let's transform steps when its source's type and bound names are equal. The plan
+    is the one compiled without ``like`` (tests/test_plan_reuse.py), only made with less
+    work."""
     global COMPILED
     COMPILED += 1
+    if like is not None and like.fits(scenario):
+        return like.of_copy(scenario)
     r = Plan(scenario)
-    _compile_into(r)
+    _compile_into(r, like)
     return r
 
 
@@ -465,7 +490,75 @@ def _duplicate(ctx: Plan, name: str, path: Path) -> None:
     )
 
 
-def _compile_into(ctx: Plan) -> None:
+def _same_head(a: Scenario, b: Scenario) -> bool:
+    """Whether the call's own parts of ``a`` and ``b`` (all a plan resolves before the
+    programs) are the very same objects, in the same order, with the same device mesh
+    and ``shard_map``."""
+    ca, cb = a.call, b.call
+    return (
+        a.device_mesh == b.device_mesh
+        and a.run.shard_map == b.run.shard_map
+        and _same_items(a.buffers, b.buffers)
+        and _same_items(ca.outputs, cb.outputs)
+        and _same_items(ca.scratch, cb.scratch)
+        and _same_list(ca.args, cb.args)
+        and _same_list(ca.captures, cb.captures)
+    )
+
+
+#: where the programs' problems are (the rest are the call's own parts')
+_PROGRAMS = ("call", "programs")
+
+
+def _same_list(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """The same objects in the same order."""
+    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
+
+
+def _same_items(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same keys, in the same order, to the same objects."""
+    return a is b or (
+        len(a) == len(b)
+        and all(k == j and x is y for (k, x), (j, y) in zip(a.items(), b.items(), strict=True))
+    )
+
+
+def _reuse_bindings(new: dict[str, Binding], old: dict[str, Binding]) -> None:
+    """Each binding of ``new`` equal to ``old``'s of its name, with the same root, made
+    ``old``'s object (so the statements that see it can keep their records)."""
+    for name, b in new.items():
+        o = old.get(name)
+        if o is not None and o is not b and o.root is b.root and o == b:
+            new[name] = o
+
+
+def _compile_into(ctx: Plan, like: Plan | None = None) -> None:
+    s = ctx.s
+    if like is not None and _same_head(like.s, s):
+        ctx.args, ctx.params, ctx.captures = like.args, like.params, like.captures
+        ctx.array_errors = like.array_errors
+        # (the call's own parts' problems: those found before the programs')
+        ctx.problems.extend([x for x in like.problems if x.path[:2] != _PROGRAMS])
+    else:
+        _head_into(ctx)
+        if like is not None:
+            _reuse_bindings(ctx.params, like.params)
+            _reuse_bindings(ctx.captures, like.captures)
+    # the programs: each body sees the parameters and captures
+    params, captures = ctx.params, ctx.captures
+    env = {**params, **captures} if captures else params
+    programs = ctx.programs
+    old = None if like is None else like.by_node()
+    for p, prog in enumerate(s.call.programs):
+        path = ("call", "programs", p)
+        out = ProgramInfo(p, path)
+        _body(ctx, out, prog.body, (*path, "body"), env, ctx.bound_in(p), (), old)
+        programs.append(out)
+
+
+def _head_into(ctx: Plan) -> None:
+    """The call's own parts resolved: its arguments (and their transforms), outputs,
+    scratch and captures, as the kernel's parameters and captures."""
     s = ctx.s
     c = s.call
     params = ctx.params  # (a kernel parameter's name -> its binding: defined once)
@@ -593,15 +686,6 @@ def _compile_into(ctx: Plan) -> None:
             cap.name, info, "capture", path, (cap.buffer,), -1, (), None, b
         )  # fmt: skip
 
-    # the programs: each body sees the parameters and captures
-    env = {**params, **captures} if captures else params
-    programs = ctx.programs
-    for p, prog in enumerate(c.programs):
-        path = ("call", "programs", p)
-        out = ProgramInfo(p, path)
-        _body(ctx, out, prog.body, (*path, "body"), env, ctx.bound_in(p), ())
-        programs.append(out)
-
 
 def ctx_steps(info: RefInfo, transforms: list, base_path: Path, bound: frozenset[str]) -> list:
     return propagate(info, transforms, base_path, bound) if transforms else []
@@ -615,78 +699,113 @@ def _body(
     env: dict[str, Binding],
     bound: frozenset[str],
     scope: tuple[Stmt, ...],
+    old: dict[int, Stmt] | None = None,
 ) -> bool:
     """Resolve one body (a program's, a loop's, a condition's) into ``out.stmts`` in
     order; a ``let`` binds its name in ``env`` for the rest of this body only (in the
     body's own copy, made at its first let: ``env`` is the caller's). False once a
-    ``return`` ends it."""
+    ``return`` ends it. ``old``: another plan's records by statement object
+    (``Plan.by_node``): a statement's is kept whole where all it was made from is the
+    same (the same place, scope records, bound names, and bindings it sees), else its
+    index expressions and a let's steps are reused (``_steps_of``); see ``compile``."""
     stmts = out.stmts
     copied = False
+    o = None  # (the statement's record in ``old``, when there is one)
     for j, st in enumerate(body):
         path = (*base, j)
         index = len(stmts)
-        refs: dict[str, Binding] = {}
-        ok = typed = True
-        if isinstance(st, Let):
-            # its one ref field (``Let.ref_fields``)
-            src = env.get(st.ref)
-            if src is None:
-                ok = False
-                ctx.problem(
-                    "XREF_UNKNOWN_NAME", (*path, "ref"), _unknown_name(body, j, "ref", st.ref)
-                )
-            else:
-                refs["ref"] = src
-                typed = src.info is not None
-            info = None
-            steps: list[Step] = []
-            transforms = st.transforms
-            own: tuple[tuple[Path, Any], ...] = ()
-            if transforms:
-                tpath = (*path, "transforms")
-                if src is not None and src.info is not None:
-                    steps = propagate(src.info, transforms, tpath, bound)
-                    info = steps[-1].after
-                own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
-            elif src is not None:
-                info = src.info
-            if src is not None:
-                origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
-                root = src.root
-            else:
-                origin, stack, root = (), own, None
-            defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
-            if not copied:
-                env = dict(env)
-                copied = True
-            env[st.let] = defines
-            unbound = None
-            exprs, calls = _exprs(st) if transforms else _NO_EXPRS
+        if (
+            old is not None
+            and (o := old.get(id(st))) is not None
+            and o.ok
+            and o.index == index
+            and o.path == path
+            and o.bound == bound
+            and _same_list(o.scope, scope)
+            and _sees_same(o, st, env)
+        ):
+            stmt = o  # (the very record)
+            defines = o.defines
+            if defines is not None:
+                if not copied:
+                    env = dict(env)
+                    copied = True
+                env[st.let] = defines
         else:
-            for fname, name, _access in st.ref_fields():
-                b = env.get(name)
-                if b is None:
+            refs: dict[str, Binding] = {}
+            ok = typed = True
+            if isinstance(st, Let):
+                # its one ref field (``Let.ref_fields``)
+                src = env.get(st.ref)
+                if src is None:
                     ok = False
-                    msg = _unknown_name(body, j, fname, name)
-                    ctx.problem("XREF_UNKNOWN_NAME", (*path, fname), msg)
+                    ctx.problem(
+                        "XREF_UNKNOWN_NAME", (*path, "ref"), _unknown_name(body, j, "ref", st.ref)
+                    )
                 else:
-                    refs[fname] = b
-                    if b.info is None:
-                        typed = False
-            steps = []
-            defines = None
-            exprs, calls = _exprs(st)
-            unbound = _unbound(exprs, bound) if exprs else None
-        if calls and ("load" in calls or "semaphore_read" in calls):
-            loads = _loads(ctx, exprs, path, env)
-        else:
-            loads = _NO_LOADS
-        if loads is None:
-            ok = False
-        stmt = Stmt(
-            index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs, calls,
-            typed,
-        )  # fmt: skip
+                    refs["ref"] = src
+                    typed = src.info is not None
+                info = None
+                steps: list[Step] = []
+                transforms = st.transforms
+                own: tuple[tuple[Path, Any], ...] = ()
+                if transforms:
+                    tpath = (*path, "transforms")
+                    if src is not None and src.info is not None:
+                        if o is None or (kept := _steps_of(o, src.info, path, bound)) is None:
+                            kept = propagate(src.info, transforms, tpath, bound)
+                        steps = kept
+                        info = steps[-1].after
+                    own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
+                elif src is not None:
+                    info = src.info
+                if src is not None:
+                    origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
+                    root = src.root
+                else:
+                    origin, stack, root = (), own, None
+                defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
+                if not copied:
+                    env = dict(env)
+                    copied = True
+                env[st.let] = defines
+                unbound = None
+                if o is not None:  # (the same statement: the same expressions)
+                    exprs, calls = o.exprs, o.calls
+                else:
+                    exprs, calls = _exprs(st) if transforms else _NO_EXPRS
+            else:
+                for fname, name, _access in st.ref_fields():
+                    b = env.get(name)
+                    if b is None:
+                        ok = False
+                        msg = _unknown_name(body, j, fname, name)
+                        ctx.problem("XREF_UNKNOWN_NAME", (*path, fname), msg)
+                    else:
+                        refs[fname] = b
+                        if b.info is None:
+                            typed = False
+                steps = []
+                defines = None
+                if o is not None:  # (the same statement: the same expressions)
+                    exprs, calls = o.exprs, o.calls
+                    if o.bound == bound:
+                        unbound = o.unbound
+                    else:
+                        unbound = _unbound(exprs, bound) if exprs else None
+                else:
+                    exprs, calls = _exprs(st)
+                    unbound = _unbound(exprs, bound) if exprs else None
+            if calls and ("load" in calls or "semaphore_read" in calls):
+                loads = _loads(ctx, exprs, path, env)
+            else:
+                loads = _NO_LOADS
+            if loads is None:
+                ok = False
+            stmt = Stmt(
+                index, path, st, refs, steps, ok, defines, scope, bound, unbound, loads, exprs,
+                calls, typed,
+            )  # fmt: skip
         stmts.append(stmt)
         if defines is not None:
             continue
@@ -694,9 +813,43 @@ def _body(
             return False  # never executed past here: the body returned
         if st.BODY:
             inner = bound | {st.var} if isinstance(st, Loop) else bound
-            if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt)):
+            if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt), old):
                 return False
     return True
+
+
+def _sees_same(o: Stmt, st: Any, env: dict[str, Binding]) -> bool:
+    """Whether statement ``st`` (``o``'s node) sees in ``env`` the very bindings its
+    record ``o`` resolved: the refs it names and those its expressions load from (a
+    let's loads are bound with its own view defined)."""
+    refs = o.refs
+    own = o.defines
+    if own is not None:  # (a let: its one ref field)
+        if env.get(st.ref) is not refs.get("ref"):
+            return False
+    else:
+        for fname, name, _access in st.ref_fields():
+            if env.get(name) is not refs.get(fname):
+                return False
+    for name, b in o.loads.items():
+        if (own if own is not None and name == own.name else env.get(name)) is not b:
+            return False
+    return True
+
+
+def _steps_of(o: Stmt, info: RefInfo, path: Path, bound: frozenset[str]) -> list[Step] | None:
+    """A let's transform steps from another plan's record ``o`` of it, where they are
+    what propagating them from ``info`` would give: its source's type equal, the same
+    bound names, and the same path or steps that name none (no error, no note); else
+    None."""
+    if not o.steps or o.bound != bound:
+        return None
+    src = o.refs.get("ref")
+    if src is None or not (src.info is info or src.info == info):
+        return None
+    if o.path != path and any(x.error is not None or x.notes for x in o.steps):
+        return None
+    return o.steps
 
 
 def expr_ops(st: Any) -> list[tuple[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, Edit
 from mpmd_lab.fields import parse_path
-from mpmd_lab.plan import compile
+from mpmd_lab.plan import Plan, compile
 from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import Analysis, analyze_rules
 from pydantic import BaseModel
@@ -31,6 +31,26 @@ _BY_ID: dict[int, Analysis] = {}
 CHECKS = 0
 #: where the candidates' checks are timed (``metered``): the timings and their clock
 _METER: list[tuple[dict[str, float], Callable[[], float]]] = []
+#: the plans the candidates made from a scenario (``made``) reuse (``reusing``)
+_LIKE: list[Plan] = []
+
+
+class reusing:  # noqa: N801 - used as a function: ``with reusing(plan):``
+    """While inside, a candidate made from another scenario's parts (``candidate``'s
+    ``made``: a fix's, ``edited``) compiles reusing ``plan``'s records (the original
+    scenario's plan: ``plan.compile``'s ``like``) where what they are made from is the
+    candidate's own; its plan is the one compiled without."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def __enter__(self) -> None:
+        _LIKE.append(self.plan)
+
+    def __exit__(self, *exc: object) -> None:
+        _LIKE.pop()
 
 
 class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock):``
@@ -68,8 +88,9 @@ def candidate(
     or an earlier check of the same or another scenario: the Lab checking again,
     ``check --fix``) is neither validated nor checked again. None when ``data`` is not
     a valid scenario. ``made``: makes the scenario ``data`` validates to, sharing what
-    it can with another (``edited``); ``data`` is validated when it raises. The last
-    ``CACHE_SIZE`` are kept."""
+    it can with another (``edited``); ``data`` is validated when it raises; its plan
+    then reuses the records of the plan ``reusing`` gives. The last ``CACHE_SIZE`` are
+    kept."""
     global CHECKS
     key = content_key(data) if key is None else key
     if key in _CHECKED:
@@ -77,9 +98,11 @@ def candidate(
         return _CHECKED[key]
     CHECKS += 1
     meter = _METER[-1] if _METER else None
+    # (a scenario validated whole shares no object with another plan's: nothing to reuse)
+    like = _LIKE[-1] if _LIKE and made is not None else None
     if meter is None:
         try:
-            got: Analysis | None = analyze_rules(_validated(data, made))
+            got: Analysis | None = analyze_rules(_validated(data, made), like=like)
         except Exception:  # a fix that does not apply is not offered
             got = None
         _keep(key, got)
@@ -88,7 +111,7 @@ def candidate(
     stages: dict[str, float] = {}
     before = clock()
     try:
-        got = analyze_rules(_validated(data, made), timings=stages, clock=clock)
+        got = analyze_rules(_validated(data, made), like=like, timings=stages, clock=clock)
     except Exception:
         got = None
     timings["recheck"] = timings.get("recheck", 0.0) + clock() - before

@@ -64,13 +64,15 @@ def analyze(
         return found
     from mpmd_lab.fixes import offer  # the fixes (and difflib) load with the first check
 
-    if timings is None:
-        diags = offer(s, list(found.diagnostics))
-    else:
-        before = clock()
-        with recheck.metered(timings, clock):
+    # (the candidates, made from ``s``'s parts, reuse its plan's records)
+    with recheck.reusing(found.plan):
+        if timings is None:
             diags = offer(s, list(found.diagnostics))
-        timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
+        else:
+            before = clock()
+            with recheck.metered(timings, clock):
+                diags = offer(s, list(found.diagnostics))
+            timings["fixes"] = timings.get("fixes", 0.0) + clock() - before
     return Analysis(s, found.plan, tuple(diags))
 
 

@@ -48,12 +48,15 @@ def analyze_rules(
     s: Scenario,
     *,
     plan: Plan | None = None,
+    like: Plan | None = None,
     timings: dict[str, float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Analysis:
     """Resolve ``s`` and run every rule once, without offering fixes. ``plan``: ``s``'s
     plan when the caller has it (``Plan.fits``: e.g. the plan of a copy with other run
-    options), not compiled again. ``timings``: filled with the seconds each stage took
+    options), not compiled again; ``like``: another scenario's plan whose unchanged
+    records ``s``'s compiles reuses (``plan.compile``: a fix's candidate, the
+    original's plan). ``timings``: filled with the seconds each stage took
     (``compile``, ``build``, ``trace``, ``lower``, ``runtime``, ``interp``, ``sync``);
     ``clock``: what measures them."""
     if plan is not None and not plan.fits(s):
@@ -66,7 +69,7 @@ def analyze_rules(
     # (stage, clock() after it), from the start: only when timed, added up at the end
     marks = None if timings is None else [("", clock())]
     try:
-        ctx = Ctx(s, plan if plan is not None else compile(s), recheck=_recheck)
+        ctx = Ctx(s, plan if plan is not None else compile(s, like), recheck=_recheck)
         if marks is not None:
             marks.append(("compile", clock()))
         check_build(ctx)

@@ -1,0 +1,104 @@
+"""A fix's candidate compiled reusing the original's plan (``compile(candidate,
+like=plan)``: its unchanged records kept) is the plan compiled afresh, and checks to the
+same diagnostics, for every fix proposed in the gallery, tests/scenarios and
+tests/fix_corpus; and the records it keeps are the original's own objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpmd_lab import gallery
+from mpmd_lab.diagnostics import Edit
+from mpmd_lab.fields import format_path
+from mpmd_lab.fixes import proposed
+from mpmd_lab.plan import Plan, compile
+from mpmd_lab.recheck import edited
+from mpmd_lab.validate.analysis import analyze_rules
+
+from bench.golden import _binding, plan_lines
+from tests.test_fix_candidates import _scenarios
+
+
+def _shown(r: Plan) -> list[str]:
+    """What the golden dump prints of a plan, and what it leaves out: the problems, each
+    statement's loads, expressions, calls and whether it is typed, each binding's root."""
+    lines = plan_lines(r)
+    lines += [f"problem {p.code} {format_path(p.path)} {p.message}" for p in r.problems]
+    for b in [*r.params.values(), *r.captures.values()]:
+        lines.append(f"root {b.name} {b.root!r}")
+    for p in r.programs:
+        for st in p.stmts:
+            loads = {name: _binding(b) for name, b in st.loads.items()}
+            lines.append(
+                f"  more {st.index} loads={loads} exprs={st.exprs!r} calls={sorted(st.calls)} "
+                f"typed={st.typed} root={None if st.defines is None else st.defines.root!r}"
+            )
+    return lines
+
+
+def _candidates() -> list[tuple[str, Any, Any, list[Edit]]]:
+    """``(name, scenario, its analysis, edits)`` of every proposed fix that edits to a
+    scenario."""
+    out = []
+    for name, s in _scenarios():
+        found = analyze_rules(s)
+        for d in found.diagnostics:
+            for fix in proposed(s, d)[0]:
+                out.append((f"{name}: {d.code}: {fix.description}", s, found, fix.edits))
+    return out
+
+
+def test_a_reusing_compile_is_the_fresh_one_for_every_proposed_fix() -> None:
+    checked = kept = total = 0
+    for label, s, found, edits in _candidates():
+        try:
+            new = edited(s, edits)
+        except Exception:  # (a fix whose scenario does not validate: never compiled)
+            continue
+        checked += 1
+        reused = compile(new, like=found.plan)
+        assert reused.s is new
+        fresh = compile(new)
+        assert _shown(reused) == _shown(fresh), label
+        got = analyze_rules(new, like=found.plan).diagnostics
+        assert got == analyze_rules(new).diagnostics, label
+        old = {id(st) for p in found.plan.programs for st in p.stmts}
+        kept += sum(id(st) in old for p in reused.programs for st in p.stmts)
+        total += sum(len(p.stmts) for p in reused.programs)
+    assert checked > 250
+    # the reuse happens: over a third of the candidates' statements keep their records
+    # (311 candidates, 736 of 1,896 statements when written)
+    assert kept > total // 3
+
+
+def test_an_unchanged_statement_keeps_its_record_and_a_changed_one_does_not() -> None:
+    s = gallery.load("ring-all-gather-no-wait")
+    plan = compile(s)
+    loop = s.call.programs[0].body[3]
+    # a statement added inside the loop: the loop and its later statements move
+    path = f"call.programs[0].body[3].body[{len(loop.body)}]"
+    value = loop.body[-1].model_dump(mode="json")
+    new = edited(s, [Edit(op="add", path=path, value=value)])
+    got = compile(new, like=plan)
+    before, after = plan.programs[0].stmts, got.programs[0].stmts
+    assert got.params is plan.params  # (the call's own parts: all the same objects)
+    # the statements before the loop: the very records
+    assert all(a is b for a, b in zip(before[:3], after[:3], strict=True))
+    # the loop is a new object: a new record, and so are the statements inside it (their
+    # scope is the new loop's), though they share its index expressions
+    assert after[3] is not before[3] and after[3].node is new.call.programs[0].body[3]
+    inner = [st for st in after if st.scope and st.scope[0] is after[3]]
+    assert len(inner) == len(loop.body) + 1
+    assert all(st is not before[st.index] for st in inner[:-1])
+    assert all(st.exprs is before[st.index].exprs for st in inner[:-1])
+    # a let's steps too, where its source's type is the same
+    lets = [st for st in inner[:-1] if st.defines is not None and st.steps]
+    assert lets and all(st.steps is before[st.index].steps for st in lets)
+    assert _shown(got) == _shown(compile(new))
+
+
+def test_a_plan_like_another_scenario_is_still_its_own() -> None:
+    """``like`` is a hint: a plan of an unrelated scenario reuses nothing wrong."""
+    a, b = gallery.load("ring-all-gather"), gallery.load("two-block-race")
+    assert _shown(compile(b, like=compile(a))) == _shown(compile(b))
+    assert _shown(compile(a, like=compile(b))) == _shown(compile(a))
