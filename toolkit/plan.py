@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
+from operator import eq, is_
 from typing import Any
 
 from mpmd_lab import dtypes
@@ -511,15 +512,14 @@ _PROGRAMS = ("call", "programs")
 
 
 def _same_list(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    """The same objects in the same order."""
-    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
+    """The same objects in the same order (compared in C: ``map`` of ``is_``)."""
+    return a is b or (len(a) == len(b) and all(map(is_, a, b)))
 
 
 def _same_items(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """The same keys, in the same order, to the same objects."""
     return a is b or (
-        len(a) == len(b)
-        and all(k == j and x is y for (k, x), (j, y) in zip(a.items(), b.items(), strict=True))
+        len(a) == len(b) and all(map(is_, a.values(), b.values())) and all(map(eq, a, b))
     )
 
 
