@@ -260,7 +260,7 @@ class Plan:
 
     __slots__ = (
         "s", "args", "params", "captures", "programs", "array_errors", "problems", "_first",
-        "bound_outside", "_by_node",
+        "bound_outside", "_by_node", "_folds",
     )  # fmt: skip
 
     def __init__(self, scenario: Scenario):
@@ -277,6 +277,8 @@ class Plan:
         self._by_node: dict[int, Stmt] | None = None
         #: first_step's answers and fold per key: (id(binding) -> (binding, answer), step)
         self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
+        #: the rules' folds' answers per key (``folds``)
+        self._folds: dict[str, dict[int, tuple[Binding, Any]]] = {}
         #: axis names lax.axis_index knows outside the kernel: shard_map's
         self.bound_outside: frozenset[str] = (
             frozenset(scenario.device_mesh) | _OUTSIDE_ONLY
@@ -310,7 +312,7 @@ class Plan:
         out.args, out.params, out.captures = self.args, self.params, self.captures
         out.programs, out.array_errors = self.programs, self.array_errors
         out.problems, out._first = self.problems, self._first
-        out._by_node = self._by_node
+        out._by_node, out._folds = self._by_node, self._folds
         return out
 
     def by_node(self) -> dict[int, Stmt]:
@@ -321,6 +323,13 @@ class Plan:
         if got is None:
             got = self._by_node = {id(st.node): st for p in self.programs for st in p.stmts}
         return got
+
+    def folds(self, key: str) -> dict[int, tuple[Binding, Any]]:
+        """The answers of a rule's fold over the views (``along_chain``'s memo) named
+        ``key``, one per plan. A fold's answer is a function of the binding alone (its
+        stack and root), so a plan compiled ``like`` another starts with the other's
+        answers (``_answers_of``): the bindings they share are not folded again."""
+        return self._folds.setdefault(key, {})
 
     def problem(self, code: str, path: Path, message: str) -> None:
         self.problems.append(Problem(code, path, message))
@@ -471,7 +480,18 @@ def compile(scenario: Scenario, like: Plan | None = None) -> Plan:
         return like.of_copy(scenario)
     r = Plan(scenario)
     _compile_into(r, like)
+    if like is not None:
+        _answers_of(r, like)
     return r
+
+
+def _answers_of(r: Plan, like: Plan) -> None:
+    """``like``'s fold answers (``first_step``'s, the rules' ``folds``) as ``r``'s first
+    answers, copied (each entry holds its binding, so its id is its own while kept): a
+    binding ``r`` shares with ``like`` (``compile``'s reuse) is the same view of the same
+    root, whose answer is the same; ``like``'s other entries are never asked."""
+    r._first = {key: (dict(memo), step) for key, (memo, step) in like._first.items()}
+    r._folds = {key: dict(memo) for key, memo in like._folds.items()}
 
 
 def leaf_name(param: str, i: int) -> str:

@@ -324,10 +324,12 @@ class LowerCtx:
         self.st: Stmt
         self.mesh: Any
         # (each fold's memo, by root's origin or by binding; the folds are bound methods:
-        # one step of a fold is a plain method call)
+        # one step of a fold is a plain method call). The per-binding ones are the plan's
+        # (``Plan.folds``: a fix's candidate starts with the original's answers, a view's
+        # answer being its stack's and root's alone)
         self._roots: dict[str, _View] = {}
-        self._views: dict[int, tuple[Binding, _View]] = {}
-        self._memrefs: dict[int, tuple[Binding, Any]] = {}
+        self._views: dict[int, tuple[Binding, _View]] = ctx.r.folds("lower.view")
+        self._memrefs: dict[int, tuple[Binding, Any]] = ctx.r.folds("lower.memref")
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
