@@ -768,7 +768,6 @@ def _body(
                 info = None
                 steps: list[Step] = []
                 transforms = st.transforms
-                own: tuple[tuple[Path, Any], ...] = ()
                 if transforms:
                     tpath = (*path, "transforms")
                     if src is not None and src.info is not None:
@@ -776,15 +775,28 @@ def _body(
                             kept = propagate(src.info, transforms, tpath, bound)
                         steps = kept
                         info = steps[-1].after
-                    own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
                 elif src is not None:
                     info = src.info
-                if src is not None:
-                    origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
-                    root = src.root
+                if (
+                    o is not None
+                    and src is not None
+                    and (was := o.defines) is not None
+                    and was.parent is src
+                    and was.info is info
+                    and was.stmt == index
+                    and was.path == path
+                ):
+                    defines = was  # (the same view of the same source at the same place)
                 else:
-                    origin, stack, root = (), own, None
-                defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
+                    own: tuple[tuple[Path, Any], ...] = ()
+                    if transforms:
+                        own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
+                    if src is not None:
+                        origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
+                        root = src.root
+                    else:
+                        origin, stack, root = (), own, None
+                    defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
                 if not copied:
                     env = dict(env)
                     copied = True
