@@ -13,6 +13,7 @@ from mpmd_lab.fields import format_path
 from mpmd_lab.fixes import proposed
 from mpmd_lab.plan import Plan, compile
 from mpmd_lab.recheck import edited
+from mpmd_lab.scenario import Scenario
 from mpmd_lab.validate.analysis import analyze_rules
 
 from bench.golden import _binding, plan_lines
@@ -28,12 +29,23 @@ def _shown(r: Plan) -> list[str]:
         lines.append(f"root {b.name} {b.root!r}")
     for p in r.programs:
         for st in p.stmts:
+            if st.defines is not None:  # (the whole chain of views under it)
+                lines.append(f"  chain {st.index} {_chain(st.defines)}")
             loads = {name: _binding(b) for name, b in st.loads.items()}
             lines.append(
                 f"  more {st.index} loads={loads} exprs={st.exprs!r} calls={sorted(st.calls)} "
                 f"typed={st.typed} root={None if st.defines is None else st.defines.root!r}"
             )
     return lines
+
+
+def _chain(b: Any) -> list[str]:
+    """A binding and every source view under it, down to the kernel's parameter."""
+    out = []
+    while b is not None:
+        out.append(f"{b.name}@{format_path(b.path)}")
+        b = b.parent
+    return out
 
 
 def _candidates() -> list[tuple[str, Any, Any, list[Edit]]]:
@@ -124,3 +136,100 @@ def test_a_candidate_starts_with_the_originals_fold_answers() -> None:
     got = analyze_rules(new, plan=plan).diagnostics
     assert got == analyze_rules(new).diagnostics
     assert found.plan.folds("lower.view") is views and len(views) <= len(carried)
+
+
+def _moves(s: Any) -> list[list[Edit]]:
+    """Edits that keep most statement objects but change where they are or what they
+    see: each top statement of the first program removed, or copied in front of itself
+    (the later ones move; a name defined twice), a loop's last statement moved out of it
+    or the next one into it (the later ones keep their index at another path), the
+    grid's axes renamed (the same statements under other bound names), the first
+    argument dropped (other bindings), the device mesh's axes renamed."""
+    p = "call.programs[0]"
+    body = s.call.programs[0].body
+    out = []
+    for k, st in enumerate(body):
+        out.append([Edit(op="remove", path=f"{p}.body[{k}]")])
+        out.append([Edit(op="add", path=f"{p}.body[{k}]", value=st.model_dump(mode="json"))])
+        if st.BODY and st.body and k + 1 < len(body):
+            # a loop's last statement moved out after it, or the next one moved in: the
+            # statements after it keep their index, at another path
+            last = st.body[-1].model_dump(mode="json")
+            end = f"{p}.body[{k}].body[{len(st.body) - 1}]"
+            after = f"{p}.body[{k + 1}]"
+            out.append([Edit(op="remove", path=end), Edit(op="add", path=after, value=last)])
+            nxt = body[k + 1].model_dump(mode="json")
+            into = f"{p}.body[{k}].body[{len(st.body)}]"
+            out.append([Edit(op="add", path=into, value=nxt), Edit(op="remove", path=after)])
+    grid = s.call.programs[0].mesh.grid
+    renamed = {f"{name}_": n for name, n in grid.items()}
+    out.append([Edit(op="replace", path=f"{p}.mesh.grid", value=renamed)])
+    if s.device_mesh:  # (the same statements, their device expressions' axes unbound)
+        mesh = {f"{name}_": n for name, n in s.device_mesh.items()}
+        out.append([Edit(op="replace", path="device_mesh", value=mesh)])
+    if s.call.args:
+        out.append([Edit(op="remove", path="call.args[0]")])
+    return out
+
+
+def test_statements_that_move_or_see_other_names_are_resolved_again() -> None:
+    """Hostile edits (``_moves``) over the gallery: the reusing compile and check are
+    still the fresh ones (a kept statement at another place, or seeing other bindings or
+    bound names, is resolved again)."""
+    tried = 0
+    for name in gallery.names():
+        s = gallery.load(name)
+        found = analyze_rules(s)
+        for edits in _moves(s):
+            try:
+                new = edited(s, edits)
+            except Exception:  # (an edit the validation refuses)
+                continue
+            tried += 1
+            label = f"{name}: {[(e.op, e.path) for e in edits]}"
+            reused = compile(new, like=found.plan)
+            assert _shown(reused) == _shown(compile(new)), label
+            got = analyze_rules(new, like=found.plan).diagnostics
+            assert got == analyze_rules(new).diagnostics, label
+    assert tried > 100
+
+
+def _scenario(body: list[dict[str, Any]]) -> Scenario:
+    """two-block-race's call with a second argument passing the same buffer (``y_ref``:
+    its ref's type is ``x_ref``'s) and ``body`` as its program."""
+    data = gallery.load("two-block-race").to_dict()
+    data["call"]["args"].append({"buffer": "x", "param": "y_ref", "transforms": []})
+    data["call"]["programs"][0]["body"] = body
+    return Scenario.model_validate(data)
+
+
+def test_a_kept_statement_that_names_nothing_or_another_source_is_resolved_again() -> None:
+    """A statement with a name that resolves to nothing keeps its problem in a candidate
+    where it is unchanged; a let whose source is now another binding of the same type
+    (``y_ref`` for ``x_ref``) is a view of that one, not of the original's source."""
+    at = [{"op": "at", "index": [[0, 64]]}]
+    base = _scenario(
+        [
+            {"let": "a", "ref": "x_ref", "transforms": []},
+            {"let": "b", "ref": "a", "transforms": at},
+            {"op": "copy", "src": "b", "dst": "nope"},
+        ]
+    )
+    found = analyze_rules(base)
+    assert [p.code for p in found.plan.problems] == ["XREF_UNKNOWN_NAME"]
+    value = {"let": "a", "ref": "y_ref", "transforms": []}
+    new = edited(base, [Edit(op="replace", path="call.programs[0].body[0]", value=value)])
+    got = compile(new, like=found.plan)
+    assert [p.code for p in got.problems] == ["XREF_UNKNOWN_NAME"]
+    # every statement kept, seeing the same bindings (a buffer no one names added): the
+    # copy's problem is still found
+    z = {"shape": [4], "dtype": "float32"}
+    kept = edited(base, [Edit(op="add", path="buffers.z", value=z)])
+    again = compile(kept, like=found.plan)
+    assert again.programs[0].stmts[1] is found.plan.programs[0].stmts[1]
+    assert [p.code for p in again.problems] == ["XREF_UNKNOWN_NAME"]
+    assert _shown(again) == _shown(compile(kept))
+    b = got.programs[0].stmts[1].defines
+    assert b is not None and _chain(b)[-1].startswith("y_ref@")
+    assert _shown(got) == _shown(compile(new))
+    assert analyze_rules(new, like=found.plan).diagnostics == analyze_rules(new).diagnostics

@@ -516,14 +516,14 @@ def _same_head(a: Scenario, b: Scenario) -> bool:
     programs) are the very same objects, in the same order, with the same device mesh
     and ``shard_map``."""
     ca, cb = a.call, b.call
-    return (
-        a.device_mesh == b.device_mesh
-        and a.run.shard_map == b.run.shard_map
-        and _same_items(a.buffers, b.buffers)
-        and _same_items(ca.outputs, cb.outputs)
+    return (  # (what a fix edits most first)
+        _same_list(ca.args, cb.args)
         and _same_items(ca.scratch, cb.scratch)
-        and _same_list(ca.args, cb.args)
+        and _same_items(ca.outputs, cb.outputs)
         and _same_list(ca.captures, cb.captures)
+        and _same_items(a.buffers, b.buffers)
+        and a.device_mesh == b.device_mesh
+        and a.run.shard_map == b.run.shard_map
     )
 
 
@@ -742,7 +742,7 @@ def _body(
             and o.path == path
             and o.bound == bound
             and _same_list(o.scope, scope)
-            and _sees_same(o, st, env)
+            and _sees_same(o, env)
         ):
             stmt = o  # (the very record)
             defines = o.defines
@@ -850,21 +850,16 @@ def _body(
     return True
 
 
-def _sees_same(o: Stmt, st: Any, env: dict[str, Binding]) -> bool:
-    """Whether statement ``st`` (``o``'s node) sees in ``env`` the very bindings its
-    record ``o`` resolved: the refs it names and those its expressions load from (a
-    let's loads are bound with its own view defined)."""
-    refs = o.refs
-    own = o.defines
-    if own is not None:  # (a let: its one ref field)
-        if env.get(st.ref) is not refs.get("ref"):
+def _sees_same(o: Stmt, env: dict[str, Binding]) -> bool:
+    """Whether ``env`` binds the very bindings a record ``o`` resolved (its statement's
+    refs and the refs its expressions load from: each bound by its own name), so the same
+    statement sees them again (a let's loads see its own view, which it keeps)."""
+    for b in o.refs.values():
+        if env.get(b.name) is not b:
             return False
-    else:
-        for fname, name, _access in st.ref_fields():
-            if env.get(name) is not refs.get(fname):
-                return False
-    for name, b in o.loads.items():
-        if (own if own is not None and name == own.name else env.get(name)) is not b:
+    own = o.defines
+    for b in o.loads.values():
+        if b is not own and env.get(b.name) is not b:
             return False
     return True
 
