@@ -144,8 +144,10 @@ def _moves(s: Any) -> list[list[Edit]]:
     (the later ones move; a name defined twice), a loop's last statement moved out of it
     or the next one into it (the later ones keep their index at another path), the
     grid's axes renamed (the same statements under other bound names), the first
-    argument dropped (other bindings), the device mesh's axes renamed."""
+    argument dropped (other bindings), the device mesh's axes renamed or grown."""
     p = "call.programs[0]"
+    if not s.call.programs:
+        return []
     body = s.call.programs[0].body
     out = []
     for k, st in enumerate(body):
@@ -167,18 +169,21 @@ def _moves(s: Any) -> list[list[Edit]]:
     if s.device_mesh:  # (the same statements, their device expressions' axes unbound)
         mesh = {f"{name}_": n for name, n in s.device_mesh.items()}
         out.append([Edit(op="replace", path="device_mesh", value=mesh)])
+        # (the same axes, twice the devices: the global shapes without shard_map)
+        mesh = {name: 2 * n for name, n in s.device_mesh.items()}
+        out.append([Edit(op="replace", path="device_mesh", value=mesh)])
     if s.call.args:
         out.append([Edit(op="remove", path="call.args[0]")])
     return out
 
 
 def test_statements_that_move_or_see_other_names_are_resolved_again() -> None:
-    """Hostile edits (``_moves``) over the gallery: the reusing compile and check are
+    """Hostile edits (``_moves``) over the gallery, tests/scenarios and tests/fix_corpus:
+    the reusing compile and check are
     still the fresh ones (a kept statement at another place, or seeing other bindings or
     bound names, is resolved again)."""
     tried = 0
-    for name in gallery.names():
-        s = gallery.load(name)
+    for name, s in _scenarios():
         found = analyze_rules(s)
         for edits in _moves(s):
             try:
@@ -191,7 +196,7 @@ def test_statements_that_move_or_see_other_names_are_resolved_again() -> None:
             assert _shown(reused) == _shown(compile(new)), label
             got = analyze_rules(new, like=found.plan).diagnostics
             assert got == analyze_rules(new).diagnostics, label
-    assert tried > 100
+    assert tried > 1000
 
 
 def _scenario(body: list[dict[str, Any]]) -> Scenario:
@@ -233,3 +238,16 @@ def test_a_kept_statement_that_names_nothing_or_another_source_is_resolved_again
     assert b is not None and _chain(b)[-1].startswith("y_ref@")
     assert _shown(got) == _shown(compile(new))
     assert analyze_rules(new, like=found.plan).diagnostics == analyze_rules(new).diagnostics
+
+
+def test_an_output_renamed_is_another_parameter() -> None:
+    """The call's parts are the original's only with their names: the same output object
+    under another name (a copy made without validation) is compiled again."""
+    s = gallery.load("two-block-race")
+    plan = compile(s)
+    (out,) = s.call.outputs.values()
+    call = s.call.model_copy(update={"outputs": {"renamed": out}})
+    new = s.model_copy(update={"call": call})
+    got = compile(new, like=plan)
+    assert "renamed" in got.params and "out" not in got.params
+    assert _shown(got) == _shown(compile(new))
