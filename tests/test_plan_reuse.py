@@ -122,20 +122,20 @@ def test_a_candidate_starts_with_the_originals_fold_answers() -> None:
     share are not folded again, and its check is the fresh one's."""
     s = gallery.load("two-block-race")
     found = analyze_rules(s)
-    views = found.plan.folds("lower.view")
+    views = found.plan.folds["lower.view"]
     assert views  # (the original's check folded its views)
     body = s.call.programs[0].body
     value = body[2].model_dump(mode="json")
     new = edited(s, [Edit(op="replace", path="call.programs[0].body[2]", value=value)])
     plan = compile(new, like=found.plan)
-    carried = plan.folds("lower.view")
+    carried = plan.folds["lower.view"]
     assert carried == views and carried is not views  # (a copy: the original's unchanged)
     lets = [st.defines for st in plan.programs[0].stmts if st.defines is not None]
     shared = [b for b in lets if id(b) in views]  # (the views of the kept statements)
     assert shared and all(carried[id(b)][0] is b for b in shared)
     got = analyze_rules(new, plan=plan).diagnostics
     assert got == analyze_rules(new).diagnostics
-    assert found.plan.folds("lower.view") is views and len(views) <= len(carried)
+    assert found.plan.folds["lower.view"] is views and len(views) <= len(carried)
 
 
 def _moves(s: Any) -> list[list[Edit]]:

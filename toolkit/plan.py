@@ -12,6 +12,7 @@ or propagates a view again.
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from operator import eq, is_
 from typing import Any
@@ -260,7 +261,7 @@ class Plan:
 
     __slots__ = (
         "s", "args", "params", "captures", "programs", "array_errors", "problems", "_first",
-        "bound_outside", "_by_node", "_folds",
+        "bound_outside", "_by_node", "folds",
     )  # fmt: skip
 
     def __init__(self, scenario: Scenario):
@@ -277,8 +278,12 @@ class Plan:
         self._by_node: dict[int, Stmt] | None = None
         #: first_step's answers and fold per key: (id(binding) -> (binding, answer), step)
         self._first: dict[str, tuple[dict[int, tuple[Binding, Any]], Callable]] = {}
-        #: the rules' folds' answers per key (``folds``)
-        self._folds: dict[str, dict[int, tuple[Binding, Any]]] = {}
+        #: the answers of the rules' folds over the views (``along_chain``'s memos), by
+        #: the fold's name (a rule's own key: ``plan.folds["lower.view"]``, made when
+        #: first asked), one per plan. A fold's answer is a function of the binding alone
+        #: (its stack and root), so a plan compiled ``like`` another starts with the
+        #: other's answers (``_answers_of``): the bindings they share are not folded again
+        self.folds: defaultdict[str, dict[int, tuple[Binding, Any]]] = defaultdict(dict)
         #: axis names lax.axis_index knows outside the kernel: shard_map's
         self.bound_outside: frozenset[str] = (
             frozenset(scenario.device_mesh) | _OUTSIDE_ONLY
@@ -312,7 +317,7 @@ class Plan:
         out.args, out.params, out.captures = self.args, self.params, self.captures
         out.programs, out.array_errors = self.programs, self.array_errors
         out.problems, out._first = self.problems, self._first
-        out._by_node, out._folds = self._by_node, self._folds
+        out._by_node, out.folds = self._by_node, self.folds
         return out
 
     def by_node(self) -> dict[int, Stmt]:
@@ -323,13 +328,6 @@ class Plan:
         if got is None:
             got = self._by_node = {id(st.node): st for p in self.programs for st in p.stmts}
         return got
-
-    def folds(self, key: str) -> dict[int, tuple[Binding, Any]]:
-        """The answers of a rule's fold over the views (``along_chain``'s memo) named
-        ``key``, one per plan. A fold's answer is a function of the binding alone (its
-        stack and root), so a plan compiled ``like`` another starts with the other's
-        answers (``_answers_of``): the bindings they share are not folded again."""
-        return self._folds.setdefault(key, {})
 
     def problem(self, code: str, path: Path, message: str) -> None:
         self.problems.append(Problem(code, path, message))
@@ -491,7 +489,7 @@ def _answers_of(r: Plan, like: Plan) -> None:
     binding ``r`` shares with ``like`` (``compile``'s reuse) is the same view of the same
     root, whose answer is the same; ``like``'s other entries are never asked."""
     r._first = {key: (dict(memo), step) for key, (memo, step) in like._first.items()}
-    r._folds = {key: dict(memo) for key, memo in like._folds.items()}
+    r.folds = defaultdict(dict, {key: dict(memo) for key, memo in like.folds.items()})
 
 
 def leaf_name(param: str, i: int) -> str:
@@ -554,21 +552,24 @@ def _reuse_bindings(new: dict[str, Binding], old: dict[str, Binding]) -> None:
 
 def _compile_into(ctx: Plan, like: Plan | None = None) -> None:
     s = ctx.s
-    if like is not None and _same_head(like.s, s):
-        ctx.args, ctx.params, ctx.captures = like.args, like.params, like.captures
-        ctx.array_errors = like.array_errors
-        # (the call's own parts' problems: those found before the programs')
-        ctx.problems.extend([x for x in like.problems if x.path[:2] != _PROGRAMS])
-    else:
+    if like is None:
         _head_into(ctx)
-        if like is not None:
+        old = None
+    else:
+        old = like.by_node()
+        if _same_head(like.s, s):
+            ctx.args, ctx.params, ctx.captures = like.args, like.params, like.captures
+            ctx.array_errors = like.array_errors
+            # (the call's own parts' problems: those found before the programs')
+            ctx.problems.extend([x for x in like.problems if x.path[:2] != _PROGRAMS])
+        else:
+            _head_into(ctx)
             _reuse_bindings(ctx.params, like.params)
             _reuse_bindings(ctx.captures, like.captures)
     # the programs: each body sees the parameters and captures
-    params, captures = ctx.params, ctx.captures
-    env = {**params, **captures} if captures else params
+    captures = ctx.captures
+    env = {**ctx.params, **captures} if captures else ctx.params
     programs = ctx.programs
-    old = None if like is None else like.by_node()
     for p, prog in enumerate(s.call.programs):
         path = ("call", "programs", p)
         out = ProgramInfo(p, path)

@@ -328,8 +328,8 @@ class LowerCtx:
         # (``Plan.folds``: a fix's candidate starts with the original's answers, a view's
         # answer being its stack's and root's alone)
         self._roots: dict[str, _View] = {}
-        self._views: dict[int, tuple[Binding, _View]] = ctx.r.folds("lower.view")
-        self._memrefs: dict[int, tuple[Binding, Any]] = ctx.r.folds("lower.memref")
+        self._views: dict[int, tuple[Binding, _View]] = ctx.r.folds["lower.view"]
+        self._memrefs: dict[int, tuple[Binding, Any]] = ctx.r.folds["lower.memref"]
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
