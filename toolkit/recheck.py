@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 from typing import Any
 
 from mpmd_lab.diagnostics import Diagnostic, Edit
@@ -231,26 +230,15 @@ def with_edits(root: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
 def _fields(m: BaseModel) -> dict[str, Any]:
     """A model's fields by the names its JSON form gives them (aliases), values as they
     are: what validates to an equal model, reusing the values."""
-    got = _KEYS.get(type(m))
-    if got is None:
-        got = _KEYS[type(m)] = _keys(type(m))
-    keys, values = got
-    return dict(zip(keys, values(m), strict=True))
+    keys = _KEYS.get(type(m))
+    if keys is None:
+        fields = type(m).model_fields.items()
+        keys = _KEYS[type(m)] = tuple((f.alias or name, name) for name, f in fields)
+    return {key: getattr(m, name) for key, name in keys}
 
 
-def _keys(cls: type[BaseModel]) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
-    """A model class's keys in its JSON form (aliases) and what reads its fields' values
-    in that order, as a tuple (one ``attrgetter``: in C)."""
-    fields = cls.model_fields.items()
-    keys = tuple(f.alias or name for name, f in fields)
-    names = [name for name, _ in fields]
-    if len(names) > 1:
-        return keys, attrgetter(*names)
-    return keys, lambda m: tuple(getattr(m, n) for n in names)
-
-
-#: each model class's keys in its JSON form and its fields' values' reader (``_keys``)
-_KEYS: dict[type[BaseModel], tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+#: each model class's ``(key in its JSON form, field name)`` pairs (``_fields``)
+_KEYS: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {}
 
 
 def clear_cache() -> None:
