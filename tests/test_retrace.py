@@ -85,6 +85,31 @@ def make():
     return jax.jit(plgpu.kernel(kernel, out_type=OUT)), (jnp.arange(N, dtype=jnp.float32),)
 """
 
+#: pl.kernel as a decorator: the kernel in the (mesh, body) list of mpmd_map's closure
+DECORATED = """
+import functools
+from jax.experimental import pallas as pl
+
+USER = []
+
+
+def keep(f):
+    USER.append(f)
+    return f
+
+
+@functools.partial(pl.kernel, out_type=OUT, mesh=plgpu.Mesh())
+@keep
+def kernel(x_ref, o_ref):
+    SEEN.append(USER[0].__code__)
+    o_ref[...] = x_ref[...] * 2.0
+    o_ref[...] = x_ref[...].astype(jnp.int32)
+
+
+def make():
+    return jax.jit(kernel), (jnp.arange(N, dtype=jnp.float32),)
+"""
+
 #: the kernel held by an object's attribute: reached only by changing the user's object
 VIA_OBJECT = """
 def kernel(x_ref, o_ref):
@@ -113,6 +138,7 @@ CASES = {
     "via_globals": VIA_GLOBALS,
     "recursive": RECURSIVE,
     "via_object": VIA_OBJECT,
+    "decorated": DECORATED,
 }
 
 CHILD = """
@@ -143,6 +169,7 @@ out = {}
 for name, mod, fn, args in made:
     funcs = {k: v for k, v in vars(mod).items() if isinstance(v, types.FunctionType)}
     codes = {k: f.__code__ for k, f in funcs.items()}
+    user, user_code = mod.USER[0], mod.USER[0].__code__  # the kernel as the user wrote it
     module_dict = dict(vars(mod))
     imp = from_jax(fn, *args)
     out[name] = {
@@ -151,9 +178,10 @@ for name, mod, fn, args in made:
         if imp.scenario is not None else None,
         "kinds": [st.kind for st in imp.scenario.call.programs[0].body]
         if imp.scenario is not None else None,
-        "code_kept": all(f.__code__ is codes[k] for k, f in funcs.items()),
+        "code_kept": user.__code__ is user_code
+        and all(f.__code__ is codes[k] for k, f in funcs.items()),
         "globals_kept": all(vars(mod).get(k) is v for k, v in module_dict.items()),
-        "seen": [c is codes["kernel"] for c in mod.SEEN],
+        "seen": [c is user_code for c in mod.SEEN],
     }
     try:  # the user's kernel is rejected again, as before the import
         fn(*args) if not hasattr(fn, "trace") else fn.trace(*args)
@@ -220,13 +248,15 @@ def test_the_users_functions_and_globals_are_untouched(results, name):
         ("via_closure", ["o_ref[...] = x_ref[...].astype(jnp.int32)"]),
         ("via_globals", ["o_ref[...] = bad"]),
         ("recursive", ["o_ref[...] = x_ref[...].astype(jnp.int32)"]),
+        ("decorated", ["o_ref[...] = x_ref[...].astype(jnp.int32)"]),
     ],
 )
 def test_the_kernel_is_reached_without_changing_the_users_objects(results, name, texts):
-    """Through jax.jit and plgpu.kernel's closure, a plain function's globals, and the
-    kernel's own name: what was traced opens, the rejected store left out at its line
-    (the recursive kernel's inner calls run the rewritten body too, else JAX would
-    reject the same line again and nothing would show)."""
+    """Through jax.jit and plgpu.kernel's closure, a plain function's globals, the
+    kernel's own name, and pl.kernel's list of (mesh, body): what was traced opens,
+    the rejected store left out at its line (the recursive kernel's inner calls run
+    the rewritten body too, else JAX would reject the same line again and nothing
+    would show)."""
     r = results[name]
     assert r["left_out"] == [_line(CASES[name], t) for t in texts]
     assert r["kinds"] == ["compute"], r["kinds"]
