@@ -85,6 +85,29 @@ def make():
     return jax.jit(plgpu.kernel(kernel, out_type=OUT)), (jnp.arange(N, dtype=jnp.float32),)
 """
 
+#: two statements JAX rejects, the second inside a pl.when body: two retraces
+TWO_ROUNDS = """
+from jax.experimental import pallas as pl
+
+
+def kernel(x_ref, o_ref):
+    SEEN.append(USER[0].__code__)
+    o_ref[...] = x_ref[...] * 2.0
+    o_ref[...] = x_ref[...].astype(jnp.int32)
+
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        o_ref[...] = x_ref[...].astype(jnp.int16)
+
+
+USER = [kernel]
+
+
+def make():
+    call = plgpu.kernel(kernel, out_type=OUT, grid=(1,), grid_names=("b",))
+    return jax.jit(call), (jnp.arange(N, dtype=jnp.float32),)
+"""
+
 #: pl.kernel as a decorator: the kernel in the (mesh, body) list of mpmd_map's closure
 DECORATED = """
 import functools
@@ -139,6 +162,7 @@ CASES = {
     "recursive": RECURSIVE,
     "via_object": VIA_OBJECT,
     "decorated": DECORATED,
+    "two_rounds": TWO_ROUNDS,
 }
 
 CHILD = """
@@ -271,3 +295,14 @@ def test_a_kernel_reached_only_through_an_object_shows_nothing(results):
     r = results["via_object"]
     assert r["left_out"] is None and r["diagnostics"] == ["SWAP_DTYPE_MISMATCH"]
     assert r["seen"] == [True]  # JAX's trace only: no retrace ran
+
+
+def test_a_second_rejection_is_traced_past_too(results):
+    """The retrace's own rejection (in a nested pl.when body of the rewritten kernel)
+    is found in the user's kernel it was made from, and left out in a second round."""
+    r = results["two_rounds"]
+    src = CASES["two_rounds"]
+    lines = [_line(src, t) for t in ("astype(jnp.int32)", "astype(jnp.int16)")]
+    assert r["left_out"] == lines
+    assert r["diagnostics"][:2] == ["SWAP_DTYPE_MISMATCH"] * 2
+    assert r["seen"] == [True] * 3  # JAX's trace and two retraces: the user's kernel unchanged
