@@ -367,8 +367,9 @@ def test_a_rejected_kernel_opens_on_what_was_traced(imported, name):
 
 
 def test_the_retrace_leaves_the_users_function_as_it_was(tmp_path):
-    """The rewritten kernel is traced once, then its code is put back and JAX's caches
-    cleared: the user's function is rejected again, exactly as before the import."""
+    """The rewritten kernel is traced through fresh copies, never through the user's
+    function: it keeps its code, and is rejected again, exactly as before the import
+    (JAX's caches, keyed by the copies, do not serve the rewritten trace to it)."""
     path = str(KERNELS / "err_rejected_in_when.py")
     script = textwrap.dedent(
         f"""

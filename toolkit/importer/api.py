@@ -507,8 +507,8 @@ def _what_was_traced(
     from mpmd_lab.importer import rejected
 
     try:
-        again = lambda: trace(fn, args, kwargs)  # noqa: E731
-        return _bounded_step(lambda: rejected.retrace(again, exc), timeout)
+        again = lambda f: trace(f, args, kwargs)  # noqa: E731
+        return _bounded_step(lambda: rejected.retrace(again, fn, exc), timeout)
     except ImportTimeout:
         return _RETRACE_STOPPED
     except Exception:  # noqa: BLE001 - no second view: the rejection alone is reported
