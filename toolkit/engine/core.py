@@ -1281,7 +1281,7 @@ class Engine:
     # ------------------------------------------------------------ synchronisation
 
     def _one(self, view: View, name: str, what: str, path: str) -> int:
-        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
+        if view.base.kind != what:  # ("semaphore" or "barrier": a kind of synchronisation)
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
         lay = view.lay
         if lay is not None and not lay[2]:
