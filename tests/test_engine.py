@@ -574,7 +574,7 @@ def test_affine_at_is_numpy_indexing(shape, first, second, i, compact):
     """The data-free check's ``at`` on an affine view (start, shape and strides, no
     offsets array) gives what numpy's indexing of the whole's offsets gives, at every
     step of a stack: the offsets (made when asked), the out-of-bounds mark, the failure,
-    and the runs the race check logs."""
+    and the runs the race check logs; then through a transpose and a reshape."""
     from mpmd_lab.diagnostics import SimError
     from mpmd_lab.memory import Base, View
     from mpmd_lab.ops.views import At
@@ -598,6 +598,20 @@ def test_affine_at_is_numpy_indexing(shape, first, second, i, compact):
         assert lay.offsets.shape == plain.offsets.shape
         assert np.array_equal(lay.offsets, plain.offsets)
         views = [lay, plain]
+    # a transpose (reversing the dims), then a reshape to one dim, of each
+    from mpmd_lab.ops.views import Reshape, Transpose
+
+    rank = len(views[0].shape)
+    size = int(np.prod(views[0].shape))
+    for k, t in enumerate(
+        (
+            Transpose.model_validate({"op": "transpose", "perm": list(range(rank))[::-1]}),
+            Reshape.model_validate({"op": "reshape", "shape": [size]}),
+        )
+    ):
+        views = [t.view(v, sim, who, f"s{k}") for v in views]
+        assert views[0].shape == views[1].shape
+        assert np.array_equal(views[0].offsets, views[1].offsets)
     lay, plain = views
     if lay.lay is not None:
         from mpmd_lab.engine.core import _lay_runs

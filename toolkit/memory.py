@@ -143,6 +143,24 @@ class Base(Record):
         self.is_sync = kind in ("semaphore", "barrier")
 
 
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides (in elements) of a C-order array of ``shape`` (by shape, once)."""
+    got = _C_STRIDES.get(shape)
+    if got is None:
+        out = []
+        step = 1
+        for d in reversed(shape):
+            out.append(step)
+            step *= d
+        if len(_C_STRIDES) > 4096:
+            _C_STRIDES.clear()
+        got = _C_STRIDES[shape] = tuple(reversed(out))
+    return got
+
+
+_C_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 #: an affine view's ``(id(root), start, shape, strides)``, in base elements
 Lay = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 
@@ -267,12 +285,7 @@ class View:
             offs = root.reshape(*base.shape, isz)
         if not affine:
             return cls(base, base.dtype, offs)
-        strides = []
-        step = 1
-        for d in reversed(base.shape):
-            strides.append(step)
-            step *= d
-        lay = (id(root), 0, tuple(base.shape), tuple(reversed(strides)))
+        lay = (id(root), 0, tuple(base.shape), c_strides(tuple(base.shape)))
         return cls(base, base.dtype, offs, lay=lay, root=root)
 
     def elements(self) -> np.ndarray:
@@ -357,6 +370,7 @@ __all__ = [
     "Storage",
     "View",
     "bitcast_offsets",
+    "c_strides",
     "fill_value",
     "host_value",
     "uninitialized",

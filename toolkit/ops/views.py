@@ -918,6 +918,14 @@ class Reshape(TransformOp):
         return after, None, ()
 
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
+        from mpmd_lab.memory import c_strides
+
+        lay = v.lay
+        if lay is not None and -1 not in self.shape:
+            # an affine view laid out contiguously (C order) reshapes as arithmetic
+            target = tuple(self.shape)
+            if math.prod(target) == math.prod(lay[2]) and lay[3] == c_strides(lay[2]):
+                return v.with_lay((lay[0], lay[1], target, c_strides(target)), v.oob)
         try:
             return v.with_(offsets=v.offsets.reshape(*self.shape, v.offsets.shape[-1]))
         except ValueError:
@@ -1102,6 +1110,11 @@ class Transpose(TransformOp):
         perm = [p % rank if rank else p for p in self.perm]
         if sorted(perm) != list(range(rank)):
             sim.fail("TRANSPOSE_RANK", path, f"{self.perm} is not a permutation")
+        lay = v.lay
+        if lay is not None:  # an affine view: its dims' sizes and strides permuted
+            shape, strides = lay[2], lay[3]
+            moved = (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]))
+            return v.with_lay((lay[0], lay[1], *moved), v.oob)
         return v.with_(offsets=v.offsets.transpose(*perm, rank))
 
 
