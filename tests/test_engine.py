@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mpmd_lab import fixes, gallery
 from mpmd_lab.engine.shadow import RunMap
@@ -563,6 +563,9 @@ _ENTRY = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
+@example(  # an empty view past the end of its base: pl.ds(2, 0) of each dim
+    shape=[2, 2], first=[{"ds": ["i", 0]}, {"ds": ["i", 0]}], second=[], i=2, compact=True
+)
 @given(
     shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
     first=st.lists(_ENTRY, max_size=3),

@@ -255,11 +255,12 @@ class View:
         assert root is not None and lay is not None  # (a view has offsets or a lay)
         last = 1 if root.ndim == 1 else root.shape[-1]
         row = last * root.itemsize  # bytes of one element's row in the root
+        # (an empty view may start past the end: pl.ds(n, 0) of each dim; it holds nothing)
         return np.ndarray(
             (*lay[2], last),
             root.dtype,
             buffer=root,
-            offset=lay[1] * row,
+            offset=0 if 0 in lay[2] else lay[1] * row,
             strides=(*[s * row for s in lay[3]], root.itemsize),
         )
 
