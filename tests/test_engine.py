@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mpmd_lab import fixes, gallery
 from mpmd_lab.engine.shadow import RunMap
@@ -520,3 +520,106 @@ def test_a_finished_check_or_simulation_leaves_nothing_for_the_cycle_collector(n
     assert _unreachable_after(lambda: check(gallery.load(name))) == 0
     simulate(gallery.load(name))
     assert _unreachable_after(lambda: simulate(gallery.load(name))) == 0
+
+
+class _Ctx:
+    """The ``ViewContext`` an ``at`` asks (the engine's answers: an expression evaluated
+    for one actor's values, a failure as SimError, numpy's basic indexing)."""
+
+    mesh: dict[str, int] = {}
+    cluster_sizes: dict[str, int] = {}
+
+    def __init__(self, values: dict[str, int]) -> None:
+        from mpmd_lab import expr as E
+
+        self.env = E.Env(values, {})
+
+    def eval(self, e, run, path, sub=""):
+        return e.eval(self.env)
+
+    def fail(self, code, path, message):
+        from mpmd_lab.diagnostics import SimError
+
+        raise SimError(code, path, message)
+
+    def sliced(self, offsets, index):
+        return offsets[index]
+
+
+class _Who:
+    def describe(self) -> str:
+        return "device 0"
+
+
+_ENTRY = st.one_of(
+    st.none(),
+    st.integers(-6, 6),
+    st.just("i"),
+    st.tuples(st.integers(-6, 6), st.integers(-6, 8)).map(list),
+    st.tuples(st.one_of(st.integers(0, 5), st.just("i")), st.integers(0, 5)).map(
+        lambda t: {"ds": list(t)}
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example(  # an empty view past the end of its base: pl.ds(2, 0) of each dim
+    shape=[2, 2], first=[{"ds": ["i", 0]}, {"ds": ["i", 0]}], second=[], i=2, compact=True
+)
+@given(
+    shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    first=st.lists(_ENTRY, max_size=3),
+    second=st.lists(_ENTRY, max_size=2),
+    i=st.integers(-2, 4),
+    compact=st.booleans(),
+)
+def test_affine_at_is_numpy_indexing(shape, first, second, i, compact):
+    """The data-free check's ``at`` on an affine view (start, shape and strides, no
+    offsets array) gives what numpy's indexing of the whole's offsets gives, at every
+    step of a stack: the offsets (made when asked), the out-of-bounds mark, the failure,
+    and the runs the race check logs; then through a transpose and a reshape."""
+    from mpmd_lab.diagnostics import SimError
+    from mpmd_lab.memory import Base, View
+    from mpmd_lab.ops.views import At
+
+    base = Base("scratch", "x", "SMEM", np.dtype(np.float32), tuple(shape))
+    sim, who = _Ctx({"i": i}), _Who()
+    views = [View.whole(base, compact, affine=True), View.whole(base, compact)]
+    for k, index in enumerate((first, second)):
+        at = At.model_validate({"op": "at", "index": index})
+        got = []
+        for v in views:
+            try:
+                got.append(at.view(v, sim, who, f"t{k}"))
+            except SimError as e:
+                got.append((e.code, e.path, str(e)))
+        lay, plain = got
+        if isinstance(plain, tuple) or isinstance(lay, tuple):
+            assert lay == plain
+            return
+        assert lay.shape == plain.shape and lay.oob == plain.oob
+        assert lay.offsets.shape == plain.offsets.shape
+        assert np.array_equal(lay.offsets, plain.offsets)
+        views = [lay, plain]
+    # a transpose (reversing the dims), then a reshape to one dim, of each
+    from mpmd_lab.ops.views import Reshape, Transpose
+
+    rank = len(views[0].shape)
+    size = int(np.prod(views[0].shape))
+    for k, t in enumerate(
+        (
+            Transpose.model_validate({"op": "transpose", "perm": list(range(rank))[::-1]}),
+            Reshape.model_validate({"op": "reshape", "shape": [size]}),
+        )
+    ):
+        views = [t.view(v, sim, who, f"s{k}") for v in views]
+        assert views[0].shape == views[1].shape
+        assert np.array_equal(views[0].offsets, views[1].offsets)
+    lay, plain = views
+    if lay.lay is not None:
+        from mpmd_lab.engine.core import _lay_runs
+
+        pairs = _lay_runs(lay.lay[1], list(zip(lay.lay[2], lay.lay[3], strict=True)))
+        if pairs is not None:
+            want = np.unique(plain.elements())
+            assert [e for a, b in pairs for e in range(a, b)] == want.tolist()

@@ -143,6 +143,28 @@ class Base(Record):
         self.is_sync = kind in ("semaphore", "barrier")
 
 
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides (in elements) of a C-order array of ``shape`` (by shape, once)."""
+    got = _C_STRIDES.get(shape)
+    if got is None:
+        out = []
+        step = 1
+        for d in reversed(shape):
+            out.append(step)
+            step *= d
+        if len(_C_STRIDES) > 4096:
+            _C_STRIDES.clear()
+        got = _C_STRIDES[shape] = tuple(reversed(out))
+    return got
+
+
+_C_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+#: an affine view's ``(id(root), start, shape, strides)``, in base elements
+Lay = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+
 class View:
     """A ref as seen by one actor: byte offsets into a base buffer, and where it lives.
 
@@ -153,38 +175,60 @@ class View:
     to keep its shape): an access through it fails, as the GPU interpreter's bounds
     check does at the access, not at the view.
 
+    A view of its base's elements in an affine pattern (the whole, and what indexing
+    keeps of it) may carry ``lay``: ``(id(root), start, shape, strides)``, its first
+    element and its strides in base elements, over ``root`` (the whole's offsets array,
+    flat). Such a view is made from a few integers (the data-free check's lets, per
+    actor per step); its offsets array is made only when something asks for it, equal
+    to the one numpy's indexing of the whole would give (same root, start, strides).
+
     A plain class with slots, treated as immutable (``with_`` makes the changed copy):
     the data-free check makes one per transform per actor, where a frozen dataclass's
     ``__init__`` was a measurable share of its time.
     """
 
-    __slots__ = ("base", "cluster", "device", "dtype", "multicast", "offsets", "oob")
+    __slots__ = (
+        "_offsets",
+        "base",
+        "cluster",
+        "device",
+        "dtype",
+        "lay",
+        "multicast",
+        "oob",
+        "root",
+    )
 
     base: Base
     dtype: np.dtype
-    offsets: np.ndarray  # int32 (int64 past 2 GiB), shape = view shape + (itemsize or 1,)
     device: int | None  # a peer device (remote_ref)
     multicast: tuple[str, ...] | None  # axes (multicast_ref)
     cluster: tuple[int, ...] | None  # cluster coordinates (cluster_ref)
     oob: tuple[str, str, str] | None  # (code, field path, message)
+    lay: Lay | None  # (an affine view) its place in the root, or None
+    root: np.ndarray | None  # (an affine view) the whole's offsets, as allocated
 
     def __init__(
         self,
         base: Base,
         dtype: np.dtype,
-        offsets: np.ndarray,
+        offsets: np.ndarray | None,
         device: int | None = None,
         multicast: tuple[str, ...] | None = None,
         cluster: tuple[int, ...] | None = None,
         oob: tuple[str, str, str] | None = None,
+        lay: Lay | None = None,
+        root: np.ndarray | None = None,
     ) -> None:
         self.base = base
         self.dtype = dtype
-        self.offsets = offsets
+        self._offsets = offsets
         self.device = device
         self.multicast = multicast
         self.cluster = cluster
         self.oob = oob
+        self.lay = lay
+        self.root = root
 
     def __repr__(self) -> str:
         return (
@@ -193,26 +237,64 @@ class View:
         )
 
     @property
+    def offsets(self) -> np.ndarray:
+        """int32 (int64 past 2 GiB), shape = view shape + (itemsize or 1,)."""
+        o = self._offsets
+        if o is None:
+            o = self._offsets = self._strided()
+        return o
+
+    @offsets.setter
+    def offsets(self, value: np.ndarray) -> None:
+        self._offsets = value
+        self.lay = self.root = None
+
+    def _strided(self) -> np.ndarray:
+        """An affine view's offsets: its elements' rows of the root, strided."""
+        root, lay = self.root, self.lay
+        assert root is not None and lay is not None  # (a view has offsets or a lay)
+        last = 1 if root.ndim == 1 else root.shape[-1]
+        row = last * root.itemsize  # bytes of one element's row in the root
+        # (an empty view may start past the end: pl.ds(n, 0) of each dim; it holds nothing)
+        return np.ndarray(
+            (*lay[2], last),
+            root.dtype,
+            buffer=root,
+            offset=0 if 0 in lay[2] else lay[1] * row,
+            strides=(*[s * row for s in lay[3]], root.itemsize),
+        )
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return self.offsets.shape[:-1]
+        lay = self.lay
+        if lay is not None:
+            return lay[2]
+        return self._offsets.shape[:-1]  # type: ignore[union-attr]
 
     @classmethod
-    def whole(cls, base: Base, compact: bool = False) -> View:
+    def whole(cls, base: Base, compact: bool = False, affine: bool = False) -> View:
+        """The whole base (``affine``: with its ``lay``, its offsets' array as ``root``)."""
         isz = base.dtype.itemsize
         n = math.prod(base.shape)
         if compact:
             small = n * isz < 2**31
-            offs = np.arange(0, n * isz, isz, dtype=np.int32 if small else np.int64)
-            return cls(base, base.dtype, offs.reshape(*base.shape, 1))
-        it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
-        offs = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
-        return cls(base, base.dtype, offs.reshape(*base.shape, isz))
+            root = np.arange(0, n * isz, isz, dtype=np.int32 if small else np.int64)
+            offs = root.reshape(*base.shape, 1)
+        else:
+            it = np.dtype(np.int32 if n * isz < 2**31 else np.int64)
+            root = (np.arange(n, dtype=it) * isz)[:, None] + np.arange(isz, dtype=it)
+            offs = root.reshape(*base.shape, isz)
+        if not affine:
+            return cls(base, base.dtype, offs)
+        lay = (id(root), 0, tuple(base.shape), c_strides(tuple(base.shape)))
+        return cls(base, base.dtype, offs, lay=lay, root=root)
 
     def elements(self) -> np.ndarray:
         """The base buffer's flat element indices this view covers."""
         bsz = self.base.dtype.itemsize
+        offsets = self.offsets
         # a view element holds whole base elements (widening) or lies inside one
-        starts = self.offsets[..., ::bsz] if self.dtype.itemsize >= bsz else self.offsets[..., :1]
+        starts = offsets[..., ::bsz] if self.dtype.itemsize >= bsz else offsets[..., :1]
         return unique_sorted(starts // bsz)
 
     def with_offsets(self, offsets: np.ndarray, oob: tuple[str, str, str] | None = None) -> View:
@@ -220,16 +302,33 @@ class View:
         third of its cost)."""
         return View(self.base, self.dtype, offsets, self.device, self.multicast, self.cluster, oob)
 
+    def with_lay(self, lay: Lay, oob: tuple[str, str, str] | None) -> View:
+        """A copy with another ``lay`` over the same root (an affine view's indexing)."""
+        return View(
+            self.base,
+            self.dtype,
+            None,
+            self.device,
+            self.multicast,
+            self.cluster,
+            oob,
+            lay,
+            self.root,
+        )
+
     def with_(self, **kw: Any) -> View:
-        """A copy with the fields in ``kw`` changed."""
+        """A copy with the fields in ``kw`` changed (``offsets``: an affine view's lay
+        goes with its old offsets)."""
         new = View.__new__(View)
         new.base = self.base
         new.dtype = self.dtype
-        new.offsets = self.offsets
+        new._offsets = self._offsets
         new.device = self.device
         new.multicast = self.multicast
         new.cluster = self.cluster
         new.oob = self.oob
+        new.lay = self.lay
+        new.root = self.root
         for k, v in kw.items():
             setattr(new, k, v)
         return new
@@ -272,6 +371,7 @@ __all__ = [
     "Storage",
     "View",
     "bitcast_offsets",
+    "c_strides",
     "fill_value",
     "host_value",
     "uninitialized",

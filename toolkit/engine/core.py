@@ -58,7 +58,7 @@ from mpmd_lab.engine.sync import (
     SemaphoreWait,
     Wait,
 )
-from mpmd_lab.memory import Abstract, Base, Storage, View, host_value, uninitialized
+from mpmd_lab.memory import Abstract, Base, Lay, Storage, View, host_value, uninitialized
 from mpmd_lab.ops import (
     SYNC,
     BarrierScratch,
@@ -649,6 +649,8 @@ class Engine:
         # a microsecond to read
         self._spans_of: dict[int, tuple[np.ndarray, np.dtype, Any]] = {}
         self._sliced: dict[tuple[int, tuple], tuple[np.ndarray, np.ndarray]] = {}
+        #: ``spans`` of affine views by their ``lay``
+        self._spans_lay: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
         self._parsed: dict[Any, E.Expr] = {}
@@ -931,7 +933,9 @@ class Engine:
             base = p[0]
             whole = self._whole.get(base)
             if whole is None:  # offsets are never written: share them
-                whole = self._whole[base] = View.whole(base, compact=self.compact)
+                whole = self._whole[base] = View.whole(
+                    base, compact=self.compact, affine=not self.data
+                )
                 owner = whole.offsets.base if whole.offsets.base is not None else whole.offsets
                 self._owners[id(owner)] = owner
             self._param_whole[name] = whole
@@ -955,7 +959,32 @@ class Engine:
 
     def spans(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
         """The base elements a view covers, as runs (numpy, and as a list of pairs;
-        cached for views of a shared base)."""
+        cached for views of a shared base; an affine view's by its ``lay``)."""
+        lay = view.lay
+        if lay is not None:
+            hit = self._spans_lay.get(lay)
+            if hit is None:  # (an affine view has its base's dtype: its lay says it all)
+                if len(self._spans_lay) > 65536:
+                    self._spans_lay.clear()
+                hit = self._spans_lay[lay] = self._lay_spans(view, lay)
+            return hit
+        return self._spans_offsets(view)
+
+    def _lay_spans(self, view: View, lay: Lay) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
+        """An affine view's runs from its start, shape and strides (by content, shared
+        by every run, as ``_affine_spans``'s); its offsets where they do not say it."""
+        key = (lay[1], lay[2], lay[3])
+        pairs = _LAY.get(key, _NONE)
+        if pairs is _NONE:
+            if len(_LAY) > 65536:
+                _LAY.clear()
+            pairs = _LAY[key] = _lay_runs(lay[1], list(zip(lay[2], lay[3], strict=True)))
+        if pairs is None:
+            return self._spans_offsets(view)
+        return (None, pairs)
+
+    def _spans_offsets(self, view: View) -> tuple[np.ndarray | None, list[tuple[int, int]]]:
+        """``spans`` from the view's offsets array."""
         o = view.offsets
         seen = self._spans_of.get(id(o))
         if seen is not None and seen[1] == view.dtype:
@@ -1252,8 +1281,11 @@ class Engine:
     # ------------------------------------------------------------ synchronisation
 
     def _one(self, view: View, name: str, what: str, path: str) -> int:
-        if not view.base.is_sync or (what == "semaphore") != (view.base.kind == "semaphore"):
+        if view.base.kind != what:  # ("semaphore" or "barrier": a kind of synchronisation)
             raise SimError("SIM_UNSUPPORTED", path, f"{name!r} is not a {what}")
+        lay = view.lay
+        if lay is not None and not lay[2]:
+            return lay[1]  # (one element of its base's dtype: the one it starts at)
         pairs = self.spans(view)[1]
         if len(pairs) != 1 or pairs[0][1] - pairs[0][0] != 1 or view.shape:
             count = sum(b - a for a, b in pairs)
@@ -2036,6 +2068,8 @@ class StmtCtx:
 #: every run
 _AFFINE: dict[tuple, list[tuple[int, int]] | None] = {}
 _NONE: Any = object()
+#: ``_lay_runs``'s answers by (start, shape, strides) of an affine view, shared by every run
+_LAY: dict[tuple, list[tuple[int, int]] | None] = {}
 
 
 def _affine_spans(view: View, start: int, whole: View) -> list[tuple[int, int]] | None:
@@ -2055,9 +2089,20 @@ def _affine_spans(view: View, start: int, whole: View) -> list[tuple[int, int]] 
         if n == 1:
             continue
         q, r = divmod(st, isz * last)
-        if r or q <= 0:
+        if r:
             return None
-        dims.append((q, n))
+        dims.append((n, q))
+    return _lay_runs(origin, dims)
+
+
+def _lay_runs(origin: int, dims: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The runs of base elements ``origin + sum(i_k * stride_k)`` over ``dims`` (each
+    (size, stride) in elements); None when that does not say it simply (a stride not
+    positive, many runs, runs that touch or overlap: the generic path merges them)."""
+    dims = [(q, n) for n, q in dims if n != 1]
+    for q, n in dims:
+        if q <= 0 or n == 0:
+            return None
     dims.sort()
     length = 1
     while dims and dims[0][0] == length:

@@ -575,20 +575,91 @@ class At(TransformOp):
         self._plans[shape, path] = plan
         return plan
 
+    @functools.cached_property
+    def _affine_plans(self) -> dict[tuple, tuple[int, tuple, tuple, tuple]]:
+        """``_affine``'s plan per ref shape, strides and field path."""
+        return {}
+
+    def _affine(
+        self, shape: tuple[int, ...], strides: tuple[int, ...], path: str, sim: ViewContext
+    ) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple]:
+        """``_plan`` as arithmetic on an affine view (strides in base elements): where
+        the entries known without an actor move its start, the shape and strides it
+        keeps, and ``(start expression, size, field path, stride, slice size)`` of the others
+        (slice size None: an int index)."""
+        static, per_actor = self._plans.get((shape, path)) or self._plan(shape, path, sim)
+        ix_of = {dim: (ix, size, where) for dim, ix, size, where in per_actor}
+        off = 0
+        out_shape: list[int] = []
+        out_strides: list[int] = []
+        per: list[tuple[Any, int, str, int, int | None]] = []
+        for dim, (size, st) in enumerate(zip(shape, strides, strict=True)):
+            entry = static[dim] if dim < len(static) else _WHOLE
+            if entry is None:
+                ix, size, where = ix_of[dim]
+                if ix.kind == "int":
+                    per.append((ix.start, size, where, st, None))
+                else:
+                    per.append((ix.start, size, where, st, ix.size or 0))
+                    out_shape.append(ix.size or 0)
+                    out_strides.append(st)
+            elif type(entry) is int:
+                off += entry * st
+            else:
+                lo, hi, _ = entry.indices(size)
+                out_shape.append(max(0, hi - lo))
+                out_strides.append(st)
+                off += lo * st
+        plan = (off, tuple(out_shape), tuple(out_strides), tuple(per))
+        self._affine_plans[shape, strides, path] = plan
+        return plan
+
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         """numpy indexing of the offsets; an index outside the ref marks the view
-        (``View.oob``, clipped offsets): the access through it fails, not the view."""
-        shape = v.offsets.shape[:-1]
-        plan = self._plans.get((shape, path)) or self._plan(shape, path, sim)
+        (``View.oob``, clipped offsets): the access through it fails, not the view. An
+        affine view (``View.lay``) is indexed as arithmetic on its start (numpy's
+        basic indexing of its offsets, without them), unless an index falls outside."""
+        lay = v.lay
+        if lay is None:
+            shape = v.offsets.shape[:-1]
+            plan = self._plans.get((shape, path)) or self._plan(shape, path, sim)
+            return self._indexed(v, sim, actor, plan, [])
+        shape, strides = lay[2], lay[3]
+        aplan = self._affine_plans.get((shape, strides, path)) or self._affine(
+            shape, strides, path, sim
+        )
+        start = lay[1] + aplan[0]
+        values: list[int] = []
+        for e, size, where, st, n in aplan[3]:
+            i = sim.eval(e, actor, where)
+            values.append(i)
+            if n is None:  # an int index: the dim goes
+                if not -size <= i < size:
+                    break
+                start += i % size * st
+            else:  # pl.ds(i, n)
+                if i < 0 or n < 0 or i + n > size:
+                    break
+                start += i * st
+        else:
+            return v.with_lay((lay[0], start, aplan[1], aplan[2]), v.oob)
+        # (an index outside the ref: numpy's indexing, clipped, marks the view)
+        return self._indexed(v, sim, actor, self._plans[shape, path], values)
+
+    def _indexed(
+        self, v: "View", sim: ViewContext, actor: Actor, plan: tuple, values: list[int]
+    ) -> "View":
+        """numpy's indexing of the offsets (``values``: the per-actor entries' values
+        evaluated already, in order; the others are evaluated here)."""
         static, per_actor = plan
         if not per_actor:
             return v.with_offsets(sim.sliced(v.offsets, static), v.oob)
         idx = list(static)
         clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
         oob = v.oob
-        for dim, ix, size, where in per_actor:
+        for k, (dim, ix, size, where) in enumerate(per_actor):
             if ix.kind == "int":
-                i = sim.eval(ix.start, actor, where)
+                i = values[k] if k < len(values) else sim.eval(ix.start, actor, where)
                 if not -size <= i < size:
                     if size == 0:
                         sim.fail("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
@@ -597,7 +668,8 @@ class At(TransformOp):
                     i = min(max(i, 0), size - 1)
                 idx[dim] = i % size
             else:
-                start, n = sim.eval(ix.start, actor, where), ix.size or 0
+                start = values[k] if k < len(values) else sim.eval(ix.start, actor, where)
+                n = ix.size or 0
                 if start < 0 or n < 0 or start + n > size:
                     if size == 0 or n < 0:
                         sim.fail("OOB_INDEX", where, f"slice [{start}, {start + n}) of size {size}")
@@ -846,6 +918,14 @@ class Reshape(TransformOp):
         return after, None, ()
 
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
+        from mpmd_lab.memory import c_strides
+
+        lay = v.lay
+        if lay is not None and -1 not in self.shape:
+            # an affine view laid out contiguously (C order) reshapes as arithmetic
+            target = tuple(self.shape)
+            if math.prod(target) == math.prod(lay[2]) and lay[3] == c_strides(lay[2]):
+                return v.with_lay((lay[0], lay[1], target, c_strides(target)), v.oob)
         try:
             return v.with_(offsets=v.offsets.reshape(*self.shape, v.offsets.shape[-1]))
         except ValueError:
@@ -1030,6 +1110,11 @@ class Transpose(TransformOp):
         perm = [p % rank if rank else p for p in self.perm]
         if sorted(perm) != list(range(rank)):
             sim.fail("TRANSPOSE_RANK", path, f"{self.perm} is not a permutation")
+        lay = v.lay
+        if lay is not None:  # an affine view: its dims' sizes and strides permuted
+            shape, strides = lay[2], lay[3]
+            moved = (tuple([shape[p] for p in perm]), tuple([strides[p] for p in perm]))
+            return v.with_lay((lay[0], lay[1], *moved), v.oob)
         return v.with_(offsets=v.offsets.transpose(*perm, rank))
 
 
