@@ -179,15 +179,17 @@ class Expr(Record):
     (a dataclass's eq, hash and repr, without its cost at import).
 
     Each node keeps its free names, its calls and its Python divisions, made once by
-    its constructor from its operands' (``_names``, ``_calls``, ``_divisions``: facts of
+    its constructor from its operands' (``_names``, ``_calls``, ``_divisions``,
+    ``_truth``: facts of
     the tree, not fields; a subclass's fields are its own ``__slots__``): every rule
     that asks them of an expression reads an attribute, where walking the tree again
     per rule and per check was the cost."""
 
-    __slots__ = ("_names", "_calls", "_divisions")
+    __slots__ = ("_names", "_calls", "_divisions", "_truth")
     _names: frozenset[str]
     _calls: frozenset[str]
     _divisions: tuple[BinOp, ...]
+    _truth: bool
 
     def eval(self, env: Env) -> int:
         """The value against ``env`` (its ``compiled`` function's)."""
@@ -239,6 +241,12 @@ class Expr(Record):
     def is_bool(self) -> bool:
         return False
 
+    @property
+    def has_truth(self) -> bool:
+        """Whether a truth value (a comparison, ``and``/``or``, ``not``) is in it, outside
+        a load's index: its value may be a bool to JAX (``expr.value_type``)."""
+        return self._truth
+
 
 class Const(Expr):
     __slots__ = ("value",)
@@ -248,6 +256,7 @@ class Const(Expr):
         self.value = value
         self._names = self._calls = _NONE
         self._divisions = ()
+        self._truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         value = self.value
@@ -266,6 +275,7 @@ class Name(Expr):
         self._names = frozenset((id,))
         self._calls = _NONE
         self._divisions = ()
+        self._truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         name = self.id
@@ -293,6 +303,7 @@ class Call(Expr):
         self._names = frozenset((str(arg),)) if fn == "axis_size" else _NONE
         self._calls = frozenset((fn,))
         self._divisions = ()
+        self._truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         if self.fn == "axis_size":
@@ -366,6 +377,7 @@ class BinOp(Expr):
         self._calls = _union(a._calls, b._calls)
         inner = b._divisions + a._divisions
         self._divisions = (self, *inner) if op in ZERO_DIVISION and not traced(self) else inner
+        self._truth = a._truth or b._truth
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb = self.a._compile(), self.b._compile()
@@ -415,6 +427,7 @@ class Neg(Expr):
         self._names = a._names
         self._calls = a._calls
         self._divisions = a._divisions
+        self._truth = a._truth
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -443,6 +456,7 @@ class Compare(Expr):
         self._names = _union(a._names, b._names)
         self._calls = _union(a._calls, b._calls)
         self._divisions = b._divisions + a._divisions
+        self._truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
@@ -471,6 +485,7 @@ class BoolOp(Expr):
         self._names = frozenset().union(*(e._names for e in items))
         self._calls = frozenset().union(*(e._calls for e in items))
         self._divisions = tuple(d for e in reversed(items) for d in e._divisions)
+        self._truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fs = tuple(e._compile() for e in self.items)
@@ -503,6 +518,7 @@ class Not(Expr):
         self._names = a._names
         self._calls = a._calls
         self._divisions = a._divisions
+        self._truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -538,6 +554,7 @@ class Load(Expr):
         # ``load`` (so a load is never a constant), and its indices' calls
         self._calls = _LOAD.union(*(e._calls for e in index))
         self._divisions = tuple(d for e in reversed(index) for d in e._divisions)
+        self._truth = False  # (what it loads has the ref's dtype, whatever indexes it)
 
     @property
     def items(self) -> tuple[Expr, ...]:  # (``parts``)
@@ -571,6 +588,7 @@ class SemRead(Expr):
         self._names = _NONE
         self._calls = _SEMAPHORE_READ
         self._divisions = ()
+        self._truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         ref = self.ref
@@ -607,30 +625,61 @@ def value_dtype(
 ) -> str | None:
     """JAX's dtype of ``e`` where it reads data (``ref_dtype``: a loaded ref's dtype;
     ``name_dtype``: a loop variable's, where its bounds are not int32); None for a
-    Python int (weakly typed: it takes the other operand's dtype)."""
+    Python int (weakly typed: it takes the other operand's dtype). A weak int32 (a bool
+    with a Python int) is an int32 here; ``value_type`` says it is weak."""
+    return value_type(e, ref_dtype, name_dtype)[0]
+
+
+def value_type(
+    e: Expr,
+    ref_dtype: Callable[[str], str],
+    name_dtype: Mapping[str, str] | None = None,
+) -> tuple[str | None, bool]:
+    """JAX's dtype of ``e`` (``value_dtype``'s) and whether it is weakly typed (printed
+    ``~int32``), as jax.numpy promotes: a Python int is weak (dtype None); an operation
+    of a weak and a strong operand is weak where the weak one is of a higher kind (bool
+    < int < float: ``(x > 0) * 1`` is a weak int32), and takes the strong one's dtype
+    where it is not (``(x > 0) * 1 + i16`` is an int16)."""
     from mpmd_lab import dtypes
 
     if isinstance(e, Const):
-        return None
+        return None, True
     if isinstance(e, Load):
-        return dtypes.canonical(ref_dtype(e.ref))
-    if isinstance(e, Compare | BoolOp | Not):
-        return "bool"
+        return dtypes.canonical(ref_dtype(e.ref)), False
+    if e.is_const:  # Python computes it: a comparison's bool, else an int (True + 1: 2)
+        return ("bool" if e.is_bool else None), True
+    if isinstance(e, BoolOp | Not):
+        return "bool", False
     if isinstance(e, Neg):
-        return value_dtype(e.a, ref_dtype, name_dtype)
-    if isinstance(e, BinOp):
-        a = value_dtype(e.a, ref_dtype, name_dtype)
-        b = value_dtype(e.b, ref_dtype, name_dtype)
+        return value_type(e.a, ref_dtype, name_dtype)
+    if isinstance(e, BinOp | Compare):
+        a, wa = value_type(e.a, ref_dtype, name_dtype)
+        b, wb = value_type(e.b, ref_dtype, name_dtype)
+        weak = wa and wb
+        if wa != wb:  # weak where the weak one is of a higher kind; else the strong's dtype
+            (w, strong) = (a, b) if wa else (b, a)
+            weak = _kind(w or "int32") > _kind(strong or "int32")
+            if not weak:
+                a = b = strong
+        if isinstance(e, Compare):
+            return "bool", weak
         if "bool" in (a, b) and None in (a, b):
-            return "int32"  # (a Python int is of a higher kind than a bool: a weak int32)
+            return "int32", weak  # (a Python int is of a higher kind than a bool)
         out = combine_dtypes(a, b)
         # jnp.remainder and floor_divide compute booleans as integers
-        return "int32" if out == "bool" and e.op in ("%", "//") else out
+        return ("int32" if out == "bool" and e.op in ("%", "//") else out), weak
     if isinstance(e, Call) and e.fn != "program_id":
-        return None  # a Python int (an axis size, num_programs)
+        return None, True  # a Python int (an axis size, num_programs)
     if isinstance(e, Name) and name_dtype:
-        return name_dtype.get(e.id, "int32")
-    return "int32"  # an axis index, a program id, a loop variable, a semaphore's value
+        return name_dtype.get(e.id, "int32"), False
+    return "int32", False  # an axis index, a program id, a loop variable, a semaphore's value
+
+
+def _kind(dtype: str) -> int:
+    """A dtype's kind in jax.numpy's promotion: bool < integer < float."""
+    from mpmd_lab import dtypes
+
+    return 0 if dtype == "bool" else 2 if dtypes.is_float(dtype) else 1
 
 
 def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> tuple[int, ...]:
@@ -969,6 +1018,7 @@ __all__ = [
     "data_reads",
     "reads_data",
     "value_dtype",
+    "value_type",
     "BinOp",
     "BoolOp",
     "Call",

@@ -174,6 +174,26 @@ def loaded_as_int32(s: Scenario, e: Any, loads: dict[str, Any], bad: Any) -> Fix
     )
 
 
+def counted(s: Scenario, fields: list[tuple[Any, Any]]) -> Fix | None:
+    """Count each truth value of ``fields`` (``(path, expression)``: a comparison as a
+    device id or a loop bound, a bool to JAX) as an int32: ``(e) * 1`` (a bool with a
+    Python int is a weak int32, which JAX takes; its value, 0 or 1, the one the check
+    follows). None where no field holds expression text."""
+    from mpmd_lab import expr as E
+    from mpmd_lab.fields import format_path, get_path
+
+    edits: list[Edit] = []
+    for path, e in fields:
+        where = format_path(path) if not isinstance(path, str) else path
+        if isinstance(get_path(s, where), str):
+            edits.append(Edit(op="replace", path=where, value=E.BinOp("*", e, E.Const(1)).label()))
+    if not edits:
+        return None
+    shown = list(dict.fromkeys(e.label() for _, e in fields))
+    said = ", ".join(shown[:3]) + (", ..." if len(shown) > 3 else "")
+    return Fix(description=f"count {said} as an int32 (times 1)", edits=edits)
+
+
 def index_loads(s: Scenario, fields: list[tuple[Any, Any, Any]]) -> Fix | None:
     """Index each load that has fewer indices than its ref has dims at 0 in the dims
     left over (``off_ref[...]`` of a 1-D table -> ``off_ref[0]``: the scalar JAX wants)

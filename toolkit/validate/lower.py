@@ -31,7 +31,7 @@ from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.trace import _root, load_shapes, short_loads
+from mpmd_lab.validate.trace import _root, load_shapes, loop_dtypes, short_loads
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -131,7 +131,7 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
     JAX traces it, and the Mosaic GPU lowering refuses the float value as an index
     (INDEX_DTYPE; its message prints the MLIR value, here with its operands elided)."""
 
-    names = _loop_dtypes(st)
+    names = loop_dtypes(st)
     for prefix, op in expr_ops(st.node):
         for field, e in op.exprs():
             loads = "load" in e.calls()
@@ -221,20 +221,6 @@ def _mlir_vector_op(e: E.Expr) -> str:
 def _scope_loads(scope: tuple[Stmt, ...]) -> bool:
     """A loop or condition around a statement loads from memory (its bounds)."""
     return any(s.loads for s in scope)
-
-
-def _loop_dtypes(st: Stmt) -> dict[str, str]:
-    """The variables of the loops around ``st`` whose bounds are loaded from a ref of
-    another dtype than int32 (``pl.loop`` over float bounds counts in floats)."""
-    out: dict[str, str] = {}
-    for s in st.scope:
-        if not s.loads:
-            continue
-        bounds = [E.value_dtype(e, s.load_dtype, out) for _, e in s.node.exprs()]
-        dtype = E.combine_dtypes(*bounds) if len(bounds) == 2 else None
-        if dtype is not None and dtype != "int32":
-            out[s.node.var] = dtype
-    return out
 
 
 def _float_index(

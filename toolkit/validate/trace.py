@@ -17,7 +17,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.dtypes import canonical, is_float, is_int, short
+from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
@@ -484,7 +484,11 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
-        if st.loads and (_load_ranks(ctx, st) or _data_dtypes(ctx, st) or _data_shapes(ctx, st)):
+        if st.loads and _load_ranks(ctx, st):
+            return True
+        if st.exprs and _typed_exprs(st) and _data_dtypes(ctx, st):
+            return True
+        if st.loads and _data_shapes(ctx, st):
             return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
@@ -554,34 +558,56 @@ def _load_ranks(ctx: Ctx, st: Stmt) -> bool:
 _TRACED = "JitTracer(int32[])"
 
 
-def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
-    """An expression that loads data (``ids_ref[0]``) has the dtype of what it loads
-    (``expr.value_dtype``): JAX wants an int32 device id when it makes the peer view or
-    the signal (DEVICE_ID_DTYPE), and ``lax.fori_loop`` bounds of one type
-    (LOOP_BOUND_DTYPE, its ``bound_dtype_error``)."""
+def _typed_exprs(st: Stmt) -> bool:
+    """Whether an expression of ``st`` may be of another dtype than int32 (or a Python
+    int): it loads, holds a truth value, or names a loop variable that counts in the
+    dtype of loaded bounds (``_data_dtypes`` looks at it)."""
+    if st.loads:
+        return True
+    for _, _, e in st.exprs:
+        if e.has_truth:
+            return True
+    for s in st.scope:
+        if s.loads:
+            return True
+    return False
 
+
+def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
+    """A device id or a loop bound has JAX's dtype (``expr.value_dtype``: what it loads,
+    a comparison's bool, a loop variable's where its bounds are not int32): JAX wants an
+    int32 device id when it makes the peer view or the signal (DEVICE_ID_DTYPE), and
+    ``lax.fori_loop`` bounds of one type (LOOP_BOUND_DTYPE, its ``bound_dtype_error``).
+    A constant that is no comparison is a Python int (JAX takes it), not looked at."""
+    names: dict[str, str] | None = None
     for prefix, op in expr_ops(st.node):
         bounds: dict[str, str | None] = {}
-        loaded = False
+        typed = False
         for field, e in op.exprs():
+            if e.is_const and not e.is_bool:
+                continue  # (a Python int)
             kind = op.expr_kind(field)
-            reads = "load" in e.calls()
-            if kind == "bound":
-                bounds[field] = E.value_dtype(e, st.load_dtype)
-                loaded = loaded or reads
-            if kind != "device" or not reads:
+            if kind != "device" and kind != "bound":
                 continue
-            dtype = E.value_dtype(e, st.load_dtype)
+            if names is None:
+                names = loop_dtypes(st)
+            dtype = E.value_dtype(e, st.load_dtype, names)
+            if kind == "bound":
+                bounds[field] = dtype
+                typed = True
+                continue
             if dtype is not None and dtype != "int32":
+                path = sub_path(st.path, prefix + field)
+                fix = fixes_for.loaded_as_int32(ctx.s, e, st.loads, lambda d: d != "int32")
                 ctx.jax(
                     "DEVICE_ID_DTYPE",
-                    sub_path(st.path, prefix + field),
+                    path,
                     f"`device_id`s must be an int32 value, but got {dtype}",
                     jax_type="ValueError",
-                    fix=fixes_for.loaded_as_int32(ctx.s, e, st.loads, lambda d: d != "int32"),
+                    fix=fix or fixes_for.counted(ctx.s, truth_fields(ctx)),
                 )
                 return True
-        if loaded:
+        if typed:
             msg = op.bound_dtype_error(bounds.get("start"), bounds.get("stop"))
             if msg is not None:
                 start, stop = (e for _, e in op.exprs())
@@ -589,9 +615,43 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
                     ctx.s, E.BinOp("+", start, stop), st.loads, lambda d: d != "int32"
                 )
                 path = sub_path(st.path, prefix + "start")
+                fix = fix or fixes_for.counted(ctx.s, truth_fields(ctx))
                 ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
                 return True
     return False
+
+
+def loop_dtypes(st: Stmt) -> dict[str, str]:
+    """The variables of the loops around ``st`` whose bounds are loaded from a ref of
+    another dtype than int32 (``pl.loop`` over float bounds counts in floats)."""
+    out: dict[str, str] = {}
+    for s in st.scope:
+        if not s.loads:
+            continue
+        bounds = [E.value_dtype(e, s.load_dtype, out) for _, e in s.node.exprs()]
+        dtype = E.combine_dtypes(*bounds) if len(bounds) == 2 else None
+        if dtype is not None and dtype != "int32":
+            out[s.node.var] = dtype
+    return out
+
+
+def truth_fields(ctx: Ctx) -> list[tuple[Path, E.Expr]]:
+    """Every device id and loop bound of the kernel that is a truth value (a bool: a
+    comparison, a sum of them), with its field path (``fixes_for.counted`` counts them
+    as int32s)."""
+    out = []
+    for p in ctx.programs:
+        for st in p.stmts:
+            for prefix, op in expr_ops(st.node) if st.exprs else ():
+                for field, e in op.exprs():
+                    if (e.is_const and not e.is_bool) or op.expr_kind(field) not in (
+                        "device",
+                        "bound",
+                    ):
+                        continue
+                    if E.value_dtype(e, st.load_dtype) == "bool":
+                        out.append((sub_path(st.path, prefix + field), e))
+    return out
 
 
 def load_shapes(st: Stmt) -> Callable[[str], tuple[int, ...] | None]:
@@ -624,26 +684,6 @@ def _array_start(op: Any, shape_of: Callable[[str], tuple[int, ...] | None]) -> 
     return any(f == "start" and E.value_shape(e, shape_of) for f, e in op.exprs())
 
 
-def _weak(e: E.Expr, dtype_of: Callable[[str], str]) -> bool:
-    """Whether JAX's value of ``e`` is weakly typed (printed ``~int32``): a Python int, or
-    an operation whose weak operand is of a higher kind (bool < int < float) than its
-    strong one (``(x > 0) * 1``: a weak int32), as jax.numpy promotes."""
-    if isinstance(e, E.Const) or (isinstance(e, E.Call) and e.fn != "program_id"):
-        return True
-    if not isinstance(e, E.BinOp | E.Compare):
-        return False
-    wa, wb = _weak(e.a, dtype_of), _weak(e.b, dtype_of)
-    if wa == wb:
-        return wa
-    weak, strong = (e.a, e.b) if wa else (e.b, e.a)
-    kinds = [_kind(E.value_dtype(x, dtype_of) or "int32") for x in (weak, strong)]
-    return kinds[0] > kinds[1]
-
-
-def _kind(dtype: str) -> int:
-    return 0 if dtype == "bool" else 2 if is_float(dtype) else 1
-
-
 def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
     """A load with fewer indices than its ref has dims (``off_ref[...]`` of a 1-D table)
     loads an array (``E.value_shape``), not a scalar: ``pl.when`` refuses it as its
@@ -663,8 +703,8 @@ def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
             path = sub_path(st.path, prefix + field)
             fix = fixes_for.index_loads(ctx.s, [(path, e, shape_of), *short_loads(ctx)])
             if kind == "cond":
-                dtype = E.value_dtype(e, st.load_dtype) or "int32"
-                weak = "~" if _weak(e, st.load_dtype) else ""
+                dtype, weak_type = E.value_type(e, st.load_dtype)
+                dtype, weak = dtype or "int32", "~" if weak_type else ""
                 msg = (
                     f"Pred must be a scalar, got JitTracer({weak}{dtype}[{dims}]) of shape "
                     f"{shape!r}."
