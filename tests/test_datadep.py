@@ -1251,3 +1251,54 @@ def test_random_device_ids_and_loop_stops_agree_with_jax():
         assert mine == theirs, (e, dt, mine, theirs)
         refused += theirs is not None
     assert 10 <= refused <= 110, refused  # (both kinds drawn)
+
+
+def _gather_view(entry: str, rows: int, dst_view: bool = False) -> dict:
+    """Block b copies x viewed as ``x_ref.at[entry]`` into the whole of ``out`` (of
+    ``rows`` rows); ``dst_view``: out viewed so instead, x whole the source."""
+    view = {"op": "at", "index": [entry]}
+    body = [
+        {"let": "src", "ref": "x_ref", "transforms": [] if dst_view else [view]},
+        {"let": "dst", "ref": "out", "transforms": [view] if dst_view else []},
+        GATHER[2],
+    ]
+    s = _one_device(body, [3, 1, 0, 2], "gather-view", PLGPU)
+    s["call"]["outputs"]["out"]["shape"] = [rows, ROWS]
+    return s
+
+
+#: an array as an ``.at[...]`` entry: a gather view, of the loaded array's shape first
+GATHER_VIEWS = {
+    "src-shapes-agree": _gather_view("off_ref[...]", 4),
+    "src-shapes-differ": _gather_view("off_ref[...]", 2),
+    "src-arithmetic": _gather_view("(off_ref[...] + 1) % 4", 4),
+    "dst-shapes-agree": _gather_view("off_ref[...]", 4, dst_view=True),
+    "src-scalar": _gather_view("off_ref[b]", 1),
+}
+
+
+@pytest.mark.slow
+def test_an_array_as_an_at_entry_is_a_gather_view_as_jax_makes_it():
+    """``x_ref.at[off_ref[...]]`` is a view of shape (4, 128) to JAX (NDIndexer's
+    int_indexer_shape first): copied into a (2, 128) ref it is SWAP_SHAPE_MISMATCH at
+    trace with that shape, and where the shapes agree the Mosaic GPU lowering of its
+    load or store refuses it (GPU_GATHER_LOAD). The check's first error is JAX's. No
+    fix is offered for the gather: loading one element (``off_ref[0]``) makes a view of
+    another shape, which the copy then refuses (the verification drops it)."""
+    scenarios = {k: load_scenario(v) for k, v in GATHER_VIEWS.items()}
+    firsts = {
+        k: first_error([x for x in check(s) if x.stage in JAX_STAGES]) for k, s in scenarios.items()
+    }
+    jax = probe_many(list(scenarios.values()), ("build", "trace", "gpu-lower"))
+    for name, got in zip(scenarios, jax, strict=True):
+        d = firsts[name]
+        mine = None if d is None else (d.code, d.stage, _said(d.jax.message if d.jax else ""))
+        theirs = got["stage"] and (got["code"], got["stage"], _said(got["message"]))
+        assert mine == theirs, (name, mine, theirs)
+    gathers = [k for k, d in firsts.items() if d is not None and d.code == "GPU_GATHER_LOAD"]
+    assert gathers == ["src-shapes-agree", "src-arithmetic", "dst-shapes-agree"], firsts
+    assert all(firsts[k].fix is None for k in gathers)
+    assert firsts["src-shapes-agree"].path == "call.programs[0].body[2].src"
+    assert firsts["dst-shapes-agree"].path == "call.programs[0].body[2].dst"
+    d = firsts["src-shapes-differ"]
+    assert d.code == "SWAP_SHAPE_MISMATCH" and "Value shape: (4, 128)" in d.message

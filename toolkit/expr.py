@@ -692,13 +692,13 @@ def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> 
     if isinstance(e, Load):  # (array indices: numpy's, their shape before the rest)
         shape = ref_shape(e.ref)
         rest = tuple(shape[len(e.index) :]) if shape is not None else ()
-        return _broadcast(tuple(value_shape(i, ref_shape) for i in e.index)) + rest
+        return broadcast_shapes(tuple(value_shape(i, ref_shape) for i in e.index)) + rest
     if isinstance(e, Const | Name | Call | SemRead):
         return ()
-    return _broadcast(tuple(value_shape(sub, ref_shape) for sub in parts(e)))
+    return broadcast_shapes(tuple(value_shape(sub, ref_shape) for sub in parts(e)))
 
 
-def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+def broadcast_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
     """The shape of operands of these shapes broadcast (the longer where they disagree)."""
     out: tuple[int, ...] = ()
     for s in shapes:
@@ -1017,6 +1017,7 @@ __all__ = [
     "SemRead",
     "data_reads",
     "reads_data",
+    "broadcast_shapes",
     "value_dtype",
     "value_type",
     "BinOp",

@@ -769,11 +769,22 @@ def _body(
                 info = None
                 steps: list[Step] = []
                 transforms = st.transforms
+                if o is not None:  # (the same statement: the same expressions)
+                    exprs, calls = o.exprs, o.calls
+                else:
+                    exprs, calls = _exprs(st) if transforms else _NO_EXPRS
                 if transforms:
                     tpath = (*path, "transforms")
                     if src is not None and src.info is not None:
-                        if o is None or (kept := _steps_of(o, src.info, path, bound)) is None:
-                            kept = propagate(src.info, transforms, tpath, bound)
+                        # what an index loads types the view (a gather, At.gathered): its
+                        # steps are made again, with the refs it loads from
+                        seen = env if "load" in calls else None
+                        if (
+                            o is None
+                            or seen is not None
+                            or (kept := _steps_of(o, src.info, path, bound)) is None
+                        ):
+                            kept = propagate(src.info, transforms, tpath, bound, seen)
                         steps = kept
                         info = steps[-1].after
                 elif src is not None:
@@ -803,10 +814,6 @@ def _body(
                     copied = True
                 env[st.let] = defines
                 unbound = None
-                if o is not None:  # (the same statement: the same expressions)
-                    exprs, calls = o.exprs, o.calls
-                else:
-                    exprs, calls = _exprs(st) if transforms else _NO_EXPRS
             else:
                 for fname, name, _access in st.ref_fields():
                     b = env.get(name)

@@ -60,7 +60,8 @@ class RefInfo(Record):
     dims are (None once a reshape, bitcast or transpose hides it); ``int_indices``:
     integer indices into the base, for the out-of-bounds check; ``pending``: a lazy
     error waiting for the ref's type to be computed (see ``StepError.lazy``);
-    ``sharded``: dim 0 is sharded over these device axes (an input without shard_map).
+    ``sharded``: dim 0 is sharded over these device axes (an input without shard_map);
+    ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view).
     Immutable by convention (``replace`` makes a changed copy).
     """
 
@@ -87,7 +88,10 @@ class RefInfo(Record):
         "cluster_block",
         "pending",
         "sharded",
+        "gathered",
     )
+    #: (a gather view shows in its shape; the flag is for the lowering's rule)
+    _unshown = ("gathered",)
 
     def __init__(
         self,
@@ -113,6 +117,7 @@ class RefInfo(Record):
         cluster_block: tuple[tuple[str, int], ...] = (),
         pending: StepError | None = None,
         sharded: str | None = None,
+        gathered: bool = False,
     ) -> None:
         self.shape = shape
         self.dtype = dtype
@@ -136,6 +141,7 @@ class RefInfo(Record):
         self.cluster_block = cluster_block
         self.pending = pending
         self.sharded = sharded
+        self.gathered = gathered
 
     @property
     def is_ref(self) -> bool:
@@ -313,11 +319,12 @@ PID_CALLS = frozenset(("program_id", "num_programs"))
 OUTSIDE = "<outside the kernel>"
 
 
-def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
+def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None, env: Any = None) -> Step:
     """One transform step (``t`` a transform op) applied to ``ref``.
 
     ``bound``: the names an index expression may use where the step runs (kernel axes,
-    shard_map axes, loop variables), or None not to check.
+    shard_map axes, loop variables), or None not to check. ``env``: the refs bound where
+    it runs, by name (``.info`` each: the shapes of what an index loads), or None.
     """
     op = t.op  # (a transform's kind)
     axis = None if bound is None else t.unbound_axis(bound)
@@ -339,6 +346,8 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None) -> Step:
         if t.DEFERS_TYPE:
             return Step(index=index, op=op, before=ref, after=replace(ref, transformed=True))
     after, error, notes = t.typed(ref)
+    if env is not None and after is not None and t.INDEXES:
+        after = t.gathered(after, env)
     if error is not None and error.lazy:
         # nothing raised yet: the view exists, its type cannot be computed
         flags = {"bitcast": True} if t.REINTERPRETS else {}
@@ -364,19 +373,24 @@ def _step_path(base: Path | str, i: int, field: str) -> str:
 
 
 def propagate(
-    ref: RefInfo, transforms: list[Any], base_path: Path | str = "", bound: Any = None
+    ref: RefInfo,
+    transforms: list[Any],
+    base_path: Path | str = "",
+    bound: Any = None,
+    env: Any = None,
 ) -> list[Step]:
     """Every step of a transform stack, stopping after the first error JAX raises there.
 
     A lazy error (``StepError.lazy``) does not stop the stack: it waits in
     ``RefInfo.pending`` until a step (or a use of the view) computes the type.
     ``base_path`` (``...transforms``, a tuple or text) gives each error its field path
-    (text: an error is reported).
+    (text: an error is reported). ``env``: the refs bound where the view is made, by
+    name (what an index loads: ``apply``), or None.
     """
     steps: list[Step] = []
     cur = ref
     for i, t in enumerate(transforms):
-        step = apply(cur, t, i, bound)
+        step = apply(cur, t, i, bound, env)
         if step.error is not None and not step.error.path:
             e = step.error
             step = replace(step, error=replace(e, path=_step_path(base_path, i, e.field)))

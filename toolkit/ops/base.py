@@ -29,7 +29,7 @@ checker holds both the ops and the stages' classes to. Adding an op is adding a 
 of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn, Protocol
 
 from mpmd_lab import expr as E
@@ -487,6 +487,12 @@ class TransformOp(Op):
         """JAX's type rule: ``(ref after | None, StepError | None, notes)`` (a tuple:
         the step's own)."""
         raise NotImplementedError
+
+    def gathered(self, after: "RefInfo", env: Mapping[str, Any]) -> "RefInfo":
+        """``after`` (``typed``'s) where an index entry loads an array from a ref bound
+        in ``env`` (a gather view, ``at``); ``after`` itself for a step that only
+        indexes by scalars."""
+        return after
 
     def source(self, base: str, g: SourceWriter) -> str:
         """``base`` with this transform applied, as JAX source."""

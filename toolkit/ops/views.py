@@ -9,7 +9,7 @@ its label and what the simulator does with it.
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -262,6 +262,29 @@ class At(TransformOp):
         for ix in self._entries:
             if ix.kind == "int" and ix.start is not None:
                 yield ix.start
+
+    @functools.cached_property
+    def _loaded_ints(self) -> tuple[E.Expr, ...]:
+        """The integer entries that load (``x.at[off_ref[...]]``: maybe an array)."""
+        return tuple(e for e in self.int_indices() if "load" in e.calls())
+
+    def gathered(self, after: RefInfo, env: Mapping[str, Any]) -> RefInfo:
+        """NDIndexer with an array among its integer indices (a load with fewer indices
+        than its ref has dims, ``E.value_shape``): a gather view, whose shape is the
+        integer indices' broadcast shape, then the dims the slices keep."""
+        if not self._loaded_ints:
+            return after
+
+        def shape_of(name: str) -> tuple[int, ...] | None:
+            b = env.get(name)
+            return None if b is None or b.info is None else tuple(b.info.shape)
+
+        shape = E.broadcast_shapes(tuple(E.value_shape(e, shape_of) for e in self._loaded_ints))
+        if not shape:
+            return after
+        return replace(
+            after, shape=(*shape, *after.shape), region=None, view_dims=None, gathered=True
+        )
 
     def root_dims(self, dims: list[int]) -> list[int] | None:
         idx = list(self.index) + [None] * (len(dims) - len(self.index))

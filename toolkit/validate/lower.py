@@ -160,8 +160,8 @@ def _vector_index(ctx: Ctx, st: Stmt, op: Any, field: str, e: E.Expr, path: Path
     semaphore wait's value an i32 (WAIT_VALUE_SHAPE; a signal's count is a constant only,
     GPU_TRACED_CONSTANT). Before any of those, a load indexed by an array
     (``off_ref[off_ref[...]]``: a gather) is refused where it is lowered
-    (GPU_GATHER_LOAD). An integer ``.at[...]`` entry is an array index to JAX (a gather
-    view), not followed here."""
+    (GPU_GATHER_LOAD). An array as an integer ``.at[...]`` entry makes a gather view
+    (``At.gathered``), whose load or store is refused (``LowerCtx.access``)."""
     kind = op.expr_kind(field)
     if kind == "count" and isinstance(op, StatementOp) and op.SYNC_ROLE == "wait":
         kind = "wait"  # (a signal's count: a constant only, GPU_TRACED_CONSTANT in its lower)
@@ -416,6 +416,17 @@ class LowerCtx:
         assert info is not None
         if not info.is_ref:
             return False
+        if info.gathered:
+            # x.at[off_ref[...]]: the lowering of the load or store refuses it (no fix:
+            # one element loaded instead makes a view of another shape)
+            self.ctx.jax(
+                "GPU_GATHER_LOAD",
+                _where(st, field),
+                "int_indexer_shape non-empty",
+                stage="gpu-lower",
+                jax_type="NotImplementedError",
+            )
+            return True
         root, _, tangled, rules, stop, reshape = self.view(b)
         leftover = None
         if rules:
