@@ -1267,8 +1267,39 @@ def _gather_view(entry: str, rows: int, dst_view: bool = False) -> dict:
     return s
 
 
+def _gather_tma(n: int, dtype: str = "float32", index_in_smem: bool = False) -> dict:
+    """A TMA copy (copy_gmem_to_smem) of ``x_ref.at[off_ref[...]]`` (``n`` indices, or
+    the table first copied into SMEM and the indices loaded from there: ``tbl[...]``)
+    into an SMEM scratch of ``n`` rows."""
+    table = "tbl" if index_in_smem else "off_ref"
+    body = [
+        {"let": "src", "ref": "x_ref", "transforms": [{"op": "at", "index": [f"{table}[...]"]}]},
+        {"op": "copy_gmem_to_smem", "src": "src", "dst": "buf", "barrier": "bar"},
+        {"op": "barrier_wait", "barrier": "bar"},
+    ]
+    scratch: dict[str, Any] = {
+        "buf": {"shape": [n, ROWS], "dtype": dtype, "memory_space": "SMEM"},
+        "bar": {"kind": "barrier"},
+    }
+    if index_in_smem:
+        body[:0] = [
+            {"op": "copy_gmem_to_smem", "src": "off_ref", "dst": "tbl", "barrier": "tbl_bar"},
+            {"op": "barrier_wait", "barrier": "tbl_bar"},
+        ]
+        scratch["tbl"] = {"shape": [n], "dtype": "int32", "memory_space": "SMEM"}
+        scratch["tbl_bar"] = {"kind": "barrier"}
+    s = _one_device(body, [0] * 4, "gather-tma", PLGPU)
+    s["buffers"]["off"].update(shape=[n], init=[k % 4 for k in range(n)])
+    s["buffers"]["x"]["dtype"] = dtype
+    s["call"]["scratch"] = scratch
+    return s
+
+
 #: an array as an ``.at[...]`` entry: a gather view, of the loaded array's shape first
 GATHER_VIEWS = {
+    "tma-gmem-indices": _gather_tma(4),
+    "tma-gmem-indices-64-bf16": _gather_tma(64, "bfloat16"),
+    "tma-smem-indices": _gather_tma(8, index_in_smem=True),
     "src-shapes-agree": _gather_view("off_ref[...]", 4),
     "src-shapes-differ": _gather_view("off_ref[...]", 2),
     "src-arithmetic": _gather_view("(off_ref[...] + 1) % 4", 4),
@@ -1282,7 +1313,9 @@ def test_an_array_as_an_at_entry_is_a_gather_view_as_jax_makes_it():
     """``x_ref.at[off_ref[...]]`` is a view of shape (4, 128) to JAX (NDIndexer's
     int_indexer_shape first): copied into a (2, 128) ref it is SWAP_SHAPE_MISMATCH at
     trace with that shape, and where the shapes agree the Mosaic GPU lowering of its
-    load or store refuses it (GPU_GATHER_LOAD). The check's first error is JAX's. No
+    load or store refuses it (GPU_GATHER_LOAD); a TMA copy of it is a TMA gather, whose
+    GMEM transfer is refused where its indices load from GMEM (GPU_GMEM_TRANSFER) and
+    which JAX takes from SMEM. The check's first error is JAX's. No
     fix is offered for the gather: loading one element (``off_ref[0]``) makes a view of
     another shape, which the copy then refuses (the verification drops it)."""
     scenarios = {k: load_scenario(v) for k, v in GATHER_VIEWS.items()}
@@ -1298,6 +1331,11 @@ def test_an_array_as_an_at_entry_is_a_gather_view_as_jax_makes_it():
     gathers = [k for k, d in firsts.items() if d is not None and d.code == "GPU_GATHER_LOAD"]
     assert gathers == ["src-shapes-agree", "src-arithmetic", "dst-shapes-agree"], firsts
     assert all(firsts[k].fix is None for k in gathers)
+    # a TMA gather: refused where its indices load from GMEM, taken from SMEM
+    assert [firsts[k].code for k in ("tma-gmem-indices", "tma-gmem-indices-64-bf16")] == [
+        "GPU_GMEM_TRANSFER"
+    ] * 2
+    assert firsts["tma-smem-indices"] is None
     assert firsts["src-shapes-agree"].path == "call.programs[0].body[2].src"
     assert firsts["dst-shapes-agree"].path == "call.programs[0].body[2].dst"
     d = firsts["src-shapes-differ"]

@@ -61,7 +61,8 @@ class RefInfo(Record):
     integer indices into the base, for the out-of-bounds check; ``pending``: a lazy
     error waiting for the ref's type to be computed (see ``StepError.lazy``);
     ``sharded``: dim 0 is sharded over these device axes (an input without shard_map);
-    ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view).
+    ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view),
+    the memory spaces it loads from (``"GMEM"``, ``"GMEM,SMEM"``; ``""``: no gather).
     Immutable by convention (``replace`` makes a changed copy).
     """
 
@@ -117,7 +118,7 @@ class RefInfo(Record):
         cluster_block: tuple[tuple[str, int], ...] = (),
         pending: StepError | None = None,
         sharded: str | None = None,
-        gathered: bool = False,
+        gathered: str = "",
     ) -> None:
         self.shape = shape
         self.dtype = dtype

@@ -282,8 +282,18 @@ class At(TransformOp):
         shape = E.broadcast_shapes(tuple(E.value_shape(e, shape_of) for e in self._loaded_ints))
         if not shape:
             return after
+        spaces = {
+            b.info.memory_space
+            for e in self._loaded_ints
+            for r in E.data_reads(e)
+            if (b := env.get(r.ref)) is not None and b.info is not None
+        }
         return replace(
-            after, shape=(*shape, *after.shape), region=None, view_dims=None, gathered=True
+            after,
+            shape=(*shape, *after.shape),
+            region=None,
+            view_dims=None,
+            gathered=",".join(sorted(spaces)) or "?",
         )
 
     def root_dims(self, dims: list[int]) -> list[int] | None:

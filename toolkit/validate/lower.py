@@ -1085,11 +1085,34 @@ def _gmem_copy_transforms(low: LowerCtx, field: str, load: bool) -> bool:
     """``_extract_gmem_copy_params``: each step of the GMEM side of a TMA copy, asked in
     order (``TransformOp.lower_gmem_copy``: indexing, a peer's device id, multicast for a
     store)."""
-    stack = low.st.refs[field].stack
-    for k, (path, t) in enumerate(stack):
+    b = low.st.refs[field]
+    for k, (path, t) in enumerate(b.stack):
         if t.lower_gmem_copy(_GmemCopy(low, field, load, k), path):
             return True
+    if load and b.info is not None and b.info.gathered == "GMEM":
+        # a TMA gather (its index array loaded from GMEM): the dialect lowering refuses
+        # the transfer (held against JAX for 4 to 512 int32 indices, rows of 32 to 128
+        # float32 or bfloat16; indices loaded from SMEM are not followed)
+        low.later_error(
+            "p3",
+            (
+                "GPU_GMEM_TRANSFER",
+                _where(low.st, field),
+                _SECTORS,
+                _GATHER_TMA_WHY,
+                "TransferPlanDerivationError",
+            ),
+        )
     return False
+
+
+_SECTORS = "GMEM transfer does not access a whole number of complete 32 byte sectors"
+_GATHER_TMA_WHY = (
+    "The TMA copy's GMEM side is a gather view (an array as its index, loaded from GMEM): "
+    "the Mosaic GPU lowering makes it a TMA gather, and the GMEM transfer it plans for it "
+    "is not whole 32-byte sectors. Copy the rows one by one (one element of the index "
+    "array each), or index by a scalar."
+)
 
 
 class _GmemCopy:
