@@ -1387,3 +1387,30 @@ def test_random_at_entries_agree_with_jax():
         assert _elided(mine) == _elided(theirs), (entry, mine, theirs)
         kinds.add(theirs and theirs[0])
     assert {None, "SWAP_SHAPE_MISMATCH", "GPU_GATHER_LOAD"} <= kinds, kinds
+
+
+def test_a_gather_views_type_follows_its_table_in_a_plan_made_like_another():
+    """A plan compiled like another (a fix's candidate) types a gather view from the
+    table it loads now, not the one the other plan saw: ``x_ref.at[off_ref[...]]`` of an
+    int32[8] table is (8, 128) where the like plan's int32[4] made (4, 128)."""
+    from mpmd_lab.diagnostics import Edit
+    from mpmd_lab.plan import compile as compile_plan
+    from mpmd_lab.recheck import edited
+
+    a = load_scenario(_gather_view("off_ref[...]", 4))
+    b = edited(  # (its statements a's own objects, as a candidate fix's are)
+        a,
+        [
+            Edit(op="replace", path="buffers.off.shape", value=[8]),
+            Edit(op="replace", path="buffers.off.init", value=[0, 1, 2, 3] * 2),
+        ],
+    )
+    assert b.call.programs[0].body[0] is a.call.programs[0].body[0]
+
+    def view_shapes(plan: Any) -> list[tuple[int, ...]]:
+        return [tuple(st.defines.info.shape) for st in plan.programs[0].stmts if st.defines]
+
+    assert view_shapes(compile_plan(a))[0] == (4, ROWS)
+    assert view_shapes(compile_plan(b, like=compile_plan(a))) == view_shapes(compile_plan(b))
+    assert view_shapes(compile_plan(b))[0] == (8, ROWS)
+    assert compile_plan(b).programs[0].stmts[0].defines.info.gathered == "GMEM"
