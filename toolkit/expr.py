@@ -179,17 +179,18 @@ class Expr(Record):
     (a dataclass's eq, hash and repr, without its cost at import).
 
     Each node keeps its free names, its calls and its Python divisions, made once by
-    its constructor from its operands' (``_names``, ``_calls``, ``_divisions``,
-    ``_truth``: facts of
+    its constructor from its operands' (``_names``, ``_calls``, ``_divisions``: facts of
     the tree, not fields; a subclass's fields are its own ``__slots__``): every rule
     that asks them of an expression reads an attribute, where walking the tree again
-    per rule and per check was the cost."""
+    per rule and per check was the cost. ``has_truth`` (read as is, a fact too): whether
+    a truth value (a comparison, ``and``/``or``, ``not``) is in it outside a load's
+    index, so its value may be a bool to JAX (``value_type``)."""
 
-    __slots__ = ("_names", "_calls", "_divisions", "_truth")
+    __slots__ = ("_names", "_calls", "_divisions", "has_truth")
     _names: frozenset[str]
     _calls: frozenset[str]
     _divisions: tuple[BinOp, ...]
-    _truth: bool
+    has_truth: bool
 
     def eval(self, env: Env) -> int:
         """The value against ``env`` (its ``compiled`` function's)."""
@@ -241,12 +242,6 @@ class Expr(Record):
     def is_bool(self) -> bool:
         return False
 
-    @property
-    def has_truth(self) -> bool:
-        """Whether a truth value (a comparison, ``and``/``or``, ``not``) is in it, outside
-        a load's index: its value may be a bool to JAX (``expr.value_type``)."""
-        return self._truth
-
 
 class Const(Expr):
     __slots__ = ("value",)
@@ -256,7 +251,7 @@ class Const(Expr):
         self.value = value
         self._names = self._calls = _NONE
         self._divisions = ()
-        self._truth = False
+        self.has_truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         value = self.value
@@ -275,7 +270,7 @@ class Name(Expr):
         self._names = frozenset((id,))
         self._calls = _NONE
         self._divisions = ()
-        self._truth = False
+        self.has_truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         name = self.id
@@ -303,7 +298,7 @@ class Call(Expr):
         self._names = frozenset((str(arg),)) if fn == "axis_size" else _NONE
         self._calls = frozenset((fn,))
         self._divisions = ()
-        self._truth = False
+        self.has_truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         if self.fn == "axis_size":
@@ -377,7 +372,7 @@ class BinOp(Expr):
         self._calls = _union(a._calls, b._calls)
         inner = b._divisions + a._divisions
         self._divisions = (self, *inner) if op in ZERO_DIVISION and not traced(self) else inner
-        self._truth = a._truth or b._truth
+        self.has_truth = a.has_truth or b.has_truth
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb = self.a._compile(), self.b._compile()
@@ -427,7 +422,7 @@ class Neg(Expr):
         self._names = a._names
         self._calls = a._calls
         self._divisions = a._divisions
-        self._truth = a._truth
+        self.has_truth = a.has_truth
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -456,7 +451,7 @@ class Compare(Expr):
         self._names = _union(a._names, b._names)
         self._calls = _union(a._calls, b._calls)
         self._divisions = b._divisions + a._divisions
-        self._truth = True
+        self.has_truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
@@ -485,7 +480,7 @@ class BoolOp(Expr):
         self._names = frozenset().union(*(e._names for e in items))
         self._calls = frozenset().union(*(e._calls for e in items))
         self._divisions = tuple(d for e in reversed(items) for d in e._divisions)
-        self._truth = True
+        self.has_truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fs = tuple(e._compile() for e in self.items)
@@ -518,7 +513,7 @@ class Not(Expr):
         self._names = a._names
         self._calls = a._calls
         self._divisions = a._divisions
-        self._truth = True
+        self.has_truth = True
 
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
@@ -554,7 +549,7 @@ class Load(Expr):
         # ``load`` (so a load is never a constant), and its indices' calls
         self._calls = _LOAD.union(*(e._calls for e in index))
         self._divisions = tuple(d for e in reversed(index) for d in e._divisions)
-        self._truth = False  # (what it loads has the ref's dtype, whatever indexes it)
+        self.has_truth = False  # (what it loads has the ref's dtype, whatever indexes it)
 
     @property
     def items(self) -> tuple[Expr, ...]:  # (``parts``)
@@ -588,7 +583,7 @@ class SemRead(Expr):
         self._names = _NONE
         self._calls = _SEMAPHORE_READ
         self._divisions = ()
-        self._truth = False
+        self.has_truth = False
 
     def _compile(self) -> Callable[[Env], int]:
         ref = self.ref

@@ -484,11 +484,10 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         node = st.node
         if _zero_division(ctx, st):
             return True
-        if st.loads and _load_ranks(ctx, st):
-            return True
-        if st.exprs and _typed_exprs(st) and _data_dtypes(ctx, st):
-            return True
-        if st.loads and _data_shapes(ctx, st):
+        if st.loads:
+            if _load_ranks(ctx, st) or _data_dtypes(ctx, st) or _data_shapes(ctx, st):
+                return True
+        elif st.exprs and _typed_exprs(st) and _data_dtypes(ctx, st):
             return True
         if type(node) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             if _report_steps(ctx, st.steps):
@@ -559,11 +558,9 @@ _TRACED = "JitTracer(int32[])"
 
 
 def _typed_exprs(st: Stmt) -> bool:
-    """Whether an expression of ``st`` may be of another dtype than int32 (or a Python
-    int): it loads, holds a truth value, or names a loop variable that counts in the
-    dtype of loaded bounds (``_data_dtypes`` looks at it)."""
-    if st.loads:
-        return True
+    """Whether an expression of ``st``, which loads nothing, may be of another dtype than
+    int32 (or a Python int): it holds a truth value, or names a loop variable that
+    counts in the dtype of loaded bounds (``_data_dtypes`` looks at it)."""
     for _, _, e in st.exprs:
         if e.has_truth:
             return True
