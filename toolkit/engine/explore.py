@@ -93,10 +93,34 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
     Per wait it looks at each signaller's next :data:`MAX_FREE` signals only, not the
     whole history (a cut's prefix of every signaller is all it must know)."""
     hist = sem.history
-    base = _must_see(sem, vc)
-    need = value - (sem.units_of(base) - sem.taken)
+    base: Cut = {}
+    have = -sem.taken
+    only = -2  # the one signaller with signals not in ``base`` (-2: none; -3: several)
+    arrived = sem.arrived
+    for b, lane in sem.lanes.items():  # (:func:`_must_see`, with its units and what is left)
+        k = arrived.get(b, 0)
+        if b >= 0:
+            k = max(k, bisect_right(lane.times, int(vc[b])))
+        if k:
+            base[b] = k
+            have += lane.units[k]
+        if len(lane.indices) > k:
+            only = b if only == -2 else -3
+    need = value - have
     if need <= 0:
         return [base], False
+    if only >= 0:
+        # one signaller has signals not yet seen: program order orders them, so every
+        # set closed under happens-before is a prefix of them, and the shortest that
+        # holds the value is the only minimal one
+        units = sem.lanes[only].units
+        k = base.get(only, 0)
+        left = len(units) - 1 - k
+        want = units[k] + need
+        for n in range(k + 1, k + 1 + min(left, MAX_FREE)):
+            if units[n] >= want:
+                return [{**base, only: n}], left > MAX_FREE
+        return [], left > MAX_FREE
     # the signals not in ``base`` in the order they were issued: each lane's rest
     rest = sorted(
         i
@@ -220,15 +244,18 @@ def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     signals new to it are joined); a decrementing wait takes its value off."""
     sem = w.sem
     joined = sem.joined
+    arrived = sem.arrived
+    hist = sem.history
     for b, k in seen.items():
-        lane = sem.lanes[b]
-        for i in lane.indices[sem.arrived.get(b, 0) : k]:
-            vc = sem.history[i].vc
-            joined = vc.copy() if joined is None else np.maximum(joined, vc, out=joined)
+        start = arrived.get(b, 0)
+        if k > start:
+            for i in sem.lanes[b].indices[start:k]:
+                vc = hist[i].vc
+                joined = vc.copy() if joined is None else np.maximum(joined, vc, out=joined)
     sem.joined = joined
     sem.arrived = seen
     w.engine.clocks.join(w.a, joined)
-    sem.take(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
+    sem.drop(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
     if w.decrement:
         sem.taken += w.value
 
@@ -251,52 +278,35 @@ def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
 
 class Point:
     """One choice point of a run: the actors whose semaphore waits were ready
-    (``options``, each with its wait's semaphore key and path), the one chosen (``key``:
-    its wait's, at ``at`` in ``options``) and the signal set it saw (index ``choice`` of
-    ``nsets``; ``sets``: the sets offered)."""
+    (``options``, each with its wait's semaphore key in ``keys``), the one chosen
+    (``actor``, at ``at`` in ``options``; its wait's ``key`` and ``path``) and the signal
+    set it saw (``seen``: index ``choice`` of the ``nsets`` offered).
 
-    __slots__ = (
-        "options",
-        "keys",
-        "paths",
-        "actor",
-        "at",
-        "key",
-        "choice",
-        "nsets",
-        "sets",
-        "seen",
-        "base",
-        "taken",
-        "value",
-        "done_time",
-        "signals_before",
-        "vc",
-        "phase",
-        "read",
-        "decrement",
-    )
+    What a point does not set keeps the class's value (a wait's point sets what a wait
+    has, an arrival's or a read's what it has): nothing is stored that no one reads."""
 
-    def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
+    actor = -1
+    at = 0
+    key: tuple = ()
+    path = ""
+    choice = 0
+    nsets = 1
+    #: the signals it saw, and those earlier waits on its semaphore had (cuts: replaced,
+    #: never changed, so one empty cut serves every point that saw none)
+    seen: Cut = {}  # noqa: RUF012
+    base: Cut = {}  # noqa: RUF012
+    taken = 0
+    value = 0
+    done_time = 0
+    signals_before = 0
+    vc: Any = None  # the waiter's clock before it completed
+    phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
+    read = False  # a semaphore read (``value``: what it read)
+    decrement = False  # a semaphore wait that took its value off
+
+    def __init__(self, options: list[int], keys: list[tuple]) -> None:
         self.options = options
         self.keys = keys
-        self.paths = paths
-        self.actor = -1
-        self.at = 0
-        self.key: tuple = ()
-        self.choice = 0
-        self.nsets = 1
-        self.sets: list[Cut] = []
-        self.seen: Cut = {}
-        self.base: Cut = {}
-        self.taken = 0
-        self.value = 0
-        self.done_time = 0
-        self.signals_before = 0
-        self.vc: Any = None  # the waiter's clock before it completed
-        self.phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
-        self.read = False  # a semaphore read (``value``: what it read)
-        self.decrement = False  # a semaphore wait that took its value off
 
 
 class Chooser:
@@ -314,51 +324,56 @@ class Chooser:
     def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
         """Choose a ready wait of ``frontier`` (runs parked at semaphore waits or barrier
         arrivals) and the signals it saw (none for an arrival)."""
-        ws = [r.blocked for r in frontier]
-        pt = Point([r.a for r in frontier], [w.key for w in ws], [w.path for w in ws])
-        k = len(self.points)
-        actor, choice = self.prefix[k] if k < len(self.prefix) else (pt.options[0], 0)
-        if actor not in pt.options:
-            self.mismatch = (
-                f"choice {k}: actor {actor} has no ready semaphore wait or barrier arrival "
-                f"there (ready: {pt.options})"
-            )
-            actor, choice = pt.options[0], 0
-        pt.at = pt.options.index(actor)
-        pt.key = pt.keys[pt.at]
-        run = frontier[pt.at]
+        points = self.points
+        k = len(points)
+        options = [r.a for r in frontier]
+        at = choice = 0
+        if k < len(self.prefix):
+            actor, choice = self.prefix[k]
+            if actor in options:
+                at = options.index(actor)
+            else:
+                self.mismatch = (
+                    f"choice {k}: actor {actor} has no ready semaphore wait or barrier "
+                    f"arrival there (ready: {options})"
+                )
+                choice = 0
+        run = frontier[at]
         w = run.blocked
-        pt.vc = w.engine.clocks.snapshot(w.a)
+        pt = Point(options, [r.blocked.key for r in frontier])
+        pt.actor = actor = run.a
+        pt.at, pt.key, pt.path = at, pt.keys[at], w.path
+        clocks = w.engine.clocks
+        pt.vc = clocks.snapshot(actor)
+        pt.signals_before = len(self.signals)
+        points.append(pt)
         if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
-            pt.actor = actor
-            pt.signals_before = len(self.signals)
-            self.points.append(pt)
-            pt.done_time = w.engine.clocks.time[w.a]  # (the time its arrival publishes)
+            pt.done_time = clocks.time[actor]  # (the time its arrival publishes)
             w.complete()
             pt.phase = w.phase
             return run, pt.seen
+        sem = w.sem
         read = isinstance(w, SemaphoreRead)
-        sets, cut = read_sets(w.sem, pt.vc, actor) if read else minimal_sets(w.sem, pt.vc, w.value)
-        self.cut = self.cut or cut
+        sets, cut = read_sets(sem, pt.vc, actor) if read else minimal_sets(sem, pt.vc, w.value)
+        if cut:
+            self.cut = True
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
             choice = 0
-        pt.actor, pt.choice, pt.nsets, pt.sets = actor, choice, len(sets), sets
-        pt.seen = sets[choice]
-        pt.base = w.sem.arrived  # (a cut is replaced, never changed)
-        pt.signals_before = len(self.signals)
-        self.points.append(pt)
+        pt.choice, pt.nsets = choice, len(sets)
+        pt.seen = seen = sets[choice]
+        pt.base = sem.arrived  # (a cut is replaced, never changed)
+        pt.taken = sem.taken
         if read:  # (an acquire that takes nothing: ordered after what it saw)
-            pt.read, pt.taken = True, w.sem.taken
-            w.sem.read_by[actor] = pt.seen
-            pt.value = w.seen = w.sem.units_of(pt.seen) - w.sem.taken
-            acquire(w, pt.seen)
-            pt.done_time = w.engine.clocks.time[w.a]
-            return run, pt.seen
-        pt.taken, pt.value, pt.decrement = w.sem.taken, w.value, w.decrement
-        complete_wait(w, pt.seen)
-        pt.done_time = w.engine.clocks.time[w.a]
-        return run, pt.seen
+            pt.read = True
+            sem.read_by[actor] = seen
+            pt.value = w.seen = sem.units_of(seen) - sem.taken
+            acquire(w, seen)
+        else:
+            pt.value, pt.decrement = w.value, w.decrement
+            complete_wait(w, seen)
+        pt.done_time = clocks.time[actor]
+        return run, seen
 
     def signalled(self, sem: Semaphore) -> None:
         self.signals.append((sem, len(sem.history) - 1))
@@ -541,7 +556,7 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
             said.append(
                 {
                     "who": names.get(p.actor, str(p.actor)),
-                    "arrives": p.paths[k],
+                    "arrives": p.path,
                     "barrier": engine.barriers[p.keys[k]].label,
                     "phase": p.phase,
                     "ready": [names.get(a, str(a)) for a in p.options],
@@ -554,7 +569,7 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
             said.append(
                 {
                     "who": names.get(p.actor, str(p.actor)),
-                    "reads": p.paths[k],
+                    "reads": p.path,
                     "semaphore": sem.label,
                     "value": p.value,
                     "ready": [names.get(a, str(a)) for a in p.options],
@@ -569,7 +584,7 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
         said.append(
             {
                 "who": names.get(p.actor, str(p.actor)),
-                "wait": p.paths[k],
+                "wait": p.path,
                 "semaphore": sem.label,
                 "saw": saw,
                 "ready": [names.get(a, str(a)) for a in p.options],

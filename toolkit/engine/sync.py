@@ -195,6 +195,24 @@ class Semaphore(Record):
                 need = 0
         return out
 
+    def drop(self, value: int, decrement: bool) -> None:
+        """What :meth:`take` does to the counter, without collecting the clocks (a wait
+        the explorer orders itself: :func:`mpmd_lab.engine.explore.complete_wait`)."""
+        if not decrement:
+            if value > self.kept:
+                self.kept = value
+            return
+        self.value -= value
+        tokens = self.tokens
+        while value > 0 and tokens:
+            t = tokens[0]
+            if t.units <= value:
+                value -= t.units
+                tokens.popleft()
+            else:
+                t.units -= value
+                value = 0
+
 
 class Barrier(Record):
     """One barrier (a block's, or a cluster's shared one).
