@@ -277,10 +277,11 @@ def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
 
 
 class Point:
-    """One choice point of a run: the actors whose semaphore waits were ready
-    (``options``, each with its wait's semaphore key in ``keys``), the one chosen
-    (``actor``, at ``at`` in ``options``; its wait's ``key`` and ``path``) and the signal
-    set it saw (``seen``: index ``choice`` of the ``nsets`` offered).
+    """One choice point of a run: the runs whose semaphore waits were ready (``ready``;
+    their actors: ``options``), the one chosen (``actor``, at ``at`` in ``options``; its
+    wait's ``key`` and ``path``), the other ready actors whose wait had the same key
+    (``rivals``) and the signal set it saw (``seen``: index ``choice`` of the ``nsets``
+    offered).
 
     What a point does not set keeps the class's value (a wait's point sets what a wait
     has, an arrival's or a read's what it has): nothing is stored that no one reads."""
@@ -304,9 +305,15 @@ class Point:
     read = False  # a semaphore read (``value``: what it read)
     decrement = False  # a semaphore wait that took its value off
 
-    def __init__(self, options: list[int], keys: list[tuple]) -> None:
-        self.options = options
-        self.keys = keys
+    rivals: tuple[int, ...] | list[int] = ()
+
+    def __init__(self, ready: list[Any]) -> None:
+        self.ready = ready
+
+    @property
+    def options(self) -> list[int]:
+        """The actors ready here (read only where a reversal or a report needs them)."""
+        return [r.a for r in self.ready]
 
 
 class Chooser:
@@ -319,6 +326,7 @@ class Chooser:
         self.points: list[Point] = []
         self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
+        self.several: list[int] = []  # the points offered more than one set
         self.mismatch = ""  # the replayed schedule does not fit this scenario
 
     def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
@@ -326,23 +334,24 @@ class Chooser:
         arrivals) and the signals it saw (none for an arrival)."""
         points = self.points
         k = len(points)
-        options = [r.a for r in frontier]
         at = choice = 0
         if k < len(self.prefix):
             actor, choice = self.prefix[k]
-            if actor in options:
-                at = options.index(actor)
-            else:
+            at = next((n for n, r in enumerate(frontier) if r.a == actor), -1)
+            if at < 0:
                 self.mismatch = (
                     f"choice {k}: actor {actor} has no ready semaphore wait or barrier "
-                    f"arrival there (ready: {options})"
+                    f"arrival there (ready: {[r.a for r in frontier]})"
                 )
-                choice = 0
+                at = choice = 0
         run = frontier[at]
         w = run.blocked
-        pt = Point(options, [r.blocked.key for r in frontier])
+        pt = Point(frontier)
         pt.actor = actor = run.a
-        pt.at, pt.key, pt.path = at, pt.keys[at], w.path
+        pt.at, pt.key, pt.path = at, w.key, w.path
+        if len(frontier) > 1:  # (ready on the same semaphore: they compete for it)
+            key = pt.key
+            pt.rivals = [r.a for r in frontier if r is not run and r.blocked.key == key]
         clocks = w.engine.clocks
         pt.vc = clocks.snapshot(actor)
         pt.signals_before = len(self.signals)
@@ -360,7 +369,10 @@ class Chooser:
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
             choice = 0
-        pt.choice, pt.nsets = choice, len(sets)
+        pt.choice = choice
+        if len(sets) > 1:
+            pt.nsets = len(sets)
+            self.several.append(k)
         pt.seen = seen = sets[choice]
         pt.base = sem.arrived  # (a cut is replaced, never changed)
         pt.taken = sem.taken
@@ -457,17 +469,25 @@ def reversals(
     Near-linear: per point, each other actor's later waits (signals) on the same
     semaphore are looked at only up to the first that depends on the point's wait
     (program order makes every later one of that actor depend on it too)."""
-    index = _Index(points, signals)
+    # per semaphore (barrier): its last point and its last signal; a point after which
+    # neither comes, and with no rival ready, races with nothing
+    last = {pt.key: i for i, pt in enumerate(points)}
+    sent = {sem.key: n for n, (sem, _) in enumerate(signals)}
+    index: _Index | None = None
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.key
-        if key in unwatched:
+        if key in unwatched or (
+            last[key] == i and sent.get(key, -1) < pt.signals_before and not pt.rivals
+        ):
             continue
-        for k, b in enumerate(pt.options):
+        if index is None:
+            index = _Index(points, signals)
+        for b in pt.rivals:
             # a wait ready here on the same semaphore that never completed after (the
             # chosen one took what it needed: it starved): the schedule where it went
             # first is another (its thread runs on, where here it deadlocked)
-            if b != pt.actor and pt.keys[k] == key and not _later(index, key, b, i):
+            if not _later(index, key, b, i):
                 out.setdefault(i, set()).add(b)
         for b, mine in index.waits[key].items():
             if b == pt.actor:
@@ -551,20 +571,19 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
     names = {a: actor.describe() for a, actor in engine.actors.items()}
     said = []
     for p in pts:
-        k = p.at
         if p.phase >= 0:
             said.append(
                 {
                     "who": names.get(p.actor, str(p.actor)),
                     "arrives": p.path,
-                    "barrier": engine.barriers[p.keys[k]].label,
+                    "barrier": engine.barriers[p.key].label,
                     "phase": p.phase,
                     "ready": [names.get(a, str(a)) for a in p.options],
                     "sets": 1,
                 }
             )
             continue
-        sem = _sem(engine, p.keys[k])
+        sem = _sem(engine, p.key)
         if p.read:
             said.append(
                 {
@@ -634,13 +653,13 @@ def explore(
     ``make``'s to hand each engine."""
     res = Explored()
     start = time.perf_counter()
-    stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
-    prefix: list[tuple[int, int]] = []
+    path: list[tuple[int, int]] = []  # the choices (actor, set) the next run replays
+    nodes: dict[int, _Node] = {}  # the points of ``path`` with something to try or tried
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
     while True:
-        chooser = Chooser(prefix)
+        chooser = Chooser(path)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
@@ -689,52 +708,81 @@ def explore(
             if k not in seen_left:
                 seen_left.add(k)
                 res.leftover.append(item)
-        # the tree: new points, their other signal sets, the reversals this run showed
-        for i, p in enumerate(pts):
-            if i < len(stack):
-                node = stack[i]
-                if node["chosen"] != (p.actor, p.choice):
-                    break  # (a replay that did not fit: stop extending)
-                if i == len(prefix) - 1 and p.actor not in node["expanded"]:
-                    node["expanded"].add(p.actor)
-                    for c in range(1, p.nsets):
-                        node["todo"].append((p.actor, c))
-                continue
-            stack.append(
-                {
-                    "chosen": (p.actor, p.choice),
-                    "todo": [(p.actor, c) for c in range(1, p.nsets)],
-                    "done": {(p.actor, p.choice)},
-                    "expanded": {p.actor},
-                }
-            )
+        # the tree: the path this run took (the prefix it replayed, then its own points:
+        # those are read from ``pts`` only when a later run needs them), the other
+        # signal sets of its new points, the reversals it showed
+        fit = len(path)
+        for i in range(min(fit, len(pts))):
+            p = pts[i]
+            if path[i] != (p.actor, p.choice):
+                fit = -1  # (a replay that did not fit: the path is not extended)
+                break
+        tail: list[Point] = []  # (the path's points past ``path``)
+        if fit >= 0:
+            if 0 < fit <= len(pts):  # the point this run branched at: its actor's sets
+                p, node = pts[fit - 1], nodes[fit - 1]
+                if p.actor not in node.expanded:
+                    node.expanded.add(p.actor)
+                    node.todo.extend((p.actor, c) for c in range(1, p.nsets))
+            if len(pts) > fit:
+                tail = pts
+                for i in chooser.several:
+                    if i >= fit:
+                        p = pts[i]
+                        nodes[i] = _Node(
+                            (p.actor, p.choice), [(p.actor, c) for c in range(1, p.nsets)]
+                        )
+        depth = len(tail) or len(path)
         if pts:  # (a run without choices has nothing to reverse)
             unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
             for i, actors in reversals(pts, chooser.signals, unwatched).items():
-                if i >= len(stack):
+                if i >= depth:
                     continue
-                node = stack[i]
+                node = nodes.get(i)
+                if node is None:
+                    node = nodes[i] = _Node(_chosen(path, tail, i), [])
                 for a in sorted(actors):
-                    if (a, 0) not in node["done"] and (a, 0) not in node["todo"]:
-                        node["todo"].append((a, 0))
+                    if (a, 0) not in node.done and (a, 0) not in node.todo:
+                        node.todo.append((a, 0))
         # the next run: the deepest point with something left to try
-        while stack and not stack[-1]["todo"]:
-            stack.pop()
-        if not stack:
+        deepest = max((i for i, n in nodes.items() if n.todo), default=-1)
+        for i in [i for i in nodes if i > deepest]:
+            del nodes[i]
+        if deepest < 0:
             break
         why = _bound(res.runs, max_runs, steps, max_steps, time.perf_counter() - start, max_seconds)
         if why:
             res.complete = False
-            left = sum(len(n["todo"]) for n in stack)
-            res.why = f"{why}, with {left} choice(s) at {len(stack)} point(s) not yet tried"
+            left = sum(len(n.todo) for n in nodes.values())
+            res.why = f"{why}, with {left} choice(s) at {deepest + 1} point(s) not yet tried"
             break
-        node = stack[-1]
-        nxt = node["todo"].pop(0)
-        node["done"].add(nxt)
-        node["chosen"] = nxt
-        prefix = [n["chosen"] for n in stack]
+        node = nodes[deepest]
+        nxt = node.todo.pop(0)
+        node.done.add(nxt)
+        path = [*(_chosen(path, tail, i) for i in range(deepest)), nxt]
     res.seconds = time.perf_counter() - start
     return res
+
+
+class _Node:
+    """A point of the path being explored with more than its first choice: what is left
+    to try there (``todo``: actor, set), what was (``done``) and the actors whose other
+    signal sets are in ``todo`` already (``expanded``)."""
+
+    __slots__ = ("todo", "done", "expanded")
+
+    def __init__(self, chosen: tuple[int, int], todo: list[tuple[int, int]]) -> None:
+        self.todo = todo
+        self.done = {chosen}
+        self.expanded = {chosen[0]}
+
+
+def _chosen(path: list[tuple[int, int]], tail: list[Point], i: int) -> tuple[int, int]:
+    """The choice at point ``i`` of the path: replayed (``path``), or a run's own."""
+    if i < len(path):
+        return path[i]
+    p = tail[i]
+    return (p.actor, p.choice)
 
 
 def _bound(
