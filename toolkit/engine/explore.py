@@ -92,7 +92,6 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
 
     Per wait it looks at each signaller's next :data:`MAX_FREE` signals only, not the
     whole history (a cut's prefix of every signaller is all it must know)."""
-    hist = sem.history
     base: Cut = {}
     have = -sem.taken
     only = -2  # the one signaller with signals not in ``base`` (-2: none; -3: several)
@@ -121,6 +120,7 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
             if units[n] >= want:
                 return [{**base, only: n}], left > MAX_FREE
         return [], left > MAX_FREE
+    hist = sem.history
     # the signals not in ``base`` in the order they were issued: each lane's rest
     rest = sorted(
         i
@@ -711,29 +711,28 @@ def explore(
         # the tree: the path this run took (the prefix it replayed, then its own points:
         # those are read from ``pts`` only when a later run needs them), the other
         # signal sets of its new points, the reversals it showed
-        fit = len(path)
-        for i in range(min(fit, len(pts))):
-            p = pts[i]
-            if path[i] != (p.actor, p.choice):
-                fit = -1  # (a replay that did not fit: the path is not extended)
-                break
         tail: list[Point] = []  # (the path's points past ``path``)
-        if fit >= 0:
-            if 0 < fit <= len(pts):  # the point this run branched at: its actor's sets
-                p, node = pts[fit - 1], nodes[fit - 1]
-                if p.actor not in node.expanded:
-                    node.expanded.add(p.actor)
-                    node.todo.extend((p.actor, c) for c in range(1, p.nsets))
-            if len(pts) > fit:
-                tail = pts
-                for i in chooser.several:
-                    if i >= fit:
-                        p = pts[i]
-                        nodes[i] = _Node(
-                            (p.actor, p.choice), [(p.actor, c) for c in range(1, p.nsets)]
-                        )
-        depth = len(tail) or len(path)
-        if pts:  # (a run without choices has nothing to reverse)
+        if pts:  # (a run without choices has nothing to add or reverse)
+            fit = len(path)
+            for i in range(min(fit, len(pts))):
+                p = pts[i]
+                if path[i] != (p.actor, p.choice):
+                    fit = -1  # (a replay that did not fit: the path is not extended)
+                    break
+            if fit >= 0:
+                if 0 < fit <= len(pts):  # the point this run branched at: its actor's sets
+                    p, node = pts[fit - 1], nodes[fit - 1]
+                    if p.actor not in node.expanded:
+                        node.expanded.add(p.actor)
+                        node.todo.extend((p.actor, c) for c in range(1, p.nsets))
+                if len(pts) > fit:
+                    tail = pts
+                    for i in chooser.several:
+                        if i >= fit:
+                            p = pts[i]
+                            todo = [(p.actor, c) for c in range(1, p.nsets)]
+                            nodes[i] = _Node((p.actor, p.choice), todo)
+            depth = len(tail) or len(path)
             unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
             for i, actors in reversals(pts, chooser.signals, unwatched).items():
                 if i >= depth:
@@ -745,6 +744,8 @@ def explore(
                     if (a, 0) not in node.done and (a, 0) not in node.todo:
                         node.todo.append((a, 0))
         # the next run: the deepest point with something left to try
+        if not nodes:
+            break
         deepest = max((i for i, n in nodes.items() if n.todo), default=-1)
         for i in [i for i in nodes if i > deepest]:
             del nodes[i]

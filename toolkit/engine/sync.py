@@ -113,23 +113,14 @@ class Semaphore(Record):
         "read_by",
     )
 
-    def __init__(
-        self,
-        label: str,
-        key: tuple = (),
-        value: int = 0,
-        tokens: deque[Token] | None = None,
-        received: int = 0,
-        kept: int = 0,
-        senders: list[str] | None = None,
-    ) -> None:
+    def __init__(self, label: str, key: tuple = ()) -> None:
         self.label = label
         self.key = key
-        self.value = value
-        self.tokens = deque() if tokens is None else tokens
-        self.received = received
-        self.kept = kept
-        self.senders = [] if senders is None else senders
+        self.value = 0
+        self.tokens: deque[Token] = deque()
+        self.received = 0
+        self.kept = 0
+        self.senders: list[str] = []
         self.history: list[Token] = []
         self.lanes: dict[int, Lane] = {}
         self.arrived: Cut = {}
@@ -332,11 +323,8 @@ class SemaphoreWait(Wait):
             decrement,
             path,
         )
-
-    @property
-    def key(self) -> tuple:
-        """What it competes for with other choices: its semaphore."""
-        return self.sem.key
+        #: what it competes for with other choices: its semaphore
+        self.key: tuple = sem.key
 
     def ready(self) -> bool:
         return self.sem.value >= self.value
@@ -364,11 +352,8 @@ class SemaphoreRead(Wait):
     def __init__(self, engine: Any, a: int, sem: Semaphore, path: str) -> None:
         self.engine, self.a, self.sem, self.path = engine, a, sem, path
         self.seen: int | None = None
-
-    @property
-    def key(self) -> tuple:
-        """What it depends on: its semaphore (its signals and decrementing waits)."""
-        return self.sem.key
+        #: what it depends on: its semaphore (its signals and decrementing waits)
+        self.key: tuple = sem.key
 
     def ready(self) -> bool:
         return True
