@@ -22,6 +22,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
+from mpmd_lab.engine.clocks import join_all
 from mpmd_lab.record import Record
 
 #: Completed phases a barrier remembers (a waiter lagging further is not modelled).
@@ -260,7 +261,7 @@ class Barrier(Record):
     def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
         if actor >= 0 and vc is not None:
             # (explicit arrivals are the explorer's choices: only copies are said)
-            if copy and any(b != actor and int(vc[b]) < t for b, t in self.last):
+            if copy and self.last and any(b != actor and int(vc[b]) < t for b, t in self.last):
                 self.unordered = True
             self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
@@ -282,8 +283,6 @@ class Barrier(Record):
             self._complete()
 
     def _complete(self) -> None:
-        from mpmd_lab.engine.clocks import join_all
-
         self.done[self.phase] = join_all(self.pending)
         self.done.pop(self.phase - KEEP_PHASES, None)
         self.phase += 1
