@@ -407,21 +407,30 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
 
 
 class _Index:
-    """A run's choice points and signals by semaphore (or barrier) and actor, so that
-    each point looks only at the later waits, arrivals and signals that could race with
-    it."""
+    """A run's choice points from ``first`` on and signals from ``first_signal`` on, by
+    semaphore (or barrier) and actor, so that each point looks only at the later waits,
+    arrivals and signals that could race with it (a point at or after ``first`` whose
+    wait came after signal ``first_signal`` needs nothing earlier)."""
 
-    def __init__(self, points: list[Point], signals: list[tuple[Semaphore, int]]) -> None:
+    def __init__(
+        self,
+        points: list[Point],
+        signals: list[tuple[Semaphore, int]],
+        first: int = 0,
+        first_signal: int = 0,
+    ) -> None:
         #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
         self.waits: dict[tuple, dict[int, list[int]]] = {}
         #: actor -> the points where it was chosen
         self.chosen: dict[int, list[int]] = {}
-        for i, pt in enumerate(points):
+        for i in range(first, len(points)):
+            pt = points[i]
             self.waits.setdefault(pt.key, {}).setdefault(pt.actor, []).append(i)
             self.chosen.setdefault(pt.actor, []).append(i)
         #: semaphore key -> signaller -> its signals (indices into ``signals``)
         self.sends: dict[tuple, dict[int, list[int]]] = {}
-        for n, (sem, idx) in enumerate(signals):
+        for n in range(first_signal, len(signals)):
+            sem, idx = signals[n]
             actor = sem.history[idx].actor
             self.sends.setdefault(sem.key, {}).setdefault(actor, []).append(n)
 
@@ -481,8 +490,8 @@ def reversals(
             last[key] == i and sent.get(key, -1) < pt.signals_before and not pt.rivals
         ):
             continue
-        if index is None:
-            index = _Index(points, signals)
+        if index is None:  # (from this point on: no earlier one needs it)
+            index = _Index(points, signals, i, pt.signals_before)
         for b in pt.rivals:
             # a wait ready here on the same semaphore that never completed after (the
             # chosen one took what it needed: it starved): the schedule where it went
