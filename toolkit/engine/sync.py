@@ -55,14 +55,15 @@ class Lane:
     ``indices`` into the semaphore's ``history``, ``times`` (the signaller's own time at
     each) and ``units`` (``units[k]``: the units of its first ``k``). A set of signals
     closed under happens-before holds a prefix of every lane, so it is a *cut*: how many
-    of each lane's first signals it holds."""
+    of each lane's first signals it holds. A lane starts with its first signal
+    (``history[index]``: ``token``)."""
 
     __slots__ = ("indices", "times", "units")
 
-    def __init__(self) -> None:
-        self.indices: list[int] = []
-        self.times: list[int] = []
-        self.units = [0]
+    def __init__(self, index: int, token: Token) -> None:
+        self.indices = [index]
+        self.times = [token.time]
+        self.units = [0, token.units]
 
     def add(self, index: int, token: Token) -> None:
         self.indices.append(index)
@@ -149,8 +150,9 @@ class Semaphore(Record):
         if keep:
             lane = self.lanes.get(actor)
             if lane is None:
-                lane = self.lanes[actor] = Lane()
-            lane.add(len(self.history), token)
+                self.lanes[actor] = Lane(len(self.history), token)
+            else:
+                lane.add(len(self.history), token)
             self.history.append(token)
 
     def units_of(self, cut: Cut) -> int:
