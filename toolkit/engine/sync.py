@@ -233,23 +233,14 @@ class Barrier(Record):
         "waited",
     )
 
-    def __init__(
-        self,
-        label: str,
-        target: int,
-        arrivals: int = 0,
-        phase: int = 0,
-        pending: list[np.ndarray] | None = None,
-        copies: int = 0,
-        done: dict[int, np.ndarray | None] | None = None,
-    ) -> None:
+    def __init__(self, label: str, target: int) -> None:
         self.label = label
         self.target = target  # arrivals per phase
-        self.arrivals = arrivals
-        self.phase = phase  # phases completed
-        self.pending = [] if pending is None else pending  # this phase's clocks
-        self.copies = copies  # copies in flight in this phase
-        self.done = {} if done is None else done
+        self.arrivals = 0
+        self.phase = 0  # phases completed
+        self.pending: list[np.ndarray] = []  # this phase's clocks
+        self.copies = 0  # copies in flight in this phase
+        self.done: dict[int, np.ndarray | None] = {}
         #: this phase's and the last completed phase's arrivals: (actor, its time)
         self.arrivers: list[tuple[int, int]] = []
         self.last: list[tuple[int, int]] = []
