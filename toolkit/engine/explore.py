@@ -95,6 +95,8 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
     base: Cut = {}
     have = -sem.taken
     only = -2  # the one signaller with signals not in ``base`` (-2: none; -3: several)
+    units: list[int] = []  # (its lane's units, and how many of them ``base`` holds)
+    seen = 0
     arrived = sem.arrived
     for b, lane in sem.lanes.items():  # (:func:`_must_see`, with its units and what is left)
         k = arrived.get(b, 0)
@@ -104,19 +106,20 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
             base[b] = k
             have += lane.units[k]
         if len(lane.indices) > k:
-            only = b if only == -2 else -3
+            if only == -2:
+                only, units, seen = b, lane.units, k
+            else:
+                only = -3
     need = value - have
     if need <= 0:
         return [base], False
     if only >= 0:
         # one signaller has signals not yet seen: program order orders them, so every
         # set closed under happens-before is a prefix of them, and the shortest that
-        # holds the value is the only minimal one
-        units = sem.lanes[only].units
-        k = base.get(only, 0)
-        left = len(units) - 1 - k
-        want = units[k] + need
-        for n in range(k + 1, k + 1 + min(left, MAX_FREE)):
+        # holds the value is the only minimal one (most often its next signal)
+        left = len(units) - 1 - seen
+        want = units[seen] + need
+        for n in range(seen + 1, seen + 1 + min(left, MAX_FREE)):
             if units[n] >= want:
                 return [{**base, only: n}], left > MAX_FREE
         return [], left > MAX_FREE
