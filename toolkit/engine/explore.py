@@ -309,6 +309,10 @@ class Point:
     decrement = False  # a semaphore wait that took its value off
 
     rivals: tuple[int, ...] | list[int] = ()
+    #: a semaphore wait's (read's) semaphore and how many signals it had then (one
+    #: issued later is in its ``history`` past that)
+    sem: Semaphore | None = None
+    heard = 0
 
     def __init__(self, ready: list[Any]) -> None:
         self.ready = ready
@@ -330,6 +334,7 @@ class Chooser:
         self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
         self.several: list[int] = []  # the points offered more than one set
+        self.last: dict[tuple, int] = {}  # semaphore (barrier) key -> its last point
         self.mismatch = ""  # the replayed schedule does not fit this scenario
 
     def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
@@ -352,6 +357,7 @@ class Chooser:
         pt = Point(frontier)
         pt.actor = actor = run.a
         pt.at, pt.key, pt.path = at, w.key, w.path
+        self.last[pt.key] = k
         if len(frontier) > 1:  # (ready on the same semaphore: they compete for it)
             key = pt.key
             pt.rivals = [r.a for r in frontier if r is not run and r.blocked.key == key]
@@ -364,7 +370,8 @@ class Chooser:
             w.complete()
             pt.phase = w.phase
             return run, pt.seen
-        sem = w.sem
+        pt.sem = sem = w.sem
+        pt.heard = len(sem.history)
         read = isinstance(w, SemaphoreRead)
         sets, cut = read_sets(sem, pt.vc, actor) if read else minimal_sets(sem, pt.vc, w.value)
         if cut:
@@ -469,6 +476,7 @@ def reversals(
     points: list[Point],
     signals: list[tuple[Semaphore, int]],
     unwatched: frozenset[tuple] = frozenset(),
+    last: dict[tuple, int] | None = None,
 ) -> dict[int, set[int]]:
     """The choice points where another actor should go first (point -> actors): two
     waits on one semaphore by different actors, the later not depending on the earlier
@@ -476,21 +484,22 @@ def reversals(
     phases: the later could have joined the earlier's), and a wait completed before a
     signal to its semaphore that did not depend on it and that it could need (the actor
     whose wait, completed later, led to that signal). ``unwatched``: the barriers no
-    thread waits on (which phase an arrival there joined cannot matter).
+    thread waits on (which phase an arrival there joined cannot matter); ``last``: each
+    key's last point (:attr:`Chooser.last`; None: found here).
 
     Near-linear: per point, each other actor's later waits (signals) on the same
     semaphore are looked at only up to the first that depends on the point's wait
     (program order makes every later one of that actor depend on it too)."""
-    # per semaphore (barrier): its last point and its last signal; a point after which
-    # neither comes, and with no rival ready, races with nothing
-    last = {pt.key: i for i, pt in enumerate(points)}
-    sent = {sem.key: n for n, (sem, _) in enumerate(signals)}
+    if last is None:
+        last = {pt.key: i for i, pt in enumerate(points)}
     index: _Index | None = None
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.key
+        # a point after which no wait (read, arrival) and no signal comes on its key,
+        # with no rival ready, races with nothing
         if key in unwatched or (
-            last[key] == i and sent.get(key, -1) < pt.signals_before and not pt.rivals
+            last[key] == i and (pt.sem is None or len(pt.sem.history) == pt.heard) and not pt.rivals
         ):
             continue
         if index is None:  # (from this point on: no earlier one needs it)
@@ -746,7 +755,8 @@ def explore(
                             nodes[i] = _Node((p.actor, p.choice), todo)
             depth = len(tail) or len(path)
             unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
-            for i, actors in reversals(pts, chooser.signals, unwatched).items():
+            found = reversals(pts, chooser.signals, unwatched, chooser.last)
+            for i, actors in found.items():
                 if i >= depth:
                     continue
                 node = nodes.get(i)
