@@ -259,8 +259,6 @@ def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     sem.arrived = seen
     w.engine.clocks.join(w.a, joined)
     sem.drop(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
-    if w.decrement:
-        sem.taken += w.value
 
 
 def acquire(w: SemaphoreRead, seen: Cut) -> None:
@@ -281,16 +279,14 @@ def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
 
 class Point:
     """One choice point of a run: the runs whose semaphore waits were ready (``ready``;
-    their actors: ``options``), the one chosen (``actor``, at ``at`` in ``options``; its
-    wait's ``key`` and ``path``), the other ready actors whose wait had the same key
-    (``rivals``) and the signal set it saw (``seen``: index ``choice`` of the ``nsets``
-    offered).
+    their actors: ``options``), the one chosen (``actor``; its wait's ``key`` and
+    ``path``), the other ready actors whose wait had the same key (``rivals``) and the
+    signal set it saw (``seen``: index ``choice`` of the ``nsets`` offered).
 
     What a point does not set keeps the class's value (a wait's point sets what a wait
     has, an arrival's or a read's what it has): nothing is stored that no one reads."""
 
     actor = -1
-    at = 0
     key: tuple = ()
     path = ""
     choice = 0
@@ -356,10 +352,10 @@ class Chooser:
         w = run.blocked
         pt = Point(frontier)
         pt.actor = actor = run.a
-        pt.at, pt.key, pt.path = at, w.key, w.path
-        self.last[pt.key] = k
+        pt.key = key = w.key
+        pt.path = w.path
+        self.last[key] = k
         if len(frontier) > 1:  # (ready on the same semaphore: they compete for it)
-            key = pt.key
             pt.rivals = [r.a for r in frontier if r is not run and r.blocked.key == key]
         clocks = w.engine.clocks
         pt.vc = clocks.snapshot(actor)

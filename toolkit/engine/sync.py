@@ -191,12 +191,14 @@ class Semaphore(Record):
 
     def drop(self, value: int, decrement: bool) -> None:
         """What :meth:`take` does to the counter, without collecting the clocks (a wait
-        the explorer orders itself: :func:`mpmd_lab.engine.explore.complete_wait`)."""
+        the explorer orders itself: :func:`mpmd_lab.engine.explore.complete_wait`), and
+        what it took counted in ``taken``."""
         if not decrement:
             if value > self.kept:
                 self.kept = value
             return
         self.value -= value
+        self.taken += value
         tokens = self.tokens
         while value > 0 and tokens:
             t = tokens[0]
