@@ -298,7 +298,6 @@ class Point:
     taken = 0
     value = 0
     done_time = 0
-    signals_before = 0
     vc: Any = None  # the waiter's clock before it completed
     phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
     read = False  # a semaphore read (``value``: what it read)
@@ -321,13 +320,12 @@ class Point:
 
 class Chooser:
     """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
-    takes the first option; records every point (``points``) and every signal
-    (``signals``: semaphore, index in its history)."""
+    takes the first option; records every point (``points``; a signal is kept by its
+    semaphore, in its ``history``)."""
 
     def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
         self.prefix = list(prefix or [])
         self.points: list[Point] = []
-        self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
         self.several: list[int] = []  # the points offered more than one set
         self.last: dict[tuple, int] = {}  # semaphore (barrier) key -> its last point
@@ -359,7 +357,6 @@ class Chooser:
             pt.rivals = [r.a for r in frontier if r is not run and r.blocked.key == key]
         clocks = w.engine.clocks
         pt.vc = clocks.snapshot(actor)
-        pt.signals_before = len(self.signals)
         points.append(pt)
         if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
             pt.done_time = clocks.time[actor]  # (the time its arrival publishes)
@@ -394,7 +391,8 @@ class Chooser:
         return run, seen
 
     def signalled(self, sem: Semaphore) -> None:
-        self.signals.append((sem, len(sem.history) - 1))
+        """(A signal was issued: its semaphore's ``history`` keeps it, which is all the
+        explorer reads of it.)"""
 
 
 def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
@@ -413,18 +411,12 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
 
 
 class _Index:
-    """A run's choice points from ``first`` on and signals from ``first_signal`` on, by
-    semaphore (or barrier) and actor, so that each point looks only at the later waits,
-    arrivals and signals that could race with it (a point at or after ``first`` whose
-    wait came after signal ``first_signal`` needs nothing earlier)."""
+    """A run's choice points from ``first`` on by semaphore (or barrier) and actor, so
+    that each point looks only at the later waits and arrivals that could race with it
+    (a point at or after ``first`` needs nothing earlier; its semaphore's signals are
+    its lanes, by signaller already)."""
 
-    def __init__(
-        self,
-        points: list[Point],
-        signals: list[tuple[Semaphore, int]],
-        first: int = 0,
-        first_signal: int = 0,
-    ) -> None:
+    def __init__(self, points: list[Point], first: int = 0) -> None:
         #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
         self.waits: dict[tuple, dict[int, list[int]]] = {}
         #: actor -> the points where it was chosen
@@ -433,12 +425,6 @@ class _Index:
             pt = points[i]
             self.waits.setdefault(pt.key, {}).setdefault(pt.actor, []).append(i)
             self.chosen.setdefault(pt.actor, []).append(i)
-        #: semaphore key -> signaller -> its signals (indices into ``signals``)
-        self.sends: dict[tuple, dict[int, list[int]]] = {}
-        for n in range(first_signal, len(signals)):
-            sem, idx = signals[n]
-            actor = sem.history[idx].actor
-            self.sends.setdefault(sem.key, {}).setdefault(actor, []).append(n)
 
 
 def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> set[int]:
@@ -470,7 +456,6 @@ def _later(index: _Index, key: tuple, actor: int, i: int) -> bool:
 
 def reversals(
     points: list[Point],
-    signals: list[tuple[Semaphore, int]],
     unwatched: frozenset[tuple] = frozenset(),
     last: dict[tuple, int] | None = None,
 ) -> dict[int, set[int]]:
@@ -499,7 +484,7 @@ def reversals(
         ):
             continue
         if index is None:  # (from this point on: no earlier one needs it)
-            index = _Index(points, signals, i, pt.signals_before)
+            index = _Index(points, i)
         for b in pt.rivals:
             # a wait ready here on the same semaphore that never completed after (the
             # chosen one took what it needed: it starved): the schedule where it went
@@ -518,11 +503,15 @@ def reversals(
                 if (pt.read and not q.decrement) or (q.read and not pt.decrement):
                     continue  # a read commutes with a read and a wait that takes nothing
                 out.setdefault(i, set()).update(_lead(points, index, i, b, q.vc))
-        for b, mine in index.sends.get(key, {}).items():
+        sem = pt.sem
+        if sem is None:
+            continue  # (an arrival: no signals)
+        for b, lane in sem.lanes.items():
             if b == pt.actor:
                 continue
-            for j in range(bisect_left(mine, pt.signals_before), len(mine)):
-                sem, idx = signals[mine[j]]
+            mine = lane.indices  # (its signals to the semaphore, in ``history``)
+            for j in range(bisect_left(mine, pt.heard), len(mine)):
+                idx = mine[j]
                 tok: Token = sem.history[idx]
                 if int(tok.vc[pt.actor]) >= pt.done_time:
                     break  # it depends on this wait (and so do the signaller's later ones)
@@ -751,7 +740,7 @@ def explore(
                             nodes[i] = _Node((p.actor, p.choice), todo)
             depth = len(tail) or len(path)
             unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
-            found = reversals(pts, chooser.signals, unwatched, chooser.last)
+            found = reversals(pts, unwatched, chooser.last)
             for i, actors in found.items():
                 if i >= depth:
                     continue
