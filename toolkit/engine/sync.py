@@ -279,7 +279,8 @@ class Barrier(Record):
 
     def _complete(self) -> None:
         self.done[self.phase] = join_all(self.pending)
-        self.done.pop(self.phase - KEEP_PHASES, None)
+        if self.phase >= KEEP_PHASES:
+            self.done.pop(self.phase - KEEP_PHASES, None)
         self.phase += 1
         self.arrivals = 0
         self.copies = 0
@@ -390,9 +391,11 @@ class BarrierWait(Wait):
         self.engine, self.a, self.bar, self.phase, self.path = engine, a, bar, phase, path
 
     def ready(self) -> bool:
-        if self.bar.phase <= self.phase:
-            self.bar.settle()
-        return self.bar.phase > self.phase
+        bar = self.bar
+        if bar.phase > self.phase:
+            return True
+        bar.settle()
+        return bar.phase > self.phase
 
     def complete(self) -> None:
         self.engine.clocks.join(self.a, self.bar.done.get(self.phase))
