@@ -85,7 +85,7 @@ class Lane:
 Cut = dict[int, int]
 
 
-class Semaphore(Record):
+class Semaphore:
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
     ``kept``: the most a wait with decrement=False waited for (it left that much),
@@ -97,37 +97,26 @@ class Semaphore(Record):
     reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
     ``joined`` the join of their clocks, ``lanes`` the history per signaller and
     ``taken`` the units decrementing waits took off, ``read_by`` what each actor's last
-    ``pl.semaphore_read`` saw."""
+    ``pl.semaphore_read`` saw.
 
-    __slots__ = (
-        "label",
-        "key",
-        "value",
-        "tokens",
-        "received",
-        "kept",
-        "senders",
-        "history",
-        "lanes",
-        "arrived",
-        "joined",
-        "taken",
-        "read_by",
-    )
+    A semaphore is one object per run, compared by identity; what starts the same for
+    every one (the counts, and ``arrived``: a cut, replaced and never changed) is the
+    class's until it changes."""
+
+    value = 0
+    received = 0
+    kept = 0
+    arrived: Cut = {}  # noqa: RUF012
+    joined: np.ndarray | None = None
+    taken = 0
 
     def __init__(self, label: str, key: tuple = ()) -> None:
         self.label = label
         self.key = key
-        self.value = 0
         self.tokens: deque[Token] = deque()
-        self.received = 0
-        self.kept = 0
         self.senders: list[str] = []
         self.history: list[Token] = []
         self.lanes: dict[int, Lane] = {}
-        self.arrived: Cut = {}
-        self.joined: np.ndarray | None = None
-        self.taken = 0
         #: (exploring) actor -> the signals its last read saw (a later read sees them too)
         self.read_by: dict[int, Cut] = {}
 
