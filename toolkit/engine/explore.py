@@ -417,14 +417,22 @@ class _Index:
     its lanes, by signaller already)."""
 
     def __init__(self, points: list[Point], first: int = 0) -> None:
+        self.points = points
+        self.first = first
         #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
         self.waits: dict[tuple, dict[int, list[int]]] = {}
-        #: actor -> the points where it was chosen
-        self.chosen: dict[int, list[int]] = {}
         for i in range(first, len(points)):
             pt = points[i]
             self.waits.setdefault(pt.key, {}).setdefault(pt.actor, []).append(i)
-            self.chosen.setdefault(pt.actor, []).append(i)
+        self._chosen: dict[int, list[int]] | None = None
+
+    def chosen(self) -> dict[int, list[int]]:
+        """Actor -> the points where it was chosen (made when a reversal first asks)."""
+        if self._chosen is None:
+            self._chosen = {}
+            for i in range(self.first, len(self.points)):
+                self._chosen.setdefault(self.points[i].actor, []).append(i)
+        return self._chosen
 
 
 def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> set[int]:
@@ -438,7 +446,7 @@ def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> se
     for a in pt.options:
         if a == pt.actor:
             continue
-        mine = index.chosen.get(a, [])
+        mine = index.chosen().get(a, [])
         k = bisect_right(mine, i)  # (a's first later wait: its later ones end later still)
         if k < len(mine) and int(vc[a]) >= points[mine[k]].done_time:
             if first is None or mine[k] < first[0]:
