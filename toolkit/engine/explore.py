@@ -119,7 +119,9 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
         # holds the value is the only minimal one (most often its next signal)
         left = len(units) - 1 - seen
         want = units[seen] + need
-        for n in range(seen + 1, seen + 1 + min(left, MAX_FREE)):
+        if units[seen + 1] >= want:  # (its next signal: the signals needed are those sent)
+            return [{**base, only: seen + 1}], left > MAX_FREE
+        for n in range(seen + 2, seen + 1 + min(left, MAX_FREE)):
             if units[n] >= want:
                 return [{**base, only: n}], left > MAX_FREE
         return [], left > MAX_FREE
