@@ -92,11 +92,40 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
 
     Per wait it looks at each signaller's next :data:`MAX_FREE` signals only, not the
     whole history (a cut's prefix of every signaller is all it must know)."""
-    hist = sem.history
-    base = _must_see(sem, vc)
-    need = value - (sem.units_of(base) - sem.taken)
+    base: Cut = {}
+    have = -sem.taken
+    only = -2  # the one signaller with signals not in ``base`` (-2: none; -3: several)
+    units: list[int] = []  # (its lane's units, and how many of them ``base`` holds)
+    seen = 0
+    arrived = sem.arrived
+    for b, lane in sem.lanes.items():  # (:func:`_must_see`, with its units and what is left)
+        k = arrived.get(b, 0)
+        if b >= 0:
+            k = max(k, bisect_right(lane.times, int(vc[b])))
+        if k:
+            base[b] = k
+            have += lane.units[k]
+        if len(lane.indices) > k:
+            if only == -2:
+                only, units, seen = b, lane.units, k
+            else:
+                only = -3
+    need = value - have
     if need <= 0:
         return [base], False
+    if only >= 0:
+        # one signaller has signals not yet seen: program order orders them, so every
+        # set closed under happens-before is a prefix of them, and the shortest that
+        # holds the value is the only minimal one (most often its next signal)
+        left = len(units) - 1 - seen
+        want = units[seen] + need
+        if units[seen + 1] >= want:  # (its next signal: the signals needed are those sent)
+            return [{**base, only: seen + 1}], left > MAX_FREE
+        for n in range(seen + 2, seen + 1 + min(left, MAX_FREE)):
+            if units[n] >= want:
+                return [{**base, only: n}], left > MAX_FREE
+        return [], left > MAX_FREE
+    hist = sem.history
     # the signals not in ``base`` in the order they were issued: each lane's rest
     rest = sorted(
         i
@@ -220,17 +249,18 @@ def complete_wait(w: SemaphoreWait, seen: Cut) -> None:
     signals new to it are joined); a decrementing wait takes its value off."""
     sem = w.sem
     joined = sem.joined
+    arrived = sem.arrived
+    hist = sem.history
     for b, k in seen.items():
-        lane = sem.lanes[b]
-        for i in lane.indices[sem.arrived.get(b, 0) : k]:
-            vc = sem.history[i].vc
-            joined = vc.copy() if joined is None else np.maximum(joined, vc, out=joined)
+        start = arrived.get(b, 0)
+        if k > start:
+            for i in sem.lanes[b].indices[start:k]:
+                vc = hist[i].vc
+                joined = vc.copy() if joined is None else np.maximum(joined, vc, out=joined)
     sem.joined = joined
     sem.arrived = seen
     w.engine.clocks.join(w.a, joined)
-    sem.take(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
-    if w.decrement:
-        sem.taken += w.value
+    sem.drop(w.value, w.decrement)  # (the counter and its FIFO view, as a lockstep run)
 
 
 def acquire(w: SemaphoreRead, seen: Cut) -> None:
@@ -250,118 +280,121 @@ def new_signals(sem: Semaphore, base: Cut, seen: Cut) -> list[int]:
 
 
 class Point:
-    """One choice point of a run: the actors whose semaphore waits were ready
-    (``options``, each with its wait's semaphore key and path), the one chosen (``key``:
-    its wait's, at ``at`` in ``options``) and the signal set it saw (index ``choice`` of
-    ``nsets``; ``sets``: the sets offered)."""
+    """One choice point of a run: the runs whose semaphore waits were ready (``ready``;
+    their actors: ``options``), the one chosen (``actor``; its wait's ``key`` and
+    ``path``), the other ready actors whose wait had the same key (``rivals``) and the
+    signal set it saw (``seen``: index ``choice`` of the ``nsets`` offered).
 
-    __slots__ = (
-        "options",
-        "keys",
-        "paths",
-        "actor",
-        "at",
-        "key",
-        "choice",
-        "nsets",
-        "sets",
-        "seen",
-        "base",
-        "taken",
-        "value",
-        "done_time",
-        "signals_before",
-        "vc",
-        "phase",
-        "read",
-        "decrement",
-    )
+    What a point does not set keeps the class's value (a wait's point sets what a wait
+    has, an arrival's or a read's what it has): nothing is stored that no one reads."""
 
-    def __init__(self, options: list[int], keys: list[tuple], paths: list[str]) -> None:
-        self.options = options
-        self.keys = keys
-        self.paths = paths
-        self.actor = -1
-        self.at = 0
-        self.key: tuple = ()
-        self.choice = 0
-        self.nsets = 1
-        self.sets: list[Cut] = []
-        self.seen: Cut = {}
-        self.base: Cut = {}
-        self.taken = 0
-        self.value = 0
-        self.done_time = 0
-        self.signals_before = 0
-        self.vc: Any = None  # the waiter's clock before it completed
-        self.phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
-        self.read = False  # a semaphore read (``value``: what it read)
-        self.decrement = False  # a semaphore wait that took its value off
+    actor = -1
+    key: tuple = ()
+    path = ""
+    choice = 0
+    nsets = 1
+    #: the signals it saw, and those earlier waits on its semaphore had (cuts: replaced,
+    #: never changed, so one empty cut serves every point that saw none)
+    seen: Cut = {}  # noqa: RUF012
+    base: Cut = {}  # noqa: RUF012
+    taken = 0
+    value = 0
+    done_time = 0
+    vc: Any = None  # the waiter's clock before it completed
+    phase = -1  # a barrier arrival's: the phase it joined (-1: a semaphore wait)
+    read = False  # a semaphore read (``value``: what it read)
+    decrement = False  # a semaphore wait that took its value off
+
+    rivals: tuple[int, ...] | list[int] = ()
+    #: a semaphore wait's (read's) semaphore and how many signals it had then (one
+    #: issued later is in its ``history`` past that)
+    sem: Semaphore | None = None
+    heard = 0
+
+    def __init__(self, ready: list[Any]) -> None:
+        self.ready = ready
+
+    @property
+    def options(self) -> list[int]:
+        """The actors ready here (read only where a reversal or a report needs them)."""
+        return [r.a for r in self.ready]
 
 
 class Chooser:
     """The choices of one exploring run: replays ``prefix`` (actor, set index) and then
-    takes the first option; records every point (``points``) and every signal
-    (``signals``: semaphore, index in its history)."""
+    takes the first option; records every point (``points``; a signal is kept by its
+    semaphore, in its ``history``)."""
 
     def __init__(self, prefix: list[tuple[int, int]] | None = None) -> None:
         self.prefix = list(prefix or [])
         self.points: list[Point] = []
-        self.signals: list[tuple[Semaphore, int]] = []
         self.cut = False  # a choice point offered fewer sets than there are
+        self.several: list[int] = []  # the points offered more than one set
+        self.last: dict[tuple, int] = {}  # semaphore (barrier) key -> its last point
         self.mismatch = ""  # the replayed schedule does not fit this scenario
 
     def pick(self, frontier: list[Any]) -> tuple[Any, Cut]:
         """Choose a ready wait of ``frontier`` (runs parked at semaphore waits or barrier
         arrivals) and the signals it saw (none for an arrival)."""
-        ws = [r.blocked for r in frontier]
-        pt = Point([r.a for r in frontier], [w.key for w in ws], [w.path for w in ws])
-        k = len(self.points)
-        actor, choice = self.prefix[k] if k < len(self.prefix) else (pt.options[0], 0)
-        if actor not in pt.options:
-            self.mismatch = (
-                f"choice {k}: actor {actor} has no ready semaphore wait or barrier arrival "
-                f"there (ready: {pt.options})"
-            )
-            actor, choice = pt.options[0], 0
-        pt.at = pt.options.index(actor)
-        pt.key = pt.keys[pt.at]
-        run = frontier[pt.at]
+        points = self.points
+        k = len(points)
+        at = choice = 0
+        if k < len(self.prefix):
+            actor, choice = self.prefix[k]
+            at = next((n for n, r in enumerate(frontier) if r.a == actor), -1)
+            if at < 0:
+                self.mismatch = (
+                    f"choice {k}: actor {actor} has no ready semaphore wait or barrier "
+                    f"arrival there (ready: {[r.a for r in frontier]})"
+                )
+                at = choice = 0
+        run = frontier[at]
         w = run.blocked
-        pt.vc = w.engine.clocks.snapshot(w.a)
+        pt = Point(frontier)
+        pt.actor = actor = run.a
+        pt.key = key = w.key
+        pt.path = w.path
+        self.last[key] = k
+        if len(frontier) > 1:  # (ready on the same semaphore: they compete for it)
+            pt.rivals = [r.a for r in frontier if r is not run and r.blocked.key == key]
+        clocks = w.engine.clocks
+        pt.vc = clocks.snapshot(actor)
+        points.append(pt)
         if isinstance(w, BarrierArrival):  # (one way to land: now, in the open phase)
-            pt.actor = actor
-            pt.signals_before = len(self.signals)
-            self.points.append(pt)
-            pt.done_time = w.engine.clocks.time[w.a]  # (the time its arrival publishes)
+            pt.done_time = clocks.time[actor]  # (the time its arrival publishes)
             w.complete()
             pt.phase = w.phase
             return run, pt.seen
+        pt.sem = sem = w.sem
+        pt.heard = len(sem.history)
         read = isinstance(w, SemaphoreRead)
-        sets, cut = read_sets(w.sem, pt.vc, actor) if read else minimal_sets(w.sem, pt.vc, w.value)
-        self.cut = self.cut or cut
+        sets, cut = read_sets(sem, pt.vc, actor) if read else minimal_sets(sem, pt.vc, w.value)
+        if cut:
+            self.cut = True
         if choice >= len(sets):
             self.mismatch = self.mismatch or f"choice {k}: set {choice} of {len(sets)}"
             choice = 0
-        pt.actor, pt.choice, pt.nsets, pt.sets = actor, choice, len(sets), sets
-        pt.seen = sets[choice]
-        pt.base = w.sem.arrived  # (a cut is replaced, never changed)
-        pt.signals_before = len(self.signals)
-        self.points.append(pt)
+        pt.choice = choice
+        if len(sets) > 1:
+            pt.nsets = len(sets)
+            self.several.append(k)
+        pt.seen = seen = sets[choice]
+        pt.base = sem.arrived  # (a cut is replaced, never changed)
+        pt.taken = sem.taken
         if read:  # (an acquire that takes nothing: ordered after what it saw)
-            pt.read, pt.taken = True, w.sem.taken
-            w.sem.read_by[actor] = pt.seen
-            pt.value = w.seen = w.sem.units_of(pt.seen) - w.sem.taken
-            acquire(w, pt.seen)
-            pt.done_time = w.engine.clocks.time[w.a]
-            return run, pt.seen
-        pt.taken, pt.value, pt.decrement = w.sem.taken, w.value, w.decrement
-        complete_wait(w, pt.seen)
-        pt.done_time = w.engine.clocks.time[w.a]
-        return run, pt.seen
+            pt.read = True
+            sem.read_by[actor] = seen
+            pt.value = w.seen = sem.units_of(seen) - sem.taken
+            acquire(w, seen)
+        else:
+            pt.value, pt.decrement = w.value, w.decrement
+            complete_wait(w, seen)
+        pt.done_time = clocks.time[actor]
+        return run, seen
 
     def signalled(self, sem: Semaphore) -> None:
-        self.signals.append((sem, len(sem.history) - 1))
+        """(A signal was issued: its semaphore's ``history`` keeps it, which is all the
+        explorer reads of it.)"""
 
 
 def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
@@ -380,23 +413,28 @@ def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
 
 
 class _Index:
-    """A run's choice points and signals by semaphore (or barrier) and actor, so that
-    each point looks only at the later waits, arrivals and signals that could race with
-    it."""
+    """A run's choice points from ``first`` on by semaphore (or barrier) and actor, so
+    that each point looks only at the later waits and arrivals that could race with it
+    (a point at or after ``first`` needs nothing earlier; its semaphore's signals are
+    its lanes, by signaller already)."""
 
-    def __init__(self, points: list[Point], signals: list[tuple[Semaphore, int]]) -> None:
+    def __init__(self, points: list[Point], first: int = 0) -> None:
+        self.points = points
+        self.first = first
         #: semaphore (barrier) key -> waiting (arriving) actor -> its points, in order
         self.waits: dict[tuple, dict[int, list[int]]] = {}
-        #: actor -> the points where it was chosen
-        self.chosen: dict[int, list[int]] = {}
-        for i, pt in enumerate(points):
+        for i in range(first, len(points)):
+            pt = points[i]
             self.waits.setdefault(pt.key, {}).setdefault(pt.actor, []).append(i)
-            self.chosen.setdefault(pt.actor, []).append(i)
-        #: semaphore key -> signaller -> its signals (indices into ``signals``)
-        self.sends: dict[tuple, dict[int, list[int]]] = {}
-        for n, (sem, idx) in enumerate(signals):
-            actor = sem.history[idx].actor
-            self.sends.setdefault(sem.key, {}).setdefault(actor, []).append(n)
+        self._chosen: dict[int, list[int]] | None = None
+
+    def chosen(self) -> dict[int, list[int]]:
+        """Actor -> the points where it was chosen (made when a reversal first asks)."""
+        if self._chosen is None:
+            self._chosen = {}
+            for i in range(self.first, len(self.points)):
+                self._chosen.setdefault(self.points[i].actor, []).append(i)
+        return self._chosen
 
 
 def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> set[int]:
@@ -410,7 +448,7 @@ def _lead(points: list[Point], index: _Index, i: int, actor: int, vc: Any) -> se
     for a in pt.options:
         if a == pt.actor:
             continue
-        mine = index.chosen.get(a, [])
+        mine = index.chosen().get(a, [])
         k = bisect_right(mine, i)  # (a's first later wait: its later ones end later still)
         if k < len(mine) and int(vc[a]) >= points[mine[k]].done_time:
             if first is None or mine[k] < first[0]:
@@ -428,8 +466,8 @@ def _later(index: _Index, key: tuple, actor: int, i: int) -> bool:
 
 def reversals(
     points: list[Point],
-    signals: list[tuple[Semaphore, int]],
     unwatched: frozenset[tuple] = frozenset(),
+    last: dict[tuple, int] | None = None,
 ) -> dict[int, set[int]]:
     """The choice points where another actor should go first (point -> actors): two
     waits on one semaphore by different actors, the later not depending on the earlier
@@ -437,22 +475,31 @@ def reversals(
     phases: the later could have joined the earlier's), and a wait completed before a
     signal to its semaphore that did not depend on it and that it could need (the actor
     whose wait, completed later, led to that signal). ``unwatched``: the barriers no
-    thread waits on (which phase an arrival there joined cannot matter).
+    thread waits on (which phase an arrival there joined cannot matter); ``last``: each
+    key's last point (:attr:`Chooser.last`; None: found here).
 
     Near-linear: per point, each other actor's later waits (signals) on the same
     semaphore are looked at only up to the first that depends on the point's wait
     (program order makes every later one of that actor depend on it too)."""
-    index = _Index(points, signals)
+    if last is None:
+        last = {pt.key: i for i, pt in enumerate(points)}
+    index: _Index | None = None
     out: dict[int, set[int]] = {}
     for i, pt in enumerate(points):
         key = pt.key
-        if key in unwatched:
+        # a point after which no wait (read, arrival) and no signal comes on its key,
+        # with no rival ready, races with nothing
+        if key in unwatched or (
+            last[key] == i and (pt.sem is None or len(pt.sem.history) == pt.heard) and not pt.rivals
+        ):
             continue
-        for k, b in enumerate(pt.options):
+        if index is None:  # (from this point on: no earlier one needs it)
+            index = _Index(points, i)
+        for b in pt.rivals:
             # a wait ready here on the same semaphore that never completed after (the
             # chosen one took what it needed: it starved): the schedule where it went
             # first is another (its thread runs on, where here it deadlocked)
-            if b != pt.actor and pt.keys[k] == key and not _later(index, key, b, i):
+            if not _later(index, key, b, i):
                 out.setdefault(i, set()).add(b)
         for b, mine in index.waits[key].items():
             if b == pt.actor:
@@ -466,11 +513,15 @@ def reversals(
                 if (pt.read and not q.decrement) or (q.read and not pt.decrement):
                     continue  # a read commutes with a read and a wait that takes nothing
                 out.setdefault(i, set()).update(_lead(points, index, i, b, q.vc))
-        for b, mine in index.sends.get(key, {}).items():
+        sem = pt.sem
+        if sem is None:
+            continue  # (an arrival: no signals)
+        for b, lane in sem.lanes.items():
             if b == pt.actor:
                 continue
-            for j in range(bisect_left(mine, pt.signals_before), len(mine)):
-                sem, idx = signals[mine[j]]
+            mine = lane.indices  # (its signals to the semaphore, in ``history``)
+            for j in range(bisect_left(mine, pt.heard), len(mine)):
+                idx = mine[j]
                 tok: Token = sem.history[idx]
                 if int(tok.vc[pt.actor]) >= pt.done_time:
                     break  # it depends on this wait (and so do the signaller's later ones)
@@ -536,25 +587,24 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
     names = {a: actor.describe() for a, actor in engine.actors.items()}
     said = []
     for p in pts:
-        k = p.at
         if p.phase >= 0:
             said.append(
                 {
                     "who": names.get(p.actor, str(p.actor)),
-                    "arrives": p.paths[k],
-                    "barrier": engine.barriers[p.keys[k]].label,
+                    "arrives": p.path,
+                    "barrier": engine.barriers[p.key].label,
                     "phase": p.phase,
                     "ready": [names.get(a, str(a)) for a in p.options],
                     "sets": 1,
                 }
             )
             continue
-        sem = _sem(engine, p.keys[k])
+        sem = _sem(engine, p.key)
         if p.read:
             said.append(
                 {
                     "who": names.get(p.actor, str(p.actor)),
-                    "reads": p.paths[k],
+                    "reads": p.path,
                     "semaphore": sem.label,
                     "value": p.value,
                     "ready": [names.get(a, str(a)) for a in p.options],
@@ -569,7 +619,7 @@ def described(engine: Any, pts: list[Point]) -> Schedule:
         said.append(
             {
                 "who": names.get(p.actor, str(p.actor)),
-                "wait": p.paths[k],
+                "wait": p.path,
                 "semaphore": sem.label,
                 "saw": saw,
                 "ready": [names.get(a, str(a)) for a in p.options],
@@ -619,13 +669,13 @@ def explore(
     ``make``'s to hand each engine."""
     res = Explored()
     start = time.perf_counter()
-    stack: list[dict[str, Any]] = []  # per point: chosen (actor, set), todo, done
-    prefix: list[tuple[int, int]] = []
+    path: list[tuple[int, int]] = []  # the choices (actor, set) the next run replays
+    nodes: dict[int, _Node] = {}  # the points of ``path`` with something to try or tried
     seen_races: set[tuple] = set()
     seen_left: set[tuple[str, str]] = set()
     steps = 0
     while True:
-        chooser = Chooser(prefix)
+        chooser = Chooser(path)
         engine = make(chooser)
         out = engine.run()
         res.runs += 1
@@ -674,52 +724,83 @@ def explore(
             if k not in seen_left:
                 seen_left.add(k)
                 res.leftover.append(item)
-        # the tree: new points, their other signal sets, the reversals this run showed
-        for i, p in enumerate(pts):
-            if i < len(stack):
-                node = stack[i]
-                if node["chosen"] != (p.actor, p.choice):
-                    break  # (a replay that did not fit: stop extending)
-                if i == len(prefix) - 1 and p.actor not in node["expanded"]:
-                    node["expanded"].add(p.actor)
-                    for c in range(1, p.nsets):
-                        node["todo"].append((p.actor, c))
-                continue
-            stack.append(
-                {
-                    "chosen": (p.actor, p.choice),
-                    "todo": [(p.actor, c) for c in range(1, p.nsets)],
-                    "done": {(p.actor, p.choice)},
-                    "expanded": {p.actor},
-                }
-            )
-        if pts:  # (a run without choices has nothing to reverse)
+        # the tree: the path this run took (the prefix it replayed, then its own points:
+        # those are read from ``pts`` only when a later run needs them), the other
+        # signal sets of its new points, the reversals it showed
+        tail: list[Point] = []  # (the path's points past ``path``)
+        if pts:  # (a run without choices has nothing to add or reverse)
+            fit = len(path)
+            for i in range(min(fit, len(pts))):
+                p = pts[i]
+                if path[i] != (p.actor, p.choice):
+                    fit = -1  # (a replay that did not fit: the path is not extended)
+                    break
+            if fit >= 0:
+                if 0 < fit <= len(pts):  # the point this run branched at: its actor's sets
+                    p, node = pts[fit - 1], nodes[fit - 1]
+                    if p.actor not in node.expanded:
+                        node.expanded.add(p.actor)
+                        node.todo.extend((p.actor, c) for c in range(1, p.nsets))
+                if len(pts) > fit:
+                    tail = pts
+                    for i in chooser.several:
+                        if i >= fit:
+                            p = pts[i]
+                            todo = [(p.actor, c) for c in range(1, p.nsets)]
+                            nodes[i] = _Node((p.actor, p.choice), todo)
+            depth = len(tail) or len(path)
             unwatched = frozenset(k for k, b in engine.barriers.items() if not b.waited)
-            for i, actors in reversals(pts, chooser.signals, unwatched).items():
-                if i >= len(stack):
+            found = reversals(pts, unwatched, chooser.last)
+            for i, actors in found.items():
+                if i >= depth:
                     continue
-                node = stack[i]
+                node = nodes.get(i)
+                if node is None:
+                    node = nodes[i] = _Node(_chosen(path, tail, i), [])
                 for a in sorted(actors):
-                    if (a, 0) not in node["done"] and (a, 0) not in node["todo"]:
-                        node["todo"].append((a, 0))
+                    if (a, 0) not in node.done and (a, 0) not in node.todo:
+                        node.todo.append((a, 0))
         # the next run: the deepest point with something left to try
-        while stack and not stack[-1]["todo"]:
-            stack.pop()
-        if not stack:
+        if not nodes:
+            break
+        deepest = max((i for i, n in nodes.items() if n.todo), default=-1)
+        for i in [i for i in nodes if i > deepest]:
+            del nodes[i]
+        if deepest < 0:
             break
         why = _bound(res.runs, max_runs, steps, max_steps, time.perf_counter() - start, max_seconds)
         if why:
             res.complete = False
-            left = sum(len(n["todo"]) for n in stack)
-            res.why = f"{why}, with {left} choice(s) at {len(stack)} point(s) not yet tried"
+            left = sum(len(n.todo) for n in nodes.values())
+            res.why = f"{why}, with {left} choice(s) at {deepest + 1} point(s) not yet tried"
             break
-        node = stack[-1]
-        nxt = node["todo"].pop(0)
-        node["done"].add(nxt)
-        node["chosen"] = nxt
-        prefix = [n["chosen"] for n in stack]
+        node = nodes[deepest]
+        nxt = node.todo.pop(0)
+        node.done.add(nxt)
+        path = [*(_chosen(path, tail, i) for i in range(deepest)), nxt]
     res.seconds = time.perf_counter() - start
     return res
+
+
+class _Node:
+    """A point of the path being explored with more than its first choice: what is left
+    to try there (``todo``: actor, set), what was (``done``) and the actors whose other
+    signal sets are in ``todo`` already (``expanded``)."""
+
+    __slots__ = ("todo", "done", "expanded")
+
+    def __init__(self, chosen: tuple[int, int], todo: list[tuple[int, int]]) -> None:
+        self.todo = todo
+        self.done = {chosen}
+        self.expanded = {chosen[0]}
+
+
+def _chosen(path: list[tuple[int, int]], tail: list[Point], i: int) -> tuple[int, int]:
+    """The choice at point ``i`` of the path: replayed (``path``), or a run's own."""
+    if i < len(path):
+        return path[i]
+    p = tail[i]
+    return (p.actor, p.choice)
 
 
 def _bound(

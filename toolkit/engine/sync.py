@@ -22,6 +22,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
+from mpmd_lab.engine.clocks import join_all
 from mpmd_lab.record import Record
 
 #: Completed phases a barrier remembers (a waiter lagging further is not modelled).
@@ -54,14 +55,15 @@ class Lane:
     ``indices`` into the semaphore's ``history``, ``times`` (the signaller's own time at
     each) and ``units`` (``units[k]``: the units of its first ``k``). A set of signals
     closed under happens-before holds a prefix of every lane, so it is a *cut*: how many
-    of each lane's first signals it holds."""
+    of each lane's first signals it holds. A lane starts with its first signal
+    (``history[index]``: ``token``)."""
 
     __slots__ = ("indices", "times", "units")
 
-    def __init__(self) -> None:
-        self.indices: list[int] = []
-        self.times: list[int] = []
-        self.units = [0]
+    def __init__(self, index: int, token: Token) -> None:
+        self.indices = [index]
+        self.times = [token.time]
+        self.units = [0, token.units]
 
     def add(self, index: int, token: Token) -> None:
         self.indices.append(index)
@@ -83,7 +85,7 @@ class Lane:
 Cut = dict[int, int]
 
 
-class Semaphore(Record):
+class Semaphore:
     """One semaphore of one block on one device: ``label`` "sems[1] on device 0 block
     0", ``key`` (scratch name, element, device, block), ``received`` signals so far,
     ``kept``: the most a wait with decrement=False waited for (it left that much),
@@ -95,46 +97,26 @@ class Semaphore(Record):
     reached the counter before it: the release sequence of atomic adds; a :data:`Cut`),
     ``joined`` the join of their clocks, ``lanes`` the history per signaller and
     ``taken`` the units decrementing waits took off, ``read_by`` what each actor's last
-    ``pl.semaphore_read`` saw."""
+    ``pl.semaphore_read`` saw.
 
-    __slots__ = (
-        "label",
-        "key",
-        "value",
-        "tokens",
-        "received",
-        "kept",
-        "senders",
-        "history",
-        "lanes",
-        "arrived",
-        "joined",
-        "taken",
-        "read_by",
-    )
+    A semaphore is one object per run, compared by identity; what starts the same for
+    every one (the counts, and ``arrived``: a cut, replaced and never changed) is the
+    class's until it changes."""
 
-    def __init__(
-        self,
-        label: str,
-        key: tuple = (),
-        value: int = 0,
-        tokens: deque[Token] | None = None,
-        received: int = 0,
-        kept: int = 0,
-        senders: list[str] | None = None,
-    ) -> None:
+    value = 0
+    received = 0
+    kept = 0
+    arrived: Cut = {}  # noqa: RUF012
+    joined: np.ndarray | None = None
+    taken = 0
+
+    def __init__(self, label: str, key: tuple = ()) -> None:
         self.label = label
         self.key = key
-        self.value = value
-        self.tokens = deque() if tokens is None else tokens
-        self.received = received
-        self.kept = kept
-        self.senders = [] if senders is None else senders
+        self.tokens: deque[Token] = deque()
+        self.senders: list[str] = []
         self.history: list[Token] = []
         self.lanes: dict[int, Lane] = {}
-        self.arrived: Cut = {}
-        self.joined: np.ndarray | None = None
-        self.taken = 0
         #: (exploring) actor -> the signals its last read saw (a later read sees them too)
         self.read_by: dict[int, Cut] = {}
 
@@ -157,8 +139,9 @@ class Semaphore(Record):
         if keep:
             lane = self.lanes.get(actor)
             if lane is None:
-                lane = self.lanes[actor] = Lane()
-            lane.add(len(self.history), token)
+                self.lanes[actor] = Lane(len(self.history), token)
+            else:
+                lane.add(len(self.history), token)
             self.history.append(token)
 
     def units_of(self, cut: Cut) -> int:
@@ -195,6 +178,26 @@ class Semaphore(Record):
                 need = 0
         return out
 
+    def drop(self, value: int, decrement: bool) -> None:
+        """What :meth:`take` does to the counter, without collecting the clocks (a wait
+        the explorer orders itself: :func:`mpmd_lab.engine.explore.complete_wait`), and
+        what it took counted in ``taken``."""
+        if not decrement:
+            if value > self.kept:
+                self.kept = value
+            return
+        self.value -= value
+        self.taken += value
+        tokens = self.tokens
+        while value > 0 and tokens:
+            t = tokens[0]
+            if t.units <= value:
+                value -= t.units
+                tokens.popleft()
+            else:
+                t.units -= value
+                value = 0
+
 
 class Barrier(Record):
     """One barrier (a block's, or a cluster's shared one).
@@ -221,23 +224,14 @@ class Barrier(Record):
         "waited",
     )
 
-    def __init__(
-        self,
-        label: str,
-        target: int,
-        arrivals: int = 0,
-        phase: int = 0,
-        pending: list[np.ndarray] | None = None,
-        copies: int = 0,
-        done: dict[int, np.ndarray | None] | None = None,
-    ) -> None:
+    def __init__(self, label: str, target: int) -> None:
         self.label = label
         self.target = target  # arrivals per phase
-        self.arrivals = arrivals
-        self.phase = phase  # phases completed
-        self.pending = [] if pending is None else pending  # this phase's clocks
-        self.copies = copies  # copies in flight in this phase
-        self.done = {} if done is None else done
+        self.arrivals = 0
+        self.phase = 0  # phases completed
+        self.pending: list[np.ndarray] = []  # this phase's clocks
+        self.copies = 0  # copies in flight in this phase
+        self.done: dict[int, np.ndarray | None] = {}
         #: this phase's and the last completed phase's arrivals: (actor, its time)
         self.arrivers: list[tuple[int, int]] = []
         self.last: list[tuple[int, int]] = []
@@ -251,7 +245,7 @@ class Barrier(Record):
     def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
         if actor >= 0 and vc is not None:
             # (explicit arrivals are the explorer's choices: only copies are said)
-            if copy and any(b != actor and int(vc[b]) < t for b, t in self.last):
+            if copy and self.last and any(b != actor and int(vc[b]) < t for b, t in self.last):
                 self.unordered = True
             self.arrivers.append((actor, int(vc[actor])))
         self.arrivals += 1
@@ -273,10 +267,9 @@ class Barrier(Record):
             self._complete()
 
     def _complete(self) -> None:
-        from mpmd_lab.engine.clocks import join_all
-
         self.done[self.phase] = join_all(self.pending)
-        self.done.pop(self.phase - KEEP_PHASES, None)
+        if self.phase >= KEEP_PHASES:
+            self.done.pop(self.phase - KEEP_PHASES, None)
         self.phase += 1
         self.arrivals = 0
         self.copies = 0
@@ -314,11 +307,8 @@ class SemaphoreWait(Wait):
             decrement,
             path,
         )
-
-    @property
-    def key(self) -> tuple:
-        """What it competes for with other choices: its semaphore."""
-        return self.sem.key
+        #: what it competes for with other choices: its semaphore
+        self.key: tuple = sem.key
 
     def ready(self) -> bool:
         return self.sem.value >= self.value
@@ -346,11 +336,8 @@ class SemaphoreRead(Wait):
     def __init__(self, engine: Any, a: int, sem: Semaphore, path: str) -> None:
         self.engine, self.a, self.sem, self.path = engine, a, sem, path
         self.seen: int | None = None
-
-    @property
-    def key(self) -> tuple:
-        """What it depends on: its semaphore (its signals and decrementing waits)."""
-        return self.sem.key
+        #: what it depends on: its semaphore (its signals and decrementing waits)
+        self.key: tuple = sem.key
 
     def ready(self) -> bool:
         return True
@@ -393,9 +380,11 @@ class BarrierWait(Wait):
         self.engine, self.a, self.bar, self.phase, self.path = engine, a, bar, phase, path
 
     def ready(self) -> bool:
-        if self.bar.phase <= self.phase:
-            self.bar.settle()
-        return self.bar.phase > self.phase
+        bar = self.bar
+        if bar.phase > self.phase:
+            return True
+        bar.settle()
+        return bar.phase > self.phase
 
     def complete(self) -> None:
         self.engine.clocks.join(self.a, self.bar.done.get(self.phase))
