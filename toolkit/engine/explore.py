@@ -151,10 +151,10 @@ def minimal_sets(sem: Semaphore, vc: Any, value: int) -> tuple[list[Cut], bool]:
         # one signaller: program order orders its signals, so every set closed under
         # happens-before is a prefix of them, and the shortest holding the value is the
         # only minimal one (what the walk below finds, without its pairs)
-        units = 0
+        held = 0
         for n, i in enumerate(free):
-            units += hist[i].units
-            if units >= need:
+            held += hist[i].units
+            if held >= need:
                 if minimal(free[: n + 1]):
                     out.append({**base, hist[i].actor: base.get(hist[i].actor, 0) + n + 1})
                 break
@@ -754,12 +754,12 @@ def explore(
             for i, actors in found.items():
                 if i >= depth:
                     continue
-                node = nodes.get(i)
-                if node is None:
-                    node = nodes[i] = _Node(_chosen(path, tail, i), [])
+                at = nodes.get(i)
+                if at is None:
+                    at = nodes[i] = _Node(_chosen(path, tail, i), [])
                 for a in sorted(actors):
-                    if (a, 0) not in node.done and (a, 0) not in node.todo:
-                        node.todo.append((a, 0))
+                    if (a, 0) not in at.done and (a, 0) not in at.todo:
+                        at.todo.append((a, 0))
         # the next run: the deepest point with something left to try
         if not nodes:
             break
