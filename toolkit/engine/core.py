@@ -1357,8 +1357,6 @@ class Engine:
                     f"a semaphore value past int32 ({sem.label} would hold {sem.value + inc})",
                 )
             sem.signal(inc, vc, who, x.path, run.a, self.chooser is not None)
-            if self.chooser is not None:
-                self.chooser.signalled(sem)
         paths = self._signal_paths.get(view.base.name)
         if paths is None:
             paths = self._signal_paths[view.base.name] = set()

@@ -392,10 +392,6 @@ class Chooser:
         pt.done_time = clocks.time[actor]
         return run, seen
 
-    def signalled(self, sem: Semaphore) -> None:
-        """(A signal was issued: its semaphore's ``history`` keeps it, which is all the
-        explorer reads of it.)"""
-
 
 def _useful(pt: Point, sem: Semaphore, idx: int) -> bool:
     """Whether a wait (at ``pt``) that completed before signal ``idx`` of its semaphore
