@@ -73,3 +73,53 @@ def test_a_gather_views_indices_dims_go_where_jax_puts_them():
         assert want in (r["code"], r["stage"]), (name, r)
         if d.code == "SWAP_SHAPE_MISMATCH":
             assert r["message"].strip() == d.message.strip(), (name, r["message"], d.message)
+
+
+# ------------------------------------------- a kernel whose defaults hold a JAX scalar
+
+SCALAR_DEFAULT = """
+import jax
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+
+def kernel(x_ref, o_ref, *, scale=jnp.float32(2.0), **kw):
+    o_ref[...] = x_ref[...] * scale
+    o_ref[...] = x_ref[...].astype(jnp.int32)  # JAX rejects it
+
+
+def make():
+    call = plgpu.kernel(kernel, out_type=jax.ShapeDtypeStruct((256,), jnp.float32))
+    return jax.jit(call), (jnp.arange(256, dtype=jnp.float32),)
+"""
+
+
+def test_a_0d_operand_gets_its_init():
+    """A captured JAX scalar is a 0-d operand of the kernel: its init was read through a
+    byte view numpy refuses for a 0-d array (the importer failed: ValueError)."""
+    import numpy as np
+    from mpmd_lab.importer.call import init_of
+
+    assert init_of([np.asarray(np.float32(2.0))], "float32") == (2.0, None)
+    assert init_of([np.asarray(np.int32(0))], "int32") == ("zeros", None)
+    assert init_of([np.asarray(np.int16(7))], "int16") == (7, None)
+
+
+@pytest.mark.slow
+def test_a_rejected_kernel_with_a_jax_scalar_default_is_retraced_and_shown(tmp_path):
+    """The retrace of the kernel (a keyword-only default that is a JAX scalar, and
+    ``**kw``) left the rejected store out, but the import of what it traced failed on
+    the 0-d operand the scalar becomes, so only JAX's rejection was shown. Now the
+    kernel opens, the rejected store and the multiplication by the scalar (which a
+    compute cannot load) each named as not imported."""
+    from mpmd_lab.importer import child
+
+    mod = tmp_path / "scalar_default.py"
+    mod.write_text(SCALAR_DEFAULT)
+    imp = child.run(f"{mod}:make", devices=1, timeout=120)
+    assert imp.scenario is not None, [d.one_line() for d in imp.diagnostics]
+    codes = [d.code for d in imp.diagnostics]
+    assert codes[0] == "SWAP_DTYPE_MISMATCH", codes
+    assert imp.scenario.buffers["in1"].shape == [] and imp.scenario.buffers["in1"].init == 2.0
+    left = sorted(n.source.rsplit(":", 1)[1] for n in imp.scenario.not_imported)
+    assert left == ["8", "9"], left
