@@ -123,3 +123,42 @@ def test_a_rejected_kernel_with_a_jax_scalar_default_is_retraced_and_shown(tmp_p
     assert imp.scenario.buffers["in1"].shape == [] and imp.scenario.buffers["in1"].init == 2.0
     left = sorted(n.source.rsplit(":", 1)[1] for n in imp.scenario.not_imported)
     assert left == ["8", "9"], left
+
+
+# ------------------------------------------- a pl.ds start written as a constant's text
+
+
+def _ds_view(start: str, size: int, out: list[int]) -> dict:
+    return _view([{"ds": [start, size]}], out, [4, 8])
+
+
+#: pl.ds starts written as text ("1", as the Lab's fields write them) that JAX is given
+#: as Python ints: its trace checks them as it checks any static start
+STATIC_TEXT_STARTS = {
+    "size-past-the-end": (_ds_view("1", 4, [4, 8]), "start=1, size=4, stride=1, dim=4"),
+    "empty-at-the-end": (_ds_view("4", 0, [4, 8]), "start=4, dim=4"),
+    "start-past-the-end": (_ds_view("2147483647", 2, [2, 8]), "start=2147483647, dim=4"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATIC_TEXT_STARTS))
+def test_a_ds_start_written_as_text_is_checked_as_jax_checks_a_static_start(name):
+    """``{"ds": ["1", 4]}`` of a dim of 4: the check took the text for a traced start and
+    said nothing at trace (a SWAP_SHAPE_MISMATCH or a runtime OOB_READ its first error);
+    JAX's trace refuses the slice (its own bounds check of a static start)."""
+    s, where = STATIC_TEXT_STARTS[name]
+    d = first_error([x for x in check(load_scenario(s)) if x.stage in JAX_STAGES])
+    assert d is not None and (d.code, d.stage) == ("AT_OOB_SLICE", "trace"), name
+    assert d.message == f"Out of bound slice: {where}.", d.message
+
+
+@pytest.mark.slow
+def test_jax_refuses_the_static_text_starts_as_the_check_says():
+    from jaxprobe import probe_many
+
+    names = sorted(STATIC_TEXT_STARTS)
+    got = probe_many([STATIC_TEXT_STARTS[n][0] for n in names])
+    for name, r in zip(names, got, strict=True):
+        s, where = STATIC_TEXT_STARTS[name]
+        assert (r["stage"], r["code"]) == ("trace", "AT_OOB_SLICE"), (name, r)
+        assert r["message"].strip() == f"Out of bound slice: {where}.", r["message"]
