@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.catalogue import LOWERING_PHASE
 
 SWIZZLES = (32, 64, 128)
@@ -965,10 +966,36 @@ def _entry_form(cls: type) -> int:
 
 def _entry_ds(e: Any, form: int) -> Any:
     """The ``[start, size]`` of a ``pl.ds`` entry of form ``form`` (``_entry_form``: a
-    dict or an entry model), None for a block or pid entry."""
+    dict or an entry model), None for a block or pid entry. A start written as the text
+    of a constant (``"1"``) is its int: JAX is given a Python int, which its trace checks
+    as it checks any static start."""
     if form == _MAPPING:
-        return e.get("ds")
-    return e.ds if form == _DS else None
+        ds = e.get("ds")
+    elif form == _DS:
+        ds = e.ds
+    else:
+        return None
+    if ds is not None and ds[0].__class__ is str and (v := _CONST_TEXT[ds[0]]) is not None:
+        return [v, ds[1]]
+    return ds
+
+
+class _ConstTexts(dict[str, int | None]):
+    """An expression's text -> its value when it is a constant (None: it is not one),
+    parsed once per text (bounded as ``expr``'s own cache of parsed texts is)."""
+
+    def __missing__(self, text: str) -> int | None:
+        try:
+            e = E.parse(text)
+        except E.ExprError:
+            e = None
+        if len(self) >= E.MAX_PARSED:
+            self.clear()
+        v = self[text] = e.value if isinstance(e, E.Const) else None
+        return v
+
+
+_CONST_TEXT = _ConstTexts()
 
 
 def _index_entries(entries: Sequence[Any], shape: Sequence[int]) -> list[_Ix] | None:

@@ -425,7 +425,8 @@ def init_of(
     if np.all(glob == 1):
         return "ones", None
     iota = np.arange(glob.size).reshape(glob.shape).astype(dt)
-    if np.array_equal(iota.view(np.uint8), np.ascontiguousarray(glob.astype(dt)).view(np.uint8)):
+    bits = np.ascontiguousarray(glob.astype(dt)).reshape(-1)  # (a 0-d array has no byte view)
+    if np.array_equal(iota.reshape(-1).view(np.uint8), bits.view(np.uint8)):
         return "iota", None
     same = all(np.array_equal(s, shards[0]) for s in shards[1:])
     value = shards[0] if same else glob

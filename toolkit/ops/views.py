@@ -271,7 +271,10 @@ class At(TransformOp):
     def gathered(self, after: RefInfo, env: Mapping[str, Any]) -> RefInfo:
         """NDIndexer with an array among its integer indices (a load with fewer indices
         than its ref has dims, ``E.value_shape``): a gather view, whose shape is the
-        integer indices' broadcast shape, then the dims the slices keep."""
+        integer indices' broadcast shape placed as numpy (and NDIndexer's
+        ``get_indexer_shape``) places it: where the first integer entry is when the
+        integer entries are next to each other, else first; the dims the slices keep
+        around it."""
         if not self._loaded_ints:
             return after
 
@@ -288,9 +291,11 @@ class At(TransformOp):
             for r in E.data_reads(e)
             if (b := env.get(r.ref)) is not None and b.info is not None
         }
+        ints = [k for k, ix in enumerate(self._entries) if ix.kind == "int"]
+        pos = ints[0] if ints[-1] - ints[0] == len(ints) - 1 else 0
         return replace(
             after,
-            shape=(*shape, *after.shape),
+            shape=(*after.shape[:pos], *shape, *after.shape[pos:]),
             region=None,
             view_dims=None,
             gathered=",".join(sorted(spaces)) or "?",
