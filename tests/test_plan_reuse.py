@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from mpmd_lab import gallery
 from mpmd_lab.diagnostics import Edit
 from mpmd_lab.fields import format_path
@@ -177,6 +178,7 @@ def _moves(s: Any) -> list[list[Edit]]:
     return out
 
 
+@pytest.mark.slow  # ~13 s: every hostile edit over three corpora (make test runs it)
 def test_statements_that_move_or_see_other_names_are_resolved_again() -> None:
     """Hostile edits (``_moves``) over the gallery, tests/scenarios and tests/fix_corpus:
     the reusing compile and check are
