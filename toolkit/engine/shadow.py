@@ -198,11 +198,7 @@ class Shadow:
                     hits = self._unordered(m, pyspans, a, vc)
                     if hits:
                         self._report(i, a, hits, "read-write", sh)
-            own = sh.reads.get(a)
-            if own is None:
-                sh.reads[a] = RunMap(sh.size, pyspans, i)
-            else:
-                own.assign(pyspans, i)
+            _remember(sh.reads, a, sh.size, pyspans, i)
             return
         if writes is not None:
             hits = self._unordered(writes, pyspans, a, vc)
@@ -214,11 +210,7 @@ class Shadow:
         if sh.reads:
             self._against(i, a, vc, sh.reads, pyspans, "read-write", sh, plain)
         if not plain:
-            own = sh.atomics.get(a)
-            if own is None:
-                sh.atomics[a] = RunMap(sh.size, pyspans, i)
-            else:
-                own.assign(pyspans, i)
+            _remember(sh.atomics, a, sh.size, pyspans, i)
             return
         if sh.atomics:
             self._against(i, a, vc, sh.atomics, pyspans, "write-write", sh, True)
@@ -344,6 +336,18 @@ class Shadow:
             first = self._access(prev, overlap)
             second = self._access(i, overlap)
             self.log.add_race(Race(kind, first, second, overlap))  # type: ignore[arg-type]
+
+
+def _remember(
+    maps: dict[int, RunMap], actor: int, size: int, spans: list[tuple[int, int]], i: int
+) -> None:
+    """Actor ``actor``'s reads or atomics now cover ``spans`` (access ``i``): its map made
+    at its first access, assigned to after."""
+    own = maps.get(actor)
+    if own is None:
+        maps[actor] = RunMap(size, spans, i)
+    else:
+        own.assign(spans, i)
 
 
 __all__ = ["RunMap", "Shadow"]
