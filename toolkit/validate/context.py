@@ -4,6 +4,7 @@ and the diagnostics collected so far, each with its catalogue stage and explanat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -90,36 +91,16 @@ class Ctx:
         explanation: str = "",
         fix: Fix | list[Fix | None] | None = None,
     ) -> Diagnostic:
-        entry = BY_CODE.get(code)
-        if stage is None:
-            own = OWN.get(code)
-            stage = entry.stage if entry else (own[1] if own else "trace")
-        if severity is None:
-            severity = entry.severity if entry else "error"
-        # the plan's paths are tuples: text only once a diagnostic is reported
-        where = path if isinstance(path, str) else format_path(path)
-        # (JaxError's fields, validated with the Diagnostic's: one validation, not two)
-        jax = None
-        if jax_message is not None:
-            jax = {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
-        if not explanation:
-            explanation = _explanation(code)
         # a list: the alternatives, in the rule's order (``fixes.offer`` keeps what works)
         if fix is None:
             options = []
         else:
             options = [f for f in (fix if isinstance(fix, list) else [fix]) if f is not None]
-        d = Diagnostic(
-            code=code,
-            severity=severity,
-            stage=stage,
-            path=where,
-            message=message,
-            jax=jax,
-            explanation=explanation,
-            fix=options[0] if options else None,
-            fixes=options,
-        )
+        if options:  # (a rule's own Fix objects: made with it, not shared)
+            d = _diagnostic(code, path, message, jax_message, jax_type, severity, stage,
+                            explanation, options)  # fmt: skip
+        else:
+            d = _plain(code, path, message, jax_message, jax_type, severity, stage, explanation)
         self.diags.append(d)
         return d
 
@@ -131,6 +112,62 @@ class Ctx:
         """What a rule found JAX raises (``layout_rules.JaxError``, ``StepError``: its
         code, exception type and message), at ``path``."""
         return self.add(e.code, path, e.message, jax_message=e.message, jax_type=e.jax_type, **kw)
+
+
+def _diagnostic(
+    code: str,
+    path: Path | str,
+    message: str,
+    jax_message: str | None,
+    jax_type: str | None,
+    severity: str | None,
+    stage: str | None,
+    explanation: str,
+    options: list[Fix],
+) -> Diagnostic:
+    """The Diagnostic ``Ctx.add`` reports: its stage, severity and explanation the
+    catalogue's where the rule gives none."""
+    entry = BY_CODE.get(code)
+    if stage is None:
+        own = OWN.get(code)
+        stage = entry.stage if entry else (own[1] if own else "trace")
+    if severity is None:
+        severity = entry.severity if entry else "error"
+    # (JaxError's fields, validated with the Diagnostic's: one validation, not two)
+    jax = None
+    if jax_message is not None:
+        jax = {"type": jax_type or (entry.type if entry else "Error"), "message": jax_message}
+    return Diagnostic(
+        code=code,
+        severity=severity,
+        stage=stage,
+        # the plan's paths are tuples: text only once a diagnostic is reported
+        path=path if isinstance(path, str) else format_path(path),
+        message=message,
+        jax=jax,
+        explanation=explanation or _explanation(code),
+        fix=options[0] if options else None,
+        fixes=options,
+    )
+
+
+@functools.lru_cache(maxsize=2048)
+def _plain(
+    code: str,
+    path: Path | str,
+    message: str,
+    jax_message: str | None,
+    jax_type: str | None,
+    severity: str | None,
+    stage: str | None,
+    explanation: str,
+) -> Diagnostic:
+    """A diagnostic with no fix, made once per content: a Diagnostic is frozen, and
+    nothing edits one in place (``fixes.offer``, ``sync``'s witness and the importer's
+    source make a copy, ``model_copy(update=...)``), so every check that reports the
+    same problem at the same place (a scenario loaded again, a fix's candidate that
+    leaves it) shares one, where validating it was most of a report's cost."""
+    return _diagnostic(code, path, message, jax_message, jax_type, severity, stage, explanation, [])
 
 
 def _explanation(code: str) -> str:
