@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pydantic
 import pytest
-from mpmd_lab import gallery
+from mpmd_lab import gallery, plan
+from mpmd_lab.plan import compile
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import context
 from mpmd_lab.validate.analysis import analyze_rules
+
+from tests.test_fix_candidates import _scenarios
+from tests.test_plan_reuse import _shown
 
 
 def _fresh(name: str) -> list:
@@ -50,3 +54,85 @@ def test_an_edit_gets_its_own_diagnostic() -> None:
     assert [d.code for d in got] == [d.code for d in original]
     assert got[0].path != original[0].path
     assert got[0] is not original[0]
+
+
+# ---------------------------------------------------------------- a let's steps (plan)
+
+
+def _steps_cleared() -> None:
+    plan._STEPS.clear()
+
+
+def test_kept_view_steps_make_the_fresh_plan() -> None:
+    """Every scenario of the gallery, tests/scenarios and fix_corpus compiled again (its
+    views' steps found by content) is the plan compiled with nothing kept, and the
+    steps found are the kept ones."""
+    shared = 0
+    for name, s in _scenarios():
+        first = compile(s)
+        again = compile(load_scenario(s.to_dict()))
+        _steps_cleared()
+        fresh = compile(load_scenario(s.to_dict()))
+        assert _shown(again) == _shown(fresh), name
+        assert _shown(first) == _shown(fresh), name
+        shared += sum(
+            a.steps is b.steps and bool(a.steps)
+            for pa, pb in zip(first.programs, again.programs, strict=True)
+            for a, b in zip(pa.stmts, pb.stmts, strict=True)
+        )
+    assert shared > 100
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value"),
+    [
+        ("transpose-view", ["call", "programs", 0, "body", 0, "transforms", 0, "perm"], [0, 1]),
+        (
+            "two-block-race",
+            ["call", "programs", 0, "body", 0, "transforms", 0, "index"],
+            [{"block": "b", "size": 64}],
+        ),  # fmt: skip
+        (
+            "two-block-race",
+            ["call", "programs", 0, "body", 1, "transforms", 0, "index"],
+            [[0, 512]],
+        ),  # fmt: skip
+        (
+            "cluster-exchange",
+            ["call", "programs", 0, "body", 2, "transforms", 0, "block"],
+            {"c": 0},
+        ),  # fmt: skip
+        ("transpose-view", ["call", "outputs", "out", "shape"], [64, 16]),
+    ],
+)
+def test_an_edited_view_gets_its_own_steps(name: str, path: list, value: object) -> None:
+    """A view edited after the original was compiled (its transform, or the type of what
+    it views) is typed again: its plan and diagnostics are a fresh compile's."""
+    original = compile(gallery.load(name))
+    data = gallery.load(name).to_dict()
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    got = analyze_rules(load_scenario(data))
+    _steps_cleared()
+    context._plain.cache_clear()
+    fresh = analyze_rules(load_scenario(data))
+    assert _shown(got.plan) == _shown(fresh.plan)
+    assert got.diagnostics == fresh.diagnostics
+    assert _shown(got.plan) != _shown(original)
+
+
+def test_content_tells_apart_what_differs() -> None:
+    assert plan._content([1, 0]) == plan._content([1, 0])
+    assert plan._content([1, 0]) != plan._content([0, 1])
+    assert plan._content([True]) != plan._content([1])
+    assert plan._content([1.0]) != plan._content([1])
+    assert plan._content({"a": 1, "b": 2}) != plan._content({"b": 2, "a": 1})
+    assert plan._content([None]) != plan._content(["None"])
+    a = gallery.load("two-block-race").call.programs[0].body[0].transforms
+    b = gallery.load("two-block-race").call.programs[0].body[0].transforms
+    c = gallery.load("two-block-race").call.programs[0].body[1].transforms
+    assert a is not b and plan._content(a) == plan._content(b)
+    assert hash(plan._content(a)) == hash(plan._content(b))
+    assert plan._content(a) != plan._content(c)

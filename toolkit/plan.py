@@ -24,6 +24,7 @@ from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
+from pydantic import BaseModel
 
 
 class Stack:
@@ -630,7 +631,7 @@ def _head_into(ctx: Plan) -> None:
                 continue
             info = base_info(shape, b.dtype, "GMEM", buf, sharded)
             if transforms:
-                st = propagate(info, transforms, (*path, "transforms"), outside)
+                st = _view_steps(info, transforms, (*path, "transforms"), outside)
                 steps.append(st)
                 leaves.append(Leaf(buf, st[-1].after if st else info))
             else:
@@ -784,7 +785,11 @@ def _body(
                             or seen is not None
                             or (kept := _steps_of(o, src.info, path, bound)) is None
                         ):
-                            kept = propagate(src.info, transforms, tpath, bound, seen)
+                            kept = (
+                                _view_steps(src.info, transforms, tpath, bound)
+                                if seen is None
+                                else propagate(src.info, transforms, tpath, bound, seen)
+                            )
                         steps = kept
                         info = steps[-1].after
                 elif src is not None:
@@ -856,6 +861,57 @@ def _body(
             if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt), old):
                 return False
     return True
+
+
+def _view_steps(
+    info: RefInfo, transforms: list[Any], tpath: Path, bound: frozenset[str]
+) -> list[Step]:
+    """A let's transform steps (``propagate`` from its source's type ``info``, no ref
+    loaded by an index), made once per content: the same type object, transforms of
+    equal content (``_content``), at the same path with the same bound names give the
+    same steps, which are values (types, errors: immutable, as ``_steps_of`` shares
+    them with another plan). The type objects are shared across checks (``base_info``'s
+    and these steps' own), so a scenario loaded again, or a Lab edit elsewhere, finds its
+    views' steps here where typing them again was most of its plan."""
+    key = (id(info), _content(transforms), tpath, bound)
+    hit = _STEPS.get(key)
+    if hit is not None and hit[0] is info:  # (the entry keeps ``info``, so its id)
+        return hit[1]
+    steps = propagate(info, transforms, tpath, bound)
+    if len(_STEPS) >= _STEPS_KEPT:
+        _STEPS.clear()
+    _STEPS[key] = (info, steps)
+    return steps
+
+
+#: ``_view_steps``' answers: (id(source type), transforms' content, path, bound names) ->
+#: (the source type, kept alive with its id, and the steps); bounded by ``_STEPS_KEPT``
+_STEPS: dict[tuple[Any, ...], tuple[RefInfo, list[Step]]] = {}
+_STEPS_KEPT = 1024
+
+
+def _content(x: Any) -> Any:
+    """A hashable value of a scenario part's content, equal only for equal content: a
+    model is its class and its fields' values, a list or tuple a tuple, a mapping its
+    ``(key, value)`` pairs in order, text and None themselves, any other value its class
+    and itself (so ``True`` and ``1``, ``1.0`` and ``1`` are told apart)."""
+    cls = x.__class__
+    if cls is str or x is None:
+        return x
+    if cls is list or cls is tuple:
+        return tuple([_content(v) for v in x])
+    if cls is dict:
+        return (dict, *[(k, _content(v)) for k, v in x.items()])
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        if not isinstance(x, BaseModel):
+            return (cls, x)
+        fields = _FIELDS[cls] = tuple(cls.model_fields)
+    return (cls, *[_content(getattr(x, f)) for f in fields])
+
+
+#: each model class's field names, in order (``_content``)
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _sees_same(o: Stmt, env: dict[str, Binding]) -> bool:
