@@ -7,6 +7,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 from mpmd_lab import gallery, plan
+from mpmd_lab.ops import views
+from mpmd_lab.ops.base import content
 from mpmd_lab.plan import compile
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.validate import context
@@ -60,7 +62,10 @@ def test_an_edit_gets_its_own_diagnostic() -> None:
 
 
 def _steps_cleared() -> None:
+    """Nothing kept of a let's steps, expressions or an ``at``'s entries."""
     plan._STEPS.clear()
+    plan._EXPRS.clear()
+    views._RESOLVED.clear()
 
 
 def test_kept_view_steps_make_the_fresh_plan() -> None:
@@ -124,15 +129,25 @@ def test_an_edited_view_gets_its_own_steps(name: str, path: list, value: object)
 
 
 def test_content_tells_apart_what_differs() -> None:
-    assert plan._content([1, 0]) == plan._content([1, 0])
-    assert plan._content([1, 0]) != plan._content([0, 1])
-    assert plan._content([True]) != plan._content([1])
-    assert plan._content([1.0]) != plan._content([1])
-    assert plan._content({"a": 1, "b": 2}) != plan._content({"b": 2, "a": 1})
-    assert plan._content([None]) != plan._content(["None"])
+    assert content([1, 0]) == content([1, 0])
+    assert content([1, 0]) != content([0, 1])
+    assert content([True]) != content([1])
+    assert content([1.0]) != content([1])
+    assert content({"a": 1, "b": 2}) != content({"b": 2, "a": 1})
+    assert content([None]) != content(["None"])
     a = gallery.load("two-block-race").call.programs[0].body[0].transforms
     b = gallery.load("two-block-race").call.programs[0].body[0].transforms
     c = gallery.load("two-block-race").call.programs[0].body[1].transforms
-    assert a is not b and plan._content(a) == plan._content(b)
-    assert hash(plan._content(a)) == hash(plan._content(b))
-    assert plan._content(a) != plan._content(c)
+    assert a is not b and content(a) == content(b)
+    assert hash(content(a)) == hash(content(b))
+    assert content(a) != content(c)
+
+
+def test_an_at_shares_the_entries_of_an_equal_index() -> None:
+    """Equal indexes resolve to the same (immutable) entries; another index to its own,
+    equal to a fresh resolution."""
+    at = [gallery.load("two-block-race").call.programs[0].body[k].transforms[0] for k in (0, 0, 1)]
+    assert at[0] is not at[1] and at[0]._entries is at[1]._entries
+    assert at[2]._entries != at[0]._entries
+    for t in at:
+        assert t._entries == tuple(views.resolve_entry(e) for e in t.index)

@@ -21,10 +21,10 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let, Loop, Return
+from mpmd_lab.ops.base import content as _content
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
-from pydantic import BaseModel
 
 
 class Stack:
@@ -770,10 +770,14 @@ def _body(
                 info = None
                 steps: list[Step] = []
                 transforms = st.transforms
+                content = None  # (the transforms' content: made once, for both caches)
                 if o is not None:  # (the same statement: the same expressions)
                     exprs, calls = o.exprs, o.calls
+                elif transforms:
+                    content = _content(transforms)
+                    exprs, calls = _let_exprs(st, content)
                 else:
-                    exprs, calls = _exprs(st) if transforms else _NO_EXPRS
+                    exprs, calls = _NO_EXPRS
                 if transforms:
                     tpath = (*path, "transforms")
                     if src is not None and src.info is not None:
@@ -786,7 +790,7 @@ def _body(
                             or (kept := _steps_of(o, src.info, path, bound)) is None
                         ):
                             kept = (
-                                _view_steps(src.info, transforms, tpath, bound)
+                                _view_steps(src.info, transforms, tpath, bound, content)
                                 if seen is None
                                 else propagate(src.info, transforms, tpath, bound, seen)
                             )
@@ -864,16 +868,17 @@ def _body(
 
 
 def _view_steps(
-    info: RefInfo, transforms: list[Any], tpath: Path, bound: frozenset[str]
+    info: RefInfo, transforms: list[Any], tpath: Path, bound: frozenset[str], content: Any = None
 ) -> list[Step]:
     """A let's transform steps (``propagate`` from its source's type ``info``, no ref
     loaded by an index), made once per content: the same type object, transforms of
-    equal content (``_content``), at the same path with the same bound names give the
-    same steps, which are values (types, errors: immutable, as ``_steps_of`` shares
-    them with another plan). The type objects are shared across checks (``base_info``'s
-    and these steps' own), so a scenario loaded again, or a Lab edit elsewhere, finds its
-    views' steps here where typing them again was most of its plan."""
-    key = (id(info), _content(transforms), tpath, bound)
+    equal content (``ops.base.content``; ``content`` when the caller has it), at the
+    same path with the same bound names give the same steps, which are values (types,
+    errors: immutable, as ``_steps_of`` shares them with another plan). The type objects
+    are shared across checks (``base_info``'s and these steps' own), so a scenario
+    loaded again, or a Lab edit elsewhere, finds its views' steps here where typing them
+    again was most of its plan."""
+    key = (id(info), _content(transforms) if content is None else content, tpath, bound)
     hit = _STEPS.get(key)
     if hit is not None and hit[0] is info:  # (the entry keeps ``info``, so its id)
         return hit[1]
@@ -890,28 +895,20 @@ _STEPS: dict[tuple[Any, ...], tuple[RefInfo, list[Step]]] = {}
 _STEPS_KEPT = 1024
 
 
-def _content(x: Any) -> Any:
-    """A hashable value of a scenario part's content, equal only for equal content: a
-    model is its class and its fields' values, a list or tuple a tuple, a mapping its
-    ``(key, value)`` pairs in order, text and None themselves, any other value its class
-    and itself (so ``True`` and ``1``, ``1.0`` and ``1`` are told apart)."""
-    cls = x.__class__
-    if cls is str or x is None:
-        return x
-    if cls is list or cls is tuple:
-        return tuple([_content(v) for v in x])
-    if cls is dict:
-        return (dict, *[(k, _content(v)) for k, v in x.items()])
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        if not isinstance(x, BaseModel):
-            return (cls, x)
-        fields = _FIELDS[cls] = tuple(cls.model_fields)
-    return (cls, *[_content(getattr(x, f)) for f in fields])
+def _let_exprs(st: Let, content: Any) -> tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]:
+    """``_exprs`` of a let whose transforms' content (``ops.base.content``) is
+    ``content``, once per content: expressions are immutable values, shared as
+    ``expr.parse`` shares a parsed text's."""
+    hit = _EXPRS.get(content)
+    if hit is None:
+        if len(_EXPRS) >= _STEPS_KEPT:
+            _EXPRS.clear()
+        hit = _EXPRS[content] = _exprs(st)
+    return hit
 
 
-#: each model class's field names, in order (``_content``)
-_FIELDS: dict[type, tuple[str, ...]] = {}
+#: ``_let_exprs``' answers by the transforms' content; bounded by ``_STEPS_KEPT``
+_EXPRS: dict[Any, tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]] = {}
 
 
 def _sees_same(o: Stmt, env: dict[str, Binding]) -> bool:
