@@ -151,3 +151,21 @@ def test_an_at_shares_the_entries_of_an_equal_index() -> None:
     assert at[2]._entries != at[0]._entries
     for t in at:
         assert t._entries == tuple(views.resolve_entry(e) for e in t.index)
+
+
+def test_a_transforms_own_interpreter_limit_is_its_classs() -> None:
+    """The default interpreter limit, kept per class, names each instance's op, and a
+    view the interpreters run has none."""
+    from mpmd_lab.ops.base import InterpLimit
+
+    for name, k in (("reshape-view", 0), ("bitcast-view", 0), ("transpose-view", 0)):
+        t = gallery.load(name).call.programs[0].body[k].transforms[0]
+        got = t.interpret_limit("gpu")
+        if t.kind == "transpose":
+            assert got is None
+            continue
+        assert isinstance(got, InterpLimit) and t.kind in got.message
+        assert got is gallery.load(name).call.programs[0].body[k].transforms[0].interpret_limit(
+            "gpu"
+        )
+        assert got.jax_message == f"Unsupported transform: {type(t).GPU_INTERP_REPR}"

@@ -29,6 +29,7 @@ checker holds both the ops and the stages' classes to. Adding an op is adding a 
 of :mod:`mpmd_lab.ops` and listing it in ``ops/__init__.py`` (CONTRIBUTING.md).
 """
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn, Protocol
 
@@ -300,6 +301,8 @@ def content(x: Any) -> Any:
     cls = x.__class__
     if cls is str or x is None:
         return x
+    if cls is int or cls is bool or cls is float:
+        return (cls, x)
     if cls is list or cls is tuple:
         return tuple([content(v) for v in x])
     if cls is dict:
@@ -416,18 +419,9 @@ class TransformOp(Op):
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an
-        access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it."""
-        if interp == "gpu" and self.GPU_INTERP_REPR is not None:
-            return self.gpu_interp_limit(L.interpret_transform_message(self.GPU_INTERP_REPR))
-        if interp == "hlo" and self.HLO_INTERP_CLASS is not None:
-            op = self.kind
-            return InterpLimit(
-                "HLO_INTERP_NO_DISCHARGE",
-                f"JAX's HLO interpreter can't run {op}; simulate does",
-                f"<class '{self.HLO_INTERP_CLASS}'>",
-                f"The HLO interpreter has no discharge rule for {op} views.",
-            )
-        return None
+        access through this view (None: it runs it); ``mpmd_lab.validate.interp`` reports it.
+        This default reads only the class's constants: once per class and interpreter."""
+        return _class_interpret_limit(self.__class__, interp)
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:
         """The first axis name the transform evaluates with ``lax.axis_index`` that is
@@ -437,13 +431,7 @@ class TransformOp(Op):
 
     def gpu_interp_limit(self, jax_message: str) -> InterpLimit:
         """The GPU interpreter's limit for this view, JAX's message ``jax_message``."""
-        op = self.kind  # (op_name() of the instance's class: its ``op`` literal)
-        return InterpLimit(
-            "GPU_INTERP_UNSUPPORTED_TRANSFORM",
-            f"JAX's CPU interpreter can't run {op}; simulate does",
-            jax_message,
-            f"The GPU interpreter runs only index and transpose views, not {op}.",
-        )
+        return gpu_interp_limit(self.kind, jax_message)
 
     #: how the GPU lowering's memref follows it (``validate.lower``'s fold of a view):
     #: ``MOVES_AXES`` permutes the memref's axes (a transpose), ``REINTERPRETS`` changes
@@ -533,6 +521,34 @@ class TransformOp(Op):
     def scratch_source(self) -> str:
         """The layout transform a scratch type is allocated with (tiling, swizzle only)."""
         raise ValueError(f"{self.op_name()} is not a scratch layout transform")
+
+
+def gpu_interp_limit(op: str, jax_message: str) -> InterpLimit:
+    """The GPU interpreter's limit for a view of transform ``op``, JAX's message
+    ``jax_message``."""
+    return InterpLimit(
+        "GPU_INTERP_UNSUPPORTED_TRANSFORM",
+        f"JAX's CPU interpreter can't run {op}; simulate does",
+        jax_message,
+        f"The GPU interpreter runs only index and transpose views, not {op}.",
+    )
+
+
+@functools.cache
+def _class_interpret_limit(cls: type[TransformOp], interp: str) -> InterpLimit | None:
+    """``TransformOp.interpret_limit``'s default for a transform class (an immutable
+    answer, shared): its ``GPU_INTERP_REPR`` or ``HLO_INTERP_CLASS``, named by its op."""
+    op = cls.op_name()  # (``Op.kind`` of each of its instances)
+    if interp == "gpu" and cls.GPU_INTERP_REPR is not None:
+        return gpu_interp_limit(op, L.interpret_transform_message(cls.GPU_INTERP_REPR))
+    if interp == "hlo" and cls.HLO_INTERP_CLASS is not None:
+        return InterpLimit(
+            "HLO_INTERP_NO_DISCHARGE",
+            f"JAX's HLO interpreter can't run {op}; simulate does",
+            f"<class '{cls.HLO_INTERP_CLASS}'>",
+            f"The HLO interpreter has no discharge rule for {op} views.",
+        )
+    return None
 
 
 class StatementOp(Op):
