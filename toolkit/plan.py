@@ -756,7 +756,9 @@ def _body(
         else:
             refs: dict[str, Binding] = {}
             ok = typed = True
-            if isinstance(st, Let):
+            # (``type() is``: Let, Return and Loop have no subclasses, and a failing
+            # ``isinstance`` of a model class is a slow ABC check)
+            if type(st) is Let:
                 # its one ref field (``Let.ref_fields``)
                 src = env.get(st.ref)
                 if src is None:
@@ -858,10 +860,10 @@ def _body(
         stmts.append(stmt)
         if defines is not None:
             continue
-        if isinstance(st, Return):
+        if type(st) is Return:
             return False  # never executed past here: the body returned
         if st.BODY:
-            inner = bound | {st.var} if isinstance(st, Loop) else bound
+            inner = bound | {st.var} if type(st) is Loop else bound
             if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt), old):
                 return False
     return True
