@@ -62,24 +62,30 @@ def test_an_edit_gets_its_own_diagnostic() -> None:
 
 
 def _steps_cleared() -> None:
-    """Nothing kept of a let's steps, expressions or an ``at``'s entries."""
+    """Nothing kept across checks: a let's steps, expressions, stack tokens, the folds'
+    shared answers, an ``at``'s entries, the diagnostics."""
     plan._STEPS.clear()
     plan._EXPRS.clear()
+    plan._TOKENS.clear()
+    plan._FOLDED.clear()
     views._RESOLVED.clear()
+    context._plain.cache_clear()
 
 
 def test_kept_view_steps_make_the_fresh_plan() -> None:
-    """Every scenario of the gallery, tests/scenarios and fix_corpus compiled again (its
-    views' steps found by content) is the plan compiled with nothing kept, and the
-    steps found are the kept ones."""
+    """Every scenario of the gallery, tests/scenarios and fix_corpus checked again (its
+    views' steps found by content, its folds' answers by stack) has the plan and the
+    diagnostics of a check with nothing kept, and the steps found are the kept ones."""
     shared = 0
     for name, s in _scenarios():
-        first = compile(s)
-        again = compile(load_scenario(s.to_dict()))
+        first = analyze_rules(s).plan
+        second = analyze_rules(load_scenario(s.to_dict()))
+        again = second.plan
         _steps_cleared()
-        fresh = compile(load_scenario(s.to_dict()))
-        assert _shown(again) == _shown(fresh), name
-        assert _shown(first) == _shown(fresh), name
+        fresh = analyze_rules(load_scenario(s.to_dict()))
+        assert _shown(again) == _shown(fresh.plan), name
+        assert _shown(first) == _shown(fresh.plan), name
+        assert second.diagnostics == fresh.diagnostics, name
         shared += sum(
             a.steps is b.steps and bool(a.steps)
             for pa, pb in zip(first.programs, again.programs, strict=True)
@@ -169,3 +175,45 @@ def test_a_transforms_own_interpreter_limit_is_its_classs() -> None:
             "gpu"
         )
         assert got.jax_message == f"Unsupported transform: {type(t).GPU_INTERP_REPR}"
+
+
+def test_stack_tokens_name_equal_stacks_only() -> None:
+    """Bindings of equal stacks share a token across loads; another stack (an edited
+    transform, another place) has another; a number once given is never given to a new
+    stack, even after the table is emptied."""
+
+    def tokens(s: object) -> dict[str, int | None]:
+        r = compile(s)  # type: ignore[arg-type]
+        out = {name: b.token for name, b in r.params.items()}
+        for p in r.programs:
+            for st in p.stmts:
+                if st.defines is not None:
+                    out[st.defines.name] = st.defines.token
+        return out
+
+    a, b = tokens(gallery.load("cluster-exchange")), tokens(gallery.load("cluster-exchange"))
+    assert a == b
+    assert a["out"] == a["smem"] == 0  # (no step)
+    assert len({a["mine"], a["partner"], a["dst"]}) == 3  # (the same at, other places)
+    data = gallery.load("cluster-exchange").to_dict()
+    data["call"]["programs"][0]["body"][2]["transforms"][0]["block"] = {"c": 0}
+    c = tokens(load_scenario(data))
+    assert c["partner"] != a["partner"] and c["mine"] == a["mine"]
+    plan._TOKENS.clear()
+    d = tokens(gallery.load("cluster-exchange"))
+    assert set(d.values()) - {0} and not (set(d.values()) - {0}) & (set(a.values()) - {0})
+
+
+def test_a_root_edit_is_folded_again() -> None:
+    """A view of the same stack over another root (the output's shape) folds again: its
+    lowering's answers are the fresh check's (a transpose of a [64, 1] output keeps a
+    unit-stride minor dim: no GPU_VERIFICATION, where the original's [64, 32] has one)."""
+    original = analyze_rules(gallery.load("transpose-view")).diagnostics
+    data = gallery.load("transpose-view").to_dict()
+    data["buffers"]["x"]["shape"] = [1, 64]
+    data["call"]["outputs"]["out"]["shape"] = [64, 1]
+    got = analyze_rules(load_scenario(data))
+    _steps_cleared()
+    assert got.diagnostics == analyze_rules(load_scenario(data)).diagnostics
+    assert [d.code for d in original] == ["GPU_VERIFICATION"]
+    assert "GPU_VERIFICATION" not in [d.code for d in got.diagnostics]

@@ -107,9 +107,15 @@ class Binding(Record):
     reuse, so a chain of views is checked in linear time; ``root`` what declares the
     untransformed ref (``Plan.root_spec``: an output, a scratch or a buffer of the
     scenario, None: unknown), found once where the name is bound and shared by its
-    views."""
+    views; ``token`` what its stack is, as a number equal for bindings of equal stacks
+    (the same field paths and transforms of equal content) in any plan of this process
+    (``_stack_token``; 0: no step), None where not known: the rules' folds over a view,
+    functions of its stack (and root), share their answers across plans by it
+    (``along_shared``)."""
 
-    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root")
+    __slots__ = (
+        "name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root", "token",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -122,6 +128,7 @@ class Binding(Record):
         stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
         root: Any = None,
+        token: int | None = 0,
     ) -> None:
         self.name = name
         self.info = info
@@ -132,6 +139,7 @@ class Binding(Record):
         self.stack = stack
         self.parent = parent
         self.root = root
+        self.token = token
 
 
 class Stmt(Record):
@@ -351,8 +359,10 @@ class Plan:
     ) -> tuple[Path, Any] | None:
         """``(path, find(transform))`` for the first step of ``b``'s stack where
         ``find`` answers something (not None; None: no step), computed once per binding
-        from its parent's answer and its own steps (``key`` names ``find``): linear in a
-        chain of views, where walking every view's whole stack is quadratic."""
+        from its parent's answer and its own steps (``key`` names ``find``, which answers
+        of a transform's content alone): linear in a chain of views, where walking every
+        view's whole stack is quadratic; and shared across plans by the stack
+        (``along_shared``: a scenario loaded again asks none of its views again)."""
         hit = self._first.get(key)
         if hit is None:
 
@@ -365,7 +375,7 @@ class Plan:
                 return found
 
             hit = self._first[key] = ({}, step)
-        return along_chain(hit[0], b, hit[1])
+        return along_shared(hit[0], b, hit[1], key)
 
     def chain(self, b: Binding) -> list[str]:
         """The transform ops from the root ref to this view, in order."""
@@ -454,6 +464,57 @@ def along_chain(
         found = step(y, found)
         memo[id(y)] = (y, found)
     return found
+
+
+def along_shared(
+    memo: dict[int, tuple[Binding, Any]],
+    b: Binding,
+    step: Callable[[Binding, Any], Any],
+    kind: Any,
+) -> Any:
+    """``along_chain``, its answer shared across plans: a fold whose answer is a function
+    of the view's stack and of what ``kind`` names (the fold, and what it reads of the
+    root, hashable; None: not shared) answers alike for every binding of one
+    ``Binding.token``, so a scenario loaded again (or a Lab edit elsewhere) folds none
+    of its views again. ``memo`` stays this plan's, as ``along_chain``'s."""
+    hit = memo.get(id(b))
+    if hit is not None:
+        return hit[1]
+    token = b.token
+    if token is None or kind is None:
+        return along_chain(memo, b, step)
+    key = (kind, token)
+    found = _FOLDED.get(key, _UNKNOWN)
+    if found is _UNKNOWN:
+        found = along_chain(memo, b, step)
+        if len(_FOLDED) >= _FOLDED_KEPT:
+            _FOLDED.clear()
+        _FOLDED[key] = found
+    else:
+        memo[id(b)] = (b, found)  # (the binding kept alive with its id, as along_chain does)
+    return found
+
+
+def _stack_token(key: tuple[Any, ...]) -> int:
+    """The number of the stack ``key`` says (an argument's: its path and transforms'
+    content; a view's: its source's token, its transforms' path and content): one per
+    distinct key, never given again to another (the count goes on when the table is
+    emptied: a binding of an older plan keeps a number no new stack gets)."""
+    token = _TOKENS.get(key)
+    if token is None:
+        if len(_TOKENS) >= _FOLDED_KEPT:
+            _TOKENS.clear()
+        token = _TOKENS[key] = next(_COUNT)
+    return token
+
+
+#: ``_stack_token``'s numbers by key, and the next one (0: the empty stack's)
+_TOKENS: dict[tuple[Any, ...], int] = {}
+_COUNT = itertools.count(1)
+#: ``along_shared``'s answers by (kind, token); both tables bounded by ``_FOLDED_KEPT``
+_FOLDED: dict[tuple[Any, int], Any] = {}
+_FOLDED_KEPT = 4096
+_UNKNOWN = object()
 
 
 #: how many plans this process has compiled (a Session compiles one per scenario version)
@@ -653,13 +714,14 @@ def _head_into(ctx: Plan) -> None:
             if transforms
             else ()
         )
+        token = _stack_token(("arg", path, _content(transforms))) if transforms else 0
         name = a.param
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
             root = s.buffers.get(a.buffer)
             params[name] = Binding(
-                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root
+                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root, token
             )
         else:
             root = s.buffers.get(a.tuple[0]) if a.tuple else None
@@ -670,7 +732,7 @@ def _head_into(ctx: Plan) -> None:
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
                     leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack, None,
-                    s.buffers.get(buf),
+                    s.buffers.get(buf), token,
                 )  # fmt: skip
     for name, o in c.outputs.items():
         path = ("call", "outputs", name)
@@ -814,12 +876,20 @@ def _body(
                     own: tuple[tuple[Path, Any], ...] = ()
                     if transforms:
                         own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
+                    token: int | None = None  # (unknown: a view of no known name)
                     if src is not None:
                         origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
                         root = src.root
+                        token = src.token
+                        if transforms and token is not None:
+                            if content is None:
+                                content = _content(transforms)
+                            token = _stack_token((token, tpath, content))
                     else:
                         origin, stack, root = (), own, None
-                    defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
+                    defines = Binding(
+                        st.let, info, "view", path, origin, index, stack, src, root, token
+                    )
                 if not copied:
                     env = dict(env)
                     copied = True

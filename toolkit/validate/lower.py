@@ -27,7 +27,7 @@ from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
+from mpmd_lab.plan import Binding, Stmt, along_shared, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
@@ -299,7 +299,9 @@ class LowerCtx:
     the errors of later phases with their phase's rank (``later_error``), and each
     view's ``_View`` and memref are folded once per binding (``view``, ``memref``)."""
 
-    __slots__ = ("ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs")
+    __slots__ = (
+        "ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs", "_kinds",
+    )  # fmt: skip
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
@@ -319,6 +321,8 @@ class LowerCtx:
         self._roots: dict[str, _View] = {}
         self._views: dict[int, tuple[Binding, _View]] = ctx.r.folds["lower.view"]
         self._memrefs: dict[int, tuple[Binding, Any]] = ctx.r.folds["lower.memref"]
+        #: origin -> what the folds read of the root, by fold (``along_shared``'s kinds)
+        self._kinds: dict[str, tuple[Any, Any]] = {}
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
@@ -326,7 +330,24 @@ class LowerCtx:
         binding of no step is its untransformed ref's (``root_view``)."""
         if not b.stack:
             return self.root_view(b)
-        return along_chain(self._views, b, self._view_step)
+        return along_shared(self._views, b, self._view_step, self._kind(b)[0])
+
+    def _kind(self, b: Binding) -> tuple[Any, Any]:
+        """What the folds of ``b``'s view (``view``, ``memref``) read of its root, as
+        ``along_shared``'s kinds: its untransformed ref's shape, dtype and memory space
+        (``root_view``), once per root; None (not shared) for an unknown root or a
+        scratch layout (its transforms are the scenario's objects)."""
+        o = b.origin[0] if b.origin else ""
+        kinds = self._kinds.get(o)
+        if kinds is None:
+            root = self.root_view(b).root
+            if root is None or root.layout:
+                kinds = (None, None)
+            else:
+                what = (root.shape, root.dtype, root.space)
+                kinds = (("lower.view", what), ("lower.memref", what))
+            self._kinds[o] = kinds
+        return kinds
 
     def root_view(self, b: Binding) -> _View:
         """The ``_View`` of the untransformed ref under ``b`` (its stack without a step),
@@ -378,7 +399,7 @@ class LowerCtx:
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
-        return along_chain(self._memrefs, b, self._memref_step)
+        return along_shared(self._memrefs, b, self._memref_step, self._kind(b)[1])
 
     def _memref_step(self, y: Binding, src: L.MemrefFold | None) -> L.MemrefFold:
         if src is None:  # a view of an untransformed ref: all of its stack is its own
