@@ -114,6 +114,8 @@ def test_kept_view_steps_make_the_fresh_plan() -> None:
             {"c": 0},
         ),  # fmt: skip
         ("transpose-view", ["call", "outputs", "out", "shape"], [64, 16]),
+        ("bitcast-view", ["call", "programs", 0, "body", 0, "transforms", 0, "dtype"], "int16"),
+        ("bitcast-view", ["buffers", "x", "dtype"], "int32"),
     ],
 )
 def test_an_edited_view_gets_its_own_steps(name: str, path: list, value: object) -> None:

@@ -495,6 +495,23 @@ def along_shared(
     return found
 
 
+def shared(kind: Any, b: Binding, make: Callable[[], Any]) -> Any:
+    """``make()``, an answer that is a function of ``b``'s stack and of what ``kind``
+    names (hashable; None: not shared), kept across plans by (kind, ``Binding.token``)
+    as ``along_shared`` keeps a fold's."""
+    token = b.token
+    if token is None or kind is None:
+        return make()
+    key = (kind, token)
+    found = _FOLDED.get(key, _UNKNOWN)
+    if found is _UNKNOWN:
+        found = make()
+        if len(_FOLDED) >= _FOLDED_KEPT:
+            _FOLDED.clear()
+        _FOLDED[key] = found
+    return found
+
+
 def _stack_token(key: tuple[Any, ...]) -> int:
     """The number of the stack ``key`` says (an argument's: its path and transforms'
     content; a view's: its source's token, its transforms' path and content): one per
@@ -511,7 +528,8 @@ def _stack_token(key: tuple[Any, ...]) -> int:
 #: ``_stack_token``'s numbers by key, and the next one (0: the empty stack's)
 _TOKENS: dict[tuple[Any, ...], int] = {}
 _COUNT = itertools.count(1)
-#: ``along_shared``'s answers by (kind, token); both tables bounded by ``_FOLDED_KEPT``
+#: ``along_shared``'s and ``shared``'s answers by (kind, token); both tables bounded by
+#: ``_FOLDED_KEPT``
 _FOLDED: dict[tuple[Any, int], Any] = {}
 _FOLDED_KEPT = 4096
 _UNKNOWN = object()

@@ -27,7 +27,7 @@ from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.plan import Binding, Stmt, along_shared, expr_ops, own_steps
+from mpmd_lab.plan import Binding, Stmt, along_shared, expr_ops, own_steps, shared
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
@@ -805,11 +805,18 @@ def _view_rules(
     # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
     # memory space, as of GMEM above: its transposes all come last; SMEM scratch skips
     # the walk)
-    found = (
-        L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
-        if layout_stack or tangled
-        else None
-    )
+    if layout_stack:
+        found = L.view_lowering_error_at(
+            shape, dtype, layout_stack, [t for _, t in b.stack], access
+        )
+    elif tangled:  # (of the root's shape and dtype and the view's stack: shared by them)
+        found = shared(
+            ("lower.commute", shape, dtype, access),
+            b,
+            lambda: L.view_lowering_error_at(shape, dtype, (), [t for _, t in b.stack], access),
+        )
+    else:
+        found = None
     if found is not None:
         e, i = found
         if e.code in L.LEFTOVER_CODES:
