@@ -128,7 +128,7 @@ class Binding(Record):
         stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
         root: Any = None,
-        token: int | None = 0,
+        token: int | None = None,
     ) -> None:
         self.name = name
         self.info = info
@@ -139,7 +139,7 @@ class Binding(Record):
         self.stack = stack
         self.parent = parent
         self.root = root
-        self.token = token
+        self.token = token if stack else 0  # (no step: every such stack is equal)
 
 
 class Stmt(Record):
@@ -732,7 +732,7 @@ def _head_into(ctx: Plan) -> None:
             if transforms
             else ()
         )
-        token = _stack_token(("arg", path, _content(transforms))) if transforms else 0
+        token = _stack_token(("arg", path, _content(transforms))) if transforms else None
         name = a.param
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
