@@ -18,6 +18,7 @@ simulate instead.
 
 from __future__ import annotations
 
+import functools
 from operator import methodcaller
 from typing import Any
 
@@ -101,7 +102,7 @@ def _views(ctx: Ctx) -> _Limit | None:
                     continue  # no view step: nothing to run (and none along its chain)
                 hit = first_step(b, key, limit)
                 if hit is not None:  # (a function of the view's stack: shared by it)
-                    return shared((key, "limit"), b, lambda b=b, hit=hit: _limit(ctx, b, hit))
+                    return shared((key, "limit"), b, functools.partial(_limit, ctx, b, hit))
     return None
 
 
