@@ -535,6 +535,15 @@ _FOLDED_KEPT = 4096
 _UNKNOWN = object()
 
 
+def clear_cache() -> None:
+    """Forget what is kept across checks by content (a let's steps and expressions, the
+    stacks' tokens, the folds' shared answers): the next check makes them again."""
+    _STEPS.clear()
+    _EXPRS.clear()
+    _TOKENS.clear()
+    _FOLDED.clear()
+
+
 #: how many plans this process has compiled (a Session compiles one per scenario version)
 COMPILED = 0
 

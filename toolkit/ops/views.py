@@ -28,7 +28,6 @@ from mpmd_lab.ops.base import (
     SourceWriter,
     TransformOp,
     ViewContext,
-    content,
 )
 from mpmd_lab.record import Record
 from mpmd_lab.shapes import (
@@ -155,24 +154,6 @@ def resolve_entry(e: Any) -> Ix:
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
 
 
-def _resolved(index: list[Any]) -> tuple[Ix, ...]:
-    """An ``at``'s entries resolved, once per content (``ops.base.content``): an Ix and
-    its expressions are immutable, shared by every ``at`` of equal index (a scenario
-    loaded again), as ``expr.parse`` shares a parsed text's tree."""
-    key = content(index)
-    hit = _RESOLVED.get(key)
-    if hit is None:
-        if len(_RESOLVED) >= _RESOLVED_KEPT:
-            _RESOLVED.clear()
-        hit = _RESOLVED[key] = tuple([resolve_entry(e) for e in index])
-    return hit
-
-
-#: ``_resolved``'s answers by the index's content, bounded by ``_RESOLVED_KEPT``
-_RESOLVED: dict[Any, tuple[Ix, ...]] = {}
-_RESOLVED_KEPT = 1024
-
-
 def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
     """A block or pid entry: ``pl.ds(start, size)`` with its stride and where it came from."""
     return Ix("ds", start, size, None, None, stride, legacy)
@@ -266,7 +247,7 @@ class At(TransformOp):
 
     @functools.cached_property
     def _entries(self) -> tuple[Ix, ...]:
-        return _resolved(self.index)
+        return tuple(resolve_entry(e) for e in self.index)
 
     def entries(self) -> list[Ix]:
         """The index entries, resolved (once per op object)."""

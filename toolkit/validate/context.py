@@ -170,6 +170,11 @@ def _plain(
     return _diagnostic(code, path, message, jax_message, jax_type, severity, stage, explanation, [])
 
 
+def clear_cache() -> None:
+    """Forget the diagnostics kept by content (``_plain``)."""
+    _plain.cache_clear()
+
+
 def _explanation(code: str) -> str:
     if code in EXPLANATIONS:
         return EXPLANATIONS[code]
