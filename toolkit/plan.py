@@ -21,7 +21,6 @@ from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let, Loop, Return
-from mpmd_lab.ops.base import content as _content
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
@@ -107,15 +106,9 @@ class Binding(Record):
     reuse, so a chain of views is checked in linear time; ``root`` what declares the
     untransformed ref (``Plan.root_spec``: an output, a scratch or a buffer of the
     scenario, None: unknown), found once where the name is bound and shared by its
-    views; ``token`` what its stack is, as a number equal for bindings of equal stacks
-    (the same field paths and transforms of equal content) in any plan of this process
-    (``_stack_token``; 0: no step), None where not known: the rules' folds over a view,
-    functions of its stack (and root), share their answers across plans by it
-    (``along_shared``)."""
+    views."""
 
-    __slots__ = (
-        "name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root", "token",
-    )  # fmt: skip
+    __slots__ = ("name", "info", "kind", "path", "origin", "stmt", "stack", "parent", "root")
 
     def __init__(
         self,
@@ -128,7 +121,6 @@ class Binding(Record):
         stack: tuple[tuple[Path, Any], ...] | Stack = (),
         parent: Binding | None = None,
         root: Any = None,
-        token: int | None = None,
     ) -> None:
         self.name = name
         self.info = info
@@ -139,7 +131,6 @@ class Binding(Record):
         self.stack = stack
         self.parent = parent
         self.root = root
-        self.token = token if stack else 0  # (no step: every such stack is equal)
 
 
 class Stmt(Record):
@@ -359,10 +350,8 @@ class Plan:
     ) -> tuple[Path, Any] | None:
         """``(path, find(transform))`` for the first step of ``b``'s stack where
         ``find`` answers something (not None; None: no step), computed once per binding
-        from its parent's answer and its own steps (``key`` names ``find``, which answers
-        of a transform's content alone): linear in a chain of views, where walking every
-        view's whole stack is quadratic; and shared across plans by the stack
-        (``along_shared``: a scenario loaded again asks none of its views again)."""
+        from its parent's answer and its own steps (``key`` names ``find``): linear in a
+        chain of views, where walking every view's whole stack is quadratic."""
         hit = self._first.get(key)
         if hit is None:
 
@@ -375,7 +364,7 @@ class Plan:
                 return found
 
             hit = self._first[key] = ({}, step)
-        return along_shared(hit[0], b, hit[1], key)
+        return along_chain(hit[0], b, hit[1])
 
     def chain(self, b: Binding) -> list[str]:
         """The transform ops from the root ref to this view, in order."""
@@ -464,84 +453,6 @@ def along_chain(
         found = step(y, found)
         memo[id(y)] = (y, found)
     return found
-
-
-def along_shared(
-    memo: dict[int, tuple[Binding, Any]],
-    b: Binding,
-    step: Callable[[Binding, Any], Any],
-    kind: Any,
-) -> Any:
-    """``along_chain``, its answer shared across plans: a fold whose answer is a function
-    of the view's stack and of what ``kind`` names (the fold, and what it reads of the
-    root, hashable; None: not shared) answers alike for every binding of one
-    ``Binding.token``, so a scenario loaded again (or a Lab edit elsewhere) folds none
-    of its views again. ``memo`` stays this plan's, as ``along_chain``'s."""
-    hit = memo.get(id(b))
-    if hit is not None:
-        return hit[1]
-    token = b.token
-    if token is None or kind is None:
-        return along_chain(memo, b, step)
-    key = (kind, token)
-    found = _FOLDED.get(key, _UNKNOWN)
-    if found is _UNKNOWN:
-        found = along_chain(memo, b, step)
-        if len(_FOLDED) >= _FOLDED_KEPT:
-            _FOLDED.clear()
-        _FOLDED[key] = found
-    else:
-        memo[id(b)] = (b, found)  # (the binding kept alive with its id, as along_chain does)
-    return found
-
-
-def shared(kind: Any, b: Binding, make: Callable[[], Any]) -> Any:
-    """``make()``, an answer that is a function of ``b``'s stack and of what ``kind``
-    names (hashable; None: not shared), kept across plans by (kind, ``Binding.token``)
-    as ``along_shared`` keeps a fold's."""
-    token = b.token
-    if token is None or kind is None:
-        return make()
-    key = (kind, token)
-    found = _FOLDED.get(key, _UNKNOWN)
-    if found is _UNKNOWN:
-        found = make()
-        if len(_FOLDED) >= _FOLDED_KEPT:
-            _FOLDED.clear()
-        _FOLDED[key] = found
-    return found
-
-
-def _stack_token(key: tuple[Any, ...]) -> int:
-    """The number of the stack ``key`` says (an argument's: its path and transforms'
-    content; a view's: its source's token, its transforms' path and content): one per
-    distinct key, never given again to another (the count goes on when the table is
-    emptied: a binding of an older plan keeps a number no new stack gets)."""
-    token = _TOKENS.get(key)
-    if token is None:
-        if len(_TOKENS) >= _FOLDED_KEPT:
-            _TOKENS.clear()
-        token = _TOKENS[key] = next(_COUNT)
-    return token
-
-
-#: ``_stack_token``'s numbers by key, and the next one (0: the empty stack's)
-_TOKENS: dict[tuple[Any, ...], int] = {}
-_COUNT = itertools.count(1)
-#: ``along_shared``'s and ``shared``'s answers by (kind, token); both tables bounded by
-#: ``_FOLDED_KEPT``
-_FOLDED: dict[tuple[Any, int], Any] = {}
-_FOLDED_KEPT = 4096
-_UNKNOWN = object()
-
-
-def clear_cache() -> None:
-    """Forget what is kept across checks by content (a let's steps and expressions, the
-    stacks' tokens, the folds' shared answers): the next check makes them again."""
-    _STEPS.clear()
-    _EXPRS.clear()
-    _TOKENS.clear()
-    _FOLDED.clear()
 
 
 #: how many plans this process has compiled (a Session compiles one per scenario version)
@@ -719,7 +630,7 @@ def _head_into(ctx: Plan) -> None:
                 continue
             info = base_info(shape, b.dtype, "GMEM", buf, sharded)
             if transforms:
-                st = _view_steps(info, transforms, (*path, "transforms"), outside)
+                st = propagate(info, transforms, (*path, "transforms"), outside)
                 steps.append(st)
                 leaves.append(Leaf(buf, st[-1].after if st else info))
             else:
@@ -741,14 +652,13 @@ def _head_into(ctx: Plan) -> None:
             if transforms
             else ()
         )
-        token = _stack_token(("arg", path, _content(transforms))) if transforms else None
         name = a.param
         if name in params:
             _duplicate(ctx, name, (*path, "param"))
         elif single:  # (stmt -1: no let defines it)
             root = s.buffers.get(a.buffer)
             params[name] = Binding(
-                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root, token
+                name, leaves[0].info, "arg", path, (a.buffer,), -1, stack, None, root
             )
         else:
             root = s.buffers.get(a.tuple[0]) if a.tuple else None
@@ -759,7 +669,7 @@ def _head_into(ctx: Plan) -> None:
                 leaf = leaf_name(name, j)
                 params[leaf] = Binding(
                     leaf, leaf_info, "leaf", (*path, "tuple", j), (buf,), -1, stack, None,
-                    s.buffers.get(buf), token,
+                    s.buffers.get(buf),
                 )  # fmt: skip
     for name, o in c.outputs.items():
         path = ("call", "outputs", name)
@@ -861,14 +771,10 @@ def _body(
                 info = None
                 steps: list[Step] = []
                 transforms = st.transforms
-                content = None  # (the transforms' content: made once, for both caches)
                 if o is not None:  # (the same statement: the same expressions)
                     exprs, calls = o.exprs, o.calls
-                elif transforms:
-                    content = _content(transforms)
-                    exprs, calls = _let_exprs(st, content)
                 else:
-                    exprs, calls = _NO_EXPRS
+                    exprs, calls = _exprs(st) if transforms else _NO_EXPRS
                 if transforms:
                     tpath = (*path, "transforms")
                     if src is not None and src.info is not None:
@@ -880,11 +786,7 @@ def _body(
                             or seen is not None
                             or (kept := _steps_of(o, src.info, path, bound)) is None
                         ):
-                            kept = (
-                                _view_steps(src.info, transforms, tpath, bound, content)
-                                if seen is None
-                                else propagate(src.info, transforms, tpath, bound, seen)
-                            )
+                            kept = propagate(src.info, transforms, tpath, bound, seen)
                         steps = kept
                         info = steps[-1].after
                 elif src is not None:
@@ -903,20 +805,12 @@ def _body(
                     own: tuple[tuple[Path, Any], ...] = ()
                     if transforms:
                         own = tuple([((*tpath, k), t) for k, t in enumerate(transforms)])
-                    token: int | None = None  # (unknown: a view of no known name)
                     if src is not None:
                         origin, stack = src.origin, Stack(src.stack, own) if src.stack else own
                         root = src.root
-                        token = src.token
-                        if transforms and token is not None:
-                            if content is None:
-                                content = _content(transforms)
-                            token = _stack_token((token, tpath, content))
                     else:
                         origin, stack, root = (), own, None
-                    defines = Binding(
-                        st.let, info, "view", path, origin, index, stack, src, root, token
-                    )
+                    defines = Binding(st.let, info, "view", path, origin, index, stack, src, root)
                 if not copied:
                     env = dict(env)
                     copied = True
@@ -964,50 +858,6 @@ def _body(
             if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt), old):
                 return False
     return True
-
-
-def _view_steps(
-    info: RefInfo, transforms: list[Any], tpath: Path, bound: frozenset[str], content: Any = None
-) -> list[Step]:
-    """A let's transform steps (``propagate`` from its source's type ``info``, no ref
-    loaded by an index), made once per content: the same type object, transforms of
-    equal content (``ops.base.content``; ``content`` when the caller has it), at the
-    same path with the same bound names give the same steps, which are values (types,
-    errors: immutable, as ``_steps_of`` shares them with another plan). The type objects
-    are shared across checks (``base_info``'s and these steps' own), so a scenario
-    loaded again, or a Lab edit elsewhere, finds its views' steps here where typing them
-    again was most of its plan."""
-    key = (id(info), _content(transforms) if content is None else content, tpath, bound)
-    hit = _STEPS.get(key)
-    if hit is not None and hit[0] is info:  # (the entry keeps ``info``, so its id)
-        return hit[1]
-    steps = propagate(info, transforms, tpath, bound)
-    if len(_STEPS) >= _STEPS_KEPT:
-        _STEPS.clear()
-    _STEPS[key] = (info, steps)
-    return steps
-
-
-#: ``_view_steps``' answers: (id(source type), transforms' content, path, bound names) ->
-#: (the source type, kept alive with its id, and the steps); bounded by ``_STEPS_KEPT``
-_STEPS: dict[tuple[Any, ...], tuple[RefInfo, list[Step]]] = {}
-_STEPS_KEPT = 1024
-
-
-def _let_exprs(st: Let, content: Any) -> tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]:
-    """``_exprs`` of a let whose transforms' content (``ops.base.content``) is
-    ``content``, once per content: expressions are immutable values, shared as
-    ``expr.parse`` shares a parsed text's."""
-    hit = _EXPRS.get(content)
-    if hit is None:
-        if len(_EXPRS) >= _STEPS_KEPT:
-            _EXPRS.clear()
-        hit = _EXPRS[content] = _exprs(st)
-    return hit
-
-
-#: ``_let_exprs``' answers by the transforms' content; bounded by ``_STEPS_KEPT``
-_EXPRS: dict[Any, tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]] = {}
 
 
 def _sees_same(o: Stmt, env: dict[str, Binding]) -> bool:

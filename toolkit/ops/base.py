@@ -38,7 +38,6 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab import shapes
 from mpmd_lab.fields import Model, Path
 from mpmd_lab.record import Record
-from pydantic import BaseModel
 
 if TYPE_CHECKING:  # (the stages import the ops: their types are named for the checker only)
     import numpy as np
@@ -288,33 +287,6 @@ class Fit(Record):
 
     def first(self, names: list[str], default: str) -> str:
         return names[0] if names else default
-
-
-def content(x: Any) -> Any:
-    """A hashable value of a scenario part's content, equal only for equal content: a
-    model is its class and its fields' values, a list or tuple a tuple, a mapping its
-    class and ``(key, value)`` pairs in order, text, an int and None themselves, any
-    other value its class and itself (so ``True`` and ``1``, ``1.0`` and ``1`` are told
-    apart). What an op's answers are kept by where they are a function of its content
-    alone (``plan``'s views' steps, ``At``'s resolved entries): a scenario loaded again
-    has new objects of the same content."""
-    cls = x.__class__
-    if cls is str or cls is int or x is None:  # (the usual parts first)
-        return x
-    if cls is list or cls is tuple:
-        return tuple(map(content, x))
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        if cls is dict:
-            return (dict, *[(k, content(v)) for k, v in x.items()])
-        if not isinstance(x, BaseModel):
-            return (cls, x)  # (a bool, a float: its class tells it from an int)
-        fields = _FIELDS[cls] = tuple(cls.model_fields)
-    return (cls, *[content(getattr(x, f)) for f in fields])
-
-
-#: each model class's field names, in order (``content``)
-_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class InterpLimit(NamedTuple):

@@ -18,13 +18,11 @@ simulate instead.
 
 from __future__ import annotations
 
-import functools
 from operator import methodcaller
 from typing import Any
 
 from mpmd_lab.fields import Path, format_path, get_path
 from mpmd_lab.ops import Let, StatementOp
-from mpmd_lab.plan import shared
 from mpmd_lab.record import Record
 from mpmd_lab.validate.context import Ctx
 
@@ -101,17 +99,12 @@ def _views(ctx: Ctx) -> _Limit | None:
                 if not b.stack:
                     continue  # no view step: nothing to run (and none along its chain)
                 hit = first_step(b, key, limit)
-                if hit is not None:  # (a function of the view's stack: shared by it)
-                    return shared((key, "limit"), b, functools.partial(_limit, ctx, b, hit))
+                if hit is not None:
+                    path, found = hit
+                    step = _step_kind(ctx, b, path)
+                    where = format_path(path)
+                    return _Limit(found.code, where, step, found.why, found.jax_message)
     return None
-
-
-def _limit(ctx: Ctx, b: Any, hit: tuple[Path, Any]) -> _Limit:
-    """What the view ``b`` says of its first step the interpreter cannot run (``hit``:
-    its path and the op's limit)."""
-    path, found = hit
-    where = format_path(path)
-    return _Limit(found.code, where, _step_kind(ctx, b, path), found.why, found.jax_message)
 
 
 def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:

@@ -27,7 +27,7 @@ from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.plan import Binding, Stmt, along_shared, expr_ops, own_steps, shared
+from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
@@ -299,9 +299,7 @@ class LowerCtx:
     the errors of later phases with their phase's rank (``later_error``), and each
     view's ``_View`` and memref are folded once per binding (``view``, ``memref``)."""
 
-    __slots__ = (
-        "ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs", "_kinds",
-    )  # fmt: skip
+    __slots__ = ("ctx", "layouts", "st", "mesh", "found", "_roots", "_views", "_memrefs")
 
     def __init__(self, ctx: Ctx):
         self.ctx = ctx
@@ -321,8 +319,6 @@ class LowerCtx:
         self._roots: dict[str, _View] = {}
         self._views: dict[int, tuple[Binding, _View]] = ctx.r.folds["lower.view"]
         self._memrefs: dict[int, tuple[Binding, Any]] = ctx.r.folds["lower.memref"]
-        #: origin -> what the folds read of the root, by fold (``along_shared``'s kinds)
-        self._kinds: dict[str, tuple[Any, Any]] = {}
 
     def view(self, b: Binding) -> _View:
         """``b``'s ``_View``, once per binding from its source view's answer and its own
@@ -330,24 +326,7 @@ class LowerCtx:
         binding of no step is its untransformed ref's (``root_view``)."""
         if not b.stack:
             return self.root_view(b)
-        return along_shared(self._views, b, self._view_step, self._kind(b)[0])
-
-    def _kind(self, b: Binding) -> tuple[Any, Any]:
-        """What the folds of ``b``'s view (``view``, ``memref``) read of its root, as
-        ``along_shared``'s kinds: its untransformed ref's shape, dtype and memory space
-        (``root_view``), once per root; None (not shared) for an unknown root or a
-        scratch layout (its transforms are the scenario's objects)."""
-        o = b.origin[0] if b.origin else ""
-        kinds = self._kinds.get(o)
-        if kinds is None:
-            root = self.root_view(b).root
-            if root is None or root.layout:
-                kinds = (None, None)
-            else:
-                what = (root.shape, root.dtype, root.space)
-                kinds = (("lower.view", what), ("lower.memref", what))
-            self._kinds[o] = kinds
-        return kinds
+        return along_chain(self._views, b, self._view_step)
 
     def root_view(self, b: Binding) -> _View:
         """The ``_View`` of the untransformed ref under ``b`` (its stack without a step),
@@ -399,7 +378,7 @@ class LowerCtx:
         and the first reshape the lowering cannot make with its position in the stack.
         Folded on demand (most accesses ask no rule that reads it), once per binding from
         its source view's (``resolve.along_chain``)."""
-        return along_shared(self._memrefs, b, self._memref_step, self._kind(b)[1])
+        return along_chain(self._memrefs, b, self._memref_step)
 
     def _memref_step(self, y: Binding, src: L.MemrefFold | None) -> L.MemrefFold:
         if src is None:  # a view of an untransformed ref: all of its stack is its own
@@ -805,18 +784,11 @@ def _view_rules(
     # (without a scratch layout and untangled, view_lowering_error_at finds nothing in any
     # memory space, as of GMEM above: its transposes all come last; SMEM scratch skips
     # the walk)
-    if layout_stack:
-        found = L.view_lowering_error_at(
-            shape, dtype, layout_stack, [t for _, t in b.stack], access
-        )
-    elif tangled:  # (of the root's shape and dtype and the view's stack: shared by them)
-        found = shared(
-            ("lower.commute", shape, dtype, access),
-            b,
-            lambda: L.view_lowering_error_at(shape, dtype, (), [t for _, t in b.stack], access),
-        )
-    else:
-        found = None
+    found = (
+        L.view_lowering_error_at(shape, dtype, layout_stack, [t for _, t in b.stack], access)
+        if layout_stack or tangled
+        else None
+    )
     if found is not None:
         e, i = found
         if e.code in L.LEFTOVER_CODES:
