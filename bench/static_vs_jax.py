@@ -38,9 +38,9 @@ RULES = ("compile", "build", "trace", "lower", "runtime", "interp")
 
 
 def fresh(text: str) -> Any:
-    """The scenario loaded again, as a first check sees it: no candidate fix checked
-    before (``fixes`` keeps candidates' checks by content, which a repetition of the same
-    scenario would find)."""
+    """The scenario loaded again, as a first check sees it: nothing an earlier check
+    kept by content (``fixes.clear_cache``: the candidates' checks, the rules' shared
+    diagnostics), which a repetition of the same scenario would find."""
     from mpmd_lab import fixes
     from mpmd_lab.scenario import load_scenario
 

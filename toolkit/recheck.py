@@ -16,6 +16,7 @@ from mpmd_lab.diagnostics import Diagnostic, Edit
 from mpmd_lab.fields import parse_path
 from mpmd_lab.plan import Plan, compile
 from mpmd_lab.scenario import Scenario
+from mpmd_lab.validate import context
 from mpmd_lab.validate.analysis import Analysis, analyze_rules
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -242,7 +243,10 @@ _KEYS: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {}
 
 
 def clear_cache() -> None:
-    """Forget every candidate's check (``make bench`` and ``bench.icount`` time a first
-    check)."""
+    """Forget everything a check keeps by content for the next: every candidate's check
+    and the rules' shared diagnostics (``validate.context.clear_cache``). ``make bench``
+    and ``bench.icount`` call it to time a first check of a scenario, which finds
+    nothing an earlier check of the same content left."""
     _CHECKED.clear()
     _BY_ID.clear()
+    context.clear_cache()
