@@ -562,6 +562,67 @@ _ENTRY = st.one_of(
 )
 
 
+class _Values:
+    """An actor as a compiled ``at`` asks it: its values."""
+
+    def __init__(self, values: dict[str, int]) -> None:
+        from mpmd_lab import expr as E
+
+        self.env = E.Env(values, {})
+
+    def describe(self) -> str:
+        return "device 0"
+
+
+def _view_or_error(f):
+    from mpmd_lab.diagnostics import SimError
+
+    try:
+        v = f()
+    except SimError as e:
+        return (e.code, e.path, str(e))
+    return (v.shape, v.oob, v.lay, v.offsets.tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=3), min_size=1, max_size=3),
+    index=st.lists(_ENTRY, max_size=3),
+    compact=st.booleans(),
+)
+def test_compiled_at_is_its_view(shapes, index, compact):
+    """An ``at`` compiled once (``At.compiled``: its plan kept for the last shape, its
+    entries' expressions called directly) gives what its ``view`` gives, for every
+    actor's values and every shape it is asked in turn (the kept plan replaced when
+    the shape changes back and forth): the view, its out-of-bounds mark, the failure."""
+    from mpmd_lab.memory import Base, View
+    from mpmd_lab.ops.views import At
+
+    fresh = At.model_validate({"op": "at", "index": index})
+    at = At.model_validate({"op": "at", "index": index})
+    compiled = at.compiled("t")
+    assert compiled is not None and at.compiled("t") is compiled  # (made once per path)
+    sim = _Ctx({})
+    for shape in [*shapes, *shapes]:
+        base = Base("scratch", "x", "SMEM", np.dtype(np.float32), tuple(shape))
+        v = View.whole(base, compact, affine=True)
+        for i in range(-2, 6):
+            who = _Values({"i": i})
+            sim.env = who.env
+            want = _view_or_error(lambda v=v, who=who: fresh.view(v, sim, who, "t"))
+            assert _view_or_error(lambda v=v, who=who: compiled(at, v, sim, who)) == want
+
+
+def test_compiled_at_leaves_loads_to_the_engine():
+    """An ``at`` whose entry loads (or reads ``pl.program_id``) has no compiled view:
+    the engine's ``eval`` records those reads."""
+    from mpmd_lab.ops.views import At
+
+    assert At.model_validate({"op": "at", "index": ["ids[0]"]}).compiled("t") is None
+    assert At.model_validate({"op": "at", "index": ["program_id(0)"]}).compiled("t") is None
+    assert At.model_validate({"op": "at", "index": ["i + 1"]}).compiled("t") is not None
+
+
 @settings(max_examples=300, deadline=None)
 @example(  # an empty view past the end of its base: pl.ds(2, 0) of each dim
     shape=[2, 2], first=[{"ds": ["i", 0]}, {"ds": ["i", 0]}], second=[], i=2, compact=True

@@ -257,9 +257,10 @@ class _Node(Record):
     """One statement of a compiled body: its flat pre-order index (as
     mpmd_lab.plan numbers statements), path, op and nested statements; ``flavor``:
     ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
-    transforms with their field paths."""
+    transforms with their field paths; ``chain``: the same, each with its compiled
+    view (``TransformOp.compiled``; made at the let's first run)."""
 
-    __slots__ = ("index", "path", "op", "children", "flavor", "steps")
+    __slots__ = ("index", "path", "op", "children", "flavor", "steps", "chain")
 
     def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
         self.index = index
@@ -267,6 +268,7 @@ class _Node(Record):
         self.op = op
         self.children = children
         self.steps: tuple[tuple[Any, str], ...] = ()
+        self.chain: tuple[tuple[Any, Any, str], ...] | None = None
         if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             self.flavor = _LET
             self.steps = _steps(op.transforms, path)
@@ -1627,8 +1629,18 @@ class Engine:
                 continue
             if flavor is _LET:
                 if used is None or op.let in used:
-                    base = self._lookup(env, op.ref, run, node.path)
-                    env[op.let] = self._stack(base, node.steps, run) if node.steps else base
+                    view = env.get(op.ref)
+                    if view is None:
+                        view = self._lookup(env, op.ref, run, node.path)
+                    chain = node.chain
+                    if chain is None:
+                        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
+                    for compiled, t, tpath in chain:
+                        if compiled is None:
+                            view = t.view(view, self, run, tpath)
+                        else:
+                            view = compiled(t, view, self, run)
+                    env[op.let] = view
                 yield None  # (a step all the same: the interleaving stays as it was)
                 continue
             if flavor is _LOOP:
