@@ -1098,8 +1098,9 @@ class Engine:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
         name = x.stmt.ref_name(fld)
-        view = self._lookup(x.env, name, x.run, x.path)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
+        if view.base.is_sync:
+            self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -1115,8 +1116,8 @@ class Engine:
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         run = x.run
+        a = run.a if agent is False else self._agent_index(run, agent)
         loc = self._place(view, run)
-        a = self._agent_index(run, agent)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
@@ -1146,8 +1147,9 @@ class Engine:
     ) -> None:
         name = x.stmt.ref_name(fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        if view.base.is_sync:
+            self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -1164,7 +1166,7 @@ class Engine:
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), run, x.node, fld, "w")
-        a = self._agent_index(run, agent)
+        a = run.a if agent is False else self._agent_index(run, agent)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
@@ -1602,10 +1604,25 @@ class Engine:
             op = node.op
             flavor = node.flavor
             run.node = node
+            if flavor is _LET:
+                if used is None or op.let in used:
+                    view = env.get(op.ref)
+                    if view is None:
+                        view = self._lookup(env, op.ref, run, node.path)
+                    chain = node.chain
+                    if chain is None:
+                        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
+                    for compiled, t, tpath in chain:
+                        if compiled is None:
+                            view = t.view(view, self, run, tpath)
+                        else:
+                            view = compiled(t, view, self, run)
+                    env[op.let] = view
+                yield None  # (a step all the same: the interleaving stays as it was)
+                continue
             if flavor is _STMT:
-                x = StmtCtx(self, run, node, env)
                 try:
-                    w = op.execute(x)
+                    w = op.execute(StmtCtx(self, run, node, env))
                 except _Skip:
                     w = None
                 if exploring:
@@ -1626,22 +1643,6 @@ class Engine:
                             yield w
                         w.complete()
                 yield None
-                continue
-            if flavor is _LET:
-                if used is None or op.let in used:
-                    view = env.get(op.ref)
-                    if view is None:
-                        view = self._lookup(env, op.ref, run, node.path)
-                    chain = node.chain
-                    if chain is None:
-                        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
-                    for compiled, t, tpath in chain:
-                        if compiled is None:
-                            view = t.view(view, self, run, tpath)
-                        else:
-                            view = compiled(t, view, self, run)
-                    env[op.let] = view
-                yield None  # (a step all the same: the interleaving stays as it was)
                 continue
             if flavor is _LOOP:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
