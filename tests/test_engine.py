@@ -496,6 +496,54 @@ def test_view_runs_kept_across_runs_are_the_views_own_elements(monkeypatch):
         assert pairs == [tuple(x) for x in runs_of(view.elements()).tolist()]
 
 
+def _race_run(s, chooser=None):
+    """What a data-free run of the race check records (as ``validate.sync`` runs it)."""
+    from mpmd_lab.engine.core import Engine
+
+    out = Engine(s, data=False, strict=False, log_limit=0, log_tally=False, chooser=chooser).run()
+    races = sorted(
+        (r.kind, r.first.path, r.second.path, r.first.actor.device, r.second.actor.device)
+        for r in out.log.races
+    )
+    deadlock = [(b.actor.device, b.path, b.what) for b in out.deadlock]
+    findings = [(f.code, f.path, f.actor.device, f.values) for f in out.findings]
+    return out.steps, races, deadlock, findings, out.leftover, str(out.error)
+
+
+@pytest.mark.parametrize("name", gallery.names())
+def test_shared_let_views_change_nothing(name, monkeypatch):
+    """A let that reads no axis index makes one view for every thread (kept by the view
+    it starts from and its loop variables' values: ``_Node.shared``): a run is step for
+    step what it is with every thread making its own (races, deadlock, findings,
+    leftover signals, error), exploring or not."""
+    from mpmd_lab.engine import core
+    from mpmd_lab.engine.explore import Chooser
+
+    s = gallery.load(name)
+    shared = [_race_run(s), _race_run(s, Chooser())]
+    made = core.Engine._chain
+
+    def own(self, node):
+        chain = made(self, node)
+        node.shared = None
+        return chain
+
+    monkeypatch.setattr(core.Engine, "_chain", own)
+    assert [_race_run(s), _race_run(s, Chooser())] == shared
+
+
+def test_a_let_of_a_loop_variable_is_made_once_for_every_thread():
+    """The ring all-gather's ``sent = sems.at[i]`` and ``arrived = sems.at[i]`` are made
+    once per trip (three) for the four devices' threads; its views by device (``mine``,
+    ``chunk``...) are made per thread."""
+    from mpmd_lab.engine.core import Engine
+
+    eng = Engine(gallery.load("ring-all-gather"), data=False, strict=False)
+    eng.run()
+    lets = {k[0] for k in eng._shared}
+    assert len(lets) == 2 and len(eng._shared) == 2 * 3
+
+
 def _unreachable_after(work) -> int:
     """How many objects ``work()`` leaves that only the cycle collector frees (run with
     the collector off; what was garbage before it is collected first)."""

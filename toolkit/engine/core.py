@@ -258,9 +258,12 @@ class _Node(Record):
     mpmd_lab.plan numbers statements), path, op and nested statements; ``flavor``:
     ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
     transforms with their field paths; ``chain``: the same, each with its compiled
-    view (``TransformOp.compiled``; made at the let's first run)."""
+    view (``TransformOp.compiled``), and ``shared``: where every transform has one and
+    their expressions read no axis index (loop variables at most), the names they read
+    (the let's view is then the same for every thread: ``Engine._shared``), else None
+    (both made at the let's first run)."""
 
-    __slots__ = ("index", "path", "op", "children", "flavor", "steps", "chain")
+    __slots__ = ("index", "path", "op", "children", "flavor", "steps", "chain", "shared")
 
     def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
         self.index = index
@@ -269,6 +272,7 @@ class _Node(Record):
         self.children = children
         self.steps: tuple[tuple[Any, str], ...] = ()
         self.chain: tuple[tuple[Any, Any, str], ...] | None = None
+        self.shared: tuple[str, ...] | None = None
         if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             self.flavor = _LET
             self.steps = _steps(op.transforms, path)
@@ -655,6 +659,11 @@ class Engine:
         self._spans_lay: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
+        #: the views of lets that read no axis index (``_Node.shared``), by (id(node), the
+        #: view they start from, the values of the names they read): a compiled view
+        #: of an affine view (its ``lay``) is then the same for every thread (nodes
+        #: outlive the engine: their ids stay theirs; the views are kept by the key)
+        self._shared: dict[tuple, View] = {}
         self._parsed: dict[Any, E.Expr] = {}
         #: id(expression) -> (it, its function, whether it reads pl.program_id)
         self._compiled: dict[int, tuple[E.Expr, Callable[[E.Env], int], bool]] = {}
@@ -1611,12 +1620,22 @@ class Engine:
                         view = self._lookup(env, op.ref, run, node.path)
                     chain = node.chain
                     if chain is None:
-                        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
+                        chain = self._chain(node)
+                    key = None
+                    if node.shared is not None:
+                        key = (id(node), view, *map(run.values.get, node.shared))
+                        got = self._shared.get(key)
+                        if got is not None:
+                            env[op.let] = got
+                            yield None
+                            continue
                     for compiled, t, tpath in chain:
                         if compiled is None:
                             view = t.view(view, self, run, tpath)
                         else:
                             view = compiled(t, view, self, run)
+                    if key is not None and view.lay is not None:
+                        self._shared[key] = view
                     env[op.let] = view
                 yield None  # (a step all the same: the interleaving stays as it was)
                 continue
@@ -1673,6 +1692,19 @@ class Engine:
             if cond:
                 yield from self._body(run, node.children, dict(env))
                 run.scope = env
+
+    def _chain(self, node: _Node) -> tuple[tuple[Any, Any, str], ...]:
+        """A let's transforms with their compiled views (``node.chain``), and whether
+        its view is the same for every thread (``node.shared``), made at its first run."""
+        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
+        if all(compiled is not None for compiled, _, _ in chain):
+            names: set[str] = set()
+            for t, _ in node.steps:
+                for _, e in t.exprs():
+                    names |= e.names()
+            if names.isdisjoint(self._cur["sizes"]):
+                node.shared = tuple(sorted(names))
+        return chain
 
     def _merge_waits(
         self, run: _Run, nodes: tuple[_Node, ...], k: int, w: SemaphoreWait, env: dict[str, View]
