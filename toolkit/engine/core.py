@@ -1696,8 +1696,8 @@ class Engine:
     def _chain(self, node: _Node) -> tuple[tuple[Any, Any, str], ...]:
         """A let's transforms with their compiled views (``node.chain``), and whether
         its view is the same for every thread (``node.shared``), made at its first run."""
-        chain = node.chain = tuple((t.compiled(p), t, p) for t, p in node.steps)
-        if all(compiled is not None for compiled, _, _ in chain):
+        chain = node.chain = tuple([(t.compiled(p), t, p) for t, p in node.steps])
+        if None not in [compiled for compiled, _, _ in chain]:
             names: set[str] = set()
             for t, _ in node.steps:
                 for _, e in t.exprs():

@@ -775,7 +775,7 @@ def _compile_at(at: At, path: str) -> Callable[[At, "View", ViewContext, Actor],
             plan = plans.get((lay[2], lay[3], path)) or op._affine(lay[2], lay[3], path, sim)
             shape, strides = lay[2], lay[3]
             off, out_shape, out_strides = plan[0], plan[1], plan[2]
-            per = tuple((E.compiled(e), size, st, n) for e, size, _, st, n in plan[3])
+            per = tuple([(E.compiled(e), size, st, n) for e, size, _, st, n in plan[3]])
         start = lay[1] + off
         env = actor.env
         try:
