@@ -496,6 +496,54 @@ def test_view_runs_kept_across_runs_are_the_views_own_elements(monkeypatch):
         assert pairs == [tuple(x) for x in runs_of(view.elements()).tolist()]
 
 
+def _race_run(s, chooser=None):
+    """What a data-free run of the race check records (as ``validate.sync`` runs it)."""
+    from mpmd_lab.engine.core import Engine
+
+    out = Engine(s, data=False, strict=False, log_limit=0, log_tally=False, chooser=chooser).run()
+    races = sorted(
+        (r.kind, r.first.path, r.second.path, r.first.actor.device, r.second.actor.device)
+        for r in out.log.races
+    )
+    deadlock = [(b.actor.device, b.path, b.what) for b in out.deadlock]
+    findings = [(f.code, f.path, f.actor.device, f.values) for f in out.findings]
+    return out.steps, races, deadlock, findings, out.leftover, str(out.error)
+
+
+@pytest.mark.parametrize("name", gallery.names())
+def test_shared_let_views_change_nothing(name, monkeypatch):
+    """A let that reads no axis index makes one view for every thread (kept by the view
+    it starts from and its loop variables' values: ``_Node.shared``): a run is step for
+    step what it is with every thread making its own (races, deadlock, findings,
+    leftover signals, error), exploring or not."""
+    from mpmd_lab.engine import core
+    from mpmd_lab.engine.explore import Chooser
+
+    s = gallery.load(name)
+    shared = [_race_run(s), _race_run(s, Chooser())]
+    made = core.Engine._chain
+
+    def own(self, node):
+        chain = made(self, node)
+        node.shared = None
+        return chain
+
+    monkeypatch.setattr(core.Engine, "_chain", own)
+    assert [_race_run(s), _race_run(s, Chooser())] == shared
+
+
+def test_a_let_of_a_loop_variable_is_made_once_for_every_thread():
+    """The ring all-gather's ``sent = sems.at[i]`` and ``arrived = sems.at[i]`` are made
+    once per trip (three) for the four devices' threads; its views by device (``mine``,
+    ``chunk``...) are made per thread."""
+    from mpmd_lab.engine.core import Engine
+
+    eng = Engine(gallery.load("ring-all-gather"), data=False, strict=False)
+    eng.run()
+    lets = {k[0] for k in eng._shared}
+    assert len(lets) == 2 and len(eng._shared) == 2 * 3
+
+
 def _unreachable_after(work) -> int:
     """How many objects ``work()`` leaves that only the cycle collector frees (run with
     the collector off; what was garbage before it is collected first)."""
@@ -560,6 +608,67 @@ _ENTRY = st.one_of(
         lambda t: {"ds": list(t)}
     ),
 )
+
+
+class _Values:
+    """An actor as a compiled ``at`` asks it: its values."""
+
+    def __init__(self, values: dict[str, int]) -> None:
+        from mpmd_lab import expr as E
+
+        self.env = E.Env(values, {})
+
+    def describe(self) -> str:
+        return "device 0"
+
+
+def _view_or_error(f):
+    from mpmd_lab.diagnostics import SimError
+
+    try:
+        v = f()
+    except SimError as e:
+        return (e.code, e.path, str(e))
+    return (v.shape, v.oob, v.lay, v.offsets.tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=3), min_size=1, max_size=3),
+    index=st.lists(_ENTRY, max_size=3),
+    compact=st.booleans(),
+)
+def test_compiled_at_is_its_view(shapes, index, compact):
+    """An ``at`` compiled once (``At.compiled``: its plan kept for the last shape, its
+    entries' expressions called directly) gives what its ``view`` gives, for every
+    actor's values and every shape it is asked in turn (the kept plan replaced when
+    the shape changes back and forth): the view, its out-of-bounds mark, the failure."""
+    from mpmd_lab.memory import Base, View
+    from mpmd_lab.ops.views import At
+
+    fresh = At.model_validate({"op": "at", "index": index})
+    at = At.model_validate({"op": "at", "index": index})
+    compiled = at.compiled("t")
+    assert compiled is not None and at.compiled("t") is compiled  # (made once per path)
+    sim = _Ctx({})
+    for shape in [*shapes, *shapes]:
+        base = Base("scratch", "x", "SMEM", np.dtype(np.float32), tuple(shape))
+        v = View.whole(base, compact, affine=True)
+        for i in range(-2, 6):
+            who = _Values({"i": i})
+            sim.env = who.env
+            want = _view_or_error(lambda v=v, who=who: fresh.view(v, sim, who, "t"))
+            assert _view_or_error(lambda v=v, who=who: compiled(at, v, sim, who)) == want
+
+
+def test_compiled_at_leaves_loads_to_the_engine():
+    """An ``at`` whose entry loads (or reads ``pl.program_id``) has no compiled view:
+    the engine's ``eval`` records those reads."""
+    from mpmd_lab.ops.views import At
+
+    assert At.model_validate({"op": "at", "index": ["ids[0]"]}).compiled("t") is None
+    assert At.model_validate({"op": "at", "index": ["program_id(0)"]}).compiled("t") is None
+    assert At.model_validate({"op": "at", "index": ["i + 1"]}).compiled("t") is not None
 
 
 @settings(max_examples=300, deadline=None)

@@ -257,9 +257,13 @@ class _Node(Record):
     """One statement of a compiled body: its flat pre-order index (as
     mpmd_lab.plan numbers statements), path, op and nested statements; ``flavor``:
     ``"let"``, ``"loop"``, ``"when"`` or ``"stmt"`` (any other op); ``steps``: a let's
-    transforms with their field paths."""
+    transforms with their field paths; ``chain``: the same, each with its compiled
+    view (``TransformOp.compiled``), and ``shared``: where every transform has one and
+    their expressions read no axis index (loop variables at most), the names they read
+    (the let's view is then the same for every thread: ``Engine._shared``), else None
+    (both made at the let's first run)."""
 
-    __slots__ = ("index", "path", "op", "children", "flavor", "steps")
+    __slots__ = ("index", "path", "op", "children", "flavor", "steps", "chain", "shared")
 
     def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
         self.index = index
@@ -267,6 +271,8 @@ class _Node(Record):
         self.op = op
         self.children = children
         self.steps: tuple[tuple[Any, str], ...] = ()
+        self.chain: tuple[tuple[Any, Any, str], ...] | None = None
+        self.shared: tuple[str, ...] | None = None
         if type(op) is Let:  # (no subclasses; a failing isinstance is a slow ABC check)
             self.flavor = _LET
             self.steps = _steps(op.transforms, path)
@@ -653,6 +659,11 @@ class Engine:
         self._spans_lay: dict[tuple, tuple[np.ndarray | None, list[tuple[int, int]]]] = {}
         self.work = 0
         self._memo: dict[tuple[int, Any], Any] = {}
+        #: the views of lets that read no axis index (``_Node.shared``), by (id(node), the
+        #: view they start from, the values of the names they read): a compiled view
+        #: of an affine view (its ``lay``) is then the same for every thread (nodes
+        #: outlive the engine: their ids stay theirs; the views are kept by the key)
+        self._shared: dict[tuple, View] = {}
         self._parsed: dict[Any, E.Expr] = {}
         #: id(expression) -> (it, its function, whether it reads pl.program_id)
         self._compiled: dict[int, tuple[E.Expr, Callable[[E.Env], int], bool]] = {}
@@ -1096,8 +1107,9 @@ class Engine:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
         name = x.stmt.ref_name(fld)
-        view = self._lookup(x.env, name, x.run, x.path)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
+        if view.base.is_sync:
+            self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -1113,8 +1125,8 @@ class Engine:
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         run = x.run
+        a = run.a if agent is False else self._agent_index(run, agent)
         loc = self._place(view, run)
-        a = self._agent_index(run, agent)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
             return Abstract(view.shape, view.dtype)
@@ -1144,8 +1156,9 @@ class Engine:
     ) -> None:
         name = x.stmt.ref_name(fld)
         run = x.run
-        view = self._lookup(x.env, name, run, x.path)
-        self._check_data(view, name, x.path)
+        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
+        if view.base.is_sync:
+            self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -1162,7 +1175,7 @@ class Engine:
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), run, x.node, fld, "w")
-        a = self._agent_index(run, agent)
+        a = run.a if agent is False else self._agent_index(run, agent)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
@@ -1600,10 +1613,35 @@ class Engine:
             op = node.op
             flavor = node.flavor
             run.node = node
+            if flavor is _LET:
+                if used is None or op.let in used:
+                    view = env.get(op.ref)
+                    if view is None:
+                        view = self._lookup(env, op.ref, run, node.path)
+                    chain = node.chain
+                    if chain is None:
+                        chain = self._chain(node)
+                    key = None
+                    if node.shared is not None:
+                        key = (id(node), view, *map(run.values.get, node.shared))
+                        got = self._shared.get(key)
+                        if got is not None:
+                            env[op.let] = got
+                            yield None
+                            continue
+                    for compiled, t, tpath in chain:
+                        if compiled is None:
+                            view = t.view(view, self, run, tpath)
+                        else:
+                            view = compiled(t, view, self, run)
+                    if key is not None and view.lay is not None:
+                        self._shared[key] = view
+                    env[op.let] = view
+                yield None  # (a step all the same: the interleaving stays as it was)
+                continue
             if flavor is _STMT:
-                x = StmtCtx(self, run, node, env)
                 try:
-                    w = op.execute(x)
+                    w = op.execute(StmtCtx(self, run, node, env))
                 except _Skip:
                     w = None
                 if exploring:
@@ -1624,12 +1662,6 @@ class Engine:
                             yield w
                         w.complete()
                 yield None
-                continue
-            if flavor is _LET:
-                if used is None or op.let in used:
-                    base = self._lookup(env, op.ref, run, node.path)
-                    env[op.let] = self._stack(base, node.steps, run) if node.steps else base
-                yield None  # (a step all the same: the interleaving stays as it was)
                 continue
             if flavor is _LOOP:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
@@ -1660,6 +1692,19 @@ class Engine:
             if cond:
                 yield from self._body(run, node.children, dict(env))
                 run.scope = env
+
+    def _chain(self, node: _Node) -> tuple[tuple[Any, Any, str], ...]:
+        """A let's transforms with their compiled views (``node.chain``), and whether
+        its view is the same for every thread (``node.shared``), made at its first run."""
+        chain = node.chain = tuple([(t.compiled(p), t, p) for t, p in node.steps])
+        if None not in [compiled for compiled, _, _ in chain]:
+            names: set[str] = set()
+            for t, _ in node.steps:
+                for _, e in t.exprs():
+                    names |= e.names()
+            if names.isdisjoint(self._cur["sizes"]):
+                node.shared = tuple(sorted(names))
+        return chain
 
     def _merge_waits(
         self, run: _Run, nodes: tuple[_Node, ...], k: int, w: SemaphoreWait, env: dict[str, View]

@@ -176,7 +176,10 @@ class ViewContext(Protocol):
 
 
 class Actor(Protocol):
-    """Who a transform's ``view`` is taken for (``engine.core._Run``)."""
+    """Who a transform's ``view`` is taken for (``engine.core._Run``): where it is,
+    and its values (what its expressions evaluate against)."""
+
+    env: E.Env
 
     @property
     def cluster(self) -> tuple[int, ...]: ...
@@ -487,6 +490,13 @@ class TransformOp(Op):
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         """The simulator's view after this transform (``mpmd_lab.memory.View``)."""
         raise NotImplementedError
+
+    def compiled(self, path: str) -> "Callable[[Any, View, ViewContext, Actor], View] | None":
+        """``view`` at field path ``path`` as one function made once (per op object
+        and path: a candidate fix keeps the ops it does not edit), called with the op
+        first (``f(op, v, sim, actor)``) by the engine's lets per actor; None where
+        ``view`` itself is that function."""
+        return None
 
     def scratch_source(self) -> str:
         """The layout transform a scratch type is allocated with (tiling, swizzle only)."""

@@ -11,7 +11,9 @@ evaluated per device by the simulator, the graph and the rules):
 - ``{axis: {"offset": k}}``: this device's coordinate plus ``k``, wrapped around.
 """
 
+import functools
 import itertools
+import math
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -73,12 +75,9 @@ class DeviceRef(Record):
         """The flat device index this id names from a device at ``own`` (coordinates).
 
         Raises LookupError (an axis the mesh lacks) or IndexError (outside the mesh)."""
-        axes, sizes = list(mesh), list(mesh.values())
         if self.linear is not None:
             d = self.linear.eval(env)
-            n = 1
-            for s in sizes:
-                n *= s
+            n = math.prod(mesh.values())
             if not 0 <= d < n:
                 raise IndexError(f"device {d} outside the mesh (devices 0..{n - 1})")
             return d
@@ -91,7 +90,7 @@ class DeviceRef(Record):
                 raise IndexError(f"{axis}={v} outside the mesh (0..{mesh[axis] - 1})")
             coords[axis] = v
         flat = 0
-        for a, s in zip(axes, sizes, strict=True):
+        for a, s in mesh.items():
             flat = flat * s + coords[a]
         return flat
 
@@ -267,6 +266,11 @@ class RemoteRef(_Elsewhere):
     def device_ref(self) -> DeviceRef:
         return resolve_device(self.device)
 
+    @functools.cached_property
+    def _dref(self) -> DeviceRef:
+        """``device_ref``, once per op (what ``view`` asks per actor)."""
+        return self.device_ref()
+
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         return self.device_ref().exprs()
 
@@ -296,8 +300,7 @@ class RemoteRef(_Elsewhere):
                 "Can't make a multicast reference into a peer reference.",
             )
         try:
-            dref = sim.memo(self, "dref", self.device_ref)
-            return v.with_(device=sim.peer(dref, actor, f"{path}.device"))
+            return v.with_(device=sim.peer(self._dref, actor, f"{path}.device"))
         except SimError as e:
             if e.code != "REMOTE_DEVICE_OOB":
                 raise

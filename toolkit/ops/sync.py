@@ -19,6 +19,7 @@ A signal happens before the wait it satisfies; a copy's completion happens befor
 race check and the simulator judge it.
 """
 
+import functools
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
@@ -152,6 +153,11 @@ class SemaphoreSignal(StatementOp):
     def device_ref(self) -> Any:
         return None if self.device is None else resolve_device(self.device)
 
+    @functools.cached_property
+    def _dref(self) -> Any:
+        """``device_ref``, once per op (what ``execute`` asks per signal)."""
+        return self.device_ref()
+
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         yield "inc", E.parse(self.inc)
         if self.device is not None:
@@ -191,9 +197,7 @@ class SemaphoreSignal(StatementOp):
 
     def execute(self, x: ExecuteContext) -> None:
         """Add inc to the semaphore here or on the peer (the same block there)."""
-        inc = x.eval(self.inc, "inc")
-        dref = None if self.device is None else x.memo("dref", self.device_ref)
-        x.signal("sem", inc, device=dref)
+        x.signal("sem", x.eval(self.inc, "inc"), device=self._dref)
 
 
 class SemaphoreSignalMulticast(StatementOp):

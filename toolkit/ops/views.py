@@ -686,6 +686,24 @@ class At(TransformOp):
         # (an index outside the ref: numpy's indexing, clipped, marks the view)
         return self._indexed(v, sim, actor, self._plans[shape, path], values)
 
+    @functools.cached_property
+    def _compiled(self) -> dict[str, Any]:
+        """``compiled``'s functions by field path."""
+        return {}
+
+    def compiled(self, path: str) -> Callable[[Any, "View", ViewContext, Actor], "View"] | None:
+        """``view`` of an affine view, its entries' expressions called as compiled
+        functions of the actor's values (``E.compiled``) rather than through the
+        engine's ``eval``, the affine plan of the last shape and strides kept at hand.
+        What else ``view`` does (another layout, an index outside the ref, an
+        expression that fails: evaluated again there, which changes nothing, as these
+        read nothing) is left to it. None where an entry's expression loads, reads a
+        semaphore or ``pl.program_id``: the engine's ``eval`` records those."""
+        got = self._compiled.get(path, _NONE)
+        if got is _NONE:
+            got = self._compiled[path] = _compile_at(self, path)
+        return got
+
     def _indexed(
         self, v: "View", sim: ViewContext, actor: Actor, plan: tuple, values: list[int]
     ) -> "View":
@@ -734,8 +752,59 @@ class At(TransformOp):
         return v.with_offsets(offsets, oob)
 
 
+def _compile_at(at: At, path: str) -> Callable[[At, "View", ViewContext, Actor], "View"] | None:
+    """``At.compiled``'s function (the op is its first argument: the op keeps the
+    function, which keeps nothing of the op but its plans, so no cycle holds them)."""
+    for ix in at._entries:
+        if ix.start is not None and not ix.start.calls() <= _PURE_CALLS:
+            return None
+    from mpmd_lab.memory import View
+
+    plans = at._affine_plans
+    shape: tuple[int, ...] | None = None  # the plan at hand: for this shape and strides
+    strides: tuple[int, ...] = ()
+    off = 0
+    out_shape: tuple[int, ...] = ()  # the view's shape and strides after it
+    out_strides: tuple[int, ...] = ()
+    per: tuple[tuple[Callable[[E.Env], int], int, int, int | None], ...] = ()
+
+    def view(op: At, v: "View", sim: ViewContext, actor: Actor) -> "View":
+        nonlocal shape, strides, off, out_shape, out_strides, per
+        lay = v.lay
+        if lay is None:
+            return op.view(v, sim, actor, path)
+        if lay[2] != shape or lay[3] != strides:
+            plan = plans.get((lay[2], lay[3], path)) or op._affine(lay[2], lay[3], path, sim)
+            shape, strides = lay[2], lay[3]
+            off, out_shape, out_strides = plan[0], plan[1], plan[2]
+            per = tuple([(E.compiled(e), size, st, n) for e, size, _, st, n in plan[3]])
+        start = lay[1] + off
+        env = actor.env
+        try:
+            for fn, size, st, n in per:
+                i = fn(env)
+                if n is None:  # an int index: the dim goes
+                    if not -size <= i < size:
+                        return op.view(v, sim, actor, path)
+                    start += i % size * st
+                else:  # pl.ds(i, n)
+                    if i < 0 or n < 0 or i + n > size:
+                        return op.view(v, sim, actor, path)
+                    start += i * st
+        except E.ExprError:
+            return op.view(v, sim, actor, path)
+        lay = (lay[0], start, out_shape, out_strides)
+        return View(v.base, v.dtype, None, v.device, v.multicast, v.cluster, v.oob, lay, v.root)
+
+    return view
+
+
 #: a whole dimension, as numpy indexes it
 _WHOLE = slice(None)
+#: what an index expression may call and still read nothing but the actor's values
+#: (``At.compiled``)
+_PURE_CALLS = frozenset(("axis_size", "num_programs"))
+_NONE: Any = object()
 
 
 def _clip(start: int, n: int, size: int) -> Any:
