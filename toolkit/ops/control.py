@@ -70,6 +70,24 @@ class Loop(StatementOp):
         a, b = start or "int32", stop or "int32"
         return f"lower and upper arguments to fori_loop must have equal types, got {a} and {b}"
 
+    def bool_bounds_error(self, start: str | None, stop: str | None, traced: bool) -> str | None:
+        """JAX's error for two bool bounds (comparisons: equal types, which
+        ``bound_dtype_error`` lets through), or None. ``lax.fori_loop`` with a ``traced``
+        bound runs a ``while_loop`` counting in the bounds' dtype, whose body adds 1 to the
+        counter (``lax.add``, which refuses a bool) before it traces the loop's own body;
+        two constant bounds make a ``scan`` (no error), and ``pl.loop`` casts its bounds.
+        A step other than 1 is written as a trip count (``0, (stop - start + ...)``), which
+        is not followed here."""
+        if self.via != "fori_loop" or self.step != 1 or not traced:
+            return None
+        if start != "bool" or stop != "bool":
+            return None
+        # (JAX lists the accepted kinds in the order of a set: this is one of them)
+        return (
+            "add does not accept dtype bool at position 0. Accepted dtypes at position 0 "
+            "are subtypes of integer, floating, complexfloating."
+        )
+
     def label(self) -> str:
         step = "" if self.step == 1 else f" step {self.step}"
         a, b = E.parse(self.start).label(), E.parse(self.stop).label()
