@@ -952,6 +952,10 @@ class _Access:
     def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.low.ctx.jax(code, path, message, **kw)
 
+    def own(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
+        """mpmd-lab's finding where JAX gives no error (its lowering crashes)."""
+        self.low.ctx.add(code, path, message, **kw)
+
     def device_id(self, dev: Any) -> bool:
         return device_id_problem(self.low.ctx, dev, self.low.st, self.field)
 
