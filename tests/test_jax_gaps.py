@@ -3,7 +3,9 @@ JAX (one probe, child processes; no mocks): a load or store through a transposed
 view (JAX's GPU lowering segfaults: TRANSPOSE_0D_CRASH), integer index entries of
 different shapes (``x_ref.at[ids_ref[...], 0]``: GPU_INDEX_BROADCAST) and
 ``lax.fori_loop`` over two bool bounds (LOOP_BOUND_BOOL). Each case's verdict, stage,
-exception type and message are JAX's; each fix offered leaves JAX accepting the call."""
+exception type and message are JAX's; each fix offered leaves JAX accepting the call. A
+loop with a step other than 1 is written as a trip count: its bounds' dtypes meet there,
+and the generated code computes the trips the check and the simulator count."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ AT00 = {"op": "at", "index": [0, 0]}
 T0 = {"op": "transpose", "perm": []}
 
 
-def _loop(start: str, stop: str, via: str = "fori_loop") -> dict[str, Any]:
+def _loop(start: Any, stop: Any, via: str = "fori_loop", step: int = 1) -> dict[str, Any]:
     """A grid of 2 blocks, each adding its row of x to its row of out from start to stop."""
     at_b = {"op": "at", "index": ["b"]}
     return _kernel(
@@ -72,6 +74,7 @@ def _loop(start: str, stop: str, via: str = "fori_loop") -> dict[str, Any]:
                 "start": start,
                 "stop": stop,
                 "via": via,
+                "step": step,
                 "body": [{"op": "add", "dst": "dst", "lhs": "dst", "rhs": "src"}],
             },
         ],
@@ -146,6 +149,11 @@ CASES: dict[str, tuple[dict[str, Any], str | None]] = {
     "loop-const-and-traced-bool": (_loop("0 > 1", "b > 1"), "LOOP_BOUND_BOOL"),
     "loop-const-bools": (_loop("0 > 1", "1 > 0"), None),
     "loop-bool-pl-loop": (_loop("b > 0", "b > 1", via="pl.loop"), None),
+    # a step other than 1: lax.fori_loop(0, ((stop) - (start) + step - 1) // step, ...)
+    "loop-step-bool-bounds": (_loop("b > 0", "b > 1", step=2), "VALUE_DTYPE"),
+    "loop-step-int-and-bool": (_loop(0, "b > 0", step=2), None),
+    "loop-step-float-start": (_loop("x_ref[0, 0]", 3, step=2), "LOOP_BOUND_DTYPE"),
+    "loop-step-float-and-bool": (_loop("x_ref[0, 0]", "b > 0", step=2), "LOOP_BOUND_DTYPE"),
 }
 for _name, (_s, _) in CASES.items():
     _s["name"] = _name
@@ -260,3 +268,19 @@ def test_import_loop_bool_bounds_is_jax_rejection(imported: dict[str, Any]) -> N
     assert d.code == "LOOP_BOUND_BOOL" and d.stage == "trace" and d.jax is not None
     assert d.jax.message.startswith("add does not accept dtype bool at position 0.")
     assert d.source == _line("err_loop_bool_bounds", "lax.fori_loop(b > 0, b > 1")
+
+
+def test_a_stepped_loop_runs_the_trips_the_check_counts() -> None:
+    """``for i in b + 1..6 step 2``: JAX (the exported code, in the GPU interpreter) runs
+    range(b + 1, 6, 2) as the simulator does (the trip count once read ``6 - b + 1 + 1``:
+    a trip too many on block 1)."""
+    import numpy as np
+    from mpmd_lab import runtime
+
+    s = load_scenario({**_loop("b + 1", 6, step=2), "run": {"interpret": "gpu"}})
+    sim, real = runtime.run(s, "simulate"), runtime.run(s, "interpret", timeout=300)
+    assert sim.ok and real.ok, (sim, real)
+    x = np.arange(4 * 128, dtype=np.float32).reshape(4, 128)[:2]
+    want = x * np.array([[1 + len(range(b + 1, 6, 2))] for b in range(2)])
+    np.testing.assert_array_equal(np.asarray(real.outputs["out"]), want)
+    np.testing.assert_array_equal(np.asarray(sim.outputs["out"]), want)

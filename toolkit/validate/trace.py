@@ -616,11 +616,11 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
                 fix = fix or fixes_for.counted(ctx.s, truth_fields(ctx))
                 ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
                 return True
-            msg = op.bool_bounds_error(bounds.get("start"), bounds.get("stop"), traced)
-            if msg is not None:
+            found = op.bool_bounds_error(bounds.get("start"), bounds.get("stop"), traced)
+            if found is not None:
                 path = sub_path(st.path, prefix + "start")
                 fix = fixes_for.counted(ctx.s, truth_fields(ctx))
-                ctx.jax("LOOP_BOUND_BOOL", path, msg, jax_type="TypeError", fix=fix)
+                ctx.jax(found[0], path, found[1], jax_type="TypeError", fix=fix)
                 return True
     return False
 
