@@ -847,6 +847,17 @@ class Translator:
             return self.out(eqn, Computed("broadcast", (v,), _dtype_of(v) or "", shape))
         raise Unsupported("broadcast_in_dim of an array value along its leading dims")
 
+    def p_broadcast_to(self, eqn, scope):
+        """An index broadcast to the shape of an array index next to it: JAX's
+        ``NDIndexer`` binds it (``x_ref.at[ids_ref[...], 0]``), and only there, where the
+        view is made (a view never used too). Indexing by an array is not imported, so
+        neither is this (the Mosaic GPU lowering refuses it: GPU_INDEX_BROADCAST)."""
+        raise Unsupported(
+            "integer indices of different shapes, an array next to a scalar (a gather view, its "
+            "indices broadcast by broadcast_to, which the Mosaic GPU lowering refuses: "
+            "GPU_INDEX_BROADCAST)"
+        )
+
     def p_multiple_of(self, eqn, scope):  # pl.multiple_of: a hint, the same value
         self.out(eqn, self.read(eqn.invars[0]))
 

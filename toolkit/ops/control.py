@@ -60,8 +60,18 @@ class Loop(StatementOp):
     def bound_dtype_error(self, start: str | None, stop: str | None) -> str | None:
         """JAX's error for bounds of these dtypes (None: a Python int), or None.
         ``lax.fori_loop`` wants equal types (a Python int is an int32 there, but takes an
-        integer's dtype; a comparison is a bool); ``pl.loop`` takes any."""
-        if self.via != "fori_loop" or start == stop:
+        integer's dtype; a comparison is a bool); ``pl.loop`` takes any. A step other than 1
+        is written ``lax.fori_loop(0, ((stop) - (start) + step - 1) // step, ...)``: the
+        bounds only meet in the trip count, whose dtype (an integer's, which the 0 takes,
+        or a float's, refused) is what ``fori_loop`` sees (two bools: ``bool_bounds_error``)."""
+        if self.via != "fori_loop":
+            return None
+        if self.step != 1:
+            trips = E.combine_dtypes(start, stop)
+            if trips is None or not trips.startswith("float"):
+                return None
+            start, stop = None, trips  # (the 0 of the trip count, then the count)
+        elif start == stop:
             return None
         if start is None or stop is None:
             strong = start or stop
@@ -69,6 +79,24 @@ class Loop(StatementOp):
                 return None
         a, b = start or "int32", stop or "int32"
         return f"lower and upper arguments to fori_loop must have equal types, got {a} and {b}"
+
+    def bool_bounds_error(
+        self, start: str | None, stop: str | None, traced: bool
+    ) -> tuple[str, str] | None:
+        """JAX's error (code, message) for two bool bounds (comparisons: equal types,
+        which ``bound_dtype_error`` lets through), or None. ``lax.fori_loop`` with a
+        ``traced`` bound runs a ``while_loop`` counting in the bounds' dtype, whose body
+        adds 1 to the counter (``lax.add``, which refuses a bool) before it traces the
+        loop's own body (LOOP_BOUND_BOOL); a step other than 1 subtracts them first, in
+        the trip count (``lax.sub``: VALUE_DTYPE). Two constant bounds are Python bools
+        (a ``scan``, no error); ``pl.loop`` casts its bounds."""
+        if self.via != "fori_loop" or not traced or start != "bool" or stop != "bool":
+            return None
+        # (JAX lists the accepted kinds in the order of a set: this is one of them)
+        kinds = "Accepted dtypes at position 0 are subtypes of integer, floating, complexfloating."
+        if self.step != 1:
+            return "VALUE_DTYPE", f"sub does not accept dtype bool at position 0. {kinds}"
+        return "LOOP_BOUND_BOOL", f"add does not accept dtype bool at position 0. {kinds}"
 
     def label(self) -> str:
         step = "" if self.step == 1 else f" step {self.step}"
@@ -92,9 +120,11 @@ class Loop(StatementOp):
             head = [f"def {fn}({var}, {carry}):"]
             trips = f"{start}, {stop}"
         else:  # lax.fori_loop has no step: count trips, compute the index
+            # (each bound in parentheses: ``stop - start`` of ``b + 1`` is ``stop - (b + 1)``,
+            # and of comparisons no chained comparison)
             k = g.fresh("k")
-            head = [f"def {fn}({k}, {carry}):", f"    {var} = {start} + {k} * {self.step}"]
-            trips = f"0, ({stop} - {start} + {self.step - 1}) // {self.step}"
+            head = [f"def {fn}({k}, {carry}):", f"    {var} = ({start}) + {k} * {self.step}"]
+            trips = f"0, (({stop}) - ({start}) + {self.step - 1}) // {self.step}"
         return [
             *head,
             *_indent(inner),

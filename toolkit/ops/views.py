@@ -1066,12 +1066,27 @@ class Transpose(TransformOp):
             return None
 
     def stops_access(self) -> bool:
-        # (a negative axis is out of order too)
-        return sorted(self.perm) != list(range(len(self.perm)))
+        # (a negative axis is out of order too; a 0-D view's empty permutation crashes)
+        return not self.perm or sorted(self.perm) != list(range(len(self.perm)))
 
     def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
-        """The lowering's ``memref_transpose`` takes a permutation of non-negative axes."""
+        """The lowering's ``memref_transpose`` takes a permutation of non-negative axes;
+        on a 0-D view (the empty permutation) MLIR's ``memref.transpose`` segfaults, so
+        JAX gives no error, the process dies (TRANSPOSE_0D_CRASH)."""
         perm = self.perm
+        if not perm:
+            a.own(
+                "TRANSPOSE_0D_CRASH",
+                (*path, "perm"),
+                "a load or store through a transpose of a 0-D view crashes JAX's Mosaic GPU "
+                "lowering (a segfault in memref.transpose with the empty permutation): the "
+                "process dies without an error",
+                fix=Fix(
+                    description="drop the transpose: on a 0-D view it changes nothing",
+                    edits=[Edit(op="remove", path=format_path(path))],
+                ),
+            )
+            return True
         if any(p < 0 for p in perm):
             a.jax(
                 "TRANSPOSE_NEGATIVE_PERM_GPU",

@@ -136,6 +136,8 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
 
     names = loop_dtypes(st)
     for prefix, op in expr_ops(st.node):
+        if _index_broadcast(ctx, st, op, prefix):
+            return True
         for field, e in op.exprs():
             loads = "load" in e.calls()
             if not loads and not (names and not names.keys().isdisjoint(e.names())):
@@ -151,6 +153,58 @@ def _index_dtype(ctx: Ctx, st: Stmt) -> bool:
             for ix in index:
                 if _float_index(ctx, path, ix, st.load_dtype, names, st.loads):
                     return True
+    return False
+
+
+#: JAX's error for the ``broadcast_to`` primitive (the same under ``pl.kernel`` and
+#: ``plgpu.kernel``, with or without threads: both lower it with warpgroup semantics)
+_BROADCAST_TO = (
+    "Unimplemented primitive in Pallas Mosaic GPU lowering: broadcast_to for lowering "
+    "semantics LoweringSemantics.Warpgroup and user thread semantics "
+    "PrimitiveSemantics.Warpgroup. Please file an issue at "
+    "https://github.com/jax-ml/jax/issues/new/choose."
+)
+
+
+def _index_broadcast(ctx: Ctx, st: Stmt, op: Any, prefix: str) -> bool:
+    """Integer indices of different shapes: an array (a load with fewer indices than its
+    ref has dims, ``E.value_shape``) next to a scalar, as the integer entries of a view
+    (``x_ref.at[ids_ref[...], 0]``) or of a load (``t_ref[ids_ref[...], 0]``). JAX's
+    ``NDIndexer`` broadcasts each index to their common shape with the ``broadcast_to``
+    primitive where the view or the load is made (a view never used too), and the
+    Mosaic GPU lowering has no rule for it (GPU_INDEX_BROADCAST): before the gather
+    itself (GPU_GATHER_LOAD), which an array alone as the integer index reaches."""
+    shape_of = load_shapes(st)
+    # (a view step's integer entries; a statement has none)
+    ints = set() if isinstance(op, StatementOp) else {id(x) for x in op.int_indices()}
+    # (field, the field's expression where the indices are a load's in it, the index)
+    groups = [[(f, None, e) for f, e in op.exprs() if id(e) in ints]]
+    for f, e in op.exprs():
+        if "load" in e.calls():
+            groups += [
+                [(f, e, i) for i in r.index] for r in E.data_reads(e) if isinstance(r, E.Load)
+            ]
+    for group in groups:
+        shapes = [E.value_shape(i, shape_of) for _, _, i in group]
+        if len(shapes) < 2 or not any(shapes):
+            continue
+        common = E.broadcast_shapes(tuple(shapes))
+        bent = next((g for g, sh in zip(group, shapes, strict=True) if sh != common), None)
+        if bent is not None:
+            path = sub_path(st.path, prefix + bent[0])
+            # a load's short index loaded at 0 (a view's: another shape, no fix)
+            fix = None
+            if bent[1] is not None:
+                fix = fixes_for.index_loads(ctx.s, [(path, bent[1], shape_of), *short_loads(ctx)])
+            ctx.jax(
+                "GPU_INDEX_BROADCAST",
+                path,
+                _BROADCAST_TO,
+                stage="gpu-lower",
+                jax_type="NotImplementedError",
+                fix=fix,
+            )
+            return True
     return False
 
 
@@ -900,6 +954,10 @@ class _Access:
 
     def jax(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
         self.low.ctx.jax(code, path, message, **kw)
+
+    def own(self, code: str, path: Path | str, message: str, **kw: Any) -> None:
+        """mpmd-lab's finding where JAX gives no error (its lowering crashes)."""
+        self.low.ctx.add(code, path, message, **kw)
 
     def device_id(self, dev: Any) -> bool:
         return device_id_problem(self.low.ctx, dev, self.low.st, self.field)

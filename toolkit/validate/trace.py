@@ -579,10 +579,11 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
     names: dict[str, str] | None = None
     for prefix, op in expr_ops(st.node):
         bounds: dict[str, str | None] = {}
-        typed = False
+        typed = traced = False
         for field, e in op.exprs():
             if e.is_const and not e.is_bool:
                 continue  # (a Python int)
+            traced = traced or not e.is_const
             kind = op.expr_kind(field)
             if kind != "device" and kind != "bound":
                 continue
@@ -614,6 +615,12 @@ def _data_dtypes(ctx: Ctx, st: Stmt) -> bool:
                 path = sub_path(st.path, prefix + "start")
                 fix = fix or fixes_for.counted(ctx.s, truth_fields(ctx))
                 ctx.jax("LOOP_BOUND_DTYPE", path, msg, jax_type="TypeError", fix=fix)
+                return True
+            found = op.bool_bounds_error(bounds.get("start"), bounds.get("stop"), traced)
+            if found is not None:
+                path = sub_path(st.path, prefix + "start")
+                fix = fixes_for.counted(ctx.s, truth_fields(ctx))
+                ctx.jax(found[0], path, found[1], jax_type="TypeError", fix=fix)
                 return True
     return False
 
