@@ -835,26 +835,27 @@ def index_bounds_error_at(
             start, size = ds
         else:
             continue  # a dynamic start: not checked at trace
-        if start >= d:
-            return (
-                JaxError(
-                    "AT_OOB_SLICE",
-                    "ValueError",
-                    f"Out of bound slice: start={start}, dim={d}.",
-                    "trace",
-                ),
-                k,
-            )
-        if size and start + size - 1 >= d:
-            return (
-                JaxError(
-                    "AT_OOB_SLICE",
-                    "ValueError",
-                    f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
-                    "trace",
-                ),
-                k,
-            )
+        bad = slice_bounds_error(start, size, d)
+        if bad is not None:
+            return bad, k
+    return None
+
+
+def slice_bounds_error(start: int, size: int, d: int) -> JaxError | None:
+    """``index_bounds_error`` of one slice with a static start: ``size`` elements from
+    ``start`` (``slice.indices``' for a Python slice, as written for ``pl.ds``) along a
+    dim of size ``d`` (the type rule of ``at`` asks it per entry it has resolved)."""
+    if start >= d:
+        return JaxError(
+            "AT_OOB_SLICE", "ValueError", f"Out of bound slice: start={start}, dim={d}.", "trace"
+        )
+    if size and start + size - 1 >= d:
+        return JaxError(
+            "AT_OOB_SLICE",
+            "ValueError",
+            f"Out of bound slice: start={start}, size={size}, stride=1, dim={d}.",
+            "trace",
+        )
     return None
 
 

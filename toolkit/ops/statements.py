@@ -57,8 +57,12 @@ class Copy(StatementOp):
         if low.access("src", "load") or low.access("dst", "store"):
             return True
         info = low.info("src")
-        both_gmem = low.root_space("src") == low.root_space("dst") == "GMEM"
-        if info.dtype == "bool" and info.shape and both_gmem:
+        # (the roots' spaces asked only of a copy of booleans: the one rule that reads them)
+        if (
+            info.dtype == "bool"
+            and info.shape
+            and low.root_space("src") == low.root_space("dst") == "GMEM"
+        ):
             vec = L.strided_vec_size(tuple(info.shape), 1)
             if 0 < vec < 8:  # (0: the size rule's own error)
                 low.later(

@@ -207,6 +207,11 @@ def _entry_source(e: Any, g: SourceWriter) -> str:
     return f"pl.ds({g.expr(ix.start)}, {ix.size!r})"
 
 
+def _oob_at(e: "L.JaxError", k: int) -> StepError:
+    """``layout_rules.slice_bounds_error`` of entry ``k``, as its step raises it."""
+    return err(e.code, e.jax_type, e.message, field=f"index[{k}]")
+
+
 def full_entry(e: Any, d: int) -> bool:
     """An index entry that selects the whole dimension."""
     ix = resolve_entry(e)
@@ -465,8 +470,6 @@ class At(TransformOp):
                     ),
                     notes,
                 )
-        # NDIndexer's bounds check (every static slice, whole ones too): layout_rules
-        oob = L.index_bounds_error_at(shape, index)
         # the base region narrowed by each view dim's selection, as the loop makes it
         # (``out`` None once unknowable); ``keep``: the base dims the view still shows
         view_dims = ref.view_dims or ()
@@ -477,9 +480,6 @@ class At(TransformOp):
         has_int = False
         dynamic = ref.dynamic
         for k, (d, ix) in enumerate(zip(shape, ixs, strict=True)):
-            if oob is not None and oob[1] == k:
-                e = oob[0]
-                return None, err(e.code, e.jax_type, e.message, field=f"index[{k}]"), notes
             kind = ix.kind
             if kind == "int":  # the dim is dropped
                 has_int = True
@@ -514,13 +514,19 @@ class At(TransformOp):
             # index times ``stride`` when ``axis`` is one
             axis: tuple[str, Any] | None = None
             stride = 0
+            # NDIndexer's bounds check of every static slice, whole ones too, in dim
+            # order (``layout_rules.index_bounds_error_at``, of the entries resolved)
             if kind == "all":
                 start, size = 0, d
+                if (oob := L.slice_bounds_error(start, size, d)) is not None:
+                    return None, _oob_at(oob, k), notes
             elif kind == "slice":
                 a, b = ix.lo, ix.hi
                 start = 0 if a is None else (min(d, a) if a >= 0 else max(0, d + a))
                 stop = d if b is None else (min(d, b) if b >= 0 else max(0, d + b))
                 size = max(0, stop - start)
+                if (oob := L.slice_bounds_error(start, size, d)) is not None:
+                    return None, _oob_at(oob, k), notes
                 if b is not None and b > d:
                     notes += (
                         err(
@@ -535,6 +541,8 @@ class At(TransformOp):
                     )
             elif isinstance(ix.start, E.Const):  # pl.ds with a static start
                 start, size = ix.start.value, ix.size or 0
+                if (oob := L.slice_bounds_error(start, size, d)) is not None:
+                    return None, _oob_at(oob, k), notes
                 if start < 0:
                     notes += (
                         err(

@@ -90,6 +90,8 @@ def _views(ctx: Ctx) -> _Limit | None:
     # (the view's first step it cannot run, with its limit: its source view's, else the
     # first of its own steps; once per view)
     key, limit = _FIND[ctx.s.run.interpret]
+    if not _any_limit(ctx, limit):
+        return None  # (no view of the call has a step it cannot run: no fold to make)
     first_step = ctx.r.first_step
     for prog in ctx.programs:
         for st in prog.stmts:
@@ -105,6 +107,24 @@ def _views(ctx: Ctx) -> _Limit | None:
                     where = format_path(path)
                     return _Limit(found.code, where, step, found.why, found.jax_message)
     return None
+
+
+def _any_limit(ctx: Ctx, limit: Any) -> bool:
+    """Whether any transform a view's stack can hold (an argument's, a let's) has a
+    ``limit`` for the interpreter: each asked once, where folding every view's stack
+    asks each view's steps."""
+    for a in ctx.s.call.args:
+        for t in a.transforms or ():
+            if limit(t) is not None:
+                return True
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            node = st.node
+            if type(node) is Let:
+                for t in node.transforms:
+                    if limit(t) is not None:
+                        return True
+    return False
 
 
 def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
