@@ -154,3 +154,47 @@ def test_reshaping_an_untransformed_ref_is_the_general_rule() -> None:
             target.append(left)
         m = L.Memref(tuple(dims), L.contiguous_strides(dims), True)
         assert L.memref_reshape(m, target) == L._memref_reshape(m, target)[:2], (dims, target)
+
+
+def test_the_interpreters_first_view_is_the_whole_walk() -> None:
+    """``validate.interp._views`` (the first transform with a limit found first, then
+    each view folded from its source's answer) names the first view step that walking
+    every statement's refs' whole stacks finds, for both interpreters."""
+    from pathlib import Path
+
+    from mpmd_lab import gallery
+    from mpmd_lab.fields import format_path
+    from mpmd_lab.ops import Let
+    from mpmd_lab.validate import interp
+
+    root = Path(__file__).resolve().parent / "scenarios"
+    texts = [gallery.path_of(n).read_text() for n in gallery.names()]
+    texts += [p.read_text() for p in sorted(root.rglob("*.json"))]
+    rng = random.Random(23)
+    texts += [_random_chain(rng, 6) for _ in range(10)]
+    compared = 0
+    for text in texts:
+        try:
+            s = load_scenario(text)
+        except Exception:
+            continue
+        for mode in ("gpu", "hlo"):
+            s2 = s.model_copy(update={"run": s.run.model_copy(update={"interpret": mode})})
+            ctx = Ctx(s2, compile(s2))
+            want = None
+            for prog in ctx.programs:
+                for st in prog.stmts:
+                    if type(st.node) is Let or want is not None:
+                        continue
+                    for b in st.refs.values():
+                        hit = next(
+                            ((p, lim) for p, t in b.stack if (lim := t.interpret_limit(mode))),
+                            None,
+                        )
+                        if hit is not None:
+                            want = (hit[1].code, format_path(hit[0]))
+                            break
+            got = interp._views(ctx)
+            assert (None if got is None else (got.code, got.path)) == want
+            compared += want is not None
+    assert compared > 5

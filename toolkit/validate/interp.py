@@ -23,6 +23,7 @@ from typing import Any
 
 from mpmd_lab.fields import Path, format_path, get_path
 from mpmd_lab.ops import Let, StatementOp
+from mpmd_lab.plan import Binding, along_chain, own_steps
 from mpmd_lab.record import Record
 from mpmd_lab.validate.context import Ctx
 
@@ -77,22 +78,31 @@ def check_interpret(ctx: Ctx) -> None:
     )
 
 
-#: interpreter -> (``first_step``'s key, a transform's ``t.interpret_limit(interp)``: a C
-#: callable, no Python frame per step)
-_FIND = {
-    interp: (f"interpret_limit:{interp}", methodcaller("interpret_limit", interp))
-    for interp in ("gpu", "hlo")
-}
+#: interpreter -> a transform's ``t.interpret_limit(interp)`` (a C callable, no Python
+#: frame per transform)
+_FIND = {interp: methodcaller("interpret_limit", interp) for interp in ("gpu", "hlo")}
 
 
 def _views(ctx: Ctx) -> _Limit | None:
     """The first view of a statement's ref the chosen CPU interpreter cannot run."""
-    # (the view's first step it cannot run, with its limit: its source view's, else the
-    # first of its own steps; once per view)
-    key, limit = _FIND[ctx.s.run.interpret]
-    if not _any_limit(ctx, limit):
+    limit = _FIND[ctx.s.run.interpret]
+    first = _first_limited(ctx, limit)
+    if first is None:
         return None  # (no view of the call has a step it cannot run: no fold to make)
-    first_step = ctx.r.first_step
+    known, its = first
+
+    # the view's first step it cannot run, with its limit: its source view's, else the
+    # first of its own steps; once per view (``along_chain``; the first transform found
+    # to have a limit is not asked again)
+    def step(y: Binding, found: Any) -> Any:
+        if found is None:
+            for path, t in own_steps(y):
+                answer = its if t is known else limit(t)
+                if answer is not None:
+                    return path, answer
+        return found
+
+    memo: dict[int, tuple[Binding, Any]] = {}
     for prog in ctx.programs:
         for st in prog.stmts:
             if type(st.node) is Let:  # (as in _statements: no ABC check per op)
@@ -100,31 +110,31 @@ def _views(ctx: Ctx) -> _Limit | None:
             for b in st.refs.values():
                 if not b.stack:
                     continue  # no view step: nothing to run (and none along its chain)
-                hit = first_step(b, key, limit)
+                hit = along_chain(memo, b, step)
                 if hit is not None:
                     path, found = hit
-                    step = _step_kind(ctx, b, path)
+                    kind = _step_kind(ctx, b, path)
                     where = format_path(path)
-                    return _Limit(found.code, where, step, found.why, found.jax_message)
+                    return _Limit(found.code, where, kind, found.why, found.jax_message)
     return None
 
 
-def _any_limit(ctx: Ctx, limit: Any) -> bool:
-    """Whether any transform a view's stack can hold (an argument's, a let's) has a
-    ``limit`` for the interpreter: each asked once, where folding every view's stack
-    asks each view's steps."""
+def _first_limited(ctx: Ctx, limit: Any) -> tuple[Any, Any] | None:
+    """The first transform a view's stack can hold (an argument's, then each let's, in
+    the plan's order) that has a ``limit`` for the interpreter, with it (None: none):
+    each asked once, where folding each view's stack asks each view's steps."""
     for a in ctx.s.call.args:
         for t in a.transforms or ():
-            if limit(t) is not None:
-                return True
+            if (answer := limit(t)) is not None:
+                return t, answer
     for prog in ctx.programs:
         for st in prog.stmts:
             node = st.node
             if type(node) is Let:
                 for t in node.transforms:
-                    if limit(t) is not None:
-                        return True
-    return False
+                    if (answer := limit(t)) is not None:
+                        return t, answer
+    return None
 
 
 def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
