@@ -159,18 +159,20 @@ class Stmt(Record):
         index: int,
         path: Path,
         node: Any,
-        refs: dict[str, Binding] | None = None,
-        steps: list[Step] | None = None,
-        ok: bool = True,
-        defines: Binding | None = None,
-        scope: tuple[Stmt, ...] = (),
-        bound: frozenset[str] = frozenset(),
-        unbound: tuple[str, str] | None = None,
-        loads: dict[str, Binding] | None = None,
-        exprs: tuple[tuple[int, str, E.Expr], ...] = (),
-        calls: frozenset[str] = frozenset(),
-        typed: bool = True,
+        refs: dict[str, Binding],
+        steps: list[Step],
+        ok: bool,
+        defines: Binding | None,
+        scope: tuple[Stmt, ...],
+        bound: frozenset[str],
+        unbound: tuple[str, str] | None,
+        loads: dict[str, Binding] | None,
+        exprs: tuple[tuple[int, str, E.Expr], ...],
+        calls: frozenset[str],
+        typed: bool,
     ) -> None:
+        # (every field given: ``_body`` makes each record whole, its one maker; ``loads``
+        # None where a load names nothing)
         self.loads = {} if loads is None else loads
         self.exprs = exprs
         self.calls = calls
@@ -178,8 +180,8 @@ class Stmt(Record):
         self.index = index
         self.path = path
         self.node = node
-        self.refs = {} if refs is None else refs
-        self.steps = [] if steps is None else steps
+        self.refs = refs
+        self.steps = steps
         self.ok = ok
         self.defines = defines
         self.scope = scope
