@@ -829,3 +829,24 @@ def test_a_retitled_fix_shares_its_candidates_plan_and_checks_as_validated_anew(
         with pytest.raises(ValueError):
             kept.plan.of_copy(anew)  # (validated anew: its own call, not this plan's)
     assert seen >= 5
+
+
+def test_a_fix_whose_path_is_gone_is_refused_with_a_scenario_error() -> None:
+    """A remove applied again (its element already gone) or an edit into a missing field
+    raises ScenarioError naming the edit's path, not the IndexError/KeyError of the
+    JSON form; the Session refuses it as one failed step."""
+    from mpmd_lab.diagnostics import Fix
+    from mpmd_lab.scenario import ScenarioError
+    from mpmd_lab.session import Session
+
+    s = gallery.load("transpose-view")
+    n = len(s.call.programs[0].body)
+    gone = Fix(description="x", edits=[Edit(op="remove", path=f"call.programs[0].body[{n + 3}]")])
+    with pytest.raises(ScenarioError, match=rf"body\[{n + 3}\]"):
+        apply_fix(s, gone)
+    nowhere = Fix(description="y", edits=[Edit(op="replace", path="call.nowhere.at_all", value=1)])
+    with pytest.raises(ScenarioError, match="call.nowhere.at_all"):
+        apply_fix(s, nowhere)
+    session = Session(s)
+    result = session.apply_fix(gone)
+    assert not result.ok and session.scenario is s

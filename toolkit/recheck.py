@@ -15,7 +15,7 @@ from typing import Any
 from mpmd_lab.diagnostics import Diagnostic, Edit
 from mpmd_lab.fields import parse_path
 from mpmd_lab.plan import Plan, compile
-from mpmd_lab.scenario import Scenario
+from mpmd_lab.scenario import Scenario, ScenarioError
 from mpmd_lab.validate import context
 from mpmd_lab.validate.analysis import Analysis, analyze_rules
 from pydantic import BaseModel
@@ -205,27 +205,38 @@ def with_edits(root: dict[str, Any], edits: Iterable[Edit]) -> dict[str, Any]:
     only the containers on an edit's path (a model on it: its fields, ``_fields``):
     everything else, and each edit's value, is shared, not copied, so neither
     ``root`` nor an edit is changed (a later edit inside an earlier one's value copies
-    it first). Raises where an edit does not apply."""
+    it first). Raises ScenarioError where an edit does not apply (its path is not there)."""
     made: dict[int, Any] = {}  # id -> each container made here (held: the ids stay)
     top = made[id(root)] = dict(root)
     for edit in edits:
-        parts = parse_path(edit.path)
-        parent: Any = top
-        for part in parts[:-1]:
-            child = parent[part]
-            if id(child) not in made:
-                child = _fields(child) if isinstance(child, BaseModel) else child.copy()
-                made[id(child)] = child
-                parent[part] = child
-            parent = child
-        last = parts[-1]
-        if edit.op == "remove":
-            del parent[last]
-        elif edit.op == "replace" or not isinstance(parent, list):
-            parent[last] = edit.value  # (an add to a mapping sets the key)
-        else:  # an add to a list inserts
-            parent.insert(int(last), edit.value)
+        try:
+            _apply(top, edit, made)
+        except (KeyError, IndexError, TypeError, ValueError) as e:  # (a path not there)
+            raise ScenarioError(
+                "fix", [(edit.path, f"the edit ({edit.op}) does not apply here: {e!r}")]
+            ) from e
     return top
+
+
+def _apply(top: dict[str, Any], edit: Edit, made: dict[int, Any]) -> None:
+    """``with_edits``'s one edit, applied to ``top`` (containers on its path copied
+    once: ``made``)."""
+    parts = parse_path(edit.path)
+    parent: Any = top
+    for part in parts[:-1]:
+        child = parent[part]
+        if id(child) not in made:
+            child = _fields(child) if isinstance(child, BaseModel) else child.copy()
+            made[id(child)] = child
+            parent[part] = child
+        parent = child
+    last = parts[-1]
+    if edit.op == "remove":
+        del parent[last]
+    elif edit.op == "replace" or not isinstance(parent, list):
+        parent[last] = edit.value  # (an add to a mapping sets the key)
+    else:  # an add to a list inserts
+        parent.insert(int(last), edit.value)
 
 
 def _fields(m: BaseModel) -> dict[str, Any]:
