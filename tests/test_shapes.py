@@ -187,6 +187,30 @@ def test_flags_and_regions() -> None:
     assert "f32[2,128] GMEM peer" == after.describe()
 
 
+def test_sharded_regrouping_leaves_no_dim0_view() -> None:
+    """A sharded ref's reshape, bitcast or transpose (even one that keeps every dim)
+    raises before it makes a view, and its lazy error leaves ``view_dims`` None: so
+    NDIndexer's sharding check (``At.typed``'s ``sharded0``) needs no record of the
+    regrouping steps; the next index raises the waiting error, not a sharding one."""
+    from mpmd_lab.ops import At, Bitcast, Reshape, Transpose
+
+    ref = base_info([8, 128], "float32", "GMEM", "x", "dev")
+    for t in [
+        Reshape(op="reshape", shape=[8, 128]),
+        Bitcast(op="bitcast", dtype="int32"),
+        Transpose(op="transpose", perm=[0, 1]),
+    ]:
+        first, second = propagate(ref, [t, At(op="at", index=[0])])
+        assert first.error is not None and first.error.code == "MPMD_GPU_MESH_NOT_COMBINABLE"
+        assert first.after is not None and first.after.view_dims is None
+        assert second.error is first.error and second.after is None
+    # unsharded, a same-shape reshape keeps where the view sits
+    plain = base_info([8, 128], "float32", "GMEM", "x")
+    (step,) = propagate(plain, [Reshape(op="reshape", shape=[8, 128])])
+    assert step.after is not None and step.after.transformed
+    assert (step.after.region, step.after.view_dims) == (plain.region, plain.view_dims)
+
+
 def test_unbound_is_the_least_name_not_bound() -> None:
     """``Expr.unbound``, answered from each node's parts, is the least of its names
     (``names()``) that ``bound`` lacks, on random expressions of every node kind."""

@@ -54,16 +54,21 @@ class RefInfo(Record):
     """A ref (or view of one) as JAX types it.
 
     ``memory_space``: GMEM, SMEM, TMEM, or VALUE (not a ref: a plain array);
-    ``transformed``: any transform at all (a TransformedRef); ``dynamic``: an index
-    depends on the kernel axis or program id; ``region``: per base dimension, the region
-    this view covers, None once unknowable; ``view_dims``: which base dims the view's
-    dims are (None once a reshape, bitcast or transpose hides it); ``int_indices``:
-    integer indices into the base, for the out-of-bounds check; ``pending``: a lazy
-    error waiting for the ref's type to be computed (see ``StepError.lazy``);
+    ``transformed``: any transform at all (a TransformedRef); ``region``: per base
+    dimension, the region this view covers (a dynamic start in its ``Dim.axis``), None
+    once unknowable; ``view_dims``: which base dims the view's dims are (None once a
+    reshape, bitcast or transpose hides it); ``cluster_block``: the block of a
+    ``cluster_ref`` view; ``pending``: a lazy error waiting for the ref's type to be
+    computed (see ``StepError.lazy``);
     ``sharded``: dim 0 is sharded over these device axes (an input without shard_map);
     ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view),
     the memory spaces it loads from (``"GMEM"``, ``"GMEM,SMEM"``; ``""``: no gather).
     Immutable by convention (``replace`` makes a changed copy).
+
+    The record holds what a rule reads, nothing more: it is made at every view step.
+    What only the transforms know (which were reshapes, bitcasts or transposes, the
+    integer indices, the peer's device) is read from the steps themselves (``Step.op``,
+    the transform op).
     """
 
     __slots__ = (
@@ -74,18 +79,9 @@ class RefInfo(Record):
         "peer",
         "multicast",
         "cluster",
-        "transposed",
-        "reshaped",
-        "bitcast",
-        "sliced",
-        "int_indexed",
         "transformed",
-        "dynamic",
         "region",
         "view_dims",
-        "int_indices",
-        "peer_device",
-        "multicast_axes",
         "cluster_block",
         "pending",
         "sharded",
@@ -103,18 +99,9 @@ class RefInfo(Record):
         peer: bool = False,
         multicast: bool = False,
         cluster: bool = False,
-        transposed: bool = False,
-        reshaped: bool = False,
-        bitcast: bool = False,
-        sliced: bool = False,
-        int_indexed: bool = False,
         transformed: bool = False,
-        dynamic: bool = False,
         region: tuple[Dim, ...] | None = None,
         view_dims: tuple[int, ...] | None = None,
-        int_indices: tuple[tuple[int, int], ...] = (),
-        peer_device: Any = None,
-        multicast_axes: tuple[str, ...] = (),
         cluster_block: tuple[tuple[str, int], ...] = (),
         pending: StepError | None = None,
         sharded: str | None = None,
@@ -127,18 +114,9 @@ class RefInfo(Record):
         self.peer = peer
         self.multicast = multicast
         self.cluster = cluster
-        self.transposed = transposed
-        self.reshaped = reshaped
-        self.bitcast = bitcast
-        self.sliced = sliced
-        self.int_indexed = int_indexed
         self.transformed = transformed
-        self.dynamic = dynamic
         self.region = region
         self.view_dims = view_dims
-        self.int_indices = int_indices
-        self.peer_device = peer_device
-        self.multicast_axes = multicast_axes
         self.cluster_block = cluster_block
         self.pending = pending
         self.sharded = sharded
@@ -233,12 +211,11 @@ def view_info(
     shape: tuple[int, ...],
     region: tuple[Dim, ...] | None,
     view_dims: tuple[int, ...] | None,
-    **flags: Any,
 ) -> RefInfo:
     """``ref`` seen through one index, reshape or transpose step (``transformed``): its
-    new ``shape``, ``region`` and ``view_dims``, and the ``flags`` the step sets
-    (``sliced``, ``reshaped``, ...); every other field ``ref``'s."""
-    return replace(ref, shape=shape, transformed=True, region=region, view_dims=view_dims, **flags)
+    new ``shape``, ``region`` and ``view_dims``; every other field ``ref``'s (a step
+    that changes less names only what it changes: ``replace``)."""
+    return replace(ref, shape=shape, transformed=True, region=region, view_dims=view_dims)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -351,14 +328,11 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None, env: Any = No
         after = t.gathered(after, env)
     if error is not None and error.lazy:
         # nothing raised yet: the view exists, its type cannot be computed
-        flags = {"bitcast": True} if t.REINTERPRETS else {}
         return Step(
             index=index,
             op=op,
             before=ref,
-            after=replace(
-                ref, transformed=True, pending=error, region=None, view_dims=None, **flags
-            ),
+            after=replace(ref, transformed=True, pending=error, region=None, view_dims=None),
             error=error,
             notes=notes,
         )

@@ -161,7 +161,7 @@ class Im2Col(TransformOp):
         message = self._shape_error(ref.shape)
         if message is not None:
             return None, err("IM2COL_SHAPE", "ValueError", message), ()
-        return view_info(ref, self.view_shape(ref.shape), None, None, reshaped=True), None, ()
+        return view_info(ref, self.view_shape(ref.shape), None, None), None, ()
 
     def on_array(self, a: ArrayValue, bound: frozenset[str]) -> ArrayError | None:
         """``im2col_ref`` of a plain array: no ref to view (``get_ref_and_transforms``)."""

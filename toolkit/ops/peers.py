@@ -290,7 +290,7 @@ class RemoteRef(_Elsewhere):
             )
         if e is not None:
             return None, e, ()
-        return replace(ref, peer=True, transformed=True, peer_device=self.device), None, ()
+        return replace(ref, peer=True, transformed=True), None, ()
 
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
         if v.multicast is not None:
@@ -385,7 +385,7 @@ class MulticastRef(_Elsewhere):
         if e is not None:
             return None, e, ()
         return (
-            replace(ref, multicast=True, transformed=True, multicast_axes=self.axis_names),
+            replace(ref, multicast=True, transformed=True),
             None,
             (),
         )

@@ -438,13 +438,14 @@ class At(TransformOp):
         pad = len(shape) - len(index)
         ixs = (*self._entries, *(_ALL,) * pad) if pad else self._entries
         # NDIndexer._validate_sharding (run when the type is next computed): a sharded
-        # input (no shard_map) takes slices only, and only whole ones along dim 0
+        # input (no shard_map) takes slices only, and only whole ones along dim 0 (while
+        # the view's dim 0 is the base's: a sharded ref's reshape and bitcast raise
+        # before they make a view, and their lazy error leaves ``view_dims`` None)
         sharded0 = (
             ref.sharded is not None
             and bool(shape)
             and ref.view_dims is not None
             and ref.view_dims[:1] == (0,)
-            and not (ref.reshaped or ref.bitcast)
         )
         if sharded0:
             if any(ix.kind == "int" for ix in ixs):
@@ -478,16 +479,11 @@ class At(TransformOp):
         out = list(ref.region) if ref.region is not None and len(view_dims) == len(shape) else None
         keep: list[int] = []
         new_shape: list[int] = []
-        ints: tuple[tuple[int, int], ...] = ()
-        has_int = False
-        dynamic = ref.dynamic
         for k, (d, ix) in enumerate(zip(shape, ixs, strict=True)):
             kind = ix.kind
             if kind == "int":  # the dim is dropped
-                has_int = True
                 if isinstance(ix.start, E.Const):
                     i = ix.start.value
-                    ints += ((i, d),)
                     if not -d <= i < d:
                         notes += (
                             err(
@@ -504,8 +500,7 @@ class At(TransformOp):
                         r = out[view_dims[k]]
                         out[view_dims[k]] = Dim(r.start + i * r.step, 1, r.step, r.axis, r.stride)
                     continue
-                dynamic = True  # a traced integer index
-                if out is not None:
+                if out is not None:  # a traced integer index
                     r = out[view_dims[k]]
                     if r.axis is not None:
                         out = None
@@ -558,7 +553,6 @@ class At(TransformOp):
                     )
                 size = max(0, size)
             else:  # pl.ds with a traced start
-                dynamic = True
                 start, size = 0, ix.size or 0
                 axis = ix.legacy if ix.legacy is not None else ("expr", ix.start)
                 stride = ix.stride or 1
@@ -579,10 +573,6 @@ class At(TransformOp):
             tuple(new_shape),
             None if out is None else tuple(out),
             None if out is None else tuple(keep),
-            sliced=True,
-            int_indexed=ref.int_indexed or has_int,
-            dynamic=dynamic,
-            int_indices=ref.int_indices + ints if ints else ref.int_indices,
         )
         return after, None, notes
 
@@ -908,17 +898,12 @@ class Bitcast(TransformOp):
                     (),
                 )
             new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
-        else:
-            new_shape = shape
-        after = replace(
-            ref,
-            shape=new_shape,
-            dtype=new,
-            transformed=True,
-            bitcast=True,
-            region=None if old_bits != new_bits else ref.region,
-            view_dims=None if old_bits != new_bits else ref.view_dims,
-        )
+            # the second-minor dim regroups bytes: where the view sits is unknowable
+            after = replace(
+                ref, shape=new_shape, dtype=new, transformed=True, region=None, view_dims=None
+            )
+        else:  # one width: the same elements, read as another type
+            after = replace(ref, dtype=new, transformed=True)
         return after, None, ()
 
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
@@ -1030,10 +1015,10 @@ class Reshape(TransformOp):
             )
         if ref.sharded:
             return None, sharded_error(), ()
-        if target == ref.shape:
-            after = view_info(ref, target, ref.region, ref.view_dims, reshaped=True)
+        if target == ref.shape:  # (the same dims: only the type records a transform)
+            after = replace(ref, transformed=True)
         else:
-            after = view_info(ref, target, None, None, reshaped=True)
+            after = view_info(ref, target, None, None)
         return after, None, ()
 
     def view(self, v: "View", sim: ViewContext, actor: Actor, path: str) -> "View":
@@ -1235,7 +1220,6 @@ class Transpose(TransformOp):
             tuple([shape[p] for p in perm]),
             ref.region,
             None if dims is None else tuple([dims[p] for p in perm]),
-            transposed=ref.transposed or perm != tuple(range(rank)),
         )
         return after, None, ()
 
