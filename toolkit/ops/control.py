@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.dtypes import is_int
 from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr, format_path, sub_path
 from mpmd_lab.ops.base import Fit, ScenarioContext, SourceWriter, StatementOp, TraceContext
 from pydantic import AfterValidator, Field, StrictInt
@@ -138,11 +139,26 @@ class Loop(StatementOp):
         if self.via != "python":
             return False
         for f in ("start", "stop"):
-            if not t.static(E.parse(getattr(self, f))):
+            e = E.parse(getattr(self, f))
+            if not t.static(e):
+                # (``range`` asks ``__index__`` of start, then stop: an integer tracer
+                # is TracerIntegerConversionError, a bool or float one a TypeError)
+                dtype = t.dtype(e) or "int32"
+                if is_int(dtype):
+                    code = "LOOP_PYTHON_TRACED"
+                    message = (
+                        f"The __index__() method was called on traced array with shape {dtype}[]"
+                    )
+                    jax_type = None
+                else:
+                    code = "LOOP_PYTHON_NOT_INT"
+                    message = "Only integer scalar arrays can be converted to a scalar index."
+                    jax_type = "TypeError"
                 t.jax(
-                    "LOOP_PYTHON_TRACED",
+                    code,
                     sub_path(t.path, f),
-                    "The __index__() method was called on traced array with shape int32[]",
+                    message,
+                    jax_type=jax_type,
                     fix=Fix(
                         description="loop with lax.fori_loop (its bounds may be traced)",
                         edits=[

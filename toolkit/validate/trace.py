@@ -437,6 +437,11 @@ class TraceCtx:
         """The expression is a Python int where this statement is traced."""
         return is_static(e, self.st)
 
+    def dtype(self, e: Any) -> str | None:
+        """JAX's dtype of ``e``'s value here (``expr.value_dtype``: None for a Python
+        int)."""
+        return E.value_dtype(e, self.st.load_dtype, loop_dtypes(self.st))
+
     def use(self, field: str) -> bool:
         """A load or store computes the view's type: a waiting lazy error is raised."""
         info = self.st.refs[field].info
