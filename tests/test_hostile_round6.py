@@ -428,3 +428,48 @@ def test_a_check_after_another_is_the_check_alone() -> None:
                 check(apply_fix(load_scenario(load()), d.fix))
         simulate(load(), max_seconds=10)
         assert _checked(load) == fresh[name], name
+
+
+# ------------------------------------------------------------ from_jax of three kernels
+
+_IMPORTS = ["err_python_loop_bool", "err_gather_unbroadcastable", "err_transpose_0d_loop"]
+
+
+@pytest.mark.slow
+def test_from_jax_names_the_users_line(tmp_path: Path) -> None:
+    """tests/kernels/err_{python_loop_bool,gather_unbroadcastable,transpose_0d_loop}.py
+    imported in a child (tests/importer_driver.py): each error at the kernel's own line.
+    JAX raises the unbroadcastable index's ValueError ``from`` numpy's, whose traceback
+    is numpy's alone: the source once named numpy's ``_stride_tricks_impl.py``."""
+    import pickle
+    import subprocess
+
+    from mpmd_lab.importer import Imported
+    from mpmd_lab.importer.child import child_env
+
+    kernels = _ROOT / "kernels"
+    target = tmp_path / "imports.pickle"
+    subprocess.run(
+        [sys.executable, str(_ROOT / "importer_driver.py"), str(target)]
+        + [str(kernels / f"{n}.py") for n in _IMPORTS],
+        env=child_env(1),
+        check=True,
+        timeout=600,
+        cwd=_ROOT.parent,
+    )
+    raw = pickle.loads(target.read_bytes())
+
+    def line(name: str, text: str) -> str:
+        lines = (kernels / f"{name}.py").read_text().splitlines()
+        return f"{kernels / name}.py:{next(i + 1 for i, x in enumerate(lines) if text in x)}"
+
+    want = {
+        "err_python_loop_bool": ("LOOP_PYTHON_NOT_INT", "for _i in range(0, b > 0)"),
+        "err_gather_unbroadcastable": (UNBROADCASTABLE, "x_ref.at[ids_ref[...], cols_ref[...]]"),
+        "err_transpose_0d_loop": ("TRANSPOSE_0D_CRASH", "o_ref[...] = v[...]"),
+    }
+    for name, (code, text) in want.items():
+        assert "error" not in raw[name], raw[name]["error"]
+        imp = Imported.from_json(raw[name]["imported"])
+        d = next(d for d in imp.diagnostics if d.is_error)
+        assert (d.code, d.source) == (code, line(name, text)), d.one_line()
