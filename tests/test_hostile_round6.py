@@ -44,7 +44,9 @@ def _entry(rng: random.Random, loops: list[str]) -> Any:
     if c < 0.25:
         return rng.randint(-5, 5)
     if c < 0.4:
-        return rng.choice([lv, f"{lv} - 1", f"-{lv}", f"{lv} % 2", "dev", "axis_size(dev) - 1"])
+        return rng.choice(
+            [lv, f"{lv} - 1", f"-{lv}", f"{lv} % 2", "dev", "axis_size(dev) - 1", "b", "wg", lv]
+        )
     if c < 0.5:
         return None
     if c < 0.6:
@@ -68,6 +70,8 @@ def _let(rng: random.Random, name: str, loops: list[str], lets: list[str], rank:
     if src != "smem" and rng.random() < 0.15:
         device = rng.choice(["(dev + 1) % axis_size(dev)", "0", "dev"])
         transforms.insert(0, {"op": "remote_ref", "device": device})
+    elif src == "out" and rng.random() < 0.1:
+        transforms.insert(0, {"op": "multicast_ref", "axes": ["dev"]})
     rank[name] = r
     return {"let": name, "ref": src, "transforms": transforms}
 
@@ -117,6 +121,9 @@ def random_at_scenario(seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     shape = rng.choice([[8], [4, 4], [2, 8], [6], [2, 2, 4]])
     rank = {"x_ref": len(shape), "out": len(shape), "smem": len(shape)}
+    # (several blocks and threads: a let that reads no axis index is shared by them)
+    mesh: dict[str, Any] = {"grid": {"b": rng.choice([1, 2])}}
+    mesh["threads"] = {"name": "wg", "count": rng.choice([1, 2])}
     return {
         "name": f"at-chains-{seed}",
         "device_mesh": {"dev": rng.choice([1, 2, 2, 4])},
@@ -126,7 +133,7 @@ def random_at_scenario(seed: int) -> dict[str, Any]:
             "args": [{"buffer": "x", "param": "x_ref"}],
             "outputs": {"out": {"shape": shape, "dtype": "float32"}},
             "scratch": {"smem": {"shape": shape, "dtype": "float32", "memory_space": "SMEM"}},
-            "programs": [{"mesh": {"grid": {"b": 1}}, "body": _body(rng, 0, [], [], rank)}],
+            "programs": [{"mesh": mesh, "body": _body(rng, 0, [], [], rank)}],
         },
         "run": {"interpret": "gpu", "detect_races": rng.random() < 0.5},
     }
@@ -473,3 +480,43 @@ def test_from_jax_names_the_users_line(tmp_path: Path) -> None:
         imp = Imported.from_json(raw[name]["imported"])
         d = next(d for d in imp.diagnostics if d.is_error)
         assert (d.code, d.source) == (code, line(name, text)), d.one_line()
+
+
+# ------------------------------------ a stepped loop's trip count, in int32 as JAX's
+
+#: (start, stop, step, via) -> block 0's and block 1's trips, as JAX runs them (read
+#: from JAX 0.12's GPU interpreter): a traced bound makes the generated count
+#: ``(stop - start + step - 1) // step`` (pl.loop's cdiv likewise) int32 arithmetic,
+#: which wraps past 2**31 - 1 to a negative count: no trip. Python ints do not wrap.
+STEPPED: list[tuple[Any, Any, int, str, list[int]]] = [
+    (0, "b * 2147483647", 2147483647, "fori_loop", [0, 0]),
+    ("b", "b + 2147483640", 2147483647, "fori_loop", [0, 0]),
+    (0, "b * 2147483647", 2147483647, "pl.loop", [0, 0]),
+    (0, 3, 2147483647, "fori_loop", [1, 1]),
+    ("0 - b", 3, 2, "fori_loop", [2, 2]),
+    ("b + 1", 6, 2, "fori_loop", [3, 2]),
+]
+
+
+@pytest.mark.parametrize("case", STEPPED, ids=lambda c: f"{c[0]}..{c[1]}/{c[2]}-{c[3]}")
+def test_a_stepped_loop_runs_the_trips_jax_counts(case) -> None:
+    start, stop, step, via, trips = case
+    s = load_scenario({**_loop(start, stop, via=via, step=step), "run": {"interpret": "gpu"}})
+    r = simulate(s)
+    assert r.ok, r.error and r.error.one_line()
+    x = np.arange(4 * 128, dtype=np.float32).reshape(4, 128)[:2]
+    want = x * np.array([[1 + trips[0]], [1 + trips[1]]])
+    np.testing.assert_array_equal(np.asarray(r.outputs["out"]), want)
+
+
+@pytest.mark.slow
+def test_stepped_trip_counts_are_jax_s() -> None:
+    from mpmd_lab import runtime
+
+    for start, stop, step, via, trips in STEPPED:
+        s = load_scenario({**_loop(start, stop, via=via, step=step), "run": {"interpret": "gpu"}})
+        real = runtime.run(s, "interpret", timeout=300)
+        assert real.ok, real.error and real.error.one_line()
+        x = np.arange(4 * 128, dtype=np.float32).reshape(4, 128)[:2]
+        want = x * np.array([[1 + trips[0]], [1 + trips[1]]])
+        np.testing.assert_array_equal(np.asarray(real.outputs["out"]), want)

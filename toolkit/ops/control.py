@@ -99,6 +99,27 @@ class Loop(StatementOp):
             return "VALUE_DTYPE", f"sub does not accept dtype bool at position 0. {kinds}"
         return "LOOP_BOUND_BOOL", f"add does not accept dtype bool at position 0. {kinds}"
 
+    def counts_in_int32(self, python: frozenset[str] | set[str]) -> bool:
+        """Whether JAX counts this loop's trips in int32 (``trips``): a ``fori_loop``
+        or ``pl.loop`` with a step other than 1 whose bounds are not both Python ints
+        (``python``: the variables of the unrolled loops around it)."""
+        if self.step == 1 or self.via == "python":
+            return False
+        bounds = (E.parse(self.start), E.parse(self.stop))
+        return not all(
+            _value_names(e) <= python and _calls(e) <= {"axis_size", "num_programs"} for e in bounds
+        )
+
+    def trips(self, start: int, stop: int, int32: bool) -> range:
+        """The values ``var`` takes: ``range(start, stop, step)``, but where the trips
+        are counted in int32 (``counts_in_int32``), as the generated code and
+        ``pl.loop`` count them, ``(stop - start + step - 1) // step``, wrapped: past
+        2**31 - 1 the count is negative, and the loop runs no trip."""
+        if not int32:
+            return range(start, stop, self.step)
+        n = (stop - start + self.step - 1 + 2**31) % 2**32 - 2**31
+        return range(start, start + max(0, n // self.step) * self.step, self.step)
+
     def label(self) -> str:
         step = "" if self.step == 1 else f" step {self.step}"
         a, b = E.parse(self.start).label(), E.parse(self.stop).label()
