@@ -520,3 +520,54 @@ def test_stepped_trip_counts_are_jax_s() -> None:
         x = np.arange(4 * 128, dtype=np.float32).reshape(4, 128)[:2]
         want = x * np.array([[1 + trips[0]], [1 + trips[1]]])
         np.testing.assert_array_equal(np.asarray(real.outputs["out"]), want)
+
+
+def test_a_long_loop_keeps_a_bounded_number_of_shared_views(monkeypatch) -> None:
+    """A let of a loop variable (``sems.at[i % 4]``) is kept for every thread per trip
+    (``Engine._shared``, by the loop variable's value): a loop of 20,000 trips keeps at
+    most MAX_SHARED, and runs as it does with none kept."""
+    from mpmd_lab.engine import core
+
+    s = load_scenario(
+        {
+            "name": "long-loop",
+            "device_mesh": {"dev": 2},
+            "buffers": {"x": {"shape": [8], "dtype": "float32", "init": "iota"}},
+            "call": {
+                "entry": "plgpu.kernel",
+                "args": [{"buffer": "x", "param": "x_ref"}],
+                "outputs": {"out": {"shape": [8], "dtype": "float32"}},
+                "scratch": {"sems": {"kind": "semaphore", "shape": [4]}},
+                "programs": [
+                    {
+                        "mesh": {"grid": {"b": 1}, "threads": {"name": "wg", "count": 2}},
+                        "body": [
+                            {
+                                "op": "loop",
+                                "var": "i",
+                                "start": 0,
+                                "stop": 20_000,
+                                "via": "fori_loop",
+                                "body": [
+                                    {
+                                        "let": "w",
+                                        "ref": "sems",
+                                        "transforms": [{"op": "at", "index": ["i % 4"]}],
+                                    },
+                                    {"op": "semaphore_signal", "sem": "w"},
+                                    {"op": "semaphore_wait", "sem": "w"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    eng = core.Engine(s, data=False, strict=False, log_limit=0)
+    out = eng.run()
+    assert out.error is None and not out.deadlock
+    assert 0 < len(eng._shared) <= core.MAX_SHARED
+    kept = _race_runs(s)
+    _no_fast_path(monkeypatch, compiled=True)
+    assert _race_runs(s) == kept and kept[0][0] == out.steps

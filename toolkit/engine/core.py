@@ -76,6 +76,9 @@ from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
 
 #: Steps (one statement of one actor) a run may take.
 MAX_STEPS = 1 << 21
+#: Lets' views kept for every thread (``Engine._shared``) before they are forgotten:
+#: each loop trip keys its own, and a run of MAX_STEPS would keep them all
+MAX_SHARED = 4096
 #: Actors a run may have.
 MAX_ACTORS = 1 << 20
 
@@ -1661,6 +1664,8 @@ class Engine:
                         else:
                             view = compiled(t, view, self, run)
                     if key is not None and view.lay is not None:
+                        if len(self._shared) >= MAX_SHARED:  # (a long loop: one per trip)
+                            self._shared.clear()
                         self._shared[key] = view
                     env[op.let] = view
                 yield None  # (a step all the same: the interleaving stays as it was)
