@@ -316,6 +316,10 @@ CASES: dict[str, tuple[dict[str, Any], str | None]] = {
     ),
     "gather-arrays-4-1": (_gather(BOTH, [4], [1]), "GPU_INDEX_BROADCAST"),
     "gather-arrays-4-4": (_gather(BOTH, [4], [4]), "GPU_GATHER_LOAD"),
+    # numpy's broadcast: (4,) and (4, 1) are (4, 4) (the view's shape once read (4, 1):
+    # SWAP_SHAPE_MISMATCH at trace); (4,) and (2, 2) do not broadcast
+    "gather-arrays-4-4x1": (_gather(BOTH, [4, 4], [4, 1]), "GPU_INDEX_BROADCAST"),
+    "gather-arrays-4-2x2": (_gather(BOTH, [4], [2, 2]), UNBROADCASTABLE),
     # loop bounds of mixed dtypes, stepped
     "loop-int-bool": (_loop(0, "b > 0"), "LOOP_BOUND_DTYPE"),
     "loop-float-int": (_loop("x_ref[0, 0]", 3), "LOOP_BOUND_DTYPE"),
