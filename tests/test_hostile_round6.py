@@ -320,6 +320,29 @@ CASES: dict[str, tuple[dict[str, Any], str | None]] = {
     # SWAP_SHAPE_MISMATCH at trace); (4,) and (2, 2) do not broadcast
     "gather-arrays-4-4x1": (_gather(BOTH, [4, 4], [4, 1]), "GPU_INDEX_BROADCAST"),
     "gather-arrays-4-2x2": (_gather(BOTH, [4], [2, 2]), UNBROADCASTABLE),
+    # a pl.ds start written as a constant expression: Python computes it, and JAX's
+    # trace checks the int as any static start (the check once took it as traced)
+    "ds-constant-expression-past-the-end": (
+        _kernel(
+            [_view("x_ref", {"op": "at", "index": [{"ds": ["4 + 4", 1]}]}), _copy("v", "out")],
+            [1, 128],
+        ),
+        "AT_OOB_SLICE",
+    ),
+    "ds-constant-expression-overlapping-the-end": (
+        _kernel(
+            [_view("x_ref", {"op": "at", "index": [{"ds": ["3 * 2", 4]}]}), _copy("v", "out")],
+            [4, 128],
+        ),
+        "AT_OOB_SLICE",
+    ),
+    "ds-constant-expression-inside": (
+        _kernel(
+            [_view("x_ref", {"op": "at", "index": [{"ds": ["2 * 2", 2]}]}), _copy("v", "out")],
+            [2, 128],
+        ),
+        None,
+    ),
     # loop bounds of mixed dtypes, stepped
     "loop-int-bool": (_loop(0, "b > 0"), "LOOP_BOUND_DTYPE"),
     "loop-float-int": (_loop("x_ref[0, 0]", 3), "LOOP_BOUND_DTYPE"),
