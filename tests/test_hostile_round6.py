@@ -598,3 +598,36 @@ def test_a_long_loop_keeps_a_bounded_number_of_shared_views(monkeypatch) -> None
     kept = _race_runs(s)
     _no_fast_path(monkeypatch, compiled=True)
     assert _race_runs(s) == kept and kept[0][0] == out.steps
+
+
+# ------------------------------------------------ found, not fixed: a let re-bound in a body
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="codegen: a body's let re-binding a name it reads first")
+def test_a_let_rebound_in_a_when_body_after_reading_the_outer_one() -> None:
+    """``v = out.at[0]``, then in a ``pl.when`` body ``w = v`` and ``v = out.at[1]``: the
+    scenario reads the outer ``v`` first (the engine's scoping), but the generated
+    nested function assigns ``v``, so Python makes it local there and JAX's trace raises
+    UnboundLocalError (JAX_UNKNOWN) where the check and the simulator say valid. The
+    fix is the code writer's (a fresh Python name for a let that re-binds a name the body
+    reads from outside)."""
+    from jaxprobe import probe_many
+
+    at = {"op": "at", "index": [0]}
+    body = [
+        {"let": "v", "ref": "x_ref", "transforms": [at]},
+        {
+            "op": "when",
+            "cond": "b == 0",
+            "body": [
+                {"let": "w", "ref": "v", "transforms": []},
+                {"let": "v", "ref": "x_ref", "transforms": [{"op": "at", "index": [1]}]},
+                _copy("w", "out"),
+            ],
+        },
+    ]
+    s = _kernel(body, [128])
+    assert first_error(check(load_scenario(s))) is None
+    [r] = probe_many([s])
+    assert r["stage"] is None, r
