@@ -694,11 +694,16 @@ def value_shape(e: Expr, ref_shape: Callable[[str], tuple[int, ...] | None]) -> 
 
 
 def broadcast_shapes(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
-    """The shape of operands of these shapes broadcast (the longer where they disagree)."""
+    """The shape of operands of these shapes broadcast, numpy's rule (aligned on the
+    right, a dim of 1 takes the other's: (4,) and (4, 1) are (4, 4)); where they do not
+    broadcast (an error JAX raises where it meets it), the longer."""
     out: tuple[int, ...] = ()
     for s in shapes:
-        if len(s) > len(out) or (len(s) == len(out) and s != out and 1 in out):
-            out = s
+        if len(s) > len(out):
+            out, s = s, out
+        head, tail = out[: len(out) - len(s)], out[len(out) - len(s) :]
+        if all(a == b or 1 in (a, b) for a, b in zip(tail, s, strict=True)):
+            out = head + tuple(b if a == 1 else a for a, b in zip(tail, s, strict=True))
     return out
 
 

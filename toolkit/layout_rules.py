@@ -983,7 +983,9 @@ def _entry_ds(e: Any, form: int) -> Any:
 
 class _ConstTexts(dict[str, int | None]):
     """An expression's text -> its value when it is a constant (None: it is not one),
-    parsed once per text (bounded as ``expr``'s own cache of parsed texts is)."""
+    parsed once per text (bounded as ``expr``'s own cache of parsed texts is). A
+    constant expression (``"4 - 0"``) is one too: the generated code has Python compute
+    it, and JAX is given the int."""
 
     def __missing__(self, text: str) -> int | None:
         try:
@@ -992,7 +994,15 @@ class _ConstTexts(dict[str, int | None]):
             e = None
         if len(self) >= E.MAX_PARSED:
             self.clear()
-        v = self[text] = e.value if isinstance(e, E.Const) else None
+        v = None
+        if isinstance(e, E.Const):
+            v = e.value
+        elif e is not None and e.is_const and not e.is_bool:  # ("4 - 0": Python's int)
+            try:
+                v = e.eval(E.Env({}, {}))
+            except E.ExprError:
+                v = None  # (a division by zero: its own error, at trace)
+        self[text] = v
         return v
 
 

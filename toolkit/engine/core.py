@@ -76,6 +76,9 @@ from mpmd_lab.scenario import BufferArg, Scenario, ref_result_keys
 
 #: Steps (one statement of one actor) a run may take.
 MAX_STEPS = 1 << 21
+#: Lets' views kept for every thread (``Engine._shared``) before they are forgotten:
+#: each loop trip keys its own, and a run of MAX_STEPS would keep them all
+MAX_SHARED = 4096
 #: Actors a run may have.
 MAX_ACTORS = 1 << 20
 
@@ -263,9 +266,26 @@ class _Node(Record):
     (the let's view is then the same for every thread: ``Engine._shared``), else None
     (both made at the let's first run)."""
 
-    __slots__ = ("index", "path", "op", "children", "flavor", "steps", "chain", "shared")
+    __slots__ = (
+        "index",
+        "path",
+        "op",
+        "children",
+        "flavor",
+        "steps",
+        "chain",
+        "shared",
+        "int32",
+    )
 
-    def __init__(self, index: int, path: str, op: Any, children: tuple[_Node, ...] = ()) -> None:
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        op: Any,
+        children: tuple[_Node, ...] = (),
+        python: frozenset[str] = frozenset(),
+    ) -> None:
         self.index = index
         self.path = path
         self.op = op
@@ -279,6 +299,9 @@ class _Node(Record):
         else:
             kind = op.kind
             self.flavor = kind if kind in (_LOOP, _WHEN) else _STMT
+        #: (a loop) whether JAX counts its trips in int32 (``Loop.counts_in_int32``;
+        #: ``python``: the unrolled loops' variables around it)
+        self.int32 = self.flavor is _LOOP and op.counts_in_int32(python)
 
 
 class _ReadNode(_Node):
@@ -312,8 +335,11 @@ def _steps(transforms: list[Any], path: str) -> tuple[tuple[Any, str], ...]:
     return tuple((t, f"{path}.transforms[{i}]") for i, t in enumerate(transforms))
 
 
-def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[_Node, ...], bool]:
-    """The statement tree with resolve's flat indices; False once a ``return`` ends it."""
+def compile_body(
+    body: list[Any], base: str, counter: list[int], python: frozenset[str] = frozenset()
+) -> tuple[tuple[_Node, ...], bool]:
+    """The statement tree with resolve's flat indices; False once a ``return`` ends it.
+    ``python``: the variables of the unrolled loops around ``body``."""
     out: list[_Node] = []
     for j, st in enumerate(body):
         path = f"{base}[{j}]"
@@ -322,8 +348,11 @@ def compile_body(body: list[Any], base: str, counter: list[int]) -> tuple[tuple[
         children: tuple[_Node, ...] = ()
         going = True
         if getattr(st, "BODY", False):
-            children, going = compile_body(st.body, f"{path}.body", counter)
-        out.append(_Node(index, path, st, children))
+            inner = python
+            if st.kind == _LOOP:  # (its variable: a Python int in an unrolled loop only)
+                inner = python | {st.var} if st.via == "python" else python - {st.var}
+            children, going = compile_body(st.body, f"{path}.body", counter, inner)
+        out.append(_Node(index, path, st, children, python))
         if isinstance(st, Return) or not going:
             return tuple(out), False
     return tuple(out), True
@@ -1635,6 +1664,8 @@ class Engine:
                         else:
                             view = compiled(t, view, self, run)
                     if key is not None and view.lay is not None:
+                        if len(self._shared) >= MAX_SHARED:  # (a long loop: one per trip)
+                            self._shared.clear()
                         self._shared[key] = view
                     env[op.let] = view
                 yield None  # (a step all the same: the interleaving stays as it was)
@@ -1667,12 +1698,13 @@ class Engine:
                 start = self.eval(self.expr(op.start), run, f"{node.path}.start")
                 stop = self.eval(self.expr(op.stop), run, f"{node.path}.stop")
                 yield None
+                trips = op.trips(start, stop, node.int32)
                 if not node.children:  # nothing runs, but every trip is a step all the same
-                    yield _Trips(trip_count(start, stop, op.step))
+                    yield _Trips(trip_count(trips.start, trips.stop, op.step))
                     continue
                 had = op.var in run.values
                 old = run.values.get(op.var)
-                for i in range(start, stop, op.step):
+                for i in trips:
                     run.values[op.var] = i
                     yield from self._body(run, node.children, dict(env))
                 run.scope = env

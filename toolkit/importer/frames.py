@@ -33,8 +33,11 @@ def _dir_of(module: str) -> str | None:
 
 @functools.cache
 def _internal_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(packages' dirs, the standard library's dirs)."""
-    pkgs = [_dir_of("jax"), _dir_of("jaxlib"), str(Path(__file__).resolve().parents[1]) + os.sep]
+    """(packages' dirs, the standard library's dirs). numpy is JAX's too: an error JAX
+    raises ``from`` numpy's (``np.broadcast_shapes`` of an index's shapes) has only
+    numpy's frames in its cause's traceback, and the user's line is the exception's."""
+    pkgs = [_dir_of("jax"), _dir_of("jaxlib"), _dir_of("numpy"), _dir_of("ml_dtypes")]
+    pkgs.append(str(Path(__file__).resolve().parents[1]) + os.sep)
     std = []
     for key in ("stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(key)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Edit, Fix
+from mpmd_lab.dtypes import is_int
 from mpmd_lab.fields import MAX_STATEMENTS, Expr, Ident, check_expr, format_path, sub_path
 from mpmd_lab.ops.base import Fit, ScenarioContext, SourceWriter, StatementOp, TraceContext
 from pydantic import AfterValidator, Field, StrictInt
@@ -98,6 +99,27 @@ class Loop(StatementOp):
             return "VALUE_DTYPE", f"sub does not accept dtype bool at position 0. {kinds}"
         return "LOOP_BOUND_BOOL", f"add does not accept dtype bool at position 0. {kinds}"
 
+    def counts_in_int32(self, python: frozenset[str] | set[str]) -> bool:
+        """Whether JAX counts this loop's trips in int32 (``trips``): a ``fori_loop``
+        or ``pl.loop`` with a step other than 1 whose bounds are not both Python ints
+        (``python``: the variables of the unrolled loops around it)."""
+        if self.step == 1 or self.via == "python":
+            return False
+        bounds = (E.parse(self.start), E.parse(self.stop))
+        return not all(
+            _value_names(e) <= python and _calls(e) <= {"axis_size", "num_programs"} for e in bounds
+        )
+
+    def trips(self, start: int, stop: int, int32: bool) -> range:
+        """The values ``var`` takes: ``range(start, stop, step)``, but where the trips
+        are counted in int32 (``counts_in_int32``), as the generated code and
+        ``pl.loop`` count them, ``(stop - start + step - 1) // step``, wrapped: past
+        2**31 - 1 the count is negative, and the loop runs no trip."""
+        if not int32:
+            return range(start, stop, self.step)
+        n = (stop - start + self.step - 1 + 2**31) % 2**32 - 2**31
+        return range(start, start + max(0, n // self.step) * self.step, self.step)
+
     def label(self) -> str:
         step = "" if self.step == 1 else f" step {self.step}"
         a, b = E.parse(self.start).label(), E.parse(self.stop).label()
@@ -138,11 +160,26 @@ class Loop(StatementOp):
         if self.via != "python":
             return False
         for f in ("start", "stop"):
-            if not t.static(E.parse(getattr(self, f))):
+            e = E.parse(getattr(self, f))
+            if not t.static(e):
+                # (``range`` asks ``__index__`` of start, then stop: an integer tracer
+                # is TracerIntegerConversionError, a bool or float one a TypeError)
+                dtype = t.dtype(e) or "int32"
+                if is_int(dtype):
+                    code = "LOOP_PYTHON_TRACED"
+                    message = (
+                        f"The __index__() method was called on traced array with shape {dtype}[]"
+                    )
+                    jax_type = None
+                else:
+                    code = "LOOP_PYTHON_NOT_INT"
+                    message = "Only integer scalar arrays can be converted to a scalar index."
+                    jax_type = "TypeError"
                 t.jax(
-                    "LOOP_PYTHON_TRACED",
+                    code,
                     sub_path(t.path, f),
-                    "The __index__() method was called on traced array with shape int32[]",
+                    message,
+                    jax_type=jax_type,
                     fix=Fix(
                         description="loop with lax.fori_loop (its bounds may be traced)",
                         edits=[

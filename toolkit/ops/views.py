@@ -143,7 +143,7 @@ def resolve_entry(e: Any) -> Ix:
         start = E.scaled(E.Name(e.block), stride)
         return _ds(start, e.size, stride, ("block", e.block))
     if type(e) is DsIndex:
-        return Ix("ds", E.parse(e.ds[0]), int(e.ds[1]))
+        return Ix("ds", _python_int(E.parse(e.ds[0])), int(e.ds[1]))
     if type(e) is PidIndex:
         start = E.scaled(E.Call("program_id", e.pid), e.size)
         return _ds(start, e.size, e.size, ("pid", e.pid))
@@ -154,6 +154,17 @@ def resolve_entry(e: Any) -> Ix:
     if isinstance(e, list):
         return Ix("slice", None, None, e[0], e[1])
     raise TypeError(f"unknown index entry {e!r}")  # pragma: no cover
+
+
+def _python_int(e: E.Expr) -> E.Expr:
+    """A constant expression (``"4 - 0"``) as the int Python computes where the
+    generated code runs it: JAX is given that int, a static start its trace checks."""
+    if type(e) is E.Const or not e.is_const or e.is_bool:
+        return e
+    try:
+        return E.Const(e.eval(E.Env({}, {})))
+    except E.ExprError:
+        return e  # (a division by zero: its own error, at trace)
 
 
 def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:

@@ -31,7 +31,13 @@ from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
-from mpmd_lab.validate.trace import _root, load_shapes, loop_dtypes, short_loads
+from mpmd_lab.validate.trace import (
+    _root,
+    int_index_groups,
+    load_shapes,
+    loop_dtypes,
+    short_loads,
+)
 
 
 def check_lower(ctx: Ctx) -> None:
@@ -175,16 +181,7 @@ def _index_broadcast(ctx: Ctx, st: Stmt, op: Any, prefix: str) -> bool:
     Mosaic GPU lowering has no rule for it (GPU_INDEX_BROADCAST): before the gather
     itself (GPU_GATHER_LOAD), which an array alone as the integer index reaches."""
     shape_of = load_shapes(st)
-    # (a view step's integer entries; a statement has none)
-    ints = set() if isinstance(op, StatementOp) else {id(x) for x in op.int_indices()}
-    # (field, the field's expression where the indices are a load's in it, the index)
-    groups = [[(f, None, e) for f, e in op.exprs() if id(e) in ints]]
-    for f, e in op.exprs():
-        if "load" in e.calls():
-            groups += [
-                [(f, e, i) for i in r.index] for r in E.data_reads(e) if isinstance(r, E.Load)
-            ]
-    for group in groups:
+    for group in int_index_groups(op):
         shapes = [E.value_shape(i, shape_of) for _, _, i in group]
         if len(shapes) < 2 or not any(shapes):
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
@@ -20,6 +21,7 @@ from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.dtypes import canonical, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
+from mpmd_lab.ops.base import StatementOp
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops
 from mpmd_lab.scenario import BufferArg
@@ -435,6 +437,11 @@ class TraceCtx:
         """The expression is a Python int where this statement is traced."""
         return is_static(e, self.st)
 
+    def dtype(self, e: Any) -> str | None:
+        """JAX's dtype of ``e``'s value here (``expr.value_dtype``: None for a Python
+        int)."""
+        return E.value_dtype(e, self.st.load_dtype, loop_dtypes(self.st))
+
     def use(self, field: str) -> bool:
         """A load or store computes the view's type: a waiting lazy error is raised."""
         info = self.st.refs[field].info
@@ -485,7 +492,12 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
         if _zero_division(ctx, st):
             return True
         if st.loads:
-            if _load_ranks(ctx, st) or _data_dtypes(ctx, st) or _data_shapes(ctx, st):
+            if (
+                _load_ranks(ctx, st)
+                or _index_shapes(ctx, st)
+                or _data_dtypes(ctx, st)
+                or _data_shapes(ctx, st)
+            ):
                 return True
         elif st.exprs and _typed_exprs(st) and _data_dtypes(ctx, st):
             return True
@@ -721,6 +733,48 @@ def _data_shapes(ctx: Ctx, st: Stmt) -> bool:
             )
             ctx.jax("LOOP_BOUND_SHAPE", path, msg, jax_type="TypeError", fix=fix)
             return True
+    return False
+
+
+def int_index_groups(op: Any) -> list[list[tuple[str, E.Expr | None, E.Expr]]]:
+    """The integer entries JAX's ``NDIndexer`` broadcasts together: a view step's
+    (``x_ref.at[ids_ref[...], 0]``; a statement has none), and each load's in an
+    expression (``t_ref[ids_ref[...], 0]``), as (field, the field's expression where
+    the entries are a load's, the entry)."""
+    ints = set() if isinstance(op, StatementOp) else {id(x) for x in op.int_indices()}
+    groups: list[list[tuple[str, E.Expr | None, E.Expr]]]
+    groups = [[(f, None, e) for f, e in op.exprs() if id(e) in ints]]
+    for f, e in op.exprs():
+        if "load" in e.calls():
+            groups += [
+                [(f, e, i) for i in r.index] for r in E.data_reads(e) if isinstance(r, E.Load)
+            ]
+    return groups
+
+
+def _index_shapes(ctx: Ctx, st: Stmt) -> bool:
+    """Integer entries whose shapes do not broadcast (``x_ref.at[ids_ref[...],
+    ids2_ref[...]]`` of tables of 4 and 2): JAX's ``NDIndexer`` raises ValueError where
+    the view or the load is made, at trace (its message's f-string is missing its ``f``:
+    JAX prints the braces). Shapes that broadcast are the lowering's
+    (``lower._index_broadcast``)."""
+    shape_of = load_shapes(st)
+    for prefix, op in expr_ops(st.node):
+        for group in int_index_groups(op):
+            shapes = [E.value_shape(i, shape_of) for _, _, i in group]
+            if len(shapes) < 2 or not any(shapes):
+                continue
+            try:
+                np.broadcast_shapes(*shapes)
+            except ValueError:
+                bent = next(g for g, sh in zip(group, shapes, strict=True) if sh)
+                ctx.jax(
+                    "INDEX_BROADCAST_SHAPES",
+                    sub_path(st.path, prefix + bent[0]),
+                    "Cannot broadcast shapes for indexing: {indexer_shapes}",
+                    jax_type="ValueError",
+                )
+                return True
     return False
 
 
