@@ -33,8 +33,10 @@ BUILD_TEMPLATE = {
 }  # fmt: skip
 NUMBERED = re.compile(r"^(program|mesh)\d+$")
 #: local names an op's source makes itself (``Source.fresh``: a loop's body function, a
-#: condition's, a dot's accumulator): ``_`` + a word + a number, which no user name is
-FRESH = re.compile(r"^_(loop|when|mma|acc|k|carry)\d+$")
+#: condition's, a dot's accumulator): ``_`` + a word + a number, which no user name is;
+#: and a nested body's let that re-binds an outer name (``_let3_v``: it does not end in
+#: ``_``, which a user name starting with ``_`` does)
+FRESH = re.compile(r"^_(loop|when|mma|acc|k|carry)\d+$|^_let\d+_\w*[^_]$")
 #: identifiers of the module outside ``build`` (imports, constants, make_inputs, place, main);
 #: a new template name in codegen.py belongs here (or in BUILD_TEMPLATE) after review
 MODULE_TEMPLATE = {

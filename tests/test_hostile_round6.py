@@ -600,18 +600,16 @@ def test_a_long_loop_keeps_a_bounded_number_of_shared_views(monkeypatch) -> None
     assert _race_runs(s) == kept and kept[0][0] == out.steps
 
 
-# ------------------------------------------------ found, not fixed: a let re-bound in a body
+# ------------------------------------------------ a let re-bound in a nested body
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="codegen: a body's let re-binding a name it reads first")
 def test_a_let_rebound_in_a_when_body_after_reading_the_outer_one() -> None:
     """``v = out.at[0]``, then in a ``pl.when`` body ``w = v`` and ``v = out.at[1]``: the
-    scenario reads the outer ``v`` first (the engine's scoping), but the generated
-    nested function assigns ``v``, so Python makes it local there and JAX's trace raises
-    UnboundLocalError (JAX_UNKNOWN) where the check and the simulator say valid. The
-    fix is the code writer's (a fresh Python name for a let that re-binds a name the body
-    reads from outside)."""
+    scenario reads the outer ``v`` first (the engine's scoping); the generated nested
+    function once assigned ``v``, so Python made it local there and JAX's trace raised
+    UnboundLocalError (JAX_UNKNOWN) where the check and the simulator said valid. The
+    code writer now gives the inner let a fresh Python name."""
     from jaxprobe import probe_many
 
     at = {"op": "at", "index": [0]}
@@ -631,3 +629,42 @@ def test_a_let_rebound_in_a_when_body_after_reading_the_outer_one() -> None:
     assert first_error(check(load_scenario(s))) is None
     [r] = probe_many([s])
     assert r["stage"] is None, r
+
+
+SHADOWED = {
+    "when": {"op": "when", "cond": "b == 0", "body": []},
+    "python-for": {"op": "loop", "var": "i", "start": 0, "stop": 2, "via": "python", "body": []},
+    "fori_loop": {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": []},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(SHADOWED))
+def test_a_let_shadowing_an_outer_one_computes_what_the_simulator_does(kind: str) -> None:
+    """A nested body (a condition's, an unrolled ``for``'s, a ``fori_loop``'s) re-binds
+    ``v`` after reading the outer one, and the outer ``v`` is read after the body: the
+    generated code, run in JAX's GPU interpreter, gives the simulator's outputs (a
+    ``for`` once leaked its ``v`` past the loop; a function made it local)."""
+    from mpmd_lab import runtime
+    from mpmd_lab.codegen import generate
+
+    nested = {
+        **SHADOWED[kind],
+        "body": [
+            {"let": "w", "ref": "v", "transforms": []},
+            {"let": "v", "ref": "x_ref", "transforms": [{"op": "at", "index": [1]}]},
+            {"op": "add", "dst": "out", "lhs": "out", "rhs": "w"},
+        ],
+    }
+    body = [
+        {"let": "v", "ref": "x_ref", "transforms": [{"op": "at", "index": [0]}]},
+        {"op": "fill", "dst": "out", "value": 0.0},
+        nested,
+        {"op": "add", "dst": "out", "lhs": "out", "rhs": "v"},
+    ]
+    s = load_scenario({**_kernel(body, [128]), "run": {"interpret": "gpu"}})
+    assert first_error(check(s)) is None
+    assert re.search(r"\b_let\d+_v = x_ref\.at\[1\]", generate(s)), generate(s)
+    sim, real = runtime.run(s, "simulate"), runtime.run(s, "interpret", timeout=300)
+    assert sim.ok and real.ok, (sim, real)
+    np.testing.assert_array_equal(np.asarray(real.outputs["out"]), np.asarray(sim.outputs["out"]))

@@ -23,6 +23,7 @@ from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import interpreter_limit
 from mpmd_lab.dtypes import jnp_expr as dtype_expr
 from mpmd_lab.ops import Let
+from mpmd_lab.plan import expr_fields
 from mpmd_lab.scenario import Program, Scenario, ref_result_keys
 
 #: Names the generated module uses itself; user names equal to one get a ``_`` suffix.
@@ -115,6 +116,9 @@ class Source(E.Writer):
         self.bound: set[str] = set() if bound is None else set(bound)
         self._fresh = 0
         self._refs: set[str] | None = None
+        #: a nested body's lets that re-bind a name of an outer scope, by their Python
+        #: names (``statements``)
+        self.renamed: dict[str, str] = {}
 
     # names and expressions
     def name(self, n: str) -> str:
@@ -145,7 +149,7 @@ class Source(E.Writer):
         return e.source(self)
 
     def ref(self, name: str) -> str:
-        return ref_expr(name)
+        return self.renamed.get(name) or ref_expr(name)
 
     def axes(self, axes: str | list[str]) -> str:
         return repr(axes) if isinstance(axes, str) else repr(tuple(axes))
@@ -157,9 +161,17 @@ class Source(E.Writer):
     def fail(self, message: str) -> None:
         raise CodegenError(self.path, message)
 
-    def statements(self, body: list[Any], base: str) -> list[str]:
-        """A body's lines; its lets are names of this body only."""
-        outer_bound, outer_path = set(self.bound), self.path
+    def statements(
+        self, body: list[Any], base: str, nested: bool = False, shared_scope: bool = False
+    ) -> list[str]:
+        """A body's lines; its lets are names of this body only. In a ``nested`` body (a
+        loop's or a condition's) a let that re-binds a name of an outer scope gets a
+        fresh Python name, which the rest of the body reads it by, where the same name
+        would mean another view: in a function (a condition's, ``pl.loop``'s,
+        ``fori_loop``'s) read before the let (Python makes the name local to the whole
+        function: UnboundLocalError), and always in a ``for`` (``shared_scope``: the
+        next trip and the code after the loop would see the inner view)."""
+        outer_bound, outer_path, outer_renamed = set(self.bound), self.path, dict(self.renamed)
         lines: list[str] = []
         try:
             for j, st in enumerate(body):
@@ -168,22 +180,33 @@ class Source(E.Writer):
                     if name.partition("[")[0] not in self.bound:
                         raise CodegenError(self.path, f"no parameter or view named {name!r}")
                 if isinstance(st, Let):
-                    line = f"{py(st.let)} = {self.stack(ref_expr(st.ref), st.transforms)}"
-                    lines.append(line)
+                    view = self.stack(self.ref(st.ref), st.transforms)
+                    if (
+                        nested
+                        and st.let in outer_bound
+                        and (shared_scope or _reads(body[:j], st.let))
+                    ):
+                        self.renamed[st.let] = f"{self.fresh('let')}_{py(st.let).strip('_')}"
+                    else:
+                        self.renamed.pop(st.let, None)
+                    lines.append(f"{self.ref(st.let)} = {view}")
                     self.bound.add(st.let)
                 else:
                     lines += st.source(self)
         finally:
-            self.bound, self.path = outer_bound, outer_path
+            self.bound, self.path, self.renamed = outer_bound, outer_path, outer_renamed
         return lines
 
-    def body(self, body: list[Any], loop_var: str | None = None) -> list[str]:
-        """A nested body (a loop's or a condition's) written by its op's ``source``."""
+    def body(
+        self, body: list[Any], loop_var: str | None = None, shared_scope: bool = False
+    ) -> list[str]:
+        """A nested body (a loop's or a condition's) written by its op's ``source``
+        (``shared_scope``: a Python ``for``'s, in the scope around it)."""
         had = loop_var in self.loop_vars if loop_var else True
         if loop_var:
             self.loop_vars.add(loop_var)
         try:
-            return self.statements(body, f"{self.path}.body")
+            return self.statements(body, f"{self.path}.body", True, shared_scope)
         finally:
             if loop_var and not had:
                 self.loop_vars.discard(loop_var)
@@ -236,6 +259,23 @@ def params_of(scenario: Scenario) -> list[str]:
 def transform_expr(base: str, t: Any, scenario: Scenario, path: str = "") -> str:
     """``base`` with one transform applied, as an expression."""
     return t.source(base, Source(scenario, path))
+
+
+def _reads(body: list[Any], name: str) -> bool:
+    """Whether a statement of ``body`` (or of a body nested in one) may read the view
+    ``name``: names it as a ref or a let's source, or as a word of an index expression
+    (a load from it; a loop variable of the same name counts too: it only costs a fresh
+    name)."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for st in body:
+        heads = [n.partition("[")[0] for _f, n, _a in st.ref_fields()]
+        if name in heads or (isinstance(st, Let) and st.ref.partition("[")[0] == name):
+            return True
+        if any(word.search(e.label()) for _f, e in expr_fields(st)):
+            return True
+        if getattr(st, "BODY", False) and _reads(st.body, name):
+            return True
+    return False
 
 
 def _lets(body: list[Any]) -> set[str]:

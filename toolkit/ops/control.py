@@ -127,7 +127,7 @@ class Loop(StatementOp):
 
     def source(self, g: SourceWriter) -> list[str]:
         start, stop = g.expr(E.parse(self.start)), g.expr(E.parse(self.stop))
-        inner = g.body(self.body, loop_var=self.var)
+        inner = g.body(self.body, loop_var=self.var, shared_scope=self.via == "python")
         var = g.name_of(self.var)
         if self.via == "python":
             # unrolled at trace time: traced bounds are JAX's error (written as they are)
