@@ -82,9 +82,10 @@ def test_a_polling_loop_of_1000_reads_is_checked_within_the_bound():
     from mpmd_lab.diagnostics import verdict
     from test_datadep import _polls
 
-    t0 = time.perf_counter()
+    # (the check's own CPU time: a machine busy with other work must not fail the bound)
+    t0 = time.process_time()
     diags = analyze(load_scenario(_polls(1000))).diagnostics
-    assert time.perf_counter() - t0 < 30
+    assert time.process_time() - t0 < 30
     assert verdict(diags) == "valid where checked"
     (d,) = [x for x in diags if x.code == "DATA_DEPENDENT"]
     assert d.severity == "warning" and "thread-steps over all schedules" in d.message
