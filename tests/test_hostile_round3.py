@@ -74,6 +74,7 @@ def test_jax_refuses_the_loads_with_more_indices_with_the_same_message():
 # ------------------------------------------- semaphore reads in a polling loop
 
 
+@pytest.mark.slow  # (23 s of CPU: the slow tier, which make test runs)
 def test_a_polling_loop_of_1000_reads_is_checked_within_the_bound():
     """Each of 1000 reads is a choice point: 500 schedules of ~9000 thread-steps each
     ran to the 300 s time bound (every command that checks, the Lab's edits too, took

@@ -549,6 +549,7 @@ def test_stepped_trip_counts_are_jax_s() -> None:
         np.testing.assert_array_equal(np.asarray(real.outputs["out"]), want)
 
 
+@pytest.mark.slow  # (a 300,000-trip loop: 5 s)
 def test_a_long_loop_keeps_a_bounded_number_of_shared_views(monkeypatch) -> None:
     """A let of a loop variable (``sems.at[i % 4]``) is kept for every thread per trip
     (``Engine._shared``, by the loop variable's value): a loop of 20,000 trips keeps at
