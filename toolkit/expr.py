@@ -238,6 +238,17 @@ class Expr(Record):
     def is_const(self) -> bool:
         return not self._names and not self._calls
 
+    def python_int(self) -> int | None:
+        """The int Python computes for a constant expression that is not a comparison
+        (``"4 - 0"``: where the generated code runs it, JAX is given that int), or None
+        (not constant, a bool, or a division by zero: its own error, at trace)."""
+        if not self.is_const or self.is_bool:
+            return None
+        try:
+            return self.eval(Env({}, {}))
+        except ExprError:
+            return None
+
     @property
     def is_bool(self) -> bool:
         return False

@@ -994,15 +994,7 @@ class _ConstTexts(dict[str, int | None]):
             e = None
         if len(self) >= E.MAX_PARSED:
             self.clear()
-        v = None
-        if isinstance(e, E.Const):
-            v = e.value
-        elif e is not None and e.is_const and not e.is_bool:  # ("4 - 0": Python's int)
-            try:
-                v = e.eval(E.Env({}, {}))
-            except E.ExprError:
-                v = None  # (a division by zero: its own error, at trace)
-        self[text] = v
+        v = self[text] = None if e is None else e.python_int()
         return v
 
 

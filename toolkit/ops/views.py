@@ -159,12 +159,10 @@ def resolve_entry(e: Any) -> Ix:
 def _python_int(e: E.Expr) -> E.Expr:
     """A constant expression (``"4 - 0"``) as the int Python computes where the
     generated code runs it: JAX is given that int, a static start its trace checks."""
-    if type(e) is E.Const or not e.is_const or e.is_bool:
+    if type(e) is E.Const:
         return e
-    try:
-        return E.Const(e.eval(E.Env({}, {})))
-    except E.ExprError:
-        return e  # (a division by zero: its own error, at trace)
+    v = e.python_int()
+    return e if v is None else E.Const(v)
 
 
 def _ds(start: E.Expr, size: int, stride: int, legacy: tuple[str, Any]) -> Ix:
