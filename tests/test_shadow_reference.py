@@ -43,6 +43,17 @@ _step = st.one_of(
 )
 
 
+def _clock_step(clocks: Clocks, step: tuple) -> bool:
+    """Apply a ``tick`` or ``join`` step to ``clocks``; False for an access."""
+    if step[0] == "tick":
+        clocks.tick(step[1])
+    elif step[0] == "join":
+        clocks.join(step[1], clocks.snapshot(step[2]))
+    else:
+        return False
+    return True
+
+
 def _reference(steps: list[tuple]) -> set[tuple[str, int, int, frozenset[int]]]:
     """(kind, first access, second access, elements) of every racing pair."""
     clocks = Clocks(N_ACTORS)
@@ -52,11 +63,7 @@ def _reference(steps: list[tuple]) -> set[tuple[str, int, int, frozenset[int]]]:
     who: list[tuple[int, int]] = []  # per access: actor, time
     found: dict[tuple[str, int, int], set[int]] = {}
     for step in steps:
-        if step[0] == "tick":
-            clocks.tick(step[1])
-            continue
-        if step[0] == "join":
-            clocks.join(step[1], clocks.snapshot(step[2]))
+        if _clock_step(clocks, step):
             continue
         kind, a, loc, spans, _ = step
         if not spans:
@@ -107,11 +114,7 @@ def _shadow(steps: list[tuple], unique: bool) -> tuple[list, set[tuple]]:
     locs = [Location("GMEM", f"b{k}", 0) for k in range(2)]
     n = 0
     for step in steps:
-        if step[0] == "tick":
-            clocks.tick(step[1])
-            continue
-        if step[0] == "join":
-            clocks.join(step[1], clocks.snapshot(step[2]))
+        if _clock_step(clocks, step):
             continue
         kind, a, loc, spans, stmt = step
         s = n if unique else stmt
