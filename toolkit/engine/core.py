@@ -1136,9 +1136,8 @@ class Engine:
         """The view of field ``fld`` and its name; a view an index placed out of bounds
         fails softly here (at the access, as the GPU interpreter's bounds check does)."""
         name = x.stmt.ref_name(fld)
-        view = x.env.get(name) or self._lookup(x.env, name, x.run, x.path)
-        if view.base.is_sync:
-            self._check_data(view, name, x.path)
+        view = self._lookup(x.env, name, x.run, x.path)
+        self._check_data(view, name, x.path)
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), x.run, x.node, fld, kind)
@@ -1154,7 +1153,7 @@ class Engine:
         if view.multicast is not None:
             raise SimError("SIM_UNSUPPORTED", x.path, f"reading {name!r} through a multicast view")
         run = x.run
-        a = run.a if agent is False else self._agent_index(run, agent)
+        a = self._agent_index(run, agent)
         loc = self._place(view, run)
         self._log("read", a, x, name, loc, view, fld)
         if not self.data:
@@ -1185,9 +1184,8 @@ class Engine:
     ) -> None:
         name = x.stmt.ref_name(fld)
         run = x.run
-        view = x.env.get(name) or self._lookup(x.env, name, run, x.path)
-        if view.base.is_sync:
-            self._check_data(view, name, x.path)
+        view = self._lookup(x.env, name, run, x.path)
+        self._check_data(view, name, x.path)
         if tuple(value.shape) != view.shape:
             raise SimError(
                 "SWAP_SHAPE_MISMATCH",
@@ -1204,7 +1202,7 @@ class Engine:
         if view.oob is not None:
             code, where, msg = view.oob
             self.soft(SimError(code, where, msg), run, x.node, fld, "w")
-        a = run.a if agent is False else self._agent_index(run, agent)
+        a = self._agent_index(run, agent)
         raw = None
         if self.data:
             raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
@@ -1644,9 +1642,7 @@ class Engine:
             run.node = node
             if flavor is _LET:
                 if used is None or op.let in used:
-                    view = env.get(op.ref)
-                    if view is None:
-                        view = self._lookup(env, op.ref, run, node.path)
+                    view = self._lookup(env, op.ref, run, node.path)
                     chain = node.chain
                     if chain is None:
                         chain = self._chain(node)
