@@ -757,9 +757,7 @@ def _body(
         else:
             refs: dict[str, Binding] = {}
             ok = typed = True
-            # (``type() is``: Let, Return and Loop have no subclasses, and a failing
-            # ``isinstance`` of a model class is a slow ABC check)
-            if type(st) is Let:
+            if isinstance(st, Let):
                 # its one ref field (``Let.ref_fields``)
                 src = env.get(st.ref)
                 if src is None:
@@ -853,10 +851,10 @@ def _body(
         stmts.append(stmt)
         if defines is not None:
             continue
-        if type(st) is Return:
+        if isinstance(st, Return):
             return False  # never executed past here: the body returned
         if st.BODY:
-            inner = bound | {st.var} if type(st) is Loop else bound
+            inner = bound | {st.var} if isinstance(st, Loop) else bound
             if not _body(ctx, out, st.body, (*path, "body"), env, inner, (*scope, stmt), old):
                 return False
     return True

@@ -136,15 +136,13 @@ def resolve_entry(e: Any) -> Ix:
     """The one meaning of an index entry (the old forms become ``pl.ds`` expressions)."""
     if e is None:
         return _ALL
-    # (``type() is``: the entry models have no subclasses, and a failing ``isinstance``
-    # of a model class is a slow ABC check, three of them before a slice or an int)
-    if type(e) is BlockIndex:
+    if isinstance(e, BlockIndex):
         stride = e.size if e.stride is None else e.stride
         start = E.scaled(E.Name(e.block), stride)
         return _ds(start, e.size, stride, ("block", e.block))
-    if type(e) is DsIndex:
+    if isinstance(e, DsIndex):
         return Ix("ds", _python_int(E.parse(e.ds[0])), int(e.ds[1]))
-    if type(e) is PidIndex:
+    if isinstance(e, PidIndex):
         start = E.scaled(E.Call("program_id", e.pid), e.size)
         return _ds(start, e.size, e.size, ("pid", e.pid))
     if isinstance(e, bool):  # pragma: no cover - the schema refuses it

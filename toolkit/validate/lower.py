@@ -685,12 +685,9 @@ def _scratch_lowering(ctx: Ctx) -> bool:
     """What allocating the scratch at the kernel's start rejects (before any statement):
     a cluster barrier over an axis the cluster lacks."""
     c = ctx.s.call
-    for name, x in c.scratch.items():
-        # (by its KIND, as ``_resources`` reads it: a failing ``isinstance`` of a model
-        # class is a slow ABC check, paid by every other scratch)
-        if x.KIND != "cluster_barrier":
+    for name, sc in c.scratch.items():
+        if not isinstance(sc, ClusterBarrierScratch):
             continue
-        sc: ClusterBarrierScratch = x  # type: ignore[assignment]
         cluster = list(c.programs[0].mesh.cluster) if c.programs else []
         for axis in axes_tuple(sc.collective_axes):
             if axis not in cluster:
