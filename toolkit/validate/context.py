@@ -123,7 +123,7 @@ def _diagnostic(
     severity: str | None,
     stage: str | None,
     explanation: str,
-    options: list[Fix],
+    options: tuple[Fix, ...] | list[Fix] = (),
 ) -> Diagnostic:
     """The Diagnostic ``Ctx.add`` reports: its stage, severity and explanation the
     catalogue's where the rule gives none."""
@@ -147,27 +147,16 @@ def _diagnostic(
         jax=jax,
         explanation=explanation or _explanation(code),
         fix=options[0] if options else None,
-        fixes=options,
+        fixes=list(options),
     )
 
 
-@functools.lru_cache(maxsize=2048)
-def _plain(
-    code: str,
-    path: Path | str,
-    message: str,
-    jax_message: str | None,
-    jax_type: str | None,
-    severity: str | None,
-    stage: str | None,
-    explanation: str,
-) -> Diagnostic:
-    """A diagnostic with no fix, made once per content: a Diagnostic is frozen, and
-    nothing edits one in place (``fixes.offer``, ``sync``'s witness and the importer's
-    source make a copy, ``model_copy(update=...)``), so every check that reports the
-    same problem at the same place (a scenario loaded again, a fix's candidate that
-    leaves it) shares one, where validating it was most of a report's cost."""
-    return _diagnostic(code, path, message, jax_message, jax_type, severity, stage, explanation, [])
+#: ``_diagnostic`` of a diagnostic with no fix, made once per content: a Diagnostic is
+#: frozen, and nothing edits one in place (``fixes.offer``, ``sync``'s witness and the
+#: importer's source make a copy, ``model_copy(update=...)``), so every check that
+#: reports the same problem at the same place (a fix's candidate that leaves it) shares
+#: one, where validating it was most of a report's cost
+_plain = functools.lru_cache(maxsize=2048)(_diagnostic)
 
 
 def clear_cache() -> None:

@@ -45,11 +45,8 @@ def check_lower(ctx: Ctx) -> None:
         return
     s = ctx.s
     c = s.call
-    if (
-        c.entry == "pl.kernel"
-        and c.scratch
-        and (operands := [n for n, x in c.scratch.items() if x.alloc == "scratch_types"])
-    ):
+    operands = [n for n, x in c.scratch.items() if x.alloc == "scratch_types"]
+    if c.entry == "pl.kernel" and operands:
         name = operands[0]
         ctx.jax(
             "MPMD_GPU_SCRATCH",
