@@ -721,22 +721,26 @@ class At(TransformOp):
             return v.with_offsets(sim.sliced(v.offsets, static), v.oob)
         idx = list(static)
         clipped: list[tuple[int, Any]] = []  # (view dim, indices) taken after the slicing
+        # dims of size 0 indexed outside: no offset to clip to; the view's offsets there
+        # are taken from one placeholder element (the view is marked: no access reads it)
+        empty: list[int] = []
         oob = v.oob
         for k, (dim, ix, size, where) in enumerate(per_actor):
             if ix.kind == "int":
                 i = values[k] if k < len(values) else sim.eval(ix.start, actor, where)
                 if not -size <= i < size:
-                    if size == 0:
-                        sim.fail("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
                     if oob is None:
                         oob = ("OOB_INDEX", where, f"index {i} out of bounds for size {size}")
+                    if size == 0:
+                        empty.append(dim)
+                        size = 1
                     i = min(max(i, 0), size - 1)
                 idx[dim] = i % size
             else:
                 start = values[k] if k < len(values) else sim.eval(ix.start, actor, where)
                 n = ix.size or 0
                 if start < 0 or n < 0 or start + n > size:
-                    if size == 0 or n < 0:
+                    if n < 0:
                         sim.fail("OOB_INDEX", where, f"slice [{start}, {start + n}) of size {size}")
                     if oob is None:
                         oob = (
@@ -745,12 +749,22 @@ class At(TransformOp):
                             f"slice [{start}, {start + n}) out of bounds for size {size} "
                             f"({actor.describe()})",
                         )
+                    if size == 0:
+                        empty.append(dim)
+                        size = 1
                     idx[dim] = _WHOLE
                     kept = sum(1 for e in self._entries[:dim] if e.kind != "int")
                     clipped.append((kept, _clip(start, n, size)))
                 else:
                     idx[dim] = slice(start, start + n)
-        offsets = sim.sliced(v.offsets, tuple(idx))
+        if empty:
+            import numpy as np
+
+            whole = v.offsets
+            shape = tuple(1 if d in empty else n for d, n in enumerate(whole.shape))
+            offsets = np.zeros(shape, whole.dtype)[tuple(idx)]
+        else:
+            offsets = sim.sliced(v.offsets, tuple(idx))
         if clipped:
             import numpy as np
 

@@ -681,24 +681,22 @@ def _oob_diag(ctx: Ctx, f: Any, stage_code: str, stage: str, note: str = "") -> 
     message = f.message
     jax_message = None
     fix = None
-    if b is not None and b.info is not None and b.info.region is not None:
-        root = _root(ctx, b)
-        if root is not None and len(root) == len(b.info.region):
+    got = _access_box(ctx, f)
+    if got is not None and b is not None and b.info is not None:
+        box, root, region = got
+        jax_message = _interp_message(f.access or "r", box, b.info, tuple(root))
+        bad = next((k for k, (lo, hi) in enumerate(box) if lo < 0 or hi > root[k]), None)
+        if static is not None:
+            message = static.message
+        elif bad is not None:
+            what = "reads" if f.access == "r" else "writes"
+            message = (
+                f"in block {_where(ctx, f)} this view {what} elements "
+                f"[{box[bad][0]}, {box[bad][1]}) of dimension {bad} of its ref, which has "
+                f"only {root[bad]}; JAX does not check block-indexed slices inside a kernel"
+            )
             mesh = _program_mesh(ctx, f.stmt)
-            sizes = {**(ctx.s.device_mesh or {}), **mesh.grid, **mesh.cluster}
-            box = _box(b.info.region, f, sizes)
-            jax_message = _interp_message(f.access or "r", box, b.info, tuple(root))
-            bad = next((k for k, (lo, hi) in enumerate(box) if lo < 0 or hi > root[k]), None)
-            if static is not None:
-                message = static.message
-            elif bad is not None:
-                what = "reads" if f.access == "r" else "writes"
-                message = (
-                    f"in block {_where(ctx, f)} this view {what} elements "
-                    f"[{box[bad][0]}, {box[bad][1]}) of dimension {bad} of its ref, which has "
-                    f"only {root[bad]}; JAX does not check block-indexed slices inside a kernel"
-                )
-                fix = _grid_fix(ctx, f.stmt, b.info.region[bad], root[bad], mesh)
+            fix = _grid_fix(ctx, f.stmt, region[bad], root[bad], mesh)
     elif static is not None:
         message = static.message
     ctx.add(
@@ -709,6 +707,33 @@ def _oob_diag(ctx: Ctx, f: Any, stage_code: str, stage: str, note: str = "") -> 
         stage=stage,
         fix=fix,
     )
+
+
+def _access_box(ctx: Ctx, f: Any) -> tuple[list[tuple[int, int]], list[int], Any] | None:
+    """An out-of-bounds finding's access range per dim of its buffer (``_box``), the
+    buffer's shape and its view's region, None where the region is not known (a
+    gather, a bitcast)."""
+    b = _binding(ctx, f)
+    if b is None or b.info is None or b.info.region is None:
+        return None
+    root = _root(ctx, b)
+    if root is None or len(root) != len(b.info.region):
+        return None
+    mesh = _program_mesh(ctx, f.stmt)
+    sizes = {**(ctx.s.device_mesh or {}), **mesh.grid, **mesh.cluster}
+    return _box(b.info.region, f, sizes), root, b.info.region
+
+
+def _outside_buffer(ctx: Ctx, f: Any) -> bool:
+    """Whether an out-of-bounds finding's access leaves its buffer, which JAX's GPU
+    interpreter checks (not the view: an index outside a view that stays inside the
+    buffer reads or writes the buffer's other elements there, and it raises nothing);
+    True where the range is not known."""
+    got = _access_box(ctx, f)
+    if got is None:
+        return True
+    box, root, _ = got
+    return any(lo < 0 or hi > n for (lo, hi), n in zip(box, root, strict=True))
 
 
 def _grid_fix(ctx: Ctx, stmt_path: str, d: Any, extent: int, mesh: Any) -> Fix | None:
@@ -735,17 +760,33 @@ def _grid_fix(ctx: Ctx, stmt_path: str, d: Any, extent: int, mesh: Any) -> Fix |
     )
 
 
+#: what an out-of-bounds finding inside its buffer adds in the GPU interpreter's mode
+_INSIDE = (
+    " (the access stays inside the buffer: JAX's GPU interpreter checks accesses against "
+    "the buffer, not the view, so it runs the call and does not see this)"
+)
+
+
 def _interp_findings(ctx: Ctx, out: Outcome) -> set[str]:
     """Out-of-bounds accesses as JAX's interpreter meets them; the paths reported."""
     # (a semaphore's index is no access the interpreter checks: it cannot run semaphores)
     oob = [f for f in out.findings if f.code == "OOB_INDEX" and f.access]
     if not oob:
         return set()
-    if ctx.s.run.interpret == "gpu":
-        f = oob[0]  # the interpreter stops at the first failing access
-        _oob_diag(ctx, f, "OOB_READ" if f.access == "r" else "OOB_WRITE", "interpret")
-        return {f.path}
     seen: set[str] = set()
+    if ctx.s.run.interpret == "gpu":
+        # the interpreter stops at the first access outside its buffer; one outside its
+        # view but inside the buffer it runs (reading or writing the buffer there): as on
+        # a GPU, an error of the kernel JAX does not see
+        for f in oob:
+            if _outside_buffer(ctx, f):
+                _oob_diag(ctx, f, "OOB_READ" if f.access == "r" else "OOB_WRITE", "interpret")
+                seen.add(f.path)
+                break
+            if f.path not in seen:
+                seen.add(f.path)
+                _oob_diag(ctx, f, "OOB_INDEX", "gpu-run", note=_INSIDE)
+        return seen
     for f in oob:
         if f.path not in seen:
             seen.add(f.path)
