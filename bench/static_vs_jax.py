@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 TYPICAL_TARGET_S = 1e-3
 #: the static check at least this many times faster than JAX's trace, every scenario
 SPEEDUP_TARGET = 10
+#: the whole check (rules, race check and verified fixes) at least this many times
+#: faster than JAX's trace, every scenario (issue 27: what the whole check was before
+#: the race check explored schedules and every fix was verified by a full check)
+WHOLE_TARGET = 1.5
 #: what ``analyze(timings=...)`` reports, by part
 RULES = ("compile", "build", "trace", "lower", "runtime", "interp")
 
@@ -123,8 +127,8 @@ def rows(repeats: int = 3, trace_repeats: int = 9, rounds: int = 3) -> list[Row]
                 ratio_value=1 / up_rules,  # (the median of the rounds' ratios)
             )
         )
-    out.append(_least(rules_ups, "trace / rules", target=True))
-    out.append(_least(whole_ups, "trace / whole check; no target: the trace judges no race", False))
+    out.append(_least(rules_ups, "trace / rules", SPEEDUP_TARGET))
+    out.append(_least(whole_ups, "trace / whole check, which also judges races", WHOLE_TARGET))
     detect_ups: list[tuple[float, str]] = []
     for name, t_check, t_detect in detector:
         up = None if t_detect is None else t_detect / t_check
@@ -151,7 +155,7 @@ def rows(repeats: int = 3, trace_repeats: int = 9, rounds: int = 3) -> list[Row]
                 detect_ups,
                 "JAX's race-detecting run / whole check, where its GPU interpreter runs "
                 "the call on a CPU",
-                target=True,
+                SPEEDUP_TARGET,
                 of=len(detector),
             )
         )
@@ -184,19 +188,19 @@ def interpreter_runs(scenario: Scenario) -> bool:
     )
 
 
-def _least(ups: list[tuple[float, str]], label: str, target: bool, of: int = 0) -> Row:
-    """The least speed-up of ``ups`` and how many reach the target (``of``: out of how
-    many scenarios, when some had no answer); ``target``: whether it is held to it."""
+def _least(ups: list[tuple[float, str]], label: str, goal: float, of: int = 0) -> Row:
+    """The least speed-up of ``ups`` and how many reach ``goal`` (``of``: out of how
+    many scenarios, when some had no answer)."""
     n = of or len(ups)
     worst, worst_name = min(ups) if ups else (float("nan"), "none")
-    met = sum(1 for r, _ in ups if r >= SPEEDUP_TARGET)
+    met = sum(1 for r, _ in ups if r >= goal)
     return Row(
         "static vs JAX",
         f"least speed-up over {n} gallery scenarios ({label}): {worst_name}; "
-        f"{met}/{n} at >= {SPEEDUP_TARGET}x",
+        f"{met}/{n} at >= {goal:g}x",
         f"{worst:.1f}x",
-        target=f">= {SPEEDUP_TARGET}x" if target else "",
-        verdict=verdict(met == n and worst >= SPEEDUP_TARGET) if target else "",
+        target=f">= {goal:g}x",
+        verdict=verdict(met == n and worst >= goal),
         value=worst,
         unit="x",
     )

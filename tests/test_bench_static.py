@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.static_vs_jax import SPEEDUP_TARGET, _least
+from bench.static_vs_jax import SPEEDUP_TARGET, WHOLE_TARGET, _least
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,14 +45,19 @@ def test_jax_answers_the_race_question_wherever_the_bench_asks_it():
 
 def test_least_speed_up_is_missed_when_a_scenario_has_no_answer():
     ups = [(12.0, "a"), (SPEEDUP_TARGET + 0.5, "b")]
-    met = _least(ups, "run / check", target=True).to_json()
+    met = _least(ups, "run / check", SPEEDUP_TARGET).to_json()
     assert met["ok"] is True and met["value"] == SPEEDUP_TARGET + 0.5
     assert "b; 2/2 at" in met["measure"]
     # one of three scenarios without JAX's answer: not met, whatever the other two say
-    short = _least(ups, "run / check", target=True, of=3).to_json()
+    short = _least(ups, "run / check", SPEEDUP_TARGET, of=3).to_json()
     assert short["ok"] is False and "2/3 at" in short["measure"]
-    assert _least([(9.0, "a")], "run / check", target=True).to_json()["ok"] is False
-    shown = _least([(1.1, "a")], "trace / whole check", target=False).to_json()
-    assert shown["ok"] is None and shown["target"] == ""  # a figure, judged by nothing
-    nothing = _least([], "x", target=False)
+    assert _least([(9.0, "a")], "run / check", SPEEDUP_TARGET).to_json()["ok"] is False
+    # the whole check against the trace: its own target
+    whole = _least([(1.6, "a"), (1.4, "b")], "trace / whole check", WHOLE_TARGET).to_json()
+    assert (
+        whole["ok"] is False
+        and whole["target"] == ">= 1.5x"
+        and "1/2 at >= 1.5x" in whole["measure"]
+    )
+    nothing = _least([], "x", WHOLE_TARGET)
     assert nothing.value is not None and math.isnan(nothing.value)
