@@ -302,6 +302,8 @@ class Return(StatementOp):
         return [f"return {g.ref(self.src)}[...]"]
 
     def trace(self, t: TraceContext) -> bool:
+        if t.use("src"):  # ``src[...]`` is loaded before anything is returned
+            return True
         if t.entry != "pl.kernel":
             return t.end_body()  # plgpu.kernel runs the body in run_scoped: the value is dropped
         program = t.path[2]  # (call.programs[p]...)
