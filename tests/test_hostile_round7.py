@@ -46,14 +46,30 @@ def _returning(entry: str, perm: list[int] | None) -> dict[str, Any]:
     }
 
 
+def _dropped(*transforms: dict[str, Any]) -> dict[str, Any]:
+    """plgpu.kernel returning ``x_ref`` through ``transforms`` (the value is dropped; the
+    load is lowered all the same)."""
+    s = _returning("plgpu.kernel", None)
+    s["call"]["programs"][0]["body"][0]["transforms"] = list(transforms)
+    return s
+
+
 #: name -> scenario: a returned view's waiting error is raised by the load of
-#: ``return v[...]`` before anything is returned (plgpu.kernel drops the value; the
-#: fuzz's fz294 was "valid" where JAX raised the transpose's rank error)
+#: ``return v[...]`` before anything is returned (the fuzz's fz294 was "valid" where JAX
+#: raised the transpose's rank error); under plgpu.kernel the value is dropped, but the
+#: load is lowered, its view's transforms with it (fz78: "valid" where the lowering
+#: raised the unknown cluster axis), not its register layout (a 4-element load lowers)
 RETURNS = {
     "plgpu-bad-transpose": _returning("plgpu.kernel", [0]),
     "pl-bad-transpose": _returning("pl.kernel", [0]),
     "plgpu-good-transpose": _returning("plgpu.kernel", [1, 0]),
     "pl-good-transpose": _returning("pl.kernel", [1, 0]),
+    "dropped-cluster-ref-unknown-axis": _dropped({"op": "cluster_ref", "block": {"c": 1}}),
+    "dropped-4-elements": _dropped({"op": "at", "index": [0, {"ds": ["0", 4]}]}),
+    "dropped-strided-column": _dropped({"op": "at", "index": [{"ds": ["0", 8]}, 0]}),
+    "dropped-bitcast": _dropped({"op": "bitcast", "dtype": "int16"}),
+    "dropped-reshape": _dropped({"op": "reshape", "shape": [1024]}),
+    "dropped-slice-outside": _dropped({"op": "at", "index": [{"ds": ["b * 20", 4]}]}),
 }
 
 

@@ -319,6 +319,11 @@ class Return(StatementOp):
         )
         return True
 
+    def lower(self, low: LowerContext) -> bool:
+        # (plgpu.kernel: pl.kernel's trace error came first) the load is lowered, its
+        # value then dropped: what its view's transforms raise is raised
+        return low.dropped_load("src")
+
     def execute(self, x: ExecuteContext) -> None:
         x.fail("MPMD_RETURNS_VALUE", "the kernel returns a value")
 

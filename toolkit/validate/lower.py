@@ -440,6 +440,15 @@ class LowerCtx:
         assert y.parent is not None  # its source's memref, followed by its own steps
         return L.view_memref_from(src.memref, [t for _, t in own], len(y.parent.stack))
 
+    def dropped_load(self, field: str) -> bool:
+        """A load whose value nothing uses (``return v[...]`` under plgpu.kernel): the
+        lowering rules' own errors (its view's transforms), none of the later phases'
+        (the unused op is gone before them)."""
+        kept = len(self.found)
+        stop = self.access(field, "load", check_layout=False)
+        del self.found[kept:]
+        return stop
+
     def later_error(self, phase: str, item: tuple[Any, ...]) -> None:
         """An error of the later lowering phase ``phase`` (a key of ``_RANK``)."""
         self.found.append((_RANK[phase], item))
