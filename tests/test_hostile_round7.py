@@ -89,3 +89,73 @@ def test_a_returned_views_error_is_raised_by_its_load(name: str, jax_says: dict)
         assert d is not None and d.code == jax["code"], (d, jax)
         if d.jax is not None:  # (JAX's message names the generated file where it says "at")
             assert d.jax.message.split(" at <")[0] in jax["message"]
+
+
+# ------------------------------------------------ a TMA copy of one element (a 0-d view)
+
+
+def _tma_one(entry: str, dtype: str, index: list[Any], store: bool) -> dict[str, Any]:
+    """A TMA store of ``s.at[*index]`` (SMEM scratch) into an output of its shape, or a
+    TMA load of ``x_ref.at[*index]`` into a 0-d SMEM scratch."""
+    vshape = [128] if len(index) == 1 else []
+    if store:
+        body = [
+            {"let": "v", "ref": "s", "transforms": [{"op": "at", "index": index}]},
+            {"op": "tma_store", "src": "v", "dst": "r"},
+        ]
+        scratch = {"s": {"shape": [128, 128], "dtype": dtype, "memory_space": "SMEM"}}
+        buffers: dict[str, Any] = {}
+        args: list[dict[str, str]] = []
+        out = {"shape": vshape, "dtype": dtype}
+    else:
+        body = [
+            {"let": "v", "ref": "x_ref", "transforms": [{"op": "at", "index": index}]},
+            {"op": "copy_gmem_to_smem", "src": "v", "dst": "s", "barrier": "bar"},
+            {"op": "barrier_wait", "barrier": "bar"},
+        ]
+        scratch = {
+            "s": {"shape": vshape, "dtype": dtype, "memory_space": "SMEM"},
+            "bar": {"kind": "barrier"},
+        }
+        buffers = {"x": {"shape": [8, 128], "dtype": dtype, "init": "iota"}}
+        args = [{"buffer": "x", "param": "x_ref"}]
+        out = {"shape": [128], "dtype": "float32"}
+    return {
+        "name": "tma-one",
+        "buffers": buffers,
+        "call": {
+            "entry": entry,
+            "args": args,
+            "outputs": {"r": out},
+            "scratch": scratch,
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+    }
+
+
+#: a TMA copy of one element moves its dtype's bits along "the last dimension", fewer
+#: than 128: JAX's lowering refuses it (stacks fuzz: a 0-d uint8 store was "valid")
+TMA_ONE = {
+    "store-0d-uint8": _tma_one("plgpu.kernel", "uint8", [88, -1], store=True),
+    "store-0d-float32": _tma_one("plgpu.kernel", "float32", [3, 4], store=True),
+    "store-row-float32": _tma_one("plgpu.kernel", "float32", [3], store=True),
+    "load-0d-float32": _tma_one("plgpu.kernel", "float32", [1, 2], store=False),
+    "load-0d-uint8": _tma_one("plgpu.kernel", "uint8", [1, 2], store=False),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_tma() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in TMA_ONE.values()])
+    return dict(zip(TMA_ONE, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(TMA_ONE))
+def test_a_tma_copy_of_one_element_is_refused_as_jax_does(name: str, jax_tma: dict) -> None:
+    d = first_error(check(load_scenario(copy.deepcopy(TMA_ONE[name]))))
+    jax = jax_tma[name]
+    if jax["stage"] is None:
+        assert d is None or d.stage not in ("build", "trace", "gpu-lower"), d
+    else:
+        assert d is not None and (d.code, d.stage) == (jax["code"], jax["stage"]), (d, jax)
+        assert d.jax is not None and d.jax.message == jax["message"]

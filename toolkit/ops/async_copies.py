@@ -310,18 +310,17 @@ def _copy_width(low: LowerContext, field: str) -> None:
     """``async_copy``: the bits along the last dimension, a multiple of 128
     (``layout_rules.tma_last_dim_error``)."""
     info = low.info(field)
-    if not info.shape:
-        return
+    minor = info.shape[-1] if info.shape else 1  # (a 0-d ref: one element)
     bits = dtypes.bits(info.dtype)
-    e = L.tma_last_dim_error(info.shape[-1], bits)
+    e = L.tma_last_dim_error(minor, bits)
     if e is not None:
         low.later(
             "p3",
             e.code,
             low.path,
             e.message,
-            f"A TMA copy moves 16-byte units along the last dimension; {info.shape[-1]} "
-            f"{info.dtype} elements are {info.shape[-1] * bits} bits.",
+            f"A TMA copy moves 16-byte units along the last dimension; {minor} "
+            f"{info.dtype} element{'s are' if minor != 1 else ' is'} {minor * bits} bits.",
         )
 
 
