@@ -786,7 +786,12 @@ def _body(
                             or seen is not None
                             or (kept := _steps_of(o, src.info, path, bound)) is None
                         ):
-                            kept = propagate(src.info, transforms, tpath, bound, seen)
+                            # (a step names an axis only in its index expressions: the
+                            # let's, looked at once here; with none unbound, no step has
+                            # an axis to check)
+                            named = exprs and _unbound(exprs, bound) is not None
+                            checked = bound if named else None
+                            kept = propagate(src.info, transforms, tpath, checked, seen)
                         steps = kept
                         info = steps[-1].after
                 elif src is not None:
@@ -836,7 +841,7 @@ def _body(
                     else:
                         unbound = _unbound(exprs, bound) if exprs else None
                 else:
-                    exprs, calls = _exprs(st)
+                    exprs, calls = _exprs(st) if st.HAS_EXPRS else _NO_EXPRS
                     unbound = _unbound(exprs, bound) if exprs else None
             if calls and ("load" in calls or "semaphore_read" in calls):
                 loads = _loads(ctx, exprs, path, env)
@@ -907,10 +912,13 @@ def expr_fields(st: Any) -> Iterator[tuple[str, E.Expr]]:
 
 def _exprs(st: Any) -> tuple[tuple[tuple[int, str, E.Expr], ...], frozenset[str]]:
     """A statement's index expressions as ``Stmt.exprs`` lists them, and all of their
-    calls (``Stmt.calls``): one walk of its ops' ``exprs``, for every rule."""
+    calls (``Stmt.calls``): one walk of its ops' ``exprs``, for every rule (an op whose
+    class has none, ``Op.HAS_EXPRS``, is not asked)."""
     out = []
     calls = _NO_CALLS
     for k, op in enumerate(st.transforms) if type(st) is Let else ((-1, st),):
+        if not op.HAS_EXPRS:
+            continue
         for field, e in op.exprs():
             out.append((k, field, e))
             c = e.calls()

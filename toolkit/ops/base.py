@@ -329,6 +329,15 @@ class Op(Model):
     def label(self) -> str:
         return self.kind
 
+    #: whether an op of the class may evaluate index expressions: its class defines
+    #: ``exprs`` (set once per class; an op of any other has none to walk)
+    HAS_EXPRS: ClassVar[bool] = False
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.HAS_EXPRS = cls.exprs is not Op.exprs
+
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         """``(sub-path, expression)`` for every index expression the op evaluates."""
         return iter(())

@@ -21,7 +21,7 @@ from __future__ import annotations
 from operator import methodcaller
 from typing import Any
 
-from mpmd_lab.fields import Path, format_path, get_path
+from mpmd_lab.fields import format_path
 from mpmd_lab.ops import Let, StatementOp
 from mpmd_lab.plan import Binding, along_chain, own_steps
 from mpmd_lab.record import Record
@@ -91,15 +91,15 @@ def _views(ctx: Ctx) -> _Limit | None:
         return None  # (no view of the call has a step it cannot run: no fold to make)
     known, its = first
 
-    # the view's first step it cannot run, with its limit: its source view's, else the
-    # first of its own steps; once per view (``along_chain``; the first transform found
-    # to have a limit is not asked again)
+    # the view's first step it cannot run (its path and transform), with its limit: its
+    # source view's, else the first of its own steps; once per view (``along_chain``;
+    # the first transform found to have a limit is not asked again)
     def step(y: Binding, found: Any) -> Any:
         if found is None:
             for path, t in own_steps(y):
                 answer = its if t is known else limit(t)
                 if answer is not None:
-                    return path, answer
+                    return path, t, answer
         return found
 
     memo: dict[int, tuple[Binding, Any]] = {}
@@ -112,10 +112,9 @@ def _views(ctx: Ctx) -> _Limit | None:
                     continue  # no view step: nothing to run (and none along its chain)
                 hit = along_chain(memo, b, step)
                 if hit is not None:
-                    path, found = hit
-                    kind = _step_kind(ctx, b, path)
-                    where = format_path(path)
-                    return _Limit(found.code, where, kind, found.why, found.jax_message)
+                    path, t, found = hit
+                    where, what = format_path(path), f"{t.kind} views"
+                    return _Limit(found.code, where, what, found.why, found.jax_message)
     return None
 
 
@@ -135,18 +134,6 @@ def _first_limited(ctx: Ctx, limit: Any) -> tuple[Any, Any] | None:
                     if (answer := limit(t)) is not None:
                         return t, answer
     return None
-
-
-def _step_kind(ctx: Ctx, b: Any, path: Path) -> str:
-    """``remote_ref views`` for the view step at ``path`` (its op; on the binding's own
-    stack, else looked up), else "a view"."""
-    for p, t in b.stack:
-        if p == path:
-            return f"{t.kind} views"
-    try:
-        return f"{get_path(ctx.s, path).kind} views"
-    except (LookupError, AttributeError, ValueError, TypeError):
-        return "a view"
 
 
 def _statements(ctx: Ctx) -> _Limit | None:
