@@ -193,8 +193,8 @@ class Expr(Record):
     has_truth: bool
 
     def eval(self, env: Env) -> int:
-        """The value against ``env`` (its ``compiled`` function's)."""
-        return compiled(self)(env)
+        """The value against ``env`` (its ``walked`` function's)."""
+        return walked(self)(env)
 
     def _compile(self) -> Callable[[Env], int]:
         """A function of an ``Env`` that computes the value, its operands' functions
@@ -203,6 +203,13 @@ class Expr(Record):
         if type(self).eval is Expr.eval:
             raise NotImplementedError(f"{type(self).__name__} defines neither _compile nor eval")
         return self.eval
+
+    def _python(self) -> str | None:
+        """The value as one Python expression of ``env`` (``compiled``'s fast path: the
+        values it computes where nothing fails are the walk's; ``_i32``, ``_neg32``:
+        the walk's int32 wrap), or None where the walk alone computes it (a load, a
+        semaphore read: what the engine's data reader answers)."""
+        return None
 
     def source(self, w: Writer) -> str:
         """JAX source, names and sizes written by ``w``."""
@@ -268,6 +275,9 @@ class Const(Expr):
         value = self.value
         return lambda env: value
 
+    def _python(self) -> str | None:
+        return f"({self.value!r})"
+
     def source(self, w: Writer) -> str:
         return repr(self.value)
 
@@ -293,6 +303,9 @@ class Name(Expr):
                 raise ExprError(f"{name!r} has no value here") from None
 
         return value
+
+    def _python(self) -> str | None:
+        return f"env.values[{self.id!r}]"
 
     def source(self, w: Writer) -> str:
         return w.name(self.id)
@@ -326,6 +339,14 @@ class Call(Expr):
         if self.fn == "program_id":  # (past the grid's dims: 0 programs in, 1 of them)
             return lambda env: env.pids[d] if d < len(env.pids) else 0
         return lambda env: env.npids[d] if d < len(env.npids) else 1
+
+    def _python(self) -> str | None:
+        if self.fn == "axis_size":
+            return f"env.sizes[{str(self.arg)!r}]"
+        d = int(self.arg)
+        if self.fn == "program_id":
+            return f"(env.pids[{d}] if {d} < len(env.pids) else 0)"
+        return f"(env.npids[{d}] if {d} < len(env.npids) else 1)"
 
     def source(self, w: Writer) -> str:
         if self.fn == "axis_size":
@@ -409,6 +430,14 @@ class BinOp(Expr):
 
         return divide
 
+    def _python(self) -> str | None:
+        a, b = self.a._python(), self.b._python()
+        if a is None or b is None:
+            return None
+        # (a division by zero raises here: ``compiled`` asks the walk, which says what)
+        text = f"({a} {self.op} {b})"
+        return f"_i32{text}" if traced(self) else text
+
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC[self.op]
         left = _wrap(self.a, f(self.a), p)
@@ -445,6 +474,12 @@ class Neg(Expr):
 
         return negate
 
+    def _python(self) -> str | None:
+        a = self.a._python()
+        if a is None:
+            return None
+        return f"_neg32(-{a})" if traced(self) else f"(-{a})"
+
     def source(self, w: Writer) -> str:
         return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
 
@@ -467,6 +502,12 @@ class Compare(Expr):
     def _compile(self) -> Callable[[Env], int]:
         fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
         return lambda env: int(op(fa(env), fb(env)))
+
+    def _python(self) -> str | None:
+        a, b = self.a._python(), self.b._python()
+        if a is None or b is None:
+            return None
+        return f"int({a} {self.op} {b})"
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC["cmp"] + 1
@@ -499,6 +540,12 @@ class BoolOp(Expr):
             return lambda env: int(all(f(env) for f in fs))
         return lambda env: int(any(f(env) for f in fs))
 
+    def _python(self) -> str | None:
+        items = [e._python() for e in self.items]
+        if None in items:
+            return None
+        return f"int(bool({f' {self.op} '.join(items)}))"  # type: ignore[arg-type]
+
     def _text(self, f: Callable[[Expr], str], jax: bool) -> str:
         p = _PREC[self.op] + 1
         parts = [_wrap(e, f(e), p) for e in self.items]
@@ -529,6 +576,10 @@ class Not(Expr):
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
         return lambda env: int(not fa(env))
+
+    def _python(self) -> str | None:
+        a = self.a._python()
+        return None if a is None else f"int(not {a})"
 
     def source(self, w: Writer) -> str:
         if w is LABEL:
@@ -728,20 +779,78 @@ def combine_dtypes(a: str | None, b: str | None) -> str | None:
     return dtypes.promote(a, b)
 
 
+def walked(e: Expr) -> Callable[[Env], int]:
+    """``e`` as one function of an ``Env`` that walks its tree (a function per node,
+    made once per tree: ``Expr.eval``, an answer asked once or a few times), kept for
+    the last ``MAX_PARSED`` trees asked."""
+    hit = _WALKED.get(id(e))
+    if hit is None:
+        if len(_WALKED) >= MAX_PARSED:
+            _WALKED.clear()
+        hit = _WALKED[id(e)] = (e, e._compile())  # (keeps e alive: its id stays its own)
+    return hit[1]
+
+
 def compiled(e: Expr) -> Callable[[Env], int]:
-    """``e`` as one function of an ``Env`` (its tree walked once, when it is made: an
-    expression is evaluated per actor and step, made once per tree; the trees are
-    shared, ``parse``), kept for the last ``MAX_PARSED`` trees asked."""
+    """``e`` as one function of an ``Env`` for the engine, which evaluates it per actor
+    and step: the tree as one Python expression, compiled once per tree (the trees are
+    shared, ``parse``; one made again shares the function of its text); the walk
+    (``walked``) where the tree is a leaf or loads or reads memory. Where
+    the expression fails (a name without a value, a division by zero) the walk computes
+    it again and says what (it reads nothing but ``env``: the same answer, or the walk's
+    own error). Kept for the last ``MAX_PARSED`` trees asked."""
     hit = _COMPILED.get(id(e))
     if hit is None:
         if len(_COMPILED) >= MAX_PARSED:
             _COMPILED.clear()
-        hit = _COMPILED[id(e)] = (e, e._compile())  # (keeps e alive: its id stays its own)
+        # (a leaf's walk is one function already; a tree loading memory has no text)
+        text = None if isinstance(e, Const | Name | Call) else e._python()
+        if text is None:
+            fn = walked(e)
+        else:
+            # (by its text: a tree made again, ``b * 128`` of each load's block index,
+            # is one function)
+            fn = _BY_TEXT.get(text) or _run_of(text, e)
+            if len(_BY_TEXT) >= MAX_PARSED:
+                _BY_TEXT.clear()
+            _BY_TEXT[text] = fn
+        hit = _COMPILED[id(e)] = (e, fn)  # (keeps e alive: its id stays its own)
     return hit[1]
 
 
-#: id(tree) -> (the tree, its function) (``compiled``)
+#: ``compiled``'s Python function: the expression, the walk where it fails
+_RUN = """
+def run(env):
+    try:
+        return {}
+    except Exception:
+        return walked(tree)(env)
+"""
+
+
+def _run_of(text: str, tree: Expr) -> Callable[[Env], int]:
+    """The function ``_RUN`` defines for ``text`` (``tree``'s Python expression)."""
+    scope: dict[str, Any] = {"tree": tree, "walked": walked, "_i32": _i32, "_neg32": _neg32}
+    exec(compile(_RUN.format(text), "<expr>", "exec"), scope)  # noqa: S102
+    fn: Callable[[Env], int] = scope["run"]
+    return fn
+
+
+def _i32(r: int) -> int:
+    """A traced result as int32 arithmetic leaves it (``BinOp``'s walk)."""
+    return r if INT32_MIN <= r <= INT32_MAX else wrap_int32(r)
+
+
+def _neg32(r: int) -> int:
+    """A traced negation as int32 arithmetic leaves it (``Neg``'s walk)."""
+    return wrap_int32(r) if r > INT32_MAX else r
+
+
+#: id(tree) -> (the tree, its function) (``walked``, ``compiled``)
+_WALKED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
 _COMPILED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
+#: ``compiled``'s Python functions by their text (equal trees: one function)
+_BY_TEXT: dict[str, Callable[[Env], int]] = {}
 
 
 # ---------------------------------------------------------------- parsing
