@@ -109,3 +109,38 @@ def test_equal_trees_share_one_compiled_function() -> None:
     assert a is not b and E.compiled(a) is E.compiled(b)
     env = E.Env({"b": 3}, {})
     assert E.compiled(b)(env) == E.walked(b)(env) == 384
+
+
+def test_the_compiled_function_wraps_as_the_walk_over_random_trees() -> None:
+    """Random trees of + - * // % and negation over traced names and large constants:
+    the compiled function (one int32 wrap where a chain of + - * ends) gives the walk's
+    value or error for every environment."""
+    import random
+
+    rng = random.Random(7)
+    leaves = ("dev", "i", "3", "2147483647", "65536", "axis_size(dev)", "0")
+
+    def tree(depth: int) -> str:
+        if depth == 0 or rng.random() < 0.25:
+            return rng.choice(leaves)
+        if rng.random() < 0.1:
+            return f"-({tree(depth - 1)})"
+        op = rng.choice(("+", "-", "*", "*", "//", "%"))
+        return f"({tree(depth - 1)} {op} {tree(depth - 1)})"
+
+    for _ in range(600):
+        text = tree(4)
+        if len(text) > E.MAX_TEXT:
+            continue
+        e = E.parse(text)
+        for dev, i in ((3, -2), (2**31 - 1, 2**31 - 1), (-(2**31), 12345), (0, 0)):
+            env = E.Env({"dev": dev, "i": i}, {"dev": 4})
+            try:
+                want: object = E.walked(e)(env)
+            except E.ExprError as err:
+                want = (type(err), str(err))
+            try:
+                got: object = E.compiled(e)(env)
+            except E.ExprError as err:
+                got = (type(err), str(err))
+            assert got == want, e.label()

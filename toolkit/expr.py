@@ -431,12 +431,25 @@ class BinOp(Expr):
         return divide
 
     def _python(self) -> str | None:
-        a, b = self.a._python(), self.b._python()
-        if a is None or b is None:
+        text = self._unwrapped()
+        if text is None:
             return None
         # (a division by zero raises here: ``compiled`` asks the walk, which says what)
-        text = f"({a} {self.op} {b})"
         return f"_i32{text}" if traced(self) else text
+
+    def _unwrapped(self) -> str | None:
+        """``_python`` without the int32 wrap of this operation and of the ``+ - *``
+        under a ``+ - *``: int32 arithmetic is arithmetic modulo 2**32, so wrapping once
+        where a chain of them ends gives what wrapping each one gives (an operand that
+        is not traced is a Python int either way, never wrapped)."""
+        out = []
+        for sub in (self.a, self.b):
+            chained = self.op in _ARITH and isinstance(sub, BinOp) and sub.op in _ARITH
+            text = sub._unwrapped() if chained else sub._python()
+            if text is None:
+                return None
+            out.append(text)
+        return f"({out[0]} {self.op} {out[1]})"
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC[self.op]
