@@ -807,7 +807,7 @@ def walked(e: Expr) -> Callable[[Env], int]:
 def compiled(e: Expr) -> Callable[[Env], int]:
     """``e`` as one function of an ``Env`` for the engine, which evaluates it per actor
     and step: the tree as one Python expression, compiled once per tree (the trees are
-    shared, ``parse``; one made again shares the function of its text); the walk
+    shared, ``parse``; an equal one made again shares its function); the walk
     (``walked``) where the tree is a leaf or loads or reads memory. Where
     the expression fails (a name without a value, a division by zero) the walk computes
     it again and says what (it reads nothing but ``env``: the same answer, or the walk's
@@ -816,17 +816,16 @@ def compiled(e: Expr) -> Callable[[Env], int]:
     if hit is None:
         if len(_COMPILED) >= MAX_PARSED:
             _COMPILED.clear()
-        # (a leaf's walk is one function already; a tree loading memory has no text)
-        text = None if isinstance(e, Const | Name | Call) else e._python()
-        if text is None:
-            fn = walked(e)
-        else:
-            # (by its text: a tree made again, ``b * 128`` of each load's block index,
-            # is one function)
-            fn = _BY_TEXT.get(text) or _run_of(text, e)
-            if len(_BY_TEXT) >= MAX_PARSED:
-                _BY_TEXT.clear()
-            _BY_TEXT[text] = fn
+        # (an equal tree made again, ``b * 128`` of each load's block index, has its
+        # function: trees are compared by content)
+        fn = _BY_TREE.get(e)
+        if fn is None:
+            # (a leaf's walk is one function already; a tree loading memory has no text)
+            text = None if isinstance(e, Const | Name | Call) else e._python()
+            fn = walked(e) if text is None else _run_of(text, e)
+            if len(_BY_TREE) >= MAX_PARSED:
+                _BY_TREE.clear()
+            _BY_TREE[e] = fn
         hit = _COMPILED[id(e)] = (e, fn)  # (keeps e alive: its id stays its own)
     return hit[1]
 
@@ -862,8 +861,8 @@ def _neg32(r: int) -> int:
 #: id(tree) -> (the tree, its function) (``walked``, ``compiled``)
 _WALKED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
 _COMPILED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
-#: ``compiled``'s Python functions by their text (equal trees: one function)
-_BY_TEXT: dict[str, Callable[[Env], int]] = {}
+#: ``compiled``'s functions by tree content (equal trees: one function)
+_BY_TREE: dict[Expr, Callable[[Env], int]] = {}
 
 
 # ---------------------------------------------------------------- parsing
