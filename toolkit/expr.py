@@ -444,8 +444,10 @@ class BinOp(Expr):
         is not traced is a Python int either way, never wrapped)."""
         out = []
         for sub in (self.a, self.b):
-            chained = self.op in _ARITH and isinstance(sub, BinOp) and sub.op in _ARITH
-            text = sub._unwrapped() if chained else sub._python()
+            if self.op in _ARITH and isinstance(sub, BinOp) and sub.op in _ARITH:
+                text = sub._unwrapped()
+            else:
+                text = sub._python()
             if text is None:
                 return None
             out.append(text)
