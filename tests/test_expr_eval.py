@@ -128,7 +128,7 @@ def test_the_compiled_function_wraps_as_the_walk_over_random_trees() -> None:
         op = rng.choice(("+", "-", "*", "*", "//", "%"))
         return f"({tree(depth - 1)} {op} {tree(depth - 1)})"
 
-    for _ in range(600):
+    for _ in range(2000):
         text = tree(4)
         if len(text) > E.MAX_TEXT:
             continue

@@ -438,13 +438,14 @@ class BinOp(Expr):
         return f"_i32{text}" if traced(self) else text
 
     def _unwrapped(self) -> str | None:
-        """``_python`` without the int32 wrap of this operation and of the ``+ - *``
-        under a ``+ - *``: int32 arithmetic is arithmetic modulo 2**32, so wrapping once
-        where a chain of them ends gives what wrapping each one gives (an operand that
-        is not traced is a Python int either way, never wrapped)."""
+        """``_python`` without the int32 wrap of this operation, nor that of an operation
+        under a ``+ - *``: int32 arithmetic is arithmetic modulo 2**32 and ``+ - *``
+        keep congruence, so wrapping once where a chain of them ends gives what wrapping
+        each one gives (a ``//`` or ``%`` in the chain has its own operands wrapped; an
+        operand that is not traced is a Python int either way, never wrapped)."""
         out = []
         for sub in (self.a, self.b):
-            if self.op in _ARITH and isinstance(sub, BinOp) and sub.op in _ARITH:
+            if self.op in _ARITH and isinstance(sub, BinOp):
                 text = sub._unwrapped()
             else:
                 text = sub._python()
