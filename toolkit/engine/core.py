@@ -1359,10 +1359,8 @@ class Engine:
         shared = isinstance(spec, SemaphoreScratch) and spec.shared
         key = (name, e, dev, -1 - program if shared else block)
         sem = self.semaphores.get(key)
-        if sem is None:
-            label = f"{name}[{e}]" if base.shape else name
-            where = f"on device {dev}" + ("" if shared else f" block {block}")
-            sem = self.semaphores[key] = Semaphore(f"{label} {where}", key)
+        if sem is None:  # (its label said when a report asks)
+            sem = self.semaphores[key] = Semaphore("", key, bool(base.shape), shared)
         self._sem_of[seen] = sem
         return sem
 
