@@ -109,6 +109,11 @@ def test_equal_trees_share_one_compiled_function() -> None:
     assert a is not b and E.compiled(a) is E.compiled(b)
     env = E.Env({"b": 3}, {})
     assert E.compiled(b)(env) == E.walked(b)(env) == 384
+    # another tree (another constant, another name) has its own function
+    for other in (E.scaled(E.Name("b"), 129), E.scaled(E.Name("c"), 128)):
+        assert E.compiled(other) is not E.compiled(a)
+        env = E.Env({"b": 3, "c": 5}, {})
+        assert E.compiled(other)(env) == E.walked(other)(env) != E.compiled(a)(env)
 
 
 def test_the_compiled_function_wraps_as_the_walk_over_random_trees() -> None:
