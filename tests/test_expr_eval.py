@@ -149,3 +149,12 @@ def test_the_compiled_function_wraps_as_the_walk_over_random_trees() -> None:
             except E.ExprError as err:
                 got = (type(err), str(err))
             assert got == want, e.label()
+
+
+def test_an_int_parses_to_one_shared_constant() -> None:
+    """``parse`` of an int (a loop's start, an index) gives one tree per int, equal to a
+    fresh ``Const``; a boolean is still refused."""
+    assert E.parse(7) is E.parse(7) and E.parse(7) == E.Const(7)
+    assert E.parse(-3).eval(ENV) == -3 and E.parse(7) is not E.parse(8)
+    with pytest.raises(E.ExprError):
+        E.parse(True)

@@ -886,13 +886,20 @@ def parse(text: str | int | Expr) -> Expr:
     if isinstance(text, bool):
         raise ExprError("a boolean is not an index expression")
     if isinstance(text, int):
-        return Const(text)
+        e = _PARSED_INTS.get(text)
+        if e is None:
+            if len(_PARSED_INTS) >= MAX_PARSED:
+                _PARSED_INTS.clear()
+            e = _PARSED_INTS[text] = Const(text)
+        return e
     return _parse_text(text)
 
 
 #: Texts parsed so far (the trees are immutable: every statement, check and run that
 #: names ``"(dev + 1) % 4"`` shares one; ``ast.parse`` was a tenth of a check), bounded.
 _PARSED: dict[str, Expr] = {}
+#: the same for ints (a loop's start, an index): one tree per int
+_PARSED_INTS: dict[int, Expr] = {}
 MAX_PARSED = 4096
 
 
