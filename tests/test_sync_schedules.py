@@ -353,3 +353,15 @@ def test_a_race_after_a_wait_that_starves_in_the_first_schedule_is_found():
     codes = {d.code for d in check(load_scenario(raw)) if d.is_error}
     assert codes == {"RACE_DETECTED", "DEADLOCK_SEMAPHORE"}
     assert set(explore(compile_scenario(raw)).label()["kinds"]) == {"race", "deadlock"}
+
+
+def test_a_semaphores_label_is_said_from_its_key_when_asked():
+    """The engine makes a semaphore without its label (only reports ask for it): the
+    label said then is the one a report names (an array's element, a block's own or
+    the program's shared one), and a label given is kept."""
+    from mpmd_lab.engine.sync import Semaphore
+
+    assert Semaphore("", ("sems", 1, 0, 2), indexed=True).label == "sems[1] on device 0 block 2"
+    assert Semaphore("", ("sem", 0, 3, 5)).label == "sem on device 3 block 5"
+    assert Semaphore("", ("g", 0, 1, -1), shared=True).label == "g on device 1"
+    assert Semaphore("s").label == "s"

@@ -193,8 +193,8 @@ class Expr(Record):
     has_truth: bool
 
     def eval(self, env: Env) -> int:
-        """The value against ``env`` (its ``compiled`` function's)."""
-        return compiled(self)(env)
+        """The value against ``env`` (its ``walked`` function's)."""
+        return walked(self)(env)
 
     def _compile(self) -> Callable[[Env], int]:
         """A function of an ``Env`` that computes the value, its operands' functions
@@ -203,6 +203,13 @@ class Expr(Record):
         if type(self).eval is Expr.eval:
             raise NotImplementedError(f"{type(self).__name__} defines neither _compile nor eval")
         return self.eval
+
+    def _python(self) -> str | None:
+        """The value as one Python expression of ``env`` (``compiled``'s fast path: the
+        values it computes where nothing fails are the walk's; ``_i32``, ``_neg32``:
+        the walk's int32 wrap), or None where the walk alone computes it (a load, a
+        semaphore read: what the engine's data reader answers)."""
+        return None
 
     def source(self, w: Writer) -> str:
         """JAX source, names and sizes written by ``w``."""
@@ -268,6 +275,9 @@ class Const(Expr):
         value = self.value
         return lambda env: value
 
+    def _python(self) -> str | None:
+        return f"({self.value!r})"
+
     def source(self, w: Writer) -> str:
         return repr(self.value)
 
@@ -293,6 +303,9 @@ class Name(Expr):
                 raise ExprError(f"{name!r} has no value here") from None
 
         return value
+
+    def _python(self) -> str | None:
+        return f"env.values[{self.id!r}]"
 
     def source(self, w: Writer) -> str:
         return w.name(self.id)
@@ -326,6 +339,14 @@ class Call(Expr):
         if self.fn == "program_id":  # (past the grid's dims: 0 programs in, 1 of them)
             return lambda env: env.pids[d] if d < len(env.pids) else 0
         return lambda env: env.npids[d] if d < len(env.npids) else 1
+
+    def _python(self) -> str | None:
+        if self.fn == "axis_size":
+            return f"env.sizes[{str(self.arg)!r}]"
+        d = int(self.arg)
+        if self.fn == "program_id":
+            return f"(env.pids[{d}] if {d} < len(env.pids) else 0)"
+        return f"(env.npids[{d}] if {d} < len(env.npids) else 1)"
 
     def source(self, w: Writer) -> str:
         if self.fn == "axis_size":
@@ -409,6 +430,30 @@ class BinOp(Expr):
 
         return divide
 
+    def _python(self) -> str | None:
+        text = self._unwrapped()
+        if text is None:
+            return None
+        # (a division by zero raises here: ``compiled`` asks the walk, which says what)
+        return f"_i32{text}" if traced(self) else text
+
+    def _unwrapped(self) -> str | None:
+        """``_python`` without the int32 wrap of this operation, nor that of an operation
+        under a ``+ - *``: int32 arithmetic is arithmetic modulo 2**32 and ``+ - *``
+        keep congruence, so wrapping once where a chain of them ends gives what wrapping
+        each one gives (a ``//`` or ``%`` in the chain has its own operands wrapped; an
+        operand that is not traced is a Python int either way, never wrapped)."""
+        out = []
+        for sub in (self.a, self.b):
+            if self.op in _ARITH and isinstance(sub, BinOp):
+                text = sub._unwrapped()
+            else:
+                text = sub._python()
+            if text is None:
+                return None
+            out.append(text)
+        return f"({out[0]} {self.op} {out[1]})"
+
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC[self.op]
         left = _wrap(self.a, f(self.a), p)
@@ -445,6 +490,12 @@ class Neg(Expr):
 
         return negate
 
+    def _python(self) -> str | None:
+        a = self.a._python()
+        if a is None:
+            return None
+        return f"_neg32(-{a})" if traced(self) else f"(-{a})"
+
     def source(self, w: Writer) -> str:
         return "-" + _wrap(self.a, self.a.source(w), _PREC["neg"])
 
@@ -467,6 +518,12 @@ class Compare(Expr):
     def _compile(self) -> Callable[[Env], int]:
         fa, fb, op = self.a._compile(), self.b._compile(), _COMPARE[self.op]
         return lambda env: int(op(fa(env), fb(env)))
+
+    def _python(self) -> str | None:
+        a, b = self.a._python(), self.b._python()
+        if a is None or b is None:
+            return None
+        return f"int({a} {self.op} {b})"
 
     def _text(self, f: Callable[[Expr], str]) -> str:
         p = _PREC["cmp"] + 1
@@ -499,6 +556,12 @@ class BoolOp(Expr):
             return lambda env: int(all(f(env) for f in fs))
         return lambda env: int(any(f(env) for f in fs))
 
+    def _python(self) -> str | None:
+        items = [e._python() for e in self.items]
+        if None in items:
+            return None
+        return f"int(bool({f' {self.op} '.join(items)}))"  # type: ignore[arg-type]
+
     def _text(self, f: Callable[[Expr], str], jax: bool) -> str:
         p = _PREC[self.op] + 1
         parts = [_wrap(e, f(e), p) for e in self.items]
@@ -529,6 +592,10 @@ class Not(Expr):
     def _compile(self) -> Callable[[Env], int]:
         fa = self.a._compile()
         return lambda env: int(not fa(env))
+
+    def _python(self) -> str | None:
+        a = self.a._python()
+        return None if a is None else f"int(not {a})"
 
     def source(self, w: Writer) -> str:
         if w is LABEL:
@@ -728,20 +795,77 @@ def combine_dtypes(a: str | None, b: str | None) -> str | None:
     return dtypes.promote(a, b)
 
 
+def walked(e: Expr) -> Callable[[Env], int]:
+    """``e`` as one function of an ``Env`` that walks its tree (a function per node,
+    made once per tree: ``Expr.eval``, an answer asked once or a few times), kept for
+    the last ``MAX_PARSED`` trees asked."""
+    hit = _WALKED.get(id(e))
+    if hit is None:
+        if len(_WALKED) >= MAX_PARSED:
+            _WALKED.clear()
+        hit = _WALKED[id(e)] = (e, e._compile())  # (keeps e alive: its id stays its own)
+    return hit[1]
+
+
 def compiled(e: Expr) -> Callable[[Env], int]:
-    """``e`` as one function of an ``Env`` (its tree walked once, when it is made: an
-    expression is evaluated per actor and step, made once per tree; the trees are
-    shared, ``parse``), kept for the last ``MAX_PARSED`` trees asked."""
+    """``e`` as one function of an ``Env`` for the engine, which evaluates it per actor
+    and step: the tree as one Python expression, compiled once per tree (the trees are
+    shared, ``parse``; an equal one made again shares its function); the walk
+    (``walked``) where the tree is a leaf or loads or reads memory. Where
+    the expression fails (a name without a value, a division by zero) the walk computes
+    it again and says what (it reads nothing but ``env``: the same answer, or the walk's
+    own error). Kept for the last ``MAX_PARSED`` trees asked."""
     hit = _COMPILED.get(id(e))
     if hit is None:
         if len(_COMPILED) >= MAX_PARSED:
             _COMPILED.clear()
-        hit = _COMPILED[id(e)] = (e, e._compile())  # (keeps e alive: its id stays its own)
+        # (an equal tree made again, ``b * 128`` of each load's block index, has its
+        # function: trees are compared by content)
+        fn = _BY_TREE.get(e)
+        if fn is None:
+            # (a leaf's walk is one function already; a tree loading memory has no text)
+            text = None if isinstance(e, Const | Name | Call) else e._python()
+            fn = walked(e) if text is None else _run_of(text, e)
+            if len(_BY_TREE) >= MAX_PARSED:
+                _BY_TREE.clear()
+            _BY_TREE[e] = fn
+        hit = _COMPILED[id(e)] = (e, fn)  # (keeps e alive: its id stays its own)
     return hit[1]
 
 
-#: id(tree) -> (the tree, its function) (``compiled``)
+#: ``compiled``'s Python function: the expression, the walk where it fails
+_RUN = """
+def run(env):
+    try:
+        return {}
+    except Exception:
+        return walked(tree)(env)
+"""
+
+
+def _run_of(text: str, tree: Expr) -> Callable[[Env], int]:
+    """The function ``_RUN`` defines for ``text`` (``tree``'s Python expression)."""
+    scope: dict[str, Any] = {"tree": tree, "walked": walked, "_i32": _i32, "_neg32": _neg32}
+    exec(compile(_RUN.format(text), "<expr>", "exec"), scope)  # noqa: S102
+    fn: Callable[[Env], int] = scope["run"]
+    return fn
+
+
+def _i32(r: int) -> int:
+    """A traced result as int32 arithmetic leaves it (``BinOp``'s walk)."""
+    return r if INT32_MIN <= r <= INT32_MAX else wrap_int32(r)
+
+
+def _neg32(r: int) -> int:
+    """A traced negation as int32 arithmetic leaves it (``Neg``'s walk)."""
+    return wrap_int32(r) if r > INT32_MAX else r
+
+
+#: id(tree) -> (the tree, its function) (``walked``, ``compiled``)
+_WALKED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
 _COMPILED: dict[int, tuple[Expr, Callable[[Env], int]]] = {}
+#: ``compiled``'s functions by tree content (equal trees: one function)
+_BY_TREE: dict[Expr, Callable[[Env], int]] = {}
 
 
 # ---------------------------------------------------------------- parsing
@@ -762,13 +886,20 @@ def parse(text: str | int | Expr) -> Expr:
     if isinstance(text, bool):
         raise ExprError("a boolean is not an index expression")
     if isinstance(text, int):
-        return Const(text)
+        e = _PARSED_INTS.get(text)
+        if e is None:
+            if len(_PARSED_INTS) >= MAX_PARSED:
+                _PARSED_INTS.clear()
+            e = _PARSED_INTS[text] = Const(text)
+        return e
     return _parse_text(text)
 
 
 #: Texts parsed so far (the trees are immutable: every statement, check and run that
 #: names ``"(dev + 1) % 4"`` shares one; ``ast.parse`` was a tenth of a check), bounded.
 _PARSED: dict[str, Expr] = {}
+#: the same for ints (a loop's start, an index): one tree per int
+_PARSED_INTS: dict[int, Expr] = {}
 MAX_PARSED = 4096
 
 

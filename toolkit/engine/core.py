@@ -38,6 +38,7 @@ import math
 import time
 from bisect import insort
 from collections.abc import Callable
+from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
@@ -1358,10 +1359,8 @@ class Engine:
         shared = isinstance(spec, SemaphoreScratch) and spec.shared
         key = (name, e, dev, -1 - program if shared else block)
         sem = self.semaphores.get(key)
-        if sem is None:
-            label = f"{name}[{e}]" if base.shape else name
-            where = f"on device {dev}" + ("" if shared else f" block {block}")
-            sem = self.semaphores[key] = Semaphore(f"{label} {where}", key)
+        if sem is None:  # (its label said when a report asks)
+            sem = self.semaphores[key] = Semaphore("", key, bool(base.shape), shared)
         self._sem_of[seen] = sem
         return sem
 
@@ -1939,9 +1938,9 @@ class Engine:
 _CHOSEN = ("semaphore", "arrive", "read")
 
 
-def _index(run: _Run) -> int:
-    """A run's index: runs are admitted in its order, and step in it."""
-    return run.a
+#: a run's index (its ``a``): runs are admitted in its order, and step in it (a sort
+#: key that runs no Python per comparison)
+_index = attrgetter("a")
 
 
 class _Stop(Exception):

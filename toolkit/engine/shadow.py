@@ -143,10 +143,10 @@ class Shadow:
         #: per access: (kind, Actor, statement info, Location)
         self._info: list[tuple[str, Any, tuple[int, str, str, str, str], Location]] = []
         self._kept: dict[int, Access] = {}
-        self.locs: dict[Location, _Loc] = {}
         self._seen: set[tuple] = set()
         #: id(location) -> its shadow: the place's state without hashing the location
-        #: (each such location kept alive in ``_alive``: its id stays its own)
+        #: (one location object per place, as the engine makes them; each kept alive in
+        #: ``_alive``: its id stays its own)
         self._places: dict[int, _Loc] = {}
         self._alive: list[Location] = []
 
@@ -221,11 +221,9 @@ class Shadow:
 
     def _place(self, loc: Location, shape: tuple[int, ...]) -> _Loc:
         """The state of ``loc``'s place, made at its first access (and found by the
-        object's id from then on: the object is kept alive, its id stays its own)."""
-        found = self.locs.get(loc)
-        if found is None:
-            found = self.locs[loc] = _Loc(math.prod(shape))
-        self._places[id(loc)] = found
+        object's id from then on: the object is kept alive, its id stays its own; the
+        engine makes one object per place, so an object never seen is a new place)."""
+        found = self._places[id(loc)] = _Loc(math.prod(shape))
         self._alive.append(loc)
         return found
 

@@ -110,8 +110,14 @@ class Semaphore:
     joined: np.ndarray | None = None
     taken = 0
 
-    def __init__(self, label: str, key: tuple = ()) -> None:
-        self.label = label
+    def __init__(
+        self, label: str = "", key: tuple = (), indexed: bool = False, shared: bool = False
+    ) -> None:
+        #: (``label``) given, or said from ``key`` when first asked (only reports ask):
+        #: ``indexed``, its scratch is an array; ``shared``, every block's (``get_global``)
+        self._label = label
+        self._indexed = indexed
+        self._shared = shared
         self.key = key
         self.tokens: deque[Token] = deque()
         self.senders: list[str] = []
@@ -119,6 +125,14 @@ class Semaphore:
         self.lanes: dict[int, Lane] = {}
         #: (exploring) actor -> the signals its last read saw (a later read sees them too)
         self.read_by: dict[int, Cut] = {}
+
+    @property
+    def label(self) -> str:
+        if not self._label:
+            name, e, dev, block = self.key
+            what = f"{name}[{e}]" if self._indexed else name
+            self._label = f"{what} on device {dev}" + ("" if self._shared else f" block {block}")
+        return self._label
 
     def signal(
         self,

@@ -74,9 +74,10 @@ class DeviceRef(Record):
     def target(self, own: Mapping[str, int], mesh: Mapping[str, int], env: E.Env) -> int:
         """The flat device index this id names from a device at ``own`` (coordinates).
 
-        Raises LookupError (an axis the mesh lacks) or IndexError (outside the mesh)."""
+        Raises LookupError (an axis the mesh lacks) or IndexError (outside the mesh).
+        (Asked per actor: its expressions are evaluated as ``E.compiled`` functions.)"""
         if self.linear is not None:
-            d = self.linear.eval(env)
+            d = E.compiled(self.linear)(env)
             n = math.prod(mesh.values())
             if not 0 <= d < n:
                 raise IndexError(f"device {d} outside the mesh (devices 0..{n - 1})")
@@ -85,7 +86,7 @@ class DeviceRef(Record):
         for axis, e in self.coords:
             if axis not in mesh:
                 raise LookupError(f"Unrecognized axes in device_id: {axis!r}")
-            v = e.eval(env)
+            v = E.compiled(e)(env)
             if not 0 <= v < mesh[axis]:
                 raise IndexError(f"{axis}={v} outside the mesh (0..{mesh[axis] - 1})")
             coords[axis] = v
