@@ -380,18 +380,21 @@ def test_a_big_ring_says_what_it_did_not_check():
     assert not any(x.is_error for x in ds) and verdict(ds) == "valid where checked"
 
 
-def test_fast_enough_for_the_lab():
-    """A few milliseconds for gallery-sized scenarios (the Lab re-checks on every edit)."""
+def test_no_gallery_sized_check_runs_away():
+    """A guard against a runaway check, not a speed target (``make bench`` measures the
+    speed, ``tests/test_icount.py`` guards it deterministically): every gallery-sized
+    scenario's check takes a few milliseconds of this process's CPU time (the machine's
+    load does not count), far under the bound."""
     scenarios = [load_scenario(fixture(n)) for n in VALID + ["ring_no_wait", "ring_deadlock"]]
     scenarios += [gallery.load(n) for n in gallery.names()]
     for s in scenarios:
         check(s)  # warm
     worst = 0.0
     for s in scenarios:
-        t = time.perf_counter()
+        t = time.process_time()
         check(s)
-        worst = max(worst, time.perf_counter() - t)
-    assert worst < 0.1, worst
+        worst = max(worst, time.process_time() - t)
+    assert worst < 0.5, worst
 
 
 def test_the_gallery_contract_for_sync_codes():
