@@ -159,3 +159,56 @@ def test_a_tma_copy_of_one_element_is_refused_as_jax_does(name: str, jax_tma: di
     else:
         assert d is not None and (d.code, d.stage) == (jax["code"], jax["stage"]), (d, jax)
         assert d.jax is not None and d.jax.message == jax["message"]
+
+
+# ------------------------------------ an add that broadcasts or promotes, run as JAX runs it
+
+
+def _add(a: tuple[list[int], str], b: tuple[list[int], str], out: tuple[list[int], str]) -> dict:
+    """``out[...] = a_ref[...] + b_ref[...]`` over one block."""
+    return {
+        "name": "add",
+        "buffers": {
+            "a": {"shape": a[0], "dtype": a[1], "init": "iota"},
+            "b": {"shape": b[0], "dtype": b[1], "init": "random"},
+        },
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "a", "param": "a_ref"}, {"buffer": "b", "param": "b_ref"}],
+            "outputs": {"out": {"shape": out[0], "dtype": out[1]}},
+            "programs": [
+                {"mesh": {}, "body": [{"op": "add", "dst": "out", "lhs": "a_ref", "rhs": "b_ref"}]}
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False},
+    }
+
+
+#: jnp's ``+`` broadcasts (numpy's rule) and promotes (JAX's lattice); the trace typed it
+#: so, the simulator refused it (SIM_SHAPE_MISMATCH / SIM_DTYPE_MISMATCH: the
+#: CAPTURED_SCALAR card's own fixed example was "valid where checked")
+ADDS = {
+    "vector-plus-scalar": _add(([128], "float32"), ([], "float32"), ([128], "float32")),
+    "matrix-plus-row": _add(([4, 128], "float32"), ([128], "float32"), ([4, 128], "float32")),
+    "matrix-plus-column": _add(([4, 128], "int32"), ([4, 1], "int32"), ([4, 128], "int32")),
+    "float16-plus-float32": _add(([128], "float16"), ([128], "float32"), ([128], "float32")),
+    "int8-plus-uint8": _add(([128], "int8"), ([128], "uint8"), ([128], "int16")),
+    "bfloat16-plus-scalar-float16": _add(([128], "bfloat16"), ([], "float16"), ([128], "float32")),
+    "bool-plus-int32": _add(([128], "bool"), ([128], "int32"), ([128], "int32")),
+}
+
+
+def test_an_add_that_broadcasts_or_promotes_simulates_as_jax_runs_it() -> None:
+    import numpy as np
+    from mpmd_lab.simulator import simulate
+    from simulate_support import run_in_jax, same_bits
+
+    scenarios = [load_scenario(copy.deepcopy(s)) for s in ADDS.values()]
+    for name, s, jax in zip(ADDS, scenarios, run_in_jax(scenarios), strict=True):
+        assert isinstance(jax, dict), (name, jax)
+        # (a lowering error of a small or narrow operand aside: the interpreter runs it)
+        said = [d for d in check(s) if d.severity != "info" and d.stage != "gpu-lower"]
+        assert said == [], name
+        got = simulate(s, past_lowering=True)  # (as JAX's interpreter: no GPU lowering)
+        assert got.ok, (name, got.error and got.error.one_line())
+        assert same_bits(np.asarray(got.outputs["out"]), np.asarray(jax["out"]), flushed=True), name

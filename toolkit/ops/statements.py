@@ -153,15 +153,17 @@ class Add(StatementOp):
         import numpy as np
 
         lhs, rhs = x.read("lhs"), x.read("rhs")
-        if lhs.dtype != rhs.dtype:
-            x.fail("SIM_DTYPE_MISMATCH", f"adding {lhs.dtype} and {rhs.dtype}")
-        if lhs.shape != rhs.shape:
+        # jnp's ``+``: numpy's broadcasting and JAX's type promotion (what ``trace`` typed)
+        shape = _broadcast(lhs.shape, rhs.shape)
+        if shape is None:
             x.fail("SIM_SHAPE_MISMATCH", f"adding {lhs.shape} and {rhs.shape}")
+        dtype = dtypes.np_dtype(dtypes.promote(lhs.dtype.name, rhs.dtype.name))
         if not x.data:
-            x.write("dst", lhs)
+            same = lhs.shape == shape and lhs.dtype == dtype
+            x.write("dst", lhs if same else x.like(shape, dtype))
             return
         with np.errstate(all="ignore"):
-            total = np.add(lhs, rhs, dtype=lhs.dtype)
+            total = np.add(lhs.astype(dtype), rhs.astype(dtype), dtype=dtype)
         x.write("dst", total)
 
 
