@@ -2129,7 +2129,7 @@ class StmtCtx:
     def memo(self, key: str, fn: Any) -> Any:
         return self.engine.memo(self.stmt, key, fn)
 
-    def fail(self, code: str, message: str) -> None:
+    def fail(self, code: str, message: str) -> NoReturn:
         raise SimError(code, self.path, message)
 
 
