@@ -364,6 +364,80 @@ def smem_transforms_error(stack: Sequence[Any]) -> JaxError | None:
     )
 
 
+def smem_assignment_error(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> JaxError | None:
+    """An access (a load, a store, a TMA copy) of SMEM scratch of logical ``shape`` whose
+    layout ``stack`` (of an order ``smem_transforms_error`` takes) does not fit the
+    ref: layout inference derives the ``with_transforms`` op's constraints
+    (``_with_transforms_constraint_system``) and refuses transforms that are not a valid
+    assignment for the untransformed ref (``constraints._is_valid_smem_layout_assignment``,
+    on the ref's logical shape and contiguous strides):
+
+    - a rank-0 ref takes no tiling and no swizzle;
+    - a tiling must tile the shape (``TileTransform.transform_shape``: a tile of more
+      dims than the ref fails its ``zip(strict=True)``, a dim the tile does not divide
+      fails its check); with a swizzle, a ref whose minor strides repeat (trailing unit
+      dims) takes none, and the tile's minor dim (its last of more than one element)
+      must be a multiple of the swizzle's row;
+    - a swizzle alone: not over repeated minor strides, and the minor dim a multiple of
+      the swizzle's row.
+
+    ``ValueError: Cannot apply tiling TileTransform(...) with no swizzle to memref with
+    shape (...)`` (``empty tiling``, ``N swizzle`` for the other forms). With a swizzle
+    the trace's own rule (``physical_shape``: the row is the trailing dim) holds first,
+    so it is a tile of more dims than the ref, unswizzled, that reaches here.
+    """
+    tile: tuple[int, ...] | None = None
+    swz = None
+    for t in stack:
+        if _kind(t) == "tiling":
+            tile = tuple(_get(t, "tile"))
+        elif _kind(t) == "swizzle":
+            swz = _get(t, "bytes")
+    if tile is None and swz is None:
+        return None
+    if _valid_smem_assignment(tuple(shape), dtype_bits, tile, swz):
+        return None
+    tiling = (
+        "empty tiling"
+        if tile is None
+        else f"tiling TileTransform(tiling={_tuple(tile)}, rounding=None)"
+    )
+    return JaxError(
+        "TMA_TILING_NO_SWIZZLE",
+        "ValueError",
+        f"Cannot apply {tiling} with {'no' if swz is None else swz} swizzle to memref with "
+        f"shape {_tuple(shape)}.",
+        "gpu-lower",
+    )
+
+
+def _valid_smem_assignment(
+    shape: tuple[int, ...], dtype_bits: int, tile: tuple[int, ...] | None, swz: int | None
+) -> bool:
+    """``constraints._is_valid_smem_layout_assignment`` for a ref of contiguous strides."""
+    if not shape:
+        return tile is None and swz is None
+    strides = contiguous_strides(shape)
+    row = None if swz is None else swizzle_elems(swz, dtype_bits)
+    repeated = strides.count(1) > 1
+    if tile is None:
+        return row is None or (not repeated and shape[-1] % row == 0)
+    if len(tile) > len(shape) or any(
+        d % t for d, t in zip(shape[len(shape) - len(tile) :], tile, strict=True)
+    ):
+        return False
+    if row is None:
+        return True
+    if repeated:
+        return False
+    # the tiled strides' minor dims are the tile's contiguous strides: the first of the
+    # least (np.argmin) is the tile's first dim after which all are 1
+    minor = contiguous_strides(tile).index(1)
+    return tile[minor] % row == 0
+
+
 def reinterpret_cast_error(
     shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
 ) -> JaxError | None:
@@ -1709,8 +1783,6 @@ def tma_smem_error(
     ``dst_shape`` / ``dst_strides`` raises when the Mosaic GPU dialect lowers it
     (``LaunchContext.async_copy``), once the view lowered (``view_lowering_error``):
 
-    - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
-      apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
     - the GMEM ref's strides (but the minor) not multiples of 16 bytes, the box's minor
       dim (the tile's, else the view's) not a multiple of 128 bits, or not the swizzle's
       row (``_check_tma_strides_and_swizzle``);
@@ -1733,14 +1805,6 @@ def tma_smem_error(
             tile = list(_get(t, "tile"))
         elif kind == "swizzle" and swz is None:
             swz = _get(t, "bytes")
-    if tile is not None and "swizzle" not in kinds and len(tile) > len(dst_shape):
-        return JaxError(
-            "TMA_TILING_NO_SWIZZLE",
-            "ValueError",
-            f"Cannot apply tiling TileTransform(tiling={_tuple(tile)}, rounding=None) with no "
-            f"swizzle to memref with shape {_tuple(dst_shape)}.",
-            "gpu-lower",
-        )
     if m is None or not m.shape:
         return None
     m_shape, m_strides = m.shape, m.strides

@@ -864,8 +864,7 @@ def _view_rules(
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         spath = f"call.scratch.{b.origin[0][8:]}.transforms"
-        if (e := L.smem_transforms_error(layout_stack)) is not None:
-            _later(low, e, spath)
+        _smem_layout(low, field, root, _TMA_WHY if access == "tma" else _ASSIGNMENT_WHY)
         if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
             _later(low, e, spath, _TILE_RANK_WHY)
         info = b.info
@@ -882,6 +881,27 @@ def _view_rules(
     return False, leftover
 
 
+def _smem_layout(low: LowerCtx, field: str, root: _Root, why: str) -> None:
+    """Layout inference's rule for the ``with_transforms`` op the lowering puts before
+    each access of SMEM scratch with a layout (``root.layout``): the transforms' order
+    (``smem_transforms_error``), then whether they fit the ref
+    (``smem_assignment_error``, explained by ``why``)."""
+    st = low.st
+    b = st.refs[field]
+    if (e := L.smem_transforms_error(root.layout)) is not None:
+        _later(low, e, f"call.scratch.{b.origin[0][8:]}.transforms")
+        return
+    e = L.smem_assignment_error(root.shape, dtypes.bits(root.dtype), root.layout)
+    if e is not None:
+        _later(low, e, _where(st, field), why)
+
+
+_ASSIGNMENT_WHY = (
+    "Mosaic GPU's layout inference takes an SMEM ref's tiling and swizzle only where they fit "
+    "the ref as declared: a tiling must tile its shape (a tile of no more dims than the ref, "
+    "each dividing its dim), and a swizzle's row must divide the minor dim. Use a tile of at "
+    "most the scratch's rank."
+)
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
     "or store of a TMEM ref (or of a view of one) does not lower."
@@ -1078,6 +1098,8 @@ def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = Fals
     gm = low.memref(st.refs[gmem_field]).memref
     if gm is None:
         return
+    if load and smem_root.layout:  # (a store's source: its view's rules, _view_rules)
+        _smem_layout(low, smem_field, smem_root, _TMA_LOAD_WHY)
     shape, dtype, _space, stack = smem_root
     e = L.tma_smem_error(
         shape,
