@@ -455,6 +455,10 @@ class At(TransformOp):
             and ref.view_dims[:1] == (0,)
         )
         if sharded0:
+            # (NDIndexer checks its static slices' bounds when ``.at`` makes it, the
+            # sharding only when the type is next computed: the bounds first)
+            if (bounds := L.index_bounds_error_at(shape, index)) is not None:
+                return None, _oob_at(*bounds), notes
             if any(ix.kind == "int" for ix in ixs):
                 return (
                     None,

@@ -24,7 +24,7 @@ from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import StatementOp
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops
-from mpmd_lab.scenario import BufferArg
+from mpmd_lab.scenario import Buffer, BufferArg
 from mpmd_lab.shapes import RefInfo, Step
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.build import spec_fix
@@ -921,8 +921,24 @@ def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
 
 
 def _base_type(ctx: Ctx, b: Binding) -> str:
+    """The untransformed ref under a view as JAX prints its type (``AbstractRef.str_short``):
+    ``Ref<space>{dtype[dims]}``; a buffer passed as a Ref (``jax.new_ref``) has no memory
+    space (``Ref{...}``), and one the kernel sees whole without shard_map is the global
+    array, its dim 0 sharded over the device mesh (``8@dev``, ``8@(x,y)``)."""
     space, shape, dtype = _root(ctx, b)
-    return f"Ref<{space.lower()}>{{{canonical(dtype)}[{','.join(map(str, shape))}]}}"
+    root = b
+    while root.parent is not None:
+        root = root.parent
+    dims = [str(d) for d in shape]
+    info = root.info
+    if info is not None and info.sharded is not None and info.shape:
+        axes = tuple(ctx.s.device_mesh or ())
+        dims = [str(d) for d in info.shape]
+        dims[0] += f"@{axes[0]}" if len(axes) == 1 else f"@({','.join(axes)})"
+    inner = f"{canonical(dtype)}[{','.join(dims)}]"
+    if isinstance(b.root, Buffer) and b.root.as_ref:
+        return f"Ref{{{inner}}}"
+    return f"Ref<{space.lower()}>{{{inner}}}"
 
 
 def _ref_type(info: RefInfo) -> str:
