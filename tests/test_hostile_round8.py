@@ -1,0 +1,227 @@
+"""Hostile inputs, eighth round: what a fuzz against real JAX found, each held to JAX's
+own verdict (its trace and Mosaic GPU lowering, run here on a CPU)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
+
+sys.path.insert(0, str(Path(__file__).parent))
+from jaxprobe import probe_many  # noqa: E402
+
+
+def _agrees(scenario: dict[str, Any], jax: dict[str, Any]) -> None:
+    """The check's first error is JAX's: its code, its stage, and JAX's exact message
+    where the check claims one."""
+    d = first_error(check(load_scenario(copy.deepcopy(scenario))))
+    if jax["stage"] is None:
+        assert d is None or d.stage not in ("build", "trace", "gpu-lower"), d
+        return
+    assert d is not None and (d.code, d.stage) == (jax["code"], jax["stage"]), (d, jax)
+    if d.jax is not None:  # (JAX's message names the generated file where it says "at")
+        assert d.jax.message.split(" at <")[0] in jax["message"], (d.jax.message, jax)
+
+
+def _kernel(entry: str = "plgpu.kernel") -> dict[str, Any]:
+    return {
+        "name": "round8",
+        "buffers": {},
+        "call": {
+            "entry": entry,
+            "args": [],
+            "outputs": {},
+            "scratch": {},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": []}],
+        },
+    }
+
+
+# ------------------------------------- an SMEM layout that does not fit the scratch
+
+
+def _tiled(
+    use: str,
+    tile: list[int],
+    shape: list[int] | None = None,
+    dtype: str = "bfloat16",
+    view: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """SMEM scratch ``s`` of ``shape`` tiled by ``tile`` (no swizzle), accessed through
+    ``view`` (a let ``v``) by ``use``: a fill, a plain copy in or out, a TMA store, or a
+    TMA load (``tma_load``) into it."""
+    shape = shape or [64, 128]
+    s = _kernel()
+    c = s["call"]
+    body = c["programs"][0]["body"]
+    c["scratch"]["s"] = {
+        "shape": shape,
+        "dtype": dtype,
+        "memory_space": "SMEM",
+        "transforms": [{"op": "tiling", "tile": tile}],
+    }
+    ref = "s"
+    vshape = shape
+    if view:
+        body.append({"let": "v", "ref": "s", "transforms": view})
+        ref = "v"
+        vshape = [view[0]["index"][0]["ds"][1], *shape[1:]]
+    if use == "fill":
+        body.append({"op": "fill", "dst": ref, "value": 1})
+    elif use == "copy_in":
+        s["buffers"]["y"] = {"shape": vshape, "dtype": dtype, "init": "iota"}
+        c["args"].append({"buffer": "y", "param": "y_ref"})
+        body.append({"op": "copy", "src": "y_ref", "dst": ref})
+    elif use == "tma_load":
+        s["buffers"]["y"] = {"shape": vshape, "dtype": dtype, "init": "iota"}
+        c["args"].append({"buffer": "y", "param": "y_ref"})
+        c["scratch"]["bar"] = {"kind": "barrier"}
+        body.append({"op": "copy_gmem_to_smem", "src": "y_ref", "dst": ref, "barrier": "bar"})
+        body.append({"op": "barrier_wait", "barrier": "bar"})
+    else:  # copy_out, tma_store
+        c["outputs"]["r"] = {"shape": vshape, "dtype": dtype}
+        body.append({"op": "copy" if use == "copy_out" else "tma_store", "src": ref, "dst": "r"})
+    if not c["outputs"]:
+        c["outputs"]["r"] = {"shape": [128], "dtype": "float32"}
+    return s
+
+
+_HALF = [{"op": "at", "index": [{"ds": ["0", 32]}]}]
+
+#: name -> scenario: layout inference takes a scratch's tiling only where it tiles the
+#: ref as declared (``_with_transforms_constraint_system`` -> ``_is_valid_smem_layout_
+#: assignment``): the ``with_transforms`` op before *every* access refuses a tile of
+#: more dims than the scratch (unswizzled: a swizzle's own trace rule fails first), with
+#: the scratch's shape in its message, before layout inference solves anything (the
+#: stacks fuzz's class: a plain copy into a view of such a scratch was
+#: GPU_LAYOUT_INFERENCE, a fill was "valid", a TMA load unchecked, a TMA store of a view
+#: printed the view's shape)
+TILED = {
+    **{
+        f"{use}-3d-tile": _tiled(use, [16, 64, 1])
+        for use in ("fill", "copy_in", "copy_out", "tma_store", "tma_load")
+    },
+    **{
+        f"{use}-3d-tile-half-view": _tiled(use, [16, 64, 1], view=_HALF)
+        for use in ("fill", "copy_in", "copy_out", "tma_store", "tma_load")
+    },
+    "copy_in-4d-tile-3d-ref": _tiled("copy_in", [1, 16, 64, 1], [2, 64, 128], "float32"),
+    "tma_load-int8": _tiled("tma_load", [16, 64, 1], dtype="int8"),
+    # the tile fits: no such error (the 2-d tile's register layout is another rule's)
+    "tma_load-2d-tile": _tiled("tma_load", [8, 64], dtype="float32"),
+    "tma_load-3d-tile-3d-ref": _tiled("tma_load", [1, 8, 64], [4, 64, 128], "float32"),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_tiled() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in TILED.values()])
+    return dict(zip(TILED, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(TILED))
+def test_a_tile_that_does_not_fit_the_scratch_fails_every_access(
+    name: str, jax_tiled: dict
+) -> None:
+    _agrees(TILED[name], jax_tiled[name])
+
+
+# ------------------------------- a sharded input's slice: its bounds before its sharding
+
+
+def _global_view(
+    index: list[Any], use: dict[str, Any] | None, y_as_ref: bool = False, shard_map: bool = False
+) -> dict[str, Any]:
+    """Two devices without shard_map: the kernel sees ``y`` (4 x 256 per device) as the
+    global 8 x 256 array; ``v = y_ref.at[*index]`` then ``use``."""
+    s = _kernel()
+    s["buffers"] = {
+        "x": {"shape": [4, 256], "dtype": "float32", "as_ref": True},
+        "y": {"shape": [4, 256], "dtype": "float32", "as_ref": y_as_ref},
+    }
+    c = s["call"]
+    c["args"] = [{"buffer": "x", "param": "x_ref"}, {"buffer": "y", "param": "y_ref"}]
+    c["outputs"] = {"out": {"shape": [3, 128], "dtype": "int8"}}
+    body = [{"let": "v", "ref": "y_ref", "transforms": [{"op": "at", "index": index}]}]
+    c["programs"][0]["body"] = body + ([use] if use else [])
+    s["device_mesh"] = {"dev": 2}
+    s["run"] = {"shard_map": shard_map}
+    return s
+
+
+_TMA_V = {"op": "tma_store", "src": "v", "dst": "v"}
+
+#: name -> scenario: ``NDIndexer`` checks a static slice's bounds when ``.at`` makes it,
+#: the sharding of the ref (``_validate_sharding``) only when the view's type is next
+#: computed: a slice out of the global array's bounds is the first error, whatever the
+#: view is used for (fuzz fz39: "TMA_SRC_NOT_SMEM" where JAX raised the slice, a copy
+#: was SHARDED_REF_SLICE, an unused view MPMD_NOT_MANUAL)
+SHARDED = {
+    "oob-tma": _global_view([{"ds": [1, 128]}], _TMA_V),
+    "oob-tma-as-ref": _global_view([{"ds": [1, 128]}], _TMA_V, y_as_ref=True),
+    "oob-copy": _global_view([{"ds": [1, 128]}], {"op": "copy", "src": "v", "dst": "out"}),
+    "oob-unused": _global_view([{"ds": [1, 128]}], None),
+    "oob-python-slice-past-the-end": _global_view([[9, 12]], None),
+    "oob-after-an-int": _global_view([0, {"ds": [300, 10]}], None),
+    "oob-shard-map": _global_view([{"ds": [1, 128]}], _TMA_V, shard_map=True),
+    # in bounds: the sharding's own errors, as before
+    "in-bounds-partial": _global_view([{"ds": [0, 4]}], {"op": "copy", "src": "v", "dst": "out"}),
+    "in-bounds-int": _global_view([0], {"op": "copy", "src": "v", "dst": "out"}),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_sharded() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in SHARDED.values()])
+    return dict(zip(SHARDED, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(SHARDED))
+def test_a_sharded_inputs_slice_is_bounds_checked_first(name: str, jax_sharded: dict) -> None:
+    _agrees(SHARDED[name], jax_sharded[name])
+
+
+# ------------------------------------ a GMEM ref's type as JAX prints it in a message
+
+
+def _tma_from(src: str, entry: str, shard_map: bool | None) -> dict[str, Any]:
+    """A TMA store whose source is a GMEM argument: ``x`` passed as a Ref
+    (``jax.new_ref``), ``y`` as an array; two devices, with or without shard_map (None:
+    no device mesh)."""
+    s = _global_view([None], None)
+    s["call"]["entry"] = entry
+    s["call"]["programs"][0]["body"] = [{"op": "tma_store", "src": src, "dst": "y_ref"}]
+    if shard_map is None:
+        del s["device_mesh"], s["run"]
+    else:
+        s["run"]["shard_map"] = shard_map
+    return s
+
+
+#: name -> scenario: ``src must be a SMEM reference, got <type>`` prints the ref's
+#: ``AbstractRef.str_short``: a ``jax.new_ref`` Ref has no memory space (``Ref{...}``),
+#: a kernel without shard_map sees the global array, dim 0 sharded (``8@dev``)
+TYPES = {
+    f"{entry}-{src}-{'no-mesh' if sm is None else 'shard_map' if sm else 'global'}": _tma_from(
+        src, entry, sm
+    )
+    for entry in ("plgpu.kernel", "pl.kernel")
+    for src in ("x_ref", "y_ref")
+    for sm in (None, True, False)
+}
+
+
+@pytest.fixture(scope="module")
+def jax_types() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in TYPES.values()])
+    return dict(zip(TYPES, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_a_gmem_refs_type_is_printed_as_jax_prints_it(name: str, jax_types: dict) -> None:
+    _agrees(TYPES[name], jax_types[name])
