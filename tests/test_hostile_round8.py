@@ -203,9 +203,10 @@ def _tma_from(src: str, entry: str, shard_map: bool | None) -> dict[str, Any]:
     return s
 
 
-#: name -> scenario: ``src must be a SMEM reference, got <type>`` prints the ref's
-#: ``AbstractRef.str_short``: a ``jax.new_ref`` Ref has no memory space (``Ref{...}``),
-#: a kernel without shard_map sees the global array, dim 0 sharded (``8@dev``)
+#: name -> scenario: ``src must be a SMEM reference, got <type>`` (and transpose_ref's
+#: refusal of a plain ref) prints the ref's ``AbstractRef.str_short``: a ``jax.new_ref``
+#: Ref (an argument or a capture) has no memory space (``Ref{...}``), a kernel without
+#: shard_map sees the global array, dim 0 sharded (``8@dev``, ``16@(x,y)``)
 TYPES = {
     f"{entry}-{src}-{'no-mesh' if sm is None else 'shard_map' if sm else 'global'}": _tma_from(
         src, entry, sm
@@ -216,6 +217,61 @@ TYPES = {
 }
 
 
+def _captured(entry: str, shard_map: bool | None, as_ref: bool, body: list[Any]) -> dict:
+    """``_tma_from``'s call closing over ``z`` (4 x 256 a device) as ``zc``."""
+    s = _tma_from("x_ref", entry, shard_map)
+    s["buffers"]["z"] = {"shape": [4, 256], "dtype": "float32", "as_ref": as_ref}
+    s["call"]["captures"] = [{"name": "zc", "buffer": "z"}]
+    s["call"]["programs"][0]["body"] = body
+    return s
+
+
+def _transposed(ref: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "let": "v",
+            "ref": ref,
+            "transforms": [{"op": "transpose", "perm": [1, 0], "via": "transpose_ref"}],
+        }
+    ]
+
+
+_TMA_ZC = [{"op": "tma_store", "src": "zc", "dst": "y_ref"}]
+for _entry in ("plgpu.kernel", "pl.kernel"):
+    _two = _tma_from("x_ref", _entry, False)
+    _two["device_mesh"] = {"x": 2, "y": 2}
+    TYPES[f"{_entry}-x_ref-global-two-axes"] = _two
+    _arg_view = _tma_from("x_ref", _entry, None)
+    _arg_view["call"]["args"][0]["transforms"] = [{"op": "at", "index": [{"ds": [0, 2]}]}]
+    TYPES[f"{_entry}-x_ref-viewed-by-the-caller"] = _arg_view
+    for _sm in (None, False):
+        _tag = "global" if _sm is False else "no-mesh"
+        TYPES[f"{_entry}-captured-{_tag}"] = _captured(_entry, _sm, True, _TMA_ZC)
+        TYPES[f"{_entry}-captured-transpose_ref-{_tag}"] = _captured(
+            _entry, _sm, True, _transposed("zc")
+        )
+        for _src in ("x_ref", "y_ref"):
+            _t = _tma_from(_src, _entry, _sm)
+            _t["call"]["programs"][0]["body"] = _transposed(_src)
+            TYPES[f"{_entry}-{_src}-transpose_ref-{_tag}"] = _t
+    # a captured array (not a Ref) is refused with its global shape
+    TYPES[f"{_entry}-captured-array-global"] = _captured(
+        _entry, False, False, [{"op": "add", "dst": "y_ref", "lhs": "zc", "rhs": "zc"}]
+    )
+    # a captured Ref of the global array is sharded like an argument (JAX's
+    # _validate_sharding): slicing its dim 0 is refused (was MPMD_NOT_MANUAL)
+    for _k, _ix in (("slice", [{"ds": [0, 2]}]), ("int", [0])):
+        TYPES[f"{_entry}-captured-global-{_k}"] = _captured(
+            _entry,
+            False,
+            True,
+            [
+                {"let": "v", "ref": "zc", "transforms": [{"op": "at", "index": _ix}]},
+                {"op": "copy", "src": "v", "dst": "v"},
+            ],
+        )
+
+
 @pytest.fixture(scope="module")
 def jax_types() -> dict[str, dict[str, Any]]:
     got = probe_many([copy.deepcopy(s) for s in TYPES.values()])
@@ -223,5 +279,5 @@ def jax_types() -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", list(TYPES))
-def test_a_gmem_refs_type_is_printed_as_jax_prints_it(name: str, jax_types: dict) -> None:
+def test_a_kernel_input_is_typed_as_jax_types_it(name: str, jax_types: dict) -> None:
     _agrees(TYPES[name], jax_types[name])

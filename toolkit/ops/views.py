@@ -1193,15 +1193,13 @@ class Transpose(TransformOp):
         perm = tuple(self.perm)
         if self.via == "transpose_ref":
             if not ref.transformed:
-                sh = ",".join(map(str, ref.shape))
                 return (
                     None,
                     err(
                         "TRANSPOSE_REF_RAW_BUG",
                         "ValueError",
                         "The 'memory_space' attribute is not available on traced array with "
-                        f"shape Ref<{ref.memory_space.lower()}>{{{ref.dtype}[{sh}]}}. Use "
-                        "`jax.typeof(x).memory_space` instead.",
+                        f"shape {ref.jax_type()}. Use `jax.typeof(x).memory_space` instead.",
                     ),
                     (),
                 )
