@@ -118,6 +118,34 @@ TILED = {
 }
 
 
+def _after_a_layout_failure(use: str) -> dict[str, Any]:
+    """``_tiled(use, [16, 64, 1])`` after a copy of 100 elements, which no register
+    layout fits (layout inference's solve, after every op's constraints are derived)."""
+    s = _tiled(use, [16, 64, 1])
+    s["buffers"]["w"] = {"shape": [100], "dtype": "float32"}
+    s["call"]["args"].append({"buffer": "w", "param": "w_ref"})
+    s["call"]["outputs"]["o2"] = {"shape": [100], "dtype": "float32"}
+    s["call"]["programs"][0]["body"].insert(0, {"op": "copy", "src": "w_ref", "dst": "o2"})
+    return s
+
+
+TILED.update(
+    {
+        # derived before anything is solved: the later statement's error is the first
+        **{
+            f"{use}-after-a-layout-failure": _after_a_layout_failure(use)
+            for use in ("fill", "tma_store", "tma_load")
+        },
+        # a tile the cast cannot view as the scratch (verified before layout inference):
+        # a TMA load's destination too
+        **{
+            f"{use}-2d-tile-on-1d-ref": _tiled(use, [8, 128], [128], "float32")
+            for use in ("copy_in", "tma_load")
+        },
+    }
+)
+
+
 @pytest.fixture(scope="module")
 def jax_tiled() -> dict[str, dict[str, Any]]:
     got = probe_many([copy.deepcopy(s) for s in TILED.values()])

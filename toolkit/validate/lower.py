@@ -863,10 +863,7 @@ def _view_rules(
         if e is not None:
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
-        spath = f"call.scratch.{b.origin[0][8:]}.transforms"
         _smem_layout(low, field, root, _TMA_WHY if access == "tma" else _ASSIGNMENT_WHY)
-        if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
-            _later(low, e, spath, _TILE_RANK_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -882,14 +879,19 @@ def _view_rules(
 
 
 def _smem_layout(low: LowerCtx, field: str, root: _Root, why: str) -> None:
-    """Layout inference's rule for the ``with_transforms`` op the lowering puts before
-    each access of SMEM scratch with a layout (``root.layout``): the transforms' order
-    (``smem_transforms_error``), then whether they fit the ref
+    """The ``with_transforms(reinterpret_cast(ref))`` the lowering puts before each access
+    of SMEM scratch with a layout (``root.layout``): MLIR's verifier of the cast
+    (``reinterpret_cast_error``), then layout inference's rule for the op: the
+    transforms' order (``smem_transforms_error``) and whether they fit the ref
     (``smem_assignment_error``, explained by ``why``)."""
     st = low.st
     b = st.refs[field]
+    spath = f"call.scratch.{b.origin[0][8:]}.transforms"
+    e = L.reinterpret_cast_error(root.shape, dtypes.bits(root.dtype), root.layout)
+    if e is not None:
+        _later(low, e, spath, _TILE_RANK_WHY)
     if (e := L.smem_transforms_error(root.layout)) is not None:
-        _later(low, e, f"call.scratch.{b.origin[0][8:]}.transforms")
+        _later(low, e, spath)
         return
     e = L.smem_assignment_error(root.shape, dtypes.bits(root.dtype), root.layout)
     if e is not None:
