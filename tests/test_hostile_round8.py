@@ -309,3 +309,96 @@ def jax_types() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(TYPES))
 def test_a_kernel_input_is_typed_as_jax_types_it(name: str, jax_types: dict) -> None:
     _agrees(TYPES[name], jax_types[name])
+
+
+# ------------------------------------------------ a TMA load's destination, viewed
+
+
+def _load_into(
+    dtype: str,
+    shape: list[int],
+    layout: list[dict[str, Any]],
+    view: list[dict[str, Any]],
+    src: list[int],
+) -> dict[str, Any]:
+    """``copy_gmem_to_smem(x_ref, s.<view>, bar)`` of an ``src``-shaped GMEM argument into
+    SMEM scratch ``s`` of ``shape`` with ``layout``."""
+    s = _kernel()
+    c = s["call"]
+    c["scratch"] = {
+        "s": {"shape": shape, "dtype": dtype, "memory_space": "SMEM", "transforms": layout},
+        "bar": {"kind": "barrier"},
+    }
+    s["buffers"]["x"] = {"shape": src, "dtype": dtype, "init": "iota"}
+    c["args"].append({"buffer": "x", "param": "x_ref"})
+    c["outputs"]["r"] = {"shape": [128], "dtype": "float32"}
+    c["programs"][0]["body"] = [
+        {"let": "v", "ref": "s", "transforms": view},
+        {"op": "copy_gmem_to_smem", "src": "x_ref", "dst": "v", "barrier": "bar"},
+        {"op": "barrier_wait", "barrier": "bar"},
+    ]
+    return s
+
+
+_TS = [{"op": "tiling", "tile": [8, 64]}, {"op": "swizzle", "bytes": 128}]
+_T1 = [{"op": "tiling", "tile": [8, 32]}]
+
+
+def _ds(start: str, size: int) -> dict[str, Any]:
+    return {"ds": [start, size]}
+
+
+#: name -> scenario: the lowering of copy_gmem_to_smem handles its destination's
+#: transforms first (``lowering._handle_transforms``, as for a plain access or a TMA
+#: store's source): an index inside a tile, an integer index of a tiled dim, a reshape
+#: past a tiling raise there, before the barrier or the GMEM side is looked at (they
+#: were "valid": the destination's view was never lowered)
+LOADS = {
+    "slice-inside-a-swizzled-tile": _load_into(
+        "bfloat16", [64, 128], _TS, [{"op": "at", "index": [_ds("3", 8)]}], [8, 128]
+    ),
+    "slice-inside-a-tile": _load_into(
+        "float32", [64, 128], _T1, [{"op": "at", "index": [_ds("3", 8)]}], [8, 128]
+    ),
+    "int-index-of-a-tiled-dim": _load_into(
+        "bfloat16", [64, 128], _TS, [{"op": "at", "index": [3]}], [128]
+    ),
+    "reshape-past-a-tiling": _load_into(
+        "bfloat16", [64, 128], _TS, [{"op": "reshape", "shape": [8, 8, 128]}], [8, 8, 128]
+    ),
+    "unfoldable-reshape": _load_into(
+        "float32",
+        [64, 128],
+        [],
+        [{"op": "at", "index": [None, _ds("0", 64)]}, {"op": "reshape", "shape": [4096]}],
+        [4096],
+    ),
+    "bitcast-left-over": _load_into(
+        "float32",
+        [64, 128],
+        [],
+        [{"op": "at", "index": [_ds("8", 8)]}, {"op": "bitcast", "dtype": "int32"}],
+        [8, 128],
+    ),
+    # these lower
+    "tile-aligned-slice": _load_into(
+        "bfloat16", [64, 128], _TS, [{"op": "at", "index": [_ds("8", 8)]}], [8, 128]
+    ),
+    "int-index-of-an-untiled-dim": _load_into(
+        "float32", [2, 64, 128], _T1, [{"op": "at", "index": [1, _ds("8", 16)]}], [16, 128]
+    ),
+}
+LOADS["bitcast-left-over"]["buffers"]["x"]["dtype"] = "int32"
+_nb = LOADS["no-barrier-after-the-view"] = copy.deepcopy(LOADS["slice-inside-a-swizzled-tile"])
+_nb["call"]["programs"][0]["body"][1].pop("barrier")
+
+
+@pytest.fixture(scope="module")
+def jax_loads() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in LOADS.values()])
+    return dict(zip(LOADS, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(LOADS))
+def test_a_tma_loads_destination_view_is_lowered_first(name: str, jax_loads: dict) -> None:
+    _agrees(LOADS[name], jax_loads[name])

@@ -587,6 +587,15 @@ class LowerCtx:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
         return _tma(self, src, dst)
 
+    def tma_dst(self, field: str) -> bool:
+        """A TMA load's SMEM destination through its view (``_tma_smem_view``), lowered
+        before anything else of the copy; a bitcast left over stops it."""
+        done, leftover = _tma_smem_view(self, field, "tma-load")
+        if leftover is not None:
+            self.ctx.raised(leftover, _where(self.st, field))
+            return True
+        return done
+
     def tma_smem(self, smem: str, gmem: str) -> None:
         """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``)."""
         _tma_smem(self, smem, gmem, load=True)
@@ -827,7 +836,11 @@ def _view_rules(
     b = st.refs[field]
     assert root is not None
     shape, dtype, space, layout_stack = root
-    if space == "TMEM" and access != "tma":
+    tma = access in ("tma", "tma-load")
+    why = _TMA_LOAD_WHY if access == "tma-load" else _TMA_WHY if tma else _ASSIGNMENT_WHY
+    if tma:
+        access = "tma"  # (view_lowering_error_at's: the same rules either way)
+    if space == "TMEM" and not tma:
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
@@ -863,7 +876,7 @@ def _view_rules(
         if e is not None:
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
-        _smem_layout(low, field, root, _TMA_WHY if access == "tma" else _ASSIGNMENT_WHY)
+        _smem_layout(low, field, root, why)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -1062,15 +1075,8 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
     ctx, st = low.ctx, low.st
-    src_root, _, tangled, rules, stop, reshape = low.view(st.refs[src_field])
-    leftover = None
-    if rules:
-        done, leftover = _view_rules(low, src_field, src_root, tangled, "tma")
-        if done:
-            return True
-    src = st.refs[src_field].info
-    assert src is not None
-    if (stop is not None or reshape) and _apply_steps(low, src_field, src_root, stop, reshape):
+    done, leftover = _tma_smem_view(low, src_field, "tma")
+    if done:
         return True
     if _gmem_copy_transforms(low, dst_field, load=False):
         return True
@@ -1087,6 +1093,21 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     return False
 
 
+def _tma_smem_view(low: LowerCtx, field: str, access: str) -> tuple[bool, L.JaxError | None]:
+    """The SMEM side of a TMA copy (``access``: ``tma`` a store's source, ``tma-load`` a
+    load's destination) through ``_handle_transforms``: its view's rules and steps, as
+    a plain access's (``LowerCtx.access``): (stops here, the bitcast left over)."""
+    root, _, tangled, rules, stop, reshape = low.view(low.st.refs[field])
+    leftover = None
+    if rules:
+        done, leftover = _view_rules(low, field, root, tangled, access)
+        if done:
+            return True, None
+    if (stop is not None or reshape) and _apply_steps(low, field, root, stop, reshape):
+        return True, None
+    return False, leftover
+
+
 def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False) -> None:
     """What ``async_copy`` raises for the SMEM side of a TMA copy (a store's source, a
     load's destination) against its GMEM side (``layout_rules.tma_smem_error``): a view
@@ -1100,8 +1121,6 @@ def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = Fals
     gm = low.memref(st.refs[gmem_field]).memref
     if gm is None:
         return
-    if load and smem_root.layout:  # (a store's source: its view's rules, _view_rules)
-        _smem_layout(low, smem_field, smem_root, _TMA_LOAD_WHY)
     shape, dtype, _space, stack = smem_root
     e = L.tma_smem_error(
         shape,
