@@ -402,3 +402,47 @@ def jax_loads() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(LOADS))
 def test_a_tma_loads_destination_view_is_lowered_first(name: str, jax_loads: dict) -> None:
     _agrees(LOADS[name], jax_loads[name])
+
+
+# ------------------------------ an unswizzled tile of too few rows for a register layout
+
+#: name -> scenario: a plain load, store or fill of SMEM tiled without a swizzle moves the
+#: value through registers in a layout transfer_tiled can follow
+#: (``IsTransferableSmemRegisters``); none fits a tile of fewer rows than 64 bits of
+#: elements of at least 16 bits (1 row of 32-bit, 2 of 16- or 8-bit elements), whatever
+#: its width and rank (stacks fuzz: a (2, 64, 64) float32 scratch tiled (1, 8) copied
+#: into was "valid")
+ROWS = {
+    f"{use}-{dtype}-{'x'.join(map(str, tile))}": _tiled(
+        use, tile, [2, 64, 64] if len(tile) == 3 else [64, 64], dtype
+    )
+    for use in ("fill", "copy_in", "copy_out")
+    for dtype, tile in (
+        ("float32", [1, 8]),
+        ("float32", [1, 16]),
+        ("float32", [2, 8]),
+        ("int32", [1, 8]),
+        ("bfloat16", [2, 8]),
+        ("bfloat16", [2, 2]),
+        ("bfloat16", [4, 8]),
+        ("float16", [2, 8]),
+        ("int8", [2, 8]),
+        ("int8", [4, 8]),
+        ("float32", [1, 1, 8]),
+        ("float32", [2, 1, 8]),
+        ("float32", [1, 2, 8]),
+    )
+}
+
+
+@pytest.fixture(scope="module")
+def jax_rows() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in ROWS.values()])
+    return dict(zip(ROWS, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_an_unswizzled_tile_of_too_few_rows_has_no_register_layout(
+    name: str, jax_rows: dict
+) -> None:
+    _agrees(ROWS[name], jax_rows[name])

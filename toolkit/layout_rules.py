@@ -474,7 +474,9 @@ def smem_register_error(
 
     - a swizzle without a tiling: no layout fits;
     - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
-      dtypes), or has one dim, or a transposed view of it: no layout fits;
+      dtypes), or has one dim, or fewer rows (its second-minor dim) than 64 bits' worth
+      of elements of at least 16 bits (2 rows of 32-bit, 4 of 16- and 8-bit elements),
+      or a transposed view of it: no layout fits;
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits;
     - with a swizzle, a tile of one dim (the minor) fits only a 128-byte swizzle or at
@@ -495,6 +497,8 @@ def smem_register_error(
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
     if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
         return layout_inference_error()
+    if swizzle is None and tile[-2] * max(dtype_bits, 16) < 64:
+        return layout_inference_error()  # (a tile of too few rows)
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
     if swizzle is None:
