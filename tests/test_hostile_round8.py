@@ -446,3 +446,70 @@ def test_an_unswizzled_tile_of_too_few_rows_has_no_register_layout(
     name: str, jax_rows: dict
 ) -> None:
     _agrees(ROWS[name], jax_rows[name])
+
+
+# ---------------------------------------- a TMA box of more than 256 elements along a dim
+
+
+def _store_from(shape: list[int], layout: list[dict[str, Any]], dtype: str = "float32") -> dict:
+    """A TMA store of a whole ``shape`` SMEM scratch with ``layout`` into an output."""
+    s = _tiled("tma_store", [1], shape, dtype)
+    s["call"]["scratch"]["s"]["transforms"] = layout
+    return s
+
+
+def _then_dot(first: dict[str, Any]) -> dict[str, Any]:
+    """``first`` (a load of an (8, 512) box), then a dot whose N (512) is too large: the
+    load's error is the first (program order, both at dialect lowering)."""
+    s = copy.deepcopy(first)
+    c = s["call"]
+    c["scratch"]["a_s"] = {"shape": [64, 64], "dtype": "float16", "memory_space": "SMEM"}
+    c["scratch"]["b_s"] = {"shape": [64, 512], "dtype": "float16", "memory_space": "SMEM"}
+    s["buffers"]["a"] = {"shape": [64, 64], "dtype": "float16"}
+    s["buffers"]["b"] = {"shape": [64, 512], "dtype": "float16"}
+    c["args"] += [{"buffer": "a", "param": "a_ref"}, {"buffer": "b", "param": "b_ref"}]
+    c["outputs"]["out"] = {"shape": [64, 512], "dtype": "float32"}
+    c["programs"][0]["body"] += [
+        {"op": "copy", "src": "a_ref", "dst": "a_s"},
+        {"op": "copy", "src": "b_ref", "dst": "b_s"},
+        {"op": "dot", "dst": "out", "lhs": "a_s", "rhs": "b_s"},
+    ]
+    return s
+
+
+_ALL: list[dict[str, Any]] = [{"op": "at", "index": [None]}]
+
+#: name -> scenario: a copy through a tensor map (every TMA load: its out-of-bounds
+#: elements are zero-filled; a swizzled store) takes a box of at most 256 elements along
+#: each dim of the slice as the SMEM tiling arranges it (``LaunchContext.async_copy``:
+#: ``Async copies only support copying <=256 elements along each dimension``); an
+#: unswizzled store of a contiguous GMEM slice is one bulk copy, with no such limit
+#: (the loads were "valid")
+BOXES = {
+    "load-8x512": _load_into("float32", [8, 512], [], _ALL, [8, 512]),
+    "load-512": _load_into("float32", [512], [], _ALL, [512]),
+    "load-300x8": _load_into("float32", [300, 8], [], _ALL, [300, 8]),
+    "load-tile-of-512-rows": _load_into(
+        "float32", [512, 64], [{"op": "tiling", "tile": [512, 8]}], _ALL, [512, 64]
+    ),
+    "load-then-a-dot-too-wide": _then_dot(_load_into("float32", [8, 512], [], _ALL, [8, 512])),
+    # within the limit: these lower
+    "load-256x8": _load_into("float32", [256, 8], [], _ALL, [256, 8]),
+    "load-tiled-16x512": _load_into(
+        "float32", [16, 512], [{"op": "tiling", "tile": [8, 64]}], _ALL, [16, 512]
+    ),
+    "store-8x512": _store_from([8, 512], []),
+    "store-512": _store_from([512], []),
+    "store-tiled-8x512": _store_from([16, 512], [{"op": "tiling", "tile": [8, 512]}]),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_boxes() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in BOXES.values()])
+    return dict(zip(BOXES, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(BOXES))
+def test_a_tma_box_holds_at_most_256_elements_a_dim(name: str, jax_boxes: dict) -> None:
+    _agrees(BOXES[name], jax_boxes[name])

@@ -1781,6 +1781,7 @@ def tma_smem_error(
     m: Memref | None,
     dst_shape: Sequence[int],
     dst_strides: Sequence[int],
+    load: bool = False,
 ) -> JaxError | None:
     """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
     (scratch layout ``stack``; ``m``: the view's ``view_memref``) into a GMEM ref of
@@ -1796,7 +1797,12 @@ def tma_smem_error(
       (N: the stride of the GMEM dim the SMEM minor dim lands on);
     - an SMEM view that is not one contiguous block (dims of size 1 aside): ``async_copy
       needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
-      (of the physical, tiled memref, without its unit dims).
+      (of the physical, tiled memref, without its unit dims);
+    - a copy through a tensor map (a load, whose out-of-bounds elements are zero-filled,
+      or a swizzled store; ``load``) of a box longer than 256 elements along a dim:
+      ``Async copies only support copying <=256 elements along each dimension, got
+      (...)``. (An unswizzled store of a contiguous GMEM slice is one bulk copy, with no
+      such limit; a store of a strided one is not checked.)
     """
     # the layout's kinds, its (first) tiling's tile and swizzle's bytes, in one pass
     kinds: list[str] = []
@@ -1811,6 +1817,7 @@ def tma_smem_error(
             swz = _get(t, "bytes")
     if m is None or not m.shape:
         return None
+    tiled_copy = load or swz is not None
     m_shape, m_strides = m.shape, m.strides
     moved = m_strides[-1] != 1
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
@@ -1871,7 +1878,25 @@ def tma_smem_error(
             f"reference to be 1, but it is {dst_strides[q]}.",
             "gpu-lower",
         )
+    if tiled_copy and max(full, default=1) > TMA_BOX_DIM:
+        # (JAX prints the slice with unit dims dropped where the GMEM ref has them too:
+        # with a unit dim in the box, only the message's start is known)
+        exact = 1 not in full
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            TMA_BOX_MESSAGE + (_tuple(full) if exact else ""),
+            "gpu-lower",
+            exact=exact,
+        )
     return None
+
+
+#: the most elements a TMA box (a tensor-map copy) takes along one dimension
+TMA_BOX_DIM = 256
+TMA_BOX_MESSAGE = (
+    f"Async copies only support copying <={TMA_BOX_DIM} elements along each dimension, got "
+)
 
 
 def tma_last_dim_error(minor: int, dtype_bits: int) -> JaxError | None:

@@ -463,7 +463,7 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
             "read it through its cluster view, or have that block load itself.",
         )
         return True
-    low.tma_smem("dst", "src")
+    low.tma_smem("dst", "src", n)
     if n > 1:
         _multicast_share(low, n)
     _copy_width(low, "dst")

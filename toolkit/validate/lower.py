@@ -596,9 +596,10 @@ class LowerCtx:
             return True
         return done
 
-    def tma_smem(self, smem: str, gmem: str) -> None:
-        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``)."""
-        _tma_smem(self, smem, gmem, load=True)
+    def tma_smem(self, smem: str, gmem: str, shared: int = 1) -> None:
+        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``;
+        ``shared``: the blocks a multicast load is split among)."""
+        _tma_smem(self, smem, gmem, load=True, shared=shared)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -1108,7 +1109,9 @@ def _tma_smem_view(low: LowerCtx, field: str, access: str) -> tuple[bool, L.JaxE
     return False, leftover
 
 
-def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False) -> None:
+def _tma_smem(
+    low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False, shared: int = 1
+) -> None:
     """What ``async_copy`` raises for the SMEM side of a TMA copy (a store's source, a
     load's destination) against its GMEM side (``layout_rules.tma_smem_error``): a view
     that is not one contiguous block, a transpose the GMEM ref cannot follow, a box of the
@@ -1130,9 +1133,29 @@ def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = Fals
         low.memref(st.refs[smem_field]).memref,
         gm.shape,
         gm.strides,
+        load and shared == 1,  # (a multicast load's box is shared first: not checked)
     )
-    if e is not None and not (load and e.code == "TMA_LAST_DIM_BITS"):
-        _later(low, e, (*st.path, smem_field), _TMA_LOAD_WHY if load else _TMA_WHY)
+    if e is None or (load and e.code == "TMA_LAST_DIM_BITS"):
+        return
+    if e.message.startswith(L.TMA_BOX_MESSAGE) and not stack and _layout_from_use(low, smem_field):
+        return  # (its box is the tiles of the layout inferred for it: not known here)
+    _later(low, e, (*st.path, smem_field), _TMA_LOAD_WHY if load else _TMA_WHY)
+
+
+def _layout_from_use(low: LowerCtx, field: str) -> bool:
+    """Whether the scratch under the statement's ``field`` is an operand whose SMEM layout
+    layout inference picks (``StatementOp.SMEM_LAYOUT_FROM_USE``: a WGMMA's) anywhere in
+    the kernel."""
+    origin = low.st.refs[field].origin[:1]
+    for prog in low.ctx.programs:
+        for st in prog.stmts:
+            if type(st.node) is Let:
+                continue
+            for f in st.node.SMEM_LAYOUT_FROM_USE:
+                b = st.refs.get(f)
+                if b is not None and b.origin[:1] == origin:
+                    return True
+    return False
 
 
 def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:
