@@ -504,6 +504,41 @@ BOXES = {
 }
 
 
+def _store_into(src: list[int], out: list[int], index: list[Any]) -> dict[str, Any]:
+    """A TMA store of an untiled ``src`` scratch into ``r.at[*index]`` of an ``out``."""
+    s = _store_from(src, [])
+    s["call"]["outputs"]["r"]["shape"] = out
+    s["call"]["programs"][0]["body"] = [
+        {"let": "w", "ref": "r", "transforms": [{"op": "at", "index": index}]},
+        {"op": "tma_store", "src": "s", "dst": "w"},
+    ]
+    return s
+
+
+_SW = {"op": "swizzle", "bytes": 128}
+BOXES.update(
+    {
+        # a swizzled store goes through a tensor map too
+        "store-swizzled-tile-of-512-rows": _store_from(
+            [512, 64], [{"op": "tiling", "tile": [512, 64]}, _SW], "bfloat16"
+        ),
+        "store-swizzled-512x64": _store_from([512, 64], [_SW], "bfloat16"),
+        "store-swizzled-tiles-of-8-rows": _store_from(
+            [512, 64], [{"op": "tiling", "tile": [8, 64]}, _SW], "bfloat16"
+        ),
+        # so does a store into a strided GMEM slice; a contiguous one is a bulk copy
+        "store-into-300-of-1024-columns": _store_into([8, 300], [8, 1024], [None, _ds("0", 300)]),
+        "store-into-strided-3d": _store_into([2, 4, 512], [2, 8, 512], [None, _ds("0", 4)]),
+        "store-into-whole-rows": _store_into([4, 512], [8, 512], [_ds("0", 4)]),
+        "store-into-a-row": _store_into([512], [8, 512], [3]),
+        "store-into-half-of-1d": _store_into([512], [1024], [_ds("0", 512)]),
+        # the GMEM strides are the whole ref's: a column of a (300, 2) float32 output
+        # has 8-byte rows
+        "store-into-a-column": _store_into([300], [300, 2], [None, 0]),
+    }
+)
+
+
 @pytest.fixture(scope="module")
 def jax_boxes() -> dict[str, dict[str, Any]]:
     got = probe_many([copy.deepcopy(s) for s in BOXES.values()])

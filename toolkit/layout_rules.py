@@ -1782,13 +1782,15 @@ def tma_smem_error(
     dst_shape: Sequence[int],
     dst_strides: Sequence[int],
     load: bool = False,
+    gmem_base: Sequence[int] | None = None,
 ) -> JaxError | None:
     """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
     (scratch layout ``stack``; ``m``: the view's ``view_memref``) into a GMEM ref of
     ``dst_shape`` / ``dst_strides`` raises when the Mosaic GPU dialect lowers it
     (``LaunchContext.async_copy``), once the view lowered (``view_lowering_error``):
 
-    - the GMEM ref's strides (but the minor) not multiples of 16 bytes, the box's minor
+    - the GMEM ref's strides (but the minor; of the whole ref ``gmem_base`` the view
+      slices, where known, else of the view) not multiples of 16 bytes, the box's minor
       dim (the tile's, else the view's) not a multiple of 128 bits, or not the swizzle's
       row (``_check_tma_strides_and_swizzle``);
     - a view whose minor dim is not the SMEM ref's (a transpose): the GMEM ref is
@@ -1799,10 +1801,11 @@ def tma_smem_error(
       needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
       (of the physical, tiled memref, without its unit dims);
     - a copy through a tensor map (a load, whose out-of-bounds elements are zero-filled,
-      or a swizzled store; ``load``) of a box longer than 256 elements along a dim:
+      or a swizzled store, or a store into a strided GMEM slice; ``load``) of a box
+      longer than 256 elements along a dim:
       ``Async copies only support copying <=256 elements along each dimension, got
       (...)``. (An unswizzled store of a contiguous GMEM slice is one bulk copy, with no
-      such limit; a store of a strided one is not checked.)
+      such limit; a tiled unswizzled store of a strided one is not checked.)
     """
     # the layout's kinds, its (first) tiling's tile and swizzle's bytes, in one pass
     kinds: list[str] = []
@@ -1817,9 +1820,15 @@ def tma_smem_error(
             swz = _get(t, "bytes")
     if m is None or not m.shape:
         return None
-    tiled_copy = load or swz is not None
     m_shape, m_strides = m.shape, m.strides
     moved = m_strides[-1] != 1
+    # (an unswizzled store of a contiguous GMEM slice is one bulk copy; of an untiled,
+    # untransposed view, the slice is the GMEM view itself)
+    tiled_copy = (
+        load
+        or swz is not None
+        or (tile is None and not moved and not _contiguous_slice(dst_shape, dst_strides))
+    )
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
     if moved and kinds == ["tiling", "swizzle"] and flat_tile:
         return layout_inference_error()  # (no SMEM layout for the transposed view)
@@ -1829,7 +1838,7 @@ def tma_smem_error(
     order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
     ms = Memref(tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
-    for st in contiguous_strides(dst_shape)[:-1]:
+    for st in contiguous_strides(gmem_base or dst_shape)[:-1]:
         if st * dtype_bits % 128:
             return JaxError(
                 "TMA_GMEM_STRIDES",
@@ -1890,6 +1899,20 @@ def tma_smem_error(
             exact=exact,
         )
     return None
+
+
+def _contiguous_slice(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """``async_copy``'s ``check_contiguous_slice``: the slice is one run of the GMEM ref
+    (its minor stride 1, each dim's stride the elements of the dims inside it; unit dims
+    aside)."""
+    if not strides or strides[-1] != 1:
+        return False
+    expected = 1
+    for d, st in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and st != expected:
+            return False
+        expected *= d
+    return True
 
 
 #: the most elements a TMA box (a tensor-map copy) takes along one dimension

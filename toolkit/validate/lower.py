@@ -1134,6 +1134,8 @@ def _tma_smem(
         gm.shape,
         gm.strides,
         load and shared == 1,  # (a multicast load's box is shared first: not checked)
+        # (a GMEM view of indices only is a slice of the whole ref the copy is given)
+        gmem_root.shape if all(t.INDEXES for _, t in st.refs[gmem_field].stack) else None,
     )
     if e is None or (load and e.code == "TMA_LAST_DIM_BITS"):
         return
