@@ -548,3 +548,71 @@ def jax_boxes() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(BOXES))
 def test_a_tma_box_holds_at_most_256_elements_a_dim(name: str, jax_boxes: dict) -> None:
     _agrees(BOXES[name], jax_boxes[name])
+
+
+# ------------------------------------ a plain access of a view that is not one run
+
+
+def _gmem_view(
+    dtype: str, shape: list[int], steps: list[dict[str, Any]], out: list[int], store: bool = False
+) -> dict:
+    """``v = x_ref.<steps>``, then ``r[...] = v[...]`` (or ``v[...] = y_ref[...]``)."""
+    s = _kernel()
+    c = s["call"]
+    s["buffers"]["x"] = {"shape": shape, "dtype": dtype, "init": "iota"}
+    c["args"].append({"buffer": "x", "param": "x_ref"})
+    body = [{"let": "v", "ref": "x_ref", "transforms": steps}]
+    if store:
+        s["buffers"]["y"] = {"shape": out, "dtype": dtype}
+        c["args"].append({"buffer": "y", "param": "y_ref"})
+        c["outputs"]["r"] = {"shape": [128], "dtype": "float32"}
+        body.append({"op": "copy", "src": "y_ref", "dst": "v"})
+    else:
+        c["outputs"]["r"] = {"shape": out, "dtype": dtype}
+        body.append({"op": "copy", "src": "v", "dst": "r"})
+    c["programs"][0]["body"] = body
+    return s
+
+
+def _t(*perm: int) -> dict[str, Any]:
+    return {"op": "transpose", "perm": list(perm), "via": "method"}
+
+
+_PAIRS = [{"op": "reshape", "shape": [2048, 2]}, _t(1, 0)]
+
+#: name -> scenario: a plain load or store moves ``vec`` elements a thread; through a
+#: view that is not one contiguous run of its ref, ``transfer_strided`` folds the
+#: contiguous dims and wants the unit-stride dim a multiple of ``vec`` long and the other
+#: strides multiples of ``vec`` (stacks fuzz: a bfloat16 (2048, 2) reshape transposed was
+#: GPU_VERIFICATION where JAX raises the first; a 4-column slice of a 129-column ref was
+#: "valid"); what gets through is the vector op MLIR's verifier rejects, as before
+STRIDED = {
+    "pairs-transposed-bfloat16": _gmem_view("bfloat16", [4096], _PAIRS, [2, 2048]),
+    "pairs-transposed-bfloat16-store": _gmem_view("bfloat16", [4096], _PAIRS, [2, 2048], True),
+    "4-of-129-columns": _gmem_view(
+        "float32", [64, 129], [{"op": "at", "index": [None, _ds("0", 4)]}], [64, 4]
+    ),
+    "64-of-130-minor-3d": _gmem_view(
+        "bfloat16", [4, 64, 130], [{"op": "at", "index": [None, None, _ds("0", 64)]}], [4, 64, 64]
+    ),
+    # these pass transfer_strided: the verifier's error, or none
+    "pairs-transposed-float32": _gmem_view("float32", [4096], _PAIRS, [2, 2048]),
+    "transposed-64x128": _gmem_view("float32", [64, 128], [_t(1, 0)], [128, 64]),
+    "4-of-130-columns": _gmem_view(
+        "float32", [64, 130], [{"op": "at", "index": [None, _ds("0", 4)]}], [64, 4]
+    ),
+    "6-of-130-columns": _gmem_view(
+        "float32", [128, 130], [{"op": "at", "index": [None, _ds("0", 6)]}], [128, 6]
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_strided() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in STRIDED.values()])
+    return dict(zip(STRIDED, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(STRIDED))
+def test_a_strided_views_vectors_fit_its_strides(name: str, jax_strided: dict) -> None:
+    _agrees(STRIDED[name], jax_strided[name])

@@ -550,6 +550,44 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     return vec
 
 
+def strided_transfer_error(vec: int, m: Memref | None) -> JaxError | None:
+    """A plain load or store of ``vec`` (> 1) elements a thread through a view whose
+    memref ``m`` is not one contiguous run (``FragmentedArray.transfer_strided``, when
+    the dialect is lowered): the memref's contiguous pairs of dims are folded (from the
+    minor end), then a dim of unit stride must be a multiple of ``vec`` long, every other
+    dim's stride (of more than one element) a multiple of ``vec``, and some dim must be of
+    unit stride. What gets through is a ``vector`` op on the strided memref, which MLIR's
+    verifier may still reject (``transposed_access_error``)."""
+    if vec <= 1 or m is None or not m.shape or _contiguous(m):
+        return None
+    shape, strides = list(m.shape), list(m.strides)
+    for i in reversed(range(len(shape) - 1)):
+        if strides[i] == shape[i + 1] * strides[i + 1]:
+            shape[i : i + 2] = [shape[i] * shape[i + 1]]
+            strides[i : i + 2] = [strides[i + 1]]
+    unit = False
+    for size, stride in zip(shape, strides, strict=True):
+        if stride == 1:
+            unit = True
+            if size % vec:
+                return _strided_error(
+                    "The contiguous dimension of the reference must be a multiple of the "
+                    f"layout's vector size (got {size} and vector size {vec})"
+                )
+        elif size > 1 and stride % vec:
+            return _strided_error(
+                "Non-contiguous dimension of the reference must have strides that are "
+                f"multiples of the layout's vector size (got {stride} and vector size {vec})"
+            )
+    if not unit:
+        return _strided_error("The reference must have a contiguous dimension when vec_size > 1")
+    return None
+
+
+def _strided_error(message: str) -> JaxError:
+    return JaxError("GPU_WG_STRIDED_SIZE", "ValueError", message, "gpu-lower")
+
+
 def transposed_access_error(vec: int, m: Memref | None, access: str) -> JaxError | None:
     """A plain load or store of a GMEM view whose memref ``m`` (``view_memref``) has a
     minor dim that is not unit-stride (a transpose moved the ref's): the lowering emits

@@ -567,7 +567,11 @@ class LowerCtx:
             and (root.space == "GMEM" or (root.space == "SMEM" and not root.layout))
         ):
             vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
-            e = L.transposed_access_error(vec, self.memref(b).memref, kind) if vec > 1 else None
+            m = self.memref(b).memref
+            if vec > 1 and (e := L.strided_transfer_error(vec, m)) is not None:
+                self.later_error("p3", (e.code, _where(st, field), e.message, _STRIDED_WHY))
+                return False
+            e = L.transposed_access_error(vec, m, kind) if vec > 1 else None
             if e is not None:
                 self.later_error(
                     "p4",
@@ -917,6 +921,12 @@ _ASSIGNMENT_WHY = (
     "the ref as declared: a tiling must tile its shape (a tile of no more dims than the ref, "
     "each dividing its dim), and a swizzle's row must divide the minor dim. Use a tile of at "
     "most the scratch's rank."
+)
+_STRIDED_WHY = (
+    "A plain load or store spreads the view over the warpgroup's 128 threads, several "
+    "consecutive elements a thread; this view is not one contiguous run of its ref, and "
+    "its unit-stride dim or its other strides do not hold whole vectors of them. Copy a "
+    "contiguous view, or transpose in registers."
 )
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
