@@ -616,3 +616,39 @@ def jax_strided() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(STRIDED))
 def test_a_strided_views_vectors_fit_its_strides(name: str, jax_strided: dict) -> None:
     _agrees(STRIDED[name], jax_strided[name])
+
+
+# ------------------------------- a reshape past a tile of more dims than the scratch
+
+
+def _reshaped(use: str) -> dict[str, Any]:
+    """``_tiled(use, [8, 8], [256], "int32")`` through ``v = s.reshape(-1)``."""
+    s = _tiled(use, [8, 8], [256], "int32")
+    body = s["call"]["programs"][0]["body"]
+    for st in body:
+        for k in ("src", "dst"):
+            if st.get(k) == "s":
+                st[k] = "v"
+    body.insert(0, {"let": "v", "ref": "s", "transforms": [{"op": "reshape", "shape": [-1]}]})
+    return s
+
+
+#: name -> scenario: ``UntilingTransform.commute_reshape`` ends asserting every tile
+#: entry was paired with a dim of the ref; a 2-d tile of a 1-d scratch leaves one
+#: (``AssertionError``, before the cast's verification; stacks fuzz seed 1357: was
+#: GPU_VERIFICATION); without the reshape the cast's verifier is the first
+RESHAPED = {
+    **{f"reshaped-{use}": _reshaped(use) for use in ("tma_store", "copy_out", "fill", "tma_load")},
+    **{f"plain-{use}": _tiled(use, [8, 8], [256], "int32") for use in ("tma_store", "fill")},
+}
+
+
+@pytest.fixture(scope="module")
+def jax_reshaped() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in RESHAPED.values()])
+    return dict(zip(RESHAPED, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(RESHAPED))
+def test_a_reshape_past_an_over_ranked_tile_asserts(name: str, jax_reshaped: dict) -> None:
+    _agrees(RESHAPED[name], jax_reshaped[name])

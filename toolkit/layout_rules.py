@@ -1359,6 +1359,10 @@ def untile_reshape(
         rev_tiling, rev_shape = rev_tiling[k:], rev_shape[k:]
         if not rev_tiling:
             break
+    if rev_tiling or rev_shape:
+        # (``assert not rev_tiling_to_process``: a tile of more dims than the ref left
+        # tile entries no dim of the ref pairs with)
+        return None, JaxError("JAX_ASSERTION", "AssertionError", "", "gpu-lower")
     return tuple(new_tiling[::-1]), None
 
 
