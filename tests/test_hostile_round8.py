@@ -652,3 +652,82 @@ def jax_reshaped() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(RESHAPED))
 def test_a_reshape_past_an_over_ranked_tile_asserts(name: str, jax_reshaped: dict) -> None:
     _agrees(RESHAPED[name], jax_reshaped[name])
+
+
+# --------------------------- a transpose of a tiled dim with an untiled one, in SMEM
+
+
+def _transposed_view(
+    use: str, shape: list[int], dtype: str, layout: list[dict], perm: list[int], via: str = "method"
+) -> dict:
+    """``v = s.transpose(perm)`` of an SMEM scratch with ``layout``, used by ``use``."""
+    s = _tiled(use, [8, 8], shape, dtype)
+    s["call"]["scratch"]["s"]["transforms"] = layout
+    body = s["call"]["programs"][0]["body"]
+    for st in body:
+        for k in ("src", "dst"):
+            if st.get(k) == "s":
+                st[k] = "v"
+    body.insert(
+        0, {"let": "v", "ref": "s", "transforms": [{"op": "transpose", "perm": perm, "via": via}]}
+    )
+    vshape = [shape[p] for p in perm]
+    if "y" in s["buffers"]:
+        s["buffers"]["y"]["shape"] = vshape
+    if s["call"]["outputs"]["r"]["shape"] != [128]:
+        s["call"]["outputs"]["r"]["shape"] = vshape
+    return s
+
+
+_TSW = [{"op": "tiling", "tile": [8, 64]}, {"op": "swizzle", "bytes": 128}]
+_T32 = [{"op": "tiling", "tile": [8, 32]}]
+
+#: name -> scenario: layout inference gives a view of tiled SMEM the scratch's tiling only
+#: while its tiled dims keep the smallest strides (``lowering.tile_strides``' ValueError
+#: inside ``_is_valid_smem_layout_assignment``); a transpose of a tiled dim with an
+#: untiled one leaves no layout for any access of it (stacks fuzz seed 2468: a TMA store
+#: was TMA_GMEM_STRIDES, a swap of the leading dims with a tiled one "valid"); a swap of
+#: the tiled dims alone is the TMA's own refusal; a TMA box of more than 5 dims is refused
+#: (``Async copies only support striding up to 5 dimensions``: was "valid")
+TRANSPOSED = {
+    **{
+        f"{use}-{name}": _transposed_view(use, shape, dtype, layout, perm, via)
+        for use in ("copy_in", "copy_out", "fill", "tma_load", "tma_store")
+        for name, shape, dtype, layout, perm, via in (
+            ("swizzled-lead-with-tiled", [4, 64, 64], "bfloat16", _TSW, [1, 0, 2], "method"),
+            ("tiled-lead-with-tiled", [4, 64, 64], "float32", _T32, [1, 0, 2], "method"),
+            ("swizzled-transpose_ref", [4, 64, 64], "bfloat16", _TSW, [1, 0, 2], "transpose_ref"),
+        )
+    },
+    "tma_store-lead-to-minor": _transposed_view(
+        "tma_store",
+        [8, 64, 64],
+        "float16",
+        [{"op": "tiling", "tile": [8, 16]}, {"op": "swizzle", "bytes": 32}],
+        [1, 2, 0],
+    ),
+    "tma_store-tiled-dims-swapped": _transposed_view(
+        "tma_store",
+        [8, 64, 64],
+        "float16",
+        [{"op": "tiling", "tile": [8, 16]}, {"op": "swizzle", "bytes": 32}],
+        [0, 2, 1],
+    ),
+    **{
+        f"{use}-leading-dims-swapped-6-dim-box": _transposed_view(
+            use, [2, 4, 64, 64], "float32", _T32, [1, 0, 2, 3]
+        )
+        for use in ("copy_in", "tma_load", "tma_store")
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def jax_transposed() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in TRANSPOSED.values()])
+    return dict(zip(TRANSPOSED, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(TRANSPOSED))
+def test_a_transpose_out_of_the_tiled_dims_has_no_layout(name: str, jax_transposed: dict) -> None:
+    _agrees(TRANSPOSED[name], jax_transposed[name])

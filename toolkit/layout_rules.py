@@ -711,6 +711,22 @@ def tmem_access_error(
     return JaxError("TMEM_PLAIN_ACCESS", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
 
 
+def tiled_transpose_error(m: Memref | None, tile_rank: int) -> JaxError | None:
+    """An access of a view of tiled SMEM whose transposes moved a tiled dim among the
+    untiled ones: layout inference gives the view the scratch's tiling only where its
+    ``tile_rank`` minor strides are its smallest (``lowering.tile_strides``, which
+    ``_is_valid_smem_layout_assignment`` asks and whose ``ValueError`` makes the
+    assignment invalid), so no layout fits (``Failed to infer a possible set of
+    layouts``). A swap of tiled dims alone is the TMA rules' to refuse."""
+    if m is None or len(m.strides) < tile_rank:
+        return None
+    strides = m.strides
+    smallest = sorted(strides, reverse=True)[len(strides) - tile_rank :]
+    if set(smallest) == set(strides[len(strides) - tile_rank :]):
+        return None
+    return layout_inference_error()
+
+
 def layout_inference_error() -> JaxError:
     """``layout_inference.infer_layout`` when the constraint system has no solution."""
     return JaxError(
@@ -1842,6 +1858,8 @@ def tma_smem_error(
     - an SMEM view that is not one contiguous block (dims of size 1 aside): ``async_copy
       needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
       (of the physical, tiled memref, without its unit dims);
+    - a box (the slice as the SMEM tiling arranges it) of more than 5 dims, unit dims
+      aside: ``Async copies only support striding up to 5 dimensions``;
     - a copy through a tensor map (a load, whose out-of-bounds elements are zero-filled,
       or a swizzled store, or a store into a strided GMEM slice; ``load``) of a box
       longer than 256 elements along a dim:
@@ -1879,6 +1897,20 @@ def tma_smem_error(
     # (stable: dims of equal strides keep their order)
     order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
     ms = Memref(tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
+    tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
+    pm = ms if tile is None else tiled
+    if pm is not None:
+        full = list(pm.shape)
+    else:  # a view of more than indices: the box is the tiled allocation's
+        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
+    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
+    if len(box) > 5:  # (_prepare_tma, once the unit dims are dropped)
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            "Async copies only support striding up to 5 dimensions",
+            "gpu-lower",
+        )
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
     for st in contiguous_strides(gmem_base or dst_shape)[:-1]:
         if st * dtype_bits % 128:
@@ -1889,13 +1921,6 @@ def tma_smem_error(
                 "of 16 bytes",
                 "gpu-lower",
             )
-    tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
-    pm = ms if tile is None else tiled
-    if pm is not None:
-        full = list(pm.shape)
-    else:  # a view of more than indices: the box is the tiled allocation's
-        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
-    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
     if (bits_error := tma_last_dim_error(box[-1], dtype_bits)) is not None:
         return bits_error
     if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):

@@ -882,6 +882,11 @@ def _view_rules(
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
         _smem_layout(low, field, root, why)
+        tiles = [t for t in layout_stack if t.LOWERS_AS == "tiling"]
+        if tiles and b.stack:
+            e = L.tiled_transpose_error(low.memref(b).memref, len(tiles[0].tile))
+            if e is not None:
+                _later(low, e, _where(st, field), _TILED_TRANSPOSE_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -921,6 +926,12 @@ _ASSIGNMENT_WHY = (
     "the ref as declared: a tiling must tile its shape (a tile of no more dims than the ref, "
     "each dividing its dim), and a swizzle's row must divide the minor dim. Use a tile of at "
     "most the scratch's rank."
+)
+_TILED_TRANSPOSE_WHY = (
+    "The view transposes a tiled dim of the scratch with an untiled one: Mosaic GPU gives "
+    "a view of tiled SMEM the scratch's tiling only while the tiled dims stay the minor "
+    "ones, so layout inference finds no layout for it. Transpose only among the tiled dims "
+    "(or only among the leading ones), or transpose on the GMEM side."
 )
 _STRIDED_WHY = (
     "A plain load or store spreads the view over the warpgroup's 128 threads, several "
