@@ -607,6 +607,33 @@ STRIDED = {
 }
 
 
+def _filled(dtype: str, shape: list[int], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """``v = r.<steps>`` of an output, then ``v[...] = jnp.full(..., 1)``."""
+    s = _kernel()
+    s["call"]["outputs"]["r"] = {"shape": shape, "dtype": dtype}
+    s["call"]["programs"][0]["body"] = [
+        {"let": "v", "ref": "r", "transforms": steps},
+        {"op": "fill", "dst": "v", "value": 1},
+    ]
+    return s
+
+
+# a constant is stored in gcd(64 // bits, size // 128) elements a thread
+# (_store_untiled_splat), not the loaded value's vector: a (128, 3) float16 view takes 1,
+# which any stride fits (fuzz fz270 of seed 55555: was GPU_WG_STRIDED_SIZE, JAX: valid)
+STRIDED.update(
+    {
+        "fill-3-rows-transposed-float16": _filled("float16", [3, 128], [_t(1, 0)]),
+        "fill-6-rows-transposed-float16": _filled("float16", [6, 128], [_t(1, 0)]),
+        "fill-pairs-transposed-bfloat16": _filled("bfloat16", [4096], _PAIRS),
+        "fill-4-of-129-columns": _filled(
+            "float32", [64, 129], [{"op": "at", "index": [None, _ds("0", 4)]}]
+        ),
+        "copy-3-rows-transposed-float16": _gmem_view("float16", [3, 128], [_t(1, 0)], [128, 3]),
+    }
+)
+
+
 @pytest.fixture(scope="module")
 def jax_strided() -> dict[str, dict[str, Any]]:
     got = probe_many([copy.deepcopy(s) for s in STRIDED.values()])

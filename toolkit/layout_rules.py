@@ -588,6 +588,16 @@ def _strided_error(message: str) -> JaxError:
     return JaxError("GPU_WG_STRIDED_SIZE", "ValueError", message, "gpu-lower")
 
 
+def splat_vec_size(shape: Sequence[int], bits: int) -> int:
+    """Elements per thread and vector of a store of a constant (``fill``):
+    ``_store_untiled_splat`` stores it in the strided layout of ``gcd(64 // bits,
+    size // 128)`` elements a thread (0: not a multiple of 128 elements)."""
+    size = math.prod(shape)
+    if size % 128:
+        return 0
+    return math.gcd(64 // bits, size // 128)
+
+
 def transposed_access_error(vec: int, m: Memref | None, access: str) -> JaxError | None:
     """A plain load or store of a GMEM view whose memref ``m`` (``view_memref``) has a
     minor dim that is not unit-stride (a transpose moved the ref's): the lowering emits

@@ -566,7 +566,12 @@ class LowerCtx:
             and root is not None
             and (root.space == "GMEM" or (root.space == "SMEM" and not root.layout))
         ):
-            vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
+            bits = dtypes.bits(info.dtype)
+            vec = (
+                L.splat_vec_size(info.shape, bits)
+                if splat
+                else L.strided_vec_size(info.shape, bits)
+            )
             m = self.memref(b).memref
             if vec > 1 and (e := L.strided_transfer_error(vec, m)) is not None:
                 self.later_error("p3", (e.code, _where(st, field), e.message, _STRIDED_WHY))
