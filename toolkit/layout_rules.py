@@ -364,6 +364,80 @@ def smem_transforms_error(stack: Sequence[Any]) -> JaxError | None:
     )
 
 
+def smem_assignment_error(
+    shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
+) -> JaxError | None:
+    """An access (a load, a store, a TMA copy) of SMEM scratch of logical ``shape`` whose
+    layout ``stack`` (of an order ``smem_transforms_error`` takes) does not fit the
+    ref: layout inference derives the ``with_transforms`` op's constraints
+    (``_with_transforms_constraint_system``) and refuses transforms that are not a valid
+    assignment for the untransformed ref (``constraints._is_valid_smem_layout_assignment``,
+    on the ref's logical shape and contiguous strides):
+
+    - a rank-0 ref takes no tiling and no swizzle;
+    - a tiling must tile the shape (``TileTransform.transform_shape``: a tile of more
+      dims than the ref fails its ``zip(strict=True)``, a dim the tile does not divide
+      fails its check); with a swizzle, a ref whose minor strides repeat (trailing unit
+      dims) takes none, and the tile's minor dim (its last of more than one element)
+      must be a multiple of the swizzle's row;
+    - a swizzle alone: not over repeated minor strides, and the minor dim a multiple of
+      the swizzle's row.
+
+    ``ValueError: Cannot apply tiling TileTransform(...) with no swizzle to memref with
+    shape (...)`` (``empty tiling``, ``N swizzle`` for the other forms). With a swizzle
+    the trace's own rule (``physical_shape``: the row is the trailing dim) holds first,
+    so it is a tile of more dims than the ref, unswizzled, that reaches here.
+    """
+    tile: tuple[int, ...] | None = None
+    swz = None
+    for t in stack:
+        if _kind(t) == "tiling":
+            tile = tuple(_get(t, "tile"))
+        elif _kind(t) == "swizzle":
+            swz = _get(t, "bytes")
+    if tile is None and swz is None:
+        return None
+    if _valid_smem_assignment(tuple(shape), dtype_bits, tile, swz):
+        return None
+    tiling = (
+        "empty tiling"
+        if tile is None
+        else f"tiling TileTransform(tiling={_tuple(tile)}, rounding=None)"
+    )
+    return JaxError(
+        "TMA_TILING_NO_SWIZZLE",
+        "ValueError",
+        f"Cannot apply {tiling} with {'no' if swz is None else swz} swizzle to memref with "
+        f"shape {_tuple(shape)}.",
+        "gpu-lower",
+    )
+
+
+def _valid_smem_assignment(
+    shape: tuple[int, ...], dtype_bits: int, tile: tuple[int, ...] | None, swz: int | None
+) -> bool:
+    """``constraints._is_valid_smem_layout_assignment`` for a ref of contiguous strides."""
+    if not shape:
+        return tile is None and swz is None
+    strides = contiguous_strides(shape)
+    row = None if swz is None else swizzle_elems(swz, dtype_bits)
+    repeated = strides.count(1) > 1
+    if tile is None:
+        return row is None or (not repeated and shape[-1] % row == 0)
+    if len(tile) > len(shape) or any(
+        d % t for d, t in zip(shape[len(shape) - len(tile) :], tile, strict=True)
+    ):
+        return False
+    if row is None:
+        return True
+    if repeated:
+        return False
+    # the tiled strides' minor dims are the tile's contiguous strides: the first of the
+    # least (np.argmin) is the tile's first dim after which all are 1
+    minor = contiguous_strides(tile).index(1)
+    return tile[minor] % row == 0
+
+
 def reinterpret_cast_error(
     shape: Sequence[int], dtype_bits: int, stack: Sequence[Any]
 ) -> JaxError | None:
@@ -400,7 +474,9 @@ def smem_register_error(
 
     - a swizzle without a tiling: no layout fits;
     - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
-      dtypes), or has one dim, or a transposed view of it: no layout fits;
+      dtypes), or has one dim, or fewer rows (its second-minor dim) than 64 bits' worth
+      of elements of at least 16 bits (2 rows of 32-bit, 4 of 16- and 8-bit elements),
+      or a transposed view of it: no layout fits;
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits;
     - with a swizzle, a tile of one dim (the minor) fits only a 128-byte swizzle or at
@@ -421,6 +497,8 @@ def smem_register_error(
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
     if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
         return layout_inference_error()
+    if swizzle is None and tile[-2] * max(dtype_bits, 16) < 64:
+        return layout_inference_error()  # (a tile of too few rows)
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
     if swizzle is None:
@@ -470,6 +548,54 @@ def strided_vec_size(shape: Sequence[int], bits: int) -> int:
     while vec > 1 and per_thread % vec:  # (1 always divides it)
         vec //= 2
     return vec
+
+
+def strided_transfer_error(vec: int, m: Memref | None) -> JaxError | None:
+    """A plain load or store of ``vec`` (> 1) elements a thread through a view whose
+    memref ``m`` is not one contiguous run (``FragmentedArray.transfer_strided``, when
+    the dialect is lowered): the memref's contiguous pairs of dims are folded (from the
+    minor end), then a dim of unit stride must be a multiple of ``vec`` long, every other
+    dim's stride (of more than one element) a multiple of ``vec``, and some dim must be of
+    unit stride. What gets through is a ``vector`` op on the strided memref, which MLIR's
+    verifier may still reject (``transposed_access_error``)."""
+    if vec <= 1 or m is None or not m.shape or _contiguous(m):
+        return None
+    shape, strides = list(m.shape), list(m.strides)
+    for i in reversed(range(len(shape) - 1)):
+        if strides[i] == shape[i + 1] * strides[i + 1]:
+            shape[i : i + 2] = [shape[i] * shape[i + 1]]
+            strides[i : i + 2] = [strides[i + 1]]
+    unit = False
+    for size, stride in zip(shape, strides, strict=True):
+        if stride == 1:
+            unit = True
+            if size % vec:
+                return _strided_error(
+                    "The contiguous dimension of the reference must be a multiple of the "
+                    f"layout's vector size (got {size} and vector size {vec})"
+                )
+        elif size > 1 and stride % vec:
+            return _strided_error(
+                "Non-contiguous dimension of the reference must have strides that are "
+                f"multiples of the layout's vector size (got {stride} and vector size {vec})"
+            )
+    if not unit:
+        return _strided_error("The reference must have a contiguous dimension when vec_size > 1")
+    return None
+
+
+def _strided_error(message: str) -> JaxError:
+    return JaxError("GPU_WG_STRIDED_SIZE", "ValueError", message, "gpu-lower")
+
+
+def splat_vec_size(shape: Sequence[int], bits: int) -> int:
+    """Elements per thread and vector of a store of a constant (``fill``):
+    ``_store_untiled_splat`` stores it in the strided layout of ``gcd(64 // bits,
+    size // 128)`` elements a thread (0: not a multiple of 128 elements)."""
+    size = math.prod(shape)
+    if size % 128:
+        return 0
+    return math.gcd(64 // bits, size // 128)
 
 
 def transposed_access_error(vec: int, m: Memref | None, access: str) -> JaxError | None:
@@ -593,6 +719,22 @@ def tmem_access_error(
     if first == "unsat" or "strided" in kinds:
         return layout_inference_error()
     return JaxError("TMEM_PLAIN_ACCESS", "ValueError", TMEM_PLAIN_ACCESS, "gpu-lower", exact=False)
+
+
+def tiled_transpose_error(m: Memref | None, tile_rank: int) -> JaxError | None:
+    """An access of a view of tiled SMEM whose transposes moved a tiled dim among the
+    untiled ones: layout inference gives the view the scratch's tiling only where its
+    ``tile_rank`` minor strides are its smallest (``lowering.tile_strides``, which
+    ``_is_valid_smem_layout_assignment`` asks and whose ``ValueError`` makes the
+    assignment invalid), so no layout fits (``Failed to infer a possible set of
+    layouts``). A swap of tiled dims alone is the TMA rules' to refuse."""
+    if m is None or len(m.strides) < tile_rank:
+        return None
+    strides = m.strides
+    smallest = sorted(strides, reverse=True)[len(strides) - tile_rank :]
+    if set(smallest) == set(strides[len(strides) - tile_rank :]):
+        return None
+    return layout_inference_error()
 
 
 def layout_inference_error() -> JaxError:
@@ -1243,6 +1385,10 @@ def untile_reshape(
         rev_tiling, rev_shape = rev_tiling[k:], rev_shape[k:]
         if not rev_tiling:
             break
+    if rev_tiling or rev_shape:
+        # (``assert not rev_tiling_to_process``: a tile of more dims than the ref left
+        # tile entries no dim of the ref pairs with)
+        return None, JaxError("JAX_ASSERTION", "AssertionError", "", "gpu-lower")
     return tuple(new_tiling[::-1]), None
 
 
@@ -1703,15 +1849,16 @@ def tma_smem_error(
     m: Memref | None,
     dst_shape: Sequence[int],
     dst_strides: Sequence[int],
+    load: bool = False,
+    gmem_base: Sequence[int] | None = None,
 ) -> JaxError | None:
     """What a TMA copy (``copy_smem_to_gmem``) from ``view`` of SMEM of logical ``shape``
     (scratch layout ``stack``; ``m``: the view's ``view_memref``) into a GMEM ref of
     ``dst_shape`` / ``dst_strides`` raises when the Mosaic GPU dialect lowers it
     (``LaunchContext.async_copy``), once the view lowered (``view_lowering_error``):
 
-    - a tiling without a swizzle whose tile has more dims than the GMEM ref: ``Cannot
-      apply tiling TileTransform(...) with no swizzle to memref with shape (...)``;
-    - the GMEM ref's strides (but the minor) not multiples of 16 bytes, the box's minor
+    - the GMEM ref's strides (but the minor; of the whole ref ``gmem_base`` the view
+      slices, where known, else of the view) not multiples of 16 bytes, the box's minor
       dim (the tile's, else the view's) not a multiple of 128 bits, or not the swizzle's
       row (``_check_tma_strides_and_swizzle``);
     - a view whose minor dim is not the SMEM ref's (a transpose): the GMEM ref is
@@ -1720,7 +1867,15 @@ def tma_smem_error(
       (N: the stride of the GMEM dim the SMEM minor dim lands on);
     - an SMEM view that is not one contiguous block (dims of size 1 aside): ``async_copy
       needs the SMEM reference to be contiguous, but got strides [...] for shape [...]``
-      (of the physical, tiled memref, without its unit dims).
+      (of the physical, tiled memref, without its unit dims);
+    - a box (the slice as the SMEM tiling arranges it) of more than 5 dims, unit dims
+      aside: ``Async copies only support striding up to 5 dimensions``;
+    - a copy through a tensor map (a load, whose out-of-bounds elements are zero-filled,
+      or a swizzled store, or a store into a strided GMEM slice; ``load``) of a box
+      longer than 256 elements along a dim:
+      ``Async copies only support copying <=256 elements along each dimension, got
+      (...)``. (An unswizzled store of a contiguous GMEM slice is one bulk copy, with no
+      such limit; a tiled unswizzled store of a strided one is not checked.)
     """
     # the layout's kinds, its (first) tiling's tile and swizzle's bytes, in one pass
     kinds: list[str] = []
@@ -1733,18 +1888,17 @@ def tma_smem_error(
             tile = list(_get(t, "tile"))
         elif kind == "swizzle" and swz is None:
             swz = _get(t, "bytes")
-    if tile is not None and "swizzle" not in kinds and len(tile) > len(dst_shape):
-        return JaxError(
-            "TMA_TILING_NO_SWIZZLE",
-            "ValueError",
-            f"Cannot apply tiling TileTransform(tiling={_tuple(tile)}, rounding=None) with no "
-            f"swizzle to memref with shape {_tuple(dst_shape)}.",
-            "gpu-lower",
-        )
     if m is None or not m.shape:
         return None
     m_shape, m_strides = m.shape, m.strides
     moved = m_strides[-1] != 1
+    # (an unswizzled store of a contiguous GMEM slice is one bulk copy; of an untiled,
+    # untransposed view, the slice is the GMEM view itself)
+    tiled_copy = (
+        load
+        or swz is not None
+        or (tile is None and not moved and not _contiguous_slice(dst_shape, dst_strides))
+    )
     flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
     if moved and kinds == ["tiling", "swizzle"] and flat_tile:
         return layout_inference_error()  # (no SMEM layout for the transposed view)
@@ -1753,8 +1907,22 @@ def tma_smem_error(
     # (stable: dims of equal strides keep their order)
     order = sorted(range(len(m_shape)), key=m_strides.__getitem__, reverse=True)
     ms = Memref(tuple([m_shape[k] for k in order]), tuple([m_strides[k] for k in order]), False)
+    tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
+    pm = ms if tile is None else tiled
+    if pm is not None:
+        full = list(pm.shape)
+    else:  # a view of more than indices: the box is the tiled allocation's
+        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
+    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
+    if len(box) > 5:  # (_prepare_tma, once the unit dims are dropped)
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            "Async copies only support striding up to 5 dimensions",
+            "gpu-lower",
+        )
     # _check_tma_strides_and_swizzle, on the GMEM ref and the (tiled) box
-    for st in contiguous_strides(dst_shape)[:-1]:
+    for st in contiguous_strides(gmem_base or dst_shape)[:-1]:
         if st * dtype_bits % 128:
             return JaxError(
                 "TMA_GMEM_STRIDES",
@@ -1763,13 +1931,6 @@ def tma_smem_error(
                 "of 16 bytes",
                 "gpu-lower",
             )
-    tiled = None if tile is None else _tiled_view_memref(shape, tile, view)
-    pm = ms if tile is None else tiled
-    if pm is not None:
-        full = list(pm.shape)
-    else:  # a view of more than indices: the box is the tiled allocation's
-        full = list(physical_shape(shape, dtype_bits, stack)[0] or tile or m_shape)
-    box = [d for d in full if d != 1] or [1]  # (unit dims are dropped from the box)
     if (bits_error := tma_last_dim_error(box[-1], dtype_bits)) is not None:
         return bits_error
     if swz is not None and box[-1] != swizzle_elems(swz, dtype_bits):
@@ -1803,7 +1964,39 @@ def tma_smem_error(
             f"reference to be 1, but it is {dst_strides[q]}.",
             "gpu-lower",
         )
+    if tiled_copy and max(full, default=1) > TMA_BOX_DIM:
+        # (JAX prints the slice with unit dims dropped where the GMEM ref has them too:
+        # with a unit dim in the box, only the message's start is known)
+        exact = 1 not in full
+        return JaxError(
+            "TMA_GMEM_STRIDES",
+            "ValueError",
+            TMA_BOX_MESSAGE + (_tuple(full) if exact else ""),
+            "gpu-lower",
+            exact=exact,
+        )
     return None
+
+
+def _contiguous_slice(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """``async_copy``'s ``check_contiguous_slice``: the slice is one run of the GMEM ref
+    (its minor stride 1, each dim's stride the elements of the dims inside it; unit dims
+    aside)."""
+    if not strides or strides[-1] != 1:
+        return False
+    expected = 1
+    for d, st in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and st != expected:
+            return False
+        expected *= d
+    return True
+
+
+#: the most elements a TMA box (a tensor-map copy) takes along one dimension
+TMA_BOX_DIM = 256
+TMA_BOX_MESSAGE = (
+    f"Async copies only support copying <={TMA_BOX_DIM} elements along each dimension, got "
+)
 
 
 def tma_last_dim_error(minor: int, dtype_bits: int) -> JaxError | None:

@@ -579,6 +579,14 @@ def _compile_into(ctx: Plan, like: Plan | None = None) -> None:
         programs.append(out)
 
 
+def _sharded_over(s: Scenario) -> str:
+    """The device axes an input's dim 0 is sharded over when the kernel sees the global
+    array (no shard_map), as ``RefInfo.sharded`` holds them (one name, or a tuple's
+    repr)."""
+    axes = tuple(s.device_mesh or ())
+    return axes[0] if len(axes) == 1 else repr(axes)
+
+
 def _head_into(ctx: Plan) -> None:
     """The call's own parts resolved: its arguments (and their transforms), outputs,
     scratch and captures, as the kernel's parameters and captures."""
@@ -612,8 +620,7 @@ def _head_into(ctx: Plan) -> None:
             sharded = None
             if global_view and shape:
                 shape = s.global_shape(buf)
-                axes = tuple(s.device_mesh or ())
-                sharded = axes[0] if len(axes) == 1 else repr(axes)
+                sharded = _sharded_over(s)
             if not b.as_ref and transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
                 from mpmd_lab.validate.arrays import apply_array
@@ -630,7 +637,7 @@ def _head_into(ctx: Plan) -> None:
                 ok = r.error is None and not r.updater
                 leaves.append(Leaf(buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
                 continue
-            info = base_info(shape, b.dtype, "GMEM", buf, sharded)
+            info = base_info(shape, b.dtype, "GMEM", buf, sharded, new_ref=b.as_ref)
             if transforms:
                 st = propagate(info, transforms, (*path, "transforms"), outside)
                 steps.append(st)
@@ -702,9 +709,11 @@ def _head_into(ctx: Plan) -> None:
             continue
         space = "GMEM" if b.as_ref else "VALUE"
         shape = list(b.shape)
+        sharded = None
         if s.device_mesh and s.run.shard_map is False and shape:
             shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
-        info = base_info(shape, b.dtype, space, cap.buffer)
+            sharded = _sharded_over(s)
+        info = base_info(shape, b.dtype, space, cap.buffer, sharded, new_ref=b.as_ref)
         captures[cap.name] = Binding(
             cap.name, info, "capture", path, (cap.buffer,), -1, (), None, b
         )  # fmt: skip

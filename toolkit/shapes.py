@@ -62,7 +62,8 @@ class RefInfo(Record):
     computed (see ``StepError.lazy``);
     ``sharded``: dim 0 is sharded over these device axes (an input without shard_map);
     ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view),
-    the memory spaces it loads from (``"GMEM"``, ``"GMEM,SMEM"``; ``""``: no gather).
+    the memory spaces it loads from (``"GMEM"``, ``"GMEM,SMEM"``; ``""``: no gather);
+    ``new_ref``: a buffer passed as a Ref (``jax.new_ref``), which has no memory space.
     Immutable by convention (``replace`` makes a changed copy).
 
     The record holds what a rule reads, nothing more: it is made at every view step.
@@ -86,9 +87,11 @@ class RefInfo(Record):
         "pending",
         "sharded",
         "gathered",
+        "new_ref",
     )
-    #: (a gather view shows in its shape; the flag is for the lowering's rule)
-    _unshown = ("gathered",)
+    #: (a gather view shows in its shape; the flag is for the lowering's rule; a Ref's
+    #: lack of a memory space shows in messages only)
+    _unshown = ("gathered", "new_ref")
 
     def __init__(
         self,
@@ -106,6 +109,7 @@ class RefInfo(Record):
         pending: StepError | None = None,
         sharded: str | None = None,
         gathered: str = "",
+        new_ref: bool = False,
     ) -> None:
         self.shape = shape
         self.dtype = dtype
@@ -121,6 +125,7 @@ class RefInfo(Record):
         self.pending = pending
         self.sharded = sharded
         self.gathered = gathered
+        self.new_ref = new_ref
 
     @property
     def is_ref(self) -> bool:
@@ -133,6 +138,24 @@ class RefInfo(Record):
     @property
     def nbytes(self) -> int:
         return self.size * dtypes.bits(self.dtype) // 8
+
+    def jax_type(self) -> str:
+        """The ref's type as JAX prints it (``AbstractRef.str_short``):
+        ``Ref<gmem>{float32[8,128]}``; ``Ref{...}`` for a ``jax.new_ref`` buffer (no memory
+        space); its dims as ``jax_dims``."""
+        inner = f"{self.dtype}[{self.jax_dims()}]"
+        if self.new_ref:
+            return f"Ref{{{inner}}}"
+        return f"Ref<{self.memory_space.lower()}>{{{inner}}}"
+
+    def jax_dims(self) -> str:
+        """The shape as JAX prints it in a type: ``8,128``, a dim 0 sharded over the device
+        mesh as ``8@dev`` (one axis) or ``8@(x,y)`` (``core._get_shape_sharding_str``)."""
+        dims = [str(d) for d in self.shape]
+        if self.sharded is not None and dims:
+            axes = self.sharded.replace("'", "").replace(" ", "")  # ("('x', 'y')": a repr)
+            dims[0] += f"@{axes}"
+        return ",".join(dims)
 
     def describe(self) -> str:
         """``f32[8,128] GMEM peer`` as shown by the widgets and the graph."""
@@ -237,14 +260,16 @@ def base_info(
     base: str = "",
     sharded: str | None = None,
     canonical: bool = True,
+    new_ref: bool = False,
 ) -> RefInfo:
     """A whole, untransformed ref (or a plain array with ``memory_space="VALUE"``).
 
     ``sharded``: the device-mesh axes dim 0 is sharded over (an input seen without
     shard_map), as JAX prints them. ``canonical``: the dtype as JAX makes it without x64
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
+    ``new_ref``: a buffer passed as a Ref (``jax.new_ref``).
     """
-    return _base_info(tuple(shape), dtype, memory_space, base, sharded, canonical)
+    return _base_info(tuple(shape), dtype, memory_space, base, sharded, canonical, new_ref)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -255,6 +280,7 @@ def _base_info(
     base: str,
     sharded: str | None,
     canonical: bool,
+    new_ref: bool,
 ) -> RefInfo:
     """``base_info``, once per content (a RefInfo is immutable: shared, as ``_whole_dims``
     shares its region; every check of a scenario names the same buffers, outputs and
@@ -268,6 +294,7 @@ def _base_info(
         region=region,
         view_dims=view_dims,
         sharded=sharded,
+        new_ref=new_ref,
     )
 
 

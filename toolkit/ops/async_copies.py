@@ -430,6 +430,8 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
     the GMEM side's transforms, the SMEM side (no other block's), then (dialect lowering)
     the SMEM view against the GMEM ref (contiguous, no transpose the GMEM side cannot
     follow), how a multicast load is shared, and the copy's width."""
+    if low.tma_dst("dst"):  # (the destination's view is lowered first)
+        return True
     if low.st.node.barrier is None:
         low.jax(
             "TMA_LOAD_NO_BARRIER",
@@ -461,7 +463,7 @@ def lower_load(low: LowerContext, collective: tuple[str, ...] = ()) -> bool:
             "read it through its cluster view, or have that block load itself.",
         )
         return True
-    low.tma_smem("dst", "src")
+    low.tma_smem("dst", "src", n)
     if n > 1:
         _multicast_share(low, n)
     _copy_width(low, "dst")

@@ -232,6 +232,7 @@ class Dot(StatementOp):
     HELP: ClassVar[str] = "dst = lhs @ rhs (WGMMA on SMEM operands, f32 accumulator)"
     FAMILY: ClassVar[str] = "compute"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("lhs", READ), ("rhs", READ), ("dst", WRITE))
+    SMEM_LAYOUT_FROM_USE: ClassVar[tuple[str, ...]] = ("lhs", "rhs")
 
     op: Literal["dot"]
     dst: RefName = Field(description="the ref written with the product (float32)")

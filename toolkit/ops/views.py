@@ -455,6 +455,10 @@ class At(TransformOp):
             and ref.view_dims[:1] == (0,)
         )
         if sharded0:
+            # (NDIndexer checks its static slices' bounds when ``.at`` makes it, the
+            # sharding only when the type is next computed: the bounds first)
+            if (bounds := L.index_bounds_error_at(shape, index)) is not None:
+                return None, _oob_at(*bounds), notes
             if any(ix.kind == "int" for ix in ixs):
                 return (
                     None,
@@ -1189,15 +1193,13 @@ class Transpose(TransformOp):
         perm = tuple(self.perm)
         if self.via == "transpose_ref":
             if not ref.transformed:
-                sh = ",".join(map(str, ref.shape))
                 return (
                     None,
                     err(
                         "TRANSPOSE_REF_RAW_BUG",
                         "ValueError",
                         "The 'memory_space' attribute is not available on traced array with "
-                        f"shape Ref<{ref.memory_space.lower()}>{{{ref.dtype}[{sh}]}}. Use "
-                        "`jax.typeof(x).memory_space` instead.",
+                        f"shape {ref.jax_type()}. Use `jax.typeof(x).memory_space` instead.",
                     ),
                     (),
                 )

@@ -566,8 +566,17 @@ class LowerCtx:
             and root is not None
             and (root.space == "GMEM" or (root.space == "SMEM" and not root.layout))
         ):
-            vec = L.strided_vec_size(info.shape, dtypes.bits(info.dtype))
-            e = L.transposed_access_error(vec, self.memref(b).memref, kind) if vec > 1 else None
+            bits = dtypes.bits(info.dtype)
+            vec = (
+                L.splat_vec_size(info.shape, bits)
+                if splat
+                else L.strided_vec_size(info.shape, bits)
+            )
+            m = self.memref(b).memref
+            if vec > 1 and (e := L.strided_transfer_error(vec, m)) is not None:
+                self.later_error("p3", (e.code, _where(st, field), e.message, _STRIDED_WHY))
+                return False
+            e = L.transposed_access_error(vec, m, kind) if vec > 1 else None
             if e is not None:
                 self.later_error(
                     "p4",
@@ -587,9 +596,19 @@ class LowerCtx:
         """A TMA copy from the SMEM ref ``src`` into the GMEM ref ``dst``."""
         return _tma(self, src, dst)
 
-    def tma_smem(self, smem: str, gmem: str) -> None:
-        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``)."""
-        _tma_smem(self, smem, gmem, load=True)
+    def tma_dst(self, field: str) -> bool:
+        """A TMA load's SMEM destination through its view (``_tma_smem_view``), lowered
+        before anything else of the copy; a bitcast left over stops it."""
+        done, leftover = _tma_smem_view(self, field, "tma-load")
+        if leftover is not None:
+            self.ctx.raised(leftover, _where(self.st, field))
+            return True
+        return done
+
+    def tma_smem(self, smem: str, gmem: str, shared: int = 1) -> None:
+        """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``;
+        ``shared``: the blocks a multicast load is split among)."""
+        _tma_smem(self, smem, gmem, load=True, shared=shared)
 
     def collective(self, axes: Any, what: str) -> bool:
         return _collective(self.ctx, self.st, axes, what)
@@ -827,7 +846,11 @@ def _view_rules(
     b = st.refs[field]
     assert root is not None
     shape, dtype, space, layout_stack = root
-    if space == "TMEM" and access != "tma":
+    tma = access in ("tma", "tma-load")
+    why = _TMA_LOAD_WHY if access == "tma-load" else _TMA_WHY if tma else _ASSIGNMENT_WHY
+    if tma:
+        access = "tma"  # (view_lowering_error_at's: the same rules either way)
+    if space == "TMEM" and not tma:
         e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
         if e is None:
             return False, None
@@ -863,11 +886,12 @@ def _view_rules(
         if e is not None:
             _later(low, e, _where(st, field))
     if space == "SMEM" and layout_stack:
-        spath = f"call.scratch.{b.origin[0][8:]}.transforms"
-        if (e := L.smem_transforms_error(layout_stack)) is not None:
-            _later(low, e, spath)
-        if (e := L.reinterpret_cast_error(shape, dtypes.bits(dtype), layout_stack)) is not None:
-            _later(low, e, spath, _TILE_RANK_WHY)
+        _smem_layout(low, field, root, why)
+        tiles = [t for t in layout_stack if t.LOWERS_AS == "tiling"]
+        if tiles and b.stack:
+            e = L.tiled_transpose_error(low.memref(b).memref, len(tiles[0].tile))
+            if e is not None:
+                _later(low, e, _where(st, field), _TILED_TRANSPOSE_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
             e = L.smem_register_error(
@@ -882,6 +906,44 @@ def _view_rules(
     return False, leftover
 
 
+def _smem_layout(low: LowerCtx, field: str, root: _Root, why: str) -> None:
+    """The ``with_transforms(reinterpret_cast(ref))`` the lowering puts before each access
+    of SMEM scratch with a layout (``root.layout``): MLIR's verifier of the cast
+    (``reinterpret_cast_error``), then layout inference's rule for the op: the
+    transforms' order (``smem_transforms_error``) and whether they fit the ref
+    (``smem_assignment_error``, explained by ``why``)."""
+    st = low.st
+    b = st.refs[field]
+    spath = f"call.scratch.{b.origin[0][8:]}.transforms"
+    e = L.reinterpret_cast_error(root.shape, dtypes.bits(root.dtype), root.layout)
+    if e is not None:
+        _later(low, e, spath, _TILE_RANK_WHY)
+    if (e := L.smem_transforms_error(root.layout)) is not None:
+        _later(low, e, spath)
+        return
+    e = L.smem_assignment_error(root.shape, dtypes.bits(root.dtype), root.layout)
+    if e is not None:
+        _later(low, e, _where(st, field), why)
+
+
+_ASSIGNMENT_WHY = (
+    "Mosaic GPU's layout inference takes an SMEM ref's tiling and swizzle only where they fit "
+    "the ref as declared: a tiling must tile its shape (a tile of no more dims than the ref, "
+    "each dividing its dim), and a swizzle's row must divide the minor dim. Use a tile of at "
+    "most the scratch's rank."
+)
+_TILED_TRANSPOSE_WHY = (
+    "The view transposes a tiled dim of the scratch with an untiled one: Mosaic GPU gives "
+    "a view of tiled SMEM the scratch's tiling only while the tiled dims stay the minor "
+    "ones, so layout inference finds no layout for it. Transpose only among the tiled dims "
+    "(or only among the leading ones), or transpose on the GMEM side."
+)
+_STRIDED_WHY = (
+    "A plain load or store spreads the view over the warpgroup's 128 threads, several "
+    "consecutive elements a thread; this view is not one contiguous run of its ref, and "
+    "its unit-stride dim or its other strides do not hold whole vectors of them. Copy a "
+    "contiguous view, or transpose in registers."
+)
 _TMEM_WHY = (
     "TMEM is read and written with plgpu.async_load_tmem / async_store_tmem; a plain load "
     "or store of a TMEM ref (or of a view of one) does not lower."
@@ -1040,15 +1102,8 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     the GMEM destination's (multicast, peer), then what is left of the source's view;
     the copy itself when the dialect is lowered (``layout_rules.tma_smem_error``)."""
     ctx, st = low.ctx, low.st
-    src_root, _, tangled, rules, stop, reshape = low.view(st.refs[src_field])
-    leftover = None
-    if rules:
-        done, leftover = _view_rules(low, src_field, src_root, tangled, "tma")
-        if done:
-            return True
-    src = st.refs[src_field].info
-    assert src is not None
-    if (stop is not None or reshape) and _apply_steps(low, src_field, src_root, stop, reshape):
+    done, leftover = _tma_smem_view(low, src_field, "tma")
+    if done:
         return True
     if _gmem_copy_transforms(low, dst_field, load=False):
         return True
@@ -1065,7 +1120,24 @@ def _tma(low: LowerCtx, src_field: str, dst_field: str) -> bool:
     return False
 
 
-def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False) -> None:
+def _tma_smem_view(low: LowerCtx, field: str, access: str) -> tuple[bool, L.JaxError | None]:
+    """The SMEM side of a TMA copy (``access``: ``tma`` a store's source, ``tma-load`` a
+    load's destination) through ``_handle_transforms``: its view's rules and steps, as
+    a plain access's (``LowerCtx.access``): (stops here, the bitcast left over)."""
+    root, _, tangled, rules, stop, reshape = low.view(low.st.refs[field])
+    leftover = None
+    if rules:
+        done, leftover = _view_rules(low, field, root, tangled, access)
+        if done:
+            return True, None
+    if (stop is not None or reshape) and _apply_steps(low, field, root, stop, reshape):
+        return True, None
+    return False, leftover
+
+
+def _tma_smem(
+    low: LowerCtx, smem_field: str, gmem_field: str, load: bool = False, shared: int = 1
+) -> None:
     """What ``async_copy`` raises for the SMEM side of a TMA copy (a store's source, a
     load's destination) against its GMEM side (``layout_rules.tma_smem_error``): a view
     that is not one contiguous block, a transpose the GMEM ref cannot follow, a box of the
@@ -1087,9 +1159,31 @@ def _tma_smem(low: LowerCtx, smem_field: str, gmem_field: str, load: bool = Fals
         low.memref(st.refs[smem_field]).memref,
         gm.shape,
         gm.strides,
+        load and shared == 1,  # (a multicast load's box is shared first: not checked)
+        # (a GMEM view of indices only is a slice of the whole ref the copy is given)
+        gmem_root.shape if all(t.INDEXES for _, t in st.refs[gmem_field].stack) else None,
     )
-    if e is not None and not (load and e.code == "TMA_LAST_DIM_BITS"):
-        _later(low, e, (*st.path, smem_field), _TMA_LOAD_WHY if load else _TMA_WHY)
+    if e is None or (load and e.code == "TMA_LAST_DIM_BITS"):
+        return
+    if e.message.startswith(L.TMA_BOX_MESSAGE) and not stack and _layout_from_use(low, smem_field):
+        return  # (its box is the tiles of the layout inferred for it: not known here)
+    _later(low, e, (*st.path, smem_field), _TMA_LOAD_WHY if load else _TMA_WHY)
+
+
+def _layout_from_use(low: LowerCtx, field: str) -> bool:
+    """Whether the scratch under the statement's ``field`` is an operand whose SMEM layout
+    layout inference picks (``StatementOp.SMEM_LAYOUT_FROM_USE``: a WGMMA's) anywhere in
+    the kernel."""
+    origin = low.st.refs[field].origin[:1]
+    for prog in low.ctx.programs:
+        for st in prog.stmts:
+            if type(st.node) is Let:
+                continue
+            for f in st.node.SMEM_LAYOUT_FROM_USE:
+                b = st.refs.get(f)
+                if b is not None and b.origin[:1] == origin:
+                    return True
+    return False
 
 
 def _barrier(ctx: Ctx, st: Stmt, field: str, method: str) -> bool:

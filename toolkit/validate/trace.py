@@ -25,7 +25,7 @@ from mpmd_lab.ops.base import StatementOp
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
 from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops
 from mpmd_lab.scenario import BufferArg
-from mpmd_lab.shapes import RefInfo, Step
+from mpmd_lab.shapes import RefInfo, Step, base_info
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.build import spec_fix
 from mpmd_lab.validate.context import Ctx
@@ -135,12 +135,14 @@ def _check_kernel(ctx: Ctx) -> None:
             b = s.buffers.get(cap.buffer)
             if b is None or b.as_ref or not b.shape or not _capture_used(prog.stmts, cap.name):
                 continue
+            info = ctx.r.captures[cap.name].info  # (the global array without shard_map)
+            dims = ",".join(map(str, b.shape)) if info is None else info.jax_dims()
             ctx.jax(
                 "MPMD_CAPTURED_ARRAY",
                 f"call.captures[{i}]",
                 f"The kernel function in mpmd_map program{prog.index} at <scenario> captures "
                 "non-scalar array constants "
-                f"[{short(b.dtype)}[{','.join(map(str, b.shape))}]]. "
+                f"[{short(b.dtype)}[{dims}]]. "
                 "You can only close over scalars and Refs; arrays must be passed as explicit "
                 "inputs.",
                 fix=fixes_for.capture_to_arg(s, i),
@@ -920,9 +922,22 @@ def _root(ctx: Ctx, b: Binding) -> tuple[str, tuple, str]:
     return b.info.memory_space, tuple(root), b.info.dtype
 
 
+#: the kinds of binding a kernel gets from its caller (``Binding.kind``)
+_INPUTS = ("arg", "leaf", "capture")
+
+
 def _base_type(ctx: Ctx, b: Binding) -> str:
+    """The untransformed ref under a view as JAX prints its type: an argument's or a
+    capture's as the kernel gets it (``RefInfo.jax_type``: a ``jax.new_ref`` buffer, the
+    global array without shard_map), else what declares it."""
+    root = b
+    while root.parent is not None:
+        root = root.parent
+    info = root.info
+    if root.kind in _INPUTS and not root.stack and info is not None:
+        return info.jax_type()
     space, shape, dtype = _root(ctx, b)
-    return f"Ref<{space.lower()}>{{{canonical(dtype)}[{','.join(map(str, shape))}]}}"
+    return base_info(shape, dtype, space, new_ref=info is not None and info.new_ref).jax_type()
 
 
 def _ref_type(info: RefInfo) -> str:
