@@ -572,11 +572,14 @@ class LowerCtx:
                 if splat
                 else L.strided_vec_size(info.shape, bits)
             )
+            if vec <= 1:  # (one element a thread, or none: any stride will do)
+                return False
             m = self.memref(b).memref
-            if vec > 1 and (e := L.strided_transfer_error(vec, m)) is not None:
+            e = L.strided_transfer_error(vec, m)
+            if e is not None:
                 self.later_error("p3", (e.code, _where(st, field), e.message, _STRIDED_WHY))
                 return False
-            e = L.transposed_access_error(vec, m, kind) if vec > 1 else None
+            e = L.transposed_access_error(vec, m, kind)
             if e is not None:
                 self.later_error(
                     "p4",
