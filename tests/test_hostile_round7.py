@@ -4,6 +4,7 @@ own verdict (its trace and Mosaic GPU lowering, run here on a CPU)."""
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,24 @@ def test_an_add_that_broadcasts_or_promotes_simulates_as_jax_runs_it() -> None:
         got = simulate(s, past_lowering=True)  # (as JAX's interpreter: no GPU lowering)
         assert got.ok, (name, got.error and got.error.one_line())
         assert same_bits(np.asarray(got.outputs["out"]), np.asarray(jax["out"]), flushed=True), name
+
+
+# ------------------------------------------ a device-mesh call without shard_map: JAX's words
+
+
+def test_a_call_outside_shard_map_is_refused_in_jaxs_words() -> None:
+    """MPMD_NOT_MANUAL's message as JAX 0.12 raises it, for either entry and any number
+    of mesh axes (the check said ``got (Explicit,)`` under pl.kernel)."""
+    from mpmd_lab.knowledge import EXAMPLES
+
+    base = json.loads((EXAMPLES / "MPMD_NOT_MANUAL.json").read_text())
+    cases = [base, {**base, "call": {**base["call"], "entry": "plgpu.kernel"}}]
+    two = copy.deepcopy(base)
+    two["device_mesh"] = {"x": 2, "y": 2}
+    two["buffers"]["x"]["shape"] = [512]
+    two["call"]["outputs"]["out"]["shape"] = [512]
+    cases.append(two)
+    for s, jax in zip(cases, probe_many(copy.deepcopy(cases), ("build", "trace")), strict=True):
+        d = first_error(check(load_scenario(copy.deepcopy(s))))
+        assert d is not None and d.code == jax["code"] == "MPMD_NOT_MANUAL", (d, jax)
+        assert d.jax is not None and d.jax.message == jax["message"]
