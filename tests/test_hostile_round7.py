@@ -234,3 +234,89 @@ def test_a_call_outside_shard_map_is_refused_in_jaxs_words() -> None:
         d = first_error(check(load_scenario(copy.deepcopy(s))))
         assert d is not None and d.code == jax["code"] == "MPMD_NOT_MANUAL", (d, jax)
         assert d.jax is not None and d.jax.message == jax["message"]
+
+
+# ------------------------------------------------ an access of a view with no element
+
+
+def _empty(entry: str, body: list[dict[str, Any]], scratch: bool = False) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "name": "empty-view",
+        "buffers": {"x": {"shape": [64, 128], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": entry,
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"o": {"shape": [64, 128], "dtype": "float32"}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+    }
+    if scratch:
+        s["call"]["scratch"] = {
+            "s": {"shape": [64, 128], "dtype": "float32", "memory_space": "SMEM"}
+        }
+    return s
+
+
+def _let(name: str, ref: str, index: list[Any]) -> dict[str, Any]:
+    return {"let": name, "ref": ref, "transforms": [{"op": "at", "index": index}]}
+
+
+#: a plain load or store, or a TMA copy, of a view with a dimension of size 0: JAX's GPU
+#: lowering fails (an MLIR 'Invalid type', an AssertionError, a layout inference failure,
+#: 'a must be strictly positive'), the check said "valid"; a dropped load lowers
+EMPTY = {
+    "fill-empty-rows": _empty(
+        "pl.kernel", [_let("v", "o", [[32, 32]]), {"op": "fill", "dst": "v", "value": 1}]
+    ),
+    "fill-empty-columns": _empty(
+        "plgpu.kernel", [_let("v", "o", [[0, 64], [5, 5]]), {"op": "fill", "dst": "v", "value": 1}]
+    ),
+    "fill-empty-ds": _empty(
+        "pl.kernel", [_let("v", "o", [{"ds": ["0", 0]}]), {"op": "fill", "dst": "v", "value": 1}]
+    ),
+    "copy-empty": _empty(
+        "pl.kernel",
+        [
+            _let("v", "x_ref", [[32, 32]]),
+            _let("w", "o", [[0, 0]]),
+            {"op": "copy", "src": "v", "dst": "w"},
+        ],
+    ),
+    "add-empty": _empty(
+        "pl.kernel", [_let("v", "o", [[32, 32]]), {"op": "add", "dst": "v", "lhs": "v", "rhs": "v"}]
+    ),
+    "tma-store-empty": _empty(
+        "plgpu.kernel",
+        [
+            _let("v", "s", [[0, 0]]),
+            _let("w", "o", [[0, 0]]),
+            {"op": "tma_store", "src": "v", "dst": "w"},
+        ],
+        scratch=True,
+    ),
+    "dropped-empty-load": _empty(
+        "plgpu.kernel",
+        [
+            _let("v", "x_ref", [[32, 32]]),
+            {"op": "fill", "dst": "o", "value": 1},
+            {"op": "return", "src": "v"},
+        ],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_empty() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in EMPTY.values()])
+    return dict(zip(EMPTY, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_an_access_of_no_element_is_refused_where_jax_refuses_it(name: str, jax_empty) -> None:
+    d = first_error(check(load_scenario(copy.deepcopy(EMPTY[name]))))
+    jax = jax_empty[name]
+    if jax["stage"] is None:
+        assert d is None or d.stage not in ("build", "trace", "gpu-lower"), d
+    else:
+        assert jax["stage"] == "gpu-lower", jax
+        assert d is not None and (d.code, d.stage) == ("GPU_ZERO_SIZE_ACCESS", "gpu-lower"), d

@@ -310,6 +310,16 @@ def _copy_width(low: LowerContext, field: str) -> None:
     """``async_copy``: the bits along the last dimension, a multiple of 128
     (``layout_rules.tma_last_dim_error``)."""
     info = low.info(field)
+    if info.size == 0:
+        low.later(
+            "p3",
+            "GPU_ZERO_SIZE_ACCESS",
+            low.path,
+            f"a TMA copy of {info.describe()}, which holds no element: JAX's lowering "
+            "refuses it (ValueError: a must be strictly positive)",
+            "A TMA copy moves boxes of at least one element along every dimension.",
+        )
+        return
     minor = info.shape[-1] if info.shape else 1  # (a 0-d ref: one element)
     bits = dtypes.bits(info.dtype)
     e = L.tma_last_dim_error(minor, bits)

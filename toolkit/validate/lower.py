@@ -445,7 +445,7 @@ class LowerCtx:
         lowering rules' own errors (its view's transforms), none of the later phases'
         (the unused op is gone before them)."""
         kept = len(self.found)
-        stop = self.access(field, "load", check_layout=False)
+        stop = self.access(field, "load", check_layout=False, dropped=True)
         del self.found[kept:]
         return stop
 
@@ -467,9 +467,17 @@ class LowerCtx:
         assert info is not None
         return info
 
-    def access(self, field: str, kind: str, check_layout: bool = True, splat: bool = False) -> bool:
+    def access(
+        self,
+        field: str,
+        kind: str,
+        check_layout: bool = True,
+        splat: bool = False,
+        dropped: bool = False,
+    ) -> bool:
         """A plain load or store through the ref (``ref[...]``; ``splat``: a store of a
-        constant, ``jnp.full``)."""
+        constant, ``jnp.full``; ``dropped``: a load whose value nothing uses, which makes
+        no vector)."""
         st = self.st
         b = st.refs[field]
         info = b.info
@@ -526,6 +534,21 @@ class LowerCtx:
                 explanation="A plain load or store through a bitcast view is not lowered by "
                 "Mosaic GPU (warpgroup semantics). Bitcast the loaded value instead "
                 "(lax.bitcast_convert_type).",
+            )
+            return True
+        if info.size == 0 and info.shape and not dropped:
+            self.ctx.add(
+                "GPU_ZERO_SIZE_ACCESS",
+                _where(st, field),
+                f"a plain {kind} of {info.describe()}, which holds no element: Mosaic GPU "
+                "makes no vector with a dimension of size 0, and JAX's lowering fails (an MLIR "
+                "'Invalid type: vector types must have positive constant sizes', an "
+                "AssertionError or a layout inference failure, by the statement)",
+                stage="gpu-lower",
+                fix=Fix(
+                    description=f"drop the statement: a {kind} of no element does nothing",
+                    edits=[Edit(op="remove", path=format_path(st.path))],
+                ),
             )
             return True
         if info.memory_space == "TMEM":
