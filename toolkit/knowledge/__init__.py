@@ -123,6 +123,11 @@ class Card:
             return f"raised by JAX at stage {self.stage}"
         if self.stage == "gpu-run":
             return "found by mpmd-lab's check (on a GPU nothing is raised: the result is wrong)"
+        if self.stage == "gpu-lower":  # (JAX's lowering fails: a crash, or errors by case)
+            return (
+                "reported by mpmd-lab at stage gpu-lower (JAX's lowering fails there with no "
+                "one error to match)"
+            )
         return f"reported by mpmd-lab (JAX is silent) at stage {self.stage}"
 
     # ---------------------------------------------------------------- renderings
