@@ -884,8 +884,8 @@ class Bitcast(TransformOp):
         return f"{base}.bitcast({dtypes.jnp_expr(self.dtype)})"
 
     def typed(self, ref: RefInfo) -> tuple[RefInfo | None, StepError | None, tuple[StepError, ...]]:
-        if ref.sharded:
-            return None, sharded_error(), ()
+        # (JAX's shape rule, ``state.utils.bitcast`` under eval_shape, raises its own
+        # errors before the array ops that refuse a sharded array)
         new = dtypes.canonical(self.dtype)
         old_bits, new_bits = dtypes.bits(ref.dtype), dtypes.bits(new)
         shape = ref.shape
@@ -922,6 +922,9 @@ class Bitcast(TransformOp):
                     ),
                     (),
                 )
+        if ref.sharded:
+            return None, sharded_error(), ()
+        if old_bits != new_bits:
             new_shape = (*shape[:-2], second_minor * old_bits // new_bits, shape[-1])
             # the second-minor dim regroups bytes: where the view sits is unknowable
             after = replace(
