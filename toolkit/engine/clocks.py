@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: a thread's accesses are ordered after all of its own earlier ones
+ALWAYS = 1 << 62
+
 
 class Clocks:
     """``n`` actors' times and (lazily) vector clocks."""
@@ -22,6 +25,11 @@ class Clocks:
         self.time = [1] * n
         self.vc: list[np.ndarray | None] = [None] * n
         self.materialised = 0
+        #: per actor, up to which of its own times its next access is ordered after its
+        #: earlier ones: a thread's, all of them (program order); a copy engine's, only
+        #: those of its earlier copies that the thread issuing the copy now had waited
+        #: for (two copies in flight at once are not ordered with each other)
+        self.own = [ALWAYS] * n
 
     def now(self, a: int) -> int:
         return self.time[a]
@@ -49,6 +57,12 @@ class Clocks:
             out[a] = self.time[a]
             return out
         return v.copy()
+
+    def issue(self, agent: int, issuer: int) -> None:
+        """A copy engine starts a copy for ``issuer``: it is ordered after the engine's
+        earlier copies only as far as the issuer knows them (waited for them)."""
+        v = self.vc[issuer]
+        self.own[agent] = 0 if v is None else int(v[agent])
 
     def join(self, a: int, other: np.ndarray | None) -> None:
         """``a`` now knows everything ``other`` knew (an acquire)."""

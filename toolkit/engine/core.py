@@ -19,9 +19,10 @@ are deadlocked (reported, never a hang).
 a signal before the wait that consumes it; a barrier phase's arrivals (async copies
 landing, ``barrier_arrive``) before the ``barrier_wait`` on it; an async copy's issue
 before its accesses, its accesses before the wait that completes it
-(``barrier_wait``, ``wait_smem_to_gmem``). ``copy_smem_to_gmem`` sees this thread's
-writes only up to its last ``commit_smem``. Every access is checked against the
-shadow memory (:mod:`mpmd_lab.engine.shadow`).
+(``barrier_wait``, ``wait_smem_to_gmem``); two copies of one thread's copy engine are
+ordered only where the thread waited for the first before it issued the second.
+``copy_smem_to_gmem`` sees this thread's writes only up to its last ``commit_smem``.
+Every access is checked against the shadow memory (:mod:`mpmd_lab.engine.shadow`).
 
 **Modes.** ``data=True`` runs the values (numpy, bit for bit as JAX's interpreters
 where they run); ``data=False`` runs accesses only (no buffer is allocated): the
@@ -1491,6 +1492,7 @@ class Engine:
         if self._agents:
             j = self._bar_agent.setdefault((key[0], key[1]), len(self._bar_agent))
             g = run.a + (2 + j) * self.n_actors
+        self.clocks.issue(g, run.a)
         self.clocks.join(g, self.clocks.snapshot(run.a))
         return bar, g
 
@@ -1555,6 +1557,7 @@ class Engine:
         """An async SMEM -> GMEM copy: it sees this actor's writes up to its last commit."""
         run = x.run
         g = run.a + self.n_actors
+        self.clocks.issue(g, run.a)
         snap = self.clocks.snapshot(run.a)
         snap[run.a] = run.committed
         self.clocks.join(g, snap)
@@ -1739,7 +1742,8 @@ class Engine:
         """(Exploring mode) the decrementing waits on the same semaphore view that follow
         wait ``w`` (statement ``k``) with nothing in between: one wait for their sum, as
         nothing the thread does between them could tell them apart (one choice of the
-        signals they saw, not one per wait). How many statements it took in."""
+        signals they saw, not one per wait). How many statements it took in.
+"""
         first = nodes[k].op
         if not w.decrement:
             return 0

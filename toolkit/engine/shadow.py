@@ -140,6 +140,7 @@ class Shadow:
         #: the clocks' times and vector clocks (lists they change in place)
         self._times = clocks.time
         self._vcs = clocks.vc
+        self._own = clocks.own
         #: per access: (kind, Actor, statement info, Location)
         self._info: list[tuple[str, Any, tuple[int, str, str, str, str], Location]] = []
         self._kept: dict[int, Access] = {}
@@ -241,8 +242,9 @@ class Shadow:
         """Check access ``i`` by ``a`` against each other actor's map in ``table`` (its
         reads, or its atomics); with ``clear``, a plain write's, what each map holds
         over ``spans`` is cleared (a map left empty dropped)."""
+        own = self._own
         for r, m in list(table.items()) if clear else table.items():
-            if r == a:
+            if r == a and own[a] >= self.clocks.time[a]:
                 if clear:
                     m.assign(spans, -1)
                     if m.empty:
@@ -267,6 +269,7 @@ class Shadow:
         of the segments (a :meth:`RunMap.query` judged as it goes)."""
         bounds, vals = m.bounds, m.vals
         actor, times = self._actor, self._time
+        own = self._own
         out = None
         for lo, b in spans:
             i = bisect_right(bounds, lo) - 1
@@ -277,7 +280,10 @@ class Shadow:
                     if out is None:
                         out = []
                     pa = actor[v]
-                    if pa != a and (vc is None or vc[pa] < times[v]):
+                    if pa != a:
+                        if vc is None or vc[pa] < times[v]:
+                            out.append((lo, hi if hi < b else b, v))
+                    elif own[a] < times[v]:  # (a copy engine's earlier copy in flight)
                         out.append((lo, hi if hi < b else b, v))
                 if hi >= b:
                     break
