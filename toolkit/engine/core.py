@@ -1743,9 +1743,13 @@ class Engine:
         wait ``w`` (statement ``k``) with nothing in between: one wait for their sum, as
         nothing the thread does between them could tell them apart (one choice of the
         signals they saw, not one per wait). How many statements it took in.
-"""
+
+        Only where no other thread can wait on that semaphore (one thread per block, the
+        block's own semaphore): a rival waiter could take a signal between two waits of
+        1, leaving this thread holding one and both blocked, where one wait for 2 takes
+        nothing until both signals came (a deadlock the sum would hide)."""
         first = nodes[k].op
-        if not w.decrement:
+        if not w.decrement or w.sem.shared or self._cur["nthreads"] > 1:
             return 0
         n = 0
         for node in nodes[k + 1 :]:

@@ -127,6 +127,11 @@ class Semaphore:
         self.read_by: dict[int, Cut] = {}
 
     @property
+    def shared(self) -> bool:
+        """Every block's (``pl.get_global``), not one block's own."""
+        return self._shared
+
+    @property
     def label(self) -> str:
         if not self._label:
             name, e, dev, block = self.key
