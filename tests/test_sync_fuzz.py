@@ -12,7 +12,10 @@ Each case is a kernel where the check once said less than every schedule allows:
 - ``split-waits``: one warpgroup waits twice for 1 on a semaphore another warpgroup
   waits on too; if it takes the first signal, the other cannot ack the sender, which
   never sends the second (of 2 units) (the engine took the two waits for one wait of 2,
-  which takes nothing until 2 came, and so never deadlocks).
+  which takes nothing until 2 came, and so never deadlocks);
+- ``deadlock-or-leftover``: whichever warpgroup takes device 1's first signal, the
+  schedule deadlocks or ends with a semaphore not zero (the ack adds 2, the wait takes
+  1): the leftover of a schedule that ends was dropped once another deadlocked.
 
 Each has its fixed variant, clean to both.
 """
@@ -118,6 +121,26 @@ def split_waits(value_two: bool) -> dict[str, Any]:
     )
 
 
+def deadlock_or_leftover(ack_inc: int) -> dict[str, Any]:
+    return mc.scenario(
+        f"deadlock-or-leftover-ack-{ack_inc}",
+        "two warpgroups of device 0 compete for device 1's first signal",
+        2,
+        {"x": [K]},
+        [("x", "x_ref")],
+        {"out": [K]},
+        {"sems": mc.sems(2)},
+        [
+            mc.let("s", "sems", mc.at(0)),
+            mc.let("ack", "sems", mc.at(1)),
+            mc.when("(dev == 1) & (wg == 0)", mc.signal("s", 0), mc.wait("ack"), mc.signal("s", 0)),
+            mc.when("(dev == 0) & (wg == 1)", mc.wait("s"), mc.signal("ack", 1, ack_inc)),
+            mc.when("(dev == 0) & (wg == 0)", mc.wait("s")),
+        ],
+        threads=2,
+    )
+
+
 CASES = {
     "stores-in-flight": (stores_in_flight(False), {"race"}),
     "stores-waited": (stores_in_flight(True), set()),
@@ -125,6 +148,8 @@ CASES = {
     "loads-apart": (loads_in_flight(False), set()),
     "split-waits": (split_waits(False), {"deadlock"}),
     "one-wait-of-2": (split_waits(True), set()),
+    "deadlock-or-leftover": (deadlock_or_leftover(2), {"deadlock", "imbalance"}),
+    "deadlock-balanced": (deadlock_or_leftover(1), {"deadlock"}),
 }
 
 

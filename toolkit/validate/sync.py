@@ -518,9 +518,11 @@ def _merge(s: Any, gpu: Outcome, ex: Any) -> dict[int, Any]:
             gpu.deadlock = dl_out.deadlock
             gpu.signals = dl_out.signals
         out[id(gpu.deadlock)] = deadlock_witness(dl_out, sched)
+    # (a schedule that ends with a semaphore not zero is an imbalance even where
+    # another schedule deadlocks)
     seen = {(lab, path) for lab, _, path in gpu.leftover}
     for lab, v, path in ex.leftover:
-        if (lab, path) not in seen and not gpu.deadlock:
+        if (lab, path) not in seen:
             gpu.leftover.append((lab, v, path))
     return out
 
