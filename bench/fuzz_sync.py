@@ -2,20 +2,29 @@
 the exhaustive schedule explorer of ``tests/sync_explorer.py`` (written apart from the
 engine).
 
-``python -m bench.fuzz_sync SEED N`` draws N kernels from SEED and prints per-class
-counts and the smallest example of each disagreeing class as JSON. A kernel is either
+``python -m bench.fuzz_sync SEED N [KINDS]`` draws N kernels from SEED and prints
+per-class counts and the smallest example of each disagreeing class as JSON (and the
+names of all of that class). ``KINDS`` (default ``mcn``) picks among the three kinds
+of kernel, each drawn equally often:
 
-- a **mutant** of a corpus family (``tests/sync_corpus/make_corpus.py``'s builders at a
-  random size and mutation) with 0-3 further random edits of its body: a statement
+- **mutant** (``m``): a corpus family (``tests/sync_corpus/make_corpus.py``'s builders
+  at a random size and mutation) with 0-3 further random edits of its body: a statement
   dropped, duplicated or swapped with its neighbour, moved into or out of a ``when``, a
   signal's device / increment changed, a wait's value / decrement changed, a
-  semaphore's or slice's index changed, a ``when`` condition changed; or
-- a **composition**: 1-4 devices, 1-2 blocks and/or 2 warpgroups, a few ``when`` roles
-  (on device, block and warpgroup ids) of a handful of statements each: copies between
+  semaphore's or slice's index changed, a ``when`` condition changed;
+- **composition** (``c``): 1-4 devices, 1-2 blocks and/or 2 warpgroups, a few ``when``
+  roles (on device, block and warpgroup ids) of a handful of statements each: copies between
   local and remote (``remote_ref``) halves of the outputs, semaphore signals (value,
   device, element) and waits (value, decrement), fills, async loads into SMEM with
   barrier waits, async stores and their waits, barrier arrivals and waits, branches on
-  ``pl.semaphore_read``, and short loops.
+  ``pl.semaphore_read``, and short loops (``commit_smem`` before every SMEM -> GMEM
+  copy: see below);
+- **motifs** (``n``): 1-2 synchronisation patterns that are right as drawn, each on its
+  own half of the buffers (a ring send and its receive, the same over a loop with a
+  semaphore per round, a fan-in of every device to device 0, a barrier or semaphore
+  handshake between warpgroups, a hand-over between blocks on a ``get_global``
+  semaphore, a pipelined async load and store), then 0-2 of the mutants' edits:
+  near-correct kernels, where a check that misses a schedule says valid.
 
 Only what the explorer models is kept (``Unsupported`` and ``TooBig`` are counted and
 skipped), and only kernels the check accepts up to the synchronisation stage (a kernel
@@ -116,6 +125,18 @@ def _stmts(body: list[dict]) -> list[dict]:
 DEVICES = ["dev", mc.RIGHT, mc.LEFT, 0, 1, "(dev + 2) % axis_size(dev)"]
 
 
+def _conds(s: dict) -> list[str]:
+    """Conditions on the kernel's own ids (devices, warpgroups, blocks)."""
+    out = []
+    if s.get("device_mesh"):
+        out += ["dev == 0", "dev == 1", "dev > 0", "dev != 1"]
+    if s["call"]["programs"][0]["mesh"].get("threads"):
+        out += ["wg == 0", "wg == 1"]
+    if s["call"]["programs"][0]["mesh"]["grid"].get("b", 1) > 1:
+        out += ["b == 0", "b == 1"]
+    return out or ["1"]
+
+
 def _edit(s: dict, rng: random.Random) -> str:
     """One random edit of the scenario's body; what it did."""
     body = s["call"]["programs"][0]["body"]
@@ -137,7 +158,7 @@ def _edit(s: dict, rng: random.Random) -> str:
     waits = [x for x in _stmts(body) if x.get("op") == "semaphore_wait"]
     if what == 3 and sigs:
         x = rng.choice(sigs)
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 and s.get("device_mesh"):
             x["device"] = rng.choice(DEVICES)
         else:
             x["inc"] = rng.choice((1, 2))
@@ -165,9 +186,8 @@ def _edit(s: dict, rng: random.Random) -> str:
         whens = [x for x in _stmts(body) if x.get("op") == "when"]
         if whens:
             x = rng.choice(whens)
-            x["cond"] = rng.choice(
-                ["dev == 0", "dev == 1", "dev > 0", "dev != 1", f"({x['cond']}) | (dev == 0)"]
-            )
+            c = rng.choice(_conds(s))
+            x["cond"] = rng.choice([c, f"({x['cond']}) | ({c})", f"({x['cond']}) & ({c})"])
             return "cond"
     if what == 7 and st.get("op") == "when" and st["body"]:
         j = rng.randrange(len(st["body"]))
@@ -177,7 +197,7 @@ def _edit(s: dict, rng: random.Random) -> str:
     if what == 8 and st.get("op") not in (None, "when", "loop"):
         lst[i] = {
             "op": "when",
-            "cond": rng.choice(["dev == 0", "dev == 1", "dev > 0"]),
+            "cond": rng.choice(_conds(s)),
             "body": [st],
         }
         return "into-when"
@@ -335,8 +355,173 @@ def composition(rng: random.Random) -> dict:
     return _Comp(rng).build()
 
 
-def draw(rng: random.Random) -> dict:
-    return mutant(rng) if rng.random() < 0.5 else composition(rng)
+class _Motifs(_Comp):
+    """A kernel of synchronisation motifs that are right as drawn (a send and its
+    receive, a handshake, a pipelined load, a fan-in), each on its own half of the
+    buffers, then 0-2 random edits (:func:`_edit`): near-correct kernels, where a check
+    that misses one schedule says valid."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.global_sems = self.nblocks > 1 and rng.random() < 0.4
+        self.nsems = 4
+
+    def sem_at(self, e: Any) -> str:
+        n = self.name("s")
+        self.lets.append(mc.let(n, "sems", mc.at(e)))
+        return n
+
+    def part(self, ref: str, h: Any) -> str:
+        n = self.name("v")
+        self.lets.append(
+            mc.let(n, ref, mc.at(mc.ds(f"{h} * {K}" if isinstance(h, str) else h * K, K)))
+        )
+        return n
+
+    def motif(self, h: int) -> list[dict]:
+        r = self.r
+        kinds = []
+        if self.ndev > 1:
+            kinds += ["ring", "fan-in", "ring-loop"]
+        if self.nwg > 1:
+            kinds += ["wg-barrier", "wg-sem"]
+        if self.nblocks > 1 and self.global_sems:
+            kinds += ["blocks"]
+        kinds += ["pipeline"]
+        kind = r.choice(kinds)
+        e = r.randrange(self.nsems)
+        wg0 = "wg == 0" if self.nwg > 1 else ""
+        wg1 = "wg == 1" if self.nwg > 1 else ""
+
+        def on(*conds: str) -> str:
+            """The conjunction of the non-empty conditions ("1": none)."""
+            cs = [c for c in conds if c]
+            if len(cs) > 1:
+                return " & ".join(f"({c})" for c in cs)
+            return cs[0] if cs else "1"
+
+        if kind == "ring":
+            peer = self.name("peer")
+            self.lets.append(mc.let(peer, "out", mc.remote(mc.RIGHT)))
+            s = self.sem_at(e)
+            send = [mc.copy_(self.part("x_ref", h), self.part(peer, h)), mc.signal(s, mc.RIGHT)]
+            recv = [mc.wait(s), mc.copy_(self.part("out", h), self.part("res", h))]
+            if self.nwg > 1 and r.random() < 0.5:
+                return [mc.when(wg0, *send), mc.when(wg1, *recv)]
+            return [mc.when(wg0, *send, *recv)] if wg0 else send + recv
+        if kind == "ring-loop":
+            peer = self.name("peer")
+            self.lets.append(mc.let(peer, "out", mc.remote(mc.RIGHT)))
+            loop_sem = self.name("ls")
+            body = [
+                mc.let(loop_sem, "sems", mc.at("i")),
+                mc.copy_(self.part("x_ref", h), self.part(peer, h)),
+                mc.signal(loop_sem, mc.RIGHT),
+                mc.wait(loop_sem),
+                mc.copy_(self.part("out", h), self.part("res", h)),
+            ]
+            loop = {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": body}
+            return [mc.when(wg0, loop)] if wg0 else [loop]
+        if kind == "fan-in":
+            peer = self.name("peer")
+            self.lets.append(mc.let(peer, "out", mc.remote(0)))
+            s = self.sem_at(e)
+            n = self.ndev - 1
+            return [
+                mc.when(
+                    on("dev > 0", wg0),
+                    mc.copy_(self.part("x_ref", h), self.part(peer, h)),
+                    mc.signal(s, 0),
+                ),
+                mc.when(
+                    on("dev == 0", wg0),
+                    mc.wait(s, n),
+                    mc.copy_(self.part("out", h), self.part("res", h)),
+                ),
+            ]
+        if kind == "wg-barrier":
+            b = self.name("bar")
+            self.lets.append(mc.let(b, "bars", mc.at(r.randrange(2))))
+            sm = self.part("smem", h)
+            return [
+                mc.when(
+                    wg0,
+                    {"op": "fill", "dst": sm, "value": 1.0},
+                    {"op": "barrier_arrive", "barrier": b},
+                ),
+                mc.when(
+                    wg1, {"op": "barrier_wait", "barrier": b}, mc.copy_(sm, self.part("out", h))
+                ),
+            ]
+        if kind == "wg-sem":
+            s = self.sem_at(e)
+            return [
+                mc.when(
+                    wg0, {"op": "fill", "dst": self.part("out", h), "value": 1.0}, mc.signal(s)
+                ),
+                mc.when(wg1, mc.wait(s), mc.copy_(self.part("out", h), self.part("res", h))),
+            ]
+        if kind == "blocks":
+            s = self.sem_at(e)
+            return [
+                mc.when(
+                    "b == 0", {"op": "fill", "dst": self.part("out", h), "value": 1.0}, mc.signal(s)
+                ),
+                mc.when("b == 1", mc.wait(s), mc.copy_(self.part("out", h), self.part("res", h))),
+            ]
+        # a pipelined load: into SMEM, waited, used, stored back
+        b = self.name("bar")
+        self.lets.append(mc.let(b, "bars", mc.at(r.randrange(2))))
+        sm = self.part("smem", h)
+        out = [
+            {"op": "copy_gmem_to_smem", "src": self.part("x_ref", h), "dst": sm, "barrier": b},
+            {"op": "barrier_wait", "barrier": b},
+            mc.copy_(sm, self.part("res", h)),
+            {"op": "commit_smem"},
+            {"op": "copy_smem_to_gmem", "src": sm, "dst": self.part("out", h)},
+            {"op": "wait_smem_to_gmem", "n": 0},
+        ]
+        cond = on("b == 0" if self.nblocks > 1 else "", wg0)
+        return [mc.when(cond, *out)] if cond != "1" else out
+
+    def build(self) -> dict:
+        r = self.r
+        self.bar_arrivals = 1
+        body: list[dict] = []
+        for h in range(r.choice((1, 2, 2))):
+            body += self.motif(h)
+        s = mc.scenario(
+            "motifs",
+            "synchronisation motifs",
+            self.ndev if self.ndev > 1 else None,
+            {"x": [2 * K]},
+            [("x", "x_ref")],
+            {"out": [2 * K], "res": [2 * K]},
+            {
+                "sems": {
+                    **mc.sems(self.nsems),
+                    **({"alloc": "get_global"} if self.global_sems else {}),
+                },
+                "smem": {"shape": [2 * K], "dtype": "float32", "memory_space": "SMEM"},
+                "bars": {"kind": "barrier", "num_barriers": 2, "num_arrivals": 1},
+            },
+            self.lets + body,
+            threads=self.nwg if self.nwg > 1 else None,
+        )
+        s["call"]["programs"][0]["mesh"]["grid"] = {"b": self.nblocks}
+        edits = [_edit(s, r) for _ in range(r.choice((0, 1, 1, 2)))]
+        s["name"] = "motifs" + "".join(f"_{e}" for e in edits if e != "none")
+        return s
+
+
+def motifs(rng: random.Random) -> dict:
+    return _Motifs(rng).build()
+
+
+def draw(rng: random.Random, kinds: str = "mcn") -> dict:
+    """One kernel: a mutant (``m``), a composition (``c``) or motifs (``n``)."""
+    kind = rng.choice(kinds)
+    return {"m": mutant, "c": composition, "n": motifs}[kind](rng)
 
 
 # ----------------------------------------------------------------------------- judging
@@ -402,13 +587,13 @@ def classes(j: dict[str, Any]) -> list[str]:
     return out or ["agree"]
 
 
-def run(seed: int, n: int, show: bool = True) -> dict[str, int]:
+def run(seed: int, n: int, show: bool = True, kinds: str = "mcn") -> dict[str, int]:
     rng = random.Random(seed)
     counts: dict[str, int] = {}
     examples: dict[str, tuple[int, dict, dict]] = {}
     names: dict[str, list[str]] = {}
     for i in range(n):
-        s = draw(rng)
+        s = draw(rng, kinds)
         s["name"] = f"fz{seed}-{i}-{s['name']}"
         j = judge(s)
         for c in classes(j):
@@ -431,7 +616,7 @@ def run(seed: int, n: int, show: bool = True) -> dict[str, int]:
 def main(argv: list[str]) -> None:
     seed = int(argv[0]) if argv else 0
     n = int(argv[1]) if len(argv) > 1 else 200
-    run(seed, n)
+    run(seed, n, kinds=argv[2] if len(argv) > 2 else "mcn")
 
 
 if __name__ == "__main__":
