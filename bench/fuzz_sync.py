@@ -378,13 +378,21 @@ class _Motifs(_Comp):
         )
         return n
 
+    def block_part(self, ref: str, h: int) -> str:
+        """The block's own half of ``ref`` (``h`` unused: the motif takes both halves)."""
+        n = self.name("v")
+        self.lets.append(mc.let(n, ref, mc.at({"block": "b", "size": K})))
+        return n
+
     def motif(self, h: int) -> list[dict]:
         r = self.r
         kinds = []
         if self.ndev > 1:
             kinds += ["ring", "fan-in", "ring-loop"]
         if self.nwg > 1:
-            kinds += ["wg-barrier", "wg-sem"]
+            kinds += ["wg-barrier", "wg-sem", "wg-loop-barrier"]
+        if self.ndev > 1 or self.nwg > 1:
+            kinds += ["read-poll"]
         if self.nblocks > 1 and self.global_sems:
             kinds += ["blocks"]
         kinds += ["pipeline"]
@@ -404,8 +412,11 @@ class _Motifs(_Comp):
             peer = self.name("peer")
             self.lets.append(mc.let(peer, "out", mc.remote(mc.RIGHT)))
             s = self.sem_at(e)
-            send = [mc.copy_(self.part("x_ref", h), self.part(peer, h)), mc.signal(s, mc.RIGHT)]
-            recv = [mc.wait(s), mc.copy_(self.part("out", h), self.part("res", h))]
+            part = self.part
+            if self.nblocks > 1 and not self.global_sems and r.random() < 0.7:
+                part = self.block_part  # (each block its own half, its own semaphore)
+            send = [mc.copy_(part("x_ref", h), part(peer, h)), mc.signal(s, mc.RIGHT)]
+            recv = [mc.wait(s), mc.copy_(part("out", h), part("res", h))]
             if self.nwg > 1 and r.random() < 0.5:
                 return [mc.when(wg0, *send), mc.when(wg1, *recv)]
             return [mc.when(wg0, *send, *recv)] if wg0 else send + recv
@@ -451,6 +462,49 @@ class _Motifs(_Comp):
                 ),
                 mc.when(
                     wg1, {"op": "barrier_wait", "barrier": b}, mc.copy_(sm, self.part("out", h))
+                ),
+            ]
+        if kind == "wg-loop-barrier":
+            # warpgroup 0 fills, warpgroup 1 reads, twice; the second fill waits for the
+            # first read (back-pressure on a second barrier)
+            full, free = self.name("bar"), self.name("bar")
+            self.lets += [mc.let(full, "bars", mc.at(0)), mc.let(free, "bars", mc.at(1))]
+            sm = self.part("smem", h)
+            produce = [
+                mc.when("i > 0", {"op": "barrier_wait", "barrier": free}),
+                {"op": "fill", "dst": sm, "value": 1.0},
+                {"op": "barrier_arrive", "barrier": full},
+            ]
+            consume = [
+                {"op": "barrier_wait", "barrier": full},
+                mc.copy_(sm, self.part("out", h)),
+                {"op": "barrier_arrive", "barrier": free},
+            ]
+            return [
+                mc.when(wg0, {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": produce}),
+                mc.when(wg1, {"op": "loop", "var": "i", "start": 0, "stop": 2, "body": consume}),
+            ]
+        if kind == "read-poll":
+            # the receiver reads the semaphore, copies only when the data came (the read
+            # an acquire), then takes the signal off
+            s = self.sem_at(e)
+            if self.ndev > 1:
+                peer = self.name("peer")
+                self.lets.append(mc.let(peer, "out", mc.remote(0)))
+                send_on, recv_on, dst, to = on("dev == 1", wg0), on("dev == 0", wg0), peer, 0
+            else:
+                send_on, recv_on, dst, to = wg0, wg1, "out", None
+            return [
+                mc.when(
+                    send_on, mc.copy_(self.part("x_ref", h), self.part(dst, h)), mc.signal(s, to)
+                ),
+                mc.when(
+                    recv_on,
+                    mc.when(
+                        f"pl.semaphore_read({s}) >= 1",
+                        mc.copy_(self.part("out", h), self.part("res", h)),
+                    ),
+                    mc.wait(s),
                 ),
             ]
         if kind == "wg-sem":
