@@ -1502,7 +1502,7 @@ class Engine:
         bar, g = self._load_engine(x, barrier)
         value = self.read(x, src, agent=g)
         self.write(x, dst, value, agent=g)
-        bar.arrive(self.clocks.snapshot(g), copy=True, actor=g)
+        bar.arrive(self.clocks.snapshot(g), copy=True, actor=g, issuer=run.a)
         self.clocks.tick(g)
         self.clocks.tick(run.a)
 

@@ -241,6 +241,8 @@ class Barrier(Record):
         "last",
         "unordered",
         "waited",
+        "issuers",
+        "last_issuers",
     )
 
     def __init__(self, label: str, target: int) -> None:
@@ -254,6 +256,10 @@ class Barrier(Record):
         #: this phase's and the last completed phase's arrivals: (actor, its time)
         self.arrivers: list[tuple[int, int]] = []
         self.last: list[tuple[int, int]] = []
+        #: the threads that issued this phase's and the last completed phase's async
+        #: copies: (thread, its time at the issue)
+        self.issuers: list[tuple[int, int]] = []
+        self.last_issuers: list[tuple[int, int]] = []
         #: a copy's arrival not ordered after an earlier phase's arrival by another
         #: thread: which phase each went to depended on the schedule
         self.unordered = False
@@ -261,12 +267,20 @@ class Barrier(Record):
         #: phase an arrival joined cannot matter)
         self.waited = False
 
-    def arrive(self, vc: np.ndarray | None, copy: bool = False, actor: int = -1) -> None:
+    def arrive(
+        self, vc: np.ndarray | None, copy: bool = False, actor: int = -1, issuer: int = -1
+    ) -> None:
         if actor >= 0 and vc is not None:
-            # (explicit arrivals are the explorer's choices: only copies are said)
+            # (explicit arrivals are the explorer's choices: only copies are said, and
+            # an explicit arrival that a copy of another thread could have come after:
+            # the copy's arrival, at its issue, is no choice)
             if copy and self.last and any(b != actor and int(vc[b]) < t for b, t in self.last):
                 self.unordered = True
+            if not copy and any(b != actor and int(vc[b]) < t for b, t in self.last_issuers):
+                self.unordered = True
             self.arrivers.append((actor, int(vc[actor])))
+            if copy and issuer >= 0:
+                self.issuers.append((issuer, int(vc[issuer])))
         self.arrivals += 1
         if vc is not None:
             self.pending.append(vc)
@@ -295,6 +309,8 @@ class Barrier(Record):
         self.pending = []
         self.last = self.arrivers
         self.arrivers = []
+        self.last_issuers = self.issuers
+        self.issuers = []
 
 
 class Wait:
