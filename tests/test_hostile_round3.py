@@ -114,6 +114,7 @@ def make():
 """
 
 
+@pytest.mark.slow  # (it waits out the retrace's own 15 s bound: make test runs it)
 def test_a_rejected_kernel_whose_retrace_never_ends_is_stopped_and_said(tmp_path):
     """Leaving out the statement JAX rejected made a later Python loop endless: the
     retrace ran the import's whole limit (120 s) and said nothing of it. It has its own
