@@ -385,3 +385,61 @@ def test_a_sharded_bitcasts_shape_rule_comes_first(name: str, jax_bitcasts) -> N
         assert d is not None and (d.code, d.stage) == (jax["code"], jax["stage"]), (d, jax)
         if d.jax is not None and d.jax.message:
             assert d.jax.message in jax["message"]
+
+
+# --------------------- a plain array argument's transforms keep the global array's sharding
+
+
+def _global_array(arg: list[dict[str, Any]], body: list[dict[str, Any]], shape: list[int]) -> dict:
+    """``x`` (a plain array over a 2-device mesh, no shard_map) through the argument
+    transforms ``arg`` (array methods, in the caller), then ``v0 = x_ref`` through ``body``."""
+    return {
+        "name": "global-array",
+        "device_mesh": {"dev": 2},
+        "run": {"shard_map": False},
+        "buffers": {"x": {"shape": shape, "dtype": "float32", "as_ref": False}},
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "x", "param": "x_ref", "transforms": arg}],
+            "outputs": {"out": {"shape": [8, 128], "dtype": "float32"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [
+                        {"let": "v0", "ref": "x_ref", "transforms": body},
+                        {"op": "copy", "src": "v0", "dst": "v0"},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+#: an array reshaped to its own shape stays sharded, so the kernel's reshape of its ref
+#: raises the bare sharding error first (plain fuzz seed 2024 fz273 said MPMD_NOT_MANUAL)
+GLOBAL_ARRAYS = {
+    "array-reshaped-to-itself": _global_array(
+        [{"op": "reshape", "shape": [-1]}], [{"op": "reshape", "shape": [-1]}], [4]
+    ),
+    "array-reshaped-wrong": _global_array(
+        [{"op": "reshape", "shape": [16, 64]}], [{"op": "transpose", "perm": [1, 0]}], [8, 128]
+    ),
+    "array-sliced": _global_array(
+        [{"op": "at", "index": [[0, 4]]}], [{"op": "transpose", "perm": [1, 0]}], [8, 128]
+    ),
+    "array-as-is": _global_array([], [{"op": "transpose", "perm": [1, 0]}], [8, 128]),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_global() -> dict[str, dict[str, Any]]:
+    got = probe_many([copy.deepcopy(s) for s in GLOBAL_ARRAYS.values()], ("build", "trace"))
+    return dict(zip(GLOBAL_ARRAYS, got, strict=True))
+
+
+@pytest.mark.parametrize("name", list(GLOBAL_ARRAYS))
+def test_an_array_arguments_sharding_is_kept_through_its_transforms(name: str, jax_global):
+    d = first_error(check(load_scenario(copy.deepcopy(GLOBAL_ARRAYS[name]))))
+    jax = jax_global[name]
+    assert jax["stage"] == "trace", jax
+    assert d is not None and (d.code, d.stage) == (jax["code"], "trace"), (d, jax)

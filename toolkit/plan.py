@@ -635,7 +635,11 @@ def _head_into(ctx: Plan) -> None:
                 ctx.array_errors[(i, j)] = r
                 steps.append([])
                 ok = r.error is None and not r.updater
-                leaves.append(Leaf(buf, base_info(r.shape, b.dtype, "GMEM", buf) if ok else None))
+                # the global array's sharding stays with an array of its own shape (a
+                # reshape to itself); where the shape changes, where it went is not followed
+                kept = sharded if tuple(r.shape) == tuple(shape) else None
+                info = base_info(r.shape, b.dtype, "GMEM", buf, kept) if ok else None
+                leaves.append(Leaf(buf, info))
                 continue
             info = base_info(shape, b.dtype, "GMEM", buf, sharded, new_ref=b.as_ref)
             if transforms:
