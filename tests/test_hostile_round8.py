@@ -9,23 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mpmd_lab.scenario import load_scenario
-from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
-from jaxprobe import probe_many  # noqa: E402
-
-
-def _agrees(scenario: dict[str, Any], jax: dict[str, Any]) -> None:
-    """The check's first error is JAX's: its code, its stage, and JAX's exact message
-    where the check claims one."""
-    d = first_error(check(load_scenario(copy.deepcopy(scenario))))
-    if jax["stage"] is None:
-        assert d is None or d.stage not in ("build", "trace", "gpu-lower"), d
-        return
-    assert d is not None and (d.code, d.stage) == (jax["code"], jax["stage"]), (d, jax)
-    if d.jax is not None:  # (JAX's message names the generated file where it says "at")
-        assert d.jax.message.split(" at <")[0] in jax["message"], (d.jax.message, jax)
+from jaxprobe import answers, assert_agrees  # noqa: E402
 
 
 def _kernel(entry: str = "plgpu.kernel") -> dict[str, Any]:
@@ -148,15 +134,14 @@ TILED.update(
 
 @pytest.fixture(scope="module")
 def jax_tiled() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in TILED.values()])
-    return dict(zip(TILED, got, strict=True))
+    return answers(TILED)
 
 
 @pytest.mark.parametrize("name", list(TILED))
 def test_a_tile_that_does_not_fit_the_scratch_fails_every_access(
     name: str, jax_tiled: dict
 ) -> None:
-    _agrees(TILED[name], jax_tiled[name])
+    assert_agrees(TILED[name], jax_tiled[name])
 
 
 # ------------------------------- a sharded input's slice: its bounds before its sharding
@@ -205,13 +190,12 @@ SHARDED = {
 
 @pytest.fixture(scope="module")
 def jax_sharded() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in SHARDED.values()])
-    return dict(zip(SHARDED, got, strict=True))
+    return answers(SHARDED)
 
 
 @pytest.mark.parametrize("name", list(SHARDED))
 def test_a_sharded_inputs_slice_is_bounds_checked_first(name: str, jax_sharded: dict) -> None:
-    _agrees(SHARDED[name], jax_sharded[name])
+    assert_agrees(SHARDED[name], jax_sharded[name])
 
 
 # ------------------------------------ a GMEM ref's type as JAX prints it in a message
@@ -302,13 +286,12 @@ for _entry in ("plgpu.kernel", "pl.kernel"):
 
 @pytest.fixture(scope="module")
 def jax_types() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in TYPES.values()])
-    return dict(zip(TYPES, got, strict=True))
+    return answers(TYPES)
 
 
 @pytest.mark.parametrize("name", list(TYPES))
 def test_a_kernel_input_is_typed_as_jax_types_it(name: str, jax_types: dict) -> None:
-    _agrees(TYPES[name], jax_types[name])
+    assert_agrees(TYPES[name], jax_types[name])
 
 
 # ------------------------------------------------ a TMA load's destination, viewed
@@ -395,13 +378,12 @@ _nb["call"]["programs"][0]["body"][1].pop("barrier")
 
 @pytest.fixture(scope="module")
 def jax_loads() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in LOADS.values()])
-    return dict(zip(LOADS, got, strict=True))
+    return answers(LOADS)
 
 
 @pytest.mark.parametrize("name", list(LOADS))
 def test_a_tma_loads_destination_view_is_lowered_first(name: str, jax_loads: dict) -> None:
-    _agrees(LOADS[name], jax_loads[name])
+    assert_agrees(LOADS[name], jax_loads[name])
 
 
 # ------------------------------ an unswizzled tile of too few rows for a register layout
@@ -437,15 +419,14 @@ ROWS = {
 
 @pytest.fixture(scope="module")
 def jax_rows() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in ROWS.values()])
-    return dict(zip(ROWS, got, strict=True))
+    return answers(ROWS)
 
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_an_unswizzled_tile_of_too_few_rows_has_no_register_layout(
     name: str, jax_rows: dict
 ) -> None:
-    _agrees(ROWS[name], jax_rows[name])
+    assert_agrees(ROWS[name], jax_rows[name])
 
 
 # ---------------------------------------- a TMA box of more than 256 elements along a dim
@@ -541,13 +522,12 @@ BOXES.update(
 
 @pytest.fixture(scope="module")
 def jax_boxes() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in BOXES.values()])
-    return dict(zip(BOXES, got, strict=True))
+    return answers(BOXES)
 
 
 @pytest.mark.parametrize("name", list(BOXES))
 def test_a_tma_box_holds_at_most_256_elements_a_dim(name: str, jax_boxes: dict) -> None:
-    _agrees(BOXES[name], jax_boxes[name])
+    assert_agrees(BOXES[name], jax_boxes[name])
 
 
 # ------------------------------------ a plain access of a view that is not one run
@@ -636,13 +616,12 @@ STRIDED.update(
 
 @pytest.fixture(scope="module")
 def jax_strided() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in STRIDED.values()])
-    return dict(zip(STRIDED, got, strict=True))
+    return answers(STRIDED)
 
 
 @pytest.mark.parametrize("name", list(STRIDED))
 def test_a_strided_views_vectors_fit_its_strides(name: str, jax_strided: dict) -> None:
-    _agrees(STRIDED[name], jax_strided[name])
+    assert_agrees(STRIDED[name], jax_strided[name])
 
 
 # ------------------------------- a reshape past a tile of more dims than the scratch
@@ -672,13 +651,12 @@ RESHAPED = {
 
 @pytest.fixture(scope="module")
 def jax_reshaped() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in RESHAPED.values()])
-    return dict(zip(RESHAPED, got, strict=True))
+    return answers(RESHAPED)
 
 
 @pytest.mark.parametrize("name", list(RESHAPED))
 def test_a_reshape_past_an_over_ranked_tile_asserts(name: str, jax_reshaped: dict) -> None:
-    _agrees(RESHAPED[name], jax_reshaped[name])
+    assert_agrees(RESHAPED[name], jax_reshaped[name])
 
 
 # --------------------------- a transpose of a tiled dim with an untiled one, in SMEM
@@ -751,10 +729,9 @@ TRANSPOSED = {
 
 @pytest.fixture(scope="module")
 def jax_transposed() -> dict[str, dict[str, Any]]:
-    got = probe_many([copy.deepcopy(s) for s in TRANSPOSED.values()])
-    return dict(zip(TRANSPOSED, got, strict=True))
+    return answers(TRANSPOSED)
 
 
 @pytest.mark.parametrize("name", list(TRANSPOSED))
 def test_a_transpose_out_of_the_tiled_dims_has_no_layout(name: str, jax_transposed: dict) -> None:
-    _agrees(TRANSPOSED[name], jax_transposed[name])
+    assert_agrees(TRANSPOSED[name], jax_transposed[name])
