@@ -62,13 +62,7 @@ from sync_explorer import (  # noqa: E402
 )
 
 #: verdict codes of the check -> the explorer's kind
-KIND_OF = {
-    "RACE": "race",
-    "RACE_DETECTED": "race",
-    "DEADLOCK_SEMAPHORE": "deadlock",
-    "DEADLOCK_BARRIER": "deadlock",
-    "SEMAPHORE_IMBALANCE": "imbalance",
-}
+KIND_OF = mc.KIND_OF
 KINDS = ("race", "deadlock", "imbalance")
 #: codes about synchronisation or its judgement that do not make a kernel "rejected"
 SYNC_CODES = {*KIND_OF, "SYNC_NOT_CHECKED", "SYNC_BY_SYMMETRY", "PROGRAM_ID_GPU_INTERP"}

@@ -34,13 +34,7 @@ from sync_explorer import (  # noqa: E402
 LABELS: dict[str, dict] = json.loads((CORPUS / "labels.json").read_text())
 
 #: verdict codes of ``mpmd_lab.check`` -> the label's kind
-KIND_OF = {
-    "RACE": "race",
-    "RACE_DETECTED": "race",
-    "DEADLOCK_SEMAPHORE": "deadlock",
-    "DEADLOCK_BARRIER": "deadlock",
-    "SEMAPHORE_IMBALANCE": "imbalance",
-}
+KIND_OF = make_corpus.KIND_OF
 
 #: every schedule is judged since sync-sound (the engine's exploration): nothing the
 #: one-schedule engine missed is left unmarked, and none is marked any more

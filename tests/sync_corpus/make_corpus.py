@@ -26,6 +26,14 @@ from sync_explorer import compile_scenario, explore  # noqa: E402
 
 K = 128  # elements per chunk
 SCHEMA = "mpmd-lab/scenario@1"
+#: the check's verdict codes (``mpmd_lab.check``) -> a label's kind (the explorer's)
+KIND_OF = {
+    "RACE": "race",
+    "RACE_DETECTED": "race",
+    "DEADLOCK_SEMAPHORE": "deadlock",
+    "DEADLOCK_BARRIER": "deadlock",
+    "SEMAPHORE_IMBALANCE": "imbalance",
+}
 
 
 def scenario(
