@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator, Sequence
 from operator import eq, is_
 from typing import Any
 
-from mpmd_lab import dtypes
+from mpmd_lab import dtypes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let, Loop, Return
 from mpmd_lab.record import Record
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.shapes import OUTSIDE, RefInfo, Step, base_info, propagate
+from mpmd_lab.sharding import ShardSpec
 
 
 class Stack:
@@ -579,12 +580,18 @@ def _compile_into(ctx: Plan, like: Plan | None = None) -> None:
         programs.append(out)
 
 
-def _sharded_over(s: Scenario) -> str:
-    """The device axes an input's dim 0 is sharded over when the kernel sees the global
-    array (no shard_map), as ``RefInfo.sharded`` holds them (one name, or a tuple's
-    repr)."""
-    axes = tuple(s.device_mesh or ())
-    return axes[0] if len(axes) == 1 else repr(axes)
+def _global_spec(s: Scenario, ndim: int, buffer: str | None = None) -> ShardSpec:
+    """How a global value of ``ndim`` dims the kernel sees without shard_map is sharded
+    over the device mesh: buffer ``buffer`` as the call's arguments place it (its
+    partition spec), else (a capture) dim 0 over every axis."""
+    axes = s.device_mesh or {}
+    spec = s.buffer_spec(buffer) if buffer is not None else None
+    return tuple(sharding.part(e) for e in sharding.entries(spec, ndim, axes))
+
+
+def _sharded(spec: ShardSpec) -> ShardSpec | None:
+    """``spec`` as ``RefInfo.sharded`` holds it: None where no dim is sharded."""
+    return None if all(p is None for p in spec) else spec
 
 
 def _head_into(ctx: Plan) -> None:
@@ -617,10 +624,11 @@ def _head_into(ctx: Plan) -> None:
                 steps.append([])
                 continue
             shape = b.shape
-            sharded = None
+            spec = None
             if global_view and shape:
                 shape = s.global_shape(buf)
-                sharded = _sharded_over(s)
+                spec = _global_spec(s, len(shape), buf)
+            sharded = None if spec is None else _sharded(spec)
             if not b.as_ref and transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
                 from mpmd_lab.validate.arrays import apply_array
@@ -631,13 +639,14 @@ def _head_into(ctx: Plan) -> None:
                     transforms,
                     (*path, "transforms"),
                     outside,
+                    spec,
+                    s.device_mesh,
                 )
                 ctx.array_errors[(i, j)] = r
                 steps.append([])
                 ok = r.error is None and not r.updater
-                # the global array's sharding stays with an array of its own shape (a
-                # reshape to itself); where the shape changes, where it went is not followed
-                kept = sharded if tuple(r.shape) == tuple(shape) else None
+                # the global array's sharding as its array methods left it (JAX's rules)
+                kept = None if r.spec is None else _sharded(r.spec)
                 info = base_info(r.shape, b.dtype, "GMEM", buf, kept) if ok else None
                 leaves.append(Leaf(buf, info))
                 continue
@@ -660,9 +669,13 @@ def _head_into(ctx: Plan) -> None:
                         f"{e.label()} loads from a kernel's ref, but an argument's view is "
                         "made by the caller, before the kernel runs: no kernel ref is there",
                     )
+        # (a plain array's transforms are array methods, made by the caller: the kernel's
+        # ref is the new array, whole)
+        bufs = (a.buffer,) if single else a.tuple
+        plain = all(buf in s.buffers and not s.buffers[buf].as_ref for buf in bufs)
         stack = (
             tuple([((*path, "transforms", k), t) for k, t in enumerate(transforms)])
-            if transforms
+            if transforms and not plain
             else ()
         )
         name = a.param
@@ -716,7 +729,7 @@ def _head_into(ctx: Plan) -> None:
         sharded = None
         if s.device_mesh and s.run.shard_map is False and shape:
             shape[0] *= s.num_devices  # no shard_map: the kernel closes over the global value
-            sharded = _sharded_over(s)
+            sharded = _global_spec(s, len(shape))
         info = base_info(shape, b.dtype, space, cap.buffer, sharded, new_ref=b.as_ref)
         captures[cap.name] = Binding(
             cap.name, info, "capture", path, (cap.buffer,), -1, (), None, b
@@ -1003,3 +1016,17 @@ def _unbound(
         if name is not None:
             return field, name
     return None
+
+
+def sharded_operand(plan: Plan, refs: bool = False) -> bool:
+    """Whether the call passes an operand sharded over the device mesh (the global
+    arrays a kernel sees without shard_map: JAX's avals carry their sharding): a plain
+    array as its methods left it, or (``refs``) a Ref."""
+    s = plan.s
+    for a in plan.args:
+        for leaf in a.leaves:
+            b = s.buffers.get(leaf.buffer)
+            if b is not None and b.as_ref == refs and leaf.info is not None:
+                if leaf.info.sharded is not None:
+                    return True
+    return False

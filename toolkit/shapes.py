@@ -18,6 +18,7 @@ from typing import Any
 from mpmd_lab import dtypes
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.record import Record
+from mpmd_lab.sharding import ShardSpec, typed_dims
 
 
 class Dim(Record):
@@ -60,7 +61,8 @@ class RefInfo(Record):
     reshape, bitcast or transpose hides it); ``cluster_block``: the block of a
     ``cluster_ref`` view; ``pending``: a lazy error waiting for the ref's type to be
     computed (see ``StepError.lazy``);
-    ``sharded``: dim 0 is sharded over these device axes (an input without shard_map);
+    ``sharded``: how each base dim is sharded over the device mesh (an input without
+    shard_map: ``sharding.ShardSpec``), None where none is;
     ``gathered``: an index entry is an array (``x.at[off_ref[...]]``: a gather view),
     the memory spaces it loads from (``"GMEM"``, ``"GMEM,SMEM"``; ``""``: no gather);
     ``new_ref``: a buffer passed as a Ref (``jax.new_ref``), which has no memory space.
@@ -107,7 +109,7 @@ class RefInfo(Record):
         view_dims: tuple[int, ...] | None = None,
         cluster_block: tuple[tuple[str, int], ...] = (),
         pending: StepError | None = None,
-        sharded: str | None = None,
+        sharded: ShardSpec | None = None,
         gathered: str = "",
         new_ref: bool = False,
     ) -> None:
@@ -149,13 +151,10 @@ class RefInfo(Record):
         return f"Ref<{self.memory_space.lower()}>{{{inner}}}"
 
     def jax_dims(self) -> str:
-        """The shape as JAX prints it in a type: ``8,128``, a dim 0 sharded over the device
-        mesh as ``8@dev`` (one axis) or ``8@(x,y)`` (``core._get_shape_sharding_str``)."""
-        dims = [str(d) for d in self.shape]
-        if self.sharded is not None and dims:
-            axes = self.sharded.replace("'", "").replace(" ", "")  # ("('x', 'y')": a repr)
-            dims[0] += f"@{axes}"
-        return ",".join(dims)
+        """The shape as JAX prints it in a type: ``8,128``, a dim sharded over the device
+        mesh as ``8@dev`` (one axis) or ``8@(x,y)`` (``core._get_shape_sharding_str``; a
+        sharded ref's view keeps its dims: slices only, whole along a sharded dim)."""
+        return typed_dims(self.shape, self.sharded)
 
     def describe(self) -> str:
         """``f32[8,128] GMEM peer`` as shown by the widgets and the graph."""
@@ -258,14 +257,14 @@ def base_info(
     dtype: str,
     memory_space: str = "GMEM",
     base: str = "",
-    sharded: str | None = None,
+    sharded: ShardSpec | None = None,
     canonical: bool = True,
     new_ref: bool = False,
 ) -> RefInfo:
     """A whole, untransformed ref (or a plain array with ``memory_space="VALUE"``).
 
-    ``sharded``: the device-mesh axes dim 0 is sharded over (an input seen without
-    shard_map), as JAX prints them. ``canonical``: the dtype as JAX makes it without x64
+    ``sharded``: how each dim is sharded over the device mesh (an input seen without
+    shard_map), None where none is. ``canonical``: the dtype as JAX makes it without x64
     (an input's value is canonicalised; an output's ``out_type`` ref keeps ``float64``).
     ``new_ref``: a buffer passed as a Ref (``jax.new_ref``).
     """
@@ -278,7 +277,7 @@ def _base_info(
     dtype: str,
     memory_space: str,
     base: str,
-    sharded: str | None,
+    sharded: ShardSpec | None,
     canonical: bool,
     new_ref: bool,
 ) -> RefInfo:

@@ -243,3 +243,145 @@ __all__ = [
     "spec_error",
     "text",
 ]
+
+
+#: a dim's sharding as a ``PartitionSpec`` holds it: None (not sharded), one axis name,
+#: or a tuple of two or more (a spec's ``()`` and ``("x",)`` are None and ``"x"``)
+ShardPart = str | tuple[str, ...] | None
+#: a value's sharding: a ``ShardPart`` per dim
+ShardSpec = tuple[ShardPart, ...]
+
+
+def part(names: Sequence[str]) -> ShardPart:
+    """``names`` as a ``PartitionSpec`` entry holds them."""
+    return None if not names else names[0] if len(names) == 1 else tuple(names)
+
+
+def names_of(p: ShardPart) -> tuple[str, ...]:
+    """The axis names of a spec entry."""
+    return () if p is None else (p,) if isinstance(p, str) else p
+
+
+def typed_dims(shape: Sequence[int], spec: ShardSpec | None) -> str:
+    """``shape`` as JAX prints it in a type, a sharded dim as ``16@dev`` or ``16@(x,y)``
+    (``core._get_shape_sharding_str``)."""
+    dims = [str(d) for d in shape]
+    for i, p in enumerate(spec or ()):
+        if i < len(dims) and p is not None:
+            dims[i] += f"@{p}" if isinstance(p, str) else f"@({','.join(p)})"
+    return ",".join(dims)
+
+
+class ReshapeUnsupported(ValueError):
+    """JAX cannot say how a sharded array's reshape is sharded (a ``ShardingTypeError``
+    asking for ``out_sharding``)."""
+
+
+def reshaped(
+    spec: ShardSpec, shape: Sequence[int], new: Sequence[int], axes: Mapping[str, int]
+) -> ShardSpec:
+    """The sharding of an array of ``shape`` sharded as ``spec`` after its reshape to
+    ``new`` (sizes known, the same element count), as ``lax.reshape``'s sharding rule
+    makes it with no ``out_sharding``: the dims of size 1 aside, either the dims are kept,
+    or exactly one dim splits into several (its axes taken by the new dims in order, each
+    axis dividing what is left of its dim), or several consecutive dims merge into one
+    (their axes, none after an unsharded one, dividing it). Raises
+    ``ReshapeUnsupported`` where the rule has no answer."""
+    if all(p is None for p in spec):
+        return (None,) * len(new)
+    kept = [p for p, d in zip(spec, shape, strict=True) if d != 1]
+    old_big = [d for d in shape if d != 1]
+    new_big = [d for d in new if d != 1]
+    if old_big == new_big:  # (only dims of size 1 come or go: those are not sharded)
+        big = iter(kept)
+        return tuple(None if n == 1 else next(big) for n in new)
+    else:
+        split = _grouped(old_big, new_big)
+        if split is not None:
+            out_big = []
+            for group, p in zip(split, kept, strict=True):
+                if isinstance(group, int):
+                    out_big.append(p)
+                elif p is None:
+                    out_big += [None] * len(group)
+                else:
+                    out_big += _divided(names_of(p), group, axes)
+        else:
+            merge = _grouped(new_big, old_big)
+            if merge is None:
+                raise ReshapeUnsupported
+            out_big = []
+            rest = iter(kept)
+            for size, group in zip(new_big, merge, strict=True):
+                if isinstance(group, int):
+                    out_big.append(next(rest))
+                    continue
+                names: list[str | None] = []
+                for p in (next(rest) for _ in group):
+                    names += [None] if p is None else list(names_of(p))
+                while names and names[-1] is None:
+                    names.pop()
+                if not names:
+                    out_big.append(None)
+                elif None in names:
+                    raise ReshapeUnsupported
+                else:
+                    out_big += _divided([n for n in names if n is not None], [size], axes)
+    big = iter(out_big)
+    return tuple(
+        (spec[i] if i < len(shape) and shape[i] == 1 else None) if n == 1 else next(big)
+        for i, n in enumerate(new)
+    )
+
+
+def _grouped(old: list[int], new: list[int]) -> list[int | list[int]] | None:
+    """How ``new`` (more dims, none of size 1) splits exactly one dim of ``old``: per dim
+    of ``old``, its size where it is kept, else the sizes it splits into; None where
+    ``new`` is no such split. Raises ``ReshapeUnsupported`` where two dims split."""
+    if len(new) <= len(old):
+        return None
+    out: list[int | list[int]] = []
+    i = j = splits = 0
+    while j < len(new):
+        if i >= len(old):
+            return None
+        if old[i] == new[j]:
+            out.append(old[i])
+        else:
+            splits += 1
+            if splits > 1:
+                raise ReshapeUnsupported
+            group = [new[j]]
+            while math.prod(group) != old[i]:
+                if math.prod(group) > old[i] or j + 1 >= len(new):
+                    return None
+                j += 1
+                group.append(new[j])
+            out.append(group)
+        i += 1
+        j += 1
+    return out if i == len(old) else None
+
+
+def _divided(
+    names: Sequence[str], sizes: Sequence[int], axes: Mapping[str, int]
+) -> list[ShardPart]:
+    """``names`` (a dim's axes, major first) over dims of ``sizes``: each dim takes the
+    next axes while what is left of it is more than 1, each axis dividing it. Raises
+    ``ReshapeUnsupported`` where an axis does not divide, or axes are left over."""
+    left = iter(names)
+    out: list[ShardPart] = []
+    for size in sizes:
+        taken: list[str] = []
+        while size > 1:
+            name = next(left, None)
+            if name is None:
+                break
+            size, remainder = divmod(size, axes[name])
+            if remainder:
+                raise ReshapeUnsupported
+            taken.append(name)
+        out.append(part(taken))
+    if next(left, None) is not None:
+        raise ReshapeUnsupported
+    return out

@@ -38,6 +38,7 @@ from mpmd_lab import layout_rules as L
 from mpmd_lab import shapes
 from mpmd_lab.fields import Model, Path
 from mpmd_lab.record import Record
+from mpmd_lab.sharding import ShardSpec
 
 if TYPE_CHECKING:  # (the stages import the ops: their types are named for the checker only)
     import numpy as np
@@ -243,11 +244,15 @@ class GmemCopyLowering(Protocol):
 class ArrayValue(Protocol):
     """A plain array (``jax.Array``, not a Ref) a transform is applied to outside the
     kernel (``validate.arrays.ArrayResult``): ``updater`` once ``x.at[...]`` made it an
-    update helper."""
+    update helper; ``spec``: how each dim is sharded over the device mesh's axes
+    (``ShardSpec``; None where the array is not sharded or where it went is not followed),
+    with the mesh's axis sizes (``mesh``)."""
 
     shape: tuple[int, ...]
     dtype: str
     updater: bool
+    spec: ShardSpec | None
+    mesh: Mapping[str, int]
 
 
 #: an error of a transform applied to an array: ``(code, JAX's exception type, message)``

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from mpmd_lab import dtypes
+from mpmd_lab import dtypes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
@@ -445,16 +445,11 @@ class At(TransformOp):
         pad = len(shape) - len(index)
         ixs = (*self._entries, *(_ALL,) * pad) if pad else self._entries
         # NDIndexer._validate_sharding (run when the type is next computed): a sharded
-        # input (no shard_map) takes slices only, and only whole ones along dim 0 (while
-        # the view's dim 0 is the base's: a sharded ref's reshape and bitcast raise
-        # before they make a view, and their lazy error leaves ``view_dims`` None)
-        sharded0 = (
-            ref.sharded is not None
-            and bool(shape)
-            and ref.view_dims is not None
-            and ref.view_dims[:1] == (0,)
-        )
-        if sharded0:
+        # input (no shard_map) takes slices only, and only whole ones along a sharded dim
+        # (a sharded ref's views keep its dims: a reshape, bitcast or transpose of it
+        # raises before it makes a view, and their lazy error leaves ``view_dims`` None)
+        spec = ref.sharded
+        if spec is not None and shape and ref.view_dims is not None:
             # (NDIndexer checks its static slices' bounds when ``.at`` makes it, the
             # sharding only when the type is next computed: the bounds first)
             if (bounds := L.index_bounds_error_at(shape, index)) is not None:
@@ -470,16 +465,20 @@ class At(TransformOp):
                     ),
                     notes,
                 )
-            if not full_entry(index[0] if index else None, shape[0]):
+            for dim, base_dim in enumerate(ref.view_dims):
+                by = spec[base_dim] if base_dim < len(spec) else None
+                entry = index[dim] if dim < len(index) else None
+                if by is None or full_entry(entry, shape[dim]):
+                    continue
                 return (
                     None,
                     err(
                         "SHARDED_REF_SLICE",
                         "ValueError",
                         "sharded ref (array reference) can only be sliced along unsharded "
-                        f"axes, but ref of shape {tuple(shape)!r} was sliced on axis 0, which "
-                        f"is sharded like {ref.sharded}",
-                        field="index[0]",
+                        f"axes, but ref of shape {tuple(shape)!r} was sliced on axis {dim}, "
+                        f"which is sharded like {by}",
+                        field=f"index[{dim}]",
                         lazy=True,
                     ),
                     notes,
@@ -990,6 +989,17 @@ class Reshape(TransformOp):
                 f"cannot reshape array of shape {a.shape!r} (size {size}) into shape "
                 f"{shown} (size {abs(math.prod(target))})",
             )
+        if a.spec is not None:  # a sharded array: lax.reshape's sharding rule
+            try:
+                a.spec = sharding.reshaped(a.spec, a.shape, target, a.mesh)
+            except sharding.ReshapeUnsupported:
+                return (
+                    "RESHAPE_SHARDING",
+                    "ShardingTypeError",
+                    "This reshape is not supported. Please specify the sharding of the output "
+                    "via the `out_sharding` argument of jax.lax.reshape. Got operand type: "
+                    f"{a.dtype}[{sharding.typed_dims(a.shape, a.spec)}], new sizes: {target!r}",
+                )
         a.shape = target
         return None
 
@@ -1169,6 +1179,8 @@ class Transpose(TransformOp):
                 f"permutation {tuple(self.perm)!r} for operand shape {a.shape!r}.",
             )
         a.shape = tuple(a.shape[p] for p in perm)
+        if a.spec is not None:  # (its sharding moves with its dims)
+            a.spec = tuple(a.spec[p] for p in perm)
         return None
 
     op: Literal["transpose"]

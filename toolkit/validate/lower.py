@@ -27,7 +27,7 @@ from mpmd_lab.ops.base import READ, WRITE, StatementOp
 from mpmd_lab.ops.control import is_static
 from mpmd_lab.ops.peers import resolve_device
 from mpmd_lab.ops.statements import LANES
-from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps
+from mpmd_lab.plan import Binding, Stmt, along_chain, expr_ops, own_steps, sharded_operand
 from mpmd_lab.shapes import RefInfo
 from mpmd_lab.validate import fixes_for
 from mpmd_lab.validate.context import Ctx
@@ -36,6 +36,7 @@ from mpmd_lab.validate.trace import (
     int_index_groups,
     load_shapes,
     loop_dtypes,
+    report_not_manual,
     short_loads,
 )
 
@@ -45,6 +46,10 @@ def check_lower(ctx: Ctx) -> None:
         return
     s = ctx.s
     c = s.call
+    if s.device_mesh is not None and s.run.shard_map is False and sharded_operand(ctx.r, True):
+        # (mpmd_map's abstract eval again, once the Refs are discharged into arrays)
+        report_not_manual(ctx, "gpu-lower")
+        return
     operands = [n for n, x in c.scratch.items() if x.alloc == "scratch_types"]
     if c.entry == "pl.kernel" and operands:
         name = operands[0]

@@ -23,7 +23,7 @@ from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import StatementOp
 from mpmd_lab.ops.control import is_static, loop_envs, python_vars, static_value
-from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops
+from mpmd_lab.plan import Binding, Stmt, expr_fields, expr_ops, sharded_operand
 from mpmd_lab.scenario import BufferArg
 from mpmd_lab.shapes import RefInfo, Step, base_info
 from mpmd_lab.validate import fixes_for
@@ -151,18 +151,26 @@ def _check_kernel(ctx: Ctx) -> None:
     # 5. closed-over Refs aliasing an argument
     if c.captures and c.entry == "pl.kernel" and _closed_ref_alias(ctx):
         return _stop(ctx)
-    if s.device_mesh is not None and s.run.shard_map is False:
-        # (the call is made with no mesh set: the abstract mesh JAX asks has no axes)
-        ctx.jax(
-            "MPMD_NOT_MANUAL",
-            "run.shard_map",
-            "mpmd_map requires all mesh axes to be Manual, got ()",
-            fix=Fix(
-                description="run the kernel under jax.shard_map (run.shard_map: true)",
-                edits=[Edit(op="replace", path="run.shard_map", value=True)],
-            ),
-        )
+    if s.device_mesh is not None and s.run.shard_map is False and sharded_operand(ctx.r):
+        # mpmd_map's abstract eval: an array operand sharded over the device mesh (a
+        # sharded Ref's is raised when the call is lowered: ``check_lower``)
+        report_not_manual(ctx, "trace")
         return _stop(ctx)
+
+
+def report_not_manual(ctx: Ctx, stage: str) -> None:
+    """MPMD_NOT_MANUAL at ``stage``: the call is made with no mesh set (the abstract
+    mesh JAX asks has no axes) on an operand sharded over the device mesh."""
+    ctx.jax(
+        "MPMD_NOT_MANUAL",
+        "run.shard_map",
+        "mpmd_map requires all mesh axes to be Manual, got ()",
+        stage=stage,
+        fix=Fix(
+            description="run the kernel under jax.shard_map (run.shard_map: true)",
+            edits=[Edit(op="replace", path="run.shard_map", value=True)],
+        ),
+    )
 
 
 def _closed_ref_alias(ctx: Ctx) -> bool:
