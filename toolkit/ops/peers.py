@@ -207,6 +207,7 @@ class RemoteRef(_Elsewhere):
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
     CROSS_DEVICE: ClassVar[bool] = True
+    TRACES_SCALAR: ClassVar[bool] = True
     GPU_INTERP_REPR: ClassVar[str | None] = (
         "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
     )

@@ -244,3 +244,24 @@ def index_loads(s: Scenario, fields: list[tuple[Any, Any, Any]]) -> Fix | None:
     if not edits:
         return None
     return Fix(description=f"load one element: {', '.join(short)}", edits=edits)
+
+
+def view_into_body(s: Scenario, i: int) -> Fix | None:
+    """Pass argument ``i``'s Ref whole and make its view (its transforms) at the top of
+    every kernel body, under the parameter's own name. None for a tuple argument."""
+    a = s.call.args[i]
+    if not isinstance(a, BufferArg) or not a.transforms:
+        return None
+    base = f"{a.param}_base"
+    let = {
+        "let": a.param,
+        "ref": base,
+        "transforms": [t.model_dump(mode="json") for t in a.transforms],
+    }
+    edits = [Edit(op="replace", path=f"call.args[{i}]", value={"buffer": a.buffer, "param": base})]
+    for p in range(len(s.call.programs)):
+        edits.append(Edit(op="add", path=f"call.programs[{p}].body[0]", value=let))
+    return Fix(
+        description=f"pass {a.buffer!r} whole and make {a.param!r} inside the kernel body",
+        edits=edits,
+    )

@@ -90,6 +90,8 @@ def check_lower(ctx: Ctx) -> None:
             return
         if c.captures and _captured_scalar(ctx, prog):
             return
+        if _argument_scalar(ctx):
+            return
         low.mesh = mesh
         # (never_traced and whether a loop around loads its bounds read only the
         # statement's scope, which the statements of one body share: asked once per run
@@ -775,6 +777,21 @@ def _scratch_lowering(ctx: Ctx) -> bool:
 def _where(st: Stmt, field: str) -> Path:
     """The field path of ``st``'s ``field`` (a name, or a sub-path as text)."""
     return sub_path(st.path, field)
+
+
+def _argument_scalar(ctx: Ctx) -> bool:
+    """An argument's view the caller made holds a traced scalar (a device id:
+    ``TransformOp.TRACES_SCALAR``), which every program closes over (under
+    ``plgpu.kernel`` the view is refused at trace: ARG_VIEW_PLGPU)."""
+    for i, a in enumerate(ctx.s.call.args):
+        for k, t in enumerate(a.transforms):
+            if t.TRACES_SCALAR:
+                e = L.captured_scalar_error("int32")
+                ctx.raised(
+                    e, f"call.args[{i}].transforms[{k}]", fix=fixes_for.view_into_body(ctx.s, i)
+                )
+                return True
+    return False
 
 
 def _captured_scalar(ctx: Ctx, prog: Any) -> bool:

@@ -1,0 +1,98 @@
+"""An argument's view made by the caller (``plgpu.remote_ref(x, dev)`` passed to
+``pl.kernel``): its device id is a traced int32 in the caller, which every program of the
+kernel closes over, so the Mosaic GPU lowering stops on a captured scalar before any
+statement, the view used or not (the check said "valid" with a device mesh, and
+DEVICE_ID_UNKNOWN_AXIS at the access without one). The verified fix makes the view inside
+the kernel body. Each case against JAX's trace and lowering; the fixed ones too.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from jaxprobe import answers, assert_agrees
+from mpmd_lab import fixes
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check
+
+_COPY = [{"op": "copy", "src": "x_ref", "dst": "out"}]
+
+
+def _arg_view(
+    transforms: list[dict[str, Any]],
+    mesh: dict[str, int] | None = {"dev": 2},  # noqa: B006 - (read only)
+    body: list[dict[str, Any]] = _COPY,  # noqa: B006 - (read only)
+    entry: str = "pl.kernel",
+) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "name": "argument-view",
+        "buffers": {"x": {"shape": [8, 128], "dtype": "float32", "as_ref": True}},
+        "call": {
+            "entry": entry,
+            "args": [{"buffer": "x", "param": "x_ref", "transforms": transforms}],
+            "outputs": {"out": {"shape": [8, 128], "dtype": "float32"}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": copy.deepcopy(body)}],
+        },
+    }
+    if mesh:
+        d["device_mesh"] = mesh
+    return d
+
+
+_PEER = {"op": "remote_ref", "device": {"dev": 0}}
+_FILL_X = [{"op": "fill", "dst": "x_ref", "value": 1.0}]
+
+CASES = {
+    "peer-copied": _arg_view([_PEER]),
+    "peer-linear-id": _arg_view([{"op": "remote_ref", "device": 1}]),
+    "peer-unused": _arg_view([_PEER], body=[{"op": "fill", "dst": "out", "value": 1.0}]),
+    "sliced-peer-filled": _arg_view([{"op": "at", "index": [[0, 4]]}, _PEER], body=_FILL_X),
+    "peer-no-mesh": _arg_view([_PEER], mesh=None),
+    "peer-two-programs": {
+        **_arg_view([_PEER]),
+        "call": {
+            **_arg_view([_PEER])["call"],
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": _COPY}] * 2,
+        },
+    },
+    "peer-plgpu": _arg_view([_PEER], entry="plgpu.kernel"),
+    "multicast": _arg_view([{"op": "multicast_ref", "axes": ["dev"]}]),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_answers() -> dict[str, dict[str, Any]]:
+    return answers(CASES)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_argument_view_agrees_with_jax(name: str, jax_answers) -> None:
+    assert_agrees(CASES[name], jax_answers[name])
+
+
+FIXED = ("peer-copied", "peer-linear-id", "peer-unused", "sliced-peer-filled", "peer-no-mesh")
+
+
+@pytest.fixture(scope="module")
+def fixed() -> dict[str, dict[str, Any]]:
+    out = {}
+    for name in FIXED:
+        s = load_scenario(copy.deepcopy(CASES[name]))
+        d = next(x for x in check(s) if x.is_error)
+        assert d.code == "CAPTURED_SCALAR" and d.fix is not None, d
+        out[name] = fixes.apply_fix(s, d.fix).to_dict()
+    return out
+
+
+@pytest.fixture(scope="module")
+def jax_fixed(fixed) -> dict[str, dict[str, Any]]:
+    return answers(fixed)
+
+
+@pytest.mark.parametrize("name", FIXED)
+def test_the_view_made_in_the_body_is_what_jax_then_says(name: str, fixed, jax_fixed) -> None:
+    assert_agrees(fixed[name], jax_fixed[name])
+    left = [d.code for d in check(load_scenario(copy.deepcopy(fixed[name]))) if d.is_error]
+    assert "CAPTURED_SCALAR" not in left
