@@ -96,3 +96,40 @@ def test_the_view_made_in_the_body_is_what_jax_then_says(name: str, fixed, jax_f
     assert_agrees(fixed[name], jax_fixed[name])
     left = [d.code for d in check(load_scenario(copy.deepcopy(fixed[name]))) if d.is_error]
     assert "CAPTURED_SCALAR" not in left
+
+
+# ------------------------------------------ an array's update helper passed as an operand
+
+
+def _helper(index: list[Any], before: tuple[dict[str, Any], ...] = (), **kw: Any) -> dict[str, Any]:
+    """``x.at[index]`` of the plain array ``x`` (after the array methods ``before``)
+    passed to the kernel: JAX prints the array's type and the helper's index."""
+    d = _arg_view([*before, {"op": "at", "index": index}], mesh=None)
+    d["buffers"]["x"].update(as_ref=False, **kw)
+    return d
+
+
+HELPERS = {
+    "slice": _helper([[0, 4]]),
+    "two-slices": _helper([[0, 4], [0, 8]]),
+    "int": _helper([0]),
+    "negative-int": _helper([-1]),
+    "int-and-slice": _helper([1, [0, 8]]),
+    "whole": _helper([None]),
+    "open-slice": _helper([[None, 4]]),
+    "pl-ds": _helper([{"ds": [0, 4]}]),
+    "float64": _helper([[0, 4]], dtype="float64"),
+    "flattened-first": _helper([[0, 4]], ({"op": "reshape", "shape": [-1]},)),
+    "transposed-first": _helper([[0, 4]], ({"op": "transpose", "perm": [1, 0]},)),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_helpers() -> dict[str, dict[str, Any]]:
+    return answers(HELPERS, ("build", "trace"))
+
+
+@pytest.mark.parametrize("name", list(HELPERS))
+def test_an_update_helper_operand_is_printed_as_jax_prints_it(name: str, jax_helpers) -> None:
+    assert jax_helpers[name]["code"] == "ARG_TRANSFORM_ON_ARRAY", jax_helpers[name]
+    assert_agrees(HELPERS[name], jax_helpers[name])

@@ -244,13 +244,14 @@ class GmemCopyLowering(Protocol):
 class ArrayValue(Protocol):
     """A plain array (``jax.Array``, not a Ref) a transform is applied to outside the
     kernel (``validate.arrays.ArrayResult``): ``updater`` once ``x.at[...]`` made it an
-    update helper; ``spec``: how each dim is sharded over the device mesh's axes
-    (``ShardSpec``; None where the array is not sharded or where it went is not followed),
-    with the mesh's axis sizes (``mesh``)."""
+    update helper (``helper_index``: its index as JAX prints it); ``spec``: how each dim
+    is sharded over the device mesh's axes (``ShardSpec``; None where the array is not
+    sharded or where it went is not followed), with the mesh's axis sizes (``mesh``)."""
 
     shape: tuple[int, ...]
     dtype: str
     updater: bool
+    helper_index: str
     spec: ShardSpec | None
     mesh: Mapping[str, int]
 

@@ -364,6 +364,9 @@ class At(TransformOp):
                     "axis_index under `jax.shard_map`.",
                 )
         a.updater = True
+        # (the index ``__getitem__`` was given: one entry itself, several a tuple)
+        entries = [_entry_repr(e) for e in self.index]
+        a.helper_index = entries[0] if len(entries) == 1 else f"({', '.join(entries)})"
         return None
 
     def unbound_axis(self, bound: frozenset[str] | set[str]) -> str | None:

@@ -20,6 +20,7 @@ class ArrayResult:
     shape: tuple[int, ...]
     dtype: str
     updater: bool = False  # an ``x.at[...]`` helper, not an array
+    helper_index: str = ""  # (the helper's index, as JAX prints it)
     error: tuple[str, str, str, str] | None = None  # (code, type, message, path)
     #: each dim's sharding over the device mesh (None: not sharded, or not followed)
     spec: ShardSpec | None = None

@@ -348,12 +348,13 @@ def _bad_operands(ctx: Ctx, updaters: list[tuple[int, int, str]], plgpu: bool) -
             "accepts arrays and Refs but not views of Refs: make the view inside the body.",
         )
         return True
-    shape = ",".join(map(str, b.shape))
+    r = ctx.array_errors[(i, j)]  # (the array as it was when ``.at`` made the helper)
+    shape = sharding.typed_dims(r.shape, r.spec)
     ctx.jax(
         "ARG_TRANSFORM_ON_ARRAY",
         path,
-        f"Argument '_IndexUpdateRef(JitTracer({b.dtype}[{shape}]), ...)' of type "
-        "'<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not a valid JAX type",
+        f"Argument '_IndexUpdateRef(JitTracer({r.dtype}[{shape}]), {r.helper_index})' of "
+        "type '<class 'jax._src.numpy.array_methods._IndexUpdateRef'>' is not a valid JAX type",
         explanation=f"`.at[...]` of buffer {buf!r}, a plain array, is the array's update "
         "helper, not a view: set `as_ref: true`, or make the view inside the body.",
         fix=Fix(
