@@ -96,6 +96,9 @@ ARRAY_METHODS = {
     "dim1-split": _global([_r(8, 2, 128)], _at([0, 4]), [None, "dev"]),
     "replicated": _global([], _at([0, 4]), [None, None]),
     "replicated-whole": _global([], [], [None, None]),
+    # (a spec naming an axis the mesh lacks, then reshaped: the spec's error, no crash)
+    "unknown-axis-reshaped": _global([_r(-1)], [], ["zz", None]),
+    "axes-split-over-dims": _global([_r(2, 8, 128)], [], [["dev"], None]),
     # Refs: JAX asks their sharding when the call is lowered
     "ref-whole": _global([], [], as_ref=True),
     "ref-replicated": _global([], _at([0, 4]), [None, None], as_ref=True),

@@ -586,7 +586,10 @@ def _global_spec(s: Scenario, ndim: int, buffer: str | None = None) -> ShardSpec
     partition spec), else (a capture) dim 0 over every axis."""
     axes = s.device_mesh or {}
     spec = s.buffer_spec(buffer) if buffer is not None else None
-    return tuple(sharding.part(e) for e in sharding.entries(spec, ndim, axes))
+    # (an axis the mesh lacks is the build rule's error, which stops the check first)
+    return tuple(
+        sharding.part([n for n in e if n in axes]) for e in sharding.entries(spec, ndim, axes)
+    )
 
 
 def _sharded(spec: ShardSpec) -> ShardSpec | None:
