@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,28 +72,37 @@ def _place_at(stage: str, path: str) -> tuple[int, int, tuple[tuple[int, Any], .
     return STAGE_ORDER.get(stage, len(STAGE_ORDER)), int(in_body), parts
 
 
-def _judge(
-    d: Diagnostic,
-    before: list[Diagnostic],
-    after: list[Diagnostic],
-    place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place,
-) -> bool:
-    """Whether a fix of ``d`` is worth offering: where the check could see before (up to
-    ``d``, where JAX stopped) it leaves fewer errors (a warning's fix: fewer warnings and
-    no more errors) and no code that was not there. What it uncovers further on (where
-    JAX never got before) is the next step, not a trade. ``place``: where JAX meets a
-    diagnostic (``_place``)."""
-    here = place(d)
-    seen_before = [x for x in before if place(x) <= here]
-    seen_after = [x for x in after if place(x) <= here]
-    if {x.code for x in seen_after} - {x.code for x in before}:
-        return False  # it trades one problem for another
-    e0 = sum(x.is_error for x in seen_before)
-    e1 = sum(x.is_error for x in seen_after)
-    if d.is_error:
-        return e1 < e0
-    w0, w1 = len(seen_before) - e0, len(seen_after) - e1
-    return e1 <= e0 and w1 < w0
+class _Before:
+    """What the check saw before a fix of ``d`` (``before``: every diagnostic of the
+    scenario), counted once for all the fixes of ``d`` (``better`` judges each one's
+    check). ``place``: where JAX meets a diagnostic (``_place``)."""
+
+    def __init__(
+        self,
+        d: Diagnostic,
+        before: list[Diagnostic],
+        place: Callable[[Diagnostic], tuple[int, int, tuple[tuple[int, Any], ...]]] = _place,
+    ) -> None:
+        self.d, self.place = d, place
+        self.here = place(d)
+        seen = [x for x in before if place(x) <= self.here]
+        self.codes = {x.code for x in before}
+        self.errors = sum(x.is_error for x in seen)
+        self.warnings = len(seen) - self.errors
+
+    def better(self, after: Iterable[Diagnostic]) -> bool:
+        """Whether a fix of ``d`` whose check says ``after`` is worth offering: where
+        the check could see before (up to ``d``, where JAX stopped) it leaves fewer
+        errors (a warning's fix: fewer warnings and no more errors) and no code that
+        was not there. What it uncovers further on (where JAX never got before) is the
+        next step, not a trade."""
+        seen = [x for x in after if self.place(x) <= self.here]
+        if {x.code for x in seen} - self.codes:
+            return False  # it trades one problem for another
+        errors = sum(x.is_error for x in seen)
+        if self.d.is_error:
+            return errors < self.errors
+        return errors <= self.errors and len(seen) - errors < self.warnings
 
 
 def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -108,10 +117,11 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
             out.append(d)
             continue
         trials = trials or _Trials(scenario)
+        before = _Before(d, diags)
         ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
         for k, fix in enumerate(options):
             got = trials.checked(fix)
-            if got is None or not _judge(d, diags, list(got)):
+            if got is None or not before.better(got):
                 continue
             left = [x.code for x in got if x.is_error]
             errors, warnings = len(left), len(got) - len(left)
@@ -143,34 +153,42 @@ def proposed(scenario: Scenario, d: Diagnostic) -> tuple[list[Fix], str]:
 
 
 class _Trials:
-    """The candidate fixes of one scenario, each distinct one (by its edits) built,
-    validated and checked once (``recheck.candidate``, by content across checks), over
-    the scenario's JSON form made once (``data``, shared by every candidate's; ``base``,
-    its content key: a candidate with the same key changes nothing and is not checked)."""
+    """The candidate fixes of one scenario, each distinct one (by content) built,
+    validated and checked once (``recheck.candidate``: the same content is found, not
+    checked again, whichever fix made it), over the scenario's JSON form made once
+    (``data``, shared by every candidate's)."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.data = scenario.to_dict()
-        self.base = content_key(self.data)
-        self._found: dict[str, tuple[Diagnostic, ...] | None] = {}
+        self._key: str | None = None
 
     def checked(self, fix: Fix) -> tuple[Diagnostic, ...] | None:
         """What the check says of the scenario with ``fix`` applied, None when the fix
         does not apply or makes no scenario, or changes nothing (it cannot leave fewer
         problems)."""
-        key = fix.model_dump_json(include={"edits"})
-        if key in self._found:
-            return self._found[key]
-        got = None
         try:
             data = _fixed_data(self.scenario, fix, self.data)
         except Exception:  # a fix that does not apply is not offered
-            data = None
-        if data is not None and (content := content_key(data)) != self.base:
-            found = candidate(data, content, lambda: edited(self.scenario, fix.edits))
-            got = None if found is None else found.diagnostics
-        self._found[key] = got
-        return got
+            return None
+        content = content_key(data)
+        if self._same(data, content):
+            return None
+        found = candidate(data, content, lambda: edited(self.scenario, fix.edits))
+        return None if found is None else found.diagnostics
+
+    def _same(self, data: dict[str, Any], content: str) -> bool:
+        """Whether a candidate's JSON form ``data`` (its content key ``content``) is the
+        scenario's own content. Content keys that are equal are of equal forms, so one
+        that differs (``==`` looks only along the edits' paths: the rest is shared) is
+        not the same; only one equal to it needs the scenario's key, made then. (A form
+        unequal by ``==`` whose key is the same, a NaN or a tuple for a list in an edit's
+        value, is checked: it says what the scenario says, which is not better.)"""
+        if data != self.data:
+            return False
+        if self._key is None:
+            self._key = content_key(self.data)
+        return content == self._key
 
 
 #: how many fixes ``fix_all`` applies at most before it stops

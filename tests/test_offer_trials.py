@@ -1,0 +1,68 @@
+"""``fixes.offer``'s candidates (``fixes._Trials``): each distinct content is checked
+once, a fix that changes nothing is not checked, and what a candidate's check says is
+what a fresh check of the fixed scenario says."""
+
+from __future__ import annotations
+
+from mpmd_lab import fixes, gallery, recheck, validate
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
+from mpmd_lab.scenario import Scenario, load_scenario
+
+
+def _fresh_check(s: Scenario) -> tuple[Diagnostic, ...]:
+    """The rules' diagnostics of ``s`` checked afresh (from its JSON text, no cache)."""
+    fixes.clear_cache()
+    return tuple(validate.analyze(load_scenario(s.to_json()), fixes=False).diagnostics)
+
+
+def test_a_fix_proposed_twice_is_checked_once_and_says_what_a_fresh_check_says() -> None:
+    s = gallery.load("dup-ref")
+    (d,) = [d for d in validate.analyze(s, fixes=False).diagnostics if d.fix is not None]
+    assert d.fix is not None
+    twin = Fix(description="the same edits, said otherwise", edits=list(d.fix.edits))
+    fixes.clear_cache()
+    trials = fixes._Trials(s)
+    checks = recheck.CHECKS
+    got = trials.checked(d.fix)
+    assert recheck.CHECKS == checks + 1
+    assert trials.checked(twin) == got and recheck.CHECKS == checks + 1  # (by content)
+    assert got == _fresh_check(fixes.apply_fix(s, d.fix))
+    # no edit: the scenario's own content, not the candidate's kept check
+    assert trials.checked(Fix(description="nothing", edits=[])) is None
+
+
+def test_a_fix_that_changes_nothing_is_neither_checked_nor_offered() -> None:
+    s = gallery.load("dup-ref")
+    fixes.clear_cache()
+    trials = fixes._Trials(s)
+    checks = recheck.CHECKS
+    same = Fix(
+        description="write what is there",
+        edits=[
+            Edit(op="replace", path="name", value=s.name),
+            Edit(op="replace", path="call.programs", value=s.to_dict()["call"]["programs"]),
+        ],
+    )
+    assert trials.checked(same) is None and recheck.CHECKS == checks
+    # a value equal by ``==`` but another content (a float for an int) is not the same
+    ((axis, size),) = s.to_dict()["call"]["programs"][0]["mesh"]["grid"].items()
+    path = f"call.programs[0].mesh.grid.{axis}"
+    floated = Fix(
+        description="a float size", edits=[Edit(op="replace", path=path, value=1.0 * size)]
+    )
+    trials.checked(floated)  # (checked: whatever it says, it is not the same content)
+    assert recheck.CHECKS == checks + 1
+
+
+def test_an_edited_scenario_is_checked_not_found_as_the_original() -> None:
+    """A candidate keyed by its own content: a fix of a scenario whose original was
+    kept as a candidate before gets its own check, not the original's."""
+    s = gallery.load("two-block-race")
+    fixes.clear_cache()
+    recheck.candidate(s.to_dict())  # the original kept by content
+    diags = validate.analyze(s, fixes=False).diagnostics
+    offered = fixes.offer(s, list(diags))
+    fix = next(f for d in offered for f in d.fixes)
+    after = fixes._Trials(s).checked(fix)
+    assert after is not None and after != tuple(diags)
+    assert after == _fresh_check(fixes.apply_fix(s, fix))
