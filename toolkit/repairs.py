@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mpmd_lab import dtypes
-from mpmd_lab.diagnostics import Diagnostic, Edit, Fix, apply_edit
+from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fields import format_path, get_path
 from mpmd_lab.ops import (
     Add,
@@ -37,7 +37,7 @@ from mpmd_lab.ops import (
 )
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.compute import Compute
-from mpmd_lab.recheck import checked
+from mpmd_lab.recheck import checked, with_edits
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
 
@@ -514,7 +514,8 @@ def _plain_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt_path = at.group(1)
-    stmt = get_path(s.to_dict(), stmt_path)
+    data = s.to_dict()  # (made once: the statement and its body are read from it)
+    stmt = get_path(data, stmt_path)
     if "src" not in stmt or "dst" not in stmt:
         return []
     edits = [
@@ -526,7 +527,7 @@ def _plain_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
     bar = stmt.get("barrier")
     parent = stmt_path.rpartition("[")[0]
-    body = get_path(s.to_dict(), parent)
+    body = get_path(data, parent)
     # (a plain copy arrives on no barrier: the waits for it go too, last first)
     for k in range(len(body) - 1, -1, -1):
         if (
@@ -565,7 +566,8 @@ def _own_barrier(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt_path = at.group(1)
-    stmt = get_path(s.to_dict(), stmt_path)
+    data = s.to_dict()  # (made once: the statement and its body are read from it)
+    stmt = get_path(data, stmt_path)
     if stmt.get("op") != "copy_gmem_to_smem":
         return []
     bar = _fresh(s, "bar")
@@ -574,7 +576,7 @@ def _own_barrier(s: Scenario, d: Diagnostic) -> list[Fix]:
     edits.append(Edit(op="replace", path=f"{stmt_path}.barrier", value=bar))
     parent, _, last = stmt_path.rpartition("[")
     j = int(last.rstrip("]"))
-    body = get_path(s.to_dict(), parent)
+    body = get_path(data, parent)
     waits = [
         k
         for k, st in enumerate(body)
@@ -872,11 +874,12 @@ def _grown(
     finds the same access past the new end (the first actor it reports is not always
     the one reaching furthest: device 2 of 4 before device 3). At most GROW_ROUNDS
     rechecks: an access that walks past each new end (a loop whose bound is loaded from
-    a huge table value) never fits, and each recheck is a whole check."""
+    a huge table value) never fits, and each recheck is a whole check. (The scenario's
+    JSON form is made once: each round's copies only the path to the shape.)"""
+    base = s.to_dict()
     for _ in range(GROW_ROUNDS):
         shape = [*shape[:dim], need, *shape[dim + 1 :]]
-        data = s.to_dict()
-        apply_edit(data, Edit(op="replace", path=path, value=shape))
+        data = with_edits(base, [Edit(op="replace", path=path, value=shape)])
         again = [
             int(m.group(2))
             for x in checked(data) or ()
@@ -1423,12 +1426,13 @@ def _reshape_the_buffer(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []  # (dim 0 over the devices keeps each device's elements; another spec may not)
     if sum(isinstance(a, BufferArg) and a.buffer == buffer for a in s.call.args) != 1:
         return []
-    if _mentions(s.to_dict()["call"]["programs"], let.ref) != 1:
+    data = s.to_dict()  # (made once: read twice)
+    if _mentions(data["call"]["programs"], let.ref) != 1:
         return []  # (the argument is read elsewhere as it is)
     size = 1
     for n in s.buffers[buffer].shape:
         size *= n
-    shape = list(get_path(s.to_dict(), f"{path}.transforms")[-1]["shape"])
+    shape = list(get_path(data, f"{path}.transforms")[-1]["shape"])
     known = 1
     for n in shape:
         known *= n if n != -1 else 1
