@@ -66,3 +66,51 @@ def test_an_edited_scenario_is_checked_not_found_as_the_original() -> None:
     after = fixes._Trials(s).checked(fix)
     assert after is not None and after != tuple(diags)
     assert after == _fresh_check(fixes.apply_fix(s, fix))
+
+
+def test_one_form_is_shared_within_an_offer_and_only_for_its_scenario() -> None:
+    """``recheck.form_of``: while ``one_form(s)`` holds, every call for ``s`` gets the one
+    form (made once, equal to a fresh ``to_dict``); another scenario, even an edit of
+    ``s`` or a copy of the same content, gets its own fresh form; outside, each call is
+    fresh."""
+    s = gallery.load("two-block-race")
+    assert recheck.form_of(s) is not recheck.form_of(s)
+    edited = fixes.apply_fix(
+        s, Fix(description="rename", edits=[Edit(op="replace", path="name", value="x")])
+    )
+    same = load_scenario(s.to_json())
+    with recheck.one_form(s):
+        form = recheck.form_of(s)
+        assert recheck.form_of(s) is form and form == s.to_dict()
+        assert recheck.form_of(edited) == edited.to_dict() != form
+        assert recheck.form_of(same) is not form
+        assert fixes._Trials(s).data is form
+    assert recheck.form_of(s) is not form
+
+
+def test_the_repairs_and_the_trials_leave_the_shared_form_as_it_was() -> None:
+    """What sharing one form needs: nothing an offer runs (the rules' fixes, the repairs,
+    the candidates' edits) changes the form it reads, over the gallery and every
+    scenario of a code."""
+    import copy
+    from pathlib import Path
+
+    from mpmd_lab.scenario import ScenarioError
+
+    paths = [gallery.path_of(n) for n in gallery.names()]
+    paths += sorted((Path(__file__).parent / "scenarios" / "codes").glob("*.json"))
+    offered = 0
+    for p in paths:
+        try:
+            s = load_scenario(p.read_text())
+        except ScenarioError:
+            continue
+        fixes.clear_cache()
+        diags = list(validate.analyze(s, fixes=False).diagnostics)
+        with recheck.one_form(s):
+            form = recheck.form_of(s)
+            before = copy.deepcopy(form)
+            got = fixes._offer(s, diags)
+            assert form == before == s.to_dict(), p.name
+        offered += any(d.fixes for d in got)
+    assert offered > 50

@@ -31,7 +31,9 @@ from mpmd_lab.recheck import (
     clear_cache,
     content_key,
     edited,
+    form_of,
     known,
+    one_form,
     renamed,
     scenario_of,
     with_edits,
@@ -109,6 +111,12 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
+    with one_form(scenario):  # (its JSON form: made once, for the repairs and the trials)
+        return _offer(scenario, diags)
+
+
+def _offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """``offer``, inside ``one_form(scenario)``."""
     trials: _Trials | None = None  # (made with the first fix to try)
     out: list[Diagnostic] = []
     for d in diags:
@@ -156,11 +164,11 @@ class _Trials:
     """The candidate fixes of one scenario, each distinct one (by content) built,
     validated and checked once (``recheck.candidate``: the same content is found, not
     checked again, whichever fix made it), over the scenario's JSON form made once
-    (``data``, shared by every candidate's)."""
+    (``data``, shared by every candidate's, and with the repairs: ``recheck.form_of``)."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.data = scenario.to_dict()
+        self.data = form_of(scenario)
         self._key: str | None = None
 
     def checked(self, fix: Fix) -> tuple[Diagnostic, ...] | None:

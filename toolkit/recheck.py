@@ -73,6 +73,50 @@ class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock
         _METER.pop()
 
 
+class _Form:
+    """A scenario and its JSON form, made at the first ``form_of`` (None until then)."""
+
+    __slots__ = ("data", "scenario")
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.data: dict[str, Any] | None = None
+
+
+#: the scenario whose JSON form ``form_of`` shares (``one_form``)
+_FORM: list[_Form] = []
+
+
+class one_form:  # noqa: N801 - used as a function: ``with one_form(scenario):``
+    """While inside, ``form_of(scenario)`` is one JSON form of ``scenario``, made at the
+    first call and then shared by every caller (``fixes.offer``'s candidates, the repairs
+    that read it), which only read it: an edit copies what it changes (``with_edits``),
+    and a part a repair takes into a fix's value is shared as it is (as it was with the
+    repair's own form: edits' values are never changed)."""
+
+    __slots__ = ("form",)
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.form = _Form(scenario)
+
+    def __enter__(self) -> None:
+        _FORM.append(self.form)
+
+    def __exit__(self, *exc: object) -> None:
+        _FORM.pop()
+
+
+def form_of(s: Scenario) -> dict[str, Any]:
+    """The JSON form of ``s`` to read, not to change: while ``one_form(s)`` holds, the one
+    it shares (made once), else ``s.to_dict()``."""
+    form = _FORM[-1] if _FORM else None
+    if form is None or form.scenario is not s:
+        return s.to_dict()
+    if form.data is None:
+        form.data = s.to_dict()
+    return form.data
+
+
 def content_key(data: dict[str, Any]) -> str:
     """What a scenario's JSON form is, as a key: the same content, the same key. Its
     keys stay in their order (the order of buffers, outputs and scratch is the

@@ -37,7 +37,7 @@ from mpmd_lab.ops import (
 )
 from mpmd_lab.ops import values as V
 from mpmd_lab.ops.compute import Compute
-from mpmd_lab.recheck import checked, with_edits
+from mpmd_lab.recheck import checked, form_of, with_edits
 from mpmd_lab.scenario import BufferArg, Scenario
 from mpmd_lab.validate.fixes_for import capture_to_arg
 
@@ -74,7 +74,7 @@ def _device_wrap(s: Scenario, d: Diagnostic) -> list[Fix]:
     value = get_path(s, d.path)
     if isinstance(value, bool) or not size or not isinstance(value, int | str):
         return []
-    data = s.to_dict()
+    data = form_of(s)
     paths = [
         f"{p}{sub}"
         for p, v in _device_fields(data)
@@ -138,7 +138,11 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         j, let = lets[-1]
         t = let.transforms[-1]
         if isinstance(t, At):
-            index = _json_of(t)["index"]
+            tpath = (
+                f"{stmt_path.split('.body[')[0]}.body[{j}].transforms"
+                f"[{len(let.transforms) - 1}].index"
+            )
+            index = get_path(form_of(s), tpath)
             for k, entry in enumerate(index):
                 size = _const_size(entry)
                 if size is None:
@@ -149,10 +153,6 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
                     else {"block": axis, "size": size}
                 )
                 new = [*index[:k], tile, *index[k + 1 :]]
-                tpath = (
-                    f"{stmt_path.split('.body[')[0]}.body[{j}].transforms"
-                    f"[{len(let.transforms) - 1}].index"
-                )
                 out.append(
                     Fix(
                         description=f"give each {axis} its own tile of {let.let!r}: "
@@ -160,7 +160,7 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
                         edits=[Edit(op="replace", path=tpath, value=new)],
                     )
                 )
-    stmt = _json_of(get_path(s, stmt_path))
+    stmt = get_path(form_of(s), stmt_path)
     out.append(
         Fix(
             description=f"let only {cond} write (the others wrote the same elements)",
@@ -174,12 +174,6 @@ def _race_split(s: Scenario, d: Diagnostic) -> list[Fix]:
         )
     )
     return out
-
-
-def _json_of(part: Any) -> Any:
-    """A part of a scenario (an op, a statement) in the scenario's JSON form
-    (``Scenario.to_dict``), without dumping the whole scenario."""
-    return part.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
 def _const_size(entry: Any) -> int | None:
@@ -318,7 +312,7 @@ def _resize_view(s: Scenario, program: int, name: str, want: list[int]) -> list[
         return []
     table, key, _ = root
     shape = list(getattr(get_path(s, f"{table}.{key}"), "shape", None) or [])
-    index = get_path(s.to_dict(), f"{path}.transforms[0].index")
+    index = get_path(form_of(s), f"{path}.transforms[0].index")
     if len(index) != len(want) or len(shape) < len(index):
         return []
     new = []
@@ -364,7 +358,7 @@ def _reshape_infer(s: Scenario, d: Diagnostic) -> list[Fix]:
     lead = 1
     for x in asked[:-1]:
         lead *= x
-    step = get_path(s.to_dict(), d.path)
+    step = get_path(form_of(s), d.path)
     if not asked or step.get("op") != "reshape" or lead == 0 or total % lead:
         return []
     new = [*asked[:-1], -1]
@@ -393,7 +387,7 @@ def _swizzle_value(s: Scenario, d: Diagnostic) -> list[Fix]:
 
 def _slice_inside(s: Scenario, d: Diagnostic) -> list[Fix]:
     """AT_NEGATIVE_SLICE: a slice starting before 0 starts at 0, keeping its size."""
-    entry = get_path(s.to_dict(), d.path)
+    entry = get_path(form_of(s), d.path)
     if isinstance(entry, dict) and "ds" in entry and isinstance(entry["ds"][0], int):
         size = entry["ds"][1]
         new: Any = {"ds": [0, size]}
@@ -421,7 +415,7 @@ def _tile_align(s: Scenario, d: Diagnostic) -> list[Fix]:
     start, size, tile = (int(x) for x in m.groups())
     if size % tile:
         return []
-    index = get_path(s.to_dict(), f"{d.path}.index")
+    index = get_path(form_of(s), f"{d.path}.index")
     out = []
     for k, e in enumerate(index):
         if isinstance(e, dict) and e.get("ds") == [start, size]:
@@ -443,7 +437,7 @@ def _async_store(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt_path = at.group(1)
-    stmt = get_path(s.to_dict(), stmt_path)
+    stmt = get_path(form_of(s), stmt_path)
     if stmt.get("op") != "copy":
         return []
     root = _root(s, int(at.group(2)), stmt["src"])
@@ -514,7 +508,7 @@ def _plain_copy(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt_path = at.group(1)
-    data = s.to_dict()  # (made once: the statement and its body are read from it)
+    data = form_of(s)  # (made once: the statement and its body are read from it)
     stmt = get_path(data, stmt_path)
     if "src" not in stmt or "dst" not in stmt:
         return []
@@ -566,7 +560,7 @@ def _own_barrier(s: Scenario, d: Diagnostic) -> list[Fix]:
     if at is None:
         return []
     stmt_path = at.group(1)
-    data = s.to_dict()  # (made once: the statement and its body are read from it)
+    data = form_of(s)  # (made once: the statement and its body are read from it)
     stmt = get_path(data, stmt_path)
     if stmt.get("op") != "copy_gmem_to_smem":
         return []
@@ -675,7 +669,7 @@ _TRAILING = re.compile(r"Swizzle (\d+) requires the trailing dimension to be of 
 def _swizzle_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
     """SWIZZLE_TRAILING_DIM: the swizzle as wide as the trailing dimension's bytes."""
     m = _TRAILING.search(d.message)
-    step = get_path(s.to_dict(), d.path)
+    step = get_path(form_of(s), d.path)
     shape = re.search(r"got shape: \(([\d, ]+)\)", d.message)
     if m is None or shape is None or step.get("op") != "swizzle":
         return []
@@ -769,7 +763,7 @@ def _device_by_axes(s: Scenario, d: Diagnostic) -> list[Fix]:
     mesh = dict(s.device_mesh or {})
     if len(mesh) < 2:
         return []
-    paths = [(p, v) for p, v in _device_fields(s.to_dict()) if isinstance(v, int | str)]
+    paths = [(p, v) for p, v in _device_fields(form_of(s)) if isinstance(v, int | str)]
     if not paths or isinstance(paths[0][1], bool):
         return []
     edits = []
@@ -810,7 +804,7 @@ def _define_first(s: Scenario, d: Diagnostic) -> list[Fix]:
     use, defined = int(last.rstrip("]")), int(m.group(2))
     if defined <= use or parent.count(".body[") > 0:
         return []
-    let = get_path(s.to_dict(), f"{parent}[{defined}]")
+    let = get_path(form_of(s), f"{parent}[{defined}]")
     return [
         Fix(
             description=f"define the view {m.group(1)!r} before its first use "
@@ -876,7 +870,7 @@ def _grown(
     rechecks: an access that walks past each new end (a loop whose bound is loaded from
     a huge table value) never fits, and each recheck is a whole check. (The scenario's
     JSON form is made once: each round's copies only the path to the shape.)"""
-    base = s.to_dict()
+    base = form_of(s)
     for _ in range(GROW_ROUNDS):
         shape = [*shape[:dim], need, *shape[dim + 1 :]]
         data = with_edits(base, [Edit(op="replace", path=path, value=shape)])
@@ -1042,7 +1036,7 @@ def _no_zero_fill(s: Scenario, d: Diagnostic) -> list[Fix]:
 
 def _tile_then_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
     """SMEM_TRANSFORMS_ORDER: a scratch's layout takes its tiling before its swizzle."""
-    steps = get_path(s.to_dict(), d.path)
+    steps = get_path(form_of(s), d.path)
     if not isinstance(steps, list):
         return []
     order = sorted(steps, key=lambda t: {"tiling": 0, "swizzle": 1}.get(t.get("op"), 2))
@@ -1347,7 +1341,7 @@ def _own_param(s: Scenario, d: Diagnostic) -> list[Fix]:
 def _barrier_flat_index(s: Scenario, d: Diagnostic) -> list[Fix]:
     """BARRIER_TRANSFORM: a barrier array reshaped, then indexed by constants, is indexed
     at the flat (row-major) position instead (barriers take only indexing)."""
-    steps = get_path(s.to_dict(), d.path.rpartition("[")[0])
+    steps = get_path(form_of(s), d.path.rpartition("[")[0])
     if len(steps) != 2 or steps[0].get("op") != "reshape" or steps[1].get("op") != "at":
         return []
     shape, index = steps[0]["shape"], steps[1]["index"]
@@ -1426,7 +1420,7 @@ def _reshape_the_buffer(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []  # (dim 0 over the devices keeps each device's elements; another spec may not)
     if sum(isinstance(a, BufferArg) and a.buffer == buffer for a in s.call.args) != 1:
         return []
-    data = s.to_dict()  # (made once: read twice)
+    data = form_of(s)  # (made once: read twice)
     if _mentions(data["call"]["programs"], let.ref) != 1:
         return []  # (the argument is read elsewhere as it is)
     size = 1
@@ -1490,7 +1484,7 @@ def _tile_for_swizzle(s: Scenario, d: Diagnostic) -> list[Fix]:
     tpath, _, k = d.path.rpartition("[")
     name = tpath.split(".")[2]
     sc = s.call.scratch[name]
-    steps = get_path(s.to_dict(), tpath)
+    steps = get_path(form_of(s), tpath)
     shape = list(getattr(sc, "shape", []))
     if any(t.get("op") == "tiling" for t in steps) or len(shape) < 2:
         return []
@@ -1687,7 +1681,7 @@ def _store_plainly(s: Scenario, d: Diagnostic) -> list[Fix]:
     at = _AT_STMT.match(d.path)
     if at is None:
         return []
-    stmt = get_path(s.to_dict(), at.group(1))
+    stmt = get_path(form_of(s), at.group(1))
     if stmt.get("op") != "tma_store":
         return []
     return [
@@ -2011,7 +2005,7 @@ def _reshape_fits(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []
     path, program, k = m.group(1), int(m.group(2)), int(m.group(3))
     let = get_path(s, path)
-    step = get_path(s.to_dict(), d.path)
+    step = get_path(form_of(s), d.path)
     if not isinstance(let, Let) or step.get("op") != "reshape":
         return []
     asked = list(step["shape"])
@@ -2076,7 +2070,7 @@ def _one_program(s: Scenario, d: Diagnostic) -> list[Fix]:
     meshes = {(tuple(p.mesh.grid.items()), tuple(p.mesh.cluster.items())) for p in progs}
     if len(progs) < 2 or len(meshes) != 1 or any(p.mesh.threads is not None for p in progs):
         return []
-    data = s.to_dict()
+    data = form_of(s)
     axes = {*progs[0].mesh.grid, *progs[0].mesh.cluster, *(s.device_mesh or {})}
     wg = next(n for n in ("wg", "role", "program", "prog_k") if n not in axes)
     body = [
@@ -2419,7 +2413,7 @@ def _bitcast_the_value(s: Scenario, d: Diagnostic) -> list[Fix]:
         return []
     value = f"lax.bitcast_convert_type({src}[...], {dtypes.jnp_expr(new)})"
     edits = [Edit(op="remove", path=f"{let_path}.transforms[{at_step}]")]
-    uses = _mentions(s.to_dict()["call"]["programs"][program]["body"], src)
+    uses = _mentions(form_of(s)["call"]["programs"][program]["body"], src)
     if uses > 2:  # (the view serves other statements too: a view without the bitcast)
         plain = _fresh(s, f"{src}_{old}")
         steps = [t.model_dump(mode="json") for k, t in enumerate(let.transforms) if k != at_step]
