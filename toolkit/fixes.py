@@ -111,38 +111,35 @@ def offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
     """``diags`` with only the fixes that make things better, best first (``fix`` is the
     best one; each fix's ``after`` says what errors are left), and unknown names' "did
     you mean" hints and renames."""
+    if not diags:
+        return []
     with one_form(scenario):  # (its JSON form: made once, for the repairs and the trials)
-        return _offer(scenario, diags)
-
-
-def _offer(scenario: Scenario, diags: list[Diagnostic]) -> list[Diagnostic]:
-    """``offer``, inside ``one_form(scenario)``."""
-    trials: _Trials | None = None  # (made with the first fix to try)
-    out: list[Diagnostic] = []
-    for d in diags:
-        options, message = proposed(scenario, d)
-        if not options and message == d.message:
-            out.append(d)
-            continue
-        trials = trials or _Trials(scenario)
-        before = _Before(d, diags)
-        ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
-        for k, fix in enumerate(options):
-            got = trials.checked(fix)
-            if got is None or not before.better(got):
+        trials: _Trials | None = None  # (made with the first fix to try)
+        out: list[Diagnostic] = []
+        for d in diags:
+            options, message = proposed(scenario, d)
+            if not options and message == d.message:
+                out.append(d)
                 continue
-            left = [x.code for x in got if x.is_error]
-            errors, warnings = len(left), len(got) - len(left)
-            shown = fix.model_copy(update={"after": list(dict.fromkeys(left))})
-            if all(f.edits != fix.edits for _, f in ranked):
-                ranked.append(((errors, warnings, len(fix.edits), k), shown))
-        kept = [f for _, f in sorted(ranked, key=lambda x: x[0])]
-        out.append(
-            d.model_copy(
-                update={"fix": kept[0] if kept else None, "fixes": kept, "message": message}
+            trials = trials or _Trials(scenario)
+            before = _Before(d, diags)
+            ranked: list[tuple[tuple[int, int, int, int], Fix]] = []
+            for k, fix in enumerate(options):
+                got = trials.checked(fix)
+                if got is None or not before.better(got):
+                    continue
+                left = [x.code for x in got if x.is_error]
+                errors, warnings = len(left), len(got) - len(left)
+                shown = fix.model_copy(update={"after": list(dict.fromkeys(left))})
+                if all(f.edits != fix.edits for _, f in ranked):
+                    ranked.append(((errors, warnings, len(fix.edits), k), shown))
+            kept = [f for _, f in sorted(ranked, key=lambda x: x[0])]
+            out.append(
+                d.model_copy(
+                    update={"fix": kept[0] if kept else None, "fixes": kept, "message": message}
+                )
             )
-        )
-    return out
+        return out
 
 
 def proposed(scenario: Scenario, d: Diagnostic) -> tuple[list[Fix], str]:

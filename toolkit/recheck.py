@@ -73,8 +73,12 @@ class metered:  # noqa: N801 - used as a function: ``with metered(timings, clock
         _METER.pop()
 
 
-class _Form:
-    """A scenario and its JSON form, made at the first ``form_of`` (None until then)."""
+class one_form:  # noqa: N801 - used as a function: ``with one_form(scenario):``
+    """While inside, ``form_of(scenario)`` is one JSON form of ``scenario`` (``data``),
+    made at the first call and then shared by every caller (``fixes.offer``'s candidates,
+    the repairs that read it), which only read it: an edit copies what it changes
+    (``with_edits``), and a part a repair takes into a fix's value is shared as it is
+    (as it was with the repair's own form: edits' values are never changed)."""
 
     __slots__ = ("data", "scenario")
 
@@ -82,28 +86,15 @@ class _Form:
         self.scenario = scenario
         self.data: dict[str, Any] | None = None
 
-
-#: the scenario whose JSON form ``form_of`` shares (``one_form``)
-_FORM: list[_Form] = []
-
-
-class one_form:  # noqa: N801 - used as a function: ``with one_form(scenario):``
-    """While inside, ``form_of(scenario)`` is one JSON form of ``scenario``, made at the
-    first call and then shared by every caller (``fixes.offer``'s candidates, the repairs
-    that read it), which only read it: an edit copies what it changes (``with_edits``),
-    and a part a repair takes into a fix's value is shared as it is (as it was with the
-    repair's own form: edits' values are never changed)."""
-
-    __slots__ = ("form",)
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.form = _Form(scenario)
-
     def __enter__(self) -> None:
-        _FORM.append(self.form)
+        _FORM.append(self)
 
     def __exit__(self, *exc: object) -> None:
         _FORM.pop()
+
+
+#: the scenarios whose JSON form ``form_of`` shares, innermost last (``one_form``)
+_FORM: list[one_form] = []
 
 
 def form_of(s: Scenario) -> dict[str, Any]:
