@@ -120,3 +120,34 @@ def test_the_repairs_and_the_trials_leave_the_shared_form_as_it_was(monkeypatch)
                 assert form.scenario is s and form.data == s.to_dict(), p.name
                 read += 1
     assert read > 50
+
+
+def test_applying_a_fix_in_place_leaves_its_values_as_they_were() -> None:
+    """A fix's values may share parts of the offer's form (and so with another fix's
+    values): applied in place one edit after another (``Session.edit``), no edit of a
+    proposed fix writes into what an earlier edit of it put there (the shared part)."""
+    import copy
+    from pathlib import Path
+
+    from mpmd_lab.diagnostics import apply_edit
+    from mpmd_lab.scenario import ScenarioError
+
+    paths = [gallery.path_of(n) for n in gallery.names()]
+    paths += sorted((Path(__file__).parent / "scenarios" / "codes").glob("*.json"))
+    seen = 0
+    for p in paths:
+        try:
+            s = load_scenario(p.read_text())
+        except ScenarioError:
+            continue
+        for d in validate.analyze(s, fixes=False).diagnostics:
+            with recheck.one_form(s):
+                options, _ = fixes.proposed(s, d)
+            for fix in options:
+                values = copy.deepcopy([e.value for e in fix.edits])
+                data = s.to_dict()
+                for e in fix.edits:
+                    apply_edit(data, e)
+                assert [e.value for e in fix.edits] == values, (p.name, fix.description)
+                seen += 1
+    assert seen > 100
