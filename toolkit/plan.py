@@ -597,6 +597,15 @@ def _sharded(spec: ShardSpec) -> ShardSpec | None:
     return None if all(p is None for p in spec) else spec
 
 
+def _plain_arrays(s: Scenario, a: Any) -> bool:
+    """Whether every buffer argument ``a`` passes is a plain array (not a Ref)."""
+    for buf in (a.buffer,) if isinstance(a, BufferArg) else a.tuple:
+        b = s.buffers.get(buf)
+        if b is None or b.as_ref:
+            return False
+    return True
+
+
 def _head_into(ctx: Plan) -> None:
     """The call's own parts resolved: its arguments (and their transforms), outputs,
     scratch and captures, as the kernel's parameters and captures."""
@@ -627,11 +636,11 @@ def _head_into(ctx: Plan) -> None:
                 steps.append([])
                 continue
             shape = b.shape
-            spec = None
+            spec = sharded = None
             if global_view and shape:
                 shape = s.global_shape(buf)
                 spec = _global_spec(s, len(shape), buf)
-            sharded = None if spec is None else _sharded(spec)
+                sharded = _sharded(spec)
             if not b.as_ref and transforms:
                 # a plain array: the transforms are array methods (see arrays.py)
                 from mpmd_lab.validate.arrays import apply_array
@@ -674,11 +683,9 @@ def _head_into(ctx: Plan) -> None:
                     )
         # (a plain array's transforms are array methods, made by the caller: the kernel's
         # ref is the new array, whole)
-        bufs = (a.buffer,) if single else a.tuple
-        plain = all(buf in s.buffers and not s.buffers[buf].as_ref for buf in bufs)
         stack = (
             tuple([((*path, "transforms", k), t) for k, t in enumerate(transforms)])
-            if transforms and not plain
+            if transforms and not _plain_arrays(s, a)
             else ()
         )
         name = a.param
