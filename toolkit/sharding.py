@@ -150,7 +150,8 @@ def spec_error(
 
     ``where`` is ``"in"`` (an argument: the exported call places it with
     ``NamedSharding`` before ``jax.shard_map`` sees it: the build stage) or ``"out"`` (an
-    out spec, checked by ``jax.shard_map`` once the body traced: the trace stage);
+    out spec, checked by ``jax.shard_map`` at the trace stage: its axis names before the
+    body traces, ``out_axes_error``, the rest once it traced);
     ``label`` the out spec's key (``"o"``: ``out_specs['o']``); ``explicit`` whether the
     mesh's axes are Explicit (``jax.make_mesh``'s) or Auto (a ``Mesh`` built by hand)."""
     if spec is None:
@@ -162,11 +163,7 @@ def spec_error(
             if where == "in":
                 msg = f"Resource axis: {n} of {p} is not found in mesh: {tuple(axes)!r}."
             else:
-                msg = (
-                    "shard_map out_specs argument must refer to an axis marked as manual "
-                    f"({_frozenset(axes)}), but:\n\n  out_specs[{label!r}] refers to {n!r}\n\n"
-                    "Check the out_specs values passed to shard_map."
-                )
+                msg = out_axes_error({label: spec}, axes) or ""
             return "SHARD_SPEC_AXIS", "ValueError", msg
     seen: set[str] = set()
     for n in (n for e in ents for n in e):
@@ -210,6 +207,30 @@ def spec_error(
     return "SHARD_SPEC_RANK", "ValueError", msg
 
 
+def out_axes_error(specs: Mapping[str, Any], axes: Mapping[str, int]) -> str | None:
+    """JAX's message for out specs that name an axis the mesh lacks, or None.
+
+    ``jax.shard_map`` checks every out spec's names when the mapped function is called,
+    before its body traces (and so before anything the kernel does); ``specs`` maps each
+    output's name to its spec. One line per such name, the outputs in key order (a
+    dict's pytree order)."""
+    lines = [
+        f"  out_specs[{label!r}] refers to {n!r}"
+        for label in sorted(specs)
+        if specs[label] is not None
+        for e in entries(specs[label], len(specs[label]), axes)
+        for n in e
+        if n not in axes
+    ]
+    if not lines:
+        return None
+    return (
+        "shard_map out_specs argument must refer to an axis marked as manual "
+        f"({_frozenset(axes)}), but:\n\n" + "\n\n".join(lines) + "\n\n"
+        "Check the out_specs values passed to shard_map."
+    )
+
+
 def repaired(spec: SpecJson, ndim: int, axes: Mapping[str, int]) -> SpecJson:
     """``spec`` with what JAX refuses taken out: names the mesh lacks, a second use of an
     axis, entries past ``ndim`` (a fix to offer; the check verifies it)."""
@@ -235,6 +256,7 @@ __all__ = [
     "global_shape",
     "is_default",
     "mesh_coords",
+    "out_axes_error",
     "parse_text",
     "parts",
     "repaired",

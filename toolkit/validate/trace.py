@@ -32,16 +32,36 @@ from mpmd_lab.validate.context import Ctx
 
 
 def check_trace(ctx: Ctx) -> None:
-    if ctx.build_failed:
+    if ctx.build_failed or _out_axes(ctx):
         return
     _check_kernel(ctx)
     if not ctx.trace_failed and not any(d.is_error and d.stage == "trace" for d in ctx.diags):
         _out_specs(ctx)
 
 
+def _out_axes(ctx: Ctx) -> bool:
+    """``jax.shard_map`` checks its out specs' axis names first, when the mapped function
+    is called (before the body, the kernel call, traces): whether one names an axis the
+    mesh lacks (reported at the first such output in JAX's order, with its fix)."""
+    s = ctx.s
+    if not s.device_mesh or s.run.shard_map is False:
+        return False
+    specs = {name: o.spec for name, o in s.call.outputs.items()}
+    msg = sharding.out_axes_error(specs, s.device_mesh)
+    if msg is None:
+        return False
+    name = next(n for n in sorted(specs) if sharding.out_axes_error({n: specs[n]}, s.device_mesh))
+    o = s.call.outputs[name]
+    path = f"call.outputs.{name}.spec"
+    fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
+    ctx.jax("SHARD_SPEC_AXIS", path, msg, jax_type="ValueError", stage="trace", fix=fix)
+    _stop(ctx)
+    return True
+
+
 def _out_specs(ctx: Ctx) -> None:
-    """``jax.shard_map`` checks its out specs once the body (the kernel call) traced:
-    every output's axis names, then each spec's rank."""
+    """``jax.shard_map`` checks its out specs' ranks once the body (the kernel call)
+    traced (their axis names were checked before it: ``_out_axes``)."""
     s = ctx.s
     if not s.device_mesh or s.run.shard_map is False:
         return
