@@ -96,3 +96,51 @@ def _agrees(scenario: dict[str, Any], jax: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", list(OUT_SPEC_ORDER))
 def test_out_spec_axes_are_checked_before_the_body(name: str, jax_order) -> None:
     _agrees(OUT_SPEC_ORDER[name], jax_order[name])
+
+
+def _sized(value: str, shard_map: bool, index: Any = None) -> dict[str, Any]:
+    """``out = value`` (an int32 compute) over ``{"x": 2, "y": 1}``, replicated, with or
+    without shard_map; ``index``: a view of x_ref by that ``at`` entry copied instead."""
+    body: list[dict[str, Any]] = [{"op": "compute", "dst": "out", "value": value}]
+    if index is not None:
+        body = [
+            {"let": "s", "ref": "x_ref", "transforms": [{"op": "at", "index": [index]}]},
+            {"op": "copy", "src": "s", "dst": "s"},
+        ]
+    return {
+        "name": "sized",
+        "device_mesh": {"x": 2, "y": 1},
+        "buffers": {"x": {"shape": [128], "dtype": "int32", "init": "iota"}},
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "x", "param": "x_ref", "spec": [None]}],
+            "outputs": {"out": {"shape": [128], "dtype": "int32", "spec": [None]}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+        "run": {"interpret": "gpu", "detect_races": False, "shard_map": shard_map},
+    }
+
+
+#: lax.axis_size of a device-mesh axis: bound under shard_map only (the generated call
+#: wrote its literal size in every mode, so JAX ran a global call the kernel's code
+#: fails), and its NameError is not axis_index's
+AXIS_SIZE = {
+    "global-size": _sized("x_ref[...] * lax.axis_size('x')", False),
+    "global-size-in-index": _sized("", False, {"ds": ["axis_size('x') - 1", 1]}),
+    "unknown-size": _sized("x_ref[...] * lax.axis_size('zz')", True),
+    "unknown-index-and-size": _sized(
+        "x_ref[...] * lax.axis_size('zz') + lax.axis_index('zz')", True
+    ),
+    "shard-map-size": _sized("x_ref[...] * lax.axis_size('x')", True),
+    "global-index": _sized("x_ref[...] + lax.axis_index('x')", False),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_sizes() -> dict[str, dict[str, Any]]:
+    return answers(AXIS_SIZE)
+
+
+@pytest.mark.parametrize("name", list(AXIS_SIZE))
+def test_axis_size_is_bound_only_under_shard_map(name: str, jax_sizes) -> None:
+    _agrees(AXIS_SIZE[name], jax_sizes[name])

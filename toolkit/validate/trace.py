@@ -537,12 +537,8 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
             sub, name = st.unbound
-            ctx.jax(
-                "UNBOUND_AXIS",
-                sub_path(st.path, sub),
-                f"Found an unbound axis name: {name}. To fix this, please call axis_index "
-                "under `jax.shard_map`.",
-            )
+            read = [e for _, field, e in st.exprs if field == sub]
+            ctx.jax("UNBOUND_AXIS", sub_path(st.path, sub), E.unbound_message(name, read))
             return True
         if not st.typed:
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
