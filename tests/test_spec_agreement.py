@@ -144,3 +144,54 @@ def jax_sizes() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(AXIS_SIZE))
 def test_axis_size_is_bound_only_under_shard_map(name: str, jax_sizes) -> None:
     _agrees(AXIS_SIZE[name], jax_sizes[name])
+
+
+def _outs(**specs: Any) -> dict[str, Any]:
+    """Outputs of 2 x 4 x 8 float32 (``r0``: rank 0), by name, each with its spec, each
+    copied from ``x`` (its own slice of the same rank)."""
+    outputs = {
+        n: {"shape": [] if n.startswith("r0") else [2, 4, 8], "dtype": "float32", "spec": sp}
+        for n, sp in specs.items()
+    }
+    body: list[dict[str, Any]] = []
+    for n in outputs:
+        if n.startswith("r0"):
+            body.append({"op": "fill", "dst": n, "value": 1.0})
+        else:
+            body.append({"op": "copy", "src": "x_ref", "dst": n})
+    return {
+        "name": "outs",
+        "device_mesh": {"x": 2, "y": 1},
+        "buffers": {"x": {"shape": [2, 4, 8], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": outputs,
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+        "run": {"interpret": "gpu", "detect_races": False},
+    }
+
+
+#: after the body: every out spec's rank (all too long ones named, a bullet each), then
+#: an axis twice, in the spec padded to the output's rank (the check printed it as given,
+#: and an axis twice before a rank)
+OUT_SPEC_AFTER = {
+    "duplicate-padded": _outs(out=[["x", "x"]]),
+    "duplicate-padded-2": _outs(out=["x", "x"]),
+    "duplicate-full": _outs(out=["x", "x", None]),
+    "rank0-duplicate": _outs(r0=[["x", "x"]]),
+    "two-too-long": _outs(a=[None, None, None, None], b=["x", None, None, None]),
+    "rank-before-duplicate": _outs(a=[["x", "x"]], b=[None, None, None, "y"]),
+    "duplicates-in-key-order": _outs(b=["x", "x"], a=[None, "y", "y"]),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_after() -> dict[str, dict[str, Any]]:
+    return answers(OUT_SPEC_AFTER)
+
+
+@pytest.mark.parametrize("name", list(OUT_SPEC_AFTER))
+def test_out_spec_ranks_then_duplicates_after_the_body(name: str, jax_after) -> None:
+    _agrees(OUT_SPEC_AFTER[name], jax_after[name])

@@ -165,46 +165,85 @@ def spec_error(
             else:
                 msg = out_axes_error({label: spec}, axes) or ""
             return "SHARD_SPEC_AXIS", "ValueError", msg
+    ndim = len(shape)
+    if where == "out" and len(spec) > ndim:
+        # (shard_map checks out specs' ranks as its body's call returns, before it makes
+        # their shardings, which finds an axis twice)
+        msg = out_rank_error({label: (spec, shape, dtype)}, axes) or ""
+        return "SHARD_SPEC_RANK", "ValueError", msg
     seen: set[str] = set()
     for n in (n for e in ents for n in e):
         if n in seen:
+            # an out spec's sharding is made for the output's rank: padded with None
+            padded = list(spec) + [None] * (ndim - len(spec)) if where == "out" else spec
+            shown = text(padded, len(padded), axes)
             msg = (
                 "A single NamedSharding spec specification can map every mesh axis to at "
-                f"most one positional dimension, but {p} has duplicate entries for `{n}`"
+                f"most one positional dimension, but {shown} has duplicate entries for `{n}`"
             )
             return "SHARD_SPEC_DUPLICATE", "DuplicateSpecError", msg
         seen.add(n)
-    ndim = len(shape)
     if len(spec) <= ndim:
         return None
-    if where == "in":
-        kind = "Explicit" if explicit else "Auto"
-        mesh = (
-            "AbstractMesh("
-            + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
-            + f", axis_types=({', '.join(kind for _ in axes)}"
-            + ("," if len(axes) == 1 else "")
-            + "), device_kind=cpu, num_cores=None, platform=cpu)"
+    kind = "Explicit" if explicit else "Auto"
+    mesh = (
+        "AbstractMesh("
+        + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
+        + f", axis_types=({', '.join(kind for _ in axes)}"
+        + ("," if len(axes) == 1 else "")
+        + "), device_kind=cpu, num_cores=None, platform=cpu)"
+    )
+    msg = (
+        f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
+        f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
+        f"NamedSharding(mesh={mesh}, spec={p})"
+    )
+    return "SHARD_SPEC_RANK", "ValueError", msg
+
+
+def out_rank_error(
+    outs: Mapping[str, tuple[Any, Sequence[int], str]], axes: Mapping[str, int]
+) -> str | None:
+    """JAX's message for out specs longer than their output's rank, or None.
+
+    ``outs`` maps each output's name to ``(spec, per-device shape, short dtype)``;
+    ``jax.shard_map`` checks them all once the body traced and names every one too long
+    (a bullet each where there are several; outputs in key order)."""
+    lines = []
+    rank0 = False
+    for label in sorted(outs):
+        spec, shape, dtype = outs[label]
+        if spec is None or len(spec) <= len(shape):
+            continue
+        ndim = len(shape)
+        rank0 = rank0 or ndim == 0
+        local = ",".join(map(str, shape))  # (the body's value: one device's)
+        lines.append(
+            f"* out_specs[{label!r}] is {text(spec, len(spec), axes)} which has length "
+            f"{len(spec)}, but call(*args)[{label!r}] has shape {dtype}[{local}], which has "
+            f"rank {ndim} (and {ndim} < {len(spec)})"
         )
-        msg = (
-            f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
-            f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
-            f"NamedSharding(mesh={mesh}, spec={p})"
-        )
-        return "SHARD_SPEC_RANK", "ValueError", msg
-    local = ",".join(map(str, shape))  # (the body's value: one device's)
+    if not lines:
+        return None
+    if len(lines) == 1:
+        lines = [lines[0][2:]]  # (one: no bullet)
     msg = (
         "shard_map applied to the function 'call' was given an out_specs entry which is too "
         "long to be compatible with the corresponding output value from the function:\n\n"
-        f"out_specs[{label!r}] is {p} which has length {len(spec)}, but "
-        f"call(*args)[{label!r}] has shape {dtype}[{local}], which has rank {ndim} "
-        f"(and {ndim} < {len(spec)})\n\n"
-        "Entries in out_specs must be of length no greater than the number of axes in the "
-        "corresponding output value.\n\n"
+        + "\n\n".join(lines)
+        + "\n\nEntries in out_specs must be of length no greater than the number of axes in "
+        "the corresponding output value.\n\n"
         "Either revise the spec to be shorter, or modify 'call' so that its outputs have "
         "sufficient rank."
     )
-    return "SHARD_SPEC_RANK", "ValueError", msg
+    if rank0:
+        msg += (
+            "\n\nFor scalar values (rank 0), consider using an out_specs entry of `P()`, "
+            "where `P = jax.sharding.PartitionSpec`. In particular, for rank 0 outputs which are not constant over the mesh, add at "
+            "least one (singleton) axis to them so that they can be concatenated using "
+            "out_specs."
+        )
+    return msg
 
 
 def out_axes_error(specs: Mapping[str, Any], axes: Mapping[str, int]) -> str | None:
@@ -257,6 +296,7 @@ __all__ = [
     "is_default",
     "mesh_coords",
     "out_axes_error",
+    "out_rank_error",
     "parse_text",
     "parts",
     "repaired",

@@ -61,20 +61,33 @@ def _out_axes(ctx: Ctx) -> bool:
 
 def _out_specs(ctx: Ctx) -> None:
     """``jax.shard_map`` checks its out specs' ranks once the body (the kernel call)
-    traced (their axis names were checked before it: ``_out_axes``)."""
+    traced, every output's (their axis names were checked before it: ``_out_axes``),
+    then makes their shardings, which finds an axis named twice (outputs in key order)."""
     s = ctx.s
     if not s.device_mesh or s.run.shard_map is False:
         return
-    for name, o in s.call.outputs.items():
+    outs = s.call.outputs
+    long = {n: (o.spec, o.shape, canonical(o.dtype)) for n, o in outs.items()}
+    msg = sharding.out_rank_error(long, s.device_mesh)
+    if msg is not None:
+        name = next(n for n in sorted(long) if len(outs[n].spec or ()) > len(outs[n].shape))
+        return _out_spec_error(ctx, name, "SHARD_SPEC_RANK", "ValueError", msg)
+    for name in sorted(outs):
+        o = outs[name]
         found = sharding.spec_error(
             o.spec, o.shape, canonical(o.dtype), s.device_mesh, "out", label=name
         )
         if found is not None:
-            code, jtype, msg = found
-            path = f"call.outputs.{name}.spec"
-            fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
-            ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
-            return _stop(ctx)
+            return _out_spec_error(ctx, name, *found)
+
+
+def _out_spec_error(ctx: Ctx, name: str, code: str, jtype: str, msg: str) -> None:
+    """JAX's error ``code`` at output ``name``'s spec, with the spec's fix; tracing stops."""
+    o = ctx.s.call.outputs[name]
+    path = f"call.outputs.{name}.spec"
+    fix = spec_fix(path, o.spec, len(o.shape), ctx.s.device_mesh)
+    ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
+    _stop(ctx)
 
 
 def _check_kernel(ctx: Ctx) -> None:
