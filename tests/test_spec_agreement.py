@@ -195,3 +195,61 @@ def jax_after() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(OUT_SPEC_AFTER))
 def test_out_spec_ranks_then_duplicates_after_the_body(name: str, jax_after) -> None:
     _agrees(OUT_SPEC_AFTER[name], jax_after[name])
+
+
+def _weak(value: str, dtype: str) -> dict[str, Any]:
+    """``out = value`` over ``{"x": 2}``, ``x`` and ``out`` of ``dtype``."""
+    return {
+        "name": "weak",
+        "device_mesh": {"x": 2},
+        "buffers": {"x": {"shape": [128], "dtype": dtype, "init": "iota"}},
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"out": {"shape": [128], "dtype": dtype}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [{"op": "compute", "dst": "out", "value": value}],
+                }
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False},
+    }
+
+
+#: a float Python scalar times an int32 (an axis index) is a weakly typed float32, which
+#: a float16 operand takes in (the check and the simulator made it a strong float32:
+#: SWAP_DTYPE_MISMATCH where JAX runs it); into int8 it is still refused
+WEAK = {
+    f"{dt}-{k}": _weak(v, dt)
+    for dt in ("float16", "bfloat16", "int8")
+    for k, v in {
+        "add": "x_ref[...] + 1.0 * lax.axis_index('x')",
+        "where": "jnp.where(x_ref[...] > 3, x_ref[...], 1.5 * lax.axis_index('x'))",
+        "nested": "(1.0 * lax.axis_index('x')) * 0.5 + x_ref[...]",
+        "sum-first": "x_ref[...] + (lax.axis_index('x') + 0.5)",
+    }.items()
+}
+
+
+@pytest.fixture(scope="module")
+def jax_weak() -> dict[str, dict[str, Any]]:
+    return answers(WEAK)
+
+
+@pytest.mark.parametrize("name", list(WEAK))
+def test_a_weak_float_of_an_axis_index_takes_the_arrays_dtype(name: str, jax_weak) -> None:
+    _agrees(WEAK[name], jax_weak[name])
+
+
+def test_a_weak_float_of_an_axis_index_simulates_as_jax_runs_it() -> None:
+    from mpmd_lab.simulator import simulate
+    from simulate_support import run_in_jax, same_bits
+
+    cases = [load_scenario(copy.deepcopy(d)) for k, d in WEAK.items() if "int8" not in k]
+    for s, got in zip(cases, run_in_jax(cases), strict=True):
+        assert not isinstance(got, str), got
+        sim = simulate(s, check=False)
+        assert sim.ok, sim.error
+        assert all(same_bits(sim.outputs[n], v, flushed=True) for n, v in got.items()), s

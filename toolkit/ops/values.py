@@ -293,14 +293,15 @@ def _kind(dtype: str) -> int:
 
 def promote(a: Ty, b: Ty) -> tuple[str, bool]:
     """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
-    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32), and its weakness."""
+    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, weakly typed still,
+    so ``float16 + int32 * 2.0`` is float16), and its weakness."""
     if a.weak and b.weak:
         return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
     if a.weak or b.weak:
         weak, strong = (a, b) if a.weak else (b, a)
         if _kind(weak.dtype) <= _kind(strong.dtype):
             return strong.dtype, False
-        return weak.dtype, False
+        return weak.dtype, True
     return dtypes.promote(a.dtype, b.dtype), False
 
 
