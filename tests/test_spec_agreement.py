@@ -253,3 +253,71 @@ def test_a_weak_float_of_an_axis_index_simulates_as_jax_runs_it() -> None:
         sim = simulate(s, check=False)
         assert sim.ok, sim.error
         assert all(same_bits(sim.outputs[n], v, flushed=True) for n, v in got.items()), s
+
+
+def _hlo_global(body: list[dict[str, Any]], entry: str = "pl.kernel") -> dict[str, Any]:
+    """``x`` (replicated: placed on the device mesh) and ``out`` through ``body`` on the
+    global arrays (no shard_map), under JAX's HLO interpreter."""
+    return {
+        "name": "hlo-global",
+        "device_mesh": {"dev": 2},
+        "buffers": {"x": {"shape": [8, 128], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": entry,
+            "args": [{"buffer": "x", "param": "x_ref", "spec": [None]}],
+            "outputs": {"out": {"shape": [8, 128], "dtype": "float32", "spec": [None]}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+        "run": {"interpret": "hlo", "detect_races": False, "shard_map": False},
+    }
+
+
+def _copy(src: str, dst: str) -> dict[str, Any]:
+    return {"op": "copy", "src": src, "dst": dst}
+
+
+_FILL_OUT = {"op": "fill", "dst": "out", "value": 1.0}
+#: JAX's HLO interpreter on the global arrays refuses a store that mixes an input (typed
+#: by its placement on the mesh) with what the kernel makes (the check said "valid" with
+#: no note where it fails): name -> (scenario, whether it fails)
+HLO_GLOBAL = {
+    f"{entry}-{name}": (_hlo_global(body, entry), fails[entry == "plgpu.kernel"])
+    for entry in ("pl.kernel", "plgpu.kernel")
+    for name, body, fails in [
+        ("input-to-output", [_copy("x_ref", "out")], (True, True)),
+        ("output-to-input", [_copy("out", "x_ref")], (True, True)),
+        ("input-into-itself", [_copy("x_ref", "x_ref")], (False, True)),
+        ("output-into-itself", [_FILL_OUT, _copy("out", "out")], (False, False)),
+        ("fill-input", [{"op": "fill", "dst": "x_ref", "value": 1.0}], (True, True)),
+        ("fill-output", [_FILL_OUT], (False, False)),
+        (
+            "input-plus-output",
+            [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "out"}],
+            (True, True),
+        ),
+        (
+            "compute-input",
+            [{"op": "compute", "dst": "out", "value": "x_ref[...] + 1.0"}],
+            (True, True),
+        ),
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def jax_hlo_global() -> dict[str, dict[str, Any]]:
+    return answers(
+        {k: d for k, (d, _) in HLO_GLOBAL.items()}, ("build", "trace", "gpu-lower", "interpret")
+    )
+
+
+@pytest.mark.parametrize("name", list(HLO_GLOBAL))
+def test_hlo_interpreter_limit_on_global_arrays_is_noted(name: str, jax_hlo_global) -> None:
+    from mpmd_lab.diagnostics import interpreter_limit, verdict
+
+    scenario, fails = HLO_GLOBAL[name]
+    jax = jax_hlo_global[name]
+    assert (jax["stage"] == "interpret") == fails, jax
+    diags = check(load_scenario(copy.deepcopy(scenario)))
+    assert verdict(diags) == "valid"
+    assert any(interpreter_limit(d) for d in diags) == fails, diags

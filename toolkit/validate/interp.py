@@ -23,6 +23,7 @@ from typing import Any
 
 from mpmd_lab.fields import format_path
 from mpmd_lab.ops import Let, StatementOp
+from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.plan import Binding, along_chain, own_steps
 from mpmd_lab.record import Record
 from mpmd_lab.validate.context import Ctx
@@ -61,7 +62,14 @@ def check_interpret(ctx: Ctx) -> None:
     and the first scratch or statement it cannot run."""
     if ctx.build_failed:
         return
-    found = [x for x in (_views(ctx), None if ctx.trace_failed else _statements(ctx)) if x]
+    found = [
+        x
+        for x in (
+            _views(ctx),
+            None if ctx.trace_failed else _statements(ctx) or _global_stores(ctx),
+        )
+        if x
+    ]
     if not found:
         return
     first = found[0]
@@ -158,4 +166,42 @@ def _statements(ctx: Ctx) -> _Limit | None:
             why = node.interpret_limit(interp, devices)
             if why:
                 return _Limit("INTERP_LIMIT", format_path(st.path), node.kind, why)
+    return None
+
+
+#: the stores whose value JAX's HLO interpreter writes with a dynamic_update_slice
+_STORES = frozenset(("copy", "add", "fill", "compute"))
+
+
+def _global_stores(ctx: Ctx) -> _Limit | None:
+    """The first store JAX's HLO interpreter cannot run on the global arrays (no
+    shard_map): it types the inputs placed over the device mesh, and not what the kernel
+    makes (its outputs, constants), and refuses a store that mixes the two
+    (``dynamic_update_slice operand sharding must be equal to update sharding``). Under
+    ``pl.kernel`` that is an input stored into an output or an output or constant into an
+    input (an input into itself runs); under ``plgpu.kernel``, which loads its inputs
+    untyped, any store that reads or writes an input (measured, jax 0.12)."""
+    s = ctx.s
+    if s.run.interpret != "hlo" or not s.device_mesh or s.run.shard_map is not False:
+        return None
+    plgpu = s.call.entry == "plgpu.kernel"
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            node = st.node
+            if type(node) is Let or node.kind not in _STORES:
+                continue
+            placed = {READ: False, WRITE: False}
+            for field, _name, access in node.ref_fields():
+                b = st.refs.get(field)
+                if b is not None and access in placed:
+                    placed[access] |= any(":" not in o for o in b.origin)
+            src, dst = placed[READ], placed[WRITE]
+            if (src or dst) if plgpu else src != dst:
+                why = (
+                    "JAX's HLO interpreter, on the global arrays (run.shard_map false), "
+                    "cannot store a value into a ref placed otherwise over the device mesh "
+                    "(an input is placed on it, what the kernel makes is not); the GPU "
+                    "interpreter (run.interpret: gpu) can."
+                )
+                return _Limit("INTERP_LIMIT", format_path(st.path), f"{node.kind} stores", why)
     return None
