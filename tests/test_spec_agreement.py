@@ -321,3 +321,69 @@ def test_hlo_interpreter_limit_on_global_arrays_is_noted(name: str, jax_hlo_glob
     diags = check(load_scenario(copy.deepcopy(scenario)))
     assert verdict(diags) == "valid"
     assert any(interpreter_limit(d) for d in diags) == fails, diags
+
+
+def _plgpu_hlo(body: list[dict[str, Any]], entry: str = "plgpu.kernel") -> dict[str, Any]:
+    """``o`` (128 int32) through ``body`` under JAX's HLO interpreter, over 2 devices."""
+    return {
+        "name": "plgpu-hlo",
+        "device_mesh": {"x": 2},
+        "buffers": {"x": {"shape": [256], "dtype": "int32", "init": "iota"}},
+        "call": {
+            "entry": entry,
+            "args": [{"buffer": "x", "param": "x_ref"}],
+            "outputs": {"o": {"shape": [128], "dtype": "int32"}},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+        "run": {"interpret": "hlo", "detect_races": False},
+    }
+
+
+def _value(value: str) -> dict[str, Any]:
+    return {"op": "compute", "dst": "o", "value": value}
+
+
+_IOTA = "lax.broadcasted_iota(jnp.int32, (128,), 0)"
+#: JAX's HLO interpreter runs a plgpu.kernel's body outside its grid: pl.program_id
+#: asserts (the check said "valid", no note); name -> (scenario, whether it fails)
+PLGPU_HLO = {
+    "program-id": (_plgpu_hlo([_value(f"{_IOTA} + pl.program_id(0)")]), True),
+    "pid-view": (
+        _plgpu_hlo(
+            [
+                {
+                    "let": "d",
+                    "ref": "o",
+                    "transforms": [{"op": "at", "index": [{"pid": 0, "size": 128}]}],
+                },
+                {"op": "fill", "dst": "d", "value": 1},
+            ]
+        ),
+        True,
+    ),
+    "program-id-condition": (
+        _plgpu_hlo([{"op": "when", "cond": "program_id(0) == 0", "body": [_value(_IOTA)]}]),
+        True,
+    ),
+    "num-programs": (_plgpu_hlo([_value(f"{_IOTA} + pl.num_programs(0)")]), False),
+    "pl-kernel": (_plgpu_hlo([_value(f"{_IOTA} + pl.program_id(0)")], "pl.kernel"), False),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_plgpu_hlo() -> dict[str, dict[str, Any]]:
+    return answers(
+        {k: d for k, (d, _) in PLGPU_HLO.items()}, ("build", "trace", "gpu-lower", "interpret")
+    )
+
+
+@pytest.mark.parametrize("name", list(PLGPU_HLO))
+def test_hlo_interpreter_program_id_under_plgpu_kernel_is_noted(name: str, jax_plgpu_hlo) -> None:
+    from mpmd_lab.diagnostics import interpreter_limit, verdict
+
+    scenario, fails = PLGPU_HLO[name]
+    jax = jax_plgpu_hlo[name]
+    assert (jax["stage"] == "interpret") == fails, jax
+    diags = check(load_scenario(copy.deepcopy(scenario)))
+    assert verdict(diags) == "valid"
+    assert any(interpreter_limit(d) for d in diags) == fails, diags

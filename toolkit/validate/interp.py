@@ -66,7 +66,9 @@ def check_interpret(ctx: Ctx) -> None:
         x
         for x in (
             _views(ctx),
-            None if ctx.trace_failed else _statements(ctx) or _global_stores(ctx),
+            None
+            if ctx.trace_failed
+            else _statements(ctx) or _global_stores(ctx) or _scoped_program_id(ctx),
         )
         if x
     ]
@@ -204,4 +206,24 @@ def _global_stores(ctx: Ctx) -> _Limit | None:
                     "interpreter (run.interpret: gpu) can."
                 )
                 return _Limit("INTERP_LIMIT", format_path(st.path), f"{node.kind} stores", why)
+    return None
+
+
+def _scoped_program_id(ctx: Ctx) -> _Limit | None:
+    """The first ``pl.program_id`` JAX's HLO interpreter cannot evaluate under
+    ``plgpu.kernel``: it discharges the kernel's scoped allocation outside the grid,
+    where ``pallas_core.axis_frame`` asserts (a bare AssertionError; in a loop, no CPU
+    rule for ``program_id``; measured, jax 0.12; ``pl.kernel``'s body runs in the grid,
+    and ``pl.num_programs`` is a constant)."""
+    if ctx.s.run.interpret != "hlo" or ctx.s.call.entry != "plgpu.kernel":
+        return None
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            if any("program_id" in e.calls() for _, _, e in st.exprs):
+                why = (
+                    "JAX's HLO interpreter evaluates a plgpu.kernel's body outside its grid, "
+                    "where pl.program_id has no value (an AssertionError); the GPU "
+                    "interpreter (run.interpret: gpu) can."
+                )
+                return _Limit("INTERP_LIMIT", format_path(st.path), "pl.program_id", why)
     return None
