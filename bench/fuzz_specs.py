@@ -200,8 +200,22 @@ def gen(rng: random.Random, i: int) -> dict[str, Any]:
         },
         "run": {"interpret": "gpu" if rng.random() < 0.85 else "hlo", "detect_races": False},
     }
-    if rng.random() < 0.15:
+    if rng.random() < 0.25:
         d["run"]["shard_map"] = False
+    if rng.random() < 0.1:  # the same buffer again, maybe under another spec
+        again = {"buffer": "x", "param": "x_again"}
+        spec = _spec(rng, axes, len(shape))
+        if spec is not None:
+            again["spec"] = spec
+        args.append(again)
+    if rng.random() < 0.1:  # a rank-0 buffer, loaded into o2
+        bufs["k"] = {"shape": [], "dtype": "int32", "init": 3}
+        a = {"buffer": "k", "param": "k_ref"}
+        if rng.random() < 0.5:
+            a["spec"] = rng.choice([[], [None]])
+        args.append(a)
+        if "o2" in outputs:
+            body[-1]["value"] += " + k_ref[...]"
     return d
 
 

@@ -387,3 +387,106 @@ def test_hlo_interpreter_program_id_under_plgpu_kernel_is_noted(name: str, jax_p
     diags = check(load_scenario(copy.deepcopy(scenario)))
     assert verdict(diags) == "valid"
     assert any(interpreter_limit(d) for d in diags) == fails, diags
+
+
+def _lowered_global(
+    body: list[dict[str, Any]],
+    mesh: dict[str, int] | None = None,
+    scratch: dict[str, Any] | None = None,
+    shard_map: bool = False,
+) -> dict[str, Any]:
+    """A plgpu.kernel over ``mesh`` (default ``{"dev": 2}``), replicated ``x`` and
+    ``out``, through ``body``, on the global arrays (or under shard_map)."""
+    return {
+        "name": "lowered-global",
+        "device_mesh": mesh or {"dev": 2},
+        "buffers": {"x": {"shape": [128], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": "x", "param": "x_ref", "spec": [None]}],
+            "outputs": {"out": {"shape": [128], "dtype": "float32", "spec": [None]}},
+            "scratch": scratch or {},
+            "programs": [{"mesh": {"grid": {"b": 1}}, "body": body}],
+        },
+        "run": {"interpret": "gpu", "detect_races": False, "shard_map": shard_map},
+    }
+
+
+def _peer(dev: Any) -> list[dict[str, Any]]:
+    return [
+        {"let": "p", "ref": "out", "transforms": [{"op": "remote_ref", "device": dev}]},
+        {"op": "fill", "dst": "p", "value": 1.0},
+    ]
+
+
+_SEMS = {"sems": {"kind": "semaphore", "shape": [1]}}
+_SMEM = {"smem": {"shape": [128], "dtype": "float32", "memory_space": "SMEM"}}
+
+
+def _signal(dev: Any) -> list[dict[str, Any]]:
+    return [
+        {"let": "s", "ref": "sems", "transforms": [{"op": "at", "index": [0]}]},
+        {"op": "semaphore_signal", "sem": "s", "device": dev},
+        {"op": "semaphore_wait", "sem": "s"},
+    ]
+
+
+_MULTICAST_COPY = [
+    {"op": "copy", "src": "x_ref", "dst": "smem"},
+    {"let": "m", "ref": "out", "transforms": [{"op": "multicast_ref", "axes": "dev"}]},
+    {"op": "tma_store", "src": "smem", "dst": "m"},
+]
+_MULTIMEM = [
+    {
+        "op": "multimem_store",
+        "value": "lax.broadcasted_iota(jnp.float32, (128,), 0)",
+        "dst": "out",
+        "axes": ["dev"],
+    }
+]
+#: the Mosaic GPU lowering of a kernel called on the global arrays has no mesh context:
+#: a device id is of a 0-D mesh, a collective has no device mesh (the check lowered them
+#: against the scenario's device mesh: a race or deadlock, or "valid")
+LOWERED_GLOBAL = {
+    "peer-by-axis": _lowered_global(_peer({"dev": 0})),
+    "peer-flat": _lowered_global(_peer(0)),
+    "peer-by-axis-2d": _lowered_global(_peer({"x": 0}), {"x": 2, "y": 1}),
+    "peer-flat-2d": _lowered_global(_peer(0), {"x": 2, "y": 1}),
+    "signal-by-axis": _lowered_global(_signal({"dev": 0}), scratch=_SEMS),
+    "signal-flat": _lowered_global(_signal(0), scratch=_SEMS),
+    "signal-here": _lowered_global(_signal(None), scratch=_SEMS),
+    "signal-multicast": _lowered_global(
+        [
+            {"let": "s", "ref": "sems", "transforms": [{"op": "at", "index": [0]}]},
+            {"op": "semaphore_signal_multicast", "sem": "s", "axes": ["dev"]},
+            {"op": "semaphore_wait", "sem": "s"},
+        ],
+        scratch=_SEMS,
+    ),
+    "multicast-copy": _lowered_global(_MULTICAST_COPY, scratch=_SMEM),
+    "multicast-copy-shard-map": _lowered_global(_MULTICAST_COPY, scratch=_SMEM, shard_map=True),
+    "multimem-store": _lowered_global(_MULTIMEM),
+    "multimem-store-shard-map": _lowered_global(_MULTIMEM, shard_map=True),
+    "multimem-load-reduce": _lowered_global(
+        [
+            {
+                "op": "multimem_load_reduce",
+                "src": "out",
+                "dst": "smem",
+                "axes": ["dev"],
+                "reduction": "add",
+            }
+        ],
+        scratch=_SMEM,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_lowered_global() -> dict[str, dict[str, Any]]:
+    return answers(LOWERED_GLOBAL)
+
+
+@pytest.mark.parametrize("name", list(LOWERED_GLOBAL))
+def test_the_lowering_of_a_global_call_has_no_device_mesh(name: str, jax_lowered_global) -> None:
+    _agrees(LOWERED_GLOBAL[name], jax_lowered_global[name])
