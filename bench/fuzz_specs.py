@@ -270,14 +270,20 @@ def _pid_zero(s: Any) -> bool:
     return s.run.interpret == "gpu" and blocks > 1 and ('"pid"' in text or "program_id" in text)
 
 
+#: what ``compare`` looked at: JAX's verdicts, outputs compared bit for bit
+SEEN: Counter = Counter()
+
+
 def compare(scenarios: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str]]:
-    """Each disagreement: (class, scenario, detail)."""
+    """Each disagreement: (class, scenario, detail); counts in ``SEEN``."""
     loaded = [load_scenario(json.loads(json.dumps(d))) for d in scenarios]
     lowered = probe.probe_many(loaded, JAX_STAGES, timeout=120)
     ran = probe.probe_many(loaded, ("interpret",), timeout=120)
     out: list[tuple[str, dict[str, Any], str]] = []
     for d, s, low, run in zip(scenarios, loaded, lowered, ran, strict=True):
         j = _jax(low)
+        SEEN["JAX lowers" if low.ok else f"JAX fails at {low.stage}"] += 1
+        SEEN["JAX's interpreter runs" if run.ok else "JAX's interpreter fails"] += 1
         diags = check(load_scenario(json.loads(json.dumps(d))))
         mine = first_error(diags)
         mine_jax = mine if mine is not None and mine.stage in ("schema",) + JAX_STAGES else None
@@ -327,6 +333,7 @@ def compare(scenarios: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], 
             if set(sim.outputs) != set(run.outputs or {}):
                 out.append(("outputs differ (names)", d, f"{sorted(sim.outputs)}"))
                 continue
+            SEEN["outputs compared"] += 1
             for name, value in (run.outputs or {}).items():
                 if not same_bits(sim.outputs[name], value, flushed=True):
                     out.append(
@@ -347,6 +354,7 @@ def main(seed: int = 0, n: int = 100) -> int:
     for c, d, m in found:
         print(f"== {c}: {d['name']}\n   {m}\n   {json.dumps(d)}")
     print(f"seed {seed}: {n} scenarios, {len({d['name'] for _c, d, _m in found})} disagree")
+    print("   " + ", ".join(f"{k}: {v}" for k, v in sorted(SEEN.items())))
     for c, k in classes.most_common():
         print(f"{k:5d}  {c}")
     return 0 if not found else 1

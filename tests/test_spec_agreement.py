@@ -490,3 +490,55 @@ def jax_lowered_global() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(LOWERED_GLOBAL))
 def test_the_lowering_of_a_global_call_has_no_device_mesh(name: str, jax_lowered_global) -> None:
     _agrees(LOWERED_GLOBAL[name], jax_lowered_global[name])
+
+
+def _sliced_global(value: str, index: Any) -> dict[str, Any]:
+    """``x`` sharded on dim 0 over ``{"dev": 2}`` on the global arrays, ``s`` its view by
+    ``index``, ``out = value``."""
+    return {
+        "name": "sliced-global",
+        "device_mesh": {"dev": 2},
+        "buffers": {"x": {"shape": [256], "dtype": "float32", "init": "iota"}},
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": "x", "param": "x_ref", "spec": ["dev"]}],
+            "outputs": {"out": {"shape": [128], "dtype": "float32", "spec": [None]}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [
+                        {
+                            "let": "s",
+                            "ref": "x_ref",
+                            "transforms": [{"op": "at", "index": [index]}],
+                        },
+                        {"op": "compute", "dst": "out", "value": value},
+                    ],
+                }
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False, "shard_map": False},
+    }
+
+
+#: a compute's value is evaluated left to right: a load of a sharded ref's slice (its
+#: lazy SHARDED_REF_SLICE) before an axis name no shard_map binds raises first (the
+#: check reported the name first, whatever the order)
+EVAL_ORDER = {
+    "load-then-axis": _sliced_global("s[...] + 1.0 * lax.axis_index('dev')", {"ds": [0, 128]}),
+    "axis-then-load": _sliced_global("1.0 * lax.axis_index('dev') + s[...]", {"ds": [0, 128]}),
+    "load-then-size": _sliced_global("s[...] * lax.axis_size('dev')", {"ds": [0, 128]}),
+    "where-load-first": _sliced_global(
+        "jnp.where(s[...] > 3, s[...], 1.0 * lax.axis_index('dev'))", {"ds": [0, 128]}
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_eval_order() -> dict[str, dict[str, Any]]:
+    return answers(EVAL_ORDER)
+
+
+@pytest.mark.parametrize("name", list(EVAL_ORDER))
+def test_a_values_loads_and_axis_names_raise_in_evaluation_order(name: str, jax_eval_order) -> None:
+    _agrees(EVAL_ORDER[name], jax_eval_order[name])

@@ -624,6 +624,11 @@ class Compute(StatementOp):
     def expr_kind(self, field: str) -> str:
         return "value"  # (where the kernel runs, as a number in the value)
 
+    def loaded_before(self, field: str, name: str) -> list[str]:
+        # (the value is computed left to right: ``s[...] + lax.axis_index('x')`` loads s
+        # first)
+        return [f"value.{n}" for n in V.loads_before(self.tree, name)]
+
     def ref_name(self, field: str) -> str:
         return field.removeprefix("value.") if field.startswith("value.") else self.dst
 

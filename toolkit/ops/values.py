@@ -141,6 +141,24 @@ class Node(Record):
         raise NotImplementedError
 
 
+def loads_before(tree: Node, name: str) -> list[str]:
+    """The refs ``tree`` loads, in evaluation order, before it first reads the axis
+    ``name`` (in an index expression: ``lax.axis_index``, ``lax.axis_size``); all its
+    loads where it never does."""
+    out: list[str] = []
+
+    def walk(node: Node) -> bool:
+        if isinstance(node, Load):
+            out.append(node.name)
+            return False
+        if isinstance(node, Index):
+            return name in node.e.names()
+        return any(walk(c) for c in node.children())
+
+    walk(tree)
+    return out
+
+
 class Load(Node):
     __slots__ = ("name",)
     name: str

@@ -550,6 +550,9 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
             sub, name = st.unbound
+            t.st = st
+            if any(t.use(f) for f in node.loaded_before(sub, name)):
+                return True  # (a load before the name raised)
             read = [e for _, field, e in st.exprs if field == sub]
             ctx.jax("UNBOUND_AXIS", sub_path(st.path, sub), E.unbound_message(name, read))
             return True
