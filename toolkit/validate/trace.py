@@ -85,7 +85,7 @@ def _out_spec_error(ctx: Ctx, name: str, code: str, jtype: str, msg: str) -> Non
     """JAX's error ``code`` at output ``name``'s spec, with the spec's fix; tracing stops."""
     o = ctx.s.call.outputs[name]
     path = f"call.outputs.{name}.spec"
-    fix = spec_fix(path, o.spec, len(o.shape), ctx.s.device_mesh)
+    fix = spec_fix(path, o.spec, len(o.shape), ctx.s.device_mesh or {})
     ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
     _stop(ctx)
 
