@@ -239,9 +239,9 @@ def out_rank_error(
     if rank0:
         msg += (
             "\n\nFor scalar values (rank 0), consider using an out_specs entry of `P()`, "
-            "where `P = jax.sharding.PartitionSpec`. In particular, for rank 0 outputs which are not constant over the mesh, add at "
-            "least one (singleton) axis to them so that they can be concatenated using "
-            "out_specs."
+            "where `P = jax.sharding.PartitionSpec`. In particular, for rank 0 outputs "
+            "which are not constant over the mesh, add at least one (singleton) axis to "
+            "them so that they can be concatenated using out_specs."
         )
     return msg
 
