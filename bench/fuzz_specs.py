@@ -58,7 +58,8 @@ def _spec(rng: random.Random, axes: list[str], ndim: int) -> Any:
         if bad == "dup":
             return [[axes[0], axes[0]]] if rng.random() < 0.5 else [axes[0], axes[0]][:ndim]
         return [None] * (ndim + 1)
-    pool = [None, None] + axes + ([list(axes), list(reversed(axes))] if len(axes) > 1 else [])
+    pool = [None, None] + axes + axes
+    pool += [list(axes), list(reversed(axes)), [axes[0]]] if len(axes) > 1 else [[axes[0]]]
     out: list[Any] = []
     used: set[str] = set()
     for _ in range(rng.randint(0, ndim)):
@@ -202,6 +203,9 @@ def gen(rng: random.Random, i: int) -> dict[str, Any]:
     }
     if rng.random() < 0.25:
         d["run"]["shard_map"] = False
+    if bufs["x"]["as_ref"] and "x_ref" in names and rng.random() < 0.5:
+        # a store into the input Ref first (what the call's later loads then see)
+        body.insert(0, {"op": "fill", "dst": "x_ref", "value": rng.choice([7, 0.5])})
     if rng.random() < 0.1:  # the same buffer again, maybe under another spec
         again = {"buffer": "x", "param": "x_again"}
         spec = _spec(rng, axes, len(shape))
