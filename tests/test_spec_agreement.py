@@ -542,3 +542,73 @@ def jax_eval_order() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(EVAL_ORDER))
 def test_a_values_loads_and_axis_names_raise_in_evaluation_order(name: str, jax_eval_order) -> None:
     _agrees(EVAL_ORDER[name], jax_eval_order[name])
+
+
+def _two_sharded(
+    xs: list[int],
+    xspec: Any,
+    ys: list[int],
+    yspec: Any,
+    out: list[int],
+    mesh: dict[str, int],
+    entry: str = "pl.kernel",
+    as_ref: bool = False,
+) -> dict[str, Any]:
+    """``out = x_ref[...] + y_ref[...]`` on the global arrays, ``x`` and ``y`` by their
+    specs (float32; ``as_ref``: both Refs)."""
+    buffers = {
+        n: {"shape": sh, "dtype": "float32", "init": "iota", "as_ref": as_ref}
+        for n, sh in (("x", xs), ("y", ys))
+    }
+    return {
+        "name": "two-sharded",
+        "device_mesh": mesh,
+        "buffers": buffers,
+        "call": {
+            "entry": entry,
+            "args": [
+                {"buffer": "x", "param": "x_ref", "spec": xspec},
+                {"buffer": "y", "param": "y_ref", "spec": yspec},
+            ],
+            "outputs": {"out": {"shape": out, "dtype": "float32"}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}},
+                    "body": [{"op": "add", "dst": "out", "lhs": "x_ref", "rhs": "y_ref"}],
+                }
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False, "shard_map": False},
+    }
+
+
+_XY = {"x": 2, "y": 2}
+#: loads of a global call's sharded inputs carry their sharding; their sum follows lax's
+#: broadcasting sharding rule while the body traces, before MPMD_NOT_MANUAL (which the
+#: check gave first)
+VALUE_SHARDING = {
+    "other-axes": _two_sharded([8, 16], ["x"], [8, 16], ["y"], [16, 16], _XY),
+    "other-order": _two_sharded([4, 16], [["x", "y"]], [4, 16], [["y", "x"]], [16, 16], _XY),
+    "one-axis-two-dims": _two_sharded(
+        [4, 32], ["dev"], [8, 16], [None, "dev"], [8, 32], {"dev": 2}
+    ),
+    "plgpu-refs": _two_sharded([8, 16], ["x"], [8, 16], ["y"], [16, 16], _XY, "plgpu.kernel", True),
+    "pl-refs": _two_sharded(
+        [4, 32], ["dev"], [8, 16], [None, "dev"], [8, 32], {"dev": 2}, as_ref=True
+    ),
+    # no conflict: the operands' sharding is kept, MPMD_NOT_MANUAL as before
+    "sharded-and-replicated": _two_sharded([4, 16], ["dev"], [8, 16], [None], [8, 16], {"dev": 2}),
+    "same-sharding": _two_sharded([4, 16], ["dev"], [4, 16], ["dev"], [8, 16], {"dev": 2}),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_value_sharding() -> dict[str, dict[str, Any]]:
+    return answers(VALUE_SHARDING)
+
+
+@pytest.mark.parametrize("name", list(VALUE_SHARDING))
+def test_a_sum_of_differently_sharded_loads_is_jaxs_sharding_error(
+    name: str, jax_value_sharding
+) -> None:
+    _agrees(VALUE_SHARDING[name], jax_value_sharding[name])

@@ -291,6 +291,7 @@ def _frozenset(axes: Mapping[str, int]) -> str:
 __all__ = [
     "SpecJson",
     "assemble",
+    "broadcast_error",
     "entries",
     "global_shape",
     "is_default",
@@ -332,6 +333,41 @@ def typed_dims(shape: Sequence[int], spec: ShardSpec | None) -> str:
         if i < len(dims) and p is not None:
             dims[i] += f"@{p}" if isinstance(p, str) else f"@({','.join(p)})"
     return ",".join(dims)
+
+
+def broadcast_error(
+    prim: str,
+    operands: Sequence[tuple[Sequence[int], str, ShardSpec | None]],
+    out_dtype: str,
+) -> str | None:
+    """JAX's ShardingTypeError of an elementwise ``prim`` (``add``, ``mul``, ...) of
+    values sharded over the device mesh (loads of a global call's sharded inputs), or
+    None: ``operands`` are ``(shape, short dtype, per-dim sharding or None)``, of one
+    rank (rank 0: a scalar, left out, as JAX leaves it). ``lax.broadcasting_sharding_rule``:
+    a dim two operands shard differently (a replicated dim of size 1 aside); then a
+    result naming one axis twice (``utils.call_shape_dtype_sharding_rule``)."""
+    shaped = [(tuple(sh), dt, sp) for sh, dt, sp in operands if len(sh)]
+    if not shaped or all(sp is None for _, _, sp in shaped):
+        return None
+    ndim = len(shaped[0][0])
+    specs = [sp if sp is not None else (None,) * ndim for _, _, sp in shaped]
+    result: list[ShardPart] = []
+    for i in range(ndim):
+        parts = [sp[i] if i < len(sp) else None for sp in specs]
+        sizes = [sh[i] for sh, _, _ in shaped]
+        kept = [p for p, d in zip(parts, sizes, strict=True) if not (d == 1 and p is None)]
+        named = {p for p in kept if p is not None}
+        if len(named) > 1:
+            shown = ", ".join(str(tuple(sp)) for sp in specs)
+            return f"{prim} got incompatible shardings for broadcasting: {shown}."
+        result.append(next(iter(named)) if named else None)
+    names = [n for p in result for n in names_of(p)]
+    if len(names) == len(set(names)):
+        return None
+    shape = [max(sh[i] for sh, _, _ in shaped) for i in range(ndim)]
+    avals = ", ".join(f"{dt}[{typed_dims(sh, sp)}]" for sh, dt, sp in shaped)
+    out = f"{out_dtype}[{typed_dims(shape, tuple(result))}]"
+    return f"{prim} operation with inputs: {avals} produces an illegally sharded result: {out}"
 
 
 class ReshapeUnsupported(ValueError):
