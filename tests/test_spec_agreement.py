@@ -612,3 +612,41 @@ def test_a_sum_of_differently_sharded_loads_is_jaxs_sharding_error(
     name: str, jax_value_sharding
 ) -> None:
     _agrees(VALUE_SHARDING[name], jax_value_sharding[name])
+
+
+def _computed(value: str, base: dict[str, Any], dtype: str = "float32") -> dict[str, Any]:
+    """``base`` (a VALUE_SHARDING scenario) with ``out = value`` of ``dtype`` inputs."""
+    d = copy.deepcopy(base)
+    d["call"]["programs"][0]["body"] = [{"op": "compute", "dst": "out", "value": value}]
+    for b in d["buffers"].values():
+        b["dtype"] = dtype
+    d["call"]["outputs"]["out"]["dtype"] = "bool" if "<" in value else dtype
+    return d
+
+
+#: the same rule in a compute's arithmetic: each primitive's operands as jax.numpy
+#: promoted them (an int32 true division is float32's div), a scalar's sharding none
+VALUE_SHARDING_COMPUTED = {
+    f"{where}-{name}": _computed(value, VALUE_SHARDING[where], dtype)
+    for where in ("other-axes", "one-axis-two-dims")
+    for name, value, dtype in [
+        ("mul", "x_ref[...] * y_ref[...]", "float32"),
+        ("after-a-scalar", "(x_ref[...] + 1.0) * y_ref[...]", "float32"),
+        ("negated", "-x_ref[...] + y_ref[...]", "float32"),
+        ("compared", "x_ref[...] < y_ref[...]", "float32"),
+        ("maximum", "jnp.maximum(x_ref[...], y_ref[...])", "float32"),
+        ("int-division", "x_ref[...] / y_ref[...]", "int32"),
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def jax_value_sharding_computed() -> dict[str, dict[str, Any]]:
+    return answers(VALUE_SHARDING_COMPUTED)
+
+
+@pytest.mark.parametrize("name", list(VALUE_SHARDING_COMPUTED))
+def test_computed_arithmetic_of_differently_sharded_loads(
+    name: str, jax_value_sharding_computed
+) -> None:
+    _agrees(VALUE_SHARDING_COMPUTED[name], jax_value_sharding_computed[name])

@@ -292,6 +292,7 @@ __all__ = [
     "SpecJson",
     "assemble",
     "broadcast_error",
+    "broadcast_result",
     "entries",
     "global_shape",
     "is_default",
@@ -368,6 +369,22 @@ def broadcast_error(
     avals = ", ".join(f"{dt}[{typed_dims(sh, sp)}]" for sh, dt, sp in shaped)
     out = f"{out_dtype}[{typed_dims(shape, tuple(result))}]"
     return f"{prim} operation with inputs: {avals} produces an illegally sharded result: {out}"
+
+
+def broadcast_result(
+    specs: Sequence[ShardSpec | None], shapes: Sequence[Sequence[int]]
+) -> ShardSpec | None:
+    """The sharding of an elementwise result where ``broadcast_error`` found none: per
+    dim, the one axis (or axes) an operand of a rank shards it over (None: none)."""
+    ranked = [(sp, sh) for sp, sh in zip(specs, shapes, strict=True) if len(sh)]
+    if not ranked or all(sp is None for sp, _ in ranked):
+        return None
+    ndim = len(ranked[0][1])
+    out: list[ShardPart] = []
+    for i in range(ndim):
+        named = [sp[i] for sp, _ in ranked if sp is not None and i < len(sp) and sp[i] is not None]
+        out.append(named[0] if named else None)
+    return tuple(out)
 
 
 class ReshapeUnsupported(ValueError):
