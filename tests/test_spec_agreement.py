@@ -650,3 +650,31 @@ def test_computed_arithmetic_of_differently_sharded_loads(
     name: str, jax_value_sharding_computed
 ) -> None:
     _agrees(VALUE_SHARDING_COMPUTED[name], jax_value_sharding_computed[name])
+
+
+def _ranked(xspec: Any, xs: list[int], value: str) -> dict[str, Any]:
+    """``out = value`` of ``x`` (``xs`` by ``xspec``) and a 1-D ``y`` of 8 sharded over
+    ``y``, on the global arrays over ``{"x": 2, "y": 2}``."""
+    d = _two_sharded(xs, xspec, [8], ["y"], [16, 16], _XY)
+    d["call"]["programs"][0]["body"] = [{"op": "compute", "dst": "out", "value": value}]
+    return d
+
+
+#: operands of fewer dims are ranked up on the left first (the check compared dims from
+#: the left: a false VALUE_SHARDING for a 2-D value times a 1-D one)
+VALUE_SHARDING_RANKS = {
+    "leading-dim-apart": _ranked(["x"], [8, 16], "x_ref[...] * y_ref[...]"),
+    "minor-dims-differ": _ranked([None, "x"], [16, 8], "x_ref[...] * y_ref[...]"),
+    "minor-dims-agree": _ranked([None, "y"], [16, 8], "x_ref[...] * y_ref[...]"),
+    "one-axis-twice": _ranked(["y"], [8, 16], "x_ref[...] * y_ref[...]"),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_value_sharding_ranks() -> dict[str, dict[str, Any]]:
+    return answers(VALUE_SHARDING_RANKS)
+
+
+@pytest.mark.parametrize("name", list(VALUE_SHARDING_RANKS))
+def test_operands_of_fewer_dims_are_ranked_up_first(name: str, jax_value_sharding_ranks) -> None:
+    _agrees(VALUE_SHARDING_RANKS[name], jax_value_sharding_ranks[name])

@@ -347,7 +347,7 @@ def broadcast_error(
     rank (rank 0: a scalar, left out, as JAX leaves it). ``lax.broadcasting_sharding_rule``:
     a dim two operands shard differently (a replicated dim of size 1 aside); then a
     result naming one axis twice (``utils.call_shape_dtype_sharding_rule``)."""
-    shaped = [(tuple(sh), dt, sp) for sh, dt, sp in operands if len(sh)]
+    shaped = _ranked_up([(tuple(sh), dt, sp) for sh, dt, sp in operands if len(sh)])
     if not shaped or all(sp is None for _, _, sp in shaped):
         return None
     ndim = len(shaped[0][0])
@@ -376,7 +376,8 @@ def broadcast_result(
 ) -> ShardSpec | None:
     """The sharding of an elementwise result where ``broadcast_error`` found none: per
     dim, the one axis (or axes) an operand of a rank shards it over (None: none)."""
-    ranked = [(sp, sh) for sp, sh in zip(specs, shapes, strict=True) if len(sh)]
+    up = _ranked_up([(tuple(sh), "", sp) for sp, sh in zip(specs, shapes, strict=True) if len(sh)])
+    ranked = [(sp, sh) for sh, _, sp in up]
     if not ranked or all(sp is None for sp, _ in ranked):
         return None
     ndim = len(ranked[0][1])
@@ -385,6 +386,20 @@ def broadcast_result(
         named = [sp[i] for sp, _ in ranked if sp is not None and i < len(sp) and sp[i] is not None]
         out.append(named[0] if named else None)
     return tuple(out)
+
+
+def _ranked_up(
+    operands: list[tuple[tuple[int, ...], str, ShardSpec | None]],
+) -> list[tuple[tuple[int, ...], str, ShardSpec | None]]:
+    """Operands of fewer dims with leading dims of size 1, unsharded, as jax.numpy
+    broadcasts them before the primitive."""
+    ndim = max((len(sh) for sh, _, _ in operands), default=0)
+    out = []
+    for sh, dt, sp in operands:
+        pad = ndim - len(sh)
+        spec = None if sp is None else (None,) * pad + tuple(sp)
+        out.append(((1,) * pad + sh, dt, spec))
+    return out
 
 
 class ReshapeUnsupported(ValueError):
