@@ -132,12 +132,13 @@ class Add(StatementOp):
                 )
             return True
         dtype = dtypes.promote(lhs.dtype, rhs.dtype)
-        # (a global call's loads of sharded inputs carry their sharding: lax's rule)
-        operands = [(i.shape, dtypes.short(i.dtype), i.sharded) for i in (lhs, rhs)]
-        bad = sharding.broadcast_error("add", operands, dtypes.short(dtype))
-        if bad is not None:
-            t.jax("VALUE_SHARDING", t.path, bad, jax_type="ShardingTypeError")
-            return True
+        if lhs.sharded is not None or rhs.sharded is not None:
+            # (a global call's loads of sharded inputs carry their sharding: lax's rule)
+            operands = [(i.shape, dtypes.short(i.dtype), i.sharded) for i in (lhs, rhs)]
+            bad = sharding.broadcast_error("add", operands, dtypes.short(dtype))
+            if bad is not None:
+                t.jax("VALUE_SHARDING", t.path, bad, jax_type="ShardingTypeError")
+                return True
         if t.use("dst"):
             return True
         return t.store("dst", shape, dtype)
