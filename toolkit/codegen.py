@@ -105,8 +105,9 @@ class Source(E.Writer):
     """What an op's ``source`` method writes with: names, expressions, bodies.
 
     Axis names become ``lax.axis_index(name)``, loop variables their Python names,
-    ``axis_size`` of a device-mesh axis its literal size. ``body`` writes a nested body
-    (a loop's, a condition's) in its own scope; ``fresh`` makes a new local name.
+    ``axis_size`` of a device-mesh axis its literal size (under shard_map). ``body``
+    writes a nested body (a loop's, a condition's) in its own scope; ``fresh`` makes a
+    new local name.
     """
 
     def __init__(self, scenario: Scenario, path: str = "", bound: set[str] | None = None):
@@ -142,7 +143,10 @@ class Source(E.Writer):
         return self._refs
 
     def axis_size(self, n: str) -> str:
-        size = (self.scenario.device_mesh or {}).get(n)
+        # (a device-mesh axis is bound only under shard_map: without it JAX's
+        # lax.axis_size raises, and so must the generated call)
+        s = self.scenario
+        size = (s.device_mesh or {}).get(n) if s.run.shard_map is not False else None
         return repr(size) if size else f"lax.axis_size({n!r})"
 
     def expr(self, e: E.Expr) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from mpmd_lab.record import Record
@@ -677,6 +677,29 @@ class SemRead(Expr):
         return f"pl.semaphore_read({w.ref(self.ref)})"
 
 
+def unbound_message(name: str, exprs: Iterable[Expr] = ()) -> str:
+    """JAX's NameError for an axis ``name`` nothing binds where ``exprs`` run: that of
+    the first use Python evaluates, ``lax.axis_size``'s (``axis_size(name)``) or
+    ``lax.axis_index``'s (a bare name; also where no expression reads it)."""
+    use = next((u for u in (_first_use(e, name) for e in exprs) if u is not None), None)
+    if use == "axis_size":
+        return f"unbound axis name: {name}"
+    return (
+        f"Found an unbound axis name: {name}. To fix this, please call axis_index under "
+        "`jax.shard_map`."
+    )
+
+
+def _first_use(e: Expr, name: str) -> str | None:
+    """How ``e`` first reads ``name``, in evaluation order (operands left to right):
+    ``"axis_index"``, ``"axis_size"`` or None."""
+    if isinstance(e, Name):
+        return "axis_index" if e.id == name else None
+    if isinstance(e, Call):
+        return "axis_size" if e.fn == "axis_size" and str(e.arg) == name else None
+    return next((u for u in (_first_use(sub, name) for sub in parts(e)) if u is not None), None)
+
+
 def data_reads(e: Expr) -> Iterator[Load | SemRead]:
     """The loads and semaphore reads in ``e``, outermost first."""
     if isinstance(e, Load | SemRead):
@@ -1158,6 +1181,7 @@ __all__ = [
     "Load",
     "SemRead",
     "data_reads",
+    "unbound_message",
     "reads_data",
     "broadcast_shapes",
     "value_dtype",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.record import Record
 from mpmd_lab.sharding import ShardSpec, typed_dims
@@ -336,12 +337,8 @@ def apply(ref: RefInfo, t: Any, index: int = 0, bound: Any = None, env: Any = No
         error = err("JAX_ASSERTION", "AssertionError", "")
         return Step(index=index, op=op, before=ref, after=None, error=error)
     if axis is not None:
-        error = err(
-            "UNBOUND_AXIS",
-            "NameError",
-            f"Found an unbound axis name: {axis}. To fix this, please call axis_index under "
-            "`jax.shard_map`.",
-        )
+        read = [e for _, e in t.exprs()]
+        error = err("UNBOUND_AXIS", "NameError", E.unbound_message(axis, read))
         return Step(index=index, op=op, before=ref, after=None, error=error)
     if ref.pending is not None:
         if t.needs_type(ref):

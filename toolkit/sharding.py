@@ -150,7 +150,8 @@ def spec_error(
 
     ``where`` is ``"in"`` (an argument: the exported call places it with
     ``NamedSharding`` before ``jax.shard_map`` sees it: the build stage) or ``"out"`` (an
-    out spec, checked by ``jax.shard_map`` once the body traced: the trace stage);
+    out spec, checked by ``jax.shard_map`` at the trace stage: its axis names before the
+    body traces, ``out_axes_error``, the rest once it traced);
     ``label`` the out spec's key (``"o"``: ``out_specs['o']``); ``explicit`` whether the
     mesh's axes are Explicit (``jax.make_mesh``'s) or Auto (a ``Mesh`` built by hand)."""
     if spec is None:
@@ -162,52 +163,111 @@ def spec_error(
             if where == "in":
                 msg = f"Resource axis: {n} of {p} is not found in mesh: {tuple(axes)!r}."
             else:
-                msg = (
-                    "shard_map out_specs argument must refer to an axis marked as manual "
-                    f"({_frozenset(axes)}), but:\n\n  out_specs[{label!r}] refers to {n!r}\n\n"
-                    "Check the out_specs values passed to shard_map."
-                )
+                msg = out_axes_error({label: spec}, axes) or ""
             return "SHARD_SPEC_AXIS", "ValueError", msg
+    ndim = len(shape)
+    if where == "out" and len(spec) > ndim:
+        # (shard_map checks out specs' ranks as its body's call returns, before it makes
+        # their shardings, which finds an axis twice)
+        msg = out_rank_error({label: (spec, shape, dtype)}, axes) or ""
+        return "SHARD_SPEC_RANK", "ValueError", msg
     seen: set[str] = set()
     for n in (n for e in ents for n in e):
         if n in seen:
+            # an out spec's sharding is made for the output's rank: padded with None
+            padded = list(spec) + [None] * (ndim - len(spec)) if where == "out" else spec
+            shown = text(padded, len(padded), axes)
             msg = (
                 "A single NamedSharding spec specification can map every mesh axis to at "
-                f"most one positional dimension, but {p} has duplicate entries for `{n}`"
+                f"most one positional dimension, but {shown} has duplicate entries for `{n}`"
             )
             return "SHARD_SPEC_DUPLICATE", "DuplicateSpecError", msg
         seen.add(n)
-    ndim = len(shape)
     if len(spec) <= ndim:
         return None
-    if where == "in":
-        kind = "Explicit" if explicit else "Auto"
-        mesh = (
-            "AbstractMesh("
-            + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
-            + f", axis_types=({', '.join(kind for _ in axes)}"
-            + ("," if len(axes) == 1 else "")
-            + "), device_kind=cpu, num_cores=None, platform=cpu)"
+    kind = "Explicit" if explicit else "Auto"
+    mesh = (
+        "AbstractMesh("
+        + ", ".join(f"{a!r}: {k}" for a, k in axes.items())
+        + f", axis_types=({', '.join(kind for _ in axes)}"
+        + ("," if len(axes) == 1 else "")
+        + "), device_kind=cpu, num_cores=None, platform=cpu)"
+    )
+    msg = (
+        f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
+        f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
+        f"NamedSharding(mesh={mesh}, spec={p})"
+    )
+    return "SHARD_SPEC_RANK", "ValueError", msg
+
+
+def out_rank_error(
+    outs: Mapping[str, tuple[Any, Sequence[int], str]], axes: Mapping[str, int]
+) -> str | None:
+    """JAX's message for out specs longer than their output's rank, or None.
+
+    ``outs`` maps each output's name to ``(spec, per-device shape, short dtype)``;
+    ``jax.shard_map`` checks them all once the body traced and names every one too long
+    (a bullet each where there are several; outputs in key order)."""
+    lines = []
+    rank0 = False
+    for label in sorted(outs):
+        spec, shape, dtype = outs[label]
+        if spec is None or len(spec) <= len(shape):
+            continue
+        ndim = len(shape)
+        rank0 = rank0 or ndim == 0
+        local = ",".join(map(str, shape))  # (the body's value: one device's)
+        lines.append(
+            f"* out_specs[{label!r}] is {text(spec, len(spec), axes)} which has length "
+            f"{len(spec)}, but call(*args)[{label!r}] has shape {dtype}[{local}], which has "
+            f"rank {ndim} (and {ndim} < {len(spec)})"
         )
-        msg = (
-            f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim ({ndim}). "
-            f"Got sharding.spec {p}, aval.ndim {ndim} and sharding "
-            f"NamedSharding(mesh={mesh}, spec={p})"
-        )
-        return "SHARD_SPEC_RANK", "ValueError", msg
-    local = ",".join(map(str, shape))  # (the body's value: one device's)
+    if not lines:
+        return None
+    if len(lines) == 1:
+        lines = [lines[0][2:]]  # (one: no bullet)
     msg = (
         "shard_map applied to the function 'call' was given an out_specs entry which is too "
         "long to be compatible with the corresponding output value from the function:\n\n"
-        f"out_specs[{label!r}] is {p} which has length {len(spec)}, but "
-        f"call(*args)[{label!r}] has shape {dtype}[{local}], which has rank {ndim} "
-        f"(and {ndim} < {len(spec)})\n\n"
-        "Entries in out_specs must be of length no greater than the number of axes in the "
-        "corresponding output value.\n\n"
+        + "\n\n".join(lines)
+        + "\n\nEntries in out_specs must be of length no greater than the number of axes in "
+        "the corresponding output value.\n\n"
         "Either revise the spec to be shorter, or modify 'call' so that its outputs have "
         "sufficient rank."
     )
-    return "SHARD_SPEC_RANK", "ValueError", msg
+    if rank0:
+        msg += (
+            "\n\nFor scalar values (rank 0), consider using an out_specs entry of `P()`, "
+            "where `P = jax.sharding.PartitionSpec`. In particular, for rank 0 outputs "
+            "which are not constant over the mesh, add at least one (singleton) axis to "
+            "them so that they can be concatenated using out_specs."
+        )
+    return msg
+
+
+def out_axes_error(specs: Mapping[str, Any], axes: Mapping[str, int]) -> str | None:
+    """JAX's message for out specs that name an axis the mesh lacks, or None.
+
+    ``jax.shard_map`` checks every out spec's names when the mapped function is called,
+    before its body traces (and so before anything the kernel does); ``specs`` maps each
+    output's name to its spec. One line per such name, the outputs in key order (a
+    dict's pytree order)."""
+    lines = [
+        f"  out_specs[{label!r}] refers to {n!r}"
+        for label in sorted(specs)
+        if specs[label] is not None
+        for e in entries(specs[label], len(specs[label]), axes)
+        for n in e
+        if n not in axes
+    ]
+    if not lines:
+        return None
+    return (
+        "shard_map out_specs argument must refer to an axis marked as manual "
+        f"({_frozenset(axes)}), but:\n\n" + "\n\n".join(lines) + "\n\n"
+        "Check the out_specs values passed to shard_map."
+    )
 
 
 def repaired(spec: SpecJson, ndim: int, axes: Mapping[str, int]) -> SpecJson:
@@ -231,10 +291,14 @@ def _frozenset(axes: Mapping[str, int]) -> str:
 __all__ = [
     "SpecJson",
     "assemble",
+    "broadcast_error",
+    "broadcast_result",
     "entries",
     "global_shape",
     "is_default",
     "mesh_coords",
+    "out_axes_error",
+    "out_rank_error",
     "parse_text",
     "parts",
     "repaired",
@@ -270,6 +334,72 @@ def typed_dims(shape: Sequence[int], spec: ShardSpec | None) -> str:
         if i < len(dims) and p is not None:
             dims[i] += f"@{p}" if isinstance(p, str) else f"@({','.join(p)})"
     return ",".join(dims)
+
+
+def broadcast_error(
+    prim: str,
+    operands: Sequence[tuple[Sequence[int], str, ShardSpec | None]],
+    out_dtype: str,
+) -> str | None:
+    """JAX's ShardingTypeError of an elementwise ``prim`` (``add``, ``mul``, ...) of
+    values sharded over the device mesh (loads of a global call's sharded inputs), or
+    None: ``operands`` are ``(shape, short dtype, per-dim sharding or None)``, of one
+    rank (rank 0: a scalar, left out, as JAX leaves it). ``lax.broadcasting_sharding_rule``:
+    a dim two operands shard differently (a replicated dim of size 1 aside); then a
+    result naming one axis twice (``utils.call_shape_dtype_sharding_rule``)."""
+    shaped = _ranked_up([(tuple(sh), dt, sp) for sh, dt, sp in operands if len(sh)])
+    if not shaped or all(sp is None for _, _, sp in shaped):
+        return None
+    ndim = len(shaped[0][0])
+    specs = [sp if sp is not None else (None,) * ndim for _, _, sp in shaped]
+    result: list[ShardPart] = []
+    for i in range(ndim):
+        parts = [sp[i] if i < len(sp) else None for sp in specs]
+        sizes = [sh[i] for sh, _, _ in shaped]
+        kept = [p for p, d in zip(parts, sizes, strict=True) if not (d == 1 and p is None)]
+        named = {p for p in kept if p is not None}
+        if len(named) > 1:
+            shown = ", ".join(str(tuple(sp)) for sp in specs)
+            return f"{prim} got incompatible shardings for broadcasting: {shown}."
+        result.append(next(iter(named)) if named else None)
+    names = [n for p in result for n in names_of(p)]
+    if len(names) == len(set(names)):
+        return None
+    shape = [max(sh[i] for sh, _, _ in shaped) for i in range(ndim)]
+    avals = ", ".join(f"{dt}[{typed_dims(sh, sp)}]" for sh, dt, sp in shaped)
+    out = f"{out_dtype}[{typed_dims(shape, tuple(result))}]"
+    return f"{prim} operation with inputs: {avals} produces an illegally sharded result: {out}"
+
+
+def broadcast_result(
+    specs: Sequence[ShardSpec | None], shapes: Sequence[Sequence[int]]
+) -> ShardSpec | None:
+    """The sharding of an elementwise result where ``broadcast_error`` found none: per
+    dim, the one axis (or axes) an operand of a rank shards it over (None: none)."""
+    up = _ranked_up([(tuple(sh), "", sp) for sp, sh in zip(specs, shapes, strict=True) if len(sh)])
+    ranked = [(sp, sh) for sh, _, sp in up]
+    if not ranked or all(sp is None for sp, _ in ranked):
+        return None
+    ndim = len(ranked[0][1])
+    out: list[ShardPart] = []
+    for i in range(ndim):
+        named = [sp[i] for sp, _ in ranked if sp is not None and i < len(sp) and sp[i] is not None]
+        out.append(named[0] if named else None)
+    return tuple(out)
+
+
+def _ranked_up(
+    operands: list[tuple[tuple[int, ...], str, ShardSpec | None]],
+) -> list[tuple[tuple[int, ...], str, ShardSpec | None]]:
+    """Operands of fewer dims with leading dims of size 1, unsharded, as jax.numpy
+    broadcasts them before the primitive."""
+    ndim = max((len(sh) for sh, _, _ in operands), default=0)
+    out = []
+    for sh, dt, sp in operands:
+        pad = ndim - len(sh)
+        spec = None if sp is None else (None,) * pad + tuple(sp)
+        out.append(((1,) * pad + sh, dt, spec))
+    return out
 
 
 class ReshapeUnsupported(ValueError):

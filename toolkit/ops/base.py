@@ -608,6 +608,13 @@ class StatementOp(Op):
         names its refs inside another field, as ``compute``'s value does)."""
         return getattr(self, field)
 
+    def loaded_before(self, field: str, name: str) -> list[str]:
+        """The ref fields (``ref_fields``) the statement loads before its expression at
+        ``field`` first reads the axis ``name``, in Python's evaluation order: where
+        such a load raises (a view's waiting lazy error), JAX never gets to the name.
+        Nothing by default: a statement's expressions come before its refs' use."""
+        return []
+
     def trace(self, t: TraceContext) -> bool:
         """Trace-time rules (``t``: the trace context); True when tracing stops."""
         return False

@@ -447,12 +447,12 @@ def _scratch_transforms(low: LowerContext, field: str) -> bool:
 def trace_value(t: TraceContext, tree: V.Node) -> V.Ty | None:
     """A computed value's abstract eval: its loads (in order) and semaphore reads, then its
     shape and dtype rules. Its type, or None where an error stops it."""
-    refs: dict[str, tuple[tuple[int, ...], str]] = {}
+    refs: dict[str, V.Loaded] = {}
     for name in dict.fromkeys(tree.loads()):
         if t.use(f"value.{name}"):
             return None
         info = t.info(f"value.{name}")
-        refs[name] = (tuple(info.shape), info.dtype)
+        refs[name] = (tuple(info.shape), info.dtype, info.sharded)
     for name in dict.fromkeys(r.name for r in tree.sem_reads()):
         if t.use(f"value.{name}"):  # (JAX's semaphore_read checks nothing at trace)
             return None
@@ -623,6 +623,11 @@ class Compute(StatementOp):
 
     def expr_kind(self, field: str) -> str:
         return "value"  # (where the kernel runs, as a number in the value)
+
+    def loaded_before(self, field: str, name: str) -> list[str]:
+        # (the value is computed left to right: ``s[...] + lax.axis_index('x')`` loads s
+        # first)
+        return [f"value.{n}" for n in V.loads_before(self.tree, name)]
 
     def ref_name(self, field: str) -> str:
         return field.removeprefix("value.") if field.startswith("value.") else self.dst

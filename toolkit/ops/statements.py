@@ -8,7 +8,7 @@ source it exports.
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from mpmd_lab import dtypes
+from mpmd_lab import dtypes, sharding
 from mpmd_lab import layout_rules as L
 from mpmd_lab.diagnostics import Edit, Fix
 from mpmd_lab.fields import RefName, format_path
@@ -131,9 +131,17 @@ class Add(StatementOp):
                     jax_type="TypeError",
                 )
             return True
+        dtype = dtypes.promote(lhs.dtype, rhs.dtype)
+        if lhs.sharded is not None or rhs.sharded is not None:
+            # (a global call's loads of sharded inputs carry their sharding: lax's rule)
+            operands = [(i.shape, dtypes.short(i.dtype), i.sharded) for i in (lhs, rhs)]
+            bad = sharding.broadcast_error("add", operands, dtypes.short(dtype))
+            if bad is not None:
+                t.jax("VALUE_SHARDING", t.path, bad, jax_type="ShardingTypeError")
+                return True
         if t.use("dst"):
             return True
-        return t.store("dst", shape, dtypes.promote(lhs.dtype, rhs.dtype))
+        return t.store("dst", shape, dtype)
 
     def lower(self, low: LowerContext) -> bool:
         if low.access("lhs", "load") or low.access("rhs", "load"):

@@ -30,10 +30,11 @@ import ast
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Protocol
 
-from mpmd_lab import dtypes
+from mpmd_lab import dtypes, sharding
 from mpmd_lab import expr as E
 from mpmd_lab.ops.scratch import BARRIER_DTYPE, SEMAPHORE_DTYPE
 from mpmd_lab.record import Record
+from mpmd_lab.sharding import ShardSpec
 from pydantic import AfterValidator
 
 #: longest value text accepted, deepest nesting
@@ -69,15 +70,28 @@ class ValueTypeError(Exception):
 
 
 class Ty(Record):
-    """A value's type: shape, dtype, and whether it is weakly typed (a Python scalar)."""
+    """A value's type: shape, dtype, whether it is weakly typed (a Python scalar), and its
+    sharding over the device mesh (a global call's load of a sharded input; None: none)."""
 
-    __slots__ = ("shape", "dtype", "weak")
+    __slots__ = ("shape", "dtype", "weak", "sharding")
     shape: tuple[int, ...]
     dtype: str
     weak: bool
+    sharding: ShardSpec | None
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, weak: bool = False) -> None:
-        self.shape, self.dtype, self.weak = shape, dtype, weak
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: str,
+        weak: bool = False,
+        sharding: ShardSpec | None = None,
+    ) -> None:
+        self.shape, self.dtype, self.weak, self.sharding = shape, dtype, weak, sharding
+
+
+#: what a load gives ``Node.typed``: ``(shape, dtype)``, or ``(shape, dtype, sharding)``
+#: where the loaded ref is sharded over the device mesh (a global call's input)
+Loaded = tuple[Any, ...]
 
 
 class Writer(Protocol):
@@ -128,7 +142,7 @@ class Node(Record):
         for c in self.children():
             yield from c.sem_reads()
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         """JAX's type of the value (``refs``: name -> (shape, dtype) of each load);
         ValueTypeError where JAX raises."""
         raise NotImplementedError
@@ -141,6 +155,24 @@ class Node(Record):
         raise NotImplementedError
 
 
+def loads_before(tree: Node, name: str) -> list[str]:
+    """The refs ``tree`` loads, in evaluation order, before it first reads the axis
+    ``name`` (in an index expression: ``lax.axis_index``, ``lax.axis_size``); all its
+    loads where it never does."""
+    out: list[str] = []
+
+    def walk(node: Node) -> bool:
+        if isinstance(node, Load):
+            out.append(node.name)
+            return False
+        if isinstance(node, Index):
+            return name in node.e.names()
+        return any(walk(c) for c in node.children())
+
+    walk(tree)
+    return out
+
+
 class Load(Node):
     __slots__ = ("name",)
     name: str
@@ -151,9 +183,9 @@ class Load(Node):
     def loads(self) -> Iterator[str]:
         yield self.name
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
-        shape, dtype = refs[self.name]
-        return Ty(tuple(shape), dtype)
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
+        shape, dtype, *sharded = refs[self.name]
+        return Ty(tuple(shape), dtype, False, sharded[0] if sharded else None)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         return refs[self.name], False
@@ -176,7 +208,7 @@ class Lit(Node):
         v = self.value
         return "bool" if isinstance(v, bool) else "int32" if isinstance(v, int) else "float32"
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty((), self.dtype, True)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -206,7 +238,7 @@ class Index(Node):
     def indices(self) -> Iterator[Index]:
         yield self
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty((), "bool" if self.e.is_bool else "int32", False)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -236,7 +268,7 @@ class SemRead(Node):
     def sem_reads(self) -> Iterator[SemRead]:
         yield self
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty((), "int32", False)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -293,14 +325,15 @@ def _kind(dtype: str) -> int:
 
 def promote(a: Ty, b: Ty) -> tuple[str, bool]:
     """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
-    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32), and its weakness."""
+    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, weakly typed still,
+    so ``float16 + int32 * 2.0`` is float16), and its weakness."""
     if a.weak and b.weak:
         return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
     if a.weak or b.weak:
         weak, strong = (a, b) if a.weak else (b, a)
         if _kind(weak.dtype) <= _kind(strong.dtype):
             return strong.dtype, False
-        return weak.dtype, False
+        return weak.dtype, True
     return dtypes.promote(a.dtype, b.dtype), False
 
 
@@ -361,7 +394,7 @@ class Bin(Node):
     def children(self) -> tuple[Node, ...]:
         return (self.a, self.b)
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a, b = self.a.typed(refs), self.b.typed(refs)
         prim = _PRIM[self.op]
         _operand_dtype(prim, a, 0, b)
@@ -377,13 +410,23 @@ class Bin(Node):
         if self.op == "//" and _kind(dtype) < 2:
             prim = "div"  # jnp.floor_divide of integers divides first (of floats: rem)
         shape = broadcast([a.shape, b.shape], prim)
+        split = None
+        if a.sharding is not None or b.sharding is not None:
+            # (jax.numpy promotes first: the primitive's operands are of the result dtype)
+            inner = "float32" if self.op == "/" and not dtypes.is_float(dtype) else dtype
+            operands = [(x.shape, dtypes.short(inner), x.sharding) for x in (a, b)]
+            out = dtypes.short("bool" if self.op in _CMP else inner)
+            bad = sharding.broadcast_error(prim, operands, out)
+            if bad is not None:
+                raise ValueTypeError("VALUE_SHARDING", bad, "ShardingTypeError")
+            split = sharding.broadcast_result([a.sharding, b.sharding], [a.shape, b.shape])
         if self.op in _CMP:
-            return Ty(shape, "bool", False)
+            return Ty(shape, "bool", False, split)
         if self.op == "/" and not dtypes.is_float(dtype):
-            return Ty(shape, "float32", weak)  # true division of integers
+            return Ty(shape, "float32", weak, split)  # true division of integers
         if self.op == "//" and dtype == "bool":
-            return Ty(shape, "int32", weak)
-        return Ty(shape, dtype, weak)
+            return Ty(shape, "int32", weak, split)
+        return Ty(shape, dtype, weak, split)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
@@ -420,7 +463,7 @@ class Neg(Node):
     def children(self) -> tuple[Node, ...]:
         return (self.a,)
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype("neg", a, 0)
         if a.dtype == "bool":
@@ -457,7 +500,7 @@ class Where(Node):
     def children(self) -> tuple[Node, ...]:
         return (self.c, self.x, self.y)
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         c, x, y = (n.typed(refs) for n in self.children())
         for i, t in enumerate((c, x, y)):
             _operand_dtype("select_n", t, i)
@@ -506,7 +549,7 @@ class Cast(_Converted):
 
     __slots__ = ()
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype("convert_element_type", a, 0)
         return Ty(a.shape, dtypes.canonical(self.dtype), False)
@@ -529,7 +572,7 @@ class Bitcast(_Converted):
 
     __slots__ = ()
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype("bitcast_convert_type", a, 0)
         new = dtypes.canonical(self.dtype)
@@ -556,7 +599,7 @@ class Bitcast(_Converted):
             )
         return Ty(a.shape[:-1], new, False)
 
-    def widths_differ(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+    def widths_differ(self, refs: Mapping[str, Loaded]) -> str | None:
         """The operand's dtype where it is not as wide as ``dtype`` (Mosaic GPU does not
         lower that bitcast), else None."""
         a = self.a.typed(refs).dtype
@@ -589,7 +632,7 @@ class Iota(Node):
     def __init__(self, dtype: str, shape: tuple[int, ...], dim: int) -> None:
         self.dtype, self.shape, self.dim = dtype, shape, dim
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty(self.shape, self.dtype, False)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -665,7 +708,7 @@ class Reduce(Node):
     def dtype_of(self, dtype: str) -> str:
         return _SUM_DTYPE.get(dtype, dtype) if self.fn == "sum" else dtype
 
-    def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
+    def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype(_REDUCE_PRIM[self.fn], a, 0)
         axes = self.axes(len(a.shape))

@@ -50,7 +50,10 @@ class Ctx:
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:
-        return self.r.mesh_axes
+        """The device-mesh axes the kernel runs in, as the Mosaic GPU lowering knows them
+        (device ids, collective axes): shard_map's; none where the kernel is called on
+        the global arrays (run.shard_map false: no mesh context)."""
+        return self.r.mesh_axes if self.s.run.shard_map is not False else ()
 
     def bound_in(self, p: int) -> frozenset[str]:
         return self.r.bound_in(p)

@@ -23,6 +23,7 @@ from typing import Any
 
 from mpmd_lab.fields import format_path
 from mpmd_lab.ops import Let, StatementOp
+from mpmd_lab.ops.base import READ, WRITE
 from mpmd_lab.plan import Binding, along_chain, own_steps
 from mpmd_lab.record import Record
 from mpmd_lab.validate.context import Ctx
@@ -61,7 +62,16 @@ def check_interpret(ctx: Ctx) -> None:
     and the first scratch or statement it cannot run."""
     if ctx.build_failed:
         return
-    found = [x for x in (_views(ctx), None if ctx.trace_failed else _statements(ctx)) if x]
+    found = [
+        x
+        for x in (
+            _views(ctx),
+            None
+            if ctx.trace_failed
+            else _statements(ctx) or _global_stores(ctx) or _scoped_program_id(ctx),
+        )
+        if x
+    ]
     if not found:
         return
     first = found[0]
@@ -158,4 +168,62 @@ def _statements(ctx: Ctx) -> _Limit | None:
             why = node.interpret_limit(interp, devices)
             if why:
                 return _Limit("INTERP_LIMIT", format_path(st.path), node.kind, why)
+    return None
+
+
+#: the stores whose value JAX's HLO interpreter writes with a dynamic_update_slice
+_STORES = frozenset(("copy", "add", "fill", "compute"))
+
+
+def _global_stores(ctx: Ctx) -> _Limit | None:
+    """The first store JAX's HLO interpreter cannot run on the global arrays (no
+    shard_map): it types the inputs placed over the device mesh, and not what the kernel
+    makes (its outputs, constants), and refuses a store that mixes the two
+    (``dynamic_update_slice operand sharding must be equal to update sharding``). Under
+    ``pl.kernel`` that is an input stored into an output or an output or constant into an
+    input (an input into itself runs); under ``plgpu.kernel``, which loads its inputs
+    untyped, any store that reads or writes an input (measured, jax 0.12)."""
+    s = ctx.s
+    if s.run.interpret != "hlo" or not s.device_mesh or s.run.shard_map is not False:
+        return None
+    plgpu = s.call.entry == "plgpu.kernel"
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            node = st.node
+            if type(node) is Let or node.kind not in _STORES:
+                continue
+            placed = {READ: False, WRITE: False}
+            for field, _name, access in node.ref_fields():
+                b = st.refs.get(field)
+                if b is not None and access in placed:
+                    placed[access] |= any(":" not in o for o in b.origin)
+            src, dst = placed[READ], placed[WRITE]
+            if (src or dst) if plgpu else src != dst:
+                why = (
+                    "JAX's HLO interpreter, on the global arrays (run.shard_map false), "
+                    "cannot store a value into a ref placed otherwise over the device mesh "
+                    "(an input is placed on it, what the kernel makes is not); the GPU "
+                    "interpreter (run.interpret: gpu) can."
+                )
+                return _Limit("INTERP_LIMIT", format_path(st.path), f"{node.kind} stores", why)
+    return None
+
+
+def _scoped_program_id(ctx: Ctx) -> _Limit | None:
+    """The first ``pl.program_id`` JAX's HLO interpreter cannot evaluate under
+    ``plgpu.kernel``: it discharges the kernel's scoped allocation outside the grid,
+    where ``pallas_core.axis_frame`` asserts (a bare AssertionError; in a loop, no CPU
+    rule for ``program_id``; measured, jax 0.12; ``pl.kernel``'s body runs in the grid,
+    and ``pl.num_programs`` is a constant)."""
+    if ctx.s.run.interpret != "hlo" or ctx.s.call.entry != "plgpu.kernel":
+        return None
+    for prog in ctx.programs:
+        for st in prog.stmts:
+            if any("program_id" in e.calls() for _, _, e in st.exprs):
+                why = (
+                    "JAX's HLO interpreter evaluates a plgpu.kernel's body outside its grid, "
+                    "where pl.program_id has no value (an AssertionError); the GPU "
+                    "interpreter (run.interpret: gpu) can."
+                )
+                return _Limit("INTERP_LIMIT", format_path(st.path), "pl.program_id", why)
     return None

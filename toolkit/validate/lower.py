@@ -1362,7 +1362,7 @@ class _GmemCopy:
     def multicast(self, axes: tuple[str, ...], path: Path) -> bool:
         """A multicast copy: over every axis of the JAX device mesh, which must be set."""
         ctx = self.low.ctx
-        if not ctx.s.device_mesh:
+        if not ctx.mesh_axes:
             ctx.jax(
                 "MULTICAST_NO_DEVICE_MESH",
                 self.where,
@@ -1409,7 +1409,7 @@ _TMA_LOAD_WHY = (
 
 def _collective(ctx: Ctx, st: Stmt, axes: Any, what: str) -> bool:
     mesh_axes = ctx.mesh_axes
-    if not ctx.s.device_mesh:
+    if not mesh_axes:
         ctx.jax(
             "MULTICAST_NO_DEVICE_MESH",
             (*st.path, "axes"),

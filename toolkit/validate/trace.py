@@ -32,29 +32,62 @@ from mpmd_lab.validate.context import Ctx
 
 
 def check_trace(ctx: Ctx) -> None:
-    if ctx.build_failed:
+    if ctx.build_failed or _out_axes(ctx):
         return
     _check_kernel(ctx)
     if not ctx.trace_failed and not any(d.is_error and d.stage == "trace" for d in ctx.diags):
         _out_specs(ctx)
 
 
+def _out_axes(ctx: Ctx) -> bool:
+    """``jax.shard_map`` checks its out specs' axis names first, when the mapped function
+    is called (before the body, the kernel call, traces): whether one names an axis the
+    mesh lacks (reported at the first such output in JAX's order, with its fix)."""
+    s = ctx.s
+    if not s.device_mesh or s.run.shard_map is False:
+        return False
+    specs = {name: o.spec for name, o in s.call.outputs.items()}
+    msg = sharding.out_axes_error(specs, s.device_mesh)
+    if msg is None:
+        return False
+    name = next(n for n in sorted(specs) if sharding.out_axes_error({n: specs[n]}, s.device_mesh))
+    o = s.call.outputs[name]
+    path = f"call.outputs.{name}.spec"
+    fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
+    ctx.jax("SHARD_SPEC_AXIS", path, msg, jax_type="ValueError", stage="trace", fix=fix)
+    _stop(ctx)
+    return True
+
+
 def _out_specs(ctx: Ctx) -> None:
-    """``jax.shard_map`` checks its out specs once the body (the kernel call) traced:
-    every output's axis names, then each spec's rank."""
+    """``jax.shard_map`` checks its out specs' ranks once the body (the kernel call)
+    traced, every output's (their axis names were checked before it: ``_out_axes``),
+    then makes their shardings, which finds an axis named twice (outputs in key order)."""
     s = ctx.s
     if not s.device_mesh or s.run.shard_map is False:
         return
-    for name, o in s.call.outputs.items():
+    outs = s.call.outputs
+    long = {n: (o.spec, o.shape, canonical(o.dtype)) for n, o in outs.items()}
+    msg = sharding.out_rank_error(long, s.device_mesh)
+    if msg is not None:
+        name = next(n for n in sorted(long) if len(outs[n].spec or ()) > len(outs[n].shape))
+        return _out_spec_error(ctx, name, "SHARD_SPEC_RANK", "ValueError", msg)
+    for name in sorted(outs):
+        o = outs[name]
         found = sharding.spec_error(
             o.spec, o.shape, canonical(o.dtype), s.device_mesh, "out", label=name
         )
         if found is not None:
-            code, jtype, msg = found
-            path = f"call.outputs.{name}.spec"
-            fix = spec_fix(path, o.spec, len(o.shape), s.device_mesh)
-            ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
-            return _stop(ctx)
+            return _out_spec_error(ctx, name, *found)
+
+
+def _out_spec_error(ctx: Ctx, name: str, code: str, jtype: str, msg: str) -> None:
+    """JAX's error ``code`` at output ``name``'s spec, with the spec's fix; tracing stops."""
+    o = ctx.s.call.outputs[name]
+    path = f"call.outputs.{name}.spec"
+    fix = spec_fix(path, o.spec, len(o.shape), ctx.s.device_mesh or {})
+    ctx.jax(code, path, msg, jax_type=jtype, stage="trace", fix=fix)
+    _stop(ctx)
 
 
 def _check_kernel(ctx: Ctx) -> None:
@@ -518,12 +551,11 @@ def _body(ctx: Ctx, stmts: list[Stmt]) -> bool:
             continue
         if st.unbound is not None:  # lax.axis_index of a name the kernel does not know
             sub, name = st.unbound
-            ctx.jax(
-                "UNBOUND_AXIS",
-                sub_path(st.path, sub),
-                f"Found an unbound axis name: {name}. To fix this, please call axis_index "
-                "under `jax.shard_map`.",
-            )
+            t.st = st
+            if any(t.use(f) for f in node.loaded_before(sub, name)):
+                return True  # (a load before the name raised)
+            read = [e for _, field, e in st.exprs if field == sub]
+            ctx.jax("UNBOUND_AXIS", sub_path(st.path, sub), E.unbound_message(name, read))
             return True
         if not st.typed:
             continue  # a tuple used as a ref, or a failed view: reported elsewhere
