@@ -12,6 +12,7 @@ from every device at once (multimem), and a matrix product for the collective ma
   registers (the value language is :mod:`mpmd_lab.ops.values`).
 """
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -659,6 +660,19 @@ class Compute(StatementOp):
             return True
         if low.access("dst", "store", check_layout=False):
             return True
+        for node in _walk(self.tree):
+            if isinstance(node, V.Iota) and math.prod(node.shape) % LANES:
+                # (an iota is laid out over a warpgroup's threads, WG_STRIDED)
+                low.later(
+                    "solve",
+                    "GPU_LAYOUT_INFERENCE",
+                    (*low.path, "value"),
+                    L.layout_inference_error().message,
+                    f"lax.broadcasted_iota of shape {node.shape!r} is laid out over the "
+                    f"{LANES} threads of a warpgroup; its {math.prod(node.shape)} elements are "
+                    f"not a multiple of {LANES}: no register layout holds it.",
+                )
+                break
         dst = low.info("dst")
         if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
             # the value's register vectors are its loads' (strided, 64 bits at most per
