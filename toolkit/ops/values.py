@@ -397,7 +397,12 @@ class Bin(Node):
         dt = dtypes.np_dtype(dtype)
         x, y = np.asarray(x).astype(dt), np.asarray(y).astype(dt)
         with np.errstate(all="ignore"):
-            out = getattr(np, _NP[self.op])(x, y)
+            if self.op == "//":
+                out = _floor_divide(x, y)
+            elif self.op == "%":
+                out = _remainder(x, y)
+            else:
+                out = getattr(np, _NP[self.op])(x, y)
         return np.asarray(out if self.op in _CMP else np.asarray(out).astype(dt)), weak
 
     def source(self, w: Writer) -> str:
@@ -408,6 +413,71 @@ class Bin(Node):
         left = _wrap(self.a, self.a.source(w), p)
         right = _wrap(self.b, self.b.source(w), p + 1)
         return f"{left} {self.op} {right}"
+
+
+def _int_div(x: Any, y: Any) -> Any:
+    """``lax.div`` of integers as XLA computes it: truncated toward zero; by zero, every
+    bit set (-1, or an unsigned dtype's largest); the smallest signed value by -1, itself."""
+    import numpy as np
+
+    x, y = np.broadcast_arrays(x, y)
+    low = np.iinfo(x.dtype).min
+    wraps = (x == low) & (y == -1) if low < 0 else np.zeros(x.shape, bool)
+    zero = y == 0
+    safe = np.where(zero | wraps, np.ones_like(y), y)
+    q = (x - np.fmod(x, safe)) // safe  # (exact: the remainder is taken off first)
+    return np.where(zero, ~np.zeros_like(x), np.where(wraps, x, q))
+
+
+def _int_rem(x: Any, y: Any) -> Any:
+    """``lax.rem`` of integers as XLA computes it: the sign of ``x``; by zero, ``x``; the
+    smallest signed value by -1, zero."""
+    import numpy as np
+
+    x, y = np.broadcast_arrays(x, y)
+    low = np.iinfo(x.dtype).min
+    wraps = (x == low) & (y == -1) if low < 0 else np.zeros(x.shape, bool)
+    zero = y == 0
+    safe = np.where(zero | wraps, np.ones_like(y), y)
+    return np.where(zero, x, np.fmod(x, safe))
+
+
+def _floor_divide(x: Any, y: Any) -> Any:
+    """``jnp.floor_divide`` as jax.numpy computes it (not numpy's: an integer divided by
+    zero is -1 or -2 there, a float's quotient is rounded from the corrected division)."""
+    import numpy as np
+
+    if x.dtype.kind == "u":
+        return _int_div(x, y)
+    if x.dtype.kind in "ib":
+        q = _int_div(x, y)
+        select = (np.sign(x) != np.sign(y)) & (_int_rem(x, y) != 0)
+        return np.where(select, q - np.ones_like(q), q)
+    # _float_divmod: x1 - mod divided by x2 (x1 itself by zero), one off where the signs
+    # of mod and x2 differ, rounded half away from zero (lax.round)
+    mod = np.fmod(x, y)
+    div = np.true_divide(np.where(y == 0, x, x - mod), y)
+    one = np.ones_like(div)
+    div = np.where((mod != 0) & (np.sign(y) != np.sign(mod)), div - one, div)
+    whole = np.trunc(div)
+    half = np.abs(div - whole) >= np.asarray(0.5, div.dtype)
+    return np.where(half, whole + np.copysign(one, div), whole)
+
+
+def _remainder(x: Any, y: Any) -> Any:
+    """``jnp.remainder`` as jax.numpy computes it: the truncated remainder (an integer's
+    by zero taken by one), plus ``y`` where its sign and the remainder's differ; a zero
+    keeps ``x``'s sign (numpy's takes ``y``'s)."""
+    import numpy as np
+
+    if x.dtype.kind in "iub":
+        y = np.where(y == 0, np.ones_like(y), y)
+        trunc = _int_rem(x, y)
+    else:
+        trunc = np.fmod(x, y)
+    zero = np.zeros_like(trunc)
+    plus = ((trunc < zero) != (y < np.zeros_like(y))) & (trunc != zero)
+    return np.where(plus, trunc + y, trunc)
 
 
 class Neg(Node):
@@ -515,8 +585,16 @@ class Cast(_Converted):
         import numpy as np
 
         x, _ = self.a.eval(refs)
+        x = np.asarray(x)
+        new = dtypes.np_dtype(self.dtype)
+        if x.dtype.kind == "f" or x.dtype.name in _NARROW_FLOATS:
+            if new.kind in "iu":  # XLA's conversion saturates, and NaN is zero
+                info = np.iinfo(new)
+                wide = x.astype(np.float64)
+                whole = np.clip(np.trunc(np.nan_to_num(wide, nan=0.0)), info.min, info.max)
+                return whole.astype(new), False
         with np.errstate(all="ignore"):
-            return np.asarray(x).astype(dtypes.np_dtype(self.dtype)), False
+            return x.astype(new), False
 
     def source(self, w: Writer) -> str:
         return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
@@ -566,7 +644,7 @@ class Bitcast(_Converted):
         import numpy as np
 
         x, _ = self.a.eval(refs)
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")  # (ascontiguousarray makes a scalar rank 1)
         new = dtypes.np_dtype(dtypes.canonical(self.dtype))
         if x.dtype.itemsize == new.itemsize:
             return x.view(new), False
@@ -614,6 +692,10 @@ _SUM_DTYPE = {
     "uint8": "uint32",
     "uint16": "uint32",
 }
+#: the floats jnp.sum adds in float32 (its upcast_f16_for_computation)
+_F16 = ("float16", "bfloat16")
+#: ml_dtypes' floats (numpy's kind "V" for them)
+_NARROW_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 _REDUCE_PRIM = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min"}
 
 
@@ -681,9 +763,11 @@ class Reduce(Node):
         x = np.asarray(x)
         axes = self.axes(x.ndim)
         dt = dtypes.np_dtype(self.dtype_of(_name(x)))
+        # jnp.sum of 16-bit floats adds in float32 and rounds the sum once
+        acc = np.float32 if self.fn == "sum" and _name(x) in _F16 else dt
         ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
         with np.errstate(all="ignore"):
-            out = ufunc.reduce(x.astype(dt), axis=axes, keepdims=self.keepdims)
+            out = ufunc.reduce(x.astype(acc), axis=axes, keepdims=self.keepdims)
         return np.asarray(out).astype(dt), False
 
     def source(self, w: Writer) -> str:

@@ -1,0 +1,129 @@
+"""``compute`` values where the simulator disagreed with real JAX
+(``bench/fuzz_values.py`` found each class), held against JAX's CPU interpreter bit for
+bit: jax.numpy's own floor division and remainder (not numpy's: by zero, of negative
+numbers, the sign of a zero), XLA's saturating float-to-integer conversion (NaN is zero;
+XLA's CPU and GPU backends and Mosaic GPU's ``cvt.rzi`` saturate alike), a sum of 16-bit
+floats added in float32, a bitcast of a scalar.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.simulator import simulate
+from mpmd_lab.validate import check, first_error
+from simulate_support import run_in_jax, same_bits
+
+I32 = [7, -7, 0, -(2**31), 5, -5, 2**31 - 1, -1]
+U32 = [7, 0, 4294967295, 3, 0, 2, 1, 4294967294]
+F32 = [1.0, -1.0, 0.0, -0.0, 2.5, -2.5, 7.0, -7.0]
+
+
+def _scenario(
+    name: str,
+    value: str,
+    out: tuple[str, list[int]],
+    *buffers: tuple[str, list[int], object],
+    interpret: str = "hlo",
+) -> dict:
+    names = "abcd"[: len(buffers)]
+    return {
+        "schema": "mpmd-lab/scenario@1",
+        "name": name,
+        "buffers": {
+            n: {"dtype": d, "shape": s, "init": init, "seed": i}
+            for i, (n, (d, s, init)) in enumerate(zip(names, buffers, strict=True))
+        },
+        "call": {
+            "entry": "pl.kernel",
+            "args": [{"buffer": n, "param": f"{n}_ref"} for n in names],
+            "outputs": {"o": {"dtype": out[0], "shape": out[1]}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"blocks": 1}, "cluster": {}, "threads": None},
+                    "body": [{"op": "compute", "dst": "o", "value": value}],
+                }
+            ],
+        },
+        "run": {"interpret": interpret, "detect_races": False},
+    }
+
+
+def _divisors(dtype: str, values: list) -> list:
+    """Each value divided by each of 0, -1, 2, -2 (a dividend and divisor per element)."""
+    return [v for v in values for _ in range(4)], [d for _ in values for d in (0, -1, 2, -2)]
+
+
+def _int_pair(name: str, value: str, dtype: str, values: list) -> dict:
+    a, b = _divisors(dtype, values)
+    if dtype.startswith("u"):
+        b = [d % 2**32 if d < 0 else d for d in b]
+    n = len(a)
+    return _scenario(name, value, (dtype, [n]), (dtype, [n], a), (dtype, [n], b))
+
+
+#: values the simulator computed other than JAX's interpreter (each fails without its fix)
+SIMULATED = [
+    _int_pair("int-floordiv", "a_ref[...] // b_ref[...]", "int32", I32),
+    _int_pair("uint-floordiv", "a_ref[...] // b_ref[...]", "uint32", U32),
+    _scenario(  # int16 by an int8 zero: promoted to int16, -2 and -1 (numpy: 0)
+        "small-floordiv",
+        "lax.broadcasted_iota(jnp.int16, (4, 128), 1) // a_ref[...]",
+        ("int16", [4, 128]),
+        ("int8", [4, 1], [[0], [-1], [3], [-128]]),
+        interpret="gpu",
+    ),
+    _scenario(  # float: the sign of a zero remainder is the dividend's (numpy: the divisor's)
+        "float-rem",
+        "a_ref[...] % b_ref[...]",
+        ("float32", [32]),
+        ("float32", [32], _divisors("float32", F32)[0]),
+        ("float32", [32], [float(d) for d in _divisors("float32", F32)[1]]),
+    ),
+    _scenario(
+        "float-floordiv",
+        "a_ref[...] // b_ref[...]",
+        ("bfloat16", [32]),
+        ("bfloat16", [32], _divisors("float32", F32)[0]),
+        ("bfloat16", [32], [float(d) for d in _divisors("float32", F32)[1]]),
+    ),
+    _scenario(  # NaN (0 / 0), inf, -inf, out of range, negative into unsigned
+        "float-to-int",
+        "(a_ref[...] / b_ref[...]).astype(jnp.int32) + (a_ref[...] / b_ref[...]).astype("
+        "jnp.uint8).astype(jnp.int32) * 65536",
+        ("int32", [8]),
+        ("float32", [8], [0.0, 1.0, -1.0, 3e9, -3e9, 300.0, -2.5, 255.9]),
+        ("float32", [8], [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]),
+        interpret="gpu",
+    ),
+    _scenario(  # jnp.sum of bfloat16 adds in float32 and rounds once
+        "bf16-sum",
+        "jnp.sum(a_ref[...], axis=-1)",
+        ("bfloat16", []),
+        ("bfloat16", [256], "random"),
+        interpret="gpu",
+    ),
+    _scenario(  # a scalar's bitcast into a narrower dtype: two halves
+        "scalar-bitcast",
+        "lax.bitcast_convert_type(a_ref[...], jnp.uint16)",
+        ("uint16", [2]),
+        ("uint32", [], 4294967294),
+    ),
+]
+
+
+@pytest.mark.slow
+def test_values_simulate_as_jax_interprets_them():
+    scenarios = [load_scenario(copy.deepcopy(d)) for d in SIMULATED]
+    problems = []
+    for s, got in zip(scenarios, run_in_jax(scenarios), strict=True):
+        assert first_error(check(s)) is None or first_error(check(s)).stage == "gpu-lower"
+        assert not isinstance(got, str), f"{s.name}: JAX failed: {got}"
+        sim = simulate(s, check=False)
+        if not sim.ok:
+            problems.append(f"{s.name}: simulate fails: {sim.error}")
+        elif not same_bits(sim.outputs["o"], got["o"], flushed=True):
+            problems.append(f"{s.name}: simulate {sim.outputs['o']} JAX {got['o']}")
+    assert problems == []
