@@ -1,9 +1,13 @@
-"""``compute`` values where the simulator disagreed with real JAX
-(``bench/fuzz_values.py`` found each class), held against JAX's CPU interpreter bit for
-bit: jax.numpy's own floor division and remainder (not numpy's: by zero, of negative
-numbers, the sign of a zero), XLA's saturating float-to-integer conversion (NaN is zero;
-XLA's CPU and GPU backends and Mosaic GPU's ``cvt.rzi`` saturate alike), a sum of 16-bit
-floats added in float32, a bitcast of a scalar.
+"""``compute`` values where the check or the simulator disagreed with real JAX
+(``bench/fuzz_values.py`` found each class), held against JAX on this CPU.
+
+The simulator against JAX's CPU interpreter bit for bit: jax.numpy's own floor division
+and remainder (not numpy's: by zero, of negative numbers, the sign of a zero), XLA's
+saturating float-to-integer conversion (NaN is zero; XLA's CPU and GPU backends and
+Mosaic GPU's ``cvt.rzi`` saturate alike), a sum of 16-bit floats added in float32, a
+bitcast of a scalar. The check's verdict against JAX's trace and Mosaic GPU lowering:
+a Python scalar promoted to a higher kind stays weak, a bitcast's shape rule before its
+dtype rule, and a comparison of comparisons exported with its brackets.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from jaxprobe import answers, assert_agrees
 from mpmd_lab.scenario import load_scenario
 from mpmd_lab.simulator import simulate
 from mpmd_lab.validate import check, first_error
@@ -126,4 +131,70 @@ def test_values_simulate_as_jax_interprets_them():
             problems.append(f"{s.name}: simulate fails: {sim.error}")
         elif not same_bits(sim.outputs["o"], got["o"], flushed=True):
             problems.append(f"{s.name}: simulate {sim.outputs['o']} JAX {got['o']}")
+    assert problems == []
+
+
+BOOL_SRC = ("float32", [2, 128], "random")
+
+#: verdicts the check gave other than JAX's (each fails without its fix)
+VERDICTS = {
+    # int32 * 2.0 is a weak float32: it takes float16's dtype in turn (JAX valid) ...
+    "weak-float": _scenario(
+        "weak-float",
+        "a_ref[...] * 2.0 + b_ref[...]",
+        ("float16", [8, 128]),
+        ("int32", [8, 128], "iota"),
+        ("float16", [8, 128], "random"),
+    ),
+    # ... and a float32 store of it is a float16 store (SWAP_DTYPE_MISMATCH)
+    "weak-float-store": _scenario(
+        "weak-float-store",
+        "jnp.minimum(a_ref[...], -1.5) + b_ref[...]",
+        ("float32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+        ("bfloat16", [8, 128], "random"),
+    ),
+    # a bool widened: the shape rule speaks first (BITCAST_VALUE_SHAPE)
+    "bitcast-bool-wider": _scenario(
+        "bitcast-bool-wider",
+        "lax.bitcast_convert_type(a_ref[...] > 0.0, jnp.bfloat16)",
+        ("bfloat16", [2, 128]),
+        BOOL_SRC,
+    ),
+    # an ml_dtypes dtype unquoted in JAX's message (BITCAST_VALUE_BOOL)
+    "bitcast-bool-f8": _scenario(
+        "bitcast-bool-f8",
+        "lax.bitcast_convert_type(a_ref[...] > 0.0, jnp.float8_e4m3fn)",
+        ("float8_e4m3fn", [2, 128]),
+        BOOL_SRC,
+    ),
+    # a comparison of comparisons, bracketed in the export (Python chains a > b == c)
+    "compare-compares": _scenario(
+        "compare-compares",
+        "((a_ref[...] > b_ref[...]) == (b_ref[...] > 0.0)).astype(jnp.float32)",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+        ("float32", [8, 128], "iota"),
+    ),
+}
+
+
+@pytest.mark.slow
+def test_value_verdicts_are_jaxs():
+    jax = answers(VERDICTS)
+    # (each case is one JAX answers: what the test holds, lest a fix agree by accident)
+    expected = {
+        "weak-float": None,
+        "weak-float-store": "SWAP_DTYPE_MISMATCH",
+        "bitcast-bool-wider": "BITCAST_VALUE_SHAPE",
+        "bitcast-bool-f8": "BITCAST_VALUE_BOOL",
+        "compare-compares": None,
+    }
+    assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
+    problems = []
+    for name, d in VERDICTS.items():
+        try:
+            assert_agrees(d, jax[name])
+        except AssertionError as e:
+            problems.append(f"{name}: {e}")
     assert problems == []

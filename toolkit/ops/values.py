@@ -293,14 +293,15 @@ def _kind(dtype: str) -> int:
 
 def promote(a: Ty, b: Ty) -> tuple[str, bool]:
     """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
-    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32), and its weakness."""
+    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, and weak as the
+    scalar was, so that it takes a float16's dtype in turn), and its weakness."""
     if a.weak and b.weak:
         return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
     if a.weak or b.weak:
         weak, strong = (a, b) if a.weak else (b, a)
         if _kind(weak.dtype) <= _kind(strong.dtype):
             return strong.dtype, False
-        return weak.dtype, False
+        return weak.dtype, True
     return dtypes.promote(a.dtype, b.dtype), False
 
 
@@ -410,7 +411,8 @@ class Bin(Node):
             fn = "maximum" if self.op == "max" else "minimum"
             return f"jnp.{fn}({self.a.source(w)}, {self.b.source(w)})"
         p = _PREC["cmp" if self.op in _CMP else self.op]
-        left = _wrap(self.a, self.a.source(w), p)
+        # (Python chains comparisons: a comparison's operand that compares is bracketed)
+        left = _wrap(self.a, self.a.source(w), p + 1 if self.op in _CMP else p)
         right = _wrap(self.b, self.b.source(w), p + 1)
         return f"{left} {self.op} {right}"
 
@@ -611,20 +613,13 @@ class Bitcast(_Converted):
         a = self.a.typed(refs)
         _operand_dtype("bitcast_convert_type", a, 0)
         new = dtypes.canonical(self.dtype)
-        if "bool" in (a.dtype, new) and a.dtype != new:
-            raise ValueTypeError(
-                "BITCAST_VALUE_BOOL",
-                "lax.bitcast_convert_type does not support bool or complex values unless the "
-                f"operand and destination types match. Got operand dtype={a.dtype}, "
-                f"new_dtype=dtype('{new}'). Consider using the arr.view() method instead.",
-                "TypeError",
-            )
+        # JAX's shape rule, then its dtype rule
         src, dst = dtypes.bits(a.dtype), dtypes.bits(new)
         if src == dst:
-            return Ty(a.shape, new, False)
-        if src > dst:
-            return Ty((*a.shape, src // dst), new, False)
-        if not a.shape or a.shape[-1] * src != dst:
+            shape = a.shape
+        elif src > dst:
+            shape = (*a.shape, src // dst)
+        elif not a.shape or a.shape[-1] * src != dst:
             last = a.shape[-1] if a.shape else 1
             raise ValueTypeError(
                 "BITCAST_VALUE_SHAPE",
@@ -632,7 +627,19 @@ class Bitcast(_Converted):
                 f"{src} bits to {new} of size {dst}, bits but {last} * {src} != {dst}",
                 "ValueError",
             )
-        return Ty(a.shape[:-1], new, False)
+        else:
+            shape = a.shape[:-1]
+        if "bool" in (a.dtype, new) and a.dtype != new:
+            # (numpy's repr of a dtype quotes its own names, not ml_dtypes')
+            shown = f"'{new}'" if new not in _NARROW_FLOATS else new
+            raise ValueTypeError(
+                "BITCAST_VALUE_BOOL",
+                "lax.bitcast_convert_type does not support bool or complex values unless the "
+                f"operand and destination types match. Got operand dtype={a.dtype}, "
+                f"new_dtype=dtype({shown}). Consider using the arr.view() method instead.",
+                "TypeError",
+            )
+        return Ty(shape, new, False)
 
     def widths_differ(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
         """The operand's dtype where it is not as wide as ``dtype`` (Mosaic GPU does not
