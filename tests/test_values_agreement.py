@@ -7,7 +7,8 @@ saturating float-to-integer conversion (NaN is zero; XLA's CPU and GPU backends 
 Mosaic GPU's ``cvt.rzi`` saturate alike), a sum of 16-bit floats added in float32, a
 bitcast of a scalar. The check's verdict against JAX's trace and Mosaic GPU lowering:
 a Python scalar promoted to a higher kind stays weak, a bitcast's shape rule before its
-dtype rule, and a comparison of comparisons exported with its brackets.
+dtype rule, a comparison of comparisons exported with its brackets, 8-bit scalars and
+8-bit equality, which the lowering computes.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def test_values_simulate_as_jax_interprets_them():
     assert problems == []
 
 
+F8 = ("float8_e5m2", [], 1.5)
 BOOL_SRC = ("float32", [2, 128], "random")
 
 #: verdicts the check gave other than JAX's (each fails without its fix)
@@ -176,6 +178,21 @@ VERDICTS = {
         ("float32", [8, 128], "random"),
         ("float32", [8, 128], "iota"),
     ),
+    # 8-bit scalars are computed as scalars (JAX lowers it)
+    "byte-scalar": _scenario(
+        "byte-scalar",
+        "jnp.maximum(0.5, a_ref[...]) + (-a_ref[...])",
+        ("float8_e5m2", []),
+        F8,
+    ),
+    # == of 8-bit vectors compares bits (JAX lowers it)
+    "byte-equal": _scenario(
+        "byte-equal",
+        "(a_ref[...] == b_ref[...]).astype(jnp.int32) + (a_ref[...] != b_ref[...])",
+        ("int32", [8, 128]),
+        ("float8_e5m2", [8, 128], "random"),
+        ("float8_e5m2", [8, 128], "iota"),
+    ),
 }
 
 
@@ -189,6 +206,8 @@ def test_value_verdicts_are_jaxs():
         "bitcast-bool-wider": "BITCAST_VALUE_SHAPE",
         "bitcast-bool-f8": "BITCAST_VALUE_BOOL",
         "compare-compares": None,
+        "byte-scalar": None,
+        "byte-equal": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

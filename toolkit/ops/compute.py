@@ -683,7 +683,11 @@ class Compute(StatementOp):
 
 
 def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
-    """The operation computes on 8-bit numbers (its operands promoted)."""
+    """The operation computes on vectors of 8-bit numbers (its operands promoted; a
+    scalar is computed as a scalar, which the lowering takes in any width, and ``==`` and
+    ``!=`` compare bits, as the bitwise operations it allows do)."""
+    if not node.typed(refs).shape or (isinstance(node, V.Bin) and node.op in ("==", "!=")):
+        return False
     if isinstance(node, V.Neg):
         dtype = node.a.typed(refs).dtype
     else:
