@@ -193,6 +193,13 @@ VERDICTS = {
         ("float8_e5m2", [8, 128], "random"),
         ("float8_e5m2", [8, 128], "iota"),
     ),
+    # an 8-bit float iota: LLVM has no such value (GPU_VERIFICATION)
+    "iota-f8": _scenario(
+        "iota-f8",
+        "lax.broadcasted_iota(jnp.float8_e5m2, (8, 128), 1)",
+        ("float8_e5m2", [8, 128]),
+        BOOL_SRC,
+    ),
 }
 
 
@@ -208,6 +215,7 @@ def test_value_verdicts_are_jaxs():
         "compare-compares": None,
         "byte-scalar": None,
         "byte-equal": None,
+        "iota-f8": "GPU_VERIFICATION",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []
@@ -217,3 +225,4 @@ def test_value_verdicts_are_jaxs():
         except AssertionError as e:
             problems.append(f"{name}: {e}")
     assert problems == []
+

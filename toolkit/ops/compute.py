@@ -530,6 +530,22 @@ def lower_value(
             )
             return None
     for node in _walk(tree):
+        if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
+            low.later(
+                "p1",
+                "GPU_VERIFICATION",
+                (*low.path, "value"),
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                "'llvm.mlir.undef' op result #0 must be LLVM dialect-compatible type, but got "
+                f"'{_mlir(node.dtype)}'",
+                f"{node.source(V.LABEL)} counts in an 8-bit float, which the lowering "
+                "builds from an LLVM value of that type, and LLVM has none. Count in "
+                f"float32 and convert: lax.broadcasted_iota(jnp.float32, ...).astype("
+                f"jnp.{node.dtype}).",
+            )
+            break
+    for node in _walk(tree):
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
                 "solve",
