@@ -17,7 +17,7 @@ import copy
 
 import pytest
 from jaxprobe import answers, assert_agrees
-from mpmd_lab.scenario import load_scenario
+from mpmd_lab.scenario import ScenarioError, load_scenario
 from mpmd_lab.simulator import simulate
 from mpmd_lab.validate import check, first_error
 from simulate_support import run_in_jax, same_bits
@@ -226,3 +226,12 @@ def test_value_verdicts_are_jaxs():
             problems.append(f"{name}: {e}")
     assert problems == []
 
+
+@pytest.mark.parametrize("value", ["(2).astype(jnp.int8)", "(-1.5).astype(jnp.float32)"])
+def test_a_python_number_has_no_astype(value):
+    """JAX fails on it (an AttributeError at trace; ``2.astype`` does not even parse):
+    not a value, where the check said valid."""
+    assert not hasattr(2, "astype") and not hasattr(-1.5, "astype")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(_scenario("lit", f"a_ref[...] + {value}", ("float32", [8]), BOOL_SRC))
+    assert "call.programs[0].body[0].value" in str(e.value) and "no .astype" in str(e.value)

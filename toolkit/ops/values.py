@@ -991,7 +991,13 @@ def _call(n: ast.Call, d: int) -> Node:
     if isinstance(n.func, ast.Attribute) and n.func.attr == "astype":
         if len(args) != 1:
             raise ValueSyntaxError("x.astype(dtype) takes one dtype")
-        return Cast(_node(n.func.value, d), _dtype(args[0]))
+        inner = _node(n.func.value, d)
+        if isinstance(inner, Lit):  # (JAX: AttributeError, or a SyntaxError for 2.astype)
+            raise ValueSyntaxError(
+                f"{ast.unparse(n.func.value)} is a Python number, which has no .astype: "
+                "write the number alone (it takes the dtype of the value it meets)"
+            )
+        return Cast(inner, _dtype(args[0]))
     if fn == "lax.bitcast_convert_type":
         if len(args) != 2:
             raise ValueSyntaxError("lax.bitcast_convert_type(x, dtype) takes a value and a dtype")
