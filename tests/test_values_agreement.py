@@ -200,6 +200,30 @@ VERDICTS = {
         ("float8_e5m2", [8, 128]),
         BOOL_SRC,
     ),
+    # 8-bit floats promote with no other float (VALUE_FP8_PROMOTION, JAX's own order of
+    # the two dtypes), in arithmetic and in jnp.where alike ...
+    "fp8-times-bf16": _scenario(
+        "fp8-times-bf16",
+        "a_ref[...] * b_ref[...]",
+        ("bfloat16", [8, 128]),
+        ("float8_e4m3fn", [8, 128], "random"),
+        ("bfloat16", [8, 128], "random"),
+    ),
+    "fp8-where": _scenario(
+        "fp8-where",
+        "jnp.where(a_ref[...] > 0.0, b_ref[...], a_ref[...])",
+        ("float32", [8, 128]),
+        ("float16", [8, 128], "random"),
+        ("float8_e5m2", [8, 128], "random"),
+    ),
+    # ... but with an integer and a Python number it stays 8-bit (JAX traces it)
+    "fp8-int": _scenario(
+        "fp8-int",
+        "(a_ref[...] + b_ref[...] * 2.0).astype(jnp.float32)",
+        ("float32", [8, 128]),
+        ("float8_e4m3fn", [8, 128], "random"),
+        ("int8", [8, 128], "iota"),
+    ),
 }
 
 
@@ -216,6 +240,9 @@ def test_value_verdicts_are_jaxs():
         "byte-scalar": None,
         "byte-equal": None,
         "iota-f8": "GPU_VERIFICATION",
+        "fp8-times-bf16": "VALUE_FP8_PROMOTION",
+        "fp8-where": "VALUE_FP8_PROMOTION",
+        "fp8-int": "GPU_8BIT_ARITH",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -294,7 +294,8 @@ def _kind(dtype: str) -> int:
 def promote(a: Ty, b: Ty) -> tuple[str, bool]:
     """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
     dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, and weak as the
-    scalar was, so that it takes a float16's dtype in turn), and its weakness."""
+    scalar was, so that it takes a float16's dtype in turn), and its weakness. An 8-bit
+    float and a float of another dtype: JAX's TypePromotionError (VALUE_FP8_PROMOTION)."""
     if a.weak and b.weak:
         return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
     if a.weak or b.weak:
@@ -302,7 +303,28 @@ def promote(a: Ty, b: Ty) -> tuple[str, bool]:
         if _kind(weak.dtype) <= _kind(strong.dtype):
             return strong.dtype, False
         return weak.dtype, True
+    if a.dtype != b.dtype and _kind(a.dtype) == _kind(b.dtype) == 2:
+        if a.dtype in _FLOAT8 or b.dtype in _FLOAT8:
+            raise _no_promotion(a.dtype, b.dtype)
     return dtypes.promote(a.dtype, b.dtype), False
+
+
+#: the 8-bit floats, which jax.numpy promotes with no other float
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _no_promotion(a: str, b: str) -> ValueTypeError:
+    """JAX's TypePromotionError for two floats of which one is 8-bit. (It names the
+    dtypes in the order of the set it makes of them, numpy's dtypes in that order.)"""
+    shown = tuple(str(n) for n in {dtypes.np_dtype(a), dtypes.np_dtype(b)})
+    return ValueTypeError(
+        "VALUE_FP8_PROMOTION",
+        f"Input dtypes {shown} have no available implicit dtype promotion path. To avoid "
+        "unintended promotion, 8-bit floats do not support implicit promotion. If you'd "
+        "like your inputs to be promoted to another type, you can do so explicitly using "
+        "e.g. x.astype('float32')",
+        "TypePromotionError",
+    )
 
 
 def broadcast(shapes: list[tuple[int, ...]], prim: str) -> tuple[int, ...]:
