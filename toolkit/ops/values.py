@@ -314,9 +314,10 @@ _FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 
 
 def _no_promotion(a: str, b: str) -> ValueTypeError:
-    """JAX's TypePromotionError for two floats of which one is 8-bit. (It names the
-    dtypes in the order of the set it makes of them, numpy's dtypes in that order.)"""
-    shown = tuple(str(n) for n in {dtypes.np_dtype(a), dtypes.np_dtype(b)})
+    """JAX's TypePromotionError for two floats of which one is 8-bit. JAX names the two
+    in the order of the set it makes of them, which for ml_dtypes' dtypes (hashed anew
+    in each process) differs from run to run: here, in the operands' order."""
+    shown = (a, b)
     return ValueTypeError(
         "VALUE_FP8_PROMOTION",
         f"Input dtypes {shown} have no available implicit dtype promotion path. To avoid "
