@@ -225,6 +225,28 @@ VERDICTS = {
         ("float8_e4m3fn", [8, 128], "random"),
         ("int8", [8, 128], "iota"),
     ),
+    # jnp.where of arrays by a scalar condition, and // of floats by a scalar, which
+    # selects by divisor == 0 (GPU_WHERE_BROADCAST) ...
+    "where-by-scalar": _scenario(
+        "where-by-scalar",
+        "jnp.where(pl.program_id(0) == 0, a_ref[...], -a_ref[...])",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+    ),
+    "float-floordiv-scalar": _scenario(
+        "float-floordiv-scalar",
+        "a_ref[...] // 2.0",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+    ),
+    # ... but a condition that broadcasts (a row) lowers, and so do remainders of integers
+    "where-by-row": _scenario(
+        "where-by-row",
+        "jnp.where(b_ref[...] > 0.0, a_ref[...] % 3, a_ref[...] // b_ref[...].astype(jnp.int32))",
+        ("int32", [8, 128]),
+        ("int32", [8, 128], "iota"),
+        ("float32", [1, 128], "random"),
+    ),
 }
 
 
@@ -244,6 +266,9 @@ def test_value_verdicts_are_jaxs():
         "fp8-times-bf16": "VALUE_FP8_PROMOTION",
         "fp8-where": "VALUE_FP8_PROMOTION",
         "fp8-int": "GPU_8BIT_ARITH",
+        "where-by-scalar": "GPU_WHERE_BROADCAST",
+        "float-floordiv-scalar": "GPU_WHERE_BROADCAST",
+        "where-by-row": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

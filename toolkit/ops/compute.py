@@ -530,6 +530,20 @@ def lower_value(
             )
             return None
     for node in _walk(tree):
+        scalar = _selects_by_a_scalar(node, refs)
+        if scalar:
+            low.jax(
+                "GPU_WHERE_BROADCAST",
+                (*low.path, "value"),
+                "Implicit broadcast not implemented with warpgroup semantics",
+                jax_type="NotImplementedError",
+                explanation=f"{node.source(V.LABEL)} selects between arrays by {scalar}, a "
+                "scalar: jax.numpy hands lax.select a scalar condition as it is, and the "
+                "Mosaic GPU lowering (warpgroup semantics) selects only between operands "
+                "of the result's shape.",
+            )
+            return None
+    for node in _walk(tree):
         if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
             low.later(
                 "p1",
@@ -709,6 +723,21 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
+    """What a select of arrays by a scalar condition is, where ``node`` makes one (else
+    ""): ``jnp.where`` of a scalar condition, or the floor division of floats by a
+    scalar (jax.numpy's ``_float_divmod`` selects by ``x2 == 0``)."""
+    if not node.typed(refs).shape:
+        return ""
+    if isinstance(node, V.Where) and not node.c.typed(refs).shape:
+        return f"its condition {node.c.source(V.LABEL)}"
+    if isinstance(node, V.Bin) and node.op == "//" and not node.b.typed(refs).shape:
+        dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
+        if dtypes.is_float(dtype):
+            return f"{node.b.source(V.LABEL)} == 0 (a float divided by a scalar)"
+    return ""
 
 
 def _vector(shape: tuple[int, ...], dtype: str) -> int:
