@@ -112,7 +112,7 @@ def _cases(interpret: str) -> list:
 def test_compute_simulates_bit_for_bit_as_jax_interprets_it():
     scenarios = _cases("gpu") + _cases("hlo")
     for s in scenarios:
-        # (float // by a scalar runs in the interpreters; Mosaic GPU does not lower it:
+        # (float // and % run in the interpreters; Mosaic GPU lowers neither: GPU_FLOAT_REM,
         # GPU_WHERE_BROADCAST)
         d = first_error(check(s))
         assert d is None or d.stage == "gpu-lower", (s.name, [d.one_line() for d in check(s)])

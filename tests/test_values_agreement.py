@@ -239,6 +239,14 @@ VERDICTS = {
         ("float32", [8, 128]),
         ("float32", [8, 128], "random"),
     ),
+    # ... a remainder of float arrays (GPU_FLOAT_REM) ...
+    "float-rem-arrays": _scenario(
+        "float-rem-arrays",
+        "a_ref[...] % b_ref[...]",
+        ("bfloat16", [8, 128]),
+        ("bfloat16", [8, 128], "random"),
+        ("bfloat16", [8, 128], "random"),
+    ),
     # ... but a condition that broadcasts (a row) lowers, and so do remainders of integers
     "where-by-row": _scenario(
         "where-by-row",
@@ -268,6 +276,7 @@ def test_value_verdicts_are_jaxs():
         "fp8-int": "GPU_8BIT_ARITH",
         "where-by-scalar": "GPU_WHERE_BROADCAST",
         "float-floordiv-scalar": "GPU_WHERE_BROADCAST",
+        "float-rem-arrays": "GPU_FLOAT_REM",
         "where-by-row": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected

@@ -575,6 +575,19 @@ def lower_value(
             )
             break
     for node in _walk(tree):
+        if isinstance(node, V.Bin) and _float_remainder(node, refs):
+            low.later(
+                "p3",
+                "GPU_FLOAT_REM",
+                low.path,
+                "unsupported operand type(s) for %: 'FragmentedArray' and 'FragmentedArray'",
+                f"{node.source(V.LABEL)} takes a remainder of floats (jax.numpy's "
+                "floor division of floats takes one too): lax.rem of floats becomes "
+                "arith.remf, which the Mosaic GPU dialect lowering has no rule for (its "
+                "register arrays take % of integers only).",
+            )
+            break
+    for node in _walk(tree):
         if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
             low.later(
                 "p3",
@@ -738,6 +751,13 @@ def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...],
         if dtypes.is_float(dtype):
             return f"{node.b.source(V.LABEL)} == 0 (a float divided by a scalar)"
     return ""
+
+
+def _float_remainder(node: V.Bin, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """``%`` or ``//`` of float vectors (jax.numpy takes lax.rem of the operands)."""
+    if node.op not in ("%", "//") or not node.typed(refs).shape:
+        return False
+    return dtypes.is_float(V.promote(node.a.typed(refs), node.b.typed(refs))[0])
 
 
 def _vector(shape: tuple[int, ...], dtype: str) -> int:
