@@ -112,6 +112,21 @@ SIMULATED = [
         ("bfloat16", [256], "random"),
         interpret="gpu",
     ),
+    _scenario(  # the minimum of two zeros is -0 if either is (numpy's: the second)
+        "min-zeros",
+        "jnp.minimum(a_ref[...], b_ref[...])",
+        ("bfloat16", [4]),
+        ("bfloat16", [4], [-0.0, 0.0, -0.0, 0.0]),
+        ("bfloat16", [4], [0.0, -0.0, -0.0, 0.0]),
+    ),
+    _scenario(  # the maximum of two zeros is +0 unless both are -0
+        "max-zeros",
+        "jnp.maximum(a_ref[...], b_ref[...])",
+        ("float32", [4]),
+        ("float32", [4], [-0.0, 0.0, -0.0, 0.0]),
+        ("float32", [4], [0.0, -0.0, -0.0, 0.0]),
+        interpret="gpu",
+    ),
     _scenario(  # a scalar's bitcast into a narrower dtype: two halves
         "scalar-bitcast",
         "lax.bitcast_convert_type(a_ref[...], jnp.uint16)",
@@ -225,6 +240,14 @@ VERDICTS = {
         ("float8_e4m3fn", [8, 128], "random"),
         ("int8", [8, 128], "iota"),
     ),
+    # % of booleans is int32, as // is (jax.numpy promotes booleans to numbers first)
+    "bool-rem": _scenario(
+        "bool-rem",
+        "(a_ref[...] > 0.0) % (b_ref[...] > 1.0)",
+        ("int32", [8, 128]),
+        ("float32", [8, 128], "random"),
+        ("float32", [8, 128], "iota"),
+    ),
     # jnp.where of arrays by a scalar condition, and // of floats by a scalar, which
     # selects by divisor == 0 (GPU_WHERE_BROADCAST) ...
     "where-by-scalar": _scenario(
@@ -278,6 +301,7 @@ def test_value_verdicts_are_jaxs():
         "float-floordiv-scalar": "GPU_WHERE_BROADCAST",
         "float-rem-arrays": "GPU_FLOAT_REM",
         "where-by-row": None,
+        "bool-rem": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

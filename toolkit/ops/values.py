@@ -405,8 +405,8 @@ class Bin(Node):
             return Ty(shape, "bool", False)
         if self.op == "/" and not dtypes.is_float(dtype):
             return Ty(shape, "float32", weak)  # true division of integers
-        if self.op == "//" and dtype == "bool":
-            return Ty(shape, "int32", weak)
+        if self.op in ("//", "%") and dtype == "bool":
+            return Ty(shape, "int32", weak)  # (jax.numpy's numeric promotion of booleans)
         return Ty(shape, dtype, weak)
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
@@ -416,7 +416,7 @@ class Bin(Node):
         dtype, weak = promote(Ty(x.shape, _name(x), xw), Ty(y.shape, _name(y), yw))
         if self.op == "/" and not dtypes.is_float(dtype):
             dtype = "float32"  # true division of integers
-        elif self.op == "//" and dtype == "bool":
+        elif self.op in ("//", "%") and dtype == "bool":
             dtype = "int32"
         dt = dtypes.np_dtype(dtype)
         x, y = np.asarray(x).astype(dt), np.asarray(y).astype(dt)
@@ -427,6 +427,8 @@ class Bin(Node):
                 out = _remainder(x, y)
             else:
                 out = getattr(np, _NP[self.op])(x, y)
+            if self.op in ("max", "min") and _kind(dtype) == 2:
+                out = _signed_zero(self.op, x, y, out)
         return np.asarray(out if self.op in _CMP else np.asarray(out).astype(dt)), weak
 
     def source(self, w: Writer) -> str:
@@ -438,6 +440,17 @@ class Bin(Node):
         left = _wrap(self.a, self.a.source(w), p + 1 if self.op in _CMP else p)
         right = _wrap(self.b, self.b.source(w), p + 1)
         return f"{left} {self.op} {right}"
+
+
+def _signed_zero(op: str, x: Any, y: Any, out: Any) -> Any:
+    """``lax.max`` / ``lax.min`` of two zeros as XLA computes them: -0 is below +0
+    (numpy's maximum and minimum return either)."""
+    import numpy as np
+
+    neg_x, neg_y = np.signbit(x.astype(np.float32)), np.signbit(y.astype(np.float32))
+    neg = (neg_x & neg_y) if op == "max" else (neg_x | neg_y)
+    zero = np.zeros_like(out)
+    return np.where((x == 0) & (y == 0), np.where(neg, -zero, zero), out)
 
 
 def _int_div(x: Any, y: Any) -> Any:
