@@ -248,6 +248,21 @@ VERDICTS = {
         ("float32", [8, 128], "random"),
         ("float32", [8, 128], "iota"),
     ),
+    # true division of 8-bit integers divides float32s (JAX lowers it)
+    "byte-true-div": _scenario(
+        "byte-true-div",
+        "(a_ref[...] > 0.0) / b_ref[...]",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+        ("uint8", [8, 128], "iota"),
+    ),
+    # an 8-bit float iota's verification error comes after the dialect lowering's own
+    "iota-f8-then-byte-arith": _scenario(
+        "iota-f8-then-byte-arith",
+        "jnp.minimum(lax.broadcasted_iota(jnp.float8_e4m3fn, (8, 128), 1), a_ref[...])",
+        ("float8_e4m3fn", [8, 128]),
+        ("float8_e4m3fn", [], 1.5),
+    ),
     # jnp.where of arrays by a scalar condition, and // of floats by a scalar, which
     # selects by divisor == 0 (GPU_WHERE_BROADCAST) ...
     "where-by-scalar": _scenario(
@@ -302,6 +317,8 @@ def test_value_verdicts_are_jaxs():
         "float-rem-arrays": "GPU_FLOAT_REM",
         "where-by-row": None,
         "bool-rem": None,
+        "byte-true-div": None,
+        "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -545,8 +545,8 @@ def lower_value(
             return None
     for node in _walk(tree):
         if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
-            low.later(
-                "p1",
+            low.later(  # (the dialect lowering makes the undef: verifying its module)
+                "p4",
                 "GPU_VERIFICATION",
                 (*low.path, "value"),
                 "Pallas encountered an internal verification error. Please file a bug at "
@@ -733,6 +733,8 @@ def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...]
         return False
     if isinstance(node, V.Neg):
         dtype = node.a.typed(refs).dtype
+    elif node.op == "/":
+        dtype = node.typed(refs).dtype  # (true division converts integers to float32 first)
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
