@@ -277,6 +277,14 @@ VERDICTS = {
         ("float32", [8, 128]),
         ("float32", [8, 128], "random"),
     ),
+    # (the lowering rules' errors come in the order the value computes: the division
+    # before the bitcast of its quotient, which GPU_BITCAST_WIDTH would refuse)
+    "floordiv-then-bitcast": _scenario(
+        "floordiv-then-bitcast",
+        "lax.bitcast_convert_type(a_ref[...] // 2.0, jnp.int16)",
+        ("int16", [256, 2]),
+        ("float32", [256], "random"),
+    ),
     # ... a remainder of float arrays (GPU_FLOAT_REM) ...
     "float-rem-arrays": _scenario(
         "float-rem-arrays",
@@ -314,6 +322,7 @@ def test_value_verdicts_are_jaxs():
         "fp8-int": "GPU_8BIT_ARITH",
         "where-by-scalar": "GPU_WHERE_BROADCAST",
         "float-floordiv-scalar": "GPU_WHERE_BROADCAST",
+        "floordiv-then-bitcast": "GPU_WHERE_BROADCAST",
         "float-rem-arrays": "GPU_FLOAT_REM",
         "where-by-row": None,
         "bool-rem": None,

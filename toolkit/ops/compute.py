@@ -501,7 +501,8 @@ def lower_value(
                 "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
             )
             return None
-    for node in _walk(tree):
+    # the lowering rules' own errors, in the order JAX lowers the value's operations
+    for node in _operations(tree):
         if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
             new = dtypes.canonical(node.dtype)
             low.jax(
@@ -513,7 +514,6 @@ def lower_value(
                 f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
             )
             return None
-    for node in _walk(tree):
         if (
             isinstance(node, V.Reduce)
             and node.fn in ("max", "min")
@@ -529,7 +529,6 @@ def lower_value(
                 "(.astype(jnp.int32)) and compare the result.",
             )
             return None
-    for node in _walk(tree):
         scalar = _selects_by_a_scalar(node, refs)
         if scalar:
             low.jax(
@@ -786,6 +785,14 @@ def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, .
     """A reduction that keeps some axis of a value of rank 2 or more."""
     rank = len(node.a.typed(refs).shape)
     return rank >= 2 and node.partial(rank)
+
+
+def _operations(n: V.Node) -> Iterator[V.Node]:
+    """A value's operations in the order the kernel computes (and JAX lowers) them: each
+    one's operands first, left to right."""
+    for c in n.children():
+        yield from _operations(c)
+    yield n
 
 
 def _walk(n: V.Node) -> Iterator[V.Node]:
