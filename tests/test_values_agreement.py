@@ -263,6 +263,13 @@ VERDICTS = {
         ("float8_e4m3fn", [8, 128]),
         ("float8_e4m3fn", [], 1.5),
     ),
+    # Python divides two Python numbers as it evaluates the body (EXPR_ZERO_DIVISION)
+    "python-zero-division": _scenario(
+        "python-zero-division",
+        "a_ref[...] + (7 // (1 - True))",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+    ),
     # jnp.where of arrays by a scalar condition, and // of floats by a scalar, which
     # selects by divisor == 0 (GPU_WHERE_BROADCAST) ...
     "where-by-scalar": _scenario(
@@ -326,6 +333,7 @@ def test_value_verdicts_are_jaxs():
         "float-rem-arrays": "GPU_FLOAT_REM",
         "where-by-row": None,
         "bool-rem": None,
+        "python-zero-division": "EXPR_ZERO_DIVISION",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",
     }

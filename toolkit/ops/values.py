@@ -387,6 +387,7 @@ class Bin(Node):
 
     def typed(self, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Ty:
         a, b = self.a.typed(refs), self.b.typed(refs)
+        _python_division(self)
         prim = _PRIM[self.op]
         _operand_dtype(prim, a, 0, b)
         _operand_dtype(prim, b, 1, a)
@@ -451,6 +452,60 @@ def _signed_zero(op: str, x: Any, y: Any, out: Any) -> Any:
     neg = (neg_x & neg_y) if op == "max" else (neg_x | neg_y)
     zero = np.zeros_like(out)
     return np.where((x == 0) & (y == 0), np.where(neg, -zero, zero), out)
+
+
+def _python(n: Node) -> bool | int | float | None:
+    """The Python number a value of Python numbers is (Python computes it before JAX
+    sees it: ``1 % 0.5`` is 0.0), else None."""
+    import operator
+
+    if isinstance(n, Lit):
+        return n.value
+    if isinstance(n, Neg):
+        v = _python(n.a)
+        return None if v is None else -v
+    if isinstance(n, Bin) and n.op in _PY_OPS:
+        a, b = _python(n.a), _python(n.b)
+        if a is None or b is None:
+            return None
+        try:
+            return getattr(operator, _PY_OPS[n.op])(a, b)
+        except (ZeroDivisionError, OverflowError):
+            return None
+    return None
+
+
+#: the operators Python applies to two Python numbers (the operator module's names)
+_PY_OPS = {
+    "+": "add",
+    "-": "sub",
+    "*": "mul",
+    "/": "truediv",
+    "//": "floordiv",
+    "%": "mod",
+    "==": "eq",
+    "!=": "ne",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+}
+
+
+def _python_division(n: Bin) -> None:
+    """Python's ZeroDivisionError where ``n`` divides two Python numbers by zero (the
+    kernel's body raises it as it is traced: EXPR_ZERO_DIVISION)."""
+    import operator
+
+    if n.op not in ("/", "//", "%"):
+        return
+    a, b = _python(n.a), _python(n.b)
+    if a is None or b is None or b != 0:
+        return
+    try:
+        getattr(operator, _PY_OPS[n.op])(a, b)
+    except ZeroDivisionError as e:
+        raise ValueTypeError("EXPR_ZERO_DIVISION", str(e), "ZeroDivisionError") from None
 
 
 def _int_div(x: Any, y: Any) -> Any:
