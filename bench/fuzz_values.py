@@ -162,7 +162,7 @@ class Gen:
             return f"(-{self.value(d)})"
         if r < 0.78:
             inner = self.value(d)
-            if isinstance(V.parse(inner), V.Lit):  # (a Python number has no .astype)
+            if _is_number(inner):  # (a Python number has no .astype)
                 inner = f"{self.buffer()}_ref[...]"
             return f"({inner}).astype(jnp.{rng.choice(DTYPES)})"
         if r < 0.86:
@@ -178,6 +178,14 @@ class Gen:
         if rng.random() < 0.4:
             kw.append("keepdims=True")
         return f"jnp.{fn}({', '.join([self.value(d), *kw])})"
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a Python number (a literal)."""
+    try:
+        return isinstance(V.parse(text), V.Lit)
+    except V.ValueSyntaxError:
+        return False
 
 
 def _refs(buffers: dict[str, dict[str, Any]]) -> dict[str, tuple[tuple[int, ...], str]]:
