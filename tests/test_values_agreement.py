@@ -263,6 +263,14 @@ VERDICTS = {
         ("float8_e4m3fn", [8, 128]),
         ("float8_e4m3fn", [], 1.5),
     ),
+    # a scalar condition: jnp.where broadcasts x and y only (JAX's message names two)
+    "where-scalar-shapes": _scenario(
+        "where-scalar-shapes",
+        "jnp.where(1.5, a_ref[...], b_ref[...])",
+        ("float32", [128]),
+        ("float32", [128], "random"),
+        ("float32", [64], "random"),
+    ),
     # Python divides two Python numbers as it evaluates the body (EXPR_ZERO_DIVISION)
     "python-zero-division": _scenario(
         "python-zero-division",
@@ -334,6 +342,7 @@ def test_value_verdicts_are_jaxs():
         "where-by-row": None,
         "bool-rem": None,
         "python-zero-division": "EXPR_ZERO_DIVISION",
+        "where-scalar-shapes": "ADD_SHAPE_MISMATCH",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",
     }

@@ -625,10 +625,12 @@ class Where(Node):
         for i, t in enumerate((c, x, y)):
             _operand_dtype("select_n", t, i)
         dtype, weak = promote(x, y)
-        shapes = [c.shape, x.shape, y.shape]
+        # jnp.where ranks up and broadcasts its three at once (x and y only, by a scalar
+        # condition)
+        shapes = [c.shape, x.shape, y.shape] if c.shape else [x.shape, y.shape]
         try:
             shape = broadcast(shapes, "select_n")
-        except ValueTypeError:  # jnp.where ranks up and broadcasts its three at once
+        except ValueTypeError:
             shown = ", ".join(repr(tuple(s)) for s in shapes)
             raise ValueTypeError(
                 "ADD_SHAPE_MISMATCH",
