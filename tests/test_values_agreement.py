@@ -271,6 +271,14 @@ VERDICTS = {
         ("float32", [128], "random"),
         ("float32", [64], "random"),
     ),
+    # Python negates a Python bool itself: -True is the int -1, a scalar (JAX's store of
+    # it fails on its shape, not on a negated bool)
+    "negated-true": _scenario(
+        "negated-true",
+        "-True",
+        ("int32", [128]),
+        ("float32", [128], "random"),
+    ),
     # Python divides two Python numbers as it evaluates the body (EXPR_ZERO_DIVISION)
     "python-zero-division": _scenario(
         "python-zero-division",
@@ -342,6 +350,7 @@ def test_value_verdicts_are_jaxs():
         "where-by-row": None,
         "bool-rem": None,
         "python-zero-division": "EXPR_ZERO_DIVISION",
+        "negated-true": "SWAP_SHAPE_MISMATCH",
         "where-scalar-shapes": "ADD_SHAPE_MISMATCH",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",

@@ -965,7 +965,7 @@ def _node(n: ast.AST, depth: int) -> Node:
         return Bin(_BINOPS[type(n.op)], _node(n.left, d), _node(n.right, d))
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
         inner = _node(n.operand, d)
-        if isinstance(inner, Lit) and not isinstance(inner.value, bool):
+        if isinstance(inner, Lit):  # (Python negates a number: -True is the int -1)
             return Lit(-inner.value)
         return Neg(inner)
     if isinstance(n, ast.Compare):
