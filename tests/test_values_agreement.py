@@ -279,6 +279,14 @@ VERDICTS = {
         ("int32", [128]),
         ("float32", [128], "random"),
     ),
+    # the dialect lowering's errors come in the order the value computes (8-bit
+    # arithmetic, then the remainder of its float result)
+    "byte-arith-then-float-rem": _scenario(
+        "byte-arith-then-float-rem",
+        "(-a_ref[...]).astype(jnp.float32) % 3.0",
+        ("float32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+    ),
     # Python divides two Python numbers as it evaluates the body (EXPR_ZERO_DIVISION)
     "python-zero-division": _scenario(
         "python-zero-division",
@@ -351,6 +359,7 @@ def test_value_verdicts_are_jaxs():
         "bool-rem": None,
         "python-zero-division": "EXPR_ZERO_DIVISION",
         "negated-true": "SWAP_SHAPE_MISMATCH",
+        "byte-arith-then-float-rem": "GPU_8BIT_ARITH",
         "where-scalar-shapes": "ADD_SHAPE_MISMATCH",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",

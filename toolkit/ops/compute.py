@@ -573,7 +573,8 @@ def lower_value(
                 "value does not carry.",
             )
             break
-    for node in _walk(tree):
+    # the dialect lowering's own errors, in the order the value computes
+    for node in _operations(tree):
         if isinstance(node, V.Bin) and _float_remainder(node, refs):
             low.later(
                 "p3",
@@ -586,7 +587,6 @@ def lower_value(
                 "register arrays take % of integers only).",
             )
             break
-    for node in _walk(tree):
         if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
             low.later(
                 "p3",
