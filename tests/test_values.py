@@ -112,7 +112,10 @@ def _cases(interpret: str) -> list:
 def test_compute_simulates_bit_for_bit_as_jax_interprets_it():
     scenarios = _cases("gpu") + _cases("hlo")
     for s in scenarios:
-        assert first_error(check(s)) is None, (s.name, [d.one_line() for d in check(s)])
+        # (float // and % run in the interpreters; Mosaic GPU lowers neither: GPU_FLOAT_REM,
+        # GPU_WHERE_BROADCAST)
+        d = first_error(check(s))
+        assert d is None or d.stage == "gpu-lower", (s.name, [d.one_line() for d in check(s)])
     results = run_in_jax(scenarios)
     problems = []
     for s, got in zip(scenarios, results, strict=True):
@@ -138,7 +141,10 @@ def test_values_read_where_the_kernel_runs():
         data["device_mesh"] = {"dev": 2}
         scenarios.append(load_scenario(data))
     for s, got in zip(scenarios, run_in_jax(scenarios), strict=True):
-        assert first_error(check(s)) is None, [d.one_line() for d in check(s)]
+        # (a jnp.where by a scalar condition runs in the interpreters; Mosaic GPU does not
+        # lower it: GPU_WHERE_BROADCAST)
+        d = first_error(check(s))
+        assert d is None or d.stage == "gpu-lower", [d.one_line() for d in check(s)]
         assert not isinstance(got, str), got
         sim = simulate(s, check=False)
         assert sim.ok and same_bits(sim.outputs["o"], got["o"], flushed=True), s.name

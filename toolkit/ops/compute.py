@@ -502,7 +502,8 @@ def lower_value(
                 "way. Read a semaphore (plgpu.SemaphoreType.REGULAR, pl.get_global).",
             )
             return None
-    for node in _walk(tree):
+    # the lowering rules' own errors, in the order JAX lowers the value's operations
+    for node in _operations(tree):
         if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
             new = dtypes.canonical(node.dtype)
             low.jax(
@@ -514,7 +515,6 @@ def lower_value(
                 f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
             )
             return None
-    for node in _walk(tree):
         if (
             isinstance(node, V.Reduce)
             and node.fn in ("max", "min")
@@ -530,6 +530,35 @@ def lower_value(
                 "(.astype(jnp.int32)) and compare the result.",
             )
             return None
+        scalar = _selects_by_a_scalar(node, refs)
+        if scalar:
+            low.jax(
+                "GPU_WHERE_BROADCAST",
+                (*low.path, "value"),
+                "Implicit broadcast not implemented with warpgroup semantics",
+                jax_type="NotImplementedError",
+                explanation=f"{node.source(V.LABEL)} selects between arrays by {scalar}, a "
+                "scalar: jax.numpy hands lax.select a scalar condition as it is, and the "
+                "Mosaic GPU lowering (warpgroup semantics) selects only between operands "
+                "of the result's shape.",
+            )
+            return None
+    for node in _walk(tree):
+        if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
+            low.later(  # (the dialect lowering makes the undef: verifying its module)
+                "p4",
+                "GPU_VERIFICATION",
+                (*low.path, "value"),
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                "'llvm.mlir.undef' op result #0 must be LLVM dialect-compatible type, but got "
+                f"'{_mlir(node.dtype)}'",
+                f"{node.source(V.LABEL)} counts in an 8-bit float, which the lowering "
+                "builds from an LLVM value of that type, and LLVM has none. Count in "
+                f"float32 and convert: lax.broadcasted_iota(jnp.float32, ...).astype("
+                f"jnp.{node.dtype}).",
+            )
+            break
     for node in _walk(tree):
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
@@ -545,7 +574,20 @@ def lower_value(
                 "value does not carry.",
             )
             break
-    for node in _walk(tree):
+    # the dialect lowering's own errors, in the order the value computes
+    for node in _operations(tree):
+        if isinstance(node, V.Bin) and _float_remainder(node, refs):
+            low.later(
+                "p3",
+                "GPU_FLOAT_REM",
+                low.path,
+                "unsupported operand type(s) for %: 'FragmentedArray' and 'FragmentedArray'",
+                f"{node.source(V.LABEL)} takes a remainder of floats (jax.numpy's "
+                "floor division of floats takes one too): lax.rem of floats becomes "
+                "arith.remf, which the Mosaic GPU dialect lowering has no rule for (its "
+                "register arrays take % of integers only).",
+            )
+            break
         if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
             low.later(
                 "p3",
@@ -702,12 +744,40 @@ class Compute(StatementOp):
 
 
 def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
-    """The operation computes on 8-bit numbers (its operands promoted)."""
+    """The operation computes on vectors of 8-bit numbers (its operands promoted; a
+    scalar is computed as a scalar, which the lowering takes in any width, and ``==`` and
+    ``!=`` compare bits, as the bitwise operations it allows do)."""
+    if not node.typed(refs).shape or (isinstance(node, V.Bin) and node.op in ("==", "!=")):
+        return False
     if isinstance(node, V.Neg):
         dtype = node.a.typed(refs).dtype
+    elif node.op == "/":
+        dtype = node.typed(refs).dtype  # (true division converts integers to float32 first)
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
+    """What a select of arrays by a scalar condition is, where ``node`` makes one (else
+    ""): ``jnp.where`` of a scalar condition, or the floor division of floats by a
+    scalar (jax.numpy's ``_float_divmod`` selects by ``x2 == 0``)."""
+    if not node.typed(refs).shape:
+        return ""
+    if isinstance(node, V.Where) and not node.c.typed(refs).shape:
+        return f"its condition {node.c.source(V.LABEL)}"
+    if isinstance(node, V.Bin) and node.op == "//" and not node.b.typed(refs).shape:
+        dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
+        if dtypes.is_float(dtype):
+            return f"{node.b.source(V.LABEL)} == 0 (a float divided by a scalar)"
+    return ""
+
+
+def _float_remainder(node: V.Bin, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+    """``%`` or ``//`` of float vectors (jax.numpy takes lax.rem of the operands)."""
+    if node.op not in ("%", "//") or not node.typed(refs).shape:
+        return False
+    return dtypes.is_float(V.promote(node.a.typed(refs), node.b.typed(refs))[0])
 
 
 def _vector(shape: tuple[int, ...], dtype: str) -> int:
@@ -734,6 +804,14 @@ def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, .
     """A reduction that keeps some axis of a value of rank 2 or more."""
     rank = len(node.a.typed(refs).shape)
     return rank >= 2 and node.partial(rank)
+
+
+def _operations(n: V.Node) -> Iterator[V.Node]:
+    """A value's operations in the order the kernel computes (and JAX lowers) them: each
+    one's operands first, left to right."""
+    for c in n.children():
+        yield from _operations(c)
+    yield n
 
 
 def _walk(n: V.Node) -> Iterator[V.Node]:

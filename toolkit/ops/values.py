@@ -325,8 +325,9 @@ def _kind(dtype: str) -> int:
 
 def promote(a: Ty, b: Ty) -> tuple[str, bool]:
     """jax.numpy's result dtype of two operands (a weak Python scalar takes the other's
-    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, weakly typed still,
-    so ``float16 + int32 * 2.0`` is float16), and its weakness."""
+    dtype unless it is of a higher kind: ``int32 * 2.0`` is float32, and weak as the
+    scalar was, so that it takes a float16's dtype in turn), and its weakness. An 8-bit
+    float and a float of another dtype: JAX's TypePromotionError (VALUE_FP8_PROMOTION)."""
     if a.weak and b.weak:
         return (a.dtype if _kind(a.dtype) >= _kind(b.dtype) else b.dtype), True
     if a.weak or b.weak:
@@ -334,7 +335,29 @@ def promote(a: Ty, b: Ty) -> tuple[str, bool]:
         if _kind(weak.dtype) <= _kind(strong.dtype):
             return strong.dtype, False
         return weak.dtype, True
+    if a.dtype != b.dtype and _kind(a.dtype) == _kind(b.dtype) == 2:
+        if a.dtype in _FLOAT8 or b.dtype in _FLOAT8:
+            raise _no_promotion(a.dtype, b.dtype)
     return dtypes.promote(a.dtype, b.dtype), False
+
+
+#: the 8-bit floats, which jax.numpy promotes with no other float
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _no_promotion(a: str, b: str) -> ValueTypeError:
+    """JAX's TypePromotionError for two floats of which one is 8-bit. JAX names the two
+    in the order of the set it makes of them, which for ml_dtypes' dtypes (hashed anew
+    in each process) differs from run to run: here, in the operands' order."""
+    shown = (a, b)
+    return ValueTypeError(
+        "VALUE_FP8_PROMOTION",
+        f"Input dtypes {shown} have no available implicit dtype promotion path. To avoid "
+        "unintended promotion, 8-bit floats do not support implicit promotion. If you'd "
+        "like your inputs to be promoted to another type, you can do so explicitly using "
+        "e.g. x.astype('float32')",
+        "TypePromotionError",
+    )
 
 
 def broadcast(shapes: list[tuple[int, ...]], prim: str) -> tuple[int, ...]:
@@ -396,6 +419,7 @@ class Bin(Node):
 
     def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a, b = self.a.typed(refs), self.b.typed(refs)
+        _python_division(self)
         prim = _PRIM[self.op]
         _operand_dtype(prim, a, 0, b)
         _operand_dtype(prim, b, 1, a)
@@ -424,7 +448,8 @@ class Bin(Node):
             return Ty(shape, "bool", False, split)
         if self.op == "/" and not dtypes.is_float(dtype):
             return Ty(shape, "float32", weak, split)  # true division of integers
-        if self.op == "//" and dtype == "bool":
+        if self.op in ("//", "%") and dtype == "bool":
+            # (jax.numpy's numeric promotion of booleans)
             return Ty(shape, "int32", weak, split)
         return Ty(shape, dtype, weak, split)
 
@@ -435,12 +460,19 @@ class Bin(Node):
         dtype, weak = promote(Ty(x.shape, _name(x), xw), Ty(y.shape, _name(y), yw))
         if self.op == "/" and not dtypes.is_float(dtype):
             dtype = "float32"  # true division of integers
-        elif self.op == "//" and dtype == "bool":
+        elif self.op in ("//", "%") and dtype == "bool":
             dtype = "int32"
         dt = dtypes.np_dtype(dtype)
         x, y = np.asarray(x).astype(dt), np.asarray(y).astype(dt)
         with np.errstate(all="ignore"):
-            out = getattr(np, _NP[self.op])(x, y)
+            if self.op == "//":
+                out = _floor_divide(x, y)
+            elif self.op == "%":
+                out = _remainder(x, y)
+            else:
+                out = getattr(np, _NP[self.op])(x, y)
+            if self.op in ("max", "min") and _kind(dtype) == 2:
+                out = _signed_zero(self.op, x, y, out)
         return np.asarray(out if self.op in _CMP else np.asarray(out).astype(dt)), weak
 
     def source(self, w: Writer) -> str:
@@ -448,9 +480,140 @@ class Bin(Node):
             fn = "maximum" if self.op == "max" else "minimum"
             return f"jnp.{fn}({self.a.source(w)}, {self.b.source(w)})"
         p = _PREC["cmp" if self.op in _CMP else self.op]
-        left = _wrap(self.a, self.a.source(w), p)
+        # (Python chains comparisons: a comparison's operand that compares is bracketed)
+        left = _wrap(self.a, self.a.source(w), p + 1 if self.op in _CMP else p)
         right = _wrap(self.b, self.b.source(w), p + 1)
         return f"{left} {self.op} {right}"
+
+
+def _signed_zero(op: str, x: Any, y: Any, out: Any) -> Any:
+    """``lax.max`` / ``lax.min`` of two zeros as XLA computes them: -0 is below +0
+    (numpy's maximum and minimum return either)."""
+    import numpy as np
+
+    neg_x, neg_y = np.signbit(x.astype(np.float32)), np.signbit(y.astype(np.float32))
+    neg = (neg_x & neg_y) if op == "max" else (neg_x | neg_y)
+    zero = np.zeros_like(out)
+    return np.where((x == 0) & (y == 0), np.where(neg, -zero, zero), out)
+
+
+def _python(n: Node) -> bool | int | float | None:
+    """The Python number a value of Python numbers is (Python computes it before JAX
+    sees it: ``1 % 0.5`` is 0.0), else None."""
+    import operator
+
+    if isinstance(n, Lit):
+        return n.value
+    if isinstance(n, Neg):
+        v = _python(n.a)
+        return None if v is None else -v
+    if isinstance(n, Bin) and n.op in _PY_OPS:
+        a, b = _python(n.a), _python(n.b)
+        if a is None or b is None:
+            return None
+        try:
+            return getattr(operator, _PY_OPS[n.op])(a, b)
+        except (ZeroDivisionError, OverflowError):
+            return None
+    return None
+
+
+#: the operators Python applies to two Python numbers (the operator module's names)
+_PY_OPS = {
+    "+": "add",
+    "-": "sub",
+    "*": "mul",
+    "/": "truediv",
+    "//": "floordiv",
+    "%": "mod",
+    "==": "eq",
+    "!=": "ne",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+}
+
+
+def _python_division(n: Bin) -> None:
+    """Python's ZeroDivisionError where ``n`` divides two Python numbers by zero (the
+    kernel's body raises it as it is traced: EXPR_ZERO_DIVISION)."""
+    import operator
+
+    if n.op not in ("/", "//", "%"):
+        return
+    a, b = _python(n.a), _python(n.b)
+    if a is None or b is None or b != 0:
+        return
+    try:
+        getattr(operator, _PY_OPS[n.op])(a, b)
+    except ZeroDivisionError as e:
+        raise ValueTypeError("EXPR_ZERO_DIVISION", str(e), "ZeroDivisionError") from None
+
+
+def _int_div(x: Any, y: Any) -> Any:
+    """``lax.div`` of integers as XLA computes it: truncated toward zero; by zero, every
+    bit set (-1, or an unsigned dtype's largest); the smallest signed value by -1, itself."""
+    import numpy as np
+
+    x, y = np.broadcast_arrays(x, y)
+    low = np.iinfo(x.dtype).min
+    wraps = (x == low) & (y == -1) if low < 0 else np.zeros(x.shape, bool)
+    zero = y == 0
+    safe = np.where(zero | wraps, np.ones_like(y), y)
+    q = (x - np.fmod(x, safe)) // safe  # (exact: the remainder is taken off first)
+    return np.where(zero, ~np.zeros_like(x), np.where(wraps, x, q))
+
+
+def _int_rem(x: Any, y: Any) -> Any:
+    """``lax.rem`` of integers as XLA computes it: the sign of ``x``; by zero, ``x``; the
+    smallest signed value by -1, zero."""
+    import numpy as np
+
+    x, y = np.broadcast_arrays(x, y)
+    low = np.iinfo(x.dtype).min
+    wraps = (x == low) & (y == -1) if low < 0 else np.zeros(x.shape, bool)
+    zero = y == 0
+    safe = np.where(zero | wraps, np.ones_like(y), y)
+    return np.where(zero, x, np.fmod(x, safe))
+
+
+def _floor_divide(x: Any, y: Any) -> Any:
+    """``jnp.floor_divide`` as jax.numpy computes it (not numpy's: an integer divided by
+    zero is -1 or -2 there, a float's quotient is rounded from the corrected division)."""
+    import numpy as np
+
+    if x.dtype.kind == "u":
+        return _int_div(x, y)
+    if x.dtype.kind in "ib":
+        q = _int_div(x, y)
+        select = (np.sign(x) != np.sign(y)) & (_int_rem(x, y) != 0)
+        return np.where(select, q - np.ones_like(q), q)
+    # _float_divmod: x1 - mod divided by x2 (x1 itself by zero), one off where the signs
+    # of mod and x2 differ, rounded half away from zero (lax.round)
+    mod = np.fmod(x, y)
+    div = np.true_divide(np.where(y == 0, x, x - mod), y)
+    one = np.ones_like(div)
+    div = np.where((mod != 0) & (np.sign(y) != np.sign(mod)), div - one, div)
+    whole = np.trunc(div)
+    half = np.abs(div - whole) >= np.asarray(0.5, div.dtype)
+    return np.where(half, whole + np.copysign(one, div), whole)
+
+
+def _remainder(x: Any, y: Any) -> Any:
+    """``jnp.remainder`` as jax.numpy computes it: the truncated remainder (an integer's
+    by zero taken by one), plus ``y`` where its sign and the remainder's differ; a zero
+    keeps ``x``'s sign (numpy's takes ``y``'s)."""
+    import numpy as np
+
+    if x.dtype.kind in "iub":
+        y = np.where(y == 0, np.ones_like(y), y)
+        trunc = _int_rem(x, y)
+    else:
+        trunc = np.fmod(x, y)
+    zero = np.zeros_like(trunc)
+    plus = ((trunc < zero) != (y < np.zeros_like(y))) & (trunc != zero)
+    return np.where(plus, trunc + y, trunc)
 
 
 class Neg(Node):
@@ -505,10 +668,12 @@ class Where(Node):
         for i, t in enumerate((c, x, y)):
             _operand_dtype("select_n", t, i)
         dtype, weak = promote(x, y)
-        shapes = [c.shape, x.shape, y.shape]
+        # jnp.where ranks up and broadcasts its three at once (x and y only, by a scalar
+        # condition)
+        shapes = [c.shape, x.shape, y.shape] if c.shape else [x.shape, y.shape]
         try:
             shape = broadcast(shapes, "select_n")
-        except ValueTypeError:  # jnp.where ranks up and broadcasts its three at once
+        except ValueTypeError:
             shown = ", ".join(repr(tuple(s)) for s in shapes)
             raise ValueTypeError(
                 "ADD_SHAPE_MISMATCH",
@@ -558,8 +723,16 @@ class Cast(_Converted):
         import numpy as np
 
         x, _ = self.a.eval(refs)
+        x = np.asarray(x)
+        new = dtypes.np_dtype(self.dtype)
+        if x.dtype.kind == "f" or x.dtype.name in _NARROW_FLOATS:
+            if new.kind in "iu":  # XLA's conversion saturates, and NaN is zero
+                info = np.iinfo(new)
+                wide = x.astype(np.float64)
+                whole = np.clip(np.trunc(np.nan_to_num(wide, nan=0.0)), info.min, info.max)
+                return whole.astype(new), False
         with np.errstate(all="ignore"):
-            return np.asarray(x).astype(dtypes.np_dtype(self.dtype)), False
+            return x.astype(new), False
 
     def source(self, w: Writer) -> str:
         return f"{_wrap(self.a, self.a.source(w), 99)}.astype({dtypes.jnp_expr(self.dtype)})"
@@ -576,20 +749,13 @@ class Bitcast(_Converted):
         a = self.a.typed(refs)
         _operand_dtype("bitcast_convert_type", a, 0)
         new = dtypes.canonical(self.dtype)
-        if "bool" in (a.dtype, new) and a.dtype != new:
-            raise ValueTypeError(
-                "BITCAST_VALUE_BOOL",
-                "lax.bitcast_convert_type does not support bool or complex values unless the "
-                f"operand and destination types match. Got operand dtype={a.dtype}, "
-                f"new_dtype=dtype('{new}'). Consider using the arr.view() method instead.",
-                "TypeError",
-            )
+        # JAX's shape rule, then its dtype rule
         src, dst = dtypes.bits(a.dtype), dtypes.bits(new)
         if src == dst:
-            return Ty(a.shape, new, False)
-        if src > dst:
-            return Ty((*a.shape, src // dst), new, False)
-        if not a.shape or a.shape[-1] * src != dst:
+            shape = a.shape
+        elif src > dst:
+            shape = (*a.shape, src // dst)
+        elif not a.shape or a.shape[-1] * src != dst:
             last = a.shape[-1] if a.shape else 1
             raise ValueTypeError(
                 "BITCAST_VALUE_SHAPE",
@@ -597,7 +763,19 @@ class Bitcast(_Converted):
                 f"{src} bits to {new} of size {dst}, bits but {last} * {src} != {dst}",
                 "ValueError",
             )
-        return Ty(a.shape[:-1], new, False)
+        else:
+            shape = a.shape[:-1]
+        if "bool" in (a.dtype, new) and a.dtype != new:
+            # (numpy's repr of a dtype quotes its own names, not ml_dtypes')
+            shown = f"'{new}'" if new not in _NARROW_FLOATS else new
+            raise ValueTypeError(
+                "BITCAST_VALUE_BOOL",
+                "lax.bitcast_convert_type does not support bool or complex values unless the "
+                f"operand and destination types match. Got operand dtype={a.dtype}, "
+                f"new_dtype=dtype({shown}). Consider using the arr.view() method instead.",
+                "TypeError",
+            )
+        return Ty(shape, new, False)
 
     def widths_differ(self, refs: Mapping[str, Loaded]) -> str | None:
         """The operand's dtype where it is not as wide as ``dtype`` (Mosaic GPU does not
@@ -609,7 +787,7 @@ class Bitcast(_Converted):
         import numpy as np
 
         x, _ = self.a.eval(refs)
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")  # (ascontiguousarray makes a scalar rank 1)
         new = dtypes.np_dtype(dtypes.canonical(self.dtype))
         if x.dtype.itemsize == new.itemsize:
             return x.view(new), False
@@ -657,6 +835,10 @@ _SUM_DTYPE = {
     "uint8": "uint32",
     "uint16": "uint32",
 }
+#: the floats jnp.sum adds in float32 (its upcast_f16_for_computation)
+_F16 = ("float16", "bfloat16")
+#: ml_dtypes' floats (numpy's kind "V" for them)
+_NARROW_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 _REDUCE_PRIM = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min"}
 
 
@@ -724,9 +906,11 @@ class Reduce(Node):
         x = np.asarray(x)
         axes = self.axes(x.ndim)
         dt = dtypes.np_dtype(self.dtype_of(_name(x)))
+        # jnp.sum of 16-bit floats adds in float32 and rounds the sum once
+        acc = np.float32 if self.fn == "sum" and _name(x) in _F16 else dt
         ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
         with np.errstate(all="ignore"):
-            out = ufunc.reduce(x.astype(dt), axis=axes, keepdims=self.keepdims)
+            out = ufunc.reduce(x.astype(acc), axis=axes, keepdims=self.keepdims)
         return np.asarray(out).astype(dt), False
 
     def source(self, w: Writer) -> str:
@@ -824,7 +1008,7 @@ def _node(n: ast.AST, depth: int) -> Node:
         return Bin(_BINOPS[type(n.op)], _node(n.left, d), _node(n.right, d))
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
         inner = _node(n.operand, d)
-        if isinstance(inner, Lit) and not isinstance(inner.value, bool):
+        if isinstance(inner, Lit):  # (Python negates a number: -True is the int -1)
             return Lit(-inner.value)
         return Neg(inner)
     if isinstance(n, ast.Compare):
@@ -943,7 +1127,13 @@ def _call(n: ast.Call, d: int) -> Node:
     if isinstance(n.func, ast.Attribute) and n.func.attr == "astype":
         if len(args) != 1:
             raise ValueSyntaxError("x.astype(dtype) takes one dtype")
-        return Cast(_node(n.func.value, d), _dtype(args[0]))
+        inner = _node(n.func.value, d)
+        if isinstance(inner, Lit):  # (JAX: AttributeError, or a SyntaxError for 2.astype)
+            raise ValueSyntaxError(
+                f"{ast.unparse(n.func.value)} is a Python number, which has no .astype: "
+                "write the number alone (it takes the dtype of the value it meets)"
+            )
+        return Cast(inner, _dtype(args[0]))
     if fn == "lax.bitcast_convert_type":
         if len(args) != 2:
             raise ValueSyntaxError("lax.bitcast_convert_type(x, dtype) takes a value and a dtype")
