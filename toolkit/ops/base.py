@@ -566,6 +566,9 @@ class StatementOp(Op):
     SMEM_LAYOUT_FROM_USE: ClassVar[tuple[str, ...]] = ()
     #: it holds a nested ``body`` of statements (a loop, a condition)
     BODY: ClassVar[bool] = False
+    #: it writes its value with a plain store, ``dst[...] = value`` (JAX's HLO
+    #: interpreter: a dynamic_update_slice)
+    PLAIN_STORE: ClassVar[bool] = False
     #: what it does to the semaphore or barrier its SYNC ref names: ``signal``, ``wait``,
     #: ``arrive`` or ``complete`` (a TMA load completes on its barrier); the graph's edges
     SYNC_ROLE: ClassVar[str] = ""

@@ -620,6 +620,8 @@ def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
 class Compute(StatementOp):
     """``dst[...] = value``: an elementwise value computed in registers, then stored."""
 
+    PLAIN_STORE: ClassVar[bool] = True
+
     @classmethod
     def example(cls, fit: Fit) -> dict[str, Any]:
         src = fit.first(fit.refs, "x_ref")

@@ -32,6 +32,7 @@ LANES = 128
 class Copy(StatementOp):
     """``dst[...] = src[...]``."""
 
+    PLAIN_STORE: ClassVar[bool] = True
     HELP: ClassVar[str] = "dst[...] = src[...]"
     FAMILY: ClassVar[str] = "memory"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("src", READ), ("dst", WRITE))
@@ -93,6 +94,7 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None
 class Add(StatementOp):
     """``dst[...] = lhs[...] + rhs[...]`` (``dst`` may be ``lhs``: an accumulation)."""
 
+    PLAIN_STORE: ClassVar[bool] = True
     HELP: ClassVar[str] = "dst[...] = lhs[...] + rhs[...]"
     FAMILY: ClassVar[str] = "compute"
     REFS: ClassVar[tuple[tuple[str, str], ...]] = (("lhs", READ), ("rhs", READ), ("dst", WRITE))
@@ -200,6 +202,8 @@ def _semaphore_operand(t: TraceContext, a: str, b: str) -> bool:
 
 class Fill(StatementOp):
     """``dst[...] = jnp.full(dst.shape, value, dst.dtype)``."""
+
+    PLAIN_STORE: ClassVar[bool] = True
 
     @classmethod
     def example(cls, fit: Fit) -> dict[str, Any]:

@@ -171,10 +171,6 @@ def _statements(ctx: Ctx) -> _Limit | None:
     return None
 
 
-#: the stores whose value JAX's HLO interpreter writes with a dynamic_update_slice
-_STORES = frozenset(("copy", "add", "fill", "compute"))
-
-
 def _global_stores(ctx: Ctx) -> _Limit | None:
     """The first store JAX's HLO interpreter cannot run on the global arrays (no
     shard_map): it types the inputs placed over the device mesh, and not what the kernel
@@ -190,7 +186,7 @@ def _global_stores(ctx: Ctx) -> _Limit | None:
     for prog in ctx.programs:
         for st in prog.stmts:
             node = st.node
-            if type(node) is Let or node.kind not in _STORES:
+            if type(node) is Let or not node.PLAIN_STORE:
                 continue
             placed = {READ: False, WRITE: False}
             for field, _name, access in node.ref_fields():
