@@ -1,16 +1,19 @@
-"""A value's ``lax.broadcasted_iota`` is laid out over a warpgroup's 128 threads (the
-Mosaic GPU lowering's WG_STRIDED layout): an iota whose element count is not a multiple
-of 128 has no register layout, and layout inference fails (GPU_LAYOUT_INFERENCE), stored
-as it is, summed, or broadcast against a load. The check said "valid" (its loads had the
-rule, its iotas not). Each case against JAX's Mosaic GPU lowering on this CPU.
+"""A value's ``lax.broadcasted_iota`` (a ``compute``'s or a ``multimem_store``'s) is laid
+out over a warpgroup's 128 threads (the Mosaic GPU lowering's WG_STRIDED layout): an iota
+whose element count is not a multiple of 128 has no register layout, and layout inference
+fails (GPU_LAYOUT_INFERENCE), stored as it is, summed, or broadcast against a load. The
+check said "valid" (its loads had the rule, its iotas not). Each case against JAX's Mosaic
+GPU lowering on this CPU.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 from jaxprobe import answers, assert_agrees
+from test_multimem_value import BASE
 
 
 def _compute(shape: list[int], value: str, dtype: str = "int32", xshape: Any = None) -> dict:
@@ -49,6 +52,20 @@ CASES = {
         [8, 128], "lax.broadcasted_iota(jnp.int32, (1, 128), 1) + x_ref[...]"
     ),
 }
+
+
+def _multimem(n: int) -> dict:
+    """``plgpu.multimem_store`` of an iota of ``n`` elements (its value is lowered as a
+    compute's is)."""
+    d = copy.deepcopy(BASE)
+    d["buffers"]["x"]["shape"] = d["call"]["outputs"]["out"]["shape"] = [n]
+    d["call"]["programs"][0]["body"][0]["body"][0]["value"] = (
+        f"lax.broadcasted_iota(jnp.float32, ({n},), 0)"
+    )
+    return d
+
+
+CASES |= {f"multimem-iota{n}": _multimem(n) for n in (16, 192, 256)}
 
 
 @pytest.fixture(scope="module")

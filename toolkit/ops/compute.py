@@ -560,6 +560,19 @@ def lower_value(
             )
             break
     for node in _walk(tree):
+        if isinstance(node, V.Iota) and math.prod(node.shape) % LANES:
+            # (an iota is laid out over a warpgroup's threads, WG_STRIDED)
+            low.later(
+                "solve",
+                "GPU_LAYOUT_INFERENCE",
+                (*low.path, "value"),
+                L.layout_inference_error().message,
+                f"lax.broadcasted_iota of shape {node.shape!r} is laid out over the "
+                f"{LANES} threads of a warpgroup; its {math.prod(node.shape)} elements are "
+                f"not a multiple of {LANES}: no register layout holds it.",
+            )
+            break
+    for node in _walk(tree):
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
                 "solve",
@@ -704,19 +717,6 @@ class Compute(StatementOp):
             return True
         if low.access("dst", "store", check_layout=False):
             return True
-        for node in _walk(self.tree):
-            if isinstance(node, V.Iota) and math.prod(node.shape) % LANES:
-                # (an iota is laid out over a warpgroup's threads, WG_STRIDED)
-                low.later(
-                    "solve",
-                    "GPU_LAYOUT_INFERENCE",
-                    (*low.path, "value"),
-                    L.layout_inference_error().message,
-                    f"lax.broadcasted_iota of shape {node.shape!r} is laid out over the "
-                    f"{LANES} threads of a warpgroup; its {math.prod(node.shape)} elements are "
-                    f"not a multiple of {LANES}: no register layout holds it.",
-                )
-                break
         dst = low.info("dst")
         if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
             # the value's register vectors are its loads' (strided, 64 bits at most per
