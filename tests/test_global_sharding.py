@@ -31,15 +31,16 @@ def _global(
     spec: list[Any] | None = None,
     as_ref: bool = False,
     entry: str = "pl.kernel",
+    shape: list[int] = [8, 128],  # noqa: B006 - (read only)
 ) -> dict[str, Any]:
-    """``x`` (8 x 128 a device, over a 2-device mesh, no shard_map; ``spec``: its
+    """``x`` (``shape`` a device, over a 2-device mesh, no shard_map; ``spec``: its
     partition spec, ``as_ref``: passed as a Ref) through the array methods ``arg``, then
     ``v0 = x_ref`` through ``body``, copied onto itself."""
     return {
         "name": "global-sharding",
         "device_mesh": {"dev": 2},
         "run": {"shard_map": False},
-        "buffers": {"x": {"shape": [8, 128], "dtype": "float32", "as_ref": as_ref}},
+        "buffers": {"x": {"shape": list(shape), "dtype": "float32", "as_ref": as_ref}},
         "call": {
             "entry": entry,
             "args": [{"buffer": "x", "param": "x_ref", "transforms": arg, "spec": spec}],

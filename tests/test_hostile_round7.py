@@ -15,6 +15,7 @@ from mpmd_lab.validate import check, first_error
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jaxprobe import answers, assert_agrees, probe_many  # noqa: E402
+from test_global_sharding import _global  # noqa: E402
 
 
 def _returning(entry: str, perm: list[int] | None) -> dict[str, Any]:
@@ -372,27 +373,9 @@ def test_a_sharded_bitcasts_shape_rule_comes_first(name: str, jax_bitcasts) -> N
 
 def _global_array(arg: list[dict[str, Any]], body: list[dict[str, Any]], shape: list[int]) -> dict:
     """``x`` (a plain array over a 2-device mesh, no shard_map) through the argument
-    transforms ``arg`` (array methods, in the caller), then ``v0 = x_ref`` through ``body``."""
-    return {
-        "name": "global-array",
-        "device_mesh": {"dev": 2},
-        "run": {"shard_map": False},
-        "buffers": {"x": {"shape": shape, "dtype": "float32", "as_ref": False}},
-        "call": {
-            "entry": "pl.kernel",
-            "args": [{"buffer": "x", "param": "x_ref", "transforms": arg}],
-            "outputs": {"out": {"shape": [8, 128], "dtype": "float32"}},
-            "programs": [
-                {
-                    "mesh": {"grid": {"b": 1}},
-                    "body": [
-                        {"let": "v0", "ref": "x_ref", "transforms": body},
-                        {"op": "copy", "src": "v0", "dst": "v0"},
-                    ],
-                }
-            ],
-        },
-    }
+    transforms ``arg`` (array methods, in the caller), then ``v0 = x_ref`` through ``body``
+    (tests/test_global_sharding.py's scenario)."""
+    return _global(arg, body, shape=shape)
 
 
 #: an array reshaped to its own shape stays sharded, so the kernel's reshape of its ref
