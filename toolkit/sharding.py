@@ -425,43 +425,65 @@ def reshaped(
     if old_big == new_big:  # (only dims of size 1 come or go: those are not sharded)
         big = iter(kept)
         return tuple(None if n == 1 else next(big) for n in new)
+    split = _grouped(old_big, new_big)
+    if split is not None:
+        out_big = _split(split, kept, axes)
     else:
-        split = _grouped(old_big, new_big)
-        if split is not None:
-            out_big = []
-            for group, p in zip(split, kept, strict=True):
-                if isinstance(group, int):
-                    out_big.append(p)
-                elif p is None:
-                    out_big += [None] * len(group)
-                else:
-                    out_big += _divided(names_of(p), group, axes)
-        else:
-            merge = _grouped(new_big, old_big)
-            if merge is None:
-                raise ReshapeUnsupported
-            out_big = []
-            rest = iter(kept)
-            for size, group in zip(new_big, merge, strict=True):
-                if isinstance(group, int):
-                    out_big.append(next(rest))
-                    continue
-                names: list[str | None] = []
-                for p in (next(rest) for _ in group):
-                    names += [None] if p is None else list(names_of(p))
-                while names and names[-1] is None:
-                    names.pop()
-                if not names:
-                    out_big.append(None)
-                elif None in names:
-                    raise ReshapeUnsupported
-                else:
-                    out_big += _divided([n for n in names if n is not None], [size], axes)
+        merge = _grouped(new_big, old_big)
+        if merge is None:
+            raise ReshapeUnsupported
+        out_big = _merged(merge, kept, new_big, axes)
     big = iter(out_big)
     return tuple(
         (spec[i] if i < len(shape) and shape[i] == 1 else None) if n == 1 else next(big)
         for i, n in enumerate(new)
     )
+
+
+def _split(
+    groups: list[int | list[int]], kept: list[ShardPart], axes: Mapping[str, int]
+) -> list[ShardPart]:
+    """The new dims' sharding where one dim splits (``_grouped``'s ``groups``, one per old
+    dim, ``kept`` their sharding): a kept dim keeps its own, the split one's axes go to
+    its new dims in order."""
+    out: list[ShardPart] = []
+    for group, p in zip(groups, kept, strict=True):
+        if isinstance(group, int):
+            out.append(p)
+        elif p is None:
+            out += [None] * len(group)
+        else:
+            out += _divided(names_of(p), group, axes)
+    return out
+
+
+def _merged(
+    groups: list[int | list[int]],
+    kept: list[ShardPart],
+    new: list[int],
+    axes: Mapping[str, int],
+) -> list[ShardPart]:
+    """The new dims' sharding where consecutive dims merge (``_grouped``'s ``groups``, one
+    per new dim of ``new``; ``kept``: the old dims' sharding): the merged dims' axes, major
+    first, none after an unsharded dim (raises ``ReshapeUnsupported``)."""
+    out: list[ShardPart] = []
+    rest = iter(kept)
+    for size, group in zip(new, groups, strict=True):
+        if isinstance(group, int):
+            out.append(next(rest))
+            continue
+        names: list[str | None] = []
+        for p in (next(rest) for _ in group):
+            names += [None] if p is None else list(names_of(p))
+        while names and names[-1] is None:
+            names.pop()
+        if not names:
+            out.append(None)
+        elif None in names:
+            raise ReshapeUnsupported
+        else:
+            out += _divided([n for n in names if n is not None], [size], axes)
+    return out
 
 
 def _grouped(old: list[int], new: list[int]) -> list[int | list[int]] | None:
