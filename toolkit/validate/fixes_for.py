@@ -75,23 +75,11 @@ def _views_into_body(s: Scenario, i: int, first: tuple[int, int | None]) -> Fix:
     lets = []
     if fa.transforms:
         assert isinstance(fa, BufferArg)  # (a tuple argument has no one buffer to pass)
-        lets.append(
-            {
-                "let": fa.param,
-                "ref": base,
-                "transforms": [t.model_dump(mode="json") for t in fa.transforms],
-            }
-        )
+        lets.append(_view_let(fa.param, base, fa.transforms))
         edits.append(
             Edit(op="replace", path=f"call.args[{fi}]", value={"buffer": fa.buffer, "param": base})
         )
-    lets.append(
-        {
-            "let": a.param,
-            "ref": base,
-            "transforms": [t.model_dump(mode="json") for t in a.transforms],
-        }
-    )
+    lets.append(_view_let(a.param, base, a.transforms))
     for p in range(len(s.call.programs)):
         for k, let in enumerate(lets):
             edits.append(Edit(op="add", path=f"call.programs[{p}].body[{k}]", value=let))
@@ -246,6 +234,11 @@ def index_loads(s: Scenario, fields: list[tuple[Any, Any, Any]]) -> Fix | None:
     return Fix(description=f"load one element: {', '.join(short)}", edits=edits)
 
 
+def _view_let(name: str, base: str, transforms: list[Any]) -> dict[str, Any]:
+    """The JSON form of ``name = base`` through ``transforms``, a ``let`` of the body."""
+    return {"let": name, "ref": base, "transforms": [t.model_dump(mode="json") for t in transforms]}
+
+
 def view_into_body(s: Scenario, i: int) -> Fix | None:
     """Pass argument ``i``'s Ref whole and make its view (its transforms) at the top of
     every kernel body, under the parameter's own name. None for a tuple argument."""
@@ -253,11 +246,7 @@ def view_into_body(s: Scenario, i: int) -> Fix | None:
     if not isinstance(a, BufferArg) or not a.transforms:
         return None
     base = f"{a.param}_base"
-    let = {
-        "let": a.param,
-        "ref": base,
-        "transforms": [t.model_dump(mode="json") for t in a.transforms],
-    }
+    let = _view_let(a.param, base, a.transforms)
     edits = [Edit(op="replace", path=f"call.args[{i}]", value={"buffer": a.buffer, "param": base})]
     for p in range(len(s.call.programs)):
         edits.append(Edit(op="add", path=f"call.programs[{p}].body[0]", value=let))
