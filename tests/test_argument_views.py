@@ -1,9 +1,12 @@
-"""An argument's view made by the caller (``plgpu.remote_ref(x, dev)`` passed to
-``pl.kernel``): its device id is a traced int32 in the caller, which every program of the
+"""An argument's view made by the caller (``plgpu.remote_ref(x, dev)``,
+``plgpu.cluster_ref(x, block)``, ``x.at[1]`` passed to ``pl.kernel``): its device id,
+block id or integer index is a traced int32 in the caller, which every program of the
 kernel closes over, so the Mosaic GPU lowering stops on a captured scalar before any
 statement, the view used or not (the check said "valid" with a device mesh, and
-DEVICE_ID_UNKNOWN_AXIS at the access without one). The verified fix makes the view inside
-the kernel body. Each case against JAX's trace and lowering; the fixed ones too.
+DEVICE_ID_UNKNOWN_AXIS at the access without one; "valid" for an integer index or a
+cluster_ref). A slice's bounds and ``pl.ds``'s start are static: no scalar. The verified
+fix makes the view inside the kernel body. Each case against JAX's trace and lowering;
+the fixed ones too.
 """
 
 from __future__ import annotations
@@ -59,7 +62,22 @@ CASES = {
     },
     "peer-plgpu": _arg_view([_PEER], entry="plgpu.kernel"),
     "multicast": _arg_view([{"op": "multicast_ref", "axes": ["dev"]}]),
+    "int-index": _arg_view([{"op": "at", "index": [1]}], body=_FILL_X),
+    "negative-int-index": _arg_view([{"op": "at", "index": [-1]}], mesh=None, body=_FILL_X),
+    "int-after-slice": _arg_view(
+        [{"op": "at", "index": [[0, 4]]}, {"op": "at", "index": [None, 3]}], body=_FILL_X
+    ),
+    "int-then-bitcast": _arg_view(
+        [{"op": "at", "index": [0]}, {"op": "bitcast", "dtype": "int8"}],
+        body=[{"op": "fill", "dst": "out", "value": 1.0}],
+    ),
+    "slice-index": _arg_view([{"op": "at", "index": [[0, 8]]}]),
+    "pl-ds-index": _arg_view([{"op": "at", "index": [{"ds": [0, 8]}]}], mesh=None),
+    "cluster-block": {
+        **_arg_view([{"op": "cluster_ref", "block": {"c": 0}}], mesh=None, body=_FILL_X),
+    },
 }
+CASES["cluster-block"]["call"]["programs"][0]["mesh"]["cluster"] = {"c": 2}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +90,15 @@ def test_an_argument_view_agrees_with_jax(name: str, jax_answers) -> None:
     assert_agrees(CASES[name], jax_answers[name])
 
 
-FIXED = ("peer-copied", "peer-linear-id", "peer-unused", "sliced-peer-filled", "peer-no-mesh")
+FIXED = (
+    "peer-copied",
+    "peer-linear-id",
+    "peer-unused",
+    "sliced-peer-filled",
+    "peer-no-mesh",
+    "int-index",
+    "int-after-slice",
+)
 
 
 @pytest.fixture(scope="module")

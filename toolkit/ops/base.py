@@ -405,14 +405,17 @@ class TransformOp(Op):
     #: it names another device's memory (NVSHMEM): the Mosaic GPU lowering then holds
     #: the device mesh to row-major ids (``validate.devices``)
     CROSS_DEVICE: ClassVar[bool] = False
-    #: made by the caller (an argument's transform), it holds a traced int32 (a device
-    #: id) that the kernel then closes over: the Mosaic GPU lowering's CAPTURED_SCALAR
-    TRACES_SCALAR: ClassVar[bool] = False
     #: the repr of its transform in the GPU interpreter's ``Unsupported transform: ...``
     #: (None: that interpreter follows it)
     GPU_INTERP_REPR: ClassVar[str | None] = None
     #: the transform class the HLO interpreter has no discharge rule for (None: it has one)
     HLO_INTERP_CLASS: ClassVar[str | None] = None
+
+    def traces_scalar(self) -> bool:
+        """Made by the caller (an argument's transform), it holds a traced int32 (a device
+        id, a block id, an integer index) that the kernel then closes over: the Mosaic GPU
+        lowering's CAPTURED_SCALAR (measured, jax 0.12). This default: none."""
+        return False
 
     def interpret_limit(self, interp: str) -> InterpLimit | None:
         """What JAX's CPU interpreter ``interp`` (``"gpu"``, ``"hlo"``) raises for an

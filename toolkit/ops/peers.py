@@ -207,7 +207,6 @@ class RemoteRef(_Elsewhere):
     HELP: ClassVar[str] = "the ref on a peer device: plgpu.remote_ref(ref, device)"
     FAMILY: ClassVar[str] = "devices"
     CROSS_DEVICE: ClassVar[bool] = True
-    TRACES_SCALAR: ClassVar[bool] = True
     GPU_INTERP_REPR: ClassVar[str | None] = (
         "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
     )
@@ -216,6 +215,9 @@ class RemoteRef(_Elsewhere):
 
     def jax_repr(self) -> str:
         return "PeerMemRef(device_id=..., device_id_type=<DeviceIdType.MESH: 'mesh'>)"
+
+    def traces_scalar(self) -> bool:
+        return True  # (the device id)
 
     def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         """The device id resolves against the mesh; the peer's pointer is a kernel
@@ -425,6 +427,9 @@ class ClusterRef(_Elsewhere):
 
     def jax_repr(self) -> str:
         return f"ClusterRefTransform(dims={tuple(self.block)!r}, idxs=(...))"
+
+    def traces_scalar(self) -> bool:
+        return bool(self.block)  # (the block ids: one traced int32 each)
 
     def lower_access(self, a: AccessLowering, pos: int, path: Path) -> bool:
         return a.cluster()

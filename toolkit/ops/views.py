@@ -267,6 +267,10 @@ class At(TransformOp):
         """The index entries, resolved (once per op object)."""
         return list(self._entries)
 
+    def traces_scalar(self) -> bool:
+        # (an integer entry: a leaf of the indexer, traced; a slice's bounds are static)
+        return any(ix.kind == "int" for ix in self._entries)
+
     def exprs(self) -> Iterator[tuple[str, E.Expr]]:
         for k, ix in enumerate(self._entries):
             if ix.start is not None:

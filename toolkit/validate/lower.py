@@ -780,12 +780,12 @@ def _where(st: Stmt, field: str) -> Path:
 
 
 def _argument_scalar(ctx: Ctx) -> bool:
-    """An argument's view the caller made holds a traced scalar (a device id:
-    ``TransformOp.TRACES_SCALAR``), which every program closes over (under
+    """An argument's view the caller made holds a traced scalar (a device id, an integer
+    index: ``TransformOp.traces_scalar``), which every program closes over (under
     ``plgpu.kernel`` the view is refused at trace: ARG_VIEW_PLGPU)."""
     for i, a in enumerate(ctx.s.call.args):
         for k, t in enumerate(a.transforms):
-            if t.TRACES_SCALAR:
+            if t.traces_scalar():
                 e = L.captured_scalar_error("int32")
                 ctx.raised(
                     e, f"call.args[{i}].transforms[{k}]", fix=fixes_for.view_into_body(ctx.s, i)
