@@ -807,6 +807,40 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([128, 128], F32, T(32), S(128))),
         "a one-dim tile (32,) with swizzle 128: a layout fits",
     ),
+    # a one-dim tile as wide as the swizzle: whether a layout fits is decided by how many
+    # tiles the minor dim holds (k), measured for k = 1..16
+    "rank1-tile-int16-k2": (
+        _fill(smem([64, 32], "int16", T(16), S(32))),
+        "int16, tile (16,), swizzle 32, 2 tiles a row: a layout fits",
+    ),
+    "rank1-tile-int16-k4": (
+        _fill(smem([64, 64], "int16", T(16), S(32))),
+        "int16, tile (16,), swizzle 32, 4 tiles a row: no layout fits",
+    ),
+    "rank1-tile-int8-k3-swizzle-128": (
+        _fill(smem([128, 384], "int8", T(128), S(128))),
+        "int8, tile (128,), swizzle 128, 3 tiles a row: a layout fits",
+    ),
+    "rank1-tile-int8-k8-swizzle-128": (
+        _fill(smem([64, 1024], "int8", T(128), S(128))),
+        "int8, tile (128,), swizzle 128, 8 tiles a row: no layout fits",
+    ),
+    "rank1-tile-f32-k3-swizzle-64": (
+        _copy_in([64, 48], F32, smem([64, 48], F32, T(16), S(64))),
+        "float32, tile (16,), swizzle 64, 3 tiles a row: no layout fits",
+    ),
+    "rank1-tile-f32-k6-swizzle-128": (
+        _copy_in([64, 192], F32, smem([64, 192], F32, T(32), S(128))),
+        "float32, tile (32,), swizzle 128, 6 tiles a row: a layout fits",
+    ),
+    "rank1-tile-f32-k3-swizzle-32": (
+        _fill(smem([2, 64, 24], F32, T(8), S(32))),
+        "float32, tile (8,), swizzle 32, 3 tiles a row (a leading dim): a layout fits",
+    ),
+    "rank1-tile-f32-k8-swizzle-128": (
+        _fill(smem([128, 256], F32, T(32), S(128))),
+        "float32, tile (32,), swizzle 128, 8 tiles a row: no layout fits",
+    ),
     "swizzle-only-store": (
         _fill(smem([128, 32], F32, S(128))),
         "a plain store into SMEM swizzled without a tiling: no layout fits",
