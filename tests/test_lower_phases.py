@@ -23,6 +23,8 @@ def test_the_first_error_of_the_first_phase_is_raised() -> None:
     low.later("p4", "VERIFY", "a", "m")
     low.later("p3", "DIALECT", "a", "m")
     low.later_error("assign", ("ASSIGN", "a", "m", ""))
+    low.later_error("unsat", ("UNSAT", "a", "m", ""))
+    assert low.first_later()[0] == "UNSAT"
     low.later("p2", "SOLVE_1", "a", "m")
     low.later_error("solve", ("SOLVE_2", "a", "m", ""))
     assert low.first_later()[0] == "SOLVE_1"

@@ -53,7 +53,10 @@ class JaxError(NamedTuple):
 #:
 #: - ``verify-early``: MLIR's verifier over the module the Pallas lowering made;
 #: - ``derive``: layout inference, deriving each op's constraints in program order;
-#: - ``solve``: layout inference, once the whole kernel's constraints are known;
+#: - ``solve``: layout inference, once the whole kernel's constraints are known (what
+#:   its search raises as it tries an assignment: a non-contiguous SMEM ref);
+#: - ``unsat``: layout inference, when that search found no solution (after every
+#:   ``solve`` error: the search raises those on its way, whatever the statement);
 #: - ``assign``: layout inference, writing the solution back into each op;
 #: - ``dialect``: lowering the Mosaic GPU dialect (the TMA rules);
 #: - ``verify``: MLIR's verifier over the lowered module.

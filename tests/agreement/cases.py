@@ -837,6 +837,33 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([2, 64, 24], F32, T(8), S(32))),
         "float32, tile (8,), swizzle 32, 3 tiles a row (a leading dim): a layout fits",
     ),
+    # layout inference's search raises a non-contiguous SMEM ref's error on its way,
+    # before it finds no solution: whatever the statements' order
+    "smem-column-after-unsat-copy": (
+        kernel(
+            [
+                view("s", at(None, 0)),
+                {"op": "copy", "src": "z_ref", "dst": "out"},  # 64 elements: no layout
+                {"op": "copy", "src": "x_ref", "dst": "v"},  # a strided SMEM column
+            ],
+            buffers={**_x([128], F32), "z": {"shape": [64], "dtype": F32}},
+            args=[*X_ARG, {"buffer": "z", "param": "z_ref"}],
+            outputs={"out": {"shape": [64], "dtype": F32}},
+            scratch=smem([128, 32], F32),
+        ),
+        "a 64-element copy (no register layout), then a store into a strided SMEM column: "
+        "the column's error",
+    ),
+    "smem-column-of-64": (
+        kernel(
+            [view("s", at(None, 0)), {"op": "copy", "src": "x_ref", "dst": "v"}],
+            buffers=_x([64], "float16"),
+            args=X_ARG,
+            scratch=smem([64, 32], "float16"),
+        ),
+        "a store of 64 elements (no register layout) into a strided SMEM column: the "
+        "column's error",
+    ),
     "rank1-tile-f32-k8-swizzle-128": (
         _fill(smem([128, 256], F32, T(32), S(128))),
         "float32, tile (32,), swizzle 128, 8 tiles a row: no layout fits",

@@ -481,7 +481,7 @@ def lower_value(
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
                 low.later(
-                    "solve",
+                    "unsat",
                     "GPU_LAYOUT_INFERENCE",
                     (*low.path, "value"),
                     L.layout_inference_error().message,
@@ -563,7 +563,7 @@ def lower_value(
         if isinstance(node, V.Iota) and math.prod(node.shape) % LANES:
             # (an iota is laid out over a warpgroup's threads, WG_STRIDED)
             low.later(
-                "solve",
+                "unsat",
                 "GPU_LAYOUT_INFERENCE",
                 (*low.path, "value"),
                 L.layout_inference_error().message,
@@ -575,7 +575,7 @@ def lower_value(
     for node in _walk(tree):
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
-                "solve",
+                "unsat",
                 "GPU_LAYOUT_INFERENCE",
                 (*low.path, "value"),
                 L.layout_inference_error().message,

@@ -67,7 +67,7 @@ class Copy(StatementOp):
             vec = L.strided_vec_size(tuple(info.shape), 1)
             if 0 < vec < 8:  # (0: the size rule's own error)
                 low.later(
-                    "solve",
+                    "unsat",
                     "GPU_LAYOUT_INFERENCE",
                     low.path,
                     L.layout_inference_error().message,

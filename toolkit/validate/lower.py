@@ -362,8 +362,9 @@ class LowerCtx:
         self.layouts = any(sc.transforms for sc in ctx.s.call.scratch.values())
         #: errors of later lowering phases, in statement order, each with its phase's
         #: rank (``_RANK``) in the order they run: verifying the module the lowering rules
-        #: built, layout inference (deriving constraints, solving them, assigning the
-        #: solution), the Mosaic GPU dialect lowering (p3), IR verification (p4)
+        #: built, layout inference (deriving constraints, solving them, finding none,
+        #: assigning the solution), the Mosaic GPU dialect lowering (p3), IR verification
+        #: (p4)
         self.found: list[tuple[int, tuple[Any, ...]]] = []
         self.st: Stmt
         self.mesh: Any
@@ -562,7 +563,7 @@ class LowerCtx:
             return False  # its layout errors are tmem_access_error's
         if info.shape and check_layout and info.size % LANES:
             self.later_error(
-                "solve",
+                "unsat",
                 (
                     "GPU_LAYOUT_INFERENCE",
                     _where(st, field),
@@ -837,11 +838,12 @@ _RANK = {
     "derive": 1,
     "solve": 2,
     "p2": 2,
-    "assign": 3,
-    "p3": 4,
-    "dialect": 4,
-    "p4": 5,
-    "verify": 5,
+    "unsat": 3,
+    "assign": 4,
+    "p3": 5,
+    "dialect": 5,
+    "p4": 6,
+    "verify": 6,
 }
 _rank: Callable[[tuple[int, Any]], int] = operator.itemgetter(0)
 
