@@ -1913,8 +1913,8 @@ def tma_smem_error(
         or swz is not None
         or (tile is None and not moved and not _contiguous_slice(dst_shape, dst_strides))
     )
-    flat_tile = tile is not None and (len(tile) == 1 or tile[-2] == 1)
-    if moved and kinds == ["tiling", "swizzle"] and flat_tile:
+    # (a tile of one row is a tile of two dims: the TMA rules' to refuse, as measured)
+    if moved and kinds == ["tiling", "swizzle"] and tile is not None and len(tile) == 1:
         return layout_inference_error()  # (no SMEM layout for the transposed view)
     # the copy moves the view's transposes to the GMEM side: the SMEM memref it copies
     # is the view's with its dims in memory order

@@ -91,6 +91,9 @@ def S(nbytes):
     return {"op": "swizzle", "bytes": nbytes}
 
 
+TR = {"op": "transpose", "perm": [1, 0], "via": "method"}
+
+
 def view(ref, *transforms, name="v"):
     return {"let": name, "ref": ref, "transforms": list(transforms)}
 
@@ -863,6 +866,16 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         ),
         "a store of 64 elements (no register layout) into a strided SMEM column: the "
         "column's error",
+    ),
+    # a TMA store of a transposed view of swizzled SMEM: a one-dim tile leaves layout
+    # inference no SMEM layout; a tile of one row is a tile of two dims (the TMA rules)
+    "tma-transposed-one-dim-tile": (
+        _tma_of(smem([128, 128], "float16", T(64), S(128)), [128, 128], "float16", TR),
+        "a TMA store of a transposed view, tile (64,): no SMEM layout",
+    ),
+    "tma-transposed-one-row-tile": (
+        _tma_of(smem([128, 128], "float16", T(1, 64), S(128)), [128, 128], "float16", TR),
+        "a TMA store of a transposed view, tile (1, 64): the GMEM side's minor stride",
     ),
     "rank1-tile-f32-k8-swizzle-128": (
         _fill(smem([128, 256], F32, T(32), S(128))),
