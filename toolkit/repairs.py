@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mpmd_lab import dtypes
+from mpmd_lab import expr as E
 from mpmd_lab.diagnostics import Diagnostic, Edit, Fix
 from mpmd_lab.fields import format_path, get_path
 from mpmd_lab.ops import (
@@ -2149,17 +2150,23 @@ def _operands_agree(s: Scenario, d: Diagnostic) -> list[Fix]:
     return out
 
 
-def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] | None:
-    """The shape of the ref the statement at ``path`` names in ``field``, views applied
-    (the compiled plan's), else None."""
+def _planned(s: Scenario, program: int, path: str) -> Any:
+    """The compiled plan's statement at ``path`` (its refs with views applied), or None."""
     from mpmd_lab.plan import compile as compile_plan
 
     for st in compile_plan(s).programs[program].stmts:
         here = format_path(st.path) if isinstance(st.path, tuple) else st.path
-        info = st.refs[field].info if here == path and field in st.refs else None
-        if info is not None:
-            return list(info.shape)
+        if here == path:
+            return st
     return None
+
+
+def _view_shape(s: Scenario, program: int, path: str, field: str) -> list[int] | None:
+    """The shape of the ref the statement at ``path`` names in ``field``, views applied
+    (the compiled plan's), else None."""
+    st = _planned(s, program, path)
+    info = st.refs[field].info if st is not None and field in st.refs else None
+    return None if info is None else list(info.shape)
 
 
 def _copy_by_tma(s: Scenario, d: Diagnostic) -> list[Fix]:
@@ -2488,6 +2495,188 @@ def _numbers_not_bools(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _value_types(s: Scenario, program: int, path: str) -> tuple[dict[str, V.Loaded], str] | None:
+    """What the ``compute`` statement at ``path`` loads, as ``Node.typed`` takes it
+    (name -> shape, dtype, sharding; views applied: the compiled plan's), and its
+    destination's dtype; None where the plan has no such statement."""
+    st = _planned(s, program, path)
+    dst = st.refs["dst"].info if st is not None and "dst" in st.refs else None
+    if dst is None:
+        return None
+    refs: dict[str, V.Loaded] = {}
+    for field, ref in st.refs.items():
+        if field.startswith("value.") and ref.info is not None:
+            info = ref.info
+            refs[field.removeprefix("value.")] = (tuple(info.shape), info.dtype, info.sharded)
+    return refs, dst.dtype
+
+
+def _typed(n: V.Node, refs: dict[str, V.Loaded]) -> V.Ty | None:
+    """``n``'s type, None where JAX refuses it."""
+    try:
+        return n.typed(refs)
+    except (V.ValueTypeError, KeyError):
+        return None
+
+
+#: what an 8-bit float is cast to before it meets another float (JAX's message's
+#: ``x.astype('float32')``; Mosaic GPU converts 8-bit floats to float16 and float32 only)
+_FP8_WIDE = "float32"
+
+
+def _fp8_widened(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """VALUE_FP8_PROMOTION: each 8-bit float operand of an operation that meets a float
+    of another dtype (arithmetic, a comparison, jnp.maximum, jnp.where's two values) is
+    cast to float32 explicitly, as JAX's message asks; the value is cast to its float
+    destination's dtype where it is then of another one."""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return []
+    path, program, stmt = hit
+    types = _value_types(s, program, path)
+    if types is None:
+        return []
+    refs, want = types
+
+    def wide(n: V.Node) -> V.Node:
+        ty = _typed(n, refs)
+        if ty is None or ty.weak or not dtypes.is_float(ty.dtype) or dtypes.bits(ty.dtype) != 8:
+            return n
+        return V.Cast(n, _FP8_WIDE)
+
+    def widen(n: V.Node) -> V.Node:
+        n = n.mapped(widen)
+        if _typed(n, refs) is not None or any(_typed(c, refs) is None for c in n.children()):
+            return n  # (it types, or a child does not: not its own promotion)
+        if isinstance(n, V.Bin):
+            return V.Bin(n.op, wide(n.a), wide(n.b))
+        if isinstance(n, V.Where):
+            return V.Where(n.c, wide(n.x), wide(n.y))
+        return n
+
+    tree = V.parse(stmt.value)
+    new = widen(tree)
+    ty = _typed(new, refs)
+    if new == tree or ty is None:
+        return []
+    cast = ""
+    if ty.dtype != want and dtypes.is_float(want):
+        new, cast = V.Cast(new, want), f" and the result to {want}, {stmt.dst}'s dtype"
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"cast the 8-bit float operands to {_FP8_WIDE} (jax.numpy promotes "
+            f"an 8-bit float with no other float implicitly){cast}: {stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
+def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_WHERE_BROADCAST: a ``jnp.where`` of arrays by a scalar condition selects by
+    the condition broadcast to the result's shape (``lax.broadcasted_iota(jnp.int32,
+    shape, 0) < jnp.where(c, shape[0], 0)``: true everywhere or nowhere, as ``c`` is; a
+    ``jnp.where`` of scalars lowers), so that the lowering selects between operands of
+    the result's shape."""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return []
+    path, program, stmt = hit
+    types = _value_types(s, program, path)
+    if types is None:
+        return []
+    refs = types[0]
+    conds: list[str] = []
+
+    def broadcast(n: V.Node) -> V.Node:
+        n = n.mapped(broadcast)
+        if not isinstance(n, V.Where):
+            return n
+        ty, c = _typed(n, refs), _typed(n.c, refs)
+        if ty is None or c is None or not ty.shape or c.shape:
+            return n
+        conds.append(n.c.source(V.LABEL))
+        everywhere = V.Where(n.c, V.Lit(ty.shape[0]), V.Lit(0))
+        return V.Where(V.Bin("<", V.Iota("int32", ty.shape, 0), everywhere), n.x, n.y)
+
+    new = broadcast(V.parse(stmt.value))
+    if not conds:
+        return []
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"broadcast the scalar condition {' and '.join(dict.fromkeys(conds))} "
+            f"to the value's shape (Mosaic GPU selects only between operands of the result's "
+            f"shape): {stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
+def _reduce_as_numbers(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_REDUCE_BOOL: a ``jnp.max`` / ``jnp.min`` of booleans reduces them as int32
+    (0 and 1) and compares the result with 0: the same booleans (any, all), in a
+    reduction the lowering takes."""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return []
+    path, program, stmt = hit
+    types = _value_types(s, program, path)
+    if types is None:
+        return []
+    refs = types[0]
+    done: list[str] = []
+
+    def numbers(n: V.Node) -> V.Node:
+        n = n.mapped(numbers)
+        if not isinstance(n, V.Reduce) or n.fn not in ("max", "min"):
+            return n
+        a = _typed(n.a, refs)
+        if a is None or a.dtype != "bool":
+            return n
+        done.append(n.source(V.LABEL))
+        counted = V.Reduce(n.fn, V.Cast(n.a, "int32"), n.axis, n.keepdims)
+        return V.Bin(">", counted, V.Lit(0))
+
+    new = numbers(V.parse(stmt.value))
+    if not done:
+        return []
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"reduce the booleans as int32 and compare with 0 ({', '.join(done)}: "
+            f"Mosaic GPU reduces numbers only): {stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
+def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """LOOP_PYTHON_NOT_INT of a Python ``for`` whose traced bound is a comparison (the
+    other a comparison or an int): the loop is a ``@pl.loop``, which converts its bounds
+    to int32 (True is 1) and counts them at run time, the trips ``range`` would make of
+    them as Python bools. (A loaded bound may be a float, which ``range`` refuses and
+    ``pl.loop`` counts in float32: no repair.)"""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Loop) or hit[2].via != "python":
+        return []
+    path, _, loop = hit
+    bounds = [E.parse(b) for b in (loop.start, loop.stop)]
+    # (an expression that loads no ref is an int; a load may be of floats)
+    if not any(e.is_bool for e in bounds) or any(
+        not e.is_bool and "load" in e.calls() for e in bounds
+    ):
+        return []
+    return [
+        Fix(
+            description=f"loop with @pl.loop, which converts the bounds {loop.start} .. "
+            f"{loop.stop} to int32 (True is 1) at run time: a Python for unrolls only over "
+            "Python ints",
+            edits=[Edit(op="replace", path=f"{path}.via", value="pl.loop")],
+        )
+    ]
+
+
 _THREAD_PAIR = re.compile(
     r"thread ([A-Za-z_]\w*)=(\d+) (writes|reads) it .*? thread \1=(\d+) (writes|reads) it"
 )
@@ -2616,6 +2805,10 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     ),
     "VALUE_DTYPE": _numbers_not_bools,
     "BITCAST_VALUE_BOOL": _numbers_not_bools,
+    "VALUE_FP8_PROMOTION": _fp8_widened,
+    "GPU_WHERE_BROADCAST": _where_broadcast,
+    "GPU_REDUCE_BOOL": _reduce_as_numbers,
+    "LOOP_PYTHON_NOT_INT": _loop_of_truths,
 }
 
 

@@ -27,7 +27,7 @@ A tree types itself (JAX's shape and dtype rules, JAX's messages), evaluates wit
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Protocol
 
 from mpmd_lab import dtypes, sharding
@@ -131,6 +131,14 @@ class Node(Record):
 
     def children(self) -> tuple[Node, ...]:
         return ()
+
+    def mapped(self, f: Callable[[Node], Node]) -> Node:
+        """The same operation over ``f`` of each child (its other fields kept: each
+        node's ``__init__`` takes its ``__slots__`` in order)."""
+        if not self.children():
+            return self
+        fields = self._values(self)
+        return self.__class__(*(f(v) if isinstance(v, Node) else v for v in fields))
 
     def indices(self) -> Iterator[Index]:
         """The index expressions it reads."""

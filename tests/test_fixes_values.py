@@ -1,0 +1,297 @@
+"""The repairs of a ``compute`` value's and a loop's mistakes (``mpmd_lab.repairs``):
+VALUE_FP8_PROMOTION (the 8-bit floats cast to float32, as JAX's message asks),
+GPU_WHERE_BROADCAST (the scalar condition broadcast to the result's shape),
+GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0) and LOOP_PYTHON_NOT_INT
+(a Python ``for`` over a comparison as ``@pl.loop``). Each case is written here, not
+one of the knowledge base's examples: the fix is offered, leaves no error (its
+``after`` says so), JAX traces and lowers the repaired kernel for the GPU, and where
+JAX's interpreter runs the original, the repaired one computes the same bits."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from jaxprobe import answers
+from mpmd_lab.fixes import apply_fix
+from mpmd_lab.scenario import load_scenario
+from mpmd_lab.validate import check, first_error
+from simulate_support import run_in_jax, same_bits
+
+JAX_STAGES = ("build", "trace", "gpu-lower")
+
+
+def _scenario(
+    value: str,
+    out: tuple[list[int], str],
+    buffers: dict[str, tuple[list[int], str, Any]],
+    body: list[dict[str, Any]] | None = None,
+    mesh: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """``out[...] = value`` (or ``body``) in a one-block ``plgpu.kernel`` over
+    ``buffers`` (name -> shape, dtype, init), each passed as ``NAME_ref``."""
+    s: dict[str, Any] = {
+        "schema": "mpmd-lab/scenario@1",
+        "name": "repair",
+        "buffers": {
+            n: {"shape": sh, "dtype": dt, "init": init, "seed": i}
+            for i, (n, (sh, dt, init)) in enumerate(buffers.items())
+        },
+        "call": {
+            "entry": "plgpu.kernel",
+            "args": [{"buffer": n, "param": f"{n}_ref"} for n in buffers],
+            "outputs": {"out": {"shape": out[0], "dtype": out[1]}},
+            "programs": [
+                {
+                    "mesh": {"grid": {"b": 1}, "cluster": {}, "threads": None},
+                    "body": body or [{"op": "compute", "dst": "out", "value": value}],
+                }
+            ],
+        },
+        "run": {"interpret": "gpu", "detect_races": False},
+    }
+    if mesh:
+        s["device_mesh"] = mesh
+    return s
+
+
+ROWS = ([8, 128], "float32", "random")
+SCALAR_POS = ([], "float32", 0.5)
+SCALAR_NEG = ([], "float32", -0.5)
+
+#: (name, scenario, its first error's code); the repair's value says nothing of names
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    # 8-bit floats meeting another float: arithmetic, a comparison, jnp.maximum, where
+    (
+        "fp8-times-bf16",
+        _scenario(
+            "x_ref[...] * s_ref[...]",
+            ([8, 128], "bfloat16"),
+            {"x": ([8, 128], "float8_e4m3fn", "random"), "s": ([8, 128], "bfloat16", "random")},
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    (
+        "fp8-two-kinds",
+        _scenario(
+            "x_ref[...] - y_ref[...]",
+            ([8, 128], "float16"),
+            {"x": ([8, 128], "float8_e5m2", "random"), "y": ([8, 128], "float8_e4m3fn", "iota")},
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    (
+        "fp8-max-into-fp8",
+        _scenario(
+            "jnp.maximum(x_ref[...], y_ref[...])",
+            ([8, 128], "float8_e4m3fn"),
+            {"x": ([8, 128], "float8_e5m2", "random"), "y": ([8, 128], "float8_e4m3fn", "iota")},
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    (
+        "fp8-compared",
+        _scenario(
+            "jnp.where(x_ref[...] > t_ref[...], t_ref[...], 0.0)",
+            ([8, 128], "float32"),
+            {"x": ([8, 128], "float8_e4m3fn", "random"), "t": ROWS},
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    (
+        "fp8-where-values",
+        _scenario(
+            "jnp.where(s_ref[...] > 0.0, x_ref[...], s_ref[...])",
+            ([8, 128], "bfloat16"),
+            {"x": ([8, 128], "float8_e4m3fn", "random"), "s": ([8, 128], "bfloat16", "random")},
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    (
+        "fp8-twice",
+        _scenario(
+            "x_ref[...] * s_ref[...] + t_ref[...] * x_ref[...]",
+            ([8, 128], "float32"),
+            {
+                "x": ([8, 128], "float8_e4m3fn", "random"),
+                "s": ([8, 128], "bfloat16", "random"),
+                "t": ROWS,
+            },
+        ),
+        "VALUE_FP8_PROMOTION",
+    ),
+    # jnp.where of arrays by a scalar condition: a rank-0 load's, a program id's
+    (
+        "where-by-positive-scalar",
+        _scenario(
+            "jnp.where(s_ref[...] > 0.0, x_ref[...], 0.0)",
+            ([8, 128], "float32"),
+            {"x": ROWS, "s": SCALAR_POS},
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    (
+        "where-by-negative-scalar",
+        _scenario(
+            "jnp.where(s_ref[...] > 0.0, x_ref[...] * 2.0, -x_ref[...])",
+            ([8, 128], "float32"),
+            {"x": ROWS, "s": SCALAR_NEG},
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    (
+        "where-by-program-id",
+        _scenario(
+            "jnp.where(pl.program_id(0) == 0, x_ref[...], 1.0)",
+            ([256], "float32"),
+            {"x": ([256], "float32", "random")},
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    (
+        "where-nested-ints",
+        _scenario(
+            "jnp.where(n_ref[...] > 2, jnp.where(n_ref[...] > 5, x_ref[...], 7), x_ref[...] + 1)",
+            ([2, 8, 128], "int32"),
+            {"x": ([2, 8, 128], "int32", "iota"), "n": ([], "int32", 4)},
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    # max / min of booleans
+    (
+        "any-of-mask",
+        _scenario("jnp.max(x_ref[...] > 100.0)", ([], "bool"), {"x": ([256], "float32", "iota")}),
+        "GPU_REDUCE_BOOL",
+    ),
+    (
+        "all-of-mask-as-int",
+        _scenario(
+            "jnp.min(x_ref[...] >= 0).astype(jnp.int32) * 3",
+            ([], "int32"),
+            {"x": ([8, 128], "int32", "iota")},
+        ),
+        "GPU_REDUCE_BOOL",
+    ),
+    # a Python for over comparisons
+    (
+        "python-for-over-a-comparison",
+        _scenario(
+            "",
+            ([256], "float32"),
+            {"x": ([256], "float32", "iota")},
+            body=[
+                {
+                    "op": "loop",
+                    "var": "i",
+                    "via": "python",
+                    "start": 0,
+                    "stop": "program_id(0) == 0",
+                    "body": [{"op": "compute", "dst": "out", "value": "x_ref[...] + 1.0"}],
+                }
+            ],
+        ),
+        "LOOP_PYTHON_NOT_INT",
+    ),
+    (
+        "python-for-between-comparisons",
+        _scenario(
+            "",
+            ([256], "float32"),
+            {"x": ([256], "float32", "iota")},
+            body=[
+                {
+                    "op": "loop",
+                    "var": "i",
+                    "via": "python",
+                    "start": "dev > 2",
+                    "stop": "dev < 3",
+                    "body": [{"op": "copy", "src": "x_ref", "dst": "out"}],
+                }
+            ],
+            mesh={"dev": 4},
+        ),
+        "LOOP_PYTHON_NOT_INT",
+    ),
+]
+
+#: the cases JAX's interpreter runs as they are (the lowering refuses them): the repair
+#: computes the same bits
+SAME_BITS = [
+    "where-by-positive-scalar",
+    "where-by-negative-scalar",
+    "where-by-program-id",
+    "where-nested-ints",
+    "any-of-mask",
+    "all-of-mask-as-int",
+]
+
+
+def _repaired(scenario: dict[str, Any], code: str) -> Any:
+    """The scenario after its first error's best fix, which is ``code``'s and says it
+    leaves no error."""
+    s = load_scenario(copy.deepcopy(scenario))
+    d = first_error(check(s))
+    assert d is not None and d.code == code, d
+    assert d.fix is not None and d.fix.after == [], d
+    return apply_fix(s, d.fix)
+
+
+@pytest.mark.parametrize(("name", "scenario", "code"), CASES, ids=[c[0] for c in CASES])
+def test_the_repair_is_offered_and_leaves_no_error(name, scenario, code) -> None:
+    fixed = _repaired(scenario, code)
+    assert [d.code for d in check(fixed) if d.is_error] == []
+
+
+def test_a_float_loop_bound_gets_no_loop_repair() -> None:
+    """A loaded bound may be a float, which ``range`` refuses and ``pl.loop`` counts in
+    float32: LOOP_PYTHON_NOT_INT there is offered no ``pl.loop``."""
+    s = _scenario(
+        "",
+        ([256], "float32"),
+        {"x": ([256], "float32", "iota"), "n": ([4], "float32", [1.5, 2.0, 0.0, 3.0])},
+        body=[
+            {
+                "op": "loop",
+                "var": "i",
+                "via": "python",
+                "start": 0,
+                "stop": "n_ref[0]",
+                "body": [{"op": "copy", "src": "x_ref", "dst": "out"}],
+            }
+        ],
+    )
+    d = first_error(check(load_scenario(s)))
+    assert d is not None and d.code == "LOOP_PYTHON_NOT_INT"
+    assert all("pl.loop" not in f.description for f in d.fixes)
+
+
+@pytest.mark.slow
+def test_jax_refuses_each_case_and_accepts_its_repair() -> None:
+    """The check's first error is JAX's for each case (its code and stage: JAX names
+    an 8-bit float's two dtypes in an order of its own, ``test_values_agreement``), and
+    JAX builds, traces and lowers each repaired kernel for the GPU."""
+    before = {name: s for name, s in (c[:2] for c in CASES)}
+    after = {name: _repaired(s, code).to_dict() for name, s, code in CASES}
+    jax_before = answers(before, JAX_STAGES)
+    for name, scenario, _ in CASES:
+        d = first_error(check(load_scenario(copy.deepcopy(scenario))))
+        jax = jax_before[name]
+        assert d is not None and (jax["code"], jax["stage"]) == (d.code, d.stage), (name, jax)
+    for name, got in answers(after, JAX_STAGES).items():
+        assert got["stage"] is None, (name, got)
+
+
+@pytest.mark.slow
+def test_a_repaired_value_computes_what_jax_interprets_of_the_original() -> None:
+    """Where JAX's interpreter runs the original (the GPU lowering alone refuses it),
+    the repaired kernel's output is the original's, bit for bit."""
+    cases = {name: (s, code) for name, s, code in CASES if name in SAME_BITS}
+    originals = [load_scenario(copy.deepcopy(s)) for s, _ in cases.values()]
+    repaired = [_repaired(s, code) for s, code in cases.values()]
+    problems = []
+    for name, a, b in zip(cases, run_in_jax(originals), run_in_jax(repaired), strict=True):
+        assert not isinstance(a, str) and not isinstance(b, str), (name, a, b)
+        if not same_bits(b["out"], a["out"]):
+            problems.append(f"{name}: {a['out']} became {b['out']}")
+    assert problems == []
