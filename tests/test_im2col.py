@@ -101,6 +101,34 @@ def test_each_use_is_found_where_jax_finds_it(code):
     assert d.jax is not None
 
 
+@pytest.mark.slow
+def test_an_im2col_view_of_an_array_moves_into_the_body_where_jax_goes_on():
+    """IM2COL_NOT_A_REF (an argument's im2col view of an array): the fix passes the
+    buffer plain and makes the same view first thing in the body, as the card says;
+    what it says it leaves (the next use's error) is what JAX raises then."""
+    from jaxprobe import answers
+    from mpmd_lab.fixes import apply_fix
+
+    plain = json.loads((CODES / "IM2COL_NOT_A_REF.json").read_text())
+    indexed = json.loads(json.dumps(plain))
+    step = {"op": "at", "index": [{"ds": [0, 64]}, 0, 1, [0, 64]]}
+    indexed["call"]["args"][0]["transforms"].append(step)
+    fixed = {}
+    for name, data in (("plain", plain), ("indexed", indexed)):
+        s = load_scenario(json.loads(json.dumps(data)))
+        d = first_error(check(s))
+        assert d is not None and d.code == "IM2COL_NOT_A_REF" and d.fix is not None
+        assert "inside the kernel body" in d.fix.description
+        after = apply_fix(s, d.fix)
+        assert [x.code for x in check(after) if x.is_error] == d.fix.after, name
+        fixed[name] = (after.to_dict(), d.fix.after[0])
+    got = answers({name: data for name, (data, _) in fixed.items()})
+    assert {name: got[name]["code"] for name in fixed} == {
+        name: code for name, (_, code) in fixed.items()
+    }
+    assert fixed["indexed"][1] == "IM2COL_WARPGROUP"  # (no im2col copy lowers in plgpu.kernel)
+
+
 def test_a_plain_access_is_the_lowerings_unsupported_transforms():
     s = json.loads((CODES / "IM2COL_WARPGROUP.json").read_text())
     body = s["call"]["programs"][0]["body"]

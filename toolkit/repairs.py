@@ -2748,6 +2748,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "DEADLOCK_SEMAPHORE": _signal_the_peer,
     "ARRAY_NO_METHOD": _arg_view_in_body,
     "ARG_VIEW_PLGPU": _arg_view_in_body,
+    "IM2COL_NOT_A_REF": _arg_view_in_body,
     "SEMAPHORE_FILL": _no_zero_fill,
     "SMEM_TRANSFORMS_ORDER": _tile_then_swizzle,
     "SEMAPHORE_VIEW_TRANSFORM": _signal_by_device,
