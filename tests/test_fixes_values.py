@@ -1,7 +1,8 @@
 """The repairs of a ``compute`` value's and a loop's mistakes (``mpmd_lab.repairs``):
 VALUE_FP8_PROMOTION (the 8-bit floats cast to float32, as JAX's message asks),
 GPU_WHERE_BROADCAST (the scalar condition broadcast to the result's shape),
-GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0) and LOOP_PYTHON_NOT_INT
+GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0), GPU_FLOAT_REM (a
+remainder by a power of two without one, bit for bit) and LOOP_PYTHON_NOT_INT
 (a Python ``for`` over a comparison as ``@pl.loop``). Each case is written here, not
 one of the knowledge base's examples: the fix is offered, leaves no error (its
 ``after`` says so), JAX traces and lowers the repaired kernel for the GPU, and where
@@ -173,6 +174,38 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
         "GPU_REDUCE_BOOL",
     ),
+    # a remainder of floats by a power of two: bit for bit, infinities, NaN and the
+    # sign of a zero included (x / y makes them: 1 / 0, 0 / 0)
+    (
+        "fraction-of-floats",
+        _scenario(
+            "x_ref[...] % 1.0",
+            ([8, 128], "float32"),
+            {"x": ([8, 128], "float32", "random")},
+        ),
+        "GPU_FLOAT_REM",
+    ),
+    (
+        "remainder-by-minus-two-of-quotients",
+        _scenario(
+            "(x_ref[...] / y_ref[...]) % -2.0",
+            ([256], "float16"),
+            {
+                "x": ([256], "float16", [1.0, -1.0, 0.0, 2.5, -3.0, 1000.0, -7.75, 0.5] * 32),
+                "y": ([256], "float16", [0.0, 0.0, 0.0, 1.0, 1.0, 0.125, 1.0, -1.0] * 32),
+            },
+        ),
+        "GPU_FLOAT_REM",
+    ),
+    (
+        "remainder-by-a-quarter-bf16",
+        _scenario(
+            "x_ref[...] * 3.0 % 0.25 + 1.0",
+            ([8, 128], "bfloat16"),
+            {"x": ([8, 128], "bfloat16", "random")},
+        ),
+        "GPU_FLOAT_REM",
+    ),
     # a Python for over comparisons
     (
         "python-for-over-a-comparison",
@@ -224,6 +257,9 @@ SAME_BITS = [
     "where-nested-ints",
     "any-of-mask",
     "all-of-mask-as-int",
+    "fraction-of-floats",
+    "remainder-by-minus-two-of-quotients",
+    "remainder-by-a-quarter-bf16",
 ]
 
 
@@ -264,6 +300,14 @@ def test_a_float_loop_bound_gets_no_loop_repair() -> None:
     d = first_error(check(load_scenario(s)))
     assert d is not None and d.code == "LOOP_PYTHON_NOT_INT"
     assert all("pl.loop" not in f.description for f in d.fixes)
+
+
+def test_a_remainder_by_no_power_of_two_gets_no_repair() -> None:
+    """``x % 3.0``: ``x / 3.0`` rounds, and ``x - trunc * 3.0`` with it; no rewrite
+    keeps jax.numpy's bits, so GPU_FLOAT_REM is offered none."""
+    s = _scenario("x_ref[...] % 3.0", ([8, 128], "float32"), {"x": ROWS})
+    d = first_error(check(load_scenario(s)))
+    assert d is not None and d.code == "GPU_FLOAT_REM" and d.fixes == []
 
 
 @pytest.mark.slow

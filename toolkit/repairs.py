@@ -2677,6 +2677,82 @@ def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+#: the floats whose remainder ``_float_rem_by_int32`` takes: their explicit mantissa bits
+#: (a value of magnitude 2**bits or more is a whole number) and largest finite value
+_MANTISSA = {
+    "float32": (23, 3.4028234663852886e38),
+    "float16": (10, 65504.0),
+    "bfloat16": (7, 3.3895313892515355e38),
+}
+
+
+def _float_rem(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
+    """``x % p`` of floats of ``dtype`` (``p`` a power of two) with no remainder of
+    floats, bit for bit jax.numpy's: ``d = x - trunc(x / p) * p`` (exact), the quotient
+    truncated through int32 where ``|x| < 2**bits * |p|`` (beyond it ``x`` is a multiple
+    of ``p``: ``d = x - x``, 0, or NaN for inf); a zero ``d`` takes ``x``'s sign, as
+    ``lax.rem``'s does (``x * 0.0``); then jax.numpy's step to the divisor's sign, ``+
+    p`` where the signs differ (``+ -0.0`` elsewhere keeps every bit). None where ``p``
+    is no power of two or ``2**bits * |p|`` no finite ``dtype``."""
+    v = p.value
+    if isinstance(v, bool) or not v or math.frexp(abs(v))[0] != 0.5 or dtype not in _MANTISSA:
+        return None
+    bits, top = _MANTISSA[dtype]
+    bound = float(2**bits * abs(v))
+    if bound > top:
+        return None
+    whole: V.Node = V.Cast(V.Cast(x if v == 1 else V.Bin("/", x, p), "int32"), dtype)
+    if v != 1:
+        whole = V.Bin("*", whole, p)
+    small = V.Bin("<", V.Bin("max", x, V.Neg(x)), V.Lit(bound))
+    d = V.Bin("-", x, V.Where(small, whole, x))
+    rem = V.Where(V.Bin("!=", d, V.Lit(0.0)), d, V.Bin("*", x, V.Lit(0.0)))
+    away = V.Bin("<" if v > 0 else ">", d, V.Lit(0.0))
+    return V.Bin("+", rem, V.Where(away, p, V.Lit(-0.0)))
+
+
+def _float_rem_by_int32(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_FLOAT_REM of ``x % p``, ``x`` a float array and ``p`` a power of two: the
+    same remainder computed without one (``_float_rem``), which Mosaic GPU lowers. (A
+    floor division, or another divisor, has no rewrite here: no repair.)"""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return []
+    path, program, stmt = hit
+    types = _value_types(s, program, path)
+    if types is None:
+        return []
+    refs = types[0]
+    done: list[str] = []
+
+    def rewrite(n: V.Node) -> V.Node:
+        n = n.mapped(rewrite)
+        if not isinstance(n, V.Bin) or n.op != "%" or not isinstance(n.b, V.Lit):
+            return n
+        ty, a = _typed(n, refs), _typed(n.a, refs)
+        if ty is None or a is None or not ty.shape or a.dtype != ty.dtype:
+            return n
+        new = _float_rem(n.a, n.b, ty.dtype)
+        if new is None:
+            return n
+        done.append(n.source(V.LABEL))
+        return new
+
+    new = rewrite(V.parse(stmt.value))
+    if not done:
+        return []
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"take {' and '.join(dict.fromkeys(done))} as jax.numpy does, "
+            "without a remainder of floats (Mosaic GPU has none): x minus its whole part "
+            "(truncated through int32 where x may have a fraction), a zero with x's sign, "
+            f"plus the divisor where the signs differ: {stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
 _THREAD_PAIR = re.compile(
     r"thread ([A-Za-z_]\w*)=(\d+) (writes|reads) it .*? thread \1=(\d+) (writes|reads) it"
 )
@@ -2810,6 +2886,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "GPU_WHERE_BROADCAST": _where_broadcast,
     "GPU_REDUCE_BOOL": _reduce_as_numbers,
     "LOOP_PYTHON_NOT_INT": _loop_of_truths,
+    "GPU_FLOAT_REM": _float_rem_by_int32,
 }
 
 
