@@ -331,6 +331,7 @@ REPAIRED = [
     "GPU_REDUCE_BOOL",
     "LOOP_PYTHON_NOT_INT",
     "GPU_FLOAT_REM",
+    "VALUE_AXIS",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
@@ -354,13 +355,13 @@ def test_repairs_by_code_reach_a_valid_kernel_jax_accepts() -> None:
 def test_the_corpus_every_fix_leaves_what_it_says() -> None:
     """Over every invalid scenario shipped or tested (``bench.fix_reach``): each applied
     best fix leaves exactly the error codes its ``after`` says, and the share reaching a
-    valid scenario within three fixes does not fall below what was measured (369/449,
-    82 %; of the fix corpus (newcomer mistakes), 72/73)."""
+    valid scenario within three fixes does not fall below what was measured (371/449,
+    83 %; of the fix corpus (newcomer mistakes), 72/73)."""
     from bench.fix_reach import measure
 
     got = measure()
     assert [r.broken_promises for r in got if r.broken_promises] == []
-    assert len(got) >= 449 and sum(r.valid for r in got) >= 369
+    assert len(got) >= 449 and sum(r.valid for r in got) >= 371
     mine = [r for r in got if r.name.startswith("tests/fix_corpus/")]
     assert len(mine) == len(list(FIX_CORPUS.glob("*.json")))
     assert sum(r.valid for r in mine) >= 72

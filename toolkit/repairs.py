@@ -2677,6 +2677,44 @@ def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
+def _reduce_whole(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """VALUE_AXIS (an axis the value lacks, or one named twice): the reduction is of the
+    whole value (``axis`` left out), as the card says; the check after it keeps the
+    repair only where the result then fits the destination (a partial reduction of a
+    matrix does not lower on Mosaic GPU either)."""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return []
+    path, program, stmt = hit
+    types = _value_types(s, program, path)
+    if types is None:
+        return []
+    refs = types[0]
+    done: list[str] = []
+
+    def whole(n: V.Node) -> V.Node:
+        n = n.mapped(whole)
+        if not isinstance(n, V.Reduce) or n.axis is None:
+            return n
+        a = _typed(n.a, refs)
+        if a is None or _typed(n, refs) is not None:
+            return n
+        done.append(f"axis={n.axis!r}")
+        return V.Reduce(n.fn, n.a, None, n.keepdims)
+
+    new = whole(V.parse(stmt.value))
+    if not done:
+        return []
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"reduce the whole value, leaving {', '.join(done)} out ({d.message}): "
+            f"{stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
+
+
 #: the floats whose remainder ``_float_rem_by_int32`` takes: their explicit mantissa bits
 #: (a value of magnitude 2**bits or more is a whole number) and largest finite value
 _MANTISSA = {
@@ -2887,6 +2925,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "GPU_REDUCE_BOOL": _reduce_as_numbers,
     "LOOP_PYTHON_NOT_INT": _loop_of_truths,
     "GPU_FLOAT_REM": _float_rem_by_int32,
+    "VALUE_AXIS": _reduce_whole,
 }
 
 
