@@ -1,8 +1,9 @@
 """The repairs of a ``compute`` value's and a loop's mistakes (``mpmd_lab.repairs``):
 VALUE_FP8_PROMOTION (the 8-bit floats cast to float32, as JAX's message asks),
 GPU_WHERE_BROADCAST (the scalar condition broadcast to the result's shape),
-GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0), GPU_FLOAT_REM (a
-remainder by a power of two without one, bit for bit), VALUE_AXIS (the whole value
+GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0), GPU_FLOAT_REM and
+GPU_WHERE_BROADCAST of ``%`` and ``//`` of floats by a power of two (taken without a
+remainder of floats, bit for bit), VALUE_AXIS (the whole value
 reduced where that fits the destination) and LOOP_PYTHON_NOT_INT
 (a Python ``for`` over a comparison as ``@pl.loop``). Each case is written here, not
 one of the knowledge base's examples: the fix is offered, leaves no error (its
@@ -236,6 +237,29 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
         "GPU_FLOAT_REM",
     ),
+    # a floor division of floats by a power of two (jax.numpy's selects by p == 0, a
+    # scalar, and takes a remainder of floats): bit for bit
+    (
+        "halves-floored",
+        _scenario(
+            "x_ref[...] // 2.0 + 1.0",
+            ([8, 128], "float32"),
+            {"x": ([8, 128], "float32", "random")},
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    (
+        "quotients-floored-by-minus-a-quarter",
+        _scenario(
+            "(x_ref[...] / y_ref[...]) // -0.25",
+            ([256], "bfloat16"),
+            {
+                "x": ([256], "bfloat16", [1.0, -1.0, 0.0, 2.5, -3.0, 1e20, -7.75, -0.0] * 32),
+                "y": ([256], "bfloat16", [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0] * 32),
+            },
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
     # a Python for over comparisons
     (
         "python-for-over-a-comparison",
@@ -290,6 +314,8 @@ SAME_BITS = [
     "fraction-of-floats",
     "remainder-by-minus-two-of-quotients",
     "remainder-by-a-quarter-bf16",
+    "halves-floored",
+    "quotients-floored-by-minus-a-quarter",
 ]
 
 

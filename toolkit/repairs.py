@@ -2715,7 +2715,7 @@ def _reduce_whole(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
-#: the floats whose remainder ``_float_rem_by_int32`` takes: their explicit mantissa bits
+#: the floats whose remainder ``_truncated_rem`` takes: their explicit mantissa bits
 #: (a value of magnitude 2**bits or more is a whole number) and largest finite value
 _MANTISSA = {
     "float32": (23, 3.4028234663852886e38),
@@ -2724,14 +2724,13 @@ _MANTISSA = {
 }
 
 
-def _float_rem(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
-    """``x % p`` of floats of ``dtype`` (``p`` a power of two) with no remainder of
-    floats, bit for bit jax.numpy's: ``d = x - trunc(x / p) * p`` (exact), the quotient
-    truncated through int32 where ``|x| < 2**bits * |p|`` (beyond it ``x`` is a multiple
-    of ``p``: ``d = x - x``, 0, or NaN for inf); a zero ``d`` takes ``x``'s sign, as
-    ``lax.rem``'s does (``x * 0.0``); then jax.numpy's step to the divisor's sign, ``+
-    p`` where the signs differ (``+ -0.0`` elsewhere keeps every bit). None where ``p``
-    is no power of two or ``2**bits * |p|`` no finite ``dtype``."""
+def _truncated_rem(x: V.Node, p: V.Lit, dtype: str) -> tuple[V.Node, V.Node] | None:
+    """``(lax.rem(x, p), x - trunc(x / p) * p)`` of floats of ``dtype`` (``p`` a power of
+    two) with no remainder of floats, bit for bit: ``d = x - trunc(x / p) * p`` (exact),
+    the quotient truncated through int32 where ``|x| < 2**bits * |p|`` (beyond it ``x``
+    is a multiple of ``p``: ``d = x - x``, 0, or NaN for inf); the remainder is ``d``,
+    a zero with ``x``'s sign, as ``lax.rem``'s (``x * 0.0``). None where ``p`` is no
+    power of two or ``2**bits * |p|`` no finite ``dtype``."""
     v = p.value
     if isinstance(v, bool) or not v or math.frexp(abs(v))[0] != 0.5 or dtype not in _MANTISSA:
         return None
@@ -2744,15 +2743,46 @@ def _float_rem(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
         whole = V.Bin("*", whole, p)
     small = V.Bin("<", V.Bin("max", x, V.Neg(x)), V.Lit(bound))
     d = V.Bin("-", x, V.Where(small, whole, x))
-    rem = V.Where(V.Bin("!=", d, V.Lit(0.0)), d, V.Bin("*", x, V.Lit(0.0)))
-    away = V.Bin("<" if v > 0 else ">", d, V.Lit(0.0))
+    return V.Where(V.Bin("!=", d, V.Lit(0.0)), d, V.Bin("*", x, V.Lit(0.0))), d
+
+
+def _float_rem(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
+    """``x % p`` as jax.numpy takes it (``jnp.remainder``): the truncated remainder
+    (``_truncated_rem``), plus ``p`` where its sign and ``p``'s differ (``+ -0.0``
+    elsewhere keeps every bit)."""
+    got = _truncated_rem(x, p, dtype)
+    if got is None:
+        return None
+    rem, d = got
+    away = V.Bin("<" if p.value > 0 else ">", d, V.Lit(0.0))
     return V.Bin("+", rem, V.Where(away, p, V.Lit(-0.0)))
 
 
-def _float_rem_by_int32(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """GPU_FLOAT_REM of ``x % p``, ``x`` a float array and ``p`` a power of two: the
-    same remainder computed without one (``_float_rem``), which Mosaic GPU lowers. (A
-    floor division, or another divisor, has no rewrite here: no repair.)"""
+def _float_floor_div(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
+    """``x // p`` as jax.numpy takes it (``_float_divmod``): ``(x - rem) / p``, a whole
+    number (exact), less 1 where the remainder's sign and ``p``'s differ (``- 0.0``
+    elsewhere keeps every bit; ``lax.round`` of a whole number is itself)."""
+    got = _truncated_rem(x, p, dtype)
+    if got is None:
+        return None
+    rem, d = got
+    div: V.Node = V.Bin("-", x, rem)
+    if p.value != 1:
+        div = V.Bin("/", div, p)
+    away = V.Bin("<" if p.value > 0 else ">", d, V.Lit(0.0))
+    return V.Bin("-", div, V.Where(away, V.Lit(1.0), V.Lit(0.0)))
+
+
+#: how ``_float_division`` takes each float division by a power of two
+_FLOAT_DIVISION = {"%": _float_rem, "//": _float_floor_div}
+
+
+def _float_division(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_FLOAT_REM (``x % p``, ``x // p`` of floats) and GPU_WHERE_BROADCAST of
+    ``x // p`` (jax.numpy's floor division of floats selects by ``p == 0``, a scalar),
+    ``x`` a float array and ``p`` a power of two: the same numbers computed without a
+    remainder of floats (``_float_rem``, ``_float_floor_div``), which Mosaic GPU
+    lowers. (Another divisor rounds in ``x / p``: no repair.)"""
     hit = _stmt_at(s, d)
     if hit is None or not isinstance(hit[2], Compute):
         return []
@@ -2765,12 +2795,12 @@ def _float_rem_by_int32(s: Scenario, d: Diagnostic) -> list[Fix]:
 
     def rewrite(n: V.Node) -> V.Node:
         n = n.mapped(rewrite)
-        if not isinstance(n, V.Bin) or n.op != "%" or not isinstance(n.b, V.Lit):
+        if not isinstance(n, V.Bin) or n.op not in _FLOAT_DIVISION or not isinstance(n.b, V.Lit):
             return n
         ty, a = _typed(n, refs), _typed(n.a, refs)
         if ty is None or a is None or not ty.shape or a.dtype != ty.dtype:
             return n
-        new = _float_rem(n.a, n.b, ty.dtype)
+        new = _FLOAT_DIVISION[n.op](n.a, n.b, ty.dtype)
         if new is None:
             return n
         done.append(n.source(V.LABEL))
@@ -2783,9 +2813,9 @@ def _float_rem_by_int32(s: Scenario, d: Diagnostic) -> list[Fix]:
     return [
         Fix(
             description=f"take {' and '.join(dict.fromkeys(done))} as jax.numpy does, "
-            "without a remainder of floats (Mosaic GPU has none): x minus its whole part "
-            "(truncated through int32 where x may have a fraction), a zero with x's sign, "
-            f"plus the divisor where the signs differ: {stmt.dst}[...] = {value}",
+            "without a remainder of floats (Mosaic GPU has none): the quotient truncated "
+            "through int32 where x may have a fraction, the remainder x - whole * p (a zero "
+            f"with x's sign), then floored to p's sign: {stmt.dst}[...] = {value}",
             edits=[Edit(op="replace", path=f"{path}.value", value=value)],
         )
     ]
@@ -2921,10 +2951,10 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "VALUE_DTYPE": _numbers_not_bools,
     "BITCAST_VALUE_BOOL": _numbers_not_bools,
     "VALUE_FP8_PROMOTION": _fp8_widened,
-    "GPU_WHERE_BROADCAST": _where_broadcast,
+    "GPU_WHERE_BROADCAST": lambda s, d: [*_where_broadcast(s, d), *_float_division(s, d)],
     "GPU_REDUCE_BOOL": _reduce_as_numbers,
     "LOOP_PYTHON_NOT_INT": _loop_of_truths,
-    "GPU_FLOAT_REM": _float_rem_by_int32,
+    "GPU_FLOAT_REM": _float_division,
     "VALUE_AXIS": _reduce_whole,
 }
 
