@@ -2495,10 +2495,15 @@ def _numbers_not_bools(s: Scenario, d: Diagnostic) -> list[Fix]:
     ]
 
 
-def _value_types(s: Scenario, program: int, path: str) -> tuple[dict[str, V.Loaded], str] | None:
-    """What the ``compute`` statement at ``path`` loads, as ``Node.typed`` takes it
-    (name -> shape, dtype, sharding; views applied: the compiled plan's), and its
-    destination's dtype; None where the plan has no such statement."""
+def _compute_at(s: Scenario, d: Diagnostic) -> tuple[str, Compute, dict[str, V.Loaded], str] | None:
+    """The ``compute`` statement ``d`` points into: its path, the statement, what its
+    value loads as ``Node.typed`` takes it (name -> shape, dtype, sharding; views
+    applied: the compiled plan's) and its destination's dtype; None where ``d`` is not
+    at one."""
+    hit = _stmt_at(s, d)
+    if hit is None or not isinstance(hit[2], Compute):
+        return None
+    path, program, stmt = hit
     st = _planned(s, program, path)
     dst = st.refs["dst"].info if st is not None and "dst" in st.refs else None
     if dst is None:
@@ -2508,7 +2513,25 @@ def _value_types(s: Scenario, program: int, path: str) -> tuple[dict[str, V.Load
         if field.startswith("value.") and ref.info is not None:
             info = ref.info
             refs[field.removeprefix("value.")] = (tuple(info.shape), info.dtype, info.sharded)
-    return refs, dst.dtype
+    return path, stmt, refs, dst.dtype
+
+
+def _bottom_up(n: V.Node, f: Callable[[V.Node], V.Node]) -> V.Node:
+    """``f`` of each node of the value ``n``, children first (``f`` sees a node over
+    its rewritten children)."""
+    return f(n.mapped(lambda c: _bottom_up(c, f)))
+
+
+def _value_fix(path: str, stmt: Compute, new: V.Node, what: str) -> list[Fix]:
+    """The fix that makes the ``compute`` at ``path`` store ``new``: ``what``, then the
+    statement as it becomes."""
+    value = new.source(V.LABEL)
+    return [
+        Fix(
+            description=f"{what}: {stmt.dst}[...] = {value}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
+        )
+    ]
 
 
 def _typed(n: V.Node, refs: dict[str, V.Loaded]) -> V.Ty | None:
@@ -2529,14 +2552,10 @@ def _fp8_widened(s: Scenario, d: Diagnostic) -> list[Fix]:
     of another dtype (arithmetic, a comparison, jnp.maximum, jnp.where's two values) is
     cast to float32 explicitly, as JAX's message asks; the value is cast to its float
     destination's dtype where it is then of another one."""
-    hit = _stmt_at(s, d)
-    if hit is None or not isinstance(hit[2], Compute):
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    types = _value_types(s, program, path)
-    if types is None:
-        return []
-    refs, want = types
+    path, stmt, refs, want = at
 
     def wide(n: V.Node) -> V.Node:
         ty = _typed(n, refs)
@@ -2545,7 +2564,6 @@ def _fp8_widened(s: Scenario, d: Diagnostic) -> list[Fix]:
         return V.Cast(n, _FP8_WIDE)
 
     def widen(n: V.Node) -> V.Node:
-        n = n.mapped(widen)
         if _typed(n, refs) is not None or any(_typed(c, refs) is None for c in n.children()):
             return n  # (it types, or a child does not: not its own promotion)
         if isinstance(n, V.Bin):
@@ -2555,21 +2573,20 @@ def _fp8_widened(s: Scenario, d: Diagnostic) -> list[Fix]:
         return n
 
     tree = V.parse(stmt.value)
-    new = widen(tree)
+    new = _bottom_up(tree, widen)
     ty = _typed(new, refs)
     if new == tree or ty is None:
         return []
     cast = ""
     if ty.dtype != want and dtypes.is_float(want):
         new, cast = V.Cast(new, want), f" and the result to {want}, {stmt.dst}'s dtype"
-    value = new.source(V.LABEL)
-    return [
-        Fix(
-            description=f"cast the 8-bit float operands to {_FP8_WIDE} (jax.numpy promotes "
-            f"an 8-bit float with no other float implicitly){cast}: {stmt.dst}[...] = {value}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
-        )
-    ]
+    return _value_fix(
+        path,
+        stmt,
+        new,
+        f"cast the 8-bit float operands to {_FP8_WIDE} (jax.numpy promotes an 8-bit float "
+        f"with no other float implicitly){cast}",
+    )
 
 
 def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
@@ -2578,18 +2595,13 @@ def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
     shape, 0) < jnp.where(c, shape[0], 0)``: true everywhere or nowhere, as ``c`` is; a
     ``jnp.where`` of scalars lowers), so that the lowering selects between operands of
     the result's shape."""
-    hit = _stmt_at(s, d)
-    if hit is None or not isinstance(hit[2], Compute):
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    types = _value_types(s, program, path)
-    if types is None:
-        return []
-    refs = types[0]
+    path, stmt, refs, _ = at
     conds: list[str] = []
 
     def broadcast(n: V.Node) -> V.Node:
-        n = n.mapped(broadcast)
         if not isinstance(n, V.Where):
             return n
         ty, c = _typed(n, refs), _typed(n.c, refs)
@@ -2599,36 +2611,29 @@ def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
         everywhere = V.Where(n.c, V.Lit(ty.shape[0]), V.Lit(0))
         return V.Where(V.Bin("<", V.Iota("int32", ty.shape, 0), everywhere), n.x, n.y)
 
-    new = broadcast(V.parse(stmt.value))
+    new = _bottom_up(V.parse(stmt.value), broadcast)
     if not conds:
         return []
-    value = new.source(V.LABEL)
-    return [
-        Fix(
-            description=f"broadcast the scalar condition {' and '.join(dict.fromkeys(conds))} "
-            f"to the value's shape (Mosaic GPU selects only between operands of the result's "
-            f"shape): {stmt.dst}[...] = {value}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
-        )
-    ]
+    return _value_fix(
+        path,
+        stmt,
+        new,
+        f"broadcast the scalar condition {' and '.join(dict.fromkeys(conds))} to the value's "
+        "shape (Mosaic GPU selects only between operands of the result's shape)",
+    )
 
 
 def _reduce_as_numbers(s: Scenario, d: Diagnostic) -> list[Fix]:
     """GPU_REDUCE_BOOL: a ``jnp.max`` / ``jnp.min`` of booleans reduces them as int32
     (0 and 1) and compares the result with 0: the same booleans (any, all), in a
     reduction the lowering takes."""
-    hit = _stmt_at(s, d)
-    if hit is None or not isinstance(hit[2], Compute):
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    types = _value_types(s, program, path)
-    if types is None:
-        return []
-    refs = types[0]
+    path, stmt, refs, _ = at
     done: list[str] = []
 
     def numbers(n: V.Node) -> V.Node:
-        n = n.mapped(numbers)
         if not isinstance(n, V.Reduce) or n.fn not in ("max", "min"):
             return n
         a = _typed(n.a, refs)
@@ -2638,17 +2643,16 @@ def _reduce_as_numbers(s: Scenario, d: Diagnostic) -> list[Fix]:
         counted = V.Reduce(n.fn, V.Cast(n.a, "int32"), n.axis, n.keepdims)
         return V.Bin(">", counted, V.Lit(0))
 
-    new = numbers(V.parse(stmt.value))
+    new = _bottom_up(V.parse(stmt.value), numbers)
     if not done:
         return []
-    value = new.source(V.LABEL)
-    return [
-        Fix(
-            description=f"reduce the booleans as int32 and compare with 0 ({', '.join(done)}: "
-            f"Mosaic GPU reduces numbers only): {stmt.dst}[...] = {value}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
-        )
-    ]
+    return _value_fix(
+        path,
+        stmt,
+        new,
+        f"reduce the booleans as int32 and compare with 0 ({', '.join(done)}: Mosaic GPU "
+        "reduces numbers only)",
+    )
 
 
 def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
@@ -2682,37 +2686,26 @@ def _reduce_whole(s: Scenario, d: Diagnostic) -> list[Fix]:
     whole value (``axis`` left out), as the card says; the check after it keeps the
     repair only where the result then fits the destination (a partial reduction of a
     matrix does not lower on Mosaic GPU either)."""
-    hit = _stmt_at(s, d)
-    if hit is None or not isinstance(hit[2], Compute):
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    types = _value_types(s, program, path)
-    if types is None:
-        return []
-    refs = types[0]
+    path, stmt, refs, _ = at
     done: list[str] = []
 
     def whole(n: V.Node) -> V.Node:
-        n = n.mapped(whole)
         if not isinstance(n, V.Reduce) or n.axis is None:
             return n
-        a = _typed(n.a, refs)
-        if a is None or _typed(n, refs) is not None:
+        if _typed(n.a, refs) is None or _typed(n, refs) is not None:
             return n
         done.append(f"axis={n.axis!r}")
         return V.Reduce(n.fn, n.a, None, n.keepdims)
 
-    new = whole(V.parse(stmt.value))
+    new = _bottom_up(V.parse(stmt.value), whole)
     if not done:
         return []
-    value = new.source(V.LABEL)
-    return [
-        Fix(
-            description=f"reduce the whole value, leaving {', '.join(done)} out ({d.message}): "
-            f"{stmt.dst}[...] = {value}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
-        )
-    ]
+    return _value_fix(
+        path, stmt, new, f"reduce the whole value, leaving {', '.join(done)} out ({d.message})"
+    )
 
 
 #: the floats whose remainder ``_truncated_rem`` takes: their explicit mantissa bits
@@ -2783,18 +2776,13 @@ def _float_division(s: Scenario, d: Diagnostic) -> list[Fix]:
     ``x`` a float array and ``p`` a power of two: the same numbers computed without a
     remainder of floats (``_float_rem``, ``_float_floor_div``), which Mosaic GPU
     lowers. (Another divisor rounds in ``x / p``: no repair.)"""
-    hit = _stmt_at(s, d)
-    if hit is None or not isinstance(hit[2], Compute):
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    types = _value_types(s, program, path)
-    if types is None:
-        return []
-    refs = types[0]
+    path, stmt, refs, _ = at
     done: list[str] = []
 
     def rewrite(n: V.Node) -> V.Node:
-        n = n.mapped(rewrite)
         if not isinstance(n, V.Bin) or n.op not in _FLOAT_DIVISION or not isinstance(n.b, V.Lit):
             return n
         ty, a = _typed(n, refs), _typed(n.a, refs)
@@ -2806,19 +2794,18 @@ def _float_division(s: Scenario, d: Diagnostic) -> list[Fix]:
         done.append(n.source(V.LABEL))
         return new
 
-    new = rewrite(V.parse(stmt.value))
+    new = _bottom_up(V.parse(stmt.value), rewrite)
     if not done:
         return []
-    value = new.source(V.LABEL)
-    return [
-        Fix(
-            description=f"take {' and '.join(dict.fromkeys(done))} as jax.numpy does, "
-            "without a remainder of floats (Mosaic GPU has none): the quotient truncated "
-            "through int32 where x may have a fraction, the remainder x - whole * p (a zero "
-            f"with x's sign), then floored to p's sign: {stmt.dst}[...] = {value}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=value)],
-        )
-    ]
+    return _value_fix(
+        path,
+        stmt,
+        new,
+        f"take {' and '.join(dict.fromkeys(done))} as jax.numpy does, without a remainder "
+        "of floats (Mosaic GPU has none): the quotient truncated through int32 where x may "
+        "have a fraction, the remainder x - whole * p (a zero with x's sign), then floored "
+        "to p's sign",
+    )
 
 
 _THREAD_PAIR = re.compile(
