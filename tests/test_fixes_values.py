@@ -1,14 +1,15 @@
 """The repairs of a ``compute`` value's and a loop's mistakes (``mpmd_lab.repairs``):
-VALUE_FP8_PROMOTION (the 8-bit floats cast to float32, as JAX's message asks),
+VALUE_FP8_PROMOTION (the 8-bit floats cast to float32, as JAX's message asks);
 GPU_WHERE_BROADCAST (the scalar condition broadcast to the result's shape),
 GPU_REDUCE_BOOL (booleans reduced as int32, compared with 0), GPU_FLOAT_REM and
 GPU_WHERE_BROADCAST of ``%`` and ``//`` of floats by a power of two (taken without a
-remainder of floats, bit for bit), VALUE_AXIS (the whole value
-reduced where that fits the destination) and LOOP_PYTHON_NOT_INT
-(a Python ``for`` over a comparison as ``@pl.loop``). Each case is written here, not
-one of the knowledge base's examples: the fix is offered, leaves no error (its
-``after`` says so), JAX traces and lowers the repaired kernel for the GPU, and where
-JAX's interpreter runs the original, the repaired one computes the same bits."""
+remainder of floats, bit for bit), and a value holding several of these taken in one
+fix; VALUE_AXIS (the whole value reduced where that fits the destination);
+LOOP_PYTHON_NOT_INT (a Python ``for`` over a comparison as ``@pl.loop``). Each case is
+written here, not one of the knowledge base's examples: the fix is offered, leaves no
+error (its ``after`` says so), JAX traces and lowers the repaired kernel for the GPU,
+and where JAX's interpreter runs the original, the repaired one computes the same
+bits."""
 
 from __future__ import annotations
 
@@ -260,6 +261,52 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
         "GPU_WHERE_BROADCAST",
     ),
+    # several operations the lowering refuses in one value (one fix alone would leave
+    # the others): one fix takes them all, in a loop's condition's body too
+    (
+        "selected-fraction-in-a-loop",
+        _scenario(
+            "",
+            ([8, 128], "float32"),
+            {"x": ([8, 128], "float32", "random"), "s": SCALAR_POS},
+            body=[
+                {
+                    "op": "loop",
+                    "var": "i",
+                    "start": 0,
+                    "stop": 2,
+                    "body": [
+                        {
+                            "op": "when",
+                            "cond": "i == 0",
+                            "body": [
+                                {
+                                    "op": "compute",
+                                    "dst": "out",
+                                    "value": "jnp.where(s_ref[...] > 0.0, x_ref[...] % 2.0, 0.0)",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        ),
+        "GPU_WHERE_BROADCAST",
+    ),
+    (
+        "selected-by-all-of-a-mask",
+        _scenario(
+            "jnp.where(jnp.min(m_ref[...] >= 0.0), x_ref[...] % 1.0, m_ref[...])",
+            ([8, 128], "float32"),
+            {"x": ROWS, "m": ([8, 128], "float32", "iota")},
+        ),
+        "GPU_REDUCE_BOOL",
+    ),
+    (
+        "floored-halves-and-remainders",
+        _scenario("x_ref[...] // 0.5 + x_ref[...] % 4.0", ([8, 128], "float32"), {"x": ROWS}),
+        "GPU_WHERE_BROADCAST",
+    ),
     # a Python for over comparisons
     (
         "python-for-over-a-comparison",
@@ -316,6 +363,9 @@ SAME_BITS = [
     "remainder-by-a-quarter-bf16",
     "halves-floored",
     "quotients-floored-by-minus-a-quarter",
+    "selected-fraction-in-a-loop",
+    "selected-by-all-of-a-mask",
+    "floored-halves-and-remainders",
 ]
 
 

@@ -2589,16 +2589,13 @@ def _fp8_widened(s: Scenario, d: Diagnostic) -> list[Fix]:
     )
 
 
-def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """GPU_WHERE_BROADCAST: a ``jnp.where`` of arrays by a scalar condition selects by
-    the condition broadcast to the result's shape (``lax.broadcasted_iota(jnp.int32,
-    shape, 0) < jnp.where(c, shape[0], 0)``: true everywhere or nowhere, as ``c`` is; a
-    ``jnp.where`` of scalars lowers), so that the lowering selects between operands of
-    the result's shape."""
-    at = _compute_at(s, d)
-    if at is None:
-        return []
-    path, stmt, refs, _ = at
+def _conditions_broadcast(tree: V.Node, refs: dict[str, V.Loaded]) -> tuple[V.Node, str]:
+    """GPU_WHERE_BROADCAST's rewrite: a ``jnp.where`` of arrays by a scalar condition
+    selects by the condition broadcast to the result's shape
+    (``lax.broadcasted_iota(jnp.int32, shape, 0) < jnp.where(c, shape[0], 0)``: true
+    everywhere or nowhere, as ``c`` is; a ``jnp.where`` of scalars lowers), so that the
+    lowering selects between operands of the result's shape. The value, and what was
+    done ("" where nothing was)."""
     conds: list[str] = []
 
     def broadcast(n: V.Node) -> V.Node:
@@ -2611,26 +2608,19 @@ def _where_broadcast(s: Scenario, d: Diagnostic) -> list[Fix]:
         everywhere = V.Where(n.c, V.Lit(ty.shape[0]), V.Lit(0))
         return V.Where(V.Bin("<", V.Iota("int32", ty.shape, 0), everywhere), n.x, n.y)
 
-    new = _bottom_up(V.parse(stmt.value), broadcast)
+    new = _bottom_up(tree, broadcast)
     if not conds:
-        return []
-    return _value_fix(
-        path,
-        stmt,
-        new,
+        return new, ""
+    return new, (
         f"broadcast the scalar condition {' and '.join(dict.fromkeys(conds))} to the value's "
-        "shape (Mosaic GPU selects only between operands of the result's shape)",
+        "shape (Mosaic GPU selects only between operands of the result's shape)"
     )
 
 
-def _reduce_as_numbers(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """GPU_REDUCE_BOOL: a ``jnp.max`` / ``jnp.min`` of booleans reduces them as int32
-    (0 and 1) and compares the result with 0: the same booleans (any, all), in a
-    reduction the lowering takes."""
-    at = _compute_at(s, d)
-    if at is None:
-        return []
-    path, stmt, refs, _ = at
+def _bools_as_numbers(tree: V.Node, refs: dict[str, V.Loaded]) -> tuple[V.Node, str]:
+    """GPU_REDUCE_BOOL's rewrite: a ``jnp.max`` / ``jnp.min`` of booleans reduces them
+    as int32 (0 and 1) and compares the result with 0: the same booleans (any, all), in
+    a reduction the lowering takes. The value, and what was done ("": nothing)."""
     done: list[str] = []
 
     def numbers(n: V.Node) -> V.Node:
@@ -2643,15 +2633,12 @@ def _reduce_as_numbers(s: Scenario, d: Diagnostic) -> list[Fix]:
         counted = V.Reduce(n.fn, V.Cast(n.a, "int32"), n.axis, n.keepdims)
         return V.Bin(">", counted, V.Lit(0))
 
-    new = _bottom_up(V.parse(stmt.value), numbers)
+    new = _bottom_up(tree, numbers)
     if not done:
-        return []
-    return _value_fix(
-        path,
-        stmt,
-        new,
+        return new, ""
+    return new, (
         f"reduce the booleans as int32 and compare with 0 ({', '.join(done)}: Mosaic GPU "
-        "reduces numbers only)",
+        "reduces numbers only)"
     )
 
 
@@ -2766,20 +2753,17 @@ def _float_floor_div(x: V.Node, p: V.Lit, dtype: str) -> V.Node | None:
     return V.Bin("-", div, V.Where(away, V.Lit(1.0), V.Lit(0.0)))
 
 
-#: how ``_float_division`` takes each float division by a power of two
+#: how ``_floats_divided`` takes each float division by a power of two
 _FLOAT_DIVISION = {"%": _float_rem, "//": _float_floor_div}
 
 
-def _float_division(s: Scenario, d: Diagnostic) -> list[Fix]:
-    """GPU_FLOAT_REM (``x % p``, ``x // p`` of floats) and GPU_WHERE_BROADCAST of
-    ``x // p`` (jax.numpy's floor division of floats selects by ``p == 0``, a scalar),
-    ``x`` a float array and ``p`` a power of two: the same numbers computed without a
-    remainder of floats (``_float_rem``, ``_float_floor_div``), which Mosaic GPU
-    lowers. (Another divisor rounds in ``x / p``: no repair.)"""
-    at = _compute_at(s, d)
-    if at is None:
-        return []
-    path, stmt, refs, _ = at
+def _floats_divided(tree: V.Node, refs: dict[str, V.Loaded]) -> tuple[V.Node, str]:
+    """GPU_FLOAT_REM's (``x % p``, ``x // p`` of floats) and GPU_WHERE_BROADCAST's
+    (``x // p``: jax.numpy's floor division of floats selects by ``p == 0``, a scalar)
+    rewrite, ``x`` a float array and ``p`` a power of two: the same numbers computed
+    without a remainder of floats (``_float_rem``, ``_float_floor_div``), which Mosaic
+    GPU lowers. (Another divisor rounds in ``x / p``: none.) The value, and what was
+    done ("": nothing)."""
     done: list[str] = []
 
     def rewrite(n: V.Node) -> V.Node:
@@ -2794,18 +2778,53 @@ def _float_division(s: Scenario, d: Diagnostic) -> list[Fix]:
         done.append(n.source(V.LABEL))
         return new
 
-    new = _bottom_up(V.parse(stmt.value), rewrite)
+    new = _bottom_up(tree, rewrite)
     if not done:
-        return []
-    return _value_fix(
-        path,
-        stmt,
-        new,
+        return new, ""
+    return new, (
         f"take {' and '.join(dict.fromkeys(done))} as jax.numpy does, without a remainder "
         "of floats (Mosaic GPU has none): the quotient truncated through int32 where x may "
         "have a fraction, the remainder x - whole * p (a zero with x's sign), then floored "
-        "to p's sign",
+        "to p's sign"
     )
+
+
+#: a rewrite of a value: ``(tree, refs) -> (tree, what it did, "" where nothing)``
+_Rewrite = Callable[[V.Node, dict[str, V.Loaded]], tuple[V.Node, str]]
+#: the rewrites of a value's operations Mosaic GPU does not lower, in the order the
+#: lowering meets their errors
+_LOWERABLE: tuple[_Rewrite, ...] = (_conditions_broadcast, _bools_as_numbers, _floats_divided)
+#: the rewrites that answer each of those codes
+_LOWERS: dict[str, tuple[_Rewrite, ...]] = {
+    "GPU_WHERE_BROADCAST": (_conditions_broadcast, _floats_divided),
+    "GPU_REDUCE_BOOL": (_bools_as_numbers,),
+    "GPU_FLOAT_REM": (_floats_divided,),
+}
+
+
+def _lowerable_value(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_WHERE_BROADCAST, GPU_REDUCE_BOOL, GPU_FLOAT_REM: each rewrite that answers
+    ``d``'s code, and, where the value holds operations of other such codes too (a
+    fix of one alone would leave the others, which the lowering meets as well), one
+    that makes every rewrite of ``_LOWERABLE``."""
+    at = _compute_at(s, d)
+    if at is None:
+        return []
+    path, stmt, refs, _ = at
+    tree = V.parse(stmt.value)
+    out: list[Fix] = []
+    for rewrite in _LOWERS[d.code]:
+        new, what = rewrite(tree, refs)
+        if what:
+            out += _value_fix(path, stmt, new, what)
+    whats = []
+    new = tree
+    for rewrite in _LOWERABLE:
+        new, what = rewrite(new, refs)
+        whats += [what] if what else []
+    if out and len(whats) > 1:
+        out += _value_fix(path, stmt, new, "; ".join(whats))
+    return out
 
 
 _THREAD_PAIR = re.compile(
@@ -2938,10 +2957,8 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
     "VALUE_DTYPE": _numbers_not_bools,
     "BITCAST_VALUE_BOOL": _numbers_not_bools,
     "VALUE_FP8_PROMOTION": _fp8_widened,
-    "GPU_WHERE_BROADCAST": lambda s, d: [*_where_broadcast(s, d), *_float_division(s, d)],
-    "GPU_REDUCE_BOOL": _reduce_as_numbers,
+    **dict.fromkeys(_LOWERS, _lowerable_value),
     "LOOP_PYTHON_NOT_INT": _loop_of_truths,
-    "GPU_FLOAT_REM": _float_division,
     "VALUE_AXIS": _reduce_whole,
 }
 
