@@ -130,6 +130,18 @@ def test_generic_messages_need_their_exception_type():
     assert catalogue.classify_text("") is None
 
 
+def test_a_zero_size_vector_from_any_statement_is_the_zero_size_access():
+    """MLIR's type check names a vector of a size-0 dim, whichever op made it (a fill's
+    broadcast, a constant): mpmd-lab's GPU_ZERO_SIZE_ACCESS (stacks fuzz seed 7676)."""
+    for op in ("broadcast_in_dim", "arith.constant"):
+        text = (
+            f'Invalid type:\nerror: "{op}:"("{op}"("<mpmd_lab_scenario>":239:17)): vector '
+            "types must have positive constant sizes but got 0"
+        )
+        assert catalogue.classify("ValueError", text) == "GPU_ZERO_SIZE_ACCESS"
+        assert catalogue.classify_text(f"ValueError: {text}") == "GPU_ZERO_SIZE_ACCESS"
+
+
 def test_array_method_outside_jit():
     """Outside jit an array is an ``ArrayImpl``, not a tracer: the same mistake."""
     text = "AttributeError: 'jaxlib._jax.ArrayImpl' object has no attribute 'bitcast'"
