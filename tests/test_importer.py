@@ -874,7 +874,10 @@ def test_import_corpus_reports_each_module(tmp_path):
     # b = a + 1.0 through one Ref passed twice: a compute loads a, then stores b
     assert dup["faithful"] and dup["simulate"] == "=="
     assert rows["err_dup_ref"]["errors"] == ["MPMD_DUP_REF"]
-    assert "3 modules; valid 2: faithful without errors 2, simulate == expected 2" in r.stdout
+    assert (
+        "3 modules; valid 2: faithful without errors 2, simulate == expected (or ran, where "
+        "the schedule decides) 2" in r.stdout
+    )
 
 
 # ---------------------------------------------------------------- index arithmetic

@@ -7,6 +7,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
+EXPECT = {"stage": "gpu-lower", "type": "ChildProcessError", "message": "SIGSEGV"}
+
 
 def kernel(x_ref, o_ref):
     def body(i, carry):

@@ -13,6 +13,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 DEVICES = 1
 EXPECT = "valid"
+GPU_BEHAVIOUR = "schedule"  # (its results: the order the blocks run in decides)
 N = 128
 
 
