@@ -152,6 +152,7 @@ def test_values_simulate_as_jax_interprets_them():
 
 
 F8 = ("float8_e5m2", [], 1.5)
+F8_ARRAY = ("float8_e5m2", [8, 128], "random")
 BOOL_SRC = ("float32", [2, 128], "random")
 
 #: verdicts the check gave other than JAX's (each fails without its fix)
@@ -332,6 +333,89 @@ VERDICTS = {
         ("int32", [8, 128], "iota"),
         ("float32", [1, 128], "random"),
     ),
+    # conversions (explicit or by promotion) as the dialect lowering makes them
+    # (FragmentedArray.astype): an integer array to an 8-bit float (GPU_NARROW_FLOAT_CAST),
+    # here int16 promoted to float8 for the addition ...
+    "int-to-f8": _scenario(
+        "int-to-f8",
+        "a_ref[...] + b_ref[...]",
+        ("float8_e5m2", [128]),
+        ("float8_e5m2", [], 1.5),
+        ("int16", [128], "iota"),
+    ),
+    # ... an 8-bit float to an integer: clamped to its range first, 8-bit arithmetic ...
+    "f8-to-int16": _scenario(
+        "f8-to-int16", "a_ref[...].astype(jnp.int16)", ("int16", [8, 128]), F8_ARRAY
+    ),
+    # ... unless both bounds are infinite in the float (folded): the conversion itself
+    "f8-to-int32": _scenario(
+        "f8-to-int32", "a_ref[...].astype(jnp.int32)", ("int32", [8, 128]), F8_ARRAY
+    ),
+    # ... to and from bfloat16 (the ptxas at hand converts 8-bit floats to float16) ...
+    "f8-to-bf16": _scenario(
+        "f8-to-bf16", "a_ref[...].astype(jnp.bfloat16)", ("bfloat16", [8, 128]), F8_ARRAY
+    ),
+    # ... but to float32 and from float16 they convert ...
+    "f8-to-f32-to-f8": _scenario(
+        "f8-to-f32-to-f8",
+        "(a_ref[...].astype(jnp.float32) * 2.0).astype(jnp.float16).astype(jnp.float8_e5m2)",
+        ("float8_e5m2", [8, 128]),
+        F8_ARRAY,
+    ),
+    # ... one 8-bit float to the other: the lowering rule refuses it, scalars too ...
+    "f8-to-f8": _scenario(
+        "f8-to-f8", "a_ref[...].astype(jnp.float8_e4m3fn)", ("float8_e4m3fn", []), F8
+    ),
+    # ... numbers to booleans, fewer than 8 a register vector (GPU_CAST_BITWIDTH) ...
+    "to-bool-small": _scenario(
+        "to-bool-small",
+        "a_ref[...].astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("float16", [8, 128], "random"),
+    ),
+    # ... but 8-bit numbers come 8 a vector
+    "to-bool-bytes": _scenario(
+        "to-bool-bytes",
+        "a_ref[...].astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+    ),
+    # jnp.where selects between 8-bit vectors (8-bit arithmetic), by any condition
+    "where-bytes": _scenario(
+        "where-bytes",
+        "jnp.where(a_ref[...] > 0.0, b_ref[...], -1).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("float32", [8, 128], "random"),
+        ("int8", [], 3),
+    ),
+    # a bitcast of a scalar: a 0-d vector, which JAX's lowering asserts against
+    "bitcast-scalar": _scenario(
+        "bitcast-scalar",
+        "lax.bitcast_convert_type(a_ref[...], jnp.float32)",
+        ("float32", []),
+        ("int32", [], 7),
+    ),
+    # a reduction of a scalar: vector.shape_cast of a scalar fails verification
+    "reduce-scalar": _scenario(
+        "reduce-scalar",
+        "jnp.max(pl.program_id(0)) + a_ref[...]",
+        ("int32", []),
+        ("int32", [], 7),
+    ),
+    # jnp.maximum of booleans: lax.max of booleans, which the lowering rule refuses
+    "max-of-masks": _scenario(
+        "max-of-masks",
+        "jnp.maximum(a_ref[...] > 0.0, a_ref[...] < -1.0).astype(jnp.int32)",
+        ("int32", [2, 128]),
+        BOOL_SRC,
+    ),
+    # Python's float floor division by zero (its message is not the integers')
+    "python-float-zero-division": _scenario(
+        "python-float-zero-division",
+        "a_ref[...] + (0.001 // 0)",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+    ),
 }
 
 
@@ -363,6 +447,19 @@ def test_value_verdicts_are_jaxs():
         "where-scalar-shapes": "ADD_SHAPE_MISMATCH",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",
+        "int-to-f8": "GPU_NARROW_FLOAT_CAST",
+        "f8-to-int16": "GPU_8BIT_ARITH",
+        "f8-to-int32": "GPU_NARROW_FLOAT_CAST",
+        "f8-to-bf16": "GPU_FLOAT8_BF16_CAST",
+        "f8-to-f32-to-f8": None,
+        "f8-to-f8": "GPU_FLOAT8_CAST",
+        "to-bool-small": "GPU_CAST_BITWIDTH",
+        "to-bool-bytes": None,
+        "where-bytes": "GPU_8BIT_ARITH",
+        "bitcast-scalar": "GPU_SCALAR_BITCAST",
+        "reduce-scalar": "GPU_VERIFICATION",
+        "max-of-masks": "GPU_BOOL_MINMAX",
+        "python-float-zero-division": "EXPR_ZERO_DIVISION",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

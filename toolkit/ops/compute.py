@@ -504,6 +504,35 @@ def lower_value(
             return None
     # the lowering rules' own errors, in the order JAX lowers the value's operations
     for node in _operations(tree):
+        for operand, to in node.conversions(refs):
+            was = operand.typed(refs).dtype
+            if was in _FLOAT8 and to in _FLOAT8:
+                low.jax(
+                    "GPU_FLOAT8_CAST",
+                    (*low.path, "value"),
+                    "Conversion between float types of width other than 16 not supported",
+                    jax_type="NotImplementedError",
+                    explanation=f"{operand.source(V.LABEL)} is converted from {was} to {to}: "
+                    "the Mosaic GPU lowering converts between floats of one width only "
+                    "through float32, which it does for 16-bit floats only. Convert "
+                    f"through float16: .astype(jnp.float16).astype(jnp.{to}).",
+                )
+                return None
+        if (
+            isinstance(node, V.Bin)
+            and node.op in ("max", "min")
+            and (V.promote(node.a.typed(refs), node.b.typed(refs))[0] == "bool")
+        ):
+            low.jax(
+                "GPU_BOOL_MINMAX",
+                (*low.path, "value"),
+                f"{node.op} does not support bool and bool",
+                jax_type="NotImplementedError",
+                explanation=f"{node.source(V.LABEL)} takes the {node.op}imum of booleans "
+                f"(lax.{node.op}); the Mosaic GPU lowering computes it of numbers only. "
+                "Combine masks with | (maximum) or & (minimum), or compare numbers.",
+            )
+            return None
         if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
             new = dtypes.canonical(node.dtype)
             low.jax(
@@ -513,6 +542,20 @@ def lower_value(
                 jax_type="NotImplementedError",
                 explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
                 f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
+            )
+            return None
+        if isinstance(node, V.Bitcast) and not node.typed(refs).shape:
+            new = dtypes.canonical(node.dtype)
+            low.jax(
+                "GPU_SCALAR_BITCAST",
+                (*low.path, "value"),
+                f"Scalars must be represented by non-vector types, got: vector<{_mlir(new)}>",
+                jax_type="AssertionError",
+                explanation=f"{node.source(V.LABEL)} bitcasts a scalar: the Mosaic GPU "
+                "lowering (warpgroup semantics) makes every bitcast a vector, a 0-d one "
+                "here, where a scalar must stay a scalar, and fails its own assertion. "
+                "Bitcast an array (a load of shape (1,) or more), or compute the scalar "
+                "from numbers.",
             )
             return None
         if (
@@ -543,8 +586,23 @@ def lower_value(
                 "of the result's shape.",
             )
             return None
+    for node in _operations(tree):
+        if isinstance(node, V.Reduce) and not node.a.typed(refs).shape:
+            low.later(  # (verifying the module the lowering rules built)
+                "p1",
+                "GPU_VERIFICATION",
+                (*low.path, "value"),
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                "'vector.shape_cast' op operand #0 must be vector of any non-token type "
+                f"values, but got '{_mlir(node.computed_in(node.a.typed(refs).dtype))}'",
+                f"{node.source(V.LABEL)} reduces a scalar: the lowering flattens its operand "
+                "to a vector by vector.shape_cast, which takes vectors only. A scalar is "
+                "its own sum, maximum and minimum: drop the reduction.",
+            )
+            break
     for node in _walk(tree):
-        if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
+        if isinstance(node, V.Iota) and node.dtype in _FLOAT8:
             low.later(  # (the dialect lowering makes the undef: verifying its module)
                 "p4",
                 "GPU_VERIFICATION",
@@ -589,6 +647,11 @@ def lower_value(
             break
     # the dialect lowering's own errors, in the order the value computes
     for node in _operations(tree):
+        problems = (_conversion_problem(a, to, refs) for a, to in node.conversions(refs))
+        problem = next((p for p in problems if p is not None), None)
+        if problem is not None:
+            low.later("p3", problem[0], low.path, problem[1], problem[2])
+            break
         if isinstance(node, V.Bin) and _float_remainder(node, refs):
             low.later(
                 "p3",
@@ -601,7 +664,7 @@ def lower_value(
                 "register arrays take % of integers only).",
             )
             break
-        if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
+        if isinstance(node, V.Bin | V.Neg | V.Where) and _computes_8bit(node, refs):
             low.later(
                 "p3",
                 "GPU_8BIT_ARITH",
@@ -745,19 +808,124 @@ class Compute(StatementOp):
         x.write("dst", value)
 
 
-def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+def _computes_8bit(
+    node: V.Bin | V.Neg | V.Where, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> bool:
     """The operation computes on vectors of 8-bit numbers (its operands promoted; a
     scalar is computed as a scalar, which the lowering takes in any width, and ``==`` and
-    ``!=`` compare bits, as the bitwise operations it allows do)."""
+    ``!=`` compare bits, as the bitwise operations it allows do; ``jnp.where`` selects
+    between vectors of its result's dtype)."""
     if not node.typed(refs).shape or (isinstance(node, V.Bin) and node.op in ("==", "!=")):
         return False
-    if isinstance(node, V.Neg):
-        dtype = node.a.typed(refs).dtype
+    if isinstance(node, V.Neg | V.Where):
+        dtype = node.typed(refs).dtype
     elif node.op == "/":
         dtype = node.typed(refs).dtype  # (true division converts integers to float32 first)
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+#: the 8-bit floats
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _conversion_problem(
+    operand: V.Node, new: str, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> tuple[str, str, str] | None:
+    """What the dialect lowering says of converting ``operand`` to ``new``
+    (``FragmentedArray.astype``): ``(code, message, why)``, or None where it converts.
+    A scalar is converted as a scalar, in any dtype."""
+    ty = operand.typed(refs)
+    src, what = _folded_source(operand, new, refs), operand.source(V.LABEL)
+    if not ty.shape:
+        return None
+    if src in _FLOAT8 and new not in _FLOAT8 and not dtypes.is_float(new):
+        # the lowering clamps a float to the integer's range first (min and max of 8-bit
+        # floats), unless both bounds are infinite in the 8-bit float (folded away)
+        if not _unbounded_in(new, src):
+            return (
+                "GPU_8BIT_ARITH",
+                "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                "operations). Upcast to a 16- or 32-bit type before performing the "
+                "operation.",
+                f"{what} is converted from {src} to {new}: the lowering first clamps it to "
+                f"{new}'s range, a minimum and a maximum of 8-bit floats. Convert to "
+                f"float32 first: .astype(jnp.float32).astype(jnp.{new}).",
+            )
+    vec = _layout_vector(operand, refs)
+    if new == "bool" and vec % 8:
+        return (
+            "GPU_CAST_BITWIDTH",
+            f"Register bitwidth in target type must be divisible by 8, got {vec}",
+            f"{what} is converted to booleans, {vec} per register vector (its layout's), "
+            "and the lowering converts whole bytes of them. Compare instead "
+            f"({what} != 0), which makes the same mask.",
+        )
+    pair = {src, new}
+    if not pair & set(_FLOAT8) or pair & {"float32", "float16"}:
+        return None
+    if "bfloat16" in pair:
+        return (
+            "GPU_FLOAT8_BF16_CAST",
+            f"Hardware has no support for converting from {_mlir(src)} to {_mlir(new)} (only "
+            f"cast from {_mlir(src)} to f16 is supported). Cast to f32 first and then to the "
+            "target type (expensive, but sufficient).",
+            f"{what} is converted from {src} to {new}; the PTX this CUDA's ptxas accepts "
+            "converts 8-bit floats to and from float16 and float32 only. Convert through "
+            "float32.",
+        )
+    return (
+        "GPU_NARROW_FLOAT_CAST",
+        f"Unsupported conversion involving narrow float types: {_mlir(src)} to {_mlir(new)}",
+        f"{what} is converted from {src} to {new}: Mosaic GPU converts 8-bit floats to and "
+        "from floats only. Convert through float32 (integer to float32 to the 8-bit "
+        "float, or back).",
+    )
+
+
+def _folded_source(
+    operand: V.Node, new: str, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> str:
+    """The dtype a conversion of ``operand`` to ``new`` converts from once MLIR has
+    canonicalized it: a float narrowed (arith.truncf) from a conversion of integers
+    (sitofp, uitofp) is converted from the integers, the float steps folded away
+    (``x.astype(jnp.float32).astype(jnp.float8_e5m2)`` of int32 converts int32)."""
+    dtype = operand.typed(refs).dtype
+    narrows = dtypes.is_float(new) and dtypes.is_float(dtype)
+    if not narrows or dtypes.bits(dtype) <= dtypes.bits(new):
+        return dtype  # (not a narrowing of floats: nothing folds)
+    node = operand
+    while isinstance(node, V.Cast):
+        was = node.a.typed(refs).dtype
+        if not dtypes.is_float(was):
+            return was
+        if dtypes.bits(was) <= dtypes.bits(node.typed(refs).dtype):
+            break  # (an extension: not folded)
+        node = node.a
+    return dtype
+
+
+def _unbounded_in(integer: str, float8: str) -> bool:
+    """Whether the range of ``integer`` (bool: 0 and 1) is from -inf to inf in ``float8``
+    (its bounds rounded there as MLIR's constants are: too big is inf, or NaN where the
+    dtype has no inf)."""
+    import numpy as np
+
+    info = np.iinfo(dtypes.np_dtype(integer)) if integer != "bool" else None
+    bounds = (info.min, info.max) if info is not None else (0, 1)
+    with np.errstate(all="ignore"):
+        low, high = np.asarray(bounds, np.float64).astype(dtypes.np_dtype(float8))
+    return bool(np.isneginf(low.astype(np.float64)) and np.isposinf(high.astype(np.float64)))
+
+
+def _layout_vector(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> int:
+    """Elements per register vector of a value: the fewest of its loads' and iotas'
+    strided layouts (layout inference gives its operations one layout); of a value of
+    neither, int32's of its shape."""
+    leaves = [n.typed(refs) for n in _walk(node) if isinstance(n, V.Load | V.Iota)]
+    vecs = [_vector(ty.shape, ty.dtype) for ty in leaves if ty.shape]
+    return min(vecs, default=_vector(node.typed(refs).shape, "int32"))
 
 
 def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str:

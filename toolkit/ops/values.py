@@ -151,6 +151,12 @@ class Node(Record):
         """``(numpy array, weak)``: the value from the loaded arrays ``refs``."""
         raise NotImplementedError
 
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """The conversions (``lax.convert_element_type``) jax.numpy makes of its operands
+        before its own operation, in order: each operand not of the dtype it becomes, and
+        that dtype."""
+        return iter(())
+
     def source(self, w: Writer) -> str:
         raise NotImplementedError
 
@@ -453,6 +459,17 @@ class Bin(Node):
             return Ty(shape, "int32", weak, split)
         return Ty(shape, dtype, weak, split)
 
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """Both operands to their promoted dtype (true division of integers: float32; //
+        and % of booleans: int32, jax.numpy's numeric promotion)."""
+        a, b = self.a.typed(refs), self.b.typed(refs)
+        dtype = promote(a, b)[0]
+        if self.op == "/" and not dtypes.is_float(dtype):
+            dtype = "float32"
+        elif self.op in ("//", "%") and dtype == "bool":
+            dtype = "int32"
+        return _converted(((self.a, a), (self.b, b)), dtype)
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -682,6 +699,12 @@ class Where(Node):
             ) from None
         return Ty(shape, dtype, weak)
 
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """``x`` and ``y`` to their promoted dtype (a condition not boolean is compared
+        with zero, not converted)."""
+        x, y = self.x.typed(refs), self.y.typed(refs)
+        return _converted(((self.x, x), (self.y, y)), promote(x, y)[0])
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -718,6 +741,9 @@ class Cast(_Converted):
         a = self.a.typed(refs)
         _operand_dtype("convert_element_type", a, 0)
         return Ty(a.shape, dtypes.canonical(self.dtype), False)
+
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        return _converted(((self.a, self.a.typed(refs)),), dtypes.canonical(self.dtype))
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
@@ -890,6 +916,15 @@ class Reduce(Node):
     def dtype_of(self, dtype: str) -> str:
         return _SUM_DTYPE.get(dtype, dtype) if self.fn == "sum" else dtype
 
+    def computed_in(self, dtype: str) -> str:
+        """The dtype it reduces a value of ``dtype`` in: its result's, but float32 for a
+        sum of 16-bit floats (jax.numpy's upcast_f16_for_computation)."""
+        return "float32" if self.fn == "sum" and dtype in _F16 else self.dtype_of(dtype)
+
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        a = self.a.typed(refs)
+        return _converted(((self.a, a),), self.computed_in(a.dtype))
+
     def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype(_REDUCE_PRIM[self.fn], a, 0)
@@ -907,7 +942,7 @@ class Reduce(Node):
         axes = self.axes(x.ndim)
         dt = dtypes.np_dtype(self.dtype_of(_name(x)))
         # jnp.sum of 16-bit floats adds in float32 and rounds the sum once
-        acc = np.float32 if self.fn == "sum" and _name(x) in _F16 else dt
+        acc = dtypes.np_dtype(self.computed_in(_name(x)))
         ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
         with np.errstate(all="ignore"):
             out = ufunc.reduce(x.astype(acc), axis=axes, keepdims=self.keepdims)
@@ -920,6 +955,11 @@ class Reduce(Node):
         if self.keepdims:
             args.append("keepdims=True")
         return f"jnp.{self.fn}({', '.join(args)})"
+
+
+def _converted(operands: tuple[tuple[Node, Ty], ...], dtype: str) -> Iterator[tuple[Node, str]]:
+    """Each operand (and its type) not of ``dtype``, made one (``Node.conversions``)."""
+    return ((n, dtype) for n, t in operands if t.dtype != dtype)
 
 
 def _name(a: Any) -> str:
