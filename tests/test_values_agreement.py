@@ -416,6 +416,33 @@ VERDICTS = {
         ("float32", [8, 128]),
         ("float32", [8, 128], "random"),
     ),
+    # an array broadcast along a dim after one it keeps: no register layout broadcasts it
+    # (GPU_LAYOUT_INFERENCE, before the dialect lowering's float remainder) ...
+    "inner-broadcast": _scenario(
+        "inner-broadcast",
+        "a_ref[...] % b_ref[...]",
+        ("float16", [4, 8, 128]),
+        ("float16", [4, 8, 128], "random"),
+        ("float16", [4, 1, 128], "random"),
+    ),
+    # ... along leading dims it lowers ...
+    "leading-broadcast": _scenario(
+        "leading-broadcast",
+        "a_ref[...] + b_ref[...] - c_ref[...]",
+        ("float32", [4, 8, 128]),
+        ("float32", [4, 8, 128], "random"),
+        ("float32", [1, 1, 128], "random"),
+        ("float32", [8, 128], "random"),
+    ),
+    # ... but a boolean load in a value that broadcasts takes the broadcast's layout, in
+    # which its vectors hold less than a byte (GPU_BOOL_VECTOR)
+    "bool-load-broadcast": _scenario(
+        "bool-load-broadcast",
+        "jnp.where(a_ref[...], b_ref[...], 0.0)",
+        ("float32", [8, 128]),
+        ("bool", [8, 128], "random"),
+        ("float32", [128], "random"),
+    ),
 }
 
 
@@ -460,6 +487,9 @@ def test_value_verdicts_are_jaxs():
         "reduce-scalar": "GPU_VERIFICATION",
         "max-of-masks": "GPU_BOOL_MINMAX",
         "python-float-zero-division": "EXPR_ZERO_DIVISION",
+        "inner-broadcast": "GPU_LAYOUT_INFERENCE",
+        "leading-broadcast": None,
+        "bool-load-broadcast": "GPU_BOOL_VECTOR",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -477,7 +477,11 @@ def lower_value(
             return None
         info = low.info(f"value.{name}")
         refs[name] = (tuple(info.shape), info.dtype)
-        if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
+    # (a value that broadcasts an array takes the broadcast's layout, in which a boolean
+    # load's vectors hold less than a byte)
+    broadcasts = any(_broadcast_operands(n, refs) for n in _walk(tree))
+    for name, (shape, dtype) in refs.items():
+        if dtype == "bool" and shape and (broadcasts or _vector(shape, "bool") < 8):
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
                 low.later(
@@ -485,7 +489,7 @@ def lower_value(
                     "GPU_LAYOUT_INFERENCE",
                     (*low.path, "value"),
                     L.layout_inference_error().message,
-                    f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
+                    f"{name} holds {_vector(shape, 'bool')} booleans per thread and "
                     "vector, less than a byte: no register layout moves it.",
                 )
             else:
@@ -643,6 +647,21 @@ def lower_value(
                 "reduction of the whole value lowers; JAX's kernels reduce along an axis "
                 "of a value cast to the WGMMA layout (plgpu.layout_cast), which a compute "
                 "value does not carry.",
+            )
+            break
+    for node in _operations(tree):
+        inner = _inner_broadcast(node, refs)
+        if inner is not None:
+            low.later(
+                "solve",
+                "GPU_LAYOUT_INFERENCE",
+                (*low.path, "value"),
+                L.layout_inference_error().message,
+                f"{node.source(V.LABEL)} broadcasts {inner.source(V.LABEL)} of shape "
+                f"{inner.typed(refs).shape!r} to {node.typed(refs).shape!r} along a dim "
+                "after one it keeps: the register layouts broadcast a value along its "
+                "leading dims only. Load the operand in the result's shape, or move the "
+                "broadcast dim first.",
             )
             break
     # the dialect lowering's own errors, in the order the value computes
@@ -968,6 +987,35 @@ def _bool_vector(low: Any, path: Any, what: str) -> None:
         "GPU lowering does not do (booleans are bits in registers). Keep masks in registers, "
         "or store them as numbers (.astype(jnp.int32)).",
     )
+
+
+def _broadcast_operands(
+    node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> list[V.Node]:
+    """The arrays an operation broadcasts to its result's shape (arithmetic, a
+    comparison, jnp.where; a scalar is a splat, not broadcast)."""
+    if not isinstance(node, V.Bin | V.Where):
+        return []
+    out = node.typed(refs).shape
+    return [c for c in node.children() if c.typed(refs).shape not in ((), out)]
+
+
+def _inner_broadcast(
+    node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> V.Node | None:
+    """The operand of ``node`` (an operation that broadcasts its operands: arithmetic,
+    a comparison, jnp.where) broadcast along a dim that comes after a dim it keeps (of
+    more than one element), as (4, 1, 128) to (4, 8, 128); None where there is none."""
+    out = node.typed(refs).shape
+    for operand in _broadcast_operands(node, refs):
+        shape = operand.typed(refs).shape
+        ranked = (1,) * (len(out) - len(shape)) + tuple(shape)
+        kept = False
+        for d, o in zip(ranked, out, strict=True):
+            if d == 1 and o > 1 and kept:
+                return operand
+            kept = kept or d > 1
+    return None
 
 
 def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
