@@ -443,6 +443,25 @@ VERDICTS = {
         ("bool", [8, 128], "random"),
         ("float32", [128], "random"),
     ),
+    # an integer times 0 is a constant once MLIR folds it, before layout inference: its
+    # loads are dropped, and the store of 64 elements is a splat store (GPU_SPLAT_STORE,
+    # not the load's GPU_LAYOUT_INFERENCE) ...
+    "int-times-zero": _scenario(
+        "int-times-zero",
+        "(a_ref[...] * 0 + 1).astype(jnp.float32)",
+        ("float32", [64]),
+        ("int32", [64], "iota"),
+    ),
+    # ... not a float times 0.0 (NaN and inf), nor an iota (its layout is inferred)
+    "float-times-zero": _scenario(
+        "float-times-zero", "a_ref[...] * 0.0", ("float32", [64]), ("float32", [64], "random")
+    ),
+    "iota-times-zero": _scenario(
+        "iota-times-zero",
+        "lax.broadcasted_iota(jnp.int32, (64,), 0) * 0",
+        ("int32", [64]),
+        ("float32", [64], "random"),
+    ),
 }
 
 
@@ -490,6 +509,9 @@ def test_value_verdicts_are_jaxs():
         "inner-broadcast": "GPU_LAYOUT_INFERENCE",
         "leading-broadcast": None,
         "bool-load-broadcast": "GPU_BOOL_VECTOR",
+        "int-times-zero": "GPU_SPLAT_STORE",
+        "float-times-zero": "GPU_LAYOUT_INFERENCE",
+        "iota-times-zero": "GPU_LAYOUT_INFERENCE",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

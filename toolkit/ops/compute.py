@@ -31,7 +31,7 @@ from mpmd_lab.ops.base import (
     StatementOp,
     TraceContext,
 )
-from mpmd_lab.ops.statements import LANES
+from mpmd_lab.ops.statements import LANES, lower_splat_store
 from pydantic import Field
 
 REDUCTIONS = ("add", "min", "max", "and", "or", "xor")
@@ -465,15 +465,20 @@ def trace_value(t: TraceContext, tree: V.Node) -> V.Ty | None:
 
 
 def lower_value(
-    low: LowerContext, tree: V.Node, stored_as_is: Callable[[], bool] | None = None
+    low: LowerContext,
+    tree: V.Node,
+    stored_as_is: Callable[[], bool] | None = None,
+    folded: bool = False,
 ) -> dict[str, tuple[tuple[int, ...], str]] | None:
     """A computed value's lowering: each load and semaphore read, the bitcasts (one width
     only), the reductions, the arithmetic (none on 8-bit values). The loaded refs' shapes
     and dtypes, or None where an error stops it. ``stored_as_is``: whether a boolean load
-    is stored as it is (asked only of such a load)."""
+    is stored as it is (asked only of such a load). ``folded``: the value is a constant
+    once MLIR has canonicalized the module (``Node.constant``), before layout inference:
+    the lowering rules' own errors only, its loads dropped."""
     refs: dict[str, tuple[tuple[int, ...], str]] = {}
     for name in dict.fromkeys(tree.loads()):
-        if low.access(f"value.{name}", "load"):
+        if low.dropped_load(f"value.{name}") if folded else low.access(f"value.{name}", "load"):
             return None
         info = low.info(f"value.{name}")
         refs[name] = (tuple(info.shape), info.dtype)
@@ -481,6 +486,8 @@ def lower_value(
     # load's vectors hold less than a byte)
     broadcasts = any(_broadcast_operands(n, refs) for n in _walk(tree))
     for name, (shape, dtype) in refs.items():
+        if folded:
+            break  # (no load left to lay out)
         if dtype == "bool" and shape and (broadcasts or _vector(shape, "bool") < 8):
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
@@ -590,6 +597,8 @@ def lower_value(
                 "of the result's shape.",
             )
             return None
+    if folded:
+        return refs
     for node in _operations(tree):
         if isinstance(node, V.Reduce) and not node.a.typed(refs).shape:
             low.later(  # (verifying the module the lowering rules built)
@@ -790,13 +799,24 @@ class Compute(StatementOp):
     def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
         on 8-bit values), the store."""
+        tree = self.tree
+        # MLIR folds a constant array before layout inference, its loads dropped (an
+        # iota's layout is inferred all the same: its own rules apply)
+        folded = (
+            bool(low.info("dst").shape)
+            and tree.constant(_loaded(low, tree))
+            and not any(isinstance(n, V.Iota) for n in _walk(tree))
+        )
         refs = lower_value(
             low,
-            self.tree,
-            lambda: isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool",
+            tree,
+            lambda: isinstance(tree, V.Load) and low.info("dst").dtype == "bool",
+            folded,
         )
         if refs is None:
             return True
+        if folded:  # (MLIR folds the value to a constant, which is stored as one)
+            return lower_splat_store(low, "dst", f"the constant {tree.source(V.LABEL)}")
         if low.access("dst", "store", check_layout=False):
             return True
         dst = low.info("dst")
@@ -825,6 +845,13 @@ class Compute(StatementOp):
                 x.fail("SIM_DTYPE_MISMATCH", f"storing {value.dtype} into {dst.dtype}")
             value = value.astype(dst.dtype)
         x.write("dst", value)
+
+
+def _loaded(low: LowerContext, tree: V.Node) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The shape and dtype of each ref ``tree`` loads."""
+    return {
+        n: (tuple(low.info(f"value.{n}").shape), low.info(f"value.{n}").dtype) for n in tree.loads()
+    }
 
 
 def _computes_8bit(

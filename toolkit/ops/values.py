@@ -151,6 +151,12 @@ class Node(Record):
         """``(numpy array, weak)``: the value from the loaded arrays ``refs``."""
         raise NotImplementedError
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        """Whether the compiler makes the value a constant (MLIR's canonicalization folds
+        an operation of constants, and an integer multiplied by 0): Python numbers and
+        what is computed from them; not a load, an iota, an index, a reduction."""
+        return False
+
     def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
         """The conversions (``lax.convert_element_type``) jax.numpy makes of its operands
         before its own operation, in order: each operand not of the dtype it becomes, and
@@ -216,6 +222,9 @@ class Lit(Node):
 
     def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty((), self.dtype, True)
+
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return True
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
@@ -470,6 +479,15 @@ class Bin(Node):
             dtype = "int32"
         return _converted(((self.a, a), (self.b, b)), dtype)
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        """Of constants, or an integer times a Python 0 (``arith.muli`` by 0 folds; a float
+        times 0.0 does not: NaN and inf)."""
+        if self.a.constant(refs) and self.b.constant(refs):
+            return True
+        if self.op != "*" or _kind(self.typed(refs).dtype) != 1:
+            return False
+        return 0 in (_python(self.a), _python(self.b))
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -655,6 +673,9 @@ class Neg(Node):
             )
         return a
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return self.a.constant(refs)
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -705,6 +726,9 @@ class Where(Node):
         x, y = self.x.typed(refs), self.y.typed(refs)
         return _converted(((self.x, x), (self.y, y)), promote(x, y)[0])
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return all(n.constant(refs) for n in self.children())
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -730,6 +754,9 @@ class _Converted(Node):
 
     def children(self) -> tuple[Node, ...]:
         return (self.a,)
+
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return self.a.constant(refs)
 
 
 class Cast(_Converted):
