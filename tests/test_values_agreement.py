@@ -133,6 +133,12 @@ SIMULATED = [
         ("uint16", [2]),
         ("uint32", [], 4294967294),
     ),
+    _scenario(  # a weakly typed float (int32 * 2.0) stored into a float16 ref: converted
+        "weak-float-into-f16",
+        "a_ref[...] * 2.5",
+        ("float16", [8]),
+        ("int32", [8], [1, -3, 70000, 0, 7, -1, 2**31 - 1, 13]),
+    ),
 ]
 
 
@@ -462,6 +468,15 @@ VERDICTS = {
         ("int32", [64]),
         ("float32", [64], "random"),
     ),
+    # a store converts a weakly typed float (a Python number's type) to a float ref, as
+    # it does an integer to an integer ref (ref_swap's _maybe_implicit_cast)
+    "weak-float-into-f8": _scenario(
+        "weak-float-into-f8",
+        "jnp.where(a_ref[...], 1e30, a_ref[...])",
+        ("float8_e4m3fn", []),
+        ("int8", [], 3),
+        interpret="gpu",
+    ),
 }
 
 
@@ -512,6 +527,7 @@ def test_value_verdicts_are_jaxs():
         "int-times-zero": "GPU_SPLAT_STORE",
         "float-times-zero": "GPU_LAYOUT_INFERENCE",
         "iota-times-zero": "GPU_LAYOUT_INFERENCE",
+        "weak-float-into-f8": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -708,6 +708,12 @@ def lower_value(
 def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
     """A computed value as JAX computes it (numpy, each step in JAX's dtype), its loads
     and semaphore reads made; None when the run carries no data."""
+    got = _evaluated(x, tree)
+    return None if got is None else got[0]
+
+
+def _evaluated(x: ExecuteContext, tree: V.Node) -> tuple[Any, bool] | None:
+    """``eval_value``'s value and whether it is weakly typed (a Python number's type)."""
     import numpy as np
 
     loaded = {name: x.read(f"value.{name}") for name in dict.fromkeys(tree.loads())}
@@ -717,8 +723,8 @@ def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
         loaded[r.key] = x.semaphore_value(f"value.{r.name}")
     if not x.data:
         return None
-    value, _ = tree.eval(loaded)
-    return np.asarray(value)
+    value, weak = tree.eval(loaded)
+    return np.asarray(value), weak
 
 
 class Compute(StatementOp):
@@ -794,7 +800,7 @@ class Compute(StatementOp):
             return True
         if t.use("dst"):
             return True
-        return t.store("dst", ty.shape, ty.dtype)
+        return t.store("dst", ty.shape, ty.dtype, weak=ty.weak)
 
     def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
@@ -834,17 +840,26 @@ class Compute(StatementOp):
         import numpy as np
 
         dst = x.view("dst")
-        value = eval_value(x, self.tree)
-        if value is None:
+        got = _evaluated(x, self.tree)
+        if got is None:
             x.write("dst", x.like(dst.shape, dst.dtype))
             return
+        value, weak = got
         if value.shape != tuple(dst.shape):
             x.fail("SIM_SHAPE_MISMATCH", f"storing {value.shape} into {self.dst} {dst.shape}")
         if value.dtype != dst.dtype:
-            if not (value.dtype.kind in "iu" and np.dtype(dst.dtype).kind in "iu"):
+            if not _cast_by_store(value.dtype.name, np.dtype(dst.dtype).name, weak):
                 x.fail("SIM_DTYPE_MISMATCH", f"storing {value.dtype} into {dst.dtype}")
             value = value.astype(dst.dtype)
         x.write("dst", value)
+
+
+def _cast_by_store(value: str, ref: str, weak: bool) -> bool:
+    """Whether a store (``ref_swap``) converts a value of dtype ``value`` to the ref's:
+    an integer to an integer, a weakly typed float (a Python number's type) to a float."""
+    if dtypes.is_int(value) and dtypes.is_int(ref):
+        return True
+    return weak and dtypes.is_float(value) and dtypes.is_float(ref)
 
 
 def _loaded(low: LowerContext, tree: V.Node) -> dict[str, tuple[tuple[int, ...], str]]:
