@@ -462,6 +462,20 @@ VERDICTS = {
     "float-times-zero": _scenario(
         "float-times-zero", "a_ref[...] * 0.0", ("float32", [64]), ("float32", [64], "random")
     ),
+    # ... a Python 0 divided by integers folds too (divsi, remsi of 0): no 8-bit arithmetic
+    # left of 0 // int8, and a folded part of a value leaves the rest's errors
+    "zero-floordiv-bytes": _scenario(
+        "zero-floordiv-bytes",
+        "(0 // a_ref[...]) + (0 % a_ref[...])",
+        ("int8", [256]),
+        ("int8", [256], "iota"),
+    ),
+    "folded-part": _scenario(
+        "folded-part",
+        "(0 // a_ref[...]).astype(jnp.bfloat16) % a_ref[...].astype(jnp.bfloat16)",
+        ("bfloat16", [256]),
+        ("int8", [256], "iota"),
+    ),
     "iota-times-zero": _scenario(
         "iota-times-zero",
         "lax.broadcasted_iota(jnp.int32, (64,), 0) * 0",
@@ -528,6 +542,8 @@ def test_value_verdicts_are_jaxs():
         "float-times-zero": "GPU_LAYOUT_INFERENCE",
         "iota-times-zero": "GPU_LAYOUT_INFERENCE",
         "weak-float-into-f8": None,
+        "zero-floordiv-bytes": None,
+        "folded-part": "GPU_FLOAT_REM",
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -465,29 +465,29 @@ def trace_value(t: TraceContext, tree: V.Node) -> V.Ty | None:
 
 
 def lower_value(
-    low: LowerContext,
-    tree: V.Node,
-    stored_as_is: Callable[[], bool] | None = None,
-    folded: bool = False,
+    low: LowerContext, tree: V.Node, stored_as_is: Callable[[], bool] | None = None
 ) -> dict[str, tuple[tuple[int, ...], str]] | None:
     """A computed value's lowering: each load and semaphore read, the bitcasts (one width
     only), the reductions, the arithmetic (none on 8-bit values). The loaded refs' shapes
     and dtypes, or None where an error stops it. ``stored_as_is``: whether a boolean load
-    is stored as it is (asked only of such a load). ``folded``: the value is a constant
-    once MLIR has canonicalized the module (``Node.constant``), before layout inference:
-    the lowering rules' own errors only, its loads dropped."""
-    refs: dict[str, tuple[tuple[int, ...], str]] = {}
-    for name in dict.fromkeys(tree.loads()):
-        if low.dropped_load(f"value.{name}") if folded else low.access(f"value.{name}", "load"):
+    is stored as it is (asked only of such a load).
+
+    MLIR folds the value's constant parts (``Node.constant``: an integer times 0, ...)
+    after the lowering rules and before layout inference: the later phases see only the
+    operations left (``_live``), and a load only they used is dropped."""
+    refs = _loaded(low, tree)
+    live = list(_live(tree, refs))
+    kept = {n.name for n in live if isinstance(n, V.Load)}
+    for name in refs:
+        field = f"value.{name}"
+        if low.access(field, "load") if name in kept else low.dropped_load(field):
             return None
-        info = low.info(f"value.{name}")
-        refs[name] = (tuple(info.shape), info.dtype)
     # (a value that broadcasts an array takes the broadcast's layout, in which a boolean
     # load's vectors hold less than a byte)
-    broadcasts = any(_broadcast_operands(n, refs) for n in _walk(tree))
+    broadcasts = any(_broadcast_operands(n, refs) for n in live)
     for name, (shape, dtype) in refs.items():
-        if folded:
-            break  # (no load left to lay out)
+        if name not in kept:
+            continue  # (folded away: no load to lay out)
         if dtype == "bool" and shape and (broadcasts or _vector(shape, "bool") < 8):
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
@@ -597,8 +597,6 @@ def lower_value(
                 "of the result's shape.",
             )
             return None
-    if folded:
-        return refs
     for node in _operations(tree):
         if isinstance(node, V.Reduce) and not node.a.typed(refs).shape:
             low.later(  # (verifying the module the lowering rules built)
@@ -643,7 +641,7 @@ def lower_value(
                 f"not a multiple of {LANES}: no register layout holds it.",
             )
             break
-    for node in _walk(tree):
+    for node in live:
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
                 "solve",
@@ -658,7 +656,7 @@ def lower_value(
                 "value does not carry.",
             )
             break
-    for node in _operations(tree):
+    for node in live:
         inner = _inner_broadcast(node, refs)
         if inner is not None:
             low.later(
@@ -674,8 +672,12 @@ def lower_value(
             )
             break
     # the dialect lowering's own errors, in the order the value computes
-    for node in _operations(tree):
-        problems = (_conversion_problem(a, to, refs) for a, to in node.conversions(refs))
+    for node in live:
+        problems = (
+            _conversion_problem(a, to, refs)
+            for a, to in node.conversions(refs)
+            if not a.constant(refs)  # (a constant is converted as it is folded)
+        )
         problem = next((p for p in problems if p is not None), None)
         if problem is not None:
             low.later("p3", problem[0], low.path, problem[1], problem[2])
@@ -806,22 +808,15 @@ class Compute(StatementOp):
         """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
         on 8-bit values), the store."""
         tree = self.tree
-        # MLIR folds a constant array before layout inference, its loads dropped (an
-        # iota's layout is inferred all the same: its own rules apply)
-        folded = (
-            bool(low.info("dst").shape)
-            and tree.constant(_loaded(low, tree))
-            and not any(isinstance(n, V.Iota) for n in _walk(tree))
-        )
         refs = lower_value(
             low,
             tree,
             lambda: isinstance(tree, V.Load) and low.info("dst").dtype == "bool",
-            folded,
         )
         if refs is None:
             return True
-        if folded:  # (MLIR folds the value to a constant, which is stored as one)
+        if low.info("dst").shape and tree.constant(refs):
+            # (MLIR folds the value to a constant, which is stored as one: a splat)
             return lower_splat_store(low, "dst", f"the constant {tree.source(V.LABEL)}")
         if low.access("dst", "store", check_layout=False):
             return True
@@ -1039,7 +1034,11 @@ def _broadcast_operands(
     if not isinstance(node, V.Bin | V.Where):
         return []
     out = node.typed(refs).shape
-    return [c for c in node.children() if c.typed(refs).shape not in ((), out)]
+    return [
+        c
+        for c in node.children()
+        if c.typed(refs).shape not in ((), out) and not c.constant(refs)  # (a splat)
+    ]
 
 
 def _inner_broadcast(
@@ -1071,6 +1070,16 @@ def _operations(n: V.Node) -> Iterator[V.Node]:
     one's operands first, left to right."""
     for c in n.children():
         yield from _operations(c)
+    yield n
+
+
+def _live(n: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Iterator[V.Node]:
+    """The operations of a value left once MLIR has folded its constants, in the order
+    the kernel computes them (``_operations``, no constant part: ``Node.constant``)."""
+    if n.constant(refs):
+        return
+    for c in n.children():
+        yield from _live(c, refs)
     yield n
 
 

@@ -480,13 +480,16 @@ class Bin(Node):
         return _converted(((self.a, a), (self.b, b)), dtype)
 
     def constant(self, refs: Mapping[str, Loaded]) -> bool:
-        """Of constants, or an integer times a Python 0 (``arith.muli`` by 0 folds; a float
-        times 0.0 does not: NaN and inf)."""
+        """Of constants, or integers times a Python 0, or a Python 0 divided by integers
+        (``//`` or ``%``: arith.muli by 0, divsi and remsi of 0 fold; not floats, where
+        NaN and inf stay)."""
         if self.a.constant(refs) and self.b.constant(refs):
             return True
-        if self.op != "*" or _kind(self.typed(refs).dtype) != 1:
+        if _kind(self.typed(refs).dtype) != 1:
             return False
-        return 0 in (_python(self.a), _python(self.b))
+        if self.op == "*":
+            return 0 in (_python(self.a), _python(self.b))
+        return self.op in ("//", "%") and _python(self.a) == 0
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
