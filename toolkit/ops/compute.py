@@ -555,7 +555,8 @@ def lower_value(
                 f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
             )
             return None
-        if isinstance(node, V.Bitcast) and not node.typed(refs).shape:
+        if isinstance(node, V.Bitcast) and not node.a.typed(refs).shape:
+            # (of one width: the bitcast's shape is its operand's)
             new = dtypes.canonical(node.dtype)
             low.jax(
                 "GPU_SCALAR_BITCAST",
@@ -858,10 +859,12 @@ def _cast_by_store(value: str, ref: str, weak: bool) -> bool:
 
 
 def _loaded(low: LowerContext, tree: V.Node) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The shape and dtype of each ref ``tree`` loads."""
-    return {
-        n: (tuple(low.info(f"value.{n}").shape), low.info(f"value.{n}").dtype) for n in tree.loads()
-    }
+    """The shape and dtype of each ref ``tree`` loads, in the order it first loads them."""
+    refs = {}
+    for name in dict.fromkeys(tree.loads()):
+        info = low.info(f"value.{name}")
+        refs[name] = (tuple(info.shape), info.dtype)
+    return refs
 
 
 def _computes_8bit(
@@ -1047,8 +1050,11 @@ def _inner_broadcast(
     """The operand of ``node`` (an operation that broadcasts its operands: arithmetic,
     a comparison, jnp.where) broadcast along a dim that comes after a dim it keeps (of
     more than one element), as (4, 1, 128) to (4, 8, 128); None where there is none."""
+    operands = _broadcast_operands(node, refs)
+    if not operands:
+        return None
     out = node.typed(refs).shape
-    for operand in _broadcast_operands(node, refs):
+    for operand in operands:
         shape = operand.typed(refs).shape
         ranked = (1,) * (len(out) - len(shape)) + tuple(shape)
         kept = False

@@ -924,19 +924,20 @@ def _store(
             f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
         )
         return True
-    cast = (is_int(dtype) and is_int(dst.dtype)) or (
-        weak and is_float(dtype) and is_float(dst.dtype)
-    )
-    if dtype != dst.dtype and not (cast and canonical(dst.dtype) == dst.dtype):
+    if dtype != dst.dtype:
         # (ref_swap casts an integer value to a 32-bit-or-narrower integer ref implicitly,
         # and a weakly typed float to a float ref; an int64 or float64 output ref, which
         # x64-off JAX keeps, takes only its own dtype)
-        ctx.jax(
-            "SWAP_DTYPE_MISMATCH",
-            st.path,
-            f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {dtype}. ",
+        cast = (is_int(dtype) and is_int(dst.dtype)) or (
+            weak and is_float(dtype) and is_float(dst.dtype)
         )
-        return True
+        if not cast or canonical(dst.dtype) != dst.dtype:
+            ctx.jax(
+                "SWAP_DTYPE_MISMATCH",
+                st.path,
+                f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {dtype}. ",
+            )
+            return True
     return False
 
 
