@@ -476,6 +476,14 @@ VERDICTS = {
         ("bfloat16", [256]),
         ("int8", [256], "iota"),
     ),
+    # ... and integers modulo a Python 0 or 1: the 1-element load is gone (its layout
+    # would fail) and the value is the iota's (fuzz_values seed 0, value-53)
+    "rem-by-false-folds": _scenario(
+        "rem-by-false-folds",
+        "lax.broadcasted_iota(jnp.int32, (256,), 0) - (a_ref[...] // a_ref[...]) % (True >= 255)",
+        ("int32", [256]),
+        ("int8", [1], [3]),
+    ),
     "iota-times-zero": _scenario(
         "iota-times-zero",
         "lax.broadcasted_iota(jnp.int32, (64,), 0) * 0",
@@ -544,6 +552,7 @@ def test_value_verdicts_are_jaxs():
         "weak-float-into-f8": None,
         "zero-floordiv-bytes": None,
         "folded-part": "GPU_FLOAT_REM",
+        "rem-by-false-folds": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -480,15 +480,17 @@ class Bin(Node):
         return _converted(((self.a, a), (self.b, b)), dtype)
 
     def constant(self, refs: Mapping[str, Loaded]) -> bool:
-        """Of constants, or integers times a Python 0, or a Python 0 divided by integers
-        (``//`` or ``%``: arith.muli by 0, divsi and remsi of 0 fold; not floats, where
-        NaN and inf stay)."""
+        """Of constants, or integers times a Python 0, a Python 0 divided by integers
+        (``//`` or ``%``), integers modulo a Python 0 or 1 (arith.muli by 0, divsi and
+        remsi of 0, remsi by 0 and 1 fold; not floats, where NaN and inf stay)."""
         if self.a.constant(refs) and self.b.constant(refs):
             return True
         if _kind(self.typed(refs).dtype) != 1:
             return False
         if self.op == "*":
             return 0 in (_python(self.a), _python(self.b))
+        if self.op == "%" and _python(self.b) in (0, 1):
+            return True
         return self.op in ("//", "%") and _python(self.a) == 0
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
