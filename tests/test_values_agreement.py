@@ -394,6 +394,31 @@ VERDICTS = {
         ("float32", [8, 128], "random"),
         ("int8", [], 3),
     ),
+    # a value's register vectors are its first load's or iota's (layout inference takes
+    # the first's layout): a mask of bool and uint16 loads is stored whole bytes when the
+    # bool load comes first ...
+    "bool-store-first-load": _scenario(
+        "bool-store-first-load",
+        "a_ref[...] != b_ref[...]",
+        ("bool", [8, 128]),
+        ("bool", [8, 128], "random"),
+        ("uint16", [8, 128], "iota"),
+    ),
+    # ... and not when an int32 iota comes first (the check said valid)
+    "bool-store-iota-first": _scenario(
+        "bool-store-iota-first",
+        "lax.broadcasted_iota(jnp.int32, (8, 128), 0) > a_ref[...].astype(jnp.int32)",
+        ("bool", [8, 128]),
+        ("int8", [8, 128], "iota"),
+    ),
+    # ... and so for a conversion to booleans
+    "to-bool-first-load": _scenario(
+        "to-bool-first-load",
+        "(a_ref[...].astype(jnp.int32) + b_ref[...]).astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+        ("int32", [8, 128], "iota"),
+    ),
     # a bitcast of a scalar: a 0-d vector, which JAX's lowering asserts against
     "bitcast-scalar": _scenario(
         "bitcast-scalar",
@@ -553,6 +578,9 @@ def test_value_verdicts_are_jaxs():
         "zero-floordiv-bytes": None,
         "folded-part": "GPU_FLOAT_REM",
         "rem-by-false-folds": None,
+        "bool-store-first-load": None,
+        "bool-store-iota-first": "GPU_BOOL_VECTOR",
+        "to-bool-first-load": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -823,9 +823,9 @@ class Compute(StatementOp):
             return True
         dst = low.info("dst")
         if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
-            # the value's register vectors are its loads' (strided, 64 bits at most per
-            # vector; a value of no load: int32's); a store moves whole bytes of them
-            vec = min((_vector(sh, dt) for sh, dt in refs.values() if sh), default=2)
+            # the value's register vectors are its first load's or iota's (strided, 64
+            # bits at most per vector); a store moves whole bytes of them
+            vec = _layout_vector(self.tree, refs)
             if vec < 8:
                 _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
         return False
@@ -912,8 +912,8 @@ def _conversion_problem(
                 f"{new}'s range, a minimum and a maximum of 8-bit floats. Convert to "
                 f"float32 first: .astype(jnp.float32).astype(jnp.{new}).",
             )
-    vec = _layout_vector(operand, refs)
-    if new == "bool" and vec % 8:
+    vec = _layout_vector(operand, refs) if new == "bool" else 8
+    if vec % 8:
         return (
             "GPU_CAST_BITWIDTH",
             f"Register bitwidth in target type must be divisible by 8, got {vec}",
@@ -979,12 +979,26 @@ def _unbounded_in(integer: str, float8: str) -> bool:
 
 
 def _layout_vector(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> int:
-    """Elements per register vector of a value: the fewest of its loads' and iotas'
-    strided layouts (layout inference gives its operations one layout); of a value of
-    neither, int32's of its shape."""
-    leaves = [n.typed(refs) for n in _walk(node) if isinstance(n, V.Load | V.Iota)]
-    vecs = [_vector(ty.shape, ty.dtype) for ty in leaves if ty.shape]
-    return min(vecs, default=_vector(node.typed(refs).shape, "int32"))
+    """Elements per register vector of a value: its first array load's or iota's (in the
+    order it computes them; layout inference gives the operations that value's strided
+    layout), not one a folded constant part holds; of a value of neither, int32's of its
+    shape."""
+    for leaf in _leaves(node, refs):
+        ty = leaf.typed(refs)
+        if ty.shape:
+            return _vector(ty.shape, ty.dtype)
+    return _vector(node.typed(refs).shape, "int32")
+
+
+def _leaves(n: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Iterator[V.Node]:
+    """The loads and iotas of a value in the order it computes them, outside its constant
+    parts (``Node.constant``)."""
+    if n.constant(refs):
+        return
+    if isinstance(n, V.Load | V.Iota):
+        yield n
+    for c in n.children():
+        yield from _leaves(c, refs)
 
 
 def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
