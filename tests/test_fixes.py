@@ -326,6 +326,9 @@ REPAIRED = [
     "TMA_SRC_TRANSFORM",
     "VALUE_DTYPE",
     "BITCAST_VALUE_BOOL",
+    "GPU_FLOAT8_CAST",
+    "GPU_FLOAT8_BF16_CAST",
+    "GPU_CAST_BITWIDTH",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 
