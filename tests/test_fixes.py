@@ -332,6 +332,9 @@ REPAIRED = [
     "LOOP_PYTHON_NOT_INT",
     "GPU_FLOAT_REM",
     "VALUE_AXIS",
+    "GPU_FLOAT8_CAST",
+    "GPU_FLOAT8_BF16_CAST",
+    "GPU_CAST_BITWIDTH",
 ]
 EXAMPLES = Path(__file__).parents[1] / "toolkit/knowledge/examples"
 

@@ -133,6 +133,12 @@ SIMULATED = [
         ("uint16", [2]),
         ("uint32", [], 4294967294),
     ),
+    _scenario(  # a weakly typed float (int32 * 2.0) stored into a float16 ref: converted
+        "weak-float-into-f16",
+        "a_ref[...] * 2.5",
+        ("float16", [8]),
+        ("int32", [8], [1, -3, 70000, 0, 7, -1, 2**31 - 1, 13]),
+    ),
 ]
 
 
@@ -152,6 +158,7 @@ def test_values_simulate_as_jax_interprets_them():
 
 
 F8 = ("float8_e5m2", [], 1.5)
+F8_ARRAY = ("float8_e5m2", [8, 128], "random")
 BOOL_SRC = ("float32", [2, 128], "random")
 
 #: verdicts the check gave other than JAX's (each fails without its fix)
@@ -332,6 +339,191 @@ VERDICTS = {
         ("int32", [8, 128], "iota"),
         ("float32", [1, 128], "random"),
     ),
+    # conversions (explicit or by promotion) as the dialect lowering makes them
+    # (FragmentedArray.astype): an integer array to an 8-bit float (GPU_NARROW_FLOAT_CAST),
+    # here int16 promoted to float8 for the addition ...
+    "int-to-f8": _scenario(
+        "int-to-f8",
+        "a_ref[...] + b_ref[...]",
+        ("float8_e5m2", [128]),
+        ("float8_e5m2", [], 1.5),
+        ("int16", [128], "iota"),
+    ),
+    # ... an 8-bit float to an integer: clamped to its range first, 8-bit arithmetic ...
+    "f8-to-int16": _scenario(
+        "f8-to-int16", "a_ref[...].astype(jnp.int16)", ("int16", [8, 128]), F8_ARRAY
+    ),
+    # ... unless both bounds are infinite in the float (folded): the conversion itself
+    "f8-to-int32": _scenario(
+        "f8-to-int32", "a_ref[...].astype(jnp.int32)", ("int32", [8, 128]), F8_ARRAY
+    ),
+    # ... to and from bfloat16 (the ptxas at hand converts 8-bit floats to float16) ...
+    "f8-to-bf16": _scenario(
+        "f8-to-bf16", "a_ref[...].astype(jnp.bfloat16)", ("bfloat16", [8, 128]), F8_ARRAY
+    ),
+    # ... but to float32 and from float16 they convert ...
+    "f8-to-f32-to-f8": _scenario(
+        "f8-to-f32-to-f8",
+        "(a_ref[...].astype(jnp.float32) * 2.0).astype(jnp.float16).astype(jnp.float8_e5m2)",
+        ("float8_e5m2", [8, 128]),
+        F8_ARRAY,
+    ),
+    # ... one 8-bit float to the other: the lowering rule refuses it, scalars too ...
+    "f8-to-f8": _scenario(
+        "f8-to-f8", "a_ref[...].astype(jnp.float8_e4m3fn)", ("float8_e4m3fn", []), F8
+    ),
+    # ... numbers to booleans, fewer than 8 a register vector (GPU_CAST_BITWIDTH) ...
+    "to-bool-small": _scenario(
+        "to-bool-small",
+        "a_ref[...].astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("float16", [8, 128], "random"),
+    ),
+    # ... but 8-bit numbers come 8 a vector
+    "to-bool-bytes": _scenario(
+        "to-bool-bytes",
+        "a_ref[...].astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+    ),
+    # jnp.where selects between 8-bit vectors (8-bit arithmetic), by any condition
+    "where-bytes": _scenario(
+        "where-bytes",
+        "jnp.where(a_ref[...] > 0.0, b_ref[...], -1).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("float32", [8, 128], "random"),
+        ("int8", [], 3),
+    ),
+    # a value's register vectors are its first load's or iota's (layout inference takes
+    # the first's layout): a mask of bool and uint16 loads is stored whole bytes when the
+    # bool load comes first ...
+    "bool-store-first-load": _scenario(
+        "bool-store-first-load",
+        "a_ref[...] != b_ref[...]",
+        ("bool", [8, 128]),
+        ("bool", [8, 128], "random"),
+        ("uint16", [8, 128], "iota"),
+    ),
+    # ... and not when an int32 iota comes first (the check said valid)
+    "bool-store-iota-first": _scenario(
+        "bool-store-iota-first",
+        "lax.broadcasted_iota(jnp.int32, (8, 128), 0) > a_ref[...].astype(jnp.int32)",
+        ("bool", [8, 128]),
+        ("int8", [8, 128], "iota"),
+    ),
+    # ... and so for a conversion to booleans
+    "to-bool-first-load": _scenario(
+        "to-bool-first-load",
+        "(a_ref[...].astype(jnp.int32) + b_ref[...]).astype(jnp.bool).astype(jnp.int32)",
+        ("int32", [8, 128]),
+        ("int8", [8, 128], "iota"),
+        ("int32", [8, 128], "iota"),
+    ),
+    # a bitcast of a scalar: a 0-d vector, which JAX's lowering asserts against
+    "bitcast-scalar": _scenario(
+        "bitcast-scalar",
+        "lax.bitcast_convert_type(a_ref[...], jnp.float32)",
+        ("float32", []),
+        ("int32", [], 7),
+    ),
+    # a reduction of a scalar: vector.shape_cast of a scalar fails verification
+    "reduce-scalar": _scenario(
+        "reduce-scalar",
+        "jnp.max(pl.program_id(0)) + a_ref[...]",
+        ("int32", []),
+        ("int32", [], 7),
+    ),
+    # jnp.maximum of booleans: lax.max of booleans, which the lowering rule refuses
+    "max-of-masks": _scenario(
+        "max-of-masks",
+        "jnp.maximum(a_ref[...] > 0.0, a_ref[...] < -1.0).astype(jnp.int32)",
+        ("int32", [2, 128]),
+        BOOL_SRC,
+    ),
+    # Python's float floor division by zero (its message is not the integers')
+    "python-float-zero-division": _scenario(
+        "python-float-zero-division",
+        "a_ref[...] + (0.001 // 0)",
+        ("float32", [8, 128]),
+        ("float32", [8, 128], "random"),
+    ),
+    # an array broadcast along a dim after one it keeps: no register layout broadcasts it
+    # (GPU_LAYOUT_INFERENCE, before the dialect lowering's float remainder) ...
+    "inner-broadcast": _scenario(
+        "inner-broadcast",
+        "a_ref[...] % b_ref[...]",
+        ("float16", [4, 8, 128]),
+        ("float16", [4, 8, 128], "random"),
+        ("float16", [4, 1, 128], "random"),
+    ),
+    # ... along leading dims it lowers ...
+    "leading-broadcast": _scenario(
+        "leading-broadcast",
+        "a_ref[...] + b_ref[...] - c_ref[...]",
+        ("float32", [4, 8, 128]),
+        ("float32", [4, 8, 128], "random"),
+        ("float32", [1, 1, 128], "random"),
+        ("float32", [8, 128], "random"),
+    ),
+    # ... but a boolean load in a value that broadcasts takes the broadcast's layout, in
+    # which its vectors hold less than a byte (GPU_BOOL_VECTOR)
+    "bool-load-broadcast": _scenario(
+        "bool-load-broadcast",
+        "jnp.where(a_ref[...], b_ref[...], 0.0)",
+        ("float32", [8, 128]),
+        ("bool", [8, 128], "random"),
+        ("float32", [128], "random"),
+    ),
+    # an integer times 0 is a constant once MLIR folds it, before layout inference: its
+    # loads are dropped, and the store of 64 elements is a splat store (GPU_SPLAT_STORE,
+    # not the load's GPU_LAYOUT_INFERENCE) ...
+    "int-times-zero": _scenario(
+        "int-times-zero",
+        "(a_ref[...] * 0 + 1).astype(jnp.float32)",
+        ("float32", [64]),
+        ("int32", [64], "iota"),
+    ),
+    # ... not a float times 0.0 (NaN and inf), nor an iota (its layout is inferred)
+    "float-times-zero": _scenario(
+        "float-times-zero", "a_ref[...] * 0.0", ("float32", [64]), ("float32", [64], "random")
+    ),
+    # ... a Python 0 divided by integers folds too (divsi, remsi of 0): no 8-bit arithmetic
+    # left of 0 // int8, and a folded part of a value leaves the rest's errors
+    "zero-floordiv-bytes": _scenario(
+        "zero-floordiv-bytes",
+        "(0 // a_ref[...]) + (0 % a_ref[...])",
+        ("int8", [256]),
+        ("int8", [256], "iota"),
+    ),
+    "folded-part": _scenario(
+        "folded-part",
+        "(0 // a_ref[...]).astype(jnp.bfloat16) % a_ref[...].astype(jnp.bfloat16)",
+        ("bfloat16", [256]),
+        ("int8", [256], "iota"),
+    ),
+    # ... and integers modulo a Python 0 or 1: the 1-element load is gone (its layout
+    # would fail) and the value is the iota's (fuzz_values seed 0, value-53)
+    "rem-by-false-folds": _scenario(
+        "rem-by-false-folds",
+        "lax.broadcasted_iota(jnp.int32, (256,), 0) - (a_ref[...] // a_ref[...]) % (True >= 255)",
+        ("int32", [256]),
+        ("int8", [1], [3]),
+    ),
+    "iota-times-zero": _scenario(
+        "iota-times-zero",
+        "lax.broadcasted_iota(jnp.int32, (64,), 0) * 0",
+        ("int32", [64]),
+        ("float32", [64], "random"),
+    ),
+    # a store converts a weakly typed float (a Python number's type) to a float ref, as
+    # it does an integer to an integer ref (ref_swap's _maybe_implicit_cast)
+    "weak-float-into-f8": _scenario(
+        "weak-float-into-f8",
+        "jnp.where(a_ref[...], 1e30, a_ref[...])",
+        ("float8_e4m3fn", []),
+        ("int8", [], 3),
+        interpret="gpu",
+    ),
 }
 
 
@@ -363,6 +555,32 @@ def test_value_verdicts_are_jaxs():
         "where-scalar-shapes": "ADD_SHAPE_MISMATCH",
         "byte-true-div": None,
         "iota-f8-then-byte-arith": "GPU_8BIT_ARITH",
+        "int-to-f8": "GPU_NARROW_FLOAT_CAST",
+        "f8-to-int16": "GPU_8BIT_ARITH",
+        "f8-to-int32": "GPU_NARROW_FLOAT_CAST",
+        "f8-to-bf16": "GPU_FLOAT8_BF16_CAST",
+        "f8-to-f32-to-f8": None,
+        "f8-to-f8": "GPU_FLOAT8_CAST",
+        "to-bool-small": "GPU_CAST_BITWIDTH",
+        "to-bool-bytes": None,
+        "where-bytes": "GPU_8BIT_ARITH",
+        "bitcast-scalar": "GPU_SCALAR_BITCAST",
+        "reduce-scalar": "GPU_VERIFICATION",
+        "max-of-masks": "GPU_BOOL_MINMAX",
+        "python-float-zero-division": "EXPR_ZERO_DIVISION",
+        "inner-broadcast": "GPU_LAYOUT_INFERENCE",
+        "leading-broadcast": None,
+        "bool-load-broadcast": "GPU_BOOL_VECTOR",
+        "int-times-zero": "GPU_SPLAT_STORE",
+        "float-times-zero": "GPU_LAYOUT_INFERENCE",
+        "iota-times-zero": "GPU_LAYOUT_INFERENCE",
+        "weak-float-into-f8": None,
+        "zero-floordiv-bytes": None,
+        "folded-part": "GPU_FLOAT_REM",
+        "rem-by-false-folds": None,
+        "bool-store-first-load": None,
+        "bool-store-iota-first": "GPU_BOOL_VECTOR",
+        "to-bool-first-load": None,
     }
     assert {k: v["code"] if v["stage"] else None for k, v in jax.items()} == expected
     problems = []

@@ -2642,6 +2642,65 @@ def _bools_as_numbers(tree: V.Node, refs: dict[str, V.Loaded]) -> tuple[V.Node, 
     )
 
 
+#: the 8-bit floats
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _recast_one(c: V.Cast, was: str, code: str) -> V.Node | None:
+    """The conversion ``c`` (from ``was``) made as Mosaic GPU lowers it, for ``code``."""
+    to = dtypes.canonical(c.dtype)
+    if code == "GPU_FLOAT8_CAST" and was in _FLOAT8 and to in _FLOAT8:
+        return V.Cast(V.Cast(c.a, "float16"), to)
+    if code == "GPU_FLOAT8_BF16_CAST" and {was, to} & set(_FLOAT8) and "bfloat16" in (was, to):
+        return V.Cast(V.Cast(c.a, "float32"), to)
+    if code == "GPU_CAST_BITWIDTH" and to == "bool" and was != "bool":
+        return V.Bin("!=", c.a, V.Lit(0))
+    return None
+
+
+def _recast(s: Scenario, d: Diagnostic) -> list[Fix]:
+    """GPU_FLOAT8_CAST, GPU_FLOAT8_BF16_CAST and GPU_CAST_BITWIDTH of an ``.astype`` in a
+    ``compute`` value: the conversion made another way, the way the lowering converts:
+    between the two 8-bit floats through float16, between an 8-bit float and bfloat16
+    through float32, and numbers to booleans by a comparison with 0 (the same mask)."""
+    hit = _stmt_at(s, d)
+    if hit is None:
+        return []
+    path, program, stmt = hit
+    if not isinstance(stmt, Compute):
+        return []
+    tree = V.parse(stmt.value)
+    refs: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in set(tree.loads()):
+        root = _root(s, program, name)
+        spec = None if root is None else get_path(s, f"{root[0]}.{root[1]}")
+        if spec is None:
+            return []
+        refs[name] = (tuple(spec.shape), spec.dtype)
+    swaps: list[tuple[str, str]] = []
+    try:
+        for n in _nodes(tree):
+            if isinstance(n, V.Cast):
+                new = _recast_one(n, n.a.typed(refs).dtype, d.code)
+                if new is not None:
+                    swaps.append((n.source(V.LABEL), f"({new.source(V.LABEL)})"))
+    except V.ValueTypeError:
+        return []
+    whole = tree.source(V.LABEL)
+    text = whole
+    for old, repl in dict.fromkeys(swaps):
+        text = text.replace(old, repl)
+    if text == whole:
+        return []
+    text = V.parse(text).source(V.LABEL)  # (no brackets but the ones it needs)
+    return [
+        Fix(
+            description=f"convert as the lowering can: {stmt.dst}[...] = {text}",
+            edits=[Edit(op="replace", path=f"{path}.value", value=text)],
+        )
+    ]
+
+
 def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
     """LOOP_PYTHON_NOT_INT of a Python ``for`` whose traced bound is a comparison (the
     other a comparison or an int): the loop is a ``@pl.loop``, which converts its bounds
@@ -2955,6 +3014,7 @@ BY_CODE: dict[str, Callable[[Scenario, Diagnostic], list[Fix]]] = {
         _bitcast_the_value,
     ),
     "VALUE_DTYPE": _numbers_not_bools,
+    **dict.fromkeys(("GPU_FLOAT8_CAST", "GPU_FLOAT8_BF16_CAST", "GPU_CAST_BITWIDTH"), _recast),
     "BITCAST_VALUE_BOOL": _numbers_not_bools,
     "VALUE_FP8_PROMOTION": _fp8_widened,
     **dict.fromkeys(_LOWERS, _lowerable_value),

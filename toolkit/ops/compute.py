@@ -31,7 +31,7 @@ from mpmd_lab.ops.base import (
     StatementOp,
     TraceContext,
 )
-from mpmd_lab.ops.statements import LANES
+from mpmd_lab.ops.statements import LANES, lower_splat_store
 from pydantic import Field
 
 REDUCTIONS = ("add", "min", "max", "and", "or", "xor")
@@ -470,14 +470,25 @@ def lower_value(
     """A computed value's lowering: each load and semaphore read, the bitcasts (one width
     only), the reductions, the arithmetic (none on 8-bit values). The loaded refs' shapes
     and dtypes, or None where an error stops it. ``stored_as_is``: whether a boolean load
-    is stored as it is (asked only of such a load)."""
-    refs: dict[str, tuple[tuple[int, ...], str]] = {}
-    for name in dict.fromkeys(tree.loads()):
-        if low.access(f"value.{name}", "load"):
+    is stored as it is (asked only of such a load).
+
+    MLIR folds the value's constant parts (``Node.constant``: an integer times 0, ...)
+    after the lowering rules and before layout inference: the later phases see only the
+    operations left (``_live``), and a load only they used is dropped."""
+    refs = _loaded(low, tree)
+    live = list(_live(tree, refs))
+    kept = {n.name for n in live if isinstance(n, V.Load)}
+    for name in refs:
+        field = f"value.{name}"
+        if low.access(field, "load") if name in kept else low.dropped_load(field):
             return None
-        info = low.info(f"value.{name}")
-        refs[name] = (tuple(info.shape), info.dtype)
-        if info.dtype == "bool" and info.shape and _vector(info.shape, "bool") < 8:
+    # (a value that broadcasts an array takes the broadcast's layout, in which a boolean
+    # load's vectors hold less than a byte)
+    broadcasts = any(_broadcast_operands(n, refs) for n in live)
+    for name, (shape, dtype) in refs.items():
+        if name not in kept:
+            continue  # (folded away: no load to lay out)
+        if dtype == "bool" and shape and (broadcasts or _vector(shape, "bool") < 8):
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
                 low.later(
@@ -485,7 +496,7 @@ def lower_value(
                     "GPU_LAYOUT_INFERENCE",
                     (*low.path, "value"),
                     L.layout_inference_error().message,
-                    f"{name} holds {_vector(info.shape, 'bool')} booleans per thread and "
+                    f"{name} holds {_vector(shape, 'bool')} booleans per thread and "
                     "vector, less than a byte: no register layout moves it.",
                 )
             else:
@@ -504,6 +515,35 @@ def lower_value(
             return None
     # the lowering rules' own errors, in the order JAX lowers the value's operations
     for node in _operations(tree):
+        for operand, to in node.conversions(refs):
+            was = operand.typed(refs).dtype
+            if was in _FLOAT8 and to in _FLOAT8:
+                low.jax(
+                    "GPU_FLOAT8_CAST",
+                    (*low.path, "value"),
+                    "Conversion between float types of width other than 16 not supported",
+                    jax_type="NotImplementedError",
+                    explanation=f"{operand.source(V.LABEL)} is converted from {was} to {to}: "
+                    "the Mosaic GPU lowering converts between floats of one width only "
+                    "through float32, which it does for 16-bit floats only. Convert "
+                    f"through float16: .astype(jnp.float16).astype(jnp.{to}).",
+                )
+                return None
+        if (
+            isinstance(node, V.Bin)
+            and node.op in ("max", "min")
+            and (V.promote(node.a.typed(refs), node.b.typed(refs))[0] == "bool")
+        ):
+            low.jax(
+                "GPU_BOOL_MINMAX",
+                (*low.path, "value"),
+                f"{node.op} does not support bool and bool",
+                jax_type="NotImplementedError",
+                explanation=f"{node.source(V.LABEL)} takes the {node.op}imum of booleans "
+                f"(lax.{node.op}); the Mosaic GPU lowering computes it of numbers only. "
+                "Combine masks with | (maximum) or & (minimum), or compare numbers.",
+            )
+            return None
         if isinstance(node, V.Bitcast) and (src := node.widths_differ(refs)) is not None:
             new = dtypes.canonical(node.dtype)
             low.jax(
@@ -513,6 +553,21 @@ def lower_value(
                 jax_type="NotImplementedError",
                 explanation=f"Mosaic GPU bitcasts a value only between dtypes of one "
                 f"width; {src} is {dtypes.bits(src)} bits, {new} {dtypes.bits(new)}.",
+            )
+            return None
+        if isinstance(node, V.Bitcast) and not node.a.typed(refs).shape:
+            # (of one width: the bitcast's shape is its operand's)
+            new = dtypes.canonical(node.dtype)
+            low.jax(
+                "GPU_SCALAR_BITCAST",
+                (*low.path, "value"),
+                f"Scalars must be represented by non-vector types, got: vector<{_mlir(new)}>",
+                jax_type="AssertionError",
+                explanation=f"{node.source(V.LABEL)} bitcasts a scalar: the Mosaic GPU "
+                "lowering (warpgroup semantics) makes every bitcast a vector, a 0-d one "
+                "here, where a scalar must stay a scalar, and fails its own assertion. "
+                "Bitcast an array (a load of shape (1,) or more), or compute the scalar "
+                "from numbers.",
             )
             return None
         if (
@@ -543,8 +598,23 @@ def lower_value(
                 "of the result's shape.",
             )
             return None
+    for node in _operations(tree):
+        if isinstance(node, V.Reduce) and not node.a.typed(refs).shape:
+            low.later(  # (verifying the module the lowering rules built)
+                "p1",
+                "GPU_VERIFICATION",
+                (*low.path, "value"),
+                "Pallas encountered an internal verification error. Please file a bug at "
+                "https://github.com/jax-ml/jax/issues/new/choose. Error details: "
+                "'vector.shape_cast' op operand #0 must be vector of any non-token type "
+                f"values, but got '{_mlir(node.computed_in(node.a.typed(refs).dtype))}'",
+                f"{node.source(V.LABEL)} reduces a scalar: the lowering flattens its operand "
+                "to a vector by vector.shape_cast, which takes vectors only. A scalar is "
+                "its own sum, maximum and minimum: drop the reduction.",
+            )
+            break
     for node in _walk(tree):
-        if isinstance(node, V.Iota) and node.dtype in ("float8_e4m3fn", "float8_e5m2"):
+        if isinstance(node, V.Iota) and node.dtype in _FLOAT8:
             low.later(  # (the dialect lowering makes the undef: verifying its module)
                 "p4",
                 "GPU_VERIFICATION",
@@ -572,7 +642,7 @@ def lower_value(
                 f"not a multiple of {LANES}: no register layout holds it.",
             )
             break
-    for node in _walk(tree):
+    for node in live:
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
             low.later(
                 "unsat",
@@ -587,8 +657,32 @@ def lower_value(
                 "value does not carry.",
             )
             break
+    for node in live:
+        inner = _inner_broadcast(node, refs)
+        if inner is not None:
+            low.later(
+                "unsat",
+                "GPU_LAYOUT_INFERENCE",
+                (*low.path, "value"),
+                L.layout_inference_error().message,
+                f"{node.source(V.LABEL)} broadcasts {inner.source(V.LABEL)} of shape "
+                f"{inner.typed(refs).shape!r} to {node.typed(refs).shape!r} along a dim "
+                "after one it keeps: the register layouts broadcast a value along its "
+                "leading dims only. Load the operand in the result's shape, or move the "
+                "broadcast dim first.",
+            )
+            break
     # the dialect lowering's own errors, in the order the value computes
-    for node in _operations(tree):
+    for node in live:
+        problems = (
+            _conversion_problem(a, to, refs)
+            for a, to in node.conversions(refs)
+            if not a.constant(refs)  # (a constant is converted as it is folded)
+        )
+        problem = next((p for p in problems if p is not None), None)
+        if problem is not None:
+            low.later("p3", problem[0], low.path, problem[1], problem[2])
+            break
         if isinstance(node, V.Bin) and _float_remainder(node, refs):
             low.later(
                 "p3",
@@ -601,7 +695,7 @@ def lower_value(
                 "register arrays take % of integers only).",
             )
             break
-        if isinstance(node, V.Bin | V.Neg) and _computes_8bit(node, refs):
+        if isinstance(node, V.Bin | V.Neg | V.Where) and _computes_8bit(node, refs):
             low.later(
                 "p3",
                 "GPU_8BIT_ARITH",
@@ -617,6 +711,12 @@ def lower_value(
 def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
     """A computed value as JAX computes it (numpy, each step in JAX's dtype), its loads
     and semaphore reads made; None when the run carries no data."""
+    got = _evaluated(x, tree)
+    return None if got is None else got[0]
+
+
+def _evaluated(x: ExecuteContext, tree: V.Node) -> tuple[Any, bool] | None:
+    """``eval_value``'s value and whether it is weakly typed (a Python number's type)."""
     import numpy as np
 
     loaded = {name: x.read(f"value.{name}") for name in dict.fromkeys(tree.loads())}
@@ -626,8 +726,8 @@ def eval_value(x: ExecuteContext, tree: V.Node) -> Any:
         loaded[r.key] = x.semaphore_value(f"value.{r.name}")
     if not x.data:
         return None
-    value, _ = tree.eval(loaded)
-    return np.asarray(value)
+    value, weak = tree.eval(loaded)
+    return np.asarray(value), weak
 
 
 class Compute(StatementOp):
@@ -703,25 +803,29 @@ class Compute(StatementOp):
             return True
         if t.use("dst"):
             return True
-        return t.store("dst", ty.shape, ty.dtype)
+        return t.store("dst", ty.shape, ty.dtype, weak=ty.weak)
 
     def lower(self, low: LowerContext) -> bool:
         """Each load and semaphore read, the bitcasts (one width only), the arithmetic (none
         on 8-bit values), the store."""
+        tree = self.tree
         refs = lower_value(
             low,
-            self.tree,
-            lambda: isinstance(self.tree, V.Load) and low.info("dst").dtype == "bool",
+            tree,
+            lambda: isinstance(tree, V.Load) and low.info("dst").dtype == "bool",
         )
         if refs is None:
             return True
+        if low.info("dst").shape and tree.constant(refs):
+            # (MLIR folds the value to a constant, which is stored as one: a splat)
+            return lower_splat_store(low, "dst", f"the constant {tree.source(V.LABEL)}")
         if low.access("dst", "store", check_layout=False):
             return True
         dst = low.info("dst")
         if dst.dtype == "bool" and dst.shape and not isinstance(self.tree, V.Load):
-            # the value's register vectors are its loads' (strided, 64 bits at most per
-            # vector; a value of no load: int32's); a store moves whole bytes of them
-            vec = min((_vector(sh, dt) for sh, dt in refs.values() if sh), default=2)
+            # the value's register vectors are its first load's or iota's (strided, 64
+            # bits at most per vector); a store moves whole bytes of them
+            vec = _layout_vector(self.tree, refs)
             if vec < 8:
                 _bool_vector(low, (*low.path, "dst"), f"the store into {self.dst}")
         return False
@@ -732,32 +836,169 @@ class Compute(StatementOp):
         import numpy as np
 
         dst = x.view("dst")
-        value = eval_value(x, self.tree)
-        if value is None:
+        got = _evaluated(x, self.tree)
+        if got is None:
             x.write("dst", x.like(dst.shape, dst.dtype))
             return
+        value, weak = got
         if value.shape != tuple(dst.shape):
             x.fail("SIM_SHAPE_MISMATCH", f"storing {value.shape} into {self.dst} {dst.shape}")
         if value.dtype != dst.dtype:
-            if not (value.dtype.kind in "iu" and np.dtype(dst.dtype).kind in "iu"):
+            if not _cast_by_store(value.dtype.name, np.dtype(dst.dtype).name, weak):
                 x.fail("SIM_DTYPE_MISMATCH", f"storing {value.dtype} into {dst.dtype}")
             value = value.astype(dst.dtype)
         x.write("dst", value)
 
 
-def _computes_8bit(node: V.Bin | V.Neg, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
+def _cast_by_store(value: str, ref: str, weak: bool) -> bool:
+    """Whether a store (``ref_swap``) converts a value of dtype ``value`` to the ref's:
+    an integer to an integer, a weakly typed float (a Python number's type) to a float."""
+    if dtypes.is_int(value) and dtypes.is_int(ref):
+        return True
+    return weak and dtypes.is_float(value) and dtypes.is_float(ref)
+
+
+def _loaded(low: LowerContext, tree: V.Node) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The shape and dtype of each ref ``tree`` loads, in the order it first loads them."""
+    refs = {}
+    for name in dict.fromkeys(tree.loads()):
+        info = low.info(f"value.{name}")
+        refs[name] = (tuple(info.shape), info.dtype)
+    return refs
+
+
+def _computes_8bit(
+    node: V.Bin | V.Neg | V.Where, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> bool:
     """The operation computes on vectors of 8-bit numbers (its operands promoted; a
     scalar is computed as a scalar, which the lowering takes in any width, and ``==`` and
-    ``!=`` compare bits, as the bitwise operations it allows do)."""
+    ``!=`` compare bits, as the bitwise operations it allows do; ``jnp.where`` selects
+    between vectors of its result's dtype)."""
     if not node.typed(refs).shape or (isinstance(node, V.Bin) and node.op in ("==", "!=")):
         return False
-    if isinstance(node, V.Neg):
-        dtype = node.a.typed(refs).dtype
+    if isinstance(node, V.Neg | V.Where):
+        dtype = node.typed(refs).dtype
     elif node.op == "/":
         dtype = node.typed(refs).dtype  # (true division converts integers to float32 first)
     else:
         dtype = V.promote(node.a.typed(refs), node.b.typed(refs))[0]
     return dtype != "bool" and dtypes.bits(dtype) == 8
+
+
+#: the 8-bit floats
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _conversion_problem(
+    operand: V.Node, new: str, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> tuple[str, str, str] | None:
+    """What the dialect lowering says of converting ``operand`` to ``new``
+    (``FragmentedArray.astype``): ``(code, message, why)``, or None where it converts.
+    A scalar is converted as a scalar, in any dtype."""
+    ty = operand.typed(refs)
+    src, what = _folded_source(operand, new, refs), operand.source(V.LABEL)
+    if not ty.shape:
+        return None
+    if src in _FLOAT8 and new not in _FLOAT8 and not dtypes.is_float(new):
+        # the lowering clamps a float to the integer's range first (min and max of 8-bit
+        # floats), unless both bounds are infinite in the 8-bit float (folded away)
+        if not _unbounded_in(new, src):
+            return (
+                "GPU_8BIT_ARITH",
+                "Pointwise operations on 8-bit types are unsupported (except bitwise "
+                "operations). Upcast to a 16- or 32-bit type before performing the "
+                "operation.",
+                f"{what} is converted from {src} to {new}: the lowering first clamps it to "
+                f"{new}'s range, a minimum and a maximum of 8-bit floats. Convert to "
+                f"float32 first: .astype(jnp.float32).astype(jnp.{new}).",
+            )
+    vec = _layout_vector(operand, refs) if new == "bool" else 8
+    if vec % 8:
+        return (
+            "GPU_CAST_BITWIDTH",
+            f"Register bitwidth in target type must be divisible by 8, got {vec}",
+            f"{what} is converted to booleans, {vec} per register vector (its layout's), "
+            "and the lowering converts whole bytes of them. Compare instead "
+            f"({what} != 0), which makes the same mask.",
+        )
+    pair = {src, new}
+    if not pair & set(_FLOAT8) or pair & {"float32", "float16"}:
+        return None
+    if "bfloat16" in pair:
+        return (
+            "GPU_FLOAT8_BF16_CAST",
+            f"Hardware has no support for converting from {_mlir(src)} to {_mlir(new)} (only "
+            f"cast from {_mlir(src)} to f16 is supported). Cast to f32 first and then to the "
+            "target type (expensive, but sufficient).",
+            f"{what} is converted from {src} to {new}; the PTX this CUDA's ptxas accepts "
+            "converts 8-bit floats to and from float16 and float32 only. Convert through "
+            "float32.",
+        )
+    return (
+        "GPU_NARROW_FLOAT_CAST",
+        f"Unsupported conversion involving narrow float types: {_mlir(src)} to {_mlir(new)}",
+        f"{what} is converted from {src} to {new}: Mosaic GPU converts 8-bit floats to and "
+        "from floats only. Convert through float32 (integer to float32 to the 8-bit "
+        "float, or back).",
+    )
+
+
+def _folded_source(
+    operand: V.Node, new: str, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> str:
+    """The dtype a conversion of ``operand`` to ``new`` converts from once MLIR has
+    canonicalized it: a float narrowed (arith.truncf) from a conversion of integers
+    (sitofp, uitofp) is converted from the integers, the float steps folded away
+    (``x.astype(jnp.float32).astype(jnp.float8_e5m2)`` of int32 converts int32)."""
+    dtype = operand.typed(refs).dtype
+    narrows = dtypes.is_float(new) and dtypes.is_float(dtype)
+    if not narrows or dtypes.bits(dtype) <= dtypes.bits(new):
+        return dtype  # (not a narrowing of floats: nothing folds)
+    node = operand
+    while isinstance(node, V.Cast):
+        was = node.a.typed(refs).dtype
+        if not dtypes.is_float(was):
+            return was
+        if dtypes.bits(was) <= dtypes.bits(node.typed(refs).dtype):
+            break  # (an extension: not folded)
+        node = node.a
+    return dtype
+
+
+def _unbounded_in(integer: str, float8: str) -> bool:
+    """Whether the range of ``integer`` (bool: 0 and 1) is from -inf to inf in ``float8``
+    (its bounds rounded there as MLIR's constants are: too big is inf, or NaN where the
+    dtype has no inf)."""
+    import numpy as np
+
+    info = np.iinfo(dtypes.np_dtype(integer)) if integer != "bool" else None
+    bounds = (info.min, info.max) if info is not None else (0, 1)
+    with np.errstate(all="ignore"):
+        low, high = np.asarray(bounds, np.float64).astype(dtypes.np_dtype(float8))
+    return bool(np.isneginf(low.astype(np.float64)) and np.isposinf(high.astype(np.float64)))
+
+
+def _layout_vector(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> int:
+    """Elements per register vector of a value: its first array load's or iota's (in the
+    order it computes them; layout inference gives the operations that value's strided
+    layout), not one a folded constant part holds; of a value of neither, int32's of its
+    shape."""
+    for leaf in _leaves(node, refs):
+        ty = leaf.typed(refs)
+        if ty.shape:
+            return _vector(ty.shape, ty.dtype)
+    return _vector(node.typed(refs).shape, "int32")
+
+
+def _leaves(n: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Iterator[V.Node]:
+    """The loads and iotas of a value in the order it computes them, outside its constant
+    parts (``Node.constant``)."""
+    if n.constant(refs):
+        return
+    if isinstance(n, V.Load | V.Iota):
+        yield n
+    for c in n.children():
+        yield from _leaves(c, refs)
 
 
 def _selects_by_a_scalar(node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> str:
@@ -802,6 +1043,42 @@ def _bool_vector(low: Any, path: Any, what: str) -> None:
     )
 
 
+def _broadcast_operands(
+    node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> list[V.Node]:
+    """The arrays an operation broadcasts to its result's shape (arithmetic, a
+    comparison, jnp.where; a scalar is a splat, not broadcast)."""
+    if not isinstance(node, V.Bin | V.Where):
+        return []
+    out = node.typed(refs).shape
+    return [
+        c
+        for c in node.children()
+        if c.typed(refs).shape not in ((), out) and not c.constant(refs)  # (a splat)
+    ]
+
+
+def _inner_broadcast(
+    node: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]
+) -> V.Node | None:
+    """The operand of ``node`` (an operation that broadcasts its operands: arithmetic,
+    a comparison, jnp.where) broadcast along a dim that comes after a dim it keeps (of
+    more than one element), as (4, 1, 128) to (4, 8, 128); None where there is none."""
+    operands = _broadcast_operands(node, refs)
+    if not operands:
+        return None
+    out = node.typed(refs).shape
+    for operand in operands:
+        shape = operand.typed(refs).shape
+        ranked = (1,) * (len(out) - len(shape)) + tuple(shape)
+        kept = False
+        for d, o in zip(ranked, out, strict=True):
+            if d == 1 and o > 1 and kept:
+                return operand
+            kept = kept or d > 1
+    return None
+
+
 def _reduces_along_an_axis(node: V.Reduce, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> bool:
     """A reduction that keeps some axis of a value of rank 2 or more."""
     rank = len(node.a.typed(refs).shape)
@@ -813,6 +1090,16 @@ def _operations(n: V.Node) -> Iterator[V.Node]:
     one's operands first, left to right."""
     for c in n.children():
         yield from _operations(c)
+    yield n
+
+
+def _live(n: V.Node, refs: Mapping[str, tuple[tuple[int, ...], str]]) -> Iterator[V.Node]:
+    """The operations of a value left once MLIR has folded its constants, in the order
+    the kernel computes them (``_operations``, no constant part: ``Node.constant``)."""
+    if n.constant(refs):
+        return
+    for c in n.children():
+        yield from _live(c, refs)
     yield n
 
 

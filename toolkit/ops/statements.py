@@ -200,6 +200,34 @@ def _semaphore_operand(t: TraceContext, a: str, b: str) -> bool:
     return True
 
 
+def lower_splat_store(low: LowerContext, field: str, what: str) -> bool:
+    """The store of a constant into ``field`` (a value in the splat layout: ``what``,
+    jnp.full or a value MLIR folds to one): its size is one element or a multiple of
+    128, and booleans fill whole bytes of its vectors."""
+    dst = low.info(field)
+    if low.access(field, "store", check_layout=False, splat=True):
+        return True
+    if dst.shape and dst.size != 1 and dst.size % LANES:
+        low.later(
+            "p3",
+            "GPU_SPLAT_STORE",
+            low.path,
+            "Arrays with the splat layout can only be stored when they have a single "
+            "element or a multiple of 128 elements",
+        )
+    elif dst.dtype == "bool" and dst.shape and 0 < L.strided_vec_size(dst.shape, 1) < 8:
+        low.later(
+            "p3",
+            "GPU_BOOL_VECTOR",
+            low.path,
+            "Vector length should be a multiple of byte size",
+            f"{what} stores {dst.size} booleans in vectors of "
+            f"{L.strided_vec_size(dst.shape, 1)} per thread, less than a byte (1024 or "
+            "more are stored whole bytes at a time).",
+        )
+    return False
+
+
 class Fill(StatementOp):
     """``dst[...] = jnp.full(dst.shape, value, dst.dtype)``."""
 
@@ -262,28 +290,7 @@ class Fill(StatementOp):
         return t.store("dst", dst.shape, dtypes.canonical(dst.dtype))
 
     def lower(self, low: LowerContext) -> bool:
-        dst = low.info("dst")
-        if low.access("dst", "store", check_layout=False, splat=True):
-            return True
-        if dst.shape and dst.size != 1 and dst.size % LANES:
-            low.later(
-                "p3",
-                "GPU_SPLAT_STORE",
-                low.path,
-                "Arrays with the splat layout can only be stored when they have a single "
-                "element or a multiple of 128 elements",
-            )
-        elif dst.dtype == "bool" and dst.shape and 0 < L.strided_vec_size(dst.shape, 1) < 8:
-            low.later(
-                "p3",
-                "GPU_BOOL_VECTOR",
-                low.path,
-                "Vector length should be a multiple of byte size",
-                f"jnp.full stores {dst.size} booleans in vectors of "
-                f"{L.strided_vec_size(dst.shape, 1)} per thread, less than a byte (1024 or "
-                "more are stored whole bytes at a time).",
-            )
-        return False
+        return lower_splat_store(low, "dst", "jnp.full")
 
     def execute(self, x: ExecuteContext) -> None:
         from mpmd_lab.memory import fill_value

@@ -159,6 +159,18 @@ class Node(Record):
         """``(numpy array, weak)``: the value from the loaded arrays ``refs``."""
         raise NotImplementedError
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        """Whether the compiler makes the value a constant (MLIR's canonicalization folds
+        an operation of constants, and an integer multiplied by 0): Python numbers and
+        what is computed from them; not a load, an iota, an index, a reduction."""
+        return False
+
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """The conversions (``lax.convert_element_type``) jax.numpy makes of its operands
+        before its own operation, in order: each operand not of the dtype it becomes, and
+        that dtype."""
+        return iter(())
+
     def source(self, w: Writer) -> str:
         raise NotImplementedError
 
@@ -218,6 +230,9 @@ class Lit(Node):
 
     def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         return Ty((), self.dtype, True)
+
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return True
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
@@ -461,6 +476,31 @@ class Bin(Node):
             return Ty(shape, "int32", weak, split)
         return Ty(shape, dtype, weak, split)
 
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """Both operands to their promoted dtype (true division of integers: float32; //
+        and % of booleans: int32, jax.numpy's numeric promotion)."""
+        a, b = self.a.typed(refs), self.b.typed(refs)
+        dtype = promote(a, b)[0]
+        if self.op == "/" and not dtypes.is_float(dtype):
+            dtype = "float32"
+        elif self.op in ("//", "%") and dtype == "bool":
+            dtype = "int32"
+        return _converted(((self.a, a), (self.b, b)), dtype)
+
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        """Of constants, or integers times a Python 0, a Python 0 divided by integers
+        (``//`` or ``%``), integers modulo a Python 0 or 1 (arith.muli by 0, divsi and
+        remsi of 0, remsi by 0 and 1 fold; not floats, where NaN and inf stay)."""
+        if self.a.constant(refs) and self.b.constant(refs):
+            return True
+        if _kind(self.typed(refs).dtype) != 1:
+            return False
+        if self.op == "*":
+            return 0 in (_python(self.a), _python(self.b))
+        if self.op == "%" and _python(self.b) in (0, 1):
+            return True
+        return self.op in ("//", "%") and _python(self.a) == 0
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -646,6 +686,9 @@ class Neg(Node):
             )
         return a
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return self.a.constant(refs)
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -690,6 +733,15 @@ class Where(Node):
             ) from None
         return Ty(shape, dtype, weak)
 
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        """``x`` and ``y`` to their promoted dtype (a condition not boolean is compared
+        with zero, not converted)."""
+        x, y = self.x.typed(refs), self.y.typed(refs)
+        return _converted(((self.x, x), (self.y, y)), promote(x, y)[0])
+
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return all(n.constant(refs) for n in self.children())
+
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
 
@@ -716,6 +768,9 @@ class _Converted(Node):
     def children(self) -> tuple[Node, ...]:
         return (self.a,)
 
+    def constant(self, refs: Mapping[str, Loaded]) -> bool:
+        return self.a.constant(refs)
+
 
 class Cast(_Converted):
     """``x.astype(dtype)`` (jax.numpy's conversion: float to int truncates toward zero)."""
@@ -726,6 +781,9 @@ class Cast(_Converted):
         a = self.a.typed(refs)
         _operand_dtype("convert_element_type", a, 0)
         return Ty(a.shape, dtypes.canonical(self.dtype), False)
+
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        return _converted(((self.a, self.a.typed(refs)),), dtypes.canonical(self.dtype))
 
     def eval(self, refs: Mapping[str, Any]) -> tuple[Any, bool]:
         import numpy as np
@@ -898,6 +956,15 @@ class Reduce(Node):
     def dtype_of(self, dtype: str) -> str:
         return _SUM_DTYPE.get(dtype, dtype) if self.fn == "sum" else dtype
 
+    def computed_in(self, dtype: str) -> str:
+        """The dtype it reduces a value of ``dtype`` in: its result's, but float32 for a
+        sum of 16-bit floats (jax.numpy's upcast_f16_for_computation)."""
+        return "float32" if self.fn == "sum" and dtype in _F16 else self.dtype_of(dtype)
+
+    def conversions(self, refs: Mapping[str, Loaded]) -> Iterator[tuple[Node, str]]:
+        a = self.a.typed(refs)
+        return _converted(((self.a, a),), self.computed_in(a.dtype))
+
     def typed(self, refs: Mapping[str, Loaded]) -> Ty:
         a = self.a.typed(refs)
         _operand_dtype(_REDUCE_PRIM[self.fn], a, 0)
@@ -915,7 +982,7 @@ class Reduce(Node):
         axes = self.axes(x.ndim)
         dt = dtypes.np_dtype(self.dtype_of(_name(x)))
         # jnp.sum of 16-bit floats adds in float32 and rounds the sum once
-        acc = np.float32 if self.fn == "sum" and _name(x) in _F16 else dt
+        acc = dtypes.np_dtype(self.computed_in(_name(x)))
         ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[self.fn]
         with np.errstate(all="ignore"):
             out = ufunc.reduce(x.astype(acc), axis=axes, keepdims=self.keepdims)
@@ -928,6 +995,11 @@ class Reduce(Node):
         if self.keepdims:
             args.append("keepdims=True")
         return f"jnp.{self.fn}({', '.join(args)})"
+
+
+def _converted(operands: tuple[tuple[Node, Ty], ...], dtype: str) -> Iterator[tuple[Node, str]]:
+    """Each operand (and its type) not of ``dtype``, made one (``Node.conversions``)."""
+    return ((n, dtype) for n, t in operands if t.dtype != dtype)
 
 
 def _name(a: Any) -> str:

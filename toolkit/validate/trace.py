@@ -18,7 +18,7 @@ from mpmd_lab import expr as E
 from mpmd_lab import layout_rules as L
 from mpmd_lab import sharding
 from mpmd_lab.diagnostics import Edit, Fix
-from mpmd_lab.dtypes import canonical, is_int, short
+from mpmd_lab.dtypes import canonical, is_float, is_int, short
 from mpmd_lab.fields import Path, format_path, sub_path
 from mpmd_lab.ops import Let
 from mpmd_lab.ops.base import StatementOp
@@ -492,10 +492,12 @@ class TraceCtx:
             return True
         return False
 
-    def store(self, field: str, shape: tuple[int, ...], dtype: str) -> bool:
+    def store(self, field: str, shape: tuple[int, ...], dtype: str, weak: bool = False) -> bool:
+        """``field[...] = `` a value of ``shape`` and ``dtype`` (``weak``: weakly typed, a
+        Python number's type)."""
         info = self.st.refs[field].info
         assert info is not None
-        return _store(self.ctx, self.st, field, info, shape, dtype)
+        return _store(self.ctx, self.st, field, info, shape, dtype, weak)
 
     def store_to_array(self) -> bool:
         return _store_to_array(self.ctx, self.st)
@@ -908,7 +910,9 @@ def _store_to_array(ctx: Ctx, st: Stmt) -> bool:
     return True
 
 
-def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: str) -> bool:
+def _store(
+    ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: str, weak: bool = False
+) -> bool:
     if not dst.is_ref:
         return _store_to_array(ctx, st)
     if tuple(shape) != dst.shape:
@@ -920,17 +924,20 @@ def _store(ctx: Ctx, st: Stmt, field: str, dst: RefInfo, shape: tuple, dtype: st
             f"{dst.shape!r}. Value shape: {tuple(shape)!r}. Transforms: {_transforms_repr(dst)}. ",
         )
         return True
-    if dtype != dst.dtype and not (
-        is_int(dtype) and is_int(dst.dtype) and canonical(dst.dtype) == dst.dtype
-    ):
-        # (ref_swap casts an integer value to a 32-bit-or-narrower integer ref implicitly;
-        # an int64 output ref, which x64-off JAX keeps, takes only int64)
-        ctx.jax(
-            "SWAP_DTYPE_MISMATCH",
-            st.path,
-            f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {dtype}. ",
+    if dtype != dst.dtype:
+        # (ref_swap casts an integer value to a 32-bit-or-narrower integer ref implicitly,
+        # and a weakly typed float to a float ref; an int64 or float64 output ref, which
+        # x64-off JAX keeps, takes only its own dtype)
+        cast = (is_int(dtype) and is_int(dst.dtype)) or (
+            weak and is_float(dtype) and is_float(dst.dtype)
         )
-        return True
+        if not cast or canonical(dst.dtype) != dst.dtype:
+            ctx.jax(
+                "SWAP_DTYPE_MISMATCH",
+                st.path,
+                f"Invalid dtype for `swap`. Ref dtype: {dst.dtype}. Value dtype: {dtype}. ",
+            )
+            return True
     return False
 
 
