@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.catalogue import LOWERING_PHASE
+from mpmd_lab.smem_transfer import transferable
 
 SWIZZLES = (32, 64, 128)
 
@@ -468,27 +469,25 @@ def smem_register_error(
     dtype_bits: int,
     minor_moved: bool,
     splat: bool = False,
+    m: Memref | None = None,
 ) -> JaxError | None:
     """A plain load or store (``splat``: of a constant, ``fill``) of SMEM scratch with a
     layout, under warpgroup semantics: layout inference must find a register layout the
     tiled, swizzled SMEM can be transferred to (``IsTransferableSmemRegisters``, which
-    tries ``FragmentedArray.transfer_tiled``). Measured against jax 0.12 (the rule is
-    JAX's search, not a formula; ``tests/test_layout_rules.py`` holds each line):
+    tries ``FragmentedArray.transfer_tiled``):
 
-    - a swizzle without a tiling: no layout fits;
-    - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
-      dtypes), or has one dim, or fewer rows (its second-minor dim) than 64 bits' worth
-      of elements of at least 16 bits (2 rows of 32-bit, 4 of 16- and 8-bit elements),
-      or a transposed view of it: no layout fits;
+    - a swizzle without a tiling: no layout fits (measured, jax 0.12);
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
-      or a view of rank < 2: no layout fits;
-    - with a swizzle, a tile of one dim (the minor, as wide as the swizzle: else the
-      swizzle's own error comes first) fits a view whose minor dim holds ``k`` tiles where
-      ``k`` is not a multiple of 4; for 32-bit values and a 64- or 128-byte swizzle, where
-      ``k`` is 1 or even and not a multiple of 8 (measured for k = 1..16 and rows of 64 to
-      192: the second-minor and leading dims do not change it);
-    - with a swizzle, a view whose minor dim is not the ref's (a transpose): with a tile
-      of one dim or of one row no layout fits; else an 8- or 32-bit value is found a
+      or a view of rank < 2: no layout fits (measured);
+    - a view whose minor dim is the ref's: a layout fits where JAX's transfer schedule
+      for one of the WGMMA layouts exists (``smem_transfer.transferable``, JAX's
+      derivation ported: its stride rules and its bank-conflict plan; unswizzled SMEM
+      is planned as a 16-byte swizzle, as JAX does). It decides, for instance, that a
+      tile of one row is a tile of one dim, which fits a view whose minor dim holds
+      ``k`` tiles only for some ``k``; that 2-row tiles fit some swizzles only; that a
+      tile narrower than 8 32-bit elements never fits;
+    - a view whose minor dim is not the ref's (a transpose), measured: without a swizzle,
+      or with a tile of one dim or of one row, no layout fits; else an 8- or 32-bit value is found a
       layout whose tiled transfer the dialect lowering then rejects
       (``UnsupportedTransferError: Tiled strides must be a multiple of the vector length,
       except for the load vectorized dimension``), a 16-bit one the WGMMA layout
@@ -501,36 +500,24 @@ def smem_register_error(
         return None
     tile = list(_get(stack[0], "tile"))
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
-    if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
-        return layout_inference_error()
-    if swizzle is None and tile[-2] * max(dtype_bits, 16) < 64:
-        return layout_inference_error()  # (a tile of too few rows)
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
-    if swizzle is None:
-        return layout_inference_error() if minor_moved else None
-    if len(tile) == 1 and not _one_dim_tiles_fit(view_shape[-1] // tile[0], dtype_bits, swizzle):
+    if not minor_moved:
+        strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
+        shape = tuple(view_shape)
+        fits = transferable(shape, strides, tuple(tile), swizzle or 16, dtype_bits)
+        return None if fits else layout_inference_error()
+    if swizzle is None or len(tile) == 1 or tile[-2] == 1:
         return layout_inference_error()
-    if minor_moved:
-        if len(tile) == 1 or tile[-2] == 1:
-            return layout_inference_error()
-        if not splat and dtype_bits != 16:
-            return JaxError(
-                "GPU_SMEM_TRANSFER",
-                "UnsupportedTransferError",
-                "Tiled strides must be a multiple of the vector length, except for the load "
-                "vectorized dimension",
-                "gpu-lower",
-            )
+    if not splat and dtype_bits != 16:
+        return JaxError(
+            "GPU_SMEM_TRANSFER",
+            "UnsupportedTransferError",
+            "Tiled strides must be a multiple of the vector length, except for the load "
+            "vectorized dimension",
+            "gpu-lower",
+        )
     return None
-
-
-def _one_dim_tiles_fit(k: int, dtype_bits: int, swizzle: int) -> bool:
-    """Whether a register layout moves a swizzled view whose minor dim holds ``k`` tiles of
-    one dim (``smem_register_error``; measured, jax 0.12)."""
-    if dtype_bits == 32 and swizzle >= 64:
-        return k == 1 or (k % 2 == 0 and k % 8 != 0)
-    return k % 4 != 0
 
 
 def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:

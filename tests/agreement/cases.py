@@ -881,6 +881,39 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([128, 256], F32, T(32), S(128))),
         "float32, tile (32,), swizzle 128, 8 tiles a row: no layout fits",
     ),
+    # JAX's transfer schedule for a WGMMA layout (smem_transfer.transferable, ported):
+    # a tile of one row is a tile of one dim; 2-row tiles and narrow unswizzled tiles
+    # leave every schedule with bank conflicts or misaligned vectors
+    "one-row-tile-uint8-swizzle-32": (
+        _fill(smem([128, 128], "uint8", T(1, 32), S(32))),
+        "uint8, tile (1, 32), swizzle 32: as the one-dim tile (32,), 4 tiles a row: no layout",
+    ),
+    "one-row-tile-bf16-copy-out": (
+        _copy_out([128, 128], "bfloat16", smem([128, 128], "bfloat16", T(1, 16), S(32))),
+        "bfloat16, tile (1, 16), swizzle 32, copied out: no layout (before the GMEM side)",
+    ),
+    "one-row-tile-f32-swizzle-128": (
+        _fill(smem([128, 128], F32, T(1, 32), S(128))),
+        "float32, tile (1, 32), swizzle 128: 4 tiles a row, a layout fits",
+    ),
+    "two-row-tile-f32-swizzle-128": (
+        _fill(smem([128, 128], F32, T(2, 32), S(128))),
+        "float32, tile (2, 32), swizzle 128: every schedule has bank conflicts",
+    ),
+    "two-row-tile-f16-swizzle-32": (
+        _copy_in([128, 128], "float16", smem([128, 128], "float16", T(2, 16), S(32))),
+        "float16, tile (2, 16), swizzle 32: no layout (before the GMEM side)",
+    ),
+    "one-dim-tile-column-window": (
+        _fill(smem([64, 256], F32, T(32), S(128)), at(None, ds(0, 128))),
+        "a window of half the columns of tile (32,) swizzle 128: 4 tiles a view row, "
+        "but the row stride is the ref's 8 tiles: no layout",
+    ),
+    "tiling-only-f32-4-wide": (
+        _fill(smem([128, 128], F32, T(8, 4))),
+        "float32 tiled (8, 4) without a swizzle: a tile narrower than the 8 a row of "
+        "lanes moves: no layout",
+    ),
     "swizzle-only-store": (
         _fill(smem([128, 32], F32, S(128))),
         "a plain store into SMEM swizzled without a tiling: no layout fits",

@@ -944,12 +944,9 @@ def _view_rules(
                 _later(low, e, _where(st, field), _TILED_TRANSPOSE_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
+            m = low.memref(b).memref
             e = L.smem_register_error(
-                layout_stack,
-                info.shape,
-                dtypes.bits(dtype),
-                L.minor_strided(low.memref(b).memref),
-                splat,
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat, m
             )
             if e is not None:
                 _later(low, e, _where(st, field), _REGISTERS_WHY)
