@@ -55,3 +55,15 @@ def test_unswizzled_narrow_tile() -> None:
     """Without a swizzle (planned as 16 bytes): a float32 tile narrower than 8 has none."""
     assert not transferable((128, 128), (128, 1), (8, 4), 16, 32)
     assert transferable((128, 128), (128, 1), (8, 8), 16, 32)
+
+
+def test_transposed_view_layouts() -> None:
+    """A transposed view (strides (1, C), the (8, 8) tile transposed, no swizzle), as
+    measured: a 16-bit value moves in the WGMMA layout (the transposed txmatrix), an
+    8-bit one (Hopper: no 8-bit transposed txmatrix) in the transposed layout only, a
+    32-bit one in none."""
+    from mpmd_lab.smem_transfer import WGMMA_LAYOUT, WGMMA_TRANSPOSED_LAYOUT, transfer_layouts
+
+    assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 16)[0] == WGMMA_LAYOUT
+    assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 8) == (WGMMA_TRANSPOSED_LAYOUT,)
+    assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 32) == ()

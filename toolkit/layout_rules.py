@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.catalogue import LOWERING_PHASE
-from mpmd_lab.smem_transfer import transferable
+from mpmd_lab.smem_transfer import WGMMA_LAYOUT, transfer_layouts
 
 SWIZZLES = (32, 64, 128)
 
@@ -479,19 +479,22 @@ def smem_register_error(
     - a swizzle without a tiling: no layout fits (measured, jax 0.12);
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
       or a view of rank < 2: no layout fits (measured);
-    - a view whose minor dim is the ref's: a layout fits where JAX's transfer schedule
-      for one of the WGMMA layouts exists (``smem_transfer.transferable``, JAX's
-      derivation ported: its stride rules and its bank-conflict plan; unswizzled SMEM
-      is planned as a 16-byte swizzle, as JAX does). It decides, for instance, that a
-      tile of one row is a tile of one dim, which fits a view whose minor dim holds
-      ``k`` tiles only for some ``k``; that 2-row tiles fit some swizzles only; that a
-      tile narrower than 8 32-bit elements never fits;
-    - a view whose minor dim is not the ref's (a transpose), measured: without a swizzle,
-      or with a tile of one dim or of one row, no layout fits; else an 8- or 32-bit value is found a
-      layout whose tiled transfer the dialect lowering then rejects
-      (``UnsupportedTransferError: Tiled strides must be a multiple of the vector length,
-      except for the load vectorized dimension``), a 16-bit one the WGMMA layout
-      (``gmem_transfer_error`` on the GMEM side); a constant (``fill``) is stored.
+    - otherwise JAX's transfer schedule decides (``smem_value_layouts``: the port of
+      ``transfer_tiled`` and its bank-conflict plan, ``smem_transfer``; unswizzled SMEM
+      is planned as a 16-byte swizzle, as JAX does; a transposed view's tiling is the
+      scratch's, transposed): no candidate layout with a schedule, no layout fits; the
+      first is the value's: ``WGMMA_LAYOUT`` lowers here (its GMEM side is
+      ``gmem_transfer_error``'s), ``WGMMA_TRANSPOSED_LAYOUT`` fails in the dialect
+      lowering (``UnsupportedTransferError: Tiled strides must be a multiple of the
+      vector length, except for the load vectorized dimension``) unless the value is a
+      constant (``fill``). It decides, for instance, that a tile of one row is a tile of
+      one dim, which fits a view whose minor dim holds ``k`` tiles only for some ``k``;
+      that 2-row tiles fit some swizzles only; that a 16-bit transposed view moves in the
+      WGMMA layout (the transposed txmatrix), an 8- or 32-bit one in the transposed one;
+    - where the port is not asked (a transposed view of a one-dim tile or of a 3-D
+      tile, a view memref not followed), measured: without a swizzle, or with a tile of
+      one dim or of one row, no layout fits; else an 8- or 32-bit value fails with the
+      tiled strides error, a 16-bit one on the GMEM side; a constant is stored.
     """
     kinds = [_kind(t) for t in stack]
     if kinds == ["swizzle"]:
@@ -502,34 +505,66 @@ def smem_register_error(
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
-    if not minor_moved:
-        strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
-        shape = tuple(view_shape)
-        fits = transferable(shape, strides, tuple(tile), swizzle or 16, dtype_bits)
-        return None if fits else layout_inference_error()
+    layouts = smem_value_layouts(stack, view_shape, dtype_bits, m)
+    if layouts is not None:
+        if not layouts:
+            return layout_inference_error()
+        if splat or layouts[0] == WGMMA_LAYOUT:
+            return None
+        return _tiled_strides_error()
     if swizzle is None or len(tile) == 1 or tile[-2] == 1:
         return layout_inference_error()
     if not splat and dtype_bits != 16:
-        return JaxError(
-            "GPU_SMEM_TRANSFER",
-            "UnsupportedTransferError",
-            "Tiled strides must be a multiple of the vector length, except for the load "
-            "vectorized dimension",
-            "gpu-lower",
-        )
+        return _tiled_strides_error()
     return None
 
 
-def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:
+def _tiled_strides_error() -> JaxError:
+    return JaxError(
+        "GPU_SMEM_TRANSFER",
+        "UnsupportedTransferError",
+        "Tiled strides must be a multiple of the vector length, except for the load "
+        "vectorized dimension",
+        "gpu-lower",
+    )
+
+
+def smem_value_layouts(
+    stack: Sequence[Any], view_shape: Sequence[int], dtype_bits: int, m: Memref | None
+) -> tuple[Any, ...] | None:
+    """The register layouts (``smem_transfer.CANDIDATES``, in layout inference's order)
+    a plain load or store of a view of tiled SMEM can move its value in
+    (``smem_transfer.transfer_layouts``; layout inference takes the first): the view's
+    tiling is the scratch's, transposed as the view transposes its tiled dims
+    (``reduce_transpose_expression``). None where the port is not asked: no tiling, a
+    transpose of a tile of other than two dims, a view memref not followed."""
+    kinds = [_kind(t) for t in stack]
+    if kinds not in (["tiling"], ["tiling", "swizzle"]):
+        return None
+    tile = tuple(_get(stack[0], "tile"))
+    swizzle = _get(stack[1], "bytes") if len(stack) > 1 else 16
+    strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
+    if minor_strided(m):
+        if len(tile) != 2 or len(strides) < 2 or strides[-2] != 1:
+            return None
+        tile = tile[::-1]  # (the tiled dims swapped: the view's minor is the ref's major)
+    return transfer_layouts(tuple(view_shape), strides, tile, swizzle, dtype_bits)
+
+
+def gmem_transfer_error(dtype_bits: int, wgmma: bool = True) -> JaxError | None:
     """The GMEM side of a plain copy whose value has the register layout of tiled
     SMEM (swizzled or not; the WGMMA layout: each thread holds 2 consecutive elements of a row,
     4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
     layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
-    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. (An 8-bit
-    value of a transposed SMEM view gets another layout: ``smem_register_error``.)"""
+    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. A value
+    the SMEM side moves in another layout (``wgmma`` False: ``smem_value_layouts``, e.g.
+    an 8-bit value of a transposed SMEM view) fails on the SMEM side instead
+    (``smem_register_error``)."""
+    if not wgmma:
+        return None
     if dtype_bits == 16:
         msg = "GMEM transfer does not access a whole number of complete 32 byte sectors"
-    elif dtype_bits == 8 and not smem_minor_moved:
+    elif dtype_bits == 8:
         msg = "GMEM transfer width (2 bytes/thread) is smaller than 4 bytes"
     else:
         return None

@@ -154,7 +154,6 @@ def tile_nested(
     )
 
 
-@functools.lru_cache(maxsize=256)
 def transferable(
     shape: tuple[int, ...],
     strides: tuple[int, ...],
@@ -163,17 +162,39 @@ def transferable(
     bits: int,
 ) -> bool:
     """Whether a register array of ``shape`` moves to or from an SMEM view of that shape
-    and ``strides`` (in elements of the untiled ref), tiled by ``tiling`` and swizzled
-    ``swizzle`` bytes, in some candidate layout (``_is_supported_smem_transfer``; the
-    txmatrix schedule is tried too, but it only holds where the plain one does for a
-    view whose minor dim is the ref's)."""
+    and ``strides`` (in elements of the untiled ref), tiled by ``tiling`` (the view's
+    own: a transposed view's tiling is the ref's, transposed) and swizzled ``swizzle``
+    bytes (16: none), in some candidate layout (``_is_supported_smem_transfer``)."""
+    return bool(transfer_layouts(shape, strides, tiling, swizzle, bits))
+
+
+@functools.lru_cache(maxsize=256)
+def transfer_layouts(
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    tiling: tuple[int, ...],
+    swizzle: int,
+    bits: int,
+) -> tuple[Layout, ...]:
+    """The candidate layouts (in layout inference's order) with a transfer schedule:
+    ``transfer_tiled`` with the txmatrix schedule first, then without (Hopper: an 8-bit
+    transposed txmatrix is refused there)."""
+    out = []
     for layout in CANDIDATES:
-        try:
-            _transfer_tiled(shape, strides, tiling, swizzle, bits, layout)
-        except Untransferable:
-            continue
-        return True
-    return False
+        for txmatrix in (True, False):
+            try:
+                _transfer_tiled(shape, strides, tiling, swizzle, bits, layout, txmatrix)
+            except Untransferable:
+                continue
+            out.append(layout)
+            break
+    return tuple(out)
+
+
+#: the layout the 16-bit transposed txmatrix schedule plans ``WGMMA_LAYOUT``'s
+#: transfer in (``transfer_tiled``'s ``mem_layout``: its major lane dim's tile split
+#: in 2 x 4; computed by JAX's ``subdivide_tile``, jax 0.12)
+_COL_TXMATRIX_16 = Layout(((64, 8), (16, 8), (8, 8), (2, 8), (2,)), (-9,), (-2, -1, -5), -3)
 
 
 def _transfer_tiled(
@@ -183,8 +204,9 @@ def _transfer_tiled(
     swizzle: int,
     bits: int,
     layout: Layout,
+    txmatrix: bool,
 ) -> None:
-    """``FragmentedArray.transfer_tiled`` up to its schedule (``use_txmatrix=False``)."""
+    """``FragmentedArray.transfer_tiled`` up to its schedule."""
     rank = len(tiling)
     ref_shape = tile_shape_all(shape, [tiling])
     ref_strides = tile_strides(strides, tiling)
@@ -204,23 +226,47 @@ def _transfer_tiled(
     )
     t_shape, t_strides = tile_nested(layout.tiles, nested_shape, nested_strides)
     vec = layout.vector_length
+    load_dim = layout.vector_dim
+    mem_layout = layout
+    if txmatrix:
+        major, minor = layout.lane_dims[0], layout.lane_dims[-1]
+        reg = bits * vec == 32 and math.prod(t_shape[minor]) % 4 == 0
+        row = reg and t_shape[minor][-1] % 4 == 0 and t_strides[minor][-1] == vec
+        col = (
+            reg
+            and bits in (8, 16)
+            and len(layout.lane_dims) == 2
+            and t_shape[major] == (8,)
+            and t_strides[major] == (1,)
+        )
+        if col and bits == 8:
+            raise Untransferable("Transposed 8-bit loads and stores need Blackwell")
+        if not (row or col):
+            raise Untransferable("Cannot use txmatrix for this layout")
+        if not row:
+            load_dim = major
+            mem_layout = _COL_TXMATRIX_16
     n = len(t_shape)
     for i in range(n):
-        if i - n == layout.vector_dim:
+        if i - n == load_dim:
             continue
         if any(s % vec and d != 1 for s, d in zip(t_strides[i], t_shape[i], strict=True)):
             raise Untransferable("Tiled strides must be a multiple of the vector length")
-    if t_strides[layout.vector_dim] != (1,):
+    if t_strides[load_dim] != (1,):
         raise Untransferable("Vectorized dimension should not require further tiling")
     if (vec * bits) % 8:
         raise Untransferable("vector length not a multiple of bytes")
-    _plan_tiled_transfer(t_shape, t_strides, layout, bits, swizzle)
+    t_shape, t_strides = tile_nested(mem_layout.tiles, nested_shape, nested_strides)
+    trivial = _plan_tiled_transfer(t_shape, t_strides, mem_layout, bits, swizzle)
+    if txmatrix and not trivial:
+        raise Untransferable("txmatrix requires a trivial transfer plan")
 
 
 def _plan_tiled_transfer(
     t_shape: Nested, t_strides: Nested, layout: Layout, bits: int, swizzle: int
-) -> None:
-    """``plan_tiled_transfer``: raises where no plan avoids bank conflicts."""
+) -> bool:
+    """``plan_tiled_transfer`` on the tiled nested shape: whether the plan is trivial
+    (every lane on the same tile); raises where no plan avoids bank conflicts."""
     import numpy as np  # (only here: the check imports no numpy until a transfer is planned)
 
     tiles_shape_n = list(t_shape)
@@ -278,7 +324,7 @@ def _plan_tiled_transfer(
         return False
 
     if not conflicts(tile_idxs):
-        return
+        return True
     lane_id = np.arange(WARP_SIZE)[:, None]
     for dim, (s, d) in enumerate(zip(tiles_strides, tiles_shape, strict=True)):
         if d <= 1 or not s % (SMEM_BANKS * elems_per_bank):
@@ -289,5 +335,5 @@ def _plan_tiled_transfer(
                 offset = np.zeros(len(tiles_shape), np.int64)
                 offset[dim] = stagger
                 if not conflicts((tile_idxs + offset * lane_group) % shape_arr):
-                    return
+                    return False
     raise Untransferable("Failed to synthesize a transfer pattern that avoids bank conflicts")

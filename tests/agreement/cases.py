@@ -918,6 +918,36 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([128, 32], F32, S(128))),
         "a plain store into SMEM swizzled without a tiling: no layout fits",
     ),
+    # a transposed view of tiled SMEM: layout inference transposes the tiling with the
+    # view and asks JAX's transfer schedule (smem_transfer.transfer_layouts); the first
+    # layout with one is the value's: WGMMA (the GMEM side then decides) or
+    # WGMMA_TRANSPOSED (the dialect lowering's tiled strides error)
+    "transposed-two-row-tile-fill": (
+        _fill(smem([256, 64], F32, T(2, 8), S(32)), TP),
+        "a fill of a transposed view, float32 tile (2, 8) swizzle 32: no schedule",
+    ),
+    "transposed-two-row-tile-copy": (
+        _copy_in([64, 256], F32, smem([256, 64], F32, T(2, 8), S(32)), TP),
+        "a copy into the same view: no layout (not the tiled strides error)",
+    ),
+    "transposed-one-row-tile-int8-fill": (
+        _fill(smem([64, 256], "int8", T(1, 128), S(128)), TP),
+        "int8, tile (1, 128) swizzle 128, transposed: the tile (128, 1) has a schedule",
+    ),
+    "transposed-unswizzled-f16-copy": (
+        _copy_in([64, 256], "float16", smem([256, 64], "float16", T(8, 8)), TP),
+        "float16 tiled (8, 8) without a swizzle, transposed: the transposed txmatrix "
+        "moves it in the WGMMA layout; the GMEM side fails",
+    ),
+    "transposed-two-row-tile-f16-copy": (
+        _copy_in([64, 256], "float16", smem([256, 64], "float16", T(2, 32), S(64)), TP),
+        "float16 tile (2, 32) swizzle 64, transposed: only WGMMA_TRANSPOSED has a "
+        "schedule: the tiled strides error, not the GMEM side's",
+    ),
+    "transposed-3d-two-row-tile-fill": (
+        _fill(smem([2, 128, 64], F32, T(2, 8), S(32)), {"op": "transpose", "perm": [0, 2, 1]}),
+        "a 3-D ref's minor dims swapped, float32 tile (2, 8) swizzle 32: no schedule",
+    ),
     "transposed-tiled-f32-copy": (
         _copy_in([128, 128], F32, smem([128, 128], F32, *TS128), TP),
         "a float32 copy through a transposed view of tiled SMEM: the tiled transfer fails",

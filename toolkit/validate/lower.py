@@ -583,7 +583,18 @@ class LowerCtx:
                     continue
                 if [t.LOWERS_AS for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o).memref
-                    e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
+                    bits = dtypes.bits(info.dtype)
+                    oinfo = o.info
+                    layouts = (
+                        None
+                        if oinfo is None
+                        else L.smem_value_layouts(spec.layout, oinfo.shape, bits, om)
+                    )
+                    if layouts is None:  # (not followed: the measured rule)
+                        wgmma = bits == 16 or not L.minor_strided(om)
+                    else:
+                        wgmma = bool(layouts) and layouts[0] == L.WGMMA_LAYOUT
+                    e = L.gmem_transfer_error(bits, wgmma)
                     if e is not None:
                         self.later_error(
                             "p3", (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
