@@ -671,7 +671,7 @@ def tmem_transpose_ref_error(transformed: bool, shape: Sequence[int], dtype: str
 
 
 def tmem_access_error(
-    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
+    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32", packing: int = 1
 ) -> JaxError | None:
     """A plain load or store (``ref[...]``, ``ref[...] = v``) through a TMEM ref, or
     a view of it made with the method forms (``.at``, ``.transpose``, ``.reshape``,
@@ -683,8 +683,12 @@ def tmem_access_error(
       (``NotImplementedError: CollapseShape is only implemented for variables in SMEM``);
     - a transpose (``ref.transpose``, any permutation, the identity too unless an ``at``
       came before it), an integer
-      index, or an ``at`` that slices the rows (the TMEM lanes; any slice of the columns
-      is fine): layout inference finds no TMEM layout for the ``vector_load`` /
+      index, an ``at`` that slices the rows (the TMEM lanes), or one that slices the
+      columns of packed TMEM (``packing`` elements a 32-bit column) at a start or of a
+      size not a multiple of the packing (the subview's ``Divides`` constraint: the gcd
+      of the slice's size, the dim and the start against the TMEM layout's base tile
+      ``(128, packing)``; any slice of unpacked columns is fine): layout inference finds
+      no TMEM layout for the ``vector_load`` /
       ``vector_store`` of such a memref (``Failed to infer a possible set of layouts...``);
     - otherwise (every row, any columns): the ``vector_load`` / ``vector_store`` carries no TMEM
       layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
@@ -744,6 +748,16 @@ def tmem_access_error(
             # (the subview's constraint is unsatisfiable at once, before any later step)
             if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
                 first = first or "unsat"
+            elif packing > 1 and cur is not None:
+                # the subview's Divides constraint: the columns' gcd of size, dim and start
+                # must be a multiple of the TMEM layout's tile (``packing`` columns); a
+                # dynamic start (a block's window: the index times the size) divides as
+                # the size does (``dynamic_gcd``; a start JAX cannot prove a multiple of
+                # the size divides less, which this does not see)
+                col = ix[-1]
+                start = col.size if col.start is None else col.start
+                if math.gcd(col.size, cur[-1], start) % packing:
+                    first = first or "unsat"
             cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
     if first == "reshape":
         return JaxError(

@@ -772,6 +772,10 @@ def _tmem_of(shape, *steps, use="fill", dtype="float32"):
     return _copy_out(use, dtype, spec, *steps)
 
 
+def _packed_tmem(dtype):
+    return {"s": {"shape": [128, 128], "dtype": dtype, "memory_space": "TMEM", "packed": True}}
+
+
 TP = {"op": "transpose", "perm": [1, 0]}
 F32 = "float32"
 
@@ -1009,6 +1013,46 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
     "tmem-column-slice": (
         _tmem_of([128, 128], at(None, ds(1, 31))),
         "a slice of TMEM columns keeps every lane: only the plain store fails",
+    ),
+    # packed TMEM (packing elements a 32-bit column): a column slice's subview asks its
+    # size, the dim and its start to share a multiple of the packing (Divides)
+    "tmem-packed-odd-column-slice": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, ds(1, 32)),
+        ),
+        "packed float16 TMEM, columns from 1: no TMEM layout",
+    ),
+    "tmem-packed-even-column-slice": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, ds(2, 32)),
+        ),
+        "packed float16 TMEM, 32 columns from 2: a TMEM layout (the plain store fails)",
+    ),
+    "tmem-packed-int8-slice-size": (
+        _copy_out(
+            [128, 30],
+            "int8",
+            _packed_tmem("int8"),
+            at(None, ds(4, 30)),
+        ),
+        "packed int8 TMEM, 30 columns from 4: 30 is not a multiple of 4: no TMEM layout",
+    ),
+    "tmem-packed-slice-of-slice": (
+        _fill(
+            _packed_tmem("bfloat16"),
+            at(None, ds(0, 64)),
+            at(None, ds(1, 16)),
+        ),
+        "the fuzz's find (seed 8007): a slice of a packed column slice from 1: no layout",
+    ),
+    "tmem-packed-block-window": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, {"block": "b", "size": 3}),
+        ),
+        "a window of 3 packed columns at the block index: no layout (size 8 has one)",
     ),
     "tmem-row-slice": (
         _tmem_of([128, 128], at(ds(0, 64))),

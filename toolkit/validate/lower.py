@@ -395,11 +395,14 @@ class LowerCtx:
             if spec is None:
                 v = _View(None, False, False, False, None, False)
             else:
+                packing = 1
                 if o.startswith("scratch:"):  # its own memory space and layout
                     space, stack = spec.memory_space, tuple(spec.transforms)
+                    if space == "TMEM" and spec.packed:  # (its columns' elements)
+                        packing = 32 // dtypes.bits(spec.dtype)
                 else:
                     space, stack = "GMEM", ()
-                root = _Root(tuple(spec.shape), spec.dtype, space, stack)
+                root = _Root(tuple(spec.shape), spec.dtype, space, stack, packing)
                 v = _View(root, False, False, space != "GMEM" or stack != (), None, False)
             self._roots[o] = v
         return v
@@ -867,6 +870,8 @@ class _Root(NamedTuple):
     dtype: str
     space: str
     layout: tuple[Any, ...]
+    #: elements a 32-bit TMEM column holds (``packed`` TMEM of a narrow dtype; else 1)
+    packing: int = 1
 
 
 class _View(NamedTuple):
@@ -906,13 +911,13 @@ def _view_rules(
     ctx, st = low.ctx, low.st
     b = st.refs[field]
     assert root is not None
-    shape, dtype, space, layout_stack = root
+    shape, dtype, space, layout_stack, packing = root
     tma = access in ("tma", "tma-load")
     why = _TMA_LOAD_WHY if access == "tma-load" else _TMA_WHY if tma else _ASSIGNMENT_WHY
     if tma:
         access = "tma"  # (view_lowering_error_at's: the same rules either way)
     if space == "TMEM" and not tma:
-        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
+        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype, packing)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
@@ -1208,7 +1213,7 @@ def _tma_smem(
     gm = low.memref(st.refs[gmem_field]).memref
     if gm is None:
         return
-    shape, dtype, _space, stack = smem_root
+    shape, dtype, _space, stack, _packing = smem_root
     e = L.tma_smem_error(
         shape,
         dtypes.bits(dtype),
