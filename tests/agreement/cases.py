@@ -772,6 +772,24 @@ def _tmem_of(shape, *steps, use="fill", dtype="float32"):
     return _copy_out(use, dtype, spec, *steps)
 
 
+def _dot(dtype, a, b, a_layout=None, b_layout=None):
+    """``out = a @ b`` of SMEM scratch ``a`` and ``b`` (their layouts: transforms)."""
+
+    def spec(shape, layout):
+        return {
+            "shape": shape,
+            "dtype": dtype,
+            "memory_space": "SMEM",
+            "transforms": list(layout or []),
+        }
+
+    return kernel(
+        [{"op": "dot", "dst": "out", "lhs": "a", "rhs": "b"}],
+        scratch={"a": spec(a, a_layout), "b": spec(b, b_layout)},
+        outputs=out([a[0], b[1]], F32),
+    )
+
+
 def _packed_tmem(dtype):
     return {"s": {"shape": [128, 128], "dtype": dtype, "memory_space": "TMEM", "packed": True}}
 
@@ -1120,6 +1138,30 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
             outputs=out([4096], F32),
         ),
         "a fold of a strided view: memref_fold needs contiguous dims",
+    ),
+    # WGMMA operands (Dot.lower): rhs is asked for an MMA tiling, lhs for rhs's
+    "dot-lhs-untileable": (
+        _dot("float16", [64, 72], [72, 64]),
+        "lhs [64, 72] of float16 fits no MMA tiling (72 is not a multiple of 16): rhs does, "
+        "lhs takes rhs's: no layout (not DOT_SMEM_TILING, which is rhs's)",
+    ),
+    "dot-int8-lhs-narrow": (
+        _dot("int8", [64, 16], [16, 64]),
+        "int8 lhs [64, 16]: narrower than the (8, 32) tile: no layout, before the "
+        "accumulator's dtype error",
+    ),
+    "dot-swizzles-differ": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 16), S(32)), (T(8, 64), S(128))),
+        "lhs swizzled 32, rhs 128: lhs must take rhs's layout: no layout",
+    ),
+    "dot-rhs-layout-too-wide-for-lhs": (
+        _dot("float16", [64, 32], [32, 64], None, (T(8, 64), S(128))),
+        "rhs tiled (8, 64) swizzle 128, lhs [64, 32] declares none: rhs's tile does not "
+        "divide it: no layout",
+    ),
+    "dot-same-layouts": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 64), S(128)), (T(8, 64), S(128))),
+        "both tiled (8, 64) swizzle 128: lowers",
     ),
     # SMEM capacity (layout_rules.smem_capacity_error): each buffer rounded to 1 KiB
     "smem-capacity-aligned": (

@@ -13,7 +13,7 @@ from every device at once (multimem), and a matrix product for the collective ma
 """
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from mpmd_lab import dtypes
@@ -336,23 +336,34 @@ class Dot(StatementOp):
                         "SMEM first (copy_gmem_to_smem).",
                     )
                 return False
-        for field, info in (("lhs", lhs), ("rhs", rhs)):
-            if _scratch_transforms(low, field):
-                continue  # the user's own tiling and swizzle (of the scratch under the view)
-            bits = dtypes.bits(info.dtype)
-            rows, cols = info.shape
-            # the candidate tilings (8 rows of a swizzle's width: 128, 64, 32 bytes):
-            # the narrowest divides the shape whenever a wider one does
-            if rows % 8 or cols % (32 * 8 // bits):
-                candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
+        mine = [_mma_scratch_layout(low, field) for field in ("lhs", "rhs")]
+        if _UNMODELLED in mine:  # (a view, or a layout of another form: each on its own)
+            for field, info in (("lhs", lhs), ("rhs", rhs)):
+                if _scratch_transforms(low, field):
+                    continue  # the user's own tiling and swizzle (of the scratch under the view)
+                if not _mma_tilings(info.shape, dtypes.bits(info.dtype)):
+                    _no_mma_tiling(low, field, info)
+                    return False
+        else:
+            # layout inference asks rhs for an MMA tiling (``mma_tiling_constraint``: 8
+            # rows of a swizzle's width, 128, 64 or 32 bytes; none divides it: its
+            # ValueError; the user's own must be one), and lhs for rhs's (``Equals``):
+            # where lhs's own differ, or none of rhs's divides lhs, it finds no solution
+            rhs_fits = _mma_tilings(rhs.shape, dtypes.bits(rhs.dtype))
+            if not rhs_fits and mine[1] is None:
+                _no_mma_tiling(low, "rhs", rhs)
+                return False
+            lhs_fits = [mine[0]] if mine[0] else _mma_tilings(lhs.shape, dtypes.bits(lhs.dtype))
+            if rhs_fits and not [t for t in rhs_fits if mine[1] in (None, t) and t in lhs_fits]:
                 low.later(
-                    "p2",
-                    "DOT_SMEM_TILING",
-                    sub_path(low.path, field),
-                    f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
-                    f"divisible by candidate tiling {candidates[-1]!r}",
-                    f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
-                    f"{list(info.shape)} of {info.dtype} fits no such tiling.",
+                    "unsat",
+                    "GPU_LAYOUT_INFERENCE",
+                    sub_path(low.path, "lhs"),
+                    L.layout_inference_error().message,
+                    "A WGMMA's lhs takes rhs's SMEM tiling and swizzle: lhs "
+                    f"{list(lhs.shape)} of {lhs.dtype} (its scratch's own or one that fits "
+                    f"it) and rhs {list(rhs.shape)} share none (8 rows of 32, 64 or 128 "
+                    "bytes, swizzled as wide).",
                 )
                 return False
         if lhs.dtype in ("int8", "uint8"):
@@ -400,6 +411,52 @@ class Dot(StatementOp):
         with np.errstate(all="ignore"):
             acc = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32), dtype=np.float32)
         x.write("dst", acc.astype(dst.dtype))
+
+
+def _no_mma_tiling(low: LowerContext, field: str, info: Any) -> None:
+    """``mma_tiling_constraint``'s ValueError: no MMA tiling divides the operand (its
+    message names the last candidate, 8 rows of 32 bytes)."""
+    bits = dtypes.bits(info.dtype)
+    low.later(
+        "p2",
+        "DOT_SMEM_TILING",
+        sub_path(low.path, field),
+        f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
+        f"divisible by candidate tiling {(8, 32 * 8 // bits)!r}",
+        f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
+        f"{list(info.shape)} of {info.dtype} fits no such tiling.",
+    )
+
+
+def _mma_tilings(shape: Sequence[int], bits: int) -> list[tuple[tuple[int, int], int]]:
+    """The MMA SMEM layouts (``mma_tiling_constraint``: a tile of 8 rows of 128, 64 or 32
+    bytes, swizzled as wide) whose tile divides an untransposed operand of ``shape``."""
+    rows, cols = shape
+    if rows % 8:
+        return []
+    return [((8, sw * 8 // bits), sw) for sw in (128, 64, 32) if cols % (sw * 8 // bits) == 0]
+
+
+#: ``_mma_scratch_layout`` of an operand the WGMMA rules are not followed for
+_UNMODELLED = ((0, 0), 0)
+
+
+def _mma_scratch_layout(low: LowerContext, field: str) -> tuple[tuple[int, int], int] | None:
+    """A WGMMA operand's own SMEM layout: None where its scratch declares none, its
+    (tile, swizzle) where it declares a 2-D tiling then a swizzle, ``_UNMODELLED`` for
+    a view of it or a layout of another form."""
+    b = low.binding(field)
+    name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
+    sc = low.ctx.s.call.scratch.get(name)
+    if b.stack or sc is None:
+        return _UNMODELLED
+    stack = list(sc.transforms)
+    if not stack:
+        return None
+    kinds = [t.LOWERS_AS for t in stack]
+    if kinds != ["tiling", "swizzle"] or len(stack[0].tile) != 2:
+        return _UNMODELLED
+    return (stack[0].tile[0], stack[0].tile[1]), stack[1].bytes
 
 
 def _reduction_problem(reduction: str, dtype: str) -> str:
