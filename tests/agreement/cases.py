@@ -772,20 +772,26 @@ def _tmem_of(shape, *steps, use="fill", dtype="float32"):
     return _copy_out(use, dtype, spec, *steps)
 
 
-def _dot(dtype, a, b, a_layout=None, b_layout=None):
-    """``out = a @ b`` of SMEM scratch ``a`` and ``b`` (their layouts: transforms)."""
+def _dot(dtype, a, b, a_layout=None, b_layout=None, lhs_t=False, rhs_t=False):
+    """``out = a @ b`` of SMEM scratch (their layouts: transforms; ``*_t``: the operand
+    is a transposed view of scratch of the transposed shape)."""
 
-    def spec(shape, layout):
+    def spec(shape, layout, t):
         return {
-            "shape": shape,
+            "shape": shape[::-1] if t else shape,
             "dtype": dtype,
             "memory_space": "SMEM",
             "transforms": list(layout or []),
         }
 
+    body = []
+    for name, t in (("a", lhs_t), ("b", rhs_t)):
+        if t:
+            body.append(view(name, TR, name=f"{name}v"))
+    lhs, rhs = "av" if lhs_t else "a", "bv" if rhs_t else "b"
     return kernel(
-        [{"op": "dot", "dst": "out", "lhs": "a", "rhs": "b"}],
-        scratch={"a": spec(a, a_layout), "b": spec(b, b_layout)},
+        [*body, {"op": "dot", "dst": "out", "lhs": lhs, "rhs": rhs}],
+        scratch={"a": spec(a, a_layout, lhs_t), "b": spec(b, b_layout, rhs_t)},
         outputs=out([a[0], b[1]], F32),
     )
 
@@ -1158,6 +1164,23 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _dot("float16", [64, 32], [32, 64], None, (T(8, 64), S(128))),
         "rhs tiled (8, 64) swizzle 128, lhs [64, 32] declares none: rhs's tile does not "
         "divide it: no layout",
+    ),
+    "dot-f32-rhs-transposed": (
+        _dot("float32", [64, 64], [64, 64], rhs_t=True),
+        "float32 with rhs a transposed view of [N, K] scratch (K-major): lowers (the "
+        "dialect's transposes are an lhs stored [K, M] or an rhs stored [K, N])",
+    ),
+    "dot-f32-lhs-transposed": (
+        _dot("float32", [64, 64], [64, 64], lhs_t=True, rhs_t=True),
+        "float32 with lhs a transposed view: only 16-bit WGMMA transposes",
+    ),
+    "dot-rhs-transposed-narrow-n": (
+        _dot("float16", [64, 64], [64, 24], rhs_t=True),
+        "rhs [64, 24] a transposed view: its tiling is (64, 8) transposed, N = 24 fits",
+    ),
+    "dot-rhs-transposed-layouts-differ": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 64), S(128)), (T(8, 16), S(32)), rhs_t=True),
+        "lhs swizzled 128, rhs a transposed view of scratch swizzled 32: no layout",
     ),
     "dot-same-layouts": (
         _dot("float16", [64, 64], [64, 64], (T(8, 64), S(128)), (T(8, 64), S(128))),
