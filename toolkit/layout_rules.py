@@ -470,6 +470,7 @@ def smem_register_error(
     minor_moved: bool,
     splat: bool = False,
     m: Memref | None = None,
+    ref_shape: Sequence[int] | None = None,
 ) -> JaxError | None:
     """A plain load or store (``splat``: of a constant, ``fill``) of SMEM scratch with a
     layout, under warpgroup semantics: layout inference must find a register layout the
@@ -482,7 +483,7 @@ def smem_register_error(
     - otherwise JAX's transfer schedule decides (``smem_value_layouts``: the port of
       ``transfer_tiled`` and its bank-conflict plan, ``smem_transfer``; unswizzled SMEM
       is planned as a 16-byte swizzle, as JAX does; a transposed view's tiling is the
-      scratch's, transposed): no candidate layout with a schedule, no layout fits; the
+      scratch's, permuted with its tiled dims): no candidate layout with a schedule, no layout fits; the
       first is the value's: ``WGMMA_LAYOUT`` lowers here (its GMEM side is
       ``gmem_transfer_error``'s), ``WGMMA_TRANSPOSED_LAYOUT`` fails in the dialect
       lowering (``UnsupportedTransferError: Tiled strides must be a multiple of the
@@ -491,8 +492,9 @@ def smem_register_error(
       one dim, which fits a view whose minor dim holds ``k`` tiles only for some ``k``;
       that 2-row tiles fit some swizzles only; that a 16-bit transposed view moves in the
       WGMMA layout (the transposed txmatrix), an 8- or 32-bit one in the transposed one;
-    - where the port is not asked (a transposed view of a one-dim tile or of a 3-D
-      tile, a view memref not followed), measured: without a swizzle, or with a tile of
+    - where the port is not asked (``smem_value_layouts`` None: a transposed view,
+      not a permutation of the scratch's dims, of a tile of other than two dims; a view
+      memref not followed), measured: without a swizzle, or with a tile of
       one dim or of one row, no layout fits; else an 8- or 32-bit value fails with the
       tiled strides error, a 16-bit one on the GMEM side; a constant is stored.
     """
@@ -505,7 +507,7 @@ def smem_register_error(
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
-    layouts = smem_value_layouts(stack, view_shape, dtype_bits, m)
+    layouts = smem_value_layouts(stack, view_shape, dtype_bits, m, ref_shape)
     if layouts is not None:
         if not layouts:
             return layout_inference_error()
@@ -530,21 +532,40 @@ def _tiled_strides_error() -> JaxError:
 
 
 def smem_value_layouts(
-    stack: Sequence[Any], view_shape: Sequence[int], dtype_bits: int, m: Memref | None
+    stack: Sequence[Any],
+    view_shape: Sequence[int],
+    dtype_bits: int,
+    m: Memref | None,
+    ref_shape: Sequence[int] | None = None,
 ) -> tuple[Any, ...] | None:
     """The register layouts (``smem_transfer.CANDIDATES``, in layout inference's order)
     a plain load or store of a view of tiled SMEM can move its value in
     (``smem_transfer.transfer_layouts``; layout inference takes the first): the view's
-    tiling is the scratch's, transposed as the view transposes its tiled dims
-    (``reduce_transpose_expression``). None where the port is not asked: no tiling, a
-    transpose of a tile of other than two dims, a view memref not followed."""
+    tiling is the scratch's (of ``ref_shape``), permuted as the view permutes its tiled
+    dims (``reduce_transpose_expression``; a tiled dim moved among untiled ones: no
+    layout). None where the port is not asked: no tiling, a view memref not followed, a
+    transposed view that is not a permutation of its scratch's dims (windows aside)
+    with a tile of other than two dims."""
     kinds = [_kind(t) for t in stack]
     if kinds not in (["tiling"], ["tiling", "swizzle"]):
         return None
     tile = tuple(_get(stack[0], "tile"))
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else 16
     strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
-    if minor_strided(m):
+    ref_strides = contiguous_strides(ref_shape) if ref_shape is not None else None
+    if (
+        ref_strides is not None
+        and sorted(strides) == sorted(ref_strides)
+        and len(set(ref_strides)) == len(ref_strides)
+    ):
+        # (a permutation of the scratch's dims: the view's last dims come from its tiled
+        # ones, or the transposed tiling is unsatisfiable)
+        tiled = ref_strides[len(ref_strides) - len(tile) :]
+        src = [tiled.index(x) if x in tiled else -1 for x in strides[len(strides) - len(tile) :]]
+        if -1 in src:
+            return ()
+        tile = tuple(tile[k] for k in src)
+    elif minor_strided(m):
         if len(tile) != 2 or len(strides) < 2 or strides[-2] != 1:
             return None
         tile = tile[::-1]  # (the tiled dims swapped: the view's minor is the ref's major)

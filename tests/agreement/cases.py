@@ -976,6 +976,35 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([2, 128, 64], F32, T(2, 8), S(32)), {"op": "transpose", "perm": [0, 2, 1]}),
         "a 3-D ref's minor dims swapped, float32 tile (2, 8) swizzle 32: no schedule",
     ),
+    # a 3-D tile: the view's tiling is the scratch's permuted as its tiled dims are; a
+    # tiled dim moved among the untiled ones leaves none
+    "tile3d-perm-210-fill": (
+        _fill(smem([2, 64, 128], F32, T(1, 8, 8), S(32)), {"op": "transpose", "perm": [2, 1, 0]}),
+        "a 3-D tile (1, 8, 8) swizzle 32, dims reversed: the tiled dims move: no layout",
+    ),
+    "tile3d-perm-210-f16-copy": (
+        _copy_out(
+            [128, 64, 2],
+            "float16",
+            smem([2, 64, 128], "float16", T(1, 8, 16), S(32)),
+            {"op": "transpose", "perm": [2, 1, 0]},
+        ),
+        "the same in float16, copied out: no layout (not the GMEM side's error)",
+    ),
+    "tile3d-minor-swap-f16-fill": (
+        _fill(smem([2, 64, 128], "float16", T(1, 8, 16)), {"op": "transpose", "perm": [0, 2, 1]}),
+        "float16, unswizzled 3-D tile (1, 8, 16), minor dims swapped: the tile (1, 16, 8) "
+        "has a schedule: a constant is stored",
+    ),
+    "tile3d-minor-swap-f16-copy": (
+        _copy_out(
+            [2, 128, 64],
+            "float16",
+            smem([2, 64, 128], "float16", T(1, 8, 16)),
+            {"op": "transpose", "perm": [0, 2, 1]},
+        ),
+        "the same copied out: only the transposed layout moves it: the tiled strides error",
+    ),
     "transposed-tiled-f32-copy": (
         _copy_in([128, 128], F32, smem([128, 128], F32, *TS128), TP),
         "a float32 copy through a transposed view of tiled SMEM: the tiled transfer fails",

@@ -591,7 +591,7 @@ class LowerCtx:
                     layouts = (
                         None
                         if oinfo is None
-                        else L.smem_value_layouts(spec.layout, oinfo.shape, bits, om)
+                        else L.smem_value_layouts(spec.layout, oinfo.shape, bits, om, spec.shape)
                     )
                     if layouts is None:  # (not followed: the measured rule)
                         wgmma = bits == 16 or not L.minor_strided(om)
@@ -962,7 +962,7 @@ def _view_rules(
         if access != "tma" and info is not None and leftover is None:
             m = low.memref(b).memref
             e = L.smem_register_error(
-                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat, m
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat, m, shape
             )
             if e is not None:
                 _later(low, e, _where(st, field), _REGISTERS_WHY)
