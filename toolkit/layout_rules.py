@@ -483,8 +483,8 @@ def smem_register_error(
     - otherwise JAX's transfer schedule decides (``smem_value_layouts``: the port of
       ``transfer_tiled`` and its bank-conflict plan, ``smem_transfer``; unswizzled SMEM
       is planned as a 16-byte swizzle, as JAX does; a transposed view's tiling is the
-      scratch's, permuted with its tiled dims): no candidate layout with a schedule, no layout fits; the
-      first is the value's: ``WGMMA_LAYOUT`` lowers here (its GMEM side is
+      scratch's, permuted with its tiled dims): no candidate layout with a schedule, no
+      layout fits; the first is the value's: ``WGMMA_LAYOUT`` lowers here (its GMEM side is
       ``gmem_transfer_error``'s), ``WGMMA_TRANSPOSED_LAYOUT`` fails in the dialect
       lowering (``UnsupportedTransferError: Tiled strides must be a multiple of the
       vector length, except for the load vectorized dimension``) unless the value is a
@@ -705,12 +705,13 @@ def tmem_access_error(
     - a transpose (``ref.transpose``, any permutation, the identity too unless an ``at``
       came before it), an integer
       index, an ``at`` that slices the rows (the TMEM lanes), or one that slices the
-      columns of packed TMEM (``packing`` elements a 32-bit column) at a start or of a
-      size not a multiple of the packing (the subview's ``Divides`` constraint: the gcd
-      of the slice's size, the dim and the start against the TMEM layout's base tile
-      ``(128, packing)``; any slice of unpacked columns is fine): layout inference finds
-      no TMEM layout for the ``vector_load`` /
-      ``vector_store`` of such a memref (``Failed to infer a possible set of layouts...``);
+      columns of TMEM of fewer than 128 rows, or of packed TMEM (``packing`` elements a
+      32-bit column) at a start or of a size not a multiple of the packing (the
+      subview's ``Divides`` constraint: the gcd of each dim's size, the dim and the
+      start against the TMEM layout's base tile ``(128, packing)``; any slice of the
+      columns of 128 unpacked rows is fine): layout inference finds no TMEM layout
+      for the ``vector_load`` / ``vector_store`` of such a memref (``Failed to infer a
+      possible set of layouts...``);
     - otherwise (every row, any columns): the ``vector_load`` / ``vector_store`` carries no TMEM
       layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
       ref operands (1). op=`` and the op's IR.
@@ -769,15 +770,16 @@ def tmem_access_error(
             # (the subview's constraint is unsatisfiable at once, before any later step)
             if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
                 first = first or "unsat"
-            elif packing > 1 and cur is not None:
-                # the subview's Divides constraint: the columns' gcd of size, dim and start
-                # must be a multiple of the TMEM layout's tile (``packing`` columns); a
-                # dynamic start (a block's window: the index times the size) divides as
-                # the size does (``dynamic_gcd``; a start JAX cannot prove a multiple of
-                # the size divides less, which this does not see)
+            elif cur is not None and ix[-1].size != cur[-1]:
+                # a subview (some columns): its Divides constraint asks each dim's gcd of
+                # size, dim and start to be a multiple of the TMEM layout's base tile
+                # (128 lanes, ``packing`` columns); the rows are whole here. A dynamic
+                # start (a block's window: the index times the size) divides as the
+                # size does (``dynamic_gcd``; a start JAX cannot prove a multiple of the
+                # size divides less, which this does not see)
                 col = ix[-1]
                 start = col.size if col.start is None else col.start
-                if math.gcd(col.size, cur[-1], start) % packing:
+                if cur[0] % 128 or math.gcd(col.size, cur[-1], start) % packing:
                     first = first or "unsat"
             cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
     if first == "reshape":

@@ -1107,6 +1107,19 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         ),
         "a window of 3 packed columns at the block index: no layout (size 8 has one)",
     ),
+    "tmem-64-rows-column-slice": (
+        _tmem_of([64, 128], at(None, ds(32, 32))),
+        "a slice of the columns of 64-row TMEM: the subview's rows (64) are not a "
+        "multiple of the TMEM layout's 128 lanes: no layout",
+    ),
+    "tmem-64-rows-block-rows-then-columns": (
+        _fill(
+            {"s": {"shape": [64, 128], "dtype": "int8", "memory_space": "TMEM", "packed": True}},
+            at({"block": "b", "size": 64}),
+            at(None, ds(96, 32)),
+        ),
+        "the fuzz's find (seed 8012): the block's rows (all 64), then 32 columns: no layout",
+    ),
     "tmem-row-slice": (
         _tmem_of([128, 128], at(ds(0, 64))),
         "a slice of TMEM rows (lanes): no layout",
