@@ -67,3 +67,21 @@ def test_transposed_view_layouts() -> None:
     assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 16)[0] == WGMMA_LAYOUT
     assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 8) == (WGMMA_TRANSPOSED_LAYOUT,)
     assert transfer_layouts((64, 256), (1, 64), (8, 8), 16, 32) == ()
+
+
+def test_empty_and_oversized_views_are_not_planned() -> None:
+    """An empty view, or one larger than any SMEM, is left to the other rules (the port
+    would divide by zero, or search for seconds)."""
+    from mpmd_lab.layout_rules import Memref, smem_value_layouts
+    from mpmd_lab.ops import Transform
+    from pydantic import TypeAdapter
+
+    stack = [
+        TypeAdapter(Transform).validate_python(t)
+        for t in ({"op": "tiling", "tile": [8, 32]}, {"op": "swizzle", "bytes": 128})
+    ]
+    for shape in ((0, 128), (4096, 4096)):
+        m = Memref(shape, contiguous_strides(shape), True)
+        assert smem_value_layouts(stack, shape, 32, m) is None
+    m = Memref((128, 128), (128, 1), True)
+    assert smem_value_layouts(stack, (128, 128), 32, m)

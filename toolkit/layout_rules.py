@@ -508,6 +508,8 @@ def smem_register_error(
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
     layouts = smem_value_layouts(stack, view_shape, dtype_bits, m, ref_shape)
+    if layouts is None and not minor_moved:
+        return None
     if layouts is not None:
         if not layouts:
             return layout_inference_error()
@@ -531,6 +533,10 @@ def _tiled_strides_error() -> JaxError:
     )
 
 
+#: more bits than any SMEM holds (256 KiB): ``smem_value_layouts`` plans no transfer
+_SMEM_BITS = 256 * 1024 * 8
+
+
 def smem_value_layouts(
     stack: Sequence[Any],
     view_shape: Sequence[int],
@@ -545,10 +551,13 @@ def smem_value_layouts(
     dims (``reduce_transpose_expression``; a tiled dim moved among untiled ones: no
     layout). None where the port is not asked: no tiling, a view memref not followed, a
     transposed view that is not a permutation of its scratch's dims (windows aside)
-    with a tile of other than two dims."""
+    with a tile of other than two dims, an empty view, one larger than any SMEM."""
     kinds = [_kind(t) for t in stack]
     if kinds not in (["tiling"], ["tiling", "swizzle"]):
         return None
+    size = math.prod(view_shape)
+    if not size or size * dtype_bits > _SMEM_BITS:
+        return None  # (an empty view; one larger than any SMEM: other errors say so)
     tile = tuple(_get(stack[0], "tile"))
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else 16
     strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
