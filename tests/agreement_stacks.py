@@ -502,7 +502,9 @@ def rules_verdict(d: dict[str, Any]) -> Verdict:
             continue
         shape, dtype, space, sstack = spec
         if space == "TMEM" and access != "tma":
-            return v(L.tmem_access_error(shape, as_ops(stack), dtype))
+            packed = bool(sc and sc.get("packed"))
+            packing = 32 // L.dtype_bits(dtype) if packed else 1
+            return v(L.tmem_access_error(shape, as_ops(stack), dtype, packing))
         e = L.view_lowering_error(shape, dtype, as_ops(sstack), as_ops(stack), access)
         if e is not None:
             return v(e)

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "scenario_json",
             "sharding",
             "shapes",
+            "smem_transfer",
             "suggest",
             "timeline",
             "validate.witness",

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
 from mpmd_lab.catalogue import LOWERING_PHASE
+from mpmd_lab.smem_transfer import WGMMA_LAYOUT, transfer_layouts
 
 SWIZZLES = (32, 64, 128)
 
@@ -468,31 +469,34 @@ def smem_register_error(
     dtype_bits: int,
     minor_moved: bool,
     splat: bool = False,
+    m: Memref | None = None,
+    ref_shape: Sequence[int] | None = None,
 ) -> JaxError | None:
     """A plain load or store (``splat``: of a constant, ``fill``) of SMEM scratch with a
     layout, under warpgroup semantics: layout inference must find a register layout the
     tiled, swizzled SMEM can be transferred to (``IsTransferableSmemRegisters``, which
-    tries ``FragmentedArray.transfer_tiled``). Measured against jax 0.12 (the rule is
-    JAX's search, not a formula; ``tests/test_layout_rules.py`` holds each line):
+    tries ``FragmentedArray.transfer_tiled``):
 
-    - a swizzle without a tiling: no layout fits;
-    - a tiling without a swizzle whose tile is wider than 16 elements (32 for 8-bit
-      dtypes), or has one dim, or fewer rows (its second-minor dim) than 64 bits' worth
-      of elements of at least 16 bits (2 rows of 32-bit, 4 of 16- and 8-bit elements),
-      or a transposed view of it: no layout fits;
+    - a swizzle without a tiling: no layout fits (measured, jax 0.12);
     - the view's second-minor dim not a multiple of 64 (the WGMMA register tile's rows),
-      or a view of rank < 2: no layout fits;
-    - with a swizzle, a tile of one dim (the minor, as wide as the swizzle: else the
-      swizzle's own error comes first) fits a view whose minor dim holds ``k`` tiles where
-      ``k`` is not a multiple of 4; for 32-bit values and a 64- or 128-byte swizzle, where
-      ``k`` is 1 or even and not a multiple of 8 (measured for k = 1..16 and rows of 64 to
-      192: the second-minor and leading dims do not change it);
-    - with a swizzle, a view whose minor dim is not the ref's (a transpose): with a tile
-      of one dim or of one row no layout fits; else an 8- or 32-bit value is found a
-      layout whose tiled transfer the dialect lowering then rejects
-      (``UnsupportedTransferError: Tiled strides must be a multiple of the vector length,
-      except for the load vectorized dimension``), a 16-bit one the WGMMA layout
-      (``gmem_transfer_error`` on the GMEM side); a constant (``fill``) is stored.
+      or a view of rank < 2: no layout fits (measured);
+    - otherwise JAX's transfer schedule decides (``smem_value_layouts``: the port of
+      ``transfer_tiled`` and its bank-conflict plan, ``smem_transfer``; unswizzled SMEM
+      is planned as a 16-byte swizzle, as JAX does; a transposed view's tiling is the
+      scratch's, permuted with its tiled dims): no candidate layout with a schedule, no
+      layout fits; the first is the value's: ``WGMMA_LAYOUT`` lowers here (its GMEM side is
+      ``gmem_transfer_error``'s), ``WGMMA_TRANSPOSED_LAYOUT`` fails in the dialect
+      lowering (``UnsupportedTransferError: Tiled strides must be a multiple of the
+      vector length, except for the load vectorized dimension``) unless the value is a
+      constant (``fill``). It decides, for instance, that a tile of one row is a tile of
+      one dim, which fits a view whose minor dim holds ``k`` tiles only for some ``k``;
+      that 2-row tiles fit some swizzles only; that a 16-bit transposed view moves in the
+      WGMMA layout (the transposed txmatrix), an 8- or 32-bit one in the transposed one;
+    - where the port is not asked (``smem_value_layouts`` None: a transposed view,
+      not a permutation of the scratch's dims, of a tile of other than two dims; a view
+      memref not followed), measured: without a swizzle, or with a tile of
+      one dim or of one row, no layout fits; else an 8- or 32-bit value fails with the
+      tiled strides error, a 16-bit one on the GMEM side; a constant is stored.
     """
     kinds = [_kind(t) for t in stack]
     if kinds == ["swizzle"]:
@@ -501,48 +505,96 @@ def smem_register_error(
         return None
     tile = list(_get(stack[0], "tile"))
     swizzle = _get(stack[1], "bytes") if len(stack) > 1 else None
-    if swizzle is None and (len(tile) == 1 or tile[-1] > max(16, 256 // dtype_bits)):
-        return layout_inference_error()
-    if swizzle is None and tile[-2] * max(dtype_bits, 16) < 64:
-        return layout_inference_error()  # (a tile of too few rows)
     if len(view_shape) < 2 or view_shape[-2] % 64:
         return layout_inference_error()
-    if swizzle is None:
-        return layout_inference_error() if minor_moved else None
-    if len(tile) == 1 and not _one_dim_tiles_fit(view_shape[-1] // tile[0], dtype_bits, swizzle):
-        return layout_inference_error()
-    if minor_moved:
-        if len(tile) == 1 or tile[-2] == 1:
+    layouts = smem_value_layouts(stack, view_shape, dtype_bits, m, ref_shape)
+    if layouts is None and not minor_moved:
+        return None
+    if layouts is not None:
+        if not layouts:
             return layout_inference_error()
-        if not splat and dtype_bits != 16:
-            return JaxError(
-                "GPU_SMEM_TRANSFER",
-                "UnsupportedTransferError",
-                "Tiled strides must be a multiple of the vector length, except for the load "
-                "vectorized dimension",
-                "gpu-lower",
-            )
+        if splat or layouts[0] == WGMMA_LAYOUT:
+            return None
+        return _tiled_strides_error()
+    if swizzle is None or len(tile) == 1 or tile[-2] == 1:
+        return layout_inference_error()
+    if not splat and dtype_bits != 16:
+        return _tiled_strides_error()
     return None
 
 
-def _one_dim_tiles_fit(k: int, dtype_bits: int, swizzle: int) -> bool:
-    """Whether a register layout moves a swizzled view whose minor dim holds ``k`` tiles of
-    one dim (``smem_register_error``; measured, jax 0.12)."""
-    if dtype_bits == 32 and swizzle >= 64:
-        return k == 1 or (k % 2 == 0 and k % 8 != 0)
-    return k % 4 != 0
+def _tiled_strides_error() -> JaxError:
+    return JaxError(
+        "GPU_SMEM_TRANSFER",
+        "UnsupportedTransferError",
+        "Tiled strides must be a multiple of the vector length, except for the load "
+        "vectorized dimension",
+        "gpu-lower",
+    )
 
 
-def gmem_transfer_error(dtype_bits: int, smem_minor_moved: bool = False) -> JaxError | None:
+#: more bits than any SMEM holds (256 KiB): ``smem_value_layouts`` plans no transfer
+_SMEM_BITS = 256 * 1024 * 8
+
+
+def smem_value_layouts(
+    stack: Sequence[Any],
+    view_shape: Sequence[int],
+    dtype_bits: int,
+    m: Memref | None,
+    ref_shape: Sequence[int] | None = None,
+) -> tuple[Any, ...] | None:
+    """The register layouts (``smem_transfer.CANDIDATES``, in layout inference's order)
+    a plain load or store of a view of tiled SMEM can move its value in
+    (``smem_transfer.transfer_layouts``; layout inference takes the first): the view's
+    tiling is the scratch's (of ``ref_shape``), permuted as the view permutes its tiled
+    dims (``reduce_transpose_expression``; a tiled dim moved among untiled ones: no
+    layout). None where the port is not asked: no tiling, a view memref not followed, a
+    transposed view that is not a permutation of its scratch's dims (windows aside)
+    with a tile of other than two dims, an empty view, one larger than any SMEM."""
+    kinds = [_kind(t) for t in stack]
+    if kinds not in (["tiling"], ["tiling", "swizzle"]):
+        return None
+    size = math.prod(view_shape)
+    if not size or size * dtype_bits > _SMEM_BITS:
+        return None  # (an empty view; one larger than any SMEM: other errors say so)
+    tile = tuple(_get(stack[0], "tile"))
+    swizzle = _get(stack[1], "bytes") if len(stack) > 1 else 16
+    strides = tuple(m.strides) if m is not None else contiguous_strides(view_shape)
+    ref_strides = contiguous_strides(ref_shape) if ref_shape is not None else None
+    if (
+        ref_strides is not None
+        and sorted(strides) == sorted(ref_strides)
+        and len(set(ref_strides)) == len(ref_strides)
+    ):
+        # (a permutation of the scratch's dims: the view's last dims come from its tiled
+        # ones, or the transposed tiling is unsatisfiable)
+        tiled = ref_strides[len(ref_strides) - len(tile) :]
+        src = [tiled.index(x) if x in tiled else -1 for x in strides[len(strides) - len(tile) :]]
+        if -1 in src:
+            return ()
+        tile = tuple(tile[k] for k in src)
+    elif minor_strided(m):
+        if len(tile) != 2 or len(strides) < 2 or strides[-2] != 1:
+            return None
+        tile = tile[::-1]  # (the tiled dims swapped: the view's minor is the ref's major)
+    return transfer_layouts(tuple(view_shape), strides, tile, swizzle, dtype_bits)
+
+
+def gmem_transfer_error(dtype_bits: int, wgmma: bool = True) -> JaxError | None:
     """The GMEM side of a plain copy whose value has the register layout of tiled
     SMEM (swizzled or not; the WGMMA layout: each thread holds 2 consecutive elements of a row,
     4 threads a row of 8): the dialect lowering plans the GMEM load / store of that
     layout and finds it uncoalesced for narrow dtypes (``_plan_tiled_gmem_transfer``):
-    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. (An 8-bit
-    value of a transposed SMEM view gets another layout: ``smem_register_error``.)"""
+    16-bit rows cover 16 bytes of a 32-byte sector, 8-bit threads move 2 bytes. A value
+    the SMEM side moves in another layout (``wgmma`` False: ``smem_value_layouts``, e.g.
+    an 8-bit value of a transposed SMEM view) fails on the SMEM side instead
+    (``smem_register_error``)."""
+    if not wgmma:
+        return None
     if dtype_bits == 16:
         msg = "GMEM transfer does not access a whole number of complete 32 byte sectors"
-    elif dtype_bits == 8 and not smem_minor_moved:
+    elif dtype_bits == 8:
         msg = "GMEM transfer width (2 bytes/thread) is smaller than 4 bytes"
     else:
         return None
@@ -649,7 +701,7 @@ def tmem_transpose_ref_error(transformed: bool, shape: Sequence[int], dtype: str
 
 
 def tmem_access_error(
-    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32"
+    shape: Sequence[int], view: Sequence[Any], dtype: str = "float32", packing: int = 1
 ) -> JaxError | None:
     """A plain load or store (``ref[...]``, ``ref[...] = v``) through a TMEM ref, or
     a view of it made with the method forms (``.at``, ``.transpose``, ``.reshape``,
@@ -661,9 +713,14 @@ def tmem_access_error(
       (``NotImplementedError: CollapseShape is only implemented for variables in SMEM``);
     - a transpose (``ref.transpose``, any permutation, the identity too unless an ``at``
       came before it), an integer
-      index, or an ``at`` that slices the rows (the TMEM lanes; any slice of the columns
-      is fine): layout inference finds no TMEM layout for the ``vector_load`` /
-      ``vector_store`` of such a memref (``Failed to infer a possible set of layouts...``);
+      index, an ``at`` that slices the rows (the TMEM lanes), or one that slices the
+      columns of TMEM of fewer than 128 rows, or of packed TMEM (``packing`` elements a
+      32-bit column) at a start or of a size not a multiple of the packing (the
+      subview's ``Divides`` constraint: the gcd of each dim's size, the dim and the
+      start against the TMEM layout's base tile ``(128, packing)``; any slice of the
+      columns of 128 unpacked rows is fine): layout inference finds no TMEM layout
+      for the ``vector_load`` / ``vector_store`` of such a memref (``Failed to infer a
+      possible set of layouts...``);
     - otherwise (every row, any columns): the ``vector_load`` / ``vector_store`` carries no TMEM
       layout: ``ValueError: Expected the same number of in_tmem_layouts (0) as TMEM
       ref operands (1). op=`` and the op's IR.
@@ -722,6 +779,17 @@ def tmem_access_error(
             # (the subview's constraint is unsatisfiable at once, before any later step)
             if ix is None or any(i.kind == "int" for i in ix) or ix[0].size != shape[0]:
                 first = first or "unsat"
+            elif cur is not None and ix[-1].size != cur[-1]:
+                # a subview (some columns): its Divides constraint asks each dim's gcd of
+                # size, dim and start to be a multiple of the TMEM layout's base tile
+                # (128 lanes, ``packing`` columns); the rows are whole here. A dynamic
+                # start (a block's window: the index times the size) divides as the
+                # size does (``dynamic_gcd``; a start JAX cannot prove a multiple of the
+                # size divides less, which this does not see)
+                col = ix[-1]
+                start = col.size if col.start is None else col.start
+                if cur[0] % 128 or math.gcd(col.size, cur[-1], start) % packing:
+                    first = first or "unsat"
             cur = None if ix is None else [i.size for i in ix if i.kind != "int"]
     if first == "reshape":
         return JaxError(

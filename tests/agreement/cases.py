@@ -772,6 +772,34 @@ def _tmem_of(shape, *steps, use="fill", dtype="float32"):
     return _copy_out(use, dtype, spec, *steps)
 
 
+def _dot(dtype, a, b, a_layout=None, b_layout=None, lhs_t=False, rhs_t=False):
+    """``out = a @ b`` of SMEM scratch (their layouts: transforms; ``*_t``: the operand
+    is a transposed view of scratch of the transposed shape)."""
+
+    def spec(shape, layout, t):
+        return {
+            "shape": shape[::-1] if t else shape,
+            "dtype": dtype,
+            "memory_space": "SMEM",
+            "transforms": list(layout or []),
+        }
+
+    body = []
+    for name, t in (("a", lhs_t), ("b", rhs_t)):
+        if t:
+            body.append(view(name, TR, name=f"{name}v"))
+    lhs, rhs = "av" if lhs_t else "a", "bv" if rhs_t else "b"
+    return kernel(
+        [*body, {"op": "dot", "dst": "out", "lhs": lhs, "rhs": rhs}],
+        scratch={"a": spec(a, a_layout, lhs_t), "b": spec(b, b_layout, rhs_t)},
+        outputs=out([a[0], b[1]], F32),
+    )
+
+
+def _packed_tmem(dtype):
+    return {"s": {"shape": [128, 128], "dtype": dtype, "memory_space": "TMEM", "packed": True}}
+
+
 TP = {"op": "transpose", "perm": [1, 0]}
 F32 = "float32"
 
@@ -881,9 +909,101 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         _fill(smem([128, 256], F32, T(32), S(128))),
         "float32, tile (32,), swizzle 128, 8 tiles a row: no layout fits",
     ),
+    # JAX's transfer schedule for a WGMMA layout (smem_transfer.transferable, ported):
+    # a tile of one row is a tile of one dim; 2-row tiles and narrow unswizzled tiles
+    # leave every schedule with bank conflicts or misaligned vectors
+    "one-row-tile-uint8-swizzle-32": (
+        _fill(smem([128, 128], "uint8", T(1, 32), S(32))),
+        "uint8, tile (1, 32), swizzle 32: as the one-dim tile (32,), 4 tiles a row: no layout",
+    ),
+    "one-row-tile-bf16-copy-out": (
+        _copy_out([128, 128], "bfloat16", smem([128, 128], "bfloat16", T(1, 16), S(32))),
+        "bfloat16, tile (1, 16), swizzle 32, copied out: no layout (before the GMEM side)",
+    ),
+    "one-row-tile-f32-swizzle-128": (
+        _fill(smem([128, 128], F32, T(1, 32), S(128))),
+        "float32, tile (1, 32), swizzle 128: 4 tiles a row, a layout fits",
+    ),
+    "two-row-tile-f32-swizzle-128": (
+        _fill(smem([128, 128], F32, T(2, 32), S(128))),
+        "float32, tile (2, 32), swizzle 128: every schedule has bank conflicts",
+    ),
+    "two-row-tile-f16-swizzle-32": (
+        _copy_in([128, 128], "float16", smem([128, 128], "float16", T(2, 16), S(32))),
+        "float16, tile (2, 16), swizzle 32: no layout (before the GMEM side)",
+    ),
+    "one-dim-tile-column-window": (
+        _fill(smem([64, 256], F32, T(32), S(128)), at(None, ds(0, 128))),
+        "a window of half the columns of tile (32,) swizzle 128: 4 tiles a view row, "
+        "but the row stride is the ref's 8 tiles: no layout",
+    ),
+    "tiling-only-f32-4-wide": (
+        _fill(smem([128, 128], F32, T(8, 4))),
+        "float32 tiled (8, 4) without a swizzle: a tile narrower than the 8 a row of "
+        "lanes moves: no layout",
+    ),
     "swizzle-only-store": (
         _fill(smem([128, 32], F32, S(128))),
         "a plain store into SMEM swizzled without a tiling: no layout fits",
+    ),
+    # a transposed view of tiled SMEM: layout inference transposes the tiling with the
+    # view and asks JAX's transfer schedule (smem_transfer.transfer_layouts); the first
+    # layout with one is the value's: WGMMA (the GMEM side then decides) or
+    # WGMMA_TRANSPOSED (the dialect lowering's tiled strides error)
+    "transposed-two-row-tile-fill": (
+        _fill(smem([256, 64], F32, T(2, 8), S(32)), TP),
+        "a fill of a transposed view, float32 tile (2, 8) swizzle 32: no schedule",
+    ),
+    "transposed-two-row-tile-copy": (
+        _copy_in([64, 256], F32, smem([256, 64], F32, T(2, 8), S(32)), TP),
+        "a copy into the same view: no layout (not the tiled strides error)",
+    ),
+    "transposed-one-row-tile-int8-fill": (
+        _fill(smem([64, 256], "int8", T(1, 128), S(128)), TP),
+        "int8, tile (1, 128) swizzle 128, transposed: the tile (128, 1) has a schedule",
+    ),
+    "transposed-unswizzled-f16-copy": (
+        _copy_in([64, 256], "float16", smem([256, 64], "float16", T(8, 8)), TP),
+        "float16 tiled (8, 8) without a swizzle, transposed: the transposed txmatrix "
+        "moves it in the WGMMA layout; the GMEM side fails",
+    ),
+    "transposed-two-row-tile-f16-copy": (
+        _copy_in([64, 256], "float16", smem([256, 64], "float16", T(2, 32), S(64)), TP),
+        "float16 tile (2, 32) swizzle 64, transposed: only WGMMA_TRANSPOSED has a "
+        "schedule: the tiled strides error, not the GMEM side's",
+    ),
+    "transposed-3d-two-row-tile-fill": (
+        _fill(smem([2, 128, 64], F32, T(2, 8), S(32)), {"op": "transpose", "perm": [0, 2, 1]}),
+        "a 3-D ref's minor dims swapped, float32 tile (2, 8) swizzle 32: no schedule",
+    ),
+    # a 3-D tile: the view's tiling is the scratch's permuted as its tiled dims are; a
+    # tiled dim moved among the untiled ones leaves none
+    "tile3d-perm-210-fill": (
+        _fill(smem([2, 64, 128], F32, T(1, 8, 8), S(32)), {"op": "transpose", "perm": [2, 1, 0]}),
+        "a 3-D tile (1, 8, 8) swizzle 32, dims reversed: the tiled dims move: no layout",
+    ),
+    "tile3d-perm-210-f16-copy": (
+        _copy_out(
+            [128, 64, 2],
+            "float16",
+            smem([2, 64, 128], "float16", T(1, 8, 16), S(32)),
+            {"op": "transpose", "perm": [2, 1, 0]},
+        ),
+        "the same in float16, copied out: no layout (not the GMEM side's error)",
+    ),
+    "tile3d-minor-swap-f16-fill": (
+        _fill(smem([2, 64, 128], "float16", T(1, 8, 16)), {"op": "transpose", "perm": [0, 2, 1]}),
+        "float16, unswizzled 3-D tile (1, 8, 16), minor dims swapped: the tile (1, 16, 8) "
+        "has a schedule: a constant is stored",
+    ),
+    "tile3d-minor-swap-f16-copy": (
+        _copy_out(
+            [2, 128, 64],
+            "float16",
+            smem([2, 64, 128], "float16", T(1, 8, 16)),
+            {"op": "transpose", "perm": [0, 2, 1]},
+        ),
+        "the same copied out: only the transposed layout moves it: the tiled strides error",
     ),
     "transposed-tiled-f32-copy": (
         _copy_in([128, 128], F32, smem([128, 128], F32, *TS128), TP),
@@ -946,6 +1066,59 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
     "tmem-column-slice": (
         _tmem_of([128, 128], at(None, ds(1, 31))),
         "a slice of TMEM columns keeps every lane: only the plain store fails",
+    ),
+    # packed TMEM (packing elements a 32-bit column): a column slice's subview asks its
+    # size, the dim and its start to share a multiple of the packing (Divides)
+    "tmem-packed-odd-column-slice": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, ds(1, 32)),
+        ),
+        "packed float16 TMEM, columns from 1: no TMEM layout",
+    ),
+    "tmem-packed-even-column-slice": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, ds(2, 32)),
+        ),
+        "packed float16 TMEM, 32 columns from 2: a TMEM layout (the plain store fails)",
+    ),
+    "tmem-packed-int8-slice-size": (
+        _copy_out(
+            [128, 30],
+            "int8",
+            _packed_tmem("int8"),
+            at(None, ds(4, 30)),
+        ),
+        "packed int8 TMEM, 30 columns from 4: 30 is not a multiple of 4: no TMEM layout",
+    ),
+    "tmem-packed-slice-of-slice": (
+        _fill(
+            _packed_tmem("bfloat16"),
+            at(None, ds(0, 64)),
+            at(None, ds(1, 16)),
+        ),
+        "the fuzz's find (seed 8007): a slice of a packed column slice from 1: no layout",
+    ),
+    "tmem-packed-block-window": (
+        _fill(
+            _packed_tmem("float16"),
+            at(None, {"block": "b", "size": 3}),
+        ),
+        "a window of 3 packed columns at the block index: no layout (size 8 has one)",
+    ),
+    "tmem-64-rows-column-slice": (
+        _tmem_of([64, 128], at(None, ds(32, 32))),
+        "a slice of the columns of 64-row TMEM: the subview's rows (64) are not a "
+        "multiple of the TMEM layout's 128 lanes: no layout",
+    ),
+    "tmem-64-rows-block-rows-then-columns": (
+        _fill(
+            {"s": {"shape": [64, 128], "dtype": "int8", "memory_space": "TMEM", "packed": True}},
+            at({"block": "b", "size": 64}),
+            at(None, ds(96, 32)),
+        ),
+        "the fuzz's find (seed 8012): the block's rows (all 64), then 32 columns: no layout",
     ),
     "tmem-row-slice": (
         _tmem_of([128, 128], at(ds(0, 64))),
@@ -1013,6 +1186,47 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
             outputs=out([4096], F32),
         ),
         "a fold of a strided view: memref_fold needs contiguous dims",
+    ),
+    # WGMMA operands (Dot.lower): rhs is asked for an MMA tiling, lhs for rhs's
+    "dot-lhs-untileable": (
+        _dot("float16", [64, 72], [72, 64]),
+        "lhs [64, 72] of float16 fits no MMA tiling (72 is not a multiple of 16): rhs does, "
+        "lhs takes rhs's: no layout (not DOT_SMEM_TILING, which is rhs's)",
+    ),
+    "dot-int8-lhs-narrow": (
+        _dot("int8", [64, 16], [16, 64]),
+        "int8 lhs [64, 16]: narrower than the (8, 32) tile: no layout, before the "
+        "accumulator's dtype error",
+    ),
+    "dot-swizzles-differ": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 16), S(32)), (T(8, 64), S(128))),
+        "lhs swizzled 32, rhs 128: lhs must take rhs's layout: no layout",
+    ),
+    "dot-rhs-layout-too-wide-for-lhs": (
+        _dot("float16", [64, 32], [32, 64], None, (T(8, 64), S(128))),
+        "rhs tiled (8, 64) swizzle 128, lhs [64, 32] declares none: rhs's tile does not "
+        "divide it: no layout",
+    ),
+    "dot-f32-rhs-transposed": (
+        _dot("float32", [64, 64], [64, 64], rhs_t=True),
+        "float32 with rhs a transposed view of [N, K] scratch (K-major): lowers (the "
+        "dialect's transposes are an lhs stored [K, M] or an rhs stored [K, N])",
+    ),
+    "dot-f32-lhs-transposed": (
+        _dot("float32", [64, 64], [64, 64], lhs_t=True, rhs_t=True),
+        "float32 with lhs a transposed view: only 16-bit WGMMA transposes",
+    ),
+    "dot-rhs-transposed-narrow-n": (
+        _dot("float16", [64, 64], [64, 24], rhs_t=True),
+        "rhs [64, 24] a transposed view: its tiling is (64, 8) transposed, N = 24 fits",
+    ),
+    "dot-rhs-transposed-layouts-differ": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 64), S(128)), (T(8, 16), S(32)), rhs_t=True),
+        "lhs swizzled 128, rhs a transposed view of scratch swizzled 32: no layout",
+    ),
+    "dot-same-layouts": (
+        _dot("float16", [64, 64], [64, 64], (T(8, 64), S(128)), (T(8, 64), S(128))),
+        "both tiled (8, 64) swizzle 128: lowers",
     ),
     # SMEM capacity (layout_rules.smem_capacity_error): each buffer rounded to 1 KiB
     "smem-capacity-aligned": (

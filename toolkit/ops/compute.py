@@ -13,8 +13,8 @@ from every device at once (multimem), and a matrix product for the collective ma
 """
 
 import math
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from mpmd_lab import dtypes
 from mpmd_lab import expr as E
@@ -336,23 +336,44 @@ class Dot(StatementOp):
                         "SMEM first (copy_gmem_to_smem).",
                     )
                 return False
-        for field, info in (("lhs", lhs), ("rhs", rhs)):
-            if _scratch_transforms(low, field):
-                continue  # the user's own tiling and swizzle (of the scratch under the view)
-            bits = dtypes.bits(info.dtype)
-            rows, cols = info.shape
-            # the candidate tilings (8 rows of a swizzle's width: 128, 64, 32 bytes):
-            # the narrowest divides the shape whenever a wider one does
-            if rows % 8 or cols % (32 * 8 // bits):
-                candidates = [(8, sw * 8 // bits) for sw in (128, 64, 32)]
+        mine = [_mma_operand(low, field) for field in ("lhs", "rhs")]
+        a_op, b_op = mine
+        if a_op is None or b_op is None:  # (a view or a layout of another form)
+            for field, info in (("lhs", lhs), ("rhs", rhs)):
+                if _scratch_transforms(low, field):
+                    continue  # the user's own tiling and swizzle (of the scratch under the view)
+                if not _mma_tilings(info.shape, dtypes.bits(info.dtype), False):
+                    _no_mma_tiling(low, field, info, False)
+                    return False
+        else:
+            # layout inference asks rhs for an MMA tiling (``mma_tiling_constraint``: 8
+            # rows of a swizzle's width, 128, 64 or 32 bytes, the other way round for a
+            # transposed view; none divides it: its ValueError; the user's own must be
+            # one), and lhs for rhs's (``Equals``; transposed where exactly one operand
+            # is): where lhs's own differ, or none of rhs's divides lhs, it finds none
+            rhs_fits = _mma_tilings(rhs.shape, dtypes.bits(rhs.dtype), b_op.transposed)
+            if not rhs_fits:
+                _no_mma_tiling(low, "rhs", rhs, b_op.transposed)
+                return False
+            wanted = [
+                (tile if a_op.transposed == b_op.transposed else (tile[1], tile[0]), sw)
+                for tile, sw in rhs_fits
+                if b_op.layout in (None, (tile, sw))
+            ]
+            if a_op.layout is not None:
+                fits = [w for w in wanted if w == a_op.layout]
+            else:
+                fits = [w for w in wanted if _divides(w[0], lhs.shape)]
+            if not fits:
                 low.later(
-                    "p2",
-                    "DOT_SMEM_TILING",
-                    sub_path(low.path, field),
-                    f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
-                    f"divisible by candidate tiling {candidates[-1]!r}",
-                    f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
-                    f"{list(info.shape)} of {info.dtype} fits no such tiling.",
+                    "unsat",
+                    "GPU_LAYOUT_INFERENCE",
+                    sub_path(low.path, "lhs"),
+                    L.layout_inference_error().message,
+                    "A WGMMA's lhs takes rhs's SMEM tiling and swizzle: lhs "
+                    f"{list(lhs.shape)} of {lhs.dtype} (its scratch's own or one that fits "
+                    f"it) and rhs {list(rhs.shape)} share none (8 rows of 32, 64 or 128 "
+                    "bytes, swizzled as wide).",
                 )
                 return False
         if lhs.dtype in ("int8", "uint8"):
@@ -366,7 +387,10 @@ class Dot(StatementOp):
                 f"An {lhs.dtype} WGMMA accumulates in int32, but `dot` accumulates in "
                 "float32: multiply 16-bit floats instead.",
             )
-        elif lhs.dtype in ("float32", "float8_e4m3fn", "float8_e5m2"):
+        elif lhs.dtype in ("float32", "float8_e4m3fn", "float8_e5m2") and (
+            # (the dialect's transposes: an lhs stored [K, M], an rhs stored [K, N])
+            a_op is None or b_op is None or a_op.transposed or not b_op.transposed
+        ):
             low.later(
                 "p3",
                 "DOT_DTYPE",
@@ -400,6 +424,74 @@ class Dot(StatementOp):
         with np.errstate(all="ignore"):
             acc = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32), dtype=np.float32)
         x.write("dst", acc.astype(dst.dtype))
+
+
+def _no_mma_tiling(low: LowerContext, field: str, info: Any, transposed: bool) -> None:
+    """``mma_tiling_constraint``'s ValueError: no MMA tiling divides the operand (its
+    message names the last candidate, 8 rows of 32 bytes, transposed with the view)."""
+    width = 32 * 8 // dtypes.bits(info.dtype)
+    last = (width, 8) if transposed else (8, width)
+    low.later(
+        "p2",
+        "DOT_SMEM_TILING",
+        sub_path(low.path, field),
+        f"No valid tiling found for SMEM reference. {tuple(info.shape)!r} not "
+        f"divisible by candidate tiling {last!r}",
+        f"WGMMA operands are tiled (8, 32..128 bytes) in SMEM: {field} "
+        f"{list(info.shape)} of {info.dtype} fits no such tiling.",
+    )
+
+
+_Layout = tuple[tuple[int, int], int]
+
+
+def _divides(tile: tuple[int, int], shape: Sequence[int]) -> bool:
+    return shape[0] % tile[0] == 0 and shape[1] % tile[1] == 0
+
+
+def _mma_tilings(shape: Sequence[int], bits: int, transposed: bool) -> list[_Layout]:
+    """The MMA SMEM layouts (``mma_tiling_constraint``: a tile of 8 rows of 128, 64 or 32
+    bytes, swizzled as wide; of as many columns for a transposed view) whose tile
+    divides an operand (a view) of ``shape``."""
+    out = []
+    for sw in (128, 64, 32):
+        tile = (sw * 8 // bits, 8) if transposed else (8, sw * 8 // bits)
+        if _divides(tile, shape):
+            out.append((tile, sw))
+    return out
+
+
+class _MmaOperand(NamedTuple):
+    """A WGMMA operand as layout inference sees it: whether its view transposes its
+    scratch, and its scratch's own layout as the view sees it (tile, swizzle; None:
+    the scratch declares none)."""
+
+    transposed: bool
+    layout: _Layout | None
+
+
+def _mma_operand(low: LowerContext, field: str) -> _MmaOperand | None:
+    """A WGMMA operand that is SMEM scratch, or transposes of it, whose scratch declares
+    no layout or a 2-D tiling then a swizzle (None: another, which the per-operand rule
+    keeps)."""
+    b = low.binding(field)
+    name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
+    sc = low.ctx.s.call.scratch.get(name)
+    if sc is None or len(sc.shape) != 2:
+        return None
+    transposed = False
+    for _, t in b.stack:
+        if t.LOWERS_AS != "transpose":
+            return None
+        transposed ^= list(t.perm) == [1, 0]
+    stack = list(sc.transforms)
+    if not stack:
+        return _MmaOperand(transposed, None)
+    if [t.LOWERS_AS for t in stack] != ["tiling", "swizzle"] or len(stack[0].tile) != 2:
+        return None
+    rows, cols = stack[0].tile
+    tile = (cols, rows) if transposed else (rows, cols)
+    return _MmaOperand(transposed, (tile, stack[1].bytes))
 
 
 def _reduction_problem(reduction: str, dtype: str) -> str:

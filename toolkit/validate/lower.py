@@ -395,11 +395,14 @@ class LowerCtx:
             if spec is None:
                 v = _View(None, False, False, False, None, False)
             else:
+                packing = 1
                 if o.startswith("scratch:"):  # its own memory space and layout
                     space, stack = spec.memory_space, tuple(spec.transforms)
+                    if space == "TMEM" and spec.packed:  # (its columns' elements)
+                        packing = 32 // dtypes.bits(spec.dtype)
                 else:
                     space, stack = "GMEM", ()
-                root = _Root(tuple(spec.shape), spec.dtype, space, stack)
+                root = _Root(tuple(spec.shape), spec.dtype, space, stack, packing)
                 v = _View(root, False, False, space != "GMEM" or stack != (), None, False)
             self._roots[o] = v
         return v
@@ -583,7 +586,18 @@ class LowerCtx:
                     continue
                 if [t.LOWERS_AS for t in spec.layout] in (["tiling"], ["tiling", "swizzle"]):
                     om = self.memref(o).memref
-                    e = L.gmem_transfer_error(dtypes.bits(info.dtype), L.minor_strided(om))
+                    bits = dtypes.bits(info.dtype)
+                    oinfo = o.info
+                    layouts = (
+                        None
+                        if oinfo is None
+                        else L.smem_value_layouts(spec.layout, oinfo.shape, bits, om, spec.shape)
+                    )
+                    if layouts is None:  # (not followed: the measured rule)
+                        wgmma = bits == 16 or not L.minor_strided(om)
+                    else:
+                        wgmma = bool(layouts) and layouts[0] == L.WGMMA_LAYOUT
+                    e = L.gmem_transfer_error(bits, wgmma)
                     if e is not None:
                         self.later_error(
                             "p3", (e.code, _where(st, field), e.message, _GMEM_XFER_WHY)
@@ -856,6 +870,8 @@ class _Root(NamedTuple):
     dtype: str
     space: str
     layout: tuple[Any, ...]
+    #: elements a 32-bit TMEM column holds (``packed`` TMEM of a narrow dtype; else 1)
+    packing: int = 1
 
 
 class _View(NamedTuple):
@@ -895,13 +911,13 @@ def _view_rules(
     ctx, st = low.ctx, low.st
     b = st.refs[field]
     assert root is not None
-    shape, dtype, space, layout_stack = root
+    shape, dtype, space, layout_stack, packing = root
     tma = access in ("tma", "tma-load")
     why = _TMA_LOAD_WHY if access == "tma-load" else _TMA_WHY if tma else _ASSIGNMENT_WHY
     if tma:
         access = "tma"  # (view_lowering_error_at's: the same rules either way)
     if space == "TMEM" and not tma:
-        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype)
+        e = L.tmem_access_error(shape, [t for _, t in b.stack], dtype, packing)
         if e is None:
             return False, None
         if L.lowering_phase(e.code, e.message) != "statement":
@@ -944,12 +960,9 @@ def _view_rules(
                 _later(low, e, _where(st, field), _TILED_TRANSPOSE_WHY)
         info = b.info
         if access != "tma" and info is not None and leftover is None:
+            m = low.memref(b).memref
             e = L.smem_register_error(
-                layout_stack,
-                info.shape,
-                dtypes.bits(dtype),
-                L.minor_strided(low.memref(b).memref),
-                splat,
+                layout_stack, info.shape, dtypes.bits(dtype), L.minor_strided(m), splat, m, shape
             )
             if e is not None:
                 _later(low, e, _where(st, field), _REGISTERS_WHY)
@@ -1200,7 +1213,7 @@ def _tma_smem(
     gm = low.memref(st.refs[gmem_field]).memref
     if gm is None:
         return
-    shape, dtype, _space, stack = smem_root
+    shape, dtype, _space, stack, _packing = smem_root
     e = L.tma_smem_error(
         shape,
         dtypes.bits(dtype),
