@@ -2663,42 +2663,23 @@ def _recast(s: Scenario, d: Diagnostic) -> list[Fix]:
     ``compute`` value: the conversion made another way, the way the lowering converts:
     between the two 8-bit floats through float16, between an 8-bit float and bfloat16
     through float32, and numbers to booleans by a comparison with 0 (the same mask)."""
-    hit = _stmt_at(s, d)
-    if hit is None:
+    at = _compute_at(s, d)
+    if at is None:
         return []
-    path, program, stmt = hit
-    if not isinstance(stmt, Compute):
-        return []
+    path, stmt, refs, _ = at
+
+    def recast(n: V.Node) -> V.Node:
+        if not isinstance(n, V.Cast):
+            return n
+        was = _typed(n.a, refs)
+        made = None if was is None else _recast_one(n, was.dtype, d.code)
+        return n if made is None else made
+
     tree = V.parse(stmt.value)
-    refs: dict[str, tuple[tuple[int, ...], str]] = {}
-    for name in set(tree.loads()):
-        root = _root(s, program, name)
-        spec = None if root is None else get_path(s, f"{root[0]}.{root[1]}")
-        if spec is None:
-            return []
-        refs[name] = (tuple(spec.shape), spec.dtype)
-    swaps: list[tuple[str, str]] = []
-    try:
-        for n in _nodes(tree):
-            if isinstance(n, V.Cast):
-                new = _recast_one(n, n.a.typed(refs).dtype, d.code)
-                if new is not None:
-                    swaps.append((n.source(V.LABEL), f"({new.source(V.LABEL)})"))
-    except V.ValueTypeError:
+    new = _bottom_up(tree, recast)
+    if new == tree:
         return []
-    whole = tree.source(V.LABEL)
-    text = whole
-    for old, repl in dict.fromkeys(swaps):
-        text = text.replace(old, repl)
-    if text == whole:
-        return []
-    text = V.parse(text).source(V.LABEL)  # (no brackets but the ones it needs)
-    return [
-        Fix(
-            description=f"convert as the lowering can: {stmt.dst}[...] = {text}",
-            edits=[Edit(op="replace", path=f"{path}.value", value=text)],
-        )
-    ]
+    return _value_fix(path, stmt, new, "convert as the lowering can")
 
 
 def _loop_of_truths(s: Scenario, d: Diagnostic) -> list[Fix]:
