@@ -336,6 +336,9 @@ class Dot(StatementOp):
                         "SMEM first (copy_gmem_to_smem).",
                     )
                 return False
+        for field in ("lhs", "rhs"):
+            if low.mma_operand(field):  # (its view's steps, commuted past its scratch's layout)
+                return True
         mine = [_mma_operand(low, field) for field in ("lhs", "rhs")]
         a_op, b_op = mine
         if a_op is None or b_op is None:  # (a view or a layout of another form)
@@ -351,6 +354,8 @@ class Dot(StatementOp):
             # transposed view; none divides it: its ValueError; the user's own must be
             # one), and lhs for rhs's (``Equals``; transposed where exactly one operand
             # is): where lhs's own differ, or none of rhs's divides lhs, it finds none
+            # (a window's subview asks its tiling to divide the window's offsets and
+            # sizes: ``Divides`` of each operand's ``multiples``)
             rhs_fits = _mma_tilings(rhs.shape, dtypes.bits(rhs.dtype), b_op.transposed)
             if not rhs_fits:
                 _no_mma_tiling(low, "rhs", rhs, b_op.transposed)
@@ -358,12 +363,13 @@ class Dot(StatementOp):
             wanted = [
                 (tile if a_op.transposed == b_op.transposed else (tile[1], tile[0]), sw)
                 for tile, sw in rhs_fits
-                if b_op.layout in (None, (tile, sw))
+                if b_op.layout in (None, (tile, sw)) and _divides(tile, b_op.multiples)
             ]
             if a_op.layout is not None:
                 fits = [w for w in wanted if w == a_op.layout]
             else:
                 fits = [w for w in wanted if _divides(w[0], lhs.shape)]
+            fits = [w for w in fits if _divides(w[0], a_op.multiples)]
             if not fits:
                 low.later(
                     "unsat",
@@ -446,6 +452,7 @@ _Layout = tuple[tuple[int, int], int]
 
 
 def _divides(tile: tuple[int, int], shape: Sequence[int]) -> bool:
+    """The tile divides ``shape`` (its two dims; 0 is a multiple of any)."""
     return shape[0] % tile[0] == 0 and shape[1] % tile[1] == 0
 
 
@@ -463,35 +470,75 @@ def _mma_tilings(shape: Sequence[int], bits: int, transposed: bool) -> list[_Lay
 
 class _MmaOperand(NamedTuple):
     """A WGMMA operand as layout inference sees it: whether its view transposes its
-    scratch, and its scratch's own layout as the view sees it (tile, swizzle; None:
-    the scratch declares none)."""
+    scratch, its scratch's own layout as the view sees it (tile, swizzle; None: the
+    scratch declares none), and what its windows ask the tile to divide (a subview's
+    ``Divides``: the gcd of each window's offset, size and dim; 0: nothing)."""
 
     transposed: bool
     layout: _Layout | None
+    multiples: tuple[int, int]
 
 
 def _mma_operand(low: LowerContext, field: str) -> _MmaOperand | None:
-    """A WGMMA operand that is SMEM scratch, or transposes of it, whose scratch declares
-    no layout or a 2-D tiling then a swizzle (None: another, which the per-operand rule
-    keeps)."""
+    """A WGMMA operand that is SMEM scratch, or windows (static ones) and transposes of
+    it, whose scratch declares no layout or a 2-D tiling then a swizzle (None: another,
+    which the per-operand rule keeps)."""
     b = low.binding(field)
     name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
     sc = low.ctx.s.call.scratch.get(name)
-    if sc is None or len(sc.shape) != 2:
+    if sc is None or len(sc.shape) < 2:
         return None
     transposed = False
+    shape = list(sc.shape)
+    multiples = [0, 0]  # (of the two minor dims of the view so far)
     for _, t in b.stack:
-        if t.LOWERS_AS != "transpose":
+        if t.LOWERS_AS == "transpose" and len(shape) == 2:
+            transposed ^= list(t.perm) == [1, 0]
+            shape.reverse()
+            multiples.reverse()
+            continue
+        window = _window(t, shape)
+        if window is None:
             return None
-        transposed ^= list(t.perm) == [1, 0]
+        shape = [size for size, kept in window if kept]
+        for i in (-2, -1):
+            multiples[i] = math.gcd(multiples[i], window[i][0])
     stack = list(sc.transforms)
+    if len(shape) != 2:
+        return None
     if not stack:
-        return _MmaOperand(transposed, None)
+        return _MmaOperand(transposed, None, (multiples[0], multiples[1]))
     if [t.LOWERS_AS for t in stack] != ["tiling", "swizzle"] or len(stack[0].tile) != 2:
         return None
     rows, cols = stack[0].tile
     tile = (cols, rows) if transposed else (rows, cols)
-    return _MmaOperand(transposed, (tile, stack[1].bytes))
+    return _MmaOperand(transposed, (tile, stack[1].bytes), (multiples[0], multiples[1]))
+
+
+def _window(t: Any, shape: Sequence[int]) -> list[tuple[int, bool]] | None:
+    """An index step of static slices (and integers before the two minor dims) as the
+    subview the lowering makes of a view of ``shape``: per dim, the gcd of its offset,
+    size and dim (what a tiling of the view must divide), and whether it stays (None:
+    another step, a dynamic start, or an integer in the minor dims)."""
+    if t.LOWERS_AS != "index":
+        return None
+    # (an index step resolved as the lowering reads it; its dtype does not matter)
+    entries = L.jax_transforms(tuple(shape), "float32", [], [t])
+    if not entries or len(entries) != 1 or entries[0].kind != "index":
+        return None
+    idx, _ = entries[0].value
+    out = []
+    for d, (ix, dim) in enumerate(zip(idx, shape, strict=False)):
+        if ix.kind == "int":
+            if d >= len(shape) - 2:
+                return None
+            out.append((1, False))
+        elif ix.start is None or ix.stride != 1:
+            return None
+        else:
+            out.append((math.gcd(ix.start, ix.size, dim), True))
+    out += [(dim, True) for dim in shape[len(idx) :]]
+    return out
 
 
 def _reduction_problem(reduction: str, dtype: str) -> str:
