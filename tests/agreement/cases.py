@@ -1318,6 +1318,20 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         ),
         "aligned windows of both operands, one layout: lowers",
     ),
+    # K in groups of the swizzle's width: a transposed lhs is tiled along M, not K
+    "dot-f16-lhs-transposed-k16": (
+        _dot("float16", [64, 16], [16, 64], lhs_t=True),
+        "float16 lhs a transposed view [64, 16]: swizzle 128 fits both, K = 16 is not a "
+        "group of 64",
+    ),
+    "dot-f32-lhs-transposed-k16": (
+        _dot("float32", [64, 16], [16, 64], lhs_t=True),
+        "float32 lhs a transposed view, K = 16: K's group of 32 is refused before the transposes",
+    ),
+    "dot-f16-lhs-transposed-k16-swizzle-32": (
+        _dot("float16", [64, 16], [16, 64], [T(8, 16), S(32)], [T(8, 16), S(32)], lhs_t=True),
+        "float16 lhs a transposed view, both swizzled 32: groups of 16, K = 16 lowers",
+    ),
     "dot-rhs-transposed-narrow-n": (
         _dot("float16", [64, 64], [64, 24], rhs_t=True),
         "rhs [64, 24] a transposed view: its tiling is (64, 8) transposed, N = 24 fits",

@@ -341,6 +341,7 @@ class Dot(StatementOp):
                 return True
         mine = [_mma_operand(low, field) for field in ("lhs", "rhs")]
         a_op, b_op = mine
+        k_group = 0  # (K elements a swizzle's group of instructions takes; 0: not known)
         if a_op is None or b_op is None:  # (a view or a layout of another form)
             for field, info in (("lhs", lhs), ("rhs", rhs)):
                 if _scratch_transforms(low, field):
@@ -382,6 +383,9 @@ class Dot(StatementOp):
                     "bytes, swizzled as wide).",
                 )
                 return False
+            # (the widest layout that fits is layout inference's: fits[0])
+            k_group = fits[0][1] * 8 // dtypes.bits(lhs.dtype)
+        k = lhs.shape[1]
         if lhs.dtype in ("int8", "uint8"):
             signed = lhs.dtype == "int8"
             low.later(
@@ -392,6 +396,19 @@ class Dot(StatementOp):
                 f"got _is_signed={signed} for f32",
                 f"An {lhs.dtype} WGMMA accumulates in int32, but `dot` accumulates in "
                 "float32: multiply 16-bit floats instead.",
+            )
+        elif k_group and k % k_group and n <= 256 and n % 8 == 0:
+            # (after N's check, before the transposes': WGMMA issues K in groups of the
+            # swizzle's width; an lhs stored [K, M] is tiled along M, so K escapes it)
+            low.later(
+                "p3",
+                "DOT_K_MULTIPLE",
+                (*low.path, "lhs"),
+                f"K must be a multiple of {k_group}, got: {k}",
+                f"WGMMA takes K in groups of the operands' swizzle "
+                f"({k_group * dtypes.bits(lhs.dtype) // 8} bytes: "
+                f"{k_group} {lhs.dtype} elements); lhs is a transposed view, so its "
+                f"layout does not tile K = {k}: make K a multiple of {k_group}.",
             )
         elif lhs.dtype in ("float32", "float8_e4m3fn", "float8_e5m2") and (
             # (the dialect's transposes: an lhs stored [K, M], an rhs stored [K, N])
