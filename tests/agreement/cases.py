@@ -1304,6 +1304,43 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         ),
         "float32, rhs a transposed aligned window (K-major): lowers",
     ),
+    "dot-window-dynamic-unaligned": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds("b*4", 64))],
+            a_scratch=[128, 128],
+        ),
+        "lhs rows from b*4 of tiled scratch: layout inference knows the start a multiple "
+        "of 4, not of the tile's 8 rows: no layout",
+    ),
+    "dot-window-dynamic-layouts-differ": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 16), S(32)],
+            lhs=[at({"block": "b", "size": 64})],
+            a_scratch=[128, 128],
+        ),
+        "lhs block b of 64 rows swizzled 128, rhs swizzled 32: no layout",
+    ),
+    "dot-window-dynamic-sum": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds("b*64 + 64", 64))],
+            a_scratch=[192, 128],
+        ),
+        "lhs rows from b*64 + 64: a sum of two multiples of 64 is known one: lowers",
+    ),
     "dot-window-aligned": (
         _dot_window(
             "float16",

@@ -497,7 +497,7 @@ class _MmaOperand(NamedTuple):
 
 
 def _mma_operand(low: LowerContext, field: str) -> _MmaOperand | None:
-    """A WGMMA operand that is SMEM scratch, or windows (static ones) and transposes of
+    """A WGMMA operand that is SMEM scratch, or windows and transposes of
     it, whose scratch declares no layout or a 2-D tiling then a swizzle (None: another,
     which the per-operand rule keeps)."""
     b = low.binding(field)
@@ -536,7 +536,7 @@ def _window(t: Any, shape: Sequence[int]) -> list[tuple[int, bool]] | None:
     """An index step of static slices (and integers before the two minor dims) as the
     subview the lowering makes of a view of ``shape``: per dim, the gcd of its offset,
     size and dim (what a tiling of the view must divide), and whether it stays (None:
-    another step, a dynamic start, or an integer in the minor dims)."""
+    another step, a strided slice, or an integer in the minor dims)."""
     if t.LOWERS_AS != "index":
         return None
     # (an index step resolved as the lowering reads it; its dtype does not matter)
@@ -550,12 +550,62 @@ def _window(t: Any, shape: Sequence[int]) -> list[tuple[int, bool]] | None:
             if d >= len(shape) - 2:
                 return None
             out.append((1, False))
-        elif ix.start is None or ix.stride != 1:
+        elif ix.stride != 1:
             return None
+        elif ix.start is None:  # (traced: the gcd layout inference proves of it)
+            start = t.entries()[d].start
+            out.append((_dynamic_gcd(math.gcd(ix.size, dim), start), True))
         else:
             out.append((math.gcd(ix.start, ix.size, dim), True))
     out += [(dim, True) for dim in shape[len(idx) :]]
     return out
+
+
+def _dynamic_gcd(a: int, start: E.Expr) -> int:
+    """Layout inference's ``dynamic_gcd``: the product of ``a``'s prime factors, taken
+    in turn while the traced ``start`` is still known to divide by them."""
+    out, n, p = 1, a, 2
+    factors = []
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    for f in factors:
+        if _known_divisible(start, out * f):
+            out *= f
+    return out
+
+
+def _known_divisible(e: E.Expr, d: int) -> bool:
+    """Mosaic GPU's ``is_known_divisible`` of the value ``e`` lowers to (after MLIR's
+    canonicalizer folds a product's constant factors into one): a constant, a product
+    whose constant or one other factor is, a sum, difference or remainder of two that
+    are (a program id or a loop index alone: not known)."""
+    if d == 1:
+        return True
+    if isinstance(e, E.Const):
+        return e.value % d == 0
+    if isinstance(e, E.BinOp) and e.op == "*":
+        factors = list(_factors(e))
+        const = math.prod(f.value for f in factors if isinstance(f, E.Const))
+        return const % d == 0 or any(
+            _known_divisible(f, d) for f in factors if not isinstance(f, E.Const)
+        )
+    if isinstance(e, E.BinOp) and e.op in ("+", "-", "%"):
+        return _known_divisible(e.a, d) and _known_divisible(e.b, d)
+    return False
+
+
+def _factors(e: E.Expr) -> Iterator[E.Expr]:
+    """The factors of a product of products."""
+    if isinstance(e, E.BinOp) and e.op == "*":
+        yield from _factors(e.a)
+        yield from _factors(e.b)
+    else:
+        yield e
 
 
 def _reduction_problem(reduction: str, dtype: str) -> str:
