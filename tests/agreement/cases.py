@@ -796,6 +796,24 @@ def _dot(dtype, a, b, a_layout=None, b_layout=None, lhs_t=False, rhs_t=False):
     )
 
 
+def _dot_window(dtype, a, b, a_layout, b_layout, lhs=(), rhs=(), a_scratch=None, b_scratch=None):
+    """``out = a @ b`` where an operand is a view (``lhs``/``rhs``: its steps) of SMEM
+    scratch of shape ``*_scratch`` (default: the operand's), with its own layout."""
+
+    def spec(shape, layout):
+        return {"shape": shape, "dtype": dtype, "memory_space": "SMEM", "transforms": layout}
+
+    body = [view(n, *steps, name=f"{n}v") for n, steps in (("a", lhs), ("b", rhs)) if steps]
+    return kernel(
+        [
+            *body,
+            {"op": "dot", "dst": "out", "lhs": "av" if lhs else "a", "rhs": "bv" if rhs else "b"},
+        ],
+        scratch={"a": spec(a_scratch or a, a_layout), "b": spec(b_scratch or b, b_layout)},
+        outputs=out([a[0], b[1]], F32),
+    )
+
+
 def _packed_tmem(dtype):
     return {"s": {"shape": [128, 128], "dtype": dtype, "memory_space": "TMEM", "packed": True}}
 
@@ -1215,6 +1233,141 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
     "dot-f32-lhs-transposed": (
         _dot("float32", [64, 64], [64, 64], lhs_t=True, rhs_t=True),
         "float32 with lhs a transposed view: only 16-bit WGMMA transposes",
+    ),
+    # windows of WGMMA operands: their steps commuted past the scratch's tiling, and the
+    # subview's Divides (the tile divides each window's offset and size)
+    "dot-window-rows-unaligned": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds(4, 64))],
+            a_scratch=[80, 128],
+        ),
+        "lhs rows 4..68 of scratch tiled (8, 64): the window does not start at a tile",
+    ),
+    "dot-window-cols-unaligned": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            rhs=[at(None, ds(32, 128))],
+            b_scratch=[128, 256],
+        ),
+        "rhs columns 32..160 of scratch tiled (8, 64): the window does not start at a tile",
+    ),
+    "dot-window-layouts-differ": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 16), S(32)],
+            lhs=[at(ds(8, 64))],
+            a_scratch=[80, 128],
+        ),
+        "an aligned window of lhs swizzled 128, rhs swizzled 32: lhs takes rhs's layout, "
+        "no layout (a window keeps its scratch's)",
+    ),
+    "dot-window-stage-layouts-differ": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 16), S(32)],
+            [T(8, 64), S(128)],
+            lhs=[at(1)],
+            a_scratch=[2, 64, 128],
+        ),
+        "lhs one stage of a [2, 64, 128] buffer swizzled 32, rhs swizzled 128: no layout",
+    ),
+    "dot-window-untiled-rows-unaligned": (
+        _dot_window(
+            "float16", [64, 128], [128, 128], [], [], lhs=[at(ds(4, 64))], a_scratch=[80, 128]
+        ),
+        "rows 4..68 of untiled scratch: the subview asks its tiling (8 rows) to divide 4: "
+        "no layout",
+    ),
+    "dot-window-f32-rhs-transposed": (
+        _dot_window(
+            "float32",
+            [64, 64],
+            [64, 64],
+            [T(8, 32), S(128)],
+            [T(8, 32), S(128)],
+            rhs=[at(ds(8, 64)), TR],
+            b_scratch=[80, 64],
+        ),
+        "float32, rhs a transposed aligned window (K-major): lowers",
+    ),
+    "dot-window-dynamic-unaligned": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds("b*4", 64))],
+            a_scratch=[128, 128],
+        ),
+        "lhs rows from b*4 of tiled scratch: layout inference knows the start a multiple "
+        "of 4, not of the tile's 8 rows: no layout",
+    ),
+    "dot-window-dynamic-layouts-differ": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 16), S(32)],
+            lhs=[at({"block": "b", "size": 64})],
+            a_scratch=[128, 128],
+        ),
+        "lhs block b of 64 rows swizzled 128, rhs swizzled 32: no layout",
+    ),
+    "dot-window-dynamic-sum": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds("b*64 + 64", 64))],
+            a_scratch=[192, 128],
+        ),
+        "lhs rows from b*64 + 64: a sum of two multiples of 64 is known one: lowers",
+    ),
+    "dot-window-aligned": (
+        _dot_window(
+            "float16",
+            [64, 128],
+            [128, 128],
+            [T(8, 64), S(128)],
+            [T(8, 64), S(128)],
+            lhs=[at(ds(8, 64))],
+            rhs=[at(None, ds(64, 128))],
+            a_scratch=[80, 128],
+            b_scratch=[128, 256],
+        ),
+        "aligned windows of both operands, one layout: lowers",
+    ),
+    # K in groups of the swizzle's width: a transposed lhs is tiled along M, not K
+    "dot-f16-lhs-transposed-k16": (
+        _dot("float16", [64, 16], [16, 64], lhs_t=True),
+        "float16 lhs a transposed view [64, 16]: swizzle 128 fits both, K = 16 is not a "
+        "group of 64",
+    ),
+    "dot-f32-lhs-transposed-k16": (
+        _dot("float32", [64, 16], [16, 64], lhs_t=True),
+        "float32 lhs a transposed view, K = 16: K's group of 32 is refused before the transposes",
+    ),
+    "dot-f16-lhs-transposed-k16-swizzle-32": (
+        _dot("float16", [64, 16], [16, 64], [T(8, 16), S(32)], [T(8, 16), S(32)], lhs_t=True),
+        "float16 lhs a transposed view, both swizzled 32: groups of 16, K = 16 lowers",
     ),
     "dot-rhs-transposed-narrow-n": (
         _dot("float16", [64, 64], [64, 24], rhs_t=True),

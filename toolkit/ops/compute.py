@@ -336,8 +336,12 @@ class Dot(StatementOp):
                         "SMEM first (copy_gmem_to_smem).",
                     )
                 return False
+        for field in ("lhs", "rhs"):
+            if low.mma_operand(field):  # (its view's steps, commuted past its scratch's layout)
+                return True
         mine = [_mma_operand(low, field) for field in ("lhs", "rhs")]
         a_op, b_op = mine
+        k_group = 0  # (K elements a swizzle's group of instructions takes; 0: not known)
         if a_op is None or b_op is None:  # (a view or a layout of another form)
             for field, info in (("lhs", lhs), ("rhs", rhs)):
                 if _scratch_transforms(low, field):
@@ -351,6 +355,8 @@ class Dot(StatementOp):
             # transposed view; none divides it: its ValueError; the user's own must be
             # one), and lhs for rhs's (``Equals``; transposed where exactly one operand
             # is): where lhs's own differ, or none of rhs's divides lhs, it finds none
+            # (a window's subview asks its tiling to divide the window's offsets and
+            # sizes: ``Divides`` of each operand's ``multiples``)
             rhs_fits = _mma_tilings(rhs.shape, dtypes.bits(rhs.dtype), b_op.transposed)
             if not rhs_fits:
                 _no_mma_tiling(low, "rhs", rhs, b_op.transposed)
@@ -358,12 +364,13 @@ class Dot(StatementOp):
             wanted = [
                 (tile if a_op.transposed == b_op.transposed else (tile[1], tile[0]), sw)
                 for tile, sw in rhs_fits
-                if b_op.layout in (None, (tile, sw))
+                if b_op.layout in (None, (tile, sw)) and _divides(tile, b_op.multiples)
             ]
             if a_op.layout is not None:
                 fits = [w for w in wanted if w == a_op.layout]
             else:
                 fits = [w for w in wanted if _divides(w[0], lhs.shape)]
+            fits = [w for w in fits if _divides(w[0], a_op.multiples)]
             if not fits:
                 low.later(
                     "unsat",
@@ -376,6 +383,9 @@ class Dot(StatementOp):
                     "bytes, swizzled as wide).",
                 )
                 return False
+            # (the widest layout that fits is layout inference's: fits[0])
+            k_group = fits[0][1] * 8 // dtypes.bits(lhs.dtype)
+        k = lhs.shape[1]
         if lhs.dtype in ("int8", "uint8"):
             signed = lhs.dtype == "int8"
             low.later(
@@ -386,6 +396,19 @@ class Dot(StatementOp):
                 f"got _is_signed={signed} for f32",
                 f"An {lhs.dtype} WGMMA accumulates in int32, but `dot` accumulates in "
                 "float32: multiply 16-bit floats instead.",
+            )
+        elif k_group and k % k_group and n <= 256 and n % 8 == 0:
+            # (after N's check, before the transposes': WGMMA issues K in groups of the
+            # swizzle's width; an lhs stored [K, M] is tiled along M, so K escapes it)
+            low.later(
+                "p3",
+                "DOT_K_MULTIPLE",
+                (*low.path, "lhs"),
+                f"K must be a multiple of {k_group}, got: {k}",
+                f"WGMMA takes K in groups of the operands' swizzle "
+                f"({k_group * dtypes.bits(lhs.dtype) // 8} bytes: "
+                f"{k_group} {lhs.dtype} elements); lhs is a transposed view, so its "
+                f"layout does not tile K = {k}: make K a multiple of {k_group}.",
             )
         elif lhs.dtype in ("float32", "float8_e4m3fn", "float8_e5m2") and (
             # (the dialect's transposes: an lhs stored [K, M], an rhs stored [K, N])
@@ -446,6 +469,7 @@ _Layout = tuple[tuple[int, int], int]
 
 
 def _divides(tile: tuple[int, int], shape: Sequence[int]) -> bool:
+    """The tile divides ``shape`` (its two dims; 0 is a multiple of any)."""
     return shape[0] % tile[0] == 0 and shape[1] % tile[1] == 0
 
 
@@ -463,35 +487,125 @@ def _mma_tilings(shape: Sequence[int], bits: int, transposed: bool) -> list[_Lay
 
 class _MmaOperand(NamedTuple):
     """A WGMMA operand as layout inference sees it: whether its view transposes its
-    scratch, and its scratch's own layout as the view sees it (tile, swizzle; None:
-    the scratch declares none)."""
+    scratch, its scratch's own layout as the view sees it (tile, swizzle; None: the
+    scratch declares none), and what its windows ask the tile to divide (a subview's
+    ``Divides``: the gcd of each window's offset, size and dim; 0: nothing)."""
 
     transposed: bool
     layout: _Layout | None
+    multiples: tuple[int, int]
 
 
 def _mma_operand(low: LowerContext, field: str) -> _MmaOperand | None:
-    """A WGMMA operand that is SMEM scratch, or transposes of it, whose scratch declares
-    no layout or a 2-D tiling then a swizzle (None: another, which the per-operand rule
-    keeps)."""
+    """A WGMMA operand that is SMEM scratch, or windows and transposes of
+    it, whose scratch declares no layout or a 2-D tiling then a swizzle (None: another,
+    which the per-operand rule keeps)."""
     b = low.binding(field)
     name = b.origin[0][8:] if b.origin and b.origin[0].startswith("scratch:") else ""
     sc = low.ctx.s.call.scratch.get(name)
-    if sc is None or len(sc.shape) != 2:
+    if sc is None or len(sc.shape) < 2:
         return None
     transposed = False
+    shape = list(sc.shape)
+    multiples = [0, 0]  # (of the two minor dims of the view so far)
     for _, t in b.stack:
-        if t.LOWERS_AS != "transpose":
+        if t.LOWERS_AS == "transpose" and len(shape) == 2:
+            transposed ^= list(t.perm) == [1, 0]
+            shape.reverse()
+            multiples.reverse()
+            continue
+        window = _window(t, shape)
+        if window is None:
             return None
-        transposed ^= list(t.perm) == [1, 0]
+        shape = [size for size, kept in window if kept]
+        for i in (-2, -1):
+            multiples[i] = math.gcd(multiples[i], window[i][0])
     stack = list(sc.transforms)
+    if len(shape) != 2:
+        return None
     if not stack:
-        return _MmaOperand(transposed, None)
+        return _MmaOperand(transposed, None, (multiples[0], multiples[1]))
     if [t.LOWERS_AS for t in stack] != ["tiling", "swizzle"] or len(stack[0].tile) != 2:
         return None
     rows, cols = stack[0].tile
     tile = (cols, rows) if transposed else (rows, cols)
-    return _MmaOperand(transposed, (tile, stack[1].bytes))
+    return _MmaOperand(transposed, (tile, stack[1].bytes), (multiples[0], multiples[1]))
+
+
+def _window(t: Any, shape: Sequence[int]) -> list[tuple[int, bool]] | None:
+    """An index step of static slices (and integers before the two minor dims) as the
+    subview the lowering makes of a view of ``shape``: per dim, the gcd of its offset,
+    size and dim (what a tiling of the view must divide), and whether it stays (None:
+    another step, a strided slice, or an integer in the minor dims)."""
+    if t.LOWERS_AS != "index":
+        return None
+    # (an index step resolved as the lowering reads it; its dtype does not matter)
+    entries = L.jax_transforms(tuple(shape), "float32", [], [t])
+    if not entries or len(entries) != 1 or entries[0].kind != "index":
+        return None
+    idx, _ = entries[0].value
+    out = []
+    for d, (ix, dim) in enumerate(zip(idx, shape, strict=False)):
+        if ix.kind == "int":
+            if d >= len(shape) - 2:
+                return None
+            out.append((1, False))
+        elif ix.stride != 1:
+            return None
+        elif ix.start is None:  # (traced: the gcd layout inference proves of it)
+            start = t.entries()[d].start
+            out.append((_dynamic_gcd(math.gcd(ix.size, dim), start), True))
+        else:
+            out.append((math.gcd(ix.start, ix.size, dim), True))
+    out += [(dim, True) for dim in shape[len(idx) :]]
+    return out
+
+
+def _dynamic_gcd(a: int, start: E.Expr) -> int:
+    """Layout inference's ``dynamic_gcd``: the product of ``a``'s prime factors, taken
+    in turn while the traced ``start`` is still known to divide by them."""
+    out, n, p = 1, a, 2
+    factors = []
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    for f in factors:
+        if _known_divisible(start, out * f):
+            out *= f
+    return out
+
+
+def _known_divisible(e: E.Expr, d: int) -> bool:
+    """Mosaic GPU's ``is_known_divisible`` of the value ``e`` lowers to (after MLIR's
+    canonicalizer folds a product's constant factors into one): a constant, a product
+    whose constant or one other factor is, a sum, difference or remainder of two that
+    are (a program id or a loop index alone: not known)."""
+    if d == 1:
+        return True
+    if isinstance(e, E.Const):
+        return e.value % d == 0
+    if isinstance(e, E.BinOp) and e.op == "*":
+        factors = list(_factors(e))
+        const = math.prod(f.value for f in factors if isinstance(f, E.Const))
+        return const % d == 0 or any(
+            _known_divisible(f, d) for f in factors if not isinstance(f, E.Const)
+        )
+    if isinstance(e, E.BinOp) and e.op in ("+", "-", "%"):
+        return _known_divisible(e.a, d) and _known_divisible(e.b, d)
+    return False
+
+
+def _factors(e: E.Expr) -> Iterator[E.Expr]:
+    """The factors of a product of products."""
+    if isinstance(e, E.BinOp) and e.op == "*":
+        yield from _factors(e.a)
+        yield from _factors(e.b)
+    else:
+        yield e
 
 
 def _reduction_problem(reduction: str, dtype: str) -> str:

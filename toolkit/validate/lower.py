@@ -653,6 +653,17 @@ class LowerCtx:
             return True
         return done
 
+    def mma_operand(self, field: str) -> bool:
+        """A WGMMA operand's SMEM view as the lowering takes it (``_handle_transforms``):
+        its steps commuted past the scratch's layout (``_view_rules``' commute rules, as
+        for any access: a window of tiled scratch starts and ends at a tile); the SMEM
+        layout it needs is the op's to say (layout inference), not an access's."""
+        done, leftover = _tma_smem_view(self, field, "wgmma")
+        if leftover is not None:
+            self.ctx.raised(leftover, _where(self.st, field))
+            return True
+        return done
+
     def tma_smem(self, smem: str, gmem: str, shared: int = 1) -> None:
         """The dialect lowering's checks of a TMA load's SMEM side (``_tma_smem``;
         ``shared``: the blocks a multicast load is split among)."""
@@ -944,6 +955,8 @@ def _view_rules(
             return True, None
     else:
         leftover = None
+    if access == "wgmma":  # (its operand's layout is layout inference's: ``Dot.lower``)
+        return False, leftover
     if space == "SMEM" and leftover is None and b.stack:
         # (the view's memref from its untransformed ref, as ``LowerCtx.memref`` keeps it
         # per view: ``smem_contiguity_error`` of the same shape and steps; a view of no
