@@ -558,7 +558,22 @@ def _unreachable_after(work) -> int:
         gc.enable()
 
 
-@pytest.mark.parametrize("name", gallery.names())
+#: the gallery scenarios the fast tier asks for cycles (a race and its fixes, a deadlock
+#: and its fixes, collectives with TMA and WGMMA, multicast, clusters); the slow tier
+#: asks every one (each is two whole-heap collections)
+_CYCLE_FAST = (
+    "two-block-race",
+    "ring-all-gather-deadlock",
+    "collective-matmul",
+    "multicast-2d",
+    "cluster-exchange",
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n in _CYCLE_FAST else pytest.param(n, marks=pytest.mark.slow) for n in gallery.names()],
+)
 def test_a_finished_check_or_simulation_leaves_nothing_for_the_cycle_collector(name):
     """A run's actors, their readers and body generators, and the helpers' walks hold no
     reference cycle once the run is over: a whole check (its rules, race check and

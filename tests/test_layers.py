@@ -11,6 +11,7 @@ TYPE_CHECKING:`` are left out (they never run). ``from pkg import name`` is an e
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +129,13 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
 
 
 def import_graph() -> dict[str, dict[str, int]]:
-    """module -> {module it imports: the line of the first such import}."""
+    """module -> {module it imports: the line of the first such import} (a copy of the
+    graph read once per test process: a test may change it)."""
+    return {module: dict(edges) for module, edges in _read_graph().items()}
+
+
+@functools.cache
+def _read_graph() -> dict[str, dict[str, int]]:
     modules = _modules()
 
     def known(name: str) -> str | None:
