@@ -372,11 +372,8 @@ class Dot(StatementOp):
                 fits = [w for w in wanted if _divides(w[0], lhs.shape)]
             fits = [w for w in fits if _divides(w[0], a_op.multiples)]
             if not fits:
-                low.later(
-                    "unsat",
-                    "GPU_LAYOUT_INFERENCE",
+                low.no_layout(
                     sub_path(low.path, "lhs"),
-                    L.layout_inference_error().message,
                     "A WGMMA's lhs takes rhs's SMEM tiling and swizzle: lhs "
                     f"{list(lhs.shape)} of {lhs.dtype} (its scratch's own or one that fits "
                     f"it) and rhs {list(rhs.shape)} share none (8 rows of 32, 64 or 128 "
@@ -697,11 +694,8 @@ def lower_value(
         if dtype == "bool" and shape and (broadcasts or _vector(shape, "bool") < 8):
             if stored_as_is is not None and stored_as_is():
                 # loaded and stored as it is: layout inference finds no layout for it
-                low.later(
-                    "unsat",
-                    "GPU_LAYOUT_INFERENCE",
+                low.no_layout(
                     (*low.path, "value"),
-                    L.layout_inference_error().message,
                     f"{name} holds {_vector(shape, 'bool')} booleans per thread and "
                     "vector, less than a byte: no register layout moves it.",
                 )
@@ -838,11 +832,8 @@ def lower_value(
     for node in _walk(tree):
         if isinstance(node, V.Iota) and math.prod(node.shape) % LANES:
             # (an iota is laid out over a warpgroup's threads, WG_STRIDED)
-            low.later(
-                "unsat",
-                "GPU_LAYOUT_INFERENCE",
+            low.no_layout(
                 (*low.path, "value"),
-                L.layout_inference_error().message,
                 f"lax.broadcasted_iota of shape {node.shape!r} is laid out over the "
                 f"{LANES} threads of a warpgroup; its {math.prod(node.shape)} elements are "
                 f"not a multiple of {LANES}: no register layout holds it.",
@@ -850,11 +841,8 @@ def lower_value(
             break
     for node in live:
         if isinstance(node, V.Reduce) and _reduces_along_an_axis(node, refs):
-            low.later(
-                "unsat",
-                "GPU_LAYOUT_INFERENCE",
+            low.no_layout(
                 (*low.path, "value"),
-                L.layout_inference_error().message,
                 f"{node.source(V.LABEL)} reduces along an axis of a "
                 f"{len(node.a.typed(refs).shape)}-D value in the register layout a plain "
                 "load gives it, and layout inference finds no layout for the result. A "
@@ -866,11 +854,8 @@ def lower_value(
     for node in live:
         inner = _inner_broadcast(node, refs)
         if inner is not None:
-            low.later(
-                "unsat",
-                "GPU_LAYOUT_INFERENCE",
+            low.no_layout(
                 (*low.path, "value"),
-                L.layout_inference_error().message,
                 f"{node.source(V.LABEL)} broadcasts {inner.source(V.LABEL)} of shape "
                 f"{inner.typed(refs).shape!r} to {node.typed(refs).shape!r} along a dim "
                 "after one it keeps: the register layouts broadcast a value along its "

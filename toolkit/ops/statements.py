@@ -66,11 +66,8 @@ class Copy(StatementOp):
         ):
             vec = L.strided_vec_size(tuple(info.shape), 1)
             if 0 < vec < 8:  # (0: the size rule's own error)
-                low.later(
-                    "unsat",
-                    "GPU_LAYOUT_INFERENCE",
+                low.no_layout(
                     low.path,
-                    L.layout_inference_error().message,
                     f"{self.src} holds {vec} booleans per thread and vector, less than a byte: "
                     "no register layout moves it (1024 booleans or more do).",
                 )

@@ -565,16 +565,11 @@ class LowerCtx:
         if info.memory_space == "TMEM":
             return False  # its layout errors are tmem_access_error's
         if info.shape and check_layout and info.size % LANES:
-            self.later_error(
-                "unsat",
-                (
-                    "GPU_LAYOUT_INFERENCE",
-                    _where(st, field),
-                    LAYOUT_MSG,
-                    f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
-                    f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
-                    f"its size must be a multiple of {LANES}.",
-                ),
+            self.no_layout(
+                _where(st, field),
+                f"{kind} of {info.describe()} ({info.size} elements): the Mosaic GPU lowering "
+                f"holds a loaded array in the registers of one warpgroup ({LANES} threads), so "
+                f"its size must be a multiple of {LANES}.",
             )
         if self.layouts and info.memory_space == "GMEM" and root is not None and not splat:
             # the value takes the register layout of tiled SMEM on the statement's other side
@@ -677,6 +672,11 @@ class LowerCtx:
         rules built, ``p2``: layout and transform inference, ``p3``: dialect lowering,
         ``p4``: verifying the lowered module)."""
         self.found.append((_RANK[phase], (code, path, message, why)))
+
+    def no_layout(self, path: Path, why: str) -> None:
+        """Layout inference finds no layout (GPU_LAYOUT_INFERENCE, raised when its search
+        ends: the ``unsat`` phase); ``why`` says what has none."""
+        self.later("unsat", "GPU_LAYOUT_INFERENCE", path, LAYOUT_MSG, why)
 
     # the lowering rules' own checks, raised where the statement is lowered
 
